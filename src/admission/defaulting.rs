@@ -1,0 +1,265 @@
+//! Lossless defaulting, in Kueue's order: default LocalQueue, default
+//! WorkloadPriorityClass, then suspend. Each step only adds or replaces a
+//! field batchgate owns; an object that needs nothing gets no patch.
+
+use serde_json::Value;
+
+use super::{
+    object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    patch, Context, Decision, Verdict,
+};
+use crate::policy::Policy;
+
+pub fn default(policy: &Policy, job: &JobObject<'_>, namespace: &str, ctx: &Context<'_>) -> Decision {
+    // Kueue skips objects being deleted (finalizer removal must never be
+    // blocked on queue bookkeeping).
+    if job.deleting() {
+        return Decision::allow();
+    }
+    // A child of an integrated kind is governed by its parent's Workload.
+    let owned_by_integrated = job
+        .controller()
+        .is_some_and(|o| ctx.policies.is_integrated(o.api_version, o.kind));
+    let managed_namespace = || {
+        ctx.facts
+            .namespace_matches(namespace, &ctx.settings.managed_namespaces)
+    };
+    let mut ops = Vec::new();
+
+    let mut queue = job.queue_name();
+    if queue.is_none()
+        && !owned_by_integrated
+        && ctx.facts.default_local_queue_exists(namespace)
+        && managed_namespace()
+    {
+        patch::set_label(job.raw, QUEUE_NAME_LABEL, DEFAULT_NAME, &mut ops);
+        queue = Some(DEFAULT_NAME);
+    }
+
+    if job.label(PRIORITY_CLASS_LABEL).is_none()
+        && !owned_by_integrated
+        && ctx.facts.default_priority_class_exists()
+    {
+        patch::set_label(job.raw, PRIORITY_CLASS_LABEL, DEFAULT_NAME, &mut ops);
+    }
+
+    let should_suspend = !owned_by_integrated
+        && (queue.is_some() || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
+    if should_suspend && !job.is_suspended() {
+        if let Err(at) = patch::set(job.raw, &policy.suspend, Value::Bool(true), &mut ops) {
+            return Decision {
+                verdict: Verdict::Malformed(format!(
+                    "cannot decode {}: {at}: must be an object to hold {}",
+                    policy.target,
+                    policy.suspend.field_path()
+                )),
+                ..Decision::allow()
+            };
+        }
+    }
+
+    Decision {
+        patch: ops,
+        ..Decision::allow()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::super::*;
+    use crate::selector::LabelSelector;
+
+    struct Facts {
+        default_lq: bool,
+        default_wpc: bool,
+    }
+
+    impl ClusterFacts for Facts {
+        fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+            NoCluster.namespace_matches(ns, sel)
+        }
+        fn default_local_queue_exists(&self, _: &str) -> bool {
+            self.default_lq
+        }
+        fn default_priority_class_exists(&self) -> bool {
+            self.default_wpc
+        }
+    }
+
+    fn settings(manage_all: bool) -> Settings {
+        Settings {
+            manage_jobs_without_queue_name: manage_all,
+            managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
+        }
+    }
+
+    fn run(obj: Value, ns: &str, manage_all: bool, facts: &dyn ClusterFacts) -> Decision {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies.find("batch", "v1", "Job").unwrap().clone();
+        let s = settings(manage_all);
+        let ctx = Context {
+            settings: &s,
+            facts,
+            policies: &policies,
+        };
+        let req = Request {
+            operation: Operation::Create,
+            namespace: ns,
+            object: Some(&obj),
+            old_object: None,
+        };
+        mutate(&policy, &req, &ctx)
+    }
+
+    fn paths(d: &Decision) -> Vec<(String, Value)> {
+        d.patch.iter().map(|o| (o.path.clone(), o.value.clone())).collect()
+    }
+
+    fn queued(q: &str) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "j", "labels": {"kueue.x-k8s.io/queue-name": q}},
+               "spec": {"template": {"spec": {"containers": []}}}})
+    }
+
+    #[test]
+    fn queued_job_is_suspended() {
+        let d = run(queued("user-queue"), "team-a", false, &NoCluster);
+        assert_eq!(d.verdict, Verdict::Allow);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+    }
+
+    #[test]
+    fn queued_job_is_suspended_even_in_excluded_namespace() {
+        // Kueue: a queue-name label is always managed; the selector only
+        // modulates manageJobsWithoutQueueName.
+        let d = run(queued("q"), "kube-system", false, &NoCluster);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+    }
+
+    #[test]
+    fn unqueued_job_gets_no_patch() {
+        let mut job = queued("q");
+        job["metadata"]["labels"] = json!({});
+        let d = run(job, "team-a", false, &NoCluster);
+        assert!(d.patch.is_empty());
+        assert_eq!(d.verdict, Verdict::Allow);
+    }
+
+    #[test]
+    fn empty_queue_label_counts_as_none() {
+        let d = run(queued(""), "team-a", false, &NoCluster);
+        assert!(d.patch.is_empty());
+    }
+
+    #[test]
+    fn already_suspended_job_gets_no_patch() {
+        let mut job = queued("q");
+        job["spec"]["suspend"] = json!(true);
+        assert!(run(job, "team-a", false, &NoCluster).patch.is_empty());
+    }
+
+    #[test]
+    fn explicit_suspend_false_is_replaced() {
+        let mut job = queued("q");
+        job["spec"]["suspend"] = json!(false);
+        let d = run(job, "team-a", false, &NoCluster);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+    }
+
+    #[test]
+    fn missing_spec_is_created() {
+        let job = json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}});
+        let d = run(job, "team-a", false, &NoCluster);
+        assert_eq!(paths(&d), vec![("/spec".into(), json!({"suspend": true}))]);
+    }
+
+    #[test]
+    fn manage_without_queue_name_follows_namespace_selector() {
+        let mut job = queued("q");
+        job["metadata"]["labels"] = json!({});
+        let d = run(job.clone(), "team-a", true, &NoCluster);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+        let d = run(job.clone(), "kube-system", true, &NoCluster);
+        assert!(d.patch.is_empty());
+        let d = run(job, "batchgate-system", true, &NoCluster);
+        assert!(d.patch.is_empty());
+    }
+
+    #[test]
+    fn deleting_objects_are_left_alone() {
+        let mut job = queued("q");
+        job["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(run(job, "team-a", false, &NoCluster).patch.is_empty());
+    }
+
+    #[test]
+    fn children_of_integrated_kinds_are_left_alone() {
+        let mut job = queued("q");
+        job["metadata"]["ownerReferences"] = json!([
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "u", "controller": true}
+        ]);
+        assert!(run(job.clone(), "team-a", false, &NoCluster).patch.is_empty());
+        // A CronJob is not an integrated kind: its Jobs are queued as usual.
+        job["metadata"]["ownerReferences"][0]["kind"] = json!("CronJob");
+        assert_eq!(run(job, "team-a", false, &NoCluster).patch.len(), 1);
+    }
+
+    #[test]
+    fn default_local_queue_and_priority_class() {
+        let mut job = queued("q");
+        job["metadata"]["labels"] = json!({"app": "x"});
+        let facts = Facts {
+            default_lq: true,
+            default_wpc: true,
+        };
+        let d = run(job.clone(), "team-a", false, &facts);
+        assert_eq!(
+            paths(&d),
+            vec![
+                ("/metadata/labels/kueue.x-k8s.io~1queue-name".into(), json!("default")),
+                ("/metadata/labels/kueue.x-k8s.io~1priority-class".into(), json!("default")),
+                ("/spec/suspend".into(), json!(true)),
+            ]
+        );
+        // Not in an unmanaged namespace (Kueue #13374).
+        let d = run(job, "kube-system", false, &facts);
+        assert_eq!(
+            paths(&d),
+            vec![("/metadata/labels/kueue.x-k8s.io~1priority-class".into(), json!("default"))]
+        );
+    }
+
+    #[test]
+    fn stopping_job_is_suspended_again_without_changing_json() {
+        let mut job = queued("q");
+        job["spec"]["suspend"] = json!(true);
+        job["metadata"]["annotations"] = json!({"kueue.x-k8s.io/stopping": "true"});
+        assert!(run(job, "team-a", false, &NoCluster).patch.is_empty());
+    }
+
+    #[test]
+    fn wrong_types_are_reported_with_the_field() {
+        let mut job = queued("q");
+        job["spec"]["suspend"] = json!("yes");
+        let d = run(job, "team-a", false, &NoCluster);
+        assert_eq!(
+            d.verdict,
+            Verdict::Malformed(
+                "cannot decode batch/v1, Kind=Job: spec.suspend: must be a boolean, found a string".into()
+            )
+        );
+        let mut job = queued("q");
+        job["metadata"]["labels"]["n"] = json!(3);
+        let d = run(job, "team-a", false, &NoCluster);
+        assert_eq!(
+            d.verdict,
+            Verdict::Malformed(
+                "cannot decode batch/v1, Kind=Job: metadata.labels[n]: must be a string, found a number".into()
+            )
+        );
+        let d = run(json!("nope"), "team-a", false, &NoCluster);
+        assert!(matches!(d.verdict, Verdict::Malformed(m) if m.contains("object: must be a JSON object")));
+    }
+}

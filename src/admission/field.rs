@@ -1,0 +1,195 @@
+//! Field errors rendered exactly as Kubernetes' apimachinery renders them
+//! (`<field>: <Type>: <value>: <detail>`), so batchgate's denials read like
+//! Kueue's and a user's search lands on the same answers.
+
+use std::fmt::{self, Write};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    Invalid,
+    Required,
+    Forbidden,
+    TooMany,
+    NotFound,
+}
+
+impl ErrorType {
+    fn as_str(self) -> &'static str {
+        match self {
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::Required => "Required value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::TooMany => "Too many",
+            ErrorType::NotFound => "Not found",
+        }
+    }
+}
+
+/// The offending value, printed as Go's `%q` for strings and `%v` otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+    Null,
+    /// Not printed (Required, Forbidden).
+    Omit,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub kind: ErrorType,
+    pub value: BadValue,
+    pub detail: String,
+}
+
+impl FieldError {
+    pub fn invalid(field: impl Into<String>, value: BadValue, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Invalid,
+            value,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Forbidden,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Required,
+            value: BadValue::Omit,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.kind.as_str())?;
+        let show_value = matches!(self.kind, ErrorType::Invalid | ErrorType::NotFound | ErrorType::TooMany);
+        if show_value {
+            match &self.value {
+                BadValue::Str(s) => write!(f, ": {}", go_quote(s))?,
+                BadValue::Int(i) => write!(f, ": {i}")?,
+                BadValue::Bool(b) => write!(f, ": {b}")?,
+                BadValue::Null => f.write_str(": null")?,
+                BadValue::Omit => {}
+            }
+        }
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// `field.ErrorList.ToAggregate().Error()`: one error alone, several as `[a, b]`.
+pub fn aggregate(errors: &[FieldError]) -> String {
+    match errors {
+        [] => String::new(),
+        [one] => one.to_string(),
+        many => {
+            let mut out = String::from("[");
+            for (i, e) in many.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "{e}");
+            }
+            out.push(']');
+            out
+        }
+    }
+}
+
+/// Go's `strconv.Quote`.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `metadata.labels[<key>]`
+pub fn label_path(key: &str) -> String {
+    format!("metadata.labels[{key}]")
+}
+
+/// `metadata.annotations[<key>]`
+pub fn annotation_path(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_like_apimachinery() {
+        let e = FieldError::invalid(
+            label_path("kueue.x-k8s.io/queue-name"),
+            BadValue::Str("q2".into()),
+            "field is immutable",
+        );
+        assert_eq!(
+            e.to_string(),
+            r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#
+        );
+        let e = FieldError::forbidden(
+            "spec.parallelism",
+            "cannot change when partial admission is enabled and the job is not suspended",
+        );
+        assert_eq!(
+            e.to_string(),
+            "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended"
+        );
+        let e = FieldError::invalid("x", BadValue::Int(0), "should be greater than 0");
+        assert_eq!(e.to_string(), "x: Invalid value: 0: should be greater than 0");
+        let e = FieldError::invalid("x", BadValue::Null, "d");
+        assert_eq!(e.to_string(), "x: Invalid value: null: d");
+    }
+
+    #[test]
+    fn aggregates_like_apimachinery() {
+        let a = FieldError::forbidden("a", "x");
+        let b = FieldError::forbidden("b", "y");
+        assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Forbidden: x");
+        assert_eq!(aggregate(&[a, b]), "[a: Forbidden: x, b: Forbidden: y]");
+    }
+
+    #[test]
+    fn quotes_like_go() {
+        assert_eq!(go_quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\x01""#);
+        assert_eq!(go_quote("ünï"), "\"ünï\"");
+    }
+}

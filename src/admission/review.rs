@@ -1,0 +1,379 @@
+//! The `admission.k8s.io/v1` AdmissionReview wire format.
+//!
+//! Parsing is defensive: serde_json bounds nesting at 128 levels (so a body
+//! nested 100,000 deep is an error, not a stack overflow), rejects invalid
+//! UTF-8, and when a body cannot be parsed at all the request uid is still
+//! salvaged where possible so the apiserver gets a proper denial instead of a
+//! transport error.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Operation;
+
+pub const API_VERSION: &str = "admission.k8s.io/v1";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupVersionKind {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInfo {
+    #[serde(default)]
+    pub username: String,
+    #[serde(default)]
+    pub uid: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionRequest {
+    pub uid: String,
+    #[serde(default)]
+    pub kind: Option<GroupVersionKind>,
+    #[serde(default)]
+    pub operation: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub object: Option<Value>,
+    #[serde(default)]
+    pub old_object: Option<Value>,
+    #[serde(default)]
+    pub user_info: UserInfo,
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+}
+
+impl AdmissionRequest {
+    pub fn operation(&self) -> Result<Operation, String> {
+        match self.operation.as_deref() {
+            Some("CREATE") => Ok(Operation::Create),
+            Some("UPDATE") => Ok(Operation::Update),
+            Some("DELETE") => Ok(Operation::Delete),
+            Some("CONNECT") => Ok(Operation::Connect),
+            Some(other) => Err(format!(
+                "request.operation: Unsupported value: {other:?}: supported values: \"CREATE\", \"UPDATE\", \"DELETE\", \"CONNECT\""
+            )),
+            None => Err("request.operation: Required value".into()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    #[serde(default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    request: Option<AdmissionRequest>,
+}
+
+/// Why a body is not a usable AdmissionReview.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// The request uid, when it could be read despite the error.
+    pub uid: Option<String>,
+    pub message: String,
+}
+
+/// Parses a review body. On error the uid is salvaged when possible.
+pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
+    match serde_json::from_slice::<Envelope>(body) {
+        Ok(env) => {
+            let Some(req) = env.request else {
+                return Err(ParseError {
+                    uid: None,
+                    message: "not an AdmissionReview: request is missing".into(),
+                });
+            };
+            if env.kind.as_deref() != Some("AdmissionReview") || env.api_version.as_deref() != Some(API_VERSION) {
+                return Err(ParseError {
+                    uid: Some(req.uid),
+                    message: format!(
+                        "unsupported review {:?} {:?}: batchgate speaks {API_VERSION} AdmissionReview; set admissionReviewVersions: [\"v1\"] in the webhook configuration",
+                        env.api_version.unwrap_or_default(),
+                        env.kind.unwrap_or_default()
+                    ),
+                });
+            }
+            Ok(req)
+        }
+        Err(e) => {
+            let uid = salvage_uid(body);
+            let message = match &uid {
+                // Syntactically fine JSON with a field of the wrong type:
+                // say which field.
+                Some(_) if e.is_data() => describe_data_error(body).unwrap_or_else(|| e.to_string()),
+                _ => e.to_string(),
+            };
+            Err(ParseError {
+                uid,
+                message: format!("malformed AdmissionReview: {message}"),
+            })
+        }
+    }
+}
+
+fn describe_data_error(body: &[u8]) -> Option<String> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    match serde_path_to_error::deserialize::<_, Envelope>(de) {
+        Err(e) => Some(format!("{}: {}", e.path(), e.inner())),
+        Ok(_) => None,
+    }
+}
+
+/// Finds `request.uid` in a body that does not parse, without recursion: a
+/// small scanner that tracks object depth and the current key, and returns
+/// the string value of `uid` directly inside the top-level `request` object.
+pub fn salvage_uid(body: &[u8]) -> Option<String> {
+    let mut depth = 0usize;
+    let mut in_request_at: Option<usize> = None;
+    let mut last_key: Option<&[u8]> = None;
+    let mut expect_key = false;
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < body.len() && body[j] != b'"' {
+                    if body[j] == b'\\' {
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                if j >= body.len() {
+                    return None;
+                }
+                let s = &body[start..j];
+                i = j + 1;
+                if expect_key {
+                    last_key = Some(s);
+                    expect_key = false;
+                    continue;
+                }
+                if in_request_at == Some(depth) && last_key == Some(b"uid") {
+                    let uid = std::str::from_utf8(s).ok()?;
+                    let plausible = !uid.is_empty()
+                        && uid.len() <= 128
+                        && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+                    return plausible.then(|| uid.to_string());
+                }
+                continue;
+            }
+            b'{' => {
+                depth += 1;
+                if depth == 2 && last_key == Some(b"request") && in_request_at.is_none() {
+                    in_request_at = Some(2);
+                }
+                expect_key = true;
+            }
+            b'}' => {
+                if in_request_at == Some(depth) {
+                    return None;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' => {
+                // Inside an object the next string is a key; inside an array
+                // it is not, but then depth or key no longer match anyway.
+                expect_key = true;
+            }
+            b'[' => {
+                depth += 1;
+                expect_key = false;
+            }
+            b']' => depth = depth.saturating_sub(1),
+            b':' => expect_key = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Status {
+    pub code: u16,
+    pub message: String,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    pub reason: &'static str,
+}
+
+/// The response half of a review.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdmissionResponse {
+    pub uid: String,
+    pub allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch_type: Option<&'static str>,
+    /// base64 of the JSON Patch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl AdmissionResponse {
+    pub fn allow(uid: String) -> Self {
+        AdmissionResponse {
+            uid,
+            allowed: true,
+            status: None,
+            patch_type: None,
+            patch: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// controller-runtime's `Denied`: 403 Forbidden.
+    pub fn deny(uid: String, message: String) -> Self {
+        AdmissionResponse {
+            allowed: false,
+            status: Some(Status {
+                code: 403,
+                message,
+                reason: "Forbidden",
+            }),
+            ..AdmissionResponse::allow(uid)
+        }
+    }
+
+    /// controller-runtime's `Errored(400, err)`: the object could not be read.
+    pub fn bad_request(uid: String, message: String) -> Self {
+        AdmissionResponse {
+            allowed: false,
+            status: Some(Status {
+                code: 400,
+                message,
+                reason: "BadRequest",
+            }),
+            ..AdmissionResponse::allow(uid)
+        }
+    }
+
+    pub fn with_patch(mut self, patch_json: &[u8]) -> Self {
+        use base64::Engine;
+        self.patch_type = Some("JSONPatch");
+        self.patch = Some(base64::engine::general_purpose::STANDARD.encode(patch_json));
+        self
+    }
+
+    /// The whole AdmissionReview body.
+    pub fn to_review_bytes(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Out<'a> {
+            api_version: &'static str,
+            kind: &'static str,
+            response: &'a AdmissionResponse,
+        }
+        serde_json::to_vec(&Out {
+            api_version: API_VERSION,
+            kind: "AdmissionReview",
+            response: self,
+        })
+        .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_review() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","namespace":"ns","object":{"a":1},"userInfo":{"username":"alice","groups":["g"]}}}"#;
+        let req = parse(body).unwrap();
+        assert_eq!(req.uid, "u-1");
+        assert_eq!(req.kind.as_ref().unwrap().kind, "Job");
+        assert_eq!(req.operation(), Ok(Operation::Create));
+        assert_eq!(req.user_info.username, "alice");
+    }
+
+    #[test]
+    fn salvages_uid_from_broken_json() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"abc-123","object":{"x": [1,2,}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.uid.as_deref(), Some("abc-123"));
+        assert!(err.message.starts_with("malformed AdmissionReview"));
+    }
+
+    #[test]
+    fn does_not_take_a_nested_uid() {
+        let body = br#"{"request":{"object":{"metadata":{"uid":"obj-uid"}}, "x": ]"#;
+        assert_eq!(salvage_uid(body), None);
+        let body = br#"{"request":{"object":{"metadata":{"uid":"obj-uid"}},"uid":"req-uid", ]"#;
+        assert_eq!(salvage_uid(body).as_deref(), Some("req-uid"));
+    }
+
+    #[test]
+    fn wrong_field_type_names_the_field() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":5}}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.uid.as_deref(), Some("u"));
+        assert!(err.message.contains("request.operation"), "{}", err.message);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let mut body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"deep","object":"#.to_vec();
+        body.extend(std::iter::repeat_n(b'[', 100_000));
+        body.extend(std::iter::repeat_n(b']', 100_000));
+        body.extend(b"}}");
+        let err = parse(&body).unwrap_err();
+        assert_eq!(err.uid.as_deref(), Some("deep"));
+        assert!(err.message.contains("recursion limit"), "{}", err.message);
+    }
+
+    #[test]
+    fn not_a_review_has_no_uid() {
+        let err = parse(b"hello").unwrap_err();
+        assert_eq!(err.uid, None);
+        let err = parse(b"{\"foo\": 1}").unwrap_err();
+        assert_eq!(err.uid, None);
+    }
+
+    #[test]
+    fn old_review_versions_are_refused_with_the_fix() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u"}}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.uid.as_deref(), Some("u"));
+        assert!(err.message.contains("admissionReviewVersions"));
+    }
+
+    #[test]
+    fn response_shape() {
+        let r = AdmissionResponse::allow("u".into()).with_patch(b"[]");
+        let v: Value = serde_json::from_slice(&r.to_review_bytes()).unwrap();
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["response"]["uid"], "u");
+        assert_eq!(v["response"]["patchType"], "JSONPatch");
+        assert_eq!(v["response"]["patch"], "W10=");
+        let d = AdmissionResponse::deny("u".into(), "no".into());
+        let v: Value = serde_json::from_slice(&d.to_review_bytes()).unwrap();
+        assert_eq!(v["response"]["allowed"], false);
+        assert_eq!(v["response"]["status"]["code"], 403);
+        assert_eq!(v["response"]["status"]["message"], "no");
+    }
+}

@@ -1,0 +1,560 @@
+//! Invariant validation on create and update, with Kueue's rules, field
+//! paths and wording (`pkg/controller/jobframework/validation.go` and the
+//! batch/v1 Job webhook).
+
+use super::{
+    field::{annotation_path, go_quote, label_path, BadValue, FieldError},
+    object::{
+        DecodeError, JobObject, ELASTIC_JOB_ANNOTATION, JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
+        JOB_MIN_PARALLELISM_ANNOTATION, MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL,
+        PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+    },
+    Context,
+};
+use crate::policy::{Invariant, Policy};
+
+pub const FIELD_IMMUTABLE: &str = "field is immutable";
+
+type Errors = Result<Vec<FieldError>, DecodeError>;
+
+pub fn on_create(policy: &Policy, job: &JobObject<'_>) -> Errors {
+    let mut errs = generic_create(policy, job);
+    if policy.has(Invariant::JobPartialAdmission) {
+        errs.extend(min_parallelism_create(policy, job)?);
+    }
+    if policy.has(Invariant::JobCompletionsEqualParallelism) {
+        errs.extend(completions_equal_parallelism_create(job)?);
+    }
+    Ok(errs)
+}
+
+pub fn on_update(
+    policy: &Policy,
+    old: &JobObject<'_>,
+    new: &JobObject<'_>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Errors {
+    let mut errs = generic_create(policy, new);
+    if policy.has(Invariant::JobPartialAdmission)
+        && new.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
+            != old.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
+    {
+        errs.extend(min_parallelism_create(policy, new)?);
+    }
+    if policy.has(Invariant::JobCompletionsEqualParallelism) {
+        errs.extend(completions_equal_parallelism_create(new)?);
+    }
+
+    let running = !new.is_suspended();
+    if policy.has(Invariant::QueueName) {
+        let (n, o) = (label_or_empty(new, QUEUE_NAME_LABEL), label_or_empty(old, QUEUE_NAME_LABEL));
+        if running {
+            errs.extend(immutable(label_path(QUEUE_NAME_LABEL), n, o));
+        }
+        if n.is_empty() && !o.is_empty() && ctx.facts.default_local_queue_exists(namespace) {
+            errs.push(FieldError::invalid(
+                label_path(QUEUE_NAME_LABEL),
+                BadValue::Str(String::new()),
+                "queue-name must not be empty in namespace with default queue",
+            ));
+        }
+    }
+    if policy.has(Invariant::PrebuiltWorkload) && running {
+        errs.extend(immutable(
+            label_path(PREBUILT_WORKLOAD_LABEL),
+            label_or_empty(new, PREBUILT_WORKLOAD_LABEL),
+            label_or_empty(old, PREBUILT_WORKLOAD_LABEL),
+        ));
+    }
+    if policy.has(Invariant::WorkloadPriorityClass) {
+        let (n, o) = (
+            label_or_empty(new, PRIORITY_CLASS_LABEL),
+            label_or_empty(old, PRIORITY_CLASS_LABEL),
+        );
+        if running && o.is_empty() && !n.is_empty() {
+            errs.push(FieldError::invalid(
+                label_path(PRIORITY_CLASS_LABEL),
+                BadValue::Str(n.to_string()),
+                "WorkloadPriorityClass cannot be added to a non-suspended workload",
+            ));
+        }
+        if n.is_empty() && !o.is_empty() {
+            errs.push(FieldError::invalid(
+                label_path(PRIORITY_CLASS_LABEL),
+                BadValue::Str(String::new()),
+                "WorkloadPriorityClass cannot be removed from a workload",
+            ));
+        }
+    }
+    if policy.has(Invariant::MaxExecTime) && (!new.is_suspended() || !old.is_suspended()) {
+        errs.extend(immutable(
+            label_path(MAX_EXEC_TIME_LABEL),
+            label_or_empty(new, MAX_EXEC_TIME_LABEL),
+            label_or_empty(old, MAX_EXEC_TIME_LABEL),
+        ));
+    }
+    if policy.has(Invariant::JobPartialAdmission)
+        && old.annotation(JOB_MIN_PARALLELISM_ANNOTATION).is_some()
+        && !old.suspend_field()
+        && old.int_at("/spec/parallelism")?.unwrap_or(1) != new.int_at("/spec/parallelism")?.unwrap_or(1)
+    {
+        errs.push(FieldError::forbidden(
+            "spec.parallelism",
+            "cannot change when partial admission is enabled and the job is not suspended",
+        ));
+    }
+    if policy.has(Invariant::JobCompletionsEqualParallelism)
+        && old.is_suspended() == new.is_suspended()
+        && running
+        && sync_completions(old) != sync_completions(new)
+    {
+        errs.push(FieldError::forbidden(
+            annotation_path(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION),
+            format!("{FIELD_IMMUTABLE} while the job is not suspended"),
+        ));
+    }
+    Ok(errs)
+}
+
+/// `ValidateJobOnCreate`: queue name, prebuilt workload name, max exec time.
+fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if policy.has(Invariant::QueueName) {
+        errs.extend(dns_subdomain_label(job, QUEUE_NAME_LABEL));
+    }
+    if policy.has(Invariant::PrebuiltWorkload) {
+        errs.extend(dns_subdomain_label(job, PREBUILT_WORKLOAD_LABEL));
+        if let Some(v) = job.annotation(PREBUILT_WORKLOAD_LABEL) {
+            if let Err(msg) = dns1123_subdomain(v) {
+                errs.push(FieldError::invalid(
+                    annotation_path(PREBUILT_WORKLOAD_LABEL),
+                    BadValue::Str(v.to_string()),
+                    msg,
+                ));
+            }
+        }
+    }
+    if policy.has(Invariant::MaxExecTime) {
+        if let Some(s) = job.label(MAX_EXEC_TIME_LABEL) {
+            let path = label_path(MAX_EXEC_TIME_LABEL);
+            match go_atoi(s) {
+                Err(msg) => errs.push(FieldError::invalid(path, BadValue::Str(s.into()), msg)),
+                Ok(v) if v <= 0 => {
+                    errs.push(FieldError::invalid(path, BadValue::Int(v), "should be greater than 0"))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    errs
+}
+
+fn min_parallelism_create(policy: &Policy, job: &JobObject<'_>) -> Errors {
+    let Some(s) = job.annotation(JOB_MIN_PARALLELISM_ANNOTATION) else {
+        return Ok(Vec::new());
+    };
+    let path = annotation_path(JOB_MIN_PARALLELISM_ANNOTATION);
+    let mut errs = Vec::new();
+    match go_atoi(s) {
+        Err(msg) => errs.push(FieldError::invalid(path.clone(), BadValue::Str(s.into()), msg)),
+        Ok(v) => {
+            let pods = pods_count(policy, job)?;
+            if v >= pods || v <= 0 {
+                errs.push(FieldError::invalid(
+                    path.clone(),
+                    BadValue::Int(v),
+                    format!("should be between 0 and {}", pods - 1),
+                ));
+            }
+        }
+    }
+    if job.annotation(ELASTIC_JOB_ANNOTATION) == Some("true") {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::Str(s.into()),
+            "partial admission and elastic job cannot be used together",
+        ));
+    }
+    Ok(errs)
+}
+
+fn completions_equal_parallelism_create(job: &JobObject<'_>) -> Errors {
+    let Some(s) = job.annotation(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION) else {
+        return Ok(Vec::new());
+    };
+    let path = annotation_path(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION);
+    let mut errs = Vec::new();
+    let enabled = match go_parse_bool(s) {
+        Ok(b) => b,
+        Err(msg) => {
+            errs.push(FieldError::invalid(path.clone(), BadValue::Str(s.into()), msg));
+            false
+        }
+    };
+    if enabled {
+        if matches!(job.str_at("/spec/completionMode"), None | Some("NonIndexed")) {
+            errs.push(FieldError::invalid(
+                path,
+                BadValue::Str(s.into()),
+                "should not be enabled for NonIndexed jobs",
+            ));
+        }
+        let completions = job.int_at("/spec/completions")?;
+        if job.int_at("/spec/parallelism")?.unwrap_or(1) != completions.unwrap_or(1) {
+            errs.push(FieldError::invalid(
+                "spec.completions",
+                completions.map_or(BadValue::Null, BadValue::Int),
+                format!(
+                    "should be equal to parallelism when {JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION} annotation is true"
+                ),
+            ));
+        }
+    }
+    Ok(errs)
+}
+
+fn sync_completions(job: &JobObject<'_>) -> bool {
+    job.annotation(JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION)
+        .is_some_and(|s| go_parse_bool(s) == Ok(true))
+}
+
+/// The first pod set's count (a Job has exactly one).
+fn pods_count(policy: &Policy, job: &JobObject<'_>) -> Result<i64, DecodeError> {
+    let sets = policy.pod_sets(job.raw).map_err(|e| DecodeError {
+        field: e.field,
+        message: e.message,
+    })?;
+    Ok(sets.first().map_or(1, |s| s.count))
+}
+
+fn label_or_empty<'a>(job: &JobObject<'a>, key: &str) -> &'a str {
+    job.label(key).unwrap_or("")
+}
+
+/// `ValidateImmutableField` for string values.
+fn immutable(path: String, new: &str, old: &str) -> Option<FieldError> {
+    (new != old).then(|| FieldError::invalid(path, BadValue::Str(new.to_string()), FIELD_IMMUTABLE))
+}
+
+fn dns_subdomain_label(job: &JobObject<'_>, key: &str) -> Option<FieldError> {
+    let v = job.label(key)?;
+    dns1123_subdomain(v)
+        .err()
+        .map(|msg| FieldError::invalid(label_path(key), BadValue::Str(v.to_string()), msg))
+}
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// apimachinery's `IsDNS1123Subdomain`, errors joined with "," as Kueue does.
+pub fn dns1123_subdomain(v: &str) -> Result<(), String> {
+    let mut errs = Vec::new();
+    if v.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        !b.is_empty()
+            && b[0].is_ascii_alphanumeric()
+            && !b[0].is_ascii_uppercase()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && !b[b.len() - 1].is_ascii_uppercase()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    };
+    if !v.split('.').all(label_ok) {
+        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join(","))
+    }
+}
+
+/// Go's `strconv.Atoi` on 64-bit, with its error text.
+pub fn go_atoi(s: &str) -> Result<i64, String> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("strconv.Atoi: parsing {}: invalid syntax", go_quote(s)));
+    }
+    s.trim_start_matches('+')
+        .parse::<i64>()
+        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
+}
+
+/// Go's `strconv.ParseBool`, with its error text.
+pub fn go_parse_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!("strconv.ParseBool: parsing {}: invalid syntax", go_quote(s))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::super::*;
+    use super::*;
+    use crate::selector::LabelSelector;
+
+    struct DefaultQueue;
+    impl ClusterFacts for DefaultQueue {
+        fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+            NoCluster.namespace_matches(ns, sel)
+        }
+        fn default_local_queue_exists(&self, _: &str) -> bool {
+            true
+        }
+        fn default_priority_class_exists(&self) -> bool {
+            false
+        }
+    }
+
+    fn check(op: Operation, old: Option<Value>, new: Value, facts: &dyn ClusterFacts) -> Verdict {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies.find("batch", "v1", "Job").unwrap().clone();
+        let settings = Settings {
+            manage_jobs_without_queue_name: false,
+            managed_namespaces: LabelSelector::default(),
+        };
+        let ctx = Context {
+            settings: &settings,
+            facts,
+            policies: &policies,
+        };
+        let req = Request {
+            operation: op,
+            namespace: "ns",
+            object: Some(&new),
+            old_object: old.as_ref(),
+        };
+        validate(&policy, &req, &ctx).verdict
+    }
+
+    fn create(job: Value) -> Verdict {
+        check(Operation::Create, None, job, &NoCluster)
+    }
+
+    fn update(old: Value, new: Value) -> Verdict {
+        check(Operation::Update, Some(old), new, &NoCluster)
+    }
+
+    fn job(labels: Value, annotations: Value, spec: Value) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "j", "labels": labels, "annotations": annotations},
+               "spec": spec})
+    }
+
+    fn deny(msg: &str) -> Verdict {
+        Verdict::Deny(msg.to_string())
+    }
+
+    #[test]
+    fn queue_name_must_be_a_dns_subdomain() {
+        assert_eq!(create(job(json!({"kueue.x-k8s.io/queue-name": "team-a.q1"}), json!({}), json!({}))), Verdict::Allow);
+        assert_eq!(
+            create(job(json!({"kueue.x-k8s.io/queue-name": "Bad_Queue"}), json!({}), json!({}))),
+            deny(&format!(
+                "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Bad_Queue\": {DNS1123_SUBDOMAIN_MSG}"
+            ))
+        );
+        let long = "a".repeat(254);
+        let Verdict::Deny(m) = create(job(json!({"kueue.x-k8s.io/queue-name": long}), json!({}), json!({}))) else {
+            panic!("long queue name must be denied")
+        };
+        assert!(m.ends_with(": must be no more than 253 characters"), "{m}");
+    }
+
+    #[test]
+    fn queue_name_is_immutable_while_running() {
+        let running = |q: &str| job(json!({"kueue.x-k8s.io/queue-name": q}), json!({}), json!({"suspend": false}));
+        assert_eq!(
+            update(running("q1"), running("q2")),
+            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#)
+        );
+        let suspended = |q: &str| job(json!({"kueue.x-k8s.io/queue-name": q}), json!({}), json!({"suspend": true}));
+        assert_eq!(update(suspended("q1"), suspended("q2")), Verdict::Allow);
+        // Adding a queue to a running unqueued job is a change too.
+        assert_eq!(
+            update(job(json!({}), json!({}), json!({})), running("q2")),
+            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#)
+        );
+        // A job being stopped (suspend=true, stopping=true) still counts as running.
+        let stopping = job(
+            json!({"kueue.x-k8s.io/queue-name": "q2"}),
+            json!({"kueue.x-k8s.io/stopping": "true"}),
+            json!({"suspend": true}),
+        );
+        assert!(matches!(update(suspended("q1"), stopping), Verdict::Deny(_)));
+    }
+
+    #[test]
+    fn queue_name_cannot_be_removed_with_default_queue() {
+        let old = job(json!({"kueue.x-k8s.io/queue-name": "q"}), json!({}), json!({"suspend": true}));
+        let new = job(json!({}), json!({}), json!({"suspend": true}));
+        assert_eq!(update(old.clone(), new.clone()), Verdict::Allow);
+        assert_eq!(
+            check(Operation::Update, Some(old), new, &DefaultQueue),
+            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace with default queue"#)
+        );
+    }
+
+    #[test]
+    fn max_exec_time_rules() {
+        let with = |v: &str, suspend: bool| {
+            job(json!({"kueue.x-k8s.io/max-exec-time-seconds": v}), json!({}), json!({"suspend": suspend}))
+        };
+        assert_eq!(create(with("60", true)), Verdict::Allow);
+        assert_eq!(
+            create(with("0", true)),
+            deny("metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: 0: should be greater than 0")
+        );
+        assert_eq!(
+            create(with("-5", true)),
+            deny("metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: -5: should be greater than 0")
+        );
+        assert_eq!(
+            create(with("ten", true)),
+            deny(r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "ten": strconv.Atoi: parsing "ten": invalid syntax"#)
+        );
+        assert_eq!(update(with("60", true), with("120", true)), Verdict::Allow);
+        assert_eq!(
+            update(with("60", false), with("120", false)),
+            deny(r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "120": field is immutable"#)
+        );
+        // Unsuspending and changing at once is refused too: both must be suspended.
+        assert!(matches!(update(with("60", true), with("120", false)), Verdict::Deny(_)));
+    }
+
+    #[test]
+    fn priority_class_label_rules() {
+        let with = |v: Option<&str>, suspend: bool| {
+            let labels = v.map_or(json!({}), |v| json!({"kueue.x-k8s.io/priority-class": v}));
+            job(labels, json!({}), json!({"suspend": suspend}))
+        };
+        assert_eq!(
+            update(with(None, false), with(Some("high"), false)),
+            deny(r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": WorkloadPriorityClass cannot be added to a non-suspended workload"#)
+        );
+        assert_eq!(update(with(None, true), with(Some("high"), true)), Verdict::Allow);
+        assert_eq!(update(with(Some("low"), false), with(Some("high"), false)), Verdict::Allow);
+        assert_eq!(
+            update(with(Some("low"), true), with(None, true)),
+            deny(r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": WorkloadPriorityClass cannot be removed from a workload"#)
+        );
+    }
+
+    #[test]
+    fn min_parallelism_rules() {
+        let with = |v: &str, spec: Value| job(json!({}), json!({"kueue.x-k8s.io/job-min-parallelism": v}), spec);
+        assert_eq!(create(with("2", json!({"parallelism": 4}))), Verdict::Allow);
+        assert_eq!(
+            create(with("4", json!({"parallelism": 4}))),
+            deny("metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 4: should be between 0 and 3")
+        );
+        assert_eq!(
+            create(with("0", json!({"parallelism": 4, "completions": 2}))),
+            deny("metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 0: should be between 0 and 1")
+        );
+        assert_eq!(
+            create(with("x", json!({"parallelism": 4}))),
+            deny(r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": strconv.Atoi: parsing "x": invalid syntax"#)
+        );
+        let elastic = job(
+            json!({}),
+            json!({"kueue.x-k8s.io/job-min-parallelism": "2", "kueue.x-k8s.io/elastic-job": "true"}),
+            json!({"parallelism": 4}),
+        );
+        assert_eq!(
+            create(elastic),
+            deny(r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "2": partial admission and elastic job cannot be used together"#)
+        );
+    }
+
+    #[test]
+    fn parallelism_is_frozen_while_running_under_partial_admission() {
+        let with = |p: i64, suspend: bool| {
+            job(json!({}), json!({"kueue.x-k8s.io/job-min-parallelism": "2"}), json!({"parallelism": p, "suspend": suspend}))
+        };
+        assert_eq!(
+            update(with(4, false), with(5, false)),
+            deny("spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended")
+        );
+        assert_eq!(update(with(4, true), with(5, true)), Verdict::Allow);
+        // Without the annotation, parallelism may change (Job's own scaling).
+        let plain = |p: i64| job(json!({}), json!({}), json!({"parallelism": p, "suspend": false}));
+        assert_eq!(update(plain(4), plain(5)), Verdict::Allow);
+    }
+
+    #[test]
+    fn completions_equal_parallelism_rules() {
+        let ann = |v: &str| json!({"kueue.x-k8s.io/job-completions-equal-parallelism": v});
+        let indexed = json!({"completionMode": "Indexed", "parallelism": 3, "completions": 3});
+        assert_eq!(create(job(json!({}), ann("true"), indexed.clone())), Verdict::Allow);
+        assert_eq!(
+            create(job(json!({}), ann("true"), json!({"parallelism": 3, "completions": 3}))),
+            deny(r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": should not be enabled for NonIndexed jobs"#)
+        );
+        assert_eq!(
+            create(job(json!({}), ann("true"), json!({"completionMode": "Indexed", "parallelism": 3, "completions": 2}))),
+            deny("spec.completions: Invalid value: 2: should be equal to parallelism when kueue.x-k8s.io/job-completions-equal-parallelism annotation is true")
+        );
+        assert_eq!(
+            create(job(json!({}), ann("maybe"), indexed.clone())),
+            deny(r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": strconv.ParseBool: parsing "maybe": invalid syntax"#)
+        );
+        let mut running = indexed.clone();
+        running["suspend"] = json!(false);
+        assert_eq!(
+            update(job(json!({}), json!({}), running.clone()), job(json!({}), ann("true"), running)),
+            deny("metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Forbidden: field is immutable while the job is not suspended")
+        );
+    }
+
+    #[test]
+    fn several_errors_aggregate() {
+        let bad = job(
+            json!({"kueue.x-k8s.io/queue-name": "Q", "kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+            json!({}),
+            json!({}),
+        );
+        let Verdict::Deny(m) = create(bad) else { panic!("must deny") };
+        assert!(m.starts_with("[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Q\""), "{m}");
+        assert!(m.ends_with("Invalid value: 0: should be greater than 0]"), "{m}");
+    }
+
+    #[test]
+    fn prebuilt_workload_name_rules() {
+        let with = |v: &str, suspend: bool| {
+            job(json!({"kueue.x-k8s.io/prebuilt-workload-name": v}), json!({}), json!({"suspend": suspend}))
+        };
+        assert!(matches!(create(with("Not Valid", true)), Verdict::Deny(m) if m.contains("prebuilt-workload-name")));
+        assert_eq!(update(with("a", true), with("b", true)), Verdict::Allow);
+        assert_eq!(
+            update(with("a", false), with("b", false)),
+            deny(r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "b": field is immutable"#)
+        );
+    }
+
+    #[test]
+    fn go_number_parsing() {
+        assert_eq!(go_atoi("+7"), Ok(7));
+        assert_eq!(go_atoi("007"), Ok(7));
+        assert_eq!(go_atoi("-3"), Ok(-3));
+        assert!(go_atoi(" 7").is_err());
+        assert_eq!(
+            go_atoi("99999999999999999999"),
+            Err(r#"strconv.Atoi: parsing "99999999999999999999": value out of range"#.into())
+        );
+        assert_eq!(go_parse_bool("T"), Ok(true));
+        assert!(go_parse_bool("yes").is_err());
+    }
+
+    #[test]
+    fn delete_is_always_allowed() {
+        assert_eq!(check(Operation::Delete, None, json!(null), &NoCluster), Verdict::Allow);
+    }
+}

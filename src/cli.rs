@@ -1,0 +1,342 @@
+//! The `batchgate` command line.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+    sync::{atomic::Ordering, Arc},
+    time::Duration,
+};
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use time::OffsetDateTime;
+use tracing::{error, info, warn};
+
+use crate::{
+    admission::{ClusterFacts, NoCluster, Settings},
+    certs::{self, CertOptions},
+    cluster,
+    config::Config,
+    manifests::{self, Endpoint, WebhookOptions},
+    policy::PolicySet,
+    server::{self, metrics::Metrics, webhook::Webhook, Limits, Readiness, ServeOptions},
+};
+
+#[derive(Debug, Parser)]
+#[command(name = "batchgate", version, about = "Admission webhook for queued batch work, wire-compatible with Kueue")]
+pub struct Cli {
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate a CA and a serving certificate signed by it.
+    Certs(CertsArgs),
+    /// Run the admission webhook server.
+    Serve(Box<ServeArgs>),
+    /// Print the webhook configurations for the loaded policies.
+    Webhooks(WebhooksArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Directory for ca.crt, tls.crt and tls.key.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Service name the apiserver dials.
+    #[arg(long, default_value = "batchgate-webhook")]
+    pub service: String,
+    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Extra DNS names (repeatable).
+    #[arg(long = "dns")]
+    pub dns: Vec<String>,
+    /// Extra IP addresses (repeatable); 127.0.0.1 is always included.
+    #[arg(long = "ip")]
+    pub ips: Vec<IpAddr>,
+    /// Serving certificate lifetime in days.
+    #[arg(long, default_value_t = 365)]
+    pub days: i64,
+    /// Print the base64 caBundle for webhook configurations.
+    #[arg(long)]
+    pub print_ca_bundle: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Directory holding tls.crt and tls.key (reloaded when they change).
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// Generate a CA and certificate into a temporary directory and print the caBundle.
+    #[arg(long, conflicts_with = "cert_dir")]
+    pub self_signed: bool,
+    /// HTTPS listener for /mutate and /validate.
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Plain-HTTP listener for /healthz, /readyz and /metrics.
+    #[arg(long)]
+    pub probe_listen: Option<SocketAddr>,
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Directory of policy files replacing the built-in ones.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Run without any API connection (namespace labels, default queues off).
+    #[arg(long)]
+    pub no_cluster: bool,
+    #[arg(long)]
+    pub manage_jobs_without_queue_name: bool,
+    /// Largest request body accepted, in bytes.
+    #[arg(long)]
+    pub max_body_bytes: Option<usize>,
+    /// Seconds to keep serving after SIGTERM with readiness false.
+    #[arg(long)]
+    pub shutdown_delay: Option<f64>,
+    /// Seconds in-flight reviews get to finish after the listener closes.
+    #[arg(long)]
+    pub drain_timeout: Option<f64>,
+    /// Seconds between checks of the cert directory.
+    #[arg(long, default_value_t = 2.0)]
+    pub cert_reload_interval: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct WebhooksArgs {
+    /// URL base the apiserver calls, e.g. https://127.0.0.1:9443 (default: the in-cluster Service).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A PEM CA file to put in caBundle.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    #[arg(long, default_value = "Fail")]
+    pub failure_policy: String,
+    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    #[arg(long, default_value = "batchgate-webhook")]
+    pub service: String,
+    /// Annotate for cert-manager's CA injector: <namespace>/<certificate>.
+    #[arg(long)]
+    pub inject_ca_from: Option<String>,
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+}
+
+pub fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hyper=warn,kube=warn,rustls=warn"));
+    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => b.json().init(),
+        LogFormat::Text => b.init(),
+    }
+}
+
+pub fn certs(a: CertsArgs) -> Result<()> {
+    if a.days < 1 {
+        bail!("--days must be at least 1");
+    }
+    let opts = CertOptions {
+        service: a.service,
+        namespace: a.namespace,
+        dns: a.dns,
+        ips: a.ips,
+        cert_validity_days: a.days,
+        ..CertOptions::default()
+    };
+    let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
+    certs::write(&a.out, &bundle)?;
+    if a.print_ca_bundle {
+        println!("{}", certs::ca_bundle(&bundle.ca_pem));
+    } else {
+        eprintln!("wrote {}/{{ca.crt,tls.crt,tls.key}}", a.out.display());
+    }
+    Ok(())
+}
+
+fn load_policies(dir: Option<&PathBuf>) -> Result<PolicySet> {
+    Ok(match dir {
+        Some(d) => PolicySet::from_dir(d)?,
+        None => PolicySet::embedded()?,
+    })
+}
+
+pub fn webhooks(a: WebhooksArgs) -> Result<()> {
+    let policies = load_policies(a.policies.as_ref())?;
+    let ca_bundle = match &a.ca_file {
+        Some(f) => Some(certs::ca_bundle(
+            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        )),
+        None => None,
+    };
+    if !matches!(a.failure_policy.as_str(), "Fail" | "Ignore") {
+        bail!("--failure-policy must be Fail or Ignore, got {:?}", a.failure_policy);
+    }
+    let opts = WebhookOptions {
+        endpoint: match a.url {
+            Some(u) => Endpoint::Url(u),
+            None => Endpoint::Service {
+                namespace: a.namespace.clone(),
+                name: a.service,
+                port: 443,
+            },
+        },
+        ca_bundle,
+        failure_policy: a.failure_policy,
+        timeout_seconds: 10,
+        namespace: a.namespace,
+        inject_ca_from: a.inject_ca_from,
+    };
+    print!("{}", manifests::to_yaml("", &manifests::webhook_configurations(&policies, &opts)));
+    Ok(())
+}
+
+fn secs(v: f64, flag: &str) -> Result<Duration> {
+    if !(0.0..=3600.0).contains(&v) {
+        bail!("{flag} must be between 0 and 3600 seconds, got {v}");
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+pub async fn serve(a: ServeArgs) -> Result<()> {
+    let cfg = match &a.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let mut policies = load_policies(a.policies.as_ref().or(cfg.integrations.policies_dir.as_ref()))?;
+    if let Some(enabled) = &cfg.integrations.frameworks {
+        for name in enabled {
+            if !policies.iter().any(|p| &p.name == name) {
+                bail!("integrations.frameworks names {name:?}, which no policy describes; known: {}",
+                    policies.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "));
+            }
+        }
+        policies.retain_enabled(enabled);
+    }
+    let settings = Settings {
+        manage_jobs_without_queue_name: a.manage_jobs_without_queue_name
+            || cfg.manage_jobs_without_queue_name.unwrap_or(false),
+        managed_namespaces: cfg.managed_namespaces(),
+    };
+
+    let mut limits = Limits::default();
+    let w = &cfg.webhook;
+    if let Some(v) = a.max_body_bytes.or(w.max_body_bytes) {
+        limits.max_body_bytes = v;
+    }
+    if let Some(v) = w.max_connections {
+        limits.max_connections = v.max(1);
+    }
+    if let Some(v) = w.header_read_timeout_seconds {
+        limits.header_read_timeout = v;
+    }
+    if let Some(v) = w.body_timeout_seconds {
+        limits.body_timeout = v;
+    }
+    limits.shutdown_delay = match a.shutdown_delay {
+        Some(s) => secs(s, "--shutdown-delay")?,
+        None => w.shutdown_delay_seconds.unwrap_or(limits.shutdown_delay),
+    };
+    limits.drain_timeout = match a.drain_timeout {
+        Some(s) => secs(s, "--drain-timeout")?,
+        None => w.drain_timeout_seconds.unwrap_or(limits.drain_timeout),
+    };
+    limits.cert_reload_interval = secs(a.cert_reload_interval, "--cert-reload-interval")?.max(Duration::from_millis(100));
+
+    // Keep a generated temp dir alive for the life of the server.
+    let mut _self_signed_dir = None;
+    let cert_dir = if a.self_signed {
+        let dir = tempfile::tempdir().context("creating a temporary cert directory")?;
+        let bundle = certs::generate(&CertOptions::default(), OffsetDateTime::now_utc())?;
+        certs::write(dir.path(), &bundle)?;
+        println!("caBundle: {}", certs::ca_bundle(&bundle.ca_pem));
+        println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
+        let p = dir.path().to_path_buf();
+        _self_signed_dir = Some(dir);
+        p
+    } else {
+        match a.cert_dir.or_else(|| w.cert_dir.clone()) {
+            Some(d) => d,
+            None => bail!("no certificate: give --cert-dir DIR (with tls.crt and tls.key), set webhook.certDir in --config, or use --self-signed"),
+        }
+    };
+
+    let readiness = Arc::new(Readiness::default());
+    let facts: Arc<dyn ClusterFacts> = if a.no_cluster {
+        info!("--no-cluster: no API connection; namespaces are matched by name only, default LocalQueue and WorkloadPriorityClass lookups are off");
+        readiness.caches_synced.store(true, Ordering::Release);
+        Arc::new(NoCluster)
+    } else {
+        let (_client, cache, synced) = cluster::connect().await?;
+        let r = readiness.clone();
+        tokio::spawn(async move {
+            match synced.await {
+                Ok(()) => {
+                    r.caches_synced.store(true, Ordering::Release);
+                    info!("cluster caches synced");
+                }
+                Err(e) => error!(error = %e, "cluster caches did not sync"),
+            }
+        });
+        cache
+    };
+    info!(
+        integrations = %policies.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(","),
+        manage_jobs_without_queue_name = settings.manage_jobs_without_queue_name,
+        "policies loaded"
+    );
+
+    let webhook = Arc::new(Webhook::new(policies, settings, facts));
+    let opts = ServeOptions {
+        listen: a.listen.or(w.listen).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 9443))),
+        probe_listen: a
+            .probe_listen
+            .or(cfg.probes.listen)
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 8081))),
+        cert_dir,
+        limits: limits.clone(),
+    };
+
+    let (sig_tx, sig_rx) = tokio::sync::oneshot::channel::<()>();
+    let r = readiness.clone();
+    let delay = limits.shutdown_delay;
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        r.draining.store(true, Ordering::Release);
+        info!(delay = ?delay, "shutdown requested: readiness is now false");
+        tokio::time::sleep(delay).await;
+        let _ = sig_tx.send(());
+    });
+    let bound = server::bind(opts, webhook, Metrics::new(), readiness, async move {
+        let _ = sig_rx.await;
+    })
+    .await?;
+    println!("webhook listening on https://{}", bound.webhook_addr);
+    println!("probes listening on http://{}", bound.probe_addr);
+    bound.run.await?;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

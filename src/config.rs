@@ -1,0 +1,185 @@
+//! The configuration file (`--config`), shaped after Kueue's Configuration
+//! where the two overlap. Command-line flags override it.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use serde::Deserialize;
+
+use crate::selector::LabelSelector;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Yaml {
+        path: String,
+        source: serde_yaml::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    /// batchgate's own namespace (default `batchgate-system`); excluded from
+    /// the default managed-namespaces selector.
+    pub namespace: Option<String>,
+    /// Suspend jobs without a queue-name label too (in managed namespaces).
+    pub manage_jobs_without_queue_name: Option<bool>,
+    /// Which namespaces `manageJobsWithoutQueueName` applies to. Default:
+    /// every namespace but kube-system and batchgate's own.
+    pub managed_jobs_namespace_selector: Option<LabelSelector>,
+    #[serde(default)]
+    pub integrations: Integrations,
+    #[serde(default)]
+    pub webhook: WebhookConfig,
+    #[serde(default)]
+    pub probes: ProbeConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Integrations {
+    /// Integration names as in Kueue (`batch/job`, ...). Absent: all loaded.
+    pub frameworks: Option<Vec<String>>,
+    /// A directory of policy files replacing the built-in ones.
+    pub policies_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WebhookConfig {
+    pub listen: Option<SocketAddr>,
+    pub cert_dir: Option<PathBuf>,
+    pub max_body_bytes: Option<usize>,
+    pub max_connections: Option<usize>,
+    #[serde(default, with = "opt_secs")]
+    pub header_read_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub body_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub shutdown_delay_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub drain_timeout_seconds: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProbeConfig {
+    pub listen: Option<SocketAddr>,
+}
+
+mod opt_secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let v: Option<f64> = Option::deserialize(d)?;
+        match v {
+            Some(s) if !(0.0..=3600.0).contains(&s) => Err(serde::de::Error::custom(format!(
+                "{s} is out of range: give seconds between 0 and 3600"
+            ))),
+            Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+            None => Ok(None),
+        }
+    }
+}
+
+pub const DEFAULT_NAMESPACE: &str = "batchgate-system";
+
+impl Config {
+    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        Self::parse(&p, &text)
+    }
+
+    pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = serde_yaml::from_str(text).map_err(|source| ConfigError::Yaml {
+            path: path.to_string(),
+            source,
+        })?;
+        if let Some(sel) = &cfg.managed_jobs_namespace_selector {
+            sel.validate().map_err(|m| ConfigError::Invalid {
+                path: path.to_string(),
+                message: format!("managedJobsNamespaceSelector.{m}"),
+            })?;
+        }
+        Ok(cfg)
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE)
+    }
+
+    /// The selector in force: configured, or kube-system and our namespace
+    /// excluded (Kueue's default).
+    pub fn managed_namespaces(&self) -> LabelSelector {
+        self.managed_jobs_namespace_selector
+            .clone()
+            .unwrap_or_else(|| LabelSelector::excluding_namespaces(&["kube-system", self.namespace()]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_config_parses() {
+        let cfg = Config::parse(
+            "c.yaml",
+            r#"
+namespace: queues
+manageJobsWithoutQueueName: true
+managedJobsNamespaceSelector:
+  matchLabels: {batch: "yes"}
+integrations:
+  frameworks: [batch/job]
+webhook:
+  listen: 0.0.0.0:9443
+  certDir: /certs
+  maxBodyBytes: 1048576
+  drainTimeoutSeconds: 5
+probes:
+  listen: 0.0.0.0:8081
+"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.namespace(), "queues");
+        assert_eq!(cfg.manage_jobs_without_queue_name, Some(true));
+        assert_eq!(cfg.webhook.drain_timeout_seconds, Some(Duration::from_secs(5)));
+        assert_eq!(cfg.integrations.frameworks.as_deref(), Some(&["batch/job".to_string()][..]));
+    }
+
+    #[test]
+    fn default_selector_excludes_own_namespace() {
+        let cfg = Config::parse("c.yaml", "namespace: queues\n").unwrap();
+        let sel = cfg.managed_namespaces();
+        assert!(!sel.matches(&crate::selector::NamespaceNameOnly("queues")));
+        assert!(!sel.matches(&crate::selector::NamespaceNameOnly("kube-system")));
+        assert!(sel.matches(&crate::selector::NamespaceNameOnly("default")));
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("c.yaml", "manageJobsWithoutQueueNames: true\n").unwrap_err().to_string();
+        assert!(err.contains("manageJobsWithoutQueueNames"), "{err}");
+        let err = Config::parse(
+            "c.yaml",
+            "managedJobsNamespaceSelector: {matchExpressions: [{key: a, operator: Exists, values: [x]}]}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("managedJobsNamespaceSelector.matchExpressions[0].values"), "{err}");
+    }
+}

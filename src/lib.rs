@@ -1,0 +1,16 @@
+//! batchgate: an admission webhook for queued batch work, wire-compatible
+//! with Kueue.
+//!
+//! The pure core (`policy`, `admission`, `selector`) takes plain data and
+//! returns decisions; the shell (`server`, `cluster`, `cli`) talks to the
+//! world. See ARCHITECTURE.md in the shared folder for the shape.
+
+pub mod admission;
+pub mod certs;
+pub mod cli;
+pub mod cluster;
+pub mod config;
+pub mod manifests;
+pub mod policy;
+pub mod selector;
+pub mod server;

@@ -1,0 +1,24 @@
+use clap::Parser;
+
+use batchgate::cli::{self, Cli, Command};
+
+fn main() -> std::process::ExitCode {
+    let args = Cli::parse();
+    cli::init_logging(args.log_format);
+    let result = match args.command {
+        Command::Certs(a) => cli::certs(a),
+        Command::Webhooks(a) => cli::webhooks(a),
+        Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(cli::serve(*a))),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Webhook configurations generated from the loaded policies, so the rules
+//! registered with the apiserver always cover exactly the integrated kinds.
+//! `manifests/webhooks.yaml` and the local-cluster registration both come
+//! from here; only `clientConfig` differs.
+
+use serde_json::{json, Value};
+
+use crate::policy::{Policy, PolicySet};
+
+pub const MUTATING_NAME: &str = "batchgate-mutating-webhook-configuration";
+pub const VALIDATING_NAME: &str = "batchgate-validating-webhook-configuration";
+
+/// Where the apiserver reaches batchgate.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// In-cluster: a Service (`https://<name>.<namespace>.svc:<port>`).
+    Service { namespace: String, name: String, port: u16 },
+    /// A URL base such as `https://127.0.0.1:9443` (local runs).
+    Url(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct WebhookOptions {
+    pub endpoint: Endpoint,
+    /// base64 PEM; `None` leaves it to cert-manager's CA injector or to
+    /// batchgate's own certificate management.
+    pub ca_bundle: Option<String>,
+    /// `Fail` (Kueue's choice) or `Ignore`.
+    pub failure_policy: String,
+    pub timeout_seconds: u8,
+    /// batchgate's namespace, excluded with kube-system.
+    pub namespace: String,
+    /// `cert-manager.io/inject-ca-from: <ns>/<certificate>`.
+    pub inject_ca_from: Option<String>,
+}
+
+fn client_config(opts: &WebhookOptions, path: &str) -> Value {
+    let mut cc = match &opts.endpoint {
+        Endpoint::Service { namespace, name, port } => json!({
+            "service": {"namespace": namespace, "name": name, "path": path, "port": port}
+        }),
+        Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
+    };
+    if let Some(ca) = &opts.ca_bundle {
+        cc["caBundle"] = json!(ca);
+    }
+    cc
+}
+
+/// Kueue's webhook names: `m<kind>.kb.io` / `v<kind>.kb.io`, so denials read
+/// `admission webhook "vjob.kb.io" denied the request: ...` as upstream.
+pub fn webhook_name(prefix: char, policy: &Policy) -> String {
+    format!("{prefix}{}.kb.io", policy.target.kind.to_lowercase())
+}
+
+fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
+    let operations: &[&str] = if mutating { &["CREATE"] } else { &["CREATE", "UPDATE"] };
+    let mut w = json!({
+        "name": webhook_name(if mutating { 'm' } else { 'v' }, policy),
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, if mutating { "/mutate" } else { "/validate" }),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", opts.namespace],
+        }]},
+        "rules": [{
+            "apiGroups": [policy.target.group],
+            "apiVersions": [policy.target.version],
+            "operations": operations,
+            "resources": [policy.target.resource],
+            "scope": "Namespaced",
+        }],
+    });
+    if mutating {
+        w["reinvocationPolicy"] = json!("IfNeeded");
+    }
+    w
+}
+
+/// The MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
+pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Vec<Value> {
+    let mut sorted: Vec<_> = policies.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let metadata = |name: &str| {
+        let mut m = json!({"name": name, "labels": {"app.kubernetes.io/name": "batchgate"}});
+        if let Some(src) = &opts.inject_ca_from {
+            m["annotations"] = json!({"cert-manager.io/inject-ca-from": src});
+        }
+        m
+    };
+    vec![
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": metadata(MUTATING_NAME),
+            "webhooks": sorted.iter().map(|p| entry(opts, p, true)).collect::<Vec<_>>(),
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": metadata(VALIDATING_NAME),
+            "webhooks": sorted.iter().map(|p| entry(opts, p, false)).collect::<Vec<_>>(),
+        }),
+    ]
+}
+
+/// Documents as one multi-document YAML stream.
+pub fn to_yaml(header: &str, docs: &[Value]) -> String {
+    let mut out = String::from(header);
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml::to_string(d).unwrap_or_default());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(endpoint: Endpoint) -> WebhookOptions {
+        WebhookOptions {
+            endpoint,
+            ca_bundle: Some("Q0E=".into()),
+            failure_policy: "Fail".into(),
+            timeout_seconds: 10,
+            namespace: "batchgate-system".into(),
+            inject_ca_from: None,
+        }
+    }
+
+    #[test]
+    fn every_policy_gets_a_rule_on_both_paths() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://127.0.0.1:9443/".into())));
+        let m = &docs[0]["webhooks"];
+        let v = &docs[1]["webhooks"];
+        assert_eq!(m.as_array().unwrap().len(), policies.len());
+        let job_m = m.as_array().unwrap().iter().find(|w| w["name"] == "mjob.kb.io").unwrap();
+        assert_eq!(job_m["clientConfig"]["url"], "https://127.0.0.1:9443/mutate");
+        assert_eq!(job_m["clientConfig"]["caBundle"], "Q0E=");
+        assert_eq!(job_m["rules"][0]["operations"], json!(["CREATE"]));
+        assert_eq!(job_m["reinvocationPolicy"], "IfNeeded");
+        assert_eq!(job_m["sideEffects"], "None");
+        let job_v = v.as_array().unwrap().iter().find(|w| w["name"] == "vjob.kb.io").unwrap();
+        assert_eq!(job_v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(job_v["rules"][0]["resources"], json!(["jobs"]));
+        assert_eq!(
+            job_v["namespaceSelector"]["matchExpressions"][0]["values"],
+            json!(["kube-system", "batchgate-system"])
+        );
+        assert!(job_v.get("reinvocationPolicy").is_none());
+    }
+
+    #[test]
+    fn service_endpoint() {
+        let policies = PolicySet::embedded().unwrap();
+        let o = opts(Endpoint::Service {
+            namespace: "ns".into(),
+            name: "svc".into(),
+            port: 443,
+        });
+        let docs = webhook_configurations(&policies, &o);
+        assert_eq!(
+            docs[1]["webhooks"][0]["clientConfig"]["service"],
+            json!({"namespace": "ns", "name": "svc", "path": "/validate", "port": 443})
+        );
+    }
+}

@@ -1,0 +1,751 @@
+//! Integration policies: a job kind described as data.
+//!
+//! A policy names the kind (group, version, kind, plural resource), where its
+//! suspend switch lives, which pod templates it runs and how many pods each asks
+//! for, and which invariants the validating webhook enforces. Policies ship in
+//! `policies/*.yaml`, are compiled into the binary, and can be replaced with
+//! `--policies DIR`.
+
+use std::{collections::BTreeSet, fmt, fs, path::Path, sync::Arc};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded_policies.rs"));
+}
+
+/// Errors loading or compiling a policy file.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("{file}: {source}")]
+    Yaml {
+        file: String,
+        source: serde_yaml::Error,
+    },
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    #[error("reading {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{kind} is described by both {first} and {second}; keep one policy per kind")]
+    Duplicate {
+        kind: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// An RFC 6901 JSON pointer, split into unescaped reference tokens.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Pointer {
+    text: String,
+    tokens: Vec<String>,
+}
+
+impl Pointer {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.is_empty() {
+            return Ok(Pointer {
+                text: String::new(),
+                tokens: Vec::new(),
+            });
+        }
+        let Some(rest) = text.strip_prefix('/') else {
+            return Err(format!(
+                "{text:?} is not a JSON pointer: it must start with '/', e.g. /spec/suspend"
+            ));
+        };
+        let mut tokens = Vec::new();
+        for raw in rest.split('/') {
+            let mut token = String::with_capacity(raw.len());
+            let mut chars = raw.chars();
+            while let Some(c) = chars.next() {
+                if c == '~' {
+                    match chars.next() {
+                        Some('0') => token.push('~'),
+                        Some('1') => token.push('/'),
+                        _ => {
+                            return Err(format!(
+                                "{text:?} is not a JSON pointer: '~' must be followed by 0 or 1"
+                            ))
+                        }
+                    }
+                } else {
+                    token.push(c);
+                }
+            }
+            tokens.push(token);
+        }
+        Ok(Pointer {
+            text: text.to_string(),
+            tokens,
+        })
+    }
+
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The pointer in Kubernetes field-path notation (`spec.runPolicy.suspend`),
+    /// as used in denial messages.
+    pub fn field_path(&self) -> String {
+        let mut out = String::new();
+        for t in &self.tokens {
+            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+                out.push('[');
+                out.push_str(t);
+                out.push(']');
+            } else {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(t);
+            }
+        }
+        out
+    }
+
+    /// Follows the pointer; `None` when any step is missing.
+    pub fn resolve<'v>(&self, value: &'v Value) -> Option<&'v Value> {
+        let mut cur = value;
+        for t in &self.tokens {
+            cur = match cur {
+                Value::Object(m) => m.get(t.as_str())?,
+                Value::Array(a) => a.get(t.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// A pointer to `self` followed by `rel` (for pod sets inside lists).
+    pub fn join(&self, index: usize, rel: &Pointer) -> Pointer {
+        let mut tokens = self.tokens.clone();
+        tokens.push(index.to_string());
+        tokens.extend(rel.tokens.iter().cloned());
+        let mut text = String::new();
+        for t in &tokens {
+            text.push('/');
+            text.push_str(&t.replace('~', "~0").replace('/', "~1"));
+        }
+        Pointer { text, tokens }
+    }
+}
+
+impl fmt::Debug for Pointer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Pointer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Pointer::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Group, version, kind and plural resource of an integrated kind.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Target {
+    #[serde(default)]
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub resource: String,
+}
+
+impl Target {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn matches(&self, group: &str, version: &str, kind: &str) -> bool {
+        self.group == group && self.version == version && self.kind == kind
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, Kind={}", self.api_version(), self.kind)
+    }
+}
+
+/// How many pods a pod set asks for.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum CountExpr {
+    /// A fixed number.
+    Fixed(i64),
+    /// An integer field; when absent, `default` (or, without one, the
+    /// expression is dropped from an enclosing `min` and counts as 1 elsewhere).
+    Field {
+        path: Pointer,
+        #[serde(default)]
+        default: Option<i64>,
+    },
+    /// The smallest of the present terms.
+    Min { min: Vec<CountExpr> },
+    /// The product of the terms.
+    Product { product: Vec<CountExpr> },
+}
+
+/// A count could not be computed because a field has the wrong type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountError {
+    pub pointer: Pointer,
+    pub found: &'static str,
+}
+
+impl CountExpr {
+    /// Evaluates against `base` (the object, or a list element for `forEach`
+    /// pod sets). `Ok(None)` means "absent, no default".
+    pub fn eval(&self, base: &Value) -> Result<Option<i64>, CountError> {
+        match self {
+            CountExpr::Fixed(n) => Ok(Some(*n)),
+            CountExpr::Field { path, default } => match path.resolve(base) {
+                None | Some(Value::Null) => Ok(*default),
+                Some(Value::Number(n)) => match n.as_i64() {
+                    Some(v) => Ok(Some(v)),
+                    None => Err(CountError {
+                        pointer: path.clone(),
+                        found: "a non-integer number",
+                    }),
+                },
+                Some(other) => Err(CountError {
+                    pointer: path.clone(),
+                    found: json_type(other),
+                }),
+            },
+            CountExpr::Min { min } => {
+                let mut best: Option<i64> = None;
+                for term in min {
+                    if let Some(v) = term.eval(base)? {
+                        best = Some(best.map_or(v, |b| b.min(v)));
+                    }
+                }
+                Ok(best)
+            }
+            CountExpr::Product { product } => {
+                let mut acc: i64 = 1;
+                for term in product {
+                    acc = acc.saturating_mul(term.eval(base)?.unwrap_or(1));
+                }
+                Ok(Some(acc))
+            }
+        }
+    }
+}
+
+/// Name of a JSON value's type, for messages.
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Where a pod set's name comes from.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum NameRule {
+    Fixed(String),
+    /// A string field of the list element; Kueue lower-cases pod set names.
+    Field { path: Pointer },
+}
+
+/// One pod set, or (with `forEach`) one per element of a list.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSetRule {
+    pub name: NameRule,
+    /// A list; the other pointers are then relative to each element.
+    #[serde(default)]
+    pub for_each: Option<Pointer>,
+    pub template: Pointer,
+    #[serde(default = "one")]
+    pub count: CountExpr,
+    /// Skip the pod set when its template is absent (MPIJob's launcher, say).
+    #[serde(default)]
+    pub optional: bool,
+}
+
+fn one() -> CountExpr {
+    CountExpr::Fixed(1)
+}
+
+/// A pod set computed from an object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodSet {
+    pub name: String,
+    /// Absolute pointer to the pod template in the object.
+    pub template: Pointer,
+    pub count: i64,
+}
+
+/// Why pod sets could not be computed from an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSetError {
+    pub field: String,
+    pub message: String,
+}
+
+/// Named invariants the validating webhook enforces for a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Invariant {
+    /// queue-name is a DNS-1123 subdomain and immutable while the job runs.
+    QueueName,
+    /// prebuilt-workload-name is a DNS-1123 subdomain and immutable.
+    PrebuiltWorkload,
+    /// max-exec-time-seconds is a positive integer, changeable only while suspended.
+    MaxExecTime,
+    /// The WorkloadPriorityClass label cannot be added to a running job or removed.
+    WorkloadPriorityClass,
+    /// batch/v1 Job: job-min-parallelism bounds, parallelism frozen while running.
+    JobPartialAdmission,
+    /// batch/v1 Job: job-completions-equal-parallelism rules.
+    JobCompletionsEqualParallelism,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PolicyFile {
+    name: String,
+    target: Target,
+    suspend: Pointer,
+    #[serde(default)]
+    managed_by: Option<Pointer>,
+    #[serde(default)]
+    pod_sets: Vec<PodSetRule>,
+    #[serde(default)]
+    invariants: Vec<Invariant>,
+}
+
+/// A compiled integration policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Integration name as in Kueue's `integrations.frameworks` (`batch/job`).
+    pub name: String,
+    pub target: Target,
+    pub suspend: Pointer,
+    pub managed_by: Option<Pointer>,
+    pub pod_sets: Vec<PodSetRule>,
+    pub invariants: BTreeSet<Invariant>,
+    /// The file the policy came from, for messages.
+    pub source: String,
+}
+
+/// Kueue's limit on pod sets per Workload (v1beta2).
+pub const MAX_POD_SETS: usize = 18;
+
+impl Policy {
+    pub fn from_yaml(file: &str, text: &str) -> Result<Policy, PolicyError> {
+        let raw: PolicyFile = serde_yaml::from_str(text).map_err(|source| PolicyError::Yaml {
+            file: file.to_string(),
+            source,
+        })?;
+        let invalid = |message: String| PolicyError::Invalid {
+            file: file.to_string(),
+            message,
+        };
+        if raw.suspend.tokens().is_empty() {
+            return Err(invalid(
+                "suspend must point at a field, e.g. /spec/suspend".into(),
+            ));
+        }
+        if raw.target.kind.is_empty() || raw.target.version.is_empty() {
+            return Err(invalid("target needs a version and a kind".into()));
+        }
+        if raw.target.resource.is_empty() || raw.target.resource != raw.target.resource.to_lowercase() {
+            return Err(invalid(format!(
+                "target.resource must be the lower-case plural resource name (e.g. {}s), got {:?}",
+                raw.target.kind.to_lowercase(),
+                raw.target.resource
+            )));
+        }
+        let mut fixed = BTreeSet::new();
+        for rule in &raw.pod_sets {
+            match (&rule.name, &rule.for_each) {
+                (NameRule::Fixed(n), None) => {
+                    if !fixed.insert(n.to_lowercase()) {
+                        return Err(invalid(format!("pod set {n:?} is listed twice")));
+                    }
+                }
+                (NameRule::Field { .. }, None) => {
+                    return Err(invalid(
+                        "a pod set name taken from a field needs forEach (the list it comes from)"
+                            .into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        if raw.pod_sets.len() > MAX_POD_SETS {
+            return Err(invalid(format!(
+                "at most {MAX_POD_SETS} pod sets are allowed, got {}",
+                raw.pod_sets.len()
+            )));
+        }
+        Ok(Policy {
+            name: raw.name,
+            target: raw.target,
+            suspend: raw.suspend,
+            managed_by: raw.managed_by,
+            pod_sets: raw.pod_sets,
+            invariants: raw.invariants.into_iter().collect(),
+            source: file.to_string(),
+        })
+    }
+
+    pub fn has(&self, inv: Invariant) -> bool {
+        self.invariants.contains(&inv)
+    }
+
+    /// The pod sets of `obj`, in policy order, names lower-cased as Kueue does.
+    pub fn pod_sets(&self, obj: &Value) -> Result<Vec<PodSet>, PodSetError> {
+        let mut out = Vec::new();
+        for rule in &self.pod_sets {
+            match &rule.for_each {
+                None => {
+                    if rule.template.resolve(obj).is_none() && rule.optional {
+                        continue;
+                    }
+                    let NameRule::Fixed(name) = &rule.name else {
+                        continue;
+                    };
+                    let count = eval_count(&rule.count, obj, None)?;
+                    out.push(PodSet {
+                        name: name.to_lowercase(),
+                        template: rule.template.clone(),
+                        count,
+                    });
+                }
+                Some(list) => {
+                    let items = match list.resolve(obj) {
+                        None | Some(Value::Null) => continue,
+                        Some(Value::Array(items)) => items,
+                        Some(other) => {
+                            return Err(PodSetError {
+                                field: list.field_path(),
+                                message: format!("must be a list, found {}", json_type(other)),
+                            })
+                        }
+                    };
+                    for (i, item) in items.iter().enumerate() {
+                        let template = list.join(i, &rule.template);
+                        if rule.template.resolve(item).is_none() && rule.optional {
+                            continue;
+                        }
+                        let name = match &rule.name {
+                            NameRule::Fixed(n) => n.clone(),
+                            NameRule::Field { path } => match path.resolve(item) {
+                                Some(Value::String(s)) => s.clone(),
+                                _ => {
+                                    return Err(PodSetError {
+                                        field: list.join(i, path).field_path(),
+                                        message: "must be a string naming the pod set".into(),
+                                    })
+                                }
+                            },
+                        };
+                        let count = eval_count(&rule.count, item, Some((list, i)))?;
+                        out.push(PodSet {
+                            name: name.to_lowercase(),
+                            template,
+                            count,
+                        });
+                    }
+                }
+            }
+        }
+        if out.len() > MAX_POD_SETS {
+            return Err(PodSetError {
+                field: self
+                    .pod_sets
+                    .iter()
+                    .find_map(|r| r.for_each.as_ref())
+                    .map(Pointer::field_path)
+                    .unwrap_or_default(),
+                message: format!("must have at most {MAX_POD_SETS} pod sets, got {}", out.len()),
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn eval_count(
+    expr: &CountExpr,
+    base: &Value,
+    within: Option<(&Pointer, usize)>,
+) -> Result<i64, PodSetError> {
+    match expr.eval(base) {
+        Ok(v) => {
+            let v = v.unwrap_or(1);
+            if v < 0 {
+                return Err(PodSetError {
+                    field: count_field(expr, within),
+                    message: format!("must be greater than or equal to 0, got {v}"),
+                });
+            }
+            Ok(v)
+        }
+        Err(e) => Err(PodSetError {
+            field: match within {
+                Some((list, i)) => list.join(i, &e.pointer).field_path(),
+                None => e.pointer.field_path(),
+            },
+            message: format!("must be an integer, found {}", e.found),
+        }),
+    }
+}
+
+fn count_field(expr: &CountExpr, within: Option<(&Pointer, usize)>) -> String {
+    let first = match expr {
+        CountExpr::Field { path, .. } => Some(path),
+        CountExpr::Min { min: terms } | CountExpr::Product { product: terms } => {
+            terms.iter().find_map(|t| match t {
+                CountExpr::Field { path, .. } => Some(path),
+                _ => None,
+            })
+        }
+        CountExpr::Fixed(_) => None,
+    };
+    match (first, within) {
+        (Some(p), Some((list, i))) => list.join(i, p).field_path(),
+        (Some(p), None) => p.field_path(),
+        (None, _) => String::new(),
+    }
+}
+
+/// The loaded policies, looked up by group/version/kind on every review.
+#[derive(Debug, Clone, Default)]
+pub struct PolicySet {
+    policies: Vec<Arc<Policy>>,
+}
+
+impl PolicySet {
+    /// The policies compiled into the binary from `policies/`.
+    pub fn embedded() -> Result<PolicySet, PolicyError> {
+        Self::from_files(
+            embedded::EMBEDDED
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string())),
+        )
+    }
+
+    /// Every `*.yaml`/`*.yml` file in `dir`.
+    pub fn from_dir(dir: &Path) -> Result<PolicySet, PolicyError> {
+        let io = |source| PolicyError::Io {
+            path: dir.display().to_string(),
+            source,
+        };
+        let mut files = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            if matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml")
+            ) {
+                let text = fs::read_to_string(&path).map_err(|source| PolicyError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+                files.push((path.display().to_string(), text));
+            }
+        }
+        files.sort();
+        Self::from_files(files.into_iter())
+    }
+
+    fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<PolicySet, PolicyError> {
+        let mut set = PolicySet::default();
+        for (name, text) in files {
+            set.insert(Policy::from_yaml(&name, &text)?)?;
+        }
+        Ok(set)
+    }
+
+    pub fn insert(&mut self, policy: Policy) -> Result<(), PolicyError> {
+        if let Some(existing) = self.policies.iter().find(|p| p.target == policy.target) {
+            return Err(PolicyError::Duplicate {
+                kind: policy.target.to_string(),
+                first: existing.source.clone(),
+                second: policy.source,
+            });
+        }
+        self.policies.push(Arc::new(policy));
+        Ok(())
+    }
+
+    /// Keeps only the integrations named (Kueue's `integrations.frameworks`).
+    pub fn retain_enabled(&mut self, names: &[String]) {
+        self.policies.retain(|p| names.iter().any(|n| n == &p.name));
+    }
+
+    pub fn find(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<Policy>> {
+        self.policies
+            .iter()
+            .find(|p| p.target.matches(group, version, kind))
+    }
+
+    /// Is `api_version`/`kind` (as in an ownerReference) an integrated kind?
+    pub fn is_integrated(&self, api_version: &str, kind: &str) -> bool {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.find(group, version, kind).is_some()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
+        self.policies.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job_policy() -> Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("batch", "v1", "Job")
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn pointer_unescapes_and_renders_field_paths() {
+        let p = Pointer::parse("/metadata/labels/kueue.x-k8s.io~1queue-name").unwrap();
+        assert_eq!(p.tokens()[2], "kueue.x-k8s.io/queue-name");
+        let p = Pointer::parse("/spec/replicatedJobs/0/template").unwrap();
+        assert_eq!(p.field_path(), "spec.replicatedJobs[0].template");
+        assert!(Pointer::parse("spec/suspend").unwrap_err().contains("must start with '/'"));
+        assert!(Pointer::parse("/a~2").is_err());
+    }
+
+    #[test]
+    fn embedded_job_policy_loads() {
+        let p = job_policy();
+        assert_eq!(p.name, "batch/job");
+        assert_eq!(p.target.resource, "jobs");
+        assert_eq!(p.suspend.as_str(), "/spec/suspend");
+        assert!(p.has(Invariant::QueueName));
+        assert!(p.has(Invariant::JobPartialAdmission));
+    }
+
+    #[test]
+    fn job_count_is_min_of_parallelism_and_completions() {
+        let p = job_policy();
+        let count = |spec: Value| p.pod_sets(&json!({"spec": spec})).unwrap()[0].count;
+        assert_eq!(count(json!({})), 1);
+        assert_eq!(count(json!({"parallelism": 4})), 4);
+        assert_eq!(count(json!({"parallelism": 4, "completions": 2})), 2);
+        assert_eq!(count(json!({"completions": 3})), 1);
+        assert_eq!(count(json!({"parallelism": 0})), 0);
+        let sets = p.pod_sets(&json!({"spec": {}})).unwrap();
+        assert_eq!(sets[0].name, "main");
+        assert_eq!(sets[0].template.as_str(), "/spec/template");
+    }
+
+    #[test]
+    fn bad_count_type_names_the_field() {
+        let p = job_policy();
+        let err = p
+            .pod_sets(&json!({"spec": {"parallelism": "four"}}))
+            .unwrap_err();
+        assert_eq!(err.field, "spec.parallelism");
+        assert_eq!(err.message, "must be an integer, found a string");
+    }
+
+    #[test]
+    fn for_each_pod_sets_with_products_and_optional_templates() {
+        let yaml = r#"
+name: example.com/multi
+target: { group: example.com, version: v1, kind: Multi, resource: multis }
+suspend: /spec/runPolicy/suspend
+podSets:
+  - name: launcher
+    template: /spec/replicaSpecs/Launcher/template
+    count: { path: /spec/replicaSpecs/Launcher/replicas, default: 1 }
+    optional: true
+  - forEach: /spec/groups
+    name: { path: /groupName }
+    template: /template
+    count:
+      product:
+        - { path: /replicas, default: 1 }
+        - { path: /numOfHosts, default: 1 }
+"#;
+        let p = Policy::from_yaml("multi.yaml", yaml).unwrap();
+        let obj = json!({"spec": {"groups": [
+            {"groupName": "Small", "replicas": 3, "template": {}},
+            {"groupName": "big", "replicas": 2, "numOfHosts": 4, "template": {}}
+        ]}});
+        let sets = p.pod_sets(&obj).unwrap();
+        assert_eq!(sets.len(), 2, "launcher is optional and absent");
+        assert_eq!(sets[0].name, "small");
+        assert_eq!(sets[0].count, 3);
+        assert_eq!(sets[0].template.as_str(), "/spec/groups/0/template");
+        assert_eq!(sets[1].count, 8);
+        let with_launcher = json!({"spec": {"replicaSpecs": {"Launcher": {"template": {}}}}});
+        let sets = p.pod_sets(&with_launcher).unwrap();
+        assert_eq!(sets[0].name, "launcher");
+        assert_eq!(sets[0].count, 1);
+    }
+
+    #[test]
+    fn policy_errors_are_specific() {
+        let bad = "name: x\ntarget: {group: g, version: v1, kind: K, resource: Ks}\nsuspend: /spec/suspend\n";
+        let err = Policy::from_yaml("k.yaml", bad).unwrap_err().to_string();
+        assert!(err.contains("lower-case plural"), "{err}");
+        let bad = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\nsuspend: spec.suspend\n";
+        let err = Policy::from_yaml("k.yaml", bad).unwrap_err().to_string();
+        assert!(err.contains("must start with '/'"), "{err}");
+        let bad = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\nsuspend: /spec/suspend\ninvariants: [noSuchRule]\n";
+        let err = Policy::from_yaml("k.yaml", bad).unwrap_err().to_string();
+        assert!(err.contains("noSuchRule"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_kinds_are_rejected() {
+        let mut set = PolicySet::embedded().unwrap();
+        let again = Policy::from_yaml(
+            "dup.yaml",
+            "name: again\ntarget: {group: batch, version: v1, kind: Job, resource: jobs}\nsuspend: /spec/suspend\n",
+        )
+        .unwrap();
+        let err = set.insert(again).unwrap_err().to_string();
+        assert!(err.contains("batch/v1, Kind=Job"), "{err}");
+    }
+
+    #[test]
+    fn owner_kinds_are_recognised() {
+        let set = PolicySet::embedded().unwrap();
+        assert!(set.is_integrated("batch/v1", "Job"));
+        assert!(!set.is_integrated("batch/v1", "CronJob"));
+        assert!(!set.is_integrated("v1", "Pod"));
+    }
+}

@@ -1,0 +1,132 @@
+//! TLS for the webhook listener with certificate hot reload.
+//!
+//! The serving pair is re-read from the cert directory on a short poll, by
+//! path, following symlinks. That sees every way a pair is replaced: files
+//! rewritten in place, renamed over, or (as kubelet updates a mounted Secret)
+//! a new `..<timestamp>` directory swapped in under the `..data` symlink,
+//! which inotify watches on the old inodes would miss. New handshakes get the
+//! new pair; connections already open keep theirs, so nothing in flight fails.
+
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use arc_swap::ArcSwap;
+use rustls::{
+    crypto::CryptoProvider,
+    server::{ClientHello, ResolvesServerCert},
+    sign::CertifiedKey,
+    ServerConfig,
+};
+use tracing::{error, info};
+
+use super::metrics::{Metrics, ResultLabel};
+use crate::certs::{self, CertError, CertInfo};
+
+/// The serving certificate in use, swapped atomically on reload.
+pub struct CertStore {
+    dir: PathBuf,
+    provider: Arc<CryptoProvider>,
+    current: ArcSwap<CertifiedKey>,
+    info: ArcSwap<CertInfo>,
+    /// The file contents last tried, so a broken pair is reported once.
+    last_seen: Mutex<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for CertStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertStore").field("dir", &self.dir).finish()
+    }
+}
+
+impl CertStore {
+    /// Loads the pair from `dir`; fails if it is missing or broken.
+    pub fn load(dir: PathBuf) -> Result<Arc<CertStore>, CertError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let (c, k) = certs::read_dir_pair(&dir)?;
+        let sc = certs::load_pem(&c, &k, &dir.join(certs::CERT_FILE), &dir.join(certs::KEY_FILE), &provider)?;
+        Ok(Arc::new(CertStore {
+            dir,
+            provider,
+            current: ArcSwap::from(sc.key),
+            info: ArcSwap::from_pointee(sc.info),
+            last_seen: Mutex::new((c, k)),
+        }))
+    }
+
+    pub fn info(&self) -> CertInfo {
+        (**self.info.load()).clone()
+    }
+
+    /// Re-reads the directory. `Ok(Some(info))` when a new pair was taken,
+    /// `Ok(None)` when nothing changed or a broken pair was already reported.
+    pub fn reload(&self) -> Result<Option<CertInfo>, CertError> {
+        let (c, k) = certs::read_dir_pair(&self.dir)?;
+        {
+            let mut last = self.last_seen.lock().unwrap_or_else(|p| p.into_inner());
+            if last.0 == c && last.1 == k {
+                return Ok(None);
+            }
+            *last = (c.clone(), k.clone());
+        }
+        let sc = certs::load_pem(
+            &c,
+            &k,
+            &self.dir.join(certs::CERT_FILE),
+            &self.dir.join(certs::KEY_FILE),
+            &self.provider,
+        )?;
+        self.current.store(sc.key);
+        self.info.store(Arc::new(sc.info.clone()));
+        Ok(Some(sc.info))
+    }
+
+    /// rustls configuration: TLS 1.2 and 1.3 only, HTTP/2 and HTTP/1.1 by ALPN.
+    pub fn server_config(self: &Arc<Self>) -> Result<ServerConfig, rustls::Error> {
+        let mut cfg = ServerConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+            .with_no_client_auth()
+            .with_cert_resolver(Arc::new(Resolver(self.clone())));
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(cfg)
+    }
+
+    /// Polls the directory until `stop` resolves.
+    pub async fn watch(self: Arc<Self>, every: Duration, metrics: Arc<Metrics>, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tick.tick() => {}
+            }
+            let store = self.clone();
+            let result = tokio::task::spawn_blocking(move || store.reload()).await;
+            match result {
+                Ok(Ok(Some(info))) => {
+                    metrics.cert_reloads.get_or_create(&ResultLabel { result: "success" }).inc();
+                    metrics.cert_expiry.set(info.not_after);
+                    info!(serial = %info.serial, not_after = info.not_after, "serving certificate reloaded");
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    metrics.cert_reloads.get_or_create(&ResultLabel { result: "failure" }).inc();
+                    error!(error = %e, "new serving certificate rejected; still serving the previous one");
+                }
+                Err(e) => error!(error = %e, "certificate reload task failed"),
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Resolver(Arc<CertStore>);
+
+impl ResolvesServerCert for Resolver {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.current.load_full())
+    }
+}

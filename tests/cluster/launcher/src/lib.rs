@@ -1,0 +1,854 @@
+//! A real, local Kubernetes control plane for batchgate's tests and dev loop.
+//!
+//! [`LocalCluster::start`] runs etcd, kube-apiserver (RBAC, admission webhooks
+//! on), kube-controller-manager, kube-scheduler and KWOK — all real binaries
+//! built from Go modules by `tests/cluster/build.sh` — on free 127.0.0.1
+//! ports, creates fake KWOK nodes with the requested labels, taints and
+//! capacity, and waits until the API is ready and every node is Ready.
+//! Pods bound to the fake nodes become Running at once; pods owned by a Job
+//! then complete (KWOK's "fast" stages).
+//!
+//! ```no_run
+//! use batchgate_localcluster::{ClusterOptions, LocalCluster, NodeSpec};
+//!
+//! let opts = ClusterOptions {
+//!     nodes: vec![NodeSpec::new("gpu-0").gpus(8).label("instance-type", "gpu")],
+//!     ..ClusterOptions::default()
+//! };
+//! let cluster = LocalCluster::start(opts)?;
+//! let out = cluster.kubectl().args(["get", "nodes"]).output()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Everything is torn down by [`LocalCluster::stop`] / `Drop`, and — for a
+//! cluster that is never dropped, such as [`shared`] — when the process exits
+//! in any way (see the `process` module).
+
+mod binaries;
+mod error;
+mod pki;
+mod process;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub use binaries::{build_script, Binaries, BINARIES, BIN_ENV, STAGES_ENV};
+pub use error::Error;
+
+use pki::{ClientCert, Pki};
+use process::{Component, Watchdog};
+
+/// Annotation that puts a node under KWOK's management.
+pub const KWOK_NODE_ANNOTATION: (&str, &str) = ("kwok.x-k8s.io/node", "fake");
+/// Extended resource name used for [`NodeSpec::gpus`].
+pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+/// Set to `1` to keep the cluster's temp dir (logs, PKI, etcd data) after teardown.
+pub const KEEP_ENV: &str = "BATCHGATE_CLUSTER_KEEP";
+
+/// One node taint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    pub key: String,
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// A fake (KWOK-managed) node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub name: String,
+    /// Extra labels; `kubernetes.io/hostname`, `kubernetes.io/os`,
+    /// `kubernetes.io/arch` and `type=kwok` are always set.
+    pub labels: BTreeMap<String, String>,
+    pub taints: Vec<Taint>,
+    /// Capacity and allocatable CPU, as a quantity (`"8"`, `"500m"`).
+    pub cpu: String,
+    /// Capacity and allocatable memory, as a quantity (`"32Gi"`).
+    pub memory: String,
+    /// Maximum number of pods.
+    pub pods: u32,
+    /// `nvidia.com/gpu` capacity; 0 leaves the resource off the node.
+    pub gpus: u32,
+}
+
+impl NodeSpec {
+    /// A node with 8 CPUs, 32Gi memory, 110 pods, no GPUs, labels or taints.
+    pub fn new(name: impl Into<String>) -> NodeSpec {
+        NodeSpec {
+            name: name.into(),
+            labels: BTreeMap::new(),
+            taints: Vec::new(),
+            cpu: "8".into(),
+            memory: "32Gi".into(),
+            pods: 110,
+            gpus: 0,
+        }
+    }
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+    pub fn taint(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+        effect: impl Into<String>,
+    ) -> Self {
+        self.taints.push(Taint {
+            key: key.into(),
+            value: value.into(),
+            effect: effect.into(),
+        });
+        self
+    }
+    pub fn cpu(mut self, cpu: impl Into<String>) -> Self {
+        self.cpu = cpu.into();
+        self
+    }
+    pub fn memory(mut self, memory: impl Into<String>) -> Self {
+        self.memory = memory.into();
+        self
+    }
+    pub fn pods(mut self, pods: u32) -> Self {
+        self.pods = pods;
+        self
+    }
+    pub fn gpus(mut self, gpus: u32) -> Self {
+        self.gpus = gpus;
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut labels: BTreeMap<String, String> = [
+            ("kubernetes.io/hostname", self.name.as_str()),
+            ("kubernetes.io/os", "linux"),
+            ("kubernetes.io/arch", "amd64"),
+            ("type", "kwok"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        labels.extend(self.labels.clone());
+        let mut resources = json!({
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "pods": self.pods.to_string(),
+        });
+        if self.gpus > 0 {
+            resources[GPU_RESOURCE] = json!(self.gpus.to_string());
+        }
+        let taints: Vec<Value> = self
+            .taints
+            .iter()
+            .map(|t| json!({"key": t.key, "value": t.value, "effect": t.effect}))
+            .collect();
+        json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.name,
+                "labels": labels,
+                "annotations": {
+                    KWOK_NODE_ANNOTATION.0: KWOK_NODE_ANNOTATION.1,
+                    "node.alpha.kubernetes.io/ttl": "0",
+                },
+            },
+            "spec": { "taints": taints },
+            "status": {
+                "capacity": resources,
+                "allocatable": resources,
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "kubeletVersion": "fake",
+                },
+            },
+        })
+    }
+}
+
+/// The nodes of [`ClusterOptions::default`] and [`shared`]:
+///
+/// | name | cpu | memory | gpus | labels |
+/// |---|---|---|---|---|
+/// | `kwok-node-0`, `kwok-node-1` | 8 | 32Gi | 0 | `instance-type=on-demand` |
+/// | `kwok-node-2` | 8 | 32Gi | 0 | `instance-type=spot` |
+/// | `kwok-gpu-0` | 16 | 64Gi | 4 | `instance-type=gpu`, `nvidia.com/gpu.present=true` |
+///
+/// All allow 110 pods and carry no taints.
+pub fn default_nodes() -> Vec<NodeSpec> {
+    vec![
+        NodeSpec::new("kwok-node-0").label("instance-type", "on-demand"),
+        NodeSpec::new("kwok-node-1").label("instance-type", "on-demand"),
+        NodeSpec::new("kwok-node-2").label("instance-type", "spot"),
+        NodeSpec::new("kwok-gpu-0")
+            .cpu("16")
+            .memory("64Gi")
+            .gpus(4)
+            .label("instance-type", "gpu")
+            .label("nvidia.com/gpu.present", "true"),
+    ]
+}
+
+/// What [`LocalCluster::start`] should bring up.
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// Fake nodes to create (may be empty).
+    pub nodes: Vec<NodeSpec>,
+    /// Budget for starting the cluster once the binaries exist.
+    pub start_timeout: Duration,
+    /// Prebuilt binaries; `None` runs `tests/cluster/build.sh` (or uses
+    /// `$BATCHGATE_CLUSTER_BIN`).
+    pub binaries: Option<Binaries>,
+    /// Appended to kube-apiserver's command line (later flags win).
+    pub extra_apiserver_args: Vec<String>,
+    /// Keep the temp dir after teardown (default: `$BATCHGATE_CLUSTER_KEEP` is `1`).
+    pub keep_dir: bool,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            nodes: default_nodes(),
+            start_timeout: Duration::from_secs(120),
+            binaries: None,
+            extra_apiserver_args: Vec::new(),
+            keep_dir: std::env::var(KEEP_ENV).is_ok_and(|v| v == "1"),
+        }
+    }
+}
+
+/// A running local control plane. Stopped on drop.
+#[derive(Debug)]
+pub struct LocalCluster {
+    dir: Option<tempfile::TempDir>,
+    dir_path: PathBuf,
+    keep_dir: bool,
+    binaries: Binaries,
+    kubeconfig: PathBuf,
+    kubectl: Kubectl,
+    server_url: String,
+    pki: Pki,
+    nodes: Vec<NodeSpec>,
+    components: Vec<Component>,
+    watchdog: Option<Watchdog>,
+    timings: Vec<(&'static str, Duration)>,
+}
+
+const SERVICE_CIDR: &str = "10.0.0.0/24";
+const SA_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+const PORT_ATTEMPTS: u32 = 3;
+
+impl LocalCluster {
+    /// Builds or locates the binaries, starts every component and waits until
+    /// the API is ready, every requested node is Ready and the `default`
+    /// service account exists. Blocking.
+    pub fn start(opts: ClusterOptions) -> Result<LocalCluster, Error> {
+        validate(&opts)?;
+        let t0 = Instant::now();
+        let binaries = match &opts.binaries {
+            Some(b) => b.clone(),
+            None => Binaries::locate_or_build()?,
+        };
+        let located = t0.elapsed();
+        let mut attempt = 1;
+        loop {
+            match LocalCluster::try_start(&opts, &binaries) {
+                Ok(mut cluster) => {
+                    cluster.timings.insert(0, ("binaries", located));
+                    return Ok(cluster);
+                }
+                Err(e) if e.is_port_conflict() && attempt < PORT_ATTEMPTS => attempt += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn try_start(opts: &ClusterOptions, binaries: &Binaries) -> Result<LocalCluster, Error> {
+        let t0 = Instant::now();
+        let deadline = t0 + opts.start_timeout;
+        let dir = tempfile::Builder::new()
+            .prefix("batchgate-cluster-")
+            .tempdir()
+            .map_err(|e| Error::io("creating the cluster temp dir", e))?;
+        let dir_path = dir.path().to_path_buf();
+        let watchdog = Watchdog::start(&dir_path, opts.keep_dir)?;
+        let pki = Pki::generate(&dir_path.join("pki"))?;
+        for sub in ["logs", "etcd"] {
+            fs::create_dir_all(dir_path.join(sub))
+                .map_err(|e| Error::io(format!("creating {}", dir_path.join(sub).display()), e))?;
+        }
+        let [etcd_port, peer_port, api_port] = free_ports()?;
+        let server_url = format!("https://127.0.0.1:{api_port}");
+        let kubeconfig = dir_path.join("admin.kubeconfig");
+        write_kubeconfig(&kubeconfig, &server_url, &pki.ca_cert, &pki.admin)?;
+        let cm_kubeconfig = dir_path.join("controller-manager.kubeconfig");
+        write_kubeconfig(
+            &cm_kubeconfig,
+            &server_url,
+            &pki.ca_cert,
+            &pki.controller_manager,
+        )?;
+        let sched_kubeconfig = dir_path.join("scheduler.kubeconfig");
+        write_kubeconfig(&sched_kubeconfig, &server_url, &pki.ca_cert, &pki.scheduler)?;
+
+        // From here on, an early return drops `cluster`, which tears down
+        // whatever has been started.
+        let mut cluster = LocalCluster {
+            dir: Some(dir),
+            dir_path,
+            keep_dir: opts.keep_dir,
+            binaries: binaries.clone(),
+            kubectl: Kubectl {
+                bin: binaries.path("kubectl"),
+                kubeconfig: kubeconfig.clone(),
+            },
+            kubeconfig,
+            server_url,
+            pki,
+            nodes: opts.nodes.clone(),
+            components: Vec::new(),
+            watchdog: Some(watchdog),
+            timings: vec![("pki", t0.elapsed())],
+        };
+        let p = |path: &Path| path.display().to_string();
+        let d = cluster.dir_path.clone();
+        let pki = cluster.pki.clone();
+
+        let etcd_client = format!("http://127.0.0.1:{etcd_port}");
+        let etcd_peer = format!("http://127.0.0.1:{peer_port}");
+        cluster.spawn(
+            "etcd",
+            vec![
+                "--name=default".into(),
+                format!("--data-dir={}", p(&d.join("etcd"))),
+                format!("--listen-client-urls={etcd_client}"),
+                format!("--advertise-client-urls={etcd_client}"),
+                format!("--listen-peer-urls={etcd_peer}"),
+                format!("--initial-advertise-peer-urls={etcd_peer}"),
+                format!("--initial-cluster=default={etcd_peer}"),
+                "--unsafe-no-fsync=true".into(),
+                "--auto-compaction-retention=1".into(),
+                "--log-level=warn".into(),
+            ],
+        )?;
+        cluster.wait_until(deadline, "etcd to accept connections", |_| {
+            Ok(TcpStream::connect((Ipv4Addr::LOCALHOST, etcd_port))
+                .is_ok()
+                .then_some(()))
+        })?;
+        cluster.mark("etcd", t0);
+
+        let mut api_args = vec![
+            format!("--etcd-servers={etcd_client}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={api_port}"),
+            format!("--cert-dir={}", p(&d.join("pki"))),
+            format!("--tls-cert-file={}", p(&pki.serving_cert)),
+            format!("--tls-private-key-file={}", p(&pki.serving_key)),
+            format!("--client-ca-file={}", p(&pki.ca_cert)),
+            format!("--service-account-issuer={SA_ISSUER}"),
+            format!("--service-account-key-file={}", p(&pki.sa_pub)),
+            format!("--service-account-signing-key-file={}", p(&pki.sa_key)),
+            format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+            "--authorization-mode=Node,RBAC".into(),
+            // On by default already; named so nobody turns them off by accident.
+            "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook".into(),
+            "--allow-privileged=true".into(),
+            // A loopback address is not a valid Endpoints address; nothing
+            // in-cluster needs to reach the apiserver through the Service.
+            "--endpoint-reconciler-type=none".into(),
+            "--profiling=false".into(),
+        ];
+        api_args.extend(opts.extra_apiserver_args.iter().cloned());
+        cluster.spawn("kube-apiserver", api_args)?;
+        cluster.wait_until(deadline, "kube-apiserver /readyz", |k| {
+            if TcpStream::connect((Ipv4Addr::LOCALHOST, api_port)).is_err() {
+                return Ok(None);
+            }
+            Ok(k.run(&["get", "--raw=/readyz"])
+                .ok()
+                .filter(|out| out.trim() == "ok")
+                .map(|_| ()))
+        })?;
+        cluster.mark("kube-apiserver", t0);
+
+        cluster.spawn(
+            "kube-controller-manager",
+            vec![
+                format!("--kubeconfig={}", p(&cm_kubeconfig)),
+                format!("--authentication-kubeconfig={}", p(&cm_kubeconfig)),
+                format!("--authorization-kubeconfig={}", p(&cm_kubeconfig)),
+                "--secure-port=0".into(),
+                "--leader-elect=false".into(),
+                "--use-service-account-credentials=true".into(),
+                format!("--service-account-private-key-file={}", p(&pki.sa_key)),
+                format!("--root-ca-file={}", p(&pki.ca_cert)),
+                "--cluster-name=batchgate-local".into(),
+                "--controllers=*".into(),
+                "--kube-api-qps=200".into(),
+                "--kube-api-burst=400".into(),
+            ],
+        )?;
+        cluster.spawn(
+            "kube-scheduler",
+            vec![
+                format!("--kubeconfig={}", p(&sched_kubeconfig)),
+                format!("--authentication-kubeconfig={}", p(&sched_kubeconfig)),
+                format!("--authorization-kubeconfig={}", p(&sched_kubeconfig)),
+                "--secure-port=0".into(),
+                "--leader-elect=false".into(),
+                "--kube-api-qps=200".into(),
+                "--kube-api-burst=400".into(),
+            ],
+        )?;
+        cluster.spawn(
+            "kwok",
+            vec![
+                format!("--kubeconfig={}", p(&cluster.kubeconfig)),
+                format!("--config={}", p(&binaries.stages)),
+                "--manage-all-nodes=false".into(),
+                format!(
+                    "--manage-nodes-with-annotation-selector={}={}",
+                    KWOK_NODE_ANNOTATION.0, KWOK_NODE_ANNOTATION.1
+                ),
+                "--manage-nodes-with-label-selector=".into(),
+                "--manage-single-node=".into(),
+                "--cidr=10.244.0.0/16".into(),
+                "--node-ip=10.0.0.2".into(),
+                "--node-lease-duration-seconds=40".into(),
+            ],
+        )?;
+
+        if !cluster.nodes.is_empty() {
+            let list = json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": cluster.nodes.iter().map(NodeSpec::to_json).collect::<Vec<_>>(),
+            });
+            cluster.kubectl_stdin(&["create", "-f", "-"], list.to_string().as_bytes())?;
+        }
+        let names: Vec<String> = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        let mut last_state = String::new();
+        let waited = cluster.wait_until(deadline, "all nodes to be Ready", |k| {
+            let out = k.run(&["get", "nodes", "-o", "json"])?;
+            let (ready, state) = nodes_ready(&out, &names);
+            last_state = state;
+            Ok(ready.then_some(()))
+        });
+        if let Err(Error::Timeout { what, after, .. }) = waited {
+            return Err(Error::Timeout {
+                what,
+                after,
+                detail: format!("; node states: {last_state}"),
+            });
+        }
+        waited?;
+        cluster.mark("nodes ready", t0);
+        cluster.wait_until(deadline, "the default service account", |k| {
+            Ok(k.run(&[
+                "get",
+                "serviceaccount",
+                "default",
+                "-n",
+                "default",
+                "-o",
+                "name",
+            ])
+            .ok()
+            .map(|_| ()))
+        })?;
+        cluster.mark("ready", t0);
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, name: &'static str, args: Vec<String>) -> Result<(), Error> {
+        let log = self.dir_path.join("logs").join(format!("{name}.log"));
+        let component = Component::spawn(name, &self.binaries.path(name), &args, log)?;
+        if let Some(w) = self.watchdog.as_mut() {
+            w.watch(component.pid());
+        }
+        self.components.push(component);
+        Ok(())
+    }
+
+    fn mark(&mut self, phase: &'static str, t0: Instant) {
+        self.timings.push((phase, t0.elapsed()));
+    }
+
+    /// Polls `probe` every 100ms until it yields `Some`, a component exits,
+    /// or the deadline passes.
+    fn wait_until<T>(
+        &mut self,
+        deadline: Instant,
+        what: &str,
+        mut probe: impl FnMut(&Kubectl) -> Result<Option<T>, Error>,
+    ) -> Result<T, Error> {
+        let started = Instant::now();
+        loop {
+            for c in self.components.iter_mut() {
+                if let Some(how) = c.exited() {
+                    return Err(c.failure(format!("{how} while waiting for {what}")));
+                }
+            }
+            if let Some(v) = probe(&self.kubectl)? {
+                return Ok(v);
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    what: what.to_string(),
+                    after: started.elapsed(),
+                    detail: String::new(),
+                });
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Admin kubeconfig (client certificate in group `system:masters`).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
+    }
+
+    /// PEM of the cluster CA: it signed the apiserver's serving certificate
+    /// and is the `--client-ca-file`.
+    pub fn ca_cert_pem(&self) -> &str {
+        &self.pki.ca_cert_pem
+    }
+
+    /// The directory holding all binaries built by build.sh, kubectl included.
+    pub fn bin_dir(&self) -> &Path {
+        &self.binaries.bin_dir
+    }
+
+    /// The cluster's temp dir: `logs/<component>.log`, `pki/`, `etcd/`, kubeconfigs.
+    pub fn dir(&self) -> &Path {
+        &self.dir_path
+    }
+
+    /// Log file of a component: `etcd`, `kube-apiserver`,
+    /// `kube-controller-manager`, `kube-scheduler` or `kwok`.
+    pub fn log_path(&self, component: &str) -> PathBuf {
+        self.dir_path.join("logs").join(format!("{component}.log"))
+    }
+
+    /// The nodes this cluster was started with.
+    pub fn nodes(&self) -> &[NodeSpec] {
+        &self.nodes
+    }
+
+    /// Pids of the running components (each leads its own process group).
+    pub fn pids(&self) -> Vec<(&'static str, u32)> {
+        self.components.iter().map(|c| (c.name, c.pid())).collect()
+    }
+
+    /// Elapsed time since `start` was called at the end of each phase
+    /// (`binaries` is measured on its own; the others from after it).
+    pub fn timings(&self) -> &[(&'static str, Duration)] {
+        &self.timings
+    }
+
+    /// A `kubectl` command (the one built by build.sh) with `--kubeconfig` set.
+    pub fn kubectl(&self) -> Command {
+        self.kubectl.command()
+    }
+
+    /// Runs kubectl with `args`, returns stdout, or an error with stderr.
+    pub fn run_kubectl(&self, args: &[&str]) -> Result<String, Error> {
+        self.kubectl.run(args)
+    }
+
+    /// `kubectl apply -f -` with `manifest` (YAML or JSON) on stdin.
+    pub fn apply(&self, manifest: &str) -> Result<String, Error> {
+        self.kubectl
+            .run_stdin(&["apply", "-f", "-"], manifest.as_bytes())
+    }
+
+    /// Runs kubectl with `args` and `stdin`, returns stdout.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &[u8]) -> Result<String, Error> {
+        self.kubectl.run_stdin(args, stdin)
+    }
+
+    /// Stops every component (SIGTERM, then SIGKILL after 5s) and removes the
+    /// temp dir unless `keep_dir` was set. Idempotent; also runs on drop.
+    pub fn stop(&mut self) {
+        process::terminate(&mut self.components, Duration::from_secs(5));
+        self.components.clear();
+        if let Some(mut w) = self.watchdog.take() {
+            w.disarm();
+        }
+        if let Some(dir) = self.dir.take() {
+            if self.keep_dir {
+                let _ = dir.keep();
+            } else {
+                let _ = dir.close();
+            }
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One cluster per test binary with [`default_nodes`], started on first use.
+/// It is torn down when the process exits (PDEATHSIG and the watchdog).
+///
+/// # Panics
+/// If the cluster cannot be started (the message says why); every later call
+/// panics with the same message.
+pub fn shared() -> &'static LocalCluster {
+    match try_shared() {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("starting the shared local cluster failed: {e}"),
+    }
+}
+
+/// Like [`shared`], returning the start error instead of panicking.
+pub fn try_shared() -> Result<&'static LocalCluster, &'static str> {
+    static SHARED: OnceLock<Result<LocalCluster, String>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| LocalCluster::start(ClusterOptions::default()).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+fn validate(opts: &ClusterOptions) -> Result<(), Error> {
+    let mut seen = std::collections::BTreeSet::new();
+    for n in &opts.nodes {
+        if n.name.is_empty() || !seen.insert(n.name.as_str()) {
+            return Err(Error::Options(format!(
+                "node names must be non-empty and unique, got {:?}",
+                n.name
+            )));
+        }
+        for t in &n.taints {
+            if !matches!(
+                t.effect.as_str(),
+                "NoSchedule" | "PreferNoSchedule" | "NoExecute"
+            ) {
+                return Err(Error::Options(format!(
+                    "taint {}={} on node {}: effect must be NoSchedule, PreferNoSchedule or NoExecute, got {:?}",
+                    t.key, t.value, n.name, t.effect
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Distinct free 127.0.0.1 ports (held open together so they differ).
+fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
+    let mut listeners = Vec::with_capacity(N);
+    let mut ports = [0u16; N];
+    for port in ports.iter_mut() {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| Error::io("finding a free 127.0.0.1 port", e))?;
+        *port = l
+            .local_addr()
+            .map_err(|e| Error::io("finding a free 127.0.0.1 port", e))?
+            .port();
+        listeners.push(l);
+    }
+    Ok(ports)
+}
+
+/// Runs the cluster's kubectl against its admin kubeconfig.
+#[derive(Debug, Clone)]
+struct Kubectl {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg(format!("--kubeconfig={}", self.kubeconfig.display()));
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String, Error> {
+        self.run_with(args, None)
+    }
+
+    fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Result<String, Error> {
+        self.run_with(args, Some(stdin))
+    }
+
+    fn run_with(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<String, Error> {
+        let mut cmd = self.command();
+        cmd.arg("--request-timeout=10s")
+            .args(args)
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::io(format!("running {}", self.bin.display()), e))?;
+        if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(input)
+                .map_err(|e| Error::io("writing kubectl's stdin", e))?;
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Error::io("waiting for kubectl", e))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(Error::Kubectl {
+                args: args.join(" "),
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
+        }
+    }
+}
+
+fn write_kubeconfig(path: &Path, server: &str, ca: &Path, user: &ClientCert) -> Result<(), Error> {
+    let config = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": "batchgate-local",
+            "cluster": { "server": server, "certificate-authority": ca },
+        }],
+        "users": [{
+            "name": "batchgate-local",
+            "user": { "client-certificate": user.cert, "client-key": user.key },
+        }],
+        "contexts": [{
+            "name": "batchgate-local",
+            "context": { "cluster": "batchgate-local", "user": "batchgate-local" },
+        }],
+        "current-context": "batchgate-local",
+    });
+    let text = serde_json::to_string_pretty(&config)
+        .map_err(|e| Error::io("encoding a kubeconfig", std::io::Error::other(e)))?;
+    fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// Whether every named node is Ready and free of the `not-ready` taint, and
+/// a one-line summary of what was seen.
+fn nodes_ready(nodes_json: &str, names: &[String]) -> (bool, String) {
+    let Ok(list) = serde_json::from_str::<Value>(nodes_json) else {
+        return (false, "unparsable `kubectl get nodes` output".into());
+    };
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    let mut all = true;
+    let mut state = Vec::new();
+    for name in names {
+        let node = items
+            .iter()
+            .find(|n| n["metadata"]["name"] == name.as_str());
+        let ready = node.is_some_and(|n| {
+            let cond_ok = n["status"]["conditions"].as_array().is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            });
+            let untainted = n["spec"]["taints"].as_array().is_none_or(|ts| {
+                !ts.iter()
+                    .any(|t| t["key"] == "node.kubernetes.io/not-ready")
+            });
+            cond_ok && untainted
+        });
+        all &= ready;
+        state.push(format!(
+            "{name}={}",
+            match (node.is_some(), ready) {
+                (false, _) => "missing",
+                (true, false) => "not-ready",
+                (true, true) => "ready",
+            }
+        ));
+    }
+    (all, state.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_json_carries_labels_taints_and_capacity() {
+        let n = NodeSpec::new("n1")
+            .label("pool", "a")
+            .taint("k", "v", "NoSchedule")
+            .gpus(2)
+            .cpu("4")
+            .memory("8Gi")
+            .pods(20);
+        let j = n.to_json();
+        assert_eq!(j["metadata"]["labels"]["pool"], "a");
+        assert_eq!(j["metadata"]["labels"]["kubernetes.io/hostname"], "n1");
+        assert_eq!(j["metadata"]["annotations"]["kwok.x-k8s.io/node"], "fake");
+        assert_eq!(j["spec"]["taints"][0]["effect"], "NoSchedule");
+        assert_eq!(j["status"]["capacity"]["nvidia.com/gpu"], "2");
+        assert_eq!(j["status"]["allocatable"]["cpu"], "4");
+        assert_eq!(j["status"]["allocatable"]["pods"], "20");
+        assert!(NodeSpec::new("n2").to_json()["status"]["capacity"]
+            .get("nvidia.com/gpu")
+            .is_none());
+    }
+
+    #[test]
+    fn options_are_validated() {
+        let dup = ClusterOptions {
+            nodes: vec![NodeSpec::new("a"), NodeSpec::new("a")],
+            ..ClusterOptions::default()
+        };
+        assert!(matches!(validate(&dup), Err(Error::Options(_))));
+        let bad = ClusterOptions {
+            nodes: vec![NodeSpec::new("a").taint("k", "v", "Never")],
+            ..ClusterOptions::default()
+        };
+        assert!(matches!(validate(&bad), Err(Error::Options(_))));
+        assert!(validate(&ClusterOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn readiness_needs_every_node_ready_and_untainted() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let doc = |b_taint: bool| {
+            json!({"items": [
+                {"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+                {"metadata": {"name": "b"},
+                 "spec": {"taints": if b_taint { json!([{"key": "node.kubernetes.io/not-ready"}]) } else { json!([]) }},
+                 "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+            ]})
+            .to_string()
+        };
+        assert!(nodes_ready(&doc(false), &names).0);
+        let (ok, state) = nodes_ready(&doc(true), &names);
+        assert!(!ok);
+        assert_eq!(state, "a=ready, b=not-ready");
+        assert!(!nodes_ready(r#"{"items": []}"#, &names).0);
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let [a, b, c] = free_ports().unwrap();
+        assert!(a != b && b != c && a != c);
+    }
+}
