@@ -122,7 +122,11 @@ pub fn generate(opts: &CertOptions, now: OffsetDateTime) -> Result<Bundle, CertE
     dn.push(DnType::CommonName, "batchgate-ca");
     ca.distinguished_name = dn;
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     ca.not_before = now - Duration::hours(1);
     ca.not_after = now + Duration::days(opts.ca_validity_days);
     ca.serial_number = Some(random_serial()?);
@@ -140,7 +144,12 @@ pub fn generate(opts: &CertOptions, now: OffsetDateTime) -> Result<Bundle, CertE
 
 /// A new serving certificate from an existing CA (leaf rotation keeps the
 /// CA, so webhook configurations need no change).
-pub fn sign_with_ca(ca_pem: &str, ca_key_pem: &str, opts: &CertOptions, now: OffsetDateTime) -> Result<(String, String), CertError> {
+pub fn sign_with_ca(
+    ca_pem: &str,
+    ca_key_pem: &str,
+    opts: &CertOptions,
+    now: OffsetDateTime,
+) -> Result<(String, String), CertError> {
     let ca_key = KeyPair::from_pem(ca_key_pem)?;
     let issuer = Issuer::from_ca_cert_pem(ca_pem, &ca_key)?;
     sign_serving(&issuer, opts, now)
@@ -156,15 +165,23 @@ fn sign_serving<S: rcgen::SigningKey>(
     let mut params = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::OrganizationName, "batchgate");
-    dn.push(DnType::CommonName, format!("{}.{}.svc", opts.service, opts.namespace));
+    dn.push(
+        DnType::CommonName,
+        format!("{}.{}.svc", opts.service, opts.namespace),
+    );
     params.distinguished_name = dn;
     params.subject_alt_names = dns
         .into_iter()
         .map(|d| d.try_into().map(SanType::DnsName))
         .collect::<Result<_, _>>()?;
-    params.subject_alt_names.extend(ips.into_iter().map(SanType::IpAddress));
+    params
+        .subject_alt_names
+        .extend(ips.into_iter().map(SanType::IpAddress));
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     params.not_before = now - Duration::hours(1);
     params.not_after = now + Duration::days(opts.cert_validity_days);
     params.serial_number = Some(random_serial()?);
@@ -219,7 +236,13 @@ pub struct ServingCert {
 
 /// Parses a PEM certificate chain and private key and checks that they belong
 /// together.
-pub fn load_pem(cert_pem: &[u8], key_pem: &[u8], cert_path: &Path, key_path: &Path, provider: &CryptoProvider) -> Result<ServingCert, CertError> {
+pub fn load_pem(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert_path: &Path,
+    key_path: &Path,
+    provider: &CryptoProvider,
+) -> Result<ServingCert, CertError> {
     let invalid = |path: &Path, message: String| CertError::Invalid {
         path: path.to_path_buf(),
         message,
@@ -261,7 +284,10 @@ pub fn load_pem(cert_pem: &[u8], key_pem: &[u8], cert_path: &Path, key_path: &Pa
 /// mounted Secret has them).
 pub fn read_dir_pair(dir: &Path) -> Result<(Vec<u8>, Vec<u8>), CertError> {
     let (c, k) = (dir.join(CERT_FILE), dir.join(KEY_FILE));
-    Ok((fs::read(&c).map_err(io_err(&c))?, fs::read(&k).map_err(io_err(&k))?))
+    Ok((
+        fs::read(&c).map_err(io_err(&c))?,
+        fs::read(&k).map_err(io_err(&k))?,
+    ))
 }
 
 #[cfg(test)]
@@ -280,9 +306,19 @@ mod tests {
             ..CertOptions::default()
         };
         let b = generate(&opts, now).unwrap();
-        let sc = load_pem(b.cert_pem.as_bytes(), b.key_pem.as_bytes(), Path::new("c"), Path::new("k"), &provider()).unwrap();
+        let sc = load_pem(
+            b.cert_pem.as_bytes(),
+            b.key_pem.as_bytes(),
+            Path::new("c"),
+            Path::new("k"),
+            &provider(),
+        )
+        .unwrap();
         assert!(sc.info.not_after > now.unix_timestamp() + 364 * 86400);
-        let der = rustls_pemfile::certs(&mut b.cert_pem.as_bytes()).next().unwrap().unwrap();
+        let der = rustls_pemfile::certs(&mut b.cert_pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap();
         let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
         let san = cert.subject_alternative_name().unwrap().unwrap().value;
         let names: Vec<String> = san.general_names.iter().map(|g| g.to_string()).collect();
@@ -295,7 +331,10 @@ mod tests {
             "DNSName(webhook.example)",
             "IPAddress(7f:00:00:01)",
         ] {
-            assert!(names.iter().any(|n| n == want), "missing {want} in {names:?}");
+            assert!(
+                names.iter().any(|n| n == want),
+                "missing {want} in {names:?}"
+            );
         }
     }
 
@@ -304,17 +343,29 @@ mod tests {
         let now = OffsetDateTime::now_utc();
         let a = generate(&CertOptions::default(), now).unwrap();
         let b = generate(&CertOptions::default(), now).unwrap();
-        let err = load_pem(a.cert_pem.as_bytes(), b.key_pem.as_bytes(), Path::new("tls.crt"), Path::new("tls.key"), &provider())
-            .err()
-            .unwrap();
+        let err = load_pem(
+            a.cert_pem.as_bytes(),
+            b.key_pem.as_bytes(),
+            Path::new("tls.crt"),
+            Path::new("tls.key"),
+            &provider(),
+        )
+        .err()
+        .unwrap();
         assert!(err.to_string().contains("does not match"), "{err}");
     }
 
     #[test]
     fn garbage_is_refused_with_the_file_named() {
-        let err = load_pem(b"garbage", b"garbage", Path::new("tls.crt"), Path::new("tls.key"), &provider())
-            .err()
-            .unwrap();
+        let err = load_pem(
+            b"garbage",
+            b"garbage",
+            Path::new("tls.crt"),
+            Path::new("tls.key"),
+            &provider(),
+        )
+        .err()
+        .unwrap();
         assert!(err.to_string().starts_with("tls.crt:"), "{err}");
     }
 
@@ -322,18 +373,40 @@ mod tests {
     fn leaf_rotation_keeps_the_ca() {
         let now = OffsetDateTime::now_utc();
         let b = generate(&CertOptions::default(), now).unwrap();
-        let (cert, key) = sign_with_ca(&b.ca_pem, &b.ca_key_pem, &CertOptions::default(), now).unwrap();
-        let first = load_pem(b.cert_pem.as_bytes(), b.key_pem.as_bytes(), Path::new("c"), Path::new("k"), &provider()).unwrap();
-        let second = load_pem(cert.as_bytes(), key.as_bytes(), Path::new("c"), Path::new("k"), &provider()).unwrap();
+        let (cert, key) =
+            sign_with_ca(&b.ca_pem, &b.ca_key_pem, &CertOptions::default(), now).unwrap();
+        let first = load_pem(
+            b.cert_pem.as_bytes(),
+            b.key_pem.as_bytes(),
+            Path::new("c"),
+            Path::new("k"),
+            &provider(),
+        )
+        .unwrap();
+        let second = load_pem(
+            cert.as_bytes(),
+            key.as_bytes(),
+            Path::new("c"),
+            Path::new("k"),
+            &provider(),
+        )
+        .unwrap();
         assert_ne!(first.info.serial, second.info.serial);
     }
 
     #[test]
     fn key_file_is_private() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), &generate(&CertOptions::default(), OffsetDateTime::now_utc()).unwrap()).unwrap();
+        write(
+            dir.path(),
+            &generate(&CertOptions::default(), OffsetDateTime::now_utc()).unwrap(),
+        )
+        .unwrap();
         use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata(dir.path().join(KEY_FILE)).unwrap().permissions().mode();
+        let mode = fs::metadata(dir.path().join(KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert!(dir.path().join(CA_FILE).exists());
     }

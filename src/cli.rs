@@ -23,7 +23,11 @@ use crate::{
 };
 
 #[derive(Debug, Parser)]
-#[command(name = "batchgate", version, about = "Admission webhook for queued batch work, wire-compatible with Kueue")]
+#[command(
+    name = "batchgate",
+    version,
+    about = "Admission webhook for queued batch work, wire-compatible with Kueue"
+)]
 pub struct Cli {
     #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
     pub log_format: LogFormat,
@@ -131,9 +135,12 @@ pub struct WebhooksArgs {
 }
 
 pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hyper=warn,kube=warn,rustls=warn"));
-    let b = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,hyper=warn,kube=warn,rustls=warn")
+    });
+    let b = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => b.json().init(),
         LogFormat::Text => b.init(),
@@ -178,7 +185,10 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         None => None,
     };
     if !matches!(a.failure_policy.as_str(), "Fail" | "Ignore") {
-        bail!("--failure-policy must be Fail or Ignore, got {:?}", a.failure_policy);
+        bail!(
+            "--failure-policy must be Fail or Ignore, got {:?}",
+            a.failure_policy
+        );
     }
     let opts = WebhookOptions {
         endpoint: match a.url {
@@ -195,7 +205,10 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         namespace: a.namespace,
         inject_ca_from: a.inject_ca_from,
     };
-    print!("{}", manifests::to_yaml("", &manifests::webhook_configurations(&policies, &opts)));
+    print!(
+        "{}",
+        manifests::to_yaml("", &manifests::webhook_configurations(&policies, &opts))
+    );
     Ok(())
 }
 
@@ -211,12 +224,22 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
-    let mut policies = load_policies(a.policies.as_ref().or(cfg.integrations.policies_dir.as_ref()))?;
+    let mut policies = load_policies(
+        a.policies
+            .as_ref()
+            .or(cfg.integrations.policies_dir.as_ref()),
+    )?;
     if let Some(enabled) = &cfg.integrations.frameworks {
         for name in enabled {
             if !policies.iter().any(|p| &p.name == name) {
-                bail!("integrations.frameworks names {name:?}, which no policy describes; known: {}",
-                    policies.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "));
+                bail!(
+                    "integrations.frameworks names {name:?}, which no policy describes; known: {}",
+                    policies
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
         }
         policies.retain_enabled(enabled);
@@ -235,6 +258,9 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     if let Some(v) = w.max_connections {
         limits.max_connections = v.max(1);
     }
+    if let Some(v) = w.handshake_timeout_seconds {
+        limits.handshake_timeout = v;
+    }
     if let Some(v) = w.header_read_timeout_seconds {
         limits.header_read_timeout = v;
     }
@@ -249,7 +275,8 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         Some(s) => secs(s, "--drain-timeout")?,
         None => w.drain_timeout_seconds.unwrap_or(limits.drain_timeout),
     };
-    limits.cert_reload_interval = secs(a.cert_reload_interval, "--cert-reload-interval")?.max(Duration::from_millis(100));
+    limits.cert_reload_interval =
+        secs(a.cert_reload_interval, "--cert-reload-interval")?.max(Duration::from_millis(100));
 
     // Keep a generated temp dir alive for the life of the server.
     let mut _self_signed_dir = None;
@@ -296,7 +323,10 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
 
     let webhook = Arc::new(Webhook::new(policies, settings, facts));
     let opts = ServeOptions {
-        listen: a.listen.or(w.listen).unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 9443))),
+        listen: a
+            .listen
+            .or(w.listen)
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 9443))),
         probe_listen: a
             .probe_listen
             .or(cfg.probes.listen)

@@ -57,7 +57,14 @@ impl ClusterFacts for ClusterCache {
 
 /// Connects and starts the watches; returns the cache and a future that
 /// resolves once every cache has its first full list.
-pub async fn connect() -> Result<(Client, Arc<ClusterCache>, impl std::future::Future<Output = Result<(), ClusterError>>), ClusterError> {
+pub async fn connect() -> Result<
+    (
+        Client,
+        Arc<ClusterCache>,
+        impl std::future::Future<Output = Result<(), ClusterError>>,
+    ),
+    ClusterError,
+> {
     let client = Client::try_default().await?;
     let (reader, writer) = reflector::store::<Namespace>();
     let api: Api<Namespace> = Api::all(client.clone());
@@ -80,5 +87,9 @@ pub async fn connect() -> Result<(Client, Arc<ClusterCache>, impl std::future::F
             .await
             .map_err(|e| ClusterError::Sync(e.to_string()))
     };
-    Ok((client, Arc::new(ClusterCache { namespaces: reader }), synced))
+    Ok((
+        client,
+        Arc::new(ClusterCache { namespaces: reader }),
+        synced,
+    ))
 }

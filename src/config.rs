@@ -59,6 +59,8 @@ pub struct WebhookConfig {
     pub max_body_bytes: Option<usize>,
     pub max_connections: Option<usize>,
     #[serde(default, with = "opt_secs")]
+    pub handshake_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
     pub header_read_timeout_seconds: Option<Duration>,
     #[serde(default, with = "opt_secs")]
     pub body_timeout_seconds: Option<Duration>,
@@ -126,7 +128,9 @@ impl Config {
     pub fn managed_namespaces(&self) -> LabelSelector {
         self.managed_jobs_namespace_selector
             .clone()
-            .unwrap_or_else(|| LabelSelector::excluding_namespaces(&["kube-system", self.namespace()]))
+            .unwrap_or_else(|| {
+                LabelSelector::excluding_namespaces(&["kube-system", self.namespace()])
+            })
     }
 }
 
@@ -157,8 +161,14 @@ probes:
         .unwrap();
         assert_eq!(cfg.namespace(), "queues");
         assert_eq!(cfg.manage_jobs_without_queue_name, Some(true));
-        assert_eq!(cfg.webhook.drain_timeout_seconds, Some(Duration::from_secs(5)));
-        assert_eq!(cfg.integrations.frameworks.as_deref(), Some(&["batch/job".to_string()][..]));
+        assert_eq!(
+            cfg.webhook.drain_timeout_seconds,
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(
+            cfg.integrations.frameworks.as_deref(),
+            Some(&["batch/job".to_string()][..])
+        );
     }
 
     #[test]
@@ -172,7 +182,9 @@ probes:
 
     #[test]
     fn unknown_keys_are_named() {
-        let err = Config::parse("c.yaml", "manageJobsWithoutQueueNames: true\n").unwrap_err().to_string();
+        let err = Config::parse("c.yaml", "manageJobsWithoutQueueNames: true\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("manageJobsWithoutQueueNames"), "{err}");
         let err = Config::parse(
             "c.yaml",
@@ -180,6 +192,9 @@ probes:
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("managedJobsNamespaceSelector.matchExpressions[0].values"), "{err}");
+        assert!(
+            err.contains("managedJobsNamespaceSelector.matchExpressions[0].values"),
+            "{err}"
+        );
     }
 }

@@ -14,7 +14,11 @@ pub const VALIDATING_NAME: &str = "batchgate-validating-webhook-configuration";
 #[derive(Debug, Clone)]
 pub enum Endpoint {
     /// In-cluster: a Service (`https://<name>.<namespace>.svc:<port>`).
-    Service { namespace: String, name: String, port: u16 },
+    Service {
+        namespace: String,
+        name: String,
+        port: u16,
+    },
     /// A URL base such as `https://127.0.0.1:9443` (local runs).
     Url(String),
 }
@@ -36,7 +40,11 @@ pub struct WebhookOptions {
 
 fn client_config(opts: &WebhookOptions, path: &str) -> Value {
     let mut cc = match &opts.endpoint {
-        Endpoint::Service { namespace, name, port } => json!({
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({
             "service": {"namespace": namespace, "name": name, "path": path, "port": port}
         }),
         Endpoint::Url(base) => json!({ "url": format!("{}{path}", base.trim_end_matches('/')) }),
@@ -54,7 +62,11 @@ pub fn webhook_name(prefix: char, policy: &Policy) -> String {
 }
 
 fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
-    let operations: &[&str] = if mutating { &["CREATE"] } else { &["CREATE", "UPDATE"] };
+    let operations: &[&str] = if mutating {
+        &["CREATE"]
+    } else {
+        &["CREATE", "UPDATE"]
+    };
     let mut w = json!({
         "name": webhook_name(if mutating { 'm' } else { 'v' }, policy),
         "admissionReviewVersions": ["v1"],
@@ -137,17 +149,33 @@ mod tests {
     #[test]
     fn every_policy_gets_a_rule_on_both_paths() {
         let policies = PolicySet::embedded().unwrap();
-        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://127.0.0.1:9443/".into())));
+        let docs = webhook_configurations(
+            &policies,
+            &opts(Endpoint::Url("https://127.0.0.1:9443/".into())),
+        );
         let m = &docs[0]["webhooks"];
         let v = &docs[1]["webhooks"];
         assert_eq!(m.as_array().unwrap().len(), policies.len());
-        let job_m = m.as_array().unwrap().iter().find(|w| w["name"] == "mjob.kb.io").unwrap();
-        assert_eq!(job_m["clientConfig"]["url"], "https://127.0.0.1:9443/mutate");
+        let job_m = m
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "mjob.kb.io")
+            .unwrap();
+        assert_eq!(
+            job_m["clientConfig"]["url"],
+            "https://127.0.0.1:9443/mutate"
+        );
         assert_eq!(job_m["clientConfig"]["caBundle"], "Q0E=");
         assert_eq!(job_m["rules"][0]["operations"], json!(["CREATE"]));
         assert_eq!(job_m["reinvocationPolicy"], "IfNeeded");
         assert_eq!(job_m["sideEffects"], "None");
-        let job_v = v.as_array().unwrap().iter().find(|w| w["name"] == "vjob.kb.io").unwrap();
+        let job_v = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "vjob.kb.io")
+            .unwrap();
         assert_eq!(job_v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
         assert_eq!(job_v["rules"][0]["resources"], json!(["jobs"]));
         assert_eq!(

@@ -266,7 +266,9 @@ pub fn json_type(v: &Value) -> &'static str {
 pub enum NameRule {
     Fixed(String),
     /// A string field of the list element; Kueue lower-cases pod set names.
-    Field { path: Pointer },
+    Field {
+        path: Pointer,
+    },
 }
 
 /// One pod set, or (with `forEach`) one per element of a list.
@@ -372,7 +374,9 @@ impl Policy {
         if raw.target.kind.is_empty() || raw.target.version.is_empty() {
             return Err(invalid("target needs a version and a kind".into()));
         }
-        if raw.target.resource.is_empty() || raw.target.resource != raw.target.resource.to_lowercase() {
+        if raw.target.resource.is_empty()
+            || raw.target.resource != raw.target.resource.to_lowercase()
+        {
             return Err(invalid(format!(
                 "target.resource must be the lower-case plural resource name (e.g. {}s), got {:?}",
                 raw.target.kind.to_lowercase(),
@@ -482,7 +486,10 @@ impl Policy {
                     .find_map(|r| r.for_each.as_ref())
                     .map(Pointer::field_path)
                     .unwrap_or_default(),
-                message: format!("must have at most {MAX_POD_SETS} pod sets, got {}", out.len()),
+                message: format!(
+                    "must have at most {MAX_POD_SETS} pod sets, got {}",
+                    out.len()
+                ),
             });
         }
         Ok(out)
@@ -642,7 +649,9 @@ mod tests {
         assert_eq!(p.tokens()[2], "kueue.x-k8s.io/queue-name");
         let p = Pointer::parse("/spec/replicatedJobs/0/template").unwrap();
         assert_eq!(p.field_path(), "spec.replicatedJobs[0].template");
-        assert!(Pointer::parse("spec/suspend").unwrap_err().contains("must start with '/'"));
+        assert!(Pointer::parse("spec/suspend")
+            .unwrap_err()
+            .contains("must start with '/'"));
         assert!(Pointer::parse("/a~2").is_err());
     }
 

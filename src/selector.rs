@@ -147,6 +147,9 @@ matchExpressions:
     fn validation_names_the_field() {
         let s: LabelSelector =
             serde_yaml::from_str("matchExpressions: [{key: a, operator: In}]").unwrap();
-        assert!(s.validate().unwrap_err().starts_with("matchExpressions[0].values"));
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .starts_with("matchExpressions[0].values"));
     }
 }

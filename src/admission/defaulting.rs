@@ -10,7 +10,12 @@ use super::{
 };
 use crate::policy::Policy;
 
-pub fn default(policy: &Policy, job: &JobObject<'_>, namespace: &str, ctx: &Context<'_>) -> Decision {
+pub fn default(
+    policy: &Policy,
+    job: &JobObject<'_>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Decision {
     // Kueue skips objects being deleted (finalizer removal must never be
     // blocked on queue bookkeeping).
     if job.deleting() {
@@ -44,7 +49,8 @@ pub fn default(policy: &Policy, job: &JobObject<'_>, namespace: &str, ctx: &Cont
     }
 
     let should_suspend = !owned_by_integrated
-        && (queue.is_some() || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
+        && (queue.is_some()
+            || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
     if should_suspend && !job.is_suspended() {
         if let Err(at) = patch::set(job.raw, &policy.suspend, Value::Bool(true), &mut ops) {
             return Decision {
@@ -91,7 +97,10 @@ mod tests {
     fn settings(manage_all: bool) -> Settings {
         Settings {
             manage_jobs_without_queue_name: manage_all,
-            managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
+            managed_namespaces: LabelSelector::excluding_namespaces(&[
+                "kube-system",
+                "batchgate-system",
+            ]),
         }
     }
 
@@ -114,7 +123,10 @@ mod tests {
     }
 
     fn paths(d: &Decision) -> Vec<(String, Value)> {
-        d.patch.iter().map(|o| (o.path.clone(), o.value.clone())).collect()
+        d.patch
+            .iter()
+            .map(|o| (o.path.clone(), o.value.clone()))
+            .collect()
     }
 
     fn queued(q: &str) -> Value {
@@ -200,7 +212,9 @@ mod tests {
         job["metadata"]["ownerReferences"] = json!([
             {"apiVersion": "batch/v1", "kind": "Job", "name": "parent", "uid": "u", "controller": true}
         ]);
-        assert!(run(job.clone(), "team-a", false, &NoCluster).patch.is_empty());
+        assert!(run(job.clone(), "team-a", false, &NoCluster)
+            .patch
+            .is_empty());
         // A CronJob is not an integrated kind: its Jobs are queued as usual.
         job["metadata"]["ownerReferences"][0]["kind"] = json!("CronJob");
         assert_eq!(run(job, "team-a", false, &NoCluster).patch.len(), 1);
@@ -218,8 +232,14 @@ mod tests {
         assert_eq!(
             paths(&d),
             vec![
-                ("/metadata/labels/kueue.x-k8s.io~1queue-name".into(), json!("default")),
-                ("/metadata/labels/kueue.x-k8s.io~1priority-class".into(), json!("default")),
+                (
+                    "/metadata/labels/kueue.x-k8s.io~1queue-name".into(),
+                    json!("default")
+                ),
+                (
+                    "/metadata/labels/kueue.x-k8s.io~1priority-class".into(),
+                    json!("default")
+                ),
                 ("/spec/suspend".into(), json!(true)),
             ]
         );
@@ -227,7 +247,10 @@ mod tests {
         let d = run(job, "kube-system", false, &facts);
         assert_eq!(
             paths(&d),
-            vec![("/metadata/labels/kueue.x-k8s.io~1priority-class".into(), json!("default"))]
+            vec![(
+                "/metadata/labels/kueue.x-k8s.io~1priority-class".into(),
+                json!("default")
+            )]
         );
     }
 
@@ -247,7 +270,8 @@ mod tests {
         assert_eq!(
             d.verdict,
             Verdict::Malformed(
-                "cannot decode batch/v1, Kind=Job: spec.suspend: must be a boolean, found a string".into()
+                "cannot decode batch/v1, Kind=Job: spec.suspend: must be a boolean, found a string"
+                    .into()
             )
         );
         let mut job = queued("q");
@@ -260,6 +284,8 @@ mod tests {
             )
         );
         let d = run(json!("nope"), "team-a", false, &NoCluster);
-        assert!(matches!(d.verdict, Verdict::Malformed(m) if m.contains("object: must be a JSON object")));
+        assert!(
+            matches!(d.verdict, Verdict::Malformed(m) if m.contains("object: must be a JSON object"))
+        );
     }
 }

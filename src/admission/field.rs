@@ -76,7 +76,10 @@ impl FieldError {
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.field, self.kind.as_str())?;
-        let show_value = matches!(self.kind, ErrorType::Invalid | ErrorType::NotFound | ErrorType::TooMany);
+        let show_value = matches!(
+            self.kind,
+            ErrorType::Invalid | ErrorType::NotFound | ErrorType::TooMany
+        );
         if show_value {
             match &self.value {
                 BadValue::Str(s) => write!(f, ": {}", go_quote(s))?,
@@ -174,7 +177,10 @@ mod tests {
             "spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended"
         );
         let e = FieldError::invalid("x", BadValue::Int(0), "should be greater than 0");
-        assert_eq!(e.to_string(), "x: Invalid value: 0: should be greater than 0");
+        assert_eq!(
+            e.to_string(),
+            "x: Invalid value: 0: should be greater than 0"
+        );
         let e = FieldError::invalid("x", BadValue::Null, "d");
         assert_eq!(e.to_string(), "x: Invalid value: null: d");
     }

@@ -132,7 +132,11 @@ impl Decision {
     }
 }
 
-fn read<'a>(policy: &Policy, obj: Option<&'a Value>, what: &str) -> Result<JobObject<'a>, Decision> {
+fn read<'a>(
+    policy: &Policy,
+    obj: Option<&'a Value>,
+    what: &str,
+) -> Result<JobObject<'a>, Decision> {
     match obj {
         Some(v) => JobObject::parse(v, policy).map_err(|e| Decision::malformed(policy, &e)),
         None => Err(Decision::with(Verdict::Malformed(format!(

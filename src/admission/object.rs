@@ -127,8 +127,7 @@ impl<'a> JobObject<'a> {
                 format!("must be a JSON object, found {}", json_type(raw)),
             ));
         };
-        let (mut labels, mut annotations, mut deleting, mut controller) =
-            (None, None, false, None);
+        let (mut labels, mut annotations, mut deleting, mut controller) = (None, None, false, None);
         match root.get("metadata") {
             None | Some(Value::Null) => {}
             Some(Value::Object(meta)) => {
@@ -192,7 +191,10 @@ impl<'a> JobObject<'a> {
         match p.resolve(self.raw) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| {
-                DecodeError::new(p.field_path(), "must be an integer, found a non-integer number")
+                DecodeError::new(
+                    p.field_path(),
+                    "must be an integer, found a non-integer number",
+                )
             }),
             Some(other) => Err(DecodeError::new(
                 p.field_path(),

@@ -94,12 +94,21 @@ mod tests {
     fn adds_leaf_when_parent_exists() {
         let obj = json!({"spec": {"parallelism": 2}});
         let mut ops = vec![];
-        set(&obj, &Pointer::parse("/spec/suspend").unwrap(), json!(true), &mut ops).unwrap();
+        set(
+            &obj,
+            &Pointer::parse("/spec/suspend").unwrap(),
+            json!(true),
+            &mut ops,
+        )
+        .unwrap();
         assert_eq!(
             serde_json::to_value(&ops).unwrap(),
             json!([{"op": "add", "path": "/spec/suspend", "value": true}])
         );
-        assert_eq!(apply(&obj, &ops), json!({"spec": {"parallelism": 2, "suspend": true}}));
+        assert_eq!(
+            apply(&obj, &ops),
+            json!({"spec": {"parallelism": 2, "suspend": true}})
+        );
     }
 
     #[test]
@@ -110,14 +119,23 @@ mod tests {
         set(&obj, &p, json!(true), &mut ops).unwrap();
         assert_eq!(ops.len(), 1);
         assert_eq!(ops[0].path, "/spec/runPolicy");
-        assert_eq!(apply(&obj, &ops), json!({"spec": {"runPolicy": {"suspend": true}}}));
+        assert_eq!(
+            apply(&obj, &ops),
+            json!({"spec": {"runPolicy": {"suspend": true}}})
+        );
     }
 
     #[test]
     fn no_op_when_value_already_set() {
         let obj = json!({"spec": {"suspend": true}});
         let mut ops = vec![];
-        set(&obj, &Pointer::parse("/spec/suspend").unwrap(), json!(true), &mut ops).unwrap();
+        set(
+            &obj,
+            &Pointer::parse("/spec/suspend").unwrap(),
+            json!(true),
+            &mut ops,
+        )
+        .unwrap();
         assert!(ops.is_empty());
     }
 
@@ -137,7 +155,12 @@ mod tests {
     fn refuses_to_overwrite_a_non_object_parent() {
         let obj = json!({"spec": "oops"});
         let mut ops = vec![];
-        let err = set(&obj, &Pointer::parse("/spec/suspend").unwrap(), json!(true), &mut ops);
+        let err = set(
+            &obj,
+            &Pointer::parse("/spec/suspend").unwrap(),
+            json!(true),
+            &mut ops,
+        );
         assert_eq!(err, Err("/spec".to_string()));
         assert!(ops.is_empty());
     }

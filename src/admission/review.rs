@@ -103,7 +103,9 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
                     message: "not an AdmissionReview: request is missing".into(),
                 });
             };
-            if env.kind.as_deref() != Some("AdmissionReview") || env.api_version.as_deref() != Some(API_VERSION) {
+            if env.kind.as_deref() != Some("AdmissionReview")
+                || env.api_version.as_deref() != Some(API_VERSION)
+            {
                 return Err(ParseError {
                     uid: Some(req.uid),
                     message: format!(
@@ -120,7 +122,9 @@ pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
             let message = match &uid {
                 // Syntactically fine JSON with a field of the wrong type:
                 // say which field.
-                Some(_) if e.is_data() => describe_data_error(body).unwrap_or_else(|| e.to_string()),
+                Some(_) if e.is_data() => {
+                    describe_data_error(body).unwrap_or_else(|| e.to_string())
+                }
                 _ => e.to_string(),
             };
             Err(ParseError {
@@ -173,7 +177,9 @@ pub fn salvage_uid(body: &[u8]) -> Option<String> {
                     let uid = std::str::from_utf8(s).ok()?;
                     let plausible = !uid.is_empty()
                         && uid.len() <= 128
-                        && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+                        && uid.bytes().all(|b| {
+                            b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.'
+                        });
                     return plausible.then(|| uid.to_string());
                 }
                 continue;

@@ -5,9 +5,9 @@
 use super::{
     field::{annotation_path, go_quote, label_path, BadValue, FieldError},
     object::{
-        DecodeError, JobObject, ELASTIC_JOB_ANNOTATION, JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION,
-        JOB_MIN_PARALLELISM_ANNOTATION, MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL,
-        PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        DecodeError, JobObject, ELASTIC_JOB_ANNOTATION,
+        JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
+        MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
     Context,
 };
@@ -48,7 +48,10 @@ pub fn on_update(
 
     let running = !new.is_suspended();
     if policy.has(Invariant::QueueName) {
-        let (n, o) = (label_or_empty(new, QUEUE_NAME_LABEL), label_or_empty(old, QUEUE_NAME_LABEL));
+        let (n, o) = (
+            label_or_empty(new, QUEUE_NAME_LABEL),
+            label_or_empty(old, QUEUE_NAME_LABEL),
+        );
         if running {
             errs.extend(immutable(label_path(QUEUE_NAME_LABEL), n, o));
         }
@@ -97,7 +100,8 @@ pub fn on_update(
     if policy.has(Invariant::JobPartialAdmission)
         && old.annotation(JOB_MIN_PARALLELISM_ANNOTATION).is_some()
         && !old.suspend_field()
-        && old.int_at("/spec/parallelism")?.unwrap_or(1) != new.int_at("/spec/parallelism")?.unwrap_or(1)
+        && old.int_at("/spec/parallelism")?.unwrap_or(1)
+            != new.int_at("/spec/parallelism")?.unwrap_or(1)
     {
         errs.push(FieldError::forbidden(
             "spec.parallelism",
@@ -140,9 +144,11 @@ fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
             let path = label_path(MAX_EXEC_TIME_LABEL);
             match go_atoi(s) {
                 Err(msg) => errs.push(FieldError::invalid(path, BadValue::Str(s.into()), msg)),
-                Ok(v) if v <= 0 => {
-                    errs.push(FieldError::invalid(path, BadValue::Int(v), "should be greater than 0"))
-                }
+                Ok(v) if v <= 0 => errs.push(FieldError::invalid(
+                    path,
+                    BadValue::Int(v),
+                    "should be greater than 0",
+                )),
                 Ok(_) => {}
             }
         }
@@ -157,7 +163,11 @@ fn min_parallelism_create(policy: &Policy, job: &JobObject<'_>) -> Errors {
     let path = annotation_path(JOB_MIN_PARALLELISM_ANNOTATION);
     let mut errs = Vec::new();
     match go_atoi(s) {
-        Err(msg) => errs.push(FieldError::invalid(path.clone(), BadValue::Str(s.into()), msg)),
+        Err(msg) => errs.push(FieldError::invalid(
+            path.clone(),
+            BadValue::Str(s.into()),
+            msg,
+        )),
         Ok(v) => {
             let pods = pods_count(policy, job)?;
             if v >= pods || v <= 0 {
@@ -188,12 +198,19 @@ fn completions_equal_parallelism_create(job: &JobObject<'_>) -> Errors {
     let enabled = match go_parse_bool(s) {
         Ok(b) => b,
         Err(msg) => {
-            errs.push(FieldError::invalid(path.clone(), BadValue::Str(s.into()), msg));
+            errs.push(FieldError::invalid(
+                path.clone(),
+                BadValue::Str(s.into()),
+                msg,
+            ));
             false
         }
     };
     if enabled {
-        if matches!(job.str_at("/spec/completionMode"), None | Some("NonIndexed")) {
+        if matches!(
+            job.str_at("/spec/completionMode"),
+            None | Some("NonIndexed")
+        ) {
             errs.push(FieldError::invalid(
                 path,
                 BadValue::Str(s.into()),
@@ -276,7 +293,10 @@ pub fn dns1123_subdomain(v: &str) -> Result<(), String> {
 pub fn go_atoi(s: &str) -> Result<i64, String> {
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("strconv.Atoi: parsing {}: invalid syntax", go_quote(s)));
+        return Err(format!(
+            "strconv.Atoi: parsing {}: invalid syntax",
+            go_quote(s)
+        ));
     }
     s.trim_start_matches('+')
         .parse::<i64>()
@@ -288,7 +308,10 @@ pub fn go_parse_bool(s: &str) -> Result<bool, String> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(format!("strconv.ParseBool: parsing {}: invalid syntax", go_quote(s))),
+        _ => Err(format!(
+            "strconv.ParseBool: parsing {}: invalid syntax",
+            go_quote(s)
+        )),
     }
 }
 
@@ -354,7 +377,14 @@ mod tests {
 
     #[test]
     fn queue_name_must_be_a_dns_subdomain() {
-        assert_eq!(create(job(json!({"kueue.x-k8s.io/queue-name": "team-a.q1"}), json!({}), json!({}))), Verdict::Allow);
+        assert_eq!(
+            create(job(
+                json!({"kueue.x-k8s.io/queue-name": "team-a.q1"}),
+                json!({}),
+                json!({})
+            )),
+            Verdict::Allow
+        );
         assert_eq!(
             create(job(json!({"kueue.x-k8s.io/queue-name": "Bad_Queue"}), json!({}), json!({}))),
             deny(&format!(
@@ -362,7 +392,11 @@ mod tests {
             ))
         );
         let long = "a".repeat(254);
-        let Verdict::Deny(m) = create(job(json!({"kueue.x-k8s.io/queue-name": long}), json!({}), json!({}))) else {
+        let Verdict::Deny(m) = create(job(
+            json!({"kueue.x-k8s.io/queue-name": long}),
+            json!({}),
+            json!({}),
+        )) else {
             panic!("long queue name must be denied")
         };
         assert!(m.ends_with(": must be no more than 253 characters"), "{m}");
@@ -370,17 +404,33 @@ mod tests {
 
     #[test]
     fn queue_name_is_immutable_while_running() {
-        let running = |q: &str| job(json!({"kueue.x-k8s.io/queue-name": q}), json!({}), json!({"suspend": false}));
+        let running = |q: &str| {
+            job(
+                json!({"kueue.x-k8s.io/queue-name": q}),
+                json!({}),
+                json!({"suspend": false}),
+            )
+        };
         assert_eq!(
             update(running("q1"), running("q2")),
-            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#
+            )
         );
-        let suspended = |q: &str| job(json!({"kueue.x-k8s.io/queue-name": q}), json!({}), json!({"suspend": true}));
+        let suspended = |q: &str| {
+            job(
+                json!({"kueue.x-k8s.io/queue-name": q}),
+                json!({}),
+                json!({"suspend": true}),
+            )
+        };
         assert_eq!(update(suspended("q1"), suspended("q2")), Verdict::Allow);
         // Adding a queue to a running unqueued job is a change too.
         assert_eq!(
             update(job(json!({}), json!({}), json!({})), running("q2")),
-            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "q2": field is immutable"#
+            )
         );
         // A job being stopped (suspend=true, stopping=true) still counts as running.
         let stopping = job(
@@ -388,24 +438,37 @@ mod tests {
             json!({"kueue.x-k8s.io/stopping": "true"}),
             json!({"suspend": true}),
         );
-        assert!(matches!(update(suspended("q1"), stopping), Verdict::Deny(_)));
+        assert!(matches!(
+            update(suspended("q1"), stopping),
+            Verdict::Deny(_)
+        ));
     }
 
     #[test]
     fn queue_name_cannot_be_removed_with_default_queue() {
-        let old = job(json!({"kueue.x-k8s.io/queue-name": "q"}), json!({}), json!({"suspend": true}));
+        let old = job(
+            json!({"kueue.x-k8s.io/queue-name": "q"}),
+            json!({}),
+            json!({"suspend": true}),
+        );
         let new = job(json!({}), json!({}), json!({"suspend": true}));
         assert_eq!(update(old.clone(), new.clone()), Verdict::Allow);
         assert_eq!(
             check(Operation::Update, Some(old), new, &DefaultQueue),
-            deny(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace with default queue"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace with default queue"#
+            )
         );
     }
 
     #[test]
     fn max_exec_time_rules() {
         let with = |v: &str, suspend: bool| {
-            job(json!({"kueue.x-k8s.io/max-exec-time-seconds": v}), json!({}), json!({"suspend": suspend}))
+            job(
+                json!({"kueue.x-k8s.io/max-exec-time-seconds": v}),
+                json!({}),
+                json!({"suspend": suspend}),
+            )
         };
         assert_eq!(create(with("60", true)), Verdict::Allow);
         assert_eq!(
@@ -418,15 +481,22 @@ mod tests {
         );
         assert_eq!(
             create(with("ten", true)),
-            deny(r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "ten": strconv.Atoi: parsing "ten": invalid syntax"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "ten": strconv.Atoi: parsing "ten": invalid syntax"#
+            )
         );
         assert_eq!(update(with("60", true), with("120", true)), Verdict::Allow);
         assert_eq!(
             update(with("60", false), with("120", false)),
-            deny(r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "120": field is immutable"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "120": field is immutable"#
+            )
         );
         // Unsuspending and changing at once is refused too: both must be suspended.
-        assert!(matches!(update(with("60", true), with("120", false)), Verdict::Deny(_)));
+        assert!(matches!(
+            update(with("60", true), with("120", false)),
+            Verdict::Deny(_)
+        ));
     }
 
     #[test]
@@ -437,19 +507,35 @@ mod tests {
         };
         assert_eq!(
             update(with(None, false), with(Some("high"), false)),
-            deny(r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": WorkloadPriorityClass cannot be added to a non-suspended workload"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "high": WorkloadPriorityClass cannot be added to a non-suspended workload"#
+            )
         );
-        assert_eq!(update(with(None, true), with(Some("high"), true)), Verdict::Allow);
-        assert_eq!(update(with(Some("low"), false), with(Some("high"), false)), Verdict::Allow);
+        assert_eq!(
+            update(with(None, true), with(Some("high"), true)),
+            Verdict::Allow
+        );
+        assert_eq!(
+            update(with(Some("low"), false), with(Some("high"), false)),
+            Verdict::Allow
+        );
         assert_eq!(
             update(with(Some("low"), true), with(None, true)),
-            deny(r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": WorkloadPriorityClass cannot be removed from a workload"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "": WorkloadPriorityClass cannot be removed from a workload"#
+            )
         );
     }
 
     #[test]
     fn min_parallelism_rules() {
-        let with = |v: &str, spec: Value| job(json!({}), json!({"kueue.x-k8s.io/job-min-parallelism": v}), spec);
+        let with = |v: &str, spec: Value| {
+            job(
+                json!({}),
+                json!({"kueue.x-k8s.io/job-min-parallelism": v}),
+                spec,
+            )
+        };
         assert_eq!(create(with("2", json!({"parallelism": 4}))), Verdict::Allow);
         assert_eq!(
             create(with("4", json!({"parallelism": 4}))),
@@ -461,7 +547,9 @@ mod tests {
         );
         assert_eq!(
             create(with("x", json!({"parallelism": 4}))),
-            deny(r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": strconv.Atoi: parsing "x": invalid syntax"#)
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "x": strconv.Atoi: parsing "x": invalid syntax"#
+            )
         );
         let elastic = job(
             json!({}),
@@ -470,14 +558,20 @@ mod tests {
         );
         assert_eq!(
             create(elastic),
-            deny(r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "2": partial admission and elastic job cannot be used together"#)
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: "2": partial admission and elastic job cannot be used together"#
+            )
         );
     }
 
     #[test]
     fn parallelism_is_frozen_while_running_under_partial_admission() {
         let with = |p: i64, suspend: bool| {
-            job(json!({}), json!({"kueue.x-k8s.io/job-min-parallelism": "2"}), json!({"parallelism": p, "suspend": suspend}))
+            job(
+                json!({}),
+                json!({"kueue.x-k8s.io/job-min-parallelism": "2"}),
+                json!({"parallelism": p, "suspend": suspend}),
+            )
         };
         assert_eq!(
             update(with(4, false), with(5, false)),
@@ -485,7 +579,13 @@ mod tests {
         );
         assert_eq!(update(with(4, true), with(5, true)), Verdict::Allow);
         // Without the annotation, parallelism may change (Job's own scaling).
-        let plain = |p: i64| job(json!({}), json!({}), json!({"parallelism": p, "suspend": false}));
+        let plain = |p: i64| {
+            job(
+                json!({}),
+                json!({}),
+                json!({"parallelism": p, "suspend": false}),
+            )
+        };
         assert_eq!(update(plain(4), plain(5)), Verdict::Allow);
     }
 
@@ -493,10 +593,19 @@ mod tests {
     fn completions_equal_parallelism_rules() {
         let ann = |v: &str| json!({"kueue.x-k8s.io/job-completions-equal-parallelism": v});
         let indexed = json!({"completionMode": "Indexed", "parallelism": 3, "completions": 3});
-        assert_eq!(create(job(json!({}), ann("true"), indexed.clone())), Verdict::Allow);
         assert_eq!(
-            create(job(json!({}), ann("true"), json!({"parallelism": 3, "completions": 3}))),
-            deny(r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": should not be enabled for NonIndexed jobs"#)
+            create(job(json!({}), ann("true"), indexed.clone())),
+            Verdict::Allow
+        );
+        assert_eq!(
+            create(job(
+                json!({}),
+                ann("true"),
+                json!({"parallelism": 3, "completions": 3})
+            )),
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "true": should not be enabled for NonIndexed jobs"#
+            )
         );
         assert_eq!(
             create(job(json!({}), ann("true"), json!({"completionMode": "Indexed", "parallelism": 3, "completions": 2}))),
@@ -504,7 +613,9 @@ mod tests {
         );
         assert_eq!(
             create(job(json!({}), ann("maybe"), indexed.clone())),
-            deny(r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": strconv.ParseBool: parsing "maybe": invalid syntax"#)
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/job-completions-equal-parallelism]: Invalid value: "maybe": strconv.ParseBool: parsing "maybe": invalid syntax"#
+            )
         );
         let mut running = indexed.clone();
         running["suspend"] = json!(false);
@@ -521,21 +632,37 @@ mod tests {
             json!({}),
             json!({}),
         );
-        let Verdict::Deny(m) = create(bad) else { panic!("must deny") };
-        assert!(m.starts_with("[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Q\""), "{m}");
-        assert!(m.ends_with("Invalid value: 0: should be greater than 0]"), "{m}");
+        let Verdict::Deny(m) = create(bad) else {
+            panic!("must deny")
+        };
+        assert!(
+            m.starts_with("[metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"Q\""),
+            "{m}"
+        );
+        assert!(
+            m.ends_with("Invalid value: 0: should be greater than 0]"),
+            "{m}"
+        );
     }
 
     #[test]
     fn prebuilt_workload_name_rules() {
         let with = |v: &str, suspend: bool| {
-            job(json!({"kueue.x-k8s.io/prebuilt-workload-name": v}), json!({}), json!({"suspend": suspend}))
+            job(
+                json!({"kueue.x-k8s.io/prebuilt-workload-name": v}),
+                json!({}),
+                json!({"suspend": suspend}),
+            )
         };
-        assert!(matches!(create(with("Not Valid", true)), Verdict::Deny(m) if m.contains("prebuilt-workload-name")));
+        assert!(
+            matches!(create(with("Not Valid", true)), Verdict::Deny(m) if m.contains("prebuilt-workload-name"))
+        );
         assert_eq!(update(with("a", true), with("b", true)), Verdict::Allow);
         assert_eq!(
             update(with("a", false), with("b", false)),
-            deny(r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "b": field is immutable"#)
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "b": field is immutable"#
+            )
         );
     }
 
@@ -555,6 +682,9 @@ mod tests {
 
     #[test]
     fn delete_is_always_allowed() {
-        assert_eq!(check(Operation::Delete, None, json!(null), &NoCluster), Verdict::Allow);
+        assert_eq!(
+            check(Operation::Delete, None, json!(null), &NoCluster),
+            Verdict::Allow
+        );
     }
 }

@@ -60,8 +60,8 @@ impl Metrics {
             // 25 µs .. ~0.8 s: the handler is microseconds, the budget is the
             // apiserver's timeoutSeconds.
             Histogram::new([
-                0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                0.1, 0.25, 0.5, 1.0,
+                0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                0.05, 0.1, 0.25, 0.5, 1.0,
             ])
         });
         registry.register(

@@ -140,10 +140,16 @@ pub async fn bind(
 
     let listener = TcpListener::bind(opts.listen)
         .await
-        .map_err(|source| ServeError::Bind { addr: opts.listen, source })?;
+        .map_err(|source| ServeError::Bind {
+            addr: opts.listen,
+            source,
+        })?;
     let probe_listener = TcpListener::bind(opts.probe_listen)
         .await
-        .map_err(|source| ServeError::Bind { addr: opts.probe_listen, source })?;
+        .map_err(|source| ServeError::Bind {
+            addr: opts.probe_listen,
+            source,
+        })?;
     let webhook_addr = listener.local_addr()?;
     let probe_addr = probe_listener.local_addr()?;
     info!(%webhook_addr, %probe_addr, "listening");
@@ -167,12 +173,16 @@ pub async fn bind(
 
     let run = async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let watcher = tokio::spawn(store.clone().watch(limits.cert_reload_interval, metrics.clone(), {
-            let mut rx = stop_rx.clone();
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            }
-        }));
+        let watcher = tokio::spawn(store.clone().watch(
+            limits.cert_reload_interval,
+            metrics.clone(),
+            {
+                let mut rx = stop_rx.clone();
+                async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                }
+            },
+        ));
         let probe_task = tokio::spawn({
             let mut rx = stop_rx.clone();
             async move {
@@ -223,7 +233,8 @@ pub async fn bind(
             let handshake_timeout = limits.handshake_timeout;
             tokio::spawn(async move {
                 let _permit = permit;
-                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await
+                {
                     Ok(Ok(tls)) => tls,
                     Ok(Err(e)) => {
                         debug!(%peer, error = %e, "TLS handshake failed");
@@ -234,7 +245,9 @@ pub async fn bind(
                         return;
                     }
                 };
-                let conn = builder.serve_connection(TokioIo::new(tls), svc).into_owned();
+                let conn = builder
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .into_owned();
                 if let Err(e) = watch.watch(conn).await {
                     debug!(%peer, error = %e, "connection ended with an error");
                 }
@@ -246,7 +259,10 @@ pub async fn bind(
         // close keep-alive connections.
         drop(listener);
         info!("draining connections");
-        if tokio::time::timeout(limits.drain_timeout, graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+            .await
+            .is_err()
+        {
             warn!(timeout = ?limits.drain_timeout, "drain timed out; closing remaining connections");
         }
         let _ = stop_tx.send(true);
@@ -275,13 +291,18 @@ async fn validate(State(s): State<AppState>, req: Request<Body>) -> Response<Bod
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
 fn reject(s: &AppState, status: StatusCode, reason: &'static str, message: &str) -> Response<Body> {
-    s.metrics.rejected.get_or_create(&ReasonLabel { reason }).inc();
+    s.metrics
+        .rejected
+        .get_or_create(&ReasonLabel { reason })
+        .inc();
     json_response(status, error_body(message))
 }
 
@@ -297,20 +318,45 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return reject(&s, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &too_large());
+        return reject(
+            &s,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &too_large(),
+        );
     }
-    let body = match tokio::time::timeout(s.limits.body_timeout, Limited::new(req.into_body(), limit).collect()).await {
+    let body = match tokio::time::timeout(
+        s.limits.body_timeout,
+        Limited::new(req.into_body(), limit).collect(),
+    )
+    .await
+    {
         Ok(Ok(b)) => b.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return reject(&s, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &too_large())
+            return reject(
+                &s,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &too_large(),
+            )
         }
-        Ok(Err(e)) => return reject(&s, StatusCode::BAD_REQUEST, "body_error", &format!("reading the request body: {e}")),
+        Ok(Err(e)) => {
+            return reject(
+                &s,
+                StatusCode::BAD_REQUEST,
+                "body_error",
+                &format!("reading the request body: {e}"),
+            )
+        }
         Err(_) => {
             return reject(
                 &s,
                 StatusCode::REQUEST_TIMEOUT,
                 "body_timeout",
-                &format!("request body not received within {:?}", s.limits.body_timeout),
+                &format!(
+                    "request body not received within {:?}",
+                    s.limits.body_timeout
+                ),
             )
         }
     };
@@ -320,11 +366,18 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
             s.metrics.reviews.get_or_create(l).inc();
             s.metrics
                 .latency
-                .get_or_create(&WebhookLabel { webhook: hook.as_str() })
+                .get_or_create(&WebhookLabel {
+                    webhook: hook.as_str(),
+                })
                 .observe(start.elapsed().as_secs_f64());
         }
         None => {
-            s.metrics.rejected.get_or_create(&ReasonLabel { reason: "not_a_review" }).inc();
+            s.metrics
+                .rejected
+                .get_or_create(&ReasonLabel {
+                    reason: "not_a_review",
+                })
+                .inc();
         }
     }
     json_response(answer.status, answer.body)

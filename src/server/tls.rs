@@ -46,7 +46,13 @@ impl CertStore {
     pub fn load(dir: PathBuf) -> Result<Arc<CertStore>, CertError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let (c, k) = certs::read_dir_pair(&dir)?;
-        let sc = certs::load_pem(&c, &k, &dir.join(certs::CERT_FILE), &dir.join(certs::KEY_FILE), &provider)?;
+        let sc = certs::load_pem(
+            &c,
+            &k,
+            &dir.join(certs::CERT_FILE),
+            &dir.join(certs::KEY_FILE),
+            &provider,
+        )?;
         Ok(Arc::new(CertStore {
             dir,
             provider,
@@ -94,7 +100,12 @@ impl CertStore {
     }
 
     /// Polls the directory until `stop` resolves.
-    pub async fn watch(self: Arc<Self>, every: Duration, metrics: Arc<Metrics>, stop: impl std::future::Future<Output = ()>) {
+    pub async fn watch(
+        self: Arc<Self>,
+        every: Duration,
+        metrics: Arc<Metrics>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
         tokio::pin!(stop);
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -107,13 +118,19 @@ impl CertStore {
             let result = tokio::task::spawn_blocking(move || store.reload()).await;
             match result {
                 Ok(Ok(Some(info))) => {
-                    metrics.cert_reloads.get_or_create(&ResultLabel { result: "success" }).inc();
+                    metrics
+                        .cert_reloads
+                        .get_or_create(&ResultLabel { result: "success" })
+                        .inc();
                     metrics.cert_expiry.set(info.not_after);
                     info!(serial = %info.serial, not_after = info.not_after, "serving certificate reloaded");
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
-                    metrics.cert_reloads.get_or_create(&ResultLabel { result: "failure" }).inc();
+                    metrics
+                        .cert_reloads
+                        .get_or_create(&ResultLabel { result: "failure" })
+                        .inc();
                     error!(error = %e, "new serving certificate rejected; still serving the previous one");
                 }
                 Err(e) => error!(error = %e, "certificate reload task failed"),

@@ -82,7 +82,10 @@ impl Webhook {
         };
         let req = match review::parse(body) {
             Ok(r) => r,
-            Err(review::ParseError { uid: Some(uid), message }) => {
+            Err(review::ParseError {
+                uid: Some(uid),
+                message,
+            }) => {
                 return ok(
                     AdmissionResponse::bad_request(uid, message),
                     labels("unknown", "unknown", "malformed"),
@@ -118,7 +121,10 @@ impl Webhook {
             .find(|(p, _)| p.target.matches(&gvk.group, &gvk.version, &gvk.kind))
         else {
             // Not an integrated kind: allowed unchanged.
-            return ok(AdmissionResponse::allow(req.uid), labels("unknown", op, "unknown_kind"));
+            return ok(
+                AdmissionResponse::allow(req.uid),
+                labels("unknown", op, "unknown_kind"),
+            );
         };
         let core_req = admission::Request {
             operation,
@@ -136,7 +142,9 @@ impl Webhook {
             Hook::Validate => admission::validate(policy, &core_req, &ctx),
         };
         let (mut resp, result) = match decision.verdict {
-            Verdict::Allow if decision.patch.is_empty() => (AdmissionResponse::allow(req.uid), "allowed"),
+            Verdict::Allow if decision.patch.is_empty() => {
+                (AdmissionResponse::allow(req.uid), "allowed")
+            }
             Verdict::Allow => (
                 AdmissionResponse::allow(req.uid).with_patch(&patch::to_json(&decision.patch)),
                 "patched",
@@ -148,7 +156,10 @@ impl Webhook {
             }
             Verdict::Malformed(message) => {
                 debug!(uid = %req.uid, kind = name, %message, "undecodable object");
-                (AdmissionResponse::bad_request(req.uid, message), "malformed")
+                (
+                    AdmissionResponse::bad_request(req.uid, message),
+                    "malformed",
+                )
             }
         };
         resp.warnings = decision.warnings;

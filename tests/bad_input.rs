@@ -1,0 +1,366 @@
+//! Hostile and broken input: one test per class. After each, the server is
+//! still up and still answers a valid review.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::{body::Frame, StatusCode};
+use serde_json::json;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn short_timeouts() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(
+        &path,
+        "webhook:\n  handshakeTimeoutSeconds: 1\n  headerReadTimeoutSeconds: 1\n  bodyTimeoutSeconds: 1\n",
+    )
+    .unwrap();
+    let p = path.display().to_string();
+    (dir, p)
+}
+
+#[tokio::test]
+async fn malformed_json() {
+    let server = Server::start(&[]);
+    for body in [
+        "{",
+        "{\"apiVersion\":",
+        "[1,2",
+        "null",
+        "\"just a string\"",
+        "",
+    ] {
+        let (status, resp) = server.client().post("/mutate", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "body {body:?} -> {resp}");
+        assert!(resp["error"].is_string());
+    }
+    assert_still_serving(&server).await;
+}
+
+#[tokio::test]
+async fn nesting_100000_deep() {
+    let server = Server::start(&[]);
+    let deep = |uid: bool| {
+        let mut b = String::from(
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"#,
+        );
+        if uid {
+            b.push_str(r#""uid":"deep-uid","#);
+        }
+        b.push_str(r#""object":"#);
+        b.push_str(&"{\"a\":".repeat(100_000));
+        b.push('1');
+        b.push_str(&"}".repeat(100_000));
+        b.push_str("}}");
+        b
+    };
+    let (status, resp) = server.client().post("/mutate", deep(true)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["uid"], "deep-uid");
+    assert_eq!(resp["response"]["allowed"], false);
+    assert!(
+        resp["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("recursion limit"),
+        "{resp}"
+    );
+    let (status, _) = server.client().post("/validate", deep(false)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // Arrays too.
+    let arr = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (status, _) = server.client().post("/mutate", arr).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(server_alive(&server));
+    assert_still_serving(&server).await;
+}
+
+fn server_alive(s: &Server) -> bool {
+    std::fs::metadata(format!("/proc/{}", s.pid())).is_ok()
+}
+
+#[tokio::test]
+async fn non_utf8() {
+    let server = Server::start(&[]);
+    let mut body = review(
+        "utf-uid",
+        "CREATE",
+        JOB,
+        job(json!({"kueue.x-k8s.io/queue-name": "q"}), json!({})),
+        None,
+    );
+    // Corrupt a byte inside the queue name with an invalid UTF-8 sequence.
+    let pos = body.windows(3).position(|w| w == b"\"q\"").unwrap();
+    body[pos + 1] = 0xff;
+    let (status, resp) = server.client().post("/mutate", body).await;
+    assert_eq!(status, StatusCode::OK, "{resp}");
+    assert_eq!(resp["response"]["uid"], "utf-uid");
+    assert_eq!(resp["response"]["allowed"], false);
+    let (status, _) = server
+        .client()
+        .post("/mutate", vec![0xffu8, 0xfe, 0x00, 0x80])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_still_serving(&server).await;
+}
+
+#[tokio::test]
+async fn huge_bodies_are_refused_without_memory_growth() {
+    let server = Server::start(&[]);
+    assert_still_serving(&server).await;
+    let before = server.rss_kib();
+
+    // Streamed (chunked, no length) 64 MiB, three times: cut off at the limit.
+    for _ in 0..3 {
+        let chunk = Bytes::from(vec![b' '; 1 << 20]);
+        let stream = futures::stream::iter(
+            (0..64).map(move |_| Ok::<_, std::io::Error>(Frame::data(chunk.clone()))),
+        );
+        let req = hyper::Request::post("/mutate")
+            .header("host", "localhost")
+            .body(StreamBody::new(stream))
+            .unwrap();
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+            .connect(
+                rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+        let (mut sender, c) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+                .await
+                .unwrap();
+        tokio::spawn(c);
+        let resp = sender
+            .send_request(req)
+            .await
+            .expect("a response before the whole body is sent");
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert!(
+            String::from_utf8_lossy(&body).contains("7340032-byte limit"),
+            "{body:?}"
+        );
+    }
+
+    // Declared length over the limit, sent as raw HTTP so the header is honest.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    tls.write_all(
+        b"POST /mutate HTTP/1.1\r\nhost: localhost\r\ncontent-length: 1073741824\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut buf = vec![0u8; 512];
+    let n = tokio::time::timeout(Duration::from_secs(5), tls.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 413"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+
+    let after = server.rss_kib();
+    // 192 MiB were offered; the server may hold at most about one limit's worth.
+    assert!(
+        after < before + 24 * 1024,
+        "RSS grew from {before} KiB to {after} KiB"
+    );
+    assert_still_serving(&server).await;
+}
+
+#[tokio::test]
+async fn missing_fields() {
+    let server = Server::start(&[]);
+    let cases = [
+        (
+            json!({"uid": "m1", "operation": "CREATE", "object": {}}),
+            "request.kind: Required value",
+        ),
+        (
+            json!({"uid": "m2", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "object": {}}),
+            "request.operation: Required value",
+        ),
+        (
+            json!({"uid": "m3", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "CREATE"}),
+            "request.object: required",
+        ),
+        (
+            json!({"uid": "m4", "kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "UPDATE", "object": {}}),
+            "request.oldObject: required",
+        ),
+    ];
+    for (req, want) in cases {
+        let body = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})).unwrap();
+        let (status, resp) = server.client().post("/validate", body).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(resp["response"]["allowed"], false);
+        let msg = resp["response"]["status"]["message"].as_str().unwrap();
+        assert!(msg.contains(want), "{msg} should contain {want}");
+    }
+    // No uid at all: not answerable as a review.
+    let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}});
+    let (status, _) = server
+        .client()
+        .post("/mutate", serde_json::to_vec(&body).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_still_serving(&server).await;
+}
+
+#[tokio::test]
+async fn wrong_kinds() {
+    let server = Server::start(&[]);
+    // The review itself of the wrong kind/version.
+    let body = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "w1"}});
+    let (status, resp) = server
+        .client()
+        .post("/mutate", serde_json::to_vec(&body).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["allowed"], false);
+    assert!(resp["response"]["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("admissionReviewVersions"));
+    // A Job review whose object is a list, a number, or a Job with typed nonsense.
+    for (uid, obj, want) in [
+        (
+            "w2",
+            json!([1, 2, 3]),
+            "object: must be a JSON object, found a list",
+        ),
+        (
+            "w3",
+            json!(42),
+            "object: must be a JSON object, found a number",
+        ),
+        (
+            "w4",
+            json!({"metadata": "x"}),
+            "metadata: must be an object, found a string",
+        ),
+        (
+            "w5",
+            json!({"metadata": {"labels": ["a"]}}),
+            "metadata.labels: must be a map of string keys to string values, found a list",
+        ),
+        (
+            "w6",
+            json!({"spec": 7, "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}}),
+            "spec: must be an object, found a number",
+        ),
+    ] {
+        let (status, resp) = server
+            .client()
+            .post("/mutate", review(uid, "CREATE", JOB, obj, None))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(resp["response"]["uid"], uid);
+        assert_eq!(resp["response"]["allowed"], false);
+        let msg = resp["response"]["status"]["message"].as_str().unwrap();
+        assert!(msg.ends_with(want), "{msg} should end with {want}");
+    }
+    // An unsupported operation name.
+    let mut body: serde_json::Value = serde_json::from_slice(&review(
+        "w7",
+        "CREATE",
+        JOB,
+        job(json!({}), json!({})),
+        None,
+    ))
+    .unwrap();
+    body["request"]["operation"] = json!("PATCH");
+    let (_, resp) = server
+        .client()
+        .post("/mutate", serde_json::to_vec(&body).unwrap())
+        .await;
+    assert!(resp["response"]["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Unsupported value: \"PATCH\""));
+    assert_still_serving(&server).await;
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_others_are_served() {
+    let (_dir, cfg) = short_timeouts();
+    let server = Server::start(&["--config", &cfg]);
+
+    // 1. A TCP connection that never starts TLS.
+    let mut idle = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    // 2. Slowloris: TLS done, headers never finished.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut slow_headers =
+        tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+            .connect(
+                rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+    slow_headers
+        .write_all(b"POST /mutate HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    // 3. Headers done, body trickling.
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut slow_body =
+        tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+            .connect(
+                rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+                tcp,
+            )
+            .await
+            .unwrap();
+    slow_body
+        .write_all(
+            b"POST /mutate HTTP/1.1\r\nhost: localhost\r\ncontent-length: 1000\r\n\r\n{\"api",
+        )
+        .await
+        .unwrap();
+
+    // Meanwhile, others are served at once.
+    let t = Instant::now();
+    assert_still_serving(&server).await;
+    assert!(t.elapsed() < Duration::from_millis(900));
+
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(5), idle.read(&mut buf))
+        .await
+        .expect("handshake timeout closes")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "an idle pre-TLS connection is closed");
+    let n = tokio::time::timeout(Duration::from_secs(5), slow_headers.read(&mut buf))
+        .await
+        .expect("header read timeout closes the connection")
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(
+        n == 0 || text.starts_with("HTTP/1.1 408"),
+        "slowloris: {text}"
+    );
+    let n = tokio::time::timeout(Duration::from_secs(5), slow_body.read(&mut buf))
+        .await
+        .expect("body timeout answers")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(text.starts_with("HTTP/1.1 408"), "slow body: {text}");
+    assert!(text.contains("request body not received within"), "{text}");
+    assert_still_serving(&server).await;
+}

@@ -1,0 +1,264 @@
+//! Property: for Jobs carrying arbitrary extra JSON anywhere, applying the
+//! patch batchgate returns changes nothing but the fields it owns.
+
+use std::sync::Arc;
+
+use batchgate::{
+    admission::{ClusterFacts, NoCluster, Settings},
+    policy::PolicySet,
+    selector::LabelSelector,
+    server::webhook::{Hook, Webhook},
+};
+use proptest::{collection, prelude::*};
+use serde_json::{json, Map, Value};
+
+/// Leaves batchgate may add or replace on a Job, as JSON pointers.
+const OWNED: &[&str] = &[
+    "/spec/suspend",
+    "/metadata/labels/kueue.x-k8s.io~1queue-name",
+    "/metadata/labels/kueue.x-k8s.io~1priority-class",
+];
+
+struct Facts {
+    default_lq: bool,
+    default_wpc: bool,
+}
+
+impl ClusterFacts for Facts {
+    fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+        NoCluster.namespace_matches(ns, sel)
+    }
+    fn default_local_queue_exists(&self, _: &str) -> bool {
+        self.default_lq
+    }
+    fn default_priority_class_exists(&self) -> bool {
+        self.default_wpc
+    }
+}
+
+fn arb_key() -> impl Strategy<Value = String> {
+    // Keys that need JSON-pointer escaping (~ and /) included.
+    "x[a-zA-Z0-9~/._-]{0,10}"
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        (-1e9f64..1e9).prop_map(|f| json!(f)),
+        "[ -~\u{e9}\u{4e2d}]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            collection::btree_map(arb_key(), inner, 0..5)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn arb_extras() -> impl Strategy<Value = Map<String, Value>> {
+    collection::btree_map(arb_key(), arb_json(), 0..4).prop_map(|m| m.into_iter().collect())
+}
+
+fn arb_string_map() -> impl Strategy<Value = Map<String, Value>> {
+    collection::btree_map("[a-z0-9.~/-]{1,20}", "[ -~]{0,10}", 0..4)
+        .prop_map(|m| m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    job: Value,
+    manage_all: bool,
+    default_lq: bool,
+    default_wpc: bool,
+    namespace: &'static str,
+}
+
+fn arb_case() -> impl Strategy<Value = Case> {
+    let suspend = prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        any::<bool>().prop_map(|b| Some(Value::Bool(b)))
+    ];
+    let queue = prop_oneof![
+        Just(None),
+        Just(Some(String::new())),
+        "[a-z]{1,8}".prop_map(Some)
+    ];
+    let spec_shape = 0..4u8; // absent, null, {} + extras, full
+    (
+        (queue, suspend, spec_shape, any::<bool>()),
+        (
+            arb_extras(),
+            arb_extras(),
+            arb_extras(),
+            arb_extras(),
+            arb_extras(),
+        ),
+        (arb_string_map(), arb_string_map(), any::<bool>()),
+        (
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            prop_oneof![Just("team-a"), Just("kube-system")],
+        ),
+    )
+        .prop_map(
+            |(
+                (queue, suspend, spec_shape, has_status),
+                (top, meta, spec_x, tmpl_x, pod_x),
+                (mut labels, annotations, stopping),
+                (manage_all, default_lq, default_wpc, namespace),
+            )| {
+                labels.remove("kueue.x-k8s.io/queue-name");
+                labels.remove("kueue.x-k8s.io/priority-class");
+                if let Some(q) = queue {
+                    labels.insert("kueue.x-k8s.io/queue-name".into(), json!(q));
+                }
+                let mut annotations = annotations;
+                if stopping {
+                    annotations.insert("kueue.x-k8s.io/stopping".into(), json!("true"));
+                }
+                let mut metadata = meta;
+                metadata.insert("name".into(), json!("job"));
+                metadata.insert("labels".into(), Value::Object(labels));
+                metadata.insert("annotations".into(), Value::Object(annotations));
+                let mut job = top;
+                job.insert("apiVersion".into(), json!("batch/v1"));
+                job.insert("kind".into(), json!("Job"));
+                job.insert("metadata".into(), Value::Object(metadata));
+                match spec_shape {
+                    0 => {}
+                    1 => {
+                        job.insert("spec".into(), Value::Null);
+                    }
+                    _ => {
+                        let mut spec = spec_x;
+                        if let Some(s) = suspend {
+                            spec.insert("suspend".into(), s);
+                        }
+                        if spec_shape == 3 {
+                            let mut pod = pod_x;
+                            pod.insert(
+                                "containers".into(),
+                                json!([{"name": "c", "image": "busybox"}]),
+                            );
+                            let mut tmpl = tmpl_x;
+                            tmpl.insert("spec".into(), Value::Object(pod));
+                            spec.insert("template".into(), Value::Object(tmpl));
+                        }
+                        job.insert("spec".into(), Value::Object(spec));
+                    }
+                }
+                if has_status {
+                    job.insert(
+                        "status".into(),
+                        json!({"active": 1, "xUnknown": {"deep": [1, {"a": null}]}}),
+                    );
+                }
+                Case {
+                    job: Value::Object(job),
+                    manage_all,
+                    default_lq,
+                    default_wpc,
+                    namespace,
+                }
+            },
+        )
+}
+
+fn is_owned(path: &str) -> bool {
+    OWNED.contains(&path)
+}
+
+fn is_owned_prefix(path: &str) -> bool {
+    OWNED.iter().any(|o| o.starts_with(&format!("{path}/")))
+}
+
+/// `new` may differ from `orig` only at owned leaves, and only by new
+/// subtrees that hold nothing but owned leaves where `orig` had nothing.
+fn only_owned_changed(orig: Option<&Value>, new: &Value, path: &str) -> Result<(), String> {
+    if is_owned(path) {
+        return Ok(());
+    }
+    match (orig, new) {
+        (Some(Value::Object(o)), Value::Object(n)) => {
+            for (k, ov) in o {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                match n.get(k) {
+                    Some(nv) => only_owned_changed(Some(ov), nv, &p)?,
+                    None => return Err(format!("{p} was removed")),
+                }
+            }
+            for (k, nv) in n {
+                if !o.contains_key(k) {
+                    let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    only_owned_changed(None, nv, &p)?;
+                }
+            }
+            Ok(())
+        }
+        (None | Some(Value::Null), Value::Object(n)) if is_owned_prefix(path) => {
+            for (k, nv) in n {
+                let p = format!("{path}/{}", k.replace('~', "~0").replace('/', "~1"));
+                only_owned_changed(None, nv, &p)?;
+            }
+            Ok(())
+        }
+        (Some(o), n) if o == n => Ok(()),
+        (o, n) => Err(format!("{path} changed from {o:?} to {n}")),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn patch_changes_only_owned_fields(case in arb_case()) {
+        let policies = PolicySet::embedded().unwrap();
+        let settings = Settings {
+            manage_jobs_without_queue_name: case.manage_all,
+            managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
+        };
+        let facts = Arc::new(Facts { default_lq: case.default_lq, default_wpc: case.default_wpc });
+        let webhook = Webhook::new(policies, settings, facts);
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "p", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                        "operation": "CREATE", "namespace": case.namespace, "object": case.job}
+        })).unwrap();
+        let answer = webhook.answer(Hook::Mutate, &body);
+        let resp: Value = serde_json::from_slice(&answer.body).unwrap();
+        prop_assert_eq!(&resp["response"]["allowed"], &json!(true), "{}", resp);
+
+        let mut patched = case.job.clone();
+        if let Some(b64) = resp["response"]["patch"].as_str() {
+            use base64::Engine;
+            let raw = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+            let ops: Value = serde_json::from_slice(&raw).unwrap();
+            prop_assert!(!ops.as_array().unwrap().is_empty(), "an empty patch is sent as no patch");
+            for op in ops.as_array().unwrap() {
+                prop_assert_eq!(&op["op"], &json!("add"));
+            }
+            let patch: json_patch::Patch = serde_json::from_value(ops).unwrap();
+            json_patch::patch(&mut patched, &patch).unwrap();
+        }
+        if let Err(e) = only_owned_changed(Some(&case.job), &patched, "") {
+            return Err(TestCaseError::fail(format!("{e}\nbefore: {}\nafter: {patched}", case.job)));
+        }
+
+        // And the owned fields are what Kueue would set.
+        let queue = patched.pointer("/metadata/labels/kueue.x-k8s.io~1queue-name").and_then(Value::as_str).unwrap_or("");
+        let managed_ns = case.namespace != "kube-system";
+        let stopping = case.job.pointer("/metadata/annotations/kueue.x-k8s.io~1stopping") == Some(&json!("true"));
+        let was_suspended = case.job.pointer("/spec/suspend") == Some(&json!(true)) && !stopping;
+        let should_suspend = !queue.is_empty() || (case.manage_all && managed_ns);
+        if should_suspend {
+            prop_assert_eq!(patched.pointer("/spec/suspend"), Some(&json!(true)));
+        } else if !was_suspended {
+            prop_assert_eq!(patched.pointer("/spec/suspend"), case.job.pointer("/spec/suspend"));
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Test harness: runs the real `batchgate` binary and talks to it over real
+//! TLS with a rustls client that trusts only the CA batchgate generated.
+#![allow(dead_code)]
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{mpsc, Arc},
+    time::{Duration, Instant},
+};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{client::conn::http1, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::{json, Value};
+use tokio::net::TcpStream as TokioTcp;
+use tokio_rustls::TlsConnector;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_batchgate");
+
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub probe: SocketAddr,
+    pub cert_dir: PathBuf,
+    pub ca_pem: String,
+    _tmp: tempfile::TempDir,
+    pub stderr: Arc<std::sync::Mutex<String>>,
+}
+
+/// `batchgate certs --out dir`
+pub fn gen_certs(dir: &Path) {
+    let st = Command::new(BIN)
+        .args(["certs", "--out"])
+        .arg(dir)
+        .stderr(Stdio::null())
+        .status()
+        .expect("run batchgate certs");
+    assert!(st.success());
+}
+
+impl Server {
+    pub fn start(args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let cert_dir = tmp.path().join("certs");
+        gen_certs(&cert_dir);
+        Self::start_with_dir(tmp, cert_dir, args)
+    }
+
+    pub fn start_with_dir(tmp: tempfile::TempDir, cert_dir: PathBuf, args: &[&str]) -> Server {
+        let ca_pem = std::fs::read_to_string(cert_dir.join("ca.crt")).unwrap();
+        let mut child = Command::new(BIN)
+            .args([
+                "serve",
+                "--no-cluster",
+                "--listen",
+                "127.0.0.1:0",
+                "--probe-listen",
+                "127.0.0.1:0",
+                "--cert-dir",
+            ])
+            .arg(&cert_dir)
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start batchgate serve");
+        let stderr = Arc::new(std::sync::Mutex::new(String::new()));
+        {
+            let err = child.stderr.take().unwrap();
+            let sink = stderr.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut s = sink.lock().unwrap();
+                    s.push_str(&line);
+                    s.push('\n');
+                }
+            });
+        }
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let (mut addr, mut probe) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while addr.is_none() || probe.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).unwrap_or_else(|_| {
+                panic!(
+                    "server did not report its addresses; stderr:\n{}",
+                    stderr.lock().unwrap()
+                )
+            });
+            if let Some(a) = line.strip_prefix("webhook listening on https://") {
+                addr = Some(a.parse().unwrap());
+            }
+            if let Some(a) = line.strip_prefix("probes listening on http://") {
+                probe = Some(a.parse().unwrap());
+            }
+        }
+        Server {
+            child,
+            addr: addr.unwrap(),
+            probe: probe.unwrap(),
+            cert_dir,
+            ca_pem,
+            _tmp: tmp,
+            stderr,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        let rc = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(rc, 0);
+    }
+
+    /// Resident set size in KiB, from /proc.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap()
+    }
+
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// A plain-HTTP GET on the probe listener: (status, body).
+    pub fn probe_get(&self, path: &str) -> (u16, String) {
+        http_get(self.probe, path)
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(self.addr, &self.ca_pem)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A rustls client configuration trusting only `ca_pem`.
+pub fn tls_config(ca_pem: &str, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+pub struct Client {
+    addr: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+pub struct Conn {
+    pub sender: http1::SendRequest<Full<Bytes>>,
+    /// Hex serial of the certificate the server presented.
+    pub serial: String,
+}
+
+pub fn serial_of(der: &CertificateDer<'_>) -> String {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).unwrap();
+    cert.raw_serial_as_string().replace(':', "")
+}
+
+impl Client {
+    pub fn new(addr: SocketAddr, ca_pem: &str) -> Client {
+        Client {
+            addr,
+            tls: tls_config(ca_pem, &[b"http/1.1"]),
+        }
+    }
+
+    /// A new TLS connection (a fresh handshake) with HTTP/1.1 keep-alive.
+    pub async fn connect(&self) -> Conn {
+        let tcp = TokioTcp::connect(self.addr).await.unwrap();
+        let tls = TlsConnector::from(self.tls.clone())
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .expect("TLS handshake with the batchgate CA");
+        let serial = serial_of(&tls.get_ref().1.peer_certificates().unwrap()[0]);
+        let (sender, conn) = http1::handshake(TokioIo::new(tls)).await.unwrap();
+        tokio::spawn(conn);
+        Conn { sender, serial }
+    }
+
+    /// POSTs on a new connection; (status, JSON body).
+    pub async fn post(&self, path: &str, body: impl Into<Bytes>) -> (StatusCode, Value) {
+        let mut c = self.connect().await;
+        c.post(path, body).await
+    }
+}
+
+impl Conn {
+    pub async fn post(&mut self, path: &str, body: impl Into<Bytes>) -> (StatusCode, Value) {
+        let req = Request::post(path)
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(body.into()))
+            .unwrap();
+        let resp = self.sender.send_request(req).await.expect("response");
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let v = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+        (status, v)
+    }
+}
+
+pub fn job(labels: Value, spec: Value) -> Value {
+    json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sample", "namespace": "team-a", "labels": labels},
+        "spec": spec,
+    })
+}
+
+pub fn review(
+    uid: &str,
+    op: &str,
+    kind: (&str, &str, &str),
+    object: Value,
+    old: Option<Value>,
+) -> Vec<u8> {
+    let mut req = json!({
+        "uid": uid,
+        "kind": {"group": kind.0, "version": kind.1, "kind": kind.2},
+        "resource": {"group": kind.0, "version": kind.1, "resource": "jobs"},
+        "operation": op,
+        "namespace": "team-a",
+        "name": "sample",
+        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+        "object": object,
+    });
+    if let Some(o) = old {
+        req["oldObject"] = o;
+    }
+    serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}),
+    )
+    .unwrap()
+}
+
+pub const JOB: (&str, &str, &str) = ("batch", "v1", "Job");
+
+/// Decodes the base64 JSON Patch of a response.
+pub fn patch_of(resp: &Value) -> Option<Value> {
+    use base64::Engine;
+    let b64 = resp["response"]["patch"].as_str()?;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    Some(serde_json::from_slice(&raw).unwrap())
+}
+
+pub fn read_all(mut s: impl Read) -> Vec<u8> {
+    let mut v = Vec::new();
+    let _ = s.read_to_end(&mut v);
+    v
+}
+
+/// A valid review still gets an answer: the server is up and responsive.
+pub async fn assert_still_serving(server: &Server) {
+    let (status, resp) = server
+        .client()
+        .post(
+            "/mutate",
+            review(
+                "alive",
+                "CREATE",
+                JOB,
+                job(json!({"kueue.x-k8s.io/queue-name": "q"}), json!({})),
+                None,
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["uid"], "alive");
+    assert!(patch_of(&resp).is_some());
+}
