@@ -15,8 +15,14 @@ fn main() {
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
         let abs = fs::canonicalize(f).expect("policy path");
-        let name = f.file_name().and_then(|n| n.to_str()).expect("utf-8 file name");
-        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", abs.display().to_string()));
+        let name = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("utf-8 file name");
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
     }
     out.push_str("];\n");
     let dest = Path::new(&env::var("OUT_DIR").expect("OUT_DIR")).join("embedded_policies.rs");

@@ -386,10 +386,8 @@ impl Policy {
         let mut fixed = BTreeSet::new();
         for rule in &raw.pod_sets {
             match (&rule.name, &rule.for_each) {
-                (NameRule::Fixed(n), None) => {
-                    if !fixed.insert(n.to_lowercase()) {
-                        return Err(invalid(format!("pod set {n:?} is listed twice")));
-                    }
+                (NameRule::Fixed(n), None) if !fixed.insert(n.to_lowercase()) => {
+                    return Err(invalid(format!("pod set {n:?} is listed twice")));
                 }
                 (NameRule::Field { .. }, None) => {
                     return Err(invalid(

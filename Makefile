@@ -1,0 +1,27 @@
+# The two commands the README promises:
+#   make dev   - build what is missing, start a local control plane, run batchgate against it
+#   make test  - every check and test CI runs
+.PHONY: test lint dev manifests cluster bench
+
+test: lint
+	tests/cluster/build.sh >/dev/null
+	cargo test --workspace --all-targets
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+cluster:
+	tests/cluster/build.sh
+
+dev:
+	tests/cluster/build.sh >/dev/null
+	cargo run --release --example dev
+
+manifests:
+	cargo run -q -- webhooks > manifests/webhooks.yaml
+	cargo run -q -- webhooks --inject-ca-from batchgate-system/batchgate-serving-cert > manifests/cert-manager/webhooks.yaml
+
+bench:
+	cargo bench --bench handler
+	cargo bench --bench load
