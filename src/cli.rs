@@ -14,12 +14,18 @@ use tracing::{error, info, warn};
 
 use crate::{
     admission::{ClusterFacts, NoCluster, Settings},
+    certs::rotation::Timing,
     certs::{self, CertOptions},
-    cluster,
+    cluster::{
+        self,
+        certsecret::{CertSecret, Managed},
+    },
     config::Config,
     manifests::{self, Endpoint, WebhookOptions},
     policy::PolicySet,
-    server::{self, metrics::Metrics, webhook::Webhook, Limits, Readiness, ServeOptions},
+    server::{
+        self, metrics::Metrics, tls::CertStore, webhook::Webhook, Limits, Readiness, ServeOptions,
+    },
 };
 
 #[derive(Debug, Parser)]
@@ -83,6 +89,13 @@ pub struct ServeArgs {
     /// Generate a CA and certificate into a temporary directory and print the caBundle.
     #[arg(long, conflicts_with = "cert_dir")]
     pub self_signed: bool,
+    /// Read the serving pair from this Secret (NAMESPACE/NAME) through the API.
+    #[arg(long, conflicts_with_all = ["cert_dir", "self_signed"])]
+    pub cert_secret: Option<String>,
+    /// With --cert-secret: create, renew and rotate it, and publish its CA
+    /// bundle in batchgate's webhook configurations.
+    #[arg(long, requires = "cert_secret")]
+    pub manage_certs: bool,
     /// HTTPS listener for /mutate and /validate.
     #[arg(long)]
     pub listen: Option<SocketAddr>,
@@ -156,7 +169,7 @@ pub fn certs(a: CertsArgs) -> Result<()> {
         namespace: a.namespace,
         dns: a.dns,
         ips: a.ips,
-        cert_validity_days: a.days,
+        cert_validity_secs: a.days * 86_400,
         ..CertOptions::default()
     };
     let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
@@ -278,6 +291,10 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     limits.cert_reload_interval =
         secs(a.cert_reload_interval, "--cert-reload-interval")?.max(Duration::from_millis(100));
 
+    let secret = a
+        .cert_secret
+        .clone()
+        .or_else(|| cfg.certificates.secret.clone());
     // Keep a generated temp dir alive for the life of the server.
     let mut _self_signed_dir = None;
     let cert_dir = if a.self_signed {
@@ -288,21 +305,30 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
         let p = dir.path().to_path_buf();
         _self_signed_dir = Some(dir);
-        p
+        Some(p)
+    } else if secret.is_some() {
+        None
     } else {
-        match a.cert_dir.or_else(|| w.cert_dir.clone()) {
-            Some(d) => d,
-            None => bail!("no certificate: give --cert-dir DIR (with tls.crt and tls.key), set webhook.certDir in --config, or use --self-signed"),
+        match a.cert_dir.clone().or_else(|| w.cert_dir.clone()) {
+            Some(d) => Some(d),
+            None => bail!("no certificate: give --cert-dir DIR (with tls.crt and tls.key), --cert-secret NAMESPACE/NAME, set webhook.certDir in --config, or use --self-signed"),
         }
     };
+    if secret.is_some() && a.no_cluster {
+        bail!(
+            "--cert-secret reads the Secret through the API and cannot be used with --no-cluster"
+        );
+    }
 
     let readiness = Arc::new(Readiness::default());
+    let mut client = None;
     let facts: Arc<dyn ClusterFacts> = if a.no_cluster {
         info!("--no-cluster: no API connection; namespaces are matched by name only, default LocalQueue and WorkloadPriorityClass lookups are off");
         readiness.caches_synced.store(true, Ordering::Release);
         Arc::new(NoCluster)
     } else {
-        let (_client, cache, synced) = cluster::connect().await?;
+        let (c, cache, synced) = cluster::connect().await?;
+        client = Some(c);
         let r = readiness.clone();
         tokio::spawn(async move {
             match synced.await {
@@ -321,6 +347,35 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         "policies loaded"
     );
 
+    let metrics = Arc::new(Metrics::new());
+    let store = match (&cert_dir, &secret, client) {
+        (Some(dir), _, _) => CertStore::load(dir.clone())?,
+        (None, Some(secret), Some(client)) => {
+            let (ns, name) = secret
+                .split_once('/')
+                .filter(|(ns, name)| !ns.is_empty() && !name.is_empty())
+                .with_context(|| format!("certificate Secret {secret:?} must be NAMESPACE/NAME"))?;
+            let managed = (a.manage_certs || cfg.certificates.manage.unwrap_or(false))
+                .then(|| managed_certs(&cfg))
+                .transpose()?;
+            let every = cfg
+                .certificates
+                .sync_interval_seconds
+                .unwrap_or(Duration::from_secs(10));
+            let cs = CertSecret::new(client, ns, name, managed);
+            let (_, store) = cs.bootstrap().await?;
+            info!(secret = %secret, managed = a.manage_certs || cfg.certificates.manage.unwrap_or(false), "serving certificate read from Secret");
+            tokio::spawn(cs.run(
+                store.clone(),
+                metrics.clone(),
+                every,
+                std::future::pending(),
+            ));
+            store
+        }
+        _ => bail!("no certificate source"),
+    };
+
     let webhook = Arc::new(Webhook::new(policies, settings, facts));
     let opts = ServeOptions {
         listen: a
@@ -331,7 +386,6 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
             .probe_listen
             .or(cfg.probes.listen)
             .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 8081))),
-        cert_dir,
         limits: limits.clone(),
     };
 
@@ -345,7 +399,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         tokio::time::sleep(delay).await;
         let _ = sig_tx.send(());
     });
-    let bound = server::bind(opts, webhook, Metrics::new(), readiness, async move {
+    let bound = server::bind(opts, store, webhook, metrics, readiness, async move {
         let _ = sig_rx.await;
     })
     .await?;
@@ -353,6 +407,36 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     println!("probes listening on http://{}", bound.probe_addr);
     bound.run.await?;
     Ok(())
+}
+
+fn managed_certs(cfg: &Config) -> Result<Managed> {
+    let c = &cfg.certificates;
+    let d = Timing::default();
+    let timing = Timing {
+        ca_validity_secs: c.ca_validity_seconds.unwrap_or(d.ca_validity_secs),
+        cert_validity_secs: c.cert_validity_seconds.unwrap_or(d.cert_validity_secs),
+        ca_renew_before_secs: c.ca_renew_before_seconds.unwrap_or(d.ca_renew_before_secs),
+        cert_renew_before_secs: c
+            .cert_renew_before_seconds
+            .unwrap_or(d.cert_renew_before_secs),
+        overlap_secs: c.overlap_seconds.unwrap_or(d.overlap_secs),
+    };
+    timing
+        .validate()
+        .map_err(|m| anyhow::anyhow!("certificates: {m}"))?;
+    Ok(Managed {
+        timing,
+        names: CertOptions {
+            service: c
+                .service
+                .clone()
+                .unwrap_or_else(|| "batchgate-webhook".into()),
+            namespace: cfg.namespace().to_string(),
+            dns: c.dns_names.clone(),
+            ips: c.ip_addresses.clone(),
+            ..CertOptions::default()
+        },
+    })
 }
 
 async fn wait_for_signal() {

@@ -40,6 +40,34 @@ pub struct Config {
     pub webhook: WebhookConfig,
     #[serde(default)]
     pub probes: ProbeConfig,
+    #[serde(default)]
+    pub certificates: CertificatesConfig,
+}
+
+/// The serving certificate kept in a Secret (instead of `webhook.certDir`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CertificatesConfig {
+    /// `namespace/name` of the Secret holding tls.crt and tls.key.
+    pub secret: Option<String>,
+    /// Create, renew and rotate the Secret, and keep the caBundle of
+    /// batchgate's webhook configurations in step with it.
+    pub manage: Option<bool>,
+    /// Service name for the certificate's DNS names (default batchgate-webhook).
+    pub service: Option<String>,
+    #[serde(default)]
+    pub dns_names: Vec<String>,
+    #[serde(default)]
+    pub ip_addresses: Vec<std::net::IpAddr>,
+    pub ca_validity_seconds: Option<i64>,
+    pub cert_validity_seconds: Option<i64>,
+    pub ca_renew_before_seconds: Option<i64>,
+    pub cert_renew_before_seconds: Option<i64>,
+    /// How long each CA rotation step is held (old and new CA both trusted).
+    pub overlap_seconds: Option<i64>,
+    /// How often the Secret is re-read.
+    #[serde(default, with = "opt_secs")]
+    pub sync_interval_seconds: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -11,7 +11,6 @@ pub mod webhook;
 use std::{
     future::Future,
     net::SocketAddr,
-    path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc,
@@ -81,7 +80,6 @@ impl Default for Limits {
 pub struct ServeOptions {
     pub listen: SocketAddr,
     pub probe_listen: SocketAddr,
-    pub cert_dir: PathBuf,
     pub limits: Limits,
 }
 
@@ -92,8 +90,6 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("loading the serving certificate: {0}")]
-    Cert(#[from] crate::certs::CertError),
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
     #[error("{0}")]
@@ -123,19 +119,19 @@ pub struct Bound {
 
 /// Binds both listeners and returns the future that serves until `shutdown`
 /// resolves, then drains.
+/// The serving pair is in `store`; when it came from a directory, the
+/// directory is polled for changes while serving.
 pub async fn bind(
     opts: ServeOptions,
+    store: Arc<CertStore>,
     webhook: Arc<Webhook>,
-    mut metrics: Metrics,
+    metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Bound, ServeError> {
-    let store = CertStore::load(opts.cert_dir.clone())?;
     let info = store.info();
     metrics.cert_expiry.set(info.not_after);
-    info!(serial = %info.serial, not_after = info.not_after, dir = %opts.cert_dir.display(), "serving certificate loaded");
-    let _ = metrics.registry_mut();
-    let metrics = Arc::new(metrics);
+    info!(serial = %info.serial, not_after = info.not_after, "serving certificate loaded");
     let acceptor = TlsAcceptor::from(Arc::new(store.server_config()?));
 
     let listener = TcpListener::bind(opts.listen)
@@ -173,16 +169,16 @@ pub async fn bind(
 
     let run = async move {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let watcher = tokio::spawn(store.clone().watch(
-            limits.cert_reload_interval,
-            metrics.clone(),
-            {
-                let mut rx = stop_rx.clone();
+        let watcher = store.dir().is_some().then(|| {
+            let mut rx = stop_rx.clone();
+            tokio::spawn(store.clone().watch(
+                limits.cert_reload_interval,
+                metrics.clone(),
                 async move {
                     let _ = rx.wait_for(|s| *s).await;
-                }
-            },
-        ));
+                },
+            ))
+        });
         let probe_task = tokio::spawn({
             let mut rx = stop_rx.clone();
             async move {
@@ -266,7 +262,9 @@ pub async fn bind(
             warn!(timeout = ?limits.drain_timeout, "drain timed out; closing remaining connections");
         }
         let _ = stop_tx.send(true);
-        let _ = watcher.await;
+        if let Some(w) = watcher {
+            let _ = w.await;
+        }
         if let Ok(Err(e)) = probe_task.await {
             warn!(error = %e, "probe listener failed");
         }

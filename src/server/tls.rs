@@ -27,7 +27,9 @@ use crate::certs::{self, CertError, CertInfo};
 
 /// The serving certificate in use, swapped atomically on reload.
 pub struct CertStore {
-    dir: PathBuf,
+    /// Where the pair is re-read from; `None` when it is pushed in with
+    /// [`CertStore::set_pem`] (read from a Secret through the API).
+    dir: Option<PathBuf>,
     provider: Arc<CryptoProvider>,
     current: ArcSwap<CertifiedKey>,
     info: ArcSwap<CertInfo>,
@@ -44,15 +46,19 @@ impl std::fmt::Debug for CertStore {
 impl CertStore {
     /// Loads the pair from `dir`; fails if it is missing or broken.
     pub fn load(dir: PathBuf) -> Result<Arc<CertStore>, CertError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let (c, k) = certs::read_dir_pair(&dir)?;
-        let sc = certs::load_pem(
-            &c,
-            &k,
-            &dir.join(certs::CERT_FILE),
-            &dir.join(certs::KEY_FILE),
-            &provider,
-        )?;
+        Self::new(Some(dir), c, k)
+    }
+
+    /// A store holding the given PEM pair, updated with [`CertStore::set_pem`].
+    pub fn from_pem(cert: Vec<u8>, key: Vec<u8>) -> Result<Arc<CertStore>, CertError> {
+        Self::new(None, cert, key)
+    }
+
+    fn new(dir: Option<PathBuf>, c: Vec<u8>, k: Vec<u8>) -> Result<Arc<CertStore>, CertError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let (cp, kp) = Self::paths(dir.as_deref());
+        let sc = certs::load_pem(&c, &k, &cp, &kp, &provider)?;
         Ok(Arc::new(CertStore {
             dir,
             provider,
@@ -62,6 +68,20 @@ impl CertStore {
         }))
     }
 
+    fn paths(dir: Option<&std::path::Path>) -> (PathBuf, PathBuf) {
+        match dir {
+            Some(d) => (d.join(certs::CERT_FILE), d.join(certs::KEY_FILE)),
+            None => (
+                PathBuf::from("Secret tls.crt"),
+                PathBuf::from("Secret tls.key"),
+            ),
+        }
+    }
+
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
+    }
+
     pub fn info(&self) -> CertInfo {
         (**self.info.load()).clone()
     }
@@ -69,7 +89,18 @@ impl CertStore {
     /// Re-reads the directory. `Ok(Some(info))` when a new pair was taken,
     /// `Ok(None)` when nothing changed or a broken pair was already reported.
     pub fn reload(&self) -> Result<Option<CertInfo>, CertError> {
-        let (c, k) = certs::read_dir_pair(&self.dir)?;
+        match &self.dir {
+            Some(dir) => {
+                let (c, k) = certs::read_dir_pair(dir)?;
+                self.set_pem(c, k)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Takes a new pair unless it is the one in use or the broken one last
+    /// reported; a broken pair leaves the current one serving.
+    pub fn set_pem(&self, c: Vec<u8>, k: Vec<u8>) -> Result<Option<CertInfo>, CertError> {
         {
             let mut last = self.last_seen.lock().unwrap_or_else(|p| p.into_inner());
             if last.0 == c && last.1 == k {
@@ -77,13 +108,8 @@ impl CertStore {
             }
             *last = (c.clone(), k.clone());
         }
-        let sc = certs::load_pem(
-            &c,
-            &k,
-            &self.dir.join(certs::CERT_FILE),
-            &self.dir.join(certs::KEY_FILE),
-            &self.provider,
-        )?;
+        let (cp, kp) = Self::paths(self.dir.as_deref());
+        let sc = certs::load_pem(&c, &k, &cp, &kp, &self.provider)?;
         self.current.store(sc.key);
         self.info.store(Arc::new(sc.info.clone()));
         Ok(Some(sc.info))
@@ -135,6 +161,28 @@ impl CertStore {
                 }
                 Err(e) => error!(error = %e, "certificate reload task failed"),
             }
+        }
+    }
+}
+
+/// Logs and counts the outcome of a reload.
+pub fn record_reload(metrics: &Metrics, result: Result<Option<CertInfo>, CertError>) {
+    match result {
+        Ok(Some(info)) => {
+            metrics
+                .cert_reloads
+                .get_or_create(&ResultLabel { result: "success" })
+                .inc();
+            metrics.cert_expiry.set(info.not_after);
+            info!(serial = %info.serial, not_after = info.not_after, "serving certificate reloaded");
+        }
+        Ok(None) => {}
+        Err(e) => {
+            metrics
+                .cert_reloads
+                .get_or_create(&ResultLabel { result: "failure" })
+                .inc();
+            error!(error = %e, "new serving certificate rejected; still serving the previous one");
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Kube glue: watch-backed caches that answer [`ClusterFacts`] without an
-//! API call per admission request.
+//! API call per admission request, and the certificate Secret.
+
+pub mod certsecret;
 
 use std::sync::Arc;
 

@@ -17,6 +17,8 @@ use rcgen::{
 use rustls::{crypto::CryptoProvider, pki_types::CertificateDer, sign::CertifiedKey};
 use time::{Duration, OffsetDateTime};
 
+pub mod rotation;
+
 pub const CA_FILE: &str = "ca.crt";
 pub const CERT_FILE: &str = "tls.crt";
 pub const KEY_FILE: &str = "tls.key";
@@ -50,8 +52,8 @@ pub struct CertOptions {
     pub namespace: String,
     pub dns: Vec<String>,
     pub ips: Vec<IpAddr>,
-    pub ca_validity_days: i64,
-    pub cert_validity_days: i64,
+    pub ca_validity_secs: i64,
+    pub cert_validity_secs: i64,
 }
 
 impl Default for CertOptions {
@@ -61,8 +63,8 @@ impl Default for CertOptions {
             namespace: "batchgate-system".into(),
             dns: Vec::new(),
             ips: Vec::new(),
-            ca_validity_days: 3650,
-            cert_validity_days: 365,
+            ca_validity_secs: 3650 * 86_400,
+            cert_validity_secs: 365 * 86_400,
         }
     }
 }
@@ -128,7 +130,7 @@ pub fn generate(opts: &CertOptions, now: OffsetDateTime) -> Result<Bundle, CertE
         KeyUsagePurpose::DigitalSignature,
     ];
     ca.not_before = now - Duration::hours(1);
-    ca.not_after = now + Duration::days(opts.ca_validity_days);
+    ca.not_after = now + Duration::seconds(opts.ca_validity_secs);
     ca.serial_number = Some(random_serial()?);
     let ca_cert = ca.self_signed(&ca_key)?;
     let ca_pem = ca_cert.pem();
@@ -183,7 +185,7 @@ fn sign_serving<S: rcgen::SigningKey>(
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.not_before = now - Duration::hours(1);
-    params.not_after = now + Duration::days(opts.cert_validity_days);
+    params.not_after = now + Duration::seconds(opts.cert_validity_secs);
     params.serial_number = Some(random_serial()?);
     let cert = params.signed_by(&key, issuer)?;
     Ok((cert.pem(), key.serialize_pem()))
@@ -228,6 +230,35 @@ pub struct CertInfo {
     pub not_after: i64,
 }
 
+/// Every certificate in a PEM text (garbage blocks are skipped).
+pub fn pem_certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    rustls_pemfile::certs(&mut pem.as_bytes())
+        .filter_map(Result::ok)
+        .collect()
+}
+
+/// Serial and expiry of the first certificate in a PEM text.
+pub fn pem_info(pem: &str) -> Result<CertInfo, CertError> {
+    let invalid = |message: String| CertError::Invalid {
+        path: PathBuf::from("<pem>"),
+        message,
+    };
+    let der = pem_certs(pem)
+        .into_iter()
+        .next()
+        .ok_or_else(|| invalid("no CERTIFICATE block found".into()))?;
+    cert_info(&der).map_err(invalid)
+}
+
+fn cert_info(der: &CertificateDer<'_>) -> Result<CertInfo, String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(der)
+        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
+    Ok(CertInfo {
+        serial: parsed.raw_serial_as_string().replace(':', ""),
+        not_after: parsed.validity().not_after.timestamp(),
+    })
+}
+
 /// A serving pair read from disk, checked and ready for rustls.
 pub struct ServingCert {
     pub key: Arc<CertifiedKey>,
@@ -256,12 +287,7 @@ pub fn load_pem(
     let key_der = rustls_pemfile::private_key(&mut &key_pem[..])
         .map_err(|e| invalid(key_path, format!("not PEM: {e}")))?
         .ok_or_else(|| invalid(key_path, "no PRIVATE KEY block found".into()))?;
-    let (_, parsed) = x509_parser::parse_x509_certificate(leaf)
-        .map_err(|e| invalid(cert_path, format!("not an X.509 certificate: {e}")))?;
-    let info = CertInfo {
-        serial: parsed.raw_serial_as_string().replace(':', ""),
-        not_after: parsed.validity().not_after.timestamp(),
-    };
+    let info = cert_info(leaf).map_err(|m| invalid(cert_path, m))?;
     let signing = provider
         .key_provider
         .load_private_key(key_der)

@@ -1,0 +1,300 @@
+//! The serving certificate kept in a Secret, read through the API.
+//!
+//! Read-only (cert-manager writes the Secret): the pair is loaded and
+//! reloaded when it changes, for setups where no kubelet mounts it.
+//! Managed: batchgate creates the CA and serving pair on first start, renews
+//! and rotates them as [`rotation`] says, and keeps the `caBundle` of its own
+//! webhook configurations equal to the Secret's bundle. Several replicas
+//! agree through the Secret's resourceVersion: one write wins, the others
+//! re-read and follow it.
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use k8s_openapi::{
+    api::{
+        admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
+        core::v1::Secret,
+    },
+    ByteString,
+};
+use kube::{
+    api::{ObjectMeta, Patch, PatchParams, PostParams},
+    Api, Client,
+};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use time::OffsetDateTime;
+use tracing::{debug, info, warn};
+
+use crate::{
+    certs::{
+        self,
+        rotation::{self, Step, Stored, Timing},
+        CertOptions,
+    },
+    manifests::{MUTATING_NAME, VALIDATING_NAME},
+    server::{metrics::Metrics, tls::CertStore},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CertSecretError {
+    #[error("Secret {namespace}/{name}: {source}")]
+    Api {
+        namespace: String,
+        name: String,
+        source: kube::Error,
+    },
+    #[error("Secret {0} has no tls.crt and tls.key yet")]
+    Empty(String),
+    #[error("{0}")]
+    Cert(#[from] certs::CertError),
+    #[error("Secret {0}: gave up after repeated write conflicts")]
+    Conflicts(String),
+}
+
+/// What batchgate does with the Secret when it manages it.
+#[derive(Debug, Clone)]
+pub struct Managed {
+    pub timing: Timing,
+    pub names: CertOptions,
+}
+
+pub struct CertSecret {
+    api: Api<Secret>,
+    client: Client,
+    namespace: String,
+    name: String,
+    managed: Option<Managed>,
+}
+
+fn data_of(s: &Secret) -> Stored {
+    let mut m = BTreeMap::new();
+    for (k, v) in s.data.iter().flatten() {
+        if let Ok(text) = String::from_utf8(v.0.clone()) {
+            m.insert(k.clone(), text);
+        }
+    }
+    Stored(m)
+}
+
+fn secret_of(
+    name: &str,
+    namespace: &str,
+    stored: &Stored,
+    resource_version: Option<String>,
+) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/name".to_string(),
+                "batchgate".to_string(),
+            )])),
+            resource_version,
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(
+            stored
+                .0
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.as_bytes().to_vec())))
+                .collect(),
+        ),
+        ..Secret::default()
+    }
+}
+
+impl CertSecret {
+    pub fn new(client: Client, namespace: &str, name: &str, managed: Option<Managed>) -> Self {
+        CertSecret {
+            api: Api::namespaced(client.clone(), namespace),
+            client,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            managed,
+        }
+    }
+
+    fn api_err(&self, source: kube::Error) -> CertSecretError {
+        CertSecretError::Api {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            source,
+        }
+    }
+
+    /// Reads the Secret and, when managed, takes the next rotation step.
+    /// Returns what the Secret holds afterwards.
+    pub async fn reconcile(&self, now: i64) -> Result<Stored, CertSecretError> {
+        for _ in 0..5 {
+            let existing = self
+                .api
+                .get_opt(&self.name)
+                .await
+                .map_err(|e| self.api_err(e))?;
+            let stored = existing.as_ref().map(data_of).unwrap_or_default();
+            let Some(m) = &self.managed else {
+                return Ok(stored);
+            };
+            let step = rotation::next_step(&stored, now, &m.timing);
+            if let Step::Wait { .. } = step {
+                return Ok(stored);
+            }
+            let next = rotation::apply(step, &stored, now, &m.timing, &m.names)?;
+            let written = match existing {
+                None => {
+                    self.api
+                        .create(
+                            &PostParams::default(),
+                            &secret_of(&self.name, &self.namespace, &next, None),
+                        )
+                        .await
+                }
+                Some(s) => {
+                    let rv = s.metadata.resource_version.clone();
+                    self.api
+                        .replace(
+                            &self.name,
+                            &PostParams::default(),
+                            &secret_of(&self.name, &self.namespace, &next, rv),
+                        )
+                        .await
+                }
+            };
+            match written {
+                Ok(_) => {
+                    info!(secret = %self.name, ?step, "serving certificate Secret updated");
+                    return Ok(next);
+                }
+                // Another replica wrote first: follow what it wrote.
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    debug!(secret = %self.name, ?step, "lost a write race; re-reading");
+                    continue;
+                }
+                Err(e) => return Err(self.api_err(e)),
+            }
+        }
+        Err(CertSecretError::Conflicts(self.name.clone()))
+    }
+
+    /// The first reconcile, before the listener starts: a serving pair to
+    /// start with.
+    pub async fn bootstrap(&self) -> Result<(Stored, Arc<CertStore>), CertSecretError> {
+        let stored = self
+            .reconcile(OffsetDateTime::now_utc().unix_timestamp())
+            .await?;
+        let (c, k) = stored
+            .serving_pair()
+            .ok_or_else(|| CertSecretError::Empty(format!("{}/{}", self.namespace, self.name)))?;
+        let store = CertStore::from_pem(c.as_bytes().to_vec(), k.as_bytes().to_vec())?;
+        if self.managed.is_some() {
+            self.publish_ca_bundle(&stored).await;
+        }
+        Ok((stored, store))
+    }
+
+    /// Keeps the store and (managed) the webhook caBundles in step with the
+    /// Secret until `stop` resolves.
+    pub async fn run(
+        self,
+        store: Arc<CertStore>,
+        metrics: Arc<Metrics>,
+        every: Duration,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
+        tokio::pin!(stop);
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tick.tick() => {}
+            }
+            let stored = match self
+                .reconcile(OffsetDateTime::now_utc().unix_timestamp())
+                .await
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(error = %e, "certificate Secret sync failed; will retry");
+                    continue;
+                }
+            };
+            if self.managed.is_some() {
+                // Publish first: during a CA rotation the bundle is extended
+                // before anything serves from the new CA.
+                self.publish_ca_bundle(&stored).await;
+            }
+            if let Some((c, k)) = stored.serving_pair() {
+                crate::server::tls::record_reload(
+                    &metrics,
+                    store.set_pem(c.as_bytes().to_vec(), k.as_bytes().to_vec()),
+                );
+            }
+        }
+    }
+
+    async fn publish_ca_bundle(&self, stored: &Stored) {
+        let Some(bundle) = stored.bundle() else {
+            return;
+        };
+        let want = certs::ca_bundle(bundle);
+        let m: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
+        let v: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
+        let cas = certs::pem_certs(bundle).len();
+        patch_ca_bundle(&m, MUTATING_NAME, &want, cas).await;
+        patch_ca_bundle(&v, VALIDATING_NAME, &want, cas).await;
+    }
+}
+
+/// Sets `caBundle` on every webhook of the named configuration where it
+/// differs. A `test` op on each webhook's name guards against the list
+/// having changed since it was read.
+async fn patch_ca_bundle<K>(api: &Api<K>, name: &str, want_b64: &str, cas: usize)
+where
+    K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let obj = match api.get_opt(name).await {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            debug!(
+                config = name,
+                "webhook configuration not installed; caBundle not published"
+            );
+            return;
+        }
+        Err(e) => {
+            warn!(config = name, error = %e, "reading webhook configuration");
+            return;
+        }
+    };
+    let v = serde_json::to_value(&obj).unwrap_or(Value::Null);
+    let mut ops = Vec::new();
+    for (i, w) in v["webhooks"].as_array().into_iter().flatten().enumerate() {
+        if w["clientConfig"]["caBundle"].as_str() != Some(want_b64) {
+            ops.push(
+                json!({"op": "test", "path": format!("/webhooks/{i}/name"), "value": w["name"]}),
+            );
+            ops.push(json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": want_b64}));
+        }
+    }
+    if ops.is_empty() {
+        return;
+    }
+    let patch: json_patch::Patch = match serde_json::from_value(Value::Array(ops)) {
+        Ok(p) => p,
+        Err(e) => {
+            warn!(error = %e, "building caBundle patch");
+            return;
+        }
+    };
+    match api
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => info!(config = name, cas, "caBundle published"),
+        Err(e) => warn!(config = name, error = %e, "publishing caBundle; will retry"),
+    }
+}
