@@ -43,7 +43,7 @@ bin="$out/bin"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
 
 # The stamp records the exact inputs; a change to any go.mod/go.sum rebuilds.
-stamp_want="$(cat "$gomods"/{k8s,etcd,kwok}/go.{mod,sum} "$0" | sha256sum | cut -d' ' -f1)"
+stamp_want="$(cat "$gomods"/{k8s,etcd,kwok}/go.{mod,sum} "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
 
 complete() {
 	local b
@@ -76,10 +76,13 @@ go1.2[6-9]* | go1.[3-9][0-9]* | go[2-9]*) ;;
 *) log "warning: $gover is older than go1.26 (kwok $kwok_ver needs go1.26); GOTOOLCHAIN may download a newer toolchain" ;;
 esac
 
+command -v flock >/dev/null 2>&1 || die "flock (util-linux) is required"
 mkdir -p "$out"
 exec 9>"$out/.lock"
-log "waiting for build lock $out/.lock"
-flock 9
+if ! flock -n 9; then
+	log "another build.sh holds $out/.lock; waiting for it"
+	flock 9
+fi
 if complete; then # someone else built it while we waited
 	printf '%s\n' "$bin"
 	exit 0

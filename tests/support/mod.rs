@@ -52,24 +52,66 @@ impl Server {
     }
 
     pub fn start_with_dir(tmp: tempfile::TempDir, cert_dir: PathBuf, args: &[&str]) -> Server {
-        let ca_pem = std::fs::read_to_string(cert_dir.join("ca.crt")).unwrap();
-        let mut child = Command::new(BIN)
-            .args([
-                "serve",
-                "--no-cluster",
-                "--listen",
-                "127.0.0.1:0",
-                "--probe-listen",
-                "127.0.0.1:0",
-                "--cert-dir",
-            ])
-            .arg(&cert_dir)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start batchgate serve");
+        let dir = cert_dir.display().to_string();
+        let mut all = vec!["--no-cluster", "--cert-dir", dir.as_str()];
+        all.extend_from_slice(args);
+        Self::spawn(tmp, Some(cert_dir.clone()), &all, None)
+    }
+
+    /// Connected to a cluster through `kubeconfig`, certificates from `cert_dir`.
+    pub fn start_in_cluster(kubeconfig: &Path, cert_dir: Option<PathBuf>, args: &[&str]) -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let cert_dir = cert_dir.or_else(|| {
+            let d = tmp.path().join("certs");
+            gen_certs(&d);
+            Some(d)
+        });
+        let mut all: Vec<&str> = Vec::new();
+        let dir_s = cert_dir.as_ref().map(|d| d.display().to_string());
+        if !args.iter().any(|a| *a == "--cert-secret") {
+            all.extend(["--cert-dir", dir_s.as_deref().unwrap()]);
+        }
+        all.extend_from_slice(args);
+        Self::spawn(tmp, cert_dir, &all, Some(kubeconfig))
+    }
+
+    fn spawn(
+        tmp: tempfile::TempDir,
+        cert_dir: Option<PathBuf>,
+        args: &[&str],
+        kubeconfig: Option<&Path>,
+    ) -> Server {
+        let ca_pem = cert_dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join("ca.crt")).ok())
+            .unwrap_or_default();
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
+        .env("RUST_LOG", "info")
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if let Some(k) = kubeconfig {
+            cmd.env("KUBECONFIG", k);
+        }
+        // The server dies with the thread that started it, even when the test
+        // binary is killed and no Drop runs.
+        // SAFETY: prctl is async-signal-safe and touches only this process.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("start batchgate serve");
         let stderr = Arc::new(std::sync::Mutex::new(String::new()));
         {
             let err = child.stderr.take().unwrap();
@@ -90,7 +132,7 @@ impl Server {
             }
         });
         let (mut addr, mut probe) = (None, None);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while addr.is_none() || probe.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = rx.recv_timeout(left).unwrap_or_else(|_| {
@@ -110,10 +152,36 @@ impl Server {
             child,
             addr: addr.unwrap(),
             probe: probe.unwrap(),
-            cert_dir,
+            cert_dir: cert_dir.unwrap_or_default(),
             ca_pem,
             _tmp: tmp,
             stderr,
+        }
+    }
+
+    /// A server that lives as long as the test binary: started on a thread
+    /// that never exits (PDEATHSIG follows the spawning thread).
+    pub fn start_forever(make: impl FnOnce() -> Server + Send + 'static) -> Server {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(make());
+            loop {
+                std::thread::park();
+            }
+        });
+        rx.recv().expect("server started")
+    }
+
+    /// Waits until `/readyz` answers 200.
+    pub fn wait_ready(&self, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.probe_get("/readyz").0 != 200 {
+            assert!(
+                Instant::now() < deadline,
+                "not ready after {within:?}; stderr:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 
@@ -335,4 +403,127 @@ pub async fn assert_still_serving(server: &Server) {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(resp["response"]["uid"], "alive");
     assert!(patch_of(&resp).is_some());
+}
+
+/// End-to-end helpers over the real local control plane.
+pub mod e2e {
+    use std::{path::Path, process::Command, time::Duration};
+
+    use batchgate_localcluster::LocalCluster;
+    use serde_json::Value;
+
+    use super::BIN;
+
+    /// Registers batchgate's webhooks at `https://<addr>` (generated by
+    /// `batchgate webhooks`, as manifests/ is) and waits until the apiserver
+    /// calls them.
+    pub fn register(
+        cluster: &LocalCluster,
+        addr: std::net::SocketAddr,
+        ca_file: Option<&Path>,
+        failure_policy: &str,
+    ) {
+        let url = format!("https://{addr}");
+        let mut cmd = Command::new(BIN);
+        cmd.args([
+            "webhooks",
+            "--url",
+            &url,
+            "--failure-policy",
+            failure_policy,
+        ]);
+        if let Some(ca) = ca_file {
+            cmd.arg("--ca-file").arg(ca);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster
+            .apply(&String::from_utf8(out.stdout).unwrap())
+            .unwrap();
+    }
+
+    /// Polls a server-side dry run until a queued Job comes back suspended.
+    pub fn wait_webhook_active(cluster: &LocalCluster, ns: &str) {
+        let probe = queued_job("webhook-probe", ns, "probe-queue");
+        for _ in 0..100 {
+            if let Ok(out) = cluster.kubectl_stdin(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                probe.as_bytes(),
+            ) {
+                let v: Value = serde_json::from_str(&out).unwrap();
+                if v["spec"]["suspend"] == Value::Bool(true) {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("the apiserver never called batchgate's mutating webhook");
+    }
+
+    pub fn namespace(cluster: &LocalCluster, name: &str) -> String {
+        let _ = cluster.run_kubectl(&["create", "namespace", name]);
+        name.to_string()
+    }
+
+    pub fn queued_job(name: &str, ns: &str, queue: &str) -> String {
+        format!(
+            r#"{{"apiVersion": "batch/v1", "kind": "Job",
+  "metadata": {{"name": "{name}", "namespace": "{ns}",
+                "labels": {{"kueue.x-k8s.io/queue-name": "{queue}", "team": "a"}},
+                "annotations": {{"example.com/keep": "me"}}}},
+  "spec": {{"parallelism": 2, "completions": 2, "backoffLimit": 1,
+            "template": {{"spec": {{"restartPolicy": "Never",
+              "containers": [{{"name": "main", "image": "busybox", "command": ["true"],
+                               "resources": {{"requests": {{"cpu": "100m"}}}}}}]}}}}}}}}"#
+        )
+    }
+
+    pub fn plain_job(name: &str, ns: &str) -> String {
+        format!(
+            r#"{{"apiVersion": "batch/v1", "kind": "Job",
+  "metadata": {{"name": "{name}", "namespace": "{ns}", "labels": {{"team": "a"}}}},
+  "spec": {{"completions": 2, "parallelism": 2,
+            "template": {{"spec": {{"restartPolicy": "Never",
+              "containers": [{{"name": "main", "image": "busybox", "command": ["true"]}}]}}}}}}}}"#
+        )
+    }
+
+    pub fn get_json(cluster: &LocalCluster, args: &[&str]) -> Value {
+        let mut a = vec!["get"];
+        a.extend_from_slice(args);
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&cluster.run_kubectl(&a).unwrap()).unwrap()
+    }
+
+    /// kubectl with its exit status, stdout and stderr.
+    pub fn kubectl(
+        cluster: &LocalCluster,
+        args: &[&str],
+        stdin: Option<&str>,
+    ) -> (bool, String, String) {
+        use std::io::Write;
+        let mut cmd = cluster.kubectl();
+        cmd.args(args)
+            .stdin(if stdin.is_some() {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            })
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        if let (Some(s), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(s.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
 }

@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -167,11 +168,6 @@ impl NodeSpec {
             "status": {
                 "capacity": resources,
                 "allocatable": resources,
-                "nodeInfo": {
-                    "architecture": "amd64",
-                    "operatingSystem": "linux",
-                    "kubeletVersion": "fake",
-                },
             },
         })
     }
@@ -285,8 +281,11 @@ impl LocalCluster {
         let watchdog = Watchdog::start(&dir_path, opts.keep_dir)?;
         let pki = Pki::generate(&dir_path.join("pki"))?;
         for sub in ["logs", "etcd"] {
-            fs::create_dir_all(dir_path.join(sub))
-                .map_err(|e| Error::io(format!("creating {}", dir_path.join(sub).display()), e))?;
+            let path = dir_path.join(sub);
+            fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&path)
+                .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
         }
         let [etcd_port, peer_port, api_port] = free_ports()?;
         let server_url = format!("https://127.0.0.1:{api_port}");
@@ -330,13 +329,13 @@ impl LocalCluster {
         cluster.spawn(
             "etcd",
             vec![
-                "--name=default".into(),
+                "--name=batchgate-local".into(),
                 format!("--data-dir={}", p(&d.join("etcd"))),
                 format!("--listen-client-urls={etcd_client}"),
                 format!("--advertise-client-urls={etcd_client}"),
                 format!("--listen-peer-urls={etcd_peer}"),
                 format!("--initial-advertise-peer-urls={etcd_peer}"),
-                format!("--initial-cluster=default={etcd_peer}"),
+                format!("--initial-cluster=batchgate-local={etcd_peer}"),
                 "--unsafe-no-fsync=true".into(),
                 "--auto-compaction-retention=1".into(),
                 "--log-level=warn".into(),
@@ -585,10 +584,11 @@ impl LocalCluster {
         self.kubectl.run_stdin(args, stdin)
     }
 
-    /// Stops every component (SIGTERM, then SIGKILL after 5s) and removes the
-    /// temp dir unless `keep_dir` was set. Idempotent; also runs on drop.
+    /// Kills every component (SIGKILL to each process group; the state is
+    /// disposable) and removes the temp dir unless `keep_dir` was set.
+    /// Idempotent; also runs on drop.
     pub fn stop(&mut self) {
-        process::terminate(&mut self.components, Duration::from_secs(5));
+        process::kill_all(&mut self.components);
         self.components.clear();
         if let Some(mut w) = self.watchdog.take() {
             w.disarm();
@@ -844,6 +844,14 @@ mod tests {
         assert!(!ok);
         assert_eq!(state, "a=ready, b=not-ready");
         assert!(!nodes_ready(r#"{"items": []}"#, &names).0);
+    }
+
+    #[test]
+    fn public_types_are_thread_safe() {
+        fn assert_send_sync<T: Send + Sync + 'static>() {}
+        assert_send_sync::<Error>();
+        assert_send_sync::<LocalCluster>();
+        assert_send_sync::<ClusterOptions>();
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Child processes that cannot outlive the test binary.
 //!
 //! Three layers make sure nothing is left behind:
-//! 1. [`LocalCluster::stop`](crate::LocalCluster::stop) (also run on drop) terminates
+//! 1. [`LocalCluster::stop`](crate::LocalCluster::stop) (also run on drop) kills
 //!    every component's process group and removes the temp dir.
 //! 2. Each component gets `PR_SET_PDEATHSIG(SIGKILL)`. The kernel sends that
 //!    signal when the *thread* that forked the child exits, so all components are
@@ -21,7 +21,6 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::OnceLock;
 use std::thread;
-use std::time::{Duration, Instant};
 
 use crate::Error;
 
@@ -145,18 +144,14 @@ impl Component {
     }
 }
 
-/// Terminates components in reverse start order: SIGTERM, up to `grace` for
-/// all of them to exit, then SIGKILL.
-pub(crate) fn terminate(components: &mut [Component], grace: Duration) {
-    for c in components.iter_mut().rev() {
-        c.signal(libc::SIGTERM);
-    }
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline && components.iter_mut().any(|c| c.exited().is_none()) {
-        thread::sleep(Duration::from_millis(20));
-    }
+/// Kills every component's process group with SIGKILL and reaps it. The
+/// cluster's state is thrown away anyway, and a graceful kube-apiserver
+/// shutdown takes seconds (longer still once etcd is gone).
+pub(crate) fn kill_all(components: &mut [Component]) {
     for c in components.iter_mut().rev() {
         c.signal(libc::SIGKILL);
+    }
+    for c in components.iter_mut() {
         let _ = c.child.wait();
     }
 }

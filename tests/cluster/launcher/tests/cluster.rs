@@ -202,6 +202,19 @@ spec:
 }
 
 #[test]
+fn a_component_that_fails_to_start_is_reported_with_its_log() {
+    let err = LocalCluster::start(ClusterOptions {
+        nodes: Vec::new(),
+        extra_apiserver_args: vec!["--no-such-flag=1".into()],
+        ..ClusterOptions::default()
+    })
+    .expect_err("kube-apiserver rejects the flag");
+    let msg = err.to_string();
+    assert!(msg.starts_with("kube-apiserver exited"), "{msg}");
+    assert!(msg.contains("unknown flag: --no-such-flag"), "{msg}");
+}
+
+#[test]
 fn shared_cluster_has_the_default_nodes() {
     let cluster = shared();
     let same = shared();
@@ -228,6 +241,99 @@ fn shared_cluster_has_the_default_nodes() {
         "--as=system:serviceaccount:default:default",
     ]);
     assert!(denied.is_err(), "{denied:?}");
+}
+
+#[test]
+fn admission_webhooks_are_called_at_loopback_urls() {
+    let cluster = shared();
+    // Nothing listens on this port, so with failurePolicy Fail every matching
+    // request is denied with "failed calling webhook": proof that the
+    // ValidatingAdmissionWebhook plugin is on and calls https://127.0.0.1 URLs.
+    let closed_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    cluster
+        .apply(&format!(
+            r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: webhook-probe
+  labels:
+    webhook-probe: "true"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: webhook-probe
+webhooks:
+- name: probe.batchgate.test
+  clientConfig:
+    url: https://127.0.0.1:{closed_port}/validate
+    caBundle: {ca}
+  rules:
+  - apiGroups: [""]
+    apiVersions: ["v1"]
+    operations: ["CREATE"]
+    resources: ["configmaps"]
+  namespaceSelector:
+    matchLabels:
+      webhook-probe: "true"
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: ["v1"]
+  timeoutSeconds: 5
+"#,
+            ca = base64(cluster.ca_cert_pem().as_bytes())
+        ))
+        .expect("webhook configuration applied");
+    let mut last = String::new();
+    wait_for("the webhook to be called", Duration::from_secs(30), || {
+        match cluster.run_kubectl(&["create", "configmap", "probe", "-n", "webhook-probe"]) {
+            Ok(_) => {
+                // Created before the apiserver saw the configuration; retry.
+                let _ =
+                    cluster.run_kubectl(&["delete", "configmap", "probe", "-n", "webhook-probe"]);
+                false
+            }
+            Err(e) => {
+                last = e.to_string();
+                last.contains("failed calling webhook")
+            }
+        }
+    });
+    assert!(last.contains(&format!("127.0.0.1:{closed_port}")), "{last}");
+    assert!(last.contains("connection refused"), "{last}");
+    cluster
+        .run_kubectl(&["delete", "validatingwebhookconfiguration", "webhook-probe"])
+        .unwrap();
+    cluster
+        .run_kubectl(&["delete", "namespace", "webhook-probe", "--wait=false"])
+        .unwrap();
+}
+
+/// Standard base64 (for a caBundle), to avoid a dependency.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// True while `pid` exists and is not a zombie.
