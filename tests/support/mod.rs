@@ -68,7 +68,7 @@ impl Server {
         });
         let mut all: Vec<&str> = Vec::new();
         let dir_s = cert_dir.as_ref().map(|d| d.display().to_string());
-        if !args.iter().any(|a| *a == "--cert-secret") {
+        if !args.contains(&"--cert-secret") {
             all.extend(["--cert-dir", dir_s.as_deref().unwrap()]);
         }
         all.extend_from_slice(args);
