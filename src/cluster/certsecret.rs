@@ -33,7 +33,10 @@ use crate::{
         CertOptions,
     },
     manifests::{MUTATING_NAME, VALIDATING_NAME},
-    server::{metrics::Metrics, tls::CertStore},
+    server::{
+        metrics::Metrics,
+        tls::{poll_until, record_reload, CertStore},
+    },
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -204,36 +207,31 @@ impl CertSecret {
         every: Duration,
         stop: impl std::future::Future<Output = ()>,
     ) {
-        tokio::pin!(stop);
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = &mut stop => return,
-                _ = tick.tick() => {}
-            }
-            let stored = match self
+        let this = &self;
+        poll_until(every, stop, || async {
+            let stored = match this
                 .reconcile(OffsetDateTime::now_utc().unix_timestamp())
                 .await
             {
                 Ok(s) => s,
                 Err(e) => {
                     warn!(error = %e, "certificate Secret sync failed; will retry");
-                    continue;
+                    return;
                 }
             };
-            if self.managed.is_some() {
+            if this.managed.is_some() {
                 // Publish first: during a CA rotation the bundle is extended
                 // before anything serves from the new CA.
-                self.publish_ca_bundle(&stored).await;
+                this.publish_ca_bundle(&stored).await;
             }
             if let Some((c, k)) = stored.serving_pair() {
-                crate::server::tls::record_reload(
+                record_reload(
                     &metrics,
                     store.set_pem(c.as_bytes().to_vec(), k.as_bytes().to_vec()),
                 );
             }
-        }
+        })
+        .await
     }
 
     async fn publish_ca_bundle(&self, stored: &Stored) {

@@ -132,36 +132,35 @@ impl CertStore {
         metrics: Arc<Metrics>,
         stop: impl std::future::Future<Output = ()>,
     ) {
-        tokio::pin!(stop);
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = &mut stop => return,
-                _ = tick.tick() => {}
-            }
+        poll_until(every, stop, || async {
             let store = self.clone();
-            let result = tokio::task::spawn_blocking(move || store.reload()).await;
-            match result {
-                Ok(Ok(Some(info))) => {
-                    metrics
-                        .cert_reloads
-                        .get_or_create(&ResultLabel { result: "success" })
-                        .inc();
-                    metrics.cert_expiry.set(info.not_after);
-                    info!(serial = %info.serial, not_after = info.not_after, "serving certificate reloaded");
-                }
-                Ok(Ok(None)) => {}
-                Ok(Err(e)) => {
-                    metrics
-                        .cert_reloads
-                        .get_or_create(&ResultLabel { result: "failure" })
-                        .inc();
-                    error!(error = %e, "new serving certificate rejected; still serving the previous one");
-                }
+            match tokio::task::spawn_blocking(move || store.reload()).await {
+                Ok(result) => record_reload(&metrics, result),
                 Err(e) => error!(error = %e, "certificate reload task failed"),
             }
+        })
+        .await
+    }
+}
+
+/// Runs `f` every `every` (the first time at once) until `stop` resolves.
+pub async fn poll_until<F, Fut>(
+    every: Duration,
+    stop: impl std::future::Future<Output = ()>,
+    mut f: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => {}
         }
+        f().await;
     }
 }
 
