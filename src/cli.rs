@@ -143,8 +143,12 @@ pub struct WebhooksArgs {
     /// Annotate for cert-manager's CA injector: <namespace>/<certificate>.
     #[arg(long)]
     pub inject_ca_from: Option<String>,
+    /// Directory of policy files replacing the built-in ones.
     #[arg(long)]
     pub policies: Option<PathBuf>,
+    /// The serve configuration: its policies and enabled integrations decide the rules.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 pub fn init_logging(format: LogFormat) {
@@ -182,15 +186,38 @@ pub fn certs(a: CertsArgs) -> Result<()> {
     Ok(())
 }
 
-fn load_policies(dir: Option<&PathBuf>) -> Result<PolicySet> {
-    Ok(match dir {
-        Some(d) => PolicySet::from_dir(d)?,
-        None => PolicySet::embedded()?,
+fn load_config(path: Option<&PathBuf>) -> Result<Config> {
+    Ok(match path {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
     })
 }
 
+/// The policies in force: `--policies`, else `integrations.policiesDir`, else
+/// the built-in ones; narrowed to `integrations.frameworks` when set.
+fn enabled_policies(flag: Option<&PathBuf>, cfg: &Config) -> Result<PolicySet> {
+    let mut policies = match flag.or(cfg.integrations.policies_dir.as_ref()) {
+        Some(d) => PolicySet::from_dir(d)?,
+        None => PolicySet::embedded()?,
+    };
+    if let Some(enabled) = &cfg.integrations.frameworks {
+        for name in enabled {
+            if !policies.iter().any(|p| &p.name == name) {
+                let known: Vec<_> = policies.iter().map(|p| p.name.as_str()).collect();
+                bail!(
+                    "integrations.frameworks names {name:?}, which no policy describes; known: {}",
+                    known.join(", ")
+                );
+            }
+        }
+        policies.retain_enabled(enabled);
+    }
+    Ok(policies)
+}
+
 pub fn webhooks(a: WebhooksArgs) -> Result<()> {
-    let policies = load_policies(a.policies.as_ref())?;
+    let cfg = load_config(a.config.as_ref())?;
+    let policies = enabled_policies(a.policies.as_ref(), &cfg)?;
     let ca_bundle = match &a.ca_file {
         Some(f) => Some(certs::ca_bundle(
             &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
@@ -233,30 +260,8 @@ fn secs(v: f64, flag: &str) -> Result<Duration> {
 }
 
 pub async fn serve(a: ServeArgs) -> Result<()> {
-    let cfg = match &a.config {
-        Some(p) => Config::load(p)?,
-        None => Config::default(),
-    };
-    let mut policies = load_policies(
-        a.policies
-            .as_ref()
-            .or(cfg.integrations.policies_dir.as_ref()),
-    )?;
-    if let Some(enabled) = &cfg.integrations.frameworks {
-        for name in enabled {
-            if !policies.iter().any(|p| &p.name == name) {
-                bail!(
-                    "integrations.frameworks names {name:?}, which no policy describes; known: {}",
-                    policies
-                        .iter()
-                        .map(|p| p.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        policies.retain_enabled(enabled);
-    }
+    let cfg = load_config(a.config.as_ref())?;
+    let policies = enabled_policies(a.policies.as_ref(), &cfg)?;
     let settings = Settings {
         manage_jobs_without_queue_name: a.manage_jobs_without_queue_name
             || cfg.manage_jobs_without_queue_name.unwrap_or(false),

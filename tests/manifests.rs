@@ -66,3 +66,57 @@ fn docs(text: &str) -> Vec<serde_yaml::Value> {
         .filter(|v| !v.is_null())
         .collect()
 }
+
+#[test]
+fn registration_follows_the_configured_policies_and_integrations() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("widget.yaml"),
+        "name: example.com/widget\ntarget: {group: example.com, version: v1, kind: Widget, resource: widgets}\nsuspend: /spec/paused\npodSets: [{name: main, template: /spec/template}]\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        format!("{}/policies/batch-v1-job.yaml", env!("CARGO_MANIFEST_DIR")),
+        dir.path().join("job.yaml"),
+    )
+    .unwrap();
+    let cfg_dir = tempfile::tempdir().unwrap();
+    let cfg = cfg_dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "integrations:\n  policiesDir: {}\n  frameworks: [example.com/widget]\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = generated(&["--config", cfg.to_str().unwrap()]);
+    let d = docs(&out);
+    let names: Vec<_> = d[1]["webhooks"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["vwidget.kb.io"],
+        "only the enabled integration is registered"
+    );
+    assert_eq!(
+        d[1]["webhooks"][0]["rules"][0]["resources"][0].as_str(),
+        Some("widgets")
+    );
+
+    std::fs::write(&cfg, "integrations:\n  frameworks: [kubeflow.org/nope]\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["webhooks", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(r#"integrations.frameworks names "kubeflow.org/nope", which no policy describes; known: batch/job"#),
+        "{err}"
+    );
+}
