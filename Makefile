@@ -21,6 +21,8 @@ dev:
 manifests:
 	cargo run -q -- webhooks > manifests/webhooks.yaml
 	cargo run -q -- webhooks --inject-ca-from batchgate-system/batchgate-serving-cert > manifests/cert-manager/webhooks.yaml
+	rm -f manifests/crds/*.yaml
+	cargo run -q -- crds --out-dir manifests/crds
 
 bench:
 	cargo bench --bench handler

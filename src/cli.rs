@@ -55,6 +55,15 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Print the webhook configurations for the loaded policies.
     Webhooks(WebhooksArgs),
+    /// Print the CustomResourceDefinitions batchgate serves (kueue.x-k8s.io/v1beta2).
+    Crds(CrdsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CrdsArgs {
+    /// Write one file per kind into this directory (as manifests/crds/) instead of printing.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +258,26 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         "{}",
         manifests::to_yaml("", &manifests::webhook_configurations(&policies, &opts))
     );
+    Ok(())
+}
+
+pub fn crds(a: CrdsArgs) -> Result<()> {
+    let crds = crate::api::crd::all();
+    match a.out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for g in &crds {
+                let path = dir.join(&g.file_name);
+                std::fs::write(&path, crate::api::crd::to_yaml(&g.crd))
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        None => {
+            for g in &crds {
+                print!("{}", crate::api::crd::to_yaml(&g.crd));
+            }
+        }
+    }
     Ok(())
 }
 

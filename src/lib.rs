@@ -6,6 +6,7 @@
 //! world. See ARCHITECTURE.md in the shared folder for the shape.
 
 pub mod admission;
+pub mod api;
 pub mod certs;
 pub mod cli;
 pub mod cluster;

@@ -8,6 +8,7 @@ fn main() -> std::process::ExitCode {
     let result = match args.command {
         Command::Certs(a) => cli::certs(a),
         Command::Webhooks(a) => cli::webhooks(a),
+        Command::Crds(a) => cli::crds(a),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

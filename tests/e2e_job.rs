@@ -222,6 +222,8 @@ fn everything_in_manifests_passes_a_server_side_dry_run() {
     // The namespace must exist for a dry run of the namespaced objects, and
     // the cert-manager variant needs cert-manager's CRDs (structural
     // stand-ins from tests/fixtures; cert-manager itself is not installed).
+    // manifests/crds holds Kueue's CRDs; manifests/ has no custom resources
+    // of its own, so nothing waits for them to be Established.
     let root = env!("CARGO_MANIFEST_DIR");
     let (ok, out, err) = kubectl(
         c,
@@ -274,6 +276,12 @@ fn everything_in_manifests_passes_a_server_side_dry_run() {
         "validatingwebhookconfiguration.admissionregistration.k8s.io/batchgate-validating-webhook-configuration",
         "issuer.cert-manager.io/batchgate-selfsigned-issuer",
         "certificate.cert-manager.io/batchgate-serving-cert",
+        "customresourcedefinition.apiextensions.k8s.io/clusterqueues.kueue.x-k8s.io",
+        "customresourcedefinition.apiextensions.k8s.io/cohorts.kueue.x-k8s.io",
+        "customresourcedefinition.apiextensions.k8s.io/localqueues.kueue.x-k8s.io",
+        "customresourcedefinition.apiextensions.k8s.io/resourceflavors.kueue.x-k8s.io",
+        "customresourcedefinition.apiextensions.k8s.io/workloadpriorityclasses.kueue.x-k8s.io",
+        "customresourcedefinition.apiextensions.k8s.io/workloads.kueue.x-k8s.io",
     ] {
         assert!(out.contains(kind), "{kind} missing from:\n{out}");
     }

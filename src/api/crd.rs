@@ -1,0 +1,217 @@
+//! The CustomResourceDefinitions batchgate installs, generated from the
+//! types in [`crate::api`] and finished here where the derive falls short:
+//!
+//! - no `nullable`: upstream's schemas have none, and with it the apiserver
+//!   would keep explicit `null`s that Kueue's CEL rules then see through
+//!   `has()`; enum lists lose the `null` the derive adds for `Option`s;
+//! - int-or-string fields get `anyOf: [integer, string]` (the derive's
+//!   structural rewrite cannot carry it), and quantities inside the pod
+//!   template get the quantity pattern, as controller-gen emits them;
+//! - a Workload's `podSets[].template.metadata` keeps only what Kueue keeps
+//!   (annotations, finalizers, labels, name, namespace), as controller-gen
+//!   does with `generateEmbeddedObjectMeta`;
+//! - rules on the root object (Workload), which the derive cannot attach;
+//! - the root does not require `spec` (upstream does not).
+//!
+//! Output is deterministic: keys are sorted, the kinds come in a fixed
+//! order.
+
+use kube::CustomResourceExt;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::api::{
+    kueue::v1beta2::{
+        workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
+        WorkloadPriorityClass,
+    },
+    schema::QUANTITY,
+};
+
+/// One generated CRD and the file it is kept in under `manifests/crds/`.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// `<group>_<plural>.yaml`, as upstream names its CRD files.
+    pub file_name: String,
+    pub crd: Value,
+}
+
+/// Kueue's kinds, in the order they are printed.
+pub fn kueue() -> Vec<Generated> {
+    let mut workload = finish(Workload::crd());
+    let root = &mut workload.crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    root["x-kubernetes-validations"] = workload_root_validation_rules();
+    finish_pod_template(
+        &mut root["properties"]["spec"]["properties"]["podSets"]["items"]["properties"]["template"],
+    );
+    vec![
+        finish(ClusterQueue::crd()),
+        finish(Cohort::crd()),
+        finish(LocalQueue::crd()),
+        finish(ResourceFlavor::crd()),
+        finish(WorkloadPriorityClass::crd()),
+        workload,
+    ]
+}
+
+/// Every CRD batchgate serves.
+pub fn all() -> Vec<Generated> {
+    kueue()
+}
+
+/// A CRD as one YAML document (starting with `---`).
+pub fn to_yaml(crd: &Value) -> String {
+    format!(
+        "---\n{}",
+        serde_yaml::to_string(crd).expect("a JSON value always renders as YAML")
+    )
+}
+
+fn finish<T: Serialize>(crd: T) -> Generated {
+    let mut crd = serde_json::to_value(crd).expect("a CRD always serializes");
+    let file_name = format!(
+        "{}_{}.yaml",
+        crd["spec"]["group"].as_str().unwrap_or_default(),
+        crd["spec"]["names"]["plural"].as_str().unwrap_or_default()
+    );
+    if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
+        for v in versions {
+            let root = &mut v["schema"]["openAPIV3Schema"];
+            finish_schema(root);
+            finish_root(root);
+        }
+    }
+    Generated { file_name, crd }
+}
+
+/// The root object: the standard `apiVersion`, `kind` and `metadata`
+/// properties every CRD schema lists, no `title`, `spec` not required.
+fn finish_root(root: &mut Value) {
+    let Some(obj) = root.as_object_mut() else {
+        return;
+    };
+    obj.remove("title");
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        props.insert(
+            "apiVersion".into(),
+            json!({
+                "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+                "type": "string",
+            }),
+        );
+        props.insert(
+            "kind".into(),
+            json!({
+                "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                "type": "string",
+            }),
+        );
+        props.insert("metadata".into(), json!({"type": "object"}));
+    }
+    if let Some(req) = obj.get_mut("required").and_then(Value::as_array_mut) {
+        req.retain(|r| r != "spec");
+        if req.is_empty() {
+            obj.remove("required");
+        }
+    }
+}
+
+/// Applies the schema-wide fixes to `s` and everything below it.
+fn finish_schema(s: &mut Value) {
+    let Some(obj) = s.as_object_mut() else {
+        return;
+    };
+    obj.remove("nullable");
+    // JSONSchemaProps holds bounds as floats; upstream writes integers.
+    for key in ["minimum", "maximum"] {
+        if let Some(n) = obj.get(key).and_then(Value::as_f64) {
+            if n.fract() == 0.0 && n.abs() < 9.0e15 {
+                obj.insert(key.into(), json!(n as i64));
+            }
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if obj.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        obj.remove("type");
+        obj.insert(
+            "anyOf".into(),
+            json!([{"type": "integer"}, {"type": "string"}]),
+        );
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get_mut(key) {
+            finish_schema(child);
+        }
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for child in props.values_mut() {
+            finish_schema(child);
+        }
+    }
+}
+
+/// The fields of an embedded object's metadata that Kueue keeps.
+const EMBEDDED_METADATA: [&str; 5] = ["annotations", "finalizers", "labels", "name", "namespace"];
+
+fn finish_pod_template(template: &mut Value) {
+    if let Some(Value::Object(props)) = template.pointer_mut("/properties/metadata/properties") {
+        props.retain(|k, _| EMBEDDED_METADATA.contains(&k.as_str()));
+    }
+    if let Some(meta) = template.pointer_mut("/properties/metadata") {
+        if let Some(o) = meta.as_object_mut() {
+            o.remove("required");
+        }
+    }
+    add_quantity_patterns(template, "");
+    // Kubernetes' own documentation of the pod fields would make the
+    // Workload CRD larger than the 256 KiB `kubectl apply` can record in its
+    // last-applied annotation; `kubectl explain pod` has it.
+    for part in ["metadata", "spec"] {
+        if let Some(p) = template.pointer_mut(&format!("/properties/{part}")) {
+            strip_descriptions(p);
+        }
+    }
+}
+
+fn strip_descriptions(s: &mut Value) {
+    let Some(obj) = s.as_object_mut() else {
+        return;
+    };
+    obj.remove("description");
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get_mut(key) {
+            strip_descriptions(child);
+        }
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for child in props.values_mut() {
+            strip_descriptions(child);
+        }
+    }
+}
+
+/// In k8s-openapi's pod schema, Quantity and IntOrString fields look alike;
+/// the only IntOrString fields of a pod are probe and lifecycle handler
+/// `port`s, every other one is a quantity.
+fn add_quantity_patterns(s: &mut Value, key: &str) {
+    let Some(obj) = s.as_object_mut() else {
+        return;
+    };
+    if obj.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) && key != "port" {
+        obj.insert("pattern".into(), QUANTITY.into());
+    }
+    if let Some(child) = obj.get_mut("items") {
+        add_quantity_patterns(child, key);
+    }
+    if let Some(child) = obj.get_mut("additionalProperties") {
+        add_quantity_patterns(child, key);
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        let props: &mut Map<String, Value> = props;
+        for (k, child) in props.iter_mut() {
+            add_quantity_patterns(child, k);
+        }
+    }
+}
