@@ -13,5 +13,6 @@ pub mod cluster;
 pub mod config;
 pub mod manifests;
 pub mod policy;
+pub mod queueing;
 pub mod selector;
 pub mod server;

@@ -1,0 +1,188 @@
+//! ClusterQueues and LocalQueues as the engine sees them: the quota, the
+//! policies and the status the shell writes back.
+//!
+//! Plain data: the shell converts from the Kueue CRDs (`kueue.x-k8s.io`
+//! v1beta2). Quantities are milli-units (see [`super::quantity`]).
+
+use crate::selector::LabelSelector;
+
+/// `spec.queueingStrategy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QueueingStrategy {
+    /// The head blocks its queue while it does not fit.
+    StrictFIFO,
+    /// An unfit head is set aside and the next workload is tried; set-aside
+    /// workloads come back when quota is released in the ClusterQueue or its
+    /// cohort. Kueue's default.
+    #[default]
+    BestEffortFIFO,
+}
+
+/// `spec.stopPolicy` of a ClusterQueue or LocalQueue.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StopPolicy {
+    #[default]
+    None,
+    /// Admit nothing new; admitted workloads keep running.
+    Hold,
+    /// Admit nothing new and evict the admitted workloads.
+    HoldAndDrain,
+}
+
+impl StopPolicy {
+    pub fn is_stopped(self) -> bool {
+        self != StopPolicy::None
+    }
+}
+
+/// `spec.preemption.withinClusterQueue` / `reclaimWithinCohort`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PreemptionPolicy {
+    #[default]
+    Never,
+    LowerPriority,
+    LowerOrNewerEqualPriority,
+    /// Only meaningful for `reclaimWithinCohort`.
+    Any,
+}
+
+/// `spec.preemption` (without `borrowWithinCohort`, see the module notes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Preemption {
+    pub within_cluster_queue: PreemptionPolicy,
+    pub reclaim_within_cohort: PreemptionPolicy,
+}
+
+/// `spec.flavorFungibility` values (v1beta2 names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FungibilityPolicy {
+    /// Stop at the first flavor where the workload can be admitted this way.
+    MayStopSearch,
+    TryNextFlavor,
+}
+
+/// `spec.flavorFungibility`: whether to look past a flavor that needs
+/// borrowing or preemption. Defaults: borrow rather than look further;
+/// look further rather than preempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlavorFungibility {
+    pub when_can_borrow: FungibilityPolicy,
+    pub when_can_preempt: FungibilityPolicy,
+}
+
+impl Default for FlavorFungibility {
+    fn default() -> Self {
+        FlavorFungibility {
+            when_can_borrow: FungibilityPolicy::MayStopSearch,
+            when_can_preempt: FungibilityPolicy::TryNextFlavor,
+        }
+    }
+}
+
+/// `spec.resourceGroups[].flavors[].resources[]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceQuota {
+    pub name: String,
+    pub nominal: i64,
+    /// How much more than `nominal` may be borrowed from the cohort; `None`
+    /// is unlimited (up to what the cohort has).
+    pub borrowing_limit: Option<i64>,
+    /// How much of `nominal` the cohort may lend to others; `None` is all.
+    pub lending_limit: Option<i64>,
+}
+
+/// `spec.resourceGroups[].flavors[]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavorQuotas {
+    pub name: String,
+    pub resources: Vec<ResourceQuota>,
+}
+
+/// `spec.resourceGroups[]`: resources that are always assigned the same
+/// flavor, and the flavors to try in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceGroup {
+    pub covered_resources: Vec<String>,
+    pub flavors: Vec<FlavorQuotas>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterQueue {
+    pub name: String,
+    /// `spec.cohortName` (v1beta1 `cohort`). Cohorts are single-level here.
+    pub cohort: Option<String>,
+    pub queueing_strategy: QueueingStrategy,
+    /// `None` admits from no namespace; `Some(empty)` from all (as upstream).
+    pub namespace_selector: Option<LabelSelector>,
+    pub resource_groups: Vec<ResourceGroup>,
+    pub preemption: Preemption,
+    pub flavor_fungibility: FlavorFungibility,
+    pub stop_policy: StopPolicy,
+}
+
+impl ClusterQueue {
+    /// The group covering `resource`.
+    pub(crate) fn group_for(&self, resource: &str) -> Option<&ResourceGroup> {
+        self.resource_groups
+            .iter()
+            .find(|g| g.covered_resources.iter().any(|r| r == resource))
+    }
+
+    /// Every flavor the queue names, in spec order, without repeats.
+    pub(crate) fn flavor_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for f in self.resource_groups.iter().flat_map(|g| &g.flavors) {
+            if !names.contains(&f.name.as_str()) {
+                names.push(&f.name);
+            }
+        }
+        names
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalQueue {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_queue: String,
+    pub stop_policy: StopPolicy,
+}
+
+/// `status.flavorsUsage[].resources[]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceUsage {
+    pub name: String,
+    /// Quota reserved by admitted workloads.
+    pub total: i64,
+    /// The part of `total` above the nominal quota.
+    pub borrowed: i64,
+}
+
+/// `status.flavorsUsage[]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlavorUsage {
+    pub name: String,
+    pub resources: Vec<ResourceUsage>,
+}
+
+/// `status.conditions[type=Active]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveCondition {
+    pub status: bool,
+    /// `Ready`, `Stopped` or `FlavorNotFound`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What the shell writes to a ClusterQueue's status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterQueueStatus {
+    pub name: String,
+    pub pending_workloads: usize,
+    /// Workloads holding quota (admitted or assumed, not yet released).
+    pub reserving_workloads: usize,
+    /// Workloads whose admission the shell has confirmed.
+    pub admitted_workloads: usize,
+    pub flavors_usage: Vec<FlavorUsage>,
+    pub active: ActiveCondition,
+}

@@ -1,0 +1,57 @@
+//! The queueing core: Kueue's quota engine as plain data in, decisions out.
+//!
+//! ClusterQueues, LocalQueues, ResourceFlavors, namespaces and Workloads come
+//! in as this module's own types (the shell converts from the CRDs); each
+//! [`Engine::schedule`] call runs one admission cycle at a given time and
+//! returns [`Decision`]s (admit, evict, pending) and the ClusterQueue
+//! statuses that changed. No clock, no client, no randomness: the same
+//! events give the same decisions.
+//!
+//! Behaviour follows Kueue's scheduler (see shared/reference/kueue.md §4):
+//! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
+//! and node labels, borrowing and lending limits, within-queue preemption
+//! and reclaiming within a cohort, stop policies and deactivation, with
+//! Kueue's messages. What is left out:
+//!
+//! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
+//!   own, no hierarchy);
+//! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
+//!   `flavorFungibility.preference`, partial admission, topology-aware
+//!   scheduling, admission checks, elastic workloads, priority boost or
+//!   `PodsReady` waiting;
+//! - node affinity is matched through `nodeSelector` only (no
+//!   `requiredDuringScheduling` terms);
+//! - flavor search always starts at the first flavor (Kueue resumes where
+//!   the last attempt stopped).
+
+pub mod cluster_queue;
+pub mod flavors;
+mod preemption;
+pub mod quantity;
+mod queues;
+pub mod quota;
+pub mod scheduler;
+pub mod workload;
+
+#[cfg(test)]
+mod property_tests;
+
+pub use cluster_queue::{
+    ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorFungibility, FlavorQuotas,
+    FlavorUsage, FungibilityPolicy, LocalQueue, Preemption, PreemptionPolicy, QueueingStrategy,
+    ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
+};
+pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
+pub use quota::{FlavorResource, Usage};
+pub use scheduler::{
+    ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingReason, PreemptedReason,
+};
+pub use workload::{Admission, PodSet, PodSetAssignment, Workload};
+
+/// Errors of the queueing core. Only input the shell converts can be wrong:
+/// the engine itself turns every problem into a pending reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("invalid quantity {input:?}: {problem}")]
+    Quantity { input: String, problem: String },
+}

@@ -1,0 +1,444 @@
+//! Choosing whom to preempt (`pkg/scheduler/preemption`, classical, for
+//! single-level cohorts).
+//!
+//! Candidates are admitted workloads using a flavor/resource the preemptor
+//! needs room in: lower-priority ones of its own ClusterQueue
+//! (`withinClusterQueue`), and those of cohort members that borrow
+//! (`reclaimWithinCohort`). They are tried in Kueue's order — already being
+//! evicted first, other queues before the preemptor's own, lower priority,
+//! most recently admitted, UID — removing each from a simulated quota until
+//! the preemptor fits; then any whose return would still leave room is put
+//! back, so the set is minimal for that order.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BTreeSet;
+
+use super::{
+    cluster_queue::{ClusterQueue, PreemptionPolicy},
+    flavors::PreemptionMode,
+    quota::{FlavorResource, QuotaTree, Usage},
+    scheduler::PreemptedReason,
+};
+
+/// A workload holding quota, as preemption sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Holder<'a> {
+    pub key: &'a str,
+    pub cluster_queue: &'a str,
+    pub priority: i32,
+    pub created: i64,
+    pub uid: &'a str,
+    /// When its quota was reserved (ms).
+    pub reserved_at: i64,
+    /// An eviction was already issued.
+    pub evicting: bool,
+    pub usage: &'a Usage,
+}
+
+/// Where preemption finds the workloads holding quota in a queue.
+pub(crate) trait Holdings {
+    fn holders<'s>(&'s self, cluster_queue: &str) -> Vec<Holder<'s>>;
+}
+
+/// The workload that needs room.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Preemptor<'a> {
+    pub key: &'a str,
+    pub cq: &'a ClusterQueue,
+    pub priority: i32,
+    pub created: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub key: String,
+    pub cluster_queue: String,
+    pub reason: PreemptedReason,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    WithinQueue,
+    /// The preemptor fits in its own nominal quota: it reclaims what it lent.
+    Reclaim,
+    /// Only if the preemptor ends up not borrowing.
+    ReclaimWithoutBorrowing,
+}
+
+struct Candidate<'a> {
+    holder: Holder<'a>,
+    variant: Variant,
+}
+
+/// May `policy` preempt `c` for `p`? (`priorityTooHighToPreempt`, negated.)
+fn allowed(policy: PreemptionPolicy, p: &Preemptor<'_>, c: &Holder<'_>) -> bool {
+    match policy {
+        PreemptionPolicy::Never => false,
+        PreemptionPolicy::LowerPriority => c.priority < p.priority,
+        PreemptionPolicy::LowerOrNewerEqualPriority => {
+            c.priority < p.priority || (c.priority == p.priority && p.created < c.created)
+        }
+        PreemptionPolicy::Any => true,
+    }
+}
+
+fn uses_any(usage: &Usage, frs: &BTreeSet<FlavorResource>) -> bool {
+    usage.iter().any(|(fr, v)| *v > 0 && frs.contains(fr))
+}
+
+/// `CandidatesOrdering`.
+fn order(own_cq: &str, a: &Holder<'_>, b: &Holder<'_>) -> Ordering {
+    (
+        !a.evicting,
+        a.cluster_queue == own_cq,
+        a.priority,
+        Reverse(a.reserved_at),
+        a.uid,
+    )
+        .cmp(&(
+            !b.evicting,
+            b.cluster_queue == own_cq,
+            b.priority,
+            Reverse(b.reserved_at),
+            b.uid,
+        ))
+}
+
+/// Can the preemptor's `usage` be admitted in the simulated quota?
+fn fits(snap: &QuotaTree, cq: &str, usage: &Usage, allow_borrowing: bool) -> bool {
+    usage.iter().all(|(fr, v)| {
+        (allow_borrowing || !snap.borrowing_with(cq, fr, *v)) && *v <= snap.available(cq, fr)
+    })
+}
+
+/// The workloads to evict so that `usage` fits for `p`, or none if no
+/// allowed set makes room. `snap` is restored before returning.
+pub(crate) fn targets(
+    snap: &mut QuotaTree,
+    holdings: &dyn Holdings,
+    p: &Preemptor<'_>,
+    usage: &Usage,
+    need: &BTreeSet<FlavorResource>,
+) -> Vec<Target> {
+    let cq = &p.cq.name;
+    let mut same = Vec::new();
+    let mut reclaim = Vec::new();
+    let mut without_borrowing = Vec::new();
+    let within = p.cq.preemption.within_cluster_queue;
+    if within != PreemptionPolicy::Never {
+        for h in holdings.holders(cq) {
+            if h.key != p.key && uses_any(h.usage, need) && allowed(within, p, &h) {
+                same.push(Candidate {
+                    holder: h,
+                    variant: Variant::WithinQueue,
+                });
+            }
+        }
+    }
+    let cohort_policy = p.cq.preemption.reclaim_within_cohort;
+    if snap.cohort_of(cq).is_some() && cohort_policy != PreemptionPolicy::Never {
+        // Kueue's "hierarchical advantage": the preemptor would stay within
+        // its own nominal quota, so what others borrowed is its to reclaim.
+        let advantage = usage
+            .iter()
+            .all(|(fr, v)| snap.usage(cq, fr) + v <= snap.limits(cq, fr).nominal);
+        let peers: Vec<String> = snap.cohort_peers(cq).map(str::to_string).collect();
+        for peer in peers {
+            if !snap.is_borrowing(&peer, need) {
+                continue;
+            }
+            for h in holdings.holders(&peer) {
+                if uses_any(h.usage, need) && allowed(cohort_policy, p, &h) {
+                    let (list, variant) = if advantage {
+                        (&mut reclaim, Variant::Reclaim)
+                    } else {
+                        (&mut without_borrowing, Variant::ReclaimWithoutBorrowing)
+                    };
+                    list.push(Candidate { holder: h, variant });
+                }
+            }
+        }
+    }
+    for list in [&mut same, &mut reclaim, &mut without_borrowing] {
+        list.sort_by(|a, b| order(cq, &a.holder, &b.holder));
+    }
+    let no_other_queue = reclaim.is_empty() && without_borrowing.is_empty();
+    let no_reclaim = reclaim.is_empty();
+    // Already-evicting candidates of every kind first, then the rest, each
+    // part in the order reclaim, without-borrowing, same queue.
+    let mut candidates: Vec<&Candidate<'_>> = Vec::new();
+    for evicting in [true, false] {
+        for list in [&reclaim, &without_borrowing, &same] {
+            candidates.extend(list.iter().filter(|c| c.holder.evicting == evicting));
+        }
+    }
+    let under_nominal = need
+        .iter()
+        .all(|fr| snap.usage(cq, fr) < snap.limits(cq, fr).nominal);
+    // Which borrowing modes to try, in Kueue's order (borrowWithinCohort is
+    // not supported, so it is always "forbidden").
+    let attempts: &[bool] = if no_other_queue || !under_nominal {
+        &[true]
+    } else if no_reclaim {
+        &[false, true]
+    } else {
+        &[true, false]
+    };
+    for &allow_borrowing in attempts {
+        let mut removed: Vec<&Candidate<'_>> = Vec::new();
+        let mut found = false;
+        for c in &candidates {
+            let h = &c.holder;
+            if h.cluster_queue != cq.as_str() {
+                if allow_borrowing && c.variant == Variant::ReclaimWithoutBorrowing {
+                    continue;
+                }
+                // Earlier removals may have brought that queue back under
+                // its nominal quota: nothing left to reclaim there.
+                if !snap.is_borrowing(h.cluster_queue, need) {
+                    continue;
+                }
+            }
+            snap.remove(h.cluster_queue, h.usage);
+            removed.push(c);
+            if fits(snap, cq, usage, allow_borrowing) {
+                found = true;
+                break;
+            }
+        }
+        if found {
+            // Put back, newest removal first (the last one stays), every
+            // candidate the preemptor can do without.
+            for i in (0..removed.len().saturating_sub(1)).rev() {
+                let h = &removed[i].holder;
+                snap.add(h.cluster_queue, h.usage);
+                if fits(snap, cq, usage, allow_borrowing) {
+                    removed.swap_remove(i);
+                } else {
+                    snap.remove(h.cluster_queue, h.usage);
+                }
+            }
+        }
+        for c in &removed {
+            snap.add(c.holder.cluster_queue, c.holder.usage);
+        }
+        if found {
+            return removed
+                .iter()
+                .map(|c| Target {
+                    key: c.holder.key.to_string(),
+                    cluster_queue: c.holder.cluster_queue.to_string(),
+                    reason: match c.variant {
+                        Variant::WithinQueue => PreemptedReason::InClusterQueue,
+                        _ => PreemptedReason::InCohortReclamation,
+                    },
+                    usage: c.holder.usage.clone(),
+                })
+                .collect();
+        }
+    }
+    Vec::new()
+}
+
+/// The preemption oracle of flavor assignment: could preemption make room
+/// for `val` of `fr` alone, and at what borrowing level afterwards?
+pub(crate) fn simulate(
+    snap: &mut QuotaTree,
+    holdings: &dyn Holdings,
+    p: &Preemptor<'_>,
+    fr: &FlavorResource,
+    val: i64,
+) -> (PreemptionMode, u8) {
+    let usage: Usage = [(fr.clone(), val)].into();
+    let need: BTreeSet<FlavorResource> = [fr.clone()].into();
+    let found = targets(snap, holdings, p, &usage, &need);
+    let cq = &p.cq.name;
+    if found.is_empty() {
+        return (PreemptionMode::NoCandidates, snap.borrow_level(cq, fr, val));
+    }
+    for t in &found {
+        snap.remove(&t.cluster_queue, &t.usage);
+    }
+    let borrow = snap.borrow_level(cq, fr, val);
+    for t in &found {
+        snap.add(&t.cluster_queue, &t.usage);
+    }
+    let mode = if found.iter().any(|t| &t.cluster_queue == cq) {
+        PreemptionMode::Preempt
+    } else {
+        PreemptionMode::Reclaim
+    };
+    (mode, borrow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queueing::cluster_queue::{FlavorQuotas, Preemption, ResourceGroup, ResourceQuota};
+
+    struct Fixed(Vec<(String, String, i32, i64, bool, Usage)>);
+
+    impl Holdings for Fixed {
+        fn holders<'s>(&'s self, cq: &str) -> Vec<Holder<'s>> {
+            self.0
+                .iter()
+                .filter(|w| w.1 == cq)
+                .map(|(key, cq, prio, at, evicting, usage)| Holder {
+                    key,
+                    cluster_queue: cq,
+                    priority: *prio,
+                    created: 0,
+                    uid: key,
+                    reserved_at: *at,
+                    evicting: *evicting,
+                    usage,
+                })
+                .collect()
+        }
+    }
+
+    fn fr() -> FlavorResource {
+        FlavorResource::new("f", "cpu")
+    }
+
+    fn cpu(v: i64) -> Usage {
+        [(fr(), v)].into()
+    }
+
+    fn cq(
+        name: &str,
+        nominal: i64,
+        within: PreemptionPolicy,
+        reclaim: PreemptionPolicy,
+    ) -> ClusterQueue {
+        ClusterQueue {
+            name: name.into(),
+            cohort: Some("c".into()),
+            queueing_strategy: Default::default(),
+            namespace_selector: Some(Default::default()),
+            resource_groups: vec![ResourceGroup {
+                covered_resources: vec!["cpu".into()],
+                flavors: vec![FlavorQuotas {
+                    name: "f".into(),
+                    resources: vec![ResourceQuota {
+                        name: "cpu".into(),
+                        nominal,
+                        borrowing_limit: None,
+                        lending_limit: None,
+                    }],
+                }],
+            }],
+            preemption: Preemption {
+                within_cluster_queue: within,
+                reclaim_within_cohort: reclaim,
+            },
+            flavor_fungibility: Default::default(),
+            stop_policy: Default::default(),
+        }
+    }
+
+    fn holder(
+        key: &str,
+        cq: &str,
+        prio: i32,
+        at: i64,
+        v: i64,
+    ) -> (String, String, i32, i64, bool, Usage) {
+        (key.into(), cq.into(), prio, at, false, cpu(v))
+    }
+
+    fn setup(holders: &Fixed, queues: &[ClusterQueue]) -> QuotaTree {
+        let usage: Vec<(&str, &Usage)> = holders.0.iter().map(|h| (h.1.as_str(), &h.5)).collect();
+        QuotaTree::build(queues, usage)
+    }
+
+    #[test]
+    fn within_queue_takes_the_fewest_lowest_newest() {
+        use PreemptionPolicy::*;
+        let queues = [cq("a", 10, LowerPriority, Never)];
+        let holders = Fixed(vec![
+            holder("ns/low-old", "a", 1, 1, 3),
+            holder("ns/low-new", "a", 1, 2, 3),
+            holder("ns/mid", "a", 5, 3, 4),
+        ]);
+        let mut snap = setup(&holders, &queues);
+        let p = Preemptor {
+            key: "ns/p",
+            cq: &queues[0],
+            priority: 10,
+            created: 0,
+        };
+        let need = [fr()].into();
+        let t = targets(&mut snap, &holders, &p, &cpu(3), &need);
+        let keys: Vec<_> = t.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ["ns/low-new"]);
+        assert_eq!(t[0].reason, PreemptedReason::InClusterQueue);
+        // Needing 7: both low ones (6) are not enough, so mid goes too, and
+        // the fill-back returns the older low one.
+        let t = targets(&mut snap, &holders, &p, &cpu(7), &need);
+        let mut keys: Vec<_> = t.iter().map(|t| t.key.as_str()).collect();
+        keys.sort();
+        assert_eq!(keys, ["ns/low-new", "ns/mid"]);
+        // The snapshot is left as found.
+        assert_eq!(snap.usage("a", &fr()), 10);
+        // Equal priority is never a victim under LowerPriority.
+        let p5 = Preemptor { priority: 5, ..p };
+        let t = targets(&mut snap, &holders, &p5, &cpu(10), &need);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn reclaim_takes_from_borrowers_only() {
+        use PreemptionPolicy::*;
+        let queues = [
+            cq("a", 10, Never, Any),
+            cq("b", 10, Never, Any),
+            cq("c", 10, Never, Any),
+        ];
+        // b borrows 5 from a's quota; c is within its nominal.
+        let holders = Fixed(vec![
+            holder("ns/b1", "b", 100, 1, 10),
+            holder("ns/b2", "b", 100, 2, 5),
+            holder("ns/c1", "c", 0, 3, 10),
+        ]);
+        let mut snap = setup(&holders, &queues);
+        let p = Preemptor {
+            key: "ns/p",
+            cq: &queues[0],
+            priority: 0,
+            created: 0,
+        };
+        let need = [fr()].into();
+        let t = targets(&mut snap, &holders, &p, &cpu(10), &need);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].key, "ns/b2");
+        assert_eq!(t[0].reason, PreemptedReason::InCohortReclamation);
+        let (mode, borrow) = simulate(&mut snap, &holders, &p, &fr(), 10);
+        assert_eq!((mode, borrow), (PreemptionMode::Reclaim, 0));
+        // More than a's nominal cannot be reclaimed.
+        let t = targets(&mut snap, &holders, &p, &cpu(11), &need);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn already_evicting_candidates_come_first() {
+        use PreemptionPolicy::*;
+        let queues = [cq("a", 10, LowerPriority, Never)];
+        let mut going = holder("ns/going", "a", 5, 1, 5);
+        going.4 = true;
+        let holders = Fixed(vec![holder("ns/low", "a", 1, 2, 5), going]);
+        let mut snap = setup(&holders, &queues);
+        let p = Preemptor {
+            key: "ns/p",
+            cq: &queues[0],
+            priority: 10,
+            created: 0,
+        };
+        let t = targets(&mut snap, &holders, &p, &cpu(5), &[fr()].into());
+        assert_eq!(
+            t.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(),
+            ["ns/going"]
+        );
+    }
+}

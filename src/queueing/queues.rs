@@ -1,0 +1,168 @@
+//! The pending workloads of one ClusterQueue (`pkg/cache/queue/cluster_queue.go`):
+//! an ordered queue, the set-aside (inadmissible) workloads, and the sticky
+//! preemptor that keeps its place while its victims are being evicted.
+
+use std::cmp::Reverse;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::workload::Workload;
+
+/// Queue order: higher priority, then older, then UID; the key only keeps
+/// distinct workloads distinct, and the shape rides along for
+/// [`PendingQueue::set_aside_matching`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct QueueOrder {
+    priority: Reverse<i32>,
+    created: i64,
+    // Shared: entries move between the queue and the set-aside set often.
+    uid: Arc<str>,
+    pub key: Arc<str>,
+    pub shape: u64,
+}
+
+impl QueueOrder {
+    pub fn of(wl: &Workload) -> Self {
+        QueueOrder {
+            priority: Reverse(wl.priority),
+            created: wl.created,
+            uid: wl.uid.as_str().into(),
+            key: wl.key().into(),
+            shape: wl.shape_hash(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct PendingQueue {
+    queued: BTreeSet<QueueOrder>,
+    /// Set aside after failing to fit (BestEffortFIFO), until quota frees up.
+    inadmissible: BTreeSet<QueueOrder>,
+    /// A BestEffortFIFO preemptor waiting for its victims: popped first.
+    sticky: Option<String>,
+}
+
+impl PendingQueue {
+    pub fn push(&mut self, order: QueueOrder) {
+        self.queued.insert(order);
+    }
+
+    pub fn set_aside(&mut self, order: QueueOrder) {
+        self.inadmissible.insert(order);
+    }
+
+    /// Forgets the workload wherever it waits.
+    pub fn remove(&mut self, order: &QueueOrder) {
+        self.queued.remove(order);
+        self.inadmissible.remove(order);
+        if self.sticky.as_deref() == Some(&*order.key) {
+            self.sticky = None;
+        }
+    }
+
+    pub fn make_sticky(&mut self, key: &str) {
+        self.sticky = Some(key.to_string());
+    }
+
+    pub fn clear_sticky(&mut self, key: &str) {
+        if self.sticky.as_deref() == Some(key) {
+            self.sticky = None;
+        }
+    }
+
+    /// The next workload to try: the sticky preemptor if it is queued, else
+    /// the first in order.
+    pub fn pop(&mut self) -> Option<QueueOrder> {
+        if let Some(key) = &self.sticky {
+            if let Some(order) = self.queued.iter().find(|o| *o.key == **key).cloned() {
+                self.queued.remove(&order);
+                return Some(order);
+            }
+        }
+        self.queued.pop_first()
+    }
+
+    /// Moves every set-aside workload back into the queue.
+    pub fn requeue_inadmissible(&mut self) -> bool {
+        if self.inadmissible.is_empty() {
+            return false;
+        }
+        self.queued.append(&mut self.inadmissible);
+        true
+    }
+
+    /// Sets aside the queued workloads `same` picks (those that would fail
+    /// like the head that just failed).
+    pub fn set_aside_matching(&mut self, mut same: impl FnMut(&QueueOrder) -> bool) {
+        let inadmissible = &mut self.inadmissible;
+        self.queued.retain(|o| {
+            let keep = !same(o);
+            if !keep {
+                inadmissible.insert(o.clone());
+            }
+            keep
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.queued.len() + self.inadmissible.len()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.queued
+            .iter()
+            .chain(&self.inadmissible)
+            .map(|o| &*o.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(name: &str, priority: i32, created: i64, uid: &str) -> QueueOrder {
+        QueueOrder {
+            priority: Reverse(priority),
+            created,
+            uid: uid.into(),
+            key: format!("ns/{name}").into(),
+            shape: 0,
+        }
+    }
+
+    #[test]
+    fn priority_then_age_then_uid() {
+        let mut q = PendingQueue::default();
+        q.push(order("old-low", 1, 10, "a"));
+        q.push(order("new-high", 5, 30, "b"));
+        q.push(order("old-high-z", 5, 20, "z"));
+        q.push(order("old-high-c", 5, 20, "c"));
+        let popped: Vec<_> = std::iter::from_fn(|| q.pop())
+            .map(|o| o.key.to_string())
+            .collect();
+        assert_eq!(
+            popped,
+            [
+                "ns/old-high-c",
+                "ns/old-high-z",
+                "ns/new-high",
+                "ns/old-low"
+            ]
+        );
+    }
+
+    #[test]
+    fn sticky_preemptor_comes_first_and_set_aside_comes_back() {
+        let mut q = PendingQueue::default();
+        q.push(order("a", 5, 1, "a"));
+        q.push(order("b", 1, 1, "b"));
+        q.make_sticky("ns/b");
+        assert_eq!(&*q.pop().unwrap().key, "ns/b");
+        let a = q.pop().unwrap();
+        q.set_aside(a.clone());
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.len(), 1);
+        assert!(q.requeue_inadmissible());
+        assert_eq!(q.pop(), Some(a));
+    }
+}

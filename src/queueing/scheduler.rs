@@ -1,0 +1,831 @@
+//! The engine: objects and events in, admission cycles out
+//! (`pkg/scheduler/scheduler.go` and the parts of the queue manager and
+//! workload controller that decide).
+//!
+//! The shell feeds every change it observes through the `upsert_*`,
+//! `delete_*` and confirmation methods, and calls [`Engine::schedule`] to
+//! run a cycle. A cycle pops one head per active ClusterQueue, assigns
+//! flavors against a snapshot of the quota, orders the entries (less
+//! borrowing, higher priority, older first) and admits them one by one on
+//! that snapshot, so admissions in one cycle never add up past quota.
+//!
+//! An admission is *assumed* as soon as it is decided: its quota counts
+//! until the shell reports it written ([`Engine::confirm_admission`]) or
+//! failed ([`Engine::reject_admission`]). An eviction keeps counting until
+//! the shell reports the job stopped ([`Engine::confirm_eviction`]). That
+//! is what makes "write state before acting on it" safe on both sides, and
+//! why [`Engine::rebuild`] from the API's objects counts every workload
+//! with `status.admission` as holding quota.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{
+    cluster_queue::{
+        ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue, ResourceUsage,
+    },
+    flavors::ResourceFlavor,
+    queues::{PendingQueue, QueueOrder},
+    quota::{FlavorResource, QuotaTree, Usage},
+    workload::{Admission, Workload},
+};
+
+/// Why a workload holds no quota (`QuotaReserved=False` reasons, v1beta2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PendingReason {
+    /// Some quota is missing; it may free up.
+    WaitingForQuota,
+    /// No flavor is compatible with the pod sets.
+    NoMatchingFlavor,
+    /// More than the ClusterQueue could ever hold.
+    ExceedsMaxQuota,
+    /// Preemptions were issued; waiting for the victims to stop.
+    WaitingForPreemptedWorkloads,
+    /// The ClusterQueue or LocalQueue is stopped or inactive.
+    Suspended,
+    /// The queue setup does not admit it (missing LocalQueue or
+    /// ClusterQueue, namespace not selected).
+    Misconfigured,
+}
+
+impl PendingReason {
+    /// The granular reason (Kueue's `UnadmittedWorkloadsObservability`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PendingReason::WaitingForQuota => "WaitingForQuota",
+            PendingReason::NoMatchingFlavor => "NoMatchingFlavor",
+            PendingReason::ExceedsMaxQuota => "ExceedsMaxQuota",
+            PendingReason::WaitingForPreemptedWorkloads => "WaitingForPreemptedWorkloads",
+            PendingReason::Suspended => "Suspended",
+            PendingReason::Misconfigured => "Misconfigured",
+        }
+    }
+
+    /// The reason Kueue writes while that feature gate is off (its default
+    /// up to v0.19): `Pending` from the scheduler, `Inadmissible` from the
+    /// queue setup.
+    pub fn legacy_str(self) -> &'static str {
+        match self {
+            PendingReason::Suspended | PendingReason::Misconfigured => "Inadmissible",
+            _ => "Pending",
+        }
+    }
+
+    /// Kueue's `reasonSeverity`, for picking one reason among flavors.
+    pub(crate) fn severity(self) -> u8 {
+        match self {
+            PendingReason::NoMatchingFlavor => 4,
+            PendingReason::ExceedsMaxQuota => 3,
+            PendingReason::WaitingForQuota => 2,
+            _ => 0,
+        }
+    }
+}
+
+/// `Evicted=True` reasons the engine issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EvictionReason {
+    Preempted,
+    Deactivated,
+    ClusterQueueStopped,
+    LocalQueueStopped,
+}
+
+impl EvictionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvictionReason::Preempted => "Preempted",
+            EvictionReason::Deactivated => "Deactivated",
+            EvictionReason::ClusterQueueStopped => "ClusterQueueStopped",
+            EvictionReason::LocalQueueStopped => "LocalQueueStopped",
+        }
+    }
+}
+
+/// `Preempted=True` reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PreemptedReason {
+    InClusterQueue,
+    InCohortReclamation,
+}
+
+impl PreemptedReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptedReason::InClusterQueue => "InClusterQueue",
+            PreemptedReason::InCohortReclamation => "InCohortReclamation",
+        }
+    }
+
+    /// The phrase Kueue puts in the preemption message.
+    fn human(self) -> &'static str {
+        match self {
+            PreemptedReason::InClusterQueue => "prioritization in the ClusterQueue",
+            PreemptedReason::InCohortReclamation => "reclamation within the cohort",
+        }
+    }
+}
+
+/// What the shell must write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Set `status.admission` (and `QuotaReserved`/`Admitted`), then start
+    /// the job; report the write with `confirm_admission`/`reject_admission`.
+    Admit {
+        workload: String,
+        admission: Admission,
+    },
+    /// Set `Evicted=True` (and `Preempted=True` when `preempted_reason` is
+    /// set) and stop the job; report with `confirm_eviction`.
+    Evict {
+        workload: String,
+        reason: EvictionReason,
+        message: String,
+        preempted_reason: Option<PreemptedReason>,
+    },
+    /// Set `QuotaReserved=False` with this reason and message. Only issued
+    /// when they change.
+    Pending {
+        workload: String,
+        reason: PendingReason,
+        message: String,
+    },
+}
+
+/// The result of one [`Engine::schedule`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cycle {
+    pub decisions: Vec<Decision>,
+    /// Status of every ClusterQueue whose status changed since last reported.
+    pub statuses: Vec<ClusterQueueStatus>,
+    /// Something moved (an admission, an eviction, a head set aside): run
+    /// another cycle now. Otherwise wait for an event, or back off (Kueue
+    /// retries after 1–10 ms) while StrictFIFO heads are blocked.
+    pub progress: bool,
+}
+
+/// Everything the engine is rebuilt from after a restart.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterObjects {
+    pub flavors: Vec<ResourceFlavor>,
+    pub cluster_queues: Vec<ClusterQueue>,
+    pub local_queues: Vec<LocalQueue>,
+    /// Namespace name and labels.
+    pub namespaces: Vec<(String, BTreeMap<String, String>)>,
+    pub workloads: Vec<Workload>,
+}
+
+#[derive(Debug, Clone)]
+struct Holding {
+    cq: String,
+    usage: Usage,
+    admission: Admission,
+    reserved_at: i64,
+    /// The shell wrote the admission (or it came from the API).
+    confirmed: bool,
+    evicting: bool,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    /// In no queue: inactive, or its queues are missing or stopped.
+    Parked,
+    Queued {
+        cq: String,
+    },
+    Holding(Holding),
+}
+
+#[derive(Debug, Clone)]
+struct Record {
+    wl: Workload,
+    state: State,
+    /// The pending status to report, and the one last reported.
+    pending: Option<(PendingReason, String)>,
+    reported: Option<(PendingReason, String)>,
+}
+
+/// The queueing engine. Pure: time comes in as a parameter of
+/// [`Engine::schedule`], decisions go out as values.
+#[derive(Debug, Default)]
+pub struct Engine {
+    flavors: BTreeMap<String, ResourceFlavor>,
+    cluster_queues: BTreeMap<String, ClusterQueue>,
+    local_queues: BTreeMap<(String, String), LocalQueue>,
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    workloads: BTreeMap<String, Record>,
+    /// Keys of the workloads holding quota, by ClusterQueue name (also for
+    /// queues that were deleted under them).
+    holders: BTreeMap<String, BTreeSet<String>>,
+    /// Pending workloads of every existing ClusterQueue.
+    queues: BTreeMap<String, PendingQueue>,
+    quota: QuotaTree,
+    /// Workloads whose pending status changed since the last cycle.
+    dirty: BTreeSet<String>,
+    /// Holding workloads that may have to be evicted (drain, deactivation).
+    drain: BTreeSet<String>,
+    reported_status: BTreeMap<String, ClusterQueueStatus>,
+}
+
+/// The ClusterQueue's path in messages: `/cohort/queue` or `/queue`.
+fn cq_path(cq: &str, cohort: Option<&str>) -> String {
+    match cohort {
+        Some(c) => format!("/{c}/{cq}"),
+        None => format!("/{cq}"),
+    }
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        Engine::default()
+    }
+
+    /// The engine after a restart: every workload with `status.admission`
+    /// holds its quota again, everything else queues.
+    pub fn rebuild(objects: ClusterObjects) -> Self {
+        let mut e = Engine::new();
+        for f in objects.flavors {
+            e.flavors.insert(f.name.clone(), f);
+        }
+        for cq in objects.cluster_queues {
+            e.queues.entry(cq.name.clone()).or_default();
+            e.cluster_queues.insert(cq.name.clone(), cq);
+        }
+        for lq in objects.local_queues {
+            e.local_queues
+                .insert((lq.namespace.clone(), lq.name.clone()), lq);
+        }
+        for (name, labels) in objects.namespaces {
+            e.namespaces.insert(name, labels);
+        }
+        e.rebuild_quota();
+        for wl in objects.workloads {
+            e.upsert_workload(wl);
+        }
+        e
+    }
+
+    // ---- events: configuration -------------------------------------------
+
+    pub fn upsert_flavor(&mut self, flavor: ResourceFlavor) {
+        if self.flavors.get(&flavor.name) == Some(&flavor) {
+            return; // an echo of a status write: nothing to redo
+        }
+        self.flavors.insert(flavor.name.clone(), flavor);
+        self.after_flavor_change();
+    }
+
+    pub fn delete_flavor(&mut self, name: &str) {
+        if self.flavors.remove(name).is_some() {
+            self.after_flavor_change();
+        }
+    }
+
+    fn after_flavor_change(&mut self) {
+        let names: Vec<String> = self.cluster_queues.keys().cloned().collect();
+        for cq in &names {
+            self.refresh_queued_status(cq);
+        }
+        self.requeue_inadmissible(names.iter().map(String::as_str));
+    }
+
+    pub fn upsert_cluster_queue(&mut self, cq: ClusterQueue) {
+        if self.cluster_queues.get(&cq.name) == Some(&cq) {
+            return; // status writes come back as updates; only spec changes count
+        }
+        let name = cq.name.clone();
+        let old_cohort = self
+            .cluster_queues
+            .get(&name)
+            .and_then(|c| c.cohort.clone());
+        let is_new = !self.cluster_queues.contains_key(&name);
+        self.queues.entry(name.clone()).or_default();
+        self.cluster_queues.insert(name.clone(), cq);
+        self.rebuild_quota();
+        if is_new {
+            self.replace_all();
+        }
+        self.refresh_queued_status(&name);
+        let holders: Vec<String> = self
+            .holders
+            .get(&name)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        self.drain.extend(holders);
+        // New quota (or cohort) can fit what was set aside, here and in
+        // the cohorts the queue left and joined.
+        let mut affected: BTreeSet<String> = [name.clone()].into();
+        for cohort in old_cohort
+            .iter()
+            .chain(self.cluster_queues[&name].cohort.iter())
+        {
+            affected.extend(self.members(cohort));
+        }
+        self.requeue_inadmissible(affected.iter().map(String::as_str));
+    }
+
+    pub fn delete_cluster_queue(&mut self, name: &str) {
+        let Some(old) = self.cluster_queues.remove(name) else {
+            return;
+        };
+        self.queues.remove(name);
+        self.rebuild_quota();
+        self.replace_all();
+        if let Some(cohort) = &old.cohort {
+            let peers = self.members(cohort);
+            self.requeue_inadmissible(peers.iter().map(String::as_str));
+        }
+    }
+
+    pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
+        let key = (lq.namespace.clone(), lq.name.clone());
+        if self.local_queues.get(&key) == Some(&lq) {
+            return;
+        }
+        self.local_queues.insert(key.clone(), lq);
+        self.after_local_queue_change(&key);
+    }
+
+    pub fn delete_local_queue(&mut self, namespace: &str, name: &str) {
+        let key = (namespace.to_string(), name.to_string());
+        if self.local_queues.remove(&key).is_some() {
+            self.after_local_queue_change(&key);
+        }
+    }
+
+    fn after_local_queue_change(&mut self, (ns, name): &(String, String)) {
+        let members: Vec<String> = self
+            .workloads
+            .values()
+            .filter(|r| &r.wl.namespace == ns && &r.wl.queue_name == name)
+            .map(|r| r.wl.key())
+            .collect();
+        for key in members {
+            self.place(&key);
+            self.drain.insert(key);
+        }
+    }
+
+    pub fn upsert_namespace(&mut self, name: &str, labels: BTreeMap<String, String>) {
+        if self.namespaces.get(name) == Some(&labels) {
+            return;
+        }
+        self.namespaces.insert(name.to_string(), labels);
+        let all: Vec<String> = self.queues.keys().cloned().collect();
+        self.requeue_inadmissible(all.iter().map(String::as_str));
+    }
+
+    pub fn delete_namespace(&mut self, name: &str) {
+        self.namespaces.remove(name);
+    }
+
+    // ---- events: workloads -----------------------------------------------
+
+    /// A workload was created or changed (including its `status.admission`
+    /// as written by anyone).
+    pub fn upsert_workload(&mut self, wl: Workload) {
+        let key = wl.key();
+        if wl.finished {
+            self.finish_workload(&key);
+            return;
+        }
+        if self.workloads.get(&key).is_some_and(|r| r.wl == wl) {
+            // Unchanged (e.g. our own Pending write coming back): keep its
+            // place, stickiness and set-aside state.
+            return;
+        }
+        let Some(rec) = self.workloads.get_mut(&key) else {
+            let admission = wl.admission.clone();
+            let created = wl.created;
+            self.workloads.insert(
+                key.clone(),
+                Record {
+                    wl,
+                    state: State::Parked,
+                    pending: None,
+                    reported: None,
+                },
+            );
+            match admission {
+                Some(a) => self.hold(&key, a, created, true),
+                None => self.place(&key),
+            }
+            return;
+        };
+        match &mut rec.state {
+            State::Holding(h) => {
+                let ours = h.admission.clone();
+                let confirmed = h.confirmed;
+                let incoming = wl.admission.clone();
+                rec.wl = wl;
+                match incoming {
+                    // The admission was cleared after its eviction.
+                    None if confirmed => self.requeue_after_release(&key),
+                    // Our own write has not come back through the watch yet.
+                    None => {}
+                    Some(a) if a == ours => {
+                        if let Some(State::Holding(h)) =
+                            self.workloads.get_mut(&key).map(|r| &mut r.state)
+                        {
+                            h.confirmed = true;
+                        }
+                    }
+                    // Someone else's admission is the truth.
+                    Some(a) => {
+                        let at = self.workloads[&key].wl.created;
+                        self.release(&key);
+                        self.hold(&key, a, at, true);
+                    }
+                }
+                self.drain.insert(key);
+            }
+            State::Queued { .. } | State::Parked => {
+                self.unqueue(&key);
+                if let Some(rec) = self.workloads.get_mut(&key) {
+                    rec.wl = wl;
+                }
+                match self.workloads[&key].wl.admission.clone() {
+                    Some(a) => {
+                        let at = self.workloads[&key].wl.created;
+                        self.hold(&key, a, at, true);
+                    }
+                    None => self.place(&key),
+                }
+            }
+        }
+    }
+
+    pub fn delete_workload(&mut self, key: &str) {
+        self.finish_workload(key);
+    }
+
+    /// The workload finished (or is gone): its quota is released and it is
+    /// forgotten.
+    pub fn finish_workload(&mut self, key: &str) {
+        if !self.workloads.contains_key(key) {
+            return;
+        }
+        self.unqueue(key);
+        self.release(key);
+        self.workloads.remove(key);
+        self.dirty.remove(key);
+        self.drain.remove(key);
+    }
+
+    /// The shell wrote an `Admit` decision.
+    pub fn confirm_admission(&mut self, key: &str) {
+        if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
+            h.confirmed = true;
+        }
+    }
+
+    /// The shell could not write an `Admit` decision: forget the assumption
+    /// and queue the workload again.
+    pub fn reject_admission(&mut self, key: &str) {
+        let assumed = matches!(
+            self.workloads.get(key).map(|r| &r.state),
+            Some(State::Holding(Holding {
+                confirmed: false,
+                ..
+            }))
+        );
+        if assumed {
+            self.requeue_after_release(key);
+        }
+    }
+
+    /// The evicted workload's job is stopped and its admission cleared: the
+    /// quota is free and the workload queues again (if still active).
+    pub fn confirm_eviction(&mut self, key: &str) {
+        let evicting = matches!(
+            self.workloads.get(key).map(|r| &r.state),
+            Some(State::Holding(Holding { evicting: true, .. }))
+        );
+        if evicting {
+            if let Some(rec) = self.workloads.get_mut(key) {
+                rec.wl.admission = None;
+            }
+            self.requeue_after_release(key);
+        }
+    }
+
+    // ---- queries ---------------------------------------------------------
+
+    pub fn cluster_queue_status(&self, name: &str) -> Option<ClusterQueueStatus> {
+        let cq = self.cluster_queues.get(name)?;
+        let holders = self.holders.get(name);
+        let admitted = holders
+            .into_iter()
+            .flatten()
+            .filter(|k| {
+                matches!(
+                    self.workloads.get(*k).map(|r| &r.state),
+                    Some(State::Holding(Holding {
+                        confirmed: true,
+                        ..
+                    }))
+                )
+            })
+            .count();
+        let mut flavors_usage = Vec::new();
+        for g in &cq.resource_groups {
+            for f in &g.flavors {
+                let resources = f
+                    .resources
+                    .iter()
+                    .map(|r| {
+                        let fr = FlavorResource::new(&f.name, &r.name);
+                        let total = self.quota.usage(name, &fr);
+                        ResourceUsage {
+                            name: r.name.clone(),
+                            total,
+                            borrowed: (total - r.nominal).max(0),
+                        }
+                    })
+                    .collect();
+                flavors_usage.push(FlavorUsage {
+                    name: f.name.clone(),
+                    resources,
+                });
+            }
+        }
+        Some(ClusterQueueStatus {
+            name: name.to_string(),
+            pending_workloads: self.queues.get(name).map_or(0, PendingQueue::len),
+            reserving_workloads: holders.map_or(0, BTreeSet::len),
+            admitted_workloads: admitted,
+            flavors_usage,
+            active: self.active_condition(cq),
+        })
+    }
+
+    /// Keys of the workloads waiting in the ClusterQueue.
+    pub fn pending_workloads(&self, cq: &str) -> Vec<String> {
+        self.queues
+            .get(cq)
+            .map(|q| q.keys().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
+    /// The admission a workload holds quota with, if any.
+    pub fn admission(&self, key: &str) -> Option<&Admission> {
+        match &self.workloads.get(key)?.state {
+            State::Holding(h) => Some(&h.admission),
+            _ => None,
+        }
+    }
+
+    fn missing_flavors(&self, cq: &ClusterQueue) -> Vec<String> {
+        cq.flavor_names()
+            .into_iter()
+            .filter(|f| !self.flavors.contains_key(*f))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn is_active(&self, cq: &ClusterQueue) -> bool {
+        !cq.stop_policy.is_stopped() && self.missing_flavors(cq).is_empty()
+    }
+
+    fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
+        let mut reasons = Vec::new();
+        let mut messages = Vec::new();
+        if cq.stop_policy.is_stopped() {
+            reasons.push("Stopped");
+            messages.push("is stopped".to_string());
+        }
+        let missing = self.missing_flavors(cq);
+        if !missing.is_empty() {
+            reasons.push("FlavorNotFound");
+            messages.push(format!(
+                "references missing ResourceFlavor(s): {}",
+                missing.join(",")
+            ));
+        }
+        match reasons.first() {
+            None => ActiveCondition {
+                status: true,
+                reason: "Ready",
+                message: "Can admit new workloads".into(),
+            },
+            Some(reason) => ActiveCondition {
+                status: false,
+                reason,
+                message: format!("Can't admit new workloads: {}.", messages.join(", ")),
+            },
+        }
+    }
+
+    // ---- bookkeeping -----------------------------------------------------
+
+    fn members(&self, cohort: &str) -> Vec<String> {
+        self.cluster_queues
+            .values()
+            .filter(|c| c.cohort.as_deref() == Some(cohort))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    fn rebuild_quota(&mut self) {
+        let usage: Vec<(&str, &Usage)> = self
+            .workloads
+            .values()
+            .filter_map(|r| match &r.state {
+                State::Holding(h) => Some((h.cq.as_str(), &h.usage)),
+                _ => None,
+            })
+            .collect();
+        self.quota = QuotaTree::build(self.cluster_queues.values(), usage);
+    }
+
+    fn set_pending(&mut self, key: &str, status: Option<(PendingReason, String)>) {
+        if let Some(rec) = self.workloads.get_mut(key) {
+            rec.pending = status;
+            self.dirty.insert(key.to_string());
+        }
+    }
+
+    /// Takes the workload out of whatever queue it waits in.
+    fn unqueue(&mut self, key: &str) {
+        let Some(rec) = self.workloads.get_mut(key) else {
+            return;
+        };
+        if let State::Queued { cq } = &rec.state {
+            if let Some(q) = self.queues.get_mut(cq) {
+                q.remove(&QueueOrder::of(&rec.wl));
+            }
+            rec.state = State::Parked;
+        }
+    }
+
+    /// Puts a workload that holds no quota where it belongs: the queue of
+    /// its LocalQueue's ClusterQueue, or parked with the reason why not.
+    fn place(&mut self, key: &str) {
+        let Some(rec) = self.workloads.get(key) else {
+            return;
+        };
+        if matches!(rec.state, State::Holding(_)) {
+            return;
+        }
+        let wl = &rec.wl;
+        let lq = self
+            .local_queues
+            .get(&(wl.namespace.clone(), wl.queue_name.clone()));
+        let target = if !wl.active {
+            Err(None)
+        } else {
+            match lq {
+                None => Err(Some((
+                    PendingReason::Misconfigured,
+                    format!("LocalQueue {} doesn't exist", wl.queue_name),
+                ))),
+                Some(lq) if lq.stop_policy.is_stopped() => Err(Some((
+                    PendingReason::Suspended,
+                    format!("LocalQueue {} is stopped", lq.name),
+                ))),
+                Some(lq) => match self.cluster_queues.get(&lq.cluster_queue) {
+                    None => Err(Some((
+                        PendingReason::Misconfigured,
+                        format!("ClusterQueue {} doesn't exist", lq.cluster_queue),
+                    ))),
+                    Some(cq) => Ok(cq.name.clone()),
+                },
+            }
+        };
+        let current = match &rec.state {
+            State::Queued { cq } => Some(cq.clone()),
+            _ => None,
+        };
+        match target {
+            Ok(cq) if current.as_ref() == Some(&cq) => {}
+            Ok(cq) => {
+                self.unqueue(key);
+                let order = QueueOrder::of(&self.workloads[key].wl);
+                if let Some(q) = self.queues.get_mut(&cq) {
+                    q.push(order);
+                }
+                if let Some(rec) = self.workloads.get_mut(key) {
+                    rec.state = State::Queued { cq: cq.clone() };
+                }
+                let inactive = self
+                    .cluster_queues
+                    .get(&cq)
+                    .and_then(|c| self.inactive_status(c));
+                if inactive.is_some() {
+                    self.set_pending(key, inactive);
+                }
+            }
+            Err(why) => {
+                self.unqueue(key);
+                if why.is_some() {
+                    self.set_pending(key, why);
+                }
+            }
+        }
+    }
+
+    fn replace_all(&mut self) {
+        let keys: Vec<String> = self.workloads.keys().cloned().collect();
+        for key in keys {
+            self.place(&key);
+        }
+    }
+
+    /// Why a queued workload of an inactive ClusterQueue waits.
+    fn inactive_status(&self, cq: &ClusterQueue) -> Option<(PendingReason, String)> {
+        if cq.stop_policy.is_stopped() {
+            Some((
+                PendingReason::Suspended,
+                format!("ClusterQueue {} is stopped", cq.name),
+            ))
+        } else if !self.is_active(cq) {
+            Some((
+                PendingReason::Suspended,
+                format!("ClusterQueue {} is inactive", cq.name),
+            ))
+        } else {
+            None
+        }
+    }
+
+    fn refresh_queued_status(&mut self, cq: &str) {
+        let Some(status) = self
+            .cluster_queues
+            .get(cq)
+            .and_then(|c| self.inactive_status(c))
+        else {
+            return;
+        };
+        let keys = self.pending_workloads(cq);
+        for key in keys {
+            self.set_pending(&key, Some(status.clone()));
+        }
+    }
+
+    /// Starts holding quota for an admission.
+    fn hold(&mut self, key: &str, admission: Admission, now: i64, confirmed: bool) {
+        self.unqueue(key);
+        let usage = admission.usage();
+        let cq = admission.cluster_queue.clone();
+        self.quota.add(&cq, &usage);
+        self.holders
+            .entry(cq.clone())
+            .or_default()
+            .insert(key.to_string());
+        if let Some(rec) = self.workloads.get_mut(key) {
+            rec.state = State::Holding(Holding {
+                cq,
+                usage,
+                admission,
+                reserved_at: now,
+                confirmed,
+                evicting: false,
+            });
+            rec.pending = None;
+            rec.reported = None;
+        }
+        self.dirty.remove(key);
+        self.drain.insert(key.to_string());
+    }
+
+    /// Stops holding quota and lets set-aside workloads of the queue and
+    /// its cohort try again. The workload itself is left parked.
+    fn release(&mut self, key: &str) {
+        let Some(rec) = self.workloads.get_mut(key) else {
+            return;
+        };
+        let State::Holding(h) = std::mem::replace(&mut rec.state, State::Parked) else {
+            return;
+        };
+        self.quota.remove(&h.cq, &h.usage);
+        if let Some(set) = self.holders.get_mut(&h.cq) {
+            set.remove(key);
+            if set.is_empty() {
+                self.holders.remove(&h.cq);
+            }
+        }
+        let mut affected = vec![h.cq.clone()];
+        affected.extend(self.quota.cohort_peers(&h.cq).map(str::to_string));
+        self.requeue_inadmissible(affected.iter().map(String::as_str));
+    }
+
+    /// Releases the quota and queues the workload again.
+    fn requeue_after_release(&mut self, key: &str) {
+        self.release(key);
+        self.place(key);
+    }
+
+    fn requeue_inadmissible<'a>(&mut self, cqs: impl IntoIterator<Item = &'a str>) {
+        for cq in cqs {
+            if let Some(q) = self.queues.get_mut(cq) {
+                q.requeue_inadmissible();
+            }
+        }
+    }
+}
+
+mod cycle;
+
+#[cfg(test)]
+mod tests;

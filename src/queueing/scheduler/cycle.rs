@@ -1,0 +1,509 @@
+//! One admission cycle (`scheduler.schedule`): heads, snapshot,
+//! nomination, ordering, admission on the shared snapshot, requeueing —
+//! and the evictions the workload controller would issue (drain,
+//! deactivation), which the cycle hands out first.
+
+use std::collections::BTreeMap;
+
+use super::{
+    cq_path, Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State,
+};
+use crate::queueing::{
+    cluster_queue::{
+        ClusterQueue, ClusterQueueStatus, PreemptionPolicy, QueueingStrategy, StopPolicy,
+    },
+    flavors::{self, Assignment, AssignmentMode},
+    preemption::{self, Holder, Holdings, Preemptor, Target},
+    queues::{PendingQueue, QueueOrder},
+    quota::{FlavorResource, QuotaTree, Usage},
+};
+use crate::selector::{LabelSelector, NamespaceNameOnly};
+
+impl Engine {
+    /// Why a holding workload must be evicted now, if it must.
+    fn eviction_due(&self, rec: &Record, h: &Holding) -> Option<(EvictionReason, &'static str)> {
+        if !rec.wl.active {
+            return Some((EvictionReason::Deactivated, "The workload is deactivated"));
+        }
+        if self
+            .cluster_queues
+            .get(&h.cq)
+            .is_some_and(|c| c.stop_policy == StopPolicy::HoldAndDrain)
+        {
+            return Some((
+                EvictionReason::ClusterQueueStopped,
+                "The ClusterQueue is stopped",
+            ));
+        }
+        if self
+            .local_queues
+            .get(&(rec.wl.namespace.clone(), rec.wl.queue_name.clone()))
+            .is_some_and(|l| l.stop_policy == StopPolicy::HoldAndDrain)
+        {
+            return Some((
+                EvictionReason::LocalQueueStopped,
+                "The LocalQueue is stopped",
+            ));
+        }
+        None
+    }
+
+    fn issue_due_evictions(&mut self, out: &mut Vec<Decision>) {
+        for key in std::mem::take(&mut self.drain) {
+            let Some(rec) = self.workloads.get(&key) else {
+                continue;
+            };
+            let State::Holding(h) = &rec.state else {
+                continue;
+            };
+            if h.evicting {
+                continue;
+            }
+            if let Some((reason, message)) = self.eviction_due(rec, h) {
+                out.push(Decision::Evict {
+                    workload: key.clone(),
+                    reason,
+                    message: message.to_string(),
+                    preempted_reason: None,
+                });
+                self.mark_evicting(&key);
+            }
+        }
+    }
+
+    fn mark_evicting(&mut self, key: &str) {
+        if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
+            h.evicting = true;
+        }
+    }
+
+    fn namespace_selected(&self, cq: &ClusterQueue, namespace: &str) -> bool {
+        let Some(selector) = &cq.namespace_selector else {
+            return false; // nil selects no namespace
+        };
+        match self.namespaces.get(namespace) {
+            Some(labels) => selector.matches(labels),
+            // Not seen yet: its name label is all we know for sure.
+            None => LabelSelector::matches(selector, &NamespaceNameOnly(namespace)),
+        }
+    }
+
+    /// Runs one admission cycle at time `now` (ms since the epoch).
+    pub fn schedule(&mut self, now: i64) -> Cycle {
+        let mut cycle = Cycle::default();
+        self.issue_due_evictions(&mut cycle.decisions);
+
+        // 1. One head per active ClusterQueue.
+        let mut heads = Vec::new();
+        for (name, cq) in &self.cluster_queues {
+            if !self.is_active(cq) {
+                continue;
+            }
+            if let Some(order) = self.queues.get_mut(name).and_then(PendingQueue::pop) {
+                heads.push((name.clone(), order));
+            }
+        }
+
+        // 2–3. Nominate on a snapshot.
+        let mut snap = self.quota.clone();
+        let mut entries: Vec<Entry> = heads
+            .into_iter()
+            .filter(|(_, order)| self.workloads.contains_key(&*order.key))
+            .map(|(cq, order)| self.nominate(&mut snap, cq, order))
+            .collect();
+
+        // 4. Less borrowing, then higher priority, then older.
+        entries.sort_by(|a, b| {
+            let key = |e: &Entry| {
+                let wl = &self.workloads[&*e.order.key].wl;
+                (e.borrowing(), std::cmp::Reverse(wl.priority), wl.created)
+            };
+            key(a).cmp(&key(b))
+        });
+
+        // 5. Admit in order on the shared snapshot.
+        let mut preempted: BTreeMap<String, Target> = BTreeMap::new();
+        for entry in &mut entries {
+            self.process(entry, &mut snap, &mut preempted, now, &mut cycle.decisions);
+        }
+
+        // 6. Requeue what was not admitted.
+        for entry in entries {
+            cycle.progress |= self.requeue(entry);
+        }
+        self.report_pending(&mut cycle.decisions);
+        cycle.progress |= cycle
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Admit { .. } | Decision::Evict { .. }));
+        cycle.statuses = self.changed_statuses();
+        cycle
+    }
+
+    fn nominate(&self, snap: &mut QuotaTree, cq_name: String, order: QueueOrder) -> Entry {
+        let rec = &self.workloads[&*order.key];
+        let cq = &self.cluster_queues[&cq_name];
+        if !self.namespace_selected(cq, &rec.wl.namespace) {
+            return Entry {
+                cq: cq_name,
+                order,
+                assignment: None,
+                targets: Vec::new(),
+                outcome: Outcome::Pending {
+                    reason: PendingReason::Misconfigured,
+                    message: "Workload namespace doesn't match ClusterQueue selector".into(),
+                    requeue: Requeue::SetAside,
+                },
+            };
+        }
+        let holdings = HoldingsView(self);
+        let preemptor = Preemptor {
+            key: &order.key,
+            cq,
+            priority: rec.wl.priority,
+            created: rec.wl.created,
+        };
+        let mut oracle = |s: &mut QuotaTree, fr: &FlavorResource, val: i64| {
+            preemption::simulate(s, &holdings, &preemptor, fr, val)
+        };
+        let assignment = flavors::assign(&rec.wl, cq, &self.flavors, snap, &mut oracle);
+        let targets = if assignment.mode() == AssignmentMode::Preempt {
+            preemption::targets(
+                snap,
+                &holdings,
+                &preemptor,
+                &assignment.usage,
+                &assignment.needs_preemption(),
+            )
+        } else {
+            Vec::new()
+        };
+        Entry {
+            cq: cq_name,
+            order,
+            assignment: Some(assignment),
+            targets,
+            outcome: Outcome::Undecided,
+        }
+    }
+
+    fn process(
+        &mut self,
+        entry: &mut Entry,
+        snap: &mut QuotaTree,
+        preempted: &mut BTreeMap<String, Target>,
+        now: i64,
+        out: &mut Vec<Decision>,
+    ) {
+        let Some(assignment) = &entry.assignment else {
+            return;
+        };
+        let cq = &self.cluster_queues[&entry.cq];
+        let pending = |reason, message, requeue| Outcome::Pending {
+            reason,
+            message,
+            requeue,
+        };
+        let mode = assignment.mode();
+        if mode == AssignmentMode::NoFit {
+            entry.outcome = pending(
+                assignment
+                    .no_fit_reason
+                    .unwrap_or(PendingReason::WaitingForQuota),
+                assignment.message(),
+                Requeue::SetAsideAlike,
+            );
+            return;
+        }
+        if mode == AssignmentMode::Preempt && entry.targets.is_empty() {
+            // Nobody may be preempted yet. Unless the queue can always
+            // reclaim its quota later (reclaimWithinCohort: Any), keep the
+            // room it needs from the entries after it in this cycle, so that
+            // lower-priority borrowers do not take it first.
+            if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any {
+                reserve(snap, &entry.cq, assignment);
+            }
+            entry.outcome = pending(
+                PendingReason::WaitingForQuota,
+                assignment.message(),
+                Requeue::SetAsideAlike,
+            );
+            return;
+        }
+        if entry.targets.iter().any(|t| preempted.contains_key(&t.key)) {
+            entry.outcome = pending(
+                PendingReason::WaitingForQuota,
+                "Workload has overlapping preemption targets with another workload".into(),
+                Requeue::Immediately,
+            );
+            return;
+        }
+        if !fits_without(
+            snap,
+            &entry.cq,
+            &assignment.usage,
+            preempted.values().chain(&entry.targets),
+        ) {
+            entry.outcome = pending(
+                PendingReason::WaitingForQuota,
+                "Workload no longer fits after processing another workload".into(),
+                Requeue::Immediately,
+            );
+            return;
+        }
+        snap.add(&entry.cq, &assignment.usage);
+        if mode == AssignmentMode::Preempt {
+            let rec = &self.workloads[&*entry.order.key];
+            let uid = if rec.wl.uid.is_empty() {
+                "UNKNOWN"
+            } else {
+                &rec.wl.uid
+            };
+            let job_uid = rec
+                .wl
+                .job_uid
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or("UNKNOWN");
+            let preemptor_path = cq_path(&entry.cq, cq.cohort.as_deref());
+            let mut evictions = Vec::new();
+            for t in &entry.targets {
+                preempted.insert(t.key.clone(), t.clone());
+                let already = matches!(
+                    self.workloads.get(&t.key).map(|r| &r.state),
+                    Some(State::Holding(Holding { evicting: true, .. }))
+                );
+                if already {
+                    continue;
+                }
+                let preemptee_path =
+                    cq_path(&t.cluster_queue, self.quota.cohort_of(&t.cluster_queue));
+                evictions.push((t.key.clone(), Decision::Evict {
+                    workload: t.key.clone(),
+                    reason: EvictionReason::Preempted,
+                    message: format!(
+                        "Preempted to accommodate a workload (UID: {uid}, JobUID: {job_uid}) due to {}; preemptor path: {preemptor_path}; preemptee path: {preemptee_path}",
+                        t.reason.human()
+                    ),
+                    preempted_reason: Some(t.reason),
+                }));
+            }
+            entry.outcome = pending(
+                PendingReason::WaitingForPreemptedWorkloads,
+                format!(
+                    "{}. Pending the preemption of {} workload(s)",
+                    assignment.message(),
+                    entry.targets.len()
+                ),
+                Requeue::Sticky,
+            );
+            for (key, eviction) in evictions {
+                self.mark_evicting(&key);
+                out.push(eviction);
+            }
+            return;
+        }
+        // Fit: admit.
+        let admission = assignment.to_admission(&entry.cq);
+        out.push(Decision::Admit {
+            workload: entry.order.key.to_string(),
+            admission: admission.clone(),
+        });
+        self.hold(&entry.order.key, admission, now, false);
+        entry.outcome = Outcome::Admitted;
+    }
+
+    /// Puts a non-admitted head back; returns whether its queue moved on.
+    fn requeue(&mut self, entry: Entry) -> bool {
+        let Entry {
+            cq, order, outcome, ..
+        } = entry;
+        let key = order.key.clone();
+        let strategy = self.cluster_queues.get(&cq).map(|c| c.queueing_strategy);
+        let Some(q) = self.queues.get_mut(&cq) else {
+            return false;
+        };
+        match outcome {
+            Outcome::Admitted => {
+                q.clear_sticky(&key);
+                false // counted by its Admit decision
+            }
+            Outcome::Undecided => {
+                q.push(order);
+                false
+            }
+            Outcome::Pending {
+                reason,
+                message,
+                requeue,
+            } => {
+                let mut moved = false;
+                match (strategy, requeue) {
+                    (_, Requeue::SetAside) => {
+                        q.clear_sticky(&key);
+                        q.set_aside(order.clone());
+                        moved = true;
+                    }
+                    (Some(QueueingStrategy::BestEffortFIFO), Requeue::SetAsideAlike) => {
+                        q.clear_sticky(&key);
+                        // Same shape hash: a (2^-64) collision only sets a
+                        // workload aside until quota frees up again.
+                        q.set_aside_matching(|o| o.shape == order.shape);
+                        q.set_aside(order.clone());
+                        moved = true;
+                    }
+                    (Some(QueueingStrategy::BestEffortFIFO), Requeue::Sticky) => {
+                        q.make_sticky(&key);
+                        q.push(order.clone());
+                    }
+                    _ => {
+                        if requeue != Requeue::Sticky {
+                            q.clear_sticky(&key);
+                        }
+                        q.push(order.clone());
+                    }
+                }
+                self.set_pending(&key, Some((reason, message)));
+                moved
+            }
+        }
+    }
+
+    fn report_pending(&mut self, out: &mut Vec<Decision>) {
+        for key in std::mem::take(&mut self.dirty) {
+            let Some(rec) = self.workloads.get_mut(&key) else {
+                continue;
+            };
+            if matches!(rec.state, State::Holding(_)) || rec.pending == rec.reported {
+                continue;
+            }
+            if let Some((reason, message)) = rec.pending.clone() {
+                out.push(Decision::Pending {
+                    workload: key.clone(),
+                    reason,
+                    message,
+                });
+            }
+            rec.reported = rec.pending.clone();
+        }
+    }
+
+    fn changed_statuses(&mut self) -> Vec<ClusterQueueStatus> {
+        let mut changed = Vec::new();
+        let names: Vec<String> = self.cluster_queues.keys().cloned().collect();
+        for name in names {
+            let Some(status) = self.cluster_queue_status(&name) else {
+                continue;
+            };
+            if self.reported_status.get(&name) != Some(&status) {
+                self.reported_status.insert(name, status.clone());
+                changed.push(status);
+            }
+        }
+        self.reported_status
+            .retain(|n, _| self.cluster_queues.contains_key(n));
+        changed
+    }
+}
+
+/// The room a preemptor without candidates keeps for itself this cycle
+/// (`resourcesToReserve`): up to the nominal quota, or up to the borrowing
+/// limit when it needs to borrow.
+fn reserve(snap: &mut QuotaTree, cq: &str, a: &Assignment) {
+    for (fr, v) in &a.usage {
+        let limits = snap.limits(cq, fr);
+        let used = snap.usage(cq, fr);
+        let keep = if a.borrowing > 0 {
+            limits
+                .borrowing_limit
+                .map_or(*v, |bl| (*v).min(limits.nominal + bl - used))
+        } else {
+            (*v).min(limits.nominal - used)
+        };
+        snap.change(cq, fr, keep.max(0));
+    }
+}
+
+/// Would `usage` fit in `cq` were the `gone` workloads already evicted?
+fn fits_without<'a>(
+    snap: &mut QuotaTree,
+    cq: &str,
+    usage: &Usage,
+    gone: impl Iterator<Item = &'a Target> + Clone,
+) -> bool {
+    for t in gone.clone() {
+        snap.remove(&t.cluster_queue, &t.usage);
+    }
+    let fits = snap.fits(cq, usage);
+    for t in gone {
+        snap.add(&t.cluster_queue, &t.usage);
+    }
+    fits
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Requeue {
+    /// Back in the queue at once (it may fit next cycle).
+    Immediately,
+    /// Back at once and first: its preemptions are under way (BestEffortFIFO).
+    Sticky,
+    /// Set aside until quota frees up (BestEffortFIFO); StrictFIFO keeps it.
+    SetAsideAlike,
+    /// Set aside under both strategies (namespace not selected).
+    SetAside,
+}
+
+#[derive(Debug)]
+enum Outcome {
+    Undecided,
+    Admitted,
+    Pending {
+        reason: PendingReason,
+        message: String,
+        requeue: Requeue,
+    },
+}
+
+#[derive(Debug)]
+struct Entry {
+    cq: String,
+    order: QueueOrder,
+    assignment: Option<Assignment>,
+    targets: Vec<Target>,
+    outcome: Outcome,
+}
+
+impl Entry {
+    fn borrowing(&self) -> u8 {
+        self.assignment.as_ref().map_or(0, |a| a.borrowing)
+    }
+}
+
+struct HoldingsView<'a>(&'a Engine);
+
+impl Holdings for HoldingsView<'_> {
+    fn holders<'s>(&'s self, cluster_queue: &str) -> Vec<Holder<'s>> {
+        let e = self.0;
+        e.holders
+            .get(cluster_queue)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| {
+                let rec = e.workloads.get(key)?;
+                let State::Holding(h) = &rec.state else {
+                    return None;
+                };
+                Some(Holder {
+                    key,
+                    cluster_queue: &h.cq,
+                    priority: rec.wl.priority,
+                    created: rec.wl.created,
+                    uid: &rec.wl.uid,
+                    reserved_at: h.reserved_at,
+                    evicting: h.evicting,
+                    usage: &h.usage,
+                })
+            })
+            .collect()
+    }
+}

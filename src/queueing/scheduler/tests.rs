@@ -1,0 +1,869 @@
+//! Behaviour of the engine, one rule per test.
+
+use super::*;
+use crate::queueing::{
+    cluster_queue::{
+        FlavorQuotas, Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota,
+        StopPolicy,
+    },
+    flavors::{Taint, TaintEffect, Toleration, TolerationOperator},
+    workload::PodSet,
+};
+use crate::selector::LabelSelector;
+
+const NS: &str = "ns";
+
+fn flavor(name: &str) -> ResourceFlavor {
+    ResourceFlavor {
+        name: name.into(),
+        node_labels: BTreeMap::new(),
+        node_taints: vec![],
+        tolerations: vec![],
+    }
+}
+
+/// A BestEffortFIFO queue with one group covering cpu, with `flavors`
+/// (name, nominal cpu) in order.
+fn cq(name: &str, cohort: Option<&str>, flavors: &[(&str, i64)]) -> ClusterQueue {
+    ClusterQueue {
+        name: name.into(),
+        cohort: cohort.map(Into::into),
+        queueing_strategy: QueueingStrategy::BestEffortFIFO,
+        namespace_selector: Some(LabelSelector::default()),
+        resource_groups: vec![ResourceGroup {
+            covered_resources: vec!["cpu".into()],
+            flavors: flavors
+                .iter()
+                .map(|(f, nominal)| FlavorQuotas {
+                    name: f.to_string(),
+                    resources: vec![ResourceQuota {
+                        name: "cpu".into(),
+                        nominal: nominal * 1000,
+                        borrowing_limit: None,
+                        lending_limit: None,
+                    }],
+                })
+                .collect(),
+        }],
+        preemption: Preemption::default(),
+        flavor_fungibility: Default::default(),
+        stop_policy: StopPolicy::None,
+    }
+}
+
+fn lq(cq: &str) -> LocalQueue {
+    LocalQueue {
+        namespace: NS.into(),
+        name: format!("lq-{cq}"),
+        cluster_queue: cq.into(),
+        stop_policy: StopPolicy::None,
+    }
+}
+
+/// One pod set `main` of one pod asking for `cpu` cores, queued to the
+/// LocalQueue of `cq`.
+fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
+    Workload {
+        namespace: NS.into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        job_uid: None,
+        queue_name: format!("lq-{cq}"),
+        priority,
+        created,
+        active: true,
+        finished: false,
+        pod_sets: vec![PodSet {
+            name: "main".into(),
+            count: 1,
+            requests: [("cpu".to_string(), cpu * 1000)].into(),
+            node_selector: BTreeMap::new(),
+            tolerations: vec![],
+        }],
+        admission: None,
+    }
+}
+
+fn engine(flavors: &[&str], queues: Vec<ClusterQueue>) -> Engine {
+    let mut e = Engine::new();
+    for f in flavors {
+        e.upsert_flavor(flavor(f));
+    }
+    for q in queues {
+        e.upsert_local_queue(lq(&q.name));
+        e.upsert_cluster_queue(q);
+    }
+    e
+}
+
+fn key(name: &str) -> String {
+    format!("{NS}/{name}")
+}
+
+fn admitted(c: &Cycle) -> Vec<String> {
+    c.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Admit { workload, .. } => Some(workload.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn flavor_of(c: &Cycle, name: &str) -> Option<String> {
+    c.decisions.iter().find_map(|d| match d {
+        Decision::Admit {
+            workload,
+            admission,
+        } if *workload == key(name) => admission.pod_set_assignments[0].flavors.get("cpu").cloned(),
+        _ => None,
+    })
+}
+
+fn evictions(c: &Cycle) -> Vec<(String, EvictionReason, String, Option<PreemptedReason>)> {
+    c.decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Evict {
+                workload,
+                reason,
+                message,
+                preempted_reason,
+            } => Some((
+                workload.clone(),
+                *reason,
+                message.clone(),
+                *preempted_reason,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn pending(c: &Cycle, name: &str) -> Option<(PendingReason, String)> {
+    c.decisions.iter().find_map(|d| match d {
+        Decision::Pending {
+            workload,
+            reason,
+            message,
+        } if *workload == key(name) => Some((*reason, message.clone())),
+        _ => None,
+    })
+}
+
+/// Cycles until nothing moves; returns all their decisions.
+fn run(e: &mut Engine, now: i64) -> Cycle {
+    let mut all = Cycle::default();
+    for _ in 0..100 {
+        let c = e.schedule(now);
+        all.decisions.extend(c.decisions);
+        if !c.progress {
+            return all;
+        }
+    }
+    panic!("no steady state after 100 cycles");
+}
+
+/// Cycles until nothing moves; returns everything admitted.
+fn settle(e: &mut Engine, now: i64) -> Vec<String> {
+    admitted(&run(e, now))
+}
+
+fn admit_all(e: &mut Engine, now: i64) -> Vec<String> {
+    let names = settle(e, now);
+    for k in &names {
+        e.confirm_admission(k);
+    }
+    names
+}
+
+fn strict(mut q: ClusterQueue) -> ClusterQueue {
+    q.queueing_strategy = QueueingStrategy::StrictFIFO;
+    q
+}
+
+#[test]
+fn higher_priority_then_older_then_uid_first() {
+    let mut e = engine(&["default"], vec![strict(cq("a", None, &[("default", 1)]))]);
+    e.upsert_workload(wl("low-old", "a", 0, 1, 1));
+    e.upsert_workload(wl("high-new", "a", 10, 3, 1));
+    e.upsert_workload(wl("high-old", "a", 10, 2, 1));
+    let mut order = Vec::new();
+    for t in 0..3 {
+        let got = admit_all(&mut e, t);
+        assert_eq!(got.len(), 1, "one at a time fits");
+        e.finish_workload(&got[0]);
+        order.extend(got);
+    }
+    assert_eq!(order, [key("high-old"), key("high-new"), key("low-old")]);
+}
+
+#[test]
+fn strict_fifo_head_blocks_its_queue() {
+    let mut e = engine(&["default"], vec![strict(cq("a", None, &[("default", 2)]))]);
+    e.upsert_workload(wl("big", "a", 0, 1, 3));
+    e.upsert_workload(wl("small", "a", 0, 2, 1));
+    let c = e.schedule(0);
+    assert!(admitted(&c).is_empty());
+    assert!(!c.progress);
+    assert_eq!(
+        pending(&c, "big"),
+        Some((
+            PendingReason::ExceedsMaxQuota,
+            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor default, previously considered podsets requests (0) + current podset request (3) > maximum capacity (2)".into()
+        ))
+    );
+    assert!(settle(&mut e, 1).is_empty(), "small stays behind big");
+    // Reported once: the same status is not written again.
+    assert_eq!(pending(&e.schedule(2), "big"), None);
+    e.delete_workload(&key("big"));
+    assert_eq!(settle(&mut e, 3), [key("small")]);
+}
+
+#[test]
+fn best_effort_sets_an_unfit_head_aside_until_quota_frees() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 2)])]);
+    e.upsert_workload(wl("running", "a", 0, 0, 1));
+    assert_eq!(admit_all(&mut e, 0), [key("running")]);
+    e.upsert_workload(wl("two", "a", 0, 1, 2));
+    e.upsert_workload(wl("one", "a", 0, 2, 1));
+    let c = e.schedule(1);
+    assert!(c.progress, "setting the head aside is progress");
+    assert_eq!(
+        pending(&c, "two"),
+        Some((
+            PendingReason::WaitingForQuota,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed".into()
+        ))
+    );
+    assert_eq!(admit_all(&mut e, 2), [key("one")]);
+    e.finish_workload(&key("running"));
+    assert!(
+        settle(&mut e, 3).is_empty(),
+        "two still needs 2, one holds 1"
+    );
+    e.finish_workload(&key("one"));
+    assert_eq!(settle(&mut e, 4), [key("two")]);
+}
+
+#[test]
+fn workloads_that_would_fail_alike_are_set_aside_together() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    e.upsert_workload(wl("running", "a", 0, 0, 1));
+    admit_all(&mut e, 0);
+    for i in 1..=3 {
+        e.upsert_workload(wl(&format!("same-{i}"), "a", 0, i, 1));
+    }
+    let c = e.schedule(1);
+    assert!(c.progress);
+    // One cycle set all three aside: the next one has no head.
+    let c = e.schedule(1);
+    assert!(!c.progress && c.decisions.is_empty());
+    assert_eq!(e.pending_workloads("a").len(), 3);
+    e.finish_workload(&key("running"));
+    assert_eq!(settle(&mut e, 2), [key("same-1")]);
+}
+
+#[test]
+fn one_cycle_never_admits_past_the_cohort_and_less_borrowing_goes_first() {
+    let mut e = engine(
+        &["default"],
+        vec![
+            cq("a", Some("c"), &[("default", 3)]),
+            cq("b", Some("c"), &[("default", 0)]),
+        ],
+    );
+    // b's head has the higher priority but must borrow: a goes first.
+    e.upsert_workload(wl("a1", "a", 0, 1, 2));
+    e.upsert_workload(wl("b1", "b", 100, 0, 2));
+    let c = e.schedule(0);
+    assert_eq!(admitted(&c), [key("a1")]);
+    assert_eq!(
+        pending(&c, "b1"),
+        Some((
+            PendingReason::WaitingForQuota,
+            "Workload no longer fits after processing another workload".into()
+        ))
+    );
+    let status = e.cluster_queue_status("a").unwrap();
+    assert_eq!(status.flavors_usage[0].resources[0].total, 2000);
+}
+
+#[test]
+fn flavors_are_tried_in_order() {
+    let mut e = engine(
+        &["small", "large"],
+        vec![cq("a", None, &[("small", 1), ("large", 5)])],
+    );
+    e.upsert_workload(wl("two", "a", 0, 1, 2));
+    e.upsert_workload(wl("one", "a", 0, 2, 1));
+    let c = run(&mut e, 0);
+    assert_eq!(flavor_of(&c, "two").as_deref(), Some("large"));
+    assert_eq!(flavor_of(&c, "one").as_deref(), Some("small"));
+}
+
+#[test]
+fn untolerated_taints_skip_a_flavor() {
+    let mut e = engine(
+        &["on-demand"],
+        vec![cq("a", None, &[("spot", 4), ("on-demand", 4)])],
+    );
+    let mut spot = flavor("spot");
+    spot.node_taints = vec![Taint {
+        key: "spot".into(),
+        value: "true".into(),
+        effect: TaintEffect::NoSchedule,
+    }];
+    e.upsert_flavor(spot);
+    e.upsert_workload(wl("plain", "a", 0, 1, 1));
+    let mut tolerant = wl("tolerant", "a", 0, 2, 1);
+    tolerant.pod_sets[0].tolerations = vec![Toleration {
+        key: "spot".into(),
+        operator: TolerationOperator::Exists,
+        value: String::new(),
+        effect: None,
+    }];
+    e.upsert_workload(tolerant);
+    let c = run(&mut e, 0);
+    assert_eq!(flavor_of(&c, "plain").as_deref(), Some("on-demand"));
+    assert_eq!(flavor_of(&c, "tolerant").as_deref(), Some("spot"));
+
+    let mut only_spot = engine(&[], vec![cq("b", None, &[("spot", 4)])]);
+    only_spot.upsert_flavor(e.flavors["spot"].clone());
+    only_spot.upsert_workload(wl("plain", "b", 0, 1, 1));
+    let c = only_spot.schedule(0);
+    assert_eq!(
+        pending(&c, "plain"),
+        Some((
+            PendingReason::NoMatchingFlavor,
+            "couldn't assign flavors to pod set main: untolerated taint {spot true NoSchedule <nil>} in flavor spot"
+                .into()
+        ))
+    );
+}
+
+#[test]
+fn node_labels_must_match_the_node_selector() {
+    let mut e = engine(&[], vec![cq("a", None, &[("zone-a", 4), ("zone-b", 4)])]);
+    for z in ["a", "b"] {
+        let mut f = flavor(&format!("zone-{z}"));
+        f.node_labels = [("zone".to_string(), z.to_string())].into();
+        e.upsert_flavor(f);
+    }
+    let mut w = wl("w", "a", 0, 1, 1);
+    w.pod_sets[0].node_selector = [("zone".to_string(), "b".to_string())].into();
+    e.upsert_workload(w.clone());
+    assert_eq!(flavor_of(&e.schedule(0), "w").as_deref(), Some("zone-b"));
+
+    w.name = "nowhere".into();
+    w.pod_sets[0].node_selector = [("zone".to_string(), "c".to_string())].into();
+    e.upsert_workload(w);
+    let c = e.schedule(1);
+    assert_eq!(
+        pending(&c, "nowhere"),
+        Some((
+            PendingReason::NoMatchingFlavor,
+            "couldn't assign flavors to pod set main: flavor zone-a doesn't match node affinity, flavor zone-b doesn't match node affinity".into()
+        ))
+    );
+}
+
+#[test]
+fn a_resource_without_a_group_is_unavailable() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    let mut w = wl("gpu", "a", 0, 1, 1);
+    w.pod_sets[0].requests.insert("nvidia.com/gpu".into(), 1000);
+    e.upsert_workload(w);
+    let c = e.schedule(0);
+    assert_eq!(
+        pending(&c, "gpu"),
+        Some((
+            PendingReason::NoMatchingFlavor,
+            "couldn't assign flavors to pod set main: resource nvidia.com/gpu unavailable in ClusterQueue".into()
+        ))
+    );
+}
+
+#[test]
+fn pod_sets_of_one_workload_add_up() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 3)])]);
+    let mut w = wl("pair", "a", 0, 1, 2);
+    let mut worker = w.pod_sets[0].clone();
+    worker.name = "worker".into();
+    w.pod_sets.push(worker);
+    e.upsert_workload(w);
+    let c = e.schedule(0);
+    assert_eq!(
+        pending(&c, "pair"),
+        Some((
+            PendingReason::ExceedsMaxQuota,
+            "couldn't assign flavors to pod set worker: insufficient quota for cpu in flavor default, previously considered podsets requests (2) + current podset request (2) > maximum capacity (3)".into()
+        ))
+    );
+}
+
+#[test]
+fn borrowing_limit_caps_what_the_cohort_lends() {
+    let mut a = cq("a", Some("c"), &[("default", 2)]);
+    a.resource_groups[0].flavors[0].resources[0].borrowing_limit = Some(1000);
+    let mut e = engine(
+        &["default"],
+        vec![a, cq("b", Some("c"), &[("default", 10)])],
+    );
+    e.upsert_workload(wl("four", "a", 0, 1, 4));
+    let c = e.schedule(0);
+    let (reason, message) = pending(&c, "four").unwrap();
+    assert_eq!(reason, PendingReason::ExceedsMaxQuota);
+    assert!(message.ends_with("> maximum capacity (3)"), "{message}");
+    e.upsert_workload(wl("three", "a", 0, 2, 3));
+    assert_eq!(settle(&mut e, 1), [key("three")]);
+    let usage = &e.cluster_queue_status("a").unwrap().flavors_usage[0].resources[0];
+    assert_eq!((usage.total, usage.borrowed), (3000, 1000));
+}
+
+#[test]
+fn lending_limit_keeps_part_of_the_quota_home() {
+    let mut a = cq("a", Some("c"), &[("default", 10)]);
+    a.resource_groups[0].flavors[0].resources[0].lending_limit = Some(2000);
+    let mut e = engine(&["default"], vec![a, cq("b", Some("c"), &[("default", 0)])]);
+    e.upsert_workload(wl("b3", "b", 0, 1, 3));
+    let (reason, message) = pending(&e.schedule(0), "b3").unwrap();
+    assert_eq!(reason, PendingReason::ExceedsMaxQuota);
+    assert!(message.ends_with("> maximum capacity (2)"), "{message}");
+    e.upsert_workload(wl("b2", "b", 0, 2, 2));
+    e.upsert_workload(wl("a8", "a", 0, 3, 8));
+    let mut got = settle(&mut e, 1);
+    got.sort();
+    assert_eq!(got, [key("a8"), key("b2")]);
+}
+
+fn reclaiming() -> Engine {
+    let mut a = cq("a", Some("c"), &[("default", 4)]);
+    a.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    let mut e = engine(&["default"], vec![a, cq("b", Some("c"), &[("default", 0)])]);
+    for i in 1..=4 {
+        e.upsert_workload(wl(&format!("b{i}"), "b", 100, i, 1));
+        // Reserved one after another: b4 is the most recent.
+        admit_all(&mut e, i);
+    }
+    e
+}
+
+#[test]
+fn a_queue_reclaims_its_nominal_quota_from_borrowers() {
+    let mut e = reclaiming();
+    e.upsert_workload(wl("mine", "a", 0, 10, 2));
+    let c = e.schedule(20);
+    assert!(
+        admitted(&c).is_empty(),
+        "the preemptor waits for its victims"
+    );
+    let ev = evictions(&c);
+    let mut victims: Vec<_> = ev.iter().map(|e| e.0.as_str()).collect();
+    victims.sort();
+    assert_eq!(
+        victims,
+        [key("b3"), key("b4")],
+        "the most recently admitted go"
+    );
+    assert!(ev
+        .iter()
+        .all(|e| e.1 == EvictionReason::Preempted
+            && e.3 == Some(PreemptedReason::InCohortReclamation)));
+    assert_eq!(
+        ev[0].2,
+        "Preempted to accommodate a workload (UID: uid-mine, JobUID: UNKNOWN) due to reclamation within the cohort; preemptor path: /c/a; preemptee path: /c/b"
+    );
+    assert_eq!(
+        pending(&c, "mine"),
+        Some((
+            PendingReason::WaitingForPreemptedWorkloads,
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 2 more needed. Pending the preemption of 2 workload(s)".into()
+        ))
+    );
+    // Until the victims stop, nothing changes and nothing is re-issued.
+    let c = e.schedule(21);
+    assert!(evictions(&c).is_empty() && admitted(&c).is_empty());
+    e.confirm_eviction(&key("b3"));
+    e.confirm_eviction(&key("b4"));
+    let c = e.schedule(22);
+    assert_eq!(admitted(&c), [key("mine")]);
+}
+
+#[test]
+fn reclaim_needs_the_policy() {
+    let mut e = reclaiming();
+    let mut a = e.cluster_queues["a"].clone();
+    a.preemption.reclaim_within_cohort = PreemptionPolicy::Never;
+    e.upsert_cluster_queue(a);
+    e.upsert_workload(wl("mine", "a", 0, 10, 2));
+    let c = e.schedule(20);
+    assert!(evictions(&c).is_empty());
+    assert_eq!(
+        pending(&c, "mine").unwrap().0,
+        PendingReason::WaitingForQuota
+    );
+}
+
+#[test]
+fn lower_priority_workloads_of_the_queue_are_preempted() {
+    let mut q = cq("a", None, &[("default", 2)]);
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    let mut e = engine(&["default"], vec![q]);
+    e.upsert_workload(wl("low1", "a", 0, 1, 1));
+    admit_all(&mut e, 1);
+    e.upsert_workload(wl("low2", "a", 0, 2, 1));
+    admit_all(&mut e, 2);
+    // Same priority: no preemption.
+    e.upsert_workload(wl("peer", "a", 0, 3, 1));
+    let c = e.schedule(3);
+    assert!(evictions(&c).is_empty());
+    e.delete_workload(&key("peer"));
+
+    let mut high = wl("high", "a", 10, 4, 1);
+    high.job_uid = Some("job-1".into());
+    e.upsert_workload(high);
+    let c = e.schedule(4);
+    assert_eq!(
+        evictions(&c),
+        [(
+            key("low2"),
+            EvictionReason::Preempted,
+            "Preempted to accommodate a workload (UID: uid-high, JobUID: job-1) due to prioritization in the ClusterQueue; preemptor path: /a; preemptee path: /a".into(),
+            Some(PreemptedReason::InClusterQueue)
+        )]
+    );
+    assert!(admitted(&c).is_empty());
+    e.confirm_eviction(&key("low2"));
+    assert_eq!(settle(&mut e, 5), [key("high")]);
+    // low2 queues again behind the others.
+    assert_eq!(e.pending_workloads("a"), [key("low2")]);
+}
+
+#[test]
+fn hold_keeps_running_workloads_and_admits_nothing() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    e.upsert_workload(wl("running", "a", 0, 1, 1));
+    admit_all(&mut e, 1);
+    let mut a = e.cluster_queues["a"].clone();
+    a.stop_policy = StopPolicy::Hold;
+    e.upsert_cluster_queue(a.clone());
+    e.upsert_workload(wl("new", "a", 0, 2, 1));
+    let c = e.schedule(2);
+    assert!(evictions(&c).is_empty() && admitted(&c).is_empty());
+    assert_eq!(
+        pending(&c, "new"),
+        Some((PendingReason::Suspended, "ClusterQueue a is stopped".into()))
+    );
+    let active = &c.statuses[0].active;
+    assert_eq!(
+        (active.status, active.reason, active.message.as_str()),
+        (false, "Stopped", "Can't admit new workloads: is stopped.")
+    );
+    a.stop_policy = StopPolicy::None;
+    e.upsert_cluster_queue(a);
+    let c = e.schedule(3);
+    assert_eq!(admitted(&c), [key("new")]);
+    assert_eq!(c.statuses[0].active.message, "Can admit new workloads");
+}
+
+#[test]
+fn hold_and_drain_evicts_and_resume_readmits() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    e.upsert_workload(wl("running", "a", 0, 1, 1));
+    admit_all(&mut e, 1);
+    let mut a = e.cluster_queues["a"].clone();
+    a.stop_policy = StopPolicy::HoldAndDrain;
+    e.upsert_cluster_queue(a.clone());
+    let c = e.schedule(2);
+    assert_eq!(
+        evictions(&c),
+        [(
+            key("running"),
+            EvictionReason::ClusterQueueStopped,
+            "The ClusterQueue is stopped".into(),
+            None
+        )]
+    );
+    assert!(evictions(&e.schedule(3)).is_empty(), "issued once");
+    e.confirm_eviction(&key("running"));
+    assert!(settle(&mut e, 4).is_empty());
+    a.stop_policy = StopPolicy::None;
+    e.upsert_cluster_queue(a);
+    assert_eq!(settle(&mut e, 5), [key("running")]);
+}
+
+#[test]
+fn local_queue_stop_policies() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    e.upsert_workload(wl("running", "a", 0, 1, 1));
+    admit_all(&mut e, 1);
+    let mut l = lq("a");
+    l.stop_policy = StopPolicy::HoldAndDrain;
+    e.upsert_local_queue(l.clone());
+    e.upsert_workload(wl("new", "a", 0, 2, 1));
+    let c = e.schedule(2);
+    assert_eq!(
+        evictions(&c),
+        [(
+            key("running"),
+            EvictionReason::LocalQueueStopped,
+            "The LocalQueue is stopped".into(),
+            None
+        )]
+    );
+    assert_eq!(
+        pending(&c, "new"),
+        Some((
+            PendingReason::Suspended,
+            "LocalQueue lq-a is stopped".into()
+        ))
+    );
+    e.confirm_eviction(&key("running"));
+    assert!(settle(&mut e, 3).is_empty());
+    l.stop_policy = StopPolicy::Hold;
+    e.upsert_local_queue(l.clone());
+    assert!(settle(&mut e, 4).is_empty());
+    l.stop_policy = StopPolicy::None;
+    e.upsert_local_queue(l);
+    let mut got = settle(&mut e, 5);
+    got.sort();
+    assert_eq!(got, [key("new"), key("running")]);
+}
+
+#[test]
+fn inactive_workloads_are_not_admitted_and_deactivation_evicts() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    let mut idle = wl("idle", "a", 0, 1, 1);
+    idle.active = false;
+    e.upsert_workload(idle.clone());
+    e.upsert_workload(wl("running", "a", 0, 2, 1));
+    assert_eq!(admit_all(&mut e, 1), [key("running")]);
+
+    let mut running = wl("running", "a", 0, 2, 1);
+    running.active = false;
+    running.admission = e.admission(&key("running")).cloned();
+    e.upsert_workload(running);
+    let c = e.schedule(2);
+    assert_eq!(
+        evictions(&c),
+        [(
+            key("running"),
+            EvictionReason::Deactivated,
+            "The workload is deactivated".into(),
+            None
+        )]
+    );
+    e.confirm_eviction(&key("running"));
+    assert!(settle(&mut e, 3).is_empty());
+    idle.active = true;
+    e.upsert_workload(idle);
+    assert_eq!(settle(&mut e, 4), [key("idle")]);
+}
+
+#[test]
+fn namespace_selector_decides_who_may_queue() {
+    let mut a = cq("a", None, &[("default", 4)]);
+    a.namespace_selector = Some(LabelSelector {
+        match_labels: [("team".to_string(), "a".to_string())].into(),
+        match_expressions: vec![],
+    });
+    let mut e = engine(&["default"], vec![a]);
+    e.upsert_namespace(NS, [("team".to_string(), "b".to_string())].into());
+    e.upsert_workload(wl("w", "a", 0, 1, 1));
+    let c = e.schedule(0);
+    assert_eq!(
+        pending(&c, "w"),
+        Some((
+            PendingReason::Misconfigured,
+            "Workload namespace doesn't match ClusterQueue selector".into()
+        ))
+    );
+    assert!(settle(&mut e, 1).is_empty());
+    e.upsert_namespace(NS, [("team".to_string(), "a".to_string())].into());
+    assert_eq!(settle(&mut e, 2), [key("w")]);
+
+    // No selector at all selects no namespace.
+    let mut b = cq("b", None, &[("default", 4)]);
+    b.namespace_selector = None;
+    let mut e = engine(&["default"], vec![b]);
+    e.upsert_workload(wl("w", "b", 0, 1, 1));
+    assert!(settle(&mut e, 0).is_empty());
+}
+
+#[test]
+fn a_missing_flavor_makes_the_queue_inactive() {
+    let mut e = engine(&[], vec![cq("a", None, &[("default", 4)])]);
+    e.upsert_workload(wl("w", "a", 0, 1, 1));
+    let c = e.schedule(0);
+    assert_eq!(
+        pending(&c, "w"),
+        Some((
+            PendingReason::Suspended,
+            "ClusterQueue a is inactive".into()
+        ))
+    );
+    let active = &c.statuses[0].active;
+    assert_eq!(
+        (active.status, active.reason, active.message.as_str()),
+        (
+            false,
+            "FlavorNotFound",
+            "Can't admit new workloads: references missing ResourceFlavor(s): default."
+        )
+    );
+    e.upsert_flavor(flavor("default"));
+    assert_eq!(settle(&mut e, 1), [key("w")]);
+}
+
+#[test]
+fn missing_local_queue_is_reported() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    let mut w = wl("w", "a", 0, 1, 1);
+    w.queue_name = "nope".into();
+    e.upsert_workload(w);
+    let c = e.schedule(0);
+    assert_eq!(
+        pending(&c, "w"),
+        Some((
+            PendingReason::Misconfigured,
+            "LocalQueue nope doesn't exist".into()
+        ))
+    );
+    e.upsert_local_queue(LocalQueue {
+        name: "nope".into(),
+        ..lq("a")
+    });
+    assert_eq!(settle(&mut e, 1), [key("w")]);
+}
+
+#[test]
+fn status_counts_and_usage() {
+    let mut e = engine(
+        &["default"],
+        vec![
+            cq("a", Some("c"), &[("default", 1)]),
+            cq("b", Some("c"), &[("default", 4)]),
+        ],
+    );
+    e.upsert_workload(wl("w1", "a", 0, 1, 1));
+    e.upsert_workload(wl("w2", "a", 0, 2, 2));
+    e.upsert_workload(wl("w3", "a", 0, 3, 8));
+    let got = settle(&mut e, 0);
+    assert_eq!(got, [key("w1"), key("w2")]);
+    e.confirm_admission(&key("w1"));
+    let s = e.cluster_queue_status("a").unwrap();
+    assert_eq!(
+        (
+            s.pending_workloads,
+            s.reserving_workloads,
+            s.admitted_workloads
+        ),
+        (1, 2, 1)
+    );
+    assert_eq!(
+        s.flavors_usage,
+        [FlavorUsage {
+            name: "default".into(),
+            resources: vec![ResourceUsage {
+                name: "cpu".into(),
+                total: 3000,
+                borrowed: 2000
+            }]
+        }]
+    );
+    // Only changed statuses are reported.
+    let c = e.schedule(1);
+    assert_eq!(c.statuses.len(), 1);
+    assert!(e.schedule(2).statuses.is_empty());
+}
+
+#[test]
+fn rebuild_counts_admitted_workloads_from_the_api() {
+    let mut running = wl("running", "a", 0, 1, 3);
+    running.admission = Some(Admission {
+        cluster_queue: "a".into(),
+        pod_set_assignments: vec![crate::queueing::workload::PodSetAssignment {
+            name: "main".into(),
+            flavors: [("cpu".to_string(), "default".to_string())].into(),
+            resource_usage: [("cpu".to_string(), 3000)].into(),
+            count: 1,
+        }],
+    });
+    let mut e = Engine::rebuild(ClusterObjects {
+        flavors: vec![flavor("default")],
+        cluster_queues: vec![cq("a", None, &[("default", 4)])],
+        local_queues: vec![lq("a")],
+        namespaces: vec![],
+        workloads: vec![running, wl("two", "a", 0, 2, 2), wl("one", "a", 0, 3, 1)],
+    });
+    assert_eq!(settle(&mut e, 0), [key("one")]);
+    let s = e.cluster_queue_status("a").unwrap();
+    assert_eq!((s.reserving_workloads, s.admitted_workloads), (2, 1));
+    assert_eq!(
+        e.quota.usage("a", &FlavorResource::new("default", "cpu")),
+        4000
+    );
+}
+
+#[test]
+fn a_failed_admission_write_queues_the_workload_again() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    e.upsert_workload(wl("w", "a", 0, 1, 1));
+    assert_eq!(settle(&mut e, 0), [key("w")]);
+    // The watch delivers the object before our write: still assumed.
+    e.upsert_workload(wl("w", "a", 0, 1, 1));
+    assert!(e.admission(&key("w")).is_some());
+    e.reject_admission(&key("w"));
+    assert!(e.admission(&key("w")).is_none());
+    assert_eq!(settle(&mut e, 1), [key("w")]);
+    e.confirm_admission(&key("w"));
+    e.reject_admission(&key("w"));
+    assert!(
+        e.admission(&key("w")).is_some(),
+        "a confirmed admission stays"
+    );
+}
+
+#[test]
+fn flavor_fungibility_can_prefer_the_next_flavor_over_borrowing() {
+    let mut a = cq("a", Some("c"), &[("first", 1), ("second", 4)]);
+    a.flavor_fungibility.when_can_borrow = crate::queueing::FungibilityPolicy::TryNextFlavor;
+    let b = cq("b", Some("c"), &[("first", 4)]);
+    let mut e = engine(&["first", "second"], vec![a.clone(), b]);
+    e.upsert_workload(wl("w", "a", 0, 1, 2));
+    assert_eq!(flavor_of(&e.schedule(0), "w").as_deref(), Some("second"));
+    // Default: borrow in the first flavor.
+    a.flavor_fungibility = Default::default();
+    let mut e = engine(
+        &["first", "second"],
+        vec![a, cq("b", Some("c"), &[("first", 4)])],
+    );
+    e.upsert_workload(wl("w", "a", 0, 1, 2));
+    assert_eq!(flavor_of(&e.schedule(0), "w").as_deref(), Some("first"));
+}
+
+#[test]
+fn echoes_of_status_writes_change_nothing() {
+    let mut q = cq("a", None, &[("default", 1)]);
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    let mut e = engine(&["default"], vec![q.clone()]);
+    e.upsert_workload(wl("low", "a", 0, 1, 1));
+    admit_all(&mut e, 1);
+    e.upsert_workload(wl("waiting", "a", 0, 2, 1));
+    assert!(e.schedule(2).progress, "set aside");
+    e.upsert_workload(wl("high", "a", 10, 3, 1));
+    let c = e.schedule(3);
+    assert_eq!(evictions(&c).len(), 1, "high preempts low");
+    // The shell writes statuses; the watches send the objects back.
+    e.upsert_cluster_queue(q);
+    e.upsert_local_queue(lq("a"));
+    e.upsert_flavor(flavor("default"));
+    e.upsert_workload(wl("waiting", "a", 0, 2, 1));
+    e.upsert_workload(wl("high", "a", 10, 3, 1));
+    // Nothing came back from the set-aside, and the preemptor keeps its turn.
+    let c = e.schedule(4);
+    assert!(!c.progress && c.decisions.is_empty(), "{c:?}");
+    e.confirm_eviction(&key("low"));
+    assert_eq!(admitted(&e.schedule(5)), [key("high")]);
+}
