@@ -8,16 +8,18 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
+    core::PartialObjectMeta,
     runtime::{
         reflector::{self, ObjectRef, Store},
         watcher, WatchStreamExt,
     },
     Api, Client,
 };
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::{
-    admission::{ClusterFacts, NoCluster},
+    admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
+    api::kueue::v1beta2::{LocalQueue, WorkloadPriorityClass},
     selector::LabelSelector,
 };
 
@@ -25,14 +27,17 @@ use crate::{
 pub enum ClusterError {
     #[error("connecting to the cluster (kubeconfig or in-cluster config): {0}")]
     Connect(#[from] kube::Error),
-    #[error("waiting for the namespace cache: {0}")]
+    #[error("waiting for the cluster caches: {0}")]
     Sync(String),
 }
 
-/// Namespaces (for `managedJobsNamespaceSelector`), kept by a watch.
+/// Namespaces (for `managedJobsNamespaceSelector`), and the names of
+/// LocalQueues and WorkloadPriorityClasses (for defaulting), kept by watches.
 #[derive(Clone)]
 pub struct ClusterCache {
     namespaces: Store<Namespace>,
+    local_queues: Store<PartialObjectMeta<LocalQueue>>,
+    priority_classes: Store<PartialObjectMeta<WorkloadPriorityClass>>,
 }
 
 impl ClusterFacts for ClusterCache {
@@ -47,13 +52,45 @@ impl ClusterFacts for ClusterCache {
         }
     }
 
-    fn default_local_queue_exists(&self, _: &str) -> bool {
-        // LocalQueues are watched once the queueing CRDs are served.
-        false
+    fn default_local_queue_exists(&self, namespace: &str) -> bool {
+        self.local_queues
+            .get(&ObjectRef::new(DEFAULT_NAME).within(namespace))
+            .is_some()
     }
 
     fn default_priority_class_exists(&self) -> bool {
-        false
+        self.priority_classes
+            .get(&ObjectRef::new(DEFAULT_NAME))
+            .is_some()
+    }
+}
+
+/// Keeps `writer` in step with a watch stream, logging (not failing on) errors.
+fn drive<K, S>(stream: S)
+where
+    S: futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+    K: Send + 'static,
+{
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            if let Err(e) = ev {
+                warn!(error = %e, "watch error; retrying");
+            }
+        }
+    });
+}
+
+/// Is this Kueue kind served? Its caches are only waited for when it is; a
+/// cluster without Kueue's CRDs has no LocalQueues to default to.
+async fn served<K>(api: &Api<K>) -> Result<bool, ClusterError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.list(&kube::api::ListParams::default().limit(1)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+        Err(e) => Err(ClusterError::Connect(e)),
     }
 }
 
@@ -68,30 +105,55 @@ pub async fn connect() -> Result<
     ClusterError,
 > {
     let client = Client::try_default().await?;
-    let (reader, writer) = reflector::store::<Namespace>();
-    let api: Api<Namespace> = Api::all(client.clone());
-    let stream = watcher(api, watcher::Config::default())
+    let (namespaces, ns_writer) = reflector::store::<Namespace>();
+    drive(
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+        )
         .default_backoff()
-        .reflect(writer)
-        .touched_objects();
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(ev) = stream.next().await {
-            if let Err(e) = ev {
-                warn!(error = %e, "namespace watch error; retrying");
-            }
-        }
-    });
-    let ready_reader = reader.clone();
-    let synced = async move {
-        ready_reader
-            .wait_until_ready()
-            .await
-            .map_err(|e| ClusterError::Sync(e.to_string()))
+        .reflect(ns_writer)
+        .touched_objects(),
+    );
+    // Metadata-only: defaulting needs to know a name exists, nothing more.
+    let lq_api = Api::<PartialObjectMeta<LocalQueue>>::all(client.clone());
+    let wpc_api = Api::<PartialObjectMeta<WorkloadPriorityClass>>::all(client.clone());
+    let kueue_served = served(&lq_api).await? && served(&wpc_api).await?;
+    if !kueue_served {
+        info!("Kueue's CRDs are not installed: default LocalQueue and WorkloadPriorityClass lookups find nothing until they are");
+    }
+    let (local_queues, lq_writer) = reflector::store();
+    drive(
+        watcher(lq_api, watcher::Config::default())
+            .default_backoff()
+            .reflect(lq_writer)
+            .touched_objects(),
+    );
+    let (priority_classes, wpc_writer) = reflector::store();
+    drive(
+        watcher(wpc_api, watcher::Config::default())
+            .default_backoff()
+            .reflect(wpc_writer)
+            .touched_objects(),
+    );
+    let cache = ClusterCache {
+        namespaces,
+        local_queues,
+        priority_classes,
     };
-    Ok((
-        client,
-        Arc::new(ClusterCache { namespaces: reader }),
-        synced,
-    ))
+    let waiting = cache.clone();
+    let synced = async move {
+        let err = |e: reflector::store::WriterDropped| ClusterError::Sync(e.to_string());
+        waiting.namespaces.wait_until_ready().await.map_err(err)?;
+        if kueue_served {
+            waiting.local_queues.wait_until_ready().await.map_err(err)?;
+            waiting
+                .priority_classes
+                .wait_until_ready()
+                .await
+                .map_err(err)?;
+        }
+        Ok(())
+    };
+    Ok((client, Arc::new(cache), synced))
 }

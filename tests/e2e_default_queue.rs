@@ -1,0 +1,122 @@
+//! Defaulting from cluster state, end to end: with Kueue's CRDs installed, a
+//! Job created without a queue name in a namespace that has a LocalQueue
+//! named `default` is queued there (and suspended), as Kueue does; a
+//! WorkloadPriorityClass named `default` labels it too. The lookups come from
+//! watch-backed caches, not an API call per request.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use batchgate_localcluster::shared;
+use serde_json::Value;
+use support::{e2e::*, Server};
+
+#[test]
+fn jobs_default_to_the_namespaces_default_local_queue() {
+    let c = shared();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/localqueues.kueue.x-k8s.io",
+            "crd/workloadpriorityclasses.kueue.x-k8s.io",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let with_default = namespace(c, "e2e-with-default");
+    let without = namespace(c, "e2e-without-default");
+    let lq = format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: default, namespace: {with_default}}}\nspec: {{clusterQueue: cluster-queue}}\n"
+    );
+    c.apply(&lq).unwrap();
+
+    let server = Server::start_in_cluster(c.kubeconfig(), None, &[]);
+    server.wait_ready(Duration::from_secs(30));
+    register(
+        c,
+        server.addr,
+        Some(&server.cert_dir.join("ca.crt")),
+        "Fail",
+    );
+    wait_webhook_active(c, &without);
+
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-f", "-"],
+        Some(&plain_job("defaulted", &with_default)),
+    );
+    assert!(ok, "{out}{err}");
+    let job = get_json(c, &["job", "defaulted", "-n", &with_default]);
+    assert_eq!(
+        job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
+        "default"
+    );
+    assert_eq!(job["spec"]["suspend"], Value::Bool(true));
+    assert!(job["metadata"]["labels"]
+        .get("kueue.x-k8s.io/priority-class")
+        .is_none());
+
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-f", "-"],
+        Some(&plain_job("left-alone", &without)),
+    );
+    assert!(ok, "{out}{err}");
+    let job = get_json(c, &["job", "left-alone", "-n", &without]);
+    assert!(job["metadata"]["labels"]
+        .get("kueue.x-k8s.io/queue-name")
+        .is_none());
+    assert_eq!(job["spec"]["suspend"], Value::Bool(false));
+
+    // The queue name cannot be removed where a default LocalQueue exists.
+    let (ok, _, err) = kubectl(
+        c,
+        &[
+            "label",
+            "job",
+            "defaulted",
+            "-n",
+            &with_default,
+            "kueue.x-k8s.io/queue-name-",
+        ],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace with default queue"#),
+        "{err}"
+    );
+
+    // A WorkloadPriorityClass named default: picked up by the watch, no restart.
+    c.apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: default}\nvalue: 100\n")
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = c
+            .kubectl_stdin(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                plain_job("probe", &with_default).as_bytes(),
+            )
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        if v["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "default" {
+            assert_eq!(
+                v["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
+                "default"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "default WorkloadPriorityClass never applied"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
