@@ -538,6 +538,114 @@ fn count_field(expr: &CountExpr, within: Option<(&Pointer, usize)>) -> String {
     }
 }
 
+/// The parts of an object the rules read: a tree of keys, where a `whole`
+/// node is read entirely, an interior node only for its listed children (its
+/// presence and type are kept), and `each` applies to every element of a
+/// list. Reviews are parsed into exactly this much of each object — the rest
+/// is syntax-checked and skipped — because building the whole object as a
+/// JSON tree was most of the cost of a review.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Interest {
+    pub keys: Vec<(String, Interest)>,
+    pub each: Option<Box<Interest>>,
+    pub whole: bool,
+}
+
+impl Interest {
+    pub fn child(&self, key: &str) -> Option<&Interest> {
+        self.keys.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn at(&mut self, tokens: &[String]) -> &mut Interest {
+        let mut node = self;
+        for t in tokens {
+            let i = match node.keys.iter().position(|(k, _)| k == t) {
+                Some(i) => i,
+                None => {
+                    node.keys.push((t.clone(), Interest::default()));
+                    node.keys.len() - 1
+                }
+            };
+            node = &mut node.keys[i].1;
+        }
+        node
+    }
+
+    /// Read the value at `ptr` entirely.
+    pub fn whole(&mut self, ptr: &Pointer) -> &mut Self {
+        self.at(ptr.tokens()).whole = true;
+        self
+    }
+
+    /// Only whether something is at `ptr`, and its type.
+    pub fn presence(&mut self, ptr: &Pointer) -> &mut Self {
+        self.at(ptr.tokens());
+        self
+    }
+
+    /// The interest in each element of the list at `ptr`.
+    pub fn each(&mut self, ptr: &Pointer) -> &mut Interest {
+        self.at(ptr.tokens()).each.get_or_insert_with(Box::default)
+    }
+
+    fn count(&mut self, expr: &CountExpr) {
+        match expr {
+            CountExpr::Fixed(_) => {}
+            CountExpr::Field { path, .. } => {
+                self.whole(path);
+            }
+            CountExpr::Min { min: terms } | CountExpr::Product { product: terms } => {
+                for t in terms {
+                    self.count(t);
+                }
+            }
+        }
+    }
+}
+
+impl Invariant {
+    /// Fields a kind-specific invariant reads besides labels and annotations.
+    fn reads(self) -> &'static [&'static str] {
+        match self {
+            Invariant::JobPartialAdmission => &["/spec/parallelism", "/spec/completions"],
+            Invariant::JobCompletionsEqualParallelism => &[
+                "/spec/parallelism",
+                "/spec/completions",
+                "/spec/completionMode",
+            ],
+            _ => &[],
+        }
+    }
+}
+
+impl Policy {
+    /// Adds what this policy's rules read to `root`.
+    pub fn note_interest(&self, root: &mut Interest) {
+        root.whole(&self.suspend);
+        if let Some(m) = &self.managed_by {
+            root.whole(m);
+        }
+        for rule in &self.pod_sets {
+            let node = match &rule.for_each {
+                Some(list) => root.each(list),
+                None => &mut *root,
+            };
+            node.presence(&rule.template);
+            if let NameRule::Field { path } = &rule.name {
+                node.whole(path);
+            }
+            node.count(&rule.count);
+        }
+        for inv in &self.invariants {
+            for p in inv.reads() {
+                if let Ok(ptr) = Pointer::parse(p) {
+                    root.whole(&ptr);
+                }
+            }
+        }
+    }
+}
+
 /// The loaded policies, looked up by group/version/kind on every review.
 #[derive(Debug, Clone, Default)]
 pub struct PolicySet {

@@ -104,6 +104,13 @@ fn arb_case() -> impl Strategy<Value = Case> {
             any::<bool>(),
             prop_oneof![Just("team-a"), Just("kube-system")],
         ),
+        (
+            proptest::option::of(0i64..6),
+            proptest::option::of(0i64..6),
+            proptest::option::of(prop_oneof![Just("Indexed"), Just("NonIndexed")]),
+            proptest::option::of(prop_oneof![Just("2"), Just("x"), Just("0")]),
+            proptest::option::of(prop_oneof![Just("true"), Just("false"), Just("maybe")]),
+        ),
     )
         .prop_map(
             |(
@@ -111,6 +118,7 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 (top, meta, spec_x, tmpl_x, pod_x),
                 (mut labels, annotations, stopping),
                 (manage_all, default_lq, default_wpc, namespace),
+                (parallelism, completions, mode, min_par, sync),
             )| {
                 labels.remove("kueue.x-k8s.io/queue-name");
                 labels.remove("kueue.x-k8s.io/priority-class");
@@ -120,6 +128,15 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 let mut annotations = annotations;
                 if stopping {
                     annotations.insert("kueue.x-k8s.io/stopping".into(), json!("true"));
+                }
+                if let Some(v) = min_par {
+                    annotations.insert("kueue.x-k8s.io/job-min-parallelism".into(), json!(v));
+                }
+                if let Some(v) = sync {
+                    annotations.insert(
+                        "kueue.x-k8s.io/job-completions-equal-parallelism".into(),
+                        json!(v),
+                    );
                 }
                 let mut metadata = meta;
                 metadata.insert("name".into(), json!("job"));
@@ -136,6 +153,15 @@ fn arb_case() -> impl Strategy<Value = Case> {
                     }
                     _ => {
                         let mut spec = spec_x;
+                        if let Some(p) = parallelism {
+                            spec.insert("parallelism".into(), json!(p));
+                        }
+                        if let Some(c) = completions {
+                            spec.insert("completions".into(), json!(c));
+                        }
+                        if let Some(m) = mode {
+                            spec.insert("completionMode".into(), json!(m));
+                        }
                         if let Some(s) = suspend {
                             spec.insert("suspend".into(), s);
                         }
@@ -259,6 +285,89 @@ proptest! {
             prop_assert_eq!(patched.pointer("/spec/suspend"), Some(&json!(true)));
         } else if !was_suspended {
             prop_assert_eq!(patched.pointer("/spec/suspend"), case.job.pointer("/spec/suspend"));
+        }
+    }
+}
+
+/// The decision from a review read sparsely (only what the rules look at)
+/// is the decision the core makes on the whole object.
+fn decide_on_whole_objects(
+    hook: Hook,
+    op: batchgate::admission::Operation,
+    case: &Case,
+    old: Option<&Value>,
+) -> Value {
+    use batchgate::admission::{self, patch, review::AdmissionResponse, Context, Request, Verdict};
+    let policies = PolicySet::embedded().unwrap();
+    let settings = Settings {
+        manage_jobs_without_queue_name: case.manage_all,
+        managed_namespaces: LabelSelector::excluding_namespaces(&[
+            "kube-system",
+            "batchgate-system",
+        ]),
+    };
+    let facts = Facts {
+        default_lq: case.default_lq,
+        default_wpc: case.default_wpc,
+    };
+    let ctx = Context {
+        settings: &settings,
+        facts: &facts,
+        policies: &policies,
+    };
+    let policy = policies.find("batch", "v1", "Job").unwrap();
+    let req = Request {
+        operation: op,
+        namespace: case.namespace,
+        object: Some(&case.job),
+        old_object: old,
+    };
+    let d = match hook {
+        Hook::Mutate => admission::mutate(policy, &req, &ctx),
+        Hook::Validate => admission::validate(policy, &req, &ctx),
+    };
+    let resp = match d.verdict {
+        Verdict::Allow if d.patch.is_empty() => AdmissionResponse::allow("p".into()),
+        Verdict::Allow => {
+            AdmissionResponse::allow("p".into()).with_patch(&patch::to_json(&d.patch))
+        }
+        Verdict::Deny(m) => AdmissionResponse::deny("p".into(), m),
+        Verdict::Malformed(m) => AdmissionResponse::bad_request("p".into(), m),
+    };
+    serde_json::from_slice(&resp.to_review_bytes()).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn sparse_reading_decides_as_the_whole_object_would(case in arb_case(), old in arb_case()) {
+        use batchgate::admission::Operation;
+        let facts = Arc::new(Facts { default_lq: case.default_lq, default_wpc: case.default_wpc });
+        let settings = Settings {
+            manage_jobs_without_queue_name: case.manage_all,
+            managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
+        };
+        let webhook = Webhook::new(PolicySet::embedded().unwrap(), settings, facts);
+        for (hook, op, old_obj) in [
+            (Hook::Mutate, "CREATE", None),
+            (Hook::Validate, "CREATE", None),
+            (Hook::Validate, "UPDATE", Some(&old.job)),
+        ] {
+            let mut request = json!({
+                "uid": "p", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                "operation": op, "namespace": case.namespace, "object": case.job,
+            });
+            if let Some(o) = old_obj {
+                request["oldObject"] = o.clone();
+            }
+            let body = serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request,
+            })).unwrap();
+            let sparse: Value = serde_json::from_slice(&webhook.answer(hook, &body).body).unwrap();
+            let operation = if op == "CREATE" { Operation::Create } else { Operation::Update };
+            let whole = decide_on_whole_objects(hook, operation, &case, old_obj);
+            prop_assert_eq!(&sparse, &whole, "{:?} {}", hook, op);
         }
     }
 }

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::field::{annotation_path, label_path};
-use crate::policy::{json_type, Pointer, Policy};
+use crate::policy::{json_type, Interest, Pointer, Policy, PolicySet};
 
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
@@ -20,6 +20,26 @@ pub const JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: &str =
     "kueue.x-k8s.io/job-completions-equal-parallelism";
 /// Name of the LocalQueue (and WorkloadPriorityClass) used when none is named.
 pub const DEFAULT_NAME: &str = "default";
+
+/// What reviews must read of an object: the metadata [`JobObject`] uses,
+/// plus what every loaded policy's rules read.
+pub fn interest(policies: &PolicySet) -> Interest {
+    let mut root = Interest::default();
+    for p in [
+        "/metadata/labels",
+        "/metadata/annotations",
+        "/metadata/deletionTimestamp",
+        "/metadata/ownerReferences",
+    ] {
+        if let Ok(ptr) = Pointer::parse(p) {
+            root.whole(&ptr);
+        }
+    }
+    for policy in policies.iter() {
+        policy.note_interest(&mut root);
+    }
+    root
+}
 
 /// Why an object could not be read: the field and what was expected there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

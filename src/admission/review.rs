@@ -7,12 +7,13 @@
 //! transport error.
 
 use serde::{
-    de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor},
+    de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor},
     Deserialize, Serialize,
 };
 use serde_json::{Map, Number, Value};
 
 use super::Operation;
+use crate::policy::Interest;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -52,10 +53,11 @@ pub struct AdmissionRequest {
     pub namespace: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
-    /// Without `metadata.managedFields`: see [`without_managed_fields`].
-    #[serde(default, deserialize_with = "without_managed_fields")]
+    /// Only the parts the rules read (see [`Interest`]); the derived parse
+    /// is used for error messages only and reads everything.
+    #[serde(default)]
     pub object: Option<Value>,
-    #[serde(default, deserialize_with = "without_managed_fields")]
+    #[serde(default)]
     pub old_object: Option<Value>,
     #[serde(default)]
     pub user_info: UserInfo,
@@ -78,83 +80,125 @@ impl AdmissionRequest {
     }
 }
 
-/// Reads `object` / `oldObject` into a [`Value`], leaving out
-/// `metadata.managedFields`.
-///
-/// managedFields is server-side-apply bookkeeping that the apiserver sends
-/// with every object, often the largest part of its metadata, and nothing in
-/// batchgate reads it (patches never touch it, so nothing is lost). Building
-/// it as a JSON tree of small maps was the single biggest cost of a review:
-/// skipping it (still fully syntax-checked) makes the whole request path
-/// markedly cheaper (see BENCHMARKS.md). Everything else is kept as sent; a
-/// value that is not an object passes through unchanged for the core to
-/// reject with its own message.
-fn without_managed_fields<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    struct Opt;
-    impl<'de> Visitor<'de> for Opt {
-        type Value = Option<Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a JSON object or null")
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
-            Pruned(Level::Object).deserialize(d).map(Some)
-        }
-    }
-    d.deserialize_option(Opt)
-}
+/// Reads a value keeping only what `node` asks for: `whole` nodes in full,
+/// listed keys of objects, elements of lists with `each`. Everything else is
+/// syntax-checked and dropped without being built; an object or list is kept
+/// (empty) wherever the interest reaches, so presence and type survive.
+struct Sparse<'n>(&'n Interest);
 
-#[derive(Clone, Copy)]
-enum Level {
-    /// The object itself: its `metadata` is pruned.
-    Object,
-    /// The object's metadata: `managedFields` is skipped.
-    Metadata,
-}
-
-struct Pruned(Level);
-
-impl<'de> DeserializeSeed<'de> for Pruned {
+impl<'de> DeserializeSeed<'de> for Sparse<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        if self.0.whole {
+            Value::deserialize(d)
+        } else {
+            d.deserialize_any(self)
+        }
+    }
+}
+
+/// Checks and drops a value without building it. Unlike serde's
+/// `IgnoredAny` (which serde_json skips iteratively, at any depth) it goes
+/// through `deserialize_any`, so the 128-level nesting bound holds for the
+/// skipped parts too.
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Pruned {
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Matches an object key against the interest without allocating.
+struct Key<'n>(&'n Interest);
+
+impl<'de, 'n> DeserializeSeed<'de> for Key<'n> {
+    type Value = Option<(&'n str, &'n Interest)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'n> Visitor<'de> for Key<'n> {
+    type Value = Option<(&'n str, &'n Interest)>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self
+            .0
+            .keys
+            .iter()
+            .find(|(k, _)| k == v)
+            .map(|(k, n)| (k.as_str(), n)))
+    }
+}
+
+impl<'de> Visitor<'de> for Sparse<'_> {
     type Value = Value;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match (self.0, key.as_str()) {
-                (Level::Object, "metadata") => {
-                    let v = map.next_value_seed(Pruned(Level::Metadata))?;
-                    out.insert(key, v);
+        while let Some(hit) = map.next_key_seed(Key(self.0))? {
+            match hit {
+                Some((key, node)) => {
+                    let v = map.next_value_seed(Sparse(node))?;
+                    out.insert(key.to_string(), v);
                 }
-                (Level::Metadata, "managedFields") => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-                _ => {
-                    let v = map.next_value::<Value>()?;
-                    out.insert(key, v);
+                None => {
+                    map.next_value_seed(Skip)?;
                 }
             }
         }
         Ok(Value::Object(out))
     }
-    // Not an object: the same Value serde_json would build.
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(v) = seq.next_element::<Value>()? {
-            out.push(v);
+        match &self.0.each {
+            Some(each) => {
+                while let Some(v) = seq.next_element_seed(Sparse(each))? {
+                    out.push(v);
+                }
+            }
+            None => while seq.next_element_seed(Skip)?.is_some() {},
         }
         Ok(Value::Array(out))
     }
@@ -173,11 +217,105 @@ impl<'de> Visitor<'de> for Pruned {
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
     }
-    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
     fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
         Ok(Value::Null)
+    }
+}
+
+/// The review, with `object` and `oldObject` read sparsely.
+struct EnvelopeSeed<'n>(&'n Interest);
+
+impl<'de> DeserializeSeed<'de> for EnvelopeSeed<'_> {
+    type Value = Envelope;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Envelope, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
+    type Value = Envelope;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an AdmissionReview object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+        let mut env = Envelope {
+            api_version: None,
+            kind: None,
+            request: None,
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "apiVersion" => env.api_version = map.next_value()?,
+                "kind" => env.kind = map.next_value()?,
+                "request" => env.request = map.next_value_seed(RequestSeed(self.0))?,
+                _ => {
+                    map.next_value_seed(Skip)?;
+                }
+            }
+        }
+        Ok(env)
+    }
+}
+
+struct RequestSeed<'n>(&'n Interest);
+
+impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+    type Value = Option<AdmissionRequest>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RequestSeed<'_> {
+    type Value = Option<AdmissionRequest>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an AdmissionRequest object")
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let object = |v: Value| (!v.is_null()).then_some(v);
+        let (mut uid, mut req) = (
+            None,
+            AdmissionRequest {
+                uid: String::new(),
+                kind: None,
+                operation: None,
+                namespace: None,
+                name: None,
+                object: None,
+                old_object: None,
+                user_info: UserInfo::default(),
+                dry_run: None,
+            },
+        );
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "uid" => uid = Some(map.next_value::<String>()?),
+                "kind" => req.kind = map.next_value()?,
+                "operation" => req.operation = map.next_value()?,
+                "namespace" => req.namespace = map.next_value()?,
+                "name" => req.name = map.next_value()?,
+                "userInfo" => {
+                    req.user_info = map.next_value::<Option<UserInfo>>()?.unwrap_or_default()
+                }
+                "dryRun" => req.dry_run = map.next_value()?,
+                "object" => req.object = object(map.next_value_seed(Sparse(self.0))?),
+                "oldObject" => req.old_object = object(map.next_value_seed(Sparse(self.0))?),
+                _ => {
+                    map.next_value_seed(Skip)?;
+                }
+            }
+        }
+        req.uid = uid.ok_or_else(|| serde::de::Error::missing_field("uid"))?;
+        Ok(Some(req))
     }
 }
 
@@ -200,9 +338,16 @@ pub struct ParseError {
     pub message: String,
 }
 
-/// Parses a review body. On error the uid is salvaged when possible.
-pub fn parse(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
-    match serde_json::from_slice::<Envelope>(body) {
+/// Parses a review body, reading of its objects what `interest` names. On
+/// error the uid is salvaged when possible.
+pub fn parse(body: &[u8], interest: &Interest) -> Result<AdmissionRequest, ParseError> {
+    let parsed = {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        EnvelopeSeed(interest)
+            .deserialize(&mut de)
+            .and_then(|env| de.end().map(|()| env))
+    };
+    match parsed {
         Ok(env) => {
             let Some(req) = env.request else {
                 return Err(ParseError {
@@ -413,11 +558,16 @@ impl AdmissionResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::PolicySet;
+
+    fn interest() -> Interest {
+        super::super::object::interest(&PolicySet::embedded().unwrap())
+    }
 
     #[test]
     fn parses_a_review() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","namespace":"ns","object":{"a":1},"userInfo":{"username":"alice","groups":["g"]}}}"#;
-        let req = parse(body).unwrap();
+        let req = parse(body, &interest()).unwrap();
         assert_eq!(req.uid, "u-1");
         assert_eq!(req.kind.as_ref().unwrap().kind, "Job");
         assert_eq!(req.operation(), Ok(Operation::Create));
@@ -425,38 +575,53 @@ mod tests {
     }
 
     #[test]
-    fn objects_are_read_without_managed_fields_and_otherwise_unchanged() {
-        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"metadata":{"name":"j","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}],"labels":{"a":"b"}},"spec":{"managedFields":1,"x":[1,2.5,null,"s",{"metadata":{"managedFields":2}}]}},"oldObject":null}}"#;
-        let req = parse(body).unwrap();
+    fn objects_are_read_as_far_as_the_policies_look() {
+        let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"metadata":{"name":"j","managedFields":[{"manager":"m","fieldsV1":{"f:spec":{}}}],"labels":{"a":"b"}},"spec":{"suspend":false,"parallelism":3,"template":{"spec":{"containers":[{"name":"c"}]}},"x":[1,2.5,null,"s"]},"status":{"active":1}},"oldObject":null}}"#;
+        let req = parse(body, &interest()).unwrap();
         assert_eq!(
             req.object.unwrap(),
-            serde_json::json!({"metadata":{"name":"j","labels":{"a":"b"}},"spec":{"managedFields":1,"x":[1,2.5,null,"s",{"metadata":{"managedFields":2}}]}})
+            serde_json::json!({"metadata":{"labels":{"a":"b"}},"spec":{"suspend":false,"parallelism":3,"template":{}}})
         );
         assert_eq!(req.old_object, None);
+        // Values that are not objects keep their type for the core's message.
         for (object, want) in [
             ("5", serde_json::json!(5)),
-            ("[1]", serde_json::json!([1])),
+            ("[1]", serde_json::json!([])),
             ("\"s\"", serde_json::json!("s")),
             ("{\"metadata\":7}", serde_json::json!({"metadata":7})),
+            ("{\"spec\":[1,2]}", serde_json::json!({"spec":[]})),
         ] {
             let body = format!(
                 r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","object":{object}}}}}"#
             );
             assert_eq!(
-                parse(body.as_bytes()).unwrap().object,
+                parse(body.as_bytes(), &interest()).unwrap().object,
                 Some(want),
                 "{object}"
             );
         }
-        // Broken JSON inside managedFields is still an error.
+        // Broken JSON in a skipped part is still an error.
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":{"metadata":{"managedFields":[1,}}}}"#;
-        assert_eq!(parse(body).unwrap_err().uid.as_deref(), Some("u"));
+        assert_eq!(
+            parse(body, &interest()).unwrap_err().uid.as_deref(),
+            Some("u")
+        );
+    }
+
+    #[test]
+    fn skipped_parts_are_depth_bounded_too() {
+        let mut body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"d","object":{"skipped":"#.to_vec();
+        body.extend(std::iter::repeat_n(b'[', 5000));
+        body.extend(std::iter::repeat_n(b']', 5000));
+        body.extend(b"}}}");
+        let err = parse(&body, &interest()).unwrap_err();
+        assert!(err.message.contains("recursion limit"), "{}", err.message);
     }
 
     #[test]
     fn salvages_uid_from_broken_json() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"abc-123","object":{"x": [1,2,}"#;
-        let err = parse(body).unwrap_err();
+        let err = parse(body, &interest()).unwrap_err();
         assert_eq!(err.uid.as_deref(), Some("abc-123"));
         assert!(err.message.starts_with("malformed AdmissionReview"));
     }
@@ -472,7 +637,7 @@ mod tests {
     #[test]
     fn wrong_field_type_names_the_field() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":5}}"#;
-        let err = parse(body).unwrap_err();
+        let err = parse(body, &interest()).unwrap_err();
         assert_eq!(err.uid.as_deref(), Some("u"));
         assert!(err.message.contains("request.operation"), "{}", err.message);
     }
@@ -483,23 +648,23 @@ mod tests {
         body.extend(std::iter::repeat_n(b'[', 100_000));
         body.extend(std::iter::repeat_n(b']', 100_000));
         body.extend(b"}}");
-        let err = parse(&body).unwrap_err();
+        let err = parse(&body, &interest()).unwrap_err();
         assert_eq!(err.uid.as_deref(), Some("deep"));
         assert!(err.message.contains("recursion limit"), "{}", err.message);
     }
 
     #[test]
     fn not_a_review_has_no_uid() {
-        let err = parse(b"hello").unwrap_err();
+        let err = parse(b"hello", &interest()).unwrap_err();
         assert_eq!(err.uid, None);
-        let err = parse(b"{\"foo\": 1}").unwrap_err();
+        let err = parse(b"{\"foo\": 1}", &interest()).unwrap_err();
         assert_eq!(err.uid, None);
     }
 
     #[test]
     fn old_review_versions_are_refused_with_the_fix() {
         let body = br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u"}}"#;
-        let err = parse(body).unwrap_err();
+        let err = parse(body, &interest()).unwrap_err();
         assert_eq!(err.uid.as_deref(), Some("u"));
         assert!(err.message.contains("admissionReviewVersions"));
     }

@@ -9,11 +9,11 @@ use tracing::debug;
 
 use crate::{
     admission::{
-        self, patch,
+        self, object, patch,
         review::{self, AdmissionResponse},
         ClusterFacts, Context, Settings, Verdict,
     },
-    policy::{Policy, PolicySet},
+    policy::{Interest, Policy, PolicySet},
 };
 
 use super::metrics::ReviewLabels;
@@ -45,6 +45,8 @@ pub struct Answer {
 
 pub struct Webhook {
     policies: PolicySet,
+    /// What reviews read of objects, for every loaded policy.
+    interest: Interest,
     /// Integration names as `'static` metric label values, by policy index.
     names: Vec<(Arc<Policy>, &'static str)>,
     settings: Settings,
@@ -60,6 +62,7 @@ impl Webhook {
             .map(|p| (p.clone(), &*Box::leak(p.name.clone().into_boxed_str())))
             .collect();
         Webhook {
+            interest: object::interest(&policies),
             policies,
             names,
             settings,
@@ -80,7 +83,7 @@ impl Webhook {
                 result,
             })
         };
-        let req = match review::parse(body) {
+        let req = match review::parse(body, &self.interest) {
             Ok(r) => r,
             Err(review::ParseError {
                 uid: Some(uid),
