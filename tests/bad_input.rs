@@ -43,34 +43,45 @@ async fn malformed_json() {
 #[tokio::test]
 async fn nesting_100000_deep() {
     let server = Server::start(&[]);
-    let deep = |uid: bool| {
+    // 100,000 levels at `at` inside the Job object.
+    let deep = |uid: bool, at: &str| {
         let mut b = String::from(
             r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"#,
         );
         if uid {
-            b.push_str(r#""uid":"deep-uid","#);
+            b.push_str(r#""uid":"deep-uid","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","#);
         }
         b.push_str(r#""object":"#);
+        b.push_str(at);
         b.push_str(&"{\"a\":".repeat(100_000));
         b.push('1');
         b.push_str(&"}".repeat(100_000));
+        b.push_str(&"}".repeat(at.matches('{').count()));
         b.push_str("}}");
         b
     };
-    let (status, resp) = server.client().post("/mutate", deep(true)).await;
+    // Where a rule reads (labels): refused with serde_json's 128-level bound.
+    let (status, resp) = server
+        .client()
+        .post("/mutate", deep(true, r#"{"metadata":{"labels":"#))
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(resp["response"]["uid"], "deep-uid");
     assert_eq!(resp["response"]["allowed"], false);
-    assert!(
-        resp["response"]["status"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("recursion limit"),
-        "{resp}"
-    );
-    let (status, _) = server.client().post("/validate", deep(false)).await;
+    let msg = resp["response"]["status"]["message"].as_str().unwrap();
+    assert!(msg.contains("recursion limit exceeded"), "{resp}");
+    // Where no rule reads: skipped without recursion, and the review answered.
+    let (status, resp) = server
+        .client()
+        .post("/mutate", deep(true, r#"{"spec":{"template":{"x":"#))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["uid"], "deep-uid");
+    assert_eq!(resp["response"]["allowed"], true);
+    // No uid: not answerable as a review.
+    let (status, _) = server.client().post("/validate", deep(false, "")).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    // Arrays too.
+    // A bare array nested 100,000 deep.
     let arr = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let (status, _) = server.client().post("/mutate", arr).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
