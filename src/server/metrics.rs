@@ -97,11 +97,6 @@ impl Metrics {
         }
     }
 
-    /// Registers metrics owned by another part of the shell (SAR cache, ...).
-    pub fn registry_mut(&mut self) -> &mut Registry {
-        &mut self.registry
-    }
-
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
