@@ -1,11 +1,5 @@
 use clap::Parser;
 
-// The review path allocates many small, short-lived values (JSON maps and
-// strings); mimalloc serves them markedly faster than glibc's malloc under
-// concurrent load (BENCHMARKS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use batchgate::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
