@@ -288,15 +288,8 @@ fn secs(v: f64, flag: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-pub async fn serve(a: ServeArgs) -> Result<()> {
-    let cfg = load_config(a.config.as_ref())?;
-    let policies = enabled_policies(a.policies.as_ref(), &cfg)?;
-    let settings = Settings {
-        manage_jobs_without_queue_name: a.manage_jobs_without_queue_name
-            || cfg.manage_jobs_without_queue_name.unwrap_or(false),
-        managed_namespaces: cfg.managed_namespaces(),
-    };
-
+/// Limits from the flags, else the config file, else the defaults.
+fn limits(a: &ServeArgs, cfg: &Config) -> Result<Limits> {
     let mut limits = Limits::default();
     let w = &cfg.webhook;
     if let Some(v) = a.max_body_bytes.or(w.max_body_bytes) {
@@ -324,6 +317,27 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     };
     limits.cert_reload_interval =
         secs(a.cert_reload_interval, "--cert-reload-interval")?.max(Duration::from_millis(100));
+
+    if limits.max_body_bytes < 64 * 1024 {
+        bail!(
+            "the request body limit must be at least 65536 bytes (an AdmissionReview of a small Job is a few KiB), got {}",
+            limits.max_body_bytes
+        );
+    }
+    Ok(limits)
+}
+
+pub async fn serve(a: ServeArgs) -> Result<()> {
+    let cfg = load_config(a.config.as_ref())?;
+    let policies = enabled_policies(a.policies.as_ref(), &cfg)?;
+    let settings = Settings {
+        manage_jobs_without_queue_name: a.manage_jobs_without_queue_name
+            || cfg.manage_jobs_without_queue_name.unwrap_or(false),
+        managed_namespaces: cfg.managed_namespaces(),
+    };
+
+    let limits = limits(&a, &cfg)?;
+    let w = &cfg.webhook;
 
     let secret = a
         .cert_secret
