@@ -70,10 +70,6 @@ impl Webhook {
         }
     }
 
-    pub fn policies(&self) -> &PolicySet {
-        &self.policies
-    }
-
     pub fn answer(&self, hook: Hook, body: &[u8]) -> Answer {
         let labels = |kind, operation, result| {
             Some(ReviewLabels {
