@@ -20,7 +20,8 @@ use crate::{
         self,
         certsecret::{CertSecret, Managed},
     },
-    config::Config,
+    config::{AdmissionMode, Config},
+    controllers,
     manifests::{self, Endpoint, WebhookOptions},
     policy::PolicySet,
     server::{
@@ -119,6 +120,11 @@ pub struct ServeArgs {
     /// Run without any API connection (namespace labels, default queues off).
     #[arg(long)]
     pub no_cluster: bool,
+    /// Who admits Workloads: `builtin` (batchgate's engine and job
+    /// reconciler, the default) or `external` (an upstream Kueue does; only
+    /// the webhook runs).
+    #[arg(long, value_parser = ["builtin", "external"])]
+    pub admission: Option<String>,
     #[arg(long)]
     pub manage_jobs_without_queue_name: bool,
     /// Largest request body accepted, in bytes.
@@ -370,12 +376,14 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
 
     let readiness = Arc::new(Readiness::default());
     let mut client = None;
+    let mut reconcile_client = None;
     let facts: Arc<dyn ClusterFacts> = if a.no_cluster {
         info!("--no-cluster: no API connection; namespaces are matched by name only, default LocalQueue and WorkloadPriorityClass lookups are off");
         readiness.caches_synced.store(true, Ordering::Release);
         Arc::new(NoCluster)
     } else {
         let (c, cache, synced) = cluster::connect().await?;
+        reconcile_client = Some(c.clone());
         client = Some(c);
         let r = readiness.clone();
         tokio::spawn(async move {
@@ -424,6 +432,29 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         _ => bail!("no certificate source"),
     };
 
+    let mode = match a.admission.as_deref() {
+        Some("external") => AdmissionMode::External,
+        Some(_) => AdmissionMode::Builtin,
+        None => cfg.admission.unwrap_or_default(),
+    };
+    match (&reconcile_client, mode) {
+        (Some(c), AdmissionMode::Builtin) => {
+            let lease = cfg
+                .reconciler
+                .lease_duration_seconds
+                .unwrap_or(Duration::from_secs(15));
+            tokio::spawn(controllers::run(
+                c.clone(),
+                policies.clone(),
+                cfg.namespace().to_string(),
+                lease,
+            ));
+        }
+        (Some(_), AdmissionMode::External) => {
+            info!("admission: external — Workloads are admitted by an upstream Kueue; no reconciler runs here")
+        }
+        (None, _) => info!("--no-cluster: no reconciler runs"),
+    }
     let webhook = Arc::new(Webhook::new(policies, settings, facts));
     let opts = ServeOptions {
         listen: a

@@ -42,6 +42,29 @@ pub struct Config {
     pub probes: ProbeConfig,
     #[serde(default)]
     pub certificates: CertificatesConfig,
+    /// Who admits queued Workloads: batchgate's own engine (`builtin`), or
+    /// an upstream Kueue installed beside it (`external`), in which case
+    /// batchgate runs no reconciler and only serves the webhook.
+    pub admission: Option<AdmissionMode>,
+    #[serde(default)]
+    pub reconciler: ReconcilerConfig,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AdmissionMode {
+    #[default]
+    Builtin,
+    External,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReconcilerConfig {
+    /// How long a replica's hold on the reconciler lease lasts without
+    /// renewal (default 15 s); a restarted replica waits at most this long.
+    #[serde(default, with = "opt_secs")]
+    pub lease_duration_seconds: Option<Duration>,
 }
 
 /// The serving certificate kept in a Secret (instead of `webhook.certDir`).

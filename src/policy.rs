@@ -337,6 +337,69 @@ struct PolicyFile {
     pod_sets: Vec<PodSetRule>,
     #[serde(default)]
     invariants: Vec<Invariant>,
+    #[serde(default)]
+    status: Option<StatusRule>,
+}
+
+/// How a job reports its progress, for the Workload reconciler: when it has
+/// finished (and whether it succeeded), and whether it still runs pods.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusRule {
+    /// A list of `{type, status, message}` conditions.
+    pub conditions: Pointer,
+    /// Condition types that, when `"True"`, mean the job succeeded.
+    #[serde(default)]
+    pub succeeded: Vec<String>,
+    /// Condition types that, when `"True"`, mean the job failed.
+    #[serde(default)]
+    pub failed: Vec<String>,
+    /// Integer fields counting running pods; the job is active while any is
+    /// above zero (Kueue waits for this before releasing an evicted job's quota).
+    #[serde(default)]
+    pub active: Vec<Pointer>,
+}
+
+/// A job's progress as its status tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    Running,
+    Succeeded(String),
+    Failed(String),
+}
+
+impl StatusRule {
+    pub fn progress(&self, obj: &Value) -> Progress {
+        let Some(Value::Array(conds)) = self.conditions.resolve(obj) else {
+            return Progress::Running;
+        };
+        for c in conds {
+            if c.get("status").and_then(Value::as_str) != Some("True") {
+                continue;
+            }
+            let ty = c.get("type").and_then(Value::as_str).unwrap_or("");
+            let message = c
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if self.failed.iter().any(|f| f == ty) {
+                return Progress::Failed(message);
+            }
+            if self.succeeded.iter().any(|s| s == ty) {
+                return Progress::Succeeded(message);
+            }
+        }
+        Progress::Running
+    }
+
+    pub fn is_active(&self, obj: &Value) -> bool {
+        self.active.iter().any(|p| {
+            p.resolve(obj)
+                .and_then(Value::as_i64)
+                .is_some_and(|n| n > 0)
+        })
+    }
 }
 
 /// A compiled integration policy.
@@ -349,6 +412,9 @@ pub struct Policy {
     pub managed_by: Option<Pointer>,
     pub pod_sets: Vec<PodSetRule>,
     pub invariants: BTreeSet<Invariant>,
+    /// How the job reports progress; without it the reconciler never marks
+    /// the Workload finished (it is deleted with the job).
+    pub status: Option<StatusRule>,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -411,6 +477,7 @@ impl Policy {
             managed_by: raw.managed_by,
             pod_sets: raw.pod_sets,
             invariants: raw.invariants.into_iter().collect(),
+            status: raw.status,
             source: file.to_string(),
         })
     }

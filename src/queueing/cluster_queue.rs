@@ -4,6 +4,8 @@
 //! Plain data: the shell converts from the Kueue CRDs (`kueue.x-k8s.io`
 //! v1beta2). Quantities are milli-units (see [`super::quantity`]).
 
+use std::collections::BTreeMap;
+
 use crate::selector::LabelSelector;
 
 /// `spec.queueingStrategy`.
@@ -185,4 +187,16 @@ pub struct ClusterQueueStatus {
     pub admitted_workloads: usize,
     pub flavors_usage: Vec<FlavorUsage>,
     pub active: ActiveCondition,
+}
+
+/// What the shell writes to a LocalQueue's status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalQueueStatus {
+    pub namespace: String,
+    pub name: String,
+    pub pending_workloads: usize,
+    pub reserving_workloads: usize,
+    pub admitted_workloads: usize,
+    /// Flavor → resource → milli-units held by the queue's workloads.
+    pub usage: BTreeMap<String, BTreeMap<String, i64>>,
 }

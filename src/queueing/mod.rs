@@ -38,7 +38,7 @@ mod property_tests;
 
 pub use cluster_queue::{
     ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorFungibility, FlavorQuotas,
-    FlavorUsage, FungibilityPolicy, LocalQueue, Preemption, PreemptionPolicy, QueueingStrategy,
+    FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy, QueueingStrategy,
     ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};

@@ -21,7 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
     cluster_queue::{
-        ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue, ResourceUsage,
+        ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue,
+        LocalQueueStatus, ResourceUsage,
     },
     flavors::ResourceFlavor,
     queues::{PendingQueue, QueueOrder},
@@ -558,6 +559,58 @@ impl Engine {
             flavors_usage,
             active: self.active_condition(cq),
         })
+    }
+
+    /// Status of every LocalQueue, in one pass over the workloads: counts of
+    /// pending (queued or parked behind the queue), reserving and admitted
+    /// workloads, and the quota its admitted workloads hold per flavor.
+    pub fn local_queue_statuses(&self) -> Vec<LocalQueueStatus> {
+        let mut out: BTreeMap<(String, String), LocalQueueStatus> = self
+            .local_queues
+            .values()
+            .map(|lq| {
+                (
+                    (lq.namespace.clone(), lq.name.clone()),
+                    LocalQueueStatus {
+                        namespace: lq.namespace.clone(),
+                        name: lq.name.clone(),
+                        ..LocalQueueStatus::default()
+                    },
+                )
+            })
+            .collect();
+        for rec in self.workloads.values() {
+            let Some(st) = out.get_mut(&(rec.wl.namespace.clone(), rec.wl.queue_name.clone()))
+            else {
+                continue;
+            };
+            match &rec.state {
+                State::Queued { .. } => st.pending_workloads += 1,
+                State::Parked => {
+                    if rec.wl.active {
+                        st.pending_workloads += 1;
+                    }
+                }
+                State::Holding(h) => {
+                    st.reserving_workloads += 1;
+                    if h.confirmed {
+                        st.admitted_workloads += 1;
+                    }
+                    for (fr, q) in &h.usage {
+                        *st.usage
+                            .entry(fr.flavor.clone())
+                            .or_default()
+                            .entry(fr.resource.clone())
+                            .or_default() += *q;
+                    }
+                }
+            }
+        }
+        out.into_values().collect()
+    }
+
+    pub fn local_queues(&self) -> impl Iterator<Item = &LocalQueue> {
+        self.local_queues.values()
     }
 
     /// Keys of the workloads waiting in the ClusterQueue.

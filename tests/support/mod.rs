@@ -527,3 +527,5 @@ pub mod e2e {
         )
     }
 }
+
+pub mod queueing;

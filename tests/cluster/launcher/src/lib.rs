@@ -412,11 +412,16 @@ impl LocalCluster {
                 "--kube-api-burst=400".into(),
             ],
         )?;
+        let stages = cluster.dir_path.join("stages.yaml");
+        let text = std::fs::read_to_string(&binaries.stages)
+            .map_err(|e| Error::io("reading the KWOK stage file", e))?;
+        std::fs::write(&stages, with_completion_delay(&text))
+            .map_err(|e| Error::io("writing the KWOK stage file", e))?;
         cluster.spawn(
             "kwok",
             vec![
                 format!("--kubeconfig={}", p(&cluster.kubeconfig)),
-                format!("--config={}", p(&binaries.stages)),
+                format!("--config={}", p(&stages)),
                 "--manage-all-nodes=false".into(),
                 format!(
                     "--manage-nodes-with-annotation-selector={}={}",
@@ -859,4 +864,19 @@ mod tests {
         let [a, b, c] = free_ports().unwrap();
         assert!(a != b && b != c && a != c);
     }
+}
+
+/// Pod annotation that keeps a Job's pod running for a while on a KWOK node
+/// (a Go duration, e.g. `"5s"`); without it pods complete at once.
+pub const POD_RUNTIME_ANNOTATION: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
+
+/// KWOK's "fast" pod-complete stage, made to wait for the duration in
+/// [`POD_RUNTIME_ANNOTATION`] (as KWOK's own "general" stages do), so tests
+/// can watch jobs hold quota while they run.
+fn with_completion_delay(stages: &str) -> String {
+    let marker = "  name: pod-complete\nspec:\n";
+    let delay = format!(
+        "  name: pod-complete\nspec:\n  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '.metadata.annotations[\"{POD_RUNTIME_ANNOTATION}\"]'\n"
+    );
+    stages.replacen(marker, &delay, 1)
 }

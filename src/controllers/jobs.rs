@@ -1,0 +1,513 @@
+//! The job reconciler, one per integration policy (Kueue's
+//! `ReconcileGenericJob`): for a job with a queue name it creates the
+//! Workload and keeps it in step; once the Workload is admitted it starts
+//! the job with its pod sets' flavors; when the Workload is evicted it
+//! stops the job, restores its templates and only then gives the quota
+//! back; when the job finishes it marks the Workload finished. Everything
+//! kind-specific comes from the policy, so a new kind needs no code here.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::api::{core::v1::ObjectReference, scheduling::v1::PriorityClass};
+use kube::{
+    api::{DynamicObject, Patch, PostParams},
+    core::{ApiResource, GroupVersionKind},
+    runtime::{
+        controller::{Action, Controller},
+        events::{Event as KEvent, EventType, Recorder, Reporter},
+        reflector::{self, ObjectRef, Store},
+        watcher, WatchStreamExt,
+    },
+    Api, Client, Resource, ResourceExt,
+};
+use serde_json::{json, Value};
+use tracing::{debug, info, warn};
+
+use super::{
+    queueing::{params, release, MANAGER},
+    translation::Conditions,
+};
+use crate::{
+    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
+    api::kueue::v1beta2::{self as api, condition},
+    policy::{Policy, PolicySet, Progress},
+    workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
+    #[error("encoding: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// What every job reconciler shares: caches of the objects a start or a
+/// Workload needs (flavors, priority classes), and the event recorder.
+#[derive(Clone)]
+pub struct Shared {
+    client: Client,
+    flavors: Store<api::ResourceFlavor>,
+    workload_classes: Store<api::WorkloadPriorityClass>,
+    pod_classes: Store<PriorityClass>,
+    recorder: Recorder,
+}
+
+struct Ctx {
+    shared: Shared,
+    policy: Arc<Policy>,
+    resource: ApiResource,
+}
+
+fn store<K>(api: Api<K>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    tokio::spawn(async move {
+        let s = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .touched_objects();
+        futures::pin_mut!(s);
+        while let Some(ev) = s.next().await {
+            if let Err(e) = ev {
+                warn!(error = %e, "watch error; retrying");
+            }
+        }
+    });
+    reader
+}
+
+/// Starts a reconciler for every policy; runs until the process ends.
+pub async fn run(client: Client, policies: PolicySet) {
+    let shared = Shared {
+        flavors: store(Api::all(client.clone())),
+        workload_classes: store(Api::all(client.clone())),
+        pod_classes: store(Api::all(client.clone())),
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: "batchgate-job-controller".into(),
+                instance: std::env::var("HOSTNAME").ok(),
+            },
+        ),
+        client: client.clone(),
+    };
+    let _ = shared.flavors.wait_until_ready().await;
+    let _ = shared.workload_classes.wait_until_ready().await;
+    let _ = shared.pod_classes.wait_until_ready().await;
+    let mut all = Vec::new();
+    for policy in policies.iter() {
+        let t = &policy.target;
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
+            &t.resource,
+        );
+        let jobs = Api::<DynamicObject>::all_with(client.clone(), &resource);
+        // A kind whose CRD is not installed has nothing to reconcile.
+        if let Err(kube::Error::Api(e)) = jobs.list(&kube::api::ListParams::default().limit(1)).await {
+            if e.code == 404 {
+                info!(integration = %policy.name, "kind not served; its reconciler is off");
+                continue;
+            }
+        }
+        let ctx = Arc::new(Ctx {
+            shared: shared.clone(),
+            policy: policy.clone(),
+            resource: resource.clone(),
+        });
+        let name = policy.name.clone();
+        let fut = Controller::new_with(jobs, watcher::Config::default(), resource)
+            .owns(
+                Api::<api::Workload>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .run(reconcile, error_policy, ctx)
+            .for_each(move |r| {
+                if let Err(e) = r {
+                    debug!(integration = %name, error = %e, "reconcile");
+                }
+                futures::future::ready(())
+            });
+        all.push(tokio::spawn(fut));
+    }
+    for h in all {
+        let _ = h.await;
+    }
+}
+
+fn error_policy(job: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Action {
+    warn!(job = %job.name_any(), namespace = job.namespace().unwrap_or_default(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+impl Ctx {
+    fn classes(&self) -> PriorityClasses {
+        let mut c = PriorityClasses::default();
+        for w in self.shared.workload_classes.state() {
+            c.workload.insert(w.name_any(), w.spec.value);
+        }
+        for p in self.shared.pod_classes.state() {
+            if p.global_default == Some(true) {
+                c.global_default = Some(p.name_any());
+            }
+            c.pod.insert(p.name_any(), p.value);
+        }
+        c
+    }
+
+    async fn job_event(&self, job: &Value, type_: EventType, reason: &str, note: String) {
+        let reference = ObjectReference {
+            api_version: Some(self.policy.target.api_version()),
+            kind: Some(self.policy.target.kind.clone()),
+            name: job.pointer("/metadata/name").and_then(Value::as_str).map(String::from),
+            namespace: job
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .map(String::from),
+            uid: job.pointer("/metadata/uid").and_then(Value::as_str).map(String::from),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+
+    async fn patch_job(&self, ns: &str, name: &str, ops: &[PatchOp]) -> Result<bool, JobError> {
+        if ops.is_empty() {
+            return Ok(false);
+        }
+        let api = Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
+        let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
+        match api.patch(name, &params(), &Patch::<()>::Json(p)).await {
+            Ok(_) => Ok(true),
+            // The `test` of resourceVersion failed: the job changed; the
+            // watch brings the new version and we decide again.
+            Err(kube::Error::Api(e)) if e.code == 422 || e.code == 409 => {
+                debug!(job = name, message = %e.message, "job changed under the patch");
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What the admission adds to each pod set's template.
+    fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Vec<PodSetInfo> {
+        let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
+            return Vec::new();
+        };
+        let cq = a.cluster_queue.clone().unwrap_or_default();
+        a.pod_set_assignments
+            .iter()
+            .flatten()
+            .map(|psa| {
+                let mut info = PodSetInfo {
+                    name: psa.name.clone(),
+                    ..PodSetInfo::default()
+                };
+                info.labels
+                    .insert(workload::PODSET_LABEL.into(), psa.name.clone());
+                if !queue.is_empty() {
+                    info.labels
+                        .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+                }
+                if is_dns1123_label(&cq) {
+                    info.labels
+                        .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
+                }
+                let mut seen = Vec::new();
+                for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
+                    if seen.contains(flavor) {
+                        continue;
+                    }
+                    seen.push(flavor.clone());
+                    if let Some(rf) = self.shared.flavors.get(&ObjectRef::new(flavor)) {
+                        for (k, v) in rf.spec.node_labels.iter().flatten() {
+                            info.node_selector.insert(k.clone(), v.clone());
+                        }
+                        for t in rf.spec.tolerations.iter().flatten() {
+                            if let Ok(v) = serde_json::to_value(t) {
+                                if !info.tolerations.contains(&v) {
+                                    info.tolerations.push(v);
+                                }
+                            }
+                        }
+                    }
+                }
+                info
+            })
+            .collect()
+    }
+}
+
+/// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
+/// ClusterQueue name when it is one.
+fn is_dns1123_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
+    wl.spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| JobPodSet {
+            name: ps.name.clone(),
+            count: i64::from(ps.count),
+            template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
+        })
+        .collect()
+}
+
+async fn write_workload_status(
+    api: &Api<api::Workload>,
+    wl: &api::Workload,
+    status: Value,
+) -> Result<(), JobError> {
+    let patch = json!({
+        "metadata": {"resourceVersion": wl.resource_version()},
+        "status": status,
+    });
+    match api
+        .patch_status(&wl.name_any(), &params(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    let policy = &ctx.policy;
+    let job = serde_json::to_value(&*obj)?;
+    let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
+        return Ok(Action::await_change());
+    };
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let (Some(ns), name, Some(uid)) = (obj.namespace(), obj.name_any(), obj.uid()) else {
+        return Ok(Action::await_change());
+    };
+    let t = &policy.target;
+    let wl_name = workload::name_for(&t.kind, &t.group, &name, &uid);
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
+    let suspended = matches!(policy.suspend.resolve(&job), Some(Value::Bool(true)));
+    let progress = policy
+        .status
+        .as_ref()
+        .map_or(Progress::Running, |s| s.progress(&job));
+    let active = policy.status.as_ref().is_some_and(|s| s.is_active(&job));
+
+    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
+        if progress != Progress::Running {
+            return Ok(Action::await_change());
+        }
+        if !suspended {
+            // Started without an admission (the webhook was bypassed).
+            if ctx
+                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
+                .await?
+            {
+                ctx.job_event(&job, EventType::Normal, "Stopped", "Not admitted by cluster queue".into())
+                    .await;
+            }
+            return Ok(Action::await_change());
+        }
+        let prio = match workload::priority(policy, &job, &ctx.classes()) {
+            Ok(p) => p,
+            Err(e) => {
+                ctx.job_event(&job, EventType::Warning, "ErrWorkloadCompose", e.to_string())
+                    .await;
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            }
+        };
+        let body = workload::for_job(policy, &job, &prio)?;
+        let raw_api = Api::<DynamicObject>::namespaced_with(
+            ctx.shared.client.clone(),
+            &ns,
+            &ApiResource::erase::<api::Workload>(&()),
+        );
+        let obj: DynamicObject = serde_json::from_value(body)?;
+        match raw_api
+            .create(
+                &PostParams {
+                    field_manager: Some(MANAGER.into()),
+                    ..PostParams::default()
+                },
+                &obj,
+            )
+            .await
+        {
+            Ok(_) => {
+                ctx.job_event(
+                    &job,
+                    EventType::Normal,
+                    "CreatedWorkload",
+                    format!("Created Workload: {ns}/{wl_name}"),
+                )
+                .await;
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(Action::await_change());
+    };
+
+    let status = wl.status.clone().unwrap_or_default();
+    let conds = Conditions::of(status.conditions.as_ref());
+    if conds.is_true(condition::FINISHED) {
+        return Ok(Action::await_change());
+    }
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let finished = match &progress {
+        Progress::Running => None,
+        Progress::Succeeded(m) => Some(("Succeeded", if m.is_empty() { "Job finished successfully" } else { m.as_str() })),
+        Progress::Failed(m) => Some(("Failed", if m.is_empty() { "Job failed" } else { m.as_str() })),
+    };
+    if let Some((reason, message)) = finished {
+        let mut c = conds.clone();
+        c.set(condition::FINISHED, true, reason, message, &now, wl.metadata.generation);
+        write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
+        return Ok(Action::await_change());
+    }
+
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    let evicted = conds.is_true(condition::EVICTED);
+    if reserved && evicted {
+        if !suspended {
+            let msg = conds
+                .get(condition::EVICTED)
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            if ctx
+                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
+                .await?
+            {
+                ctx.job_event(&job, EventType::Normal, "Stopped", msg).await;
+            }
+            return Ok(Action::await_change());
+        }
+        let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
+        if !restore.is_empty() {
+            ctx.patch_job(&ns, &name, &restore).await?;
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+        if active {
+            // Pods are still stopping; their quota is not free yet.
+            return Ok(Action::requeue(Duration::from_millis(500)));
+        }
+        if let Some(s) = release(&conds.0, wl.metadata.generation, &now) {
+            write_workload_status(&wl_api, &wl, s).await?;
+        }
+        return Ok(Action::await_change());
+    }
+
+    if reserved && conds.is_true(condition::ADMITTED) {
+        if suspended {
+            let infos = ctx.pod_set_infos(&wl, &queue);
+            match workload::start_patch(policy, &job, &infos) {
+                Ok(ops) => {
+                    if ctx.patch_job(&ns, &name, &ops).await? {
+                        let cq = status
+                            .admission
+                            .as_ref()
+                            .and_then(|a| a.cluster_queue.clone())
+                            .unwrap_or_default();
+                        ctx.job_event(
+                            &job,
+                            EventType::Normal,
+                            "Started",
+                            format!("Admitted by clusterQueue {cq}"),
+                        )
+                        .await;
+                    }
+                }
+                Err(e) => {
+                    // The job can never start with this admission: finish
+                    // the Workload so its quota goes back.
+                    let mut c = conds.clone();
+                    c.set(condition::FINISHED, true, "FailedToStart", &e.to_string(), &now, wl.metadata.generation);
+                    write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
+                    ctx.job_event(&job, EventType::Warning, "FailedToStart", e.to_string())
+                        .await;
+                }
+            }
+        }
+        return Ok(Action::await_change());
+    }
+    if reserved {
+        // Quota reserved, admission checks pending: nothing to do yet.
+        return Ok(Action::await_change());
+    }
+
+    // Not admitted.
+    if !suspended {
+        if ctx
+            .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
+            .await?
+        {
+            ctx.job_event(&job, EventType::Normal, "Stopped", "Not admitted by cluster queue".into())
+                .await;
+        }
+        return Ok(Action::await_change());
+    }
+    let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
+    if !restore.is_empty() {
+        ctx.patch_job(&ns, &name, &restore).await?;
+        return Ok(Action::await_change());
+    }
+    // Keep the Workload in step with the suspended job.
+    let current = workload::pod_sets(policy, &job)?;
+    let recorded = recorded_pod_sets(&wl);
+    let same_shape = current.len() == recorded.len()
+        && current
+            .iter()
+            .zip(&recorded)
+            .all(|(a, b)| a.name == b.name && a.count == b.count);
+    if !same_shape {
+        // Kueue re-creates an out-of-sync Workload; the next pass does.
+        match wl_api.delete(&wl.name_any(), &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(Action::requeue(Duration::from_millis(200)));
+    }
+    let mut spec_patch = serde_json::Map::new();
+    if wl.spec.queue_name.as_deref() != Some(queue.as_str()) {
+        spec_patch.insert("queueName".into(), json!(queue));
+    }
+    if let Ok(prio) = workload::priority(policy, &job, &ctx.classes()) {
+        if let workload::PrioritySource::WorkloadPriorityClass(_) = prio.source {
+            if wl.spec.priority != Some(prio.value) {
+                spec_patch.insert("priority".into(), json!(prio.value));
+            }
+        }
+    }
+    if !spec_patch.is_empty() {
+        let patch = json!({"spec": spec_patch});
+        wl_api
+            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+            .await?;
+    }
+    Ok(Action::await_change())
+}

@@ -1,0 +1,47 @@
+//! The reconciler: kube glue that reads cluster state, asks the pure core
+//! (`queueing`, `workload`) and writes the result.
+//!
+//! - [`queueing`]: the quota engine's shell — Workloads admitted, evicted
+//!   or left pending, ClusterQueue and LocalQueue status.
+//! - [`jobs`]: one reconciler per integration policy — a queued job's
+//!   Workload created and kept in step, the job started once its Workload
+//!   is admitted and stopped when it is evicted.
+
+pub mod jobs;
+pub mod queueing;
+pub mod translation;
+pub mod lease;
+
+use std::time::Duration;
+
+use kube::{Api, Client};
+use tracing::info;
+
+use crate::{api::kueue::v1beta2 as api, policy::PolicySet};
+
+/// Runs the reconciler for good: waits for Kueue's CRDs, for the lease,
+/// then starts the queueing controller and a job reconciler per policy.
+pub async fn run(client: Client, policies: PolicySet, namespace: String, lease: Duration) {
+    let workloads = Api::<api::Workload>::all(client.clone());
+    let mut told = false;
+    loop {
+        match workloads
+            .list_metadata(&kube::api::ListParams::default().limit(1))
+            .await
+        {
+            Ok(_) => break,
+            Err(e) => {
+                if !told {
+                    info!(error = %e, "Kueue's CRDs are not served yet: the reconciler waits for them");
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    }
+    lease::Elector::new(client.clone(), &namespace, lease)
+        .acquire()
+        .await;
+    tokio::spawn(queueing::Controller::run(client.clone()));
+    jobs::run(client, policies).await;
+}

@@ -1,0 +1,791 @@
+//! The queueing controller: watches ResourceFlavors, ClusterQueues,
+//! LocalQueues, Namespaces and Workloads into the pure [`Engine`], runs its
+//! cycles, and writes what they decide — Workload status first (the
+//! admission is recorded before anything starts), then ClusterQueue and
+//! LocalQueue status. One task owns the engine; writes run beside it and
+//! report back.
+//!
+//! Crash safety follows from the order: the engine is rebuilt from the API
+//! on start (every Workload with `status.admission` and `QuotaReserved=True`
+//! holds its quota again), an admission counts as soon as it is decided
+//! (before its write lands), and every Workload status write carries the
+//! `resourceVersion` it was computed from, so a stale decision never lands.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    sync::Arc,
+    time::Duration,
+};
+
+use futures::StreamExt;
+use k8s_openapi::{
+    api::core::v1::Namespace,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+};
+use kube::{
+    api::{Patch, PatchParams},
+    runtime::{
+        events::{Event as KEvent, EventType, Recorder, Reporter},
+        watcher::{self, Event},
+        WatchStreamExt,
+    },
+    Api, Client, Resource, ResourceExt,
+};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Semaphore};
+use tracing::{debug, info, warn};
+
+use super::translation::{self, Conditions};
+use crate::{
+    api::kueue::v1beta2::{self as api, condition},
+    queueing::{
+        quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
+        LocalQueueStatus, PendingReason, PreemptedReason,
+    },
+};
+
+/// Field manager of every write.
+pub const MANAGER: &str = "batchgate";
+
+/// Writes in flight at once: admissions and evictions, and the lower lane
+/// of pending-reason updates (many, and never urgent).
+const DECISION_WRITES: usize = 32;
+const PENDING_WRITES: usize = 4;
+/// Queue statuses are written at most this often.
+const STATUS_EVERY: Duration = Duration::from_millis(250);
+
+enum Input {
+    Flavor(Event<api::ResourceFlavor>),
+    ClusterQueue(Event<api::ClusterQueue>),
+    LocalQueue(Event<api::LocalQueue>),
+    Namespace(Event<Namespace>),
+    Workload(Event<api::Workload>),
+    Written { key: String, outcome: Outcome },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Admitted,
+    AdmissionRefused,
+    Done,
+}
+
+/// What the controller keeps of a Workload besides the engine's view: what
+/// a status write needs.
+#[derive(Debug, Clone)]
+struct Meta {
+    namespace: String,
+    name: String,
+    resource_version: String,
+    conditions: Vec<Condition>,
+    generation: Option<i64>,
+    /// A job owns it; the job reconciler stops the job and then releases the
+    /// quota. Without one, an eviction releases it at once.
+    owned: bool,
+    created_ms: i64,
+}
+
+#[derive(Debug, Clone)]
+enum Write {
+    Admit(crate::queueing::Admission),
+    Evict {
+        reason: EvictionReason,
+        message: String,
+        preempted: Option<PreemptedReason>,
+    },
+    Pending {
+        reason: PendingReason,
+        message: String,
+    },
+}
+
+/// Kinds whose first full list has arrived, and the keys seen in a re-list.
+#[derive(Default)]
+struct Listing {
+    done: bool,
+    seen: Option<HashSet<String>>,
+}
+
+pub struct Controller {
+    client: Client,
+    engine: Engine,
+    started: bool,
+    initial: ClusterObjects,
+    listings: [Listing; 5],
+    known: [HashSet<String>; 5],
+    meta: HashMap<String, Meta>,
+    /// Per Workload, the writes waiting for the one in flight.
+    queued: HashMap<String, VecDeque<Write>>,
+    busy: HashSet<String>,
+    decision_lane: Arc<Semaphore>,
+    pending_lane: Arc<Semaphore>,
+    tx: mpsc::UnboundedSender<Input>,
+    cq_status: BTreeMap<String, ClusterQueueStatus>,
+    cq_written: BTreeMap<String, Value>,
+    lq_written: BTreeMap<(String, String), Value>,
+    status_due: bool,
+    recorder: Recorder,
+}
+
+const FLAVORS: usize = 0;
+const CLUSTER_QUEUES: usize = 1;
+const LOCAL_QUEUES: usize = 2;
+const NAMESPACES: usize = 3;
+const WORKLOADS: usize = 4;
+
+fn now_time() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+fn now_ms() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_millisecond()
+}
+
+fn watch<K>(api: Api<K>, tx: mpsc::UnboundedSender<Input>, wrap: fn(Event<K>) -> Input)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let stream = watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+        futures::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => {
+                    if tx.send(wrap(ev)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => warn!(error = %e, "watch error; retrying"),
+            }
+        }
+    });
+}
+
+fn key(ns: Option<&str>, name: &str) -> String {
+    match ns {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+impl Controller {
+    /// Starts the watches and runs until the process ends.
+    pub async fn run(client: Client) {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        watch(Api::<api::ResourceFlavor>::all(client.clone()), tx.clone(), Input::Flavor);
+        watch(Api::<api::ClusterQueue>::all(client.clone()), tx.clone(), Input::ClusterQueue);
+        watch(Api::<api::LocalQueue>::all(client.clone()), tx.clone(), Input::LocalQueue);
+        watch(Api::<Namespace>::all(client.clone()), tx.clone(), Input::Namespace);
+        watch(Api::<api::Workload>::all(client.clone()), tx.clone(), Input::Workload);
+        let reporter = Reporter {
+            controller: "batchgate-scheduler".into(),
+            instance: std::env::var("HOSTNAME").ok(),
+        };
+        let mut c = Controller {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            engine: Engine::new(),
+            started: false,
+            initial: ClusterObjects::default(),
+            listings: Default::default(),
+            known: Default::default(),
+            meta: HashMap::new(),
+            queued: HashMap::new(),
+            busy: HashSet::new(),
+            decision_lane: Arc::new(Semaphore::new(DECISION_WRITES)),
+            pending_lane: Arc::new(Semaphore::new(PENDING_WRITES)),
+            tx,
+            cq_status: BTreeMap::new(),
+            cq_written: BTreeMap::new(),
+            lq_written: BTreeMap::new(),
+            status_due: false,
+        };
+        let mut status_tick = tokio::time::interval(STATUS_EVERY);
+        status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                first = rx.recv() => {
+                    let Some(first) = first else { return };
+                    c.input(first);
+                    // Take everything that is already waiting before a cycle.
+                    while let Ok(more) = rx.try_recv() {
+                        c.input(more);
+                    }
+                    c.cycle();
+                }
+                _ = status_tick.tick() => {
+                    if c.status_due {
+                        c.write_statuses();
+                    }
+                }
+            }
+        }
+    }
+
+    fn input(&mut self, input: Input) {
+        match input {
+            Input::Flavor(ev) => self.on_event(FLAVORS, ev, |c, rf| {
+                let f = translation::flavor(rf);
+                if c.started {
+                    c.engine.upsert_flavor(f);
+                } else {
+                    c.initial.flavors.push(f);
+                }
+            }),
+            Input::ClusterQueue(ev) => self.on_event(CLUSTER_QUEUES, ev, |c, cq| {
+                match translation::cluster_queue(cq) {
+                    Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
+                    Ok(q) => c.initial.cluster_queues.push(q),
+                    Err(e) => warn!(cluster_queue = %cq.name_any(), error = %e, "ClusterQueue not usable"),
+                }
+            }),
+            Input::LocalQueue(ev) => self.on_event(LOCAL_QUEUES, ev, |c, lq| {
+                let q = translation::local_queue(lq);
+                if c.started {
+                    c.engine.upsert_local_queue(q);
+                } else {
+                    c.initial.local_queues.push(q);
+                }
+            }),
+            Input::Namespace(ev) => self.on_event(NAMESPACES, ev, |c, ns| {
+                let labels = ns.labels().clone();
+                if c.started {
+                    c.engine.upsert_namespace(&ns.name_any(), labels);
+                } else {
+                    c.initial.namespaces.push((ns.name_any(), labels));
+                }
+            }),
+            Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
+            Input::Written { key, outcome } => {
+                match outcome {
+                    Outcome::Admitted => self.engine.confirm_admission(&key),
+                    Outcome::AdmissionRefused => self.engine.reject_admission(&key),
+                    Outcome::Done => {}
+                }
+                self.busy.remove(&key);
+                self.next_write(&key);
+            }
+        }
+        if !self.started && self.listings.iter().all(|l| l.done) {
+            self.engine = Engine::rebuild(std::mem::take(&mut self.initial));
+            self.started = true;
+            info!(workloads = self.meta.len(), "queueing engine rebuilt from the API");
+        }
+    }
+
+    fn on_event<K: Resource + ResourceExt>(
+        &mut self,
+        kind: usize,
+        ev: Event<K>,
+        mut upsert: impl FnMut(&mut Self, &K),
+    ) {
+        let k = |o: &K| key(o.namespace().as_deref(), &o.name_any());
+        match ev {
+            Event::Init => self.listings[kind].seen = Some(HashSet::new()),
+            Event::InitApply(o) => {
+                if let Some(seen) = &mut self.listings[kind].seen {
+                    seen.insert(k(&o));
+                }
+                self.known[kind].insert(k(&o));
+                upsert(self, &o);
+            }
+            Event::InitDone => {
+                let seen = self.listings[kind].seen.take().unwrap_or_default();
+                let gone: Vec<String> = self.known[kind]
+                    .iter()
+                    .filter(|k| !seen.contains(*k))
+                    .cloned()
+                    .collect();
+                for g in gone {
+                    self.delete(kind, &g);
+                }
+                self.listings[kind].done = true;
+            }
+            Event::Apply(o) => {
+                self.known[kind].insert(k(&o));
+                upsert(self, &o);
+            }
+            Event::Delete(o) => self.delete(kind, &k(&o)),
+        }
+    }
+
+    fn delete(&mut self, kind: usize, k: &str) {
+        self.known[kind].remove(k);
+        match kind {
+            FLAVORS => self.engine.delete_flavor(k),
+            CLUSTER_QUEUES => {
+                self.engine.delete_cluster_queue(k);
+                self.cq_status.remove(k);
+                self.cq_written.remove(k);
+            }
+            LOCAL_QUEUES => {
+                if let Some((ns, name)) = k.split_once('/') {
+                    self.engine.delete_local_queue(ns, name);
+                    self.lq_written.remove(&(ns.to_string(), name.to_string()));
+                }
+            }
+            NAMESPACES => self.engine.delete_namespace(k),
+            _ => {
+                self.engine.delete_workload(k);
+                self.meta.remove(k);
+                self.queued.remove(k);
+            }
+        }
+        self.status_due = true;
+    }
+
+    fn on_workload(&mut self, wl: &api::Workload) {
+        let k = key(wl.metadata.namespace.as_deref(), &wl.name_any());
+        let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let engine_wl = match translation::workload(wl) {
+            Ok(w) => w,
+            Err(e) => {
+                warn!(workload = %k, error = %e, "Workload not usable");
+                return;
+            }
+        };
+        let owned = wl
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true));
+        self.meta.insert(
+            k.clone(),
+            Meta {
+                namespace: wl.metadata.namespace.clone().unwrap_or_default(),
+                name: wl.name_any(),
+                resource_version: wl.resource_version().unwrap_or_default(),
+                conditions: conds.cloned().unwrap_or_default(),
+                generation: wl.metadata.generation,
+                owned,
+                created_ms: engine_wl.created,
+            },
+        );
+        if engine_wl.finished {
+            // Finished Workloads stay in the API until their job is deleted;
+            // nothing more to write for them.
+            self.meta.remove(&k);
+            self.queued.remove(&k);
+        }
+        if self.started {
+            self.engine.upsert_workload(engine_wl);
+        } else if !engine_wl.finished {
+            self.initial.workloads.push(engine_wl);
+        }
+        self.status_due = true;
+    }
+
+    fn cycle(&mut self) {
+        if !self.started {
+            return;
+        }
+        // Bounded: each round either admits, evicts or sets a head aside.
+        for _ in 0..64 {
+            let cycle = self.engine.schedule(now_ms());
+            for d in cycle.decisions {
+                self.decide(d);
+            }
+            for s in cycle.statuses {
+                self.cq_status.insert(s.name.clone(), s);
+                self.status_due = true;
+            }
+            if !cycle.progress {
+                break;
+            }
+        }
+    }
+
+    fn decide(&mut self, d: Decision) {
+        let (k, w) = match d {
+            Decision::Admit {
+                workload,
+                admission,
+            } => (workload, Write::Admit(admission)),
+            Decision::Evict {
+                workload,
+                reason,
+                message,
+                preempted_reason,
+            } => (
+                workload,
+                Write::Evict {
+                    reason,
+                    message,
+                    preempted: preempted_reason,
+                },
+            ),
+            Decision::Pending {
+                workload,
+                reason,
+                message,
+            } => (workload, Write::Pending { reason, message }),
+        };
+        self.status_due = true;
+        let q = self.queued.entry(k.clone()).or_default();
+        // A newer pending reason replaces one not yet written.
+        if matches!(w, Write::Pending { .. }) {
+            q.retain(|x| !matches!(x, Write::Pending { .. }));
+        }
+        q.push_back(w);
+        if !self.busy.contains(&k) {
+            self.next_write(&k);
+        }
+    }
+
+    fn next_write(&mut self, k: &str) {
+        let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
+            self.queued.remove(k);
+            return;
+        };
+        let Some(meta) = self.meta.get(k).cloned() else {
+            // Gone or finished: an admission decided for it holds nothing.
+            if matches!(w, Write::Admit(_)) {
+                self.engine.reject_admission(k);
+            }
+            return;
+        };
+        self.busy.insert(k.to_string());
+        let lane = match w {
+            Write::Pending { .. } => self.pending_lane.clone(),
+            _ => self.decision_lane.clone(),
+        };
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        let recorder = self.recorder.clone();
+        let k = k.to_string();
+        tokio::spawn(async move {
+            let _permit = lane.acquire_owned().await;
+            let outcome = write_workload(&client, &recorder, meta, &w).await;
+            let _ = tx.send(Input::Written { key: k, outcome });
+        });
+    }
+
+    fn write_statuses(&mut self) {
+        self.status_due = false;
+        for (name, s) in &self.cq_status {
+            let prev = self.cq_written.get(name);
+            let status = cq_status_json(s, prev);
+            if prev == Some(&status) {
+                continue;
+            }
+            self.cq_written.insert(name.clone(), status.clone());
+            let api = Api::<api::ClusterQueue>::all(self.client.clone());
+            let name = name.clone();
+            tokio::spawn(async move {
+                let patch = json!({ "status": status });
+                if let Err(e) = api
+                    .patch_status(&name, &params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    debug!(cluster_queue = %name, error = %e, "ClusterQueue status not written");
+                }
+            });
+        }
+        let cq_active: BTreeMap<&str, bool> = self
+            .cq_status
+            .values()
+            .map(|s| (s.name.as_str(), s.active.status))
+            .collect();
+        let lqs = self.engine.local_queue_statuses();
+        let specs = self.local_queue_specs();
+        for s in lqs {
+            let id = (s.namespace.clone(), s.name.clone());
+            let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
+            let prev = self.lq_written.get(&id);
+            let status = lq_status_json(&s, cq_active.get(cq.as_str()).copied(), stopped, prev);
+            if prev == Some(&status) {
+                continue;
+            }
+            self.lq_written.insert(id.clone(), status.clone());
+            let api = Api::<api::LocalQueue>::namespaced(self.client.clone(), &id.0);
+            tokio::spawn(async move {
+                let patch = json!({ "status": status });
+                if let Err(e) = api
+                    .patch_status(&id.1, &params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    debug!(local_queue = %id.1, error = %e, "LocalQueue status not written");
+                }
+            });
+        }
+    }
+
+    fn local_queue_specs(&self) -> BTreeMap<(String, String), (String, bool)> {
+        self.engine
+            .local_queues()
+            .map(|lq| {
+                (
+                    (lq.namespace.clone(), lq.name.clone()),
+                    (lq.cluster_queue.clone(), lq.stop_policy.is_stopped()),
+                )
+            })
+            .collect()
+    }
+}
+
+pub fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
+
+/// Keeps an `Active` condition's transition time when its status holds.
+fn active_condition(status: bool, reason: &str, message: &str, prev: Option<&Value>) -> Value {
+    let s = if status { "True" } else { "False" };
+    let time = prev
+        .and_then(|p| p.pointer("/conditions/0"))
+        .filter(|c| c["status"] == s)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now_time()));
+    json!({"type": "Active", "status": s, "reason": reason, "message": message, "lastTransitionTime": time})
+}
+
+fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
+    let usage: Vec<Value> = s
+        .flavors_usage
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "resources": f.resources.iter().map(|r| json!({
+                    "name": r.name,
+                    "total": quantity::format(&r.name, r.total),
+                    "borrowed": quantity::format(&r.name, r.borrowed),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "pendingWorkloads": s.pending_workloads,
+        "reservingWorkloads": s.reserving_workloads,
+        "admittedWorkloads": s.admitted_workloads,
+        "flavorsReservation": usage,
+        "flavorsUsage": usage,
+        "conditions": [active_condition(s.active.status, s.active.reason, &s.active.message, prev)],
+    })
+}
+
+fn lq_status_json(
+    s: &LocalQueueStatus,
+    cq_active: Option<bool>,
+    stopped: bool,
+    prev: Option<&Value>,
+) -> Value {
+    let usage: Vec<Value> = s
+        .usage
+        .iter()
+        .map(|(flavor, res)| {
+            json!({
+                "name": flavor,
+                "resources": res.iter().map(|(r, q)| json!({
+                    "name": r, "total": quantity::format(r, *q),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let active = if stopped {
+        active_condition(false, "Stopped", "LocalQueue is stopped", prev)
+    } else {
+        match cq_active {
+            Some(true) => active_condition(true, "Ready", "Can submit new workloads to localQueue", prev),
+            Some(false) => active_condition(
+                false,
+                "ClusterQueueIsInactive",
+                "Can't submit new workloads to clusterQueue",
+                prev,
+            ),
+            None => active_condition(
+                false,
+                "ClusterQueueDoesNotExist",
+                "Can't submit new workloads to clusterQueue",
+                prev,
+            ),
+        }
+    };
+    json!({
+        "pendingWorkloads": s.pending_workloads,
+        "reservingWorkloads": s.reserving_workloads,
+        "admittedWorkloads": s.admitted_workloads,
+        "flavorsReservation": usage,
+        "flavorsUsage": usage,
+        "conditions": [active],
+    })
+}
+
+/// The status a write leaves, computed from the Workload as last seen;
+/// `None` when the write no longer applies (already admitted, finished…).
+fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let reserved = c.is_true(condition::QUOTA_RESERVED);
+    if c.is_true(condition::FINISHED) {
+        return None;
+    }
+    match w {
+        Write::Admit(a) => {
+            if reserved {
+                return None;
+            }
+            let msg = format!("Quota reserved in ClusterQueue {}", a.cluster_queue);
+            c.set(condition::QUOTA_RESERVED, true, "QuotaReserved", &msg, now, generation);
+            c.set(condition::ADMITTED, true, "Admitted", "The workload is admitted", now, generation);
+            for ty in [condition::EVICTED, condition::PREEMPTED] {
+                if let Some(prev) = c.get(ty).filter(|p| p.status == "True").cloned() {
+                    let m = format!("Previously: {}", prev.message);
+                    c.set(ty, false, "QuotaReserved", &m, now, generation);
+                }
+            }
+            Some(json!({"admission": translation::admission_json(a), "conditions": c.0}))
+        }
+        Write::Evict {
+            reason,
+            message,
+            preempted,
+        } => {
+            if !reserved || c.is_true(condition::EVICTED) {
+                return None;
+            }
+            c.set(condition::EVICTED, true, reason.as_str(), message, now, generation);
+            if let Some(p) = preempted {
+                c.set(condition::PREEMPTED, true, p.as_str(), message, now, generation);
+            }
+            Some(json!({"conditions": c.0}))
+        }
+        Write::Pending { reason, message } => {
+            if reserved {
+                return None;
+            }
+            if !c.set(condition::QUOTA_RESERVED, false, reason.legacy_str(), message, now, generation) {
+                return None;
+            }
+            Some(json!({"conditions": c.0}))
+        }
+    }
+}
+
+/// An evicted Workload with no job to stop gives its quota back at once
+/// (Kueue's workload controller does the same for jobless Workloads).
+pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let ev = c.get(condition::EVICTED).filter(|e| e.status == "True")?.clone();
+    if !c.is_true(condition::QUOTA_RESERVED) {
+        return None;
+    }
+    c.set(condition::QUOTA_RESERVED, false, "Pending", &ev.message, now, generation);
+    c.set(condition::ADMITTED, false, "NoReservation", "The workload has no reservation", now, generation);
+    let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
+    c.set(condition::REQUEUED, requeued, &ev.reason, &ev.message, now, generation);
+    Some(json!({"admission": null, "conditions": c.0}))
+}
+
+async fn write_workload(client: &Client, recorder: &Recorder, mut meta: Meta, w: &Write) -> Outcome {
+    let api = Api::<api::Workload>::namespaced(client.clone(), &meta.namespace);
+    let refused = match w {
+        Write::Admit(_) => Outcome::AdmissionRefused,
+        _ => Outcome::Done,
+    };
+    for _attempt in 0..4 {
+        let now = now_time();
+        let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
+            return refused;
+        };
+        if let (Write::Evict { .. }, false) = (w, meta.owned) {
+            // No job: release in the same write.
+            if let Some(c) = status
+                .get("conditions")
+                .and_then(|c| serde_json::from_value::<Vec<Condition>>(c.clone()).ok())
+            {
+                if let Some(released) = release(&c, meta.generation, &now) {
+                    status = released;
+                }
+            }
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": meta.resource_version},
+            "status": status,
+        });
+        match api
+            .patch_status(&meta.name, &params(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                event(recorder, &meta, w).await;
+                return match w {
+                    Write::Admit(_) => Outcome::Admitted,
+                    _ => Outcome::Done,
+                };
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                // Changed since we looked: read it again and re-decide.
+                match api.get_opt(&meta.name).await {
+                    Ok(Some(fresh)) => {
+                        meta.resource_version = fresh.resource_version().unwrap_or_default();
+                        meta.conditions = fresh
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.conditions.clone())
+                            .unwrap_or_default();
+                        meta.generation = fresh.metadata.generation;
+                        if let (Write::Admit(_), Some(_)) = (
+                            w,
+                            fresh.status.as_ref().and_then(|s| s.admission.as_ref()),
+                        ) {
+                            return refused;
+                        }
+                    }
+                    Ok(None) => return refused,
+                    Err(e) => {
+                        warn!(workload = %meta.name, error = %e, "re-reading Workload");
+                        return refused;
+                    }
+                }
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => return refused,
+            Err(e) => {
+                warn!(workload = %meta.name, error = %e, "Workload status not written");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    refused
+}
+
+async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
+    let (type_, reason, note) = match w {
+        Write::Admit(a) => {
+            let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
+            (
+                EventType::Normal,
+                "QuotaReserved",
+                format!(
+                    "Quota reserved in ClusterQueue {}, wait time since queued was {waited:.0}s",
+                    a.cluster_queue
+                ),
+            )
+        }
+        Write::Evict {
+            reason, message, ..
+        } => (EventType::Normal, reason.as_str(), message.clone()),
+        // Pending reasons change often; Kueue's events for them are
+        // aggregated away too. Not worth an API write each.
+        Write::Pending { .. } => return,
+    };
+    let reference = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+        kind: Some("Workload".into()),
+        name: Some(meta.name.clone()),
+        namespace: Some(meta.namespace.clone()),
+        ..Default::default()
+    };
+    let ev = KEvent {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: reason.into(),
+        secondary: None,
+    };
+    if let Err(e) = recorder.publish(&ev, &reference).await {
+        debug!(error = %e, "event not recorded");
+    }
+}

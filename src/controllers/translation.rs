@@ -1,0 +1,503 @@
+//! Between the Kueue objects the API serves and the queueing core's plain
+//! data: ResourceFlavors, ClusterQueues, LocalQueues and Workloads in; the
+//! Workload status fields and conditions a decision writes, out. Pure.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{PodSpec, Taint as KTaint, Toleration as KToleration},
+    apimachinery::pkg::apis::meta::v1::Condition,
+};
+use serde_json::{json, Value};
+
+use crate::{
+    api::kueue::v1beta2 as api,
+    queueing::{
+        self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy,
+        Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy,
+        Taint, TaintEffect, Toleration, TolerationOperator,
+    },
+    selector::LabelSelector,
+};
+
+/// A Kueue object the engine cannot take, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct TranslationError {
+    pub field: String,
+    pub message: String,
+}
+
+fn qty(field: impl Into<String>, q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> Result<i64, TranslationError> {
+    quantity::parse(&q.0).map_err(|e| TranslationError {
+        field: field.into(),
+        message: e.to_string(),
+    })
+}
+
+fn effect(s: &str) -> Option<TaintEffect> {
+    match s {
+        "NoSchedule" => Some(TaintEffect::NoSchedule),
+        "PreferNoSchedule" => Some(TaintEffect::PreferNoSchedule),
+        "NoExecute" => Some(TaintEffect::NoExecute),
+        _ => None,
+    }
+}
+
+fn taint(t: &KTaint) -> Option<Taint> {
+    Some(Taint {
+        key: t.key.clone(),
+        value: t.value.clone().unwrap_or_default(),
+        effect: effect(&t.effect)?,
+    })
+}
+
+pub fn toleration(t: &KToleration) -> Toleration {
+    Toleration {
+        key: t.key.clone().unwrap_or_default(),
+        operator: match t.operator.as_deref() {
+            Some("Exists") => TolerationOperator::Exists,
+            _ => TolerationOperator::Equal,
+        },
+        value: t.value.clone().unwrap_or_default(),
+        effect: t.effect.as_deref().and_then(effect),
+    }
+}
+
+pub fn flavor(rf: &api::ResourceFlavor) -> queueing::ResourceFlavor {
+    queueing::ResourceFlavor {
+        name: rf.metadata.name.clone().unwrap_or_default(),
+        node_labels: rf.spec.node_labels.clone().unwrap_or_default(),
+        node_taints: rf
+            .spec
+            .node_taints
+            .iter()
+            .flatten()
+            .filter_map(taint)
+            .collect(),
+        tolerations: rf
+            .spec
+            .tolerations
+            .iter()
+            .flatten()
+            .map(toleration)
+            .collect(),
+    }
+}
+
+fn stop_policy(s: Option<&str>) -> StopPolicy {
+    match s {
+        Some("Hold") => StopPolicy::Hold,
+        Some("HoldAndDrain") => StopPolicy::HoldAndDrain,
+        _ => StopPolicy::None,
+    }
+}
+
+fn preemption_policy(s: Option<&str>) -> PreemptionPolicy {
+    match s {
+        Some("LowerPriority") => PreemptionPolicy::LowerPriority,
+        Some("LowerOrNewerEqualPriority") => PreemptionPolicy::LowerOrNewerEqualPriority,
+        Some("Any") => PreemptionPolicy::Any,
+        _ => PreemptionPolicy::Never,
+    }
+}
+
+fn fungibility(s: Option<&str>, default: FungibilityPolicy) -> FungibilityPolicy {
+    match s {
+        Some("TryNextFlavor") => FungibilityPolicy::TryNextFlavor,
+        // v1beta1's `Borrow` and `Preempt` mean "stop here".
+        Some("MayStopSearch" | "Borrow" | "Preempt") => FungibilityPolicy::MayStopSearch,
+        _ => default,
+    }
+}
+
+pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, TranslationError> {
+    let s = &cq.spec;
+    let mut groups = Vec::new();
+    for (gi, g) in s.resource_groups.iter().flatten().enumerate() {
+        let mut flavors = Vec::new();
+        for (fi, f) in g.flavors.iter().enumerate() {
+            let mut resources = Vec::new();
+            for (ri, r) in f.resources.iter().enumerate() {
+                let at = |leaf: &str| {
+                    format!("spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}].{leaf}")
+                };
+                resources.push(ResourceQuota {
+                    name: r.name.clone(),
+                    nominal: qty(at("nominalQuota"), &r.nominal_quota)?,
+                    borrowing_limit: r
+                        .borrowing_limit
+                        .as_ref()
+                        .map(|q| qty(at("borrowingLimit"), q))
+                        .transpose()?,
+                    lending_limit: r
+                        .lending_limit
+                        .as_ref()
+                        .map(|q| qty(at("lendingLimit"), q))
+                        .transpose()?,
+                });
+            }
+            flavors.push(FlavorQuotas {
+                name: f.name.clone(),
+                resources,
+            });
+        }
+        groups.push(ResourceGroup {
+            covered_resources: g.covered_resources.clone(),
+            flavors,
+        });
+    }
+    let namespace_selector = match &s.namespace_selector {
+        None => None,
+        Some(sel) => Some(
+            serde_json::to_value(sel)
+                .and_then(serde_json::from_value::<LabelSelector>)
+                .map_err(|e| TranslationError {
+                    field: "spec.namespaceSelector".into(),
+                    message: e.to_string(),
+                })?,
+        ),
+    };
+    let defaults = FlavorFungibility::default();
+    let ff = s.flavor_fungibility.as_ref();
+    let pre = s.preemption.as_ref();
+    Ok(queueing::ClusterQueue {
+        name: cq.metadata.name.clone().unwrap_or_default(),
+        cohort: s.cohort_name.clone().filter(|c| !c.is_empty()),
+        queueing_strategy: match s.queueing_strategy.as_deref() {
+            Some("StrictFIFO") => QueueingStrategy::StrictFIFO,
+            _ => QueueingStrategy::BestEffortFIFO,
+        },
+        namespace_selector,
+        resource_groups: groups,
+        preemption: Preemption {
+            within_cluster_queue: preemption_policy(
+                pre.and_then(|p| p.within_cluster_queue.as_deref()),
+            ),
+            reclaim_within_cohort: preemption_policy(
+                pre.and_then(|p| p.reclaim_within_cohort.as_deref()),
+            ),
+        },
+        flavor_fungibility: FlavorFungibility {
+            when_can_borrow: fungibility(
+                ff.and_then(|f| f.when_can_borrow.as_deref()),
+                defaults.when_can_borrow,
+            ),
+            when_can_preempt: fungibility(
+                ff.and_then(|f| f.when_can_preempt.as_deref()),
+                defaults.when_can_preempt,
+            ),
+        },
+        stop_policy: stop_policy(s.stop_policy.as_deref()),
+    })
+}
+
+pub fn local_queue(lq: &api::LocalQueue) -> queueing::LocalQueue {
+    queueing::LocalQueue {
+        namespace: lq.metadata.namespace.clone().unwrap_or_default(),
+        name: lq.metadata.name.clone().unwrap_or_default(),
+        cluster_queue: lq.spec.cluster_queue.clone().unwrap_or_default(),
+        stop_policy: stop_policy(lq.spec.stop_policy.as_deref()),
+    }
+}
+
+pub fn condition_true(conds: Option<&Vec<Condition>>, ty: &str) -> bool {
+    conds
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == ty && c.status == "True")
+}
+
+/// Requests of one pod, in milli-units: the containers' requests (limits
+/// standing in for missing requests) summed, raised to the largest init
+/// container's, plus the pod overhead — as the kube-scheduler counts.
+pub fn pod_requests(spec: &PodSpec) -> Result<BTreeMap<String, i64>, TranslationError> {
+    fn container(
+        c: &k8s_openapi::api::core::v1::Container,
+        field: &str,
+    ) -> Result<BTreeMap<String, i64>, TranslationError> {
+        let mut out = BTreeMap::new();
+        if let Some(r) = &c.resources {
+            for (name, q) in r.limits.iter().flatten() {
+                out.insert(name.clone(), qty(format!("{field}.resources.limits[{name}]"), q)?);
+            }
+            for (name, q) in r.requests.iter().flatten() {
+                out.insert(
+                    name.clone(),
+                    qty(format!("{field}.resources.requests[{name}]"), q)?,
+                );
+            }
+        }
+        Ok(out)
+    }
+    let mut sum: BTreeMap<String, i64> = BTreeMap::new();
+    for (i, c) in spec.containers.iter().enumerate() {
+        for (k, v) in container(c, &format!("containers[{i}]"))? {
+            *sum.entry(k).or_default() += v;
+        }
+    }
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        let req = container(c, &format!("initContainers[{i}]"))?;
+        if c.restart_policy.as_deref() == Some("Always") {
+            // A sidecar runs beside the containers.
+            for (k, v) in req {
+                *sum.entry(k).or_default() += v;
+            }
+        } else {
+            for (k, v) in req {
+                let e = sum.entry(k).or_default();
+                *e = (*e).max(v);
+            }
+        }
+    }
+    for (k, q) in spec.overhead.iter().flatten() {
+        *sum.entry(k.clone()).or_default() += qty(format!("overhead[{k}]"), q)?;
+    }
+    Ok(sum)
+}
+
+fn admission(a: &api::Admission) -> Result<Admission, TranslationError> {
+    let mut psas = Vec::new();
+    for (i, p) in a.pod_set_assignments.iter().flatten().enumerate() {
+        let mut usage = BTreeMap::new();
+        for (r, q) in p.resource_usage.iter().flatten() {
+            usage.insert(
+                r.clone(),
+                qty(
+                    format!("status.admission.podSetAssignments[{i}].resourceUsage[{r}]"),
+                    q,
+                )?,
+            );
+        }
+        psas.push(queueing::PodSetAssignment {
+            name: p.name.clone(),
+            flavors: p.flavors.clone().unwrap_or_default(),
+            resource_usage: usage,
+            count: p.count.unwrap_or(0).max(0) as u32,
+        });
+    }
+    Ok(Admission {
+        cluster_queue: a.cluster_queue.clone().unwrap_or_default(),
+        pod_set_assignments: psas,
+    })
+}
+
+fn millis(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> i64 {
+    t.0.as_millisecond()
+}
+
+/// The engine's view of a Workload. Its quota counts only while both
+/// `status.admission` and `QuotaReserved=True` are there, as in Kueue.
+pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationError> {
+    let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let mut pod_sets = Vec::new();
+    for (i, ps) in wl.spec.pod_sets.iter().flatten().enumerate() {
+        let spec = ps.template.spec.clone().unwrap_or_default();
+        let requests = pod_requests(&spec).map_err(|e| TranslationError {
+            field: format!("spec.podSets[{i}].template.spec.{}", e.field),
+            message: e.message,
+        })?;
+        pod_sets.push(queueing::PodSet {
+            name: ps.name.clone(),
+            count: ps.count.max(0) as u32,
+            requests,
+            node_selector: spec.node_selector.clone().unwrap_or_default(),
+            tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
+        });
+    }
+    let admission = match wl.status.as_ref().and_then(|s| s.admission.as_ref()) {
+        Some(a) if condition_true(conds, api::condition::QUOTA_RESERVED) => Some(admission(a)?),
+        _ => None,
+    };
+    Ok(queueing::Workload {
+        namespace: wl.metadata.namespace.clone().unwrap_or_default(),
+        name: wl.metadata.name.clone().unwrap_or_default(),
+        uid: wl.metadata.uid.clone().unwrap_or_default(),
+        job_uid: wl
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(crate::workload::JOB_UID_LABEL).cloned()),
+        queue_name: wl.spec.queue_name.clone().unwrap_or_default(),
+        priority: wl.spec.priority.unwrap_or(0),
+        created: wl
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(millis)
+            .unwrap_or(0),
+        active: wl.spec.active.unwrap_or(true),
+        finished: condition_true(conds, api::condition::FINISHED),
+        pod_sets,
+        admission,
+    })
+}
+
+/// `status.admission` as written.
+pub fn admission_json(a: &Admission) -> Value {
+    let psas: Vec<Value> = a
+        .pod_set_assignments
+        .iter()
+        .map(|p| {
+            let usage: serde_json::Map<String, Value> = p
+                .resource_usage
+                .iter()
+                .map(|(r, q)| (r.clone(), Value::String(quantity::format(r, *q))))
+                .collect();
+            json!({
+                "name": p.name,
+                "flavors": p.flavors,
+                "resourceUsage": usage,
+                "count": p.count,
+            })
+        })
+        .collect();
+    json!({"clusterQueue": a.cluster_queue, "podSetAssignments": psas})
+}
+
+/// Conditions as written back: `meta.SetStatusCondition` semantics (the
+/// transition time moves only when the status does).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conditions(pub Vec<Condition>);
+
+impl Conditions {
+    pub fn of(conds: Option<&Vec<Condition>>) -> Self {
+        Conditions(conds.cloned().unwrap_or_default())
+    }
+
+    pub fn get(&self, ty: &str) -> Option<&Condition> {
+        self.0.iter().find(|c| c.type_ == ty)
+    }
+
+    pub fn is_true(&self, ty: &str) -> bool {
+        self.get(ty).is_some_and(|c| c.status == "True")
+    }
+
+    /// Returns whether anything changed.
+    pub fn set(
+        &mut self,
+        ty: &str,
+        status: bool,
+        reason: &str,
+        message: &str,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+        generation: Option<i64>,
+    ) -> bool {
+        let status = if status { "True" } else { "False" };
+        // Kueue truncates condition messages to the API's 32 KiB limit.
+        let message: String = message.chars().take(32 * 1024).collect();
+        match self.0.iter_mut().find(|c| c.type_ == ty) {
+            Some(c) => {
+                let changed = c.status != status
+                    || c.reason != reason
+                    || c.message != message
+                    || c.observed_generation != generation;
+                if c.status != status {
+                    c.last_transition_time = now.clone();
+                }
+                c.status = status.into();
+                c.reason = reason.into();
+                c.message = message;
+                c.observed_generation = generation;
+                changed
+            }
+            None => {
+                self.0.push(Condition {
+                    type_: ty.into(),
+                    status: status.into(),
+                    reason: reason.into(),
+                    message,
+                    last_transition_time: now.clone(),
+                    observed_generation: generation,
+                });
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_queue_reads_as_the_engine_needs_it() {
+        let cq: api::ClusterQueue = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {"cohortName": "all", "queueingStrategy": "StrictFIFO",
+                     "namespaceSelector": {},
+                     "stopPolicy": "HoldAndDrain",
+                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+                     "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                        {"name": "on-demand", "resources": [
+                            {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "500m"},
+                            {"name": "memory", "nominalQuota": "1Gi", "lendingLimit": 0}]}]}]}
+        }))
+        .unwrap();
+        let e = cluster_queue(&cq).unwrap();
+        assert_eq!(e.cohort.as_deref(), Some("all"));
+        assert_eq!(e.queueing_strategy, QueueingStrategy::StrictFIFO);
+        assert_eq!(e.namespace_selector, Some(LabelSelector::default()));
+        assert_eq!(e.stop_policy, StopPolicy::HoldAndDrain);
+        assert_eq!(e.preemption.reclaim_within_cohort, PreemptionPolicy::Any);
+        let r = &e.resource_groups[0].flavors[0].resources;
+        assert_eq!(r[0].nominal, 4000);
+        assert_eq!(r[0].borrowing_limit, Some(500));
+        assert_eq!(r[1].nominal, 1024 * 1024 * 1024 * 1000);
+        assert_eq!(r[1].lending_limit, Some(0));
+        // Without a namespaceSelector a ClusterQueue admits from nowhere.
+        let mut none = cq.clone();
+        none.spec.namespace_selector = None;
+        assert_eq!(cluster_queue(&none).unwrap().namespace_selector, None);
+    }
+
+    #[test]
+    fn pod_requests_count_like_the_scheduler() {
+        let spec: PodSpec = serde_json::from_value(json!({
+            "containers": [
+                {"name": "a", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1", "memory": "1Gi"}}},
+                {"name": "b", "resources": {"requests": {"cpu": "250m"}}}],
+            "initContainers": [
+                {"name": "init", "resources": {"requests": {"cpu": "2"}}},
+                {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}}],
+            "overhead": {"cpu": "100m"}
+        }))
+        .unwrap();
+        let r = pod_requests(&spec).unwrap();
+        assert_eq!(r["cpu"], 2100);
+        assert_eq!(r["memory"], 2 * 1024 * 1024 * 1024 * 1000);
+    }
+
+    #[test]
+    fn quota_counts_only_with_quota_reserved() {
+        let mut wl: api::Workload = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u", "creationTimestamp": "2026-01-01T00:00:01Z"},
+            "spec": {"queueName": "lq", "priority": 3, "podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": [
+                {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+            "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "2"}, "count": 2}]}}
+        }))
+        .unwrap();
+        let e = workload(&wl).unwrap();
+        assert_eq!(e.admission, None);
+        assert_eq!(e.pod_sets[0].requests["cpu"], 1000);
+        assert_eq!(e.created, 1_767_225_601_000);
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        );
+        let mut c = Conditions::default();
+        assert!(c.set("QuotaReserved", true, "QuotaReserved", "m", &now, None));
+        assert!(!c.set("QuotaReserved", true, "QuotaReserved", "m", &now, None));
+        wl.status.as_mut().unwrap().conditions = Some(c.0);
+        let e = workload(&wl).unwrap();
+        let a = e.admission.unwrap();
+        assert_eq!(a.cluster_queue, "cq");
+        assert_eq!(a.pod_set_assignments[0].resource_usage["cpu"], 2000);
+        assert_eq!(
+            admission_json(&a)["podSetAssignments"][0]["resourceUsage"]["cpu"],
+            "2"
+        );
+    }
+}

@@ -1,0 +1,640 @@
+//! A queued job's Workload, as Kueue's job framework makes it: its name, its
+//! pod sets (counts and templates taken through the job's policy), its
+//! priority; and what starting and stopping the job does to the job's pod
+//! templates. Pure: the job as raw JSON in, the Workload as JSON or the job
+//! patch out, so nothing of the job batchgate does not own is touched.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::{
+    admission::{
+        object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+        patch::{self, PatchOp},
+    },
+    policy::{Pointer, Policy},
+};
+
+pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
+pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";
+pub const LOCAL_QUEUE_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
+pub const CLUSTER_QUEUE_LABEL: &str = "kueue.x-k8s.io/cluster-queue-name";
+
+const HASH_LENGTH: usize = 5;
+/// 253 (the longest object name) less the `-` and the hash.
+const MAX_PREFIX_LENGTH: usize = 252 - HASH_LENGTH;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("{field}: {message}")]
+    PodSets { field: String, message: String },
+    #[error("the job has no {0}")]
+    Missing(&'static str),
+    #[error("workloadPriorityClass {0:?} not found")]
+    WorkloadPriorityClassNotFound(String),
+    #[error("priorityClass {0:?} not found")]
+    PriorityClassNotFound(String),
+    /// The flavor's node labels or the pod set label clash with the job's own
+    /// values (Kueue's wording).
+    #[error("invalid admission check PodSetUpdate: conflict for {what}: conflict for key={key}, value1={ours}, value2={theirs}")]
+    Conflict {
+        what: &'static str,
+        key: String,
+        ours: String,
+        theirs: String,
+    },
+    #[error("invalid podset infos: expecting {expected} podset, got {got}")]
+    PodSetCount { expected: usize, got: usize },
+}
+
+/// Kueue's `GetWorkloadNameForOwnerWithGVK`: `<kind>-<job name>-<hash>`,
+/// where the hash is the first five hex digits of
+/// `sha1(kind \n group \n name \n uid)`, so a job re-created under the same
+/// name gets a new Workload.
+pub fn name_for(kind: &str, group: &str, job_name: &str, uid: &str) -> String {
+    let mut prefix = format!("{}-{}", kind.to_lowercase(), job_name);
+    if prefix.len() > MAX_PREFIX_LENGTH {
+        let mut cut = MAX_PREFIX_LENGTH;
+        while !prefix.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        prefix.truncate(cut);
+    }
+    let input = format!("{kind}\n{group}\n{job_name}\n{uid}");
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, input.as_bytes());
+    let hex: String = digest
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{prefix}-{}", &hex[..HASH_LENGTH])
+}
+
+/// Where a Workload's priority came from (`spec.priorityClassRef`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrioritySource {
+    /// `kueue.x-k8s.io/priority-class`: a WorkloadPriorityClass.
+    WorkloadPriorityClass(String),
+    /// A pod template's `priorityClassName`, or the global default class.
+    PriorityClass(String),
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Priority {
+    pub value: i32,
+    pub source: PrioritySource,
+}
+
+/// Priority classes as the cluster has them.
+#[derive(Debug, Clone, Default)]
+pub struct PriorityClasses {
+    /// WorkloadPriorityClass name → value.
+    pub workload: BTreeMap<String, i32>,
+    /// scheduling.k8s.io PriorityClass name → value.
+    pub pod: BTreeMap<String, i32>,
+    /// The PriorityClass with `globalDefault: true`, if any.
+    pub global_default: Option<String>,
+}
+
+/// Kueue's order: the WorkloadPriorityClass label, else the first pod
+/// template's `priorityClassName`, else the global default PriorityClass,
+/// else 0.
+pub fn priority(
+    policy: &Policy,
+    job: &Value,
+    classes: &PriorityClasses,
+) -> Result<Priority, WorkloadError> {
+    if let Some(name) = label(job, PRIORITY_CLASS_LABEL) {
+        return match classes.workload.get(name) {
+            Some(v) => Ok(Priority {
+                value: *v,
+                source: PrioritySource::WorkloadPriorityClass(name.to_string()),
+            }),
+            None => Err(WorkloadError::WorkloadPriorityClassNotFound(
+                name.to_string(),
+            )),
+        };
+    }
+    let pod_sets = policy
+        .pod_sets(job)
+        .map_err(|e| WorkloadError::PodSets {
+            field: e.field,
+            message: e.message,
+        })?;
+    let from_template = pod_sets.iter().find_map(|ps| {
+        ps.template
+            .resolve(job)
+            .and_then(|t| t.pointer("/spec/priorityClassName"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+    });
+    let name = match from_template {
+        Some(n) => n.to_string(),
+        None => match &classes.global_default {
+            Some(n) => n.clone(),
+            None => {
+                return Ok(Priority {
+                    value: 0,
+                    source: PrioritySource::None,
+                })
+            }
+        },
+    };
+    match classes.pod.get(&name) {
+        Some(v) => Ok(Priority {
+            value: *v,
+            source: PrioritySource::PriorityClass(name),
+        }),
+        None => Err(WorkloadError::PriorityClassNotFound(name)),
+    }
+}
+
+fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get("labels")?.get(key)?.as_str()
+}
+
+fn meta_str<'a>(obj: &'a Value, key: &'static str) -> Result<&'a str, WorkloadError> {
+    obj.get("metadata")
+        .and_then(|m| m.get(key))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or(WorkloadError::Missing(match key {
+            "name" => "metadata.name",
+            "namespace" => "metadata.namespace",
+            _ => "metadata.uid",
+        }))
+}
+
+/// One pod set of the job, as the Workload records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPodSet {
+    pub name: String,
+    pub count: i64,
+    /// The template reduced to what a Workload keeps: `metadata.labels`,
+    /// `metadata.annotations` and `spec`.
+    pub template: Value,
+}
+
+/// The job's pod sets in Workload form.
+pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, WorkloadError> {
+    let sets = policy.pod_sets(job).map_err(|e| WorkloadError::PodSets {
+        field: e.field,
+        message: e.message,
+    })?;
+    Ok(sets
+        .into_iter()
+        .map(|ps| {
+            let t = ps.template.resolve(job).cloned().unwrap_or(Value::Null);
+            let mut meta = Map::new();
+            for key in ["labels", "annotations"] {
+                if let Some(v) = t.pointer(&format!("/metadata/{key}")) {
+                    if v.as_object().is_some_and(|m| !m.is_empty()) {
+                        meta.insert(key.into(), v.clone());
+                    }
+                }
+            }
+            let mut template = Map::new();
+            if !meta.is_empty() {
+                template.insert("metadata".into(), Value::Object(meta));
+            }
+            template.insert(
+                "spec".into(),
+                t.get("spec").cloned().unwrap_or_else(|| json!({})),
+            );
+            JobPodSet {
+                name: ps.name,
+                count: ps.count,
+                template: Value::Object(template),
+            }
+        })
+        .collect())
+}
+
+/// The Workload for a queued job: owned by it (controller reference, so it
+/// is garbage-collected with the job), labelled with the job's uid.
+pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, WorkloadError> {
+    let name = meta_str(job, "name")?;
+    let namespace = meta_str(job, "namespace")?;
+    let uid = meta_str(job, "uid")?;
+    let queue = label(job, QUEUE_NAME_LABEL).unwrap_or("");
+    let t = &policy.target;
+    let pod_sets: Vec<Value> = pod_sets(policy, job)?
+        .into_iter()
+        .map(|ps| json!({"name": ps.name, "count": ps.count, "template": ps.template}))
+        .collect();
+    let mut spec = json!({
+        "queueName": queue,
+        "podSets": pod_sets,
+        "priority": prio.value,
+        "active": true,
+    });
+    match &prio.source {
+        PrioritySource::WorkloadPriorityClass(n) => {
+            spec["priorityClassRef"] =
+                json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": n});
+        }
+        PrioritySource::PriorityClass(n) => {
+            spec["priorityClassRef"] =
+                json!({"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": n});
+        }
+        PrioritySource::None => {}
+    }
+    if let Some(secs) = label(job, MAX_EXEC_TIME_LABEL).and_then(|s| s.parse::<i32>().ok()) {
+        spec["maximumExecutionTimeSeconds"] = json!(secs);
+    }
+    Ok(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name_for(&t.kind, &t.group, name, uid),
+            "namespace": namespace,
+            "labels": { JOB_UID_LABEL: uid },
+            "ownerReferences": [{
+                "apiVersion": t.api_version(),
+                "kind": t.kind,
+                "name": name,
+                "uid": uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": spec,
+    }))
+}
+
+/// What an admission adds to one pod set's template (Kueue's `PodSetInfo`):
+/// the flavors' node labels and tolerations, and the pod set and queue labels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodSetInfo {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Value>,
+}
+
+/// The patch that starts an admitted job: each template gets its pod set's
+/// info merged in (additively: an existing different value is a conflict),
+/// then the suspend switch is turned off. The first operation tests the
+/// job's `resourceVersion`, so a job changed since it was read is not
+/// started from stale data.
+pub fn start_patch(
+    policy: &Policy,
+    job: &Value,
+    infos: &[PodSetInfo],
+) -> Result<Vec<PatchOp>, WorkloadError> {
+    let sets = policy.pod_sets(job).map_err(|e| WorkloadError::PodSets {
+        field: e.field,
+        message: e.message,
+    })?;
+    if sets.len() != infos.len() {
+        return Err(WorkloadError::PodSetCount {
+            expected: sets.len(),
+            got: infos.len(),
+        });
+    }
+    let mut ops = version_test(job);
+    for (ps, info) in sets.iter().zip(infos) {
+        let template = ps.template.resolve(job).unwrap_or(&Value::Null);
+        merge_map(
+            job,
+            &ps.template,
+            template,
+            "/metadata/labels",
+            "labels",
+            &info.labels,
+            &mut ops,
+        )?;
+        merge_map(
+            job,
+            &ps.template,
+            template,
+            "/spec/nodeSelector",
+            "nodeSelector",
+            &info.node_selector,
+            &mut ops,
+        )?;
+        let mut tolerations: Vec<Value> = match template.pointer("/spec/tolerations") {
+            Some(Value::Array(a)) => a.clone(),
+            _ => Vec::new(),
+        };
+        let before = tolerations.len();
+        for t in &info.tolerations {
+            if !tolerations.contains(t) {
+                tolerations.push(t.clone());
+            }
+        }
+        if tolerations.len() != before {
+            set_at(
+                job,
+                &ps.template,
+                "/spec/tolerations",
+                Value::Array(tolerations),
+                &mut ops,
+            );
+        }
+    }
+    let _ = patch::set(job, &policy.suspend, Value::Bool(false), &mut ops);
+    Ok(ops)
+}
+
+/// The patch that stops a job: the suspend switch on, nothing else. Pod
+/// templates can only be restored once the job is suspended (the apiserver
+/// refuses scheduling changes to a running Job), see [`restore_patch`].
+pub fn suspend_patch(policy: &Policy, job: &Value) -> Vec<PatchOp> {
+    let mut ops = version_test(job);
+    let _ = patch::set(job, &policy.suspend, Value::Bool(true), &mut ops);
+    if ops.len() == 1 {
+        ops.clear();
+    }
+    ops
+}
+
+/// Puts each template's labels, annotations, node selector and tolerations
+/// back as the Workload recorded them at creation (Kueue's
+/// `RestorePodSetsInfo`), by pod set name. Empty when nothing differs.
+pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Vec<PatchOp> {
+    let Ok(sets) = policy.pod_sets(job) else {
+        return Vec::new();
+    };
+    let mut ops = version_test(job);
+    for ps in &sets {
+        let Some(orig) = recorded.iter().find(|r| r.name == ps.name) else {
+            continue;
+        };
+        let current = ps.template.resolve(job).unwrap_or(&Value::Null);
+        for field in [
+            "/metadata/labels",
+            "/metadata/annotations",
+            "/spec/nodeSelector",
+            "/spec/tolerations",
+        ] {
+            let want = orig.template.pointer(field).filter(|v| !is_empty(v));
+            let have = current.pointer(field).filter(|v| !is_empty(v));
+            if want == have {
+                continue;
+            }
+            let path = format!("{}{field}", ps.template.as_str());
+            match want {
+                Some(v) => set_at(job, &ps.template, field, v.clone(), &mut ops),
+                None => ops.push(PatchOp {
+                    op: "remove",
+                    path,
+                    value: Value::Null,
+                }),
+            }
+        }
+    }
+    if ops.len() == 1 {
+        ops.clear();
+    }
+    ops
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+fn version_test(job: &Value) -> Vec<PatchOp> {
+    match job.pointer("/metadata/resourceVersion") {
+        Some(rv @ Value::String(_)) => vec![PatchOp {
+            op: "test",
+            path: "/metadata/resourceVersion".into(),
+            value: rv.clone(),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+fn set_at(job: &Value, template: &Pointer, rel: &str, value: Value, ops: &mut Vec<PatchOp>) {
+    if let Ok(p) = Pointer::parse(&format!("{}{rel}", template.as_str())) {
+        let _ = patch::set(job, &p, value, ops);
+    }
+}
+
+fn merge_map(
+    job: &Value,
+    template_ptr: &Pointer,
+    template: &Value,
+    rel: &str,
+    what: &'static str,
+    add: &BTreeMap<String, String>,
+    ops: &mut Vec<PatchOp>,
+) -> Result<(), WorkloadError> {
+    let existing = template.pointer(rel).and_then(Value::as_object);
+    for (k, v) in add {
+        match existing.and_then(|m| m.get(k)) {
+            Some(Value::String(cur)) if cur == v => {}
+            Some(other) => {
+                return Err(WorkloadError::Conflict {
+                    what,
+                    key: k.clone(),
+                    ours: other.as_str().map_or_else(|| other.to_string(), String::from),
+                    theirs: v.clone(),
+                })
+            }
+            None => {
+                let escaped = k.replace('~', "~0").replace('/', "~1");
+                set_at(
+                    job,
+                    template_ptr,
+                    &format!("{rel}/{escaped}"),
+                    Value::String(v.clone()),
+                    ops,
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies patch operations to a copy of `doc` (for tests and for checking
+/// a patch before sending it).
+pub fn apply(doc: &Value, ops: &[PatchOp]) -> Result<Value, String> {
+    let p: json_patch::Patch =
+        serde_json::from_value(serde_json::to_value(ops).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    let mut out = doc.clone();
+    json_patch::patch(&mut out, &p).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::PolicySet;
+
+    fn job_policy() -> std::sync::Arc<Policy> {
+        let set = PolicySet::embedded().unwrap();
+        let p = set.iter().find(|p| p.target.kind == "Job").unwrap().clone();
+        p
+    }
+
+    fn job() -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "sample", "namespace": "ns", "uid": "6f1c3ad2-0000-4000-8000-000000000001",
+                         "resourceVersion": "42",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq", "team": "a"}},
+            "spec": {"parallelism": 3, "completions": 5, "suspend": true,
+                     "x-unknown": {"kept": [1, 2]},
+                     "template": {"metadata": {"labels": {"app": "x"}, "finalizers": ["f"]},
+                                  "spec": {"nodeSelector": {"disk": "ssd"},
+                                           "containers": [{"name": "c", "image": "i",
+                                                           "resources": {"requests": {"cpu": "1"}}}]}}}
+        })
+    }
+
+    #[test]
+    fn workload_names_follow_kueue() {
+        // Same inputs as Kueue's: sha1("Job\nbatch\nsample\n<uid>")[:5].
+        let n = name_for("Job", "batch", "sample", "6f1c3ad2-0000-4000-8000-000000000001");
+        assert!(n.starts_with("job-sample-"), "{n}");
+        assert_eq!(n.len(), "job-sample-".len() + 5);
+        // Deterministic and uid-sensitive.
+        assert_eq!(
+            n,
+            name_for("Job", "batch", "sample", "6f1c3ad2-0000-4000-8000-000000000001")
+        );
+        assert_ne!(n, name_for("Job", "batch", "sample", "other"));
+        // printf 'Job\nbatch\na\nb' | sha1sum → 7a412547…
+        assert_eq!(name_for("Job", "batch", "a", "b"), "job-a-7a412");
+        let long = "x".repeat(300);
+        let n = name_for("Job", "batch", &long, "u");
+        assert_eq!(n.len(), 253);
+    }
+
+    #[test]
+    fn the_workload_records_the_job() {
+        let p = job_policy();
+        let wl = for_job(
+            &p,
+            &job(),
+            &Priority {
+                value: 7,
+                source: PrioritySource::WorkloadPriorityClass("high".into()),
+            },
+        )
+        .unwrap();
+        assert_eq!(wl["spec"]["queueName"], "lq");
+        assert_eq!(wl["spec"]["priority"], 7);
+        assert_eq!(wl["spec"]["priorityClassRef"]["kind"], "WorkloadPriorityClass");
+        assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
+        assert_eq!(wl["spec"]["podSets"][0]["count"], 3);
+        // Only labels and annotations of the template metadata are kept.
+        assert_eq!(
+            wl["spec"]["podSets"][0]["template"]["metadata"],
+            json!({"labels": {"app": "x"}})
+        );
+        assert_eq!(
+            wl["spec"]["podSets"][0]["template"]["spec"]["nodeSelector"],
+            json!({"disk": "ssd"})
+        );
+        let owner = &wl["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["controller"], true);
+        assert_eq!(owner["kind"], "Job");
+        assert_eq!(owner["apiVersion"], "batch/v1");
+        assert_eq!(
+            wl["metadata"]["labels"][JOB_UID_LABEL],
+            "6f1c3ad2-0000-4000-8000-000000000001"
+        );
+    }
+
+    #[test]
+    fn priority_comes_from_the_label_then_the_pod_class_then_the_default() {
+        let p = job_policy();
+        let mut classes = PriorityClasses::default();
+        classes.workload.insert("high".into(), 1000);
+        classes.pod.insert("pc".into(), 50);
+        classes.pod.insert("dflt".into(), 5);
+        let mut j = job();
+        assert_eq!(priority(&p, &j, &classes).unwrap().value, 0);
+        classes.global_default = Some("dflt".into());
+        assert_eq!(priority(&p, &j, &classes).unwrap().value, 5);
+        j["spec"]["template"]["spec"]["priorityClassName"] = json!("pc");
+        assert_eq!(priority(&p, &j, &classes).unwrap().value, 50);
+        j["metadata"]["labels"][PRIORITY_CLASS_LABEL] = json!("high");
+        assert_eq!(
+            priority(&p, &j, &classes).unwrap(),
+            Priority {
+                value: 1000,
+                source: PrioritySource::WorkloadPriorityClass("high".into())
+            }
+        );
+        j["metadata"]["labels"][PRIORITY_CLASS_LABEL] = json!("missing");
+        assert_eq!(
+            priority(&p, &j, &classes).unwrap_err().to_string(),
+            "workloadPriorityClass \"missing\" not found"
+        );
+    }
+
+    fn info() -> PodSetInfo {
+        PodSetInfo {
+            name: "main".into(),
+            labels: [(PODSET_LABEL.to_string(), "main".to_string())].into(),
+            node_selector: [("instance-type".to_string(), "on-demand".to_string())].into(),
+            tolerations: vec![json!({"key": "spot", "operator": "Exists", "effect": "NoSchedule"})],
+        }
+    }
+
+    #[test]
+    fn starting_adds_the_flavor_and_unsuspends() {
+        let p = job_policy();
+        let j = job();
+        let ops = start_patch(&p, &j, &[info()]).unwrap();
+        assert_eq!(ops[0].op, "test");
+        let started = apply(&j, &ops).unwrap();
+        assert_eq!(started["spec"]["suspend"], false);
+        let t = &started["spec"]["template"];
+        assert_eq!(t["metadata"]["labels"][PODSET_LABEL], "main");
+        assert_eq!(t["metadata"]["labels"]["app"], "x");
+        assert_eq!(
+            t["spec"]["nodeSelector"],
+            json!({"disk": "ssd", "instance-type": "on-demand"})
+        );
+        assert_eq!(t["spec"]["tolerations"][0]["key"], "spot");
+        // Nothing else moved.
+        assert_eq!(started["spec"]["x-unknown"], j["spec"]["x-unknown"]);
+        assert_eq!(t["metadata"]["finalizers"], json!(["f"]));
+        // Starting twice adds nothing twice.
+        let again = start_patch(&p, &started, &[info()]).unwrap();
+        assert!(again.iter().all(|o| o.op == "test"), "{again:?}");
+    }
+
+    #[test]
+    fn a_conflicting_node_selector_is_refused_with_kueues_words() {
+        let p = job_policy();
+        let mut j = job();
+        j["spec"]["template"]["spec"]["nodeSelector"]["instance-type"] = json!("spot");
+        let err = start_patch(&p, &j, &[info()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=instance-type, value1=spot, value2=on-demand"
+        );
+        let err = start_patch(&p, &j, &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid podset infos: expecting 1 podset, got 0"
+        );
+    }
+
+    #[test]
+    fn stopping_suspends_then_restores_what_the_workload_recorded() {
+        let p = job_policy();
+        let original = job();
+        let recorded = pod_sets(&p, &original).unwrap();
+        let started = apply(&original, &start_patch(&p, &original, &[info()]).unwrap()).unwrap();
+        let suspended = apply(&started, &suspend_patch(&p, &started)).unwrap();
+        assert_eq!(suspended["spec"]["suspend"], true);
+        assert!(suspend_patch(&p, &suspended).is_empty());
+        let restored = apply(&suspended, &restore_patch(&p, &suspended, &recorded)).unwrap();
+        assert_eq!(restored, original);
+        assert!(restore_patch(&p, &restored, &recorded).is_empty());
+    }
+}

@@ -1,0 +1,222 @@
+//! End-to-end helpers for the queueing tests: one batchgate (webhook and
+//! reconciler) per test binary on the shared local cluster, Kueue objects,
+//! Jobs that run for a while on KWOK nodes, and polling.
+
+use std::{
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
+
+use batchgate_localcluster::{shared, LocalCluster, POD_RUNTIME_ANNOTATION};
+use serde_json::{json, Value};
+
+use super::{e2e::*, Server};
+
+pub struct Env {
+    pub cluster: &'static LocalCluster,
+    pub server: Server,
+}
+
+/// The cluster with Kueue's CRDs and batchgate running against it.
+pub fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let c = shared();
+        install_crds(c);
+        let server = start(c);
+        let probe_ns = namespace(c, "e2e-probe");
+        wait_webhook_active(c, &probe_ns);
+        Env { cluster: c, server }
+    })
+}
+
+pub fn install_crds(c: &LocalCluster) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/workloads.kueue.x-k8s.io",
+            "crd/clusterqueues.kueue.x-k8s.io",
+            "crd/localqueues.kueue.x-k8s.io",
+            "crd/resourceflavors.kueue.x-k8s.io",
+            "crd/workloadpriorityclasses.kueue.x-k8s.io",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
+/// A batchgate for the whole test binary, registered as the webhook; its
+/// reconciler lease is short so a restarted one takes over quickly.
+pub fn start(c: &'static LocalCluster) -> Server {
+    let kubeconfig = c.kubeconfig().to_path_buf();
+    let server = Server::start_forever(move || {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let cfg = dir.join("config.yaml");
+        std::fs::write(
+            &cfg,
+            "namespace: default\nreconciler:\n  leaseDurationSeconds: 3\n",
+        )
+        .unwrap();
+        Server::start_in_cluster(&kubeconfig, None, &["--config", cfg.to_str().unwrap()])
+    });
+    server.wait_ready(Duration::from_secs(60));
+    register(
+        c,
+        server.addr,
+        Some(&server.cert_dir.join("ca.crt")),
+        "Fail",
+    );
+    server
+}
+
+pub fn apply(c: &LocalCluster, yaml: &str) {
+    let (ok, out, err) = kubectl(c, &["apply", "-f", "-"], Some(yaml));
+    assert!(ok, "{out}{err}\n{yaml}");
+}
+
+pub fn flavor(name: &str, node_labels: Value) -> String {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+           "metadata": {"name": name}, "spec": {"nodeLabels": node_labels}})
+    .to_string()
+}
+
+/// A ClusterQueue covering cpu with the given flavors (name, nominal,
+/// borrowingLimit) and extra spec fields.
+pub fn cluster_queue(name: &str, flavors: &[(&str, &str, Option<&str>)], extra: Value) -> String {
+    let flavors: Vec<Value> = flavors
+        .iter()
+        .map(|(f, nominal, borrow)| {
+            let mut r = json!({"name": "cpu", "nominalQuota": nominal});
+            if let Some(b) = borrow {
+                r["borrowingLimit"] = json!(b);
+            }
+            json!({"name": f, "resources": [r]})
+        })
+        .collect();
+    let mut spec = json!({
+        "namespaceSelector": {},
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
+    });
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
+        s.extend(e);
+    }
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+           "metadata": {"name": name}, "spec": spec})
+    .to_string()
+}
+
+pub fn local_queue(ns: &str, name: &str, cq: &str) -> String {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+           "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}})
+    .to_string()
+}
+
+/// A queued Job of one pod asking for `cpu`, whose pod runs `runtime` on a
+/// KWOK node before it completes.
+pub fn job(name: &str, ns: &str, queue: &str, cpu: &str, runtime: &str, labels: Value) -> String {
+    let mut l = json!({"kueue.x-k8s.io/queue-name": queue});
+    if let (Value::Object(m), Value::Object(extra)) = (&mut l, labels) {
+        m.extend(extra);
+    }
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": l},
+        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                 "template": {
+                    "metadata": {"annotations": {POD_RUNTIME_ANNOTATION: runtime}},
+                    "spec": {"restartPolicy": "Never",
+                             "containers": [{"name": "main", "image": "busybox", "command": ["true"],
+                                             "resources": {"requests": {"cpu": cpu}}}]}}}
+    })
+    .to_string()
+}
+
+pub fn create(c: &LocalCluster, manifest: &str) {
+    let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(manifest));
+    assert!(ok, "{out}{err}");
+}
+
+/// Polls `f` every 200 ms until it gives `Some`, or panics with `what`.
+pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+pub fn get(c: &LocalCluster, args: &[&str]) -> Option<Value> {
+    let mut a = vec!["get"];
+    a.extend_from_slice(args);
+    a.extend(["-o", "json"]);
+    let (ok, out, _) = kubectl(c, &a, None);
+    ok.then(|| serde_json::from_str(&out).ok()).flatten()
+}
+
+/// The Workload a job owns.
+pub fn workload_of(c: &LocalCluster, ns: &str, job: &str) -> Option<Value> {
+    let list = get(c, &["workloads.kueue.x-k8s.io", "-n", ns])?;
+    list["items"]
+        .as_array()?
+        .iter()
+        .find(|w| w["metadata"]["ownerReferences"][0]["name"] == job)
+        .cloned()
+}
+
+pub fn condition<'a>(obj: &'a Value, ty: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == ty)
+}
+
+pub fn is_true(obj: &Value, ty: &str) -> bool {
+    condition(obj, ty).is_some_and(|c| c["status"] == "True")
+}
+
+/// `(pending, reserving, admitted, cpu in use)` of a ClusterQueue.
+pub fn cq_counts(c: &LocalCluster, name: &str) -> Option<(i64, i64, i64, String)> {
+    let cq = get(c, &["clusterqueue", name])?;
+    let s = &cq["status"];
+    let used = s["flavorsUsage"]
+        .as_array()
+        .and_then(|f| {
+            f.iter()
+                .flat_map(|f| f["resources"].as_array().cloned().unwrap_or_default())
+                .find(|r| r["name"] == "cpu")
+        })
+        .and_then(|r| r["total"].as_str().map(String::from))
+        .unwrap_or_default();
+    Some((
+        s["pendingWorkloads"].as_i64()?,
+        s["reservingWorkloads"].as_i64()?,
+        s["admittedWorkloads"].as_i64()?,
+        used,
+    ))
+}
+
+/// Jobs of a namespace: (name, suspended, succeeded).
+pub fn jobs(c: &LocalCluster, ns: &str) -> Vec<(String, bool, bool)> {
+    let list = get(c, &["jobs", "-n", ns]).unwrap_or(Value::Null);
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            (
+                j["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                j["spec"]["suspend"] == true,
+                j["status"]["succeeded"].as_i64().unwrap_or(0) > 0,
+            )
+        })
+        .collect()
+}
