@@ -358,6 +358,12 @@ pub struct StatusRule {
     /// above zero (Kueue waits for this before releasing an evicted job's quota).
     #[serde(default)]
     pub active: Vec<Pointer>,
+    /// Status fields cleared (through the status subresource) once the job
+    /// is suspended, before its pod templates are restored: a batch/v1 Job's
+    /// templates can only change while `status.startTime` is unset, and its
+    /// controller does not unset it on suspension (Kueue clears it too).
+    #[serde(default)]
+    pub reset: Vec<Pointer>,
 }
 
 /// A job's progress as its status tells it.

@@ -19,8 +19,14 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
     let c = e.cluster;
     let ns_a = namespace(c, "e2e-quota-a");
     let ns_b = namespace(c, "e2e-quota-b");
-    apply(c, &flavor("quota-on-demand", json!({"instance-type": "on-demand"})));
-    apply(c, &cluster_queue("quota-cq", &[("quota-on-demand", "4", None)], json!({})));
+    apply(
+        c,
+        &flavor("quota-on-demand", json!({"instance-type": "on-demand"})),
+    );
+    apply(
+        c,
+        &cluster_queue("quota-cq", &[("quota-on-demand", "4", None)], json!({})),
+    );
     apply(c, &local_queue(&ns_a, "lq", "quota-cq"));
     apply(c, &local_queue(&ns_b, "lq", "quota-cq"));
 
@@ -29,12 +35,14 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
         create(c, &job(&format!("job-{i}"), ns, "lq", "1", "6s", json!({})));
     }
     // Exactly four admitted: their Workloads hold the quota, four Jobs run.
-    let (pending, reserving, admitted, used) = wait_for(
-        Duration::from_secs(60),
-        "four admissions",
-        || cq_counts(c, "quota-cq").filter(|s| s.2 == 4 && s.0 == 2),
+    let (pending, reserving, admitted, used) =
+        wait_for(Duration::from_secs(60), "four admissions", || {
+            cq_counts(c, "quota-cq").filter(|s| s.2 == 4 && s.0 == 2)
+        });
+    assert_eq!(
+        (pending, reserving, admitted, used.as_str()),
+        (2, 4, 4, "4")
     );
-    assert_eq!((pending, reserving, admitted, used.as_str()), (2, 4, 4, "4"));
     let running: Vec<_> = [&ns_a, &ns_b]
         .iter()
         .flat_map(|ns| jobs(c, ns).into_iter().map(move |j| (ns.to_string(), j)))
@@ -48,7 +56,12 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|n| (n["metadata"]["name"].as_str().unwrap().to_string(), n["metadata"]["labels"].clone()))
+        .map(|n| {
+            (
+                n["metadata"]["name"].as_str().unwrap().to_string(),
+                n["metadata"]["labels"].clone(),
+            )
+        })
         .collect();
     for (ns, (name, _, _)) in &running {
         let pods = wait_for(Duration::from_secs(30), "scheduled pods", || {
@@ -64,7 +77,10 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
             assert_eq!(labels[node]["instance-type"], "on-demand", "pod on {node}");
         }
         let wl = workload_of(c, ns, name).unwrap();
-        assert!(is_true(&wl, "QuotaReserved") && is_true(&wl, "Admitted"), "{wl}");
+        assert!(
+            is_true(&wl, "QuotaReserved") && is_true(&wl, "Admitted"),
+            "{wl}"
+        );
         assert_eq!(wl["status"]["admission"]["clusterQueue"], "quota-cq");
         assert_eq!(
             wl["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"],
@@ -88,14 +104,206 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
         let all: Vec<_> = [&ns_a, &ns_b].iter().flat_map(|ns| jobs(c, ns)).collect();
         (all.len() == 6 && all.iter().all(|j| j.2)).then_some(())
     });
-    let (pending, reserving, admitted, _) = wait_for(Duration::from_secs(30), "quota released", || {
-        cq_counts(c, "quota-cq").filter(|s| s.1 == 0)
-    });
+    let (pending, reserving, admitted, _) =
+        wait_for(Duration::from_secs(30), "quota released", || {
+            cq_counts(c, "quota-cq").filter(|s| s.1 == 0)
+        });
     assert_eq!((pending, reserving, admitted), (0, 0, 0));
     for ns in [&ns_a, &ns_b] {
         for (name, _, _) in jobs(c, ns) {
             let wl = workload_of(c, ns, &name).unwrap();
             assert!(is_true(&wl, "Finished"), "{wl}");
         }
+    }
+}
+
+fn kubectl_ok(c: &batchgate_localcluster::LocalCluster, args: &[&str]) {
+    let (ok, out, err) = support::e2e::kubectl(c, args, None);
+    assert!(ok, "kubectl {args:?}: {out}{err}");
+}
+
+/// `spec.active: false` evicts the Workload: the Job is suspended, its pod
+/// template loses what the admission added, the quota is released; set
+/// back to true, the Job is admitted again and finishes.
+#[test]
+fn deactivating_a_workload_stops_its_job_and_restores_the_template() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-deactivate");
+    apply(c, &flavor("deact-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("deact-cq", &[("deact-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "deact-cq"));
+    create(c, &job("long", &ns, "lq", "1", "20s", json!({})));
+    wait_for(Duration::from_secs(60), "the Job to start", || {
+        let j = get(c, &["job", "long", "-n", &ns])?;
+        (j["spec"]["suspend"] == false).then_some(())
+    });
+    let started = get(c, &["job", "long", "-n", &ns]).unwrap();
+    let t = &started["spec"]["template"];
+    assert_eq!(t["spec"]["nodeSelector"]["instance-type"], "spot");
+    assert_eq!(t["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+
+    let wl = workload_of(c, &ns, "long").unwrap();
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    kubectl_ok(
+        c,
+        &[
+            "patch",
+            "workload",
+            &name,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"active":false}}"#,
+        ],
+    );
+    wait_for(Duration::from_secs(60), "Evicted=True", || {
+        let w = get(c, &["workload", &name, "-n", &ns])?;
+        is_true(&w, "Evicted").then_some(())
+    });
+    wait_for(Duration::from_secs(60), "the Job to be suspended", || {
+        let j = get(c, &["job", "long", "-n", &ns])?;
+        (j["spec"]["suspend"] == true).then_some(())
+    });
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "the quota to be given back",
+        || {
+            let w = get(c, &["workload", &name, "-n", &ns])?;
+            (!is_true(&w, "QuotaReserved")).then_some(w)
+        },
+    );
+    let ev = condition(&wl, "Evicted").unwrap();
+    assert_eq!(ev["reason"], "Deactivated");
+    assert_eq!(ev["message"], "The workload is deactivated");
+    assert!(wl["status"]["admission"].is_null(), "{wl}");
+    let j = get(c, &["job", "long", "-n", &ns]).unwrap();
+    assert_eq!(j["spec"]["suspend"], true);
+    // The manifest had no node selector and no pod set label.
+    let t = &j["spec"]["template"];
+    assert!(t["spec"]["nodeSelector"].is_null(), "{t}");
+    assert!(
+        t["metadata"]["labels"]
+            .get("kueue.x-k8s.io/podset")
+            .is_none(),
+        "{t}"
+    );
+    assert_eq!(
+        t["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+        "long"
+    );
+    wait_for(Duration::from_secs(30), "the quota to be released", || {
+        cq_counts(c, "deact-cq").filter(|s| s.1 == 0)
+    });
+
+    kubectl_ok(
+        c,
+        &[
+            "patch",
+            "workload",
+            &name,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"active":true}}"#,
+        ],
+    );
+    wait_for(
+        Duration::from_secs(90),
+        "the Job to run again and succeed",
+        || {
+            let j = get(c, &["job", "long", "-n", &ns])?;
+            (j["status"]["succeeded"] == 1).then_some(())
+        },
+    );
+}
+
+/// Within a ClusterQueue that preempts lower priorities, a high-priority
+/// Job evicts the low-priority ones it needs room for, with Kueue's
+/// reasons and message; they run again once it is done.
+#[test]
+fn a_higher_priority_job_preempts_within_the_cluster_queue() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-preempt");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: e2e-low}\nvalue: 100\n");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: e2e-high}\nvalue: 1000\n");
+    apply(
+        c,
+        &flavor("preempt-flavor", json!({"instance-type": "on-demand"})),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "preempt-cq",
+            &[("preempt-flavor", "2", None)],
+            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "preempt-cq"));
+    let low = json!({"kueue.x-k8s.io/priority-class": "e2e-low"});
+    create(c, &job("low-0", &ns, "lq", "1", "15s", low.clone()));
+    create(c, &job("low-1", &ns, "lq", "1", "15s", low));
+    wait_for(Duration::from_secs(60), "both low Jobs to run", || {
+        let all = jobs(c, &ns);
+        (all.len() == 2 && all.iter().all(|j| !j.1)).then_some(())
+    });
+    create(
+        c,
+        &job(
+            "high",
+            &ns,
+            "lq",
+            "2",
+            "2s",
+            json!({"kueue.x-k8s.io/priority-class": "e2e-high"}),
+        ),
+    );
+    let high = wait_for(Duration::from_secs(30), "the high Workload", || {
+        workload_of(c, &ns, "high")
+    });
+    assert_eq!(high["spec"]["priority"], 1000);
+    assert_eq!(high["spec"]["priorityClassRef"]["name"], "e2e-high");
+
+    for name in ["low-0", "low-1"] {
+        let wl = wait_for(
+            Duration::from_secs(60),
+            "the low Workloads to be preempted",
+            || workload_of(c, &ns, name).filter(|w| is_true(w, "Preempted")),
+        );
+        let p = condition(&wl, "Preempted").unwrap();
+        assert_eq!(p["reason"], "InClusterQueue");
+        let m = p["message"].as_str().unwrap();
+        assert!(
+            m.starts_with("Preempted to accommodate a workload (UID: ")
+                && m.contains("due to prioritization in the ClusterQueue; preemptor path: /preempt-cq; preemptee path: /preempt-cq"),
+            "{m}"
+        );
+        assert_eq!(condition(&wl, "Evicted").unwrap()["reason"], "Preempted");
+    }
+    wait_for(Duration::from_secs(60), "the high Job to succeed", || {
+        let j = get(c, &["job", "high", "-n", &ns])?;
+        (j["status"]["succeeded"] == 1).then_some(())
+    });
+    wait_for(
+        Duration::from_secs(120),
+        "the low Jobs to run again and succeed",
+        || {
+            let all = jobs(c, &ns);
+            (all.len() == 3 && all.iter().all(|j| j.2)).then_some(())
+        },
+    );
+    for name in ["low-0", "low-1"] {
+        let wl = workload_of(c, &ns, name).unwrap();
+        let r = condition(&wl, "Requeued").unwrap();
+        assert_eq!(
+            (r["status"].as_str(), r["reason"].as_str()),
+            (Some("True"), Some("Preempted"))
+        );
     }
 }

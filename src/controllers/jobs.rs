@@ -64,7 +64,13 @@ struct Ctx {
 
 fn store<K>(api: Api<K>) -> Store<K>
 where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
 {
     let (reader, writer) = reflector::store();
     tokio::spawn(async move {
@@ -109,7 +115,9 @@ pub async fn run(client: Client, policies: PolicySet) {
         );
         let jobs = Api::<DynamicObject>::all_with(client.clone(), &resource);
         // A kind whose CRD is not installed has nothing to reconcile.
-        if let Err(kube::Error::Api(e)) = jobs.list(&kube::api::ListParams::default().limit(1)).await {
+        if let Err(kube::Error::Api(e)) =
+            jobs.list(&kube::api::ListParams::default().limit(1)).await
+        {
             if e.code == 404 {
                 info!(integration = %policy.name, "kind not served; its reconciler is off");
                 continue;
@@ -164,12 +172,18 @@ impl Ctx {
         let reference = ObjectReference {
             api_version: Some(self.policy.target.api_version()),
             kind: Some(self.policy.target.kind.clone()),
-            name: job.pointer("/metadata/name").and_then(Value::as_str).map(String::from),
+            name: job
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(String::from),
             namespace: job
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
                 .map(String::from),
-            uid: job.pointer("/metadata/uid").and_then(Value::as_str).map(String::from),
+            uid: job
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(String::from),
             ..Default::default()
         };
         let ev = KEvent {
@@ -188,7 +202,8 @@ impl Ctx {
         if ops.is_empty() {
             return Ok(false);
         }
-        let api = Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
+        let api =
+            Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
         let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
         match api.patch(name, &params(), &Patch::<()>::Json(p)).await {
             Ok(_) => Ok(true),
@@ -198,6 +213,38 @@ impl Ctx {
                 debug!(job = name, message = %e.message, "job changed under the patch");
                 Ok(false)
             }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Clears the policy's `reset` status fields of a suspended job, so its
+    /// templates may be restored. `true` when a write was made.
+    async fn reset_status(&self, ns: &str, name: &str, job: &Value) -> Result<bool, JobError> {
+        let Some(rule) = &self.policy.status else {
+            return Ok(false);
+        };
+        let mut status = serde_json::Map::new();
+        for p in &rule.reset {
+            if p.resolve(job).is_some_and(|v| !v.is_null()) {
+                if let [first, leaf] = p.tokens() {
+                    if first == "status" {
+                        status.insert(leaf.clone(), Value::Null);
+                    }
+                }
+            }
+        }
+        if status.is_empty() {
+            return Ok(false);
+        }
+        let api =
+            Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
+        let patch = json!({"status": status});
+        match api
+            .patch_status(name, &params(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
@@ -327,16 +374,26 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
                 .await?
             {
-                ctx.job_event(&job, EventType::Normal, "Stopped", "Not admitted by cluster queue".into())
-                    .await;
+                ctx.job_event(
+                    &job,
+                    EventType::Normal,
+                    "Stopped",
+                    "Not admitted by cluster queue".into(),
+                )
+                .await;
             }
             return Ok(Action::await_change());
         }
         let prio = match workload::priority(policy, &job, &ctx.classes()) {
             Ok(p) => p,
             Err(e) => {
-                ctx.job_event(&job, EventType::Warning, "ErrWorkloadCompose", e.to_string())
-                    .await;
+                ctx.job_event(
+                    &job,
+                    EventType::Warning,
+                    "ErrWorkloadCompose",
+                    e.to_string(),
+                )
+                .await;
                 return Ok(Action::requeue(Duration::from_secs(5)));
             }
         };
@@ -377,15 +434,37 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     if conds.is_true(condition::FINISHED) {
         return Ok(Action::await_change());
     }
-    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
     let finished = match &progress {
         Progress::Running => None,
-        Progress::Succeeded(m) => Some(("Succeeded", if m.is_empty() { "Job finished successfully" } else { m.as_str() })),
-        Progress::Failed(m) => Some(("Failed", if m.is_empty() { "Job failed" } else { m.as_str() })),
+        Progress::Succeeded(m) => Some((
+            "Succeeded",
+            if m.is_empty() {
+                "Job finished successfully"
+            } else {
+                m.as_str()
+            },
+        )),
+        Progress::Failed(m) => Some((
+            "Failed",
+            if m.is_empty() {
+                "Job failed"
+            } else {
+                m.as_str()
+            },
+        )),
     };
     if let Some((reason, message)) = finished {
         let mut c = conds.clone();
-        c.set(condition::FINISHED, true, reason, message, &now, wl.metadata.generation);
+        c.set(
+            condition::FINISHED,
+            true,
+            reason,
+            message,
+            &now,
+            wl.metadata.generation,
+        );
         write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
         return Ok(Action::await_change());
     }
@@ -408,6 +487,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         }
         let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
         if !restore.is_empty() {
+            if ctx.reset_status(&ns, &name, &job).await? {
+                return Ok(Action::requeue(Duration::from_millis(100)));
+            }
             ctx.patch_job(&ns, &name, &restore).await?;
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
@@ -445,7 +527,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                     // The job can never start with this admission: finish
                     // the Workload so its quota goes back.
                     let mut c = conds.clone();
-                    c.set(condition::FINISHED, true, "FailedToStart", &e.to_string(), &now, wl.metadata.generation);
+                    c.set(
+                        condition::FINISHED,
+                        true,
+                        "FailedToStart",
+                        &e.to_string(),
+                        &now,
+                        wl.metadata.generation,
+                    );
                     write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
                     ctx.job_event(&job, EventType::Warning, "FailedToStart", e.to_string())
                         .await;
@@ -465,15 +554,23 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
             .await?
         {
-            ctx.job_event(&job, EventType::Normal, "Stopped", "Not admitted by cluster queue".into())
-                .await;
+            ctx.job_event(
+                &job,
+                EventType::Normal,
+                "Stopped",
+                "Not admitted by cluster queue".into(),
+            )
+            .await;
         }
         return Ok(Action::await_change());
     }
     let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
     if !restore.is_empty() {
+        if ctx.reset_status(&ns, &name, &job).await? {
+            return Ok(Action::requeue(Duration::from_millis(100)));
+        }
         ctx.patch_job(&ns, &name, &restore).await?;
-        return Ok(Action::await_change());
+        return Ok(Action::requeue(Duration::from_secs(1)));
     }
     // Keep the Workload in step with the suspended job.
     let current = workload::pod_sets(policy, &job)?;

@@ -94,7 +94,10 @@ impl Server {
             "127.0.0.1:0",
         ])
         .args(args)
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("BATCHGATE_E2E_RUST_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .env_remove("KUBECONFIG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -18,8 +18,9 @@ pub struct Env {
 }
 
 /// The cluster with Kueue's CRDs and batchgate running against it.
+static ENV: OnceLock<Env> = OnceLock::new();
+
 pub fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
     ENV.get_or_init(|| {
         let c = shared();
         install_crds(c);
@@ -34,20 +35,29 @@ pub fn install_crds(c: &LocalCluster) {
     let root = env!("CARGO_MANIFEST_DIR");
     let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
     assert!(ok, "{out}{err}");
-    let (ok, out, err) = kubectl(
-        c,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/workloads.kueue.x-k8s.io",
-            "crd/clusterqueues.kueue.x-k8s.io",
-            "crd/localqueues.kueue.x-k8s.io",
-            "crd/resourceflavors.kueue.x-k8s.io",
-            "crd/workloadpriorityclasses.kueue.x-k8s.io",
-        ],
-        None,
-    );
+    // A CRD just created may have no conditions yet for `kubectl wait` to read.
+    let mut tries = 0;
+    let (ok, out, err) = loop {
+        let r = kubectl(
+            c,
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=60s",
+                "crd/workloads.kueue.x-k8s.io",
+                "crd/clusterqueues.kueue.x-k8s.io",
+                "crd/localqueues.kueue.x-k8s.io",
+                "crd/resourceflavors.kueue.x-k8s.io",
+                "crd/workloadpriorityclasses.kueue.x-k8s.io",
+            ],
+            None,
+        );
+        tries += 1;
+        if r.0 || tries == 20 {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert!(ok, "{out}{err}");
 }
 
@@ -149,7 +159,18 @@ pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T
         if let Some(v) = f() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            // What batchgate said is the first thing to read when this fails.
+            if let Some(e) = ENV.get() {
+                let log = e.server.stderr.lock().unwrap().clone();
+                let tail: Vec<&str> = log.lines().rev().take(80).collect();
+                eprintln!("batchgate log (last lines):");
+                for l in tail.iter().rev() {
+                    eprintln!("{l}");
+                }
+            }
+            panic!("timed out waiting for {what}");
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
