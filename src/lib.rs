@@ -14,7 +14,7 @@ pub mod config;
 pub mod controllers;
 pub mod manifests;
 pub mod policy;
-pub mod workload;
 pub mod queueing;
 pub mod selector;
 pub mod server;
+pub mod workload;

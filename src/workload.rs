@@ -63,11 +63,7 @@ pub fn name_for(kind: &str, group: &str, job_name: &str, uid: &str) -> String {
     }
     let input = format!("{kind}\n{group}\n{job_name}\n{uid}");
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, input.as_bytes());
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("{prefix}-{}", &hex[..HASH_LENGTH])
 }
 
@@ -117,12 +113,10 @@ pub fn priority(
             )),
         };
     }
-    let pod_sets = policy
-        .pod_sets(job)
-        .map_err(|e| WorkloadError::PodSets {
-            field: e.field,
-            message: e.message,
-        })?;
+    let pod_sets = policy.pod_sets(job).map_err(|e| WorkloadError::PodSets {
+        field: e.field,
+        message: e.message,
+    })?;
     let from_template = pod_sets.iter().find_map(|ps| {
         ps.template
             .resolve(job)
@@ -435,7 +429,9 @@ fn merge_map(
                 return Err(WorkloadError::Conflict {
                     what,
                     key: k.clone(),
-                    ours: other.as_str().map_or_else(|| other.to_string(), String::from),
+                    ours: other
+                        .as_str()
+                        .map_or_else(|| other.to_string(), String::from),
                     theirs: v.clone(),
                 })
             }
@@ -494,13 +490,23 @@ mod tests {
     #[test]
     fn workload_names_follow_kueue() {
         // Same inputs as Kueue's: sha1("Job\nbatch\nsample\n<uid>")[:5].
-        let n = name_for("Job", "batch", "sample", "6f1c3ad2-0000-4000-8000-000000000001");
+        let n = name_for(
+            "Job",
+            "batch",
+            "sample",
+            "6f1c3ad2-0000-4000-8000-000000000001",
+        );
         assert!(n.starts_with("job-sample-"), "{n}");
         assert_eq!(n.len(), "job-sample-".len() + 5);
         // Deterministic and uid-sensitive.
         assert_eq!(
             n,
-            name_for("Job", "batch", "sample", "6f1c3ad2-0000-4000-8000-000000000001")
+            name_for(
+                "Job",
+                "batch",
+                "sample",
+                "6f1c3ad2-0000-4000-8000-000000000001"
+            )
         );
         assert_ne!(n, name_for("Job", "batch", "sample", "other"));
         // printf 'Job\nbatch\na\nb' | sha1sum → 7a412547…
@@ -524,7 +530,10 @@ mod tests {
         .unwrap();
         assert_eq!(wl["spec"]["queueName"], "lq");
         assert_eq!(wl["spec"]["priority"], 7);
-        assert_eq!(wl["spec"]["priorityClassRef"]["kind"], "WorkloadPriorityClass");
+        assert_eq!(
+            wl["spec"]["priorityClassRef"]["kind"],
+            "WorkloadPriorityClass"
+        );
         assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
         assert_eq!(wl["spec"]["podSets"][0]["count"], 3);
         // Only labels and annotations of the template metadata are kept.

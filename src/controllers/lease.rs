@@ -66,19 +66,31 @@ impl Elector {
         let spec = lease.spec.clone().unwrap_or_default();
         let ours = spec.holder_identity.as_deref() == Some(self.identity.as_str());
         let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
-            (Some(t), Some(d)) => {
-                t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond()
-            }
+            (Some(t), Some(d)) => t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond(),
             _ => true,
         };
-        if !ours && !expired && spec.holder_identity.as_deref().is_some_and(|h| !h.is_empty()) {
+        if !ours
+            && !expired
+            && spec
+                .holder_identity
+                .as_deref()
+                .is_some_and(|h| !h.is_empty())
+        {
             return Ok(false);
         }
         let transitions = spec.lease_transitions.unwrap_or(0) + i32::from(!ours);
-        let acquired = if ours { spec.acquire_time.clone() } else { None };
+        let acquired = if ours {
+            spec.acquire_time.clone()
+        } else {
+            None
+        };
         lease.spec = Some(self.spec(now, acquired, transitions));
         // replace() carries the resourceVersion read: a concurrent taker loses.
-        match self.api.replace(LEASE_NAME, &PostParams::default(), &lease).await {
+        match self
+            .api
+            .replace(LEASE_NAME, &PostParams::default(), &lease)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
             Err(e) => Err(e),

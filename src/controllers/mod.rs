@@ -8,9 +8,9 @@
 //!   is admitted and stopped when it is evicted.
 
 pub mod jobs;
+pub mod lease;
 pub mod queueing;
 pub mod translation;
-pub mod lease;
 
 use std::time::Duration;
 

@@ -146,7 +146,8 @@ where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     tokio::spawn(async move {
-        let stream = watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+        let stream =
+            watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
         futures::pin_mut!(stream);
         while let Some(ev) = stream.next().await {
             match ev {
@@ -172,11 +173,31 @@ impl Controller {
     /// Starts the watches and runs until the process ends.
     pub async fn run(client: Client) {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        watch(Api::<api::ResourceFlavor>::all(client.clone()), tx.clone(), Input::Flavor);
-        watch(Api::<api::ClusterQueue>::all(client.clone()), tx.clone(), Input::ClusterQueue);
-        watch(Api::<api::LocalQueue>::all(client.clone()), tx.clone(), Input::LocalQueue);
-        watch(Api::<Namespace>::all(client.clone()), tx.clone(), Input::Namespace);
-        watch(Api::<api::Workload>::all(client.clone()), tx.clone(), Input::Workload);
+        watch(
+            Api::<api::ResourceFlavor>::all(client.clone()),
+            tx.clone(),
+            Input::Flavor,
+        );
+        watch(
+            Api::<api::ClusterQueue>::all(client.clone()),
+            tx.clone(),
+            Input::ClusterQueue,
+        );
+        watch(
+            Api::<api::LocalQueue>::all(client.clone()),
+            tx.clone(),
+            Input::LocalQueue,
+        );
+        watch(
+            Api::<Namespace>::all(client.clone()),
+            tx.clone(),
+            Input::Namespace,
+        );
+        watch(
+            Api::<api::Workload>::all(client.clone()),
+            tx.clone(),
+            Input::Workload,
+        );
         let reporter = Reporter {
             controller: "batchgate-scheduler".into(),
             instance: std::env::var("HOSTNAME").ok(),
@@ -236,7 +257,9 @@ impl Controller {
                 match translation::cluster_queue(cq) {
                     Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
                     Ok(q) => c.initial.cluster_queues.push(q),
-                    Err(e) => warn!(cluster_queue = %cq.name_any(), error = %e, "ClusterQueue not usable"),
+                    Err(e) => {
+                        warn!(cluster_queue = %cq.name_any(), error = %e, "ClusterQueue not usable")
+                    }
                 }
             }),
             Input::LocalQueue(ev) => self.on_event(LOCAL_QUEUES, ev, |c, lq| {
@@ -269,7 +292,10 @@ impl Controller {
         if !self.started && self.listings.iter().all(|l| l.done) {
             self.engine = Engine::rebuild(std::mem::take(&mut self.initial));
             self.started = true;
-            info!(workloads = self.meta.len(), "queueing engine rebuilt from the API");
+            info!(
+                workloads = self.meta.len(),
+                "queueing engine rebuilt from the API"
+            );
         }
     }
 
@@ -589,7 +615,12 @@ fn lq_status_json(
         active_condition(false, "Stopped", "LocalQueue is stopped", prev)
     } else {
         match cq_active {
-            Some(true) => active_condition(true, "Ready", "Can submit new workloads to localQueue", prev),
+            Some(true) => active_condition(
+                true,
+                "Ready",
+                "Can submit new workloads to localQueue",
+                prev,
+            ),
             Some(false) => active_condition(
                 false,
                 "ClusterQueueIsInactive",
@@ -628,8 +659,22 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
                 return None;
             }
             let msg = format!("Quota reserved in ClusterQueue {}", a.cluster_queue);
-            c.set(condition::QUOTA_RESERVED, true, "QuotaReserved", &msg, now, generation);
-            c.set(condition::ADMITTED, true, "Admitted", "The workload is admitted", now, generation);
+            c.set(
+                condition::QUOTA_RESERVED,
+                true,
+                "QuotaReserved",
+                &msg,
+                now,
+                generation,
+            );
+            c.set(
+                condition::ADMITTED,
+                true,
+                "Admitted",
+                "The workload is admitted",
+                now,
+                generation,
+            );
             for ty in [condition::EVICTED, condition::PREEMPTED] {
                 if let Some(prev) = c.get(ty).filter(|p| p.status == "True").cloned() {
                     let m = format!("Previously: {}", prev.message);
@@ -646,9 +691,23 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
             if !reserved || c.is_true(condition::EVICTED) {
                 return None;
             }
-            c.set(condition::EVICTED, true, reason.as_str(), message, now, generation);
+            c.set(
+                condition::EVICTED,
+                true,
+                reason.as_str(),
+                message,
+                now,
+                generation,
+            );
             if let Some(p) = preempted {
-                c.set(condition::PREEMPTED, true, p.as_str(), message, now, generation);
+                c.set(
+                    condition::PREEMPTED,
+                    true,
+                    p.as_str(),
+                    message,
+                    now,
+                    generation,
+                );
             }
             Some(json!({"conditions": c.0}))
         }
@@ -656,7 +715,14 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
             if reserved {
                 return None;
             }
-            if !c.set(condition::QUOTA_RESERVED, false, reason.legacy_str(), message, now, generation) {
+            if !c.set(
+                condition::QUOTA_RESERVED,
+                false,
+                reason.legacy_str(),
+                message,
+                now,
+                generation,
+            ) {
                 return None;
             }
             Some(json!({"conditions": c.0}))
@@ -668,18 +734,47 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
 /// (Kueue's workload controller does the same for jobless Workloads).
 pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
     let mut c = Conditions(conds.to_vec());
-    let ev = c.get(condition::EVICTED).filter(|e| e.status == "True")?.clone();
+    let ev = c
+        .get(condition::EVICTED)
+        .filter(|e| e.status == "True")?
+        .clone();
     if !c.is_true(condition::QUOTA_RESERVED) {
         return None;
     }
-    c.set(condition::QUOTA_RESERVED, false, "Pending", &ev.message, now, generation);
-    c.set(condition::ADMITTED, false, "NoReservation", "The workload has no reservation", now, generation);
+    c.set(
+        condition::QUOTA_RESERVED,
+        false,
+        "Pending",
+        &ev.message,
+        now,
+        generation,
+    );
+    c.set(
+        condition::ADMITTED,
+        false,
+        "NoReservation",
+        "The workload has no reservation",
+        now,
+        generation,
+    );
     let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
-    c.set(condition::REQUEUED, requeued, &ev.reason, &ev.message, now, generation);
+    c.set(
+        condition::REQUEUED,
+        requeued,
+        &ev.reason,
+        &ev.message,
+        now,
+        generation,
+    );
     Some(json!({"admission": null, "conditions": c.0}))
 }
 
-async fn write_workload(client: &Client, recorder: &Recorder, mut meta: Meta, w: &Write) -> Outcome {
+async fn write_workload(
+    client: &Client,
+    recorder: &Recorder,
+    mut meta: Meta,
+    w: &Write,
+) -> Outcome {
     let api = Api::<api::Workload>::namespaced(client.clone(), &meta.namespace);
     let refused = match w {
         Write::Admit(_) => Outcome::AdmissionRefused,
@@ -727,10 +822,9 @@ async fn write_workload(client: &Client, recorder: &Recorder, mut meta: Meta, w:
                             .and_then(|s| s.conditions.clone())
                             .unwrap_or_default();
                         meta.generation = fresh.metadata.generation;
-                        if let (Write::Admit(_), Some(_)) = (
-                            w,
-                            fresh.status.as_ref().and_then(|s| s.admission.as_ref()),
-                        ) {
+                        if let (Write::Admit(_), Some(_)) =
+                            (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
+                        {
                             return refused;
                         }
                     }

@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 use crate::{
     api::kueue::v1beta2 as api,
     queueing::{
-        self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy,
-        Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy,
-        Taint, TaintEffect, Toleration, TolerationOperator,
+        self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy, Preemption,
+        PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint,
+        TaintEffect, Toleration, TolerationOperator,
     },
     selector::LabelSelector,
 };
@@ -28,7 +28,10 @@ pub struct TranslationError {
     pub message: String,
 }
 
-fn qty(field: impl Into<String>, q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity) -> Result<i64, TranslationError> {
+fn qty(
+    field: impl Into<String>,
+    q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+) -> Result<i64, TranslationError> {
     quantity::parse(&q.0).map_err(|e| TranslationError {
         field: field.into(),
         message: e.to_string(),
@@ -219,7 +222,10 @@ pub fn pod_requests(spec: &PodSpec) -> Result<BTreeMap<String, i64>, Translation
         let mut out = BTreeMap::new();
         if let Some(r) = &c.resources {
             for (name, q) in r.limits.iter().flatten() {
-                out.insert(name.clone(), qty(format!("{field}.resources.limits[{name}]"), q)?);
+                out.insert(
+                    name.clone(),
+                    qty(format!("{field}.resources.limits[{name}]"), q)?,
+                );
             }
             for (name, q) in r.requests.iter().flatten() {
                 out.insert(

@@ -38,8 +38,8 @@ mod property_tests;
 
 pub use cluster_queue::{
     ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorFungibility, FlavorQuotas,
-    FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy, QueueingStrategy,
-    ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
+    FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy,
+    QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
 pub use quota::{FlavorResource, Usage};
