@@ -2,7 +2,8 @@
 //! Job created without a queue name in a namespace that has a LocalQueue
 //! named `default` is queued there (and suspended), as Kueue does; a
 //! WorkloadPriorityClass named `default` labels it too. The lookups come from
-//! watch-backed caches, not an API call per request.
+//! watch-backed caches, not an API call per request. With `admission:
+//! external` batchgate runs no reconciler.
 
 mod support;
 
@@ -37,7 +38,9 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
     );
     c.apply(&lq).unwrap();
 
-    let server = Server::start_in_cluster(c.kubeconfig(), None, &[]);
+    // `admission: external`: upstream Kueue would admit; batchgate only
+    // serves the webhook and must not create Workloads or start jobs.
+    let server = Server::start_in_cluster(c.kubeconfig(), None, &["--admission", "external"]);
     server.wait_ready(Duration::from_secs(30));
     register(
         c,
@@ -119,4 +122,22 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+
+    // With `admission: external` no reconciler runs: the queued Job gets no
+    // Workload from batchgate and stays suspended.
+    std::thread::sleep(Duration::from_secs(5));
+    let (ok, out, err) = kubectl(
+        c,
+        &["get", "workloads.kueue.x-k8s.io", "-A", "-o", "name"],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "", "Workloads were created: {out}");
+    let job = get_json(c, &["job", "defaulted", "-n", &with_default]);
+    assert_eq!(job["spec"]["suspend"], Value::Bool(true));
+    assert!(server
+        .stderr
+        .lock()
+        .unwrap()
+        .contains("admission: external"));
 }
