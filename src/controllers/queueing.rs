@@ -883,3 +883,108 @@ async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
         debug!(error = %e, "event not recorded");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queueing::{Admission, PodSetAssignment};
+
+    fn at(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
+    }
+
+    fn admission() -> Admission {
+        Admission {
+            cluster_queue: "cq".into(),
+            pod_set_assignments: vec![PodSetAssignment {
+                name: "main".into(),
+                flavors: [("cpu".to_string(), "f".to_string())].into(),
+                resource_usage: [("cpu".to_string(), 2000)].into(),
+                count: 2,
+            }],
+        }
+    }
+
+    fn conds(v: &Value) -> Vec<Condition> {
+        serde_json::from_value(v["conditions"].clone()).unwrap()
+    }
+
+    #[test]
+    fn an_admission_is_written_with_kueues_conditions_and_only_once() {
+        let s = render(&Write::Admit(admission()), &[], Some(1), &at(10)).unwrap();
+        assert_eq!(s["admission"]["clusterQueue"], "cq");
+        assert_eq!(
+            s["admission"]["podSetAssignments"][0]["resourceUsage"]["cpu"],
+            "2"
+        );
+        let c = Conditions(conds(&s));
+        let qr = c.get("QuotaReserved").unwrap();
+        assert_eq!(
+            (qr.status.as_str(), qr.reason.as_str(), qr.message.as_str()),
+            ("True", "QuotaReserved", "Quota reserved in ClusterQueue cq")
+        );
+        assert!(c.is_true("Admitted"));
+        // Already reserved (our own write came back, or someone else's):
+        // a second admission is not written.
+        assert!(render(&Write::Admit(admission()), &c.0, Some(1), &at(11)).is_none());
+    }
+
+    #[test]
+    fn an_eviction_then_release_gives_the_quota_back() {
+        let admitted = conds(&render(&Write::Admit(admission()), &[], None, &at(10)).unwrap());
+        let evict = Write::Evict {
+            reason: EvictionReason::Preempted,
+            message: "Preempted to accommodate a workload".into(),
+            preempted: Some(PreemptedReason::InClusterQueue),
+        };
+        let s = render(&evict, &admitted, None, &at(20)).unwrap();
+        let c = Conditions(conds(&s));
+        assert_eq!(c.get("Evicted").unwrap().reason, "Preempted");
+        assert_eq!(c.get("Preempted").unwrap().reason, "InClusterQueue");
+        // Still reserved until the job is stopped.
+        assert!(c.is_true("QuotaReserved"));
+        assert!(s.get("admission").is_none());
+        // Evicting twice writes nothing.
+        assert!(render(&evict, &c.0, None, &at(21)).is_none());
+        let r = release(&c.0, None, &at(30)).unwrap();
+        assert!(r["admission"].is_null());
+        let c = Conditions(conds(&r));
+        assert!(!c.is_true("QuotaReserved") && !c.is_true("Admitted"));
+        let rq = c.get("Requeued").unwrap();
+        assert_eq!(
+            (rq.status.as_str(), rq.reason.as_str()),
+            ("True", "Preempted")
+        );
+        // Admitted again: the old eviction is kept as history.
+        let again = render(&Write::Admit(admission()), &c.0, None, &at(40)).unwrap();
+        let c = Conditions(conds(&again));
+        let ev = c.get("Evicted").unwrap();
+        assert_eq!(ev.status, "False");
+        assert_eq!(
+            ev.message,
+            "Previously: Preempted to accommodate a workload"
+        );
+    }
+
+    #[test]
+    fn pending_reasons_are_written_only_when_they_change_and_never_over_an_admission() {
+        let p = Write::Pending {
+            reason: PendingReason::WaitingForQuota,
+            message: "couldn't assign flavors".into(),
+        };
+        let s = render(&p, &[], None, &at(1)).unwrap();
+        let c = Conditions(conds(&s));
+        let qr = c.get("QuotaReserved").unwrap();
+        assert_eq!(
+            (qr.status.as_str(), qr.reason.as_str()),
+            ("False", "Pending")
+        );
+        assert!(render(&p, &c.0, None, &at(2)).is_none());
+        let admitted = conds(&render(&Write::Admit(admission()), &[], None, &at(3)).unwrap());
+        assert!(render(&p, &admitted, None, &at(4)).is_none());
+        // Nothing is written to a finished Workload.
+        let mut done = Conditions(admitted);
+        done.set("Finished", true, "Succeeded", "", &at(5), None);
+        assert!(render(&Write::Admit(admission()), &done.0, None, &at(6)).is_none());
+    }
+}
