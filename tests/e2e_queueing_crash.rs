@@ -1,0 +1,569 @@
+//! Crash safety of the reconciler end to end ("write state before acting on
+//! it"): batchgate is killed with SIGKILL in the middle of a burst of 200
+//! queued Jobs, and again while they drain, and restarted each time from
+//! the same certificates. Throughout, a sampler reads the API on its own —
+//! the cpu held by Workloads whose quota is reserved, and the Jobs actually
+//! running — and neither may ever exceed the ClusterQueue's 10 cpu; in the
+//! end every Job has succeeded, each has exactly one Workload, every
+//! Workload is Finished and the ClusterQueue holds nothing.
+
+mod support;
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    path::Path,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use batchgate_localcluster::{shared, LocalCluster};
+use kube::{
+    api::{DynamicObject, ListParams},
+    config::{KubeConfigOptions, Kubeconfig},
+    core::{ApiResource, GroupVersionKind},
+    Api, Client, Config,
+};
+use serde_json::{json, Value};
+use support::{
+    e2e::{kubectl, namespace, register, wait_webhook_active},
+    gen_certs,
+    queueing::*,
+    Server,
+};
+
+const JOBS: usize = 200;
+const BATCH: usize = 20;
+const QUOTA_CPU: i64 = 10;
+const CQ: &str = "crash-cq";
+
+#[test]
+fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
+    let t0 = Instant::now();
+    let c = shared();
+    install_crds_settled(c);
+    let ns = namespace(c, "e2e-crash");
+    apply(
+        c,
+        &flavor("crash-on-demand", json!({"instance-type": "on-demand"})),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            CQ,
+            &[("crash-on-demand", &QUOTA_CPU.to_string(), None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", CQ));
+
+    // One certificate directory and config for every incarnation.
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    gen_certs(&certs);
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 2\n",
+    )
+    .unwrap();
+    let logs = Logs::default();
+    let mut server = start(c, &certs, &cfg, &logs);
+    wait_webhook_active(c, &ns);
+    let setup = t0.elapsed();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(Mutex::new(Stats::default()));
+    let sampler = {
+        let (stop, stats, ns) = (stop.clone(), stats.clone(), ns.clone());
+        let kubeconfig = c.kubeconfig().to_path_buf();
+        thread::spawn(move || sample_until(&kubeconfig, &ns, &stop, &stats))
+    };
+    wait_for(Duration::from_secs(30), "the first sample", || {
+        (stats.lock().unwrap().samples > 0).then_some(())
+    });
+
+    let created = Arc::new(AtomicUsize::new(0));
+    let failed_creates = Arc::new(AtomicUsize::new(0));
+    let burst_start = Instant::now();
+    let burst = {
+        let (created, failed, ns) = (created.clone(), failed_creates.clone(), ns.clone());
+        thread::spawn(move || create_all(c, &ns, &created, &failed))
+    };
+
+    // First kill: mid-burst, once ~60 Jobs exist, preferably while a
+    // Workload holds quota its Job has not started on yet.
+    wait_for(Duration::from_secs(120), "60 Jobs created", || {
+        (created.load(Ordering::SeqCst) >= 60).then_some(())
+    });
+    let mut kills = Vec::new();
+    kills.push(kill_in_window(&mut server, &stats, "mid-burst", &created));
+    // Down for a moment: creates are refused (failurePolicy Fail) and retried.
+    thread::sleep(Duration::from_secs(1));
+    let restarted = Instant::now();
+    server = start(c, &certs, &cfg, &logs);
+    let first_restart = restarted.elapsed();
+
+    burst.join().expect("burst thread");
+    let burst_time = burst_start.elapsed();
+    assert_eq!(created.load(Ordering::SeqCst), JOBS);
+
+    // Second kill: while the queue drains.
+    wait_for(Duration::from_secs(180), "half the Jobs to succeed", || {
+        (stats.lock().unwrap().last.succeeded >= JOBS / 2).then_some(())
+    });
+    kills.push(kill_in_window(&mut server, &stats, "drain", &created));
+    thread::sleep(Duration::from_millis(500));
+    let restarted = Instant::now();
+    server = start(c, &certs, &cfg, &logs);
+    let second_restart = restarted.elapsed();
+
+    wait_for(
+        Duration::from_secs(240),
+        "every Job to succeed and every Workload to finish",
+        || {
+            let s = stats.lock().unwrap().last.clone();
+            (s.succeeded == JOBS && s.finished == s.workloads && s.workloads == JOBS).then_some(())
+        },
+    );
+    let drained = burst_start.elapsed();
+    let (pending, reserving, admitted, used) =
+        wait_for(Duration::from_secs(30), "quota released", || {
+            cq_counts(c, CQ).filter(|s| s.1 == 0 && s.0 == 0)
+        });
+    stop.store(true, Ordering::SeqCst);
+    sampler.join().expect("sampler thread");
+    let st = stats.lock().unwrap().clone();
+
+    println!(
+        "crash e2e: {} samples over {:.1}s ({} failed reads); max reserved {} cpu in {} Workloads, \
+         max running Jobs {}, max ClusterQueue usage {} cpu (quota {QUOTA_CPU}); \
+         kills {kills:?}; restarts took {first_restart:.1?} and {second_restart:.1?}; \
+         {} creates refused while down and retried; burst {burst_time:.1?}, all finished after {drained:.1?}, \
+         setup {setup:.1?}, total {:.1?}",
+        st.samples,
+        st.sampled_for.as_secs_f64(),
+        st.errors,
+        st.max_reserved_milli as f64 / 1000.0,
+        st.max_reserved_workloads,
+        st.max_running,
+        st.max_cq_milli as f64 / 1000.0,
+        failed_creates.load(Ordering::SeqCst),
+        t0.elapsed(),
+    );
+    assert!(
+        st.samples >= 50,
+        "too few samples to mean anything: {}",
+        st.samples
+    );
+    assert!(
+        st.max_reserved_milli <= QUOTA_CPU * 1000,
+        "Workloads held {} mcpu at once, over the quota; at {:?}",
+        st.max_reserved_milli,
+        st.worst
+    );
+    assert!(
+        st.max_running as i64 <= QUOTA_CPU,
+        "{} Jobs ran at once: {:?}",
+        st.max_running,
+        st.worst
+    );
+    assert!(
+        st.max_cq_milli <= QUOTA_CPU * 1000,
+        "ClusterQueue status said {} mcpu",
+        st.max_cq_milli
+    );
+    assert!(
+        st.duplicates.is_empty(),
+        "Jobs with more than one Workload: {:?}",
+        st.duplicates
+    );
+    assert!(
+        failed_creates.load(Ordering::SeqCst) > 0,
+        "no create hit the killed webhook"
+    );
+
+    // The end state, read once more.
+    let all_jobs = get(c, &["jobs", "-n", &ns]).unwrap();
+    let all_jobs = all_jobs["items"].as_array().unwrap();
+    assert_eq!(all_jobs.len(), JOBS);
+    assert!(all_jobs.iter().all(succeeded), "not every Job succeeded");
+    let wls = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns]).unwrap();
+    let wls = wls["items"].as_array().unwrap();
+    assert_eq!(wls.len(), JOBS, "one Workload per Job");
+    let owners: HashSet<&str> = wls
+        .iter()
+        .filter_map(|w| w["metadata"]["ownerReferences"][0]["uid"].as_str())
+        .collect();
+    let job_uids: HashSet<&str> = all_jobs
+        .iter()
+        .filter_map(|j| j["metadata"]["uid"].as_str())
+        .collect();
+    assert_eq!(owners, job_uids, "every Job owns exactly one Workload");
+    for w in wls {
+        assert!(is_true(w, "Finished"), "{w}");
+    }
+    assert_eq!((pending, reserving, admitted), (0, 0, 0));
+    assert!(
+        used.is_empty() || quantity_milli(&used) == Some(0),
+        "cpu still in use: {used}"
+    );
+    drop(server);
+}
+
+/// Kueue's CRDs applied and Established. `kubectl wait` right after the
+/// apply can fail while a new CRD has no status yet, so it is retried.
+fn install_crds_settled(c: &LocalCluster) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
+    assert!(ok, "{out}{err}");
+    let crds = [
+        "workloads",
+        "clusterqueues",
+        "localqueues",
+        "resourceflavors",
+        "workloadpriorityclasses",
+    ]
+    .map(|k| format!("crd/{k}.kueue.x-k8s.io"));
+    wait_for(
+        Duration::from_secs(60),
+        "Kueue's CRDs to be Established",
+        || {
+            let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
+            args.extend(crds.iter().map(String::as_str));
+            kubectl(c, &args, None).0.then_some(())
+        },
+    );
+}
+
+/// Every incarnation's log, printed if the test fails.
+#[derive(Default)]
+struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
+
+impl Drop for Logs {
+    fn drop(&mut self) {
+        for (i, log) in self.0.lock().unwrap().iter().enumerate() {
+            std::fs::write(format!("/tmp/crashlog-{i}.txt"), &*log.lock().unwrap()).unwrap();
+            // TEMP
+        }
+        if !thread::panicking() {
+            return;
+        }
+        for (i, log) in self.0.lock().unwrap().iter().enumerate() {
+            let log = log.lock().unwrap();
+            let lines: Vec<&str> = log.lines().collect();
+            eprintln!("--- batchgate #{i}, last lines of {} ---", lines.len());
+            for l in &lines[lines.len().saturating_sub(60)..] {
+                eprintln!("{l}");
+            }
+        }
+    }
+}
+
+/// A batchgate with the shared certificates, registered as the webhook.
+fn start(c: &LocalCluster, certs: &Path, cfg: &Path, logs: &Logs) -> Server {
+    let server = Server::start_in_cluster(
+        c.kubeconfig(),
+        Some(certs.to_path_buf()),
+        &["--config", cfg.to_str().unwrap()],
+    );
+    logs.0.lock().unwrap().push(server.stderr.clone());
+    server.wait_ready(Duration::from_secs(60));
+    register(c, server.addr, Some(&certs.join("ca.crt")), "Fail");
+    server
+}
+
+/// SIGKILL, preferably while admissions are being made: some Workload
+/// holds quota its Job has not started on, or quota is free while
+/// Workloads wait (waits up to 3 s for a sample that shows either).
+fn kill_in_window(
+    server: &mut Server,
+    stats: &Mutex<Stats>,
+    phase: &str,
+    created: &AtomicUsize,
+) -> Kill {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let seen = stats.lock().unwrap().samples;
+    let in_window = loop {
+        {
+            let s = stats.lock().unwrap();
+            let admitting = s.last.admitted_not_started > 0
+                || (s.last.pending > 0 && s.last.reserved_milli < QUOTA_CPU * 1000);
+            if s.samples > seen && admitting {
+                break true;
+            }
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let last = stats.lock().unwrap().last.clone();
+    assert!(
+        server.is_running(),
+        "batchgate exited on its own before the {phase} kill"
+    );
+    server.signal(libc::SIGKILL);
+    assert!(
+        server.wait_exit(Duration::from_secs(10)).is_some(),
+        "batchgate survived SIGKILL"
+    );
+    Kill {
+        phase: phase.into(),
+        jobs_created: created.load(Ordering::SeqCst),
+        in_window,
+        reserved_cpu: last.reserved_milli as f64 / 1000.0,
+        succeeded: last.succeeded,
+    }
+}
+
+#[derive(Debug)]
+#[allow(dead_code)]
+struct Kill {
+    phase: String,
+    jobs_created: usize,
+    /// The last sample showed an admission under way.
+    in_window: bool,
+    reserved_cpu: f64,
+    succeeded: usize,
+}
+
+/// Creates the Jobs in Lists of [`BATCH`] with `kubectl create -f -`,
+/// retrying what the apiserver refused (the webhook is down) until each
+/// exists; counts refused creates.
+fn create_all(c: &LocalCluster, ns: &str, created: &AtomicUsize, failed: &AtomicUsize) {
+    let names: Vec<String> = (0..JOBS).map(|i| format!("crash-{i:03}")).collect();
+    for batch in names.chunks(BATCH) {
+        let mut left: Vec<&String> = batch.iter().collect();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !left.is_empty() {
+            let items: Vec<Value> = left
+                .iter()
+                .map(|n| serde_json::from_str(&job(n, ns, "lq", "1", "2s", json!({}))).unwrap())
+                .collect();
+            let list = json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string();
+            let (_, out, err) = kubectl(c, &["create", "-f", "-"], Some(&list));
+            let before = left.len();
+            left.retain(|n| {
+                let done = out.contains(&format!("job.batch/{n} created"))
+                    || err.contains(&format!("jobs.batch \"{n}\" already exists"));
+                !done
+            });
+            created.fetch_add(before - left.len(), Ordering::SeqCst);
+            if !left.is_empty() {
+                failed.fetch_add(left.len(), Ordering::SeqCst);
+                assert!(Instant::now() < deadline, "creates still refused: {err}");
+                thread::sleep(Duration::from_millis(250));
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Sample {
+    at: Duration,
+    /// cpu of the Workloads holding quota: status.admission set,
+    /// QuotaReserved=True, not Finished; from their pod sets' requests.
+    reserved_milli: i64,
+    reserved_workloads: usize,
+    /// Jobs not suspended and not finished, 1 cpu each.
+    running: usize,
+    /// Workloads holding quota whose Job is still suspended.
+    admitted_not_started: usize,
+    /// Workloads neither holding quota nor Finished.
+    pending: usize,
+    workloads: usize,
+    finished: usize,
+    jobs: usize,
+    succeeded: usize,
+    cq_used_milli: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Stats {
+    samples: usize,
+    errors: usize,
+    sampled_for: Duration,
+    max_reserved_milli: i64,
+    max_reserved_workloads: usize,
+    max_running: usize,
+    max_cq_milli: i64,
+    /// The sample with the most reserved or running.
+    worst: Option<Sample>,
+    last: Sample,
+    /// Job uid -> Workload names, for any Job ever seen with two.
+    duplicates: BTreeMap<String, Vec<String>>,
+}
+
+/// Reads Workloads, Jobs and the ClusterQueue every ~200 ms until `stop`.
+fn sample_until(kubeconfig: &Path, ns: &str, stop: &AtomicBool, stats: &Mutex<Stats>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = client(kubeconfig).await;
+        let wl_res = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload"),
+            "workloads",
+        );
+        let cq_res = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "ClusterQueue"),
+            "clusterqueues",
+        );
+        let job_res =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "Job"), "jobs");
+        let wls = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &wl_res);
+        let jobs = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &job_res);
+        let cqs = Api::<DynamicObject>::all_with(client, &cq_res);
+        let start = Instant::now();
+        while !stop.load(Ordering::SeqCst) {
+            let tick = Instant::now();
+            match sample(&wls, &jobs, &cqs).await {
+                Ok((mut s, dups)) => {
+                    s.at = start.elapsed();
+                    let mut st = stats.lock().unwrap();
+                    st.samples += 1;
+                    st.sampled_for = s.at;
+                    if s.reserved_milli > st.max_reserved_milli || s.running > st.max_running {
+                        st.worst = Some(s.clone());
+                    }
+                    st.max_reserved_milli = st.max_reserved_milli.max(s.reserved_milli);
+                    st.max_reserved_workloads = st.max_reserved_workloads.max(s.reserved_workloads);
+                    st.max_running = st.max_running.max(s.running);
+                    st.max_cq_milli = st.max_cq_milli.max(s.cq_used_milli);
+                    st.duplicates.extend(dups);
+                    st.last = s;
+                }
+                Err(_) => stats.lock().unwrap().errors += 1,
+            }
+            let spent = tick.elapsed();
+            if spent < Duration::from_millis(200) {
+                tokio::time::sleep(Duration::from_millis(200) - spent).await;
+            }
+        }
+    });
+}
+
+async fn client(kubeconfig: &Path) -> Client {
+    let kc = Kubeconfig::read_from(kubeconfig).unwrap();
+    let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(cfg).unwrap()
+}
+
+type Duplicates = BTreeMap<String, Vec<String>>;
+
+async fn sample(
+    wls: &Api<DynamicObject>,
+    jobs: &Api<DynamicObject>,
+    cqs: &Api<DynamicObject>,
+) -> Result<(Sample, Duplicates), kube::Error> {
+    let lp = ListParams::default();
+    let wl_list = wls.list(&lp).await?;
+    let job_list = jobs.list(&lp).await?;
+    let cq = cqs.get_opt(CQ).await?;
+    let mut s = Sample::default();
+    let suspended: HashMap<String, bool> = job_list
+        .items
+        .iter()
+        .map(|j| {
+            let v = serde_json::to_value(j).unwrap_or_default();
+            (
+                v["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+                v["spec"]["suspend"] == true,
+            )
+        })
+        .collect();
+    let mut by_job: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for w in &wl_list.items {
+        let w = serde_json::to_value(w).unwrap_or_default();
+        s.workloads += 1;
+        if let Some(owner) = w["metadata"]["ownerReferences"][0]["uid"].as_str() {
+            by_job
+                .entry(owner.to_string())
+                .or_default()
+                .push(w["metadata"]["name"].as_str().unwrap_or("").to_string());
+        }
+        if is_true(&w, "Finished") {
+            s.finished += 1;
+            continue;
+        }
+        if is_true(&w, "QuotaReserved") && !w["status"]["admission"].is_null() {
+            s.reserved_workloads += 1;
+            s.reserved_milli += workload_cpu_milli(&w);
+            let owner = w["metadata"]["ownerReferences"][0]["uid"]
+                .as_str()
+                .unwrap_or("");
+            if suspended.get(owner) == Some(&true) {
+                s.admitted_not_started += 1;
+            }
+        } else {
+            s.pending += 1;
+        }
+    }
+    for j in &job_list.items {
+        let j = serde_json::to_value(j).unwrap_or_default();
+        s.jobs += 1;
+        if succeeded(&j) {
+            s.succeeded += 1;
+        }
+        let done = ["Complete", "Failed"].iter().any(|t| is_true(&j, t));
+        if j["spec"]["suspend"] != true && !done {
+            s.running += 1;
+        }
+    }
+    if let Some(cq) = cq {
+        let cq = serde_json::to_value(&cq).unwrap_or_default();
+        s.cq_used_milli = cq["status"]["flavorsReservation"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|f| f["resources"].as_array().cloned().unwrap_or_default())
+            .filter(|r| r["name"] == "cpu")
+            .filter_map(|r| r["total"].as_str().and_then(quantity_milli))
+            .sum();
+    }
+    by_job.retain(|_, v| v.len() > 1);
+    Ok((s, by_job))
+}
+
+fn succeeded(j: &Value) -> bool {
+    is_true(j, "Complete") && j["status"]["succeeded"].as_i64().unwrap_or(0) > 0
+}
+
+/// cpu a Workload asks for, from its own pod sets (count × container
+/// requests), not from what batchgate recorded in its admission.
+fn workload_cpu_milli(w: &Value) -> i64 {
+    w["spec"]["podSets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|ps| {
+            let count = ps["count"].as_i64().unwrap_or(1);
+            let per_pod: i64 = ps["template"]["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    c["resources"]["requests"]["cpu"]
+                        .as_str()
+                        .and_then(quantity_milli)
+                })
+                .sum();
+            count * per_pod
+        })
+        .sum()
+}
+
+/// A cpu quantity ("1", "1500m", "0.5") in millicpu.
+fn quantity_milli(q: &str) -> Option<i64> {
+    if let Some(m) = q.strip_suffix('m') {
+        return m.parse().ok();
+    }
+    q.parse::<f64>().ok().map(|v| (v * 1000.0).round() as i64)
+}
