@@ -44,7 +44,7 @@ const CQ: &str = "crash-cq";
 fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let t0 = Instant::now();
     let c = shared();
-    install_crds_settled(c);
+    install_crds(c);
     let ns = namespace(c, "e2e-crash");
     apply(
         c,
@@ -214,41 +214,12 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     drop(server);
 }
 
-/// Kueue's CRDs applied and Established. `kubectl wait` right after the
-/// apply can fail while a new CRD has no status yet, so it is retried.
-fn install_crds_settled(c: &LocalCluster) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
-    assert!(ok, "{out}{err}");
-    let crds = [
-        "workloads",
-        "clusterqueues",
-        "localqueues",
-        "resourceflavors",
-        "workloadpriorityclasses",
-    ]
-    .map(|k| format!("crd/{k}.kueue.x-k8s.io"));
-    wait_for(
-        Duration::from_secs(60),
-        "Kueue's CRDs to be Established",
-        || {
-            let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
-            args.extend(crds.iter().map(String::as_str));
-            kubectl(c, &args, None).0.then_some(())
-        },
-    );
-}
-
 /// Every incarnation's log, printed if the test fails.
 #[derive(Default)]
 struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
 
 impl Drop for Logs {
     fn drop(&mut self) {
-        for (i, log) in self.0.lock().unwrap().iter().enumerate() {
-            std::fs::write(format!("/tmp/crashlog-{i}.txt"), &*log.lock().unwrap()).unwrap();
-            // TEMP
-        }
         if !thread::panicking() {
             return;
         }
