@@ -5,7 +5,10 @@
 
 use serde_json::{json, Value};
 
-use crate::policy::{Policy, PolicySet};
+use crate::{
+    admission::kueue,
+    policy::{Policy, PolicySet},
+};
 
 pub const MUTATING_NAME: &str = "batchgate-mutating-webhook-configuration";
 pub const VALIDATING_NAME: &str = "batchgate-validating-webhook-configuration";
@@ -94,6 +97,30 @@ fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
     w
 }
 
+/// The validating webhook of one of Kueue's own kinds, as upstream
+/// registers it (`pkg/webhooks/*_webhook.go` markers): create and update,
+/// no namespace selector (ClusterQueues, Cohorts and ResourceFlavors are
+/// cluster-scoped; upstream selects Workloads in every namespace), and for
+/// Workloads the status subresource too.
+fn kueue_entry(opts: &WebhookOptions, kind: kueue::Kind) -> Value {
+    json!({
+        "name": kind.webhook_name(),
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, "/validate"),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "rules": [{
+            "apiGroups": [kueue::GROUP],
+            "apiVersions": [kueue::VERSION],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": kind.resources(),
+            "scope": if kind.namespaced() { "Namespaced" } else { "Cluster" },
+        }],
+    })
+}
+
 /// The MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
 pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Vec<Value> {
     let mut sorted: Vec<_> = policies.iter().collect();
@@ -116,7 +143,11 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingWebhookConfiguration",
             "metadata": metadata(VALIDATING_NAME),
-            "webhooks": sorted.iter().map(|p| entry(opts, p, false)).collect::<Vec<_>>(),
+            "webhooks": sorted
+                .iter()
+                .map(|p| entry(opts, p, false))
+                .chain(kueue::Kind::ALL.into_iter().map(|k| kueue_entry(opts, k)))
+                .collect::<Vec<_>>(),
         }),
     ]
 }
@@ -183,6 +214,44 @@ mod tests {
             json!(["kube-system", "batchgate-system"])
         );
         assert!(job_v.get("reinvocationPolicy").is_none());
+    }
+
+    #[test]
+    fn kueue_kinds_are_validated_as_upstream_registers_them() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://h".into())));
+        let v = docs[1]["webhooks"].as_array().unwrap();
+        let kueue: Vec<&Value> = v
+            .iter()
+            .filter(|w| w["rules"][0]["apiGroups"][0] == "kueue.x-k8s.io")
+            .collect();
+        let names: Vec<&str> = kueue.iter().map(|w| w["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "vclusterqueue.kb.io",
+                "vcohort.kb.io",
+                "vresourceflavor.kb.io",
+                "vworkload.kb.io"
+            ]
+        );
+        let wl = kueue[3];
+        assert_eq!(
+            wl["rules"][0]["resources"],
+            json!(["workloads", "workloads/status"])
+        );
+        assert_eq!(wl["rules"][0]["apiVersions"], json!(["v1beta2"]));
+        assert_eq!(wl["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(wl["rules"][0]["scope"], "Namespaced");
+        assert_eq!(kueue[0]["rules"][0]["scope"], "Cluster");
+        assert_eq!(wl["clientConfig"]["url"], "https://h/validate");
+        assert!(wl.get("namespaceSelector").is_none());
+        // Nothing is mutated for them: the resource-in-use finalizer is not added.
+        assert!(docs[0]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["rules"][0]["apiGroups"][0] != "kueue.x-k8s.io"));
     }
 
     #[test]

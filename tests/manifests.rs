@@ -100,8 +100,14 @@ fn registration_follows_the_configured_policies_and_integrations() {
         .collect();
     assert_eq!(
         names,
-        ["vwidget.kb.io"],
-        "only the enabled integration is registered"
+        [
+            "vwidget.kb.io",
+            "vclusterqueue.kb.io",
+            "vcohort.kb.io",
+            "vresourceflavor.kb.io",
+            "vworkload.kb.io"
+        ],
+        "only the enabled integration is registered, then Kueue's own kinds (always)"
     );
     assert_eq!(
         d[1]["webhooks"][0]["rules"][0]["resources"][0].as_str(),

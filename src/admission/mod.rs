@@ -6,6 +6,7 @@
 
 pub mod defaulting;
 pub mod field;
+pub mod kueue;
 pub mod object;
 pub mod patch;
 pub mod review;

@@ -9,9 +9,9 @@ use tracing::debug;
 
 use crate::{
     admission::{
-        self, object, patch,
+        self, kueue, object, patch,
         review::{self, AdmissionResponse},
-        ClusterFacts, Context, Settings, Verdict,
+        ClusterFacts, Context, Operation, Settings, Verdict,
     },
     policy::{Interest, Policy, PolicySet},
 };
@@ -119,6 +119,12 @@ impl Webhook {
             .iter()
             .find(|(p, _)| p.target.matches(&gvk.group, &gvk.version, &gvk.kind))
         else {
+            if let Some(kind) = kueue::Kind::of(&gvk.group, &gvk.version, &gvk.kind) {
+                if hook == Hook::Validate {
+                    let (resp, result) = validate_kueue(kind, operation, body, req.uid);
+                    return ok(resp, labels(kind.metric_label(), op, result));
+                }
+            }
             // Not an integrated kind: allowed unchanged.
             return ok(
                 AdmissionResponse::allow(req.uid),
@@ -163,6 +169,46 @@ impl Webhook {
         };
         resp.warnings = decision.warnings;
         ok(resp, labels(name, op, result))
+    }
+}
+
+/// Kueue's own kinds (ClusterQueue, Cohort, ResourceFlavor, Workload):
+/// rare admin and controller writes, validated whole. The sparse read above
+/// keeps only what job policies look at, so the review is read again in
+/// full here, off the job path.
+fn validate_kueue(
+    kind: kueue::Kind,
+    operation: Operation,
+    body: &[u8],
+    uid: String,
+) -> (AdmissionResponse, &'static str) {
+    let whole = Interest {
+        whole: true,
+        ..Interest::default()
+    };
+    let full = match review::parse(body, &whole) {
+        Ok(r) => r,
+        Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
+    };
+    match kueue::validate(
+        kind,
+        operation,
+        full.object.as_ref(),
+        full.old_object.as_ref(),
+    ) {
+        Ok(errs) if errs.is_empty() => (AdmissionResponse::allow(uid), "allowed"),
+        Ok(errs) => {
+            let message = kueue::aggregate(&errs);
+            debug!(%uid, kind = kind.name(), namespace = full.namespace.as_deref().unwrap_or(""),
+                   name = full.name.as_deref().unwrap_or(""), user = %full.user_info.username,
+                   %message, "denied");
+            (AdmissionResponse::deny(uid, message), "denied")
+        }
+        Err(e) => {
+            let message = format!("cannot decode {kind} in request.{}: {}", e.what, e.error);
+            debug!(%uid, kind = kind.name(), %message, "undecodable object");
+            (AdmissionResponse::bad_request(uid, message), "malformed")
+        }
     }
 }
 
