@@ -83,6 +83,10 @@ struct Meta {
     /// quota. Without one, an eviction releases it at once.
     owned: bool,
     created_ms: i64,
+    /// `spec.queueName`: its LocalQueue in `namespace`.
+    queue_name: String,
+    /// `status.schedulingStats.evictions`, counted on by an eviction.
+    evictions: Vec<api::WorkloadSchedulingStatsEviction>,
 }
 
 #[derive(Debug, Clone)]
@@ -96,6 +100,13 @@ enum Write {
     Pending {
         reason: PendingReason,
         message: String,
+    },
+    /// `Requeued=True` once the queue that drained the Workload runs again
+    /// (`from` is the `Requeued=False` reason it replaces).
+    Requeued {
+        from: &'static str,
+        reason: &'static str,
+        message: &'static str,
     },
 }
 
@@ -114,6 +125,9 @@ pub struct Controller {
     listings: [Listing; 5],
     known: [HashSet<String>; 5],
     meta: HashMap<String, Meta>,
+    /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
+    /// it to run again.
+    drained: HashSet<String>,
     /// Per Workload, the writes waiting for the one in flight.
     queued: HashMap<String, VecDeque<Write>>,
     busy: HashSet<String>,
@@ -211,6 +225,7 @@ impl Controller {
             listings: Default::default(),
             known: Default::default(),
             meta: HashMap::new(),
+            drained: HashSet::new(),
             queued: HashMap::new(),
             busy: HashSet::new(),
             decision_lane: Arc::new(Semaphore::new(DECISION_WRITES)),
@@ -355,6 +370,7 @@ impl Controller {
                 self.engine.delete_workload(k);
                 self.meta.remove(k);
                 self.queued.remove(k);
+                self.drained.remove(k);
             }
         }
         self.status_due = true;
@@ -386,13 +402,26 @@ impl Controller {
                 generation: wl.metadata.generation,
                 owned,
                 created_ms: engine_wl.created,
+                queue_name: engine_wl.queue_name.clone(),
+                evictions: wl
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.scheduling_stats.as_ref())
+                    .and_then(|s| s.evictions.clone())
+                    .unwrap_or_default(),
             },
         );
+        if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
+            self.drained.insert(k.clone());
+        } else {
+            self.drained.remove(&k);
+        }
         if engine_wl.finished {
             // Finished Workloads stay in the API until their job is deleted;
             // nothing more to write for them.
             self.meta.remove(&k);
             self.queued.remove(&k);
+            self.drained.remove(&k);
         }
         if self.started {
             self.engine.upsert_workload(engine_wl);
@@ -406,6 +435,7 @@ impl Controller {
         if !self.started {
             return;
         }
+        self.requeue_drained();
         // Bounded: each round either admits, evicts or sets a head aside.
         for _ in 0..64 {
             let cycle = self.engine.schedule(now_ms());
@@ -456,6 +486,48 @@ impl Controller {
         q.push_back(w);
         if !self.busy.contains(&k) {
             self.next_write(&k);
+        }
+    }
+
+    /// Kueue's workload controller sets `Requeued=True` on a Workload a
+    /// stopped queue drained once that queue runs again
+    /// (`ClusterQueueRestarted`, `LocalQueueRestarted`).
+    fn requeue_drained(&mut self) {
+        let keys: Vec<String> = self.drained.iter().cloned().collect();
+        for k in keys {
+            let Some(m) = self.meta.get(&k) else {
+                self.drained.remove(&k);
+                continue;
+            };
+            let lq = self.engine.local_queue(&m.namespace, &m.queue_name);
+            let w = match drained_by(&m.conditions) {
+                Some(from @ "ClusterQueueStopped") => lq
+                    .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue))
+                    .filter(|cq| !cq.stop_policy.is_stopped())
+                    .map(|_| Write::Requeued {
+                        from,
+                        reason: "ClusterQueueRestarted",
+                        message: "The ClusterQueue was restarted after being stopped",
+                    }),
+                Some(from) => {
+                    lq.filter(|lq| !lq.stop_policy.is_stopped())
+                        .map(|_| Write::Requeued {
+                            from,
+                            reason: "LocalQueueRestarted",
+                            message: "The LocalQueue was restarted after being stopped",
+                        })
+                }
+                None => None,
+            };
+            let Some(w) = w else { continue };
+            // The watch brings it back if the write does not land.
+            self.drained.remove(&k);
+            let q = self.queued.entry(k.clone()).or_default();
+            q.retain(|x| !matches!(x, Write::Requeued { .. }));
+            q.push_back(w);
+            if !self.busy.contains(&k) {
+                self.next_write(&k);
+            }
         }
     }
 
@@ -645,6 +717,39 @@ fn lq_status_json(
     })
 }
 
+/// The stopped queue that drained the Workload (`Requeued=False` with
+/// reason `ClusterQueueStopped` or `LocalQueueStopped`), if one did.
+fn drained_by(conds: &[Condition]) -> Option<&'static str> {
+    let c = conds
+        .iter()
+        .find(|c| c.type_ == condition::REQUEUED && c.status == "False")?;
+    ["ClusterQueueStopped", "LocalQueueStopped"]
+        .into_iter()
+        .find(|r| c.reason == *r)
+}
+
+/// `status.schedulingStats.evictions` after one more eviction for `reason`
+/// (Kueue's `workloadEvictionStateInc`; none of the evictions batchgate
+/// issues has an underlying cause).
+fn count_eviction(
+    prev: &[api::WorkloadSchedulingStatsEviction],
+    reason: &str,
+) -> Vec<api::WorkloadSchedulingStatsEviction> {
+    let mut out = prev.to_vec();
+    match out
+        .iter_mut()
+        .find(|e| e.reason == reason && e.underlying_cause.is_empty())
+    {
+        Some(e) => e.count += 1,
+        None => out.push(api::WorkloadSchedulingStatsEviction {
+            reason: reason.to_string(),
+            underlying_cause: String::new(),
+            count: 1,
+        }),
+    }
+    out
+}
+
 /// The status a write leaves, computed from the Workload as last seen;
 /// `None` when the write no longer applies (already admitted, finished…).
 fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
@@ -709,6 +814,17 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
                     generation,
                 );
             }
+            Some(json!({"conditions": c.0}))
+        }
+        Write::Requeued {
+            from,
+            reason,
+            message,
+        } => {
+            if drained_by(&c.0) != Some(*from) {
+                return None;
+            }
+            c.set(condition::REQUEUED, true, reason, message, now, generation);
             Some(json!({"conditions": c.0}))
         }
         Write::Pending { reason, message } => {
@@ -796,6 +912,10 @@ async fn write_workload(
                 }
             }
         }
+        if let Write::Evict { reason, .. } = w {
+            status["schedulingStats"] =
+                json!({"evictions": count_eviction(&meta.evictions, reason.as_str())});
+        }
         let patch = json!({
             "metadata": {"resourceVersion": meta.resource_version},
             "status": status,
@@ -822,6 +942,12 @@ async fn write_workload(
                             .and_then(|s| s.conditions.clone())
                             .unwrap_or_default();
                         meta.generation = fresh.metadata.generation;
+                        meta.evictions = fresh
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.scheduling_stats.as_ref())
+                            .and_then(|s| s.evictions.clone())
+                            .unwrap_or_default();
                         if let (Write::Admit(_), Some(_)) =
                             (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
                         {
@@ -863,7 +989,7 @@ async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
         } => (EventType::Normal, reason.as_str(), message.clone()),
         // Pending reasons change often; Kueue's events for them are
         // aggregated away too. Not worth an API write each.
-        Write::Pending { .. } => return,
+        Write::Pending { .. } | Write::Requeued { .. } => return,
     };
     let reference = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some("kueue.x-k8s.io/v1beta2".into()),
@@ -986,5 +1112,59 @@ mod tests {
         let mut done = Conditions(admitted);
         done.set("Finished", true, "Succeeded", "", &at(5), None);
         assert!(render(&Write::Admit(admission()), &done.0, None, &at(6)).is_none());
+    }
+
+    #[test]
+    fn a_drained_workload_is_marked_requeued_once_its_queue_runs_again() {
+        let admitted = conds(&render(&Write::Admit(admission()), &[], None, &at(1)).unwrap());
+        let evict = Write::Evict {
+            reason: EvictionReason::ClusterQueueStopped,
+            message: "The ClusterQueue is stopped".into(),
+            preempted: None,
+        };
+        let evicted = conds(&render(&evict, &admitted, None, &at(2)).unwrap());
+        let released = conds(&release(&evicted, None, &at(3)).unwrap());
+        assert_eq!(drained_by(&released), Some("ClusterQueueStopped"));
+        let restarted = Write::Requeued {
+            from: "ClusterQueueStopped",
+            reason: "ClusterQueueRestarted",
+            message: "The ClusterQueue was restarted after being stopped",
+        };
+        let c = Conditions(conds(&render(&restarted, &released, None, &at(4)).unwrap()));
+        let rq = c.get("Requeued").unwrap();
+        assert_eq!(
+            (rq.status.as_str(), rq.reason.as_str(), rq.message.as_str()),
+            (
+                "True",
+                "ClusterQueueRestarted",
+                "The ClusterQueue was restarted after being stopped"
+            )
+        );
+        assert_eq!(drained_by(&c.0), None);
+        // Written once; never over another queue's stop or a preemption.
+        assert!(render(&restarted, &c.0, None, &at(5)).is_none());
+        let lq = Write::Requeued {
+            from: "LocalQueueStopped",
+            reason: "LocalQueueRestarted",
+            message: "The LocalQueue was restarted after being stopped",
+        };
+        assert!(render(&lq, &released, None, &at(5)).is_none());
+    }
+
+    #[test]
+    fn evictions_are_counted_by_reason() {
+        let one = count_eviction(&[], "Preempted");
+        assert_eq!(
+            serde_json::to_value(&one).unwrap(),
+            json!([{"reason": "Preempted", "underlyingCause": "", "count": 1}])
+        );
+        let two = count_eviction(&count_eviction(&one, "ClusterQueueStopped"), "Preempted");
+        assert_eq!(
+            serde_json::to_value(&two).unwrap(),
+            json!([
+                {"reason": "Preempted", "underlyingCause": "", "count": 2},
+                {"reason": "ClusterQueueStopped", "underlyingCause": "", "count": 1},
+            ])
+        );
     }
 }

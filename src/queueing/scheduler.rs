@@ -613,6 +613,15 @@ impl Engine {
         self.local_queues.values()
     }
 
+    pub fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
+        self.local_queues
+            .get(&(namespace.to_string(), name.to_string()))
+    }
+
+    pub fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue> {
+        self.cluster_queues.get(name)
+    }
+
     /// Keys of the workloads waiting in the ClusterQueue.
     pub fn pending_workloads(&self, cq: &str) -> Vec<String> {
         self.queues
