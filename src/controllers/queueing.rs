@@ -61,6 +61,15 @@ enum Input {
     Namespace(Event<Namespace>),
     Workload(Event<api::Workload>),
     Written { key: String, outcome: Outcome },
+    StatusWritten { queue: QueueKey, ok: bool },
+}
+
+/// A ClusterQueue (name) or LocalQueue (namespace, name) whose status is
+/// written; at most one write per queue is in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum QueueKey {
+    Cluster(String),
+    Local(String, String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +146,10 @@ pub struct Controller {
     cq_status: BTreeMap<String, ClusterQueueStatus>,
     cq_written: BTreeMap<String, Value>,
     lq_written: BTreeMap<(String, String), Value>,
+    /// Queue status writes not answered yet: the next one for the same
+    /// queue waits, so a slow apiserver sees one write per queue, not a
+    /// pile of concurrent patches to the same object.
+    status_in_flight: HashSet<QueueKey>,
     status_due: bool,
     recorder: Recorder,
 }
@@ -234,6 +247,7 @@ impl Controller {
             cq_status: BTreeMap::new(),
             cq_written: BTreeMap::new(),
             lq_written: BTreeMap::new(),
+            status_in_flight: HashSet::new(),
             status_due: false,
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
@@ -302,6 +316,20 @@ impl Controller {
                 }
                 self.busy.remove(&key);
                 self.next_write(&key);
+            }
+            Input::StatusWritten { queue, ok } => {
+                self.status_in_flight.remove(&queue);
+                if !ok {
+                    // Written again at the next tick.
+                    match &queue {
+                        QueueKey::Cluster(name) => self.cq_written.remove(name),
+                        QueueKey::Local(ns, name) => {
+                            self.lq_written.remove(&(ns.clone(), name.clone()))
+                        }
+                    };
+                }
+                // What changed while it was in flight is written next.
+                self.status_due = true;
             }
         }
         if !self.started && self.listings.iter().all(|l| l.done) {
@@ -562,22 +590,33 @@ impl Controller {
     fn write_statuses(&mut self) {
         self.status_due = false;
         for (name, s) in &self.cq_status {
+            let queue = QueueKey::Cluster(name.clone());
+            if self.status_in_flight.contains(&queue) {
+                continue;
+            }
             let prev = self.cq_written.get(name);
             let status = cq_status_json(s, prev);
             if prev == Some(&status) {
                 continue;
             }
             self.cq_written.insert(name.clone(), status.clone());
+            self.status_in_flight.insert(queue.clone());
             let api = Api::<api::ClusterQueue>::all(self.client.clone());
             let name = name.clone();
+            let tx = self.tx.clone();
             tokio::spawn(async move {
                 let patch = json!({ "status": status });
-                if let Err(e) = api
+                let ok = match api
                     .patch_status(&name, &params(), &Patch::Merge(&patch))
                     .await
                 {
-                    debug!(cluster_queue = %name, error = %e, "ClusterQueue status not written");
-                }
+                    Ok(_) => true,
+                    Err(e) => {
+                        debug!(cluster_queue = %name, error = %e, "ClusterQueue status not written");
+                        false
+                    }
+                };
+                let _ = tx.send(Input::StatusWritten { queue, ok });
             });
         }
         let cq_active: BTreeMap<&str, bool> = self
@@ -589,6 +628,10 @@ impl Controller {
         let specs = self.local_queue_specs();
         for s in lqs {
             let id = (s.namespace.clone(), s.name.clone());
+            let queue = QueueKey::Local(id.0.clone(), id.1.clone());
+            if self.status_in_flight.contains(&queue) {
+                continue;
+            }
             let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
             let prev = self.lq_written.get(&id);
             let status = lq_status_json(&s, cq_active.get(cq.as_str()).copied(), stopped, prev);
@@ -596,15 +639,22 @@ impl Controller {
                 continue;
             }
             self.lq_written.insert(id.clone(), status.clone());
+            self.status_in_flight.insert(queue.clone());
             let api = Api::<api::LocalQueue>::namespaced(self.client.clone(), &id.0);
+            let tx = self.tx.clone();
             tokio::spawn(async move {
                 let patch = json!({ "status": status });
-                if let Err(e) = api
+                let ok = match api
                     .patch_status(&id.1, &params(), &Patch::Merge(&patch))
                     .await
                 {
-                    debug!(local_queue = %id.1, error = %e, "LocalQueue status not written");
-                }
+                    Ok(_) => true,
+                    Err(e) => {
+                        debug!(local_queue = %id.1, error = %e, "LocalQueue status not written");
+                        false
+                    }
+                };
+                let _ = tx.send(Input::StatusWritten { queue, ok });
             });
         }
     }
