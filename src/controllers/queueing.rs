@@ -298,6 +298,9 @@ impl Controller {
                 } else {
                     c.initial.local_queues.push(q);
                 }
+                // Its status (stopped or not) may change with no workload
+                // moving.
+                c.status_due = true;
             }),
             Input::Namespace(ev) => self.on_event(NAMESPACES, ev, |c, ns| {
                 let labels = ns.labels().clone();
