@@ -217,6 +217,24 @@ impl Ctx {
         }
     }
 
+    /// Suspends a job running without an admission (the webhook was
+    /// bypassed, or the admission was taken back), as Kueue does.
+    async fn stop_unadmitted(&self, ns: &str, name: &str, job: &Value) -> Result<(), JobError> {
+        if self
+            .patch_job(ns, name, &workload::suspend_patch(&self.policy, job))
+            .await?
+        {
+            self.job_event(
+                job,
+                EventType::Normal,
+                "Stopped",
+                "Not admitted by cluster queue".into(),
+            )
+            .await;
+        }
+        Ok(())
+    }
+
     /// Clears the policy's `reset` status fields of a suspended job, so its
     /// templates may be restored. `true` when a write was made.
     async fn reset_status(&self, ns: &str, name: &str, job: &Value) -> Result<bool, JobError> {
@@ -370,18 +388,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         }
         if !suspended {
             // Started without an admission (the webhook was bypassed).
-            if ctx
-                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
-                .await?
-            {
-                ctx.job_event(
-                    &job,
-                    EventType::Normal,
-                    "Stopped",
-                    "Not admitted by cluster queue".into(),
-                )
-                .await;
-            }
+            ctx.stop_unadmitted(&ns, &name, &job).await?;
             return Ok(Action::await_change());
         }
         let prio = match workload::priority(policy, &job, &ctx.classes()) {
@@ -550,18 +557,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
 
     // Not admitted.
     if !suspended {
-        if ctx
-            .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
-            .await?
-        {
-            ctx.job_event(
-                &job,
-                EventType::Normal,
-                "Stopped",
-                "Not admitted by cluster queue".into(),
-            )
-            .await;
-        }
+        ctx.stop_unadmitted(&ns, &name, &job).await?;
         return Ok(Action::await_change());
     }
     let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
