@@ -14,7 +14,7 @@
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
     sync::Arc,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use futures::StreamExt;
@@ -51,8 +51,16 @@ pub const MANAGER: &str = "batchgate";
 /// of pending-reason updates (many, and never urgent).
 const DECISION_WRITES: usize = 32;
 const PENDING_WRITES: usize = 4;
-/// Queue statuses are written at most this often.
+/// Queue statuses are written at most this often, and at most this many
+/// at once (one per queue): under load, the queues written longest ago go
+/// first.
 const STATUS_EVERY: Duration = Duration::from_millis(250);
+const QUEUE_STATUS_WRITES: usize = 8;
+/// A pending reason is written once it has held this long (a Workload
+/// admitted sooner never gets one), and only into a free pending lane:
+/// under load they are the writes that wait, never admissions.
+const PENDING_DELAY: Duration = Duration::from_millis(250);
+const PENDING_EVERY: Duration = Duration::from_millis(100);
 
 enum Input {
     Flavor(Event<api::ResourceFlavor>),
@@ -60,8 +68,18 @@ enum Input {
     LocalQueue(Event<api::LocalQueue>),
     Namespace(Event<Namespace>),
     Workload(Event<api::Workload>),
-    Written { key: String, outcome: Outcome },
-    StatusWritten { queue: QueueKey, ok: bool },
+    Written {
+        key: String,
+        outcome: Outcome,
+        /// The Workload as the write left it, and the resourceVersion the
+        /// controller held when it started the write.
+        written: Option<Box<api::Workload>>,
+        based_on: String,
+    },
+    StatusWritten {
+        queue: QueueKey,
+        ok: bool,
+    },
 }
 
 /// A ClusterQueue (name) or LocalQueue (namespace, name) whose status is
@@ -139,6 +157,11 @@ pub struct Controller {
     drained: HashSet<String>,
     /// Per Workload, the writes waiting for the one in flight.
     queued: HashMap<String, VecDeque<Write>>,
+    /// Pending reasons decided and not written yet (the latest per
+    /// Workload, and since when one has been due), oldest first in
+    /// `pending_order`; see [`PENDING_DELAY`].
+    pending_due: HashMap<String, (Write, Instant)>,
+    pending_order: VecDeque<(Instant, String)>,
     busy: HashSet<String>,
     decision_lane: Arc<Semaphore>,
     pending_lane: Arc<Semaphore>,
@@ -150,6 +173,7 @@ pub struct Controller {
     /// queue waits, so a slow apiserver sees one write per queue, not a
     /// pile of concurrent patches to the same object.
     status_in_flight: HashSet<QueueKey>,
+    status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Recorder,
 }
@@ -240,6 +264,8 @@ impl Controller {
             meta: HashMap::new(),
             drained: HashSet::new(),
             queued: HashMap::new(),
+            pending_due: HashMap::new(),
+            pending_order: VecDeque::new(),
             busy: HashSet::new(),
             decision_lane: Arc::new(Semaphore::new(DECISION_WRITES)),
             pending_lane: Arc::new(Semaphore::new(PENDING_WRITES)),
@@ -248,10 +274,13 @@ impl Controller {
             cq_written: BTreeMap::new(),
             lq_written: BTreeMap::new(),
             status_in_flight: HashSet::new(),
+            status_written_at: HashMap::new(),
             status_due: false,
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut pending_tick = tokio::time::interval(PENDING_EVERY);
+        pending_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 first = rx.recv() => {
@@ -268,6 +297,7 @@ impl Controller {
                         c.write_statuses();
                     }
                 }
+                _ = pending_tick.tick() => c.flush_pending(),
             }
         }
     }
@@ -311,7 +341,29 @@ impl Controller {
                 }
             }),
             Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
-            Input::Written { key, outcome } => {
+            Input::Written {
+                key,
+                outcome,
+                written,
+                based_on,
+            } => {
+                if let (Some(wl), Some(m)) = (written, self.meta.get_mut(&key)) {
+                    // No newer event from the watch yet: the next write
+                    // starts from what this one left, not from a stale
+                    // resourceVersion bound to conflict.
+                    if m.resource_version == based_on {
+                        let status = wl.status.as_ref();
+                        m.resource_version = wl.resource_version().unwrap_or_default();
+                        m.conditions = status
+                            .and_then(|s| s.conditions.clone())
+                            .unwrap_or_default();
+                        m.generation = wl.metadata.generation;
+                        m.evictions = status
+                            .and_then(|s| s.scheduling_stats.as_ref())
+                            .and_then(|s| s.evictions.clone())
+                            .unwrap_or_default();
+                    }
+                }
                 match outcome {
                     Outcome::Admitted => self.engine.confirm_admission(&key),
                     Outcome::AdmissionRefused => self.engine.reject_admission(&key),
@@ -389,11 +441,15 @@ impl Controller {
                 self.engine.delete_cluster_queue(k);
                 self.cq_status.remove(k);
                 self.cq_written.remove(k);
+                self.status_written_at
+                    .remove(&QueueKey::Cluster(k.to_string()));
             }
             LOCAL_QUEUES => {
                 if let Some((ns, name)) = k.split_once('/') {
                     self.engine.delete_local_queue(ns, name);
                     self.lq_written.remove(&(ns.to_string(), name.to_string()));
+                    self.status_written_at
+                        .remove(&QueueKey::Local(ns.to_string(), name.to_string()));
                 }
             }
             NAMESPACES => self.engine.delete_namespace(k),
@@ -509,11 +565,21 @@ impl Controller {
             } => (workload, Write::Pending { reason, message }),
         };
         self.status_due = true;
-        let q = self.queued.entry(k.clone()).or_default();
-        // A newer pending reason replaces one not yet written.
         if matches!(w, Write::Pending { .. }) {
-            q.retain(|x| !matches!(x, Write::Pending { .. }));
+            // A newer pending reason replaces one not yet written.
+            match self.pending_due.get_mut(&k) {
+                Some(due) => due.0 = w,
+                None => {
+                    let now = Instant::now();
+                    self.pending_order.push_back((now, k.clone()));
+                    self.pending_due.insert(k, (w, now));
+                }
+            }
+            return;
         }
+        // An admission or eviction makes an unwritten pending reason moot.
+        self.pending_due.remove(&k);
+        let q = self.queued.entry(k.clone()).or_default();
         q.push_back(w);
         if !self.busy.contains(&k) {
             self.next_write(&k);
@@ -562,6 +628,43 @@ impl Controller {
         }
     }
 
+    /// Writes the pending reasons due, oldest first, as far as the pending
+    /// lane has room: admissions never queue behind a backlog of them.
+    fn flush_pending(&mut self) {
+        let mut room = self.pending_lane.available_permits();
+        let now = Instant::now();
+        // Each entry is looked at once at most: busy ones go to the back.
+        let mut budget = self.pending_order.len();
+        while room > 0 && budget > 0 {
+            budget -= 1;
+            let Some((since, k)) = self.pending_order.front().cloned() else {
+                break;
+            };
+            if now.duration_since(since) < PENDING_DELAY {
+                break;
+            }
+            self.pending_order.pop_front();
+            // Superseded (admitted, evicted, gone) or already re-listed.
+            if self.pending_due.get(&k).is_none_or(|(_, t)| *t != since) {
+                continue;
+            }
+            if self.busy.contains(&k) {
+                // Another write goes first; this one waits its turn again.
+                self.pending_order.push_back((since, k));
+                continue;
+            }
+            let Some((w, _)) = self.pending_due.remove(&k) else {
+                continue;
+            };
+            if !self.meta.contains_key(&k) {
+                continue;
+            }
+            self.queued.entry(k.clone()).or_default().push_back(w);
+            self.next_write(&k);
+            room -= 1;
+        }
+    }
+
     fn next_write(&mut self, k: &str) {
         let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
             self.queued.remove(k);
@@ -585,13 +688,27 @@ impl Controller {
         let k = k.to_string();
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
-            let outcome = write_workload(&client, &recorder, meta, &w).await;
-            let _ = tx.send(Input::Written { key: k, outcome });
+            let based_on = meta.resource_version.clone();
+            let (outcome, written) = write_workload(&client, meta.clone(), &w).await;
+            let landed = written.is_some();
+            let _ = tx.send(Input::Written {
+                key: k,
+                outcome,
+                written: written.map(Box::new),
+                based_on,
+            });
+            // After the engine has the outcome: the event never delays it.
+            if landed {
+                event(&recorder, &meta, &w).await;
+            }
         });
     }
 
     fn write_statuses(&mut self) {
         self.status_due = false;
+        // Every queue whose status changed since it was last written, and
+        // when that was.
+        let mut changed: Vec<(Option<Instant>, QueueKey, Value)> = Vec::new();
         for (name, s) in &self.cq_status {
             let queue = QueueKey::Cluster(name.clone());
             if self.status_in_flight.contains(&queue) {
@@ -599,28 +716,9 @@ impl Controller {
             }
             let prev = self.cq_written.get(name);
             let status = cq_status_json(s, prev);
-            if prev == Some(&status) {
-                continue;
+            if prev != Some(&status) {
+                changed.push((self.status_written_at.get(&queue).copied(), queue, status));
             }
-            self.cq_written.insert(name.clone(), status.clone());
-            self.status_in_flight.insert(queue.clone());
-            let api = Api::<api::ClusterQueue>::all(self.client.clone());
-            let name = name.clone();
-            let tx = self.tx.clone();
-            tokio::spawn(async move {
-                let patch = json!({ "status": status });
-                let ok = match api
-                    .patch_status(&name, &params(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => true,
-                    Err(e) => {
-                        debug!(cluster_queue = %name, error = %e, "ClusterQueue status not written");
-                        false
-                    }
-                };
-                let _ = tx.send(Input::StatusWritten { queue, ok });
-            });
         }
         let cq_active: BTreeMap<&str, bool> = self
             .cq_status
@@ -638,26 +736,47 @@ impl Controller {
             let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
             let prev = self.lq_written.get(&id);
             let status = lq_status_json(&s, cq_active.get(cq.as_str()).copied(), stopped, prev);
-            if prev == Some(&status) {
-                continue;
+            if prev != Some(&status) {
+                changed.push((self.status_written_at.get(&queue).copied(), queue, status));
             }
-            self.lq_written.insert(id.clone(), status.clone());
+        }
+        // Within the budget, the queues written longest ago first; the
+        // rest at a later tick.
+        let room = QUEUE_STATUS_WRITES.saturating_sub(self.status_in_flight.len());
+        if changed.len() > room {
+            self.status_due = true;
+        }
+        changed.sort_by_key(|(at, ..)| *at);
+        for (_, queue, status) in changed.into_iter().take(room) {
+            match &queue {
+                QueueKey::Cluster(name) => self.cq_written.insert(name.clone(), status.clone()),
+                QueueKey::Local(ns, name) => self
+                    .lq_written
+                    .insert((ns.clone(), name.clone()), status.clone()),
+            };
             self.status_in_flight.insert(queue.clone());
-            let api = Api::<api::LocalQueue>::namespaced(self.client.clone(), &id.0);
+            self.status_written_at.insert(queue.clone(), Instant::now());
+            let client = self.client.clone();
             let tx = self.tx.clone();
             tokio::spawn(async move {
-                let patch = json!({ "status": status });
-                let ok = match api
-                    .patch_status(&id.1, &params(), &Patch::Merge(&patch))
-                    .await
-                {
-                    Ok(_) => true,
-                    Err(e) => {
-                        debug!(local_queue = %id.1, error = %e, "LocalQueue status not written");
-                        false
-                    }
+                let patch = Patch::Merge(json!({ "status": status }));
+                let written = match &queue {
+                    QueueKey::Cluster(name) => Api::<api::ClusterQueue>::all(client)
+                        .patch_status(name, &params(), &patch)
+                        .await
+                        .map(|_| ()),
+                    QueueKey::Local(ns, name) => Api::<api::LocalQueue>::namespaced(client, ns)
+                        .patch_status(name, &params(), &patch)
+                        .await
+                        .map(|_| ()),
                 };
-                let _ = tx.send(Input::StatusWritten { queue, ok });
+                if let Err(e) = &written {
+                    debug!(queue = ?queue, error = %e, "queue status not written");
+                }
+                let _ = tx.send(Input::StatusWritten {
+                    queue,
+                    ok: written.is_ok(),
+                });
             });
         }
     }
@@ -938,12 +1057,12 @@ pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Opti
     Some(json!({"admission": null, "conditions": c.0}))
 }
 
+/// The outcome, and the Workload as a write that landed left it.
 async fn write_workload(
     client: &Client,
-    recorder: &Recorder,
     mut meta: Meta,
     w: &Write,
-) -> Outcome {
+) -> (Outcome, Option<api::Workload>) {
     let api = Api::<api::Workload>::namespaced(client.clone(), &meta.namespace);
     let refused = match w {
         Write::Admit(_) => Outcome::AdmissionRefused,
@@ -952,7 +1071,7 @@ async fn write_workload(
     for _attempt in 0..4 {
         let now = now_time();
         let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
-            return refused;
+            return (refused, None);
         };
         if let (Write::Evict { .. }, false) = (w, meta.owned) {
             // No job: release in the same write.
@@ -977,12 +1096,12 @@ async fn write_workload(
             .patch_status(&meta.name, &params(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => {
-                event(recorder, &meta, w).await;
-                return match w {
+            Ok(written) => {
+                let outcome = match w {
                     Write::Admit(_) => Outcome::Admitted,
                     _ => Outcome::Done,
                 };
+                return (outcome, Some(written));
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 // Changed since we looked: read it again and re-decide.
@@ -1004,24 +1123,24 @@ async fn write_workload(
                         if let (Write::Admit(_), Some(_)) =
                             (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
                         {
-                            return refused;
+                            return (refused, None);
                         }
                     }
-                    Ok(None) => return refused,
+                    Ok(None) => return (refused, None),
                     Err(e) => {
                         warn!(workload = %meta.name, error = %e, "re-reading Workload");
-                        return refused;
+                        return (refused, None);
                     }
                 }
             }
-            Err(kube::Error::Api(e)) if e.code == 404 => return refused,
+            Err(kube::Error::Api(e)) if e.code == 404 => return (refused, None),
             Err(e) => {
                 warn!(workload = %meta.name, error = %e, "Workload status not written");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
     }
-    refused
+    (refused, None)
 }
 
 async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
