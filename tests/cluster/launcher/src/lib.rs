@@ -791,8 +791,35 @@ fn nodes_ready(nodes_json: &str, names: &[String]) -> (bool, String) {
     (all, state.join(", "))
 }
 
+/// Pod annotation that keeps a Job's pod running for a while on a KWOK node
+/// (a Go duration, e.g. `"5s"`); without it pods complete at once.
+pub const POD_RUNTIME_ANNOTATION: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
+
+/// KWOK's "fast" pod-complete stage, made to wait for the duration in
+/// [`POD_RUNTIME_ANNOTATION`] (as KWOK's own "general" stages do), so tests
+/// can watch jobs hold quota while they run.
+fn with_completion_delay(stages: &str) -> String {
+    let marker = "  name: pod-complete\nspec:\n";
+    let delay = format!(
+        "  name: pod-complete\nspec:\n  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '.metadata.annotations[\"{POD_RUNTIME_ANNOTATION}\"]'\n"
+    );
+    stages.replacen(marker, &delay, 1)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_pod_complete_stage_waits_for_the_annotation() {
+        let stages = "kind: Stage\nmetadata:\n  name: pod-complete\nspec:\n  resourceRef: {}\n";
+        let out = super::with_completion_delay(stages);
+        assert!(
+            out.contains("  delay:\n    durationMilliseconds: 0\n"),
+            "{out}"
+        );
+        assert!(out.contains(super::POD_RUNTIME_ANNOTATION));
+        assert!(out.ends_with("  resourceRef: {}\n"));
+    }
+
     use super::*;
 
     #[test]
@@ -864,19 +891,4 @@ mod tests {
         let [a, b, c] = free_ports().unwrap();
         assert!(a != b && b != c && a != c);
     }
-}
-
-/// Pod annotation that keeps a Job's pod running for a while on a KWOK node
-/// (a Go duration, e.g. `"5s"`); without it pods complete at once.
-pub const POD_RUNTIME_ANNOTATION: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
-
-/// KWOK's "fast" pod-complete stage, made to wait for the duration in
-/// [`POD_RUNTIME_ANNOTATION`] (as KWOK's own "general" stages do), so tests
-/// can watch jobs hold quota while they run.
-fn with_completion_delay(stages: &str) -> String {
-    let marker = "  name: pod-complete\nspec:\n";
-    let delay = format!(
-        "  name: pod-complete\nspec:\n  delay:\n    durationMilliseconds: 0\n    durationFrom:\n      expressionFrom: '.metadata.annotations[\"{POD_RUNTIME_ANNOTATION}\"]'\n"
-    );
-    stages.replacen(marker, &delay, 1)
 }
