@@ -13,19 +13,21 @@
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
-    sync::Arc,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
     time::{Duration, Instant},
 };
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::core::v1::Namespace,
-    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    api::{core::v1::Namespace, events::v1::Event as KEvent},
+    apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, ObjectMeta, Time},
 };
 use kube::{
-    api::{Patch, PatchParams},
+    api::{Patch, PatchParams, PostParams},
     runtime::{
-        events::{Event as KEvent, EventType, Recorder, Reporter},
         watcher::{self, Event},
         WatchStreamExt,
     },
@@ -175,7 +177,7 @@ pub struct Controller {
     status_in_flight: HashSet<QueueKey>,
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
-    recorder: Recorder,
+    recorder: Events,
 }
 
 const FLAVORS: usize = 0;
@@ -249,12 +251,8 @@ impl Controller {
             tx.clone(),
             Input::Workload,
         );
-        let reporter = Reporter {
-            controller: "batchgate-scheduler".into(),
-            instance: std::env::var("HOSTNAME").ok(),
-        };
         let mut c = Controller {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: Events::start(client.clone()),
             client,
             engine: Engine::new(),
             started: false,
@@ -699,7 +697,7 @@ impl Controller {
             });
             // After the engine has the outcome: the event never delays it.
             if landed {
-                event(&recorder, &meta, &w).await;
+                event(&recorder, &meta, &w);
             }
         });
     }
@@ -1143,12 +1141,74 @@ async fn write_workload(
     (refused, None)
 }
 
-async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
-    let (type_, reason, note) = match w {
+/// Events go out from a bounded backlog through a few writers; when the
+/// backlog is full a new event is dropped, as client-go's broadcaster does
+/// (Kueue's events go the same way): under overload they give way to the
+/// writes that admit. Each is created once, never patched into a series, so
+/// nothing is kept per event once it is out.
+#[derive(Clone)]
+struct Events {
+    tx: mpsc::Sender<KEvent>,
+    dropped: Arc<AtomicU64>,
+}
+
+const EVENT_BACKLOG: usize = 1000;
+const EVENT_WRITERS: usize = 2;
+const REPORTING_CONTROLLER: &str = "batchgate-scheduler";
+
+impl Events {
+    fn start(client: Client) -> Events {
+        let (tx, mut rx) = mpsc::channel::<KEvent>(EVENT_BACKLOG);
+        let dropped = Arc::new(AtomicU64::new(0));
+        let lane = Arc::new(Semaphore::new(EVENT_WRITERS));
+        let counted = dropped.clone();
+        tokio::spawn(async move {
+            let mut told = Instant::now();
+            while let Some(ev) = rx.recv().await {
+                let Ok(permit) = lane.clone().acquire_owned().await else {
+                    return;
+                };
+                let ns = ev
+                    .metadata
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into());
+                let api = Api::<KEvent>::namespaced(client.clone(), &ns);
+                tokio::spawn(async move {
+                    if let Err(e) = api.create(&PostParams::default(), &ev).await {
+                        debug!(error = %e, "event not recorded");
+                    }
+                    drop(permit);
+                });
+                if told.elapsed() >= Duration::from_secs(10) {
+                    let n = counted.swap(0, Ordering::Relaxed);
+                    if n > 0 {
+                        warn!(
+                            dropped = n,
+                            "events dropped: the apiserver does not keep up with them"
+                        );
+                    }
+                    told = Instant::now();
+                }
+            }
+        });
+        Events { tx, dropped }
+    }
+
+    fn publish(&self, ev: KEvent) {
+        if self.tx.try_send(ev).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The event a landed write is announced with (the shape kube's
+/// `Recorder` gives: events.k8s.io/v1, named after the Workload).
+fn event(events: &Events, meta: &Meta, w: &Write) {
+    let (reason, note) = match w {
         Write::Admit(a) => {
             let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
             (
-                EventType::Normal,
                 "QuotaReserved",
                 format!(
                     "Quota reserved in ClusterQueue {}, wait time since queued was {waited:.0}s",
@@ -1158,11 +1218,12 @@ async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
         }
         Write::Evict {
             reason, message, ..
-        } => (EventType::Normal, reason.as_str(), message.clone()),
+        } => (reason.as_str(), message.clone()),
         // Pending reasons change often; Kueue's events for them are
         // aggregated away too. Not worth an API write each.
         Write::Pending { .. } | Write::Requeued { .. } => return,
     };
+    let now = k8s_openapi::jiff::Timestamp::now();
     let reference = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some("kueue.x-k8s.io/v1beta2".into()),
         kind: Some("Workload".into()),
@@ -1170,16 +1231,24 @@ async fn event(recorder: &Recorder, meta: &Meta, w: &Write) {
         namespace: Some(meta.namespace.clone()),
         ..Default::default()
     };
-    let ev = KEvent {
-        type_,
-        reason: reason.into(),
+    events.publish(KEvent {
+        metadata: ObjectMeta {
+            namespace: Some(meta.namespace.clone()),
+            name: Some(format!("{}.{:x}", meta.name, now.as_nanosecond())),
+            ..Default::default()
+        },
+        action: Some(reason.into()),
+        reason: Some(reason.into()),
         note: Some(note),
-        action: reason.into(),
-        secondary: None,
-    };
-    if let Err(e) = recorder.publish(&ev, &reference).await {
-        debug!(error = %e, "event not recorded");
-    }
+        event_time: Some(MicroTime(now)),
+        regarding: Some(reference),
+        reporting_controller: Some(REPORTING_CONTROLLER.into()),
+        reporting_instance: Some(
+            std::env::var("HOSTNAME").unwrap_or_else(|_| REPORTING_CONTROLLER.into()),
+        ),
+        type_: Some("Normal".into()),
+        ..Default::default()
+    });
 }
 
 #[cfg(test)]
