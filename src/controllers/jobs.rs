@@ -235,6 +235,27 @@ impl Ctx {
         Ok(())
     }
 
+    /// Puts a suspended job's templates back as its Workload recorded them
+    /// (clearing the status fields that block it first). `Some` with when
+    /// to look again while there was something to do.
+    async fn restore_templates(
+        &self,
+        ns: &str,
+        name: &str,
+        job: &Value,
+        wl: &api::Workload,
+    ) -> Result<Option<Action>, JobError> {
+        let restore = workload::restore_patch(&self.policy, job, &recorded_pod_sets(wl));
+        if restore.is_empty() {
+            return Ok(None);
+        }
+        if self.reset_status(ns, name, job).await? {
+            return Ok(Some(Action::requeue(Duration::from_millis(100))));
+        }
+        self.patch_job(ns, name, &restore).await?;
+        Ok(Some(Action::requeue(Duration::from_secs(1))))
+    }
+
     /// Clears the policy's `reset` status fields of a suspended job, so its
     /// templates may be restored. `true` when a write was made.
     async fn reset_status(&self, ns: &str, name: &str, job: &Value) -> Result<bool, JobError> {
@@ -492,13 +513,8 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             }
             return Ok(Action::await_change());
         }
-        let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
-        if !restore.is_empty() {
-            if ctx.reset_status(&ns, &name, &job).await? {
-                return Ok(Action::requeue(Duration::from_millis(100)));
-            }
-            ctx.patch_job(&ns, &name, &restore).await?;
-            return Ok(Action::requeue(Duration::from_secs(1)));
+        if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
+            return Ok(next);
         }
         if active {
             // Pods are still stopping; their quota is not free yet.
@@ -560,13 +576,8 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         ctx.stop_unadmitted(&ns, &name, &job).await?;
         return Ok(Action::await_change());
     }
-    let restore = workload::restore_patch(policy, &job, &recorded_pod_sets(&wl));
-    if !restore.is_empty() {
-        if ctx.reset_status(&ns, &name, &job).await? {
-            return Ok(Action::requeue(Duration::from_millis(100)));
-        }
-        ctx.patch_job(&ns, &name, &restore).await?;
-        return Ok(Action::requeue(Duration::from_secs(1)));
+    if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
+        return Ok(next);
     }
     // Keep the Workload in step with the suspended job.
     let current = workload::pod_sets(policy, &job)?;
