@@ -36,50 +36,12 @@ use batchgate::queueing::{
     QueueingStrategy, ResourceFlavor, ResourceGroup, ResourceQuota, StopPolicy, Workload,
 };
 
-struct Class {
-    name: &'static str,
-    count: usize,
-    cpu: i64,
-    runtime_ms: i64,
-    priority: i32,
-    interval_ms: i64,
-}
+mod fixtures;
 
-const CLASSES: [Class; 3] = [
-    Class {
-        name: "small",
-        count: 350,
-        cpu: 1,
-        runtime_ms: 200,
-        priority: 50,
-        interval_ms: 100,
-    },
-    Class {
-        name: "medium",
-        count: 100,
-        cpu: 5,
-        runtime_ms: 500,
-        priority: 100,
-        interval_ms: 500,
-    },
-    Class {
-        name: "large",
-        count: 50,
-        cpu: 20,
-        runtime_ms: 1000,
-        priority: 200,
-        interval_ms: 1200,
-    },
-];
-
-/// Kueue's `configs/baseline/rangespec.yaml`.
-const KUEUE_MAX_WALL_MS: i64 = 425_000;
-const KUEUE_MIN_USAGE_PCT: f64 = 50.0;
-const KUEUE_MAX_ADMISSION_MS: [(&str, i64); 3] =
-    [("small", 260_000), ("medium", 90_000), ("large", 23_000)];
-
-const NOMINAL_CPU: i64 = 20;
-const BORROWING_LIMIT_CPU: i64 = 100;
+use fixtures::baseline::{
+    BORROWING_LIMIT_CPU, CLASSES, KUEUE_MAX_ADMISSION_MS, KUEUE_MAX_WALL_MS, KUEUE_MIN_USAGE_PCT,
+    NOMINAL_CPU,
+};
 
 struct Shape {
     cohorts: usize,
