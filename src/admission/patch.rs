@@ -25,6 +25,13 @@ fn escape(token: &str) -> String {
 /// any other non-object type is left alone and reported as `Err(field path)`.
 pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> Result<(), String> {
     let tokens = ptr.tokens();
+    // An earlier operation of this patch may already create a parent of
+    // `ptr` (two labels added to an object without labels, say): the value
+    // goes inside that operation, or the second `add` would replace the first.
+    let value = match merge_into_earlier(tokens, value, ops) {
+        Ok(()) => return Ok(()),
+        Err(value) => value,
+    };
     let mut cur = obj;
     let mut path = String::new();
     for (i, t) in tokens.iter().enumerate() {
@@ -62,6 +69,44 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
         }
     }
     Err(path)
+}
+
+/// Puts `value` inside the value of an earlier `add` that creates a parent
+/// of `tokens`; gives the value back when there is none.
+fn merge_into_earlier(tokens: &[String], value: Value, ops: &mut [PatchOp]) -> Result<(), Value> {
+    for op in ops.iter_mut().rev() {
+        if op.op != "add" {
+            continue;
+        }
+        let created: Vec<&str> = op.path.split('/').skip(1).collect();
+        if created.len() >= tokens.len()
+            || !created
+                .iter()
+                .zip(tokens)
+                .all(|(c, t)| unescape(c) == t.as_str())
+        {
+            continue;
+        }
+        let mut cur = &mut op.value;
+        for t in &tokens[created.len()..tokens.len() - 1] {
+            let Value::Object(map) = cur else {
+                return Err(value);
+            };
+            cur = map
+                .entry(t.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+        }
+        let Value::Object(map) = cur else {
+            return Err(value);
+        };
+        map.insert(tokens[tokens.len() - 1].clone(), value);
+        return Ok(());
+    }
+    Err(value)
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
 }
 
 /// Sets `metadata.labels[key] = value`.
@@ -122,6 +167,26 @@ mod tests {
         assert_eq!(
             apply(&obj, &ops),
             json!({"spec": {"runPolicy": {"suspend": true}}})
+        );
+    }
+
+    #[test]
+    fn later_fields_join_a_parent_created_earlier() {
+        let obj = json!({"metadata": {"name": "j"}, "spec": {"template": {}}});
+        let mut ops = vec![];
+        set_label(&obj, "kueue.x-k8s.io/queue-name", "default", &mut ops);
+        set_label(&obj, "kueue.x-k8s.io/priority-class", "default", &mut ops);
+        let sel = Pointer::parse("/spec/template/spec/nodeSelector/zone").unwrap();
+        set(&obj, &sel, json!("a"), &mut ops).unwrap();
+        let sel = Pointer::parse("/spec/template/spec/nodeSelector/disk").unwrap();
+        set(&obj, &sel, json!("ssd"), &mut ops).unwrap();
+        assert_eq!(ops.len(), 2, "{ops:?}");
+        assert_eq!(
+            apply(&obj, &ops),
+            json!({"metadata": {"name": "j", "labels": {
+                      "kueue.x-k8s.io/queue-name": "default",
+                      "kueue.x-k8s.io/priority-class": "default"}},
+                   "spec": {"template": {"spec": {"nodeSelector": {"zone": "a", "disk": "ssd"}}}}})
         );
     }
 
