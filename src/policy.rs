@@ -125,6 +125,28 @@ impl Pointer {
         Some(cur)
     }
 
+    /// Every value the pointer reaches when a `*` token stands for each
+    /// element of a list or each value of a map (`/status/replicaStatuses/*/active`).
+    pub fn resolve_each<'v>(&self, value: &'v Value) -> Vec<&'v Value> {
+        let mut cur = vec![value];
+        for t in &self.tokens {
+            let mut next = Vec::new();
+            for v in cur {
+                match (v, t.as_str()) {
+                    (Value::Object(m), "*") => next.extend(m.values()),
+                    (Value::Array(a), "*") => next.extend(a.iter()),
+                    (Value::Object(m), key) => next.extend(m.get(key)),
+                    (Value::Array(a), idx) => {
+                        next.extend(idx.parse::<usize>().ok().and_then(|i| a.get(i)))
+                    }
+                    _ => {}
+                }
+            }
+            cur = next;
+        }
+        cur
+    }
+
     /// A pointer to `self` followed by `rel` (for pod sets inside lists).
     pub fn join(&self, index: usize, rel: &Pointer) -> Pointer {
         let mut tokens = self.tokens.clone();
@@ -285,6 +307,52 @@ pub struct PodSetRule {
     /// Skip the pod set when its template is absent (MPIJob's launcher, say).
     #[serde(default)]
     pub optional: bool,
+    /// The pod set exists only when this holds (RayJob's submitter, only
+    /// with `submissionMode: K8sJobMode`).
+    #[serde(default)]
+    pub when: Option<Match>,
+    /// When the template is absent, the pod set's template is built by this
+    /// named hook (the operator creates such pods from its own default).
+    #[serde(default)]
+    pub synthesize: Option<Synthesizer>,
+}
+
+/// Per-kind code a policy may name for a template the object leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Synthesizer {
+    /// KubeRay's default submitter pod: one container running the head's
+    /// image, requesting 500m cpu and 200Mi memory (limits 1 cpu, 1Gi).
+    RaySubmitter,
+}
+
+/// A test on a string field: its value (or `default` when absent) must be
+/// one of `in` and none of `notIn`. Absent without a default never matches.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Match {
+    pub path: Pointer,
+    #[serde(default, rename = "in")]
+    pub any_of: Vec<String>,
+    #[serde(default)]
+    pub not_in: Vec<String>,
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+impl Match {
+    pub fn holds(&self, base: &Value) -> bool {
+        let value = match self.path.resolve(base) {
+            Some(Value::String(s)) => s.as_str(),
+            None | Some(Value::Null) => match &self.default {
+                Some(d) => d.as_str(),
+                None => return false,
+            },
+            Some(_) => return false,
+        };
+        (self.any_of.is_empty() || self.any_of.iter().any(|v| v == value))
+            && !self.not_in.iter().any(|v| v == value)
+    }
 }
 
 fn one() -> CountExpr {
@@ -298,6 +366,8 @@ pub struct PodSet {
     /// Absolute pointer to the pod template in the object.
     pub template: Pointer,
     pub count: i64,
+    /// How to build the template when the object leaves it out.
+    pub synthesize: Option<Synthesizer>,
 }
 
 /// Why pod sets could not be computed from an object.
@@ -323,6 +393,11 @@ pub enum Invariant {
     JobPartialAdmission,
     /// batch/v1 Job: job-completions-equal-parallelism rules.
     JobCompletionsEqualParallelism,
+    /// ray.io RayJob: a queued job brings its own cluster and deletes it
+    /// when done; no autoscaling; no worker group named `head`.
+    RayJob,
+    /// ray.io RayCluster: no autoscaling; no worker group named `head`.
+    RayCluster,
 }
 
 #[derive(Debug, Deserialize)]
@@ -339,6 +414,8 @@ struct PolicyFile {
     invariants: Vec<Invariant>,
     #[serde(default)]
     status: Option<StatusRule>,
+    #[serde(default)]
+    skip_when: Vec<Pointer>,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -347,23 +424,63 @@ struct PolicyFile {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusRule {
     /// A list of `{type, status, message}` conditions.
-    pub conditions: Pointer,
+    #[serde(default)]
+    pub conditions: Option<Pointer>,
     /// Condition types that, when `"True"`, mean the job succeeded.
     #[serde(default)]
     pub succeeded: Vec<String>,
     /// Condition types that, when `"True"`, mean the job failed.
     #[serde(default)]
     pub failed: Vec<String>,
-    /// Integer fields counting running pods; the job is active while any is
-    /// above zero (Kueue waits for this before releasing an evicted job's quota).
+    /// A phase field, for kinds that report progress as a state rather than
+    /// conditions (RayJob's `jobDeploymentStatus`).
     #[serde(default)]
-    pub active: Vec<Pointer>,
+    pub phase: Option<PhaseRule>,
+    /// When the job still runs pods (Kueue waits for none before releasing
+    /// an evicted job's quota): an integer field above zero (`*` stands for
+    /// every element, as in `/status/replicaStatuses/*/active`), or a
+    /// string field matching.
+    #[serde(default)]
+    pub active: Vec<ActiveRule>,
     /// Status fields cleared (through the status subresource) once the job
     /// is suspended, before its pod templates are restored: a batch/v1 Job's
     /// templates can only change while `status.startTime` is unset, and its
     /// controller does not unset it on suspension (Kueue clears it too).
     #[serde(default)]
     pub reset: Vec<Pointer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhaseRule {
+    pub path: Pointer,
+    /// Phases in which the job has finished.
+    pub finished: Vec<String>,
+    /// A finished job succeeded when this holds (without it: always).
+    #[serde(default)]
+    pub succeeded_when: Option<Match>,
+    /// Where the human-readable reason is.
+    #[serde(default)]
+    pub message: Option<Pointer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ActiveRule {
+    Count(Pointer),
+    Match(Match),
+}
+
+impl ActiveRule {
+    fn holds(&self, obj: &Value) -> bool {
+        match self {
+            ActiveRule::Count(p) => p
+                .resolve_each(obj)
+                .into_iter()
+                .any(|v| v.as_i64().is_some_and(|n| n > 0)),
+            ActiveRule::Match(m) => m.holds(obj),
+        }
+    }
 }
 
 /// A job's progress as its status tells it.
@@ -376,7 +493,24 @@ pub enum Progress {
 
 impl StatusRule {
     pub fn progress(&self, obj: &Value) -> Progress {
-        let Some(Value::Array(conds)) = self.conditions.resolve(obj) else {
+        if let Some(phase) = &self.phase {
+            let at = phase.path.resolve(obj).and_then(Value::as_str);
+            if at.is_some_and(|p| phase.finished.iter().any(|f| f == p)) {
+                let message = phase
+                    .message
+                    .as_ref()
+                    .and_then(|m| m.resolve(obj))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                return match &phase.succeeded_when {
+                    Some(m) if !m.holds(obj) => Progress::Failed(message),
+                    _ => Progress::Succeeded(message),
+                };
+            }
+        }
+        let Some(Value::Array(conds)) = self.conditions.as_ref().and_then(|c| c.resolve(obj))
+        else {
             return Progress::Running;
         };
         for c in conds {
@@ -400,11 +534,7 @@ impl StatusRule {
     }
 
     pub fn is_active(&self, obj: &Value) -> bool {
-        self.active.iter().any(|p| {
-            p.resolve(obj)
-                .and_then(Value::as_i64)
-                .is_some_and(|n| n > 0)
-        })
+        self.active.iter().any(|r| r.holds(obj))
     }
 }
 
@@ -421,6 +551,9 @@ pub struct Policy {
     /// How the job reports progress; without it the reconciler never marks
     /// the Workload finished (it is deleted with the job).
     pub status: Option<StatusRule>,
+    /// Objects where any of these fields holds a non-empty value are not
+    /// queued at all (a RayJob that runs on an existing cluster).
+    pub skip_when: Vec<Pointer>,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -484,6 +617,7 @@ impl Policy {
             pod_sets: raw.pod_sets,
             invariants: raw.invariants.into_iter().collect(),
             status: raw.status,
+            skip_when: raw.skip_when,
             source: file.to_string(),
         })
     }
@@ -492,13 +626,26 @@ impl Policy {
         self.invariants.contains(&inv)
     }
 
+    /// Is `obj` left alone (see `skipWhen`)?
+    pub fn skips(&self, obj: &Value) -> bool {
+        self.skip_when.iter().any(|p| match p.resolve(obj) {
+            None | Some(Value::Null) => false,
+            Some(Value::Object(m)) => !m.is_empty(),
+            Some(Value::Array(a)) => !a.is_empty(),
+            Some(Value::String(s)) => !s.is_empty(),
+            Some(_) => true,
+        })
+    }
+
     /// The pod sets of `obj`, in policy order, names lower-cased as Kueue does.
     pub fn pod_sets(&self, obj: &Value) -> Result<Vec<PodSet>, PodSetError> {
         let mut out = Vec::new();
         for rule in &self.pod_sets {
             match &rule.for_each {
                 None => {
-                    if rule.template.resolve(obj).is_none() && rule.optional {
+                    if rule.when.as_ref().is_some_and(|w| !w.holds(obj))
+                        || (rule.template.resolve(obj).is_none() && rule.optional)
+                    {
                         continue;
                     }
                     let NameRule::Fixed(name) = &rule.name else {
@@ -509,6 +656,7 @@ impl Policy {
                         name: name.to_lowercase(),
                         template: rule.template.clone(),
                         count,
+                        synthesize: rule.synthesize,
                     });
                 }
                 Some(list) => {
@@ -524,7 +672,9 @@ impl Policy {
                     };
                     for (i, item) in items.iter().enumerate() {
                         let template = list.join(i, &rule.template);
-                        if rule.template.resolve(item).is_none() && rule.optional {
+                        if rule.when.as_ref().is_some_and(|w| !w.holds(item))
+                            || (rule.template.resolve(item).is_none() && rule.optional)
+                        {
                             continue;
                         }
                         let name = match &rule.name {
@@ -544,6 +694,7 @@ impl Policy {
                             name: name.to_lowercase(),
                             template,
                             count,
+                            synthesize: rule.synthesize,
                         });
                     }
                 }
@@ -686,6 +837,12 @@ impl Invariant {
                 "/spec/completions",
                 "/spec/completionMode",
             ],
+            Invariant::RayJob => &[
+                "/spec/clusterSelector",
+                "/spec/shutdownAfterJobFinishes",
+                "/spec/rayClusterSpec/enableInTreeAutoscaling",
+            ],
+            Invariant::RayCluster => &["/spec/enableInTreeAutoscaling"],
             _ => &[],
         }
     }
@@ -707,7 +864,13 @@ impl Policy {
             if let NameRule::Field { path } = &rule.name {
                 node.whole(path);
             }
+            if let Some(w) = &rule.when {
+                node.whole(&w.path);
+            }
             node.count(&rule.count);
+        }
+        for p in &self.skip_when {
+            root.whole(p);
         }
         for inv in &self.invariants {
             for p in inv.reads() {

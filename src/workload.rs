@@ -13,7 +13,7 @@ use crate::{
         object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
         patch::{self, PatchOp},
     },
-    policy::{Pointer, Policy},
+    policy::{Pointer, Policy, Synthesizer},
 };
 
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
@@ -180,7 +180,11 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
     Ok(sets
         .into_iter()
         .map(|ps| {
-            let t = ps.template.resolve(job).cloned().unwrap_or(Value::Null);
+            let t = match (ps.template.resolve(job), ps.synthesize) {
+                (Some(t), _) => t.clone(),
+                (None, Some(hook)) => synthesize(hook, job),
+                (None, None) => Value::Null,
+            };
             let mut meta = Map::new();
             for key in ["labels", "annotations"] {
                 if let Some(v) = t.pointer(&format!("/metadata/{key}")) {
@@ -204,6 +208,30 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
             }
         })
         .collect())
+}
+
+/// A pod template the object leaves to its operator's default.
+pub fn synthesize(hook: Synthesizer, job: &Value) -> Value {
+    match hook {
+        // KubeRay's default submitter Job pod, as Kueue accounts for it.
+        Synthesizer::RaySubmitter => {
+            let image = job
+                .pointer("/spec/rayClusterSpec/headGroupSpec/template/spec/containers/0/image")
+                .cloned()
+                .unwrap_or(Value::Null);
+            json!({"spec": {
+                "containers": [{
+                    "name": "ray-job-submitter",
+                    "image": image,
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "200Mi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                    },
+                }],
+                "restartPolicy": "Never",
+            }})
+        }
+    }
 }
 
 /// The Workload for a queued job: owned by it (controller reference, so it
@@ -290,7 +318,11 @@ pub fn start_patch(
     }
     let mut ops = version_test(job);
     for (ps, info) in sets.iter().zip(infos) {
-        let template = ps.template.resolve(job).unwrap_or(&Value::Null);
+        // A synthesized template is the operator's to create: it counts for
+        // quota but there is nothing in the object to merge into (as Kueue).
+        let Some(template) = ps.template.resolve(job) else {
+            continue;
+        };
         merge_map(
             job,
             &ps.template,
@@ -338,8 +370,9 @@ pub fn start_patch(
 /// refuses scheduling changes to a running Job), see [`restore_patch`].
 pub fn suspend_patch(policy: &Policy, job: &Value) -> Vec<PatchOp> {
     let mut ops = version_test(job);
+    let tested = ops.len();
     let _ = patch::set(job, &policy.suspend, Value::Bool(true), &mut ops);
-    if ops.len() == 1 {
+    if ops.len() == tested {
         ops.clear();
     }
     ops
@@ -353,11 +386,14 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
         return Vec::new();
     };
     let mut ops = version_test(job);
+    let tested = ops.len();
     for ps in &sets {
         let Some(orig) = recorded.iter().find(|r| r.name == ps.name) else {
             continue;
         };
-        let current = ps.template.resolve(job).unwrap_or(&Value::Null);
+        let Some(current) = ps.template.resolve(job) else {
+            continue;
+        };
         for field in [
             "/metadata/labels",
             "/metadata/annotations",
@@ -380,7 +416,7 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
             }
         }
     }
-    if ops.len() == 1 {
+    if ops.len() == tested {
         ops.clear();
     }
     ops

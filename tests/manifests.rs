@@ -126,3 +126,43 @@ fn registration_follows_the_configured_policies_and_integrations() {
         "{err}"
     );
 }
+
+/// The reconciler starts and stops every integrated kind by patching it:
+/// the shipped ClusterRole must grant that for each shipped policy.
+#[test]
+fn rbac_covers_every_shipped_policy() {
+    let rbac = docs(&committed("manifests/rbac.yaml"));
+    let role = rbac
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "batchgate")
+        .expect("ClusterRole batchgate");
+    let grants = |group: &str, resource: &str, verb: &str| {
+        role["rules"].as_sequence().unwrap().iter().any(|r| {
+            let has = |key: &str, v: &str| {
+                r[key]
+                    .as_sequence()
+                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(v)))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    for policy in batchgate::policy::PolicySet::embedded().unwrap().iter() {
+        let t = &policy.target;
+        for verb in ["get", "list", "watch", "patch"] {
+            assert!(
+                grants(&t.group, &t.resource, verb),
+                "manifests/rbac.yaml does not grant {verb} on {}.{} ({})",
+                t.resource,
+                t.group,
+                policy.source
+            );
+        }
+        if policy.status.as_ref().is_some_and(|s| !s.reset.is_empty()) {
+            assert!(
+                grants(&t.group, &format!("{}/status", t.resource), "patch"),
+                "{}/status needs patch for the policy's status.reset",
+                t.resource
+            );
+        }
+    }
+}

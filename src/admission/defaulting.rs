@@ -49,6 +49,7 @@ pub fn default(
     }
 
     let should_suspend = !owned_by_integrated
+        && !policy.skips(job.raw)
         && (queue.is_some()
             || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
     if should_suspend && !job.is_suspended() {

@@ -32,6 +32,8 @@ pub enum BadValue {
     Int(i64),
     Bool(bool),
     Null,
+    /// Printed as given (Go's `%#v` of a map, say).
+    Raw(String),
     /// Not printed (Required, Forbidden).
     Omit,
 }
@@ -63,6 +65,16 @@ impl FieldError {
         }
     }
 
+    /// `field.TooMany(path, actual, max)`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::TooMany,
+            value: BadValue::Int(actual as i64),
+            detail: format!("must have at most {max} items"),
+        }
+    }
+
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
@@ -86,6 +98,7 @@ impl fmt::Display for FieldError {
                 BadValue::Int(i) => write!(f, ": {i}")?,
                 BadValue::Bool(b) => write!(f, ": {b}")?,
                 BadValue::Null => f.write_str(": null")?,
+                BadValue::Raw(r) => write!(f, ": {r}")?,
                 BadValue::Omit => {}
             }
         }

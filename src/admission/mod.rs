@@ -57,6 +57,17 @@ pub trait ClusterFacts: Send + Sync {
     fn default_local_queue_exists(&self, namespace: &str) -> bool;
     /// Is there a WorkloadPriorityClass named `default`?
     fn default_priority_class_exists(&self) -> bool;
+    /// Does submitting to this LocalQueue need verb `submit` on it (the
+    /// `batchgate.dev/submit-requires-permission` opt-in on the LocalQueue
+    /// or its ClusterQueue)? See [`crate::entitlement`].
+    fn queue_requires_submit(&self, _namespace: &str, _local_queue: &str) -> bool {
+        false
+    }
+    /// Does naming this WorkloadPriorityClass need verb `use` on it (the
+    /// `batchgate.dev/use-requires-permission` opt-in)?
+    fn priority_class_requires_use(&self, _name: &str) -> bool {
+        false
+    }
 }
 
 /// Facts without a cluster connection: only a namespace's name is known (the
@@ -168,7 +179,7 @@ pub fn validate(policy: &Policy, req: &Request<'_>, ctx: &Context<'_>) -> Decisi
                 Ok(j) => j,
                 Err(d) => return d,
             };
-            validation::on_create(policy, &job)
+            validation::on_create(policy, &job, ctx)
         }
         Operation::Update => {
             let (new, old) = match (

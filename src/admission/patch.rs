@@ -35,6 +35,19 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
     let mut cur = obj;
     let mut path = String::new();
     for (i, t) in tokens.iter().enumerate() {
+        // Pod templates inside lists (a JobSet's replicated jobs): step into
+        // an existing element; elements are never created or replaced.
+        if let Value::Array(items) = cur {
+            match t.parse::<usize>().ok().and_then(|n| items.get(n)) {
+                Some(next) if i + 1 < tokens.len() => {
+                    path.push('/');
+                    path.push_str(t);
+                    cur = next;
+                    continue;
+                }
+                _ => return Err(path),
+            }
+        }
         let Value::Object(map) = cur else {
             return Err(path);
         };
@@ -188,6 +201,28 @@ mod tests {
                       "kueue.x-k8s.io/priority-class": "default"}},
                    "spec": {"template": {"spec": {"nodeSelector": {"zone": "a", "disk": "ssd"}}}}})
         );
+    }
+
+    #[test]
+    fn steps_into_list_elements_but_never_creates_them() {
+        let obj = json!({"spec": {"jobs": [{"t": {}}, {"t": {"a": 1}}]}});
+        let mut ops = vec![];
+        let p = Pointer::parse("/spec/jobs/1/t/b").unwrap();
+        set(&obj, &p, json!(2), &mut ops).unwrap();
+        assert_eq!(ops[0].path, "/spec/jobs/1/t/b");
+        assert_eq!(
+            apply(&obj, &ops),
+            json!({"spec": {"jobs": [{"t": {}}, {"t": {"a": 1, "b": 2}}]}})
+        );
+        let mut ops = vec![];
+        let missing = Pointer::parse("/spec/jobs/2/t").unwrap();
+        assert_eq!(
+            set(&obj, &missing, json!(1), &mut ops),
+            Err("/spec/jobs".into())
+        );
+        let whole = Pointer::parse("/spec/jobs/0").unwrap();
+        assert!(set(&obj, &whole, json!(1), &mut ops).is_err());
+        assert!(ops.is_empty());
     }
 
     #[test]

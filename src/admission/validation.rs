@@ -11,14 +11,16 @@ use super::{
     },
     Context,
 };
-use crate::policy::{Invariant, Policy};
+use crate::policy::{Invariant, Policy, MAX_POD_SETS};
+use serde_json::Value;
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
 
 type Errors = Result<Vec<FieldError>, DecodeError>;
 
-pub fn on_create(policy: &Policy, job: &JobObject<'_>) -> Errors {
-    let mut errs = generic_create(policy, job);
+pub fn on_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Errors {
+    let mut errs = ray_create(policy, job, ctx);
+    errs.extend(generic_create(policy, job));
     if policy.has(Invariant::JobPartialAdmission) {
         errs.extend(min_parallelism_create(policy, job)?);
     }
@@ -28,6 +30,115 @@ pub fn on_create(policy: &Policy, job: &JobObject<'_>) -> Errors {
     Ok(errs)
 }
 
+/// Kueue's RayJob and RayCluster rules, checked for queued objects (with a
+/// queue name, or every object under `manageJobsWithoutQueueName`) on create
+/// and again on every update.
+fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<FieldError> {
+    let managed = ctx.settings.manage_jobs_without_queue_name || job.queue_name().is_some();
+    let mut errs = Vec::new();
+    if !managed {
+        return errs;
+    }
+    let cluster_spec = if policy.has(Invariant::RayJob) {
+        let selector = job.raw.pointer("/spec/clusterSelector");
+        let has_selector = selector
+            .and_then(Value::as_object)
+            .is_some_and(|m| !m.is_empty());
+        let has_cluster = !matches!(
+            job.raw.pointer("/spec/rayClusterSpec"),
+            None | Some(Value::Null)
+        );
+        match (has_selector, has_cluster) {
+            (true, true) => {
+                errs.push(FieldError::invalid(
+                    "spec.clusterSelector",
+                    BadValue::Raw(go_string_map(selector)),
+                    "a kueue managed job should not use an existing cluster",
+                ));
+                return errs;
+            }
+            // Runs on an existing cluster: not queued (the policy skips it).
+            (true, false) => return errs,
+            (false, false) => {
+                errs.push(FieldError::required(
+                    "spec.rayClusterSpec",
+                    "rayClusterSpec is required for Kueue-managed jobs that don't use clusterSelector",
+                ));
+                return errs;
+            }
+            (false, true) => {}
+        }
+        if job.raw.pointer("/spec/shutdownAfterJobFinishes") != Some(&Value::Bool(true)) {
+            errs.push(FieldError::invalid(
+                "spec.shutdownAfterJobFinishes",
+                BadValue::Bool(false),
+                "a kueue managed job should delete the cluster after finishing",
+            ));
+        }
+        "/spec/rayClusterSpec"
+    } else if policy.has(Invariant::RayCluster) {
+        "/spec"
+    } else {
+        return errs;
+    };
+    let path = |rel: &str| {
+        let base = cluster_spec.trim_start_matches('/').replace('/', ".");
+        format!("{base}.{rel}")
+    };
+    // Autoscaling needs workload slicing (elastic jobs), which batchgate does
+    // not implement, so the annotation does not lift this rule.
+    if job
+        .raw
+        .pointer(&format!("{cluster_spec}/enableInTreeAutoscaling"))
+        == Some(&Value::Bool(true))
+    {
+        errs.push(FieldError::invalid(
+            path("enableInTreeAutoscaling"),
+            BadValue::Bool(true),
+            "a kueue managed job should only use autoscaling when workload slicing is enabled",
+        ));
+    }
+    let workers = job
+        .raw
+        .pointer(&format!("{cluster_spec}/workerGroupSpecs"))
+        .and_then(Value::as_array);
+    let worker_count = workers.map_or(0, Vec::len);
+    if worker_count + 1 > MAX_POD_SETS {
+        errs.push(FieldError::too_many(
+            path("workerGroupSpecs"),
+            worker_count + 1,
+            MAX_POD_SETS,
+        ));
+    }
+    for (i, w) in workers.into_iter().flatten().enumerate() {
+        if w.get("groupName").and_then(Value::as_str) == Some("head") {
+            errs.push(FieldError::forbidden(
+                format!("{}[{i}].groupName", path("workerGroupSpecs")),
+                "\"head\" is reserved for the head group",
+            ));
+        }
+    }
+    errs
+}
+
+/// Go's `%#v` of a `map[string]string` (keys sorted, as fmt prints maps).
+fn go_string_map(v: Option<&Value>) -> String {
+    let mut out = String::from("map[string]string{");
+    if let Some(m) = v.and_then(Value::as_object) {
+        let mut entries: Vec<_> = m.iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let v = v.as_str().map_or_else(|| v.to_string(), go_quote);
+            out.push_str(&format!("{}:{v}", go_quote(k)));
+        }
+    }
+    out.push('}');
+    out
+}
+
 pub fn on_update(
     policy: &Policy,
     old: &JobObject<'_>,
@@ -35,7 +146,8 @@ pub fn on_update(
     namespace: &str,
     ctx: &Context<'_>,
 ) -> Errors {
-    let mut errs = generic_create(policy, new);
+    let mut errs = ray_create(policy, new, ctx);
+    errs.extend(generic_create(policy, new));
     if policy.has(Invariant::JobPartialAdmission)
         && new.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
             != old.annotation(JOB_MIN_PARALLELISM_ANNOTATION)

@@ -114,21 +114,15 @@ pub async fn run(client: Client, policies: PolicySet) {
             &t.resource,
         );
         let jobs = Api::<DynamicObject>::all_with(client.clone(), &resource);
-        // A kind whose CRD is not installed has nothing to reconcile.
-        if let Err(kube::Error::Api(e)) =
-            jobs.list(&kube::api::ListParams::default().limit(1)).await
-        {
-            if e.code == 404 {
-                info!(integration = %policy.name, "kind not served; its reconciler is off");
-                continue;
-            }
-        }
         let ctx = Arc::new(Ctx {
             shared: shared.clone(),
             policy: policy.clone(),
             resource: resource.clone(),
         });
         let name = policy.name.clone();
+        // A kind whose CRD is not installed yet has nothing to reconcile;
+        // its reconciler starts once the kind is served (Kueue's WaitForAPI).
+        let served = served(jobs.clone(), name.clone());
         let fut = Controller::new_with(jobs, watcher::Config::default(), resource)
             .owns(
                 Api::<api::Workload>::all(client.clone()),
@@ -141,10 +135,38 @@ pub async fn run(client: Client, policies: PolicySet) {
                 }
                 futures::future::ready(())
             });
-        all.push(tokio::spawn(fut));
+        all.push(tokio::spawn(async move {
+            served.await;
+            fut.await
+        }));
     }
     for h in all {
         let _ = h.await;
+    }
+}
+
+/// Resolves once the kind is served, polling while its CRD is missing.
+async fn served(jobs: Api<DynamicObject>, integration: String) {
+    let mut told = false;
+    loop {
+        match jobs
+            .list_metadata(&kube::api::ListParams::default().limit(1))
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                if !told {
+                    info!(%integration, "kind not served yet; its reconciler starts when its CRD is installed");
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            _ => {
+                if told {
+                    info!(%integration, "kind served; its reconciler starts");
+                }
+                return;
+            }
+        }
     }
 }
 
@@ -387,7 +409,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
         return Ok(Action::await_change());
     };
-    if obj.metadata.deletion_timestamp.is_some() {
+    if obj.metadata.deletion_timestamp.is_some() || policy.skips(&job) {
         return Ok(Action::await_change());
     }
     let (Some(ns), name, Some(uid)) = (obj.namespace(), obj.name_any(), obj.uid()) else {

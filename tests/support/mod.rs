@@ -531,4 +531,5 @@ pub mod e2e {
     }
 }
 
+pub mod kinds;
 pub mod queueing;
