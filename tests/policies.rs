@@ -8,10 +8,7 @@ mod support;
 use std::sync::Arc;
 
 use batchgate::{
-    admission::{
-        self, object, review, ClusterFacts, Context, NoCluster, Operation, Request, Settings,
-        Verdict,
-    },
+    admission::{self, object, review, Context, NoCluster, Operation, Request, Settings, Verdict},
     policy::{Policy, PolicySet, Progress},
     selector::LabelSelector,
     workload::{self, PodSetInfo},
@@ -47,13 +44,12 @@ fn decide(
     obj: &Value,
     old: Option<&Value>,
     manage_all: bool,
-    facts: &dyn ClusterFacts,
     mutate: bool,
 ) -> admission::Decision {
     let s = settings(manage_all);
     let ctx = Context {
         settings: &s,
-        facts,
+        facts: &NoCluster,
         policies: set,
     };
     let req = Request {
@@ -70,16 +66,7 @@ fn decide(
 }
 
 fn mutated(set: &PolicySet, policy: &Policy, obj: &Value) -> Value {
-    let d = decide(
-        set,
-        policy,
-        Operation::Create,
-        obj,
-        None,
-        false,
-        &NoCluster,
-        true,
-    );
+    let d = decide(set, policy, Operation::Create, obj, None, false, true);
     assert_eq!(d.verdict, Verdict::Allow);
     workload::apply(obj, &d.patch).unwrap()
 }
@@ -214,16 +201,7 @@ fn defaulting_suspends_each_kind_at_its_own_switch() {
             .as_object_mut()
             .unwrap()
             .remove("kueue.x-k8s.io/queue-name");
-        let d = decide(
-            &set,
-            &policy,
-            Operation::Create,
-            &plain,
-            None,
-            false,
-            &NoCluster,
-            true,
-        );
+        let d = decide(&set, &policy, Operation::Create, &plain, None, false, true);
         assert!(d.patch.is_empty(), "{}", s.kind);
     }
 }
@@ -405,18 +383,7 @@ fn ray_rules_read_as_kueues() {
     let set = policies();
     let s = kinds::rayjob();
     let policy = policy_of(&set, &s);
-    let create = |o: &Value| {
-        decide(
-            &set,
-            &policy,
-            Operation::Create,
-            o,
-            None,
-            false,
-            &NoCluster,
-            false,
-        )
-    };
+    let create = |o: &Value| decide(&set, &policy, Operation::Create, o, None, false, false);
     let good = s.object("t", "team-a", "q");
     assert_eq!(create(&good).verdict, Verdict::Allow);
 
@@ -441,7 +408,6 @@ fn ray_rules_read_as_kueues() {
         &existing,
         None,
         false,
-        &NoCluster,
         true,
     );
     assert!(d.patch.is_empty(), "{:?}", d.patch);
@@ -495,16 +461,7 @@ spec.rayClusterSpec.workerGroupSpecs[1].groupName: Forbidden: \"head\" is reserv
     let policy = policy_of(&set, &rc);
     let mut o = rc.object("t", "team-a", "q");
     o["spec"]["enableInTreeAutoscaling"] = json!(true);
-    let d = decide(
-        &set,
-        &policy,
-        Operation::Create,
-        &o,
-        None,
-        false,
-        &NoCluster,
-        false,
-    );
+    let d = decide(&set, &policy, Operation::Create, &o, None, false, false);
     assert_eq!(
         deny_message(d),
         "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when workload slicing is enabled"
@@ -532,7 +489,6 @@ fn queue_name_is_immutable_while_running_for_every_kind() {
             &new,
             Some(&old),
             false,
-            &NoCluster,
             false,
         );
         assert_eq!(
@@ -697,7 +653,7 @@ proptest! {
         let set = policies();
         let s = &kinds::all()[case.kind];
         let policy = policy_of(&set, s);
-        let d = decide(&set, &policy, Operation::Create, &case.obj, None, case.manage_all, &NoCluster, true);
+        let d = decide(&set, &policy, Operation::Create, &case.obj, None, case.manage_all, true);
         prop_assert_eq!(&d.verdict, &Verdict::Allow);
         for op in &d.patch {
             prop_assert_eq!(op.op, "add");
@@ -783,8 +739,8 @@ proptest! {
             let sparse = review::parse(&body, &interest).unwrap();
             let operation = if op == "CREATE" { Operation::Create } else { Operation::Update };
             let from_sparse = decide(&set, &policy, operation, sparse.object.as_ref().unwrap(),
-                                     sparse.old_object.as_ref(), case.manage_all, &NoCluster, mutate);
-            let from_whole = decide(&set, &policy, operation, &case.obj, old, case.manage_all, &NoCluster, mutate);
+                                     sparse.old_object.as_ref(), case.manage_all, mutate);
+            let from_whole = decide(&set, &policy, operation, &case.obj, old, case.manage_all, mutate);
             prop_assert_eq!(from_sparse, from_whole, "{} {}", s.kind, op);
         }
     }
