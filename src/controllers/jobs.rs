@@ -107,6 +107,7 @@ pub async fn run(client: Client, policies: PolicySet) {
     let _ = shared.workload_classes.wait_until_ready().await;
     let _ = shared.pod_classes.wait_until_ready().await;
     let mut all = Vec::new();
+    let mut triggers = OwnerTriggers::default();
     for policy in policies.iter() {
         let t = &policy.target;
         let resource = ApiResource::from_gvk_with_plural(
@@ -123,11 +124,9 @@ pub async fn run(client: Client, policies: PolicySet) {
         // A kind whose CRD is not installed yet has nothing to reconcile;
         // its reconciler starts once the kind is served (Kueue's WaitForAPI).
         let served = served(jobs.clone(), name.clone());
+        let wakes = triggers.add(resource.clone());
         let fut = Controller::new_with(jobs, watcher::Config::default(), resource)
-            .owns(
-                Api::<api::Workload>::all(client.clone()),
-                watcher::Config::default(),
-            )
+            .reconcile_on(wakes)
             .run(reconcile, error_policy, ctx)
             .for_each(move |r| {
                 if let Err(e) = r {
@@ -140,8 +139,70 @@ pub async fn run(client: Client, policies: PolicySet) {
             fut.await
         }));
     }
+    tokio::spawn(triggers.run(client));
     for h in all {
         let _ = h.await;
+    }
+}
+
+/// One metadata-only watch of Workloads wakes the reconciler of each
+/// Workload's owner. `.owns()` per reconciler would open one full watch of
+/// every Workload per integrated kind — the same events decoded N times
+/// here and served N times by the apiserver.
+#[derive(Default)]
+struct OwnerTriggers {
+    kinds: Vec<(
+        ApiResource,
+        futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    )>,
+}
+
+impl OwnerTriggers {
+    /// The wake-ups for jobs of `resource`. Unbounded: a kind whose
+    /// reconciler waits for its CRD has no jobs, so nothing piles up.
+    fn add(
+        &mut self,
+        resource: ApiResource,
+    ) -> futures::channel::mpsc::UnboundedReceiver<ObjectRef<DynamicObject>> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        self.kinds.push((resource, tx));
+        rx
+    }
+
+    async fn run(self, client: Client) {
+        let stream = watcher(
+            Api::<kube::core::PartialObjectMeta<api::Workload>>::all(client),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .touched_objects();
+        futures::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            let wl = match ev {
+                Ok(wl) => wl,
+                Err(e) => {
+                    warn!(error = %e, "Workload watch error; retrying");
+                    continue;
+                }
+            };
+            let (Some(ns), Some(owner)) = (
+                wl.metadata.namespace.as_deref(),
+                wl.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.controller == Some(true)),
+            ) else {
+                continue;
+            };
+            for (resource, tx) in &self.kinds {
+                if resource.api_version == owner.api_version && resource.kind == owner.kind {
+                    let _ = tx.unbounded_send(
+                        ObjectRef::new_with(&owner.name, resource.clone()).within(ns),
+                    );
+                }
+            }
+        }
     }
 }
 
