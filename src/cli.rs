@@ -19,6 +19,7 @@ use crate::{
     cluster::{
         self,
         certsecret::{CertSecret, Managed},
+        sar::{KubeAuthorizer, SarClient},
     },
     config::{AdmissionMode, Config},
     controllers,
@@ -456,6 +457,14 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         (None, _) => info!("--no-cluster: no reconciler runs"),
     }
     let webhook = Arc::new(Webhook::new(policies, settings, facts));
+    // Entitlement opt-ins live in the cluster, so without one no review
+    // needs a SubjectAccessReview.
+    let sar = reconcile_client.as_ref().map(|c| {
+        let e = cfg.entitlement.settings();
+        info!(allowed_ttl = ?e.cache.allowed_ttl, denied_ttl = ?e.cache.denied_ttl,
+              max_entries = e.cache.max_entries, on_error = e.on_error.as_str(), "entitlement checks ready");
+        SarClient::new(KubeAuthorizer::new(c.clone()), e, metrics.clone())
+    });
     let opts = ServeOptions {
         listen: a
             .listen
@@ -478,7 +487,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         tokio::time::sleep(delay).await;
         let _ = sig_tx.send(());
     });
-    let bound = server::bind(opts, store, webhook, metrics, readiness, async move {
+    let bound = server::bind(opts, store, webhook, sar, metrics, readiness, async move {
         let _ = sig_rx.await;
     })
     .await?;

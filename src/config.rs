@@ -48,6 +48,43 @@ pub struct Config {
     pub admission: Option<AdmissionMode>,
     #[serde(default)]
     pub reconciler: ReconcilerConfig,
+    #[serde(default)]
+    pub entitlement: EntitlementConfig,
+}
+
+/// SubjectAccessReview entitlement checks (see [`crate::entitlement`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntitlementConfig {
+    /// How long an allowed answer is reused (default 30 s).
+    #[serde(default, with = "opt_secs")]
+    pub allowed_ttl_seconds: Option<Duration>,
+    /// How long a denied answer is reused (default 10 s).
+    #[serde(default, with = "opt_secs")]
+    pub denied_ttl_seconds: Option<Duration>,
+    /// Answers kept at most (default 4096).
+    pub max_entries: Option<usize>,
+    /// When a SubjectAccessReview fails: `deny` (default) or `allow`.
+    pub on_error: Option<crate::entitlement::OnError>,
+    /// How long one SubjectAccessReview may take (default 5 s).
+    #[serde(default, with = "opt_secs")]
+    pub timeout_seconds: Option<Duration>,
+}
+
+impl EntitlementConfig {
+    /// The settings in force: configured, else the defaults.
+    pub fn settings(&self) -> crate::entitlement::Settings {
+        let d = crate::entitlement::Settings::default();
+        crate::entitlement::Settings {
+            cache: crate::entitlement::CacheLimits {
+                allowed_ttl: self.allowed_ttl_seconds.unwrap_or(d.cache.allowed_ttl),
+                denied_ttl: self.denied_ttl_seconds.unwrap_or(d.cache.denied_ttl),
+                max_entries: self.max_entries.unwrap_or(d.cache.max_entries),
+            },
+            on_error: self.on_error.unwrap_or(d.on_error),
+            timeout: self.timeout_seconds.unwrap_or(d.timeout),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -220,6 +257,33 @@ probes:
             cfg.integrations.frameworks.as_deref(),
             Some(&["batch/job".to_string()][..])
         );
+    }
+
+    #[test]
+    fn entitlement_settings() {
+        let d = Config::parse("c.yaml", "{}\n")
+            .unwrap()
+            .entitlement
+            .settings();
+        assert_eq!(d, crate::entitlement::Settings::default());
+        assert_eq!(d.cache.allowed_ttl, Duration::from_secs(30));
+        assert_eq!(d.cache.denied_ttl, Duration::from_secs(10));
+        assert_eq!(d.on_error, crate::entitlement::OnError::Deny);
+        let cfg = Config::parse(
+            "c.yaml",
+            "entitlement: {allowedTtlSeconds: 60, deniedTtlSeconds: 0, maxEntries: 10, onError: allow, timeoutSeconds: 2}\n",
+        )
+        .unwrap();
+        let s = cfg.entitlement.settings();
+        assert_eq!(s.cache.allowed_ttl, Duration::from_secs(60));
+        assert_eq!(s.cache.denied_ttl, Duration::ZERO);
+        assert_eq!(s.cache.max_entries, 10);
+        assert_eq!(s.on_error, crate::entitlement::OnError::Allow);
+        assert_eq!(s.timeout, Duration::from_secs(2));
+        let err = Config::parse("c.yaml", "entitlement: {onError: maybe}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("maybe"), "{err}");
     }
 
     #[test]

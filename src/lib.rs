@@ -12,6 +12,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
+pub mod entitlement;
 pub mod manifests;
 pub mod policy;
 pub mod queueing;

@@ -1,7 +1,9 @@
 //! Kube glue: watch-backed caches that answer [`ClusterFacts`] without an
-//! API call per admission request, and the certificate Secret.
+//! API call per admission request, the certificate Secret, and the
+//! SubjectAccessReview client.
 
 pub mod certsecret;
+pub mod sar;
 
 use std::sync::Arc;
 
@@ -19,7 +21,8 @@ use tracing::{info, warn};
 
 use crate::{
     admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
-    api::kueue::v1beta2::{LocalQueue, WorkloadPriorityClass},
+    api::kueue::v1beta2::{ClusterQueue, LocalQueue, WorkloadPriorityClass},
+    entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
     selector::LabelSelector,
 };
 
@@ -31,12 +34,15 @@ pub enum ClusterError {
     Sync(String),
 }
 
-/// Namespaces (for `managedJobsNamespaceSelector`), and the names of
-/// LocalQueues and WorkloadPriorityClasses (for defaulting), kept by watches.
+/// Namespaces (for `managedJobsNamespaceSelector`), LocalQueues (names for
+/// defaulting; spec and annotations for entitlement; status is dropped),
+/// and the metadata of WorkloadPriorityClasses and ClusterQueues, kept by
+/// watches.
 #[derive(Clone)]
 pub struct ClusterCache {
     namespaces: Store<Namespace>,
-    local_queues: Store<PartialObjectMeta<LocalQueue>>,
+    local_queues: Store<LocalQueue>,
+    cluster_queues: Store<PartialObjectMeta<ClusterQueue>>,
     priority_classes: Store<PartialObjectMeta<WorkloadPriorityClass>>,
 }
 
@@ -62,6 +68,30 @@ impl ClusterFacts for ClusterCache {
         self.priority_classes
             .get(&ObjectRef::new(DEFAULT_NAME))
             .is_some()
+    }
+
+    fn queue_requires_submit(&self, namespace: &str, local_queue: &str) -> bool {
+        let Some(lq) = self
+            .local_queues
+            .get(&ObjectRef::new(local_queue).within(namespace))
+        else {
+            // Not seen (yet): nothing opted in.
+            return false;
+        };
+        opted_in(lq.metadata.annotations.as_ref(), SUBMIT_REQUIRES_PERMISSION)
+            || lq.spec.cluster_queue.as_deref().is_some_and(|cq| {
+                self.cluster_queues
+                    .get(&ObjectRef::new(cq))
+                    .is_some_and(|cq| {
+                        opted_in(cq.metadata.annotations.as_ref(), SUBMIT_REQUIRES_PERMISSION)
+                    })
+            })
+    }
+
+    fn priority_class_requires_use(&self, name: &str) -> bool {
+        self.priority_classes
+            .get(&ObjectRef::new(name))
+            .is_some_and(|p| opted_in(p.metadata.annotations.as_ref(), USE_REQUIRES_PERMISSION))
     }
 }
 
@@ -115,18 +145,32 @@ pub async fn connect() -> Result<
         .reflect(ns_writer)
         .touched_objects(),
     );
-    // Metadata-only: defaulting needs to know a name exists, nothing more.
-    let lq_api = Api::<PartialObjectMeta<LocalQueue>>::all(client.clone());
+    // Defaulting needs to know a name exists; entitlement reads the
+    // opt-in annotations and a LocalQueue's ClusterQueue. Metadata only
+    // where that is all, and LocalQueues without their status.
+    let lq_api = Api::<LocalQueue>::all(client.clone());
+    let cq_api = Api::<PartialObjectMeta<ClusterQueue>>::all(client.clone());
     let wpc_api = Api::<PartialObjectMeta<WorkloadPriorityClass>>::all(client.clone());
-    let kueue_served = served(&lq_api).await? && served(&wpc_api).await?;
+    let kueue_served = served(&lq_api).await? && served(&wpc_api).await? && served(&cq_api).await?;
     if !kueue_served {
-        info!("Kueue's CRDs are not installed: default LocalQueue and WorkloadPriorityClass lookups find nothing until they are");
+        info!("Kueue's CRDs are not installed: default LocalQueue and WorkloadPriorityClass lookups and entitlement opt-ins find nothing until they are");
     }
     let (local_queues, lq_writer) = reflector::store();
     drive(
         watcher(lq_api, watcher::Config::default())
             .default_backoff()
+            .modify(|lq: &mut LocalQueue| {
+                lq.status = None;
+                lq.metadata.managed_fields = None;
+            })
             .reflect(lq_writer)
+            .touched_objects(),
+    );
+    let (cluster_queues, cq_writer) = reflector::store();
+    drive(
+        watcher(cq_api, watcher::Config::default())
+            .default_backoff()
+            .reflect(cq_writer)
             .touched_objects(),
     );
     let (priority_classes, wpc_writer) = reflector::store();
@@ -139,6 +183,7 @@ pub async fn connect() -> Result<
     let cache = ClusterCache {
         namespaces,
         local_queues,
+        cluster_queues,
         priority_classes,
     };
     let waiting = cache.clone();
@@ -147,6 +192,11 @@ pub async fn connect() -> Result<
         waiting.namespaces.wait_until_ready().await.map_err(err)?;
         if kueue_served {
             waiting.local_queues.wait_until_ready().await.map_err(err)?;
+            waiting
+                .cluster_queues
+                .wait_until_ready()
+                .await
+                .map_err(err)?;
             waiting
                 .priority_classes
                 .wait_until_ready()

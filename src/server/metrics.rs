@@ -13,7 +13,8 @@ pub struct ReviewLabels {
     /// The integration (`batch/job`) or `unknown` for kinds without a policy.
     pub kind: &'static str,
     pub operation: &'static str,
-    /// `allowed`, `patched`, `denied`, `malformed` or `unknown_kind`.
+    /// `allowed`, `patched`, `denied`, `unchecked` (an entitlement check
+    /// failed), `malformed` or `unknown_kind`.
     pub result: &'static str,
 }
 
@@ -39,6 +40,11 @@ pub struct Metrics {
     pub rejected: Family<ReasonLabel, Counter>,
     pub cert_expiry: Gauge,
     pub cert_reloads: Family<ResultLabel, Counter>,
+    /// Entitlement checks by where the answer came from: `hit` (cache),
+    /// `shared` (a review already in flight), `miss` (a new review).
+    pub entitlement_cache: Family<ResultLabel, Counter>,
+    /// SubjectAccessReviews made, by `allowed`, `denied`, `error`.
+    pub subject_access_reviews: Family<ResultLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -87,6 +93,18 @@ impl Metrics {
             "Serving certificate reloads from the cert directory, by result",
             cert_reloads.clone(),
         );
+        let entitlement_cache = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "entitlement_cache",
+            "Entitlement checks by source of the answer: hit (cache), shared (a SubjectAccessReview already in flight), miss (a new one)",
+            entitlement_cache.clone(),
+        );
+        let subject_access_reviews = Family::<ResultLabel, Counter>::default();
+        registry.register(
+            "subjectaccessreviews",
+            "SubjectAccessReviews made for entitlement checks, by result: allowed, denied, error",
+            subject_access_reviews.clone(),
+        );
         Metrics {
             registry,
             reviews,
@@ -94,6 +112,8 @@ impl Metrics {
             rejected,
             cert_expiry,
             cert_reloads,
+            entitlement_cache,
+            subject_access_reviews,
         }
     }
 

@@ -35,9 +35,10 @@ use tokio::{net::TcpListener, sync::Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use crate::cluster::sar::SarClient;
 use metrics::{Metrics, ReasonLabel, WebhookLabel};
 use tls::CertStore;
-use webhook::{error_body, Hook, Webhook};
+use webhook::{error_body, Hook, Reviewed, Webhook};
 
 /// Bounds on what one client may cost the server.
 #[derive(Debug, Clone)]
@@ -106,6 +107,8 @@ pub struct Readiness {
 #[derive(Clone)]
 struct AppState {
     webhook: Arc<Webhook>,
+    /// Answers entitlement checks; `None` without a cluster (no opt-ins).
+    sar: Option<SarClient>,
     metrics: Arc<Metrics>,
     limits: Arc<Limits>,
 }
@@ -120,11 +123,13 @@ pub struct Bound {
 /// Binds both listeners and returns the future that serves until `shutdown`
 /// resolves, then drains.
 /// The serving pair is in `store`; when it came from a directory, the
-/// directory is polled for changes while serving.
+/// directory is polled for changes while serving. `sar` answers the
+/// entitlement checks reviews need.
 pub async fn bind(
     opts: ServeOptions,
     store: Arc<CertStore>,
     webhook: Arc<Webhook>,
+    sar: Option<SarClient>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -153,6 +158,7 @@ pub async fn bind(
     let limits = Arc::new(opts.limits);
     let state = AppState {
         webhook,
+        sar,
         metrics: metrics.clone(),
         limits: limits.clone(),
     };
@@ -358,7 +364,16 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
             )
         }
     };
-    let answer = s.webhook.answer(hook, &body);
+    let answer = match s.webhook.review(hook, &body) {
+        Reviewed::Done(answer) => answer,
+        Reviewed::Entitle(pending) => match &s.sar {
+            Some(sar) => {
+                let results = sar.check_all(pending.checks()).await;
+                pending.finish(&results, sar.on_error())
+            }
+            None => pending.finish_unchecked(),
+        },
+    };
     match &answer.labels {
         Some(l) => {
             s.metrics.reviews.get_or_create(l).inc();

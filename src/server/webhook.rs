@@ -1,8 +1,11 @@
 //! From a request body to a response body: parse the review, route it by
 //! group/version/kind to its policy, ask the core, encode the answer.
-//! No I/O here, so the whole path is benchmarked and tested without sockets.
+//! No I/O here, so the whole path is benchmarked and tested without sockets:
+//! a review that needs entitlement checks (SubjectAccessReviews) comes back
+//! as a [`Pending`] continuation; the server asks and calls
+//! [`Pending::finish`] with the answers.
 
-use std::sync::Arc;
+use std::{fmt::Display, sync::Arc};
 
 use http::StatusCode;
 use tracing::debug;
@@ -10,9 +13,10 @@ use tracing::debug;
 use crate::{
     admission::{
         self, kueue, object, patch,
-        review::{self, AdmissionResponse},
+        review::{self, AdmissionResponse, Status},
         ClusterFacts, Context, Operation, Settings, Verdict,
     },
+    entitlement::{self, Check, Identity, JobLabels, JobReview, Need, OnError, Outcome},
     policy::{Interest, Policy, PolicySet},
 };
 
@@ -43,6 +47,88 @@ pub struct Answer {
     pub labels: Option<ReviewLabels>,
 }
 
+/// What a review comes to before any I/O.
+#[derive(Debug)]
+pub enum Reviewed {
+    /// The final answer.
+    Done(Answer),
+    /// Allowed so far; the answer depends on entitlement checks.
+    Entitle(Pending),
+}
+
+impl From<Answer> for Reviewed {
+    fn from(a: Answer) -> Self {
+        Reviewed::Done(a)
+    }
+}
+
+/// A review waiting for its entitlement checks: what to ask, and what to
+/// answer once the answers are in.
+#[derive(Debug)]
+pub struct Pending {
+    uid: String,
+    user: Arc<Identity>,
+    needs: Vec<Need>,
+    /// Warnings of the decision so far.
+    warnings: Vec<String>,
+    hook: Hook,
+    kind: &'static str,
+    operation: &'static str,
+}
+
+impl Pending {
+    /// The questions for the authorizer, in order.
+    pub fn checks(&self) -> Vec<Check> {
+        self.needs.iter().map(|n| n.check(&self.user)).collect()
+    }
+
+    /// The answer, given the results of [`Pending::checks`] in order.
+    pub fn finish<E: Display>(self, results: &[Result<Outcome, E>], on_error: OnError) -> Answer {
+        let labels = |result| {
+            Some(ReviewLabels {
+                webhook: self.hook.as_str(),
+                kind: self.kind,
+                operation: self.operation,
+                result,
+            })
+        };
+        match entitlement::judge(&self.user, &self.needs, results, on_error) {
+            entitlement::Verdict::Allow { warnings } => {
+                let mut resp = AdmissionResponse::allow(self.uid);
+                resp.warnings = self.warnings;
+                resp.warnings.extend(warnings);
+                ok(resp, labels("allowed"))
+            }
+            entitlement::Verdict::Deny(message) => {
+                debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied");
+                ok(AdmissionResponse::deny(self.uid, message), labels("denied"))
+            }
+            entitlement::Verdict::Unchecked(message) => {
+                debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied unchecked");
+                // 503: the refusal is not a decision about the user, and
+                // the same request may pass when retried.
+                let resp = AdmissionResponse {
+                    allowed: false,
+                    status: Some(Status {
+                        code: 503,
+                        message,
+                        reason: "ServiceUnavailable",
+                    }),
+                    ..AdmissionResponse::allow(self.uid)
+                };
+                ok(resp, labels("unchecked"))
+            }
+        }
+    }
+
+    /// Finished without an authorizer to ask: every check fails, closed.
+    pub fn finish_unchecked(self) -> Answer {
+        let results: Vec<Result<Outcome, &str>> =
+            vec![Err("no SubjectAccessReview client is configured"); self.needs.len()];
+        self.finish(&results, OnError::Deny)
+    }
+}
+
 pub struct Webhook {
     policies: PolicySet,
     /// What reviews read of objects, for every loaded policy.
@@ -70,7 +156,18 @@ impl Webhook {
         }
     }
 
+    /// The whole answer, for callers without an authorizer (benchmarks,
+    /// tests): a review needing entitlement checks is refused as if they
+    /// failed. Without cluster facts no review needs any.
     pub fn answer(&self, hook: Hook, body: &[u8]) -> Answer {
+        match self.review(hook, body) {
+            Reviewed::Done(a) => a,
+            Reviewed::Entitle(p) => p.finish_unchecked(),
+        }
+    }
+
+    /// The answer, or what to ask before answering.
+    pub fn review(&self, hook: Hook, body: &[u8]) -> Reviewed {
         let labels = |kind, operation, result| {
             Some(ReviewLabels {
                 webhook: hook.as_str(),
@@ -89,6 +186,7 @@ impl Webhook {
                     AdmissionResponse::bad_request(uid, message),
                     labels("unknown", "unknown", "malformed"),
                 )
+                .into()
             }
             Err(review::ParseError { uid: None, message }) => {
                 return Answer {
@@ -96,6 +194,7 @@ impl Webhook {
                     body: error_body(&message),
                     labels: None,
                 }
+                .into()
             }
         };
         let operation = match req.operation() {
@@ -105,6 +204,7 @@ impl Webhook {
                     AdmissionResponse::bad_request(req.uid, m),
                     labels("unknown", "unknown", "malformed"),
                 )
+                .into()
             }
         };
         let op = operation.as_str();
@@ -112,7 +212,8 @@ impl Webhook {
             return ok(
                 AdmissionResponse::bad_request(req.uid, "request.kind: Required value".into()),
                 labels("unknown", op, "malformed"),
-            );
+            )
+            .into();
         };
         let Some((policy, name)) = self
             .names
@@ -122,14 +223,15 @@ impl Webhook {
             if let Some(kind) = kueue::Kind::of(&gvk.group, &gvk.version, &gvk.kind) {
                 if hook == Hook::Validate {
                     let (resp, result) = validate_kueue(kind, operation, body, req.uid);
-                    return ok(resp, labels(kind.metric_label(), op, result));
+                    return ok(resp, labels(kind.metric_label(), op, result)).into();
                 }
             }
             // Not an integrated kind: allowed unchanged.
             return ok(
                 AdmissionResponse::allow(req.uid),
                 labels("unknown", op, "unknown_kind"),
-            );
+            )
+            .into();
         };
         let core_req = admission::Request {
             operation,
@@ -146,6 +248,36 @@ impl Webhook {
             Hook::Mutate => admission::mutate(policy, &core_req, &ctx),
             Hook::Validate => admission::validate(policy, &core_req, &ctx),
         };
+        // Entitlement runs after the invariants, on what they allowed: an
+        // object refused anyway costs no SubjectAccessReview, and a user
+        // sees the fix for the object before being told about permissions.
+        // (Defaulting ran before, on /mutate: a defaulted queue name is
+        // checked like a written one.)
+        if hook == Hook::Validate && decision.verdict == Verdict::Allow {
+            let needs = entitlement::job_checks(
+                &JobReview {
+                    operation,
+                    kind: &policy.target.kind,
+                    namespace: core_req.namespace,
+                    name: req.name.as_deref().unwrap_or(""),
+                    new: JobLabels::of(core_req.object),
+                    old: JobLabels::of(core_req.old_object),
+                    deleting: entitlement::deleting(core_req.object),
+                },
+                &*self.facts,
+            );
+            if !needs.is_empty() {
+                return Reviewed::Entitle(Pending {
+                    uid: req.uid,
+                    user: Arc::new(Identity::from(req.user_info)),
+                    needs,
+                    warnings: decision.warnings,
+                    hook,
+                    kind: name,
+                    operation: op,
+                });
+            }
+        }
         let (mut resp, result) = match decision.verdict {
             Verdict::Allow if decision.patch.is_empty() => {
                 (AdmissionResponse::allow(req.uid), "allowed")
@@ -168,7 +300,7 @@ impl Webhook {
             }
         };
         resp.warnings = decision.warnings;
-        ok(resp, labels(name, op, result))
+        ok(resp, labels(name, op, result)).into()
     }
 }
 
@@ -223,4 +355,198 @@ fn ok(resp: AdmissionResponse, labels: Option<ReviewLabels>) -> Answer {
 /// `{"error": "..."}` for requests that are not reviews at all.
 pub fn error_body(message: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({ "error": message })).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::selector::LabelSelector;
+
+    /// The LocalQueue `protected` and the class `high` opt in.
+    struct Facts;
+    impl ClusterFacts for Facts {
+        fn namespace_matches(&self, _: &str, _: &LabelSelector) -> bool {
+            true
+        }
+        fn default_local_queue_exists(&self, _: &str) -> bool {
+            false
+        }
+        fn default_priority_class_exists(&self) -> bool {
+            false
+        }
+        fn queue_requires_submit(&self, _: &str, queue: &str) -> bool {
+            queue == "protected"
+        }
+        fn priority_class_requires_use(&self, name: &str) -> bool {
+            name == "high"
+        }
+    }
+
+    fn webhook() -> Webhook {
+        Webhook::new(
+            PolicySet::embedded().unwrap(),
+            Settings {
+                manage_jobs_without_queue_name: false,
+                managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system"]),
+            },
+            Arc::new(Facts),
+        )
+    }
+
+    fn job(labels: Value, suspend: bool) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "train-1", "namespace": "team-a", "labels": labels},
+               "spec": {"suspend": suspend, "template": {}}})
+    }
+
+    fn review(op: &str, object: Value, old: Option<Value>) -> Vec<u8> {
+        let mut req = json!({
+            "uid": "u-1", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "operation": op, "namespace": "team-a", "name": "train-1",
+            "userInfo": {"username": "system:serviceaccount:team-a:bot", "uid": "42",
+                         "groups": ["system:serviceaccounts", "system:authenticated"],
+                         "extra": {"k": ["v"]}},
+            "object": object,
+        });
+        if let Some(o) = old {
+            req["oldObject"] = o;
+        }
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1",
+                                   "kind": "AdmissionReview", "request": req}))
+        .unwrap()
+    }
+
+    fn response(a: &Answer) -> Value {
+        serde_json::from_slice::<Value>(&a.body).unwrap()["response"].clone()
+    }
+
+    fn pending(r: Reviewed) -> Pending {
+        match r {
+            Reviewed::Entitle(p) => p,
+            Reviewed::Done(a) => panic!("no checks asked: {}", response(&a)),
+        }
+    }
+
+    #[test]
+    fn a_protected_queue_asks_before_answering() {
+        let w = webhook();
+        let body = review(
+            "CREATE",
+            job(json!({"kueue.x-k8s.io/queue-name": "protected"}), true),
+            None,
+        );
+        let p = pending(w.review(Hook::Validate, &body));
+        let checks = p.checks();
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].user.uid, "42");
+        assert_eq!(checks[0].user.extra["k"], ["v"]);
+        assert_eq!(checks[0].attributes.verb, "submit");
+        assert_eq!(checks[0].attributes.name, "protected");
+
+        let a = p.finish(
+            &[Ok::<_, String>(Outcome::Denied {
+                reason: String::new(),
+            })],
+            OnError::Deny,
+        );
+        let r = response(&a);
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["code"], 403);
+        let m = r["status"]["message"].as_str().unwrap();
+        assert!(m.starts_with(r#"User "system:serviceaccount:team-a:bot" cannot submit localqueues.kueue.x-k8s.io "protected" in the namespace "team-a": the Job team-a/train-1 names it in metadata.labels[kueue.x-k8s.io/queue-name]"#), "{m}");
+        assert_eq!(a.labels.unwrap().result, "denied");
+
+        let p = pending(w.review(Hook::Validate, &body));
+        let a = p.finish(&[Ok::<_, String>(Outcome::Allowed)], OnError::Deny);
+        assert_eq!(response(&a)["allowed"], true);
+        assert_eq!(a.labels.unwrap().result, "allowed");
+
+        // A failed check fails closed with 503, or open with a warning.
+        let p = pending(w.review(Hook::Validate, &body));
+        let a = p.finish(&[Err("timed out")], OnError::Deny);
+        let r = response(&a);
+        assert_eq!(
+            (r["allowed"].clone(), r["status"]["code"].clone()),
+            (json!(false), json!(503))
+        );
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("may be retried"),
+            "{r}"
+        );
+        assert_eq!(a.labels.unwrap().result, "unchecked");
+        let p = pending(w.review(Hook::Validate, &body));
+        let r = response(&p.finish(&[Err("timed out")], OnError::Allow));
+        assert_eq!(r["allowed"], true);
+        assert_eq!(r["warnings"].as_array().unwrap().len(), 1);
+
+        // Without an authorizer: refused, not allowed.
+        assert_eq!(response(&w.answer(Hook::Validate, &body))["allowed"], false);
+    }
+
+    #[test]
+    fn no_checks_where_none_are_needed() {
+        let w = webhook();
+        let done = |hook, body: Vec<u8>| match w.review(hook, &body) {
+            Reviewed::Done(a) => response(&a),
+            Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+        };
+        let protected = job(json!({"kueue.x-k8s.io/queue-name": "protected"}), true);
+        // Mutating: never.
+        assert_eq!(
+            done(Hook::Mutate, review("CREATE", protected.clone(), None))["allowed"],
+            true
+        );
+        // An open queue.
+        let open = job(json!({"kueue.x-k8s.io/queue-name": "open"}), true);
+        assert_eq!(
+            done(Hook::Validate, review("CREATE", open.clone(), None))["allowed"],
+            true
+        );
+        // An update that keeps the label.
+        let mut changed = protected.clone();
+        changed["spec"]["parallelism"] = json!(2);
+        assert_eq!(
+            done(
+                Hook::Validate,
+                review("UPDATE", changed, Some(protected.clone()))
+            )["allowed"],
+            true
+        );
+        // Being deleted.
+        let mut deleting = protected.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+        assert_eq!(
+            done(Hook::Validate, review("CREATE", deleting, None))["allowed"],
+            true
+        );
+        // Refused by the invariants: no SubjectAccessReview spent.
+        let bad = job(
+            json!({"kueue.x-k8s.io/queue-name": "protected",
+                   "kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+            true,
+        );
+        let r = done(Hook::Validate, review("CREATE", bad, None));
+        assert_eq!(r["allowed"], false);
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("max-exec-time-seconds"),
+            "{r}"
+        );
+        // Moving to a protected queue or adding a protected class: asked.
+        let p = pending(w.review(Hook::Validate, &review("UPDATE", protected, Some(open))));
+        assert_eq!(p.checks().len(), 1);
+        let classed = job(
+            json!({"kueue.x-k8s.io/queue-name": "open", "kueue.x-k8s.io/priority-class": "high"}),
+            true,
+        );
+        let p = pending(w.review(Hook::Validate, &review("CREATE", classed, None)));
+        assert_eq!(p.checks()[0].attributes.resource, "workloadpriorityclasses");
+    }
 }
