@@ -9,8 +9,11 @@ use batchgate::{
     selector::LabelSelector,
     server::webhook::{Hook, Webhook},
 };
+mod support;
+
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};
+use support::arbitrary::{arb_json, arb_key};
 
 /// Leaves batchgate may add or replace on a Job, as JSON pointers.
 const OWNED: &[&str] = &[
@@ -34,28 +37,6 @@ impl ClusterFacts for Facts {
     fn default_priority_class_exists(&self) -> bool {
         self.default_wpc
     }
-}
-
-fn arb_key() -> impl Strategy<Value = String> {
-    // Keys that need JSON-pointer escaping (~ and /) included.
-    "x[a-zA-Z0-9~/._-]{0,10}"
-}
-
-fn arb_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        (-1e9f64..1e9).prop_map(|f| json!(f)),
-        "[ -~\u{e9}\u{4e2d}]{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            collection::btree_map(arb_key(), inner, 0..5)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
 }
 
 fn arb_extras() -> impl Strategy<Value = Map<String, Value>> {

@@ -15,7 +15,10 @@ use batchgate::{
 };
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};
-use support::kinds::{self, Sample};
+use support::{
+    arbitrary::{arb_json, arb_key},
+    kinds::{self, Sample},
+};
 
 fn policies() -> PolicySet {
     PolicySet::embedded().unwrap()
@@ -501,26 +504,6 @@ fn queue_name_is_immutable_while_running_for_every_kind() {
 }
 
 // ---- properties -------------------------------------------------------
-
-fn arb_key() -> impl Strategy<Value = String> {
-    "x[a-zA-Z0-9~/._-]{0,10}"
-}
-
-fn arb_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        "[ -~\u{e9}]{0,10}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(3, 24, 4, |inner| {
-        prop_oneof![
-            collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            collection::btree_map(arb_key(), inner, 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
-}
 
 /// Unknown fields spread over every object node of `v`: node `i` (in
 /// depth-first order) gets `extras[i % len]` when `mask` has bit `i % 64`.

@@ -198,7 +198,16 @@ pub fn raycluster() -> Sample {
     }
 }
 
-fn kubeflow(field: &str, replicas: &[(&str, i64)]) -> Value {
+/// A kubeflow.org/v1 training job with `replicas` of each replica type
+/// (in the order given, which need not be Kueue's) and the pod sets Kueue
+/// computes for it.
+fn kubeflow(
+    kind: &'static str,
+    resource: &'static str,
+    field: &str,
+    replicas: &[(&str, i64)],
+    pod_sets: Vec<(&'static str, i64, &'static str)>,
+) -> Sample {
     let mut specs = serde_json::Map::new();
     for (ty, n) in replicas {
         specs.insert(
@@ -207,87 +216,85 @@ fn kubeflow(field: &str, replicas: &[(&str, i64)]) -> Value {
                    "template": pod(&ty.to_lowercase(), "100m")}),
         );
     }
-    json!({
-        "metadata": meta(),
-        "spec": {"runPolicy": {"cleanPodPolicy": "None"}, field: specs},
-    })
+    Sample {
+        group: "kubeflow.org",
+        version: "v1",
+        kind,
+        resource,
+        body: json!({
+            "metadata": meta(),
+            "spec": {"runPolicy": {"cleanPodPolicy": "None"}, field: specs},
+        }),
+        pod_sets,
+        suspend: "/spec/runPolicy/suspend",
+    }
 }
 
 /// A PyTorchJob with a master and 2 workers.
 pub fn pytorchjob() -> Sample {
-    Sample {
-        group: "kubeflow.org",
-        version: "v1",
-        kind: "PyTorchJob",
-        resource: "pytorchjobs",
-        body: kubeflow("pytorchReplicaSpecs", &[("Master", 1), ("Worker", 2)]),
-        pod_sets: vec![
+    kubeflow(
+        "PyTorchJob",
+        "pytorchjobs",
+        "pytorchReplicaSpecs",
+        &[("Master", 1), ("Worker", 2)],
+        vec![
             ("master", 1, "/spec/pytorchReplicaSpecs/Master/template"),
             ("worker", 2, "/spec/pytorchReplicaSpecs/Worker/template"),
         ],
-        suspend: "/spec/runPolicy/suspend",
-    }
+    )
 }
 
 /// A TFJob with a chief, 2 parameter servers and 3 workers, listed out of
 /// order: pod sets follow Kueue's order, not the map's.
 pub fn tfjob() -> Sample {
-    Sample {
-        group: "kubeflow.org",
-        version: "v1",
-        kind: "TFJob",
-        resource: "tfjobs",
-        body: kubeflow("tfReplicaSpecs", &[("Worker", 3), ("PS", 2), ("Chief", 1)]),
-        pod_sets: vec![
+    kubeflow(
+        "TFJob",
+        "tfjobs",
+        "tfReplicaSpecs",
+        &[("Worker", 3), ("PS", 2), ("Chief", 1)],
+        vec![
             ("chief", 1, "/spec/tfReplicaSpecs/Chief/template"),
             ("ps", 2, "/spec/tfReplicaSpecs/PS/template"),
             ("worker", 3, "/spec/tfReplicaSpecs/Worker/template"),
         ],
-        suspend: "/spec/runPolicy/suspend",
-    }
+    )
 }
 
 /// A PaddleJob with a master and 2 workers.
 pub fn paddlejob() -> Sample {
-    Sample {
-        group: "kubeflow.org",
-        version: "v1",
-        kind: "PaddleJob",
-        resource: "paddlejobs",
-        body: kubeflow("paddleReplicaSpecs", &[("Master", 1), ("Worker", 2)]),
-        pod_sets: vec![
+    kubeflow(
+        "PaddleJob",
+        "paddlejobs",
+        "paddleReplicaSpecs",
+        &[("Master", 1), ("Worker", 2)],
+        vec![
             ("master", 1, "/spec/paddleReplicaSpecs/Master/template"),
             ("worker", 2, "/spec/paddleReplicaSpecs/Worker/template"),
         ],
-        suspend: "/spec/runPolicy/suspend",
-    }
+    )
 }
 
-/// An XGBoostJob with a master and 2 workers.
+/// An XGBoostJob with 2 workers and a master, out of order.
 pub fn xgboostjob() -> Sample {
-    Sample {
-        group: "kubeflow.org",
-        version: "v1",
-        kind: "XGBoostJob",
-        resource: "xgboostjobs",
-        body: kubeflow("xgbReplicaSpecs", &[("Master", 1), ("Worker", 2)]),
-        pod_sets: vec![
+    kubeflow(
+        "XGBoostJob",
+        "xgboostjobs",
+        "xgbReplicaSpecs",
+        &[("Worker", 2), ("Master", 1)],
+        vec![
             ("master", 1, "/spec/xgbReplicaSpecs/Master/template"),
             ("worker", 2, "/spec/xgbReplicaSpecs/Worker/template"),
         ],
-        suspend: "/spec/runPolicy/suspend",
-    }
+    )
 }
 
 /// A JAXJob with 4 workers.
 pub fn jaxjob() -> Sample {
-    Sample {
-        group: "kubeflow.org",
-        version: "v1",
-        kind: "JAXJob",
-        resource: "jaxjobs",
-        body: kubeflow("jaxReplicaSpecs", &[("Worker", 4)]),
-        pod_sets: vec![("worker", 4, "/spec/jaxReplicaSpecs/Worker/template")],
-        suspend: "/spec/runPolicy/suspend",
-    }
+    kubeflow(
+        "JAXJob",
+        "jaxjobs",
+        "jaxReplicaSpecs",
+        &[("Worker", 4)],
+        vec![("worker", 4, "/spec/jaxReplicaSpecs/Worker/template")],
+    )
 }

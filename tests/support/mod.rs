@@ -531,5 +531,6 @@ pub mod e2e {
     }
 }
 
+pub mod arbitrary;
 pub mod kinds;
 pub mod queueing;
