@@ -194,9 +194,16 @@ impl SarClient {
                 // The lock is held until the flight is registered, so the
                 // task cannot finish (and unregister) before that.
                 let task = tokio::spawn(Self::ask(self.inner.clone(), key.clone()));
+                // A task that ended without unregistering (cancelled at
+                // shutdown) must not leave its failure in flight for good.
+                let (inner, k) = (Arc::downgrade(&self.inner), key.clone());
                 let flight = async move {
-                    task.await
-                        .unwrap_or_else(|e| Err(SarError::Task(e.to_string())))
+                    task.await.unwrap_or_else(|e| {
+                        if let Some(inner) = inner.upgrade() {
+                            inner.state().in_flight.remove(&*k);
+                        }
+                        Err(SarError::Task(e.to_string()))
+                    })
                 }
                 .boxed()
                 .shared();
