@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod appwrapper;
 pub mod certs;
 pub mod cli;
 pub mod cluster;

@@ -1,0 +1,41 @@
+//! The AppWrapper lifecycle core (issue 6, item 3): a pure state machine
+//! `(appwrapper, observed components and pods, operator config, now) ->
+//! (next status, actions)` with upstream project-codeflare/appwrapper's
+//! phases, conditions, reasons, messages and timers.
+//!
+//! - [`machine`]: `reconcile` and the action contract for the controller.
+//! - [`status`]: phases, conditions (`SetStatusCondition` semantics), status.
+//! - [`config`]: operator fault-tolerance config and behaviour annotations.
+//! - [`duration`]: Go `time.ParseDuration` and `Duration.String()`.
+//! - [`podsets`]: path grammar, pod-set inference, declared-vs-inferred checks.
+//! - [`render`]: the object to create for a component, with pod-set info.
+//! - [`observe`]: observed components and pods, and the readers for them.
+//!
+//! No network, no clock: the controller reads the world, calls
+//! [`machine::reconcile`] with `now`, and executes the returned step.
+//!
+//! Left out for now: Autopilot node-health monitoring and anti-affinity
+//! injection, and the strict `v1.PodSpec` parse that upstream's
+//! `GetPodTemplateSpec` performs (here a pod template is an object with a
+//! `spec` object).
+
+pub mod config;
+pub mod duration;
+pub mod machine;
+pub mod observe;
+pub mod podsets;
+pub mod render;
+pub mod status;
+
+pub use machine::{
+    reconcile, Action, AppWrapper, Component, LifecycleError, Propagation, Spec, Step,
+};
+
+/// `workload.codeflare.dev/v1beta2`.
+pub const APPWRAPPER_API_VERSION: &str = "workload.codeflare.dev/v1beta2";
+pub const APPWRAPPER_KIND: &str = "AppWrapper";
+/// `spec.managedBy` values other than this one (and unset) are skipped.
+pub const APPWRAPPER_CONTROLLER_NAME: &str = "workload.codeflare.dev/appwrapper-controller";
+/// On every wrapped object and pod template, value = the AppWrapper's name.
+pub const APPWRAPPER_LABEL: &str = "workload.codeflare.dev/appwrapper";
+pub const APPWRAPPER_FINALIZER: &str = "workload.codeflare.dev/finalizer";

@@ -1,0 +1,300 @@
+//! What the controller observed in the cluster, as plain data: each wrapped
+//! component, each labelled pod, and the outcome of the last create batch.
+//! Small pure readers turn raw objects into these records.
+
+use serde_json::Value;
+
+/// One component (indexed like `status.componentStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ObservedComponent {
+    /// A GET found it (NotFound → false).
+    pub exists: bool,
+    /// It has a `deletionTimestamp` (upstream does not count it as deployed).
+    pub deleting: bool,
+    /// Its own controller declared it failed; see [`component_failed`].
+    pub failed: bool,
+}
+
+impl ObservedComponent {
+    pub const MISSING: ObservedComponent = ObservedComponent {
+        exists: false,
+        deleting: false,
+        failed: false,
+    };
+    pub const HEALTHY: ObservedComponent = ObservedComponent {
+        exists: true,
+        deleting: false,
+        failed: false,
+    };
+
+    /// Read a component object fetched by GET (`None` for NotFound).
+    pub fn from_object(api_version: &str, kind: &str, obj: Option<&Value>) -> ObservedComponent {
+        match obj {
+            None => ObservedComponent::MISSING,
+            Some(o) => ObservedComponent {
+                exists: true,
+                deleting: o
+                    .pointer("/metadata/deletionTimestamp")
+                    .is_some_and(|v| !v.is_null()),
+                failed: component_failed(api_version, kind, o),
+            },
+        }
+    }
+}
+
+/// Upstream's `getComponentStatus` failure signals: a `batch/v1` Job or a
+/// `kubeflow.org/v1` PyTorchJob with a condition `Failed=True`. Ray kinds
+/// and everything else: presence only (failure detection off, as upstream).
+pub fn component_failed(api_version: &str, kind: &str, obj: &Value) -> bool {
+    match (api_version, kind) {
+        ("batch/v1", "Job") | ("kubeflow.org/v1", "PyTorchJob") => obj
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("Failed")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            }),
+        _ => false,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+/// One pod carrying `workload.codeflare.dev/appwrapper=<name>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedPod {
+    pub phase: PodPhase,
+    pub deleting: bool,
+    /// `status.containerStatuses[].state.terminated.exitCode`, main
+    /// containers only (init containers are ignored, as upstream).
+    pub exit_codes: Vec<i64>,
+}
+
+impl ObservedPod {
+    pub fn new(phase: PodPhase) -> ObservedPod {
+        ObservedPod {
+            phase,
+            deleting: false,
+            exit_codes: Vec::new(),
+        }
+    }
+
+    pub fn from_pod(pod: &Value) -> ObservedPod {
+        let phase = match pod.pointer("/status/phase").and_then(Value::as_str) {
+            Some("Pending") => PodPhase::Pending,
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            _ => PodPhase::Unknown,
+        };
+        let exit_codes = pod
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .filter_map(|c| {
+                        c.pointer("/state/terminated/exitCode")
+                            .and_then(Value::as_i64)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        ObservedPod {
+            phase,
+            deleting: pod
+                .pointer("/metadata/deletionTimestamp")
+                .is_some_and(|v| !v.is_null()),
+            exit_codes,
+        }
+    }
+}
+
+/// Upstream's `podStatusSummary` (without Autopilot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PodSummary {
+    pub expected: i32,
+    pub pending: i32,
+    pub running: i32,
+    pub succeeded: i32,
+    pub failed: i32,
+    pub terminal_failure: bool,
+}
+
+impl PodSummary {
+    /// Count pods by phase and apply the exit-code rules: a non-zero code in
+    /// `terminal` is terminal; with `retryable` non-empty, any non-zero code
+    /// not in it is terminal.
+    pub fn count(
+        expected: i32,
+        pods: &[ObservedPod],
+        terminal: &[i64],
+        retryable: &[i64],
+    ) -> PodSummary {
+        let mut s = PodSummary {
+            expected,
+            ..Default::default()
+        };
+        for p in pods {
+            match p.phase {
+                PodPhase::Pending => s.pending += 1,
+                PodPhase::Running if !p.deleting => s.running += 1,
+                PodPhase::Running | PodPhase::Unknown => {}
+                PodPhase::Succeeded => s.succeeded += 1,
+                PodPhase::Failed => {
+                    s.failed += 1;
+                    for &code in p.exit_codes.iter().filter(|&&c| c != 0) {
+                        if terminal.contains(&code) {
+                            s.terminal_failure = true;
+                        }
+                        if !retryable.is_empty() && !retryable.contains(&code) {
+                            s.terminal_failure = true;
+                        }
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// What happened to one create of the last [`CreateComponents`] batch.
+///
+/// [`CreateComponents`]: super::machine::Action::CreateComponents
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateResult {
+    /// Created; `name` is the server-assigned name (supports `generateName`).
+    Created { name: String },
+    /// AlreadyExists, then a GET: the existing object's name and the name in
+    /// its controller owner reference, if any.
+    AlreadyExists {
+        name: String,
+        controller_owner: Option<String>,
+    },
+    /// Any other error. `fatal` is upstream's rule: NoMatch (CRD not
+    /// installed) or Invalid; everything else (Forbidden, webhook denial,
+    /// a failed GET after AlreadyExists) is retried within the admission
+    /// grace period.
+    Failed { message: String, fatal: bool },
+}
+
+/// Everything observed for one reconcile.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Observed {
+    /// Indexed like `status.componentStatus`; a missing entry means NotFound.
+    pub components: Vec<ObservedComponent>,
+    /// Whether `components` came from uncached reads (upstream issue #416).
+    pub components_read_live: bool,
+    /// Labelled pods in the AppWrapper's namespace.
+    pub pods: Vec<ObservedPod>,
+    /// Outcomes of the create batch the previous step asked for, indexed by
+    /// component; empty when no batch was just run.
+    pub create_results: Vec<Option<CreateResult>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn failed(codes: &[i64]) -> ObservedPod {
+        ObservedPod {
+            phase: PodPhase::Failed,
+            deleting: false,
+            exit_codes: codes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn counts_by_phase() {
+        let mut deleting_running = ObservedPod::new(PodPhase::Running);
+        deleting_running.deleting = true;
+        let mut deleting_pending = ObservedPod::new(PodPhase::Pending);
+        deleting_pending.deleting = true;
+        let pods = vec![
+            ObservedPod::new(PodPhase::Pending),
+            deleting_pending,
+            ObservedPod::new(PodPhase::Running),
+            deleting_running,
+            ObservedPod::new(PodPhase::Succeeded),
+            ObservedPod::new(PodPhase::Unknown),
+            failed(&[1]),
+        ];
+        let s = PodSummary::count(4, &pods, &[], &[]);
+        assert_eq!((s.pending, s.running, s.succeeded, s.failed), (2, 1, 1, 1));
+        assert!(!s.terminal_failure);
+    }
+
+    #[test]
+    fn exit_code_rules() {
+        type Case<'a> = (&'a [i64], &'a [i64], &'a [i64], bool);
+        let cases: &[Case] = &[
+            (&[1], &[], &[], false),
+            (&[3], &[3, 10], &[], true),
+            (&[4], &[3, 10], &[], false),
+            (&[0], &[0], &[], false), // zero never counts
+            (&[10], &[], &[10, 20], false),
+            (&[11], &[], &[10, 20], true),
+            (&[0], &[], &[10, 20], false),
+            (&[10, 11], &[], &[10, 20], true), // any container
+            (&[10], &[10], &[10], true),       // terminal wins
+            (&[], &[1], &[1], false),          // no terminated containers
+        ];
+        for (codes, terminal, retryable, want) in cases {
+            let s = PodSummary::count(1, &[failed(codes)], terminal, retryable);
+            assert_eq!(
+                s.terminal_failure, *want,
+                "{codes:?} {terminal:?} {retryable:?}"
+            );
+        }
+        // exit codes of non-failed pods are ignored
+        let mut ok = ObservedPod::new(PodPhase::Running);
+        ok.exit_codes = vec![3];
+        assert!(!PodSummary::count(1, &[ok], &[3], &[]).terminal_failure);
+    }
+
+    #[test]
+    fn reads_pods_and_components() {
+        let pod = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Failed",
+              "initContainerStatuses": [{"state": {"terminated": {"exitCode": 9}}}],
+              "containerStatuses": [{"state": {"terminated": {"exitCode": 42}}}, {"state": {"running": {}}}]}});
+        assert_eq!(
+            ObservedPod::from_pod(&pod),
+            ObservedPod {
+                phase: PodPhase::Failed,
+                deleting: true,
+                exit_codes: vec![42]
+            }
+        );
+        let job = json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}});
+        assert!(component_failed("batch/v1", "Job", &job));
+        assert!(component_failed("kubeflow.org/v1", "PyTorchJob", &job));
+        assert!(!component_failed("ray.io/v1", "RayCluster", &job));
+        assert!(!component_failed(
+            "batch/v1",
+            "Job",
+            &json!({"status": {"conditions": [{"type": "Failed", "status": "False"}]}})
+        ));
+        assert_eq!(
+            ObservedComponent::from_object("v1", "Pod", None),
+            ObservedComponent::MISSING
+        );
+        assert_eq!(
+            ObservedComponent::from_object("batch/v1", "Job", Some(&job)),
+            ObservedComponent {
+                exists: true,
+                deleting: false,
+                failed: true
+            }
+        );
+    }
+}
