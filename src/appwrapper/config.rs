@@ -1,7 +1,7 @@
 //! Operator configuration (reference §1.8) and the behaviour annotations an
 //! AppWrapper may carry on its own `metadata.annotations` (reference §1.7).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::duration::GoDuration;
 
@@ -112,12 +112,84 @@ impl FaultTolerance {
 }
 
 /// The part of the operator config the lifecycle core reads.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorConfig {
     pub fault_tolerance: FaultTolerance,
     /// `schedulerName`: injected into pod templates that have none; empty
     /// means no injection.
     pub scheduler_name: String,
+    /// `autopilot`; `None` turns node-health handling off.
+    pub autopilot: Option<Autopilot>,
+}
+
+/// A `v1.Taint` of `autopilot.resourceTaints`, matched against node
+/// *labels* (`key=value`), as upstream does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceTaint {
+    pub key: String,
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`.
+    pub effect: String,
+}
+
+/// `autopilot` of the operator config. Only `monitorNodes` and the
+/// NoExecute entries are used here; anti-affinity injection is not done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Autopilot {
+    pub inject_anti_affinities: bool,
+    pub monitor_nodes: bool,
+    pub prefer_no_schedule_weight: i32,
+    pub resource_taints: BTreeMap<String, Vec<ResourceTaint>>,
+}
+
+impl Default for Autopilot {
+    fn default() -> Self {
+        let taint = |value: &str, effect: &str| ResourceTaint {
+            key: "autopilot.ibm.com/gpuhealth".to_string(),
+            value: value.to_string(),
+            effect: effect.to_string(),
+        };
+        Autopilot {
+            inject_anti_affinities: true,
+            monitor_nodes: true,
+            prefer_no_schedule_weight: 50,
+            resource_taints: [(
+                "nvidia.com/gpu".to_string(),
+                vec![
+                    taint("WARN", "PreferNoSchedule"),
+                    taint("TESTING", "NoSchedule"),
+                    taint("EVICT", "NoExecute"),
+                ],
+            )]
+            .into(),
+        }
+    }
+}
+
+impl Autopilot {
+    /// The node monitor's `noExecuteNodes` entry for one node: the
+    /// resources whose NoExecute `key=value` the node's labels carry.
+    pub fn no_execute_resources(&self, node_labels: &BTreeMap<String, String>) -> BTreeSet<String> {
+        self.resource_taints
+            .iter()
+            .filter(|(_, taints)| {
+                taints
+                    .iter()
+                    .any(|t| t.effect == "NoExecute" && node_labels.get(&t.key) == Some(&t.value))
+            })
+            .map(|(resource, _)| resource.clone())
+            .collect()
+    }
+}
+
+impl Default for OperatorConfig {
+    fn default() -> Self {
+        OperatorConfig {
+            fault_tolerance: FaultTolerance::default(),
+            scheduler_name: String::new(),
+            autopilot: Some(Autopilot::default()),
+        }
+    }
 }
 
 /// Every behaviour annotation resolved against the operator config, once
@@ -432,6 +504,31 @@ mod tests {
             let a = ann(&[(RETRY_LIMIT_ANNOTATION, v)]);
             assert_eq!(Behaviour::resolve(&a, &cfg).retry_limit, want, "{v:?}");
         }
+    }
+
+    #[test]
+    fn node_labels_to_no_execute_resources() {
+        let ap = Autopilot::default();
+        let labels = |v: &str| ann(&[("autopilot.ibm.com/gpuhealth", v)]);
+        assert_eq!(
+            ap.no_execute_resources(&labels("EVICT")),
+            BTreeSet::from(["nvidia.com/gpu".to_string()])
+        );
+        for v in ["WARN", "TESTING", "OK", ""] {
+            assert!(ap.no_execute_resources(&labels(v)).is_empty(), "{v}");
+        }
+        assert!(ap.no_execute_resources(&BTreeMap::new()).is_empty());
+        let mut extra = ap.clone();
+        extra.resource_taints.insert(
+            "extra".into(),
+            vec![ResourceTaint {
+                key: "extra".into(),
+                value: "test".into(),
+                effect: "NoExecute".into(),
+            }],
+        );
+        let both = ann(&[("autopilot.ibm.com/gpuhealth", "EVICT"), ("extra", "test")]);
+        assert_eq!(extra.no_execute_resources(&both).len(), 2);
     }
 
     #[test]

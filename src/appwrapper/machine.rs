@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::config::{Behaviour, OperatorConfig, DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION};
 use super::duration::GoDuration;
-use super::observe::{CreateResult, Observed, PodSummary};
+use super::observe::{go_set_string, no_execute_nodes, CreateResult, Observed, PodSummary};
 use super::podsets::{component_pod_sets, PodSet, PodSetInfo};
 use super::render::{render_component, Owner};
 use super::status::{
@@ -610,6 +610,31 @@ impl Ctx<'_> {
                 self.reset_or_fail(pods.terminal_failure, 1);
             }
             return Ok(());
+        }
+        // Autopilot: evacuate pods using resources flagged NoExecute. The
+        // retry count is not incremented; the limit still applies.
+        if self
+            .config
+            .autopilot
+            .as_ref()
+            .is_some_and(|a| a.monitor_nodes)
+        {
+            let nodes = no_execute_nodes(&self.observed.pods, &self.observed.no_execute_nodes);
+            if !nodes.is_empty() {
+                let detail = format!(
+                    "Workload contains pods using NoExecute resources on Nodes: {}",
+                    go_set_string(&nodes)
+                );
+                self.set(
+                    UNHEALTHY,
+                    ConditionStatus::True,
+                    "AutopilotNoExecute",
+                    &detail,
+                );
+                self.event("Unhealthy", detail);
+                self.reset_or_fail(false, 0);
+                return Ok(());
+            }
         }
         self.clear(UNHEALTHY, "FoundNoFailedPods", "");
         if pods.running + pods.succeeded >= pods.expected {

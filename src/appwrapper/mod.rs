@@ -10,17 +10,21 @@
 //! - [`podsets`]: path grammar, pod-set inference, declared-vs-inferred checks.
 //! - [`render`]: the object to create for a component, with pod-set info.
 //! - [`observe`]: observed components and pods, and the readers for them.
+//! - [`kueue`]: what Kueue's AppWrapper integration reads and writes.
 //!
 //! No network, no clock: the controller reads the world, calls
 //! [`machine::reconcile`] with `now`, and executes the returned step.
 //!
-//! Left out for now: Autopilot node-health monitoring and anti-affinity
+//! Autopilot: the Running-phase NoExecute check is here, and so is the node
+//! monitor's label reading (`Autopilot::no_execute_resources`); the node
+//! watch is the controller's. Left out for now: Autopilot anti-affinity
 //! injection, and the strict `v1.PodSpec` parse that upstream's
 //! `GetPodTemplateSpec` performs (here a pod template is an object with a
 //! `spec` object).
 
 pub mod config;
 pub mod duration;
+pub mod kueue;
 pub mod machine;
 pub mod observe;
 pub mod podsets;

@@ -2,6 +2,8 @@
 //! component, each labelled pod, and the outcome of the last create batch.
 //! Small pure readers turn raw objects into these records.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::Value;
 
 /// One component (indexed like `status.componentStatus`).
@@ -77,6 +79,11 @@ pub struct ObservedPod {
     /// `status.containerStatuses[].state.terminated.exitCode`, main
     /// containers only (init containers are ignored, as upstream).
     pub exit_codes: Vec<i64>,
+    /// `spec.nodeName`.
+    pub node_name: String,
+    /// Resources some main container requests or limits with a non-zero
+    /// quantity (for Autopilot's NoExecute check).
+    pub resources: BTreeSet<String>,
 }
 
 impl ObservedPod {
@@ -85,6 +92,15 @@ impl ObservedPod {
             phase,
             deleting: false,
             exit_codes: Vec::new(),
+            node_name: String::new(),
+            resources: BTreeSet::new(),
+        }
+    }
+
+    pub fn failed_with(exit_codes: &[i64]) -> ObservedPod {
+        ObservedPod {
+            exit_codes: exit_codes.to_vec(),
+            ..ObservedPod::new(PodPhase::Failed)
         }
     }
 
@@ -114,11 +130,71 @@ impl ObservedPod {
                 .pointer("/metadata/deletionTimestamp")
                 .is_some_and(|v| !v.is_null()),
             exit_codes,
+            node_name: pod
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            resources: pod
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|c| {
+                    ["requests", "limits"].into_iter().filter_map(move |k| {
+                        c.pointer(&format!("/resources/{k}"))
+                            .and_then(Value::as_object)
+                    })
+                })
+                .flatten()
+                .filter(|(_, q)| !quantity_is_zero(q))
+                .map(|(name, _)| name.clone())
+                .collect(),
         }
     }
 }
 
-/// Upstream's `podStatusSummary` (without Autopilot).
+/// Whether a resource quantity (`"0"`, `"0m"`, `"0Gi"`, `0`, `"1"`, ...)
+/// is zero: its numeric part, before any suffix, equals zero.
+pub fn quantity_is_zero(q: &Value) -> bool {
+    match q {
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => {
+            let s = s.trim();
+            let end = s
+                .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+                .unwrap_or(s.len());
+            s[..end].parse::<f64>().is_ok_and(|v| v == 0.0)
+        }
+        _ => true,
+    }
+}
+
+/// The nodes upstream's Autopilot check flags: those where a Running pod
+/// that is not being deleted uses (non-zero request or limit) a resource
+/// the node has under a NoExecute label.
+pub fn no_execute_nodes(
+    pods: &[ObservedPod],
+    no_execute: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeSet<String> {
+    pods.iter()
+        .filter(|p| p.phase == PodPhase::Running && !p.deleting)
+        .filter(|p| {
+            no_execute
+                .get(&p.node_name)
+                .is_some_and(|bad| bad.iter().any(|r| p.resources.contains(r)))
+        })
+        .map(|p| p.node_name.clone())
+        .collect()
+}
+
+/// Go's `%v` of a `sets.Set[string]`: `map[a:{} b:{}]`, keys sorted.
+pub fn go_set_string(set: &BTreeSet<String>) -> String {
+    let inner: Vec<String> = set.iter().map(|k| format!("{k}:{{}}")).collect();
+    format!("map[{}]", inner.join(" "))
+}
+
+/// Upstream's `podStatusSummary` (its Autopilot part is [`no_execute_nodes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PodSummary {
     pub expected: i32,
@@ -198,6 +274,10 @@ pub struct Observed {
     /// Outcomes of the create batch the previous step asked for, indexed by
     /// component; empty when no batch was just run.
     pub create_results: Vec<Option<CreateResult>>,
+    /// Autopilot's node monitor: node name → resources flagged NoExecute on
+    /// it (see `Autopilot::no_execute_resources`). Read only when
+    /// `autopilot.monitorNodes` is on.
+    pub no_execute_nodes: BTreeMap<String, BTreeSet<String>>,
 }
 
 #[cfg(test)]
@@ -206,11 +286,7 @@ mod tests {
     use serde_json::json;
 
     fn failed(codes: &[i64]) -> ObservedPod {
-        ObservedPod {
-            phase: PodPhase::Failed,
-            deleting: false,
-            exit_codes: codes.to_vec(),
-        }
+        ObservedPod::failed_with(codes)
     }
 
     #[test]
@@ -262,8 +338,76 @@ mod tests {
     }
 
     #[test]
+    fn quantities() {
+        for z in [
+            json!("0"),
+            json!("0m"),
+            json!("0Gi"),
+            json!("0.0"),
+            json!(0),
+            json!("+0"),
+            json!("0e3"),
+        ] {
+            assert!(quantity_is_zero(&z), "{z}");
+        }
+        for nz in [
+            json!("1"),
+            json!("100m"),
+            json!("1Gi"),
+            json!("0.5"),
+            json!(2),
+            json!("1e3"),
+        ] {
+            assert!(!quantity_is_zero(&nz), "{nz}");
+        }
+    }
+
+    #[test]
+    fn autopilot_flags_running_pods_using_bad_resources() {
+        let gpu_pod = |node: &str, phase: PodPhase| ObservedPod {
+            node_name: node.into(),
+            resources: ["nvidia.com/gpu".to_string()].into(),
+            ..ObservedPod::new(phase)
+        };
+        let bad: BTreeMap<String, BTreeSet<String>> = [
+            (
+                "n1".to_string(),
+                BTreeSet::from(["nvidia.com/gpu".to_string()]),
+            ),
+            (
+                "n2".to_string(),
+                BTreeSet::from(["nvidia.com/gpu".to_string()]),
+            ),
+            ("n3".to_string(), BTreeSet::from(["other".to_string()])),
+        ]
+        .into();
+        let mut deleting = gpu_pod("n2", PodPhase::Running);
+        deleting.deleting = true;
+        let pods = vec![
+            gpu_pod("n2", PodPhase::Running),
+            gpu_pod("n1", PodPhase::Running),
+            gpu_pod("n1", PodPhase::Pending),
+            deleting,
+            gpu_pod("n3", PodPhase::Running),
+            gpu_pod("n4", PodPhase::Running),
+            ObservedPod {
+                node_name: "n1".into(),
+                ..ObservedPod::new(PodPhase::Running)
+            },
+        ];
+        let nodes = no_execute_nodes(&pods, &bad);
+        assert_eq!(go_set_string(&nodes), "map[n1:{} n2:{}]");
+        assert_eq!(go_set_string(&BTreeSet::new()), "map[]");
+    }
+
+    #[test]
     fn reads_pods_and_components() {
         let pod = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"nodeName": "n1",
+              "initContainers": [{"resources": {"limits": {"example.com/init": "1"}}}],
+              "containers": [
+                {"resources": {"requests": {"cpu": "0", "nvidia.com/gpu": "2"}, "limits": {"memory": "0Gi"}}},
+                {"resources": {"limits": {"example.com/fpga": 1}}}]},
             "status": {"phase": "Failed",
               "initContainerStatuses": [{"state": {"terminated": {"exitCode": 9}}}],
               "containerStatuses": [{"state": {"terminated": {"exitCode": 42}}}, {"state": {"running": {}}}]}});
@@ -272,7 +416,9 @@ mod tests {
             ObservedPod {
                 phase: PodPhase::Failed,
                 deleting: true,
-                exit_codes: vec![42]
+                exit_codes: vec![42],
+                node_name: "n1".into(),
+                resources: ["example.com/fpga".to_string(), "nvidia.com/gpu".to_string()].into(),
             }
         );
         let job = json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}});

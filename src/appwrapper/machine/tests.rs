@@ -95,6 +95,8 @@ struct Sim {
     /// Observations come from a stale cache (first read).
     cache_lags: bool,
     finalizer_removed: bool,
+    /// Autopilot's view of the nodes.
+    no_execute: BTreeMap<String, std::collections::BTreeSet<String>>,
     log: Vec<Action>,
 }
 
@@ -112,6 +114,7 @@ impl Sim {
             pods_survive_delete: false,
             cache_lags: false,
             finalizer_removed: false,
+            no_execute: BTreeMap::new(),
             log: Vec::new(),
         }
     }
@@ -126,6 +129,7 @@ impl Sim {
             components_read_live: !self.cache_lags,
             pods: self.pods.clone(),
             create_results: Vec::new(),
+            no_execute_nodes: self.no_execute.clone(),
         }
     }
 
@@ -669,11 +673,7 @@ fn failed_component_resets_or_fails() {
     // a terminal exit code among the failed pods: straight to Failed
     let mut sim = Sim::running(vec![job("j", 1)]);
     sim.annotate(TERMINAL_EXIT_CODES_ANNOTATION, "42");
-    sim.pods = vec![ObservedPod {
-        phase: PodPhase::Failed,
-        deleting: false,
-        exit_codes: vec![42],
-    }];
+    sim.pods = vec![ObservedPod::failed_with(&[42])];
     sim.components[0].failed = true;
     assert_eq!(sim.at(1).step().status.phase, Phase::Failed);
 }
@@ -848,11 +848,7 @@ fn exit_codes_decide_between_reset_and_fail() {
         for (k, v) in anns.iter() {
             sim.annotate(k, v);
         }
-        sim.pods = vec![ObservedPod {
-            phase: PodPhase::Failed,
-            deleting: false,
-            exit_codes: codes.to_vec(),
-        }];
+        sim.pods = vec![ObservedPod::failed_with(codes)];
         assert_eq!(sim.at(1).step().status.phase, *want, "{anns:?} {codes:?}");
     }
 }
@@ -984,6 +980,106 @@ fn retry_accounting() {
             "{limit:?} {before}"
         );
     }
+}
+
+// ---------------------------------------------------------------- Autopilot
+
+fn gpu_pod(node: &str) -> ObservedPod {
+    ObservedPod {
+        node_name: node.into(),
+        resources: ["nvidia.com/gpu".to_string()].into(),
+        ..ObservedPod::new(PodPhase::Running)
+    }
+}
+
+fn evicting(sim: &mut Sim, node: &str) {
+    sim.no_execute
+        .insert(node.into(), ["nvidia.com/gpu".to_string()].into());
+}
+
+#[test]
+fn autopilot_no_execute_resets_without_counting() {
+    let mut sim = Sim::running(vec![job("j", 2)]);
+    sim.pods = vec![gpu_pod("n1"), gpu_pod("n2")];
+    sim.at(5).step();
+    assert!(sim.aw.status.is_true(PODS_READY));
+    evicting(&mut sim, "n2");
+    evicting(&mut sim, "n1");
+    let step = sim.at(10).step();
+    let msg = "Workload contains pods using NoExecute resources on Nodes: map[n1:{} n2:{}]";
+    assert_eq!(
+        c(&step.status, UNHEALTHY),
+        (CS::True, "AutopilotNoExecute".into(), msg.into(), T0 + 10)
+    );
+    assert_eq!(step.actions, vec![ev("Unhealthy", msg)]);
+    assert_eq!(
+        (step.status.phase, step.status.resetting_count),
+        (Phase::Resetting, 0)
+    );
+
+    // E18: after the reset the pods land on healthy nodes and get ready
+    sim.no_execute.clear();
+    sim.annotate(RETRY_PAUSE_PERIOD_ANNOTATION, "5s");
+    for s in 11..20 {
+        sim.at(s).step();
+    }
+    assert_eq!(sim.phase(), Phase::Running);
+    sim.pods = vec![gpu_pod("n3"), gpu_pod("n4")];
+    sim.at(21).step();
+    assert!(sim.aw.status.is_true(PODS_READY));
+    assert_eq!(sim.aw.status.resetting_count, 0);
+}
+
+#[test]
+fn autopilot_respects_the_retry_limit_and_the_config() {
+    let mut sim = Sim::running(vec![job("j", 1)]);
+    sim.pods = vec![gpu_pod("n1")];
+    evicting(&mut sim, "n1");
+    sim.aw.status.resetting_count = 3;
+    assert_eq!(
+        sim.at(1).step().status.phase,
+        Phase::Failed,
+        "limit still applies"
+    );
+
+    for autopilot in [
+        None,
+        Some(Autopilot {
+            monitor_nodes: false,
+            ..Autopilot::default()
+        }),
+    ] {
+        let mut sim = Sim::running(vec![job("j", 1)]);
+        sim.config.autopilot = autopilot;
+        sim.pods = vec![gpu_pod("n1")];
+        evicting(&mut sim, "n1");
+        let step = sim.at(1).step();
+        assert_eq!(step.status.phase, Phase::Running);
+        assert!(step.status.is_true(PODS_READY));
+    }
+
+    // pods without the resource, or not Running, are not flagged
+    let mut sim = Sim::running(vec![job("j", 2)]);
+    evicting(&mut sim, "n1");
+    sim.pods = vec![
+        ObservedPod {
+            node_name: "n1".into(),
+            ..ObservedPod::new(PodPhase::Running)
+        },
+        ObservedPod {
+            node_name: "n1".into(),
+            ..gpu_pod("n1")
+        },
+    ];
+    sim.pods[1].phase = PodPhase::Pending;
+    assert_eq!(sim.at(1).step().status.phase, Phase::Running);
+
+    // failed pods are handled before Autopilot
+    let mut sim = Sim::running(vec![job("j", 2)]);
+    evicting(&mut sim, "n1");
+    sim.pods = vec![gpu_pod("n1"), ObservedPod::failed_with(&[1])];
+    let step = sim.at(1).step();
+    assert_eq!(cond(&step.status, UNHEALTHY).reason, "FoundFailedPods");
 }
 
 // ---------------------------------------------------------------- Resetting
@@ -1520,6 +1616,9 @@ fn e16_failing_job_retries_then_fails() {
 mod property {
     use super::*;
     use proptest::prelude::*;
+    use proptest::test_runner::{TestCaseError, TestRunner};
+    use std::cell::RefCell;
+    use std::collections::HashSet;
 
     #[derive(Debug, Clone)]
     enum Ev {
@@ -1531,6 +1630,7 @@ mod property {
         Delete,
         Sticky(bool),
         ClearPods,
+        AllSucceeded,
     }
 
     fn ev() -> impl Strategy<Value = Ev> {
@@ -1543,66 +1643,122 @@ mod property {
             1 => Just(Ev::Delete),
             1 => any::<bool>().prop_map(Ev::Sticky),
             1 => Just(Ev::ClearPods),
+            1 => Just(Ev::AllSucceeded),
         ]
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
-        #[test]
-        fn never_creates_while_suspended_and_never_leaves_terminating_early(
-            events in prop::collection::vec(ev(), 1..60),
-            limit in -1i32..3,
-        ) {
-            let mut sim = Sim::new(appwrapper(vec![job("j", 2), pod("p")]));
-            sim.annotate(RETRY_LIMIT_ANNOTATION, &limit.to_string());
-            sim.annotate(RETRY_PAUSE_PERIOD_ANNOTATION, "20s");
-            sim.annotate(FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION, "60s");
-            let mut clock = 0i64;
-            for e in events {
-                match e {
-                    Ev::Tick(d) => clock += i64::from(d),
-                    Ev::ToggleSuspend => sim.aw.spec.suspend = !sim.aw.spec.suspend,
-                    Ev::Pods(ps) => {
-                        if sim.components.iter().any(|c| c.exists) {
-                            let phases = [PodPhase::Pending, PodPhase::Running, PodPhase::Succeeded, PodPhase::Failed];
-                            sim.set_pods(&ps.iter().map(|&i| phases[i as usize]).collect::<Vec<_>>());
-                        }
+    /// One random history. Records the phases it visits in `seen`.
+    fn history(
+        events: Vec<Ev>,
+        limit: i32,
+        seen: &RefCell<HashSet<Phase>>,
+    ) -> Result<(), TestCaseError> {
+        let mut sim = Sim::new(appwrapper(vec![job("j", 2), pod("p")]));
+        sim.annotate(RETRY_LIMIT_ANNOTATION, &limit.to_string());
+        sim.annotate(RETRY_PAUSE_PERIOD_ANNOTATION, "20s");
+        sim.annotate(FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION, "60s");
+        let mut clock = 0i64;
+        for e in events {
+            match e {
+                Ev::Tick(d) => clock += i64::from(d),
+                Ev::ToggleSuspend => sim.aw.spec.suspend = !sim.aw.spec.suspend,
+                Ev::Pods(ps) => {
+                    if sim.components.iter().any(|c| c.exists) {
+                        let phases = [
+                            PodPhase::Pending,
+                            PodPhase::Running,
+                            PodPhase::Succeeded,
+                            PodPhase::Failed,
+                        ];
+                        sim.set_pods(&ps.iter().map(|&i| phases[i as usize]).collect::<Vec<_>>());
                     }
-                    Ev::LoseComponent => sim.components[0] = ObservedComponent::MISSING,
-                    Ev::FailComponent => if sim.components[0].exists { sim.components[0].failed = true },
-                    Ev::Delete => sim.aw.deletion_requested = true,
-                    Ev::Sticky(b) => sim.sticky = b,
-                    Ev::ClearPods => sim.pods.clear(),
                 }
-                if sim.finalizer_removed {
-                    break;
+                Ev::LoseComponent => sim.components[0] = ObservedComponent::MISSING,
+                Ev::FailComponent => {
+                    if sim.components[0].exists {
+                        sim.components[0].failed = true
+                    }
                 }
-                // `Sim::step` asserts no create happens while suspended
-                let suspended_before = sim.aw.spec.suspend;
-                let step = sim.at(clock).step();
-                if suspended_before || sim.aw.deletion_requested {
-                    prop_assert!(!step.actions.iter().any(|a| matches!(a, Action::CreateComponents(_))));
+                Ev::Delete => sim.aw.deletion_requested = true,
+                Ev::Sticky(b) => sim.sticky = b,
+                Ev::AllSucceeded => {
+                    if sim.components.iter().any(|c| c.exists) {
+                        sim.set_pods(&[PodPhase::Succeeded; 3]);
+                    }
                 }
-                if sim.finalizer_removed {
-                    prop_assert!(sim.components.iter().all(|c| !c.exists), "finalizer removed with components left");
-                    prop_assert!(sim.pods.is_empty(), "finalizer removed with pods left");
-                    prop_assert!(!sim.aw.status.is_true(QUOTA_RESERVED));
-                }
-                prop_assert!(sim.aw.status.resetting_count <= limit.max(0));
-                if sim.aw.deletion_requested && sim.aw.has_finalizer {
-                    let p = sim.phase();
-                    prop_assert!(!sim.aw.status.is_true(RESOURCES_DEPLOYED) || p == Phase::Terminating || sim.finalizer_removed, "{p:?}");
-                }
+                Ev::ClearPods => sim.pods.clear(),
             }
-            // once deletion is requested, the machine finishes it
-            sim.aw.deletion_requested = true;
-            sim.sticky = false;
-            for i in 0..10 {
-                if sim.finalizer_removed { break; }
-                sim.at(clock + 1000 * (i + 1)).step();
+            if sim.finalizer_removed {
+                break;
             }
-            prop_assert!(sim.finalizer_removed || !sim.aw.has_finalizer);
-            prop_assert!(sim.components.iter().all(|c| !c.exists));
+            // `Sim::step` asserts no create happens while suspended
+            let suspended_before = sim.aw.spec.suspend;
+            let step = sim.at(clock).step();
+            seen.borrow_mut().insert(sim.phase());
+            if suspended_before || sim.aw.deletion_requested {
+                prop_assert!(!step
+                    .actions
+                    .iter()
+                    .any(|a| matches!(a, Action::CreateComponents(_))));
+            }
+            if sim.finalizer_removed {
+                prop_assert!(
+                    sim.components.iter().all(|c| !c.exists),
+                    "finalizer removed with components left"
+                );
+                prop_assert!(sim.pods.is_empty(), "finalizer removed with pods left");
+                prop_assert!(!sim.aw.status.is_true(QUOTA_RESERVED));
+            }
+            prop_assert!(sim.aw.status.resetting_count <= limit.max(0));
+            if sim.aw.deletion_requested && sim.aw.has_finalizer {
+                let p = sim.phase();
+                prop_assert!(
+                    !sim.aw.status.is_true(RESOURCES_DEPLOYED)
+                        || p == Phase::Terminating
+                        || sim.finalizer_removed,
+                    "{p:?}"
+                );
+            }
+        }
+        // once deletion is requested, the machine finishes it
+        sim.aw.deletion_requested = true;
+        sim.sticky = false;
+        for i in 0..10 {
+            if sim.finalizer_removed {
+                break;
+            }
+            sim.at(clock + 1000 * (i + 1)).step();
+        }
+        prop_assert!(sim.finalizer_removed || !sim.aw.has_finalizer);
+        prop_assert!(sim.components.iter().all(|c| !c.exists));
+        Ok(())
+    }
+
+    #[test]
+    fn never_creates_while_suspended_and_never_leaves_terminating_early() {
+        let config = ProptestConfig {
+            cases: 512,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        let seen = RefCell::new(HashSet::new());
+        let strategy = (prop::collection::vec(ev(), 1..60), -1i32..3);
+        TestRunner::new(config)
+            .run(&strategy, |(events, limit)| history(events, limit, &seen))
+            .unwrap();
+        // the histories are not vacuous: they visit every phase
+        let seen = seen.into_inner();
+        for p in [
+            Phase::Suspended,
+            Phase::Resuming,
+            Phase::Running,
+            Phase::Resetting,
+            Phase::Suspending,
+            Phase::Succeeded,
+            Phase::Failed,
+            Phase::Terminating,
+        ] {
+            assert!(seen.contains(&p), "no history reached {p:?}: {seen:?}");
         }
     }
 }
