@@ -132,8 +132,8 @@ pub struct ResourceTaint {
     pub effect: String,
 }
 
-/// `autopilot` of the operator config. Only `monitorNodes` and the
-/// NoExecute entries are used here; anti-affinity injection is not done.
+/// `autopilot` of the operator config: anti-affinity injection when
+/// rendering components, and the NoExecute evacuation in Running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Autopilot {
     pub inject_anti_affinities: bool,

@@ -478,7 +478,7 @@ impl Ctx<'_> {
                         &comp.template,
                         &pod_sets,
                         &comp.pod_set_infos,
-                        &self.config.scheduler_name,
+                        self.config,
                     ) {
                         Err(e) => {
                             error = Some((e, true));

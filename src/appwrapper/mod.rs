@@ -15,12 +15,13 @@
 //! No network, no clock: the controller reads the world, calls
 //! [`machine::reconcile`] with `now`, and executes the returned step.
 //!
-//! Autopilot: the Running-phase NoExecute check is here, and so is the node
-//! monitor's label reading (`Autopilot::no_execute_resources`); the node
-//! watch is the controller's. Left out for now: Autopilot anti-affinity
-//! injection, and the strict `v1.PodSpec` parse that upstream's
-//! `GetPodTemplateSpec` performs (here a pod template is an object with a
-//! `spec` object).
+//! Autopilot is covered as far as it is pure: anti-affinities injected when
+//! rendering, the NoExecute evacuation in Running, and reading a node's
+//! labels (`Autopilot::no_execute_resources`); watching nodes is the
+//! controller's job. Left out: the strict `v1.PodSpec` parse that
+//! upstream's `GetPodTemplateSpec` performs (here a pod template is an
+//! object with a `spec` object), and the node monitor's `noScheduleNodes`,
+//! which nothing upstream reads any more.
 
 pub mod config;
 pub mod duration;

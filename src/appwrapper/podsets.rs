@@ -4,7 +4,7 @@
 //! `pkg/utils/utils.go`, with its error texts. Pure functions over
 //! `serde_json::Value`, shared by the webhook and the lifecycle core.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -388,22 +388,6 @@ pub fn component_pod_sets(declared: &[PodSet], template: &Value) -> Result<Vec<P
     }
 }
 
-/// Scheduling gates de-duplicated by name, first occurrence kept.
-pub(crate) fn dedup_gates(gates: Vec<Value>) -> Vec<Value> {
-    let mut seen = HashSet::new();
-    gates
-        .into_iter()
-        .filter(|g| {
-            let name = g
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            seen.insert(name)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -633,15 +617,5 @@ mod tests {
             validate_pod_sets(&[p("a", Some(1))], &[p("a", None)]),
             Ok(())
         );
-    }
-
-    #[test]
-    fn gates_dedup_by_name() {
-        let g = dedup_gates(vec![
-            json!({"name": "a"}),
-            json!({"name": "b"}),
-            json!({"name": "a"}),
-        ]);
-        assert_eq!(g, vec![json!({"name": "a"}), json!({"name": "b"})]);
     }
 }

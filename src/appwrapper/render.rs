@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::podsets::{dedup_gates, value_at_path_mut, PodSet, PodSetInfo};
+use super::config::{Autopilot, OperatorConfig};
+use super::observe::quantity_is_zero;
+use super::podsets::{value_at_path_mut, PodSet, PodSetInfo};
 use super::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND, APPWRAPPER_LABEL};
 
 /// Who owns the rendered object.
@@ -90,8 +92,9 @@ pub fn render_component(
     template: &Value,
     pod_sets: &[PodSet],
     pod_set_infos: &[PodSetInfo],
-    scheduler_name: &str,
+    config: &OperatorConfig,
 ) -> Result<Value, String> {
+    let scheduler_name = config.scheduler_name.as_str();
     let mut obj = template.clone();
     let Some(root) = obj.as_object_mut() else {
         return Err("component template is not a JSON object".to_string());
@@ -212,8 +215,8 @@ pub fn render_component(
                 Some(Value::Array(a)) => a.clone(),
                 _ => Vec::new(),
             };
-            g.extend(info.scheduling_gates.iter().cloned());
-            spec.insert("schedulingGates".into(), Value::Array(dedup_gates(g)));
+            append_gates(&mut g, &info.scheduling_gates);
+            spec.insert("schedulingGates".into(), Value::Array(g));
         }
         if !scheduler_name.is_empty()
             && spec
@@ -227,8 +230,139 @@ pub fn render_component(
                 Value::String(scheduler_name.to_string()),
             );
         }
+        if let Some(ap) = config
+            .autopilot
+            .as_ref()
+            .filter(|a| a.inject_anti_affinities)
+        {
+            // Upstream only logs a failure here; so does nobody here.
+            let _ = inject_anti_affinities(spec, ap);
+        }
     }
     Ok(obj)
+}
+
+/// Scheduling gates from Kueue, appended unless a gate of that name is
+/// already there (#301); only the name is copied, as upstream does.
+fn append_gates(gates: &mut Vec<Value>, additions: &[Value]) {
+    for add in additions {
+        let name = add.get("name").and_then(Value::as_str).unwrap_or("");
+        let duplicate = gates
+            .iter()
+            .any(|g| g.get("name").and_then(Value::as_str) == Some(name));
+        if !duplicate {
+            gates.push(json!({ "name": name }));
+        }
+    }
+}
+
+/// Upstream's `hasResourceRequest`: a container or init container with a
+/// positive integer or a non-zero quantity string for `resource` in its
+/// limits or requests (a JSON float is not counted, as in Go).
+fn has_resource_request(spec: &Map<String, Value>, resource: &str) -> bool {
+    ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .any(|c| {
+            ["limits", "requests"].iter().any(|k| {
+                match c
+                    .pointer(&format!("/resources/{k}"))
+                    .and_then(|l| l.get(resource))
+                {
+                    Some(Value::Number(n)) => n.as_i64().is_some_and(|v| v > 0),
+                    Some(q @ Value::String(_)) => !quantity_is_zero(q),
+                    _ => false,
+                }
+            })
+        })
+}
+
+/// Autopilot anti-affinities (#198/#260/#315): for each resource the pod
+/// uses, its NoSchedule and NoExecute taints become `NotIn` requirements
+/// appended to every required node-selector term (or to one new term), and
+/// its PreferNoSchedule taints one preferred term with
+/// `preferNoScheduleWeight`. Keys and resources in sorted order (Go's map
+/// order is random).
+pub fn inject_anti_affinities(
+    spec: &mut Map<String, Value>,
+    autopilot: &Autopilot,
+) -> Result<(), String> {
+    let mut required: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut preferred: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (resource, taints) in &autopilot.resource_taints {
+        if !has_resource_request(spec, resource) {
+            continue;
+        }
+        for t in taints {
+            match t.effect.as_str() {
+                "NoExecute" | "NoSchedule" => required
+                    .entry(t.key.clone())
+                    .or_default()
+                    .push(t.value.clone()),
+                "PreferNoSchedule" => preferred
+                    .entry(t.key.clone())
+                    .or_default()
+                    .push(t.value.clone()),
+                _ => {}
+            }
+        }
+    }
+    let exprs = |m: &BTreeMap<String, Vec<String>>| -> Vec<Value> {
+        m.iter()
+            .map(|(k, v)| json!({"key": k, "operator": "NotIn", "values": v}))
+            .collect()
+    };
+    if !required.is_empty() {
+        let node_affinity = node_affinity(spec)?;
+        let selector = node_affinity
+            .entry("requiredDuringSchedulingIgnoredDuringExecution")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution is not a map")?;
+        let terms = selector
+            .entry("nodeSelectorTerms")
+            .or_insert_with(|| json!([{}]))
+            .as_array_mut()
+            .ok_or("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms is not an array")?;
+        let add = exprs(&required);
+        for (idx, term) in terms.iter_mut().enumerate() {
+            let term = term.as_object_mut().ok_or_else(|| {
+                format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{idx}] is not an map")
+            })?;
+            let m = term
+                .entry("matchExpressions")
+                .or_insert_with(|| json!([]))
+                .as_array_mut()
+                .ok_or_else(|| {
+                    format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{idx}].matchExpressions is not an map")
+                })?;
+            m.extend(add.iter().cloned());
+        }
+    }
+    if !preferred.is_empty() {
+        let weight = autopilot.prefer_no_schedule_weight;
+        let node_affinity = node_affinity(spec)?;
+        let terms = node_affinity
+            .entry("preferredDuringSchedulingIgnoredDuringExecution")
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+            .ok_or("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution is not an array")?;
+        terms
+            .push(json!({"weight": weight, "preference": {"matchExpressions": exprs(&preferred)}}));
+    }
+    Ok(())
+}
+
+fn node_affinity(spec: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, String> {
+    spec.entry("affinity")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or("spec.affinity is not a map")?
+        .entry("nodeAffinity")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+        .ok_or_else(|| "spec.affinity.nodeAffinity is not a map".to_string())
 }
 
 #[cfg(test)]
@@ -259,7 +393,11 @@ mod tests {
 
     fn render(t: &Value, infos: &[PodSetInfo], sched: &str) -> Result<Value, String> {
         let sets = infer_pod_sets(t).unwrap();
-        render_component(&OWNER, t, &sets, infos, sched)
+        let config = OperatorConfig {
+            scheduler_name: sched.to_string(),
+            ..Default::default()
+        };
+        render_component(&OWNER, t, &sets, infos, &config)
     }
 
     #[test]
@@ -411,6 +549,126 @@ mod tests {
         );
     }
 
+    fn gpu_pod(gpu: Value) -> Value {
+        let mut p = minimal_pod();
+        p["spec"]["containers"][0]["resources"] = json!({"limits": {"nvidia.com/gpu": gpu}});
+        p
+    }
+
+    fn ap_config() -> OperatorConfig {
+        let mut ap = Autopilot::default();
+        let t = |k: &str, v: &str, e: &str| crate::appwrapper::config::ResourceTaint {
+            key: k.into(),
+            value: v.into(),
+            effect: e.into(),
+        };
+        let gpu = ap.resource_taints.get_mut("nvidia.com/gpu").unwrap();
+        gpu.push(t("extra", "test", "NoExecute"));
+        gpu.push(t("extra2", "test2", "PreferNoSchedule"));
+        OperatorConfig {
+            autopilot: Some(ap),
+            ..Default::default()
+        }
+    }
+
+    fn render_with(t: &Value, config: &OperatorConfig) -> Value {
+        let sets = infer_pod_sets(t).unwrap();
+        render_component(&OWNER, t, &sets, &[], config).unwrap()
+    }
+
+    #[test]
+    fn c5_autopilot_anti_affinities_on_gpu_pods_only() {
+        let out = render_with(&gpu_pod(json!("4")), &ap_config());
+        assert_eq!(
+            out["spec"]["affinity"]["nodeAffinity"],
+            json!({
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "autopilot.ibm.com/gpuhealth", "operator": "NotIn", "values": ["TESTING", "EVICT"]},
+                    {"key": "extra", "operator": "NotIn", "values": ["test"]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "preference": {"matchExpressions": [
+                    {"key": "autopilot.ibm.com/gpuhealth", "operator": "NotIn", "values": ["WARN"]},
+                    {"key": "extra2", "operator": "NotIn", "values": ["test2"]}]}}]
+            })
+        );
+        for no_gpu in [
+            minimal_pod(),
+            gpu_pod(json!("0")),
+            gpu_pod(json!(0)),
+            gpu_pod(json!(1.0)),
+        ] {
+            let out = render_with(&no_gpu, &ap_config());
+            assert!(out["spec"].get("affinity").is_none(), "{no_gpu}");
+        }
+        assert!(render_with(&gpu_pod(json!(1)), &ap_config())["spec"]["affinity"].is_object());
+        // an init container's request counts too
+        let mut init = minimal_pod();
+        init["spec"]["initContainers"] =
+            json!([{"name": "i", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]);
+        assert!(render_with(&init, &ap_config())["spec"]["affinity"].is_object());
+        // switched off
+        let mut off = ap_config();
+        off.autopilot.as_mut().unwrap().inject_anti_affinities = false;
+        assert!(render_with(&gpu_pod(json!("4")), &off)["spec"]
+            .get("affinity")
+            .is_none());
+        off.autopilot = None;
+        assert!(render_with(&gpu_pod(json!("4")), &off)["spec"]
+            .get("affinity")
+            .is_none());
+    }
+
+    #[test]
+    fn c6_anti_affinities_append_to_every_existing_term() {
+        let mut p = gpu_pod(json!("1"));
+        let host =
+            json!({"key": "kubernetes.io/hostname", "operator": "NotIn", "values": ["badHost1"]});
+        p["spec"]["affinity"] = json!({"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [host.clone()]}, {"matchFields": []}]},
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 3, "preference": {"matchExpressions": [host.clone()]}}]}});
+        let mut cfg = OperatorConfig::default();
+        cfg.autopilot.as_mut().unwrap().prefer_no_schedule_weight = 7;
+        let out = render_with(&p, &cfg);
+        let na = &out["spec"]["affinity"]["nodeAffinity"];
+        let evict = json!({"key": "autopilot.ibm.com/gpuhealth", "operator": "NotIn", "values": ["TESTING", "EVICT"]});
+        let terms = &na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+        assert_eq!(terms[0]["matchExpressions"], json!([host, evict]));
+        assert_eq!(
+            terms[1],
+            json!({"matchFields": [], "matchExpressions": [evict]})
+        );
+        let pref = na["preferredDuringSchedulingIgnoredDuringExecution"]
+            .as_array()
+            .unwrap();
+        assert_eq!(pref.len(), 2);
+        assert_eq!(pref[0]["weight"], 3);
+        assert_eq!(pref[1]["weight"], 7);
+        // a malformed affinity is left alone (upstream only logs)
+        let mut bad = gpu_pod(json!("1"));
+        bad["spec"]["affinity"] = json!("nope");
+        assert_eq!(render_with(&bad, &cfg)["spec"]["affinity"], "nope");
+    }
+
+    #[test]
+    fn scheduling_gates_append_by_name() {
+        let mut p = minimal_pod();
+        p["spec"]["schedulingGates"] = json!([{"name": "aGate"}]);
+        let info = PodSetInfo {
+            scheduling_gates: vec![
+                json!({"name": "aGate"}),
+                json!({"name": "b", "x": 1}),
+                json!({"name": "b"}),
+            ],
+            ..Default::default()
+        };
+        let out = render(&p, &[info], "").unwrap();
+        assert_eq!(
+            out["spec"]["schedulingGates"],
+            json!([{"name": "aGate"}, {"name": "b"}])
+        );
+    }
+
     #[test]
     fn namespace_rules() {
         let mut p = minimal_pod();
@@ -432,7 +690,7 @@ mod tests {
             annotations: BTreeMap::new(),
         }];
         assert_eq!(
-            render_component(&OWNER, &p, &bad, &[], "").unwrap_err(),
+            render_component(&OWNER, &p, &bad, &[], &OperatorConfig::default()).unwrap_err(),
             "at path position 'template.spec.containers' non-map value"
         );
         let mut owned = minimal_pod();
