@@ -229,7 +229,7 @@ impl Ctx<'_> {
     /// `resetOrFail`: the limit test is `<`, a negative limit never retries.
     fn reset_or_fail(&mut self, terminal: bool, increment: i32) {
         if !terminal && self.status.resetting_count < self.behaviour.retry_limit {
-            self.status.resetting_count += increment;
+            self.status.resetting_count = self.status.resetting_count.saturating_add(increment);
             self.transition(Phase::Resetting);
         } else {
             self.transition(Phase::Failed);
@@ -429,6 +429,7 @@ impl Ctx<'_> {
             match result {
                 Some(CreateResult::Created { name }) => {
                     cs.name = name;
+                    record_kind(cs, &comp.template);
                     set_condition(
                         &mut cs.conditions,
                         RESOURCES_DEPLOYED,
@@ -450,6 +451,7 @@ impl Ctx<'_> {
                         break;
                     }
                     cs.name = name;
+                    record_kind(cs, &comp.template);
                     set_condition(
                         &mut cs.conditions,
                         RESOURCES_DEPLOYED,
@@ -791,6 +793,24 @@ impl Ctx<'_> {
             "Succeeded",
             &msg,
         );
+    }
+}
+
+/// Kind and apiVersion are normally recorded before the create; fill them
+/// in if a controller reports a result without having written that status.
+fn record_kind(cs: &mut ComponentStatus, template: &Value) {
+    let s = |p: &str| {
+        template
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if cs.kind.is_empty() {
+        cs.kind = s("/kind");
+    }
+    if cs.api_version.is_empty() {
+        cs.api_version = s("/apiVersion");
     }
 }
 

@@ -243,6 +243,63 @@ impl Sim {
     }
 }
 
+// ---------------------------------------------------------------- spec JSON
+
+#[test]
+fn spec_reads_upstream_json() {
+    let spec: Spec = serde_json::from_value(json!({
+        "suspend": true,
+        "managedBy": "workload.codeflare.dev/appwrapper-controller",
+        "components": [{
+            "annotations": {"a": "b"},
+            "podSets": [{"replicas": 2, "path": "template.spec.template"}],
+            "podSetInfos": [{"labels": {"l": "v"}, "nodeSelector": {"pool": "a"},
+                "tolerations": [{"key": "k", "operator": "Exists"}],
+                "schedulingGates": [{"name": "g"}]}],
+            "template": job("j", 2)
+        }]
+    }))
+    .unwrap();
+    assert!(spec.suspend);
+    let c = &spec.components[0];
+    assert_eq!(c.declared_pod_sets[0].replicas, Some(2));
+    assert_eq!(c.pod_set_infos[0].node_selector["pool"], "a");
+    assert_eq!(
+        c.pod_set_infos[0].scheduling_gates,
+        vec![json!({"name": "g"})]
+    );
+    assert_eq!(
+        serde_json::to_value(&spec).unwrap()["components"][0]["podSets"][0]["path"],
+        "template.spec.template"
+    );
+    let minimal: Spec =
+        serde_json::from_value(json!({"components": [{"template": pod("p")}]})).unwrap();
+    assert!(!minimal.suspend && minimal.managed_by.is_none());
+}
+
+#[test]
+fn results_without_the_initiated_status_still_record_the_kind() {
+    let mut aw = appwrapper(vec![job("j", 1)]);
+    aw.spec.suspend = false;
+    aw.has_finalizer = true;
+    let step = reconcile(&aw, &Observed::default(), &cfg(), t(T0)).unwrap();
+    aw.status = step.status;
+    let step = reconcile(&aw, &Observed::default(), &cfg(), t(T0)).unwrap();
+    aw.status = step.status;
+    assert_eq!(aw.status.phase, Phase::Resuming);
+    let obs = Observed {
+        create_results: vec![Some(CreateResult::Created { name: "j".into() })],
+        ..Default::default()
+    };
+    let step = reconcile(&aw, &obs, &cfg(), t(T0)).unwrap();
+    let cs = &step.status.component_status[0];
+    assert_eq!(
+        (cs.name.as_str(), cs.kind.as_str(), cs.api_version.as_str()),
+        ("j", "Job", "batch/v1")
+    );
+    assert_eq!(step.status.phase, Phase::Running);
+}
+
 // ---------------------------------------------------------------- Empty
 
 #[test]
