@@ -132,9 +132,9 @@ fn simulate(shape: &Shape) -> Report {
                 let created = k as i64 * class.interval_ms;
                 let name = format!("{}-{k}", class.name);
                 let wl = Workload {
-                    namespace: format!("ns-{cq}"),
+                    namespace: format!("ns-{cq}").into(),
                     name: name.clone(),
-                    uid: format!("{cq}-{name}"),
+                    uid: format!("{cq}-{name}").into(),
                     job_uid: None,
                     queue_name: "lq".into(),
                     priority: class.priority,

@@ -71,7 +71,7 @@ enum Input {
     Namespace(Event<Namespace>),
     Workload(Event<api::Workload>),
     Written {
-        key: String,
+        key: Key,
         outcome: Outcome,
         /// The Workload as the write left it, and the resourceVersion the
         /// controller held when it started the write.
@@ -100,11 +100,10 @@ enum Outcome {
 }
 
 /// What the controller keeps of a Workload besides the engine's view: what
-/// a status write needs.
+/// a status write needs. Its namespace and name are in its key, its
+/// LocalQueue in the engine's view.
 #[derive(Debug, Clone)]
 struct Meta {
-    namespace: String,
-    name: String,
     resource_version: String,
     conditions: Vec<Condition>,
     generation: Option<i64>,
@@ -112,10 +111,36 @@ struct Meta {
     /// quota. Without one, an eviction releases it at once.
     owned: bool,
     created_ms: i64,
-    /// `spec.queueName`: its LocalQueue in `namespace`.
-    queue_name: String,
     /// `status.schedulingStats.evictions`, counted on by an eviction.
     evictions: Vec<api::WorkloadSchedulingStatsEviction>,
+}
+
+impl Meta {
+    fn of(wl: &api::Workload, engine_wl: &crate::queueing::Workload) -> Meta {
+        let owned = wl
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true));
+        Meta {
+            resource_version: wl.resource_version().unwrap_or_default(),
+            conditions: wl
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.clone())
+                .unwrap_or_default(),
+            generation: wl.metadata.generation,
+            owned,
+            created_ms: engine_wl.created,
+            evictions: wl
+                .status
+                .as_ref()
+                .and_then(|s| s.scheduling_stats.as_ref())
+                .and_then(|s| s.evictions.clone())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -139,11 +164,15 @@ enum Write {
     },
 }
 
+/// `namespace/name`, or `name` for a cluster-scoped object. A Workload's
+/// key is one allocation shared by every set and map here that holds it.
+type Key = Arc<str>;
+
 /// Kinds whose first full list has arrived, and the keys seen in a re-list.
 #[derive(Default)]
 struct Listing {
     done: bool,
-    seen: Option<HashSet<String>>,
+    seen: Option<HashSet<Key>>,
 }
 
 pub struct Controller {
@@ -152,19 +181,19 @@ pub struct Controller {
     started: bool,
     initial: ClusterObjects,
     listings: [Listing; 5],
-    known: [HashSet<String>; 5],
-    meta: HashMap<String, Meta>,
+    known: [HashSet<Key>; 5],
+    meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
     /// it to run again.
-    drained: HashSet<String>,
+    drained: HashSet<Key>,
     /// Per Workload, the writes waiting for the one in flight.
-    queued: HashMap<String, VecDeque<Write>>,
+    queued: HashMap<Key, VecDeque<Write>>,
     /// Pending reasons decided and not written yet (the latest per
     /// Workload, and since when one has been due), oldest first in
     /// `pending_order`; see [`PENDING_DELAY`].
-    pending_due: HashMap<String, (Write, Instant)>,
-    pending_order: VecDeque<(Instant, String)>,
-    busy: HashSet<String>,
+    pending_due: HashMap<Key, (Write, Instant)>,
+    pending_order: VecDeque<(Instant, Key)>,
+    busy: HashSet<Key>,
     decision_lane: Arc<Semaphore>,
     pending_lane: Arc<Semaphore>,
     tx: mpsc::UnboundedSender<Input>,
@@ -220,6 +249,11 @@ fn key(ns: Option<&str>, name: &str) -> String {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
     }
+}
+
+/// A Workload's namespace and name, from its key.
+fn split_key(key: &str) -> (&str, &str) {
+    key.split_once('/').unwrap_or(("", key))
 }
 
 impl Controller {
@@ -401,19 +435,19 @@ impl Controller {
         ev: Event<K>,
         mut upsert: impl FnMut(&mut Self, &K),
     ) {
-        let k = |o: &K| key(o.namespace().as_deref(), &o.name_any());
+        let k = |o: &K| -> Key { key(o.namespace().as_deref(), &o.name_any()).into() };
         match ev {
             Event::Init => self.listings[kind].seen = Some(HashSet::new()),
             Event::InitApply(o) => {
+                let k = self.known_key(kind, k(&o));
                 if let Some(seen) = &mut self.listings[kind].seen {
-                    seen.insert(k(&o));
+                    seen.insert(k);
                 }
-                self.known[kind].insert(k(&o));
                 upsert(self, &o);
             }
             Event::InitDone => {
                 let seen = self.listings[kind].seen.take().unwrap_or_default();
-                let gone: Vec<String> = self.known[kind]
+                let gone: Vec<Key> = self.known[kind]
                     .iter()
                     .filter(|k| !seen.contains(*k))
                     .cloned()
@@ -424,10 +458,29 @@ impl Controller {
                 self.listings[kind].done = true;
             }
             Event::Apply(o) => {
-                self.known[kind].insert(k(&o));
+                self.known_key(kind, k(&o));
                 upsert(self, &o);
             }
             Event::Delete(o) => self.delete(kind, &k(&o)),
+        }
+    }
+
+    /// The known set's copy of `k`, added if new.
+    fn known_key(&mut self, kind: usize, k: Key) -> Key {
+        match self.known[kind].get(&k) {
+            Some(known) => known.clone(),
+            None => {
+                self.known[kind].insert(k.clone());
+                k
+            }
+        }
+    }
+
+    /// The shared copy of a Workload's key.
+    fn shared_key(&self, k: &str) -> Key {
+        match self.meta.get_key_value(k) {
+            Some((k, _)) => k.clone(),
+            None => k.into(),
         }
     }
 
@@ -463,6 +516,7 @@ impl Controller {
 
     fn on_workload(&mut self, wl: &api::Workload) {
         let k = key(wl.metadata.namespace.as_deref(), &wl.name_any());
+        let k = self.known_key(WORKLOADS, k.into());
         let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
         let engine_wl = match translation::workload(wl) {
             Ok(w) => w,
@@ -471,31 +525,7 @@ impl Controller {
                 return;
             }
         };
-        let owned = wl
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|o| o.controller == Some(true));
-        self.meta.insert(
-            k.clone(),
-            Meta {
-                namespace: wl.metadata.namespace.clone().unwrap_or_default(),
-                name: wl.name_any(),
-                resource_version: wl.resource_version().unwrap_or_default(),
-                conditions: conds.cloned().unwrap_or_default(),
-                generation: wl.metadata.generation,
-                owned,
-                created_ms: engine_wl.created,
-                queue_name: engine_wl.queue_name.clone(),
-                evictions: wl
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.scheduling_stats.as_ref())
-                    .and_then(|s| s.evictions.clone())
-                    .unwrap_or_default(),
-            },
-        );
+        self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
         if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
             self.drained.insert(k.clone());
         } else {
@@ -562,6 +592,7 @@ impl Controller {
                 message,
             } => (workload, Write::Pending { reason, message }),
         };
+        let k = self.shared_key(&k);
         self.status_due = true;
         if matches!(w, Write::Pending { .. }) {
             // A newer pending reason replaces one not yet written.
@@ -588,13 +619,16 @@ impl Controller {
     /// stopped queue drained once that queue runs again
     /// (`ClusterQueueRestarted`, `LocalQueueRestarted`).
     fn requeue_drained(&mut self) {
-        let keys: Vec<String> = self.drained.iter().cloned().collect();
+        let keys: Vec<Key> = self.drained.iter().cloned().collect();
         for k in keys {
             let Some(m) = self.meta.get(&k) else {
                 self.drained.remove(&k);
                 continue;
             };
-            let lq = self.engine.local_queue(&m.namespace, &m.queue_name);
+            let lq = self
+                .engine
+                .workload(&k)
+                .and_then(|wl| self.engine.local_queue(&wl.namespace, &wl.queue_name));
             let w = match drained_by(&m.conditions) {
                 Some(from @ "ClusterQueueStopped") => lq
                     .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue))
@@ -675,7 +709,8 @@ impl Controller {
             }
             return;
         };
-        self.busy.insert(k.to_string());
+        let k = self.shared_key(k);
+        self.busy.insert(k.clone());
         let lane = match w {
             Write::Pending { .. } => self.pending_lane.clone(),
             _ => self.decision_lane.clone(),
@@ -683,21 +718,20 @@ impl Controller {
         let client = self.client.clone();
         let tx = self.tx.clone();
         let recorder = self.recorder.clone();
-        let k = k.to_string();
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
-            let (outcome, written) = write_workload(&client, meta.clone(), &w).await;
+            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
-                key: k,
+                key: k.clone(),
                 outcome,
                 written: written.map(Box::new),
                 based_on,
             });
             // After the engine has the outcome: the event never delays it.
             if landed {
-                event(&recorder, &meta, &w);
+                event(&recorder, &k, &meta, &w);
             }
         });
     }
@@ -1058,10 +1092,12 @@ pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Opti
 /// The outcome, and the Workload as a write that landed left it.
 async fn write_workload(
     client: &Client,
+    key: &str,
     mut meta: Meta,
     w: &Write,
 ) -> (Outcome, Option<api::Workload>) {
-    let api = Api::<api::Workload>::namespaced(client.clone(), &meta.namespace);
+    let (namespace, name) = split_key(key);
+    let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
     let refused = match w {
         Write::Admit(_) => Outcome::AdmissionRefused,
         _ => Outcome::Done,
@@ -1091,7 +1127,7 @@ async fn write_workload(
             "status": status,
         });
         match api
-            .patch_status(&meta.name, &params(), &Patch::Merge(&patch))
+            .patch_status(name, &params(), &Patch::Merge(&patch))
             .await
         {
             Ok(written) => {
@@ -1103,7 +1139,7 @@ async fn write_workload(
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 // Changed since we looked: read it again and re-decide.
-                match api.get_opt(&meta.name).await {
+                match api.get_opt(name).await {
                     Ok(Some(fresh)) => {
                         meta.resource_version = fresh.resource_version().unwrap_or_default();
                         meta.conditions = fresh
@@ -1126,14 +1162,14 @@ async fn write_workload(
                     }
                     Ok(None) => return (refused, None),
                     Err(e) => {
-                        warn!(workload = %meta.name, error = %e, "re-reading Workload");
+                        warn!(workload = %name, error = %e, "re-reading Workload");
                         return (refused, None);
                     }
                 }
             }
             Err(kube::Error::Api(e)) if e.code == 404 => return (refused, None),
             Err(e) => {
-                warn!(workload = %meta.name, error = %e, "Workload status not written");
+                warn!(workload = %name, error = %e, "Workload status not written");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
@@ -1204,7 +1240,8 @@ impl Events {
 
 /// The event a landed write is announced with (the shape kube's
 /// `Recorder` gives: events.k8s.io/v1, named after the Workload).
-fn event(events: &Events, meta: &Meta, w: &Write) {
+fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
+    let (namespace, name) = split_key(key);
     let (reason, note) = match w {
         Write::Admit(a) => {
             let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
@@ -1227,14 +1264,14 @@ fn event(events: &Events, meta: &Meta, w: &Write) {
     let reference = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some("kueue.x-k8s.io/v1beta2".into()),
         kind: Some("Workload".into()),
-        name: Some(meta.name.clone()),
-        namespace: Some(meta.namespace.clone()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
         ..Default::default()
     };
     events.publish(KEvent {
         metadata: ObjectMeta {
-            namespace: Some(meta.namespace.clone()),
-            name: Some(format!("{}.{:x}", meta.name, now.as_nanosecond())),
+            namespace: Some(namespace.to_string()),
+            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
             ..Default::default()
         },
         action: Some(reason.into()),

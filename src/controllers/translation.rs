@@ -298,15 +298,22 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
     let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
     let mut pod_sets = Vec::new();
     for (i, ps) in wl.spec.pod_sets.iter().flatten().enumerate() {
-        let spec = ps.template.spec.clone().unwrap_or_default();
-        let requests = pod_requests(&spec).map_err(|e| TranslationError {
+        let no_spec;
+        let spec = match &ps.template.spec {
+            Some(spec) => spec,
+            None => {
+                no_spec = PodSpec::default();
+                &no_spec
+            }
+        };
+        let requests = pod_requests(spec).map_err(|e| TranslationError {
             field: format!("spec.podSets[{i}].template.spec.{}", e.field),
             message: e.message,
         })?;
         pod_sets.push(queueing::PodSet {
-            name: ps.name.clone(),
+            name: ps.name.as_str().into(),
             count: ps.count.max(0) as u32,
-            requests,
+            requests: requests.into(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
         });
@@ -316,15 +323,15 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
         _ => None,
     };
     Ok(queueing::Workload {
-        namespace: wl.metadata.namespace.clone().unwrap_or_default(),
+        namespace: wl.metadata.namespace.as_deref().unwrap_or_default().into(),
         name: wl.metadata.name.clone().unwrap_or_default(),
-        uid: wl.metadata.uid.clone().unwrap_or_default(),
+        uid: wl.metadata.uid.as_deref().unwrap_or_default().into(),
         job_uid: wl
             .metadata
             .labels
             .as_ref()
             .and_then(|l| l.get(crate::workload::JOB_UID_LABEL).cloned()),
-        queue_name: wl.spec.queue_name.clone().unwrap_or_default(),
+        queue_name: wl.spec.queue_name.as_deref().unwrap_or_default().into(),
         priority: wl.spec.priority.unwrap_or(0),
         created: wl
             .metadata

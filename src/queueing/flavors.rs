@@ -333,7 +333,7 @@ pub(crate) fn assign(
             requests.insert("pods".into(), i64::from(ps.count) * 1000);
         }
         let mut result = PodSetResult {
-            name: ps.name.clone(),
+            name: ps.name.to_string(),
             count: ps.count,
             requests,
             flavors: BTreeMap::new(),

@@ -271,9 +271,9 @@ impl Model {
                 let wl = Workload {
                     namespace: NS.into(),
                     name: name.clone(),
-                    uid: format!("uid-{name}"),
+                    uid: format!("uid-{name}").into(),
                     job_uid: None,
-                    queue_name: self.local_queues[queue].name.clone(),
+                    queue_name: self.local_queues[queue].name.as_str().into(),
                     priority,
                     created: self.now,
                     active: true,
@@ -445,7 +445,7 @@ impl Model {
                     let lq = self
                         .local_queues
                         .iter()
-                        .find(|l| l.name == wl.queue_name)
+                        .find(|l| *l.name == *wl.queue_name)
                         .expect("known lq");
                     prop_assert_eq!(&lq.cluster_queue, &admission.cluster_queue);
                     prop_assert!(

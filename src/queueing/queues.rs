@@ -22,12 +22,13 @@ pub(crate) struct QueueOrder {
 }
 
 impl QueueOrder {
-    pub fn of(wl: &Workload) -> Self {
+    /// `key` is the engine's copy of the workload's key.
+    pub fn of(key: &Arc<str>, wl: &Workload) -> Self {
         QueueOrder {
             priority: Reverse(wl.priority),
             created: wl.created,
-            uid: wl.uid.as_str().into(),
-            key: wl.key().into(),
+            uid: wl.uid.clone(),
+            key: key.clone(),
             shape: wl.shape_hash(),
         }
     }

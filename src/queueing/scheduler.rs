@@ -18,6 +18,7 @@
 //! with `status.admission` as holding quota.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::{
     cluster_queue::{
@@ -177,7 +178,7 @@ pub struct ClusterObjects {
 
 #[derive(Debug, Clone)]
 struct Holding {
-    cq: String,
+    cq: Arc<str>,
     usage: Usage,
     admission: Admission,
     reserved_at: i64,
@@ -191,18 +192,20 @@ enum State {
     /// In no queue: inactive, or its queues are missing or stopped.
     Parked,
     Queued {
-        cq: String,
+        cq: Arc<str>,
     },
-    Holding(Holding),
+    /// Boxed: few workloads hold quota at a time, many wait.
+    Holding(Box<Holding>),
 }
 
 #[derive(Debug, Clone)]
 struct Record {
     wl: Workload,
     state: State,
-    /// The pending status to report, and the one last reported.
-    pending: Option<(PendingReason, String)>,
-    reported: Option<(PendingReason, String)>,
+    /// The pending status to report, and the one last reported (sharing
+    /// the message).
+    pending: Option<(PendingReason, Arc<str>)>,
+    reported: Option<(PendingReason, Arc<str>)>,
 }
 
 /// The queueing engine. Pure: time comes in as a parameter of
@@ -211,20 +214,75 @@ struct Record {
 pub struct Engine {
     flavors: BTreeMap<String, ResourceFlavor>,
     cluster_queues: BTreeMap<String, ClusterQueue>,
-    local_queues: BTreeMap<(String, String), LocalQueue>,
+    /// By namespace, then name.
+    local_queues: BTreeMap<String, BTreeMap<String, LocalQueue>>,
     namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    workloads: BTreeMap<String, Record>,
+    /// By `namespace/name`; the key is shared with the queues and sets below.
+    /// Records are boxed: the map's nodes stay small and fuller.
+    workloads: BTreeMap<Arc<str>, Box<Record>>,
     /// Keys of the workloads holding quota, by ClusterQueue name (also for
     /// queues that were deleted under them).
-    holders: BTreeMap<String, BTreeSet<String>>,
+    holders: BTreeMap<String, BTreeSet<Arc<str>>>,
     /// Pending workloads of every existing ClusterQueue.
     queues: BTreeMap<String, PendingQueue>,
     quota: QuotaTree,
     /// Workloads whose pending status changed since the last cycle.
-    dirty: BTreeSet<String>,
+    dirty: BTreeSet<Arc<str>>,
     /// Holding workloads that may have to be evicted (drain, deactivation).
-    drain: BTreeSet<String>,
+    drain: BTreeSet<Arc<str>>,
     reported_status: BTreeMap<String, ClusterQueueStatus>,
+    /// The names workloads share (see [`Names`]).
+    names: Names,
+}
+
+/// One shared copy of each name that many workloads repeat: namespaces,
+/// LocalQueue, ClusterQueue, pod set and resource names. Names no workload
+/// uses any more are dropped as the set grows.
+#[derive(Debug, Default)]
+struct Names {
+    set: std::collections::HashSet<Arc<str>>,
+    /// Size after the last sweep: the next one waits until it doubles.
+    swept: usize,
+}
+
+impl Names {
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.set.get(name) {
+            return n.clone();
+        }
+        if self.set.len() >= 2 * self.swept.max(64) {
+            self.set.retain(|n| Arc::strong_count(n) > 1);
+            self.swept = self.set.len();
+        }
+        let n: Arc<str> = name.into();
+        self.set.insert(n.clone());
+        n
+    }
+
+    /// Replaces `name` by the shared copy.
+    fn share(&mut self, name: &mut Arc<str>) {
+        if let Some(n) = self.set.get(&**name) {
+            *name = n.clone();
+        } else {
+            *name = self.intern(name);
+        }
+    }
+
+    /// The workload's repeated names replaced by shared copies, and its
+    /// lists without spare capacity: it is kept as long as it waits.
+    fn share_workload(&mut self, wl: &mut Workload) {
+        self.share(&mut wl.namespace);
+        self.share(&mut wl.queue_name);
+        wl.pod_sets.shrink_to_fit();
+        for ps in &mut wl.pod_sets {
+            self.share(&mut ps.name);
+            ps.requests.shrink_to_fit();
+            for r in ps.requests.names_mut() {
+                self.share(r);
+            }
+            ps.tolerations.shrink_to_fit();
+        }
+    }
 }
 
 /// The ClusterQueue's path in messages: `/cohort/queue` or `/queue`.
@@ -253,7 +311,9 @@ impl Engine {
         }
         for lq in objects.local_queues {
             e.local_queues
-                .insert((lq.namespace.clone(), lq.name.clone()), lq);
+                .entry(lq.namespace.clone())
+                .or_default()
+                .insert(lq.name.clone(), lq);
         }
         for (name, labels) in objects.namespaces {
             e.namespaces.insert(name, labels);
@@ -306,7 +366,7 @@ impl Engine {
             self.replace_all();
         }
         self.refresh_queued_status(&name);
-        let holders: Vec<String> = self
+        let holders: Vec<Arc<str>> = self
             .holders
             .get(&name)
             .into_iter()
@@ -340,27 +400,35 @@ impl Engine {
     }
 
     pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
-        let key = (lq.namespace.clone(), lq.name.clone());
-        if self.local_queues.get(&key) == Some(&lq) {
+        if self.local_queue(&lq.namespace, &lq.name) == Some(&lq) {
             return;
         }
-        self.local_queues.insert(key.clone(), lq);
-        self.after_local_queue_change(&key);
+        let (ns, name) = (lq.namespace.clone(), lq.name.clone());
+        self.local_queues
+            .entry(ns.clone())
+            .or_default()
+            .insert(name.clone(), lq);
+        self.after_local_queue_change(&ns, &name);
     }
 
     pub fn delete_local_queue(&mut self, namespace: &str, name: &str) {
-        let key = (namespace.to_string(), name.to_string());
-        if self.local_queues.remove(&key).is_some() {
-            self.after_local_queue_change(&key);
+        let Some(in_ns) = self.local_queues.get_mut(namespace) else {
+            return;
+        };
+        if in_ns.remove(name).is_some() {
+            if in_ns.is_empty() {
+                self.local_queues.remove(namespace);
+            }
+            self.after_local_queue_change(namespace, name);
         }
     }
 
-    fn after_local_queue_change(&mut self, (ns, name): &(String, String)) {
-        let members: Vec<String> = self
+    fn after_local_queue_change(&mut self, ns: &str, name: &str) {
+        let members: Vec<Arc<str>> = self
             .workloads
-            .values()
-            .filter(|r| &r.wl.namespace == ns && &r.wl.queue_name == name)
-            .map(|r| r.wl.key())
+            .iter()
+            .filter(|(_, r)| &*r.wl.namespace == ns && &*r.wl.queue_name == name)
+            .map(|(k, _)| k.clone())
             .collect();
         for key in members {
             self.place(&key);
@@ -385,33 +453,38 @@ impl Engine {
 
     /// A workload was created or changed (including its `status.admission`
     /// as written by anyone).
-    pub fn upsert_workload(&mut self, wl: Workload) {
+    pub fn upsert_workload(&mut self, mut wl: Workload) {
         let key = wl.key();
         if wl.finished {
             self.finish_workload(&key);
             return;
         }
-        if self.workloads.get(&key).is_some_and(|r| r.wl == wl) {
+        if self.workloads.get(&*key).is_some_and(|r| r.wl == wl) {
             // Unchanged (e.g. our own Pending write coming back): keep its
             // place, stickiness and set-aside state.
             return;
         }
-        let Some(rec) = self.workloads.get_mut(&key) else {
+        self.names.share_workload(&mut wl);
+        let Some(key) = self.workloads.get_key_value(&*key).map(|(k, _)| k.clone()) else {
+            let key: Arc<str> = key.into();
             let admission = wl.admission.clone();
             let created = wl.created;
             self.workloads.insert(
                 key.clone(),
-                Record {
+                Box::new(Record {
                     wl,
                     state: State::Parked,
                     pending: None,
                     reported: None,
-                },
+                }),
             );
             match admission {
                 Some(a) => self.hold(&key, a, created, true),
                 None => self.place(&key),
             }
+            return;
+        };
+        let Some(rec) = self.workloads.get_mut(&key) else {
             return;
         };
         match &mut rec.state {
@@ -486,10 +559,7 @@ impl Engine {
     pub fn reject_admission(&mut self, key: &str) {
         let assumed = matches!(
             self.workloads.get(key).map(|r| &r.state),
-            Some(State::Holding(Holding {
-                confirmed: false,
-                ..
-            }))
+            Some(State::Holding(h)) if !h.confirmed
         );
         if assumed {
             self.requeue_after_release(key);
@@ -501,7 +571,7 @@ impl Engine {
     pub fn confirm_eviction(&mut self, key: &str) {
         let evicting = matches!(
             self.workloads.get(key).map(|r| &r.state),
-            Some(State::Holding(Holding { evicting: true, .. }))
+            Some(State::Holding(h)) if h.evicting
         );
         if evicting {
             if let Some(rec) = self.workloads.get_mut(key) {
@@ -521,11 +591,8 @@ impl Engine {
             .flatten()
             .filter(|k| {
                 matches!(
-                    self.workloads.get(*k).map(|r| &r.state),
-                    Some(State::Holding(Holding {
-                        confirmed: true,
-                        ..
-                    }))
+                    self.workloads.get(&**k).map(|r| &r.state),
+                    Some(State::Holding(h)) if h.confirmed
                 )
             })
             .count();
@@ -565,12 +632,11 @@ impl Engine {
     /// pending (queued or parked behind the queue), reserving and admitted
     /// workloads, and the quota its admitted workloads hold per flavor.
     pub fn local_queue_statuses(&self) -> Vec<LocalQueueStatus> {
-        let mut out: BTreeMap<(String, String), LocalQueueStatus> = self
-            .local_queues
-            .values()
+        let mut out: BTreeMap<(&str, &str), LocalQueueStatus> = self
+            .local_queues()
             .map(|lq| {
                 (
-                    (lq.namespace.clone(), lq.name.clone()),
+                    (lq.namespace.as_str(), lq.name.as_str()),
                     LocalQueueStatus {
                         namespace: lq.namespace.clone(),
                         name: lq.name.clone(),
@@ -580,8 +646,7 @@ impl Engine {
             })
             .collect();
         for rec in self.workloads.values() {
-            let Some(st) = out.get_mut(&(rec.wl.namespace.clone(), rec.wl.queue_name.clone()))
-            else {
+            let Some(st) = out.get_mut(&(&*rec.wl.namespace, &*rec.wl.queue_name)) else {
                 continue;
             };
             match &rec.state {
@@ -609,13 +674,18 @@ impl Engine {
         out.into_values().collect()
     }
 
+    /// In namespace, then name order.
     pub fn local_queues(&self) -> impl Iterator<Item = &LocalQueue> {
-        self.local_queues.values()
+        self.local_queues.values().flat_map(BTreeMap::values)
     }
 
     pub fn local_queue(&self, namespace: &str, name: &str) -> Option<&LocalQueue> {
-        self.local_queues
-            .get(&(namespace.to_string(), name.to_string()))
+        self.local_queues.get(namespace)?.get(name)
+    }
+
+    /// The workload as last upserted, while the engine knows it.
+    pub fn workload(&self, key: &str) -> Option<&Workload> {
+        Some(&self.workloads.get(key)?.wl)
     }
 
     pub fn cluster_queue(&self, name: &str) -> Option<&ClusterQueue> {
@@ -694,29 +764,40 @@ impl Engine {
             .workloads
             .values()
             .filter_map(|r| match &r.state {
-                State::Holding(h) => Some((h.cq.as_str(), &h.usage)),
+                State::Holding(h) => Some((&*h.cq, &h.usage)),
                 _ => None,
             })
             .collect();
         self.quota = QuotaTree::build(self.cluster_queues.values(), usage);
     }
 
+    /// The map's own copy of `key`, to share.
+    fn shared_key(&self, key: &str) -> Option<Arc<str>> {
+        self.workloads.get_key_value(key).map(|(k, _)| k.clone())
+    }
+
     fn set_pending(&mut self, key: &str, status: Option<(PendingReason, String)>) {
-        if let Some(rec) = self.workloads.get_mut(key) {
-            rec.pending = status;
-            self.dirty.insert(key.to_string());
+        let Some(key) = self.shared_key(key) else {
+            return;
+        };
+        if let Some(rec) = self.workloads.get_mut(&key) {
+            rec.pending = status.map(|(reason, message)| (reason, message.into()));
+            self.dirty.insert(key);
         }
     }
 
     /// Takes the workload out of whatever queue it waits in.
     fn unqueue(&mut self, key: &str) {
-        let Some(rec) = self.workloads.get_mut(key) else {
+        let Some((k, rec)) = self.workloads.get_key_value(key) else {
             return;
         };
-        if let State::Queued { cq } = &rec.state {
-            if let Some(q) = self.queues.get_mut(cq) {
-                q.remove(&QueueOrder::of(&rec.wl));
-            }
+        let State::Queued { cq } = &rec.state else {
+            return;
+        };
+        if let Some(q) = self.queues.get_mut(&**cq) {
+            q.remove(&QueueOrder::of(k, &rec.wl));
+        }
+        if let Some(rec) = self.workloads.get_mut(key) {
             rec.state = State::Parked;
         }
     }
@@ -731,9 +812,7 @@ impl Engine {
             return;
         }
         let wl = &rec.wl;
-        let lq = self
-            .local_queues
-            .get(&(wl.namespace.clone(), wl.queue_name.clone()));
+        let lq = self.local_queue(&wl.namespace, &wl.queue_name);
         let target = if !wl.active {
             Err(None)
         } else {
@@ -751,20 +830,24 @@ impl Engine {
                         PendingReason::Misconfigured,
                         format!("ClusterQueue {} doesn't exist", lq.cluster_queue),
                     ))),
-                    Some(cq) => Ok(cq.name.clone()),
+                    Some(cq) => Ok(cq.name.as_str()),
                 },
             }
         };
-        let current = match &rec.state {
-            State::Queued { cq } => Some(cq.clone()),
+        let queued_in = match &rec.state {
+            State::Queued { cq } => Some(&**cq),
             _ => None,
         };
         match target {
-            Ok(cq) if current.as_ref() == Some(&cq) => {}
+            Ok(cq) if queued_in == Some(cq) => {}
             Ok(cq) => {
+                let cq = self.names.intern(cq);
                 self.unqueue(key);
-                let order = QueueOrder::of(&self.workloads[key].wl);
-                if let Some(q) = self.queues.get_mut(&cq) {
+                let Some((k, rec)) = self.workloads.get_key_value(key) else {
+                    return;
+                };
+                let order = QueueOrder::of(k, &rec.wl);
+                if let Some(q) = self.queues.get_mut(&*cq) {
                     q.push(order);
                 }
                 if let Some(rec) = self.workloads.get_mut(key) {
@@ -772,7 +855,7 @@ impl Engine {
                 }
                 let inactive = self
                     .cluster_queues
-                    .get(&cq)
+                    .get(&*cq)
                     .and_then(|c| self.inactive_status(c));
                 if inactive.is_some() {
                     self.set_pending(key, inactive);
@@ -788,7 +871,7 @@ impl Engine {
     }
 
     fn replace_all(&mut self) {
-        let keys: Vec<String> = self.workloads.keys().cloned().collect();
+        let keys: Vec<Arc<str>> = self.workloads.keys().cloned().collect();
         for key in keys {
             self.place(&key);
         }
@@ -827,28 +910,31 @@ impl Engine {
 
     /// Starts holding quota for an admission.
     fn hold(&mut self, key: &str, admission: Admission, now: i64, confirmed: bool) {
-        self.unqueue(key);
+        let Some(key) = self.shared_key(key) else {
+            return;
+        };
+        self.unqueue(&key);
         let usage = admission.usage();
-        let cq = admission.cluster_queue.clone();
+        let cq = self.names.intern(&admission.cluster_queue);
         self.quota.add(&cq, &usage);
         self.holders
-            .entry(cq.clone())
+            .entry(cq.to_string())
             .or_default()
-            .insert(key.to_string());
-        if let Some(rec) = self.workloads.get_mut(key) {
-            rec.state = State::Holding(Holding {
+            .insert(key.clone());
+        if let Some(rec) = self.workloads.get_mut(&key) {
+            rec.state = State::Holding(Box::new(Holding {
                 cq,
                 usage,
                 admission,
                 reserved_at: now,
                 confirmed,
                 evicting: false,
-            });
+            }));
             rec.pending = None;
             rec.reported = None;
         }
-        self.dirty.remove(key);
-        self.drain.insert(key.to_string());
+        self.dirty.remove(&key);
+        self.drain.insert(key);
     }
 
     /// Stops holding quota and lets set-aside workloads of the queue and
@@ -861,13 +947,13 @@ impl Engine {
             return;
         };
         self.quota.remove(&h.cq, &h.usage);
-        if let Some(set) = self.holders.get_mut(&h.cq) {
+        if let Some(set) = self.holders.get_mut(&*h.cq) {
             set.remove(key);
             if set.is_empty() {
-                self.holders.remove(&h.cq);
+                self.holders.remove(&*h.cq);
             }
         }
-        let mut affected = vec![h.cq.clone()];
+        let mut affected = vec![h.cq.to_string()];
         affected.extend(self.quota.cohort_peers(&h.cq).map(str::to_string));
         self.requeue_inadmissible(affected.iter().map(String::as_str));
     }

@@ -27,7 +27,7 @@ impl Engine {
         }
         if self
             .cluster_queues
-            .get(&h.cq)
+            .get(&*h.cq)
             .is_some_and(|c| c.stop_policy == StopPolicy::HoldAndDrain)
         {
             return Some((
@@ -36,8 +36,7 @@ impl Engine {
             ));
         }
         if self
-            .local_queues
-            .get(&(rec.wl.namespace.clone(), rec.wl.queue_name.clone()))
+            .local_queue(&rec.wl.namespace, &rec.wl.queue_name)
             .is_some_and(|l| l.stop_policy == StopPolicy::HoldAndDrain)
         {
             return Some((
@@ -61,7 +60,7 @@ impl Engine {
             }
             if let Some((reason, message)) = self.eviction_due(rec, h) {
                 out.push(Decision::Evict {
-                    workload: key.clone(),
+                    workload: key.to_string(),
                     reason,
                     message: message.to_string(),
                     preempted_reason: None,
@@ -270,8 +269,8 @@ impl Engine {
             for t in &entry.targets {
                 preempted.insert(t.key.clone(), t.clone());
                 let already = matches!(
-                    self.workloads.get(&t.key).map(|r| &r.state),
-                    Some(State::Holding(Holding { evicting: true, .. }))
+                    self.workloads.get(&*t.key).map(|r| &r.state),
+                    Some(State::Holding(h)) if h.evicting
                 );
                 if already {
                     continue;
@@ -377,11 +376,11 @@ impl Engine {
             if matches!(rec.state, State::Holding(_)) || rec.pending == rec.reported {
                 continue;
             }
-            if let Some((reason, message)) = rec.pending.clone() {
+            if let Some((reason, message)) = &rec.pending {
                 out.push(Decision::Pending {
-                    workload: key.clone(),
-                    reason,
-                    message,
+                    workload: key.to_string(),
+                    reason: *reason,
+                    message: message.to_string(),
                 });
             }
             rec.reported = rec.pending.clone();

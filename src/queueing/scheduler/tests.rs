@@ -66,9 +66,9 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
     Workload {
         namespace: NS.into(),
         name: name.into(),
-        uid: format!("uid-{name}"),
+        uid: format!("uid-{name}").into(),
         job_uid: None,
-        queue_name: format!("lq-{cq}"),
+        queue_name: format!("lq-{cq}").into(),
         priority,
         created,
         active: true,
@@ -372,7 +372,7 @@ fn node_labels_must_match_the_node_selector() {
 fn a_resource_without_a_group_is_unavailable() {
     let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
     let mut w = wl("gpu", "a", 0, 1, 1);
-    w.pod_sets[0].requests.insert("nvidia.com/gpu".into(), 1000);
+    w.pod_sets[0].requests.insert("nvidia.com/gpu", 1000);
     e.upsert_workload(w);
     let c = e.schedule(0);
     assert_eq!(
