@@ -178,7 +178,8 @@ fn names_scope_subresources_and_columns_are_kueues() {
         ),
         ("Cohort", "cohorts", "Cluster", &[][..], true),
     ];
-    assert_eq!(crd::all().len(), expect.len());
+    // Kueue's kinds, and the AppWrapper (below).
+    assert_eq!(crd::all().len(), expect.len() + 1);
     for (kind, plural, scope, short, status) in expect {
         let c = generated(kind);
         assert_eq!(c["metadata"]["name"], format!("{plural}.kueue.x-k8s.io"));
@@ -264,6 +265,97 @@ fn names_scope_subresources_and_columns_are_kueues() {
     );
     assert!(columns("ResourceFlavor").is_empty());
     assert!(columns("Cohort").is_empty());
+}
+
+#[test]
+fn appwrapper_crd_is_upstreams() {
+    let c = generated("AppWrapper");
+    assert_eq!(c["metadata"]["name"], "appwrappers.workload.codeflare.dev");
+    assert_eq!(c["spec"]["group"], "workload.codeflare.dev");
+    assert_eq!(c["spec"]["scope"], "Namespaced");
+    assert_eq!(c["spec"]["names"]["plural"], "appwrappers");
+    assert_eq!(c["spec"]["names"]["singular"], "appwrapper");
+    assert_eq!(c["spec"]["names"]["shortNames"], json!(["aw"]));
+    assert_eq!(
+        c["spec"]["versions"][0]["subresources"]["status"],
+        json!({})
+    );
+    let columns: Vec<(String, String)> = c["spec"]["versions"][0]["additionalPrinterColumns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["jsonPath"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("Status", ".status.phase"),
+        (
+            "Quota Reserved",
+            ".status.conditions[?(@.type==\"QuotaReserved\")].status",
+        ),
+        (
+            "Resources Deployed",
+            ".status.conditions[?(@.type==\"ResourcesDeployed\")].status",
+        ),
+        (
+            "Unhealthy",
+            ".status.conditions[?(@.type==\"Unhealthy\")].status",
+        ),
+        ("Age", ".metadata.creationTimestamp"),
+    ];
+    assert_eq!(
+        columns,
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>()
+    );
+    let s = schema("AppWrapper");
+    let template = at(&s, "spec.components.[].template");
+    assert_eq!(template["x-kubernetes-embedded-resource"], true);
+    assert_eq!(template["x-kubernetes-preserve-unknown-fields"], true);
+    assert_eq!(template["type"], "object");
+    let required = |v: &Value| v["required"].clone();
+    assert_eq!(required(&at(&s, "spec")), json!(["components"]));
+    assert_eq!(required(&at(&s, "spec.components.[]")), json!(["template"]));
+    assert_eq!(
+        required(&at(&s, "spec.components.[].podSets.[]")),
+        json!(["path"])
+    );
+    let _ = at(&s, "spec.components.[].podSetInfos.[].schedulingGates");
+    let _ = at(&s, "status.resettingCount");
+    let conditions = at(&s, "status.conditions");
+    assert_eq!(conditions["x-kubernetes-list-type"], "map");
+    assert_eq!(conditions["x-kubernetes-list-map-keys"], json!(["type"]));
+    assert_eq!(
+        required(&at(&s, "status.componentStatus.[]")),
+        json!(["apiVersion", "kind", "name", "podSets"])
+    );
+    // An upstream sample reads into the types and writes back unchanged.
+    let sample = json!({
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": "sample-job", "labels": {"kueue.x-k8s.io/queue-name": "default-queue"},
+                     "annotations": {"workload.codeflare.dev.appwrapper/successTTLDuration": "1m"}},
+        "spec": {"components": [{
+            "podSets": [{"replicas": 1, "path": "template.spec.template", "annotations": {"a": "b"}}],
+            "podSetInfos": [{"labels": {"l": "v"}, "nodeSelector": {"zone": "a"},
+                             "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+                             "schedulingGates": [{"name": "g"}]}],
+            "template": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sample-job"},
+                         "spec": {"template": {"spec": {"restartPolicy": "Never",
+                             "containers": [{"name": "busybox", "image": "quay.io/project-codeflare/busybox:1.36",
+                                             "command": ["sh", "-c", "sleep 5"],
+                                             "resources": {"requests": {"cpu": 1}}}]}}}}}],
+                 "suspend": true, "managedBy": "workload.codeflare.dev/appwrapper-controller"},
+        "status": {"phase": "Running", "resettingCount": 2,
+                   "componentStatus": [{"name": "sample-job", "kind": "Job", "apiVersion": "batch/v1",
+                                        "podSets": [{"replicas": 1, "path": "template.spec.template"}]}]}
+    });
+    let back = round_trip::<batchgate::api::appwrapper::v1beta2::AppWrapper>(&sample);
+    assert_eq!(back, sample);
 }
 
 #[test]

@@ -21,6 +21,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::api::{
+    appwrapper::v1beta2::AppWrapper,
     kueue::v1beta2::{
         workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
         WorkloadPriorityClass,
@@ -56,7 +57,9 @@ pub fn kueue() -> Vec<Generated> {
 
 /// Every CRD batchgate serves.
 pub fn all() -> Vec<Generated> {
-    kueue()
+    let mut all = kueue();
+    all.push(finish(AppWrapper::crd()));
+    all
 }
 
 /// A CRD as one YAML document (starting with `---`).

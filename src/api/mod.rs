@@ -8,6 +8,7 @@
 //! priorities, CEL on embedded k8s types, int-or-string shapes) and renders
 //! the YAML kept in `manifests/crds/`.
 
+pub mod appwrapper;
 pub mod crd;
 pub mod kueue;
 pub mod schema;
