@@ -19,6 +19,7 @@ use crate::{
     cluster::{
         self,
         certsecret::{CertSecret, Managed},
+        discovery::{Discovery, KubeDiscovery, ResourceNames},
         sar::{KubeAuthorizer, SarClient},
     },
     config::{AdmissionMode, Config},
@@ -456,7 +457,20 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),
     }
-    let webhook = Arc::new(Webhook::new(policies, settings, facts));
+    // AppWrapper components are checked by kind → resource names found by
+    // discovery (kept once found); without a cluster every component is
+    // checked as `*` of its group.
+    let resources =
+        Arc::new(ResourceNames::new(reconcile_client.as_ref().map(|c| {
+            Arc::new(KubeDiscovery::new(c.clone())) as Arc<dyn Discovery>
+        })));
+    let aw = cfg.appwrapper.settings();
+    info!(
+        user_rbac_admission_check = aw.user_rbac_admission_check,
+        default_queue_name = aw.default_queue_name.as_deref().unwrap_or(""),
+        "AppWrapper admission ready"
+    );
+    let webhook = Arc::new(Webhook::new(policies, settings, facts).with_appwrapper(aw, resources));
     // Entitlement opt-ins live in the cluster, so without one no review
     // needs a SubjectAccessReview.
     let sar = reconcile_client.as_ref().map(|c| {

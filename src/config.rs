@@ -50,6 +50,37 @@ pub struct Config {
     pub reconciler: ReconcilerConfig,
     #[serde(default)]
     pub entitlement: EntitlementConfig,
+    #[serde(default)]
+    pub appwrapper: AppWrapperConfig,
+}
+
+/// AppWrapper admission, named as upstream's operator configuration names
+/// the same settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AppWrapperConfig {
+    /// Check that the requester may create every component (default true).
+    #[serde(rename = "userRBACAdmissionCheck")]
+    pub user_rbac_admission_check: Option<bool>,
+    /// The queue name given to AppWrappers without one (default none).
+    pub default_queue_name: Option<String>,
+}
+
+impl AppWrapperConfig {
+    /// The settings in force: configured, else the defaults.
+    pub fn settings(&self) -> crate::admission::appwrapper::Settings {
+        let d = crate::admission::appwrapper::Settings::default();
+        crate::admission::appwrapper::Settings {
+            user_rbac_admission_check: self
+                .user_rbac_admission_check
+                .unwrap_or(d.user_rbac_admission_check),
+            default_queue_name: self
+                .default_queue_name
+                .clone()
+                .filter(|q| !q.is_empty())
+                .or(d.default_queue_name),
+        }
+    }
 }
 
 /// SubjectAccessReview entitlement checks (see [`crate::entitlement`]).
@@ -227,6 +258,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn appwrapper_settings_use_upstreams_names() {
+        let cfg = Config::parse(
+            "c.yaml",
+            "appwrapper:\n  userRBACAdmissionCheck: false\n  defaultQueueName: team-queue\n",
+        )
+        .unwrap();
+        let s = cfg.appwrapper.settings();
+        assert!(!s.user_rbac_admission_check);
+        assert_eq!(s.default_queue_name.as_deref(), Some("team-queue"));
+        assert!(Config::parse("c.yaml", "appwrapper:\n  userRbacAdmissionCheck: false\n").is_err());
+    }
+
+    #[test]
     fn full_config_parses() {
         let cfg = Config::parse(
             "c.yaml",
@@ -249,6 +293,7 @@ probes:
         .unwrap();
         assert_eq!(cfg.namespace(), "queues");
         assert_eq!(cfg.manage_jobs_without_queue_name, Some(true));
+        assert!(cfg.appwrapper.settings().user_rbac_admission_check);
         assert_eq!(
             cfg.webhook.drain_timeout_seconds,
             Some(Duration::from_secs(5))

@@ -71,6 +71,8 @@ impl From<UserInfo> for Identity {
 pub struct ResourceAttributes {
     pub verb: String,
     pub group: String,
+    /// The API version (`v1`), or empty for any.
+    pub version: String,
     pub resource: String,
     pub subresource: String,
     pub namespace: String,
@@ -314,6 +316,23 @@ pub struct Need {
     pub subject: Subject,
     /// Why this is checked (the opt-in that asks for it), or empty.
     pub because: &'static str,
+    /// How a denial or a failure of this check reads.
+    pub wording: Wording,
+}
+
+/// How a check's denial and failure read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wording {
+    /// batchgate's own: who, what, which object and field asks, and what
+    /// RBAC would allow it.
+    #[default]
+    Batchgate,
+    /// project-codeflare/appwrapper's per-component check, as the field
+    /// error upstream returns on the subject's field:
+    /// `<field>: Forbidden: User <name> is not authorized to create
+    /// <resource> in <namespace>`, and `<field>: Internal error: <error>`
+    /// when the check could not be made.
+    AppWrapperComponent,
 }
 
 impl Need {
@@ -333,6 +352,12 @@ const PRIORITY_OPT_IN: &str =
 /// object and field that ask, and what RBAC would allow it.
 pub fn denial(user: &Identity, need: &Need, reason: &str) -> String {
     let a = &need.attributes;
+    if need.wording == Wording::AppWrapperComponent {
+        return format!(
+            "{}: Forbidden: User {} is not authorized to {} {} in {}",
+            need.subject.field, user.username, a.verb, a.resource, a.namespace
+        );
+    }
     let ask = Ask {
         user,
         attributes: a,
@@ -361,6 +386,9 @@ pub fn denial(user: &Identity, need: &Need, reason: &str) -> String {
 
 /// The answer when a check could not be made.
 pub fn unchecked(user: &Identity, need: &Need, error: &dyn Display, on_error: OnError) -> String {
+    if need.wording == Wording::AppWrapperComponent {
+        return format!("{}: Internal error: {error}", need.subject.field);
+    }
     let verdict = match on_error {
         OnError::Deny => "the request is refused (entitlement.onError: deny) and may be retried",
         OnError::Allow => "the request is admitted unchecked (entitlement.onError: allow)",
@@ -519,6 +547,7 @@ pub fn job_checks(review: &JobReview<'_>, facts: &dyn ClusterFacts) -> Vec<Need>
                 },
                 subject: subject(QUEUE_NAME_LABEL),
                 because: QUEUE_OPT_IN,
+                wording: Wording::Batchgate,
             });
         }
     }
@@ -534,6 +563,7 @@ pub fn job_checks(review: &JobReview<'_>, facts: &dyn ClusterFacts) -> Vec<Need>
                 },
                 subject: subject(PRIORITY_CLASS_LABEL),
                 because: PRIORITY_OPT_IN,
+                wording: Wording::Batchgate,
             });
         }
     }
@@ -869,6 +899,7 @@ mod tests {
                 field: "spec.components[1].template".into(),
             },
             because: "",
+            wording: Wording::Batchgate,
         };
         assert_eq!(
             denial(&bot, &generic, ""),

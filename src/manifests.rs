@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::{
-    admission::kueue,
+    admission::{appwrapper, kueue},
     policy::{Policy, PolicySet},
 };
 
@@ -137,7 +137,13 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "MutatingWebhookConfiguration",
             "metadata": metadata(MUTATING_NAME),
-            "webhooks": sorted.iter().map(|p| entry(opts, p, true)).collect::<Vec<_>>(),
+            "webhooks": sorted
+                .iter()
+                .map(|p| entry(opts, p, true))
+                // AppWrappers are always served (their own module, not a
+                // policy): `mappwrapper.kb.io`, CREATE, as upstream.
+                .chain([entry(opts, appwrapper::policy(), true)])
+                .collect::<Vec<_>>(),
         }),
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -146,6 +152,7 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
             "webhooks": sorted
                 .iter()
                 .map(|p| entry(opts, p, false))
+                .chain([entry(opts, appwrapper::policy(), false)])
                 .chain(kueue::Kind::ALL.into_iter().map(|k| kueue_entry(opts, k)))
                 .collect::<Vec<_>>(),
         }),
@@ -186,7 +193,7 @@ mod tests {
         );
         let m = &docs[0]["webhooks"];
         let v = &docs[1]["webhooks"];
-        assert_eq!(m.as_array().unwrap().len(), policies.len());
+        assert_eq!(m.as_array().unwrap().len(), policies.len() + 1);
         let job_m = m
             .as_array()
             .unwrap()
@@ -252,6 +259,33 @@ mod tests {
             .unwrap()
             .iter()
             .all(|w| w["rules"][0]["apiGroups"][0] != "kueue.x-k8s.io"));
+    }
+
+    #[test]
+    fn appwrappers_are_registered_as_upstream_names_them() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://h".into())));
+        let find = |doc: usize, name: &str| {
+            docs[doc]["webhooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|w| w["name"] == name)
+                .cloned()
+                .unwrap()
+        };
+        let m = find(0, "mappwrapper.kb.io");
+        assert_eq!(m["rules"][0]["operations"], json!(["CREATE"]));
+        assert_eq!(
+            m["rules"][0]["apiGroups"],
+            json!(["workload.codeflare.dev"])
+        );
+        assert_eq!(m["rules"][0]["apiVersions"], json!(["v1beta2"]));
+        assert_eq!(m["rules"][0]["resources"], json!(["appwrappers"]));
+        assert_eq!(m["clientConfig"]["url"], "https://h/mutate");
+        let v = find(1, "vappwrapper.kb.io");
+        assert_eq!(v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(v["clientConfig"]["url"], "https://h/validate");
     }
 
     #[test]

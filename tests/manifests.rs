@@ -102,12 +102,13 @@ fn registration_follows_the_configured_policies_and_integrations() {
         names,
         [
             "vwidget.kb.io",
+            "vappwrapper.kb.io",
             "vclusterqueue.kb.io",
             "vcohort.kb.io",
             "vresourceflavor.kb.io",
             "vworkload.kb.io"
         ],
-        "only the enabled integration is registered, then Kueue's own kinds (always)"
+        "only the enabled integration is registered, then AppWrapper and Kueue's own kinds (always)"
     );
     assert_eq!(
         d[1]["webhooks"][0]["rules"][0]["resources"][0].as_str(),
@@ -146,7 +147,12 @@ fn rbac_covers_every_shipped_policy() {
             has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
         })
     };
-    for policy in batchgate::policy::PolicySet::embedded().unwrap().iter() {
+    let appwrapper = std::sync::Arc::new(batchgate::admission::appwrapper::policy().clone());
+    for policy in batchgate::policy::PolicySet::embedded()
+        .unwrap()
+        .iter()
+        .chain([&appwrapper])
+    {
         let t = &policy.target;
         for verb in ["get", "list", "watch", "patch"] {
             assert!(
@@ -157,7 +163,8 @@ fn rbac_covers_every_shipped_policy() {
                 policy.source
             );
         }
-        if policy.status.as_ref().is_some_and(|s| !s.reset.is_empty()) {
+        // The AppWrapper controller (to come) writes the status.
+        if policy.status.as_ref().is_some_and(|s| !s.reset.is_empty()) || t.kind == "AppWrapper" {
             assert!(
                 grants(&t.group, &format!("{}/status", t.resource), "patch"),
                 "{}/status needs patch for the policy's status.reset",

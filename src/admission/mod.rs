@@ -4,6 +4,7 @@
 //! picks the policy by group/version/kind and calls [`mutate`] or
 //! [`validate`]; cluster state arrives through [`ClusterFacts`].
 
+pub mod appwrapper;
 pub mod defaulting;
 pub mod field;
 pub mod kueue;

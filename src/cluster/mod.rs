@@ -3,6 +3,7 @@
 //! SubjectAccessReview client.
 
 pub mod certsecret;
+pub mod discovery;
 pub mod sar;
 
 use std::sync::Arc;

@@ -77,6 +77,7 @@ pub fn to_review(check: &Check) -> SubjectAccessReview {
             resource_attributes: Some(SarAttributes {
                 verb: opt(&a.verb),
                 group: opt(&a.group),
+                version: opt(&a.version),
                 resource: opt(&a.resource),
                 subresource: opt(&a.subresource),
                 namespace: opt(&a.namespace),

@@ -366,8 +366,9 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
     };
     let answer = match s.webhook.review(hook, &body) {
         Reviewed::Done(answer) => answer,
-        Reviewed::Entitle(pending) => match &s.sar {
+        Reviewed::Entitle(mut pending) => match &s.sar {
             Some(sar) => {
+                pending.resolve().await;
                 let results = sar.check_all(pending.checks()).await;
                 pending.finish(&results, sar.on_error())
             }

@@ -12,10 +12,11 @@ use tracing::debug;
 
 use crate::{
     admission::{
-        self, kueue, object, patch,
+        self, appwrapper, kueue, object, patch,
         review::{self, AdmissionResponse, Status},
         ClusterFacts, Context, Operation, Settings, Verdict,
     },
+    cluster::discovery::{ResourceNames, ANY_RESOURCE},
     entitlement::{self, Check, Identity, JobLabels, JobReview, Need, OnError, Outcome},
     policy::{Interest, Policy, PolicySet},
 };
@@ -74,9 +75,27 @@ pub struct Pending {
     hook: Hook,
     kind: &'static str,
     operation: &'static str,
+    /// AppWrapper components whose resource name was not known yet (their
+    /// need asks for `*` until [`Pending::resolve`]): index into `needs`.
+    unresolved: Vec<(usize, appwrapper::ComponentCheck)>,
+    resources: Option<Arc<ResourceNames>>,
 }
 
 impl Pending {
+    /// Looks up by discovery the resource names the checks still lack
+    /// (the first AppWrapper with a kind; later ones find it cached).
+    pub async fn resolve(&mut self) {
+        let Some(names) = self.resources.clone() else {
+            return;
+        };
+        for (i, c) in std::mem::take(&mut self.unresolved) {
+            let resource = names.resolve(&c).await;
+            if let Some(n) = self.needs.get_mut(i) {
+                n.attributes.resource = resource;
+            }
+        }
+    }
+
     /// The questions for the authorizer, in order.
     pub fn checks(&self) -> Vec<Check> {
         self.needs.iter().map(|n| n.check(&self.user)).collect()
@@ -137,9 +156,25 @@ pub struct Webhook {
     names: Vec<(Arc<Policy>, &'static str)>,
     settings: Settings,
     facts: Arc<dyn ClusterFacts>,
+    appwrapper: appwrapper::Settings,
+    /// Kind → resource names for AppWrapper's per-component checks.
+    resources: Arc<ResourceNames>,
 }
 
 impl Webhook {
+    /// AppWrapper settings and the resource names its checks use (without
+    /// this: the defaults, and no discovery — every component is checked
+    /// as `*` of its group).
+    pub fn with_appwrapper(
+        mut self,
+        settings: appwrapper::Settings,
+        resources: Arc<ResourceNames>,
+    ) -> Self {
+        self.appwrapper = settings;
+        self.resources = resources;
+        self
+    }
+
     pub fn new(policies: PolicySet, settings: Settings, facts: Arc<dyn ClusterFacts>) -> Self {
         // Policies are loaded once per process, so leaking their names for
         // allocation-free metric labels is bounded.
@@ -153,6 +188,8 @@ impl Webhook {
             names,
             settings,
             facts,
+            appwrapper: appwrapper::Settings::default(),
+            resources: Arc::new(ResourceNames::new(None)),
         }
     }
 
@@ -215,6 +252,9 @@ impl Webhook {
             )
             .into();
         };
+        if appwrapper::is_appwrapper(&gvk.group, &gvk.version, &gvk.kind) {
+            return self.review_appwrapper(hook, operation, body, req.uid);
+        }
         let Some((policy, name)) = self
             .names
             .iter()
@@ -275,6 +315,8 @@ impl Webhook {
                     hook,
                     kind: name,
                     operation: op,
+                    unresolved: Vec::new(),
+                    resources: None,
                 });
             }
         }
@@ -301,6 +343,126 @@ impl Webhook {
         };
         resp.warnings = decision.warnings;
         ok(resp, labels(name, op, result)).into()
+    }
+}
+
+impl Webhook {
+    /// AppWrappers: both hooks, on the whole object (the sparse read keeps
+    /// only what job policies look at), then the entitlement checks of a
+    /// create — the generic queue and priority opt-ins, and one per
+    /// component unless `appwrapper.userRBACAdmissionCheck` is off.
+    fn review_appwrapper(
+        &self,
+        hook: Hook,
+        operation: Operation,
+        body: &[u8],
+        uid: String,
+    ) -> Reviewed {
+        let op = operation.as_str();
+        let kind = appwrapper::INTEGRATION;
+        let labels = |result| {
+            Some(ReviewLabels {
+                webhook: hook.as_str(),
+                kind,
+                operation: op,
+                result,
+            })
+        };
+        let whole = Interest {
+            whole: true,
+            ..Interest::default()
+        };
+        let full = match review::parse(body, &whole) {
+            Ok(r) => r,
+            Err(e) => {
+                return ok(
+                    AdmissionResponse::bad_request(uid, e.message),
+                    labels("malformed"),
+                )
+                .into()
+            }
+        };
+        let core_req = admission::Request {
+            operation,
+            namespace: full.namespace.as_deref().unwrap_or(""),
+            object: full.object.as_ref(),
+            old_object: full.old_object.as_ref(),
+        };
+        let ctx = Context {
+            settings: &self.settings,
+            facts: &*self.facts,
+            policies: &self.policies,
+        };
+        let decision = match hook {
+            Hook::Mutate => appwrapper::mutate(&core_req, &full.user_info, &self.appwrapper, &ctx),
+            Hook::Validate => appwrapper::validate(&core_req, &ctx),
+        };
+        if hook == Hook::Validate && decision.verdict == Verdict::Allow {
+            let name = full.name.as_deref().unwrap_or("");
+            let namespace = appwrapper::namespace_of(core_req.object, core_req.namespace);
+            let mut needs = entitlement::job_checks(
+                &JobReview {
+                    operation,
+                    kind: appwrapper::KIND,
+                    namespace,
+                    name,
+                    new: JobLabels::of(core_req.object),
+                    old: JobLabels::of(core_req.old_object),
+                    deleting: entitlement::deleting(core_req.object),
+                },
+                &*self.facts,
+            );
+            let mut unresolved = Vec::new();
+            for c in appwrapper::component_checks(&core_req, &self.appwrapper) {
+                let resource = self.resources.cached(&c);
+                if resource.is_none() {
+                    unresolved.push((needs.len(), c.clone()));
+                }
+                needs.push(appwrapper::need(
+                    &c,
+                    resource.as_deref().unwrap_or(ANY_RESOURCE),
+                    namespace,
+                    name,
+                ));
+            }
+            if !needs.is_empty() {
+                return Reviewed::Entitle(Pending {
+                    uid: full.uid,
+                    user: Arc::new(Identity::from(full.user_info)),
+                    needs,
+                    warnings: decision.warnings,
+                    hook,
+                    kind,
+                    operation: op,
+                    unresolved,
+                    resources: Some(self.resources.clone()),
+                });
+            }
+        }
+        let (mut resp, result) = match decision.verdict {
+            Verdict::Allow if decision.patch.is_empty() => {
+                (AdmissionResponse::allow(full.uid), "allowed")
+            }
+            Verdict::Allow => (
+                AdmissionResponse::allow(full.uid).with_patch(&patch::to_json(&decision.patch)),
+                "patched",
+            ),
+            Verdict::Deny(message) => {
+                debug!(uid = %full.uid, kind, namespace = core_req.namespace,
+                       name = full.name.as_deref().unwrap_or(""),
+                       user = %full.user_info.username, %message, "denied");
+                (AdmissionResponse::deny(full.uid, message), "denied")
+            }
+            Verdict::Malformed(message) => {
+                debug!(uid = %full.uid, kind, %message, "undecodable object");
+                (
+                    AdmissionResponse::bad_request(full.uid, message),
+                    "malformed",
+                )
+            }
+        };
+        resp.warnings = decision.warnings;
+        ok(resp, labels(result)).into()
     }
 }
 
