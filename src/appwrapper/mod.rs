@@ -7,7 +7,8 @@
 //! - [`status`]: phases, conditions (`SetStatusCondition` semantics), status.
 //! - [`config`]: operator fault-tolerance config and behaviour annotations.
 //! - [`duration`]: Go `time.ParseDuration` and `Duration.String()`.
-//! - [`podsets`]: path grammar, pod-set inference, declared-vs-inferred checks.
+//! - [`podsets`]: path grammar, pod templates, pod-set inference,
+//!   declared-vs-inferred checks (the webhook's too).
 //! - [`render`]: the object to create for a component, with pod-set info.
 //! - [`observe`]: observed components and pods, and the readers for them.
 //! - [`kueue`]: what Kueue's AppWrapper integration reads and writes.
@@ -18,9 +19,10 @@
 //! Autopilot is covered as far as it is pure: anti-affinities injected when
 //! rendering, the NoExecute evacuation in Running, and reading a node's
 //! labels (`Autopilot::no_execute_resources`); watching nodes is the
-//! controller's job. Left out: the strict `v1.PodSpec` parse that
-//! upstream's `GetPodTemplateSpec` performs (here a pod template is an
-//! object with a `spec` object), and the node monitor's `noScheduleNodes`,
+//! controller's job. Pod templates are read structurally here (a `spec`
+//! object, [`podsets::PodSpecReading::Structural`]); the strict
+//! `v1.PodSpec` read upstream's `GetPodTemplateSpec` performs is the
+//! webhook's, at create. Left out: the node monitor's `noScheduleNodes`,
 //! which nothing upstream reads any more.
 
 pub mod config;

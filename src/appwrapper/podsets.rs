@@ -1,8 +1,12 @@
 //! Pod sets: where the pod templates of a wrapped object are, how many pods
-//! each makes, and what Kueue injects into them. Path walking, inference
-//! for known kinds and declared-vs-inferred validation follow upstream's
-//! `pkg/utils/utils.go`, with its error texts. Pure functions over
-//! `serde_json::Value`, shared by the webhook and the lifecycle core.
+//! each makes, and what Kueue injects into them. Path walking, what counts
+//! as a pod template (a `spec` object, read strictly as a `v1.PodSpec` when
+//! asked: [`PodSpecReading`]), inference for known kinds and
+//! declared-vs-inferred validation follow upstream's
+//! `pkg/utils/utils.go`, with its error texts, since users search for them.
+//! Pure functions over `serde_json::Value`, the one implementation both the
+//! admission webhook (`crate::admission::appwrapper`) and the lifecycle core
+//! use.
 
 use std::collections::BTreeMap;
 
@@ -170,14 +174,107 @@ pub fn raw_template_at<'a>(obj: &'a Value, path: &str) -> Result<&'a Map<String,
         .ok_or_else(|| format!("at path position '{path}' non-map value"))
 }
 
-/// `GetPodTemplateSpec`, structurally: the value at `path` must be an
-/// object with a `spec` object. Upstream also parses `spec` strictly as a
-/// `v1.PodSpec`; that check is not made here (see the module docs).
-pub fn pod_template_at<'a>(obj: &'a Value, path: &str) -> Result<&'a Map<String, Value>, String> {
+/// How much of a pod template's `spec` is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodSpecReading {
+    /// Upstream's: `spec` must read as a `v1.PodSpec` strictly, an unknown
+    /// or misspelled field is an error (`FromUnstructuredWithValidation`).
+    /// The webhook reads templates so.
+    Strict,
+    /// `spec` must be an object, nothing more. The lifecycle core reads
+    /// templates so: the webhook has held them to [`Strict`] at create, and
+    /// a field newer than the PodSpec known here must not stop an admitted
+    /// AppWrapper (nor be dropped when rendering).
+    ///
+    /// [`Strict`]: PodSpecReading::Strict
+    Structural,
+}
+
+/// `GetPodTemplateSpec`: the value at `path` must be an object with a
+/// `spec` object, read as `reading` says.
+pub fn pod_template_at<'a>(
+    obj: &'a Value,
+    path: &str,
+    reading: PodSpecReading,
+) -> Result<&'a Map<String, Value>, String> {
     let template = raw_template_at(obj, path)?;
-    match template.get("spec") {
-        Some(Value::Object(_)) => Ok(template),
-        _ => Err(format!("content at {path} does not contain a spec")),
+    let Some(Value::Object(spec)) = template.get("spec") else {
+        return Err(format!("content at {path} does not contain a spec"));
+    };
+    if reading == PodSpecReading::Strict {
+        strict_pod_spec(spec)
+            .map_err(|e| format!("content at {path}.spec not parseable as a v1.PodSpec: {e}"))?;
+    }
+    Ok(template)
+}
+
+fn strict_pod_spec(spec: &Map<String, Value>) -> Result<(), String> {
+    // Quantities may be written as bare numbers (Go's Quantity reads them);
+    // k8s-openapi's reads only strings.
+    let mut input = Value::Object(spec.clone());
+    quantities_as_strings(&mut input, false);
+    let parsed: k8s_openapi::api::core::v1::PodSpec = serde_path_to_error::deserialize(&input)
+        .map_err(|e| {
+            let at = e.path().to_string();
+            if at == "." {
+                e.inner().to_string()
+            } else {
+                format!("{at}: {}", e.inner())
+            }
+        })?;
+    let known = serde_json::to_value(&parsed).map_err(|e| e.to_string())?;
+    match unknown_field(&input, &known, "") {
+        Some(field) => Err(format!("strict decoding error: unknown field \"{field}\"")),
+        None => Ok(()),
+    }
+}
+
+/// Numbers under resource lists (`requests`, `limits`, `overhead`) become
+/// the strings k8s-openapi's Quantity reads.
+fn quantities_as_strings(v: &mut Value, in_resource_list: bool) {
+    match v {
+        Value::Number(n) if in_resource_list => *v = Value::String(n.to_string()),
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                let list = matches!(k.as_str(), "requests" | "limits" | "overhead");
+                match child {
+                    Value::Object(q) if list => {
+                        for qv in q.values_mut() {
+                            quantities_as_strings(qv, true);
+                        }
+                    }
+                    _ => quantities_as_strings(child, false),
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|i| quantities_as_strings(i, false)),
+        _ => {}
+    }
+}
+
+/// The first field of `input` the typed read dropped (a null is no field).
+fn unknown_field(input: &Value, known: &Value, at: &str) -> Option<String> {
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => i.iter().find_map(|(key, v)| {
+            let here = if at.is_empty() {
+                key.clone()
+            } else {
+                format!("{at}.{key}")
+            };
+            match k.get(key) {
+                _ if v.is_null() => None,
+                None => Some(here),
+                Some(kv) => unknown_field(v, kv, &here),
+            }
+        }),
+        (Value::Array(i), Value::Array(k)) => i
+            .iter()
+            .zip(k)
+            .enumerate()
+            .find_map(|(n, (iv, kv))| unknown_field(iv, kv, &format!("{at}[{n}]"))),
+        _ => None,
     }
 }
 
@@ -215,14 +312,31 @@ fn infer_replicas(obj: &Value, path: &str) -> Result<i32, String> {
     }
 }
 
-fn gvk(template: &Value) -> (&str, &str) {
-    (
-        template
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or(""),
-        template.get("kind").and_then(Value::as_str).unwrap_or(""),
-    )
+/// What kind a wrapped object is, as upstream's `GroupVersionKind()` reads
+/// `apiVersion` (`apps/v1`, `v1`) and `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gvk<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+}
+
+impl<'a> Gvk<'a> {
+    /// From `apiVersion` and `kind`.
+    pub fn of(api_version: &'a str, kind: &'a str) -> Self {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        Gvk {
+            group,
+            version,
+            kind,
+        }
+    }
+
+    /// The object's own `apiVersion` and `kind` (absent or not strings: "").
+    pub fn of_object(obj: &'a Value) -> Self {
+        let field = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or("");
+        Gvk::of(field("apiVersion"), field("kind"))
+    }
 }
 
 fn ray_pod_sets(obj: &Value, prefix: &str) -> Result<Vec<PodSet>, String> {
@@ -249,8 +363,8 @@ fn ray_pod_sets(obj: &Value, prefix: &str) -> Result<Vec<PodSet>, String> {
 
 /// Upstream's `InferPodSets` for Pod, Deployment, StatefulSet, Job, JobSet,
 /// PyTorchJob, RayCluster and RayJob; other kinds infer nothing. Every
-/// inferred path must hold a pod template.
-pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
+/// inferred path must hold a pod template, read as `reading` says.
+pub fn infer_pod_sets(template: &Value, reading: PodSpecReading) -> Result<Vec<PodSet>, String> {
     let ann = |pairs: &[(&str, String)]| -> BTreeMap<String, String> {
         pairs
             .iter()
@@ -258,8 +372,9 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
             .collect()
     };
     let mut sets = Vec::new();
-    match gvk(template) {
-        ("batch/v1", "Job") => {
+    let gvk = Gvk::of_object(template);
+    match (gvk.group, gvk.version, gvk.kind) {
+        ("batch", "v1", "Job") => {
             let mut replicas = replicas_at(template, "template.spec.parallelism").unwrap_or(1);
             if let Some(c) = replicas_at(template, "template.spec.completions") {
                 replicas = replicas.min(c);
@@ -270,7 +385,7 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
                 annotations: ann(&[(TAS_POD_INDEX_LABEL, JOB_COMPLETION_INDEX.into())]),
             });
         }
-        ("jobset.x-k8s.io/v1alpha2", "JobSet") => {
+        ("jobset.x-k8s.io", "v1alpha2", "JobSet") => {
             if let Ok(Value::Array(jobs)) = value_at_path(template, "template.spec.replicatedJobs")
             {
                 for i in 0..jobs.len() {
@@ -285,6 +400,8 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
                     {
                         pods = pods.min(c);
                     }
+                    // `GetReplicas` as upstream reads it here: anything but
+                    // an integer counts as 1 (no `non-int value` error).
                     let replicas = replicas_at(template, &format!("{jp}replicas")).unwrap_or(1);
                     sets.push(PodSet {
                         replicas: Some(replicas.wrapping_mul(pods)),
@@ -298,7 +415,7 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
                 }
             }
         }
-        ("kubeflow.org/v1", "PyTorchJob") => {
+        ("kubeflow.org", "v1", "PyTorchJob") => {
             for rt in ["Master", "Worker"] {
                 let prefix = format!("template.spec.pytorchReplicaSpecs.{rt}.");
                 if value_at_path(template, &format!("{prefix}template")).is_ok() {
@@ -311,15 +428,17 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
                 }
             }
         }
-        ("ray.io/v1", "RayCluster") => sets = ray_pod_sets(template, "template.spec.")?,
-        ("ray.io/v1", "RayJob") => sets = ray_pod_sets(template, "template.spec.rayClusterSpec.")?,
+        ("ray.io", "v1", "RayCluster") => sets = ray_pod_sets(template, "template.spec.")?,
+        ("ray.io", "v1", "RayJob") => {
+            sets = ray_pod_sets(template, "template.spec.rayClusterSpec.")?
+        }
         // `template` always resolves to the object itself
-        ("v1", "Pod") => sets.push(PodSet {
+        ("", "v1", "Pod") => sets.push(PodSet {
             replicas: Some(1),
             path: "template".into(),
             annotations: BTreeMap::new(),
         }),
-        ("apps/v1", "Deployment") | ("apps/v1", "StatefulSet")
+        ("apps", "v1", "Deployment") | ("apps", "v1", "StatefulSet")
             if value_at_path(template, "template.spec.template").is_ok() =>
         {
             let replicas = infer_replicas(template, "template.spec.replicas")?;
@@ -332,7 +451,7 @@ pub fn infer_pod_sets(template: &Value) -> Result<Vec<PodSet>, String> {
         _ => {}
     }
     for ps in &sets {
-        if let Err(e) = pod_template_at(template, &ps.path) {
+        if let Err(e) = pod_template_at(template, &ps.path, reading) {
             return Err(format!(
                 "{} does not refer to a v1.PodSpecTemplate: {e}",
                 ps.path
@@ -379,18 +498,19 @@ pub fn validate_pod_sets(declared: &[PodSet], inferred: &[PodSet]) -> Result<(),
 }
 
 /// The pod sets a component contributes: declared if any, else inferred
-/// (upstream's `EnsureComponentStatusInitialized`, per component).
+/// (upstream's `EnsureComponentStatusInitialized`, per component), templates
+/// read [`PodSpecReading::Structural`]ly.
 pub fn component_pod_sets(declared: &[PodSet], template: &Value) -> Result<Vec<PodSet>, String> {
     if !declared.is_empty() {
         Ok(declared.to_vec())
     } else {
-        infer_pod_sets(template)
+        infer_pod_sets(template, PodSpecReading::Structural)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{PodSpecReading::*, *};
     use serde_json::json;
 
     fn pod_spec() -> Value {
@@ -460,16 +580,61 @@ mod tests {
             &json!(2)
         );
         assert_eq!(
-            pod_template_at(&js, "template.spec.replicatedJobs").unwrap_err(),
+            pod_template_at(&js, "template.spec.replicatedJobs", Strict).unwrap_err(),
             "at path position 'template.spec.replicatedJobs' non-map value"
         );
         assert_eq!(
-            pod_template_at(&js, "template.spec.replicatedJobs[0].template.spec.template.spec").unwrap_err(),
+            pod_template_at(&js, "template.spec.replicatedJobs[0].template.spec.template.spec", Strict).unwrap_err(),
             "content at template.spec.replicatedJobs[0].template.spec.template.spec does not contain a spec"
         );
         let mut m = js.clone();
         *value_at_path_mut(&mut m, "template.spec.replicatedJobs[1].replicas").unwrap() = json!(5);
         assert_eq!(m["spec"]["replicatedJobs"][1]["replicas"], json!(5));
+    }
+
+    #[test]
+    fn a_pod_template_spec_is_read_strictly_or_structurally() {
+        let d = |spec: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "spec": {"template": {"spec": spec}}})
+        };
+        let at = "template.spec.template";
+        // quantities as bare numbers and explicit nulls read as Go reads them
+        let ok = d(json!({"containers": [{"name": "c", "image": "busybox",
+                                          "resources": {"requests": {"cpu": 1}, "limits": {"memory": "1Gi"}}}],
+                          "nodeName": null}));
+        assert!(pod_template_at(&ok, at, Strict).is_ok());
+        let top = d(json!({"containerz": [], "containers": []}));
+        assert_eq!(
+            pod_template_at(&top, at, Strict).unwrap_err(),
+            "content at template.spec.template.spec not parseable as a v1.PodSpec: strict decoding error: unknown field \"containerz\""
+        );
+        let nested = d(json!({"containers": [{"name": "c", "imagePullPolicy2": "x"}]}));
+        assert_eq!(
+            pod_template_at(&nested, at, Strict).unwrap_err(),
+            "content at template.spec.template.spec not parseable as a v1.PodSpec: strict decoding error: unknown field \"containers[0].imagePullPolicy2\""
+        );
+        let typed = d(json!({"containers": "c"}));
+        assert!(pod_template_at(&typed, at, Strict)
+            .unwrap_err()
+            .starts_with(
+            "content at template.spec.template.spec not parseable as a v1.PodSpec: containers: "
+        ));
+        // read structurally (the lifecycle's way), only `spec` must be an object
+        assert!(pod_template_at(&top, at, Structural).is_ok());
+        assert_eq!(
+            summary(&component_pod_sets(&[], &top).unwrap()),
+            vec![ps(at, 1)]
+        );
+        assert_eq!(
+            pod_template_at(&d(json!("x")), at, Structural).unwrap_err(),
+            "content at template.spec.template does not contain a spec"
+        );
+        // inference holds every inferred template to it
+        assert_eq!(
+            infer_pod_sets(&top, Strict).unwrap_err(),
+            "template.spec.template does not refer to a v1.PodSpecTemplate: content at template.spec.template.spec not parseable as a v1.PodSpec: strict decoding error: unknown field \"containerz\""
+        );
     }
 
     fn ps(path: &str, replicas: i32) -> (String, i32) {
@@ -486,19 +651,19 @@ mod tests {
     fn inference_table() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod_spec()});
         assert_eq!(
-            summary(&infer_pod_sets(&pod).unwrap()),
+            summary(&infer_pod_sets(&pod, Strict).unwrap()),
             vec![ps("template", 1)]
         );
 
         for kind in ["Deployment", "StatefulSet"] {
             let d = json!({"apiVersion": "apps/v1", "kind": kind, "spec": {"replicas": 3, "template": {"spec": pod_spec()}}});
             assert_eq!(
-                summary(&infer_pod_sets(&d).unwrap()),
+                summary(&infer_pod_sets(&d, Strict).unwrap()),
                 vec![ps("template.spec.template", 3)]
             );
             let d1 = json!({"apiVersion": "apps/v1", "kind": kind, "spec": {"template": {"spec": pod_spec()}}});
             assert_eq!(
-                summary(&infer_pod_sets(&d1).unwrap()),
+                summary(&infer_pod_sets(&d1, Strict).unwrap()),
                 vec![ps("template.spec.template", 1)]
             );
         }
@@ -516,7 +681,7 @@ mod tests {
             if let Some(c) = comp {
                 j["spec"]["completions"] = json!(c);
             }
-            let sets = infer_pod_sets(&j).unwrap();
+            let sets = infer_pod_sets(&j, Strict).unwrap();
             assert_eq!(summary(&sets), vec![ps("template.spec.template", want)]);
             assert_eq!(
                 sets[0].annotations[TAS_POD_INDEX_LABEL],
@@ -524,7 +689,7 @@ mod tests {
             );
         }
 
-        let sets = infer_pod_sets(&jobset()).unwrap();
+        let sets = infer_pod_sets(&jobset(), Strict).unwrap();
         assert_eq!(
             summary(&sets),
             vec![
@@ -533,6 +698,13 @@ mod tests {
             ]
         );
         assert_eq!(sets[1].annotations[TAS_SUB_GROUP_COUNT], "2");
+        // a JobSet's replicas are read with `GetReplicas`: a non-integer is 1
+        let mut odd = jobset();
+        odd["spec"]["replicatedJobs"][1]["replicas"] = json!("two");
+        assert_eq!(
+            summary(&infer_pod_sets(&odd, Strict).unwrap())[1],
+            ps("template.spec.replicatedJobs[1].template.spec.template", 2)
+        );
         assert_eq!(
             sets[1].annotations[TAS_SUB_GROUP_INDEX_LABEL],
             JOBSET_JOB_INDEX
@@ -542,7 +714,7 @@ mod tests {
             "Master": {"replicas": 1, "template": {"spec": pod_spec()}},
             "Worker": {"replicas": 2, "template": {"spec": pod_spec()}}}}});
         assert_eq!(
-            summary(&infer_pod_sets(&pt).unwrap()),
+            summary(&infer_pod_sets(&pt, Strict).unwrap()),
             vec![
                 ps("template.spec.pytorchReplicaSpecs.Master.template", 1),
                 ps("template.spec.pytorchReplicaSpecs.Worker.template", 2)
@@ -551,7 +723,7 @@ mod tests {
         let bad = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "spec": {"pytorchReplicaSpecs": {
             "Worker": {"replicas": "two", "template": {"spec": pod_spec()}}}}});
         assert_eq!(
-            infer_pod_sets(&bad).unwrap_err(),
+            infer_pod_sets(&bad, Strict).unwrap_err(),
             "at path position 'template.spec.pytorchReplicaSpecs.Worker.replicas' non-int value two"
         );
 
@@ -559,7 +731,7 @@ mod tests {
             "headGroupSpec": {"template": {"spec": pod_spec()}},
             "workerGroupSpecs": [{"replicas": 3, "template": {"spec": pod_spec()}}, {"template": {"spec": pod_spec()}}]}});
         assert_eq!(
-            summary(&infer_pod_sets(&rc).unwrap()),
+            summary(&infer_pod_sets(&rc, Strict).unwrap()),
             vec![
                 ps("template.spec.headGroupSpec.template", 1),
                 ps("template.spec.workerGroupSpecs[0].template", 3),
@@ -569,20 +741,33 @@ mod tests {
         let rj = json!({"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"rayClusterSpec": {
             "headGroupSpec": {"template": {"spec": pod_spec()}}}}});
         assert_eq!(
-            summary(&infer_pod_sets(&rj).unwrap()),
+            summary(&infer_pod_sets(&rj, Strict).unwrap()),
             vec![ps("template.spec.rayClusterSpec.headGroupSpec.template", 1)]
+        );
+        let mut rj = rj;
+        rj["spec"]["rayClusterSpec"]["workerGroupSpecs"] =
+            json!([{"replicas": 3, "template": {"spec": pod_spec()}}]);
+        assert_eq!(
+            summary(&infer_pod_sets(&rj, Strict).unwrap()),
+            vec![
+                ps("template.spec.rayClusterSpec.headGroupSpec.template", 1),
+                ps(
+                    "template.spec.rayClusterSpec.workerGroupSpecs[0].template",
+                    3
+                )
+            ]
         );
         // the head is always emitted, so a RayCluster without one fails
         let headless = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {}});
         assert_eq!(
-            infer_pod_sets(&headless).unwrap_err(),
+            infer_pod_sets(&headless, Strict).unwrap_err(),
             "template.spec.headGroupSpec.template does not refer to a v1.PodSpecTemplate: at path position 'template.spec.' missing field 'headGroupSpec'"
         );
 
         let svc = json!({"apiVersion": "v1", "kind": "Service", "spec": {}});
-        assert!(infer_pod_sets(&svc).unwrap().is_empty());
+        assert!(infer_pod_sets(&svc, Strict).unwrap().is_empty());
         let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "spec": {}});
-        assert!(infer_pod_sets(&lws).unwrap().is_empty());
+        assert!(infer_pod_sets(&lws, Strict).unwrap().is_empty());
     }
 
     #[test]

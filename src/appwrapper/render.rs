@@ -368,7 +368,7 @@ fn node_affinity(spec: &mut Map<String, Value>) -> Result<&mut Map<String, Value
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::appwrapper::podsets::infer_pod_sets;
+    use crate::appwrapper::podsets::{infer_pod_sets, PodSpecReading};
 
     const OWNER: Owner<'static> = Owner {
         name: "aw",
@@ -392,7 +392,7 @@ mod tests {
     }
 
     fn render(t: &Value, infos: &[PodSetInfo], sched: &str) -> Result<Value, String> {
-        let sets = infer_pod_sets(t).unwrap();
+        let sets = infer_pod_sets(t, PodSpecReading::Structural).unwrap();
         let config = OperatorConfig {
             scheduler_name: sched.to_string(),
             ..Default::default()
@@ -572,7 +572,7 @@ mod tests {
     }
 
     fn render_with(t: &Value, config: &OperatorConfig) -> Value {
-        let sets = infer_pod_sets(t).unwrap();
+        let sets = infer_pod_sets(t, PodSpecReading::Structural).unwrap();
         render_component(&OWNER, t, &sets, &[], config).unwrap()
     }
 

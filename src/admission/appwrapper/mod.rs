@@ -22,7 +22,6 @@
 //! the job reconcilers must not treat AppWrappers as plain jobs (their
 //! lifecycle is the AppWrapper controller's, not implemented yet).
 
-pub mod pod_sets;
 #[cfg(test)]
 mod tests;
 
@@ -42,10 +41,10 @@ use crate::{
         v1beta2::{USER_ID_LABEL, USER_LABEL, VERSION},
         GROUP,
     },
+    appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
     entitlement::{Need, ResourceAttributes, Subject, Wording},
     policy::{Invariant, Pointer, Policy, Target},
 };
-use pod_sets::{Gvk, PodSet};
 
 pub const KIND: &str = "AppWrapper";
 pub const RESOURCE: &str = "appwrappers";
@@ -345,11 +344,23 @@ fn template_kind(template: Option<&Value>) -> Option<Gvk<'_>> {
     Some(Gvk::of(api_version, kind))
 }
 
+/// A component's declared pod sets as written (`path` and `replicas`);
+/// fields of the wrong type read as absent here (the CRD schema refuses
+/// them first).
 fn declared_pod_sets(component: &Value) -> Vec<PodSet> {
+    let declared = |v: &Value| PodSet {
+        path: v
+            .get("path")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        replicas: v.get("replicas").and_then(Value::as_i64).map(|n| n as i32),
+        annotations: Default::default(),
+    };
     component
         .get("podSets")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(pod_sets::declared).collect())
+        .map(|a| a.iter().map(declared).collect())
         .unwrap_or_default()
 }
 
@@ -399,7 +410,7 @@ pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, Decode
             if ps.path.is_empty() {
                 errs.push(FieldError::required(&path, "podspec must specify path"));
             }
-            if let Err(e) = pod_sets::check_pod_template(template, &ps.path) {
+            if let Err(e) = podsets::pod_template_at(template, &ps.path, Strict) {
                 errs.push(FieldError::invalid(
                     &path,
                     BadValue::Str(ps.path.clone()),
@@ -407,7 +418,7 @@ pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, Decode
                 ));
             }
         }
-        match pod_sets::infer(gvk, template) {
+        match podsets::infer_pod_sets(template, Strict) {
             Err(e) => errs.push(FieldError::invalid(
                 format!("{at}.template"),
                 json_value(Some(template)),
@@ -415,7 +426,7 @@ pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, Decode
             )),
             Ok(inferred) => {
                 pod_specs += declared.len().max(inferred.len());
-                if let Err(e) = pod_sets::validate(&declared, &inferred) {
+                if let Err(e) = podsets::validate_pod_sets(&declared, &inferred) {
                     errs.push(FieldError::invalid(
                         format!("{at}.podSets"),
                         json_value(component.get("podSets")),
@@ -479,7 +490,7 @@ pub fn on_update(old: &Value, new: &Value) -> Vec<FieldError> {
             continue;
         }
         for (j, (ops, nps)) in od.iter().zip(&nd).enumerate() {
-            if ops.count() != nps.count() {
+            if ops.replicas() != nps.replicas() {
                 errs.push(FieldError::forbidden(
                     format!("{at}.podsets[{j}].replicas"),
                     IMMUTABLE,

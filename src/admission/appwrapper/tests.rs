@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::{pod_sets, *};
+use super::*;
 use crate::{
     admission::{review::UserInfo, ClusterFacts, Context, NoCluster, Request, Settings as Core},
     cluster::discovery::ResourceNames,
@@ -536,89 +536,79 @@ fn several_errors_are_aggregated_with_the_generic_invariants_last() {
 }
 
 // ----------------------------------------------------------- inference
+//
+// What inference yields per kind (paths, counts, TAS annotations) is tested
+// beside it, in `crate::appwrapper::podsets`; here, that the webhook holds
+// declared pod sets to it: the inferred sets, declared, are accepted, and
+// one replica more is refused.
 
-fn inferred(t: Value) -> Vec<(String, i32)> {
-    let gvk = pod_sets::Gvk::of(
-        t["apiVersion"].as_str().unwrap(),
-        t["kind"].as_str().unwrap(),
+fn agrees_with_inference(t: Value, inferred: &[(&str, i32)]) {
+    let as_declared = |extra: i32| {
+        let sets: Vec<Value> = inferred
+            .iter()
+            .enumerate()
+            .map(|(i, (path, n))| {
+                let n = if i == 0 { n + extra } else { *n };
+                json!({"path": path, "replicas": n})
+            })
+            .collect();
+        aw(vec![declared(t.clone(), Value::Array(sets))])
+    };
+    assert_eq!(create(&as_declared(0)), Ok(()), "{t}");
+    let (path, n) = inferred[0];
+    let m = denied(&as_declared(1));
+    let want = format!(
+        ": replica count {} differs from inferred count {n} for PodSet at path position '{path}'",
+        n + 1
     );
-    pod_sets::infer(gvk, &t)
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.path.clone(), s.count()))
-        .collect()
-}
-
-fn sets(v: &[(&str, i32)]) -> Vec<(String, i32)> {
-    v.iter().map(|(p, n)| (p.to_string(), *n)).collect()
+    assert!(m.ends_with(&want), "{m}\nwanted: {want}");
 }
 
 #[test]
 fn p1_pod_sets_are_inferred_for_pod_deployment_statefulset_and_job() {
-    assert_eq!(inferred(pod("p")), sets(&[("template", 1)]));
-    assert_eq!(
-        inferred(deployment(3)),
-        sets(&[("template.spec.template", 3)])
-    );
+    agrees_with_inference(pod("p"), &[("template", 1)]);
+    agrees_with_inference(deployment(3), &[("template.spec.template", 3)]);
     let mut ss = deployment(1);
     ss["kind"] = json!("StatefulSet");
     ss["spec"].as_object_mut().unwrap().remove("replicas");
-    assert_eq!(inferred(ss), sets(&[("template.spec.template", 1)]));
-    assert_eq!(inferred(job(2, 4)), sets(&[("template.spec.template", 2)]));
-    assert_eq!(inferred(job(8, 4)), sets(&[("template.spec.template", 4)]));
-    let gvk = pod_sets::Gvk::of("batch/v1", "Job");
-    let s = pod_sets::infer(gvk, &job(1, 1)).unwrap();
-    assert_eq!(
-        s[0].annotations,
-        vec![(
-            pod_sets::TAS_POD_INDEX_LABEL,
-            "batch.kubernetes.io/job-completion-index".to_string()
-        )]
-    );
-    assert!(inferred(service()).is_empty());
+    agrees_with_inference(ss, &[("template.spec.template", 1)]);
+    agrees_with_inference(job(2, 4), &[("template.spec.template", 2)]);
+    agrees_with_inference(job(8, 4), &[("template.spec.template", 4)]);
 }
 
 #[test]
 fn p2_pod_sets_are_inferred_for_pytorchjob_raycluster_rayjob_and_jobset() {
-    assert_eq!(
-        inferred(pytorch_job()),
-        sets(&[
+    agrees_with_inference(
+        pytorch_job(),
+        &[
             ("template.spec.pytorchReplicaSpecs.Master.template", 1),
-            ("template.spec.pytorchReplicaSpecs.Worker.template", 4)
-        ])
+            ("template.spec.pytorchReplicaSpecs.Worker.template", 4),
+        ],
     );
-    assert_eq!(
-        inferred(ray_cluster()),
-        sets(&[
+    agrees_with_inference(
+        ray_cluster(),
+        &[
             ("template.spec.headGroupSpec.template", 1),
-            ("template.spec.workerGroupSpecs[0].template", 3)
-        ])
+            ("template.spec.workerGroupSpecs[0].template", 3),
+        ],
     );
-    assert_eq!(
-        inferred(ray_job()),
-        sets(&[
+    agrees_with_inference(
+        ray_job(),
+        &[
             ("template.spec.rayClusterSpec.headGroupSpec.template", 1),
             (
                 "template.spec.rayClusterSpec.workerGroupSpecs[0].template",
-                3
-            )
-        ])
+                3,
+            ),
+        ],
     );
-    assert_eq!(
-        inferred(jobset()),
-        sets(&[
+    agrees_with_inference(
+        jobset(),
+        &[
             ("template.spec.replicatedJobs[0].template.spec.template", 1),
-            ("template.spec.replicatedJobs[1].template.spec.template", 4)
-        ])
+            ("template.spec.replicatedJobs[1].template.spec.template", 4),
+        ],
     );
-    let js = pod_sets::infer(
-        pod_sets::Gvk::of("jobset.x-k8s.io/v1alpha2", "JobSet"),
-        &jobset(),
-    )
-    .unwrap();
-    assert!(js[1]
-        .annotations
-        .contains(&(pod_sets::TAS_SUB_GROUP_COUNT, "2".to_string())));
     // A RayCluster always has its head: a missing one is an error.
     let mut rc = ray_cluster();
     rc["spec"].as_object_mut().unwrap().remove("headGroupSpec");
