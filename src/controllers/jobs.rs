@@ -49,11 +49,11 @@ pub enum JobError {
 /// Workload needs (flavors, priority classes), and the event recorder.
 #[derive(Clone)]
 pub struct Shared {
-    client: Client,
-    flavors: Store<api::ResourceFlavor>,
+    pub(super) client: Client,
+    pub(super) flavors: Store<api::ResourceFlavor>,
     workload_classes: Store<api::WorkloadPriorityClass>,
     pod_classes: Store<PriorityClass>,
-    recorder: Recorder,
+    pub(super) recorder: Recorder,
 }
 
 struct Ctx {
@@ -62,7 +62,7 @@ struct Ctx {
     resource: ApiResource,
 }
 
-fn store<K>(api: Api<K>) -> Store<K>
+pub(super) fn store<K>(api: Api<K>) -> Store<K>
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -140,6 +140,7 @@ pub async fn run(client: Client, policies: PolicySet) {
         }));
     }
     tokio::spawn(triggers.run(client));
+    all.push(tokio::spawn(super::appwrapper::run(shared)));
     for h in all {
         let _ = h.await;
     }
@@ -207,7 +208,7 @@ impl OwnerTriggers {
 }
 
 /// Resolves once the kind is served, polling while its CRD is missing.
-async fn served(jobs: Api<DynamicObject>, integration: String) {
+pub(super) async fn served(jobs: Api<DynamicObject>, integration: String) {
     let mut told = false;
     loop {
         match jobs
@@ -373,51 +374,61 @@ impl Ctx {
 
     /// What the admission adds to each pod set's template.
     fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Vec<PodSetInfo> {
-        let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
-            return Vec::new();
-        };
-        let cq = a.cluster_queue.clone().unwrap_or_default();
-        a.pod_set_assignments
-            .iter()
-            .flatten()
-            .map(|psa| {
-                let mut info = PodSetInfo {
-                    name: psa.name.clone(),
-                    ..PodSetInfo::default()
-                };
+        admission_pod_set_infos(&self.shared.flavors, wl, queue)
+    }
+}
+
+/// What a Workload's admission adds to each pod set's template: the pod
+/// set and queue labels, the flavors' node labels and tolerations.
+pub(super) fn admission_pod_set_infos(
+    flavors: &Store<api::ResourceFlavor>,
+    wl: &api::Workload,
+    queue: &str,
+) -> Vec<PodSetInfo> {
+    let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
+        return Vec::new();
+    };
+    let cq = a.cluster_queue.clone().unwrap_or_default();
+    a.pod_set_assignments
+        .iter()
+        .flatten()
+        .map(|psa| {
+            let mut info = PodSetInfo {
+                name: psa.name.clone(),
+                ..PodSetInfo::default()
+            };
+            info.labels
+                .insert(workload::PODSET_LABEL.into(), psa.name.clone());
+            if !queue.is_empty() {
                 info.labels
-                    .insert(workload::PODSET_LABEL.into(), psa.name.clone());
-                if !queue.is_empty() {
-                    info.labels
-                        .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+                    .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+            }
+            if is_dns1123_label(&cq) {
+                info.labels
+                    .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
+            }
+            let mut seen = Vec::new();
+            for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
+                if seen.contains(flavor) {
+                    continue;
                 }
-                if is_dns1123_label(&cq) {
-                    info.labels
-                        .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
-                }
-                let mut seen = Vec::new();
-                for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
-                    if seen.contains(flavor) {
-                        continue;
+                seen.push(flavor.clone());
+                if let Some(rf) = flavors.get(&ObjectRef::new(flavor)) {
+                    for (k, v) in rf.spec.node_labels.iter().flatten() {
+                        info.node_selector.insert(k.clone(), v.clone());
                     }
-                    seen.push(flavor.clone());
-                    if let Some(rf) = self.shared.flavors.get(&ObjectRef::new(flavor)) {
-                        for (k, v) in rf.spec.node_labels.iter().flatten() {
-                            info.node_selector.insert(k.clone(), v.clone());
-                        }
-                        for t in rf.spec.tolerations.iter().flatten() {
-                            if let Ok(v) = serde_json::to_value(t) {
-                                if !info.tolerations.contains(&v) {
-                                    info.tolerations.push(v);
-                                }
+                    for t in rf.spec.tolerations.iter().flatten() {
+                        if let Ok(v) = serde_json::to_value(t) {
+                            if !info.tolerations.contains(&v) {
+                                info.tolerations.push(v);
                             }
                         }
                     }
                 }
-                info
-            })
-            .collect()
-    }
+            }
+            info
+        })
+        .collect()
 }
 
 /// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
@@ -445,7 +456,7 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
         .collect()
 }
 
-async fn write_workload_status(
+pub(super) async fn write_workload_status(
     api: &Api<api::Workload>,
     wl: &api::Workload,
     status: Value,

@@ -7,6 +7,7 @@
 //!   Workload created and kept in step, the job started once its Workload
 //!   is admitted and stopped when it is evicted.
 
+pub mod appwrapper;
 pub mod jobs;
 pub mod lease;
 pub mod queueing;

@@ -1,0 +1,817 @@
+//! The AppWrapper controller (issue 6, items 3 and 4): a thin shell around
+//! the pure lifecycle core ([`crate::appwrapper::reconcile`]) and Kueue's
+//! AppWrapper integration, in one reconcile per AppWrapper:
+//!
+//! 1. read the AppWrapper, GET each created component by its kind (resource
+//!    names by discovery; the GETs are uncached, so reads are live) and
+//!    list its pods (`workload.codeflare.dev/appwrapper=<name>`);
+//! 2. call the core, write the status it returns (status subresource,
+//!    resourceVersion precondition), then run its actions in order, calling
+//!    the core again after a create batch or a live re-read;
+//! 3. with a queue name: keep one Workload per AppWrapper (pod sets from
+//!    `status.componentStatus[].podSets`, templates read at each path);
+//!    once admitted write `podSetInfos` and `suspend=false` in one patch;
+//!    when evicted `suspend=true` and clear `podSetInfos`, and give the
+//!    quota back once the core's `QuotaReserved` is False; finish the
+//!    Workload when the phase is Succeeded or Failed (Kueue's `Finished()`).
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PostParams, PropagationPolicy},
+    core::{ApiResource, GroupVersionKind},
+    runtime::{
+        controller::{Action as Requeue, Controller},
+        events::{Event as KEvent, EventType},
+        reflector::ObjectRef,
+        watcher,
+    },
+    Api, Client, Resource, ResourceExt,
+};
+use serde_json::{json, Value};
+use tracing::{debug, info, warn};
+
+use super::{
+    jobs::{admission_pod_set_infos, served, write_workload_status, Shared},
+    queueing::{params, release, MANAGER},
+    translation::Conditions,
+};
+use crate::{
+    admission::{appwrapper::ComponentCheck, object::QUEUE_NAME_LABEL},
+    api::{
+        appwrapper::{v1beta2::AppWrapper as AppWrapperObject, GROUP},
+        kueue::v1beta2::{self as api, condition},
+    },
+    appwrapper::{
+        self as core,
+        config::OperatorConfig,
+        kueue,
+        observe::{CreateResult, Observed, ObservedComponent, ObservedPod},
+        podsets::{raw_template_at, PodSetInfo},
+        status::Status,
+        Action, Propagation, APPWRAPPER_CONTROLLER_NAME, APPWRAPPER_FINALIZER, APPWRAPPER_KIND,
+        APPWRAPPER_LABEL,
+    },
+    cluster::discovery::{KubeDiscovery, ResourceNames, ANY_RESOURCE},
+    workload,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppWrapperError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("encoding: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Lifecycle(#[from] core::LifecycleError),
+    #[error(transparent)]
+    Job(#[from] super::jobs::JobError),
+}
+
+struct Ctx {
+    shared: Shared,
+    resources: ResourceNames,
+    config: OperatorConfig,
+}
+
+/// At most this many core steps per reconcile (a create batch and a live
+/// re-read each ask for one more).
+const MAX_STEPS: usize = 4;
+
+/// Runs the AppWrapper controller once the AppWrapper CRD is served.
+pub async fn run(shared: Shared) {
+    let client = shared.client.clone();
+    let resource = ApiResource::erase::<AppWrapperObject>(&());
+    served(
+        Api::<DynamicObject>::all_with(client.clone(), &resource),
+        "appwrapper".into(),
+    )
+    .await;
+    info!("AppWrapper controller starts");
+    let ctx = Arc::new(Ctx {
+        resources: ResourceNames::new(Some(Arc::new(KubeDiscovery::new(client.clone())))),
+        config: OperatorConfig::default(),
+        shared,
+    });
+    let pods = Api::<Pod>::all(client.clone());
+    Controller::new(
+        Api::<AppWrapperObject>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<api::Workload>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        pods,
+        watcher::Config::default().labels(APPWRAPPER_LABEL),
+        |pod: Pod| {
+            let name = pod.labels().get(APPWRAPPER_LABEL)?.clone();
+            let ns = pod.namespace()?;
+            Some(ObjectRef::<AppWrapperObject>::new(&name).within(&ns))
+        },
+    )
+    .run(reconcile, error_policy, ctx)
+    .for_each(|r| {
+        if let Err(e) = r {
+            debug!(error = %e, "appwrapper reconcile");
+        }
+        futures::future::ready(())
+    })
+    .await;
+}
+
+fn error_policy(aw: Arc<AppWrapperObject>, err: &AppWrapperError, _ctx: Arc<Ctx>) -> Requeue {
+    warn!(appwrapper = %aw.name_any(), namespace = aw.namespace().unwrap_or_default(), error = %err, "reconcile failed; retrying");
+    Requeue::requeue(Duration::from_secs(2))
+}
+
+/// `group`, `version` of an apiVersion (`v1` is the core group).
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    }
+}
+
+/// The core's view of the API object.
+fn to_core(aw: &AppWrapperObject) -> Result<core::AppWrapper, AppWrapperError> {
+    let spec: core::Spec = serde_json::from_value(serde_json::to_value(&aw.spec)?)?;
+    let status: Status = match &aw.status {
+        Some(s) => serde_json::from_value(serde_json::to_value(s)?)?,
+        None => Status::default(),
+    };
+    Ok(core::AppWrapper {
+        name: aw.name_any(),
+        namespace: aw.namespace().unwrap_or_default(),
+        uid: aw.uid().unwrap_or_default(),
+        annotations: aw.annotations().clone(),
+        has_finalizer: aw.finalizers().iter().any(|f| f == APPWRAPPER_FINALIZER),
+        deletion_requested: aw.metadata.deletion_timestamp.is_some(),
+        spec,
+        status,
+    })
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(a) if a.code == 409 || a.code == 422)
+}
+
+impl Ctx {
+    fn client(&self) -> Client {
+        self.shared.client.clone()
+    }
+
+    /// The namespaced API of a wrapped kind, or `None` when it is not served.
+    async fn api_of(&self, ns: &str, api_version: &str, kind: &str) -> Option<Api<DynamicObject>> {
+        let (group, version) = split_api_version(api_version);
+        let plural = self
+            .resources
+            .resolve(&ComponentCheck {
+                index: 0,
+                group: group.into(),
+                version: version.into(),
+                kind: kind.into(),
+            })
+            .await;
+        if plural == ANY_RESOURCE {
+            return None;
+        }
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(group, version, kind),
+            &plural,
+        );
+        Some(Api::namespaced_with(self.client(), ns, &ar))
+    }
+
+    /// Every component named in the status, by uncached GETs, and the
+    /// labelled pods.
+    async fn observe(&self, aw: &core::AppWrapper) -> Result<Observed, AppWrapperError> {
+        let mut observed = Observed {
+            components_read_live: true,
+            ..Observed::default()
+        };
+        for cs in &aw.status.component_status {
+            if cs.name.is_empty() || cs.kind.is_empty() {
+                observed.components.push(ObservedComponent::MISSING);
+                continue;
+            }
+            let found = match self.api_of(&aw.namespace, &cs.api_version, &cs.kind).await {
+                Some(api) => api.get_opt(&cs.name).await?,
+                None => None,
+            };
+            let value = found.map(|o| serde_json::to_value(&o)).transpose()?;
+            observed.components.push(ObservedComponent::from_object(
+                &cs.api_version,
+                &cs.kind,
+                value.as_ref(),
+            ));
+        }
+        let pods = Api::<Pod>::namespaced(self.client(), &aw.namespace)
+            .list(&ListParams::default().labels(&format!("{APPWRAPPER_LABEL}={}", aw.name)))
+            .await?;
+        for p in &pods.items {
+            observed
+                .pods
+                .push(ObservedPod::from_pod(&serde_json::to_value(p)?));
+        }
+        Ok(observed)
+    }
+
+    async fn event(&self, aw: &AppWrapperObject, type_: EventType, reason: &str, note: String) {
+        let ev = KEvent {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &aw.object_ref(&())).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+
+    /// Creates a batch in order, stopping at the first error.
+    async fn create(
+        &self,
+        ns: &str,
+        batch: &[core::machine::CreateComponent],
+        n: usize,
+    ) -> Vec<Option<CreateResult>> {
+        let mut results = vec![None; n];
+        for c in batch {
+            let api_version = c
+                .object
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let kind = c.object.get("kind").and_then(Value::as_str).unwrap_or("");
+            let result = match self.api_of(ns, api_version, kind).await {
+                None => CreateResult::Failed {
+                    message: format!("no matches for kind \"{kind}\" in version \"{api_version}\""),
+                    fatal: true,
+                },
+                Some(api) => self.create_one(&api, &c.object).await,
+            };
+            let failed = matches!(result, CreateResult::Failed { .. });
+            if let Some(slot) = results.get_mut(c.index) {
+                *slot = Some(result);
+            }
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    async fn create_one(&self, api: &Api<DynamicObject>, object: &Value) -> CreateResult {
+        let obj: DynamicObject = match serde_json::from_value(object.clone()) {
+            Ok(o) => o,
+            Err(e) => {
+                return CreateResult::Failed {
+                    message: e.to_string(),
+                    fatal: true,
+                }
+            }
+        };
+        let pp = PostParams {
+            field_manager: Some(MANAGER.into()),
+            ..PostParams::default()
+        };
+        match api.create(&pp, &obj).await {
+            Ok(created) => CreateResult::Created {
+                name: created.name_any(),
+            },
+            Err(kube::Error::Api(e)) if e.reason == "AlreadyExists" => {
+                let name = obj.name_any();
+                match api.get(&name).await {
+                    Ok(existing) => CreateResult::AlreadyExists {
+                        name,
+                        controller_owner: existing
+                            .owner_references()
+                            .iter()
+                            .find(|o| o.controller == Some(true))
+                            .map(|o| o.name.clone()),
+                    },
+                    Err(e) => CreateResult::Failed {
+                        message: e.to_string(),
+                        fatal: false,
+                    },
+                }
+            }
+            Err(kube::Error::Api(e)) => CreateResult::Failed {
+                fatal: e.reason == "Invalid" || e.code == 422,
+                message: e.message,
+            },
+            Err(e) => CreateResult::Failed {
+                message: e.to_string(),
+                fatal: false,
+            },
+        }
+    }
+
+    /// Replaces the status; the new resourceVersion, or `None` on conflict.
+    async fn write_status(
+        &self,
+        aw: &core::AppWrapper,
+        rv: &str,
+        status: &Status,
+    ) -> Result<Option<String>, AppWrapperError> {
+        let api = Api::<AppWrapperObject>::namespaced(self.client(), &aw.namespace);
+        let ops = json!([
+            {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "add", "path": "/status", "value": status},
+        ]);
+        let p: json_patch::Patch = serde_json::from_value(ops)?;
+        match api
+            .patch_status(&aw.name, &params(), &Patch::<()>::Json(p))
+            .await
+        {
+            Ok(o) => Ok(Some(o.resource_version().unwrap_or_default())),
+            Err(e) if is_conflict(&e) => Ok(None),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// A JSON patch of the AppWrapper guarded by its resourceVersion; the
+    /// new resourceVersion, or `None` when it changed underneath.
+    async fn patch_aw(
+        &self,
+        ns: &str,
+        name: &str,
+        rv: &str,
+        mut ops: Vec<Value>,
+    ) -> Result<Option<String>, AppWrapperError> {
+        ops.insert(
+            0,
+            json!({"op": "test", "path": "/metadata/resourceVersion", "value": rv}),
+        );
+        let api = Api::<AppWrapperObject>::namespaced(self.client(), ns);
+        let p: json_patch::Patch = serde_json::from_value(Value::Array(ops))?;
+        match api.patch(name, &params(), &Patch::<()>::Json(p)).await {
+            Ok(o) => Ok(Some(o.resource_version().unwrap_or_default())),
+            Err(e) if is_conflict(&e) => Ok(None),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn set_finalizer(
+        &self,
+        aw: &AppWrapperObject,
+        rv: &str,
+        present: bool,
+    ) -> Result<Option<String>, AppWrapperError> {
+        let mut finalizers: Vec<String> = aw
+            .finalizers()
+            .iter()
+            .filter(|f| *f != APPWRAPPER_FINALIZER)
+            .cloned()
+            .collect();
+        if present {
+            finalizers.push(APPWRAPPER_FINALIZER.into());
+        }
+        self.patch_aw(
+            &aw.namespace().unwrap_or_default(),
+            &aw.name_any(),
+            rv,
+            vec![json!({"op": "add", "path": "/metadata/finalizers", "value": finalizers})],
+        )
+        .await
+    }
+}
+
+async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue, AppWrapperError> {
+    let mut aw = to_core(&obj)?;
+    let mut rv = obj.resource_version().unwrap_or_default();
+    let mut observed = ctx.observe(&aw).await?;
+    let mut requeue = None;
+    for _ in 0..MAX_STEPS {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let step = core::reconcile(&aw, &observed, &ctx.config, now)?;
+        for (key, line) in &step.malformed_annotations {
+            warn!(appwrapper = %aw.name, annotation = %key, "{line}");
+        }
+        observed.create_results.clear();
+        if step.status_changed {
+            match ctx.write_status(&aw, &rv, &step.status).await? {
+                Some(new_rv) => {
+                    rv = new_rv;
+                    aw.status = step.status.clone();
+                }
+                // Changed underneath: the watch brings the new version.
+                None => return Ok(Requeue::requeue(Duration::from_millis(200))),
+            }
+        }
+        requeue = step.requeue_after;
+        let mut again = false;
+        for action in step.actions {
+            match action {
+                Action::AddFinalizer | Action::RemoveFinalizer => {
+                    let add = matches!(action, Action::AddFinalizer);
+                    match ctx.set_finalizer(&obj, &rv, add).await? {
+                        Some(new_rv) => {
+                            rv = new_rv;
+                            aw.has_finalizer = add;
+                        }
+                        None => return Ok(Requeue::requeue(Duration::from_millis(200))),
+                    }
+                }
+                Action::CreateComponents(batch) => {
+                    observed.create_results = ctx
+                        .create(&aw.namespace, &batch, aw.spec.components.len())
+                        .await;
+                    again = true;
+                }
+                Action::DeleteComponent {
+                    name,
+                    api_version,
+                    kind,
+                    propagation,
+                    ..
+                } => {
+                    if let Some(api) = ctx.api_of(&aw.namespace, &api_version, &kind).await {
+                        let dp = match propagation {
+                            Propagation::Background => DeleteParams {
+                                propagation_policy: Some(PropagationPolicy::Background),
+                                ..DeleteParams::default()
+                            },
+                            Propagation::Forceful => DeleteParams {
+                                grace_period_seconds: Some(0),
+                                propagation_policy: Some(PropagationPolicy::Background),
+                                ..DeleteParams::default()
+                            },
+                        };
+                        match api.delete(&name, &dp).await {
+                            Ok(_) => {}
+                            Err(kube::Error::Api(e)) if e.code == 404 => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+                Action::DeletePodsForcefully => {
+                    let api = Api::<Pod>::namespaced(ctx.client(), &aw.namespace);
+                    let lp =
+                        ListParams::default().labels(&format!("{APPWRAPPER_LABEL}={}", aw.name));
+                    let dp = DeleteParams {
+                        grace_period_seconds: Some(0),
+                        ..DeleteParams::default()
+                    };
+                    api.delete_collection(&dp, &lp).await?;
+                }
+                Action::ReadComponentsLive => {
+                    let results = std::mem::take(&mut observed.create_results);
+                    observed = ctx.observe(&aw).await?;
+                    observed.create_results = results;
+                    again = true;
+                }
+                Action::Event { reason, message } => {
+                    ctx.event(&obj, EventType::Normal, &reason, message).await;
+                }
+            }
+        }
+        if !again {
+            break;
+        }
+        // The next step sees what this one did.
+        let results = std::mem::take(&mut observed.create_results);
+        observed = ctx.observe(&aw).await?;
+        observed.create_results = results;
+    }
+    let queued = kueue_step(&ctx, &obj, &aw, &rv).await?;
+    let next = match (requeue, queued) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Ok(next.map_or_else(Requeue::await_change, Requeue::requeue))
+}
+
+/// The Workload's pod sets, as Kueue's AppWrapper integration builds them:
+/// `<name>-<k>` with `k` counted across components, the template at each
+/// pod set's path (templates that cannot be read are skipped, as upstream).
+pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut k = 0usize;
+    for (c, cs) in aw.spec.components.iter().zip(&aw.status.component_status) {
+        for ps in &cs.pod_sets {
+            if let Ok(t) = raw_template_at(&c.template, &ps.path) {
+                out.push(json!({
+                    "name": format!("{}-{k}", aw.name).to_lowercase(),
+                    "count": ps.replicas(),
+                    "template": Value::Object(t.clone()),
+                }));
+            }
+            k += 1;
+        }
+    }
+    out
+}
+
+/// The Workload of an AppWrapper.
+pub fn workload_for(aw: &core::AppWrapper, queue: &str) -> Value {
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid),
+            "namespace": aw.namespace,
+            "labels": { workload::JOB_UID_LABEL: aw.uid },
+            "ownerReferences": [{
+                "apiVersion": core::APPWRAPPER_API_VERSION,
+                "kind": APPWRAPPER_KIND,
+                "name": aw.name,
+                "uid": aw.uid,
+                "controller": true,
+                "blockOwnerDeletion": true,
+            }],
+        },
+        "spec": {
+            "queueName": queue,
+            "podSets": workload_pod_sets(aw),
+            "active": true,
+        },
+    })
+}
+
+/// The patch ops that set `podSetInfos` from an admission and resume.
+pub fn start_ops(
+    aw: &core::AppWrapper,
+    infos: &[workload::PodSetInfo],
+) -> Result<Vec<Value>, String> {
+    let infos: Vec<PodSetInfo> = infos
+        .iter()
+        .map(|i| PodSetInfo {
+            labels: i.labels.clone(),
+            node_selector: i.node_selector.clone(),
+            tolerations: i.tolerations.clone(),
+            ..PodSetInfo::default()
+        })
+        .collect();
+    let mut components = aw.spec.components.clone();
+    kueue::set_pod_set_infos(&mut components, &aw.status.component_status, &infos)?;
+    let mut ops = Vec::new();
+    for (i, c) in components.iter().enumerate() {
+        ops.push(json!({
+            "op": "add",
+            "path": format!("/spec/components/{i}/podSetInfos"),
+            "value": c.pod_set_infos,
+        }));
+    }
+    ops.push(json!({"op": "add", "path": "/spec/suspend", "value": false}));
+    Ok(ops)
+}
+
+/// The patch ops that suspend and clear `podSetInfos`.
+pub fn stop_ops(aw: &core::AppWrapper) -> Vec<Value> {
+    let mut ops = vec![json!({"op": "add", "path": "/spec/suspend", "value": true})];
+    for (i, c) in aw.spec.components.iter().enumerate() {
+        if !c.pod_set_infos.is_empty() {
+            ops.push(json!({"op": "remove", "path": format!("/spec/components/{i}/podSetInfos")}));
+        }
+    }
+    ops
+}
+
+/// Kueue's side for an AppWrapper with a queue name. `Some` when to look again.
+async fn kueue_step(
+    ctx: &Ctx,
+    obj: &AppWrapperObject,
+    aw: &core::AppWrapper,
+    rv: &str,
+) -> Result<Option<Duration>, AppWrapperError> {
+    let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
+        return Ok(None);
+    };
+    let managed_elsewhere = aw
+        .spec
+        .managed_by
+        .as_deref()
+        .is_some_and(|m| m != APPWRAPPER_CONTROLLER_NAME);
+    if managed_elsewhere || aw.deletion_requested || aw.uid.is_empty() {
+        return Ok(None);
+    }
+    let ns = aw.namespace.as_str();
+    let wl_name = workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid);
+    let wl_api = Api::<api::Workload>::namespaced(ctx.client(), ns);
+    let (_, success, finished) = kueue::finished(&aw.status);
+    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
+        if finished || aw.status.component_status.len() != aw.spec.components.len() {
+            // The core fills the pod sets first; its status write wakes us.
+            return Ok(None);
+        }
+        if !aw.spec.suspend {
+            // Running without an admission (the webhook was bypassed).
+            ctx.patch_aw(ns, &aw.name, rv, stop_ops(aw)).await?;
+            return Ok(None);
+        }
+        let body: DynamicObject = serde_json::from_value(workload_for(aw, &queue))?;
+        let raw = Api::<DynamicObject>::namespaced_with(
+            ctx.client(),
+            ns,
+            &ApiResource::erase::<api::Workload>(&()),
+        );
+        let pp = PostParams {
+            field_manager: Some(MANAGER.into()),
+            ..PostParams::default()
+        };
+        match raw.create(&pp, &body).await {
+            Ok(_) => {
+                ctx.event(
+                    obj,
+                    EventType::Normal,
+                    "CreatedWorkload",
+                    format!("Created Workload: {ns}/{wl_name}"),
+                )
+                .await
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+        return Ok(None);
+    };
+    let status = wl.status.clone().unwrap_or_default();
+    let conds = Conditions::of(status.conditions.as_ref());
+    if conds.is_true(condition::FINISHED) {
+        return Ok(None);
+    }
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    if finished {
+        let (message, _, _) = kueue::finished(&aw.status);
+        let mut c = conds.clone();
+        c.set(
+            condition::FINISHED,
+            true,
+            if success { "Succeeded" } else { "Failed" },
+            message,
+            &now,
+            wl.metadata.generation,
+        );
+        write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
+        return Ok(None);
+    }
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    let evicted = conds.is_true(condition::EVICTED);
+    if reserved && evicted {
+        if !aw.spec.suspend {
+            if ctx
+                .patch_aw(ns, &aw.name, rv, stop_ops(aw))
+                .await?
+                .is_some()
+            {
+                let msg = conds
+                    .get(condition::EVICTED)
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default();
+                ctx.event(obj, EventType::Normal, "Stopped", msg).await;
+            }
+            return Ok(None);
+        }
+        if kueue::is_active(&aw.status) {
+            // Components and pods are still going; their quota is not free.
+            return Ok(Some(Duration::from_millis(500)));
+        }
+        if let Some(s) = release(&conds.0, wl.metadata.generation, &now) {
+            write_workload_status(&wl_api, &wl, s).await?;
+        }
+        return Ok(None);
+    }
+    if reserved && conds.is_true(condition::ADMITTED) {
+        if aw.spec.suspend {
+            let infos = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue);
+            match start_ops(aw, &infos) {
+                Ok(ops) => {
+                    if ctx.patch_aw(ns, &aw.name, rv, ops).await?.is_some() {
+                        let cq = status
+                            .admission
+                            .as_ref()
+                            .and_then(|a| a.cluster_queue.clone())
+                            .unwrap_or_default();
+                        ctx.event(
+                            obj,
+                            EventType::Normal,
+                            "Started",
+                            format!("Admitted by clusterQueue {cq}"),
+                        )
+                        .await;
+                    }
+                }
+                Err(e) => {
+                    ctx.event(obj, EventType::Warning, "FailedToStart", e).await;
+                }
+            }
+        }
+        return Ok(None);
+    }
+    if !reserved && !aw.spec.suspend {
+        ctx.patch_aw(ns, &aw.name, rv, stop_ops(aw)).await?;
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::appwrapper::{podsets::PodSet, status::ComponentStatus};
+
+    fn aw() -> core::AppWrapper {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}});
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c"}]}});
+        core::AppWrapper {
+            name: "My-AW".into(),
+            namespace: "ns".into(),
+            uid: "u1".into(),
+            spec: core::Spec {
+                components: vec![
+                    core::Component {
+                        template: job,
+                        ..Default::default()
+                    },
+                    core::Component {
+                        template: pod,
+                        ..Default::default()
+                    },
+                ],
+                suspend: true,
+                managed_by: None,
+            },
+            status: Status {
+                component_status: vec![
+                    ComponentStatus {
+                        pod_sets: vec![PodSet {
+                            replicas: Some(2),
+                            path: "template.spec.template".into(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    },
+                    ComponentStatus {
+                        pod_sets: vec![PodSet {
+                            path: "template".into(),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pod_sets_are_counted_across_components_with_their_templates() {
+        let ps = workload_pod_sets(&aw());
+        assert_eq!(ps.len(), 2);
+        assert_eq!(ps[0]["name"], "my-aw-0");
+        assert_eq!(ps[0]["count"], 2);
+        assert_eq!(ps[0]["template"]["spec"]["containers"][0]["name"], "c");
+        assert_eq!(ps[1]["name"], "my-aw-1");
+        assert_eq!(ps[1]["count"], 1);
+        assert_eq!(ps[1]["template"]["metadata"]["name"], "p");
+        let wl = workload_for(&aw(), "q");
+        assert_eq!(wl["spec"]["queueName"], "q");
+        assert_eq!(wl["metadata"]["ownerReferences"][0]["kind"], "AppWrapper");
+        assert!(wl["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("appwrapper-My-AW-"));
+    }
+
+    #[test]
+    fn start_maps_infos_onto_components_and_resumes() {
+        let info = |z: &str| workload::PodSetInfo {
+            name: z.into(),
+            node_selector: [("zone".to_string(), z.to_string())].into(),
+            ..Default::default()
+        };
+        let ops = start_ops(&aw(), &[info("a"), info("b")]).unwrap();
+        assert_eq!(ops[0]["path"], "/spec/components/0/podSetInfos");
+        assert_eq!(ops[0]["value"][0]["nodeSelector"]["zone"], "a");
+        assert_eq!(ops[1]["value"][0]["nodeSelector"]["zone"], "b");
+        assert_eq!(
+            ops[2],
+            json!({"op": "add", "path": "/spec/suspend", "value": false})
+        );
+        assert!(start_ops(&aw(), &[info("a")]).is_err());
+    }
+
+    #[test]
+    fn stop_suspends_and_clears_only_present_infos() {
+        let mut a = aw();
+        a.spec.components[1].pod_set_infos = vec![PodSetInfo::default()];
+        let ops = stop_ops(&a);
+        assert_eq!(
+            ops,
+            vec![
+                json!({"op": "add", "path": "/spec/suspend", "value": true}),
+                json!({"op": "remove", "path": "/spec/components/1/podSetInfos"}),
+            ]
+        );
+    }
+}
