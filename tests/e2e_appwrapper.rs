@@ -1,0 +1,180 @@
+//! AppWrapper end to end on the local cluster (reference §5.3): batchgate
+//! is the webhook, the AppWrapper controller and the quota engine. An
+//! AppWrapper wrapping a batch Job and a Pod is stored suspended, its one
+//! Workload is admitted, its components are created with the flavor's
+//! nodeSelector, their pods run on the matching KWOK node, and deleted
+//! while running it takes everything it created with it. An AppWrapper of
+//! a Job reaches Succeeded and its Workload is Finished. (KWOK completes
+//! only pods owned by a Job, so a wrapped bare Pod never finishes here.)
+
+mod support;
+
+use std::{sync::Once, time::Duration};
+
+use batchgate_localcluster::{LocalCluster, POD_RUNTIME_ANNOTATION};
+use serde_json::{json, Value};
+use support::{
+    e2e::{kubectl, namespace},
+    queueing::*,
+};
+
+const WAIT: Duration = Duration::from_secs(120);
+const LABEL: &str = "workload.codeflare.dev/appwrapper";
+
+/// A queued AppWrapper of a one-pod Job (1 cpu) running `runtime`, and,
+/// `with_pod`, a bare Pod (500m).
+fn appwrapper(name: &str, ns: &str, queue: &str, runtime: &str, with_pod: bool) -> String {
+    let pod_spec = |cpu: &str| {
+        json!({"restartPolicy": "Never",
+               "containers": [{"name": "main", "image": "busybox", "command": ["true"],
+                               "resources": {"requests": {"cpu": cpu}}}]})
+    };
+    let mut components = vec![json!({"template": {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": format!("{name}-job")},
+        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                 "template": {
+                    "metadata": {"annotations": {POD_RUNTIME_ANNOTATION: runtime}},
+                    "spec": pod_spec("1")}}}})];
+    if with_pod {
+        components.push(json!({"template": {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{name}-pod")},
+            "spec": pod_spec("500m")}}));
+    }
+    json!({
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {"components": components},
+    })
+    .to_string()
+}
+
+fn aw(c: &LocalCluster, ns: &str, name: &str) -> Option<Value> {
+    get(c, &["appwrappers.workload.codeflare.dev", name, "-n", ns])
+}
+
+fn pods(c: &LocalCluster, ns: &str, name: &str) -> Vec<Value> {
+    get(c, &["pods", "-n", ns, "-l", &format!("{LABEL}={name}")])
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The flavor and ClusterQueue once per binary (the tests run in
+/// parallel), a LocalQueue per namespace.
+fn setup(c: &LocalCluster, ns: &str) {
+    static CLUSTER_SCOPED: Once = Once::new();
+    CLUSTER_SCOPED.call_once(|| {
+        apply(c, &flavor("aw-spot", json!({"instance-type": "spot"})));
+        apply(
+            c,
+            &cluster_queue("aw-cq", &[("aw-spot", "10", None)], json!({})),
+        );
+    });
+    apply(c, &local_queue(ns, "aw-queue", "aw-cq"));
+}
+
+#[test]
+fn a_queued_appwrapper_is_admitted_runs_on_its_flavor_and_deleted_takes_everything() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-run");
+    setup(c, &ns);
+
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&appwrapper("train", &ns, "aw-queue", "10m", true)),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        stored["spec"]["suspend"], true,
+        "stored suspended: {stored}"
+    );
+
+    // One Workload, owned by the AppWrapper, with Kueue's pod sets.
+    let wl = wait_for(WAIT, "the AppWrapper's Workload admitted", || {
+        workload_of(c, &ns, "train").filter(|w| is_true(w, "Admitted"))
+    });
+    let name = wl["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("appwrapper-train-"), "{name}");
+    assert_eq!(wl["metadata"]["ownerReferences"][0]["kind"], "AppWrapper");
+    let sets = wl["spec"]["podSets"].as_array().unwrap();
+    assert_eq!(sets.len(), 2, "{wl}");
+    assert_eq!(sets[0]["name"], "train-0");
+    assert_eq!(sets[0]["count"], 1);
+    assert_eq!(sets[1]["name"], "train-1");
+
+    // Resumed with the flavor's node labels, and the components created
+    // with them.
+    let a = wait_for(WAIT, "the AppWrapper resumed with podSetInfos", || {
+        aw(c, &ns, "train").filter(|a| a["spec"]["suspend"] == false)
+    });
+    for i in 0..2 {
+        assert_eq!(
+            a["spec"]["components"][i]["podSetInfos"][0]["nodeSelector"]["instance-type"], "spot",
+            "{a}"
+        );
+    }
+    let job = wait_for(WAIT, "the wrapped Job created", || {
+        get(c, &["jobs", "train-job", "-n", &ns])
+    });
+    assert_eq!(
+        job["spec"]["template"]["spec"]["nodeSelector"]["instance-type"],
+        "spot"
+    );
+    assert_eq!(job["metadata"]["labels"][LABEL], "train");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "AppWrapper");
+
+    // Both pods run on the spot node.
+    let ps = wait_for(WAIT, "both pods scheduled", || {
+        let ps = pods(c, &ns, "train");
+        (ps.len() == 2 && ps.iter().all(|p| p["spec"]["nodeName"].is_string())).then_some(ps)
+    });
+    for p in &ps {
+        let node = p["spec"]["nodeName"].as_str().unwrap();
+        let n = get(c, &["node", node]).unwrap();
+        assert_eq!(n["metadata"]["labels"]["instance-type"], "spot", "{node}");
+    }
+    wait_for(WAIT, "the AppWrapper Running", || {
+        aw(c, &ns, "train").filter(|a| a["status"]["phase"] == "Running")
+    });
+
+    // Deleted while running: the finalizer holds it until its Job and
+    // pods are gone.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "appwrappers.workload.codeflare.dev",
+            "train",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the AppWrapper gone", || {
+        aw(c, &ns, "train").is_none().then_some(())
+    });
+    assert!(get(c, &["jobs", "train-job", "-n", &ns]).is_none());
+    wait_for(WAIT, "its pods gone", || {
+        pods(c, &ns, "train").is_empty().then_some(())
+    });
+}
+
+#[test]
+fn an_appwrapper_of_a_job_succeeds_and_its_workload_finishes() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-done");
+    setup(c, &ns);
+    create(c, &appwrapper("short", &ns, "aw-queue", "3s", false));
+    wait_for(WAIT, "the AppWrapper Succeeded", || {
+        aw(c, &ns, "short").filter(|a| a["status"]["phase"] == "Succeeded")
+    });
+    wait_for(WAIT, "the Workload Finished", || {
+        workload_of(c, &ns, "short").filter(|w| is_true(w, "Finished"))
+    });
+}
