@@ -163,7 +163,7 @@ fn rbac_covers_every_shipped_policy() {
                 policy.source
             );
         }
-        // The AppWrapper controller (to come) writes the status.
+        // The AppWrapper controller writes the status.
         if policy.status.as_ref().is_some_and(|s| !s.reset.is_empty()) || t.kind == "AppWrapper" {
             assert!(
                 grants(&t.group, &format!("{}/status", t.resource), "patch"),
