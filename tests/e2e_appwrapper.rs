@@ -4,7 +4,9 @@
 //! Workload is admitted, its components are created with the flavor's
 //! nodeSelector, their pods run on the matching KWOK node, and deleted
 //! while running it takes everything it created with it. An AppWrapper of
-//! a Job reaches Succeeded and its Workload is Finished. (KWOK completes
+//! a Job reaches Succeeded and its Workload is Finished. One whose
+//! ClusterQueue is drained is suspended, its components and pods removed,
+//! and its quota released. (KWOK completes
 //! only pods owned by a Job, so a wrapped bare Pod never finishes here.)
 
 mod support;
@@ -176,5 +178,61 @@ fn an_appwrapper_of_a_job_succeeds_and_its_workload_finishes() {
     });
     wait_for(WAIT, "the Workload Finished", || {
         workload_of(c, &ns, "short").filter(|w| is_true(w, "Finished"))
+    });
+}
+
+#[test]
+fn a_drained_appwrapper_is_suspended_its_components_removed_and_its_quota_released() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-drain");
+    setup(c, &ns);
+    apply(
+        c,
+        &cluster_queue("aw-drain-cq", &[("aw-spot", "10", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "drain-queue", "aw-drain-cq"));
+    create(c, &appwrapper("held", &ns, "drain-queue", "10m", false));
+    wait_for(WAIT, "the AppWrapper Running", || {
+        aw(c, &ns, "held").filter(|a| a["status"]["phase"] == "Running")
+    });
+    wait_for(WAIT, "its pod created", || {
+        (pods(c, &ns, "held").len() == 1).then_some(())
+    });
+
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "clusterqueue",
+            "aw-drain-cq",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"stopPolicy":"HoldAndDrain"}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let a = wait_for(WAIT, "the AppWrapper Suspended", || {
+        aw(c, &ns, "held").filter(|a| a["status"]["phase"] == "Suspended")
+    });
+    assert_eq!(a["spec"]["suspend"], true, "{a}");
+    assert!(
+        a["spec"]["components"][0].get("podSetInfos").is_none(),
+        "{a}"
+    );
+    assert!(get(c, &["jobs", "held-job", "-n", &ns]).is_none());
+    wait_for(WAIT, "its pod gone", || {
+        pods(c, &ns, "held").is_empty().then_some(())
+    });
+    let wl = wait_for(WAIT, "the Workload's quota released", || {
+        workload_of(c, &ns, "held").filter(|w| {
+            is_true(w, "Evicted")
+                && condition(w, "QuotaReserved").is_some_and(|q| q["status"] == "False")
+        })
+    });
+    assert!(!is_true(&wl, "Admitted"), "{wl}");
+    wait_for(WAIT, "the drained ClusterQueue to hold nothing", || {
+        let (_, reserving, admitted, _) = cq_counts(c, "aw-drain-cq")?;
+        (reserving == 0 && admitted == 0).then_some(())
     });
 }
