@@ -81,7 +81,13 @@ struct Ctx {
 const MAX_STEPS: usize = 4;
 
 /// Runs the AppWrapper controller once the AppWrapper CRD is served.
-pub async fn run(shared: Shared) {
+/// `workloads` wakes an AppWrapper when its Workload changes (sent by the
+/// job reconcilers' one metadata watch of Workloads, rather than a second
+/// full watch and cache of every Workload here).
+pub async fn run(
+    shared: Shared,
+    workloads: futures::channel::mpsc::UnboundedReceiver<ObjectRef<AppWrapperObject>>,
+) {
     let client = shared.client.clone();
     let resource = ApiResource::erase::<AppWrapperObject>(&());
     served(
@@ -100,10 +106,7 @@ pub async fn run(shared: Shared) {
         Api::<AppWrapperObject>::all(client.clone()),
         watcher::Config::default(),
     )
-    .owns(
-        Api::<api::Workload>::all(client.clone()),
-        watcher::Config::default(),
-    )
+    .reconcile_on(workloads)
     .watches(
         pods,
         watcher::Config::default().labels(APPWRAPPER_LABEL),

@@ -30,7 +30,9 @@ use super::{
 };
 use crate::{
     admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
+    api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2::{self as api, condition},
+    appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
     policy::{Policy, PolicySet, Progress},
     workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
@@ -139,8 +141,10 @@ pub async fn run(client: Client, policies: PolicySet) {
             fut.await
         }));
     }
+    let (aw_tx, aw_rx) = futures::channel::mpsc::unbounded();
+    triggers.appwrappers = Some(aw_tx);
     tokio::spawn(triggers.run(client));
-    all.push(tokio::spawn(super::appwrapper::run(shared)));
+    all.push(tokio::spawn(super::appwrapper::run(shared, aw_rx)));
     for h in all {
         let _ = h.await;
     }
@@ -156,6 +160,9 @@ struct OwnerTriggers {
         ApiResource,
         futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     )>,
+    /// The AppWrapper controller's wake-ups (its Workloads are owned by
+    /// AppWrappers, a kind without a policy).
+    appwrappers: Option<futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapper>>>,
 }
 
 impl OwnerTriggers {
@@ -196,6 +203,12 @@ impl OwnerTriggers {
             ) else {
                 continue;
             };
+            if owner.api_version == APPWRAPPER_API_VERSION && owner.kind == APPWRAPPER_KIND {
+                if let Some(tx) = &self.appwrappers {
+                    let _ = tx.unbounded_send(ObjectRef::new(&owner.name).within(ns));
+                }
+                continue;
+            }
             for (resource, tx) in &self.kinds {
                 if resource.api_version == owner.api_version && resource.kind == owner.kind {
                     let _ = tx.unbounded_send(
