@@ -6,8 +6,10 @@
 //! while running it takes everything it created with it. An AppWrapper of
 //! a Job reaches Succeeded and its Workload is Finished. One whose
 //! ClusterQueue is drained is suspended, its components and pods removed,
-//! and its quota released. (KWOK completes
-//! only pods owned by a Job, so a wrapped bare Pod never finishes here.)
+//! and its quota released. A ServiceAccount that may create AppWrappers
+//! but not Pods is refused one that wraps a Pod, with real RBAC and
+//! `kubectl --as`. (KWOK completes only pods owned by a Job, so a wrapped
+//! bare Pod never finishes here.)
 
 mod support;
 
@@ -235,4 +237,136 @@ fn a_drained_appwrapper_is_suspended_its_components_removed_and_its_quota_releas
         let (_, reserving, admitted, _) = cq_counts(c, "aw-drain-cq")?;
         (reserving == 0 && admitted == 0).then_some(())
     });
+}
+
+/// `kubectl --as=<user> <args>` with `stdin`: (success, stdout + stderr).
+fn kubectl_as(c: &LocalCluster, user: &str, args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    let as_user = format!("--as={user}");
+    let mut all = vec![as_user.as_str()];
+    all.extend_from_slice(args);
+    let (ok, out, err) = kubectl(c, &all, stdin);
+    (ok, format!("{out}{err}"))
+}
+
+#[test]
+fn a_user_who_may_not_create_pods_is_refused_an_appwrapper_wrapping_one() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-rbac");
+    setup(c, &ns);
+    let subject = |name: &str| json!({"kind": "ServiceAccount", "name": name, "namespace": ns});
+    let role = |name: &str, rules: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": name, "namespace": ns}, "rules": rules})
+    };
+    let binding = |name: &str, subjects: Value| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": name, "namespace": ns},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+               "subjects": subjects})
+    };
+    let rbac = [
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "aw-only", "namespace": ns}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "aw-and-pods", "namespace": ns}}),
+        // Both may create AppWrappers; only aw-and-pods may create pods.
+        role(
+            "aw-author",
+            json!([{"apiGroups": ["workload.codeflare.dev"], "resources": ["appwrappers"],
+                    "verbs": ["create"]}]),
+        ),
+        binding(
+            "aw-author",
+            json!([subject("aw-only"), subject("aw-and-pods")]),
+        ),
+        role(
+            "pod-author",
+            json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]),
+        ),
+        binding("pod-author", json!([subject("aw-and-pods")])),
+    ];
+    apply(
+        c,
+        &rbac
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n---\n"),
+    );
+    let user = |sa: &str| format!("system:serviceaccount:{ns}:{sa}");
+    // RBAC is in force once the apiserver's authorizer says so (and before
+    // batchgate asks, so it caches no stale answer).
+    for (sa, what) in [
+        ("aw-only", "appwrappers.workload.codeflare.dev"),
+        ("aw-and-pods", "appwrappers.workload.codeflare.dev"),
+        ("aw-and-pods", "pods"),
+    ] {
+        wait_for(WAIT, &format!("RBAC: {sa} may create {what}"), || {
+            kubectl_as(
+                c,
+                &user(sa),
+                &["auth", "can-i", "create", what, "-n", &ns],
+                None,
+            )
+            .0
+            .then_some(())
+        });
+    }
+    let (may, out) = kubectl_as(
+        c,
+        &user("aw-only"),
+        &["auth", "can-i", "create", "pods", "-n", &ns],
+        None,
+    );
+    assert!(!may, "aw-only may create pods: {out}");
+
+    // A Pod alone, queued.
+    let wrapped_pod = |name: &str| {
+        json!({
+            "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "aw-queue"}},
+            "spec": {"components": [{"template": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{name}-pod")},
+                "spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "command": ["true"],
+                                         "resources": {"requests": {"cpu": "100m"}}}]}}}]},
+        })
+        .to_string()
+    };
+
+    let (ok, out) = kubectl_as(
+        c,
+        &user("aw-only"),
+        &["create", "-f", "-"],
+        Some(&wrapped_pod("refused")),
+    );
+    assert!(!ok, "created without permission to create pods: {out}");
+    eprintln!("kubectl without pods: {}", out.trim());
+    for part in [
+        r#"admission webhook "vappwrapper.kb.io" denied the request"#,
+        &format!(
+            "spec.components[0].template: Forbidden: User {} is not authorized to create pods in {ns}",
+            user("aw-only")
+        ),
+    ] {
+        assert!(out.contains(part), "missing {part:?} in:\n{out}");
+    }
+    assert!(aw(c, &ns, "refused").is_none());
+
+    let (ok, out) = kubectl_as(
+        c,
+        &user("aw-and-pods"),
+        &["create", "-o", "json", "-f", "-"],
+        Some(&wrapped_pod("allowed")),
+    );
+    assert!(ok, "{out}");
+    let stored = aw(c, &ns, "allowed").expect("the AppWrapper stored");
+    assert_eq!(
+        stored["metadata"]["labels"]["workload.codeflare.dev/user"],
+        format!("system_serviceaccount_{ns}_aw-and-pods"),
+        "{stored}"
+    );
 }
