@@ -6,7 +6,9 @@
 //! while running it takes everything it created with it. An AppWrapper of
 //! a Job reaches Succeeded and its Workload is Finished. One whose
 //! ClusterQueue is drained is suspended, its components and pods removed,
-//! and its quota released. A ServiceAccount that may create AppWrappers
+//! and its quota released. One whose Job's pod fails (KWOK's pod-fail
+//! stage) is reset once and then, past its retryLimit, Failed with its
+//! resources deleted and its Workload Finished. A ServiceAccount that may create AppWrappers
 //! but not Pods is refused one that wraps a Pod, with real RBAC and
 //! `kubectl --as`. (KWOK completes only pods owned by a Job, so a wrapped
 //! bare Pod never finishes here.)
@@ -15,7 +17,7 @@ mod support;
 
 use std::{sync::Once, time::Duration};
 
-use batchgate_localcluster::{LocalCluster, POD_RUNTIME_ANNOTATION};
+use batchgate_localcluster::{LocalCluster, POD_FAIL_ANNOTATION, POD_RUNTIME_ANNOTATION};
 use serde_json::{json, Value};
 use support::{
     e2e::{kubectl, namespace},
@@ -237,6 +239,61 @@ fn a_drained_appwrapper_is_suspended_its_components_removed_and_its_quota_releas
         let (_, reserving, admitted, _) = cq_counts(c, "aw-drain-cq")?;
         (reserving == 0 && admitted == 0).then_some(())
     });
+}
+
+#[test]
+fn a_failing_appwrapper_is_reset_then_past_its_retry_limit_failed_and_its_resources_deleted() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-fail");
+    setup(c, &ns);
+    // The Job (backoffLimit 0) fails as soon as its pod does, a second
+    // after it runs.
+    let mut a: Value =
+        serde_json::from_str(&appwrapper("flaky", &ns, "aw-queue", "10m", false)).unwrap();
+    let template = &mut a["spec"]["components"][0]["template"]["spec"]["template"]["metadata"];
+    template["annotations"] = json!({POD_FAIL_ANNOTATION: "1s"});
+    a["metadata"]["annotations"] = json!({
+        "workload.codeflare.dev.appwrapper/retryLimit": "1",
+        "workload.codeflare.dev.appwrapper/retryPausePeriodDuration": "2s",
+        "workload.codeflare.dev.appwrapper/failureGracePeriodDuration": "0s",
+    });
+    create(c, &a.to_string());
+
+    // Reset once: its Job and pod deleted, then, after the pause, created
+    // again.
+    let resetting = wait_for(WAIT, "the AppWrapper Resetting", || {
+        aw(c, &ns, "flaky").filter(|a| a["status"]["phase"] == "Resetting")
+    });
+    assert_eq!(resetting["status"]["resettingCount"], 1, "{resetting}");
+    let unhealthy = condition(&resetting, "Unhealthy").unwrap();
+    assert_eq!(unhealthy["status"], "True", "{resetting}");
+
+    // Resumed, failed again, and with no retry left: Failed.
+    let failed = wait_for(WAIT, "the AppWrapper Failed", || {
+        aw(c, &ns, "flaky").filter(|a| a["status"]["phase"] == "Failed")
+    });
+    assert_eq!(failed["status"]["resettingCount"], 1, "{failed}");
+    let failed = wait_for(WAIT, "the failed AppWrapper's resources deleted", || {
+        aw(c, &ns, "flaky").filter(|a| {
+            condition(a, "ResourcesDeployed").is_some_and(|d| d["status"] == "False")
+                && condition(a, "QuotaReserved").is_some_and(|q| q["status"] == "False")
+        })
+    });
+    assert_eq!(failed["status"]["phase"], "Failed", "{failed}");
+    wait_for(WAIT, "its Job gone", || {
+        get(c, &["jobs", "flaky-job", "-n", &ns])
+            .is_none()
+            .then_some(())
+    });
+    wait_for(WAIT, "its pods gone", || {
+        pods(c, &ns, "flaky").is_empty().then_some(())
+    });
+    let wl = wait_for(WAIT, "the Workload Finished", || {
+        workload_of(c, &ns, "flaky").filter(|w| is_true(w, "Finished"))
+    });
+    let finished = condition(&wl, "Finished").unwrap();
+    assert_eq!(finished["reason"], "Failed", "{wl}");
+    assert_eq!(finished["message"], "AppWrapper failed", "{wl}");
 }
 
 /// `kubectl --as=<user> <args>` with `stdin`: (success, stdout + stderr).

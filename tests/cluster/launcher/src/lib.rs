@@ -6,7 +6,8 @@
 //! ports, creates fake KWOK nodes with the requested labels, taints and
 //! capacity, and waits until the API is ready and every node is Ready.
 //! Pods bound to the fake nodes become Running at once; pods owned by a Job
-//! then complete (KWOK's "fast" stages).
+//! then complete (KWOK's "fast" stages), and pods annotated
+//! [`POD_FAIL_ANNOTATION`] fail.
 //!
 //! ```no_run
 //! use batchgate_localcluster::{ClusterOptions, LocalCluster, NodeSpec};
@@ -415,7 +416,7 @@ impl LocalCluster {
         let stages = cluster.dir_path.join("stages.yaml");
         let text = std::fs::read_to_string(&binaries.stages)
             .map_err(|e| Error::io("reading the KWOK stage file", e))?;
-        std::fs::write(&stages, with_completion_delay(&text))
+        std::fs::write(&stages, with_failure_stage(&with_completion_delay(&text)))
             .map_err(|e| Error::io("writing the KWOK stage file", e))?;
         cluster.spawn(
             "kwok",
@@ -806,6 +807,90 @@ fn with_completion_delay(stages: &str) -> String {
     stages.replacen(marker, &delay, 1)
 }
 
+/// Pod annotation that makes a Running pod on a KWOK node fail after the
+/// duration it holds (a Go duration, e.g. `"1s"`): phase Failed, every
+/// container terminated with exit code 1 (reason `Error`). Any pod, owned
+/// by a Job or not; it takes precedence over [`POD_RUNTIME_ANNOTATION`].
+pub const POD_FAIL_ANNOTATION: &str = "pod-fail.stage.kwok.x-k8s.io/delay";
+
+/// Adds a `pod-fail` stage for pods annotated [`POD_FAIL_ANNOTATION`], and
+/// keeps KWOK's pod-complete stage off them (KWOK picks at random among
+/// stages that match the same pod, so the two must not overlap).
+fn with_failure_stage(stages: &str) -> String {
+    let marker = "  name: pod-complete\n";
+    let exclude = format!(
+        "    matchExpressions:\n    - key: '.metadata.annotations[\"{POD_FAIL_ANNOTATION}\"]'\n      operator: 'DoesNotExist'\n"
+    );
+    let mut out = match stages.find(marker) {
+        Some(at) => {
+            let (head, tail) = stages.split_at(at);
+            format!(
+                "{head}{}",
+                tail.replacen("    matchExpressions:\n", &exclude, 1)
+            )
+        }
+        None => stages.to_string(),
+    };
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        r#"---
+# pod-fail: added by batchgate's cluster launcher
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-fail
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.annotations["{POD_FAIL_ANNOTATION}"]'
+      operator: 'Exists'
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{POD_FAIL_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodFailed
+        type: Ready
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodFailed
+        type: ContainersReady
+      containerStatuses:
+      {{{{ range $index, $item := .spec.containers }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 1
+            finishedAt: {{{{ $now | Quote }}}}
+            reason: Error
+            startedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: Failed
+"#
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -818,6 +903,28 @@ mod tests {
         );
         assert!(out.contains(super::POD_RUNTIME_ANNOTATION));
         assert!(out.ends_with("  resourceRef: {}\n"));
+    }
+
+    #[test]
+    fn the_pod_fail_stage_is_added_and_the_pod_complete_stage_skips_its_pods() {
+        let stages = "kind: Stage\nmetadata:\n  name: pod-ready\nspec:\n  selector:\n    matchExpressions:\n    - key: a\n---\nkind: Stage\nmetadata:\n  name: pod-complete\nspec:\n  selector:\n    matchExpressions:\n    - key: b\n";
+        let out = super::with_failure_stage(stages);
+        let exclude = format!(
+            "    - key: '.metadata.annotations[\"{}\"]'\n      operator: 'DoesNotExist'\n",
+            super::POD_FAIL_ANNOTATION
+        );
+        // pod-ready untouched, pod-complete excludes the annotated pods.
+        assert!(out.starts_with("kind: Stage\nmetadata:\n  name: pod-ready\nspec:\n  selector:\n    matchExpressions:\n    - key: a\n---\n"), "{out}");
+        assert!(
+            out.contains(&format!("  name: pod-complete\nspec:\n  selector:\n    matchExpressions:\n{exclude}    - key: b\n")),
+            "{out}"
+        );
+        assert_eq!(out.matches(&exclude).count(), 1, "{out}");
+        let fail = &out[out.find("  name: pod-fail\n").expect("a pod-fail stage")..];
+        assert!(fail.contains("operator: 'Exists'"), "{fail}");
+        assert!(fail.contains("exitCode: 1\n"), "{fail}");
+        assert!(fail.contains("{{ $now := Now }}"), "{fail}");
+        assert!(fail.ends_with("      phase: Failed\n"), "{fail}");
     }
 
     use super::*;
