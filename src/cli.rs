@@ -439,12 +439,12 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         Some(_) => AdmissionMode::Builtin,
         None => cfg.admission.unwrap_or_default(),
     };
+    let lease = cfg
+        .reconciler
+        .lease_duration_seconds
+        .unwrap_or(Duration::from_secs(15));
     match (&reconcile_client, mode) {
         (Some(c), AdmissionMode::Builtin) => {
-            let lease = cfg
-                .reconciler
-                .lease_duration_seconds
-                .unwrap_or(Duration::from_secs(15));
             tokio::spawn(controllers::run(
                 c.clone(),
                 policies.clone(),
@@ -452,8 +452,13 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 lease,
             ));
         }
-        (Some(_), AdmissionMode::External) => {
-            info!("admission: external — Workloads are admitted by an upstream Kueue; no reconciler runs here")
+        (Some(c), AdmissionMode::External) => {
+            info!("admission: external — Workloads are admitted by an upstream Kueue; only the AppWrapper controller runs here (no Workloads, no queueing, no job reconcilers)");
+            tokio::spawn(controllers::run_external(
+                c.clone(),
+                cfg.namespace().to_string(),
+                lease,
+            ));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),
     }

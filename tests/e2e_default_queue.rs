@@ -3,7 +3,8 @@
 //! named `default` is queued there (and suspended), as Kueue does; a
 //! WorkloadPriorityClass named `default` labels it too. The lookups come from
 //! watch-backed caches, not an API call per request. With `admission:
-//! external` batchgate runs no reconciler.
+//! external` batchgate runs no Workload reconciler (only the AppWrapper
+//! controller, which makes no Workloads).
 
 mod support;
 
@@ -123,7 +124,7 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
-    // With `admission: external` no reconciler runs: the queued Job gets no
+    // With `admission: external` no job reconciler runs: the queued Job gets no
     // Workload from batchgate and stays suspended.
     std::thread::sleep(Duration::from_secs(5));
     let (ok, out, err) = kubectl(

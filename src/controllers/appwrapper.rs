@@ -74,6 +74,11 @@ struct Ctx {
     shared: Shared,
     resources: ResourceNames,
     config: OperatorConfig,
+    /// Kueue's side runs here (`admission: builtin`): one Workload per
+    /// queued AppWrapper, started and stopped by its admission. `false`
+    /// under `admission: external`, where an upstream Kueue does that
+    /// through `spec.suspend` and `podSetInfos`.
+    kueue: bool,
 }
 
 /// At most this many core steps per reconcile (a create batch and a live
@@ -83,10 +88,13 @@ const MAX_STEPS: usize = 4;
 /// Runs the AppWrapper controller once the AppWrapper CRD is served.
 /// `workloads` wakes an AppWrapper when its Workload changes (sent by the
 /// job reconcilers' one metadata watch of Workloads, rather than a second
-/// full watch and cache of every Workload here).
+/// full watch and cache of every Workload here). With `kueue` false (an
+/// upstream Kueue admits), only the lifecycle runs: no Workload is read,
+/// created or finished here.
 pub async fn run(
     shared: Shared,
     workloads: futures::channel::mpsc::UnboundedReceiver<ObjectRef<AppWrapperObject>>,
+    kueue: bool,
 ) {
     let client = shared.client.clone();
     let resource = ApiResource::erase::<AppWrapperObject>(&());
@@ -95,11 +103,12 @@ pub async fn run(
         "appwrapper".into(),
     )
     .await;
-    info!("AppWrapper controller starts");
+    info!(kueue, "AppWrapper controller starts");
     let ctx = Arc::new(Ctx {
         resources: ResourceNames::new(Some(Arc::new(KubeDiscovery::new(client.clone())))),
         config: OperatorConfig::default(),
         shared,
+        kueue,
     });
     let pods = Api::<Pod>::all(client.clone());
     Controller::new(
@@ -484,7 +493,11 @@ async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue,
         observed = ctx.observe(&aw).await?;
         observed.create_results = results;
     }
-    let queued = kueue_step(&ctx, &obj, &aw, &rv).await?;
+    let queued = if ctx.kueue {
+        kueue_step(&ctx, &obj, &aw, &rv).await?
+    } else {
+        None
+    };
     let next = match (requeue, queued) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

@@ -90,6 +90,27 @@ where
     reader
 }
 
+impl Shared {
+    /// Without Kueue's caches (empty stores, never filled): for the
+    /// AppWrapper controller alone under `admission: external`, which reads
+    /// no flavor or priority class.
+    pub(super) fn without_kueue(client: Client) -> Self {
+        Shared {
+            flavors: reflector::store().0,
+            workload_classes: reflector::store().0,
+            pod_classes: reflector::store().0,
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "batchgate-job-controller".into(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                },
+            ),
+            client,
+        }
+    }
+}
+
 /// Starts a reconciler for every policy; runs until the process ends.
 pub async fn run(client: Client, policies: PolicySet) {
     let shared = Shared {
@@ -144,7 +165,7 @@ pub async fn run(client: Client, policies: PolicySet) {
     let (aw_tx, aw_rx) = futures::channel::mpsc::unbounded();
     triggers.appwrappers = Some(aw_tx);
     tokio::spawn(triggers.run(client));
-    all.push(tokio::spawn(super::appwrapper::run(shared, aw_rx)));
+    all.push(tokio::spawn(super::appwrapper::run(shared, aw_rx, true)));
     for h in all {
         let _ = h.await;
     }

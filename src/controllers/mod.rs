@@ -46,3 +46,17 @@ pub async fn run(client: Client, policies: PolicySet, namespace: String, lease: 
     tokio::spawn(queueing::Controller::run(client.clone()));
     jobs::run(client, policies).await;
 }
+
+/// `admission: external`: an upstream Kueue creates and admits the
+/// Workloads. Only the AppWrapper controller runs (behind the lease), as
+/// the AppWrapper operator would next to stock Kueue: Kueue drives it
+/// through `spec.suspend` and `components[].podSetInfos`; no Workload is
+/// touched here, and neither the queueing engine nor the job reconcilers run.
+pub async fn run_external(client: Client, namespace: String, lease: Duration) {
+    lease::Elector::new(client.clone(), &namespace, lease)
+        .acquire()
+        .await;
+    // Nothing sends: Workload changes are Kueue's to act on.
+    let (_, none) = futures::channel::mpsc::unbounded();
+    appwrapper::run(jobs::Shared::without_kueue(client), none, false).await;
+}
