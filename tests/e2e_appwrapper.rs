@@ -4,14 +4,16 @@
 //! Workload is admitted, its components are created with the flavor's
 //! nodeSelector, their pods run on the matching KWOK node, and deleted
 //! while running it takes everything it created with it. An AppWrapper of
-//! a Job reaches Succeeded and its Workload is Finished. One whose
+//! a Job and a Pod reaches Succeeded and its Workload is Finished. One whose
 //! ClusterQueue is drained is suspended, its components and pods removed,
 //! and its quota released. One whose Job's pod fails (KWOK's pod-fail
 //! stage) is reset once and then, past its retryLimit, Failed with its
 //! resources deleted and its Workload Finished. A ServiceAccount that may create AppWrappers
 //! but not Pods is refused one that wraps a Pod, with real RBAC and
-//! `kubectl --as`. (KWOK completes only pods owned by a Job, so a wrapped
-//! bare Pod never finishes here.)
+//! `kubectl --as`. (KWOK's own pod-complete stage completes only pods
+//! owned by a Job; the launcher's pod-complete-unowned stage completes a
+//! bare or AppWrapper-owned pod carrying the runtime annotation, and leaves
+//! an unannotated bare pod running.)
 
 mod support;
 
@@ -28,7 +30,7 @@ const WAIT: Duration = Duration::from_secs(120);
 const LABEL: &str = "workload.codeflare.dev/appwrapper";
 
 /// A queued AppWrapper of a one-pod Job (1 cpu) running `runtime`, and,
-/// `with_pod`, a bare Pod (500m).
+/// `with_pod`, a bare Pod (500m) running `runtime` too.
 fn appwrapper(name: &str, ns: &str, queue: &str, runtime: &str, with_pod: bool) -> String {
     let pod_spec = |cpu: &str| {
         json!({"restartPolicy": "Never",
@@ -45,7 +47,8 @@ fn appwrapper(name: &str, ns: &str, queue: &str, runtime: &str, with_pod: bool) 
     if with_pod {
         components.push(json!({"template": {
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("{name}-pod")},
+            "metadata": {"name": format!("{name}-pod"),
+                         "annotations": {POD_RUNTIME_ANNOTATION: runtime}},
             "spec": pod_spec("500m")}}));
     }
     json!({
@@ -172,17 +175,48 @@ fn a_queued_appwrapper_is_admitted_runs_on_its_flavor_and_deleted_takes_everythi
 }
 
 #[test]
-fn an_appwrapper_of_a_job_succeeds_and_its_workload_finishes() {
+fn an_appwrapper_of_a_job_and_a_pod_succeeds_and_its_workload_finishes() {
     let c = env().cluster;
     let ns = namespace(c, "e2e-aw-done");
     setup(c, &ns);
-    create(c, &appwrapper("short", &ns, "aw-queue", "3s", false));
+    create(c, &appwrapper("short", &ns, "aw-queue", "3s", true));
     wait_for(WAIT, "the AppWrapper Succeeded", || {
         aw(c, &ns, "short").filter(|a| a["status"]["phase"] == "Succeeded")
     });
+    let ps = pods(c, &ns, "short");
+    assert_eq!(ps.len(), 2, "{ps:?}");
+    assert!(
+        ps.iter().all(|p| p["status"]["phase"] == "Succeeded"),
+        "{ps:?}"
+    );
+    assert!(
+        ps.iter().any(|p| p["metadata"]["name"] == "short-pod"),
+        "{ps:?}"
+    );
     wait_for(WAIT, "the Workload Finished", || {
         workload_of(c, &ns, "short").filter(|w| is_true(w, "Finished"))
     });
+
+    // Outside an AppWrapper: an unowned pod with the runtime annotation
+    // completes, one without it keeps running.
+    let bare = |name: &str, annotations: Value| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+               "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "busybox"}]}})
+        .to_string()
+    };
+    create(c, &bare("bare-done", json!({POD_RUNTIME_ANNOTATION: "1s"})));
+    create(c, &bare("bare-running", json!({})));
+    wait_for(WAIT, "the annotated bare pod Succeeded", || {
+        get(c, &["pod", "bare-done", "-n", &ns]).filter(|p| p["status"]["phase"] == "Succeeded")
+    });
+    wait_for(WAIT, "the unannotated bare pod Running", || {
+        get(c, &["pod", "bare-running", "-n", &ns]).filter(|p| p["status"]["phase"] == "Running")
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let p = get(c, &["pod", "bare-running", "-n", &ns]).unwrap();
+    assert_eq!(p["status"]["phase"], "Running", "{p}");
 }
 
 #[test]

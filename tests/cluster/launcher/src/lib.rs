@@ -6,7 +6,9 @@
 //! ports, creates fake KWOK nodes with the requested labels, taints and
 //! capacity, and waits until the API is ready and every node is Ready.
 //! Pods bound to the fake nodes become Running at once; pods owned by a Job
-//! then complete (KWOK's "fast" stages), and pods annotated
+//! then complete (KWOK's "fast" stages), as do pods carrying
+//! [`POD_RUNTIME_ANNOTATION`] that no Job, ReplicaSet, StatefulSet or
+//! DaemonSet owns (bare or AppWrapper-owned pods); pods annotated
 //! [`POD_FAIL_ANNOTATION`] fail.
 //!
 //! ```no_run
@@ -416,8 +418,11 @@ impl LocalCluster {
         let stages = cluster.dir_path.join("stages.yaml");
         let text = std::fs::read_to_string(&binaries.stages)
             .map_err(|e| Error::io("reading the KWOK stage file", e))?;
-        std::fs::write(&stages, with_failure_stage(&with_completion_delay(&text)))
-            .map_err(|e| Error::io("writing the KWOK stage file", e))?;
+        std::fs::write(
+            &stages,
+            with_bare_pod_completion(&with_failure_stage(&with_completion_delay(&text))),
+        )
+        .map_err(|e| Error::io("writing the KWOK stage file", e))?;
         cluster.spawn(
             "kwok",
             vec![
@@ -793,7 +798,8 @@ fn nodes_ready(nodes_json: &str, names: &[String]) -> (bool, String) {
 }
 
 /// Pod annotation that keeps a Job's pod running for a while on a KWOK node
-/// (a Go duration, e.g. `"5s"`); without it pods complete at once.
+/// (a Go duration, e.g. `"5s"`); without it a Job's pods complete at once.
+/// A pod no workload controller owns completes only when it carries it.
 pub const POD_RUNTIME_ANNOTATION: &str = "pod-complete.stage.kwok.x-k8s.io/delay";
 
 /// KWOK's "fast" pod-complete stage, made to wait for the duration in
@@ -891,8 +897,124 @@ spec:
     out
 }
 
+/// Adds a `pod-complete-unowned` stage: KWOK's pod-complete stage only
+/// completes pods owned by a Job, so a Running pod carrying
+/// [`POD_RUNTIME_ANNOTATION`] that no workload controller owns (a bare pod,
+/// or one owned by an AppWrapper) succeeds after that duration too. Pods
+/// owned by a Job (KWOK's own stage), a ReplicaSet, StatefulSet or DaemonSet,
+/// pods without the annotation, and pods carrying [`POD_FAIL_ANNOTATION`]
+/// (the pod-fail stage's) are left alone, so no two stages match one pod.
+fn with_bare_pod_completion(stages: &str) -> String {
+    let mut out = stages.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        r#"---
+# pod-complete-unowned: added by batchgate's cluster launcher
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete-unowned
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.annotations["{POD_RUNTIME_ANNOTATION}"]'
+      operator: 'Exists'
+    - key: '.metadata.annotations["{POD_FAIL_ANNOTATION}"]'
+      operator: 'DoesNotExist'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'NotIn'
+      values:
+      - 'Job'
+      - 'ReplicaSet'
+      - 'StatefulSet'
+      - 'DaemonSet'
+  delay:
+    durationMilliseconds: 0
+    durationFrom:
+      expressionFrom: '.metadata.annotations["{POD_RUNTIME_ANNOTATION}"]'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodCompleted
+        type: Ready
+      - lastTransitionTime: {{{{ $now | Quote }}}}
+        status: "False"
+        reason: PodCompleted
+        type: ContainersReady
+      containerStatuses:
+      {{{{ range $index, $item := .spec.containers }}}}
+      - image: {{{{ $item.image | Quote }}}}
+        name: {{{{ $item.name | Quote }}}}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{{{ $now | Quote }}}}
+            reason: Completed
+            startedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: Succeeded
+"#
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn unowned_annotated_pods_get_their_own_completion_stage() {
+        let stages = "kind: Stage\nmetadata:\n  name: pod-complete\nspec: {}";
+        let out = super::with_bare_pod_completion(stages);
+        assert!(
+            out.starts_with("kind: Stage\nmetadata:\n  name: pod-complete\nspec: {}\n---\n"),
+            "{out}"
+        );
+        let stage = &out[out
+            .find("  name: pod-complete-unowned\n")
+            .expect("the stage")..];
+        // Opt-in by the runtime annotation, never a pod the fail stage or a
+        // workload controller's stage takes.
+        let runtime = format!(
+            "    - key: '.metadata.annotations[\"{}\"]'\n      operator: 'Exists'\n",
+            super::POD_RUNTIME_ANNOTATION
+        );
+        let no_fail = format!(
+            "    - key: '.metadata.annotations[\"{}\"]'\n      operator: 'DoesNotExist'\n",
+            super::POD_FAIL_ANNOTATION
+        );
+        assert!(stage.contains(&runtime), "{stage}");
+        assert!(stage.contains(&no_fail), "{stage}");
+        assert!(
+            stage.contains(
+                "operator: 'NotIn'\n      values:\n      - 'Job'\n      - 'ReplicaSet'\n"
+            ),
+            "{stage}"
+        );
+        assert!(
+            stage.contains("expressionFrom: '.metadata.annotations[\""),
+            "{stage}"
+        );
+        assert!(stage.contains("exitCode: 0\n"), "{stage}");
+        assert!(stage.contains("{{ $now := Now }}"), "{stage}");
+        assert!(stage.ends_with("      phase: Succeeded\n"), "{stage}");
+    }
+
     #[test]
     fn the_pod_complete_stage_waits_for_the_annotation() {
         let stages = "kind: Stage\nmetadata:\n  name: pod-complete\nspec:\n  resourceRef: {}\n";
