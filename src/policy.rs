@@ -954,7 +954,14 @@ impl PolicySet {
     }
 
     /// Is `api_version`/`kind` (as in an ownerReference) an integrated kind?
+    /// An AppWrapper is one too: the objects it wraps are governed by its
+    /// Workload, not queued again on their own.
     pub fn is_integrated(&self, api_version: &str, kind: &str) -> bool {
+        if api_version == crate::appwrapper::APPWRAPPER_API_VERSION
+            && kind == crate::appwrapper::APPWRAPPER_KIND
+        {
+            return true;
+        }
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         self.find(group, version, kind).is_some()
     }
@@ -1098,5 +1105,7 @@ podSets:
         assert!(set.is_integrated("batch/v1", "Job"));
         assert!(!set.is_integrated("batch/v1", "CronJob"));
         assert!(!set.is_integrated("v1", "Pod"));
+        assert!(set.is_integrated("workload.codeflare.dev/v1beta2", "AppWrapper"));
+        assert!(set.is_integrated("jobset.x-k8s.io/v1alpha2", "JobSet"));
     }
 }

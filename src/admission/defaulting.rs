@@ -216,6 +216,18 @@ mod tests {
         assert!(run(job.clone(), "team-a", false, &NoCluster)
             .patch
             .is_empty());
+        // An AppWrapper's components are governed by its Workload, even
+        // under manageJobsWithoutQueueName.
+        let mut wrapped = job.clone();
+        wrapped["metadata"]["ownerReferences"] = json!([
+            {"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+             "name": "aw", "uid": "u", "controller": true}
+        ]);
+        assert!(run(wrapped.clone(), "team-a", true, &NoCluster)
+            .patch
+            .is_empty());
+        wrapped["metadata"]["labels"] = json!({});
+        assert!(run(wrapped, "team-a", true, &NoCluster).patch.is_empty());
         // A CronJob is not an integrated kind: its Jobs are queued as usual.
         job["metadata"]["ownerReferences"][0]["kind"] = json!("CronJob");
         assert_eq!(run(job, "team-a", false, &NoCluster).patch.len(), 1);

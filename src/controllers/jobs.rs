@@ -62,6 +62,8 @@ struct Ctx {
     shared: Shared,
     policy: Arc<Policy>,
     resource: ApiResource,
+    /// Every integrated kind, to recognise a job whose parent is one.
+    policies: PolicySet,
 }
 
 pub(super) fn store<K>(api: Api<K>) -> Store<K>
@@ -142,6 +144,7 @@ pub async fn run(client: Client, policies: PolicySet) {
             shared: shared.clone(),
             policy: policy.clone(),
             resource: resource.clone(),
+            policies: policies.clone(),
         });
         let name = policy.name.clone();
         // A kind whose CRD is not installed yet has nothing to reconcile;
@@ -516,6 +519,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     };
     if obj.metadata.deletion_timestamp.is_some() || policy.skips(&job) {
+        return Ok(Action::await_change());
+    }
+    // A child of an integrated kind (a JobSet's Jobs, an AppWrapper's
+    // components) is governed by its parent's Workload, as in the webhook.
+    if obj
+        .owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && ctx.policies.is_integrated(&o.api_version, &o.kind))
+    {
         return Ok(Action::await_change());
     }
     let (Some(ns), name, Some(uid)) = (obj.namespace(), obj.name_any(), obj.uid()) else {
