@@ -102,6 +102,27 @@ pub fn priority(
     job: &Value,
     classes: &PriorityClasses,
 ) -> Result<Priority, WorkloadError> {
+    if label(job, PRIORITY_CLASS_LABEL).is_some() {
+        return priority_of(job, &[], classes);
+    }
+    let pod_sets = policy.pod_sets(job).map_err(|e| WorkloadError::PodSets {
+        field: e.field,
+        message: e.message,
+    })?;
+    let templates: Vec<&Value> = pod_sets
+        .iter()
+        .filter_map(|ps| ps.template.resolve(job))
+        .collect();
+    priority_of(job, &templates, classes)
+}
+
+/// [`priority`] for an object whose pod templates are given (in pod-set
+/// order) rather than found by a policy: an AppWrapper's components.
+pub fn priority_of(
+    job: &Value,
+    templates: &[&Value],
+    classes: &PriorityClasses,
+) -> Result<Priority, WorkloadError> {
     if let Some(name) = label(job, PRIORITY_CLASS_LABEL) {
         return match classes.workload.get(name) {
             Some(v) => Ok(Priority {
@@ -113,14 +134,8 @@ pub fn priority(
             )),
         };
     }
-    let pod_sets = policy.pod_sets(job).map_err(|e| WorkloadError::PodSets {
-        field: e.field,
-        message: e.message,
-    })?;
-    let from_template = pod_sets.iter().find_map(|ps| {
-        ps.template
-            .resolve(job)
-            .and_then(|t| t.pointer("/spec/priorityClassName"))
+    let from_template = templates.iter().find_map(|t| {
+        t.pointer("/spec/priorityClassName")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
     });
@@ -252,17 +267,7 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
         "priority": prio.value,
         "active": true,
     });
-    match &prio.source {
-        PrioritySource::WorkloadPriorityClass(n) => {
-            spec["priorityClassRef"] =
-                json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": n});
-        }
-        PrioritySource::PriorityClass(n) => {
-            spec["priorityClassRef"] =
-                json!({"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": n});
-        }
-        PrioritySource::None => {}
-    }
+    set_priority(&mut spec, prio);
     if let Some(secs) = label(job, MAX_EXEC_TIME_LABEL).and_then(|s| s.parse::<i32>().ok()) {
         spec["maximumExecutionTimeSeconds"] = json!(secs);
     }
@@ -284,6 +289,22 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
         },
         "spec": spec,
     }))
+}
+
+/// A Workload spec's `priority` and `priorityClassRef`, as Kueue writes them.
+pub fn set_priority(spec: &mut Value, prio: &Priority) {
+    spec["priority"] = json!(prio.value);
+    match &prio.source {
+        PrioritySource::WorkloadPriorityClass(n) => {
+            spec["priorityClassRef"] =
+                json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": n});
+        }
+        PrioritySource::PriorityClass(n) => {
+            spec["priorityClassRef"] =
+                json!({"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": n});
+        }
+        PrioritySource::None => {}
+    }
 }
 
 /// What an admission adds to one pod set's template (Kueue's `PodSetInfo`):
@@ -589,6 +610,30 @@ mod tests {
             wl["metadata"]["labels"][JOB_UID_LABEL],
             "6f1c3ad2-0000-4000-8000-000000000001"
         );
+    }
+
+    #[test]
+    fn priority_of_given_templates_takes_the_first_named_pod_class() {
+        let mut classes = PriorityClasses::default();
+        classes.pod.insert("batch-high".into(), 1000);
+        classes.workload.insert("urgent".into(), 50);
+        let plain = json!({"spec": {"containers": []}});
+        let named = json!({"spec": {"priorityClassName": "batch-high"}});
+        let obj = json!({"metadata": {"labels": {}}});
+        let p = priority_of(&obj, &[&plain, &named], &classes).unwrap();
+        assert_eq!(p.value, 1000);
+        assert_eq!(p.source, PrioritySource::PriorityClass("batch-high".into()));
+        let labelled = json!({"metadata": {"labels": {PRIORITY_CLASS_LABEL: "urgent"}}});
+        let p = priority_of(&labelled, &[&named], &classes).unwrap();
+        assert_eq!(p.value, 50);
+        let mut spec = json!({});
+        set_priority(&mut spec, &p);
+        assert_eq!(
+            spec,
+            json!({"priority": 50, "priorityClassRef":
+                   {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "urgent"}})
+        );
+        assert_eq!(priority_of(&obj, &[&plain], &classes).unwrap().value, 0);
     }
 
     #[test]

@@ -527,8 +527,8 @@ pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
 }
 
 /// The Workload of an AppWrapper.
-pub fn workload_for(aw: &core::AppWrapper, queue: &str) -> Value {
-    json!({
+pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priority) -> Value {
+    let mut wl = json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {
@@ -549,7 +549,23 @@ pub fn workload_for(aw: &core::AppWrapper, queue: &str) -> Value {
             "podSets": workload_pod_sets(aw),
             "active": true,
         },
-    })
+    });
+    workload::set_priority(&mut wl["spec"], prio);
+    wl
+}
+
+/// The Workload's priority, in Kueue's order: the AppWrapper's
+/// WorkloadPriorityClass label, else its first pod template's
+/// `priorityClassName`, else the global default PriorityClass.
+fn priority_for(
+    obj: &AppWrapperObject,
+    aw: &core::AppWrapper,
+    classes: &workload::PriorityClasses,
+) -> Result<workload::Priority, workload::WorkloadError> {
+    let pod_sets = workload_pod_sets(aw);
+    let templates: Vec<&Value> = pod_sets.iter().map(|p| &p["template"]).collect();
+    let labels = json!({"metadata": {"labels": obj.labels()}});
+    workload::priority_of(&labels, &templates, classes)
 }
 
 /// The patch ops that set `podSetInfos` from an admission and resume.
@@ -623,7 +639,17 @@ async fn kueue_step(
             ctx.patch_aw(ns, &aw.name, rv, stop_ops(aw)).await?;
             return Ok(None);
         }
-        let body: DynamicObject = serde_json::from_value(workload_for(aw, &queue))?;
+        let prio = match priority_for(obj, aw, &ctx.shared.classes()) {
+            Ok(p) => p,
+            Err(e) => {
+                // A priority class named that does not exist (yet): Kueue
+                // does not create the Workload either.
+                ctx.event(obj, EventType::Warning, "ErrWorkloadCompose", e.to_string())
+                    .await;
+                return Ok(Some(Duration::from_secs(5)));
+            }
+        };
+        let body: DynamicObject = serde_json::from_value(workload_for(aw, &queue, &prio))?;
         let raw = Api::<DynamicObject>::namespaced_with(
             ctx.client(),
             ns,
@@ -790,8 +816,14 @@ mod tests {
         assert_eq!(ps[1]["name"], "my-aw-1");
         assert_eq!(ps[1]["count"], 1);
         assert_eq!(ps[1]["template"]["metadata"]["name"], "p");
-        let wl = workload_for(&aw(), "q");
+        let prio = workload::Priority {
+            value: 100,
+            source: workload::PrioritySource::WorkloadPriorityClass("high".into()),
+        };
+        let wl = workload_for(&aw(), "q", &prio);
         assert_eq!(wl["spec"]["queueName"], "q");
+        assert_eq!(wl["spec"]["priority"], 100);
+        assert_eq!(wl["spec"]["priorityClassRef"]["name"], "high");
         assert_eq!(wl["metadata"]["ownerReferences"][0]["kind"], "AppWrapper");
         assert!(wl["metadata"]["name"]
             .as_str()

@@ -274,19 +274,26 @@ fn error_policy(job: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Acti
     Action::requeue(Duration::from_secs(2))
 }
 
-impl Ctx {
-    fn classes(&self) -> PriorityClasses {
+impl Shared {
+    /// The priority classes known now, for a Workload's priority.
+    pub(super) fn classes(&self) -> PriorityClasses {
         let mut c = PriorityClasses::default();
-        for w in self.shared.workload_classes.state() {
+        for w in self.workload_classes.state() {
             c.workload.insert(w.name_any(), w.spec.value);
         }
-        for p in self.shared.pod_classes.state() {
+        for p in self.pod_classes.state() {
             if p.global_default == Some(true) {
                 c.global_default = Some(p.name_any());
             }
             c.pod.insert(p.name_any(), p.value);
         }
         c
+    }
+}
+
+impl Ctx {
+    fn classes(&self) -> PriorityClasses {
+        self.shared.classes()
     }
 
     async fn job_event(&self, job: &Value, type_: EventType, reason: &str, note: String) {
