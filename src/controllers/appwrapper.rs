@@ -723,7 +723,10 @@ async fn kueue_step(
     }
     if reserved && conds.is_true(condition::ADMITTED) {
         if aw.spec.suspend {
-            let infos = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue);
+            let Some(infos) = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue) else {
+                // A flavor not seen yet by this watch: look again soon.
+                return Ok(Some(Duration::from_millis(200)));
+            };
             match start_ops(aw, &infos) {
                 Ok(ops) => {
                     if ctx.patch_aw(ns, &aw.name, rv, ops).await?.is_some() {

@@ -417,7 +417,7 @@ impl Ctx {
     }
 
     /// What the admission adds to each pod set's template.
-    fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Vec<PodSetInfo> {
+    fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
         admission_pod_set_infos(&self.shared.flavors, wl, queue)
     }
 }
@@ -428,10 +428,22 @@ pub(super) fn admission_pod_set_infos(
     flavors: &Store<api::ResourceFlavor>,
     wl: &api::Workload,
     queue: &str,
-) -> Vec<PodSetInfo> {
+) -> Option<Vec<PodSetInfo>> {
     let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
-        return Vec::new();
+        return Some(Vec::new());
     };
+    // A flavor created a moment ago may not have reached this watch yet
+    // (the queueing engine's own watch saw it first): starting now would
+    // leave its node labels out of the templates. `None`: look again soon.
+    let all_known = a
+        .pod_set_assignments
+        .iter()
+        .flatten()
+        .flat_map(|psa| psa.flavors.iter().flatten().map(|(_, f)| f))
+        .all(|f| flavors.get(&ObjectRef::new(f)).is_some());
+    if !all_known {
+        return None;
+    }
     let cq = a.cluster_queue.clone().unwrap_or_default();
     a.pod_set_assignments
         .iter()
@@ -472,7 +484,8 @@ pub(super) fn admission_pod_set_infos(
             }
             info
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
@@ -675,7 +688,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
 
     if reserved && conds.is_true(condition::ADMITTED) {
         if suspended {
-            let infos = ctx.pod_set_infos(&wl, &queue);
+            let Some(infos) = ctx.pod_set_infos(&wl, &queue) else {
+                return Ok(Action::requeue(Duration::from_millis(200)));
+            };
             match workload::start_patch(policy, &job, &infos) {
                 Ok(ops) => {
                     if ctx.patch_job(&ns, &name, &ops).await? {
