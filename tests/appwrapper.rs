@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use batchgate::{
-    admission::{appwrapper, ClusterFacts, NoCluster, Settings},
+    admission::{appwrapper, Settings},
     cluster::discovery::ResourceNames,
     policy::PolicySet,
     selector::LabelSelector,
@@ -16,7 +16,7 @@ mod support;
 
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};
-use support::arbitrary::{arb_json, arb_key};
+use support::arbitrary::{arb_json, arb_key, arb_string_map, Facts};
 
 /// Leaves batchgate may add or replace on an AppWrapper, as JSON pointers.
 const OWNED: &[&str] = &[
@@ -27,30 +27,8 @@ const OWNED: &[&str] = &[
     "/metadata/labels/workload.codeflare.dev~1userid",
 ];
 
-struct Facts {
-    default_lq: bool,
-    default_wpc: bool,
-}
-
-impl ClusterFacts for Facts {
-    fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
-        NoCluster.namespace_matches(ns, sel)
-    }
-    fn default_local_queue_exists(&self, _: &str) -> bool {
-        self.default_lq
-    }
-    fn default_priority_class_exists(&self) -> bool {
-        self.default_wpc
-    }
-}
-
 fn extras() -> impl Strategy<Value = Map<String, Value>> {
     collection::btree_map(arb_key(), arb_json(), 0..3).prop_map(|m| m.into_iter().collect())
-}
-
-fn string_map() -> impl Strategy<Value = Map<String, Value>> {
-    collection::btree_map("[a-z0-9.~/-]{1,20}", "[ -~]{0,10}", 0..4)
-        .prop_map(|m| m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
 }
 
 fn component() -> impl Strategy<Value = Value> {
@@ -82,7 +60,7 @@ struct Case {
 
 fn arb_case() -> impl Strategy<Value = Case> {
     (
-        (extras(), extras(), extras(), string_map()),
+        (extras(), extras(), extras(), arb_string_map()),
         (
             proptest::option::of(any::<bool>()),
             proptest::option::of("[a-z]{1,8}"),

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use batchgate::{
-    admission::{ClusterFacts, NoCluster, Settings},
+    admission::Settings,
     policy::PolicySet,
     selector::LabelSelector,
     server::webhook::{Hook, Webhook},
@@ -13,7 +13,7 @@ mod support;
 
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};
-use support::arbitrary::{arb_json, arb_key};
+use support::arbitrary::{arb_json, arb_key, arb_string_map, Facts};
 
 /// Leaves batchgate may add or replace on a Job, as JSON pointers.
 const OWNED: &[&str] = &[
@@ -22,30 +22,8 @@ const OWNED: &[&str] = &[
     "/metadata/labels/kueue.x-k8s.io~1priority-class",
 ];
 
-struct Facts {
-    default_lq: bool,
-    default_wpc: bool,
-}
-
-impl ClusterFacts for Facts {
-    fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
-        NoCluster.namespace_matches(ns, sel)
-    }
-    fn default_local_queue_exists(&self, _: &str) -> bool {
-        self.default_lq
-    }
-    fn default_priority_class_exists(&self) -> bool {
-        self.default_wpc
-    }
-}
-
 fn arb_extras() -> impl Strategy<Value = Map<String, Value>> {
     collection::btree_map(arb_key(), arb_json(), 0..4).prop_map(|m| m.into_iter().collect())
-}
-
-fn arb_string_map() -> impl Strategy<Value = Map<String, Value>> {
-    collection::btree_map("[a-z0-9.~/-]{1,20}", "[ -~]{0,10}", 0..4)
-        .prop_map(|m| m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
 }
 
 #[derive(Debug, Clone)]

@@ -1,8 +1,12 @@
 //! Arbitrary JSON for the lossless property tests: the unknown fields a
 //! third-party object may carry anywhere.
 
+use batchgate::{
+    admission::{ClusterFacts, NoCluster},
+    selector::LabelSelector,
+};
 use proptest::{collection, prelude::*};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Keys that need JSON-pointer escaping (`~` and `/`) included; all start
 /// with `x`, so they never collide with a field the rules read.
@@ -25,4 +29,29 @@ pub fn arb_json() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// Label or annotation maps: string values only, keys that need escaping.
+pub fn arb_string_map() -> impl Strategy<Value = Map<String, Value>> {
+    collection::btree_map("[a-z0-9.~/-]{1,20}", "[ -~]{0,10}", 0..4)
+        .prop_map(|m| m.into_iter().map(|(k, v)| (k, Value::String(v))).collect())
+}
+
+/// Cluster facts for property tests: namespaces known by name only, and
+/// whether a `default` LocalQueue and WorkloadPriorityClass exist.
+pub struct Facts {
+    pub default_lq: bool,
+    pub default_wpc: bool,
+}
+
+impl ClusterFacts for Facts {
+    fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+        NoCluster.namespace_matches(ns, sel)
+    }
+    fn default_local_queue_exists(&self, _: &str) -> bool {
+        self.default_lq
+    }
+    fn default_priority_class_exists(&self) -> bool {
+        self.default_wpc
+    }
 }
