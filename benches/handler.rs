@@ -90,6 +90,11 @@ fn bench(c: &mut Criterion) {
     g.bench_function("reference/json_syntax_check_only", |b| {
         b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&body)).is_ok())
     });
+    // The same check by a SIMD parser, to see whether the floor above is
+    // serde_json's or the review's: per token, not per byte (BENCHMARKS.md).
+    g.bench_function("reference/json_syntax_check_only_sonic_rs", |b| {
+        b.iter(|| sonic_rs::from_slice::<serde::de::IgnoredAny>(black_box(&body)).is_ok())
+    });
     g.finish();
 }
 
