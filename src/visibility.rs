@@ -149,7 +149,10 @@ mod tests {
         let a = &lists[&("a".to_string(), "lq".to_string())];
         assert_eq!(a.workloads, ["urgent", "old", "new"]);
         assert_eq!(a.cluster_queue, "cq");
-        assert_eq!(lists[&("b".to_string(), "lq".to_string())].workloads, ["other"]);
+        assert_eq!(
+            lists[&("b".to_string(), "lq".to_string())].workloads,
+            ["other"]
+        );
     }
 
     #[test]

@@ -22,7 +22,11 @@ pub const LEASE_NAME: &str = "batchgate-reconciler";
 pub const VERSION_ANNOTATION: &str = "batchgate.dev/version";
 
 fn version_annotations() -> std::collections::BTreeMap<String, String> {
-    [(VERSION_ANNOTATION.to_string(), env!("CARGO_PKG_VERSION").to_string())].into()
+    [(
+        VERSION_ANNOTATION.to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    )]
+    .into()
 }
 
 pub struct Elector {

@@ -116,7 +116,10 @@ impl Publisher {
             tokio::spawn(async move {
                 let api = Api::<ConfigMap>::namespaced(client, &id.0);
                 let r = api
-                    .delete(&visibility::config_map_name(&id.1), &DeleteParams::default())
+                    .delete(
+                        &visibility::config_map_name(&id.1),
+                        &DeleteParams::default(),
+                    )
                     .await;
                 let done = match r {
                     Ok(_) => true,
@@ -153,7 +156,11 @@ impl Publisher {
                 });
                 let api = Api::<ConfigMap>::namespaced(client, &id.0);
                 let r = api
-                    .patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(cm))
+                    .patch(
+                        &name,
+                        &PatchParams::apply(MANAGER).force(),
+                        &Patch::Apply(cm),
+                    )
                     .await;
                 if let Err(e) = &r {
                     debug!(namespace = %id.0, local_queue = %id.1, error = %e, "pending list not published");

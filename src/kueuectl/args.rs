@@ -96,7 +96,11 @@ pub struct WriteFlags {
     /// Must be "none", "server", or "client". If client strategy, only print
     /// the object that would be sent, without sending it. If server
     /// strategy, submit server-side request without persisting the resource.
-    #[arg(long = "dry-run", default_value = "none", value_name = "none|server|client")]
+    #[arg(
+        long = "dry-run",
+        default_value = "none",
+        value_name = "none|server|client"
+    )]
     pub dry_run: String,
     /// Output format. One of: (json, yaml, name).
     #[arg(short = 'o', long = "output")]
@@ -126,7 +130,11 @@ pub struct CreateClusterQueue {
     #[arg(long = "queuing-strategy", value_name = "StrictFIFO|BestEffortFIFO")]
     pub queuing_strategy: Option<String>,
     /// Defines which namespaces are allowed to submit workloads to this clusterQueue.
-    #[arg(long = "namespace-selector", value_name = "key=value,...", value_delimiter = ',')]
+    #[arg(
+        long = "namespace-selector",
+        value_name = "key=value,...",
+        value_delimiter = ','
+    )]
     pub namespace_selector: Vec<String>,
     /// Determines whether a pending Workload can preempt Workloads from other
     /// ClusterQueues in the cohort that are using more than their nominal quota.
@@ -138,16 +146,28 @@ pub struct CreateClusterQueue {
     pub preemption_within_cluster_queue: Option<String>,
     /// The quantity of this resource that is available for Workloads
     /// admitted by this ClusterQueue at a point in time.
-    #[arg(long = "nominal-quota", value_name = "rf:res=val;res=val,...", value_delimiter = ',')]
+    #[arg(
+        long = "nominal-quota",
+        value_name = "rf:res=val;res=val,...",
+        value_delimiter = ','
+    )]
     pub nominal_quota: Vec<String>,
     /// The maximum amount of quota for the [flavor, resource] combination
     /// that this ClusterQueue is allowed to borrow from the unused quota of
     /// other ClusterQueues in the same cohort.
-    #[arg(long = "borrowing-limit", value_name = "rf:res=val;res=val,...", value_delimiter = ',')]
+    #[arg(
+        long = "borrowing-limit",
+        value_name = "rf:res=val;res=val,...",
+        value_delimiter = ','
+    )]
     pub borrowing_limit: Vec<String>,
     /// The maximum amount of unused quota for the [flavor, resource]
     /// combination that this ClusterQueue can lend to other ClusterQueues in the same cohort.
-    #[arg(long = "lending-limit", value_name = "rf:res=val;res=val,...", value_delimiter = ',')]
+    #[arg(
+        long = "lending-limit",
+        value_name = "rf:res=val;res=val,...",
+        value_delimiter = ','
+    )]
     pub lending_limit: Vec<String>,
     #[command(flatten)]
     pub write: WriteFlags,
@@ -170,10 +190,18 @@ pub struct CreateLocalQueue {
 pub struct CreateResourceFlavor {
     pub name: String,
     /// Labels that associate the ResourceFlavor with Nodes that have the same labels.
-    #[arg(long = "node-labels", value_name = "key=value,...", value_delimiter = ',')]
+    #[arg(
+        long = "node-labels",
+        value_name = "key=value,...",
+        value_delimiter = ','
+    )]
     pub node_labels: Vec<String>,
     /// Taints that the nodes associated with this ResourceFlavor have.
-    #[arg(long = "node-taints", value_name = "KEY[=VALUE]:EFFECT,...", value_delimiter = ',')]
+    #[arg(
+        long = "node-taints",
+        value_name = "KEY[=VALUE]:EFFECT,...",
+        value_delimiter = ','
+    )]
     pub node_taints: Vec<String>,
     /// Extra tolerations that will be added to the pods admitted in the
     /// quota associated with this resource flavor.
@@ -349,7 +377,11 @@ pub struct DeleteWorkload {
     #[arg(short = 'A', long = "all-namespaces")]
     pub all_namespaces: bool,
     /// Must be "none", "server", or "client".
-    #[arg(long = "dry-run", default_value = "none", value_name = "none|server|client")]
+    #[arg(
+        long = "dry-run",
+        default_value = "none",
+        value_name = "none|server|client"
+    )]
     pub dry_run: String,
 }
 
@@ -477,16 +509,36 @@ mod tests {
     #[test]
     fn create_cluster_queue_takes_upstreams_flags() {
         let cli = parse(&[
-            "create", "cq", "my-cq", "--cohort", "co", "--queuing-strategy", "StrictFIFO",
-            "--namespace-selector", "a=b,c=d", "--reclaim-within-cohort", "Any",
-            "--preemption-within-cluster-queue", "LowerPriority",
-            "--nominal-quota", "alpha:cpu=1;memory=1Gi,beta:gpu=1",
-            "--borrowing-limit", "alpha:cpu=1;memory=1Gi", "--dry-run", "server", "-o", "yaml",
-            "-n", "ns",
+            "create",
+            "cq",
+            "my-cq",
+            "--cohort",
+            "co",
+            "--queuing-strategy",
+            "StrictFIFO",
+            "--namespace-selector",
+            "a=b,c=d",
+            "--reclaim-within-cohort",
+            "Any",
+            "--preemption-within-cluster-queue",
+            "LowerPriority",
+            "--nominal-quota",
+            "alpha:cpu=1;memory=1Gi,beta:gpu=1",
+            "--borrowing-limit",
+            "alpha:cpu=1;memory=1Gi",
+            "--dry-run",
+            "server",
+            "-o",
+            "yaml",
+            "-n",
+            "ns",
         ])
         .unwrap();
         assert_eq!(cli.kube.namespace.as_deref(), Some("ns"));
-        let Command::Create { what: CreateCommand::Clusterqueue(c) } = cli.command else {
+        let Command::Create {
+            what: CreateCommand::Clusterqueue(c),
+        } = cli.command
+        else {
             panic!("not create cq");
         };
         assert_eq!(c.name, "my-cq");
@@ -502,7 +554,10 @@ mod tests {
         let e = parse(&["create", "lq", "q"]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
         let cli = parse(&["create", "localqueue", "q", "-c", "cq", "-i"]).unwrap();
-        let Command::Create { what: CreateCommand::Localqueue(l) } = cli.command else {
+        let Command::Create {
+            what: CreateCommand::Localqueue(l),
+        } = cli.command
+        else {
             panic!();
         };
         assert!(l.ignore_unknown_cq);
@@ -517,7 +572,10 @@ mod tests {
                 "-c", "cq", "--for", "job/x", "-o", "wide",
             ])
             .unwrap();
-            let Command::List { what: ListCommand::Workload(w) } = cli.command else {
+            let Command::List {
+                what: ListCommand::Workload(w),
+            } = cli.command
+            else {
                 panic!();
             };
             assert!(w.all_namespaces);
@@ -529,12 +587,17 @@ mod tests {
     #[test]
     fn list_cluster_queue_active_may_be_bare_or_valued() {
         let active = |args: &[&str]| match parse(args).unwrap().command {
-            Command::List { what: ListCommand::Clusterqueue { active, .. } } => active,
+            Command::List {
+                what: ListCommand::Clusterqueue { active, .. },
+            } => active,
             _ => panic!(),
         };
         assert_eq!(active(&["list", "cq", "--active"]), [true]);
         assert_eq!(active(&["list", "cq", "--active=false"]), [false]);
-        assert_eq!(active(&["list", "cq", "--active", "--active=false"]), [true, false]);
+        assert_eq!(
+            active(&["list", "cq", "--active", "--active=false"]),
+            [true, false]
+        );
         assert!(active(&["list", "cq"]).is_empty());
     }
 
@@ -543,16 +606,26 @@ mod tests {
         let cli = parse(&["stop", "cq", "x", "--keep-already-running"]).unwrap();
         assert!(matches!(
             cli.command,
-            Command::Stop { what: StopCommand::Clusterqueue { keep_already_running: true, .. } }
+            Command::Stop {
+                what: StopCommand::Clusterqueue {
+                    keep_already_running: true,
+                    ..
+                }
+            }
         ));
         let cli = parse(&["delete", "wl", "a", "b", "-y", "--dry-run", "client"]).unwrap();
-        let Command::Delete { what: DeleteCommand::Workload(d) } = cli.command else {
+        let Command::Delete {
+            what: DeleteCommand::Workload(d),
+        } = cli.command
+        else {
             panic!();
         };
         assert_eq!(d.names, ["a", "b"]);
         assert!(d.yes);
         let cli = parse(&["get", "cq", "x", "-o", "yaml", "--show-labels"]).unwrap();
-        let Command::Get { what } = cli.command else { panic!() };
+        let Command::Get { what } = cli.command else {
+            panic!()
+        };
         let (kind, rest) = what.split();
         assert_eq!(kind.resource(), "clusterqueues.kueue.x-k8s.io");
         assert_eq!(rest, ["x", "-o", "yaml", "--show-labels"]);

@@ -278,8 +278,12 @@ pub fn cluster_queue_table(items: &[&ClusterQueue], now: i64, wide: bool) -> Tab
         let mut row = vec![
             cq.metadata.name.clone().unwrap_or_default(),
             cq.spec.cohort_name.clone().unwrap_or_default(),
-            st.and_then(|s| s.pending_workloads).unwrap_or(0).to_string(),
-            st.and_then(|s| s.admitted_workloads).unwrap_or(0).to_string(),
+            st.and_then(|s| s.pending_workloads)
+                .unwrap_or(0)
+                .to_string(),
+            st.and_then(|s| s.admitted_workloads)
+                .unwrap_or(0)
+                .to_string(),
             cluster_queue_active(cq).to_string(),
             age(cq.metadata.creation_timestamp.as_ref(), now),
         ];
@@ -290,7 +294,11 @@ pub fn cluster_queue_table(items: &[&ClusterQueue], now: i64, wide: bool) -> Tab
                     .clone()
                     .unwrap_or_else(|| "BestEffortFIFO".into()),
             );
-            row.push(st.and_then(|s| s.reserving_workloads).unwrap_or(0).to_string());
+            row.push(
+                st.and_then(|s| s.reserving_workloads)
+                    .unwrap_or(0)
+                    .to_string(),
+            );
         }
         t.rows.push(row);
     }
@@ -323,15 +331,21 @@ pub fn local_queue_table(items: &[&LocalQueue], now: i64, wide: bool) -> Table {
         let mut row = vec![
             lq.metadata.name.clone().unwrap_or_default(),
             lq.spec.cluster_queue.clone().unwrap_or_default(),
-            st.and_then(|s| s.pending_workloads).unwrap_or(0).to_string(),
-            st.and_then(|s| s.admitted_workloads).unwrap_or(0).to_string(),
+            st.and_then(|s| s.pending_workloads)
+                .unwrap_or(0)
+                .to_string(),
+            st.and_then(|s| s.admitted_workloads)
+                .unwrap_or(0)
+                .to_string(),
             age(lq.metadata.creation_timestamp.as_ref(), now),
         ];
         if wide {
-            row.push(st.and_then(|s| s.reserving_workloads).unwrap_or(0).to_string());
             row.push(
-                is_true(st.and_then(|s| s.conditions.as_ref()), CONDITION_ACTIVE).to_string(),
+                st.and_then(|s| s.reserving_workloads)
+                    .unwrap_or(0)
+                    .to_string(),
             );
+            row.push(is_true(st.and_then(|s| s.conditions.as_ref()), CONDITION_ACTIVE).to_string());
         }
         t.rows.push(row);
     }
@@ -403,10 +417,8 @@ mod tests {
         f.local_queues
             .insert(("ns".into(), "lq".into()), "cq-of-lq".into());
         f.positions.insert(("ns".into(), "pending".into()), 3);
-        f.job_types.insert(
-            ("batch/v1".into(), "Job".into()),
-            job_type("job", "batch"),
-        );
+        f.job_types
+            .insert(("batch/v1".into(), "Job".into()), job_type("job", "batch"));
         f.job_types.insert(
             ("ray.io/v1".into(), "RayJob".into()),
             job_type("rayjob", "ray.io"),
@@ -429,7 +441,17 @@ mod tests {
         }));
         assert_eq!(
             workload_row(&w, &facts(), NOW, false),
-            ["pending", "job.batch", "job-a", "lq", "cq-of-lq", "PENDING", "3", "", "2m30s"]
+            [
+                "pending",
+                "job.batch",
+                "job-a",
+                "lq",
+                "cq-of-lq",
+                "PENDING",
+                "3",
+                "",
+                "2m30s"
+            ]
         );
     }
 
@@ -445,7 +467,18 @@ mod tests {
         }));
         assert_eq!(
             workload_row(&w, &facts(), NOW, true),
-            ["pending", "pytorchjob.kubeflow....", "pt", "lq", "admitted-in", "ADMITTED", "", "60m", "66m", "7"]
+            [
+                "pending",
+                "pytorchjob.kubeflow....",
+                "pt",
+                "lq",
+                "admitted-in",
+                "ADMITTED",
+                "",
+                "60m",
+                "66m",
+                "7"
+            ]
         );
     }
 
@@ -492,7 +525,9 @@ mod tests {
         );
         let f = StatusFilter::parse(&["pending".into(), "all".into()]).unwrap();
         assert!(f.keeps(WorkloadStatus::Finished));
-        assert!(StatusFilter::parse(&[]).unwrap().keeps(WorkloadStatus::Admitted));
+        assert!(StatusFilter::parse(&[])
+            .unwrap()
+            .keeps(WorkloadStatus::Admitted));
     }
 
     #[test]
@@ -500,7 +535,10 @@ mod tests {
         assert_eq!(job_type("job", "batch"), "job.batch");
         assert_eq!(job_type("pod", ""), "pod");
         assert_eq!(job_type("rayjob", "ray.io"), "rayjob.ray.io");
-        assert_eq!(job_type("appwrapper", "workload.codeflare.dev"), "appwrapper.workload....");
+        assert_eq!(
+            job_type("appwrapper", "workload.codeflare.dev"),
+            "appwrapper.workload...."
+        );
     }
 
     #[test]

@@ -71,11 +71,7 @@ fn resource_name_ok(s: &str) -> bool {
         Some((prefix, name)) => {
             segments_ok(prefix) && !name.is_empty() && name.chars().all(is_word)
         }
-        None => {
-            !s.is_empty()
-                && segments_ok(s)
-                && s.chars().next_back().is_some_and(is_word)
-        }
+        None => !s.is_empty() && segments_ok(s) && s.chars().next_back().is_some_and(is_word),
     }
 }
 
@@ -326,7 +322,11 @@ mod tests {
     #[test]
     fn limits_merge_into_the_flavor_and_same_resources_share_a_group() {
         let g = resource_groups(
-            &s(&["alpha:cpu=9;memory=36Gi", "beta:gpu=2", "gamma:memory=1Gi;cpu=3"]),
+            &s(&[
+                "alpha:cpu=9;memory=36Gi",
+                "beta:gpu=2",
+                "gamma:memory=1Gi;cpu=3",
+            ]),
             &s(&["alpha:cpu=1;memory=1Gi"]),
             &s(&["alpha:memory=2Gi;cpu=2", "beta:gpu=1"]),
         )

@@ -24,13 +24,13 @@ use super::{
     args::{
         self, Cli, Command, CreateClusterQueue, CreateCommand, CreateLocalQueue,
         CreateResourceFlavor, DeleteCommand, DeleteWorkload, DryRun, KubeFlags, ListCommand,
-        ListFlags, ListWorkload, PassThrough, ResumeCommand, StopCommand,
-        WriteFlags,
+        ListFlags, ListWorkload, PassThrough, ResumeCommand, StopCommand, WriteFlags,
     },
     error::Error,
     listing::{self, StatusFilter, WorkloadFacts, WorkloadFilter},
-    quota, taint,
+    quota,
     table::Table,
+    taint,
 };
 use crate::{
     api::kueue::v1beta2::{
@@ -196,8 +196,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
                     set_workload_active(&s, &name, true, &write, out).await
                 }
                 ResumeCommand::Clusterqueue { name, write } => {
-                    set_stop_policy::<ClusterQueue>(&s, &name, stop_policy::NONE, &write, out)
-                        .await
+                    set_stop_policy::<ClusterQueue>(&s, &name, stop_policy::NONE, &write, out).await
                 }
                 ResumeCommand::Localqueue { name, write } => {
                     set_stop_policy::<LocalQueue>(&s, &name, stop_policy::NONE, &write, out).await
@@ -219,11 +218,7 @@ fn stop_value(keep_already_running: bool) -> &'static str {
 
 /// `kind.group/name`, lower-cased as kubectl's name printer writes it.
 fn qualified_name<K: Resource<DynamicType = ()>>(name: &str) -> String {
-    format!(
-        "{}.{}/{name}",
-        K::kind(&()).to_lowercase(),
-        K::group(&())
-    )
+    format!("{}.{}/{name}", K::kind(&()).to_lowercase(), K::group(&()))
 }
 
 /// Prints an object as `-o` asks: json, yaml, name, or (none) the name
@@ -303,7 +298,11 @@ fn no_resources(namespace: Option<&str>) {
 }
 
 /// Every page of a list, `limit` at a time.
-async fn list_all<K>(api: &Api<K>, flags: &ListFlags, extra_labels: Option<&str>) -> Result<Vec<K>, Error>
+async fn list_all<K>(
+    api: &Api<K>,
+    flags: &ListFlags,
+    extra_labels: Option<&str>,
+) -> Result<Vec<K>, Error>
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
@@ -351,7 +350,11 @@ fn print_rows<K: Resource<DynamicType = ()> + Serialize>(
         ListOutput::Structured(o) => print_list(items, &o, out),
         ListOutput::Name => {
             for i in items {
-                writeln!(out, "{}", qualified_name::<K>(&i.meta().name.clone().unwrap_or_default()))?;
+                writeln!(
+                    out,
+                    "{}",
+                    qualified_name::<K>(&i.meta().name.clone().unwrap_or_default())
+                )?;
             }
             Ok(())
         }
@@ -373,7 +376,11 @@ fn print_rows<K: Resource<DynamicType = ()> + Serialize>(
 
 // ------------------------------------------------------------------ create
 
-async fn create_cluster_queue(s: &Session, c: CreateClusterQueue, out: &mut dyn Write) -> Result<(), Error> {
+async fn create_cluster_queue(
+    s: &Session,
+    c: CreateClusterQueue,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let dry = DryRun::parse(&c.write.dry_run).map_err(Error::Usage)?;
     if c.name.is_empty() {
         return Err(Error::Usage("name must be specified".into()));
@@ -382,7 +389,10 @@ async fn create_cluster_queue(s: &Session, c: CreateClusterQueue, out: &mut dyn 
     let labels = args::key_values(&c.namespace_selector).map_err(Error::Usage)?;
     let spec = ClusterQueueSpec {
         cohort_name: c.cohort.filter(|x| !x.is_empty()),
-        queueing_strategy: Some(c.queuing_strategy.unwrap_or_else(|| "BestEffortFIFO".into())),
+        queueing_strategy: Some(
+            c.queuing_strategy
+                .unwrap_or_else(|| "BestEffortFIFO".into()),
+        ),
         // Always set: `{}` admits every namespace, as upstream.
         namespace_selector: Some(K8sLabelSelector {
             match_labels: (!labels.is_empty()).then_some(labels),
@@ -412,7 +422,11 @@ async fn create_and_print<K>(
     out: &mut dyn Write,
 ) -> Result<(), Error>
 where
-    K: Resource<DynamicType = ()> + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
 {
     let obj = match dry {
         DryRun::Client => obj,
@@ -427,7 +441,11 @@ where
     print_object(&obj, write.output.as_deref(), "created", dry, out)
 }
 
-async fn create_local_queue(s: &Session, c: CreateLocalQueue, out: &mut dyn Write) -> Result<(), Error> {
+async fn create_local_queue(
+    s: &Session,
+    c: CreateLocalQueue,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let dry = DryRun::parse(&c.write.dry_run).map_err(Error::Usage)?;
     if c.name.is_empty() {
         return Err(Error::Usage("name must be specified".into()));
@@ -551,7 +569,11 @@ async fn list_local_queues(
     )
 }
 
-async fn list_resource_flavors(s: &Session, flags: &ListFlags, out: &mut dyn Write) -> Result<(), Error> {
+async fn list_resource_flavors(
+    s: &Session,
+    flags: &ListFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let output = list_output(flags)?;
     let api = Api::<ResourceFlavor>::all(s.client.clone());
     let items = list_all(&api, flags, None).await?;
@@ -670,7 +692,11 @@ async fn list_workloads(s: &Session, w: ListWorkload, out: &mut dyn Write) -> Re
 /// ClusterQueues, the published positions, and the owners' types. One
 /// list per kind (and one discovery call per owner apiVersion), whatever
 /// the number of Workloads.
-async fn workload_facts(s: &Session, items: &[Workload], all: bool) -> Result<WorkloadFacts, Error> {
+async fn workload_facts(
+    s: &Session,
+    items: &[Workload],
+    all: bool,
+) -> Result<WorkloadFacts, Error> {
     let mut facts = WorkloadFacts::default();
     let namespaces: BTreeSet<&str> = items
         .iter()
@@ -697,13 +723,17 @@ async fn workload_facts(s: &Session, items: &[Workload], all: bool) -> Result<Wo
             };
             let lp = ListParams::default().limit(limit);
             for lq in list_pages(&api, lp).await.unwrap_or_default() {
-                if let (Some(ns), Some(cq)) = (lq.metadata.namespace.clone(), lq.spec.cluster_queue.clone()) {
+                if let (Some(ns), Some(cq)) =
+                    (lq.metadata.namespace.clone(), lq.spec.cluster_queue.clone())
+                {
                     facts.local_queues.insert((ns, lq.name_any()), cq);
                 }
             }
         }
         let api = match scope {
-            Some(ns) => Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(s.client.clone(), ns),
+            Some(ns) => {
+                Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(s.client.clone(), ns)
+            }
             None => Api::<k8s_openapi::api::core::v1::ConfigMap>::all(s.client.clone()),
         };
         let lp = ListParams::default()
@@ -712,7 +742,10 @@ async fn workload_facts(s: &Session, items: &[Workload], all: bool) -> Result<Wo
         // Without rights to read them, positions are left empty.
         for cm in list_pages(&api, lp).await.unwrap_or_default() {
             let ns = cm.metadata.namespace.clone().unwrap_or_default();
-            if !cm.annotations().contains_key(visibility::LOCAL_QUEUE_ANNOTATION) {
+            if !cm
+                .annotations()
+                .contains_key(visibility::LOCAL_QUEUE_ANNOTATION)
+            {
                 continue;
             }
             let pending = Pending::decode(&cm.data.clone().unwrap_or_default());
@@ -801,7 +834,11 @@ async fn list_pods(
         no_resources(ns_shown);
         return Ok(());
     };
-    let ns = obj.metadata.namespace.clone().unwrap_or_else(|| s.namespace.clone());
+    let ns = obj
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| s.namespace.clone());
     let mut selector = pod_selector(&ar, &obj)?;
     if let Some(l) = flags.selector.as_deref().filter(|l| !l.is_empty()) {
         selector = format!("{selector},{l}");
@@ -852,7 +889,10 @@ async fn list_pods(
 /// A server-side `meta.k8s.io/v1` Table as kubectl prints it (columns of
 /// priority 0, or all with `wide`).
 pub fn server_table(table: &Value, wide: bool) -> Table {
-    let defs = table["columnDefinitions"].as_array().cloned().unwrap_or_default();
+    let defs = table["columnDefinitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let keep: Vec<usize> = defs
         .iter()
         .enumerate()
@@ -908,7 +948,9 @@ async fn set_workload_active(
     print_object(&wl, write.output.as_deref(), "", dry, out)
 }
 
-trait HasStopPolicy: Resource<DynamicType = ()> + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug {
+trait HasStopPolicy:
+    Resource<DynamicType = ()> + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug
+{
     fn api(s: &Session) -> Api<Self>;
 }
 
@@ -975,12 +1017,19 @@ impl OwnerRef {
         if self.resource.group.is_empty() {
             format!("{}/{}", self.resource.plural, self.name)
         } else {
-            format!("{}.{}/{}", self.resource.plural, self.resource.group, self.name)
+            format!(
+                "{}.{}/{}",
+                self.resource.plural, self.resource.group, self.name
+            )
         }
     }
 }
 
-async fn delete_workloads(s: &Session, d: DeleteWorkload, out: &mut dyn Write) -> Result<(), Error> {
+async fn delete_workloads(
+    s: &Session,
+    d: DeleteWorkload,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
     let dry = DryRun::parse(&d.dry_run).map_err(Error::Usage)?;
     if d.names.is_empty() && !d.all {
         return Err(Error::Usage(
@@ -1051,7 +1100,8 @@ async fn delete_workloads(s: &Session, d: DeleteWorkload, out: &mut dyn Write) -
     let has_owners = plan.iter().any(|(_, o)| !o.is_empty());
     if dry == DryRun::None && !d.yes && has_owners {
         let message = if d.all {
-            "This operation will also delete the jobs associated with these workloads.\n".to_string()
+            "This operation will also delete the jobs associated with these workloads.\n"
+                .to_string()
         } else {
             let lines: Vec<String> = plan
                 .iter()
@@ -1059,7 +1109,10 @@ async fn delete_workloads(s: &Session, d: DeleteWorkload, out: &mut dyn Write) -
                 .map(|(wl, o)| {
                     format!(
                         "  - {} associated with the {}/{} workload\n",
-                        o.iter().map(OwnerRef::display).collect::<Vec<_>>().join(", "),
+                        o.iter()
+                            .map(OwnerRef::display)
+                            .collect::<Vec<_>>()
+                            .join(", "),
                         wl.namespace().unwrap_or_default(),
                         wl.name_any()
                     )

@@ -127,7 +127,8 @@ mod tests {
     #[test]
     fn columns_are_padded_like_kubectls_tabwriter() {
         let mut t = Table::new(vec!["Name", "Cohort", "Pending Workloads", "Age"]);
-        t.rows.push(vec!["cq1".into(), "".into(), "0".into(), "5s".into()]);
+        t.rows
+            .push(vec!["cq1".into(), "".into(), "0".into(), "5s".into()]);
         t.rows.push(vec![
             "a-much-longer-name".into(),
             "co".into(),

@@ -46,9 +46,10 @@ fn name_part_ok(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && s.chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric())
-        && s
-            .chars()
+        && s.chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
@@ -191,7 +192,9 @@ mod tests {
             parse_taint("a:b:NoSchedule"),
             Err(TaintError::TaintSpec("a:b:NoSchedule".into()))
         );
-        assert!(matches!(parse_taint("-bad:NoSchedule"), Err(TaintError::TaintSpec(m)) if m.starts_with("-bad:NoSchedule, name part")));
+        assert!(
+            matches!(parse_taint("-bad:NoSchedule"), Err(TaintError::TaintSpec(m)) if m.starts_with("-bad:NoSchedule, name part"))
+        );
         assert_eq!(
             TaintError::Effect("X".into()).to_string(),
             "invalid taint effect: X, unsupported taint effect"
