@@ -218,7 +218,13 @@ fn stop_value(keep_already_running: bool) -> &'static str {
 
 /// `kind.group/name`, lower-cased as kubectl's name printer writes it.
 fn qualified_name<K: Resource<DynamicType = ()>>(name: &str) -> String {
-    format!("{}.{}/{name}", K::kind(&()).to_lowercase(), K::group(&()))
+    let kind = K::kind(&()).to_lowercase();
+    let group = K::group(&());
+    if group.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{kind}.{group}/{name}")
+    }
 }
 
 /// Prints an object as `-o` asks: json, yaml, name, or (none) the name
@@ -994,9 +1000,11 @@ where
             Ok(serde_json::from_value(v)?)
         }
         _ => {
-            let mut pp = PatchParams::default();
-            pp.dry_run = dry == DryRun::Server;
-            pp.field_manager = Some("kubectl-kueue".into());
+            let pp = PatchParams {
+                dry_run: dry == DryRun::Server,
+                field_manager: Some("kubectl-kueue".into()),
+                ..PatchParams::default()
+            };
             Ok(api.patch(name, &pp, &Patch::Merge(&patch)).await?)
         }
     }
