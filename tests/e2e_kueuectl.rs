@@ -427,6 +427,18 @@ fn create_and_list_queues_and_flavors() {
         .unwrap()
         .iter()
         .any(|i| i["metadata"]["name"] == "kctl-rf-tainted"));
+    let (cols, rows) = table(&ok(c, &["list", "cq", "-o", "wide"]));
+    assert_eq!(cols[..6], CQ_COLUMNS);
+    assert_eq!(cols[6..], ["STRATEGY", "RESERVING WORKLOADS"]);
+    assert_eq!(
+        row(&rows, "kctl-cq-full").unwrap()["STRATEGY"],
+        "StrictFIFO"
+    );
+    let yaml = ok(c, &["-n", &ns, "list", "lq", "-o", "yaml"]);
+    assert!(
+        yaml.contains("kind: List") && yaml.contains("name: kctl-lq"),
+        "{yaml}"
+    );
     let (_, _, err) = kueue(c, &["-n", "e2e-kctl-empty", "list", "lq"], None);
     assert_eq!(err, "No resources found in e2e-kctl-empty namespace.\n");
 
