@@ -175,3 +175,110 @@ impl Publisher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::queueing::{
+        ClusterQueue, FlavorQuotas, LocalQueue, PodSet, Preemption, QueueingStrategy,
+        ResourceFlavor, ResourceGroup, ResourceQuota, StopPolicy, Workload,
+    };
+    use crate::selector::LabelSelector;
+
+    fn cq(name: &str) -> ClusterQueue {
+        ClusterQueue {
+            name: name.into(),
+            cohort: None,
+            queueing_strategy: QueueingStrategy::BestEffortFIFO,
+            namespace_selector: Some(LabelSelector::default()),
+            resource_groups: vec![ResourceGroup {
+                covered_resources: vec!["cpu".into()],
+                flavors: vec![FlavorQuotas {
+                    name: "f".into(),
+                    resources: vec![ResourceQuota {
+                        name: "cpu".into(),
+                        nominal: 1000,
+                        borrowing_limit: None,
+                        lending_limit: None,
+                    }],
+                }],
+            }],
+            preemption: Preemption::default(),
+            flavor_fungibility: Default::default(),
+            stop_policy: StopPolicy::None,
+        }
+    }
+
+    fn lq(name: &str, cq: &str) -> LocalQueue {
+        LocalQueue {
+            namespace: "ns".into(),
+            name: name.into(),
+            cluster_queue: cq.into(),
+            stop_policy: StopPolicy::None,
+        }
+    }
+
+    fn wl(name: &str, queue: &str, priority: i32, created: i64) -> Workload {
+        Workload {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: format!("uid-{name}").into(),
+            job_uid: None,
+            queue_name: queue.into(),
+            priority,
+            created,
+            active: true,
+            finished: false,
+            pod_sets: vec![PodSet {
+                name: "main".into(),
+                count: 1,
+                requests: [("cpu".to_string(), 1000)].into(),
+                node_selector: BTreeMap::new(),
+                tolerations: vec![],
+            }],
+            admission: None,
+        }
+    }
+
+    #[test]
+    fn every_local_queue_gets_its_pending_workloads_in_queue_order() {
+        let mut e = Engine::new();
+        e.upsert_namespace("ns", BTreeMap::new());
+        e.upsert_flavor(ResourceFlavor {
+            name: "f".into(),
+            node_labels: BTreeMap::new(),
+            node_taints: vec![],
+            tolerations: vec![],
+        });
+        e.upsert_cluster_queue(cq("cq"));
+        e.upsert_cluster_queue(cq("idle"));
+        e.upsert_local_queue(lq("a", "cq"));
+        e.upsert_local_queue(lq("b", "cq"));
+        e.upsert_local_queue(lq("quiet", "idle"));
+        for w in [
+            wl("a-old", "a", 0, 10),
+            wl("a-new", "a", 0, 30),
+            wl("a-urgent", "a", 5, 40),
+            wl("b-1", "b", 0, 20),
+            wl("lost", "nowhere", 0, 5),
+        ] {
+            e.upsert_workload(w);
+        }
+        let lists = pending_lists(&e);
+        let id = |n: &str| ("ns".to_string(), n.to_string());
+        assert_eq!(lists.len(), 3);
+        assert_eq!(lists[&id("a")].workloads, ["a-urgent", "a-old", "a-new"]);
+        assert_eq!(lists[&id("a")].cluster_queue, "cq");
+        assert_eq!(lists[&id("b")].workloads, ["b-1"]);
+        assert!(lists[&id("quiet")].workloads.is_empty());
+        assert_eq!(lists[&id("quiet")].cluster_queue, "idle");
+
+        // Admitting the head takes it off its list.
+        let cycle = e.schedule(1_000);
+        assert!(!cycle.decisions.is_empty());
+        let lists = pending_lists(&e);
+        assert_eq!(lists[&id("a")].workloads, ["a-old", "a-new"]);
+    }
+}
