@@ -470,8 +470,9 @@ fn create_and_list_queues_and_flavors() {
     assert!(get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"]).is_none());
 }
 
-/// Workloads of real Jobs: columns (type, job, queues, status, position,
-/// exec time), filters; stop and resume of a ClusterQueue seen in
+/// Workloads of real Jobs: positions in queue follow priority (published by
+/// the reconciler, read by the plugin); columns (type, job, queues, status,
+/// position, exec time), filters; stop and resume of a ClusterQueue seen in
 /// `list cq` and in the admissions; stop and resume of a LocalQueue and a
 /// Workload; `delete workload` takes the Job and the Workload follows.
 #[test]
@@ -494,31 +495,78 @@ fn workloads_listed_stopped_resumed_and_deleted() {
         ],
     );
     ok(c, &["-n", &ns, "create", "lq", "kctl-lq", "-c", "kctl-cq"]);
-    // One a second apart: creation times order the queue.
-    for i in 0..4 {
-        create(
-            c,
-            &job(&format!("job-{i}"), &ns, "kctl-lq", "1", "600s", json!({})),
-        );
-        std::thread::sleep(Duration::from_millis(1100));
-    }
     let wl_name = |job: &str| -> String {
         workload_of(c, &ns, job).unwrap()["metadata"]["name"]
             .as_str()
             .unwrap()
             .to_string()
     };
+    // A blocker takes the whole quota first.
+    create(c, &job("blocker", &ns, "kctl-lq", "2", "600s", json!({})));
+    wait_for(Duration::from_secs(60), "the blocker admitted", || {
+        let w = workload_of(c, &ns, "blocker")?;
+        is_true(&w, "Admitted").then_some(())
+    });
+    // Then four, created lowest priority first: the queue orders them by
+    // priority, job-0 (40) to job-3 (10).
+    for i in (0..4).rev() {
+        let class = format!("kctl-p{}", 40 - 10 * i);
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": class}, "value": 40 - 10 * i})
+            .to_string(),
+        );
+        create(
+            c,
+            &job(
+                &format!("job-{i}"),
+                &ns,
+                "kctl-lq",
+                "1",
+                "600s",
+                json!({"kueue.x-k8s.io/priority-class": class}),
+            ),
+        );
+    }
+    wait_for(
+        Duration::from_secs(90),
+        "positions 0 to 3 by priority",
+        || {
+            let (_, rows) = table(&ok(
+                c,
+                &["-n", &ns, "list", "workload", "--status", "pending"],
+            ));
+            let positions: Vec<String> = (0..4)
+                .map(|i| {
+                    row(&rows, &wl_name(&format!("job-{i}")))
+                        .map(|r| r["POSITION IN QUEUE"].clone())
+                        .unwrap_or_default()
+                })
+                .collect();
+            (positions == ["0", "1", "2", "3"]).then_some(())
+        },
+    );
+    let blocker = wl_name("blocker");
+    let out = ok(c, &["-n", &ns, "delete", "workload", &blocker, "--yes"]);
+    assert_eq!(out, "jobs.batch/blocker deleted\n");
     let (cols, rows) = wait_for(
         Duration::from_secs(90),
         "2 admitted, 2 pending with positions",
         || {
             let (cols, rows) = table(&ok(c, &["-n", &ns, "list", "workload"]));
             let admitted = rows.iter().filter(|r| r["STATUS"] == "ADMITTED").count();
-            let positioned = rows
+            // Fresh positions: the two left are 0 and 1.
+            let mut positions: Vec<&str> = rows
                 .iter()
-                .filter(|r| r["STATUS"] == "PENDING" && !r["POSITION IN QUEUE"].is_empty())
-                .count();
-            (rows.len() == 4 && admitted == 2 && positioned == 2).then_some((cols, rows))
+                .filter(|r| r["STATUS"] == "PENDING")
+                .map(|r| r["POSITION IN QUEUE"].as_str())
+                .collect();
+            positions.sort();
+            let positioned = if positions == ["0", "1"] { 2 } else { 0 };
+            let blocker_gone = row(&rows, &blocker).is_none();
+            (rows.len() == 4 && blocker_gone && admitted == 2 && positioned == 2)
+                .then_some((cols, rows))
         },
     );
     assert_eq!(cols, WL_COLUMNS);
