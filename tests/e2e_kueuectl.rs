@@ -464,6 +464,19 @@ fn create_and_list_queues_and_flavors() {
     );
     let lq = get(c, &["localqueue", "-n", &ns, "kctl-lq-unknown"]).unwrap();
     assert_eq!(lq["metadata"]["labels"]["patched"], "yes");
+    // edit, with an editor that changes nothing.
+    let out = Command::new(PLUGIN)
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(["-n", &ns, "edit", "lq", "kctl-lq-unknown"])
+        .env("PATH", path(c))
+        .env("KUBE_EDITOR", "true")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Edit cancelled, no changes made"),
+        "{out:?}"
+    );
     ok(c, &["-n", &ns, "delete", "lq", "kctl-lq-unknown"]);
     assert!(get(c, &["localqueue", "-n", &ns, "kctl-lq-unknown"]).is_none());
     ok(c, &["delete", "rf", "kctl-rf-tainted"]);
@@ -847,6 +860,17 @@ fn runs_as_a_kubectl_plugin_and_reports_versions() {
         .unwrap();
     assert!(String::from_utf8_lossy(&plugins.stdout).contains("kubectl-kueue"));
 
+    // A Deployment as manifests/ installs it: its image is reported.
+    let _ = c.run_kubectl(&["create", "namespace", "batchgate-system"]);
+    apply(
+        c,
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "batchgate", "namespace": "batchgate-system"},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "bg"}},
+                         "template": {"metadata": {"labels": {"app": "bg"}},
+                                      "spec": {"containers": [{"name": "batchgate", "image": "batchgate:e2e"}]}}}})
+        .to_string(),
+    );
     // The reconciler's Lease carries its version.
     let out = wait_for(Duration::from_secs(30), "the reconciler's version", || {
         let out = ok(c, &["version"]);
@@ -854,6 +878,7 @@ fn runs_as_a_kubectl_plugin_and_reports_versions() {
             .then_some(out)
     });
     let version = env!("CARGO_PKG_VERSION");
+    assert!(out.contains("\nBatchgate Image: batchgate:e2e\n"), "{out}");
     assert!(
         out.starts_with(&format!("Client Version: v{version}\n")),
         "{out}"
