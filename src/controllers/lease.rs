@@ -18,6 +18,16 @@ use kube::{
 use tracing::{error, info, warn};
 
 pub const LEASE_NAME: &str = "batchgate-reconciler";
+/// The holder's batchgate version, on the Lease (`kubectl kueue version`).
+pub const VERSION_ANNOTATION: &str = "batchgate.dev/version";
+
+fn version_annotations() -> std::collections::BTreeMap<String, String> {
+    [(
+        VERSION_ANNOTATION.to_string(),
+        env!("CARGO_PKG_VERSION").to_string(),
+    )]
+    .into()
+}
 
 pub struct Elector {
     api: Api<Lease>,
@@ -53,6 +63,7 @@ impl Elector {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(LEASE_NAME.into()),
+                    annotations: Some(version_annotations()),
                     ..ObjectMeta::default()
                 },
                 spec: Some(self.spec(now, None, 0)),
@@ -85,6 +96,11 @@ impl Elector {
             None
         };
         lease.spec = Some(self.spec(now, acquired, transitions));
+        lease
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .extend(version_annotations());
         // replace() carries the resourceVersion read: a concurrent taker loses.
         match self
             .api

@@ -12,6 +12,7 @@ pub mod jobs;
 pub mod lease;
 pub mod queueing;
 pub mod translation;
+pub mod visibility;
 
 use std::time::Duration;
 

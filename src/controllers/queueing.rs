@@ -207,6 +207,8 @@ pub struct Controller {
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Events,
+    /// Pending lists per LocalQueue for `kubectl kueue` (position in queue).
+    visibility: super::visibility::Publisher,
 }
 
 const FLAVORS: usize = 0;
@@ -308,6 +310,7 @@ impl Controller {
             status_in_flight: HashSet::new(),
             status_written_at: HashMap::new(),
             status_due: false,
+            visibility: Default::default(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -327,6 +330,9 @@ impl Controller {
                 _ = status_tick.tick() => {
                     if c.status_due {
                         c.write_statuses();
+                    }
+                    if c.started {
+                        c.visibility.tick(&c.engine, &c.client);
                     }
                 }
                 _ = pending_tick.tick() => c.flush_pending(),

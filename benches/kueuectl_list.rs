@@ -1,0 +1,339 @@
+//! Load generator: `kubectl-kueue list workload -A` over 10,000 Workloads on
+//! the local control plane, end to end (process start, kubeconfig, every
+//! page, the LocalQueues, the published positions, owner discovery, the
+//! table), timed over several runs.
+//!
+//!     cargo bench --bench kueuectl_list
+//!     BATCHGATE_BENCH_WORKLOADS=2000 cargo bench --bench kueuectl_list   # smaller
+//!
+//! What runs: a private `LocalCluster` without nodes, Kueue's CRDs, one
+//! ResourceFlavor and ClusterQueue (quota for 10% of the Workloads), 10
+//! namespaces with a LocalQueue each, and `batchgate serve` (the binary
+//! cargo built for this bench) as the reconciler, so the Workloads are a
+//! mix of admitted and pending and the pending ones get their positions
+//! published by the real queueing engine. The Workloads are created
+//! directly (64 concurrent creates); each is owned by its namespace's
+//! LocalQueue (an owner that exists, so the garbage collector leaves them,
+//! and one more apiVersion for the plugin's owner discovery). Timing starts
+//! once the reconciler has published every pending Workload's position.
+//!
+//! Knobs: BATCHGATE_BENCH_WORKLOADS [10000], BATCHGATE_BENCH_RUNS [7],
+//! BATCHGATE_BENCH_BIN / BATCHGATE_BENCH_PLUGIN (default: cargo's builds),
+//! KUEUECTL_LIST_REQUEST_LIMIT (the plugin's page size, default 100).
+//!
+//! Without `--bench` (as under `cargo test --benches`) it runs a smoke
+//! version with 200 Workloads and one run.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use batchgate_localcluster::{ClusterOptions, LocalCluster};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    api::{DynamicObject, ListParams, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
+    core::{ApiResource, GroupVersionKind},
+    Api, Client, Config,
+};
+use serde_json::json;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const NAMESPACES: usize = 10;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn bin(var: &str, built: &str) -> PathBuf {
+    std::env::var_os(var).map_or_else(|| PathBuf::from(built), PathBuf::from)
+}
+
+fn start_batchgate(bin: &Path, cluster: &LocalCluster, dir: &Path) -> Result<Child, BoxError> {
+    let cert_dir = dir.join("certs");
+    let status = Command::new(bin)
+        .args(["certs", "--out"])
+        .arg(&cert_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if !status.success() {
+        return Err(format!("batchgate certs failed: {status}").into());
+    }
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n",
+    )?;
+    let mut cmd = Command::new(bin);
+    cmd.args(["serve", "--cert-dir"])
+        .arg(&cert_dir)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--probe-listen",
+            "127.0.0.1:0",
+            "--config",
+        ])
+        .arg(&cfg)
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork
+        // and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn()?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let mut log = std::fs::File::create(dir.join("batchgate.log"))?;
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = writeln!(log, "{line}");
+        }
+    });
+    Ok(child)
+}
+
+fn workload(ns: &str, i: usize, owner_uid: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": format!("wl-{i:05}"), "namespace": ns,
+            "ownerReferences": [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                                 "name": "lq", "uid": owner_uid}]},
+        "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}
+    })
+}
+
+/// Published positions, summed over the ConfigMaps.
+async fn published(client: &Client) -> Result<usize, BoxError> {
+    let cms = Api::<ConfigMap>::all(client.clone())
+        .list(&ListParams::default().labels("batchgate.dev/pending-workloads=true"))
+        .await?;
+    Ok(cms
+        .items
+        .iter()
+        .map(|cm| {
+            cm.data
+                .as_ref()
+                .and_then(|d| d.get("workloads"))
+                .map_or(0, |w| w.lines().count())
+        })
+        .sum())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("kueuectl_list: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), BoxError> {
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let total: usize = if smoke {
+        200
+    } else {
+        env_or("BATCHGATE_BENCH_WORKLOADS", 10_000)
+    };
+    let runs: usize = if smoke {
+        1
+    } else {
+        env_or("BATCHGATE_BENCH_RUNS", 7)
+    };
+    let admitted = (total / 10).max(1);
+    let batchgate = bin("BATCHGATE_BENCH_BIN", env!("CARGO_BIN_EXE_batchgate"));
+    let plugin = bin(
+        "BATCHGATE_BENCH_PLUGIN",
+        env!("CARGO_BIN_EXE_kubectl-kueue"),
+    );
+    println!("kueuectl_list: {total} Workloads in {NAMESPACES} namespaces, quota for {admitted}, {runs} runs");
+
+    let t = Instant::now();
+    let cluster = LocalCluster::start(ClusterOptions {
+        nodes: Vec::new(),
+        ..ClusterOptions::default()
+    })?;
+    println!("  local cluster up in {:.1} s", t.elapsed().as_secs_f64());
+    let crds = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds");
+    cluster.run_kubectl(&["apply", "-f", crds])?;
+    let mut tries = 0;
+    while let Err(e) = cluster.run_kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/workloads.kueue.x-k8s.io",
+        "crd/clusterqueues.kueue.x-k8s.io",
+        "crd/localqueues.kueue.x-k8s.io",
+        "crd/resourceflavors.kueue.x-k8s.io",
+    ]) {
+        tries += 1;
+        if tries == 20 {
+            return Err(e.into());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    cluster.apply(
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                "metadata": {"name": "default"}})
+        .to_string(),
+    )?;
+    cluster.apply(
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                "metadata": {"name": "cq"},
+                "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": admitted.to_string()}]}]}]}})
+        .to_string(),
+    )?;
+    let mut owners = Vec::new();
+    for n in 0..NAMESPACES {
+        let ns = format!("bench-{n}");
+        cluster.run_kubectl(&["create", "namespace", &ns])?;
+        cluster.apply(
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+                    "metadata": {"name": "lq", "namespace": ns}, "spec": {"clusterQueue": "cq"}})
+            .to_string(),
+        )?;
+        let lq: serde_json::Value = serde_json::from_str(&cluster.run_kubectl(&[
+            "get",
+            "localqueues.kueue.x-k8s.io",
+            "-n",
+            &ns,
+            "lq",
+            "-o",
+            "json",
+        ])?)?;
+        owners.push((
+            ns,
+            lq["metadata"]["uid"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ));
+    }
+
+    let work = tempfile::Builder::new()
+        .prefix("batchgate-bench-")
+        .tempdir()?;
+    let mut child = start_batchgate(&batchgate, &cluster, work.path())?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let client = rt.block_on(async {
+        let kc = Kubeconfig::read_from(cluster.kubeconfig())?;
+        let cfg = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        Ok::<_, BoxError>(Client::try_from(cfg)?)
+    })?;
+    let t = Instant::now();
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "Workload",
+    ));
+    let objects = (0..total)
+        .map(|i| {
+            let (ns, uid) = &owners[i % NAMESPACES];
+            serde_json::from_value::<DynamicObject>(workload(ns, i, uid)).map(|o| (ns.clone(), o))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rt.block_on(async {
+        let results: Vec<Result<(), BoxError>> = futures::stream::iter(objects)
+            .map(|(ns, obj)| {
+                let api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &ar);
+                async move {
+                    api.create(&PostParams::default(), &obj).await?;
+                    Ok(())
+                }
+            })
+            .buffer_unordered(64)
+            .collect()
+            .await;
+        results.into_iter().collect::<Result<Vec<()>, _>>()
+    })?;
+    println!(
+        "  {total} Workloads created in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    // Settled: every pending Workload has a published position.
+    let pending = total - admitted;
+    let t = Instant::now();
+    loop {
+        let n = rt.block_on(published(&client)).unwrap_or(0);
+        if n == pending {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(600) {
+            return Err(format!("only {n} of {pending} positions published after 600 s").into());
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!(
+        "  reconciler settled ({pending} positions published) {:.1} s after the last create",
+        t.elapsed().as_secs_f64()
+    );
+    // Let the reconciler's status writes drain before timing.
+    std::thread::sleep(Duration::from_secs(if smoke { 1 } else { 10 }));
+
+    let mut times = Vec::new();
+    for r in 0..runs {
+        let t = Instant::now();
+        let out = Command::new(&plugin)
+            .args(["--kubeconfig"])
+            .arg(cluster.kubeconfig())
+            .args(["list", "workload", "-A"])
+            .output()?;
+        let secs = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            return Err(format!("list failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let rows = text.lines().count().saturating_sub(1);
+        let positioned = text
+            .lines()
+            .skip(1)
+            .filter(|l| {
+                l.contains("PENDING")
+                    && l.split_whitespace()
+                        .nth(7)
+                        .is_some_and(|p| p.parse::<usize>().is_ok())
+            })
+            .count();
+        if rows != total {
+            return Err(format!("run {r}: {rows} rows, expected {total}").into());
+        }
+        println!("  run {r}: {secs:.3} s ({rows} rows, {positioned} with a position)");
+        times.push(secs);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    println!(
+        "kubectl-kueue list workload -A, {total} Workloads: min {:.3} s, median {median:.3} s, max {:.3} s over {runs} runs",
+        times[0],
+        times[times.len() - 1]
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(cluster);
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! `kubectl kueue` (also runnable as `kueuectl`): everyday administration
+//! of Kueue queues and workloads without YAML, with upstream kueuectl's
+//! commands, flags, columns and messages.
+//!
+//! The pure core: [`args`] (the command line), [`quota`] (the quota
+//! syntax and resource-group merging), [`taint`] (taints and tolerations),
+//! [`listing`] (rows, statuses, exec time and positions with `now` as a
+//! parameter) and [`table`] (kubectl's table layout). The shell: [`run`]
+//! (kubeconfig, apiserver calls, the kubectl exec for pass-through).
+
+pub mod args;
+pub mod error;
+pub mod listing;
+pub mod quota;
+pub mod run;
+pub mod table;
+pub mod taint;
+
+pub use error::Error;
+
+/// The plugin's entry point: parses `argv` (the program name, from
+/// argv[0], may be `kubectl-kueue` or `kueuectl`), runs, and returns the
+/// exit code.
+pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> i32 {
+    use clap::{CommandFactory, FromArgMatches};
+    let bin = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .filter(|n| *n == "kueuectl")
+        .map(|_| "kueuectl");
+    let mut cmd = args::Cli::command();
+    if let Some(name) = bin {
+        cmd = cmd.name(name).bin_name(name);
+    }
+    let cli = match cmd
+        .try_get_matches_from(argv)
+        .and_then(|m| args::Cli::from_arg_matches(&m))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 1 } else { 0 };
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return 1;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match rt.block_on(run::run(cli, &mut out)) {
+        Ok(()) => 0,
+        Err(e) => {
+            use std::io::Write;
+            let _ = out.flush();
+            eprintln!("Error: {e}");
+            1
+        }
+    }
+}

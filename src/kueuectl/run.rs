@@ -1,0 +1,1282 @@
+//! The shell: reads the kubeconfig, talks to the apiserver, execs kubectl
+//! for pass-through commands, and prints what the core computes.
+
+use std::{
+    collections::{BTreeSet, HashMap},
+    io::{BufRead, Write},
+};
+
+use k8s_openapi::{
+    api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::Namespace},
+    apimachinery::pkg::apis::meta::v1::LabelSelector as K8sLabelSelector,
+};
+use kube::{
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions},
+    config::{KubeConfigOptions, Kubeconfig},
+    core::GroupVersionKind,
+    discovery::{self, ApiResource, Scope},
+    Api, Client, Config, Resource, ResourceExt,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{
+    args::{
+        self, Cli, Command, CreateClusterQueue, CreateCommand, CreateLocalQueue,
+        CreateResourceFlavor, DeleteCommand, DeleteWorkload, DryRun, KubeFlags, ListCommand,
+        ListFlags, ListWorkload, PassThrough, ResumeCommand, StopCommand, WriteFlags,
+    },
+    error::Error,
+    listing::{self, StatusFilter, WorkloadFacts, WorkloadFilter},
+    quota,
+    table::Table,
+    taint,
+};
+use crate::{
+    api::kueue::v1beta2::{
+        stop_policy, ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, LocalQueue,
+        LocalQueueSpec, ResourceFlavor, ResourceFlavorSpec, Workload,
+    },
+    controllers::lease::{LEASE_NAME, VERSION_ANNOTATION},
+    selector::LabelSelector,
+    visibility::{self, Pending},
+};
+
+/// Page size of every list (upstream's `KUEUECTL_LIST_REQUEST_LIMIT`).
+pub const LIST_LIMIT_ENV: &str = "KUEUECTL_LIST_REQUEST_LIMIT";
+const DEFAULT_LIST_LIMIT: u32 = 100;
+
+fn now() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
+}
+
+fn list_limit() -> Result<u32, Error> {
+    match std::env::var(LIST_LIMIT_ENV) {
+        Ok(v) if !v.is_empty() => v.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+            Error::Usage(format!(
+                "{LIST_LIMIT_ENV} must be a positive integer, got {v:?}"
+            ))
+        }),
+        _ => Ok(DEFAULT_LIST_LIMIT),
+    }
+}
+
+/// A client and the namespace of the request (`-n`, else the context's).
+pub struct Session {
+    pub client: Client,
+    pub namespace: String,
+}
+
+impl Session {
+    pub async fn connect(flags: &KubeFlags) -> Result<Session, Error> {
+        let opts = KubeConfigOptions {
+            context: flags.context.clone(),
+            cluster: None,
+            user: None,
+        };
+        let config = match &flags.kubeconfig {
+            Some(path) => {
+                let kc = Kubeconfig::read_from(path).map_err(|e| Error::Config(e.to_string()))?;
+                Config::from_custom_kubeconfig(kc, &opts)
+                    .await
+                    .map_err(|e| Error::Config(e.to_string()))?
+            }
+            None if flags.context.is_some() => Config::from_kubeconfig(&opts)
+                .await
+                .map_err(|e| Error::Config(e.to_string()))?,
+            None => Config::infer()
+                .await
+                .map_err(|e| Error::Config(e.to_string()))?,
+        };
+        let namespace = flags
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let client = Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Session { client, namespace })
+    }
+}
+
+/// Runs a parsed command line; what it prints goes to `out`.
+pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
+    match cli.command {
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            let name = cmd.get_name().to_string();
+            clap_complete::generate(shell, &mut cmd, name, out);
+            Ok(())
+        }
+        Command::Get { what } => pass_through("get", &what, &cli.kube),
+        Command::Describe { what } => pass_through("describe", &what, &cli.kube),
+        Command::Edit { what } => pass_through("edit", &what, &cli.kube),
+        Command::Patch { what } => pass_through("patch", &what, &cli.kube),
+        Command::Delete { what } => match what {
+            DeleteCommand::Workload(d) => {
+                let s = Session::connect(&cli.kube).await?;
+                delete_workloads(&s, d, out).await
+            }
+            DeleteCommand::Clusterqueue(a) => {
+                pass_through("delete", &PassThrough::Clusterqueue(a), &cli.kube)
+            }
+            DeleteCommand::Localqueue(a) => {
+                pass_through("delete", &PassThrough::Localqueue(a), &cli.kube)
+            }
+            DeleteCommand::Resourceflavor(a) => {
+                pass_through("delete", &PassThrough::Resourceflavor(a), &cli.kube)
+            }
+        },
+        Command::Version => {
+            writeln!(out, "Client Version: v{}", env!("CARGO_PKG_VERSION"))?;
+            // The server part is best effort: a user may not read Deployments
+            // or Leases, and that is not an error of `version`.
+            if let Ok(s) = Session::connect(&cli.kube).await {
+                for line in server_versions(&s.client).await {
+                    writeln!(out, "{line}")?;
+                }
+            }
+            Ok(())
+        }
+        Command::Create { what } => {
+            let s = Session::connect(&cli.kube).await?;
+            match what {
+                CreateCommand::Clusterqueue(c) => create_cluster_queue(&s, c, out).await,
+                CreateCommand::Localqueue(c) => create_local_queue(&s, c, out).await,
+                CreateCommand::Resourceflavor(c) => create_resource_flavor(&s, c, out).await,
+            }
+        }
+        Command::List { what } => {
+            let s = Session::connect(&cli.kube).await?;
+            match what {
+                ListCommand::Clusterqueue { active, list } => {
+                    list_cluster_queues(&s, &active, &list, out).await
+                }
+                ListCommand::Localqueue {
+                    clusterqueue,
+                    all_namespaces,
+                    list,
+                } => list_local_queues(&s, clusterqueue, all_namespaces, &list, out).await,
+                ListCommand::Workload(w) => list_workloads(&s, w, out).await,
+                ListCommand::Resourceflavor { list } => list_resource_flavors(&s, &list, out).await,
+                ListCommand::Pods {
+                    for_object,
+                    all_namespaces,
+                    list,
+                } => list_pods(&s, &for_object, all_namespaces, &list, out).await,
+            }
+        }
+        Command::Stop { what } => {
+            let s = Session::connect(&cli.kube).await?;
+            match what {
+                StopCommand::Workload { name, write } => {
+                    set_workload_active(&s, &name, false, &write, out).await
+                }
+                StopCommand::Clusterqueue {
+                    name,
+                    keep_already_running,
+                    write,
+                } => {
+                    let policy = stop_value(keep_already_running);
+                    set_stop_policy::<ClusterQueue>(&s, &name, policy, &write, out).await
+                }
+                StopCommand::Localqueue {
+                    name,
+                    keep_already_running,
+                    write,
+                } => {
+                    let policy = stop_value(keep_already_running);
+                    set_stop_policy::<LocalQueue>(&s, &name, policy, &write, out).await
+                }
+            }
+        }
+        Command::Resume { what } => {
+            let s = Session::connect(&cli.kube).await?;
+            match what {
+                ResumeCommand::Workload { name, write } => {
+                    set_workload_active(&s, &name, true, &write, out).await
+                }
+                ResumeCommand::Clusterqueue { name, write } => {
+                    set_stop_policy::<ClusterQueue>(&s, &name, stop_policy::NONE, &write, out).await
+                }
+                ResumeCommand::Localqueue { name, write } => {
+                    set_stop_policy::<LocalQueue>(&s, &name, stop_policy::NONE, &write, out).await
+                }
+            }
+        }
+    }
+}
+
+fn stop_value(keep_already_running: bool) -> &'static str {
+    if keep_already_running {
+        stop_policy::HOLD
+    } else {
+        stop_policy::HOLD_AND_DRAIN
+    }
+}
+
+// ---------------------------------------------------------------- printing
+
+/// `kind.group/name`, lower-cased as kubectl's name printer writes it.
+fn qualified_name<K: Resource<DynamicType = ()>>(name: &str) -> String {
+    let kind = K::kind(&()).to_lowercase();
+    let group = K::group(&());
+    if group.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{kind}.{group}/{name}")
+    }
+}
+
+/// Prints an object as `-o` asks: json, yaml, name, or (none) the name
+/// with the operation and the dry-run suffix.
+fn print_object<K: Resource<DynamicType = ()> + Serialize>(
+    obj: &K,
+    output: Option<&str>,
+    operation: &str,
+    dry: DryRun,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let name = obj.meta().name.clone().unwrap_or_default();
+    match output {
+        Some("json") => {
+            serde_json::to_writer_pretty(&mut *out, obj)?;
+            writeln!(out)?;
+        }
+        Some("yaml") => write!(out, "{}", serde_yaml::to_string(obj)?)?,
+        Some("name") => writeln!(out, "{}", qualified_name::<K>(&name))?,
+        None | Some("") => {
+            let op = if operation.is_empty() {
+                String::new()
+            } else {
+                format!(" {operation}")
+            };
+            writeln!(out, "{}{op}{}", qualified_name::<K>(&name), dry.suffix())?
+        }
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,yaml"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// A list as `kubectl get -o json|yaml` prints one.
+fn print_list<T: Serialize>(items: &[T], output: &str, out: &mut dyn Write) -> Result<(), Error> {
+    let list = json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": items,
+        "metadata": {"resourceVersion": ""},
+    });
+    if output == "json" {
+        serde_json::to_writer_pretty(&mut *out, &list)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", serde_yaml::to_string(&list)?)?;
+    }
+    Ok(())
+}
+
+enum ListOutput {
+    Table { wide: bool },
+    Structured(String),
+    Name,
+}
+
+fn list_output(flags: &ListFlags) -> Result<ListOutput, Error> {
+    match flags.output.as_deref() {
+        None | Some("") => Ok(ListOutput::Table { wide: false }),
+        Some("wide") => Ok(ListOutput::Table { wide: true }),
+        Some(o @ ("json" | "yaml")) => Ok(ListOutput::Structured(o.to_string())),
+        Some("name") => Ok(ListOutput::Name),
+        Some(other) => Err(Error::Usage(format!(
+            "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,wide,yaml"
+        ))),
+    }
+}
+
+fn no_resources(namespace: Option<&str>) {
+    match namespace {
+        Some(ns) => eprintln!("No resources found in {ns} namespace."),
+        None => eprintln!("No resources found"),
+    }
+}
+
+/// Every page of a list, `limit` at a time.
+async fn list_all<K>(
+    api: &Api<K>,
+    flags: &ListFlags,
+    extra_labels: Option<&str>,
+) -> Result<Vec<K>, Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let limit = list_limit()?;
+    let labels = match (flags.selector.as_deref(), extra_labels) {
+        (Some(a), Some(b)) if !a.is_empty() => Some(format!("{a},{b}")),
+        (Some(a), None) => Some(a.to_string()),
+        (_, Some(b)) => Some(b.to_string()),
+        _ => None,
+    };
+    let mut lp = ListParams::default().limit(limit);
+    if let Some(l) = &labels {
+        lp = lp.labels(l);
+    }
+    if let Some(f) = &flags.field_selector {
+        lp = lp.fields(f);
+    }
+    let mut items = Vec::new();
+    loop {
+        let page = api.list(&lp).await?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        items.extend(page.items);
+        match next {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return Ok(items),
+        }
+    }
+}
+
+fn print_rows<K: Resource<DynamicType = ()> + Serialize>(
+    items: &[K],
+    table: impl FnOnce(bool) -> Table,
+    output: ListOutput,
+    namespaced: Option<Option<&str>>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if items.is_empty() {
+        if let ListOutput::Structured(o) = &output {
+            return print_list(items, o, out);
+        }
+        no_resources(namespaced.flatten());
+        return Ok(());
+    }
+    match output {
+        ListOutput::Structured(o) => print_list(items, &o, out),
+        ListOutput::Name => {
+            for i in items {
+                writeln!(
+                    out,
+                    "{}",
+                    qualified_name::<K>(&i.meta().name.clone().unwrap_or_default())
+                )?;
+            }
+            Ok(())
+        }
+        ListOutput::Table { wide } => {
+            let mut t = table(wide);
+            // -A: a NAMESPACE column first.
+            if matches!(namespaced, Some(None)) {
+                let ns: Vec<String> = items
+                    .iter()
+                    .map(|i| i.meta().namespace.clone().unwrap_or_default())
+                    .collect();
+                t = t.with_namespaces(&ns);
+            }
+            write!(out, "{}", t.render(true))?;
+            Ok(())
+        }
+    }
+}
+
+// ------------------------------------------------------------------ create
+
+async fn create_cluster_queue(
+    s: &Session,
+    c: CreateClusterQueue,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&c.write.dry_run).map_err(Error::Usage)?;
+    if c.name.is_empty() {
+        return Err(Error::Usage("name must be specified".into()));
+    }
+    let groups = quota::resource_groups(&c.nominal_quota, &c.borrowing_limit, &c.lending_limit)?;
+    let labels = args::key_values(&c.namespace_selector).map_err(Error::Usage)?;
+    let spec = ClusterQueueSpec {
+        cohort_name: c.cohort.filter(|x| !x.is_empty()),
+        queueing_strategy: Some(
+            c.queuing_strategy
+                .unwrap_or_else(|| "BestEffortFIFO".into()),
+        ),
+        // Always set: `{}` admits every namespace, as upstream.
+        namespace_selector: Some(K8sLabelSelector {
+            match_labels: (!labels.is_empty()).then_some(labels),
+            match_expressions: None,
+        }),
+        preemption: Some(ClusterQueuePreemption {
+            reclaim_within_cohort: Some(c.reclaim_within_cohort.unwrap_or_else(|| "Never".into())),
+            within_cluster_queue: Some(
+                c.preemption_within_cluster_queue
+                    .unwrap_or_else(|| "Never".into()),
+            ),
+            ..ClusterQueuePreemption::default()
+        }),
+        resource_groups: (!groups.is_empty()).then_some(groups),
+        ..ClusterQueueSpec::default()
+    };
+    let cq = ClusterQueue::new(&c.name, spec);
+    let api = Api::<ClusterQueue>::all(s.client.clone());
+    create_and_print(&api, cq, &c.write, dry, out).await
+}
+
+async fn create_and_print<K>(
+    api: &Api<K>,
+    obj: K,
+    write: &WriteFlags,
+    dry: DryRun,
+    out: &mut dyn Write,
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let obj = match dry {
+        DryRun::Client => obj,
+        _ => {
+            let pp = PostParams {
+                dry_run: dry == DryRun::Server,
+                field_manager: Some("kubectl-kueue".into()),
+            };
+            api.create(&pp, &obj).await?
+        }
+    };
+    print_object(&obj, write.output.as_deref(), "created", dry, out)
+}
+
+async fn create_local_queue(
+    s: &Session,
+    c: CreateLocalQueue,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&c.write.dry_run).map_err(Error::Usage)?;
+    if c.name.is_empty() {
+        return Err(Error::Usage("name must be specified".into()));
+    }
+    if c.clusterqueue.is_empty() {
+        return Err(Error::Usage("clusterqueue must be specified".into()));
+    }
+    if s.namespace.is_empty() {
+        return Err(Error::Usage("namespace must be specified".into()));
+    }
+    if !c.ignore_unknown_cq {
+        let cq = Api::<ClusterQueue>::all(s.client.clone())
+            .get(&c.clusterqueue)
+            .await?;
+        let ns = Api::<Namespace>::all(s.client.clone())
+            .get_opt(&s.namespace)
+            .await?;
+        let labels = ns.map(|n| n.labels().clone()).unwrap_or_default();
+        let admits = match &cq.spec.namespace_selector {
+            None => false,
+            Some(sel) => serde_json::to_value(sel)
+                .and_then(serde_json::from_value::<LabelSelector>)
+                .is_ok_and(|sel| sel.matches(&labels)),
+        };
+        if !admits {
+            return Err(Error::Usage(format!(
+                "ClusterQueue {:?} does not admit Workloads from namespace {:?}: its spec.namespaceSelector does not match the namespace's labels; change the selector or the namespace's labels, or pass --ignore-unknown-cq",
+                c.clusterqueue, s.namespace
+            )));
+        }
+    }
+    let mut lq = LocalQueue::new(
+        &c.name,
+        LocalQueueSpec {
+            cluster_queue: Some(c.clusterqueue.clone()),
+            ..LocalQueueSpec::default()
+        },
+    );
+    lq.metadata.namespace = Some(s.namespace.clone());
+    let api = Api::<LocalQueue>::namespaced(s.client.clone(), &s.namespace);
+    create_and_print(&api, lq, &c.write, dry, out).await
+}
+
+async fn create_resource_flavor(
+    s: &Session,
+    c: CreateResourceFlavor,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&c.write.dry_run).map_err(Error::Usage)?;
+    if c.name.is_empty() {
+        return Err(Error::Usage("name must be specified".into()));
+    }
+    let labels = args::key_values(&c.node_labels).map_err(Error::Usage)?;
+    let taints = taint::parse_taints(&c.node_taints)?;
+    let tolerations = taint::parse_tolerations(&c.tolerations)?;
+    let rf = ResourceFlavor::new(
+        &c.name,
+        ResourceFlavorSpec {
+            node_labels: (!labels.is_empty()).then_some(labels),
+            node_taints: (!taints.is_empty()).then_some(taints),
+            tolerations: (!tolerations.is_empty()).then_some(tolerations),
+            ..ResourceFlavorSpec::default()
+        },
+    );
+    let api = Api::<ResourceFlavor>::all(s.client.clone());
+    create_and_print(&api, rf, &c.write, dry, out).await
+}
+
+// -------------------------------------------------------------------- list
+
+async fn list_cluster_queues(
+    s: &Session,
+    active: &[bool],
+    flags: &ListFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    if active.len() > 1 {
+        return Err(Error::Usage("only one active flag can be provided".into()));
+    }
+    let output = list_output(flags)?;
+    let api = Api::<ClusterQueue>::all(s.client.clone());
+    let mut items = list_all(&api, flags, None).await?;
+    if let Some(want) = active.first() {
+        items.retain(|cq| listing::cluster_queue_active(cq) == *want);
+    }
+    let now = now();
+    print_rows(
+        &items,
+        |wide| listing::cluster_queue_table(&items.iter().collect::<Vec<_>>(), now, wide),
+        output,
+        None,
+        out,
+    )
+}
+
+async fn list_local_queues(
+    s: &Session,
+    cluster_queue: Option<String>,
+    all_namespaces: bool,
+    flags: &ListFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let output = list_output(flags)?;
+    let api = if all_namespaces {
+        Api::<LocalQueue>::all(s.client.clone())
+    } else {
+        Api::<LocalQueue>::namespaced(s.client.clone(), &s.namespace)
+    };
+    let mut items = list_all(&api, flags, None).await?;
+    if let Some(cq) = cluster_queue.filter(|c| !c.is_empty()) {
+        items.retain(|lq| lq.spec.cluster_queue.as_deref() == Some(cq.as_str()));
+    }
+    let now = now();
+    let ns = (!all_namespaces).then_some(s.namespace.as_str());
+    print_rows(
+        &items,
+        |wide| listing::local_queue_table(&items.iter().collect::<Vec<_>>(), now, wide),
+        output,
+        Some(ns),
+        out,
+    )
+}
+
+async fn list_resource_flavors(
+    s: &Session,
+    flags: &ListFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let output = list_output(flags)?;
+    let api = Api::<ResourceFlavor>::all(s.client.clone());
+    let items = list_all(&api, flags, None).await?;
+    let now = now();
+    print_rows(
+        &items,
+        |wide| listing::resource_flavor_table(&items.iter().collect::<Vec<_>>(), now, wide),
+        output,
+        None,
+        out,
+    )
+}
+
+/// `--for TYPE[.GROUP]/NAME`: the object, found in the namespace (or any
+/// with `-A`), and its resource.
+async fn find_for_object(
+    s: &Session,
+    spec: &str,
+    all_namespaces: bool,
+) -> Result<Option<(ApiResource, DynamicObject)>, Error> {
+    let (ty, group, name) = args::for_object(spec).map_err(Error::Usage)?;
+    let mut disc = discovery::Discovery::new(s.client.clone());
+    if !group.is_empty() {
+        disc = disc.filter(&[group.as_str()]);
+    }
+    let disc = disc.run().await?;
+    let mut found = None;
+    'groups: for g in disc.groups() {
+        if !group.is_empty() && g.name() != group {
+            continue;
+        }
+        for (ar, caps) in g.recommended_resources() {
+            if ar.plural == ty || ar.kind.to_lowercase() == ty {
+                found = Some((ar, caps));
+                break 'groups;
+            }
+        }
+    }
+    let Some((ar, caps)) = found else {
+        return Err(Error::Usage(format!(
+            "the server doesn't have a resource type \"{ty}\""
+        )));
+    };
+    let obj = if all_namespaces || caps.scope == Scope::Cluster {
+        let api = Api::<DynamicObject>::all_with(s.client.clone(), &ar);
+        api.list(&ListParams::default().fields(&format!("metadata.name={name}")))
+            .await?
+            .items
+            .into_iter()
+            .next()
+    } else {
+        Api::<DynamicObject>::namespaced_with(s.client.clone(), &s.namespace, &ar)
+            .get_opt(&name)
+            .await?
+    };
+    Ok(obj.map(|o| (ar, o)))
+}
+
+async fn list_workloads(s: &Session, w: ListWorkload, out: &mut dyn Write) -> Result<(), Error> {
+    let output = list_output(&w.list)?;
+    let status = StatusFilter::parse(&w.status).map_err(Error::Usage)?;
+    let ns_shown = (!w.all_namespaces).then_some(s.namespace.as_str());
+    let api = if w.all_namespaces {
+        Api::<Workload>::all(s.client.clone())
+    } else {
+        Api::<Workload>::namespaced(s.client.clone(), &s.namespace)
+    };
+    let mut filter = WorkloadFilter {
+        local_queue: w.localqueue.clone().filter(|x| !x.is_empty()),
+        cluster_queue: w.clusterqueue.clone().filter(|x| !x.is_empty()),
+        status,
+        owner_uid: None,
+    };
+    let mut items = match &w.for_object {
+        Some(spec) => {
+            let Some((_, obj)) = find_for_object(s, spec, w.all_namespaces).await? else {
+                no_resources(ns_shown);
+                return Ok(());
+            };
+            let uid = obj.metadata.uid.clone().unwrap_or_default();
+            let by_label = format!("kueue.x-k8s.io/job-uid={uid}");
+            let items = list_all(&api, &w.list, Some(&by_label)).await?;
+            if items.is_empty() {
+                // Workloads of older jobs carry no job-uid label: their owner.
+                filter.owner_uid = Some(uid);
+                list_all(&api, &w.list, None).await?
+            } else {
+                items
+            }
+        }
+        None => list_all(&api, &w.list, None).await?,
+    };
+    items.retain(|wl| filter.keeps(wl));
+    if items.is_empty() {
+        if let ListOutput::Structured(o) = &output {
+            return print_list(&items, o, out);
+        }
+        no_resources(ns_shown);
+        return Ok(());
+    }
+    let facts = match output {
+        ListOutput::Table { .. } => workload_facts(s, &items, w.all_namespaces).await?,
+        _ => WorkloadFacts::default(),
+    };
+    let now = now();
+    print_rows(
+        &items,
+        |wide| listing::workload_table(&items.iter().collect::<Vec<_>>(), &facts, now, wide),
+        output,
+        Some(ns_shown),
+        out,
+    )
+}
+
+/// What the Workload table needs beside the Workloads: their LocalQueues'
+/// ClusterQueues, the published positions, and the owners' types. One
+/// list per kind (and one discovery call per owner apiVersion), whatever
+/// the number of Workloads.
+async fn workload_facts(
+    s: &Session,
+    items: &[Workload],
+    all: bool,
+) -> Result<WorkloadFacts, Error> {
+    let mut facts = WorkloadFacts::default();
+    let namespaces: BTreeSet<&str> = items
+        .iter()
+        .filter_map(|w| w.metadata.namespace.as_deref())
+        .collect();
+    let needs_lq = items.iter().any(|w| {
+        w.status
+            .as_ref()
+            .and_then(|s| s.admission.as_ref())
+            .is_none()
+    });
+    let limit = list_limit()?;
+    // Queues and pending lists: cluster-wide with -A, else the namespace.
+    let scopes: Vec<Option<&str>> = if all {
+        vec![None]
+    } else {
+        namespaces.iter().map(|n| Some(*n)).collect()
+    };
+    for scope in &scopes {
+        if needs_lq {
+            let api = match scope {
+                Some(ns) => Api::<LocalQueue>::namespaced(s.client.clone(), ns),
+                None => Api::<LocalQueue>::all(s.client.clone()),
+            };
+            let lp = ListParams::default().limit(limit);
+            for lq in list_pages(&api, lp).await.unwrap_or_default() {
+                if let (Some(ns), Some(cq)) =
+                    (lq.metadata.namespace.clone(), lq.spec.cluster_queue.clone())
+                {
+                    facts.local_queues.insert((ns, lq.name_any()), cq);
+                }
+            }
+        }
+        let api = match scope {
+            Some(ns) => {
+                Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(s.client.clone(), ns)
+            }
+            None => Api::<k8s_openapi::api::core::v1::ConfigMap>::all(s.client.clone()),
+        };
+        let lp = ListParams::default()
+            .labels(&format!("{}=true", visibility::LABEL))
+            .limit(limit);
+        // Without rights to read them, positions are left empty.
+        for cm in list_pages(&api, lp).await.unwrap_or_default() {
+            let ns = cm.metadata.namespace.clone().unwrap_or_default();
+            if !cm
+                .annotations()
+                .contains_key(visibility::LOCAL_QUEUE_ANNOTATION)
+            {
+                continue;
+            }
+            let pending = Pending::decode(&cm.data.clone().unwrap_or_default());
+            for (i, name) in pending.workloads.into_iter().enumerate() {
+                facts.positions.insert((ns.clone(), name), i);
+            }
+        }
+    }
+    let owners: BTreeSet<(String, String)> = items
+        .iter()
+        .flat_map(|w| w.metadata.owner_references.iter().flatten())
+        .map(|o| (o.api_version.clone(), o.kind.clone()))
+        .collect();
+    let versions: BTreeSet<&str> = owners.iter().map(|(v, _)| v.as_str()).collect();
+    for v in versions {
+        let list = if v.contains('/') {
+            s.client.list_api_group_resources(v).await
+        } else {
+            s.client.list_core_api_resources(v).await
+        };
+        let Ok(list) = list else { continue };
+        let group = v.split_once('/').map_or("", |(g, _)| g);
+        for r in list.resources {
+            if r.name.contains('/') || r.singular_name.is_empty() {
+                continue;
+            }
+            if owners.contains(&(v.to_string(), r.kind.clone())) {
+                facts.job_types.insert(
+                    (v.to_string(), r.kind.clone()),
+                    listing::job_type(&r.singular_name, group),
+                );
+            }
+        }
+    }
+    Ok(facts)
+}
+
+async fn list_pages<K>(api: &Api<K>, mut lp: ListParams) -> Result<Vec<K>, Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut items = Vec::new();
+    loop {
+        let page = api.list(&lp).await?;
+        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+        items.extend(page.items);
+        match next {
+            Some(c) => lp = lp.continue_token(&c),
+            None => return Ok(items),
+        }
+    }
+}
+
+/// The label selector of a job's pods, per integration.
+fn pod_selector(ar: &ApiResource, obj: &DynamicObject) -> Result<String, Error> {
+    let name = obj.name_any();
+    let uid = obj.metadata.uid.clone().unwrap_or_default();
+    Ok(match (ar.group.as_str(), ar.plural.as_str()) {
+        ("batch", "jobs") => format!("batch.kubernetes.io/controller-uid={uid}"),
+        ("jobset.x-k8s.io", "jobsets") => format!("jobset.sigs.k8s.io/jobset-name={name}"),
+        ("kubeflow.org", _) => format!("training.kubeflow.org/job-name={name}"),
+        ("ray.io", "rayclusters") => format!("ray.io/cluster={name}"),
+        ("ray.io", "rayjobs") => {
+            let cluster = obj.data["status"]["rayClusterName"]
+                .as_str()
+                .unwrap_or_default();
+            format!("ray.io/cluster={cluster}")
+        }
+        ("workload.codeflare.dev", "appwrappers") => {
+            format!("workload.codeflare.dev/appwrapper={name}")
+        }
+        _ => return Err(Error::Usage(format!("unsupported kind: {}", ar.kind))),
+    })
+}
+
+async fn list_pods(
+    s: &Session,
+    spec: &str,
+    all_namespaces: bool,
+    flags: &ListFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let output = list_output(flags)?;
+    let ns_shown = (!all_namespaces).then_some(s.namespace.as_str());
+    let Some((ar, obj)) = find_for_object(s, spec, all_namespaces).await? else {
+        no_resources(ns_shown);
+        return Ok(());
+    };
+    let ns = obj
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| s.namespace.clone());
+    let mut selector = pod_selector(&ar, &obj)?;
+    if let Some(l) = flags.selector.as_deref().filter(|l| !l.is_empty()) {
+        selector = format!("{selector},{l}");
+    }
+    let api = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(s.client.clone(), &ns);
+    match output {
+        ListOutput::Table { wide } => {
+            let mut url = format!(
+                "/api/v1/namespaces/{ns}/pods?labelSelector={}",
+                form_encode(&selector)
+            );
+            if let Some(f) = &flags.field_selector {
+                url.push_str(&format!("&fieldSelector={}", form_encode(f)));
+            }
+            let req = http::Request::get(url)
+                .header(
+                    http::header::ACCEPT,
+                    "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+                )
+                .body(Vec::new())
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            let table: Value = s.client.request(req).await?;
+            let t = server_table(&table, wide);
+            if t.rows.is_empty() {
+                no_resources(Some(&ns));
+                return Ok(());
+            }
+            let t = if all_namespaces {
+                let n = vec![ns.clone(); t.rows.len()];
+                t.with_namespaces(&n)
+            } else {
+                t
+            };
+            write!(out, "{}", t.render(true))?;
+            Ok(())
+        }
+        other => {
+            let lf = ListFlags {
+                selector: Some(selector),
+                ..flags.clone()
+            };
+            let items = list_all(&api, &lf, None).await?;
+            print_rows(&items, |_| Table::default(), other, Some(Some(&ns)), out)
+        }
+    }
+}
+
+/// A server-side `meta.k8s.io/v1` Table as kubectl prints it (columns of
+/// priority 0, or all with `wide`).
+pub fn server_table(table: &Value, wide: bool) -> Table {
+    let defs = table["columnDefinitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let keep: Vec<usize> = defs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| wide || d["priority"].as_i64().unwrap_or(0) == 0)
+        .map(|(i, _)| i)
+        .collect();
+    let mut t = Table::new(
+        keep.iter()
+            .map(|i| defs[*i]["name"].as_str().unwrap_or_default().to_string())
+            .collect::<Vec<String>>(),
+    );
+    for row in table["rows"].as_array().into_iter().flatten() {
+        let cells = row["cells"].as_array().cloned().unwrap_or_default();
+        t.rows.push(
+            keep.iter()
+                .map(|i| match cells.get(*i) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(v) => v.to_string(),
+                })
+                .collect(),
+        );
+    }
+    t
+}
+
+fn form_encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+// ----------------------------------------------------------- stop / resume
+
+async fn set_workload_active(
+    s: &Session,
+    name: &str,
+    active: bool,
+    write: &WriteFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&write.dry_run).map_err(Error::Usage)?;
+    let api = Api::<Workload>::namespaced(s.client.clone(), &s.namespace);
+    let patch = json!({"spec": {"active": active}});
+    let wl = apply_merge(&api, name, patch, dry).await?;
+    print_object(&wl, write.output.as_deref(), "", dry, out)
+}
+
+trait HasStopPolicy:
+    Resource<DynamicType = ()> + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug
+{
+    fn api(s: &Session) -> Api<Self>;
+}
+
+impl HasStopPolicy for ClusterQueue {
+    fn api(s: &Session) -> Api<Self> {
+        Api::all(s.client.clone())
+    }
+}
+
+impl HasStopPolicy for LocalQueue {
+    fn api(s: &Session) -> Api<Self> {
+        Api::namespaced(s.client.clone(), &s.namespace)
+    }
+}
+
+async fn set_stop_policy<K: HasStopPolicy>(
+    s: &Session,
+    name: &str,
+    policy: &str,
+    write: &WriteFlags,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&write.dry_run).map_err(Error::Usage)?;
+    let api = K::api(s);
+    let patch = json!({"spec": {"stopPolicy": policy}});
+    let obj = apply_merge(&api, name, patch, dry).await?;
+    print_object(&obj, write.output.as_deref(), "", dry, out)
+}
+
+/// A JSON merge patch; with `--dry-run=client` the object read and patched
+/// locally.
+async fn apply_merge<K>(api: &Api<K>, name: &str, patch: Value, dry: DryRun) -> Result<K, Error>
+where
+    K: Resource + Clone + Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match dry {
+        DryRun::Client => {
+            let current = api.get(name).await?;
+            let mut v = serde_json::to_value(&current)?;
+            json_patch::merge(&mut v, &patch);
+            Ok(serde_json::from_value(v)?)
+        }
+        _ => {
+            let pp = PatchParams {
+                dry_run: dry == DryRun::Server,
+                field_manager: Some("kubectl-kueue".into()),
+                ..PatchParams::default()
+            };
+            Ok(api.patch(name, &pp, &Patch::Merge(&patch)).await?)
+        }
+    }
+}
+
+// ------------------------------------------------------------------ delete
+
+/// An owner to delete: its resource, name and UID.
+struct OwnerRef {
+    resource: ApiResource,
+    name: String,
+    uid: String,
+}
+
+impl OwnerRef {
+    /// `resource.group/name`, as upstream prints it.
+    fn display(&self) -> String {
+        if self.resource.group.is_empty() {
+            format!("{}/{}", self.resource.plural, self.name)
+        } else {
+            format!(
+                "{}.{}/{}",
+                self.resource.plural, self.resource.group, self.name
+            )
+        }
+    }
+}
+
+async fn delete_workloads(
+    s: &Session,
+    d: DeleteWorkload,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let dry = DryRun::parse(&d.dry_run).map_err(Error::Usage)?;
+    if d.names.is_empty() && !d.all {
+        return Err(Error::Usage(
+            "requires at least 1 arg(s), only received 0".into(),
+        ));
+    }
+    if !d.names.is_empty() && d.all {
+        return Err(Error::Usage(
+            "name cannot be provided when a selector is specified".into(),
+        ));
+    }
+    if !d.names.is_empty() && d.all_namespaces {
+        return Err(Error::Usage(
+            "a resource cannot be retrieved by name across all namespaces".into(),
+        ));
+    }
+    let workloads: Vec<Workload> = if d.all {
+        let api = if d.all_namespaces {
+            Api::<Workload>::all(s.client.clone())
+        } else {
+            Api::<Workload>::namespaced(s.client.clone(), &s.namespace)
+        };
+        list_pages(&api, ListParams::default().limit(list_limit()?)).await?
+    } else {
+        let api = Api::<Workload>::namespaced(s.client.clone(), &s.namespace);
+        let mut found = Vec::new();
+        for n in &d.names {
+            match api.get(n).await {
+                Ok(w) => found.push(w),
+                Err(e) if Error::is_not_found(&e) => {
+                    eprintln!("{}", Error::from(e));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        found
+    };
+    if workloads.is_empty() {
+        return Ok(());
+    }
+    let mut plan: Vec<(Workload, Vec<OwnerRef>)> = Vec::new();
+    let mut resources: HashMap<(String, String), ApiResource> = HashMap::new();
+    for wl in workloads {
+        let mut owners = Vec::new();
+        for o in wl.metadata.owner_references.iter().flatten() {
+            let key = (o.api_version.clone(), o.kind.clone());
+            let ar = match resources.get(&key) {
+                Some(ar) => ar.clone(),
+                None => {
+                    let (group, version) = match o.api_version.split_once('/') {
+                        Some((g, v)) => (g.to_string(), v.to_string()),
+                        None => (String::new(), o.api_version.clone()),
+                    };
+                    let gvk = GroupVersionKind::gvk(&group, &version, &o.kind);
+                    let (ar, _) = discovery::pinned_kind(&s.client, &gvk).await?;
+                    resources.insert(key, ar.clone());
+                    ar
+                }
+            };
+            owners.push(OwnerRef {
+                resource: ar,
+                name: o.name.clone(),
+                uid: o.uid.clone(),
+            });
+        }
+        plan.push((wl, owners));
+    }
+    let has_owners = plan.iter().any(|(_, o)| !o.is_empty());
+    if dry == DryRun::None && !d.yes && has_owners {
+        let message = if d.all {
+            "This operation will also delete the jobs associated with these workloads.\n"
+                .to_string()
+        } else {
+            let lines: Vec<String> = plan
+                .iter()
+                .filter(|(_, o)| !o.is_empty())
+                .map(|(wl, o)| {
+                    format!(
+                        "  - {} associated with the {}/{} workload\n",
+                        o.iter()
+                            .map(OwnerRef::display)
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        wl.namespace().unwrap_or_default(),
+                        wl.name_any()
+                    )
+                })
+                .collect();
+            format!("This operation will also delete:\n{}", lines.join("\n"))
+        };
+        write!(out, "{message}Do you want to proceed (y/n)? ")?;
+        out.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !answer.trim().eq_ignore_ascii_case("y") {
+            writeln!(out, "Deletion is canceled")?;
+            return Ok(());
+        }
+    }
+    for (wl, owners) in plan {
+        let ns = wl.namespace().unwrap_or_default();
+        let mut dp = DeleteParams {
+            dry_run: dry == DryRun::Server,
+            ..DeleteParams::default()
+        };
+        for o in &owners {
+            // Background: the Job's pods and its Workload go with it (a
+            // batch/v1 Job's own default would orphan them).
+            let mut odp = DeleteParams::background();
+            odp.dry_run = dp.dry_run;
+            odp.preconditions = Some(Preconditions {
+                uid: Some(o.uid.clone()),
+                resource_version: None,
+            });
+            if dry != DryRun::Client {
+                let api = Api::<DynamicObject>::namespaced_with(s.client.clone(), &ns, &o.resource);
+                match api.delete(&o.name, &odp).await {
+                    Ok(_) => {}
+                    Err(e) if Error::is_not_found(&e) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            writeln!(out, "{} deleted{}", o.display(), dry.suffix())?;
+        }
+        if owners.is_empty() {
+            if dry != DryRun::Client {
+                dp.preconditions = None;
+                let api = Api::<Workload>::namespaced(s.client.clone(), &ns);
+                match api.delete(&wl.name_any(), &dp).await {
+                    Ok(_) => {}
+                    Err(e) if Error::is_not_found(&e) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            print_object(&wl, None, "deleted", dry, out)?;
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------ pass-through
+
+/// Hands `verb KIND args...` to kubectl, with the kubeconfig flags given
+/// before the verb; replaces this process.
+fn pass_through(verb: &str, what: &PassThrough, kube: &KubeFlags) -> Result<(), Error> {
+    let (kind, rest) = what.split();
+    let mut argv: Vec<String> = vec![verb.to_string(), kind.resource().to_string()];
+    argv.extend(rest.iter().cloned());
+    if let Some(k) = &kube.kubeconfig {
+        argv.push(format!("--kubeconfig={}", k.display()));
+    }
+    if let Some(c) = &kube.context {
+        argv.push(format!("--context={c}"));
+    }
+    if let Some(n) = &kube.namespace {
+        argv.push(format!("--namespace={n}"));
+    }
+    exec_kubectl(&argv)
+}
+
+fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+fn exec_kubectl(argv: &[String]) -> Result<(), Error> {
+    let Some(kubectl) = find_on_path("kubectl") else {
+        return Err(Error::Usage(format!(
+            "pass-through command are not available: exec: \"kubectl\": executable file not found in $PATH, PATH={:?}",
+            std::env::var("PATH").unwrap_or_default()
+        )));
+    };
+    use std::os::unix::process::CommandExt;
+    let e = std::process::Command::new(&kubectl).args(argv).exec();
+    Err(Error::Io(e))
+}
+
+// ----------------------------------------------------------------- version
+
+/// The batchgate found in the cluster: the Deployment's image (as upstream
+/// reports Kueue's) and the version the reconciler wrote on its Lease.
+async fn server_versions(client: &Client) -> Vec<String> {
+    let mut lines = Vec::new();
+    let deployments = Api::<Deployment>::namespaced(client.clone(), "batchgate-system");
+    if let Ok(Some(d)) = deployments.get_opt("batchgate").await {
+        let image = d
+            .spec
+            .and_then(|s| s.template.spec)
+            .and_then(|p| p.containers.into_iter().find(|c| c.name == "batchgate"))
+            .and_then(|c| c.image);
+        if let Some(image) = image {
+            lines.push(format!("Batchgate Image: {image}"));
+        }
+    }
+    let leases = Api::<Lease>::all(client.clone());
+    let lp = ListParams::default().fields(&format!("metadata.name={LEASE_NAME}"));
+    if let Ok(list) = leases.list(&lp).await {
+        for l in list.items {
+            if let Some(v) = l.annotations().get(VERSION_ANNOTATION) {
+                let holder = l
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.holder_identity.clone())
+                    .unwrap_or_default();
+                lines.push(format!(
+                    "Batchgate Reconciler Version: v{v} (lease {}/{LEASE_NAME}, holder {holder})",
+                    l.namespace().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_table_keeps_priority_zero_columns_unless_wide() {
+        let t = json!({
+            "columnDefinitions": [
+                {"name": "Name", "priority": 0}, {"name": "Ready", "priority": 0},
+                {"name": "Restarts", "priority": 0}, {"name": "IP", "priority": 1}],
+            "rows": [{"cells": ["p1", "1/1", 0, "10.0.0.1"]}]
+        });
+        let narrow = server_table(&t, false);
+        assert_eq!(narrow.rows, [["p1", "1/1", "0"]]);
+        assert_eq!(
+            narrow.render(true),
+            "NAME   READY   RESTARTS\np1     1/1     0\n"
+        );
+        assert_eq!(server_table(&t, true).columns.len(), 4);
+    }
+
+    #[test]
+    fn selectors_are_form_encoded() {
+        assert_eq!(form_encode("a=b,c!=d"), "a%3Db%2Cc%21%3Dd");
+    }
+}
