@@ -262,15 +262,38 @@ pub fn sem_ver_cmp(a: &str, b: &str) -> Ordering {
     };
     let (pa, pb) = (parts(a), parts(b));
     for (x, y) in pa.iter().zip(&pb) {
-        let o = match (x.parse::<u64>(), y.parse::<u64>()) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
+        let o = natural_cmp(x, y);
+        if o.is_ne() {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len())
+}
+
+/// `gen3 < gen10`: runs of digits compare as numbers, the rest as text.
+fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let runs = |s: &str| {
+        let mut out: Vec<(bool, String)> = Vec::new();
+        for c in s.chars() {
+            let digit = c.is_ascii_digit();
+            match out.last_mut() {
+                Some((d, run)) if *d == digit => run.push(c),
+                _ => out.push((digit, c.to_string())),
+            }
+        }
+        out
+    };
+    let (ra, rb) = (runs(a), runs(b));
+    for ((da, x), (db, y)) in ra.iter().zip(&rb) {
+        let o = match (da, db, x.parse::<u128>(), y.parse::<u128>()) {
+            (true, true, Ok(x), Ok(y)) => x.cmp(&y),
             _ => x.cmp(y),
         };
         if o.is_ne() {
             return o;
         }
     }
-    pa.len().cmp(&pb.len())
+    ra.len().cmp(&rb.len())
 }
 
 #[derive(Debug, Clone, PartialEq)]
