@@ -59,7 +59,19 @@ pub fn kueue() -> Vec<Generated> {
 pub fn all() -> Vec<Generated> {
     let mut all = kueue();
     all.push(finish(AppWrapper::crd()));
+    all.extend(devices());
     all
+}
+
+/// The device kinds (devmgmtproto.k8s.io/v1alpha1).
+pub fn devices() -> Vec<Generated> {
+    use crate::api::devices::v1alpha1::{device_driver_crd, DeviceClaim, DeviceClass, DevicePool};
+    vec![
+        finish(device_driver_crd()),
+        finish(DeviceClass::crd()),
+        finish(DeviceClaim::crd()),
+        finish(DevicePool::crd()),
+    ]
 }
 
 /// A CRD as one YAML document (starting with `---`).

@@ -396,8 +396,7 @@ fn lex(input: &str) -> Result<Vec<Token>, ParseError> {
             }
             c if c.is_alphabetic() || c == '_' => {
                 let start = i;
-                while i + 1 < chars.len()
-                    && (chars[i + 1].is_alphanumeric() || chars[i + 1] == '_')
+                while i + 1 < chars.len() && (chars[i + 1].is_alphanumeric() || chars[i + 1] == '_')
                 {
                     i += 1;
                 }
@@ -649,7 +648,10 @@ mod tests {
         // Strings compare as text, as CEL does: '10G' < '1G'.
         assert_eq!(t("device.bandwidth >= '1G'"), Ok(false));
         assert_eq!(t("true"), Ok(true));
-        assert_eq!(t("device.missing == 'x'"), Err("no such key: missing".into()));
+        assert_eq!(
+            t("device.missing == 'x'"),
+            Err("no such key: missing".into())
+        );
         assert_eq!(
             t("device.cores == 'eight'"),
             Err("no such overload: int == string".into())

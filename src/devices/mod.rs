@@ -28,7 +28,9 @@
 //! - a claim asks for `minDeviceCount` devices (the prototype's greedy
 //!   count); `maxDeviceCount` only bounds what a claim may ask for.
 
+pub mod allocation;
 pub mod expression;
+pub mod podclaims;
 pub mod shapes;
 
 #[cfg(test)]
@@ -151,8 +153,8 @@ pub fn resolve(claim: &Claim, catalog: &Catalog) -> Result<Request, ClaimError> 
     let mut constraints = Vec::new();
     for (which, text) in [("class", &class.constraints), ("claim", &spec.constraints)] {
         if let Some(t) = text {
-            if let Some(e) = expression::parse(t)
-                .map_err(|error| ClaimError::Constraints { which, error })?
+            if let Some(e) =
+                expression::parse(t).map_err(|error| ClaimError::Constraints { which, error })?
             {
                 constraints.push(e);
             }

@@ -19,11 +19,10 @@ pub const SHAPES: [&str; 5] = [
     "shape-foozer-barzer",
 ];
 
-/// One kind of device pool: base name, count per pool and attributes.
+/// One kind of device pool: base name, driver and attributes.
 #[derive(Debug, Clone, Copy)]
 struct Kind {
     base: &'static str,
-    count: i64,
     driver: &'static str,
     model: &'static str,
     firmware: &'static str,
@@ -31,21 +30,18 @@ struct Kind {
 
 const FOOZER_1000: Kind = Kind {
     base: "foozer",
-    count: 2,
     driver: FOOZER,
     model: "foozer-1000",
     firmware: "4.2.1-gen3",
 };
 const FOOZER_4000: Kind = Kind {
     base: "foozer",
-    count: 4,
     driver: FOOZER,
     model: "foozer-4000",
     firmware: "4.2.1-gen7",
 };
 const BARZER_1000: Kind = Kind {
     base: "barzer",
-    count: 4,
     driver: BARZER,
     model: "barzer-1000",
     firmware: "1.1.1",
@@ -83,21 +79,27 @@ pub fn shape_zero(n: usize) -> Vec<Pool> {
 /// Two NUMA nodes, each with a pool of 2 foozer-1000.
 pub fn shape_one(n: usize) -> Vec<Pool> {
     nodes("shape-one", n, |node| {
-        (0..2).map(|numa| pool(node, FOOZER_1000, 2, numa)).collect()
+        (0..2)
+            .map(|numa| pool(node, FOOZER_1000, 2, numa))
+            .collect()
     })
 }
 
 /// Four NUMA nodes, each with a pool of 4 foozer-4000.
 pub fn shape_two(n: usize) -> Vec<Pool> {
     nodes("shape-two", n, |node| {
-        (0..4).map(|numa| pool(node, FOOZER_4000, 4, numa)).collect()
+        (0..4)
+            .map(|numa| pool(node, FOOZER_4000, 4, numa))
+            .collect()
     })
 }
 
 /// Four NUMA nodes, each with a pool of 4 barzer-1000.
 pub fn shape_three(n: usize) -> Vec<Pool> {
     nodes("shape-three", n, |node| {
-        (0..4).map(|numa| pool(node, BARZER_1000, 4, numa)).collect()
+        (0..4)
+            .map(|numa| pool(node, BARZER_1000, 4, numa))
+            .collect()
     })
 }
 

@@ -113,7 +113,8 @@ fn single_by_driver() {
     );
     // The README's verbose output, for a barzer node and a foozer node.
     let yaml = serde_yaml::to_string(&serde_json::to_value(&s.results[0]).unwrap()).unwrap();
-    let mut want = String::from("DeviceClaimResults:\n- best: -1\n  claimName: myclaim\n  ignoredPools:\n");
+    let mut want =
+        String::from("DeviceClaimResults:\n- best: -1\n  claimName: myclaim\n  ignoredPools:\n");
     for i in 0..4 {
         want += &format!("  - deviceCount: 0\n    failureReason: claim and pool driver do not match\n    poolName: shape-three-00-barzer-0{i}\n");
     }
@@ -128,7 +129,10 @@ fn single_by_driver() {
 
 #[test]
 fn single_with_constraint_met() {
-    let c = with_constraints(claim("myclaim", None, None), "device.model == 'foozer-1000'");
+    let c = with_constraints(
+        claim("myclaim", None, None),
+        "device.model == 'foozer-1000'",
+    );
     let s = select(&[c], &mixed());
     assert_eq!(
         s.pool_allocations(),
@@ -144,7 +148,10 @@ fn single_with_constraint_met() {
 
 #[test]
 fn single_with_constraint_not_met() {
-    let c = with_constraints(claim("myclaim", None, None), "device.model == 'foozer-8000'");
+    let c = with_constraints(
+        claim("myclaim", None, None),
+        "device.model == 'foozer-8000'",
+    );
     let s = select(&[c], &mixed());
     assert_eq!(s.node, None);
     assert!(s.pool_allocations().is_empty());
@@ -366,7 +373,12 @@ fn the_class_driver_type_constraints_and_counts_are_honoured() {
         .all(|p| p.pool_name.contains("foozer-0")
             && p.failure_reason.as_deref() == Some(DRIVER_MISMATCH)));
     // The device type: only barzer's driver handles sriov-nic.
-    let s = select_node(&[of("sriov-nic", None)], &foozer_barzer(1), &cat, &Usage::default());
+    let s = select_node(
+        &[of("sriov-nic", None)],
+        &foozer_barzer(1),
+        &cat,
+        &Usage::default(),
+    );
     assert_eq!(
         s.pool_allocations(),
         vec![alloc("shape-foozer-barzer-00-barzer-00", 1)]
@@ -379,7 +391,9 @@ fn the_class_driver_type_constraints_and_counts_are_honoured() {
     );
     // Counts within the class's bounds.
     assert_eq!(
-        resolve(&of("example.com-foozer-single", Some(2)), &cat).unwrap_err().to_string(),
+        resolve(&of("example.com-foozer-single", Some(2)), &cat)
+            .unwrap_err()
+            .to_string(),
         "minDeviceCount 2 is greater than the class's maxDeviceCount 1"
     );
     // A claim driver against the class's.
