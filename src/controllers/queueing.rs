@@ -37,7 +37,10 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, info, warn};
 
-use super::translation::{self, Conditions};
+use super::{
+    devices::{Gate, Verdict},
+    translation::{self, Conditions},
+};
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     queueing::{
@@ -207,6 +210,8 @@ pub struct Controller {
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Events,
+    /// Device placement before admission (see [`super::devices`]).
+    devices: Gate,
 }
 
 const FLAVORS: usize = 0;
@@ -287,6 +292,7 @@ impl Controller {
         );
         let mut c = Controller {
             recorder: Events::start(client.clone()),
+            devices: Gate::start(&client),
             client,
             engine: Engine::new(),
             started: false,
@@ -309,6 +315,7 @@ impl Controller {
             status_written_at: HashMap::new(),
             status_due: false,
         };
+        c.devices.ready().await;
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);
@@ -329,7 +336,13 @@ impl Controller {
                         c.write_statuses();
                     }
                 }
-                _ = pending_tick.tick() => c.flush_pending(),
+                _ = pending_tick.tick() => {
+                    c.flush_pending();
+                    if c.devices.pools_changed() {
+                        c.engine.requeue_set_aside();
+                        c.cycle();
+                    }
+                }
             }
         }
     }
@@ -398,7 +411,10 @@ impl Controller {
                 }
                 match outcome {
                     Outcome::Admitted => self.engine.confirm_admission(&key),
-                    Outcome::AdmissionRefused => self.engine.reject_admission(&key),
+                    Outcome::AdmissionRefused => {
+                        self.devices.refused(&key);
+                        self.engine.reject_admission(&key)
+                    }
                     Outcome::Done => {}
                 }
                 self.busy.remove(&key);
@@ -505,6 +521,9 @@ impl Controller {
             }
             NAMESPACES => self.engine.delete_namespace(k),
             _ => {
+                if self.devices.forget(k) {
+                    self.engine.requeue_set_aside();
+                }
                 self.engine.delete_workload(k);
                 self.meta.remove(k);
                 self.queued.remove(k);
@@ -526,6 +545,9 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if self.devices.observe(&k, wl) {
+            self.engine.requeue_set_aside();
+        }
         if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
             self.drained.insert(k.clone());
         } else {
@@ -572,7 +594,16 @@ impl Controller {
             Decision::Admit {
                 workload,
                 admission,
-            } => (workload, Write::Admit(admission)),
+            } => {
+                if let Verdict::Wait(message) = self.devices.check(&workload, &admission) {
+                    let reason = PendingReason::WaitingForQuota;
+                    self.engine
+                        .set_aside_admission(&workload, reason, message);
+                    self.status_due = true;
+                    return;
+                }
+                (workload, Write::Admit(admission))
+            }
             Decision::Evict {
                 workload,
                 reason,
@@ -718,10 +749,15 @@ impl Controller {
         let client = self.client.clone();
         let tx = self.tx.clone();
         let recorder = self.recorder.clone();
+        let devices = match w {
+            Write::Admit(_) => self.devices.take_annotation(&k),
+            _ => None,
+        };
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
-            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w).await;
+            let (outcome, written) =
+                write_workload(&client, &k, meta.clone(), &w, devices).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
                 key: k.clone(),
@@ -1095,6 +1131,7 @@ async fn write_workload(
     key: &str,
     mut meta: Meta,
     w: &Write,
+    devices: Option<String>,
 ) -> (Outcome, Option<api::Workload>) {
     let (namespace, name) = split_key(key);
     let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
@@ -1102,6 +1139,13 @@ async fn write_workload(
         Write::Admit(_) => Outcome::AdmissionRefused,
         _ => Outcome::Done,
     };
+    // The device allocation is recorded before the admission it belongs to.
+    if let Some(value) = devices {
+        match super::devices::record(&api, name, &meta.resource_version, value).await {
+            Some(rv) => meta.resource_version = rv,
+            None => return (refused, None),
+        }
+    }
     for _attempt in 0..4 {
         let now = now_time();
         let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
