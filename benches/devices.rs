@@ -65,7 +65,11 @@ fn claim(name: &str, class: &str, count: i64, numa: bool, constraints: Option<&s
 
 fn usage(pools: &[Pool]) -> Usage {
     let mut u = Usage::default();
-    for p in pools.iter().filter(|p| p.name.contains("foozer-0")).step_by(4) {
+    for p in pools
+        .iter()
+        .filter(|p| p.name.contains("foozer-0"))
+        .step_by(4)
+    {
         u.add(&[DevicePoolAllocation {
             device_pool_name: p.name.clone(),
             device_count: 1,
@@ -89,7 +93,13 @@ fn bench(c: &mut Criterion) {
     let three = vec![
         claim("foozers", "foozer", 2, true, None),
         claim("barzer", "barzer", 1, false, None),
-        claim("big", "gpu", 1, false, Some("device.model == 'foozer-4000'")),
+        claim(
+            "big",
+            "gpu",
+            1,
+            false,
+            Some("device.model == 'foozer-4000'"),
+        ),
     ];
     let s = select_node(&three, &pools, &cat, &used);
     assert!(s.node.is_none() && s.results.len() == 1000);

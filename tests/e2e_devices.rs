@@ -52,12 +52,18 @@ fn pool(name: &str, node: &str) -> String {
 
 /// The node a Workload's recorded allocation names.
 fn allocated_node(wl: &Value) -> Option<String> {
-    let a: Value = serde_json::from_str(wl["metadata"]["annotations"][ALLOCATION].as_str()?).ok()?;
+    let a: Value =
+        serde_json::from_str(wl["metadata"]["annotations"][ALLOCATION].as_str()?).ok()?;
     a[0]["nodeName"].as_str().map(String::from)
 }
 
 /// The nodes a Job's pods are bound to, once all `n` are.
-fn pod_nodes(c: &batchgate_localcluster::LocalCluster, ns: &str, job: &str, n: usize) -> Option<Vec<(String, Value)>> {
+fn pod_nodes(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+    n: usize,
+) -> Option<Vec<(String, Value)>> {
     let pods = get(c, &["pods", "-n", ns, "-l", &format!("job-name={job}")])?;
     let items = pods["items"].as_array()?;
     let bound: Vec<(String, Value)> = items
@@ -81,8 +87,7 @@ fn schedule(c: &batchgate_localcluster::LocalCluster, ns: &str, job: &str) -> (i
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     )
 }
 
@@ -103,7 +108,9 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
         "metadata": {"name": "e2e-foozer"},
         "spec": {"deviceType": "gpu", "driver": "example.com-foozer"}}"#;
     wait_for(Duration::from_secs(30), "the DeviceClass accepted", || {
-        kubectl(c, &["apply", "-f", "-"], Some(class)).0.then_some(())
+        kubectl(c, &["apply", "-f", "-"], Some(class))
+            .0
+            .then_some(())
     });
     // The webhook's refusals.
     let (ok, _, err) = kubectl(
@@ -151,7 +158,10 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
         workload_of(c, &ns, "job-a").filter(|w| is_true(w, "Admitted"))
     });
     let node_a = allocated_node(&wl_a).expect("allocation annotation on job-a's Workload");
-    assert!(node_a == "kwok-node-0" || node_a == "kwok-node-1", "{node_a}");
+    assert!(
+        node_a == "kwok-node-0" || node_a == "kwok-node-1",
+        "{node_a}"
+    );
     let pods = wait_for(Duration::from_secs(60), "job-a's pods bound", || {
         pod_nodes(c, &ns, "job-a", 2)
     });
@@ -198,22 +208,29 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
         message.contains("couldn't place the device claims of pod set \"main\" (2 pods): 0/2 nodes with device pools can satisfy the device claims: kwok-node-0: could not satisfy these claims: gpus (no available devices)"),
         "{message}"
     );
-    assert!(jobs(c, &ns).iter().any(|(n, suspended, _)| n == "job-c" && *suspended));
+    assert!(jobs(c, &ns)
+        .iter()
+        .any(|(n, suspended, _)| n == "job-c" && *suspended));
     // The CLI sees the same: no node, the same reason.
     let (code, out) = schedule(c, &ns, "job-c");
     assert_eq!(code, 2, "{out}");
-    let reason = message
-        .split_once("(2 pods): ")
-        .map(|(_, r)| r)
-        .unwrap();
-    assert!(out.contains(&format!("UNSCHEDULABLE: {reason}")), "{out}\n---\n{message}");
+    let reason = message.split_once("(2 pods): ").map(|(_, r)| r).unwrap();
+    assert!(
+        out.contains(&format!("UNSCHEDULABLE: {reason}")),
+        "{out}\n---\n{message}"
+    );
 
     // When job-a finishes, job-c runs where it freed the devices.
-    let wl_c = wait_for(Duration::from_secs(180), "job-c admitted after job-a finished", || {
-        workload_of(c, &ns, "job-c").filter(|w| is_true(w, "Admitted"))
-    });
+    let wl_c = wait_for(
+        Duration::from_secs(180),
+        "job-c admitted after job-a finished",
+        || workload_of(c, &ns, "job-c").filter(|w| is_true(w, "Admitted")),
+    );
     let a_done = workload_of(c, &ns, "job-a").unwrap();
-    assert!(is_true(&a_done, "Finished"), "job-a should have finished first");
+    assert!(
+        is_true(&a_done, "Finished"),
+        "job-a should have finished first"
+    );
     assert_eq!(allocated_node(&wl_c).as_deref(), Some(node_a.as_str()));
     wait_for(Duration::from_secs(60), "job-c's pods bound", || {
         pod_nodes(c, &ns, "job-c", 2)

@@ -151,9 +151,7 @@ impl Gate {
     /// The Workload is gone. True when it held devices.
     pub fn forget(&mut self, key: &str) -> bool {
         self.to_write.remove(key);
-        self.entries
-            .remove(key)
-            .is_some_and(|e| e.held.is_some())
+        self.entries.remove(key).is_some_and(|e| e.held.is_some())
     }
 
     /// The admission write did not land: the assumed allocation goes.

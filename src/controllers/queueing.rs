@@ -597,8 +597,7 @@ impl Controller {
             } => {
                 if let Verdict::Wait(message) = self.devices.check(&workload, &admission) {
                     let reason = PendingReason::WaitingForQuota;
-                    self.engine
-                        .set_aside_admission(&workload, reason, message);
+                    self.engine.set_aside_admission(&workload, reason, message);
                     self.status_due = true;
                     return;
                 }
@@ -756,8 +755,7 @@ impl Controller {
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
-            let (outcome, written) =
-                write_workload(&client, &k, meta.clone(), &w, devices).await;
+            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w, devices).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
                 key: k.clone(),
