@@ -144,16 +144,18 @@ pub fn meets(constraints: Option<&str>, attrs: &[Attribute]) -> Result<bool, Str
     }
 }
 
+/// Values borrow from the expression and the pool: evaluating allocates
+/// nothing but parsed quantities.
 #[derive(Debug, Clone, PartialEq)]
-enum Value {
-    String(String),
-    SemVer(String),
+enum Value<'a> {
+    String(&'a str),
+    SemVer(&'a str),
     Int(i64),
     Quantity(Quantity),
     Bool(bool),
 }
 
-impl Value {
+impl Value<'_> {
     fn type_name(&self) -> &'static str {
         match self {
             Value::String(_) => "string",
@@ -174,10 +176,10 @@ impl Expr {
         }
     }
 
-    fn value(&self, attrs: &[Attribute]) -> Result<Value, EvalError> {
+    fn value<'a>(&'a self, attrs: &'a [Attribute]) -> Result<Value<'a>, EvalError> {
         Ok(match self {
             Expr::Attribute(name) => attribute(attrs, name)?,
-            Expr::String(s) => Value::String(s.clone()),
+            Expr::String(s) => Value::String(s),
             Expr::Int(i) => Value::Int(*i),
             Expr::Bool(b) => Value::Bool(*b),
             Expr::Not(e) => match e.value(attrs)? {
@@ -200,13 +202,13 @@ impl Expr {
     }
 }
 
-fn attribute(attrs: &[Attribute], name: &str) -> Result<Value, EvalError> {
+fn attribute<'a>(attrs: &'a [Attribute], name: &str) -> Result<Value<'a>, EvalError> {
     let a = attrs
         .iter()
         .find(|a| a.name == name)
         .ok_or_else(|| EvalError::NoSuchKey(name.to_string()))?;
     if let Some(s) = &a.string_value {
-        return Ok(Value::String(s.clone()));
+        return Ok(Value::String(s));
     }
     if let Some(i) = a.int_value {
         return Ok(Value::Int(i));
@@ -214,12 +216,12 @@ fn attribute(attrs: &[Attribute], name: &str) -> Result<Value, EvalError> {
     if let Some(q) = &a.quantity_value {
         // A malformed quantity compares as the text it is.
         return Ok(match Quantity::parse(&q.0) {
-            Ok(q) => Value::Quantity(q),
-            Err(_) => Value::String(q.0.clone()),
+            Ok(parsed) => Value::Quantity(parsed),
+            Err(_) => Value::String(&q.0),
         });
     }
     if let Some(v) = &a.sem_ver_value {
-        return Ok(Value::SemVer(v.clone()));
+        return Ok(Value::SemVer(v));
     }
     Err(EvalError::NoSuchKey(name.to_string()))
 }

@@ -36,7 +36,7 @@ pub mod shapes;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::{borrow::Cow, collections::BTreeMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -227,8 +227,9 @@ pub fn resolve(claim: &Claim, catalog: &Catalog) -> Result<Request, ClaimError> 
 pub struct PoolResult {
     pub pool_name: String,
     pub device_count: i64,
+    /// Borrowed for the fixed reasons: no allocation per pool left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_reason: Option<String>,
+    pub failure_reason: Option<Cow<'static, str>>,
 }
 
 /// One set of pools tried for a claim.
@@ -523,28 +524,33 @@ pub fn evaluate_node(
 }
 
 /// Why a pool cannot serve a request at all, if it cannot.
-fn pool_failure(req: &Request, pool: &Pool, available: i64, catalog: &Catalog) -> Option<String> {
+fn pool_failure(
+    req: &Request,
+    pool: &Pool,
+    available: i64,
+    catalog: &Catalog,
+) -> Option<Cow<'static, str>> {
     if available <= 0 {
-        return Some(NO_AVAILABLE_DEVICES.into());
+        return Some(Cow::Borrowed(NO_AVAILABLE_DEVICES));
     }
     if req.driver.as_ref().is_some_and(|d| *d != pool.spec.driver) {
-        return Some(DRIVER_MISMATCH.into());
+        return Some(Cow::Borrowed(DRIVER_MISMATCH));
     }
     let handles = catalog
         .drivers
         .get(&pool.spec.driver)
         .is_some_and(|types| types.contains(&req.device_type));
     if !handles {
-        return Some(format!(
+        return Some(Cow::Owned(format!(
             "pool driver does not handle device type {:?}",
             req.device_type
-        ));
+        )));
     }
     for c in &req.constraints {
         match c.eval(&pool.spec.attributes) {
             Ok(true) => {}
-            Ok(false) => return Some(CONSTRAINTS_NOT_MET.into()),
-            Err(e) => return Some(format!("error evaluating constraints: {e}")),
+            Ok(false) => return Some(Cow::Borrowed(CONSTRAINTS_NOT_MET)),
+            Err(e) => return Some(Cow::Owned(format!("error evaluating constraints: {e}"))),
         }
     }
     None
@@ -664,7 +670,7 @@ fn evaluate_pool_set(req: &Request, set: &[(&Pool, i64)]) -> PoolSetResult {
             pool_results.push(PoolResult {
                 pool_name: pool.name.clone(),
                 device_count: 0,
-                failure_reason: Some(MATCH_ATTRIBUTES_FAILED.into()),
+                failure_reason: Some(Cow::Borrowed(MATCH_ATTRIBUTES_FAILED)),
             });
             continue;
         }
