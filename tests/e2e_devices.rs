@@ -97,13 +97,16 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
     let c = e.cluster;
     let ns = namespace(c, "e2e-devices");
 
-    // The driver first: the webhook checks the class against it (its cache
-    // may lag the create by a moment, so the class is applied until taken).
-    apply(
-        c,
-        r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceDriver",
-            "metadata": {"name": "example.com-foozer"}, "deviceTypes": ["gpu"]}"#,
-    );
+    // The driver first (its CRD may be a moment from established): the
+    // webhook checks the class against it (its cache may lag the create by
+    // a moment, so the class is applied until taken).
+    let driver = r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceDriver",
+        "metadata": {"name": "example.com-foozer"}, "deviceTypes": ["gpu"]}"#;
+    wait_for(Duration::from_secs(30), "the DeviceDriver created", || {
+        kubectl(c, &["apply", "-f", "-"], Some(driver))
+            .0
+            .then_some(())
+    });
     let class = r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClass",
         "metadata": {"name": "e2e-foozer"},
         "spec": {"deviceType": "gpu", "driver": "example.com-foozer"}}"#;
@@ -237,6 +240,39 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
     })
     .iter()
     .for_each(|(n, _)| assert_eq!(n, &node_a));
+
+    // job-b deleted: its devices are free again. `batchgate schedule
+    // --write` places a lone DeviceClaim there and records it in the
+    // claim's status.
+    let (ok, out, err) = kubectl(c, &["delete", "job", "job-b", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
+    wait_for(Duration::from_secs(60), "job-b's Workload gone", || {
+        workload_of(c, &ns, "job-b").is_none().then_some(())
+    });
+    apply(
+        c,
+        &format!(
+            r#"{{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClaim",
+                "metadata": {{"name": "single", "namespace": "{ns}"}},
+                "spec": {{"deviceClass": "e2e-foozer"}}}}"#
+        ),
+    );
+    let out = Command::new(BIN)
+        .args(["schedule", "--kubeconfig"])
+        .arg(c.kubeconfig())
+        .args(["-n", &ns, "--write"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("NODE: {node_b} (1 pod)")), "{text}");
+    let claim = get(c, &["deviceclaim", "single", "-n", &ns]).unwrap();
+    assert_eq!(claim["status"]["nodeName"], node_b.as_str(), "{claim}");
+    assert_eq!(
+        claim["status"]["allocations"],
+        json!([{"devicePoolName": format!("e2e-{node_b}-foozer"), "deviceCount": 1}])
+    );
 
     for p in ["e2e-kwok-node-0-foozer", "e2e-kwok-node-1-foozer"] {
         let _ = kubectl(c, &["delete", "devicepool", p], None);

@@ -261,13 +261,11 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
                 "nodeName": ca.node_name,
                 "podNames": pod_name.iter().collect::<Vec<_>>(),
             }});
-            api.patch_status(
-                name,
-                &PatchParams::apply("batchgate-schedule").force(),
-                &Patch::Merge(&status),
-            )
-            .await
-            .with_context(|| format!("writing the status of DeviceClaim {}/{name}", a.namespace))?;
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .with_context(|| {
+                    format!("writing the status of DeviceClaim {}/{name}", a.namespace)
+                })?;
             eprintln!(
                 "recorded the allocation in DeviceClaim {}/{name}",
                 a.namespace

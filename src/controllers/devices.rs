@@ -12,7 +12,9 @@
 //! before its admission, so an admitted Workload always carries it, the job
 //! is started pinned to the chosen nodes, and after a restart the devices
 //! held are recounted from admitted Workloads alone. A Workload stops
-//! holding devices when it finishes, is evicted or is deleted.
+//! holding devices when it finishes, is evicted or is deleted. Devices a
+//! DeviceClaim's status records (`batchgate schedule --write`) count as
+//! held as well.
 
 use std::collections::HashMap;
 
@@ -72,34 +74,54 @@ fn is_true(wl: &api::Workload, t: &str) -> bool {
 }
 
 impl Gate {
-    /// Starts the watches of pools, classes, drivers and claims.
-    pub fn start(client: &Client) -> Gate {
-        Gate {
-            pools: super::jobs::store(Api::all(client.clone())),
-            classes: super::jobs::store(Api::all(client.clone())),
-            drivers: super::jobs::store(Api::all(client.clone())),
-            claims: super::jobs::store(Api::all(client.clone())),
-            entries: HashMap::new(),
-            to_write: HashMap::new(),
-            pools_seen: Vec::new(),
-        }
-    }
-
-    /// Waits (bounded) for the first lists, so a restart does not refuse
-    /// placements for want of pools it has not read yet.
-    pub async fn ready(&self) {
-        let wait = async {
-            let _ = self.pools.wait_until_ready().await;
-            let _ = self.classes.wait_until_ready().await;
-            let _ = self.drivers.wait_until_ready().await;
-            let _ = self.claims.wait_until_ready().await;
+    /// Starts the watches of pools, classes, drivers and claims, and waits
+    /// (bounded) for their first lists, so a restart does not refuse
+    /// placements for want of pools it has not read yet. Without the
+    /// device CRDs nothing is watched: no pools, so a Workload claiming
+    /// devices waits with "no node has device pools".
+    pub async fn start(client: &Client) -> Gate {
+        let probe = Api::<DevicePool>::all(client.clone());
+        let served = !matches!(
+            probe.list(&kube::api::ListParams::default().limit(1)).await,
+            Err(kube::Error::Api(ref e)) if e.code == 404
+        );
+        let gate = if served {
+            Gate {
+                pools: super::jobs::store(Api::all(client.clone())),
+                classes: super::jobs::store(Api::all(client.clone())),
+                drivers: super::jobs::store(Api::all(client.clone())),
+                claims: super::jobs::store(Api::all(client.clone())),
+                entries: HashMap::new(),
+                to_write: HashMap::new(),
+                pools_seen: Vec::new(),
+            }
+        } else {
+            tracing::info!("the devmgmtproto.k8s.io CRDs are not installed: no device pools to place claims on");
+            Gate {
+                pools: kube::runtime::reflector::store().0,
+                classes: kube::runtime::reflector::store().0,
+                drivers: kube::runtime::reflector::store().0,
+                claims: kube::runtime::reflector::store().0,
+                entries: HashMap::new(),
+                to_write: HashMap::new(),
+                pools_seen: Vec::new(),
+            }
         };
-        if tokio::time::timeout(std::time::Duration::from_secs(10), wait)
-            .await
-            .is_err()
-        {
-            tracing::info!("device caches not ready after 10s (are the devmgmtproto.k8s.io CRDs installed?); going on");
+        if served {
+            let wait = async {
+                let _ = gate.pools.wait_until_ready().await;
+                let _ = gate.classes.wait_until_ready().await;
+                let _ = gate.drivers.wait_until_ready().await;
+                let _ = gate.claims.wait_until_ready().await;
+            };
+            if tokio::time::timeout(std::time::Duration::from_secs(10), wait)
+                .await
+                .is_err()
+            {
+                tracing::warn!("device caches not filled after 10s; going on");
+            }
         }
+        gate
     }
 
     /// A Workload as the watch shows it. True when it stopped holding
@@ -214,6 +236,13 @@ impl Gate {
         };
         let namespace = key.split_once('/').map_or("", |(ns, _)| ns);
         let mut used = Usage::default();
+        // Devices recorded in DeviceClaims' status (`batchgate schedule
+        // --write`, or another allocator) are held too.
+        for c in self.claims.state() {
+            if let Some(allocs) = c.status.as_ref().and_then(|s| s.allocations.as_ref()) {
+                used.add(allocs);
+            }
+        }
         for (k, e) in &self.entries {
             if k != key {
                 if let Some((allocs, _)) = &e.held {

@@ -292,7 +292,7 @@ impl Controller {
         );
         let mut c = Controller {
             recorder: Events::start(client.clone()),
-            devices: Gate::start(&client),
+            devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
             started: false,
@@ -315,7 +315,6 @@ impl Controller {
             status_written_at: HashMap::new(),
             status_due: false,
         };
-        c.devices.ready().await;
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);

@@ -294,12 +294,16 @@ impl DeviceClaimResult {
         if let Some(r) = sets.last().and_then(|s| s.failure_reason.clone()) {
             return r;
         }
-        let mut reasons: Vec<&str> = self
+        let mut reasons: Vec<&str> = Vec::new();
+        for r in self
             .ignored_pools
             .iter()
             .filter_map(|p| p.failure_reason.as_deref())
-            .collect();
-        reasons.dedup();
+        {
+            if !reasons.contains(&r) {
+                reasons.push(r);
+            }
+        }
         if reasons.is_empty() {
             NO_AVAILABLE_DEVICES.into()
         } else {
