@@ -335,3 +335,150 @@ pub(super) async fn record(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::{reflector, watcher};
+    use serde_json::json;
+
+    use super::*;
+    use crate::queueing::PodSetAssignment;
+
+    fn filled<K>(objects: Vec<serde_json::Value>) -> Store<K>
+    where
+        K: kube::Resource<DynamicType = ()>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug
+            + Send
+            + Sync
+            + 'static,
+    {
+        let (store, mut writer) = reflector::store();
+        for o in objects {
+            writer.apply_watcher_event(&watcher::Event::Apply(serde_json::from_value(o).unwrap()));
+        }
+        store
+    }
+
+    fn gate() -> Gate {
+        let pool = |name: &str, node: &str| {
+            json!({"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DevicePool",
+                   "metadata": {"name": name},
+                   "spec": {"nodeName": node, "driver": "foozer", "count": 4}})
+        };
+        Gate {
+            pools: filled(vec![pool("n1-foozer", "n1"), pool("n2-foozer", "n2")]),
+            classes: filled(vec![json!({"apiVersion": "devmgmtproto.k8s.io/v1alpha1",
+                "kind": "DeviceClass", "metadata": {"name": "foozer"},
+                "spec": {"deviceType": "gpu"}})]),
+            drivers: filled(vec![json!({"apiVersion": "devmgmtproto.k8s.io/v1alpha1",
+                "kind": "DeviceDriver", "metadata": {"name": "foozer"}, "deviceTypes": ["gpu"]})]),
+            claims: filled(vec![]),
+            entries: HashMap::new(),
+            to_write: HashMap::new(),
+            pools_seen: Vec::new(),
+        }
+    }
+
+    /// A Workload of 2 pods claiming 2 devices each, with the given status
+    /// conditions and recorded allocation.
+    fn workload(
+        name: &str,
+        conditions: serde_json::Value,
+        allocation: Option<&str>,
+    ) -> api::Workload {
+        let mut annotations = serde_json::Map::new();
+        if let Some(a) = allocation {
+            annotations.insert(allocation::ANNOTATION.into(), json!(a));
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "ns", "annotations": annotations},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {
+                "metadata": {"annotations": {podclaims::ANNOTATION:
+                    r#"[{"name": "gpus", "claim": {"deviceClass": "foozer", "minDeviceCount": 2}}]"#}},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}}]},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    fn cond(t: &str, s: &str) -> serde_json::Value {
+        json!({"type": t, "status": s, "reason": "R", "message": "",
+               "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    }
+
+    fn admission() -> Admission {
+        Admission {
+            cluster_queue: "cq".into(),
+            pod_set_assignments: vec![PodSetAssignment {
+                name: "main".into(),
+                flavors: Default::default(),
+                resource_usage: Default::default(),
+                count: 2,
+            }],
+        }
+    }
+
+    #[test]
+    fn held_devices_are_recounted_from_admitted_workloads_and_released() {
+        let mut g = gate();
+        // As after a restart: one admitted Workload holds all of n1.
+        let mut a_alloc = gate();
+        a_alloc.observe("ns/a", &workload("a", json!([]), None));
+        assert_eq!(a_alloc.check("ns/a", &admission()), Verdict::Admit);
+        let recorded = a_alloc.take_annotation("ns/a").unwrap();
+        assert!(recorded.contains("\"nodeName\":\"n1\""), "{recorded}");
+        let a = workload("a", json!([cond("QuotaReserved", "True")]), Some(&recorded));
+        assert!(!g.observe("ns/a", &a));
+
+        // The next goes to n2; the one after finds no room.
+        g.observe("ns/b", &workload("b", json!([]), None));
+        assert_eq!(g.check("ns/b", &admission()), Verdict::Admit);
+        let b = g.take_annotation("ns/b").unwrap();
+        assert!(b.contains("\"nodeName\":\"n2\""), "{b}");
+        g.observe("ns/c", &workload("c", json!([]), None));
+        let Verdict::Wait(why) = g.check("ns/c", &admission()) else {
+            panic!("c placed over held devices");
+        };
+        assert_eq!(why, "couldn't place the device claims of pod set \"main\" (2 pods): 0/2 nodes with device pools can satisfy the device claims: n1: could not satisfy these claims: gpus (no available devices); n2: could not satisfy these claims: gpus (no available devices)");
+
+        // b's admission write fails: its assumed devices are free again.
+        g.refused("ns/b");
+        assert_eq!(g.check("ns/c", &admission()), Verdict::Admit);
+        assert!(g
+            .take_annotation("ns/c")
+            .unwrap()
+            .contains("\"nodeName\":\"n2\""));
+
+        // A stale event of c (no admission yet) keeps its assumed devices.
+        assert!(!g.observe("ns/c", &workload("c", json!([]), None)));
+        g.observe("ns/b", &workload("b", json!([]), None));
+        assert!(matches!(g.check("ns/b", &admission()), Verdict::Wait(_)));
+
+        // a finishes: released, and b fits on n1.
+        let done = workload(
+            "a",
+            json!([cond("QuotaReserved", "True"), cond("Finished", "True")]),
+            Some(&recorded),
+        );
+        assert!(g.observe("ns/a", &done));
+        assert_eq!(g.check("ns/b", &admission()), Verdict::Admit);
+        assert_eq!(
+            pinned_node(
+                &workload("b", json!([]), g.take_annotation("ns/b").as_deref()),
+                "main"
+            )
+            .as_deref(),
+            Some("n1")
+        );
+
+        // A Workload without claims is never held back.
+        let mut plain = workload("p", json!([]), None);
+        plain.spec.pod_sets.as_mut().unwrap()[0].template.metadata = None;
+        g.observe("ns/p", &plain);
+        assert_eq!(g.check("ns/p", &admission()), Verdict::Admit);
+        assert!(g.take_annotation("ns/p").is_none());
+    }
+}
