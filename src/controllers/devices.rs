@@ -53,6 +53,8 @@ pub struct Gate {
     to_write: HashMap<String, String>,
     /// Pools as last seen (name, resourceVersion), to notice changes.
     pools_seen: Vec<(String, String)>,
+    /// Admissions withdrawn so far.
+    refusals: u64,
 }
 
 /// The gate's answer for an admission.
@@ -94,6 +96,7 @@ impl Gate {
                 entries: HashMap::new(),
                 to_write: HashMap::new(),
                 pools_seen: Vec::new(),
+                refusals: 0,
             }
         } else {
             tracing::info!("the devmgmtproto.k8s.io CRDs are not installed: no device pools to place claims on");
@@ -105,6 +108,7 @@ impl Gate {
                 entries: HashMap::new(),
                 to_write: HashMap::new(),
                 pools_seen: Vec::new(),
+                refusals: 0,
             }
         };
         if served {
@@ -224,8 +228,21 @@ impl Gate {
         }
     }
 
+    /// How many admissions [`Gate::check`] has withdrawn so far.
+    pub fn refusals(&self) -> u64 {
+        self.refusals
+    }
+
     /// Decides whether `admission` of Workload `key` may go ahead.
     pub fn check(&mut self, key: &str, admission: &Admission) -> Verdict {
+        let v = self.decide(key, admission);
+        if v != Verdict::Admit {
+            self.refusals += 1;
+        }
+        v
+    }
+
+    fn decide(&mut self, key: &str, admission: &Admission) -> Verdict {
         let Some(entry) = self.entries.get(key) else {
             return Verdict::Admit;
         };
@@ -378,6 +395,7 @@ mod tests {
             entries: HashMap::new(),
             to_write: HashMap::new(),
             pools_seen: Vec::new(),
+            refusals: 0,
         }
     }
 

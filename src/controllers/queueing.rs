@@ -575,6 +575,12 @@ impl Controller {
         // Bounded: each round either admits, evicts or sets a head aside.
         for _ in 0..64 {
             let cycle = self.engine.schedule(now_ms());
+            let admits = cycle
+                .decisions
+                .iter()
+                .filter(|d| matches!(d, Decision::Admit { .. }))
+                .count() as u64;
+            let refused_before = self.devices.refusals();
             for d in cycle.decisions {
                 self.decide(d);
             }
@@ -582,7 +588,10 @@ impl Controller {
                 self.cq_status.insert(s.name.clone(), s);
                 self.status_due = true;
             }
-            if !cycle.progress {
+            // Every admission of the round withdrawn for want of devices:
+            // another round would only try the same again.
+            let refused = self.devices.refusals() - refused_before;
+            if !cycle.progress || (admits > 0 && refused == admits) {
                 break;
             }
         }
