@@ -148,9 +148,18 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
     apply(c, &pool("e2e-kwok-node-0-foozer", "kwok-node-0"));
     apply(c, &pool("e2e-kwok-node-1-foozer", "kwok-node-1"));
     apply(c, &flavor("devices-flavor", json!({})));
+    // The queue covers the device type too: devices are charged as quota
+    // (ample here, so placement is what limits).
     apply(
         c,
-        &cluster_queue("devices-cq", &[("devices-flavor", "100", None)], json!({})),
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                "metadata": {"name": "devices-cq"},
+                "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                    "coveredResources": ["cpu", "devmgmtproto.k8s.io/gpu"],
+                    "flavors": [{"name": "devices-flavor", "resources": [
+                        {"name": "cpu", "nominalQuota": "100"},
+                        {"name": "devmgmtproto.k8s.io/gpu", "nominalQuota": "100"}]}]}]}})
+        .to_string(),
     );
     apply(c, &local_queue(&ns, "lq", "devices-cq"));
 
@@ -161,6 +170,12 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
         workload_of(c, &ns, "job-a").filter(|w| is_true(w, "Admitted"))
     });
     let node_a = allocated_node(&wl_a).expect("allocation annotation on job-a's Workload");
+    assert_eq!(
+        wl_a["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+            ["devmgmtproto.k8s.io/gpu"],
+        "4",
+        "2 pods x 2 devices charged: {wl_a}"
+    );
     assert!(
         node_a == "kwok-node-0" || node_a == "kwok-node-1",
         "{node_a}"
@@ -190,6 +205,20 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
     })
     .iter()
     .for_each(|(n, _)| assert_eq!(n, &node_b));
+
+    wait_for(
+        Duration::from_secs(60),
+        "8 devices in use in devices-cq",
+        || {
+            let cq = get(c, &["clusterqueue", "devices-cq"])?;
+            let used = cq["status"]["flavorsUsage"][0]["resources"]
+                .as_array()?
+                .iter()
+                .find(|r| r["name"] == "devmgmtproto.k8s.io/gpu")?["total"]
+                .clone();
+            (used == "8").then_some(())
+        },
+    );
 
     // The third waits, with the placement's reason, its job suspended.
     create(c, &device_job("job-c", &ns, "1s"));

@@ -318,6 +318,54 @@ impl Gate {
     }
 }
 
+/// The ClusterQueue resource a device type is charged as:
+/// `devmgmtproto.k8s.io/<deviceType>` (e.g. `devmgmtproto.k8s.io/gpu`).
+pub fn quota_resource(device_type: &str) -> String {
+    format!("{}/{device_type}", crate::api::devices::GROUP)
+}
+
+/// Charges a Workload's devices as quota: each pod set with claims
+/// requests, per pod, its claims' device counts under
+/// [`quota_resource`] of their class's device type — for the resources its
+/// ClusterQueue `cq` covers only (Kueue refuses a pod set requesting a
+/// resource its queue does not cover, so device quota is opt-in per queue).
+pub(super) fn charge(
+    gate: &Gate,
+    key: &str,
+    wl: &mut crate::queueing::Workload,
+    cq: Option<&crate::queueing::ClusterQueue>,
+) {
+    let Some(cq) = cq else { return };
+    let Some(Ok(wants)) = gate.entries.get(key).map(|e| &e.wants) else {
+        return;
+    };
+    let namespace = key.split_once('/').map_or("", |(ns, _)| ns);
+    let catalog = gate.catalog();
+    for (pod_set, pod_claims) in wants {
+        let Ok(claims) = podclaims::resolve(pod_claims, |n| {
+            gate.claims
+                .get(&kube::runtime::reflector::ObjectRef::new(n).within(namespace))
+                .map(|c| c.spec.clone())
+        }) else {
+            continue;
+        };
+        let mut per_pod: std::collections::BTreeMap<String, i64> = Default::default();
+        for c in &claims {
+            if let Ok(r) = crate::devices::resolve(c, &catalog) {
+                *per_pod.entry(quota_resource(&r.device_type)).or_default() += r.count;
+            }
+        }
+        let Some(ps) = wl.pod_sets.iter_mut().find(|p| &*p.name == pod_set) else {
+            continue;
+        };
+        for (resource, count) in per_pod {
+            if cq.group_for(&resource).is_some() {
+                ps.requests.insert(&resource, count.saturating_mul(1000));
+            }
+        }
+    }
+}
+
 /// The node a Workload's allocation pins a pod set to
 /// (`kubernetes.io/hostname`), if it has one.
 pub fn pinned_node(wl: &api::Workload, pod_set: &str) -> Option<String> {
@@ -490,6 +538,35 @@ mod tests {
             )
             .as_deref(),
             Some("n1")
+        );
+
+        // Devices are charged as quota where the ClusterQueue covers their
+        // type, 2 per pod here.
+        let cq = |covered: &[&str]| crate::queueing::ClusterQueue {
+            name: "cq".into(),
+            cohort: None,
+            queueing_strategy: Default::default(),
+            namespace_selector: None,
+            resource_groups: vec![crate::queueing::ResourceGroup {
+                covered_resources: covered.iter().map(|r| r.to_string()).collect(),
+                flavors: Vec::new(),
+            }],
+            preemption: Default::default(),
+            flavor_fungibility: Default::default(),
+            stop_policy: Default::default(),
+        };
+        let mut e = super::super::translation::workload(&workload("c", json!([]), None)).unwrap();
+        charge(&g, "ns/c", &mut e, Some(&cq(&["cpu"])));
+        assert_eq!(e.pod_sets[0].requests.get("devmgmtproto.k8s.io/gpu"), None);
+        charge(
+            &g,
+            "ns/c",
+            &mut e,
+            Some(&cq(&["cpu", "devmgmtproto.k8s.io/gpu"])),
+        );
+        assert_eq!(
+            e.pod_sets[0].requests.get("devmgmtproto.k8s.io/gpu"),
+            Some(2000)
         );
 
         // A Workload without claims is never held back.

@@ -435,7 +435,17 @@ impl Controller {
             }
         }
         if !self.started && self.listings.iter().all(|l| l.done) {
-            self.engine = Engine::rebuild(std::mem::take(&mut self.initial));
+            let mut initial = std::mem::take(&mut self.initial);
+            let queues = (initial.local_queues.clone(), initial.cluster_queues.clone());
+            for wl in &mut initial.workloads {
+                let cq = queues
+                    .0
+                    .iter()
+                    .find(|l| *l.namespace == *wl.namespace && *l.name == *wl.queue_name)
+                    .and_then(|l| queues.1.iter().find(|c| c.name == l.cluster_queue));
+                super::devices::charge(&self.devices, &wl.key(), wl, cq);
+            }
+            self.engine = Engine::rebuild(initial);
             self.started = true;
             info!(
                 workloads = self.meta.len(),
@@ -536,7 +546,7 @@ impl Controller {
         let k = key(wl.metadata.namespace.as_deref(), &wl.name_any());
         let k = self.known_key(WORKLOADS, k.into());
         let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
-        let engine_wl = match translation::workload(wl) {
+        let mut engine_wl = match translation::workload(wl) {
             Ok(w) => w,
             Err(e) => {
                 warn!(workload = %k, error = %e, "Workload not usable");
@@ -546,6 +556,13 @@ impl Controller {
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
         if self.devices.observe(&k, wl) {
             self.engine.requeue_set_aside();
+        }
+        if self.started {
+            let cq = self
+                .engine
+                .local_queue(&engine_wl.namespace, &engine_wl.queue_name)
+                .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue));
+            super::devices::charge(&self.devices, &k, &mut engine_wl, cq);
         }
         if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
             self.drained.insert(k.clone());
