@@ -1,5 +1,7 @@
 //! The `batchgate` command line.
 
+pub mod schedule;
+
 use std::{
     net::{IpAddr, SocketAddr},
     path::PathBuf,
@@ -60,6 +62,8 @@ pub enum Command {
     Webhooks(WebhooksArgs),
     /// Print the CustomResourceDefinitions batchgate serves (kueue.x-k8s.io/v1beta2).
     Crds(CrdsArgs),
+    /// Place a pod's device claims on nodes with DevicePools (devmgmtproto.k8s.io/v1alpha1), offline or against a cluster.
+    Schedule(Box<schedule::ScheduleArgs>),
 }
 
 #[derive(Debug, Args)]

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod controllers;
+pub mod devices;
 pub mod entitlement;
 pub mod kueuectl;
 pub mod manifests;

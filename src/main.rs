@@ -9,6 +9,11 @@ fn main() -> std::process::ExitCode {
         Command::Certs(a) => cli::certs(a),
         Command::Webhooks(a) => cli::webhooks(a),
         Command::Crds(a) => cli::crds(a),
+        Command::Schedule(a) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|rt| rt.block_on(cli::schedule::run(*a))),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

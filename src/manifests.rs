@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::{
-    admission::{appwrapper, kueue},
+    admission::{appwrapper, devices, kueue},
     policy::{Policy, PolicySet},
 };
 
@@ -121,6 +121,27 @@ fn kueue_entry(opts: &WebhookOptions, kind: kueue::Kind) -> Value {
     })
 }
 
+/// The validating webhook of a device kind: create and update, every
+/// namespace.
+fn device_entry(opts: &WebhookOptions, kind: devices::Kind) -> Value {
+    json!({
+        "name": kind.webhook_name(),
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, "/validate"),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "rules": [{
+            "apiGroups": [crate::api::devices::GROUP],
+            "apiVersions": [crate::api::devices::VERSION],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [kind.resource()],
+            "scope": if kind.namespaced() { "Namespaced" } else { "Cluster" },
+        }],
+    })
+}
+
 /// The MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
 pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Vec<Value> {
     let mut sorted: Vec<_> = policies.iter().collect();
@@ -154,6 +175,7 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
                 .map(|p| entry(opts, p, false))
                 .chain([entry(opts, appwrapper::policy(), false)])
                 .chain(kueue::Kind::ALL.into_iter().map(|k| kueue_entry(opts, k)))
+                .chain(devices::Kind::ALL.into_iter().map(|k| device_entry(opts, k)))
                 .collect::<Vec<_>>(),
         }),
     ]

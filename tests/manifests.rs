@@ -106,9 +106,13 @@ fn registration_follows_the_configured_policies_and_integrations() {
             "vclusterqueue.kb.io",
             "vcohort.kb.io",
             "vresourceflavor.kb.io",
-            "vworkload.kb.io"
+            "vworkload.kb.io",
+            "vdevicedriver.devmgmtproto.k8s.io",
+            "vdeviceclass.devmgmtproto.k8s.io",
+            "vdeviceclaim.devmgmtproto.k8s.io",
+            "vdevicepool.devmgmtproto.k8s.io"
         ],
-        "only the enabled integration is registered, then AppWrapper and Kueue's own kinds (always)"
+        "only the enabled integration is registered, then AppWrapper, Kueue's own kinds and the device kinds (always)"
     );
     assert_eq!(
         d[1]["webhooks"][0]["rules"][0]["resources"][0].as_str(),

@@ -6,6 +6,7 @@
 
 pub mod appwrapper;
 pub mod defaulting;
+pub mod devices;
 pub mod field;
 pub mod kueue;
 pub mod object;
@@ -68,6 +69,11 @@ pub trait ClusterFacts: Send + Sync {
     /// `batchgate.dev/use-requires-permission` opt-in)?
     fn priority_class_requires_use(&self, _name: &str) -> bool {
         false
+    }
+    /// DeviceDrivers and DeviceClasses, for the device kinds' validation
+    /// (`None`: not known, references are not checked).
+    fn device_facts(&self) -> Option<&dyn devices::DeviceFacts> {
+        None
     }
 }
 

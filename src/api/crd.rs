@@ -59,7 +59,29 @@ pub fn kueue() -> Vec<Generated> {
 pub fn all() -> Vec<Generated> {
     let mut all = kueue();
     all.push(finish(AppWrapper::crd()));
+    all.extend(devices());
     all
+}
+
+/// The device kinds (devmgmtproto.k8s.io/v1alpha1).
+pub fn devices() -> Vec<Generated> {
+    use crate::api::devices::v1alpha1::{device_driver_crd, DeviceClaim, DeviceClass, DevicePool};
+    let mut crds = vec![
+        finish(device_driver_crd()),
+        finish(DeviceClass::crd()),
+        finish(DeviceClaim::crd()),
+        finish(DevicePool::crd()),
+    ];
+    // `*.k8s.io` is a protected group: the apiserver refuses its CRDs
+    // without this annotation; a value starting with "unapproved" is
+    // accepted (and reported in the CRD's KubernetesAPIApprovalPolicyConformant
+    // condition), as for any prototype API in a k8s.io group.
+    for g in &mut crds {
+        g.crd["metadata"]["annotations"] = json!({
+            "api-approved.kubernetes.io": "unapproved, prototype API of the k8srm-prototype (devmgmtproto.k8s.io), served by batchgate",
+        });
+    }
+    crds
 }
 
 /// A CRD as one YAML document (starting with `---`).

@@ -10,5 +10,6 @@
 
 pub mod appwrapper;
 pub mod crd;
+pub mod devices;
 pub mod kueue;
 pub mod schema;

@@ -3,6 +3,7 @@
 //! SubjectAccessReview client.
 
 pub mod certsecret;
+pub mod devices;
 pub mod discovery;
 pub mod sar;
 
@@ -45,6 +46,7 @@ pub struct ClusterCache {
     local_queues: Store<LocalQueue>,
     cluster_queues: Store<PartialObjectMeta<ClusterQueue>>,
     priority_classes: Store<PartialObjectMeta<WorkloadPriorityClass>>,
+    devices: devices::DeviceCache,
 }
 
 impl ClusterFacts for ClusterCache {
@@ -93,6 +95,10 @@ impl ClusterFacts for ClusterCache {
         self.priority_classes
             .get(&ObjectRef::new(name))
             .is_some_and(|p| opted_in(p.metadata.annotations.as_ref(), USE_REQUIRES_PERMISSION))
+    }
+
+    fn device_facts(&self) -> Option<&dyn crate::admission::devices::DeviceFacts> {
+        Some(&self.devices)
     }
 }
 
@@ -181,16 +187,19 @@ pub async fn connect() -> Result<
             .reflect(wpc_writer)
             .touched_objects(),
     );
+    let devices = devices::DeviceCache::connect(&client).await?;
     let cache = ClusterCache {
         namespaces,
         local_queues,
         cluster_queues,
         priority_classes,
+        devices,
     };
     let waiting = cache.clone();
     let synced = async move {
         let err = |e: reflector::store::WriterDropped| ClusterError::Sync(e.to_string());
         waiting.namespaces.wait_until_ready().await.map_err(err)?;
+        waiting.devices.ready().await?;
         if kueue_served {
             waiting.local_queues.wait_until_ready().await.map_err(err)?;
             waiting

@@ -463,6 +463,11 @@ pub(super) fn admission_pod_set_infos(
                 info.labels
                     .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
             }
+            // Pods with devices go to the node holding them.
+            if let Some(node) = super::devices::pinned_node(wl, &psa.name) {
+                info.node_selector
+                    .insert("kubernetes.io/hostname".into(), node);
+            }
             let mut seen = Vec::new();
             for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
                 if seen.contains(flavor) {

@@ -8,6 +8,7 @@
 //!   is admitted and stopped when it is evicted.
 
 pub mod appwrapper;
+pub mod devices;
 pub mod jobs;
 pub mod lease;
 pub mod queueing;

@@ -37,7 +37,10 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, info, warn};
 
-use super::translation::{self, Conditions};
+use super::{
+    devices::{Gate, Verdict},
+    translation::{self, Conditions},
+};
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     queueing::{
@@ -209,6 +212,8 @@ pub struct Controller {
     recorder: Events,
     /// Pending lists per LocalQueue for `kubectl kueue` (position in queue).
     visibility: super::visibility::Publisher,
+    /// Device placement before admission (see [`super::devices`]).
+    devices: Gate,
 }
 
 const FLAVORS: usize = 0;
@@ -289,6 +294,7 @@ impl Controller {
         );
         let mut c = Controller {
             recorder: Events::start(client.clone()),
+            devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
             started: false,
@@ -335,7 +341,13 @@ impl Controller {
                         c.visibility.tick(&c.engine, &c.client);
                     }
                 }
-                _ = pending_tick.tick() => c.flush_pending(),
+                _ = pending_tick.tick() => {
+                    c.flush_pending();
+                    if c.devices.pools_changed() {
+                        c.engine.requeue_set_aside();
+                        c.cycle();
+                    }
+                }
             }
         }
     }
@@ -404,7 +416,10 @@ impl Controller {
                 }
                 match outcome {
                     Outcome::Admitted => self.engine.confirm_admission(&key),
-                    Outcome::AdmissionRefused => self.engine.reject_admission(&key),
+                    Outcome::AdmissionRefused => {
+                        self.devices.refused(&key);
+                        self.engine.reject_admission(&key)
+                    }
                     Outcome::Done => {}
                 }
                 self.busy.remove(&key);
@@ -426,7 +441,17 @@ impl Controller {
             }
         }
         if !self.started && self.listings.iter().all(|l| l.done) {
-            self.engine = Engine::rebuild(std::mem::take(&mut self.initial));
+            let mut initial = std::mem::take(&mut self.initial);
+            let queues = (initial.local_queues.clone(), initial.cluster_queues.clone());
+            for wl in &mut initial.workloads {
+                let cq = queues
+                    .0
+                    .iter()
+                    .find(|l| *l.namespace == *wl.namespace && *l.name == *wl.queue_name)
+                    .and_then(|l| queues.1.iter().find(|c| c.name == l.cluster_queue));
+                super::devices::charge(&self.devices, &wl.key(), wl, cq);
+            }
+            self.engine = Engine::rebuild(initial);
             self.started = true;
             info!(
                 workloads = self.meta.len(),
@@ -511,6 +536,9 @@ impl Controller {
             }
             NAMESPACES => self.engine.delete_namespace(k),
             _ => {
+                if self.devices.forget(k) {
+                    self.engine.requeue_set_aside();
+                }
                 self.engine.delete_workload(k);
                 self.meta.remove(k);
                 self.queued.remove(k);
@@ -524,7 +552,7 @@ impl Controller {
         let k = key(wl.metadata.namespace.as_deref(), &wl.name_any());
         let k = self.known_key(WORKLOADS, k.into());
         let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
-        let engine_wl = match translation::workload(wl) {
+        let mut engine_wl = match translation::workload(wl) {
             Ok(w) => w,
             Err(e) => {
                 warn!(workload = %k, error = %e, "Workload not usable");
@@ -532,6 +560,16 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if self.devices.observe(&k, wl) {
+            self.engine.requeue_set_aside();
+        }
+        if self.started {
+            let cq = self
+                .engine
+                .local_queue(&engine_wl.namespace, &engine_wl.queue_name)
+                .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue));
+            super::devices::charge(&self.devices, &k, &mut engine_wl, cq);
+        }
         if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
             self.drained.insert(k.clone());
         } else {
@@ -560,6 +598,12 @@ impl Controller {
         // Bounded: each round either admits, evicts or sets a head aside.
         for _ in 0..64 {
             let cycle = self.engine.schedule(now_ms());
+            let admits = cycle
+                .decisions
+                .iter()
+                .filter(|d| matches!(d, Decision::Admit { .. }))
+                .count() as u64;
+            let refused_before = self.devices.refusals();
             for d in cycle.decisions {
                 self.decide(d);
             }
@@ -567,7 +611,10 @@ impl Controller {
                 self.cq_status.insert(s.name.clone(), s);
                 self.status_due = true;
             }
-            if !cycle.progress {
+            // Every admission of the round withdrawn for want of devices:
+            // another round would only try the same again.
+            let refused = self.devices.refusals() - refused_before;
+            if !cycle.progress || (admits > 0 && refused == admits) {
                 break;
             }
         }
@@ -578,7 +625,15 @@ impl Controller {
             Decision::Admit {
                 workload,
                 admission,
-            } => (workload, Write::Admit(admission)),
+            } => {
+                if let Verdict::Wait(message) = self.devices.check(&workload, &admission) {
+                    let reason = PendingReason::WaitingForQuota;
+                    self.engine.set_aside_admission(&workload, reason, message);
+                    self.status_due = true;
+                    return;
+                }
+                (workload, Write::Admit(admission))
+            }
             Decision::Evict {
                 workload,
                 reason,
@@ -724,10 +779,14 @@ impl Controller {
         let client = self.client.clone();
         let tx = self.tx.clone();
         let recorder = self.recorder.clone();
+        let devices = match w {
+            Write::Admit(_) => self.devices.take_annotation(&k),
+            _ => None,
+        };
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
-            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w).await;
+            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w, devices).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
                 key: k.clone(),
@@ -1101,6 +1160,7 @@ async fn write_workload(
     key: &str,
     mut meta: Meta,
     w: &Write,
+    devices: Option<String>,
 ) -> (Outcome, Option<api::Workload>) {
     let (namespace, name) = split_key(key);
     let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
@@ -1108,6 +1168,13 @@ async fn write_workload(
         Write::Admit(_) => Outcome::AdmissionRefused,
         _ => Outcome::Done,
     };
+    // The device allocation is recorded before the admission it belongs to.
+    if let Some(value) = devices {
+        match super::devices::record(&api, name, &meta.resource_version, value).await {
+            Some(rv) => meta.resource_version = rv,
+            None => return (refused, None),
+        }
+    }
     for _attempt in 0..4 {
         let now = now_time();
         let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {

@@ -566,6 +566,36 @@ impl Engine {
         }
     }
 
+    /// The shell refused an `Admit` decision for a reason outside quota
+    /// (device placement found no node): forget the assumption and set the
+    /// workload aside in its ClusterQueue until quota frees up in the queue
+    /// or its cohort, or until [`Engine::requeue_set_aside`].
+    pub fn set_aside_admission(&mut self, key: &str, reason: PendingReason, message: String) {
+        let cq = match self.workloads.get(key).map(|r| &r.state) {
+            Some(State::Holding(h)) if !h.confirmed => h.cq.clone(),
+            _ => return,
+        };
+        self.release(key);
+        let Some((k, rec)) = self.workloads.get_key_value(key) else {
+            return;
+        };
+        let order = QueueOrder::of(k, &rec.wl);
+        if let Some(q) = self.queues.get_mut(&*cq) {
+            q.set_aside(order);
+        }
+        if let Some(rec) = self.workloads.get_mut(key) {
+            rec.state = State::Queued { cq };
+        }
+        self.set_pending(key, Some((reason, message)));
+    }
+
+    /// Every set-aside workload tries again (something outside quota that
+    /// kept them out changed: devices were freed, pools appeared).
+    pub fn requeue_set_aside(&mut self) {
+        let all: Vec<String> = self.queues.keys().cloned().collect();
+        self.requeue_inadmissible(all.iter().map(String::as_str));
+    }
+
     /// The evicted workload's job is stopped and its admission cleared: the
     /// quota is free and the workload queues again (if still active).
     pub fn confirm_eviction(&mut self, key: &str) {

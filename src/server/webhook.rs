@@ -12,7 +12,7 @@ use tracing::debug;
 
 use crate::{
     admission::{
-        self, appwrapper, kueue, object, patch,
+        self, appwrapper, devices, kueue, object, patch,
         review::{self, AdmissionResponse, Status},
         ClusterFacts, Context, Operation, Settings, Verdict,
     },
@@ -263,6 +263,13 @@ impl Webhook {
             if let Some(kind) = kueue::Kind::of(&gvk.group, &gvk.version, &gvk.kind) {
                 if hook == Hook::Validate {
                     let (resp, result) = validate_kueue(kind, operation, body, req.uid);
+                    return ok(resp, labels(kind.metric_label(), op, result)).into();
+                }
+            }
+            if let Some(kind) = devices::Kind::of(&gvk.group, &gvk.version, &gvk.kind) {
+                if hook == Hook::Validate {
+                    let facts = self.facts.device_facts().unwrap_or(&devices::Unknown);
+                    let (resp, result) = devices::answer(kind, operation, body, req.uid, facts);
                     return ok(resp, labels(kind.metric_label(), op, result)).into();
                 }
             }

@@ -1,0 +1,462 @@
+//! `batchgate schedule`: where would a pod's device claims go? Offline from
+//! YAML files (and generated node shapes), or online against a cluster's
+//! DevicePools, DeviceClasses and DeviceClaims, with the devices admitted
+//! Workloads and allocated claims already hold deducted. Prints the
+//! prototype's ALLOCATIONS and NODE RESULTS.
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::{Args, ValueEnum};
+use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use kube::{
+    api::{ListParams, Patch, PatchParams},
+    config::{KubeConfigOptions, Kubeconfig},
+    Api, Client, Config, ResourceExt,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::{
+    api::{
+        devices::v1alpha1::{
+            DeviceClaim, DeviceClaimSpec, DeviceClass, DeviceDriver, DevicePool, DevicePoolSpec,
+        },
+        kueue::v1beta2::Workload,
+    },
+    devices::{
+        allocation, place_group, podclaims, select_node, shapes, Catalog, Claim, ClaimAllocation,
+        GroupPlacement, NodeResult, Pool, Usage,
+    },
+};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// YAML files (multi-document): DeviceDrivers, DeviceClasses,
+    /// DeviceClaims, DevicePools, and at most one Pod or Job whose pod
+    /// template names its claims (annotation devmgmtproto.k8s.io/device-claims
+    /// or the prototype's spec.deviceClaims). Without a Pod or Job, every
+    /// DeviceClaim read is one claim of a single pod.
+    #[arg(short = 'f', long = "file")]
+    pub files: Vec<PathBuf>,
+    /// Generated nodes, SHAPE:COUNT (shape-zero, shape-one, shape-two,
+    /// shape-three, shape-foozer-barzer), as the prototype's gen; repeatable.
+    #[arg(long = "gen", value_name = "SHAPE:COUNT")]
+    pub gen: Vec<String>,
+    /// Online: read drivers, classes, claims, pools and the devices already
+    /// held (allocated DeviceClaims, admitted Workloads) from this cluster.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Online: place the pods of this Job (in --namespace).
+    #[arg(long, requires = "kubeconfig", conflicts_with = "pod")]
+    pub job: Option<String>,
+    /// Online: place this Pod (in --namespace).
+    #[arg(long, requires = "kubeconfig")]
+    pub pod: Option<String>,
+    /// Namespace of the pod and of the claims it names.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Every option considered, with its score or failure reason.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+    /// Print the whole result as YAML or JSON instead.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<Format>,
+    /// Online: record the allocation in the status of the DeviceClaims the
+    /// pod names with claimName.
+    #[arg(long, requires = "kubeconfig")]
+    pub write: bool,
+}
+
+/// Everything read, offline and online.
+#[derive(Default)]
+struct Inputs {
+    catalog: Catalog,
+    pools: Vec<Pool>,
+    /// (namespace, name) → spec
+    claims: BTreeMap<(String, String), DeviceClaimSpec>,
+    /// Claim names in file order, for the "every claim is the pod's" case.
+    claim_order: Vec<(String, String)>,
+    /// The Pod or Job template (`{metadata, spec}`) and its pod count.
+    template: Option<(Value, usize, String)>,
+    usage: Usage,
+    drivers_given: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    node: Option<&'a str>,
+    pods: usize,
+    allocations: &'a [ClaimAllocation],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pod_set: Option<&'a GroupPlacement>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    node_results: &'a [NodeResult],
+}
+
+pub async fn run(a: ScheduleArgs) -> Result<()> {
+    let mut inputs = Inputs::default();
+    for f in &a.files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        read_documents(&text, &a.namespace, &mut inputs)
+            .with_context(|| format!("in {}", f.display()))?;
+    }
+    for g in &a.gen {
+        let (shape, count) = g
+            .split_once(':')
+            .map(|(s, c)| (s, c.parse::<usize>()))
+            .unwrap_or((g.as_str(), Ok(2)));
+        let count =
+            count.map_err(|_| anyhow!("--gen {g}: COUNT must be a number (SHAPE:COUNT)"))?;
+        let pools = shapes::generate(shape, count).ok_or_else(|| {
+            anyhow!(
+                "--gen {g}: could not generate shape {shape:?}; known shapes: {}",
+                shapes::SHAPES.join(", ")
+            )
+        })?;
+        inputs.pools.extend(pools);
+    }
+    let client = match &a.kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+            let client = Client::try_from(config)?;
+            read_cluster(&client, &a, &mut inputs).await?;
+            Some(client)
+        }
+        None => None,
+    };
+    if !inputs.drivers_given {
+        eprintln!("note: no DeviceDriver given; assuming the prototype's testdata drivers (example.com-foozer: gpu; example.com-barzer: gpu, sriov-nic; sriov-nic; vlan)");
+        for (d, types) in shapes::prototype_drivers() {
+            inputs
+                .catalog
+                .drivers
+                .insert(d.into(), types.into_iter().map(String::from).collect());
+        }
+    }
+    // The pod's claims.
+    let (pod_claims, pods) = match &inputs.template {
+        Some((t, pods, _)) => (podclaims::of_template(t).map_err(|e| anyhow!(e))?, *pods),
+        None => (
+            inputs
+                .claim_order
+                .iter()
+                .filter(|(ns, _)| *ns == a.namespace)
+                .map(|(_, n)| podclaims::PodClaim {
+                    name: n.clone(),
+                    claim: None,
+                    claim_template_name: None,
+                    claim_name: Some(n.clone()),
+                })
+                .collect(),
+            1,
+        ),
+    };
+    if pod_claims.is_empty() {
+        bail!("no device claims to place: give DeviceClaims, or a Pod or Job naming its claims (annotation {})", podclaims::ANNOTATION);
+    }
+    let claims: Vec<Claim> = podclaims::resolve(&pod_claims, |n| {
+        inputs
+            .claims
+            .get(&(a.namespace.clone(), n.to_string()))
+            .cloned()
+    })
+    .map_err(|e| anyhow!(e))?;
+
+    let selection = select_node(&claims, &inputs.pools, &inputs.catalog, &inputs.usage);
+    let group = (pods > 1)
+        .then(|| place_group(&claims, pods, &inputs.pools, &inputs.catalog, &inputs.usage));
+    let (node, allocations, reason) = match &group {
+        Some(Ok(g)) => (
+            Some(g.node_name.as_str()),
+            g.pods.iter().flatten().cloned().collect::<Vec<_>>(),
+            None,
+        ),
+        Some(Err(e)) => (None, Vec::new(), Some(e.clone())),
+        None => (
+            selection.node.as_deref(),
+            selection.allocations.clone(),
+            selection.node.is_none().then(|| selection.reason(8)),
+        ),
+    };
+    let report = Report {
+        node,
+        pods,
+        allocations: &allocations,
+        pod_set: group.as_ref().and_then(|g| g.as_ref().ok()),
+        reason: reason.clone(),
+        node_results: &selection.results,
+    };
+    match a.output {
+        Some(Format::Json) => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some(Format::Yaml) => print!(
+            "{}",
+            serde_yaml::to_string(&serde_json::to_value(&report)?)?
+        ),
+        None => {
+            let flat: Vec<Value> = allocations
+                .iter()
+                .flat_map(|c| {
+                    c.allocations.iter().map(move |p| {
+                        json!({"claimName": c.claim_name, "devicePoolName": p.device_pool_name,
+                               "deviceCount": p.device_count})
+                    })
+                })
+                .collect();
+            println!("ALLOCATIONS\n-----------");
+            if flat.is_empty() {
+                println!("null");
+            } else {
+                print!("{}", serde_yaml::to_string(&flat)?);
+            }
+            match (node, &reason) {
+                (Some(n), _) => println!(
+                    "\nNODE: {n} ({pods} pod{})",
+                    if pods == 1 { "" } else { "s" }
+                ),
+                (None, Some(r)) => println!("\nUNSCHEDULABLE: {r}"),
+                (None, None) => {}
+            }
+            println!("\nNODE RESULTS\n------------");
+            if a.verbose {
+                print!(
+                    "{}",
+                    serde_yaml::to_string(&serde_json::to_value(&selection.results)?)?
+                );
+            } else {
+                for r in &selection.results {
+                    println!("{}", r.explain());
+                }
+            }
+        }
+    }
+    if a.write {
+        let Some(client) = client else {
+            bail!("--write needs --kubeconfig");
+        };
+        if node.is_none() {
+            bail!("nothing to write: no node can hold the claims");
+        }
+        let pod_name = a
+            .pod
+            .clone()
+            .or_else(|| inputs.template.as_ref().map(|t| t.2.clone()));
+        let api: Api<DeviceClaim> = Api::namespaced(client, &a.namespace);
+        let mut written = 0;
+        for (pc, ca) in pod_claims.iter().zip(&allocations) {
+            let Some(name) = &pc.claim_name else { continue };
+            let status = json!({"status": {
+                "allocations": ca.allocations,
+                "nodeName": ca.node_name,
+                "podNames": pod_name.iter().collect::<Vec<_>>(),
+            }});
+            api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .with_context(|| {
+                    format!("writing the status of DeviceClaim {}/{name}", a.namespace)
+                })?;
+            eprintln!(
+                "recorded the allocation in DeviceClaim {}/{name}",
+                a.namespace
+            );
+            written += 1;
+        }
+        if written == 0 {
+            eprintln!("note: no claim is named with claimName; nothing recorded (inline and template claims have no object of their own)");
+        }
+    }
+    if node.is_none() {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
+fn read_documents(text: &str, namespace: &str, inputs: &mut Inputs) -> Result<()> {
+    use serde::Deserialize as _;
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let v = Value::deserialize(doc)?;
+        if v.is_null() {
+            continue;
+        }
+        add_object(v, namespace, inputs)?;
+    }
+    Ok(())
+}
+
+fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
+    let kind = v["kind"].as_str().unwrap_or_default().to_string();
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let ns = v
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(namespace)
+        .to_string();
+    match kind.as_str() {
+        "DeviceDriver" => {
+            let d: DeviceDriver = serde_json::from_value(v).context("a DeviceDriver")?;
+            inputs.catalog.drivers.insert(name, d.device_types);
+            inputs.drivers_given = true;
+        }
+        "DeviceClass" => {
+            let c: DeviceClass =
+                serde_json::from_value(v).with_context(|| format!("DeviceClass {name}"))?;
+            inputs.catalog.classes.insert(name, c.spec);
+        }
+        "DeviceClaim" => {
+            let c: DeviceClaim =
+                serde_json::from_value(v).with_context(|| format!("DeviceClaim {name}"))?;
+            inputs.claim_order.push((ns.clone(), name.clone()));
+            inputs.claims.insert((ns, name), c.spec);
+        }
+        "DevicePool" => {
+            let p: DevicePool =
+                serde_json::from_value(v).with_context(|| format!("DevicePool {name}"))?;
+            inputs.pools.push(Pool { name, spec: p.spec });
+        }
+        "Pod" => set_template(inputs, v.clone(), 1, name)?,
+        "Job" => {
+            let pods = v
+                .pointer("/spec/parallelism")
+                .and_then(Value::as_u64)
+                .unwrap_or(1) as usize;
+            let t = v.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+            set_template(inputs, t, pods.max(1), name)?
+        }
+        "List" => {
+            for item in v["items"].as_array().cloned().unwrap_or_default() {
+                add_object(item, namespace, inputs)?;
+            }
+        }
+        // ConfigMaps, vendor configs and the like: not needed to place.
+        _ => {}
+    }
+    Ok(())
+}
+
+fn set_template(inputs: &mut Inputs, t: Value, pods: usize, name: String) -> Result<()> {
+    if inputs.template.is_some() {
+        bail!("more than one Pod or Job given: place one at a time");
+    }
+    inputs.template = Some((t, pods, name));
+    Ok(())
+}
+
+fn is_true(
+    conds: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>,
+    t: &str,
+) -> bool {
+    conds
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == t && c.status == "True")
+}
+
+async fn read_cluster(client: &Client, a: &ScheduleArgs, inputs: &mut Inputs) -> Result<()> {
+    let lp = ListParams::default();
+    let drivers = Api::<DeviceDriver>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing DeviceDrivers (are the devmgmtproto.k8s.io CRDs installed?)")?;
+    for d in drivers {
+        inputs.drivers_given = true;
+        inputs
+            .catalog
+            .drivers
+            .insert(d.name_any(), d.device_types.clone());
+    }
+    for c in Api::<DeviceClass>::all(client.clone()).list(&lp).await? {
+        inputs.catalog.classes.insert(c.name_any(), c.spec.clone());
+    }
+    for p in Api::<DevicePool>::all(client.clone()).list(&lp).await? {
+        let spec: DevicePoolSpec = p.spec.clone();
+        inputs.pools.push(Pool {
+            name: p.name_any(),
+            spec,
+        });
+    }
+    let placing: Option<String> = a.pod.clone();
+    for c in Api::<DeviceClaim>::all(client.clone()).list(&lp).await? {
+        let ns = c.namespace().unwrap_or_default();
+        let name = c.name_any();
+        // Devices a claim holds, unless it is one being placed again.
+        let held = c.status.as_ref().and_then(|s| s.allocations.clone());
+        if let Some(allocs) = held {
+            let pods = c.status.as_ref().and_then(|s| s.pod_names.clone());
+            let same_pod = ns == a.namespace
+                && placing
+                    .as_ref()
+                    .is_some_and(|p| pods.iter().flatten().any(|n| n == p));
+            if !same_pod {
+                inputs.usage.add(&allocs);
+            }
+        }
+        if ns == a.namespace {
+            inputs.claim_order.push((ns.clone(), name.clone()));
+        }
+        inputs.claims.insert((ns, name), c.spec.clone());
+    }
+    // Devices admitted Workloads hold (none if Kueue's CRDs are absent).
+    if let Ok(wls) = Api::<Workload>::all(client.clone()).list(&lp).await {
+        for wl in wls {
+            let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
+            if !is_true(conds, "QuotaReserved") || is_true(conds, "Finished") {
+                continue;
+            }
+            // The Job being placed: what it holds is what is being asked.
+            let own = wl.namespace().as_deref() == Some(a.namespace.as_str())
+                && wl
+                    .owner_references()
+                    .iter()
+                    .any(|o| o.kind == "Job" && a.job.as_deref() == Some(o.name.as_str()));
+            if own {
+                continue;
+            }
+            if let Some(v) = wl.annotations().get(allocation::ANNOTATION) {
+                match allocation::parse(v) {
+                    Ok(allocs) => allocation::charge(&mut inputs.usage, &allocs),
+                    Err(e) => eprintln!(
+                        "warning: Workload {}/{}: {e}",
+                        wl.namespace().unwrap_or_default(),
+                        wl.name_any()
+                    ),
+                }
+            }
+        }
+    }
+    if let Some(job) = &a.job {
+        let j = Api::<Job>::namespaced(client.clone(), &a.namespace)
+            .get(job)
+            .await
+            .with_context(|| format!("reading Job {}/{job}", a.namespace))?;
+        let v = serde_json::to_value(&j)?;
+        let pods = v
+            .pointer("/spec/parallelism")
+            .and_then(Value::as_u64)
+            .unwrap_or(1) as usize;
+        let t = v.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+        set_template(inputs, t, pods.max(1), job.clone())?;
+    }
+    if let Some(pod) = &a.pod {
+        let p = Api::<Pod>::namespaced(client.clone(), &a.namespace)
+            .get(pod)
+            .await
+            .with_context(|| format!("reading Pod {}/{pod}", a.namespace))?;
+        set_template(inputs, serde_json::to_value(&p)?, 1, pod.clone())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! Device placement end to end on the local cluster: DevicePools on two
+//! KWOK nodes (4 foozer devices each), Jobs of 2 pods claiming 2 foozer
+//! devices each (pod-template annotation devmgmtproto.k8s.io/device-claims).
+//! Two are admitted, one per node, their pods pinned to the node holding
+//! their devices; the third waits with the placement's reason on its
+//! Workload until the first finishes, then runs where it freed devices.
+//! `batchgate schedule` against the cluster prints the same choices. The
+//! webhook refuses a class naming a missing driver and a claim whose
+//! constraints do not parse.
+
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use batchgate_localcluster::POD_RUNTIME_ANNOTATION;
+use serde_json::{json, Value};
+use support::{
+    e2e::{kubectl, namespace},
+    queueing::*,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_batchgate");
+const CLAIMS: &str = "devmgmtproto.k8s.io/device-claims";
+const ALLOCATION: &str = "devmgmtproto.k8s.io/device-allocation";
+
+fn device_job(name: &str, ns: &str, runtime: &str) -> String {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0,
+                 "template": {
+                    "metadata": {"annotations": {
+                        POD_RUNTIME_ANNOTATION: runtime,
+                        CLAIMS: r#"[{"name": "gpus", "claim": {"deviceClass": "e2e-foozer", "minDeviceCount": 2}}]"#,
+                    }},
+                    "spec": {"restartPolicy": "Never",
+                             "containers": [{"name": "main", "image": "busybox", "command": ["true"],
+                                             "resources": {"requests": {"cpu": "100m"}}}]}}}
+    })
+    .to_string()
+}
+
+fn pool(name: &str, node: &str) -> String {
+    json!({"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DevicePool",
+           "metadata": {"name": name},
+           "spec": {"nodeName": node, "driver": "example.com-foozer", "count": 4,
+                    "attributes": [{"name": "vendor", "stringValue": "example.com"},
+                                   {"name": "model", "stringValue": "foozer-1000"}]}})
+    .to_string()
+}
+
+/// The node a Workload's recorded allocation names.
+fn allocated_node(wl: &Value) -> Option<String> {
+    let a: Value =
+        serde_json::from_str(wl["metadata"]["annotations"][ALLOCATION].as_str()?).ok()?;
+    a[0]["nodeName"].as_str().map(String::from)
+}
+
+/// The nodes a Job's pods are bound to, once all `n` are.
+fn pod_nodes(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+    n: usize,
+) -> Option<Vec<(String, Value)>> {
+    let pods = get(c, &["pods", "-n", ns, "-l", &format!("job-name={job}")])?;
+    let items = pods["items"].as_array()?;
+    let bound: Vec<(String, Value)> = items
+        .iter()
+        .filter_map(|p| {
+            Some((
+                p["spec"]["nodeName"].as_str()?.to_string(),
+                p["spec"]["nodeSelector"].clone(),
+            ))
+        })
+        .collect();
+    (bound.len() >= n).then_some(bound)
+}
+
+fn schedule(c: &batchgate_localcluster::LocalCluster, ns: &str, job: &str) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(["schedule", "--kubeconfig"])
+        .arg(c.kubeconfig())
+        .args(["-n", ns, "--job", job])
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+#[test]
+fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-devices");
+
+    // The driver first (its CRD may be a moment from established): the
+    // webhook checks the class against it (its cache may lag the create by
+    // a moment, so the class is applied until taken).
+    let driver = r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceDriver",
+        "metadata": {"name": "example.com-foozer"}, "deviceTypes": ["gpu"]}"#;
+    wait_for(Duration::from_secs(30), "the DeviceDriver created", || {
+        kubectl(c, &["apply", "-f", "-"], Some(driver))
+            .0
+            .then_some(())
+    });
+    let class = r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClass",
+        "metadata": {"name": "e2e-foozer"},
+        "spec": {"deviceType": "gpu", "driver": "example.com-foozer"}}"#;
+    wait_for(Duration::from_secs(30), "the DeviceClass accepted", || {
+        kubectl(c, &["apply", "-f", "-"], Some(class))
+            .0
+            .then_some(())
+    });
+    // The webhook's refusals.
+    let (ok, _, err) = kubectl(
+        c,
+        &["apply", "-f", "-"],
+        Some(
+            r#"{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClass",
+                "metadata": {"name": "e2e-nowhere"},
+                "spec": {"deviceType": "gpu", "driver": "example.com-nowhere"}}"#,
+        ),
+    );
+    assert!(!ok);
+    assert!(
+        err.contains(r#"admission webhook "vdeviceclass.devmgmtproto.k8s.io" denied the request: spec.driver: Not found: "example.com-nowhere""#),
+        "{err}"
+    );
+    let (ok, _, err) = kubectl(
+        c,
+        &["apply", "-f", "-"],
+        Some(&format!(
+            r#"{{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClaim",
+                "metadata": {{"name": "bad", "namespace": "{ns}"}},
+                "spec": {{"deviceClass": "e2e-foozer", "constraints": "device.model = 'x'"}}}}"#
+        )),
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("spec.constraints: Invalid value: \"device.model = 'x'\": syntax error at column 14: '=' is not an operator: compare with '=='"),
+        "{err}"
+    );
+
+    apply(c, &pool("e2e-kwok-node-0-foozer", "kwok-node-0"));
+    apply(c, &pool("e2e-kwok-node-1-foozer", "kwok-node-1"));
+    apply(c, &flavor("devices-flavor", json!({})));
+    // The queue covers the device type too: devices are charged as quota
+    // (ample here, so placement is what limits).
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                "metadata": {"name": "devices-cq"},
+                "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                    "coveredResources": ["cpu", "devmgmtproto.k8s.io/gpu"],
+                    "flavors": [{"name": "devices-flavor", "resources": [
+                        {"name": "cpu", "nominalQuota": "100"},
+                        {"name": "devmgmtproto.k8s.io/gpu", "nominalQuota": "100"}]}]}]}})
+        .to_string(),
+    );
+    apply(c, &local_queue(&ns, "lq", "devices-cq"));
+
+    // The first job: admitted, its allocation recorded on its Workload,
+    // both pods on the node holding its 4 devices.
+    create(c, &device_job("job-a", &ns, "75s"));
+    let wl_a = wait_for(Duration::from_secs(60), "job-a admitted", || {
+        workload_of(c, &ns, "job-a").filter(|w| is_true(w, "Admitted"))
+    });
+    let node_a = allocated_node(&wl_a).expect("allocation annotation on job-a's Workload");
+    assert_eq!(
+        wl_a["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
+            ["devmgmtproto.k8s.io/gpu"],
+        "4",
+        "2 pods x 2 devices charged: {wl_a}"
+    );
+    assert!(
+        node_a == "kwok-node-0" || node_a == "kwok-node-1",
+        "{node_a}"
+    );
+    let pods = wait_for(Duration::from_secs(60), "job-a's pods bound", || {
+        pod_nodes(c, &ns, "job-a", 2)
+    });
+    for (node, selector) in &pods {
+        assert_eq!(node, &node_a);
+        assert_eq!(selector["kubernetes.io/hostname"], node_a.as_str());
+    }
+    // The CLI, asked about job-a (its own devices not counted), makes the
+    // same choice.
+    let (code, out) = schedule(c, &ns, "job-a");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains(&format!("NODE: {node_a} (2 pods)")), "{out}");
+
+    // The second job gets the other node.
+    create(c, &device_job("job-b", &ns, "3600s"));
+    let wl_b = wait_for(Duration::from_secs(60), "job-b admitted", || {
+        workload_of(c, &ns, "job-b").filter(|w| is_true(w, "Admitted"))
+    });
+    let node_b = allocated_node(&wl_b).unwrap();
+    assert_ne!(node_b, node_a);
+    wait_for(Duration::from_secs(60), "job-b's pods bound", || {
+        pod_nodes(c, &ns, "job-b", 2)
+    })
+    .iter()
+    .for_each(|(n, _)| assert_eq!(n, &node_b));
+
+    wait_for(
+        Duration::from_secs(60),
+        "8 devices in use in devices-cq",
+        || {
+            let cq = get(c, &["clusterqueue", "devices-cq"])?;
+            let used = cq["status"]["flavorsUsage"][0]["resources"]
+                .as_array()?
+                .iter()
+                .find(|r| r["name"] == "devmgmtproto.k8s.io/gpu")?["total"]
+                .clone();
+            (used == "8").then_some(())
+        },
+    );
+
+    // The third waits, with the placement's reason, its job suspended.
+    create(c, &device_job("job-c", &ns, "1s"));
+    let wl_c = wait_for(Duration::from_secs(60), "job-c pending on devices", || {
+        workload_of(c, &ns, "job-c").filter(|w| {
+            condition(w, "QuotaReserved").is_some_and(|q| {
+                q["status"] == "False"
+                    && q["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("device claims"))
+            })
+        })
+    });
+    let message = condition(&wl_c, "QuotaReserved").unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("couldn't place the device claims of pod set \"main\" (2 pods): 0/2 nodes with device pools can satisfy the device claims: kwok-node-0: could not satisfy these claims: gpus (no available devices)"),
+        "{message}"
+    );
+    assert!(jobs(c, &ns)
+        .iter()
+        .any(|(n, suspended, _)| n == "job-c" && *suspended));
+    // The CLI sees the same: no node, the same reason.
+    let (code, out) = schedule(c, &ns, "job-c");
+    assert_eq!(code, 2, "{out}");
+    let reason = message.split_once("(2 pods): ").map(|(_, r)| r).unwrap();
+    assert!(
+        out.contains(&format!("UNSCHEDULABLE: {reason}")),
+        "{out}\n---\n{message}"
+    );
+
+    // When job-a finishes, job-c runs where it freed the devices.
+    let wl_c = wait_for(
+        Duration::from_secs(180),
+        "job-c admitted after job-a finished",
+        || workload_of(c, &ns, "job-c").filter(|w| is_true(w, "Admitted")),
+    );
+    let a_done = workload_of(c, &ns, "job-a").unwrap();
+    assert!(
+        is_true(&a_done, "Finished"),
+        "job-a should have finished first"
+    );
+    assert_eq!(allocated_node(&wl_c).as_deref(), Some(node_a.as_str()));
+    wait_for(Duration::from_secs(60), "job-c's pods bound", || {
+        pod_nodes(c, &ns, "job-c", 2)
+    })
+    .iter()
+    .for_each(|(n, _)| assert_eq!(n, &node_a));
+
+    // job-b deleted: its devices are free again. `batchgate schedule
+    // --write` places a lone DeviceClaim there and records it in the
+    // claim's status.
+    let (ok, out, err) = kubectl(c, &["delete", "job", "job-b", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
+    wait_for(Duration::from_secs(60), "job-b's Workload gone", || {
+        workload_of(c, &ns, "job-b").is_none().then_some(())
+    });
+    apply(
+        c,
+        &format!(
+            r#"{{"apiVersion": "devmgmtproto.k8s.io/v1alpha1", "kind": "DeviceClaim",
+                "metadata": {{"name": "single", "namespace": "{ns}"}},
+                "spec": {{"deviceClass": "e2e-foozer"}}}}"#
+        ),
+    );
+    let out = Command::new(BIN)
+        .args(["schedule", "--kubeconfig"])
+        .arg(c.kubeconfig())
+        .args(["-n", &ns, "--write"])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("NODE: {node_b} (1 pod)")), "{text}");
+    let claim = get(c, &["deviceclaim", "single", "-n", &ns]).unwrap();
+    assert_eq!(claim["status"]["nodeName"], node_b.as_str(), "{claim}");
+    assert_eq!(
+        claim["status"]["allocations"],
+        json!([{"devicePoolName": format!("e2e-{node_b}-foozer"), "deviceCount": 1}])
+    );
+
+    for p in ["e2e-kwok-node-0-foozer", "e2e-kwok-node-1-foozer"] {
+        let _ = kubectl(c, &["delete", "devicepool", p], None);
+    }
+    let _ = kubectl(c, &["delete", "namespace", &ns, "--wait=false"], None);
+}
