@@ -60,6 +60,9 @@ pub enum Command {
     Webhooks(WebhooksArgs),
     /// Print the CustomResourceDefinitions batchgate serves (kueue.x-k8s.io/v1beta2).
     Crds(CrdsArgs),
+    /// Wait until the real run a primed pod was started for (the init
+    /// container of a PreScaledCronJob's CronJob), then exit 0.
+    PrescaleWait(crate::warmup::WaitArgs),
 }
 
 #[derive(Debug, Args)]
@@ -450,6 +453,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 policies.clone(),
                 cfg.namespace().to_string(),
                 lease,
+                cfg.prescaler.settings(),
             ));
         }
         (Some(c), AdmissionMode::External) => {
@@ -458,6 +462,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 c.clone(),
                 cfg.namespace().to_string(),
                 lease,
+                cfg.prescaler.settings(),
             ));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),

@@ -9,6 +9,7 @@ fn main() -> std::process::ExitCode {
         Command::Certs(a) => cli::certs(a),
         Command::Webhooks(a) => cli::webhooks(a),
         Command::Crds(a) => cli::crds(a),
+        Command::PrescaleWait(a) => batchgate::warmup::run(a),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

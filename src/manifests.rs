@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::{
-    admission::{appwrapper, kueue},
+    admission::{appwrapper, kueue, prescale},
     policy::{Policy, PolicySet},
 };
 
@@ -121,6 +121,32 @@ fn kueue_entry(opts: &WebhookOptions, kind: kueue::Kind) -> Value {
     })
 }
 
+/// PreScaledCronJobs: create and update, in every namespace but
+/// kube-system and batchgate's own (`vprescaledcronjob.kb.io`).
+fn prescale_entry(opts: &WebhookOptions) -> Value {
+    json!({
+        "name": prescale::WEBHOOK_NAME,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, "/validate"),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", opts.namespace],
+        }]},
+        "rules": [{
+            "apiGroups": [prescale::GROUP],
+            "apiVersions": [prescale::VERSION],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [prescale::RESOURCE],
+            "scope": "Namespaced",
+        }],
+    })
+}
+
 /// The MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
 pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Vec<Value> {
     let mut sorted: Vec<_> = policies.iter().collect();
@@ -154,6 +180,7 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
                 .map(|p| entry(opts, p, false))
                 .chain([entry(opts, appwrapper::policy(), false)])
                 .chain(kueue::Kind::ALL.into_iter().map(|k| kueue_entry(opts, k)))
+                .chain([prescale_entry(opts)])
                 .collect::<Vec<_>>(),
         }),
     ]
@@ -286,6 +313,28 @@ mod tests {
         let v = find(1, "vappwrapper.kb.io");
         assert_eq!(v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
         assert_eq!(v["clientConfig"]["url"], "https://h/validate");
+    }
+
+    #[test]
+    fn prescaled_cronjobs_are_validated() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://h".into())));
+        let v = docs[1]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "vprescaledcronjob.kb.io")
+            .cloned()
+            .unwrap();
+        assert_eq!(v["rules"][0]["apiGroups"], json!(["psc.cronprimer.local"]));
+        assert_eq!(v["rules"][0]["resources"], json!(["prescaledcronjobs"]));
+        assert_eq!(v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(v["clientConfig"]["url"], "https://h/validate");
+        assert!(docs[0]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["rules"][0]["apiGroups"][0] != "psc.cronprimer.local"));
     }
 
     #[test]

@@ -178,8 +178,8 @@ fn names_scope_subresources_and_columns_are_kueues() {
         ),
         ("Cohort", "cohorts", "Cluster", &[][..], true),
     ];
-    // Kueue's kinds, and the AppWrapper (below).
-    assert_eq!(crd::all().len(), expect.len() + 1);
+    // Kueue's kinds, the AppWrapper (below) and the PreScaledCronJob.
+    assert_eq!(crd::all().len(), expect.len() + 2);
     for (kind, plural, scope, short, status) in expect {
         let c = generated(kind);
         assert_eq!(c["metadata"]["name"], format!("{plural}.kueue.x-k8s.io"));

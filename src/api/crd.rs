@@ -26,6 +26,7 @@ use crate::api::{
         workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
         WorkloadPriorityClass,
     },
+    prescale::PreScaledCronJob,
     schema::QUANTITY,
 };
 
@@ -59,6 +60,7 @@ pub fn kueue() -> Vec<Generated> {
 pub fn all() -> Vec<Generated> {
     let mut all = kueue();
     all.push(finish(AppWrapper::crd()));
+    all.push(finish(PreScaledCronJob::crd()));
     all
 }
 

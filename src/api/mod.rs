@@ -11,4 +11,5 @@
 pub mod appwrapper;
 pub mod crd;
 pub mod kueue;
+pub mod prescale;
 pub mod schema;
