@@ -37,7 +37,9 @@ pub fn name_of(psc: &str) -> String {
     format!("{NAME_PREFIX}{psc}")
 }
 
-/// The init container that holds the pod until the real run.
+/// The init container that holds the pod until the real run. It asks for
+/// no resources: an init container's requests count towards the pod's
+/// (and so towards a queued Job's quota in Kueue), and sleeping needs none.
 pub fn init_container(image: &str, schedule: &str, time_zone: Option<&str>, plan: &Plan) -> Value {
     let mut args = vec![
         "prescale-wait".to_string(),
@@ -58,7 +60,6 @@ pub fn init_container(image: &str, schedule: &str, time_zone: Option<&str>, plan
         "imagePullPolicy": "IfNotPresent",
         "command": ["/batchgate"],
         "args": args,
-        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": false,
             "readOnlyRootFilesystem": true,
