@@ -94,8 +94,8 @@ fn prescaled(c: &LocalCluster, ns: &str, name: &str) -> Option<Value> {
     get(c, &[PSC, name, "-n", ns])
 }
 
-/// The reasons of the Events about a PreScaledCronJob.
-fn events(c: &LocalCluster, ns: &str, name: &str) -> Vec<(String, String)> {
+/// The reasons and messages of the Events about an object.
+fn events_of(c: &LocalCluster, ns: &str, kind: &str, name: &str) -> Vec<(String, String)> {
     get(
         c,
         &[
@@ -103,7 +103,7 @@ fn events(c: &LocalCluster, ns: &str, name: &str) -> Vec<(String, String)> {
             "-n",
             ns,
             "--field-selector",
-            &format!("involvedObject.name={name},involvedObject.kind=PreScaledCronJob"),
+            &format!("involvedObject.name={name},involvedObject.kind={kind}"),
         ],
     )
     .and_then(|l| l["items"].as_array().cloned())
@@ -119,7 +119,7 @@ fn events(c: &LocalCluster, ns: &str, name: &str) -> Vec<(String, String)> {
 }
 
 fn has_event(c: &LocalCluster, ns: &str, name: &str, reason: &str) -> Option<String> {
-    events(c, ns, name)
+    events_of(c, ns, "PreScaledCronJob", name)
         .into_iter()
         .find(|(r, _)| r == reason)
         .map(|(_, m)| m)
@@ -579,6 +579,15 @@ fn a_queued_primer_job_is_suspended_admitted_and_started_by_batchgate() {
         workload_of(c, &ns, &name).filter(|w| is_true(w, "Admitted"))
     });
     assert_eq!(wl["spec"]["queueName"], "psc-queue");
+    // batchgate started it: it was stored suspended (the webhook) and
+    // resumed on admission (the job reconciler's Started event).
+    let started = wait_for(WAIT, "batchgate's Started event on the Job", || {
+        events_of(c, &ns, "Job", &name)
+            .into_iter()
+            .find(|(r, _)| r == "Started")
+            .map(|(_, m)| m)
+    });
+    assert_eq!(started, "Admitted by clusterQueue psc-cq");
     // Started with the flavor's node labels: its pod runs on the spot node.
     let pod = wait_for(WAIT, "the pod bound to a node", || {
         pod_of(c, &ns, &name).filter(|p| p["spec"]["nodeName"].is_string())
