@@ -24,26 +24,36 @@ pub struct Calendar {
 }
 
 impl Calendar {
-    /// The minutes `s` fires at on `days` days from `from`.
+    /// The minutes `s` fires at on `days` days from `from`: the schedule's
+    /// day (1440 bits) ORed in, word by word, on each matching day.
     pub fn of(s: &Schedule, from: NaiveDate, days: u32) -> Calendar {
         let len = days as usize * DAY;
-        let mut c = Calendar {
-            from,
-            len,
-            words: vec![0; len.div_ceil(64)],
-        };
-        let tods = s.times_of_day();
+        let mut pattern = [0u64; DAY.div_ceil(64)];
+        for t in s.times_of_day() {
+            pattern[t as usize / 64] |= 1 << (t % 64);
+        }
+        // Two spare words for the last day's shifted tail.
+        let mut words = vec![0u64; len.div_ceil(64) + 2];
         let mut date = from;
         for d in 0..days as usize {
             if s.day_matches(date) {
-                for t in &tods {
-                    let i = d * DAY + *t as usize;
-                    c.words[i / 64] |= 1 << (i % 64);
+                let (q, r) = (d * DAY / 64, d * DAY % 64);
+                for (i, p) in pattern.iter().enumerate().filter(|(_, p)| **p != 0) {
+                    words[q + i] |= p << r;
+                    if r > 0 {
+                        words[q + i + 1] |= p >> (64 - r);
+                    }
                 }
             }
             date = date + Days::new(1);
         }
-        c
+        words.truncate(len.div_ceil(64));
+        Calendar { from, len, words }
+    }
+
+    /// The first day laid out.
+    pub fn from(&self) -> NaiveDate {
+        self.from
     }
 
     pub fn len(&self) -> usize {
@@ -191,6 +201,8 @@ pub fn coverage(runs: &Calendar, primer: &Calendar) -> Coverage {
 
 #[cfg(test)]
 mod tests {
+    use chrono::Timelike;
+
     use super::*;
 
     fn cal(spec: &str) -> Calendar {
@@ -199,6 +211,30 @@ mod tests {
             NaiveDate::from_ymd_opt(2024, 1, 1).unwrap(),
             HORIZON_DAYS,
         )
+    }
+
+    /// The word-level layout sets exactly the minutes a per-minute walk
+    /// finds (days start at bit offsets 0 and 32 in turn).
+    #[test]
+    fn layout_matches_a_minute_by_minute_walk() {
+        let from = NaiveDate::from_ymd_opt(2024, 1, 1).unwrap();
+        for spec in [
+            "0 0 * * *",
+            "59 23 * * *",
+            "*/7 * * * 1,3",
+            "0,31 * * * *",
+            "5 0 13 * 5",
+            "0 12 29 2 *",
+        ] {
+            let s = Schedule::parse(spec).unwrap();
+            let c = Calendar::of(&s, from, 40);
+            for i in 0..c.len() {
+                let t = c.at(i);
+                let want =
+                    s.day_matches(t.date()) && s.hour.has(t.hour()) && s.minute.has(t.minute());
+                assert_eq!(c.get(i), want, "{spec} at {t}");
+            }
+        }
     }
 
     #[test]

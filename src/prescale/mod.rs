@@ -205,7 +205,7 @@ pub fn plan(spec: &Spec<'_>, from: NaiveDate) -> Result<Plan, Vec<Violation>> {
                     ),
                 }]);
             }
-            match primer::derive(&real, w as u32, from) {
+            match primer::derive_on(&real, w as u32, &runs) {
                 Ok(p) => Ok(Plan {
                     primer: p,
                     max_wait_minutes: w as usize,

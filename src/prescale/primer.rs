@@ -78,7 +78,14 @@ pub fn derive(real: &Schedule, w: u32, from: NaiveDate) -> Result<String, Primer
     if real.every_minute() {
         return Err(PrimerError::EveryMinute);
     }
-    let runs = Calendar::of(real, from, HORIZON_DAYS);
+    derive_on(real, w, &Calendar::of(real, from, HORIZON_DAYS))
+}
+
+/// [`derive`] with the schedule's runs already laid out.
+pub fn derive_on(real: &Schedule, w: u32, runs: &Calendar) -> Result<String, PrimerError> {
+    if real.every_minute() {
+        return Err(PrimerError::EveryMinute);
+    }
     if runs.is_empty() {
         return Err(PrimerError::Never);
     }
@@ -87,8 +94,8 @@ pub fn derive(real: &Schedule, w: u32, from: NaiveDate) -> Result<String, Primer
         w,
         times: e.to_string(),
     })?;
-    let primed = Calendar::of(&primer, from, HORIZON_DAYS);
-    if let Some(i) = primed.first_mismatch(&runs, w as usize) {
+    let primed = Calendar::of(&primer, runs.from(), HORIZON_DAYS);
+    if let Some(i) = primed.first_mismatch(runs, w as usize) {
         let fmt = |i: usize| primed.at(i).format("%Y-%m-%d %H:%M").to_string();
         return Err(if primed.get(i) {
             PrimerError::SpuriousPrimer {
