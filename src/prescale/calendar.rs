@@ -107,20 +107,50 @@ impl Calendar {
         (lo >> r) | (hi << (64 - r))
     }
 
+    /// How many minutes are set.
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
     /// The shortest time between two consecutive runs, in minutes; `None`
-    /// with fewer than two runs.
+    /// with fewer than two runs. The closest two runs are always
+    /// consecutive, so for a dense schedule this is the smallest shift `k`
+    /// at which the bits meet themselves (`k` is at most the average gap);
+    /// a sparse one is walked run by run.
     pub fn shortest_gap(&self) -> Option<usize> {
+        let count = self.count();
+        if count < 2 {
+            return None;
+        }
+        if count > 20_000 {
+            let most = self.len / (count - 1) + 1;
+            return (1..=most).find(|k| self.meets_itself_at(*k));
+        }
         let mut prev = self.next_one(0)?;
         let mut best: Option<usize> = None;
         while let Some(i) = self.next_one(prev + 1) {
             let gap = i - prev;
             best = Some(best.map_or(gap, |b| b.min(gap)));
-            if gap == 1 {
-                break;
-            }
             prev = i;
         }
         best
+    }
+
+    /// Whether some set minute `i` has `i + k` set too.
+    fn meets_itself_at(&self, k: usize) -> bool {
+        let n = self.len.saturating_sub(k);
+        let mut pos = 0;
+        while pos < n {
+            let mut both = self.word_at(pos) & self.word_at(pos + k);
+            if n - pos < 64 {
+                both &= (1u64 << (n - pos)) - 1;
+            }
+            if both != 0 {
+                return true;
+            }
+            pos += 64;
+        }
+        false
     }
 
     /// The first minute `i` where `self[i] != later[i + shift]`: where a
@@ -247,6 +277,11 @@ mod tests {
         assert_eq!(cal("0 1,22 * * *").shortest_gap(), Some(180));
         assert_eq!(cal("0 0 1 * *").shortest_gap(), Some(28 * DAY));
         assert!(cal("0 0 30 2 *").is_empty());
+        // Dense schedules take the shift path; same answers.
+        assert_eq!(cal("*/2 * * * *").shortest_gap(), Some(2));
+        assert_eq!(cal("*/7 * * * *").shortest_gap(), Some(4));
+        assert_eq!(cal("0,10,11 * * * *").shortest_gap(), Some(1));
+        assert_eq!(cal("0-50/5 * * * 1-5").shortest_gap(), Some(5));
     }
 
     #[test]
