@@ -114,7 +114,7 @@ impl Calendar {
 
     /// The shortest time between two consecutive runs, in minutes; `None`
     /// with fewer than two runs. The closest two runs are always
-    /// consecutive, so for a dense schedule this is the smallest shift `k`
+    /// consecutive, so for a dense schedule it is the smallest shift `k`
     /// at which the bits meet themselves (`k` is at most the average gap);
     /// a sparse one is walked run by run.
     pub fn shortest_gap(&self) -> Option<usize> {
@@ -122,7 +122,9 @@ impl Calendar {
         if count < 2 {
             return None;
         }
-        if count > 20_000 {
+        // Shifting costs (average gap) × (words); walking costs a step per
+        // run: shifting wins when more than one minute in ~16 is a run.
+        if count > self.len / 16 {
             let most = self.len / (count - 1) + 1;
             return (1..=most).find(|k| self.meets_itself_at(*k));
         }
