@@ -64,6 +64,9 @@ pub enum Command {
     Crds(CrdsArgs),
     /// Place a pod's device claims on nodes with DevicePools (devmgmtproto.k8s.io/v1alpha1), offline or against a cluster.
     Schedule(Box<schedule::ScheduleArgs>),
+    /// Wait until the real run a primed pod was started for (the init
+    /// container of a PreScaledCronJob's CronJob), then exit 0.
+    PrescaleWait(crate::warmup::WaitArgs),
 }
 
 #[derive(Debug, Args)]
@@ -454,6 +457,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 policies.clone(),
                 cfg.namespace().to_string(),
                 lease,
+                cfg.prescaler.settings(),
             ));
         }
         (Some(c), AdmissionMode::External) => {
@@ -462,6 +466,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 c.clone(),
                 cfg.namespace().to_string(),
                 lease,
+                cfg.prescaler.settings(),
             ));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),

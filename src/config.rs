@@ -52,6 +52,29 @@ pub struct Config {
     pub entitlement: EntitlementConfig,
     #[serde(default)]
     pub appwrapper: AppWrapperConfig,
+    #[serde(default)]
+    pub prescaler: PrescalerConfig,
+}
+
+/// PreScaledCronJobs (`psc.cronprimer.local/v1alpha1`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrescalerConfig {
+    /// The image of the init container that holds a primed pod until the
+    /// real run (`batchgate prescale-wait`): batchgate's own image, the
+    /// shipped Deployment's `batchgate:latest` by default.
+    pub image: Option<String>,
+}
+
+impl PrescalerConfig {
+    /// The settings in force: configured, else the defaults.
+    pub fn settings(&self) -> crate::controllers::prescale::Settings {
+        let mut s = crate::controllers::prescale::Settings::default();
+        if let Some(i) = self.image.as_ref().filter(|i| !i.is_empty()) {
+            s.image = i.clone();
+        }
+        s
+    }
 }
 
 /// AppWrapper admission, named as upstream's operator configuration names

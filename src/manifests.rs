@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::{
-    admission::{appwrapper, devices, kueue},
+    admission::{appwrapper, devices, kueue, prescale},
     policy::{Policy, PolicySet},
 };
 
@@ -97,49 +97,83 @@ fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
     w
 }
 
+/// A validating webhook (`/validate`, create and update) for one resource
+/// list of one group/version; `namespaced_only` keeps it out of kube-system
+/// and batchgate's own namespace, as the job webhooks are.
+fn validating_entry(
+    opts: &WebhookOptions,
+    name: &str,
+    (group, version): (&str, &str),
+    resources: Value,
+    namespaced: bool,
+    namespaced_only: bool,
+) -> Value {
+    let mut w = json!({
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, "/validate"),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "rules": [{
+            "apiGroups": [group],
+            "apiVersions": [version],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": resources,
+            "scope": if namespaced { "Namespaced" } else { "Cluster" },
+        }],
+    });
+    if namespaced_only {
+        w["namespaceSelector"] = json!({"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", opts.namespace],
+        }]});
+    }
+    w
+}
+
 /// The validating webhook of one of Kueue's own kinds, as upstream
 /// registers it (`pkg/webhooks/*_webhook.go` markers): create and update,
 /// no namespace selector (ClusterQueues, Cohorts and ResourceFlavors are
 /// cluster-scoped; upstream selects Workloads in every namespace), and for
 /// Workloads the status subresource too.
 fn kueue_entry(opts: &WebhookOptions, kind: kueue::Kind) -> Value {
-    json!({
-        "name": kind.webhook_name(),
-        "admissionReviewVersions": ["v1"],
-        "clientConfig": client_config(opts, "/validate"),
-        "failurePolicy": opts.failure_policy,
-        "matchPolicy": "Equivalent",
-        "sideEffects": "None",
-        "timeoutSeconds": opts.timeout_seconds,
-        "rules": [{
-            "apiGroups": [kueue::GROUP],
-            "apiVersions": [kueue::VERSION],
-            "operations": ["CREATE", "UPDATE"],
-            "resources": kind.resources(),
-            "scope": if kind.namespaced() { "Namespaced" } else { "Cluster" },
-        }],
-    })
+    validating_entry(
+        opts,
+        kind.webhook_name(),
+        (kueue::GROUP, kueue::VERSION),
+        json!(kind.resources()),
+        kind.namespaced(),
+        false,
+    )
 }
 
 /// The validating webhook of a device kind: create and update, every
 /// namespace.
 fn device_entry(opts: &WebhookOptions, kind: devices::Kind) -> Value {
-    json!({
-        "name": kind.webhook_name(),
-        "admissionReviewVersions": ["v1"],
-        "clientConfig": client_config(opts, "/validate"),
-        "failurePolicy": opts.failure_policy,
-        "matchPolicy": "Equivalent",
-        "sideEffects": "None",
-        "timeoutSeconds": opts.timeout_seconds,
-        "rules": [{
-            "apiGroups": [crate::api::devices::GROUP],
-            "apiVersions": [crate::api::devices::VERSION],
-            "operations": ["CREATE", "UPDATE"],
-            "resources": [kind.resource()],
-            "scope": if kind.namespaced() { "Namespaced" } else { "Cluster" },
-        }],
-    })
+    validating_entry(
+        opts,
+        &kind.webhook_name(),
+        (crate::api::devices::GROUP, crate::api::devices::VERSION),
+        json!([kind.resource()]),
+        kind.namespaced(),
+        false,
+    )
+}
+
+/// PreScaledCronJobs: create and update, in every namespace but
+/// kube-system and batchgate's own (`vprescaledcronjob.kb.io`).
+fn prescale_entry(opts: &WebhookOptions) -> Value {
+    validating_entry(
+        opts,
+        prescale::WEBHOOK_NAME,
+        (prescale::GROUP, prescale::VERSION),
+        json!([prescale::RESOURCE]),
+        true,
+        true,
+    )
 }
 
 /// The MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
@@ -176,6 +210,7 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
                 .chain([entry(opts, appwrapper::policy(), false)])
                 .chain(kueue::Kind::ALL.into_iter().map(|k| kueue_entry(opts, k)))
                 .chain(devices::Kind::ALL.into_iter().map(|k| device_entry(opts, k)))
+                .chain([prescale_entry(opts)])
                 .collect::<Vec<_>>(),
         }),
     ]
@@ -308,6 +343,28 @@ mod tests {
         let v = find(1, "vappwrapper.kb.io");
         assert_eq!(v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
         assert_eq!(v["clientConfig"]["url"], "https://h/validate");
+    }
+
+    #[test]
+    fn prescaled_cronjobs_are_validated() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://h".into())));
+        let v = docs[1]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == "vprescaledcronjob.kb.io")
+            .cloned()
+            .unwrap();
+        assert_eq!(v["rules"][0]["apiGroups"], json!(["psc.cronprimer.local"]));
+        assert_eq!(v["rules"][0]["resources"], json!(["prescaledcronjobs"]));
+        assert_eq!(v["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+        assert_eq!(v["clientConfig"]["url"], "https://h/validate");
+        assert!(docs[0]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["rules"][0]["apiGroups"][0] != "psc.cronprimer.local"));
     }
 
     #[test]

@@ -178,8 +178,9 @@ fn names_scope_subresources_and_columns_are_kueues() {
         ),
         ("Cohort", "cohorts", "Cluster", &[][..], true),
     ];
-    // Kueue's kinds, the AppWrapper (below) and the device kinds.
-    assert_eq!(crd::all().len(), expect.len() + 1 + crd::devices().len());
+    // Kueue's kinds, the AppWrapper (below), the PreScaledCronJob and the
+    // device kinds.
+    assert_eq!(crd::all().len(), expect.len() + 2 + crd::devices().len());
     for (kind, plural, scope, short, status) in expect {
         let c = generated(kind);
         assert_eq!(c["metadata"]["name"], format!("{plural}.kueue.x-k8s.io"));

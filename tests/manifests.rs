@@ -110,7 +110,8 @@ fn registration_follows_the_configured_policies_and_integrations() {
             "vdevicedriver.devmgmtproto.k8s.io",
             "vdeviceclass.devmgmtproto.k8s.io",
             "vdeviceclaim.devmgmtproto.k8s.io",
-            "vdevicepool.devmgmtproto.k8s.io"
+            "vdevicepool.devmgmtproto.k8s.io",
+            "vprescaledcronjob.kb.io"
         ],
         "only the enabled integration is registered, then AppWrapper, Kueue's own kinds and the device kinds (always)"
     );
@@ -173,6 +174,57 @@ fn rbac_covers_every_shipped_policy() {
                 grants(&t.group, &format!("{}/status", t.resource), "patch"),
                 "{}/status needs patch for the policy's status.reset",
                 t.resource
+            );
+        }
+    }
+}
+
+/// The PreScaledCronJob controller reads PreScaledCronJobs, writes their
+/// status, and creates, watches and replaces their CronJobs.
+#[test]
+fn rbac_covers_the_prescaledcronjob_controller() {
+    let rbac = docs(&committed("manifests/rbac.yaml"));
+    let role = rbac
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "batchgate")
+        .expect("ClusterRole batchgate");
+    let grants = |group: &str, resource: &str, verb: &str| {
+        role["rules"].as_sequence().unwrap().iter().any(|r| {
+            let has = |key: &str, v: &str| {
+                r[key]
+                    .as_sequence()
+                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(v)))
+            };
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    for (group, resource, verbs) in [
+        (
+            "psc.cronprimer.local",
+            "prescaledcronjobs",
+            &["get", "list", "watch"][..],
+        ),
+        (
+            "psc.cronprimer.local",
+            "prescaledcronjobs/status",
+            &["patch"][..],
+        ),
+        (
+            "psc.cronprimer.local",
+            "prescaledcronjobs/finalizers",
+            &["update"][..],
+        ),
+        (
+            "batch",
+            "cronjobs",
+            &["get", "list", "watch", "create", "update"][..],
+        ),
+        ("events.k8s.io", "events", &["create", "patch"][..]),
+    ] {
+        for verb in verbs {
+            assert!(
+                grants(group, resource, verb),
+                "manifests/rbac.yaml does not grant {verb} on {resource}.{group}"
             );
         }
     }

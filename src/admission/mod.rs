@@ -11,6 +11,7 @@ pub mod field;
 pub mod kueue;
 pub mod object;
 pub mod patch;
+pub mod prescale;
 pub mod review;
 pub mod validation;
 

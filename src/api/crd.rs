@@ -26,6 +26,7 @@ use crate::api::{
         workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
         WorkloadPriorityClass,
     },
+    prescale::PreScaledCronJob,
     schema::QUANTITY,
 };
 
@@ -60,6 +61,7 @@ pub fn all() -> Vec<Generated> {
     let mut all = kueue();
     all.push(finish(AppWrapper::crd()));
     all.extend(devices());
+    all.push(finish(PreScaledCronJob::crd()));
     all
 }
 

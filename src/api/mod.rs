@@ -12,4 +12,5 @@ pub mod appwrapper;
 pub mod crd;
 pub mod devices;
 pub mod kueue;
+pub mod prescale;
 pub mod schema;

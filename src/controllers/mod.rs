@@ -11,6 +11,7 @@ pub mod appwrapper;
 pub mod devices;
 pub mod jobs;
 pub mod lease;
+pub mod prescale;
 pub mod queueing;
 pub mod translation;
 pub mod visibility;
@@ -22,9 +23,21 @@ use tracing::info;
 
 use crate::{api::kueue::v1beta2 as api, policy::PolicySet};
 
-/// Runs the reconciler for good: waits for Kueue's CRDs, for the lease,
-/// then starts the queueing controller and a job reconciler per policy.
-pub async fn run(client: Client, policies: PolicySet, namespace: String, lease: Duration) {
+/// Runs the reconciler for good: waits for the lease, starts the
+/// PreScaledCronJob controller (which needs no Kueue CRD), waits for
+/// Kueue's CRDs, then starts the queueing controller and a job reconciler
+/// per policy.
+pub async fn run(
+    client: Client,
+    policies: PolicySet,
+    namespace: String,
+    lease: Duration,
+    prescaler: prescale::Settings,
+) {
+    lease::Elector::new(client.clone(), &namespace, lease)
+        .acquire()
+        .await;
+    tokio::spawn(prescale::run(client.clone(), prescaler));
     let workloads = Api::<api::Workload>::all(client.clone());
     let mut told = false;
     loop {
@@ -42,9 +55,6 @@ pub async fn run(client: Client, policies: PolicySet, namespace: String, lease: 
             }
         }
     }
-    lease::Elector::new(client.clone(), &namespace, lease)
-        .acquire()
-        .await;
     tokio::spawn(queueing::Controller::run(client.clone()));
     jobs::run(client, policies).await;
 }
@@ -54,10 +64,17 @@ pub async fn run(client: Client, policies: PolicySet, namespace: String, lease: 
 /// the AppWrapper operator would next to stock Kueue: Kueue drives it
 /// through `spec.suspend` and `components[].podSetInfos`; no Workload is
 /// touched here, and neither the queueing engine nor the job reconcilers run.
-pub async fn run_external(client: Client, namespace: String, lease: Duration) {
+/// The PreScaledCronJob controller runs too (it needs no Kueue).
+pub async fn run_external(
+    client: Client,
+    namespace: String,
+    lease: Duration,
+    prescaler: prescale::Settings,
+) {
     lease::Elector::new(client.clone(), &namespace, lease)
         .acquire()
         .await;
+    tokio::spawn(prescale::run(client.clone(), prescaler));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
     appwrapper::run(jobs::Shared::without_kueue(client), none, false).await;

@@ -12,7 +12,7 @@ use tracing::debug;
 
 use crate::{
     admission::{
-        self, appwrapper, devices, kueue, object, patch,
+        self, appwrapper, devices, kueue, object, patch, prescale,
         review::{self, AdmissionResponse, Status},
         ClusterFacts, Context, Operation, Settings, Verdict,
     },
@@ -254,6 +254,13 @@ impl Webhook {
         };
         if appwrapper::is_appwrapper(&gvk.group, &gvk.version, &gvk.kind) {
             return self.review_appwrapper(hook, operation, body, req.uid);
+        }
+        if prescale::is_prescaled_cronjob(&gvk.group, &gvk.version, &gvk.kind) {
+            let (resp, result) = match hook {
+                Hook::Validate => validate_prescale(body, req.uid),
+                Hook::Mutate => (AdmissionResponse::allow(req.uid), "allowed"),
+            };
+            return ok(resp, labels("prescaledcronjob", op, result)).into();
         }
         let Some((policy, name)) = self
             .names
@@ -511,6 +518,31 @@ fn validate_kueue(
             (AdmissionResponse::bad_request(uid, message), "malformed")
         }
     }
+}
+
+/// PreScaledCronJobs: the whole object read again (as Kueue's kinds are),
+/// checked by [`prescale::validate`] from today's date (UTC).
+fn validate_prescale(body: &[u8], uid: String) -> (AdmissionResponse, &'static str) {
+    let whole = Interest {
+        whole: true,
+        ..Interest::default()
+    };
+    let full = match review::parse(body, &whole) {
+        Ok(r) => r,
+        Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
+    };
+    let Some(object) = full.object.as_ref() else {
+        return (AdmissionResponse::allow(uid), "allowed");
+    };
+    let today = chrono::Utc::now().date_naive();
+    let errs = prescale::validate(object, today);
+    if errs.is_empty() {
+        return (AdmissionResponse::allow(uid), "allowed");
+    }
+    let message = admission::field::aggregate(&errs);
+    debug!(%uid, namespace = full.namespace.as_deref().unwrap_or(""),
+           name = full.name.as_deref().unwrap_or(""), %message, "PreScaledCronJob denied");
+    (AdmissionResponse::deny(uid, message), "denied")
 }
 
 fn ok(resp: AdmissionResponse, labels: Option<ReviewLabels>) -> Answer {
