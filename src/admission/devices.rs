@@ -34,7 +34,6 @@ use crate::{
         GROUP, VERSION,
     },
     devices::expression,
-    policy::Interest,
 };
 
 /// The device kinds validated here.
@@ -181,11 +180,7 @@ pub fn answer(
     uid: String,
     facts: &dyn DeviceFacts,
 ) -> (AdmissionResponse, &'static str) {
-    let whole = Interest {
-        whole: true,
-        ..Interest::default()
-    };
-    let full = match review::parse(body, &whole) {
+    let full = match review::parse_whole(body) {
         Ok(r) => r,
         Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
     };

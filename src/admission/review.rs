@@ -293,6 +293,17 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// Parses a review body with its objects whole: for the kinds validated as
+/// a whole (Kueue's own, AppWrapper, PreScaledCronJob, the device kinds),
+/// read again off the job path.
+pub fn parse_whole(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
+    let whole = Interest {
+        whole: true,
+        ..Interest::default()
+    };
+    parse(body, &whole)
+}
+
 /// Parses a review body, reading of its objects what `interest` names. On
 /// error the uid is salvaged when possible.
 pub fn parse(body: &[u8], interest: &Interest) -> Result<AdmissionRequest, ParseError> {

@@ -382,11 +382,7 @@ impl Webhook {
                 result,
             })
         };
-        let whole = Interest {
-            whole: true,
-            ..Interest::default()
-        };
-        let full = match review::parse(body, &whole) {
+        let full = match review::parse_whole(body) {
             Ok(r) => r,
             Err(e) => {
                 return ok(
@@ -490,11 +486,7 @@ fn validate_kueue(
     body: &[u8],
     uid: String,
 ) -> (AdmissionResponse, &'static str) {
-    let whole = Interest {
-        whole: true,
-        ..Interest::default()
-    };
-    let full = match review::parse(body, &whole) {
+    let full = match review::parse_whole(body) {
         Ok(r) => r,
         Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
     };
@@ -523,11 +515,7 @@ fn validate_kueue(
 /// PreScaledCronJobs: the whole object read again (as Kueue's kinds are),
 /// checked by [`prescale::validate`] from today's date (UTC).
 fn validate_prescale(body: &[u8], uid: String) -> (AdmissionResponse, &'static str) {
-    let whole = Interest {
-        whole: true,
-        ..Interest::default()
-    };
-    let full = match review::parse(body, &whole) {
+    let full = match review::parse_whole(body) {
         Ok(r) => r,
         Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
     };
