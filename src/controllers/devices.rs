@@ -234,6 +234,14 @@ impl Gate {
     }
 
     /// Decides whether `admission` of Workload `key` may go ahead.
+    /// Whether the Workload claims devices at all: only those are placed
+    /// and charged device quota.
+    pub(super) fn claims_devices(&self, key: &str) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|e| e.wants.as_ref().is_ok_and(|w| !w.is_empty()))
+    }
+
     pub fn check(&mut self, key: &str, admission: &Admission) -> Verdict {
         let v = self.decide(key, admission);
         if v != Verdict::Admit {

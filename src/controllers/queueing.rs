@@ -442,14 +442,24 @@ impl Controller {
         }
         if !self.started && self.listings.iter().all(|l| l.done) {
             let mut initial = std::mem::take(&mut self.initial);
-            let queues = (initial.local_queues.clone(), initial.cluster_queues.clone());
+            // Only Workloads that claim devices need their ClusterQueue
+            // found (a scan) to be charged their devices.
             for wl in &mut initial.workloads {
-                let cq = queues
-                    .0
+                let key = wl.key();
+                if !self.devices.claims_devices(&key) {
+                    continue;
+                }
+                let cq = initial
+                    .local_queues
                     .iter()
                     .find(|l| *l.namespace == *wl.namespace && *l.name == *wl.queue_name)
-                    .and_then(|l| queues.1.iter().find(|c| c.name == l.cluster_queue));
-                super::devices::charge(&self.devices, &wl.key(), wl, cq);
+                    .and_then(|l| {
+                        initial
+                            .cluster_queues
+                            .iter()
+                            .find(|c| c.name == l.cluster_queue)
+                    });
+                super::devices::charge(&self.devices, &key, wl, cq);
             }
             self.engine = Engine::rebuild(initial);
             self.started = true;
@@ -563,7 +573,7 @@ impl Controller {
         if self.devices.observe(&k, wl) {
             self.engine.requeue_set_aside();
         }
-        if self.started {
+        if self.started && self.devices.claims_devices(&k) {
             let cq = self
                 .engine
                 .local_queue(&engine_wl.namespace, &engine_wl.queue_name)
