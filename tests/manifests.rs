@@ -133,16 +133,15 @@ fn registration_follows_the_configured_policies_and_integrations() {
     );
 }
 
-/// The reconciler starts and stops every integrated kind by patching it:
-/// the shipped ClusterRole must grant that for each shipped policy.
-#[test]
-fn rbac_covers_every_shipped_policy() {
+/// Whether the shipped ClusterRole `batchgate` (manifests/rbac.yaml) grants
+/// a verb on a resource of a group.
+fn cluster_role_grants() -> impl Fn(&str, &str, &str) -> bool {
     let rbac = docs(&committed("manifests/rbac.yaml"));
     let role = rbac
-        .iter()
+        .into_iter()
         .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "batchgate")
         .expect("ClusterRole batchgate");
-    let grants = |group: &str, resource: &str, verb: &str| {
+    move |group: &str, resource: &str, verb: &str| {
         role["rules"].as_sequence().unwrap().iter().any(|r| {
             let has = |key: &str, v: &str| {
                 r[key]
@@ -151,7 +150,14 @@ fn rbac_covers_every_shipped_policy() {
             };
             has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
         })
-    };
+    }
+}
+
+/// The reconciler starts and stops every integrated kind by patching it:
+/// the shipped ClusterRole must grant that for each shipped policy.
+#[test]
+fn rbac_covers_every_shipped_policy() {
+    let grants = cluster_role_grants();
     let appwrapper = std::sync::Arc::new(batchgate::admission::appwrapper::policy().clone());
     for policy in batchgate::policy::PolicySet::embedded()
         .unwrap()
@@ -183,21 +189,7 @@ fn rbac_covers_every_shipped_policy() {
 /// status, and creates, watches and replaces their CronJobs.
 #[test]
 fn rbac_covers_the_prescaledcronjob_controller() {
-    let rbac = docs(&committed("manifests/rbac.yaml"));
-    let role = rbac
-        .iter()
-        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "batchgate")
-        .expect("ClusterRole batchgate");
-    let grants = |group: &str, resource: &str, verb: &str| {
-        role["rules"].as_sequence().unwrap().iter().any(|r| {
-            let has = |key: &str, v: &str| {
-                r[key]
-                    .as_sequence()
-                    .is_some_and(|s| s.iter().any(|x| x.as_str() == Some(v)))
-            };
-            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
-        })
-    };
+    let grants = cluster_role_grants();
     for (group, resource, verbs) in [
         (
             "psc.cronprimer.local",
