@@ -196,7 +196,7 @@ fn finish_pod_template(template: &mut Value) {
         embedded_metadata(claim);
     }
     add_quantity_patterns(template, "");
-    optional_reference_names(template);
+    optional_reference_names(template, "");
     if let Some(Value::Object(props)) = template.pointer_mut("/properties/spec/properties") {
         // Kubernetes 1.35 pod fields k8s-openapi's v1_34 schema lacks;
         // without them the apiserver would prune them from Kueue's writes.
@@ -233,19 +233,23 @@ fn embedded_metadata(object: &mut Value) {
     }
 }
 
-/// Kubernetes' object references by name (`LocalObjectReference`,
-/// `ConfigMapKeySelector`, `SecretEnvSource`, volume sources...) leave
-/// `name` optional, as controller-gen emits them; k8s-openapi's schema
-/// requires it. They are the objects with `name` and either nothing else or
-/// an `optional` flag.
-fn optional_reference_names(s: &mut Value) {
+/// Kubernetes' object references by name (`LocalObjectReference` in
+/// `imagePullSecrets` and the volume sources' `secretRef`s, the config map
+/// and secret selectors and sources with an `optional` flag) leave `name`
+/// optional, as controller-gen emits them; k8s-openapi's schema requires
+/// it. Other `{name}` objects (`os`, `schedulingGates[]`) keep it required.
+fn optional_reference_names(s: &mut Value, key: &str) {
     let Some(obj) = s.as_object_mut() else {
         return;
     };
+    let reference_key = key == "imagePullSecrets" || key.ends_with("ecretRef");
     let is_reference = obj
         .get("properties")
         .and_then(Value::as_object)
-        .is_some_and(|p| p.contains_key("name") && (p.len() == 1 || p.contains_key("optional")));
+        .is_some_and(|p| {
+            p.contains_key("name")
+                && (p.contains_key("optional") || (p.len() == 1 && reference_key))
+        });
     if is_reference {
         if let Some(req) = obj.get_mut("required").and_then(Value::as_array_mut) {
             req.retain(|r| r != "name");
@@ -254,14 +258,14 @@ fn optional_reference_names(s: &mut Value) {
             }
         }
     }
-    for key in ["items", "additionalProperties"] {
-        if let Some(child) = obj.get_mut(key) {
-            optional_reference_names(child);
+    for child_key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get_mut(child_key) {
+            optional_reference_names(child, key);
         }
     }
     if let Some(Value::Object(props)) = obj.get_mut("properties") {
-        for child in props.values_mut() {
-            optional_reference_names(child);
+        for (k, child) in props.iter_mut() {
+            optional_reference_names(child, k);
         }
     }
 }

@@ -23,7 +23,6 @@ use crate::api::schema;
     shortname = "queue",
     shortname = "queues",
     shortname = "lq",
-    category = "kueue",
     status = "LocalQueueStatus",
     derive = "Default",
     derive = "PartialEq",

@@ -50,7 +50,6 @@ pub(crate) fn toleration_rules() -> serde_json::Value {
     shortname = "flavor",
     shortname = "flavors",
     shortname = "rf",
-    category = "kueue",
     derive = "Default",
     derive = "PartialEq",
     doc = "ResourceFlavor is the Schema for the resourceflavors API."

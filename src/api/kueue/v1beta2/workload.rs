@@ -1,7 +1,7 @@
 //! Workload: the unit of admission. One per queued job, created by the
 //! reconciler from the job's pod sets; quota is reserved for it and its
-//! admission recorded in its status. Namespaced, short names `wl`, `kwl`,
-//! `kueueworkload`.
+//! admission recorded in its status. Namespaced, short names `kwl`,
+//! `kueueworkload`, `kueueworkloads`.
 
 use std::collections::BTreeMap;
 
@@ -135,10 +135,9 @@ pub fn workload_root_validation_rules() -> serde_json::Value {
     kind = "Workload",
     plural = "workloads",
     namespaced,
-    shortname = "wl",
     shortname = "kwl",
     shortname = "kueueworkload",
-    category = "kueue",
+    shortname = "kueueworkloads",
     status = "WorkloadStatus",
     derive = "Default",
     derive = "PartialEq",
