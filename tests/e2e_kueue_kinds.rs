@@ -3,6 +3,13 @@
 //! released topology-assignment layout, as Kueue's scheduler makes it,
 //! passes both; the pre-release layout does not; and the webhook refuses
 //! what v0.19.2 refuses with its words.
+//!
+//! Also the tables of Kueue v0.19.2's webhook integration tests
+//! (`test/integration/singlecluster/webhook/core/*_test.go`, run upstream
+//! against envtest: schema, CEL and webhooks together), each case sent with
+//! kubectl to this apiserver (creates as server-side dry runs) and its
+//! outcome compared: allowed, refused by the schema (Invalid, 422) or by the
+//! webhook (Forbidden, 403).
 
 mod support;
 
@@ -10,7 +17,11 @@ use std::{sync::OnceLock, time::Duration};
 
 use batchgate_localcluster::{shared, LocalCluster};
 use serde_json::{json, Value};
-use support::{e2e::*, Server};
+use support::{
+    e2e::*,
+    kueue::{cq, fq, rg, with},
+    Server,
+};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -178,4 +189,596 @@ fn vworkload_refuses_negative_requests_with_kueues_words() {
         err.contains(r#"admission webhook "vworkload.kb.io" denied the request: spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0"#),
         "{err}"
     );
+}
+
+// ------------------------------------------ upstream's integration tables
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Outcome {
+    Allowed,
+    /// `BeForbiddenError()`: a webhook denial.
+    Forbidden,
+    /// `BeInvalidError()`: the schema or a CEL rule.
+    Invalid,
+}
+use Outcome::*;
+
+struct Entry {
+    name: &'static str,
+    /// Created for real first (then the case is an update of it).
+    existing: Option<Value>,
+    object: Value,
+    status: bool,
+    want: Outcome,
+}
+
+fn on_create(name: &'static str, object: Value, want: Outcome) -> Entry {
+    Entry {
+        name,
+        existing: None,
+        object,
+        status: false,
+        want,
+    }
+}
+
+fn on_update(name: &'static str, existing: Value, object: Value, want: Outcome) -> Entry {
+    Entry {
+        name,
+        existing: Some(existing),
+        object,
+        status: false,
+        want,
+    }
+}
+
+fn outcome(ok: bool, err: &str) -> Result<Outcome, String> {
+    if ok {
+        Ok(Allowed)
+    } else if err.contains("(Forbidden)") && err.contains("denied the request") {
+        Ok(Forbidden)
+    } else if err.contains(" is invalid") {
+        Ok(Invalid)
+    } else {
+        Err(err.to_string())
+    }
+}
+
+fn resource_path(obj: &Value) -> String {
+    let plural = format!(
+        "{}s",
+        obj["kind"].as_str().unwrap_or_default().to_lowercase()
+    );
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("{plural}.kueue.x-k8s.io/{}", obj["metadata"]["name"].as_str().unwrap_or_default())
+            + &format!(" -n {ns}"),
+        None => format!(
+            "{plural}.kueue.x-k8s.io/{}",
+            obj["metadata"]["name"].as_str().unwrap_or_default()
+        ),
+    }
+}
+
+fn delete(c: &LocalCluster, obj: &Value) {
+    let path = resource_path(obj);
+    let mut args: Vec<&str> = vec!["delete", "--wait=true", "--ignore-not-found"];
+    args.extend(path.split(' '));
+    let (ok, out, err) = kubectl(c, &args, None);
+    assert!(ok, "{out}{err}");
+}
+
+/// Sends every entry; prints the count; returns the mismatches.
+fn run_entries(c: &LocalCluster, table: &str, entries: Vec<Entry>) -> Vec<String> {
+    let mut failures = Vec::new();
+    let total = entries.len();
+    for e in &entries {
+        let got = match &e.existing {
+            None => {
+                let (ok, _, err) = kubectl(
+                    c,
+                    &["create", "--dry-run=server", "-f", "-"],
+                    Some(&e.object.to_string()),
+                );
+                outcome(ok, &err)
+            }
+            Some(existing) => {
+                let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&existing.to_string()));
+                assert!(ok, "{}: {out}{err}", e.name);
+                let mut args = vec!["replace", "--dry-run=server", "-f", "-"];
+                if e.status {
+                    args.push("--subresource=status");
+                }
+                let (ok, _, err) = kubectl(c, &args, Some(&e.object.to_string()));
+                delete(c, existing);
+                outcome(ok, &err)
+            }
+        };
+        match got {
+            Ok(o) if o == e.want => {}
+            other => failures.push(format!("[{table}] {}: want {:?}, got {other:?}", e.name, e.want)),
+        }
+    }
+    println!(
+        "{table}: {}/{total} cases answer as Kueue v0.19.2",
+        total - failures.len()
+    );
+    failures
+}
+
+fn cq_groups(groups: Vec<Value>) -> Value {
+    with(cq(), "/spec/resourceGroups", json!(groups))
+}
+
+fn named_cq(spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+           "metadata": {"name": "cluster-queue"}, "spec": spec})
+}
+
+fn cq_with(pointer: &str, v: Value) -> Value {
+    with(cq(), pointer, v)
+}
+
+fn in_cohort(v: Value) -> Value {
+    with(v, "/spec/cohortName", json!("cohort"))
+}
+
+fn many_resources(n: usize) -> Vec<(String, &'static str, &'static str, &'static str)> {
+    (0..n).map(|i| (format!("r{i}"), "", "", "")).collect()
+}
+
+fn fq_owned(name: &str, resources: &[(String, &str, &str, &str)]) -> Value {
+    let borrowed: Vec<(&str, &str, &str, &str)> = resources
+        .iter()
+        .map(|(r, n, b, l)| (r.as_str(), *n, *b, *l))
+        .collect();
+    fq(name, &borrowed)
+}
+
+fn cpu_flavors(n: usize, prefix: &str) -> Vec<Value> {
+    (0..n)
+        .map(|i| fq(&format!("{prefix}{i}"), &[("cpu", "", "", "")]))
+        .collect()
+}
+
+fn weight(kind_object: Value, w: &str) -> Value {
+    with(kind_object, "/spec/fairSharing", json!({"weight": w}))
+}
+
+fn different_order(kind_object: Value) -> Value {
+    with(
+        kind_object,
+        "/spec/resourceGroups",
+        json!([{"coveredResources": ["cpu", "memory"], "flavors": [
+            fq("alpha", &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+            fq("beta", &[("memory", "0", "", ""), ("cpu", "0", "", "")])]}]),
+    )
+}
+
+fn mismatched(kind_object: Value, covered: Value, resources: &[(&str, &str, &str, &str)]) -> Value {
+    with(
+        kind_object,
+        "/spec/resourceGroups",
+        json!([{"coveredResources": covered, "flavors": [fq("alpha", resources)]}]),
+    )
+}
+
+fn two_groups_sharing(kind_object: Value, flavor: bool) -> Value {
+    let groups = if flavor {
+        vec![
+            rg(vec![fq("alpha", &[("cpu", "", "", "")]), fq("beta", &[("cpu", "", "", "")])]),
+            rg(vec![fq("beta", &[("memory", "", "", "")])]),
+        ]
+    } else {
+        vec![
+            rg(vec![fq("alpha", &[("cpu", "0", "", ""), ("memory", "0", "", "")])]),
+            rg(vec![fq("beta", &[("memory", "0", "", "")])]),
+        ]
+    };
+    with(kind_object, "/spec/resourceGroups", json!(groups))
+}
+
+fn multiple_groups(kind_object: Value) -> Value {
+    with(
+        kind_object,
+        "/spec/resourceGroups",
+        json!([
+            rg(vec![
+                fq("alpha", &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+                fq("beta", &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+            ]),
+            rg(vec![
+                fq("gamma", &[("example.com/gpu", "0", "", "")]),
+                fq("omega", &[("example.com/gpu", "0", "", "")]),
+            ]),
+        ]),
+    )
+}
+
+/// `clusterqueue_test.go`, "Validate ClusterQueue on creation" and the
+/// update cases ("Should have qualified flavor names when updating",
+/// "Should allow to update queueingStrategy with different value").
+fn cluster_queue_entries() -> Vec<Entry> {
+    let one = |flavor: Value| cq_groups(vec![rg(vec![flavor])]);
+    let x86 = |q: (&str, &str, &str, &str)| one(fq("x86", &[q]));
+    let memory_x86 = one(fq("x86", &[("memory", "", "", "")]));
+    let mut renamed = memory_x86.clone();
+    renamed["spec"]["resourceGroups"][0]["flavors"][0]["name"] = json!("@x86");
+    vec![
+        on_create("Should have non-negative borrowing limit", in_cohort(x86(("cpu", "2", "-1", ""))), Forbidden),
+        on_create("Should have non-negative quota value", x86(("cpu", "-1", "", "")), Forbidden),
+        on_create(
+            "Should have at least one flavor",
+            cq_groups(vec![json!({"coveredResources": [], "flavors": []})]),
+            Invalid,
+        ),
+        on_create("Should have at least one resource", one(fq("foo", &[])), Invalid),
+        on_create("Should have qualified flavor name", one(fq("invalid_name", &[("cpu", "5", "", "")])), Invalid),
+        on_create("Should have qualified resource name", x86(("@cpu", "5", "", "")), Forbidden),
+        on_create("Should have valid resources quantity", one(fq_owned("flavor", &many_resources(65))), Invalid),
+        on_create("Should have valid flavors quantity", cq_groups(vec![rg(cpu_flavors(65, "f"))]), Invalid),
+        on_create(
+            "Should forbid clusterQueue creation with unqualified labelSelector",
+            cq_with("/spec/namespaceSelector", json!({"matchLabels": {"nospecialchars^=@": "bar"}})),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with unknown clusterQueueingStrategy",
+            cq_with("/spec/queueingStrategy", json!("unknown")),
+            Invalid,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with empty clusterQueueingStrategy",
+            without_strategy(),
+            Allowed,
+        ),
+        on_create("Should allow to create clusterQueue with empty preemption", cq_with("/spec/preemption", json!({})), Allowed),
+        on_create(
+            "Should allow to create clusterQueue with preemption policies",
+            cq_with("/spec/preemption", json!({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"})),
+            Allowed,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with unknown preemption.withinCohort",
+            cq_with("/spec/preemption", json!({"reclaimWithinCohort": "unknown"})),
+            Invalid,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with unknown preemption.withinClusterQueue",
+            cq_with("/spec/preemption", json!({"withinClusterQueue": "unknown"})),
+            Invalid,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with built-in resources with qualified names",
+            one(fq("default", &[("cpu", "", "", "")])),
+            Allowed,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with invalid resource name",
+            one(fq("default", &[("@cpu", "", "", "")])),
+            Forbidden,
+        ),
+        on_create("Should allow to create clusterQueue with valid cohort", cq_with("/spec/cohortName", json!("prod")), Allowed),
+        on_create("Should forbid to create clusterQueue with invalid cohort", cq_with("/spec/cohortName", json!("@prod")), Invalid),
+        on_create(
+            "Should allow to create clusterQueue with extended resources with qualified names",
+            one(fq("default", &[("example.com/gpu", "", "", "")])),
+            Allowed,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with flavor with qualified names",
+            one(fq("x86", &[("cpu", "", "", "")])),
+            Allowed,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with flavor with unqualified names",
+            one(fq("invalid_name", &[])),
+            Invalid,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with flavor quota with negative value",
+            x86(("cpu", "-1", "", "")),
+            Forbidden,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with flavor quota with zero values",
+            x86(("cpu", "0", "", "")),
+            Allowed,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with flavor quota with borrowingLimit 0",
+            in_cohort(x86(("cpu", "1", "0", ""))),
+            Allowed,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with flavor quota with negative borrowingLimit",
+            in_cohort(x86(("cpu", "1", "-1", ""))),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with flavor quota with borrowingLimit and empty cohort",
+            x86(("cpu", "1", "1", "")),
+            Invalid,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with empty queueing strategy",
+            without_strategy(),
+            Allowed,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with namespaceSelector with invalid labels",
+            cq_with("/spec/namespaceSelector", json!({"matchLabels": {"nospecialchars^=@": "bar"}})),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with namespaceSelector with invalid expressions",
+            cq_with("/spec/namespaceSelector", json!({"matchExpressions": [{"key": "key", "operator": "In"}]})),
+            Forbidden,
+        ),
+        on_create("Should allow to create clusterQueue with multiple resource groups", multiple_groups(cq()), Allowed),
+        on_create(
+            "Should forbid to create clusterQueue with resources in a flavor in different order",
+            different_order(named_cq(json!({}))),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue missing resources in a flavor",
+            mismatched(named_cq(json!({})), json!(["cpu", "memory"]), &[("cpu", "0", "", "")]),
+            Invalid,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue missing resources in a flavor (more resources than covered)",
+            mismatched(named_cq(json!({})), json!(["cpu"]), &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+            Invalid,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue missing resources in a flavor and mismatch",
+            mismatched(named_cq(json!({})), json!(["blah"]), &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+            Invalid,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with resource in more than one resource group",
+            two_groups_sharing(cq(), false),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue with flavor in more than one resource group",
+            two_groups_sharing(cq(), true),
+            Forbidden,
+        ),
+        on_create(
+            "Should forbid to create clusterQueue missing with invalid preemption due to reclaimWithinCohort=Never, while borrowWithinCohort!=nil",
+            named_cq(json!({"preemption": {"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "LowerPriority"}}})),
+            Invalid,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with valid preemption with borrowWithinCohort",
+            named_cq(json!({"preemption": {"reclaimWithinCohort": "LowerPriority",
+                "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 10}}})),
+            Allowed,
+        ),
+        on_create(
+            "Should allow to create clusterQueue with existing cluster queue created with older Kueue version that has a nil borrowWithinCohort field",
+            named_cq(json!({"preemption": {"reclaimWithinCohort": "Never"}})),
+            Allowed,
+        ),
+        on_create("Should allow zero FairSharing weight", weight(named_cq(json!({})), "0"), Allowed),
+        on_create("Should allow fractional FairSharing weight", weight(named_cq(json!({})), "0.1"), Allowed),
+        on_create("Should allow small FairSharing weight", weight(named_cq(json!({})), "1m"), Allowed),
+        on_create("Should allow even smaller FairSharing weight", weight(named_cq(json!({})), "1u"), Allowed),
+        on_create("Should allow smallest FairSharing weight", weight(named_cq(json!({})), "2n"), Allowed),
+        on_create("Should forbid threshold FairSharing weight", weight(named_cq(json!({})), "1n"), Forbidden),
+        on_create("Should forbid collapsed FairSharing weight", weight(named_cq(json!({})), "0.0000000001"), Forbidden),
+        on_create("Should forbid negative FairSharing weight", weight(named_cq(json!({})), "-1"), Forbidden),
+        on_update("Should have qualified flavor names when updating", memory_x86.clone(), renamed, Invalid),
+        on_update(
+            "Should allow to update queueingStrategy with different value",
+            with(memory_x86.clone(), "/spec/queueingStrategy", json!("StrictFIFO")),
+            with(memory_x86, "/spec/queueingStrategy", json!("BestEffortFIFO")),
+            Allowed,
+        ),
+    ]
+}
+
+fn cohort(spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+           "metadata": {"name": "cohort"}, "spec": spec})
+}
+
+fn cohort_groups(groups: Vec<Value>) -> Value {
+    cohort(json!({"resourceGroups": groups}))
+}
+
+fn with_parent(v: Value) -> Value {
+    with(v, "/spec/parentName", json!("parent"))
+}
+
+/// `cohort_test.go`, "Validate Cohort on creation" and "Updating a Cohort".
+fn cohort_entries() -> Vec<Entry> {
+    let one = |flavor: Value| cohort_groups(vec![rg(vec![flavor])]);
+    let x86 = |q: (&str, &str, &str, &str)| one(fq("x86", &[q]));
+    let mut unnamed = cohort(json!({}));
+    unnamed["metadata"]["name"] = json!("");
+    vec![
+        on_create("Should disallow empty name", unnamed, Invalid),
+        on_create("Should allow default Cohort", cohort(json!({})), Allowed),
+        on_create("Should allow valid parent name", cohort(json!({"parentName": "prod"})), Allowed),
+        on_create("Should reject invalid parent name", cohort(json!({"parentName": "@prod"})), Invalid),
+        on_create(
+            "ResourceGroup should have at least one flavor",
+            cohort_groups(vec![json!({"coveredResources": [], "flavors": []})]),
+            Invalid,
+        ),
+        on_create("FlavorQuota should have at least one resource", one(fq("foo", &[])), Invalid),
+        on_create("Should reject invalid flavor name", one(fq("@x86", &[("cpu", "5", "", "")])), Invalid),
+        on_create("Should allow valid resource name", x86(("@cpu", "5", "", "")), Forbidden),
+        on_create("Should reject too many flavors in resource group", cohort_groups(vec![rg(cpu_flavors(65, "f"))]), Invalid),
+        on_create(
+            "Should reject too many resources in resource group",
+            one(fq_owned("flavor", &(0..65).map(|i| (format!("cpu{i}"), "", "", "")).collect::<Vec<_>>())),
+            Invalid,
+        ),
+        on_create("Should allow resource with valid name", one(fq("default", &[("cpu", "", "", "")])), Allowed),
+        on_create("Should reject resource with invalid name", one(fq("default", &[("@cpu", "", "", "")])), Forbidden),
+        on_create(
+            "Should allow extended resources with valid name",
+            one(fq("default", &[("example.com/gpu", "", "", "")])),
+            Allowed,
+        ),
+        on_create("Should allow flavor with valid name", one(fq("x86", &[("cpu", "", "", "")])), Allowed),
+        on_create("Should reject flavor with invalid name", one(fq("x_86", &[("cpu", "", "", "")])), Invalid),
+        on_create("Should reject negative nominal quota", x86(("cpu", "-1", "", "")), Forbidden),
+        on_create("Should reject negative borrowing limit", x86(("cpu", "1", "-1", "")), Forbidden),
+        on_create("Should reject negative lending limit", x86(("cpu", "1", "", "-1")), Forbidden),
+        on_create("Should reject borrowingLimit when no parent", x86(("cpu", "1", "1", "")), Forbidden),
+        on_create("Should allow borrowingLimit 0 when parent exists", with_parent(x86(("cpu", "1", "0", ""))), Allowed),
+        on_create("Should allow borrowingLimit when parent exists", with_parent(x86(("cpu", "1", "1", ""))), Allowed),
+        on_create("Should reject lendingLimit when no parent", x86(("cpu", "1", "", "1")), Forbidden),
+        on_create("Should allow lendingLimit when parent exists", with_parent(x86(("cpu", "1", "", "1"))), Allowed),
+        on_create("Should allow lendingLimit 0 when parent exists", with_parent(x86(("cpu", "0", "", "0"))), Allowed),
+        on_create("Should allow lending limit to exceed nominal quota", with_parent(x86(("cpu", "3", "", "5"))), Allowed),
+        on_create("Should allow multiple resource groups", multiple_groups(cohort(json!({}))), Allowed),
+        on_create("Should reject resources in a flavor in different order", different_order(cohort(json!({}))), Forbidden),
+        on_create(
+            "Should reject missing resources in a flavor",
+            mismatched(cohort(json!({})), json!(["cpu", "memory"]), &[("cpu", "0", "", "")]),
+            Invalid,
+        ),
+        on_create(
+            "Should reject resource not defined in resource group",
+            mismatched(cohort(json!({})), json!(["cpu"]), &[("cpu", "0", "", ""), ("memory", "0", "", "")]),
+            Invalid,
+        ),
+        on_create("Should reject resource in more than one resource group", two_groups_sharing(cohort(json!({})), false), Forbidden),
+        on_create("Should reject flavor in more than one resource group", two_groups_sharing(cohort(json!({})), true), Forbidden),
+        on_create("Should allow FairSharing weight", weight(cohort(json!({})), "1"), Allowed),
+        on_create("Should allow zero FairSharing weight", weight(cohort(json!({})), "0"), Allowed),
+        on_create("Should forbid negative FairSharing weight", weight(cohort(json!({})), "-1"), Forbidden),
+        on_create("Should allow fractional FairSharing weight", weight(cohort(json!({})), "0.5"), Allowed),
+        on_create("Should allow small FairSharing weight", weight(cohort(json!({})), "1m"), Allowed),
+        on_create("Should allow even smaller FairSharing weight", weight(cohort(json!({})), "1u"), Allowed),
+        on_create("Should allow smallest FairSharing weight", weight(cohort(json!({})), "2n"), Allowed),
+        on_create("Should forbid threshold FairSharing weight", weight(cohort(json!({})), "1n"), Forbidden),
+        on_create("Should forbid collapsed FairSharing weight", weight(cohort(json!({})), "0.0000000001"), Forbidden),
+        on_update("Should update parent", cohort(json!({})), cohort(json!({"parentName": "cohort2"})), Allowed),
+        on_update("Should reject invalid parent", cohort(json!({})), cohort(json!({"parentName": "@cohort2"})), Invalid),
+        on_create("Should reject negative borrowing limit (update table)", x86(("cpu", "-1", "", "")), Forbidden),
+    ]
+}
+
+fn rf(spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+           "metadata": {"name": "resource-flavor"}, "spec": spec})
+}
+
+/// `resourceflavor_test.go`: "Should be valid", "invalid number of
+/// properties", "Updating a ResourceFlavor with invalid taints",
+/// "Validate resourceFlavor on creation".
+fn resource_flavor_entries() -> Vec<Entry> {
+    let taints = |n: usize| -> Value {
+        json!((0..n).map(|i| json!({"key": format!("t{i}"), "effect": "NoExecute"})).collect::<Vec<_>>())
+    };
+    let labels = |n: usize| -> Value {
+        json!((0..n).map(|i| (format!("l{i}"), json!(""))).collect::<serde_json::Map<_, _>>())
+    };
+    let toleration = |key: &str, op: &str, effect: &str| {
+        json!({"key": key, "operator": op, "value": "v", "effect": effect})
+    };
+    vec![
+        on_create(
+            "Should be valid",
+            rf(json!({"nodeLabels": {"foo": "bar"}, "nodeTaints": [{"key": "spot", "value": "true", "effect": "NoSchedule"}]})),
+            Allowed,
+        ),
+        on_create("invalid number of taint", rf(json!({"nodeTaints": taints(9)})), Invalid),
+        on_create("invalid number of nodeSelector", rf(json!({"nodeLabels": labels(9)})), Invalid),
+        on_create(
+            "valid number of nodeSelector and taint",
+            rf(json!({"nodeTaints": taints(8), "nodeLabels": labels(8)})),
+            Allowed,
+        ),
+        on_update(
+            "Should fail to update",
+            rf(json!({"nodeLabels": {}})),
+            rf(json!({"nodeTaints": [{"key": "foo", "value": "bar", "effect": "Invalid"}]})),
+            Invalid,
+        ),
+        on_create(
+            "Should fail to create with invalid taints",
+            rf(json!({"nodeTaints": [{"key": "skdajf"}, {"key": "@foo", "value": "bar", "effect": "NoSchedule"}]})),
+            Invalid,
+        ),
+        on_create("Should fail to create with invalid label name", rf(json!({"nodeLabels": {"@abc": "foo"}})), Forbidden),
+        on_create(
+            "Should fail to create with invalid tolerations",
+            rf(json!({"tolerations": [
+                toleration("@abc", "Equal", "NoSchedule"),
+                toleration("abc", "Exists", "NoSchedule"),
+                toleration("abc", "Equal", "not-valid"),
+                toleration("abc", "Equal", "NoSchedule"),
+            ]})),
+            Invalid,
+        ),
+    ]
+}
+
+fn lq(cluster_queue: &str, ns: &str) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+           "metadata": {"name": "queue-test", "namespace": ns},
+           "spec": {"clusterQueue": cluster_queue}})
+}
+
+fn lq_usage(n: usize) -> Value {
+    json!((0..n).map(|i| json!({"name": format!("f{i}"), "resources": [{"name": "cpu", "total": "0"}]})).collect::<Vec<_>>())
+}
+
+/// `localqueue_test.go`.
+fn local_queue_entries(ns: &str) -> Vec<Entry> {
+    let status = |reservation: usize, usage: usize| {
+        let mut q = lq("foo", ns);
+        q["status"] = json!({"flavorsReservation": lq_usage(reservation), "flavorsUsage": lq_usage(usage)});
+        q
+    };
+    let status_entry = |name: &'static str, object: Value, want: Outcome| Entry {
+        name,
+        existing: Some(lq("foo", ns)),
+        object,
+        status: true,
+        want,
+    };
+    vec![
+        on_create("Should reject bad value for spec.clusterQueue", lq("invalid_name", ns), Invalid),
+        on_update("Should reject the change of spec.clusterQueue", lq("foo", ns), lq("bar", ns), Invalid),
+        status_entry(
+            "Should allow flavors quantity up to the limit in flavorsReservation and flavorsUsage",
+            status(64, 64),
+            Allowed,
+        ),
+        status_entry("Should reject flavors quantity over the limit in flavorsReservation", status(65, 0), Invalid),
+        status_entry("Should reject flavors quantity over the limit in flavorsUsage", status(0, 65), Invalid),
+    ]
+}
+
+#[test]
+fn kueue_webhook_integration_tables_answer_as_v0_19_2() {
+    let c = setup();
+    let ns = namespace(c, "e2e-core");
+    let mut failures = Vec::new();
+    for (table, entries) in [
+        ("clusterqueue_test.go", cluster_queue_entries()),
+        ("cohort_test.go", cohort_entries()),
+        ("resourceflavor_test.go", resource_flavor_entries()),
+        ("localqueue_test.go", local_queue_entries(&ns)),
+    ] {
+        failures.extend(run_entries(c, table, entries));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `QueueingStrategy("")`: Go leaves an empty string out (`omitempty`).
+fn without_strategy() -> Value {
+    let mut v = cq();
+    if let Some(spec) = v["spec"].as_object_mut() {
+        spec.remove("queueingStrategy");
+    }
+    v
 }
