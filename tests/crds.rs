@@ -188,7 +188,10 @@ fn names_scope_subresources_and_columns_are_kueues() {
         assert_eq!(c["spec"]["names"]["plural"], plural);
         assert_eq!(c["spec"]["names"]["singular"], kind.to_lowercase());
         assert_eq!(c["spec"]["scope"], scope, "{kind}");
-        assert!(c["spec"]["names"]["categories"].is_null(), "{kind}: Kueue declares no category");
+        assert!(
+            c["spec"]["names"]["categories"].is_null(),
+            "{kind}: Kueue declares no category"
+        );
         let short_names = c["spec"]["names"]["shortNames"].clone();
         if short.is_empty() {
             assert!(short_names.is_null(), "{kind}");
@@ -601,7 +604,10 @@ fn other_kinds_have_kueues_rules_and_limits() {
         gate["required"],
         json!(["lastTransitionTime", "name", "position"])
     );
-    assert_eq!(gate["properties"]["position"]["enum"], json!(["Closed", "Open"]));
+    assert_eq!(
+        gate["properties"]["position"]["enum"],
+        json!(["Closed", "Open"])
+    );
     let layers = at(
         &wl,
         "spec.podSets.[].topologyRequest.podsetSliceRequiredTopologyConstraints",

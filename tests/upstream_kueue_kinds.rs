@@ -98,11 +98,7 @@ fn field_errors(msg: &str) -> Vec<(String, String)> {
     loop {
         let next = ERROR_TYPES
             .iter()
-            .filter_map(|t| {
-                msg[from..]
-                    .find(&format!(": {t}"))
-                    .map(|p| (from + p, *t))
-            })
+            .filter_map(|t| msg[from..].find(&format!(": {t}")).map(|p| (from + p, *t)))
             .min_by_key(|(p, _)| *p);
         let Some((pos, t)) = next else {
             return out;
@@ -175,7 +171,10 @@ async fn run(server: &Server, table: &str, cases: Vec<Case>) -> Vec<String> {
         } else {
             Ok(Some((
                 resp["status"]["code"].as_i64().unwrap_or_default(),
-                resp["status"]["message"].as_str().unwrap_or_default().to_string(),
+                resp["status"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )))
         };
         let verdict = match (&case.want, &got) {
@@ -234,7 +233,6 @@ fn workload(pod_sets: Vec<Value>) -> Value {
 fn main_workload() -> Value {
     workload(vec![pod_set("main", 1)])
 }
-
 
 fn quota_reserved() -> Value {
     json!({"type": "QuotaReserved", "status": "True", "reason": "AdmittedByTest",
@@ -314,17 +312,29 @@ fn with_pod_set(ps: Value) -> Value {
 
 /// `pkg/webhooks/workload_webhook_test.go`, `TestValidateWorkload`.
 fn workload_create() -> Vec<Case> {
-    let bad = |containers: &str, spec: Value| with(pod_set("bad", 1), &format!("/template/spec/{containers}"), spec);
-    let metadata = |meta: Value| {
-        json!({"name": "bad-metadata", "count": 1, "template": {"metadata": meta, "spec": {"containers": []}}})
+    let bad = |containers: &str, spec: Value| {
+        with(
+            pod_set("bad", 1),
+            &format!("/template/spec/{containers}"),
+            spec,
+        )
     };
+    let metadata = |meta: Value| json!({"name": "bad-metadata", "count": 1, "template": {"metadata": meta, "spec": {"containers": []}}});
     let topology = |tr: Value| with(pod_set("bad", 1), "/topologyRequest", tr);
     let acs = |updates: Value| {
         let wl = workload(vec![pod_set("first", 1), pod_set("second", 1)]);
-        with(wl, "/status/admissionChecks", json!([check("", "Pending", updates)]))
+        with(
+            wl,
+            "/status/admissionChecks",
+            json!([check("", "Pending", updates)]),
+        )
     };
     let main_acs = |update: Value| {
-        with(main_workload(), "/status/admissionChecks", json!([check("", "Pending", json!([update]))]))
+        with(
+            main_workload(),
+            "/status/admissionChecks",
+            json!([check("", "Pending", json!([update]))]),
+        )
     };
     let w = "Workload";
     vec![
@@ -672,7 +682,10 @@ fn workload_update() -> Vec<Case> {
     let w = "Workload";
     let rp = |pods: Value| reclaimable(two_reserved(), pods);
     let four_of_eight = || Some(json!([{"name": "ps1", "count": 4}]));
-    let gate_err = deny(&[("metadata.annotations[kueue.x-k8s.io/admission-gated-by]", FORBIDDEN)]);
+    let gate_err = deny(&[(
+        "metadata.annotations[kueue.x-k8s.io/admission-gated-by]",
+        FORBIDDEN,
+    )]);
     vec![
         update(
             "an update may not put a workload in quota reserved with no admission",
@@ -942,9 +955,6 @@ fn workload_update() -> Vec<Case> {
 // ---------------------------------------------------------------------------
 // ClusterQueues, Cohorts, ResourceFlavors.
 
-
-
-
 fn cq_groups(groups: Vec<Value>) -> Value {
     with(cq(), "/spec/resourceGroups", json!(groups))
 }
@@ -954,7 +964,11 @@ fn cq_with(pointer: &str, v: Value) -> Value {
 }
 
 fn strategy(cq: Value, rules: Value) -> Value {
-    with(cq, "/spec/admissionChecksStrategy", json!({"admissionChecks": rules}))
+    with(
+        cq,
+        "/spec/admissionChecksStrategy",
+        json!({"admissionChecks": rules}),
+    )
 }
 
 fn rule(name: &str, flavors: &[&str]) -> Value {
@@ -962,7 +976,11 @@ fn rule(name: &str, flavors: &[&str]) -> Value {
 }
 
 fn concurrent(cq: Value, mode: &str) -> Value {
-    with(cq, "/spec/concurrentAdmissionPolicy", json!({"migration": {"mode": mode}}))
+    with(
+        cq,
+        "/spec/concurrentAdmissionPolicy",
+        json!({"migration": {"mode": mode}}),
+    )
 }
 
 fn fungibility(borrow: &str, preempt: &str, preference: &str) -> Value {
@@ -1352,7 +1370,10 @@ fn cohort_table() -> Vec<Case> {
         "Cohort",
         json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "cohort"},
                "spec": {"resourceGroups": [rg(vec![fq("x86", &[("cpu", "1", "", "1")])])]}}),
-        deny(&[("spec.resourceGroups[0].flavors[0].resources[0].lendingLimit", INVALID)]),
+        deny(&[(
+            "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+            INVALID,
+        )]),
     )]
 }
 
@@ -1393,12 +1414,27 @@ async fn kueue_webhook_tables_answer_as_v0_19_2() {
     let server = Server::start(&[]);
     let mut failures = Vec::new();
     for (table, cases) in [
-        ("workload_webhook_test.go TestValidateWorkload", workload_create()),
-        ("workload_webhook_test.go TestValidateWorkloadUpdate", workload_update()),
-        ("clusterqueue_webhook_test.go TestValidateClusterQueue and totals", cluster_queue_create()),
-        ("clusterqueue_webhook_test.go TestValidateClusterQueueUpdate", cluster_queue_update()),
+        (
+            "workload_webhook_test.go TestValidateWorkload",
+            workload_create(),
+        ),
+        (
+            "workload_webhook_test.go TestValidateWorkloadUpdate",
+            workload_update(),
+        ),
+        (
+            "clusterqueue_webhook_test.go TestValidateClusterQueue and totals",
+            cluster_queue_create(),
+        ),
+        (
+            "clusterqueue_webhook_test.go TestValidateClusterQueueUpdate",
+            cluster_queue_update(),
+        ),
         ("cohort_webhook_test.go TestValidateCohort", cohort_table()),
-        ("resourceflavor_webhook_test.go TestValidateResourceFlavor", resource_flavor_table()),
+        (
+            "resourceflavor_webhook_test.go TestValidateResourceFlavor",
+            resource_flavor_table(),
+        ),
     ] {
         failures.extend(run(&server, table, cases).await);
     }
@@ -1416,7 +1452,10 @@ fn field_errors_are_read_from_an_aggregated_message() {
     );
     assert_eq!(
         field_errors("metadata.annotations[k/v]: Forbidden: no"),
-        [("metadata.annotations[k/v]".to_string(), FORBIDDEN.to_string())]
+        [(
+            "metadata.annotations[k/v]".to_string(),
+            FORBIDDEN.to_string()
+        )]
     );
 }
 

@@ -94,7 +94,9 @@ const HTTP_PATH_FMT: &str = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+";
 
 /// `validation.IsDomainPrefixedPath`: a DNS subdomain, `/`, an HTTP path.
 fn domain_prefixed_path(path: &str, gate: &str) -> Vec<Violation> {
-    let Some((host, rest)) = gate.split_once('/').filter(|(h, r)| !h.is_empty() && !r.is_empty())
+    let Some((host, rest)) = gate
+        .split_once('/')
+        .filter(|(h, r)| !h.is_empty() && !r.is_empty())
     else {
         return vec![Violation::invalid(
             path,
@@ -144,7 +146,9 @@ mod tests {
         );
         assert_eq!(
             messages(on_create(Some(&ann("gate")))),
-            [r#"metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "gate": must be a domain-prefixed path (such as "acme.io/foo")"#]
+            [
+                r#"metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "gate": must be a domain-prefixed path (such as "acme.io/foo")"#
+            ]
         );
     }
 

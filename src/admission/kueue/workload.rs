@@ -18,8 +18,8 @@ use k8s_openapi::{
 use serde_json::Value;
 
 use super::{
-    admission_gate, decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Violation,
-    FIELD_IMMUTABLE, IS_NEGATIVE, Shown,
+    admission_gate, decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Shown,
+    Violation, FIELD_IMMUTABLE, IS_NEGATIVE,
 };
 use crate::{
     admission::object::DecodeError,
@@ -197,7 +197,13 @@ fn conditions(wl: &Workload) -> Vec<Violation> {
                     labels::regex_error(
                         CONDITION_REASON_MSG,
                         CONDITION_REASON_FMT,
-                        &["my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB"],
+                        &[
+                            "my_name",
+                            "MY_NAME",
+                            "MyName",
+                            "ReasonA,ReasonB",
+                            "ReasonA:ReasonB",
+                        ],
                     ),
                 ));
             }
@@ -259,7 +265,10 @@ fn pod_set(ps: &PodSet, path: &str) -> Checked {
     ));
     if let Some(spec) = ps.template.spec.as_ref() {
         let lists = [
-            (spec.init_containers.as_deref().unwrap_or_default(), "initContainers"),
+            (
+                spec.init_containers.as_deref().unwrap_or_default(),
+                "initContainers",
+            ),
             (spec.containers.as_slice(), "containers"),
         ];
         for (list, field) in lists {
@@ -493,12 +502,14 @@ fn immutable_pod_sets(new: &Value, old: &Value) -> Vec<Violation> {
             let mut a = a.clone();
             if count(&a) < count(b) {
                 if let Some(m) = a.as_object_mut() {
-                    m.insert("count".into(), b.get("count").cloned().unwrap_or(Value::Null));
+                    m.insert(
+                        "count".into(),
+                        b.get("count").cloned().unwrap_or(Value::Null),
+                    );
                 }
             }
-            (!semantic::equal(Some(&a), Some(b))).then(|| {
-                Violation::invalid_json(format!("spec.podSets.{i}"), &a, FIELD_IMMUTABLE)
-            })
+            (!semantic::equal(Some(&a), Some(b)))
+                .then(|| Violation::invalid_json(format!("spec.podSets.{i}"), &a, FIELD_IMMUTABLE))
         })
         .collect()
 }
@@ -964,7 +975,9 @@ mod tests {
         assert_eq!(update(old.clone(), w(json!({"clusterName": "b"}))), NONE);
         assert_eq!(
             update(old, w(json!({"clusterName": "c"}))),
-            [r#"status.clusterName: Invalid value: "c": when setting clusterName it must be one of the nominatedClusterNames"#]
+            [
+                r#"status.clusterName: Invalid value: "c": when setting clusterName it must be one of the nominatedClusterNames"#
+            ]
         );
     }
 
