@@ -207,6 +207,10 @@ struct Entry {
     existing: Option<Value>,
     object: Value,
     status: bool,
+    /// Quota reserved (and Admitted) on the existing object before the
+    /// update, as upstream's `util.SetQuotaReservation` and
+    /// `SyncAdmittedConditionForWorkloads` do.
+    reserve: bool,
     want: Outcome,
 }
 
@@ -216,6 +220,7 @@ fn on_create(name: &'static str, object: Value, want: Outcome) -> Entry {
         existing: None,
         object,
         status: false,
+        reserve: false,
         want,
     }
 }
@@ -226,6 +231,7 @@ fn on_update(name: &'static str, existing: Value, object: Value, want: Outcome) 
         existing: Some(existing),
         object,
         status: false,
+        reserve: false,
         want,
     }
 }
@@ -296,6 +302,15 @@ fn run_entries(c: &LocalCluster, table: &str, entries: Vec<Entry>) -> Vec<String
                 let (ok, out, err) =
                     kubectl(c, &["create", "-f", "-"], Some(&existing.to_string()));
                 assert!(ok, "{}: {out}{err}", e.name);
+                if e.reserve {
+                    let reserved = with(existing.clone(), "/status", admitted_in_cq());
+                    let (ok, out, err) = kubectl(
+                        c,
+                        &["replace", "--subresource=status", "-f", "-"],
+                        Some(&reserved.to_string()),
+                    );
+                    assert!(ok, "{}: {out}{err}", e.name);
+                }
                 let mut args = vec!["replace", "--dry-run=server", "-f", "-"];
                 if e.status {
                     args.push("--subresource=status");
@@ -950,6 +965,7 @@ fn local_queue_entries(ns: &str) -> Vec<Entry> {
         existing: Some(lq("foo", ns)),
         object,
         status: true,
+        reserve: false,
         want,
     };
     vec![
@@ -993,6 +1009,10 @@ fn kueue_webhook_integration_tables_answer_as_v0_19_2() {
         ("resourceflavor_test.go", resource_flavor_entries()),
         ("localqueue_test.go", local_queue_entries(&ns)),
         ("workload_test.go", workload_entries(&ns)),
+        (
+            "workload_test.go Validate Workload on update",
+            workload_update_entries(&ns),
+        ),
     ] {
         failures.extend(run_entries(c, table, entries));
     }
@@ -1032,6 +1052,7 @@ fn status_entry(name: &'static str, existing: Value, status: Value, want: Outcom
         existing: Some(existing),
         object,
         status: true,
+        reserve: false,
         want,
     }
 }
@@ -1253,6 +1274,333 @@ fn workload_entries(ns: &str) -> Vec<Entry> {
                 valid_slice(3),
             ]),
             Saying("valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this TopologyAssignmentSlice"),
+        ),
+    ]
+}
+
+/// `SetQuotaReservation(MakeAdmission("cq"))` then the Admitted condition.
+fn admitted_in_cq() -> Value {
+    let mut status =
+        reserving(json!({"clusterQueue": "cq", "podSetAssignments": [assignment("main")]}));
+    status["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(json!({"type": "Admitted", "status": "True", "reason": "Admitted",
+                     "message": "The workload is admitted", "lastTransitionTime": "2026-01-02T03:04:05Z"}));
+    status
+}
+
+/// An update of `existing` to `object` through the main resource, with
+/// quota reserved on `existing` first when `reserve`.
+fn wl_update(
+    name: &'static str,
+    existing: Value,
+    reserve: bool,
+    object: Value,
+    want: Outcome,
+) -> Entry {
+    Entry {
+        name,
+        existing: Some(existing),
+        object,
+        status: false,
+        reserve,
+        want,
+    }
+}
+
+fn pod_priority(w: Value, name: &str, priority: i64) -> Value {
+    with(
+        with(
+            w,
+            "/spec/priorityClassRef",
+            json!({"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": name}),
+        ),
+        "/spec/priority",
+        json!(priority),
+    )
+}
+
+fn workload_priority(w: Value, name: &str, priority: i64) -> Value {
+    with(
+        with(
+            w,
+            "/spec/priorityClassRef",
+            json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": name}),
+        ),
+        "/spec/priority",
+        json!(priority),
+    )
+}
+
+fn without_priority(mut w: Value) -> Value {
+    if let Some(spec) = w["spec"].as_object_mut() {
+        spec.remove("priorityClassRef");
+        spec.remove("priority");
+    }
+    w
+}
+
+/// `workload_test.go`, "Validate Workload on update".
+fn workload_update_entries(ns: &str) -> Vec<Entry> {
+    let m = || main_wl(ns);
+    let q = |name: &str| with(main_wl(ns), "/spec/queueName", json!(name));
+    let c_after = || {
+        with(
+            main_wl(ns),
+            "/spec/podSets/0/template/spec/containers",
+            json!([{"name": "c-after", "resources": {"requests": {}}}]),
+        )
+    };
+    let max = |n: i64| with(main_wl(ns), "/spec/maximumExecutionTimeSeconds", json!(n));
+    let prio = |n: i64| with(main_wl(ns), "/spec/priority", json!(n));
+    vec![
+        wl_update(
+            "podSets should not be updated when has quota reservation: count",
+            m(),
+            true,
+            with(m(), "/spec/podSets/0/count", json!(2)),
+            Forbidden,
+        ),
+        wl_update(
+            "podSets should not be updated: podSpec",
+            m(),
+            true,
+            c_after(),
+            Forbidden,
+        ),
+        wl_update(
+            "queueName can be updated when not admitted",
+            q("q1"),
+            false,
+            q("q2"),
+            Allowed,
+        ),
+        wl_update(
+            "queueName can be updated when admitting",
+            m(),
+            false,
+            q("q"),
+            Allowed,
+        ),
+        wl_update(
+            "queueName should not be updated once admitted",
+            q("q1"),
+            true,
+            q("q2"),
+            Invalid,
+        ),
+        wl_update(
+            "queueName can be updated when admission is reset",
+            with(q("q1"), "/status", admitted_in_cq()),
+            false,
+            q("q2"),
+            Allowed,
+        ),
+        wl_update(
+            "admission can be set",
+            m(),
+            false,
+            with(m(), "/status", admitted_in_cq()),
+            Allowed,
+        ),
+        wl_update(
+            "admission can be unset",
+            with(m(), "/status", admitted_in_cq()),
+            false,
+            m(),
+            Allowed,
+        ),
+        wl_update(
+            "should change other fields of admissionchecks when podSetUpdates is immutable",
+            with(
+                wl(ns, &[("first", 1), ("second", 1)]),
+                "/status/admissionChecks",
+                json!([{
+                "name": "ac1", "state": "Ready", "message": "old", "lastTransitionTime": "2026-01-02T03:04:05Z",
+                "podSetUpdates": [{"name": "first", "labels": {"foo": "bar"}}, {"name": "second"}]}]),
+            ),
+            false,
+            with(
+                wl(ns, &[("first", 1), ("second", 1)]),
+                "/status/admissionChecks",
+                json!([{
+                "name": "ac1", "state": "Ready", "message": "new", "lastTransitionTime": "2026-01-02T03:05:05Z",
+                "podSetUpdates": [{"name": "first", "labels": {"foo": "bar"}}, {"name": "second"}]}]),
+            ),
+            Allowed,
+        ),
+        wl_update(
+            "updating podSets before setting reserve quota for workload",
+            m(),
+            false,
+            c_after(),
+            Allowed,
+        ),
+        wl_update(
+            "Should forbid the change of spec.podSet",
+            m(),
+            true,
+            with(m(), "/spec/podSets/0/count", json!(10)),
+            Forbidden,
+        ),
+        wl_update(
+            "reclaimable pod count can go to 0 if the job is suspended",
+            with(
+                wl(ns, &[("ps1", 3), ("ps2", 3)]),
+                "/status/reclaimablePods",
+                json!([{"name": "ps1", "count": 2}, {"name": "ps2", "count": 1}]),
+            ),
+            false,
+            with(
+                wl(ns, &[("ps1", 3), ("ps2", 3)]),
+                "/status",
+                json!({
+                "admissionChecks": [{"name": "", "state": "Ready", "message": "",
+                    "lastTransitionTime": "2026-01-02T03:04:05Z", "podSetUpdates": [{"name": "ps1"}, {"name": "ps2"}]}],
+                "reclaimablePods": [{"name": "ps1", "count": 0}, {"name": "ps2", "count": 1}]}),
+            ),
+            Allowed,
+        ),
+        wl_update(
+            "can add maximum execution time when not admitted",
+            m(),
+            false,
+            max(1),
+            Allowed,
+        ),
+        wl_update(
+            "can update maximum execution time when not admitted",
+            max(1),
+            false,
+            max(2),
+            Allowed,
+        ),
+        wl_update(
+            "cannot add maximum execution time when admitted",
+            m(),
+            true,
+            max(1),
+            Invalid,
+        ),
+        wl_update(
+            "cannot update maximum execution time when admitted",
+            max(1),
+            true,
+            max(2),
+            Invalid,
+        ),
+        wl_update(
+            "Should allow to change priority when QuotaReserved=false",
+            m(),
+            false,
+            prio(10),
+            Allowed,
+        ),
+        wl_update(
+            "Should allow to change priority when QuotaReserved=true",
+            m(),
+            false,
+            prio(10),
+            Allowed,
+        ),
+        wl_update(
+            "Should allow to change priority with priorityClassRef when QuotaReserved=false",
+            pod_priority(m(), "low", 0),
+            false,
+            pod_priority(m(), "low", 10),
+            Allowed,
+        ),
+        wl_update(
+            "Should allow to change priority with priorityClassRef when QuotaReserved=true",
+            pod_priority(m(), "low", 0),
+            false,
+            pod_priority(m(), "low", 10),
+            Allowed,
+        ),
+        wl_update(
+            "can set workload priorityClassRef when QuotaReserved=false",
+            m(),
+            false,
+            workload_priority(m(), "low", 100),
+            Allowed,
+        ),
+        wl_update(
+            "can't set workload priority class when QuotaReserved=true",
+            m(),
+            true,
+            workload_priority(m(), "low", 100),
+            Invalid,
+        ),
+        wl_update(
+            "can update workload priority class when QuotaReserved=false",
+            workload_priority(m(), "high", 1000),
+            false,
+            workload_priority(m(), "low", 100),
+            Allowed,
+        ),
+        wl_update(
+            "can update workload priority class when QuotaReserved=true",
+            workload_priority(m(), "high", 1000),
+            true,
+            workload_priority(m(), "low", 100),
+            Allowed,
+        ),
+        wl_update(
+            "can delete workload priority class when QuotaReserved=false",
+            workload_priority(m(), "high", 1000),
+            false,
+            without_priority(m()),
+            Allowed,
+        ),
+        wl_update(
+            "can't delete workload priority class when quota reserved when QuotaReserved=true",
+            workload_priority(m(), "high", 1000),
+            true,
+            without_priority(m()),
+            Invalid,
+        ),
+        wl_update(
+            "can set pod priority class QuotaReserved=false",
+            m(),
+            false,
+            pod_priority(m(), "low", 100),
+            Allowed,
+        ),
+        wl_update(
+            "can't set pod priority class when QuotaReserved=true",
+            m(),
+            true,
+            pod_priority(m(), "low", 100),
+            Invalid,
+        ),
+        wl_update(
+            "can update pod priority class when QuotaReserved=false",
+            pod_priority(m(), "high", 1000),
+            false,
+            pod_priority(m(), "low", 100),
+            Allowed,
+        ),
+        wl_update(
+            "can't update pod priority class when QuotaReserved=true",
+            pod_priority(m(), "high", 1000),
+            true,
+            pod_priority(m(), "low", 100),
+            Invalid,
+        ),
+        wl_update(
+            "can delete pod priority class when QuotaReserved=false",
+            pod_priority(m(), "high", 1000),
+            false,
+            without_priority(m()),
+            Allowed,
+        ),
+        wl_update(
+            "can't delete pod priority class when QuotaReserved=true",
+            pod_priority(m(), "high", 1000),
+            true,
+            without_priority(m()),
+            Invalid,
         ),
     ]
 }
