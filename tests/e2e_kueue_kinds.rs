@@ -207,10 +207,10 @@ struct Entry {
     existing: Option<Value>,
     object: Value,
     status: bool,
-    /// Quota reserved (and Admitted) on the existing object before the
-    /// update, as upstream's `util.SetQuotaReservation` and
-    /// `SyncAdmittedConditionForWorkloads` do.
-    reserve: bool,
+    /// A status written for real on the existing object before the update
+    /// (e.g. a quota reservation, as upstream's `util.SetQuotaReservation`
+    /// and `SyncAdmittedConditionForWorkloads` write it).
+    pre_status: Option<Value>,
     want: Outcome,
 }
 
@@ -220,7 +220,7 @@ fn on_create(name: &'static str, object: Value, want: Outcome) -> Entry {
         existing: None,
         object,
         status: false,
-        reserve: false,
+        pre_status: None,
         want,
     }
 }
@@ -231,7 +231,7 @@ fn on_update(name: &'static str, existing: Value, object: Value, want: Outcome) 
         existing: Some(existing),
         object,
         status: false,
-        reserve: false,
+        pre_status: None,
         want,
     }
 }
@@ -302,8 +302,8 @@ fn run_entries(c: &LocalCluster, table: &str, entries: Vec<Entry>) -> Vec<String
                 let (ok, out, err) =
                     kubectl(c, &["create", "-f", "-"], Some(&existing.to_string()));
                 assert!(ok, "{}: {out}{err}", e.name);
-                if e.reserve {
-                    let reserved = with(existing.clone(), "/status", admitted_in_cq());
+                if let Some(status) = &e.pre_status {
+                    let reserved = with(existing.clone(), "/status", status.clone());
                     let (ok, out, err) = kubectl(
                         c,
                         &["replace", "--subresource=status", "-f", "-"],
@@ -965,7 +965,7 @@ fn local_queue_entries(ns: &str) -> Vec<Entry> {
         existing: Some(lq("foo", ns)),
         object,
         status: true,
-        reserve: false,
+        pre_status: None,
         want,
     };
     vec![
@@ -1013,6 +1013,10 @@ fn kueue_webhook_integration_tables_answer_as_v0_19_2() {
             "workload_test.go Validate Workload on update",
             workload_update_entries(&ns),
         ),
+        (
+            "workload_test.go ClusterName - Dispatcher AllAtOnce",
+            cluster_name_entries(&ns),
+        ),
     ] {
         failures.extend(run_entries(c, table, entries));
     }
@@ -1052,7 +1056,7 @@ fn status_entry(name: &'static str, existing: Value, status: Value, want: Outcom
         existing: Some(existing),
         object,
         status: true,
-        reserve: false,
+        pre_status: None,
         want,
     }
 }
@@ -1304,7 +1308,7 @@ fn wl_update(
         existing: Some(existing),
         object,
         status: false,
-        reserve,
+        pre_status: reserve.then(admitted_in_cq),
         want,
     }
 }
@@ -1601,6 +1605,51 @@ fn workload_update_entries(ns: &str) -> Vec<Entry> {
             true,
             without_priority(m()),
             Invalid,
+        ),
+    ]
+}
+
+/// `workload_test.go`, "Workload validating webhook ClusterName -
+/// Dispatcher AllAtOnce" (the default dispatcher): two status writes.
+fn cluster_name_entries(ns: &str) -> Vec<Entry> {
+    let two_writes = |name: &'static str, first: Value, second: Value, want: Outcome| Entry {
+        name,
+        existing: Some(main_wl(ns)),
+        object: with(main_wl(ns), "/status", second),
+        status: true,
+        pre_status: Some(first),
+        want,
+    };
+    vec![
+        two_writes(
+            "Valid: ClusterName is in NominatedClusters",
+            json!({"nominatedClusterNames": ["worker1", "worker2"]}),
+            json!({"clusterName": "worker2"}),
+            Allowed,
+        ),
+        two_writes(
+            "Invalid: ClusterName is not in NominatedClusters",
+            json!({"nominatedClusterNames": ["worker1", "worker2"]}),
+            json!({"clusterName": "worker3"}),
+            Forbidden,
+        ),
+        two_writes(
+            "Invalid: ClusterName is set when NominatedClusters is empty",
+            json!({}),
+            json!({"clusterName": "worker1"}),
+            Forbidden,
+        ),
+        two_writes(
+            "Invalid: ClusterName and NominatedClusters are mutually exclusive",
+            json!({}),
+            json!({"clusterName": "worker1", "nominatedClusterNames": ["worker1", "worker2"]}),
+            Invalid,
+        ),
+        two_writes(
+            "Valid: neither ClusterName nor NominatedClusters is set",
+            json!({}),
+            json!({}),
+            Allowed,
         ),
     ]
 }
