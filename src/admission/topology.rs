@@ -33,10 +33,12 @@ type Annotations<'a> = BTreeMap<&'a str, &'a str>;
 /// pod set's annotations, then its slice size against its pod count, then
 /// (for kinds with [`Invariant::PodSetGroups`]) the groups across pod sets.
 pub fn validate(policy: &Policy, job: &JobObject<'_>) -> Result<Vec<FieldError>, DecodeError> {
-    let sets = policy.pod_sets(job.raw).map_err(|e| DecodeError {
-        field: e.field,
-        message: e.message,
-    })?;
+    // Pod sets that cannot be computed (too many, a count of the wrong
+    // type) are the kind's own rules' to report; Kueue skips the
+    // cross-pod-set topology checks then too.
+    let Ok(sets) = policy.pod_sets(job.raw) else {
+        return Ok(Vec::new());
+    };
     let mut read = Vec::with_capacity(sets.len());
     for set in &sets {
         read.push((set, annotations(job.raw, set)?));
