@@ -1603,6 +1603,105 @@ fn appwrapper_validate() -> Vec<Case> {
     cases
 }
 
+// ---- Kueue's webhook integration tests ------------------------------------
+
+/// Kueue test/integration/singlecluster/webhook/jobs/*_webhook_test.go: the
+/// validation entries the unit tables above do not already hold.
+fn integration_validate() -> Vec<Case> {
+    use Want::*;
+    let selector = |v: Value| {
+        set(
+            v,
+            "/spec/clusterSelector",
+            json!({"ray.io/cluster": "shared"}),
+        )
+    };
+    let no_spec = |v: Value| set(v, "/spec/rayClusterSpec", Value::Null);
+    vec![
+        // rayjob_webhook_test.go
+        case(
+            "RayJob: should allow RayJob with clusterSelector but no RayClusterSpec",
+            RAYJOB,
+            no_spec(selector(queue(mk_rayjob(), "queue"))),
+            Allow,
+        ),
+        case(
+            "RayJob: should allow RayJob with clusterSelector and no queue label",
+            RAYJOB,
+            selector(mk_rayjob()),
+            Allow,
+        ),
+        case(
+            "RayJob: should allow valid RayJob with RayClusterSpec and no clusterSelector",
+            RAYJOB,
+            queue(mk_rayjob(), "queue"),
+            Allow,
+        ),
+        case(
+            "RayJob: the creation doesn't succeed if the queue name is invalid",
+            RAYJOB,
+            queue(mk_rayjob(), "indexed_job"),
+            DenyAny,
+        ),
+        update(
+            "RayJob: should reject removing the queue name from an unsuspended RayJob",
+            RAYJOB,
+            queue(set(mk_rayjob(), "/spec/suspend", json!(false)), "queue"),
+            set(mk_rayjob(), "/spec/suspend", json!(false)),
+            DenyAny,
+        ),
+        // raycluster_webhook_test.go
+        case(
+            "RayCluster: the creation doesn't succeed if the queue name is invalid",
+            RAYCLUSTER,
+            queue(mk_raycluster(), "indexed_job"),
+            DenyAny,
+        ),
+        update(
+            "RayCluster: should reject removing the queue name from an unsuspended RayCluster",
+            RAYCLUSTER,
+            queue(set(mk_raycluster(), "/spec/suspend", json!(false)), "queue"),
+            set(mk_raycluster(), "/spec/suspend", json!(false)),
+            DenyAny,
+        ),
+        // jobset_webhook_test.go
+        case(
+            "JobSet: the creation doesn't succeed if the queue name is invalid",
+            JOBSET,
+            queue(mk_jobset(), "indexed_job"),
+            DenyAny,
+        ),
+        case(
+            "JobSet: should reject a JobSet whose pod-slice size exceeds total pod count",
+            JOBSET,
+            rjobs(mk_jobset(), &[("rj1", 1, 1, 1, &[(REQUIRED, "cloud.com/block"), (SLICE_REQUIRED, "cloud.com/block"), (SLICE_SIZE, "2")])]),
+            deny(&[format!("{}[{SLICE_SIZE}]: Invalid value: \"2\": must not be greater than pod set count 1", rj_ann(0))]),
+        ),
+        // mpijob_webhook_test.go
+        case(
+            "MPIJob: the creation doesn't succeed if the queue name is invalid",
+            MPIJOB,
+            queue(mk_mpijob(1, 1), "indexed_job"),
+            DenyAny,
+        ),
+        // job_webhook_test.go
+        update(
+            "Job: should not update unsuspend Job successfully when changing queue name",
+            JOB,
+            queue(suspend(mk_job(), false), "queue"),
+            queue(suspend(mk_job(), false), "queue2"),
+            DenyAny,
+        ),
+        update(
+            "Job: should allow unsuspending a partially admissible job with its minimum parallelism",
+            JOB,
+            ann(job_spec(mk_job(), "parallelism", json!(4)), MIN_PARALLELISM, "2"),
+            ann(job_spec(suspend(mk_job(), false), "parallelism", json!(2)), MIN_PARALLELISM, "2"),
+            Allow,
+        ),
+    ]
+}
+
 // ---- the run ------------------------------------------------------------
 
 /// Posts each case to `/validate` and compares; returns (passed, differs,
@@ -1784,6 +1883,11 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
             &appwrapper,
             appwrapper_validate(),
         ),
+        (
+            "kueue test/integration/singlecluster/webhook/jobs (validation)",
+            &plain,
+            integration_validate(),
+        ),
     ];
 
     let mut all_failures = Vec::new();
@@ -1850,4 +1954,119 @@ async fn negative_sub_group_count_is_allowed_with_upstreams_warning() {
         .await;
     assert_eq!(resp["response"]["allowed"], true);
     assert!(resp["response"].get("warnings").is_none(), "{resp}");
+}
+
+/// What `/mutate` does to `spec.suspend` (`Some(true)`: set to true; `None`:
+/// no patch at all).
+async fn mutated_suspend(server: &Server, kind: (&str, &str, &str), obj: Value) -> Option<Value> {
+    let (status, resp) = server
+        .client()
+        .post("/mutate", review("m", "CREATE", kind, obj, None))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["allowed"], true, "{resp}");
+    let ops = patch_of(&resp)?;
+    let op = ops
+        .as_array()?
+        .iter()
+        .find(|op| op["path"] == "/spec/suspend" || op["path"] == "/spec")?;
+    Some(if op["path"] == "/spec" {
+        op["value"]["suspend"].clone()
+    } else {
+        op["value"].clone()
+    })
+}
+
+/// Kueue job_webhook_test.go TestDefault and the integration tests'
+/// defaulting entries, for the cases that need no cluster fact (the
+/// default-LocalQueue cases are in tests/e2e_default_queue.rs; the
+/// MultiKueue `managedBy` cases need ClusterQueues with a MultiKueue
+/// admission check, which batchgate does not implement).
+#[tokio::test]
+async fn upstream_job_defaulting_answers_as_upstream() {
+    let plain = Server::start(&[]);
+    let manage_all = Server::start(&["--manage-jobs-without-queue-name"]);
+    let cases: Vec<(&str, &Server, Value, Option<Value>)> = vec![
+        (
+            "TestDefault: update the suspend field with 'manageJobsWithoutQueueName=false'",
+            &plain,
+            queue(suspend(mk_job(), false), "queue"),
+            Some(json!(true)),
+        ),
+        (
+            "TestDefault: update the suspend field 'manageJobsWithoutQueueName=true'",
+            &manage_all,
+            suspend(mk_job(), false),
+            Some(json!(true)),
+        ),
+        (
+            "TestDefault: invalid queue name (suspended anyway)",
+            &plain,
+            queue(suspend(mk_job(), false), "invalid-local-queue"),
+            Some(json!(true)),
+        ),
+        (
+            "TestDefault: default lq isn't created, job doesn't have queue label",
+            &plain,
+            mk_job(),
+            None,
+        ),
+        (
+            "integration: should not suspend a Job when no queue name specified",
+            &plain,
+            suspend(mk_job(), false),
+            None,
+        ),
+        (
+            "integration: should suspend a Job when created in unsuspend state",
+            &plain,
+            queue(suspend(mk_job(), false), "indexed-job"),
+            Some(json!(true)),
+        ),
+        (
+            "integration: Should suspend a Job even no queue name specified",
+            &manage_all,
+            suspend(mk_job(), false),
+            Some(json!(true)),
+        ),
+    ];
+    let mut passed = 0;
+    let mut failures = Vec::new();
+    for (name, server, obj, want) in &cases {
+        let got = mutated_suspend(server, JOB, obj.clone()).await;
+        if &got == want {
+            passed += 1;
+        } else {
+            failures.push(format!("{name}: want {want:?}, got {got:?}"));
+        }
+    }
+    println!(
+        "kueue job_webhook_test.go TestDefault (+ integration defaulting): {passed}/{} as upstream",
+        cases.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Under `--no-cluster` an AppWrapper create cannot have its components'
+/// SubjectAccessReviews answered: it is refused with 503 (fail closed), and
+/// the server says so when it starts.
+#[tokio::test]
+async fn appwrapper_creates_fail_closed_without_a_cluster_and_the_log_says_why() {
+    let server = Server::start(&[]);
+    let (status, resp) = server
+        .client()
+        .post(
+            "/validate",
+            review("a", "CREATE", APPWRAPPER, aw(vec![aw_pod(None)]), None),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["allowed"], false, "{resp}");
+    assert_eq!(resp["response"]["status"]["code"], 503, "{resp}");
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(
+        log.contains("AppWrapper creates are refused (503)")
+            && log.contains("userRBACAdmissionCheck"),
+        "{log}"
+    );
 }

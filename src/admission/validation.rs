@@ -923,6 +923,124 @@ mod tests {
         );
     }
 
+    fn check_kind(
+        kind: (&str, &str, &str),
+        op: Operation,
+        old: Option<Value>,
+        new: Value,
+    ) -> Verdict {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies.find(kind.0, kind.1, kind.2).unwrap().clone();
+        let settings = Settings {
+            manage_jobs_without_queue_name: false,
+            managed_namespaces: LabelSelector::default(),
+        };
+        let ctx = Context {
+            settings: &settings,
+            facts: &NoCluster,
+            policies: &policies,
+        };
+        let req = Request {
+            operation: op,
+            namespace: "ns",
+            object: Some(&new),
+            old_object: old.as_ref(),
+        };
+        validate(&policy, &req, &ctx).verdict
+    }
+
+    #[test]
+    fn elastic_job_annotation_only_where_kueue_supports_it() {
+        let elastic = |kind: &str| {
+            json!({"kind": kind, "metadata": {"annotations": {"kueue.x-k8s.io/elastic-job": "true"}},
+                   "spec": {"runPolicy": {"suspend": true}}})
+        };
+        assert_eq!(
+            check_kind(
+                ("kubeflow.org", "v1", "PyTorchJob"),
+                Operation::Create,
+                None,
+                elastic("PyTorchJob")
+            ),
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for "kubeflow.org/v1, Kind=PyTorchJob""#
+            )
+        );
+        assert_eq!(
+            create(job(
+                json!({}),
+                json!({"kueue.x-k8s.io/elastic-job": "true"}),
+                json!({})
+            )),
+            Verdict::Allow
+        );
+        // Turning elasticity on or off is an update of its own.
+        assert_eq!(
+            update(
+                job(json!({}), json!({}), json!({"suspend": true})),
+                job(json!({}), json!({"kueue.x-k8s.io/elastic-job": "true"}), json!({"suspend": true}))
+            ),
+            deny("metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: true: field is immutable")
+        );
+    }
+
+    #[test]
+    fn no_prebuilt_workload_for_a_jaxjob() {
+        let jax = json!({"metadata": {"labels": {"kueue.x-k8s.io/prebuilt-workload-name": "wl"}},
+                         "spec": {"runPolicy": {"suspend": true}}});
+        assert_eq!(
+            check_kind(
+                ("kubeflow.org", "v1", "JAXJob"),
+                Operation::Create,
+                None,
+                jax
+            ),
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not supported for "kubeflow.org/v1, Kind=JAXJob""#
+            )
+        );
+    }
+
+    #[test]
+    fn kubeflow_updates_do_not_recheck_create_rules() {
+        // Kueue's generic webhook runs only the update rules on UPDATE: a
+        // suspended PyTorchJob keeps a queue name it was created with.
+        let pt = |q: &str| {
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": q}},
+                   "spec": {"runPolicy": {"suspend": true}}})
+        };
+        let kind = ("kubeflow.org", "v1", "PyTorchJob");
+        assert_eq!(
+            check_kind(kind, Operation::Update, Some(pt("q")), pt("Bad_Q")),
+            Verdict::Allow
+        );
+        assert!(matches!(
+            check_kind(kind, Operation::Create, None, pt("Bad_Q")),
+            Verdict::Deny(_)
+        ));
+    }
+
+    #[test]
+    fn unmanaged_ray_updates_run_no_rule() {
+        let rc = |prebuilt: &str, queue: Option<&str>| {
+            let mut labels = json!({"kueue.x-k8s.io/prebuilt-workload-name": prebuilt});
+            if let Some(q) = queue {
+                labels["kueue.x-k8s.io/queue-name"] = json!(q);
+            }
+            json!({"metadata": {"labels": labels}, "spec": {"suspend": false}})
+        };
+        let kind = ("ray.io", "v1", "RayCluster");
+        assert_eq!(
+            check_kind(kind, Operation::Update, Some(rc("a", None)), rc("b", None)),
+            Verdict::Allow
+        );
+        // Managed before the update: the rules run (the queue name cannot go).
+        assert!(matches!(
+            check_kind(kind, Operation::Update, Some(rc("a", Some("q"))), rc("a", None)),
+            Verdict::Deny(m) if m.contains("queue-name")
+        ));
+    }
+
     #[test]
     fn go_number_parsing() {
         assert_eq!(go_atoi("+7"), Ok(7));
