@@ -689,7 +689,10 @@ fn mk_jobset() -> Value {
 
 /// `ReplicatedJobs(...)`: name, replicas, parallelism, completions, pod
 /// annotations (the builder's zero values are kept).
-fn rjobs(v: Value, jobs: &[(&str, i64, i64, i64, &[(&str, &str)])]) -> Value {
+/// One replicated job: name, replicas, parallelism, completions, pod annotations.
+type ReplicatedJob<'a> = (&'a str, i64, i64, i64, &'a [(&'a str, &'a str)]);
+
+fn rjobs(v: Value, jobs: &[ReplicatedJob<'_>]) -> Value {
     let list: Vec<Value> = jobs
         .iter()
         .map(|(name, r, p, c, anns)| {
@@ -1253,13 +1256,7 @@ fn ray_validate_update(
     mk: fn() -> Value,
 ) -> Vec<Case> {
     use Want::*;
-    let s = |v: Value, b: bool| {
-        if kind == RAYJOB {
-            set(v, "/spec/suspend", json!(b))
-        } else {
-            set(v, "/spec/suspend", json!(b))
-        }
-    };
+    let s = |v: Value, b: bool| set(v, "/spec/suspend", json!(b));
     let q = |name: Option<&str>, susp: bool| {
         let v = s(mk(), susp);
         match name {
