@@ -2060,10 +2060,19 @@ async fn appwrapper_creates_fail_closed_without_a_cluster_and_the_log_says_why()
     assert_eq!(status, StatusCode::OK);
     assert_eq!(resp["response"]["allowed"], false, "{resp}");
     assert_eq!(resp["response"]["status"]["code"], 503, "{resp}");
-    let log = server.stderr.lock().unwrap().clone();
-    assert!(
-        log.contains("AppWrapper creates are refused (503)")
-            && log.contains("userRBACAdmissionCheck"),
-        "{log}"
-    );
+    // The log is read by a thread: wait for the line, within a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = server.stderr.lock().unwrap().clone();
+        if log.contains("AppWrapper creates are refused (503)")
+            && log.contains("userRBACAdmissionCheck")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no start-up line about AppWrappers: {log}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
