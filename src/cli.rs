@@ -484,6 +484,11 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         default_queue_name = aw.default_queue_name.as_deref().unwrap_or(""),
         "AppWrapper admission ready"
     );
+    if a.no_cluster && aw.user_rbac_admission_check {
+        // Fail closed: without an authorizer to ask, a component check
+        // cannot pass, so every AppWrapper create is refused with 503.
+        warn!("--no-cluster: AppWrapper creates are refused (503) because appwrapper.userRBACAdmissionCheck is on and there is no SubjectAccessReview client; set appwrapper.userRBACAdmissionCheck: false in --config to admit them unchecked");
+    }
     let webhook = Arc::new(Webhook::new(policies, settings, facts).with_appwrapper(aw, resources));
     // Entitlement opt-ins live in the cluster, so without one no review
     // needs a SubjectAccessReview.

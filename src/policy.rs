@@ -147,17 +147,28 @@ impl Pointer {
         cur
     }
 
-    /// A pointer to `self` followed by `rel` (for pod sets inside lists).
-    pub fn join(&self, index: usize, rel: &Pointer) -> Pointer {
+    /// A pointer to `self` followed by the tokens of `rel`.
+    pub fn child(&self, rel: &Pointer) -> Pointer {
         let mut tokens = self.tokens.clone();
-        tokens.push(index.to_string());
         tokens.extend(rel.tokens.iter().cloned());
+        Pointer::from_tokens(tokens)
+    }
+
+    fn from_tokens(tokens: Vec<String>) -> Pointer {
         let mut text = String::new();
         for t in &tokens {
             text.push('/');
             text.push_str(&t.replace('~', "~0").replace('/', "~1"));
         }
         Pointer { text, tokens }
+    }
+
+    /// A pointer to `self` followed by `rel` (for pod sets inside lists).
+    pub fn join(&self, index: usize, rel: &Pointer) -> Pointer {
+        let mut tokens = self.tokens.clone();
+        tokens.push(index.to_string());
+        tokens.extend(rel.tokens.iter().cloned());
+        Pointer::from_tokens(tokens)
     }
 }
 
@@ -302,6 +313,12 @@ pub struct PodSetRule {
     #[serde(default)]
     pub for_each: Option<Pointer>,
     pub template: Pointer,
+    /// The template's field path in messages, when the pointer alone cannot
+    /// tell it: a map key prints as `[Key]` (Kubeflow's
+    /// `spec.pytorchReplicaSpecs[Master].template`). Without it, the
+    /// pointer's path (`spec.template`, `spec.replicatedJobs[0]...`).
+    #[serde(default)]
+    pub template_field: Option<String>,
     #[serde(default = "one")]
     pub count: CountExpr,
     /// Skip the pod set when its template is absent (MPIJob's launcher, say).
@@ -365,6 +382,8 @@ pub struct PodSet {
     pub name: String,
     /// Absolute pointer to the pod template in the object.
     pub template: Pointer,
+    /// The template's field path, for messages.
+    pub field: String,
     pub count: i64,
     /// How to build the template when the object leaves it out.
     pub synthesize: Option<Synthesizer>,
@@ -398,6 +417,15 @@ pub enum Invariant {
     RayJob,
     /// ray.io RayCluster: no autoscaling; no worker group named `head`.
     RayCluster,
+    /// Kueue's TAS group rule across pod sets (`kueue.x-k8s.io/podset-group-name`
+    /// names exactly two pod sets with consistent topology), which Kueue
+    /// checks for JobSet, MPIJob, RayJob and RayCluster but not for a Job
+    /// (one pod set) or the Kubeflow training kinds.
+    PodSetGroups,
+    /// batch/v1 Job's topology rules: the first pod-set annotation errors
+    /// end the topology check, and an elastic Job may ask only for
+    /// unconstrained topology.
+    JobTopology,
 }
 
 #[derive(Debug, Deserialize)]
@@ -416,6 +444,33 @@ struct PolicyFile {
     status: Option<StatusRule>,
     #[serde(default)]
     skip_when: Vec<Pointer>,
+    #[serde(default)]
+    elastic_jobs: bool,
+    #[serde(default = "yes")]
+    prebuilt_workloads: bool,
+    #[serde(default)]
+    update_rules: UpdateRules,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which rules Kueue's webhook for a kind runs on UPDATE, and in which
+/// order (the order of the errors in an aggregated denial).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum UpdateRules {
+    /// The update rules, then the create rules on the new object (JobSet,
+    /// MPIJob, RayJob, RayCluster).
+    #[default]
+    UpdateFirst,
+    /// The create rules on the new object, then the update rules (batch/v1
+    /// Job).
+    CreateFirst,
+    /// The update rules and the topology annotations only (Kueue's generic
+    /// webhook: the Kubeflow training kinds, AppWrapper).
+    UpdateOnly,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -554,6 +609,14 @@ pub struct Policy {
     /// Objects where any of these fields holds a non-empty value are not
     /// queued at all (a RayJob that runs on an existing cluster).
     pub skip_when: Vec<Pointer>,
+    /// Kueue accepts the `kueue.x-k8s.io/elastic-job` annotation on this
+    /// kind (its `supportedElasticJobGVKs`); elsewhere it is forbidden.
+    pub elastic_jobs: bool,
+    /// Kueue runs prebuilt Workloads for this kind (its
+    /// `supportedPrebuiltWlJobGVKs`); elsewhere naming one is forbidden.
+    pub prebuilt_workloads: bool,
+    /// Which rules run on UPDATE.
+    pub update_rules: UpdateRules,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -618,6 +681,9 @@ impl Policy {
             invariants: raw.invariants.into_iter().collect(),
             status: raw.status,
             skip_when: raw.skip_when,
+            elastic_jobs: raw.elastic_jobs,
+            prebuilt_workloads: raw.prebuilt_workloads,
+            update_rules: raw.update_rules,
             source: file.to_string(),
         })
     }
@@ -654,6 +720,10 @@ impl Policy {
                     let count = eval_count(&rule.count, obj, None)?;
                     out.push(PodSet {
                         name: name.to_lowercase(),
+                        field: rule
+                            .template_field
+                            .clone()
+                            .unwrap_or_else(|| rule.template.field_path()),
                         template: rule.template.clone(),
                         count,
                         synthesize: rule.synthesize,
@@ -692,6 +762,7 @@ impl Policy {
                         let count = eval_count(&rule.count, item, Some((list, i)))?;
                         out.push(PodSet {
                             name: name.to_lowercase(),
+                            field: template.field_path(),
                             template,
                             count,
                             synthesize: rule.synthesize,
@@ -860,7 +931,10 @@ impl Policy {
                 Some(list) => root.each(list),
                 None => &mut *root,
             };
-            node.presence(&rule.template);
+            // The pod template's annotations carry Kueue's topology requests.
+            if let Ok(annotations) = Pointer::parse("/metadata/annotations") {
+                node.whole(&rule.template.child(&annotations));
+            }
             if let NameRule::Field { path } = &rule.name {
                 node.whole(path);
             }

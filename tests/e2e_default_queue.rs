@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use batchgate_localcluster::shared;
 use serde_json::Value;
-use support::{e2e::*, Server};
+use support::{e2e::*, review, Server};
 
 #[test]
 fn jobs_default_to_the_namespaces_default_local_queue() {
@@ -98,6 +98,8 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         "{err}"
     );
 
+    ray_queue_name_removal_with_default_queue(&server, &with_default);
+
     // A WorkloadPriorityClass named default: picked up by the watch, no restart.
     c.apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: default}\nvalue: 100\n")
         .unwrap();
@@ -141,4 +143,55 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         .lock()
         .unwrap()
         .contains("admission: external"));
+}
+
+/// Kueue v0.19.2 rayjob_webhook_test.go and raycluster_webhook_test.go,
+/// TestValidateUpdate, "queue name removal is rejected when the job is
+/// suspended in a namespace with a default queue and
+/// ValidateRayAndSparkJobUpdates is enabled": the cluster fact (a LocalQueue
+/// named `default`) comes from the server's watch; the reviews are posted
+/// over TLS (no Ray CRDs needed).
+fn ray_queue_name_removal_with_default_queue(server: &Server, ns: &str) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (kind, spec) in [
+        (
+            ("ray.io", "v1", "RayJob"),
+            serde_json::json!({"suspend": true, "shutdownAfterJobFinishes": true,
+                               "rayClusterSpec": {"headGroupSpec": {"template": {}}}}),
+        ),
+        (
+            ("ray.io", "v1", "RayCluster"),
+            serde_json::json!({"suspend": true, "headGroupSpec": {"template": {}}}),
+        ),
+    ] {
+        let obj = |queue: Option<&str>| {
+            let mut v = serde_json::json!({"apiVersion": "ray.io/v1", "kind": kind.2,
+                "metadata": {"name": "r", "namespace": ns}, "spec": spec.clone()});
+            if let Some(q) = queue {
+                v["metadata"]["labels"] = serde_json::json!({"kueue.x-k8s.io/queue-name": q});
+            }
+            v
+        };
+        let mut body: Value = serde_json::from_slice(&review(
+            "r",
+            "UPDATE",
+            kind,
+            obj(None),
+            Some(obj(Some("default"))),
+        ))
+        .unwrap();
+        body["request"]["namespace"] = Value::from(ns);
+        let (_, resp) = rt.block_on(
+            server
+                .client()
+                .post("/validate", serde_json::to_vec(&body).unwrap()),
+        );
+        assert_eq!(resp["response"]["allowed"], false, "{}: {resp}", kind.2);
+        assert_eq!(
+            resp["response"]["status"]["message"],
+            r#"metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "": queue-name must not be empty in namespace with default queue"#,
+            "{}",
+            kind.2
+        );
+    }
 }

@@ -465,9 +465,10 @@ spec.rayClusterSpec.workerGroupSpecs[1].groupName: Forbidden: \"head\" is reserv
     let mut o = rc.object("t", "team-a", "q");
     o["spec"]["enableInTreeAutoscaling"] = json!(true);
     let d = decide(&set, &policy, Operation::Create, &o, None, false, false);
+    // Kueue v0.19's words for a RayCluster (a RayJob keeps the older ones).
     assert_eq!(
         deny_message(d),
-        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when workload slicing is enabled"
+        "spec.enableInTreeAutoscaling: Invalid value: true: a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the \"kueue.x-k8s.io/elastic-job\": \"true\" annotation"
     );
 }
 

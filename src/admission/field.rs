@@ -11,6 +11,8 @@ pub enum ErrorType {
     Forbidden,
     TooMany,
     NotFound,
+    TooLong,
+    Duplicate,
 }
 
 impl ErrorType {
@@ -21,6 +23,8 @@ impl ErrorType {
             ErrorType::Forbidden => "Forbidden",
             ErrorType::TooMany => "Too many",
             ErrorType::NotFound => "Not found",
+            ErrorType::TooLong => "Too long",
+            ErrorType::Duplicate => "Duplicate value",
         }
     }
 }
@@ -75,6 +79,27 @@ impl FieldError {
         }
     }
 
+    /// `field.TooLong(path, _, max)`: the value is never printed.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::TooLong,
+            value: BadValue::Omit,
+            detail: format!("may not be more than {max} {unit}"),
+        }
+    }
+
+    /// `field.Duplicate(path, value)`.
+    pub fn duplicate(field: impl Into<String>, value: BadValue) -> Self {
+        FieldError {
+            field: field.into(),
+            kind: ErrorType::Duplicate,
+            value,
+            detail: String::new(),
+        }
+    }
+
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             field: field.into(),
@@ -90,7 +115,7 @@ impl fmt::Display for FieldError {
         write!(f, "{}: {}", self.field, self.kind.as_str())?;
         let show_value = matches!(
             self.kind,
-            ErrorType::Invalid | ErrorType::NotFound | ErrorType::TooMany
+            ErrorType::Invalid | ErrorType::NotFound | ErrorType::TooMany | ErrorType::Duplicate
         );
         if show_value {
             match &self.value {

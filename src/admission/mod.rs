@@ -4,6 +4,7 @@
 //! picks the policy by group/version/kind and calls [`mutate`] or
 //! [`validate`]; cluster state arrives through [`ClusterFacts`].
 
+pub mod admission_gates;
 pub mod appwrapper;
 pub mod defaulting;
 pub mod devices;
@@ -13,6 +14,7 @@ pub mod object;
 pub mod patch;
 pub mod prescale;
 pub mod review;
+pub mod topology;
 pub mod validation;
 
 use serde_json::Value;

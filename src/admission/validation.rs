@@ -3,18 +3,23 @@
 //! batch/v1 Job webhook).
 
 use super::{
+    admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
     field::{annotation_path, go_quote, label_path, BadValue, FieldError},
     object::{
         DecodeError, JobObject, ELASTIC_JOB_ANNOTATION,
         JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
         MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
-    Context,
+    topology, Context,
 };
-use crate::policy::{Invariant, Policy, MAX_POD_SETS};
+use crate::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
 use serde_json::Value;
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
+
+/// batchgate's refusal of Ray autoscaling for an elastic job, which Kueue
+/// would admit (batchgate has no workload slices).
+pub const ELASTIC_AUTOSCALING_UNSUPPORTED: &str = "batchgate does not implement elastic jobs (workload slices), so a queued Ray cluster cannot autoscale: set enableInTreeAutoscaling to false";
 
 type Errors = Result<Vec<FieldError>, DecodeError>;
 
@@ -27,6 +32,7 @@ pub fn on_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Err
     if policy.has(Invariant::JobCompletionsEqualParallelism) {
         errs.extend(completions_equal_parallelism_create(job)?);
     }
+    errs.extend(topology::validate(policy, job)?);
     Ok(errs)
 }
 
@@ -85,17 +91,32 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
         let base = cluster_spec.trim_start_matches('/').replace('/', ".");
         format!("{base}.{rel}")
     };
-    // Autoscaling needs workload slicing (elastic jobs), which batchgate does
-    // not implement, so the annotation does not lift this rule.
+    // Kueue lets an elastic job (the `kueue.x-k8s.io/elastic-job: "true"`
+    // annotation) autoscale through workload slices. batchgate does not
+    // implement workload slices, so it refuses autoscaling either way, in
+    // Kueue's words when Kueue refuses too and in its own when Kueue would
+    // admit the object.
     if job
         .raw
         .pointer(&format!("{cluster_spec}/enableInTreeAutoscaling"))
         == Some(&Value::Bool(true))
     {
+        let detail = if elastic(job) {
+            ELASTIC_AUTOSCALING_UNSUPPORTED.to_string()
+        } else if policy.has(Invariant::RayCluster) {
+            format!(
+                "a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the {}: {} annotation",
+                go_quote(ELASTIC_JOB_ANNOTATION),
+                go_quote("true")
+            )
+        } else {
+            "a kueue managed job should only use autoscaling when workload slicing is enabled"
+                .to_string()
+        };
         errs.push(FieldError::invalid(
             path("enableInTreeAutoscaling"),
             BadValue::Bool(true),
-            "a kueue managed job should only use autoscaling when workload slicing is enabled",
+            detail,
         ));
     }
     let workers = job
@@ -146,18 +167,63 @@ pub fn on_update(
     namespace: &str,
     ctx: &Context<'_>,
 ) -> Errors {
-    let mut errs = ray_create(policy, new, ctx);
-    errs.extend(generic_create(policy, new));
-    if policy.has(Invariant::JobPartialAdmission)
-        && new.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
-            != old.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
+    // Kueue's Ray webhooks run no update rule for an object it does not
+    // manage before or after the update (gate ValidateRayAndSparkJobUpdates).
+    if (policy.has(Invariant::RayJob) || policy.has(Invariant::RayCluster))
+        && !ctx.settings.manage_jobs_without_queue_name
+        && new.queue_name().is_none()
+        && old.queue_name().is_none()
     {
-        errs.extend(min_parallelism_create(policy, new)?);
+        return Ok(Vec::new());
     }
-    if policy.has(Invariant::JobCompletionsEqualParallelism) {
-        errs.extend(completions_equal_parallelism_create(new)?);
+    let mut errs = Vec::new();
+    match policy.update_rules {
+        // The Job webhook: the create rules on the new object, then the
+        // update rules, then the topology annotations.
+        UpdateRules::CreateFirst => {
+            errs.extend(ray_create(policy, new, ctx));
+            errs.extend(generic_create(policy, new));
+            if policy.has(Invariant::JobPartialAdmission)
+                && new.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
+                    != old.annotation(JOB_MIN_PARALLELISM_ANNOTATION)
+            {
+                errs.extend(min_parallelism_create(policy, new)?);
+            }
+            if policy.has(Invariant::JobCompletionsEqualParallelism) {
+                errs.extend(completions_equal_parallelism_create(new)?);
+            }
+            errs.extend(generic_update(policy, old, new, namespace, ctx));
+            errs.extend(job_update(policy, old, new)?);
+            errs.extend(topology::validate(policy, new)?);
+        }
+        // JobSet, MPIJob, Ray: the update rules, then the whole create check.
+        UpdateRules::UpdateFirst => {
+            errs.extend(generic_update(policy, old, new, namespace, ctx));
+            errs.extend(job_update(policy, old, new)?);
+            errs.extend(on_create(policy, new, ctx)?);
+        }
+        // Kueue's generic webhook (the Kubeflow kinds, AppWrapper): the
+        // update rules and the kind's own (topology) check, not the create
+        // rules again.
+        UpdateRules::UpdateOnly => {
+            errs.extend(generic_update(policy, old, new, namespace, ctx));
+            errs.extend(job_update(policy, old, new)?);
+            errs.extend(topology::validate(policy, new)?);
+        }
     }
+    Ok(errs)
+}
 
+/// `ValidateJobOnUpdate`: queue name, prebuilt workload, max exec time,
+/// priority class, the elastic-job switch, admission gates.
+fn generic_update(
+    policy: &Policy,
+    old: &JobObject<'_>,
+    new: &JobObject<'_>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
     let running = !new.is_suspended();
     if policy.has(Invariant::QueueName) {
         let (n, o) = (
@@ -175,11 +241,24 @@ pub fn on_update(
             ));
         }
     }
-    if policy.has(Invariant::PrebuiltWorkload) && running {
+    if policy.has(Invariant::PrebuiltWorkload) {
+        if !running || elastic(old) {
+            errs.extend(prebuilt_create(policy, new));
+        } else {
+            // The name may move from the label to the annotation
+            // (WorkloadIdentifierAnnotations): it is the name that is fixed.
+            errs.extend(immutable(
+                prebuilt_path(new),
+                prebuilt_name(new),
+                prebuilt_name(old),
+            ));
+        }
+    }
+    if policy.has(Invariant::MaxExecTime) && (!new.is_suspended() || !old.is_suspended()) {
         errs.extend(immutable(
-            label_path(PREBUILT_WORKLOAD_LABEL),
-            label_or_empty(new, PREBUILT_WORKLOAD_LABEL),
-            label_or_empty(old, PREBUILT_WORKLOAD_LABEL),
+            label_path(MAX_EXEC_TIME_LABEL),
+            label_or_empty(new, MAX_EXEC_TIME_LABEL),
+            label_or_empty(old, MAX_EXEC_TIME_LABEL),
         ));
     }
     if policy.has(Invariant::WorkloadPriorityClass) {
@@ -193,8 +272,7 @@ pub fn on_update(
                 BadValue::Str(n.to_string()),
                 "WorkloadPriorityClass cannot be added to a non-suspended workload",
             ));
-        }
-        if n.is_empty() && !o.is_empty() {
+        } else if n.is_empty() && !o.is_empty() {
             errs.push(FieldError::invalid(
                 label_path(PRIORITY_CLASS_LABEL),
                 BadValue::Str(String::new()),
@@ -202,13 +280,25 @@ pub fn on_update(
             ));
         }
     }
-    if policy.has(Invariant::MaxExecTime) && (!new.is_suspended() || !old.is_suspended()) {
-        errs.extend(immutable(
-            label_path(MAX_EXEC_TIME_LABEL),
-            label_or_empty(new, MAX_EXEC_TIME_LABEL),
-            label_or_empty(old, MAX_EXEC_TIME_LABEL),
+    if elastic(old) != elastic(new) {
+        errs.push(FieldError::invalid(
+            annotation_path(ELASTIC_JOB_ANNOTATION),
+            BadValue::Bool(elastic(new)),
+            FIELD_IMMUTABLE,
         ));
     }
+    errs.extend(admission_gates::on_update(
+        old.annotation(ADMISSION_GATED_BY_ANNOTATION),
+        new.annotation(ADMISSION_GATED_BY_ANNOTATION),
+    ));
+    errs
+}
+
+/// The batch/v1 Job's own update rules (partial admission, completions
+/// equal to parallelism).
+fn job_update(policy: &Policy, old: &JobObject<'_>, new: &JobObject<'_>) -> Errors {
+    let mut errs = Vec::new();
+    let running = !new.is_suspended();
     if policy.has(Invariant::JobPartialAdmission)
         && old.annotation(JOB_MIN_PARALLELISM_ANNOTATION).is_some()
         && !old.suspend_field()
@@ -233,15 +323,35 @@ pub fn on_update(
     Ok(errs)
 }
 
-/// `ValidateJobOnCreate`: queue name, prebuilt workload name, max exec time.
-fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if policy.has(Invariant::QueueName) {
-        errs.extend(dns_subdomain_label(job, QUEUE_NAME_LABEL));
+/// `workloadslicing.Enabled` (gate ElasticJobsViaWorkloadSlices, on by
+/// default): the elastic-job annotation is exactly `"true"`.
+fn elastic(job: &JobObject<'_>) -> bool {
+    job.annotation(ELASTIC_JOB_ANNOTATION) == Some("true")
+}
+
+/// `PrebuiltWorkloadNameFor` (gate WorkloadIdentifierAnnotations, on by
+/// default): the annotation when set, else the label.
+fn prebuilt_name<'a>(job: &JobObject<'a>) -> &'a str {
+    match job.annotation(PREBUILT_WORKLOAD_LABEL) {
+        Some(a) if !a.is_empty() => a,
+        _ => label_or_empty(job, PREBUILT_WORKLOAD_LABEL),
     }
-    if policy.has(Invariant::PrebuiltWorkload) {
-        errs.extend(dns_subdomain_label(job, PREBUILT_WORKLOAD_LABEL));
-        if let Some(v) = job.annotation(PREBUILT_WORKLOAD_LABEL) {
+}
+
+/// `GetPrebuiltWorkloadPath`: where the name in use is written.
+fn prebuilt_path(job: &JobObject<'_>) -> String {
+    match job.annotation(PREBUILT_WORKLOAD_LABEL) {
+        Some(a) if !a.is_empty() => annotation_path(PREBUILT_WORKLOAD_LABEL),
+        _ => label_path(PREBUILT_WORKLOAD_LABEL),
+    }
+}
+
+/// `validateCreateForPrebuiltWorkload`: the name in use is a DNS-1123
+/// subdomain, on a kind Kueue runs prebuilt Workloads for.
+fn prebuilt_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match job.annotation(PREBUILT_WORKLOAD_LABEL) {
+        Some(v) if !v.is_empty() => {
             if let Err(msg) = dns1123_subdomain(v) {
                 errs.push(FieldError::invalid(
                     annotation_path(PREBUILT_WORKLOAD_LABEL),
@@ -250,6 +360,29 @@ fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
                 ));
             }
         }
+        _ => errs.extend(dns_subdomain_label(job, PREBUILT_WORKLOAD_LABEL)),
+    }
+    if !prebuilt_name(job).is_empty() && !policy.prebuilt_workloads {
+        errs.push(FieldError::forbidden(
+            prebuilt_path(job),
+            format!(
+                "Is not supported for {}",
+                go_quote(&policy.target.to_string())
+            ),
+        ));
+    }
+    errs
+}
+
+/// `ValidateJobOnCreate`: queue name, prebuilt workload name, max exec
+/// time, the elastic-job annotation, admission gates.
+fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if policy.has(Invariant::QueueName) {
+        errs.extend(dns_subdomain_label(job, QUEUE_NAME_LABEL));
+    }
+    if policy.has(Invariant::PrebuiltWorkload) {
+        errs.extend(prebuilt_create(policy, job));
     }
     if policy.has(Invariant::MaxExecTime) {
         if let Some(s) = job.label(MAX_EXEC_TIME_LABEL) {
@@ -265,6 +398,18 @@ fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
             }
         }
     }
+    if elastic(job) && !policy.elastic_jobs {
+        errs.push(FieldError::forbidden(
+            annotation_path(ELASTIC_JOB_ANNOTATION),
+            format!(
+                "elastic job is not supported for {}",
+                go_quote(&policy.target.to_string())
+            ),
+        ));
+    }
+    errs.extend(admission_gates::on_create(
+        job.annotation(ADMISSION_GATED_BY_ANNOTATION),
+    ));
     errs
 }
 
@@ -776,6 +921,124 @@ mod tests {
                 r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Invalid value: "b": field is immutable"#
             )
         );
+    }
+
+    fn check_kind(
+        kind: (&str, &str, &str),
+        op: Operation,
+        old: Option<Value>,
+        new: Value,
+    ) -> Verdict {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies.find(kind.0, kind.1, kind.2).unwrap().clone();
+        let settings = Settings {
+            manage_jobs_without_queue_name: false,
+            managed_namespaces: LabelSelector::default(),
+        };
+        let ctx = Context {
+            settings: &settings,
+            facts: &NoCluster,
+            policies: &policies,
+        };
+        let req = Request {
+            operation: op,
+            namespace: "ns",
+            object: Some(&new),
+            old_object: old.as_ref(),
+        };
+        validate(&policy, &req, &ctx).verdict
+    }
+
+    #[test]
+    fn elastic_job_annotation_only_where_kueue_supports_it() {
+        let elastic = |kind: &str| {
+            json!({"kind": kind, "metadata": {"annotations": {"kueue.x-k8s.io/elastic-job": "true"}},
+                   "spec": {"runPolicy": {"suspend": true}}})
+        };
+        assert_eq!(
+            check_kind(
+                ("kubeflow.org", "v1", "PyTorchJob"),
+                Operation::Create,
+                None,
+                elastic("PyTorchJob")
+            ),
+            deny(
+                r#"metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for "kubeflow.org/v1, Kind=PyTorchJob""#
+            )
+        );
+        assert_eq!(
+            create(job(
+                json!({}),
+                json!({"kueue.x-k8s.io/elastic-job": "true"}),
+                json!({})
+            )),
+            Verdict::Allow
+        );
+        // Turning elasticity on or off is an update of its own.
+        assert_eq!(
+            update(
+                job(json!({}), json!({}), json!({"suspend": true})),
+                job(json!({}), json!({"kueue.x-k8s.io/elastic-job": "true"}), json!({"suspend": true}))
+            ),
+            deny("metadata.annotations[kueue.x-k8s.io/elastic-job]: Invalid value: true: field is immutable")
+        );
+    }
+
+    #[test]
+    fn no_prebuilt_workload_for_a_jaxjob() {
+        let jax = json!({"metadata": {"labels": {"kueue.x-k8s.io/prebuilt-workload-name": "wl"}},
+                         "spec": {"runPolicy": {"suspend": true}}});
+        assert_eq!(
+            check_kind(
+                ("kubeflow.org", "v1", "JAXJob"),
+                Operation::Create,
+                None,
+                jax
+            ),
+            deny(
+                r#"metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: Forbidden: Is not supported for "kubeflow.org/v1, Kind=JAXJob""#
+            )
+        );
+    }
+
+    #[test]
+    fn kubeflow_updates_do_not_recheck_create_rules() {
+        // Kueue's generic webhook runs only the update rules on UPDATE: a
+        // suspended PyTorchJob keeps a queue name it was created with.
+        let pt = |q: &str| {
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": q}},
+                   "spec": {"runPolicy": {"suspend": true}}})
+        };
+        let kind = ("kubeflow.org", "v1", "PyTorchJob");
+        assert_eq!(
+            check_kind(kind, Operation::Update, Some(pt("q")), pt("Bad_Q")),
+            Verdict::Allow
+        );
+        assert!(matches!(
+            check_kind(kind, Operation::Create, None, pt("Bad_Q")),
+            Verdict::Deny(_)
+        ));
+    }
+
+    #[test]
+    fn unmanaged_ray_updates_run_no_rule() {
+        let rc = |prebuilt: &str, queue: Option<&str>| {
+            let mut labels = json!({"kueue.x-k8s.io/prebuilt-workload-name": prebuilt});
+            if let Some(q) = queue {
+                labels["kueue.x-k8s.io/queue-name"] = json!(q);
+            }
+            json!({"metadata": {"labels": labels}, "spec": {"suspend": false}})
+        };
+        let kind = ("ray.io", "v1", "RayCluster");
+        assert_eq!(
+            check_kind(kind, Operation::Update, Some(rc("a", None)), rc("b", None)),
+            Verdict::Allow
+        );
+        // Managed before the update: the rules run (the queue name cannot go).
+        assert!(matches!(
+            check_kind(kind, Operation::Update, Some(rc("a", Some("q"))), rc("a", None)),
+            Verdict::Deny(m) if m.contains("queue-name")
+        ));
     }
 
     #[test]

@@ -120,7 +120,9 @@ impl Pending {
             }
             entitlement::Verdict::Deny(message) => {
                 debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied");
-                ok(AdmissionResponse::deny(self.uid, message), labels("denied"))
+                let mut resp = AdmissionResponse::deny(self.uid, message);
+                resp.warnings = self.warnings;
+                ok(resp, labels("denied"))
             }
             entitlement::Verdict::Unchecked(message) => {
                 debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied unchecked");
@@ -133,6 +135,7 @@ impl Pending {
                         message,
                         reason: "ServiceUnavailable",
                     }),
+                    warnings: self.warnings,
                     ..AdmissionResponse::allow(self.uid)
                 };
                 ok(resp, labels("unchecked"))
@@ -490,19 +493,28 @@ fn validate_kueue(
         Ok(r) => r,
         Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
     };
+    // Warnings go with the answer, allowed or denied, as controller-runtime
+    // sends a validator's warnings.
+    let warnings = kueue::warnings::for_object(kind, operation, full.object.as_ref());
     match kueue::validate(
         kind,
         operation,
         full.object.as_ref(),
         full.old_object.as_ref(),
     ) {
-        Ok(errs) if errs.is_empty() => (AdmissionResponse::allow(uid), "allowed"),
+        Ok(errs) if errs.is_empty() => {
+            let mut resp = AdmissionResponse::allow(uid);
+            resp.warnings = warnings;
+            (resp, "allowed")
+        }
         Ok(errs) => {
             let message = kueue::aggregate(&errs);
             debug!(%uid, kind = kind.name(), namespace = full.namespace.as_deref().unwrap_or(""),
                    name = full.name.as_deref().unwrap_or(""), user = %full.user_info.username,
                    %message, "denied");
-            (AdmissionResponse::deny(uid, message), "denied")
+            let mut resp = AdmissionResponse::deny(uid, message);
+            resp.warnings = warnings;
+            (resp, "denied")
         }
         Err(e) => {
             let message = format!("cannot decode {kind} in request.{}: {}", e.what, e.error);

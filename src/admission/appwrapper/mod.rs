@@ -43,7 +43,7 @@ use crate::{
     },
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
     entitlement::{Need, ResourceAttributes, Subject, Wording},
-    policy::{Invariant, Pointer, Policy, Target},
+    policy::{Invariant, Pointer, Policy, Target, UpdateRules},
 };
 
 pub const KIND: &str = "AppWrapper";
@@ -104,6 +104,9 @@ pub fn policy() -> &'static Policy {
             ]),
             status: None,
             skip_when: Vec::new(),
+            elastic_jobs: false,
+            prebuilt_workloads: true,
+            update_rules: UpdateRules::UpdateOnly,
             source: "built in (src/admission/appwrapper)".into(),
         }
     })

@@ -15,6 +15,7 @@ pub mod labels;
 pub mod quantity;
 pub mod resource_flavor;
 pub mod semantic;
+pub mod warnings;
 pub mod workload;
 
 use std::fmt;

@@ -1,0 +1,435 @@
+//! Kueue's topology-aware scheduling annotations on a job's pod templates
+//! (`pkg/controller/jobframework/tas_validation.go`, gate
+//! TopologyAwareScheduling, on by default): checked for every integrated
+//! kind at the templates its policy names, with Kueue's field paths and
+//! words, although batchgate does not schedule by topology yet. A request
+//! Kueue would refuse is refused here too, so a manifest that passes
+//! batchgate passes Kueue.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::{
+    field::{go_quote, BadValue, FieldError},
+    kueue::labels::qualified_name,
+    object::{DecodeError, JobObject, ELASTIC_JOB_ANNOTATION},
+    validation::go_parse_bool,
+};
+use crate::policy::{json_type, Invariant, PodSet, Pointer, Policy};
+
+pub const REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+pub const PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";
+pub const UNCONSTRAINED: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
+pub const SLICE_REQUIRED: &str = "kueue.x-k8s.io/podset-slice-required-topology";
+pub const SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
+pub const SLICE_CONSTRAINTS: &str = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
+pub const GROUP_NAME: &str = "kueue.x-k8s.io/podset-group-name";
+
+/// A pod template's annotations.
+type Annotations<'a> = BTreeMap<&'a str, &'a str>;
+
+/// The topology errors of every pod set of `job`, in Kueue's order: each
+/// pod set's annotations, then its slice size against its pod count, then
+/// (for kinds with [`Invariant::PodSetGroups`]) the groups across pod sets.
+pub fn validate(policy: &Policy, job: &JobObject<'_>) -> Result<Vec<FieldError>, DecodeError> {
+    // Pod sets that cannot be computed (too many, a count of the wrong
+    // type) are the kind's own rules' to report; Kueue skips the
+    // cross-pod-set topology checks then too.
+    let Ok(sets) = policy.pod_sets(job.raw) else {
+        return Ok(Vec::new());
+    };
+    let mut read = Vec::with_capacity(sets.len());
+    for set in &sets {
+        read.push((set, annotations(job.raw, set)?));
+    }
+    let mut errs = Vec::new();
+    for (set, ann) in &read {
+        let meta = format!("{}.metadata", set.field);
+        let request = pod_set_request(&meta, ann);
+        // A Job (one pod set) stops at its first annotation errors.
+        if policy.has(Invariant::JobTopology) {
+            if !request.is_empty() {
+                return Ok(request);
+            }
+            if policy.elastic_jobs && job.annotation(ELASTIC_JOB_ANNOTATION) == Some("true") {
+                for (key, what) in [(REQUIRED, "required"), (PREFERRED, "preferred")] {
+                    if ann.contains_key(key) {
+                        return Ok(vec![FieldError::forbidden(
+                            format!("{meta}.annotations.{key}"),
+                            format!("{what} topology is not supported with elastic jobs"),
+                        )]);
+                    }
+                }
+            }
+        }
+        errs.extend(request);
+        errs.extend(slice_size_upper_bound(&meta, ann, set.count));
+    }
+    if policy.has(Invariant::PodSetGroups) {
+        errs.extend(groups(&read));
+    }
+    Ok(errs)
+}
+
+fn annotations<'a>(obj: &'a Value, set: &PodSet) -> Result<Annotations<'a>, DecodeError> {
+    let mut out = BTreeMap::new();
+    let Some(template) = set.template.resolve(obj) else {
+        return Ok(out);
+    };
+    let path = format!("{}.metadata.annotations", set.field);
+    let at = Pointer::parse("/metadata/annotations").ok();
+    match at.as_ref().and_then(|p| p.resolve(template)) {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                match v {
+                    Value::String(s) => {
+                        out.insert(k.as_str(), s.as_str());
+                    }
+                    other => {
+                        return Err(DecodeError {
+                            field: format!("{path}[{k}]"),
+                            message: format!("must be a string, found {}", json_type(other)),
+                        })
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(DecodeError {
+                field: path,
+                message: format!(
+                    "must be a map of string keys to string values, found {}",
+                    json_type(other)
+                ),
+            })
+        }
+    }
+    Ok(out)
+}
+
+/// `ValidateLabelName(value, path)`: the value must be a qualified name.
+fn label_name(value: &str, path: String) -> Vec<FieldError> {
+    qualified_name(value)
+        .into_iter()
+        .map(|m| FieldError::invalid(path.clone(), BadValue::Str(value.into()), m))
+        .collect()
+}
+
+/// `ValidateTASPodSetRequest` for the template whose metadata is at `meta`.
+pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
+    let annotations = format!("{meta}.annotations");
+    let key = |k: &str| format!("{annotations}[{k}]");
+    let required = ann.get(REQUIRED);
+    let preferred = ann.get(PREFERRED);
+    let unconstrained = ann.get(UNCONSTRAINED);
+    let slice_required = ann.get(SLICE_REQUIRED);
+    let slice_size = ann.get(SLICE_SIZE);
+    let group = ann.get(GROUP_NAME);
+    let mut errs = Vec::new();
+
+    let found = [required, preferred, unconstrained]
+        .iter()
+        .filter(|v| v.is_some())
+        .count();
+    if found > 1 {
+        errs.push(FieldError::invalid(
+            annotations.clone(),
+            BadValue::Omit,
+            format!(
+                "must not contain more than one topology annotation: [{}, {}, {}]",
+                go_quote(REQUIRED),
+                go_quote(PREFERRED),
+                go_quote(UNCONSTRAINED)
+            ),
+        ));
+    }
+    for (k, v) in [
+        (REQUIRED, required),
+        (PREFERRED, preferred),
+        (SLICE_REQUIRED, slice_required),
+    ] {
+        if let Some(v) = v {
+            errs.extend(label_name(v, key(k)));
+        }
+    }
+    if let Some(g) = group {
+        if g.parse::<u64>().is_ok() && !g.starts_with('+') {
+            errs.push(FieldError::invalid(
+                key(GROUP_NAME),
+                BadValue::Str((*g).into()),
+                "must not be a number",
+            ));
+        }
+        if slice_size.is_some() {
+            errs.push(FieldError::forbidden(
+                key(GROUP_NAME),
+                format!("may not be set when '{SLICE_SIZE}' is specified"),
+            ));
+        }
+        if slice_required.is_some() {
+            errs.push(FieldError::forbidden(
+                key(GROUP_NAME),
+                format!("may not be set when '{SLICE_REQUIRED}' is specified"),
+            ));
+        }
+        if preferred.is_none() && required.is_none() {
+            errs.push(FieldError::forbidden(
+                key(GROUP_NAME),
+                format!("may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"),
+            ));
+        }
+    }
+    if let Some(v) = unconstrained {
+        if go_parse_bool(v).is_err() {
+            errs.push(FieldError::invalid(
+                key(UNCONSTRAINED),
+                BadValue::Str((*v).into()),
+                "must be a boolean value",
+            ));
+        }
+    }
+    if let Some(v) = slice_size {
+        match parse_int32(v) {
+            None => errs.push(FieldError::invalid(
+                key(SLICE_SIZE),
+                BadValue::Str((*v).into()),
+                "must be a numeric value",
+            )),
+            Some(n) if n < 1 => errs.push(FieldError::invalid(
+                key(SLICE_SIZE),
+                BadValue::Str((*v).into()),
+                "must be greater than or equal to 1",
+            )),
+            Some(_) => {}
+        }
+    }
+    match (slice_required.is_some(), slice_size.is_some()) {
+        (true, false) => errs.push(FieldError::required(
+            key(SLICE_SIZE),
+            format!("must be set when '{SLICE_REQUIRED}' is specified"),
+        )),
+        (false, true) => errs.push(FieldError::forbidden(
+            key(SLICE_SIZE),
+            format!("may not be set when '{SLICE_REQUIRED}' is not specified"),
+        )),
+        _ => {}
+    }
+    if let Some(json) = ann.get(SLICE_CONSTRAINTS) {
+        errs.extend(slice_constraints(&annotations, json, ann));
+    }
+    errs
+}
+
+/// Go's `strconv.ParseInt(s, 10, 32)`.
+fn parse_int32(s: &str) -> Option<i32> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.trim_start_matches('+').parse::<i32>().ok()
+}
+
+/// One layer of `podset-slice-required-topology-constraints`.
+#[derive(serde::Deserialize)]
+struct Constraint {
+    #[serde(default)]
+    topology: String,
+    #[serde(default)]
+    size: i32,
+}
+
+/// The multi-layer slice constraints (gate TASMultiLayerTopology, on by
+/// default), checked for syntax only, as Kueue does at admission.
+fn slice_constraints(annotations: &str, json: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
+    let path = format!("{annotations}[{SLICE_CONSTRAINTS}]");
+    let mut errs = Vec::new();
+    if ann.contains_key(SLICE_REQUIRED) {
+        errs.push(FieldError::forbidden(
+            path.clone(),
+            format!("may not be set when '{SLICE_REQUIRED}' is specified"),
+        ));
+    }
+    if ann.contains_key(SLICE_SIZE) {
+        errs.push(FieldError::forbidden(
+            path.clone(),
+            format!("may not be set when '{SLICE_SIZE}' is specified"),
+        ));
+    }
+    if ann.contains_key(GROUP_NAME) {
+        errs.push(FieldError::forbidden(
+            format!("{annotations}[{GROUP_NAME}]"),
+            format!("may not be set when '{SLICE_CONSTRAINTS}' is specified"),
+        ));
+    }
+    let constraints: Vec<Constraint> = match serde_json::from_str(json) {
+        Ok(c) => c,
+        Err(e) => {
+            // Go's encoding/json words its errors differently; the field,
+            // the value and the fix are the same.
+            errs.push(FieldError::invalid(
+                path,
+                BadValue::Str(json.into()),
+                format!("must be a valid JSON array: {e}"),
+            ));
+            return errs;
+        }
+    };
+    if constraints.is_empty() || constraints.len() > 3 {
+        errs.push(FieldError::invalid(
+            path,
+            BadValue::Str(json.into()),
+            "topology constraints must contain between 1 and 3 entries",
+        ));
+        return errs;
+    }
+    for (i, c) in constraints.iter().enumerate() {
+        errs.extend(label_name(&c.topology, format!("{path}[{i}].topology")));
+        if c.size < 1 {
+            errs.push(FieldError::invalid(
+                format!("{path}[{i}].size"),
+                BadValue::Int(c.size.into()),
+                "must be greater than or equal to 1",
+            ));
+        }
+    }
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, c) in constraints.iter().enumerate() {
+        match seen.get(c.topology.as_str()) {
+            Some(prev) => errs.push(FieldError::duplicate(
+                format!("{path}[{i}].topology"),
+                BadValue::Str(format!("{} (also at index {prev})", c.topology)),
+            )),
+            None => {
+                seen.insert(&c.topology, i);
+            }
+        }
+    }
+    for pair in constraints.windows(2).enumerate() {
+        let (i, w) = pair;
+        if w[1].size > 0 && w[0].size % w[1].size != 0 {
+            errs.push(FieldError::invalid(
+                format!("{path}[{}].size", i + 1),
+                BadValue::Int(w[1].size.into()),
+                format!("must evenly divide the parent layer size {}", w[0].size),
+            ));
+        }
+    }
+    errs
+}
+
+/// `ValidateSliceSizeAnnotationUpperBound`: a slice holds at most the pod
+/// set's pods.
+pub fn slice_size_upper_bound(meta: &str, ann: &Annotations<'_>, count: i64) -> Vec<FieldError> {
+    let annotations = format!("{meta}.annotations");
+    let mut errs = Vec::new();
+    if let Some(v) = ann.get(SLICE_SIZE) {
+        let path = format!("{annotations}[{SLICE_SIZE}]");
+        match parse_int32(v) {
+            None => {
+                return vec![FieldError::invalid(
+                    path,
+                    BadValue::Str((*v).into()),
+                    "must be a numeric value",
+                )]
+            }
+            Some(n) if i64::from(n) > count => errs.push(FieldError::invalid(
+                path,
+                BadValue::Str((*v).into()),
+                format!("must not be greater than pod set count {count}"),
+            )),
+            Some(_) => {}
+        }
+    }
+    if let Some(json) = ann.get(SLICE_CONSTRAINTS) {
+        if let Ok(c) = serde_json::from_str::<Vec<Constraint>>(json) {
+            if let Some(first) = c.first() {
+                if i64::from(first.size) > count {
+                    errs.push(FieldError::invalid(
+                        format!("{annotations}[{SLICE_CONSTRAINTS}]"),
+                        BadValue::Int(first.size.into()),
+                        format!("must not be greater than pod set count {count}"),
+                    ));
+                }
+            }
+        }
+    }
+    errs
+}
+
+/// `ValidatePodSetGroupingTopology`: a group names exactly two pod sets, one
+/// of them with a single pod, both asking for the same required or preferred
+/// topology. A pod set joins a group only with a required or preferred
+/// topology (Kueue's topology request carries the group name only then).
+fn groups(sets: &[(&PodSet, Annotations<'_>)]) -> Vec<FieldError> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, (_, ann)) in sets.iter().enumerate() {
+        let Some(g) = ann.get(GROUP_NAME) else {
+            continue;
+        };
+        if !ann.contains_key(REQUIRED) && !ann.contains_key(PREFERRED) {
+            continue;
+        }
+        if !members.contains_key(g) {
+            order.push(g);
+        }
+        members.entry(g).or_default().push(i);
+    }
+    let annotations = |i: usize| format!("{}.metadata.annotations", sets[i].0.field);
+    let mut errs = Vec::new();
+    for g in order {
+        let idx = &members[g];
+        let group_path = |i: usize| format!("{}[{GROUP_NAME}]", annotations(i));
+        if idx.len() != 2 {
+            for &i in idx {
+                errs.push(FieldError::invalid(
+                    group_path(i),
+                    BadValue::Str(g.into()),
+                    format!(
+                        "can only define groups of exactly 2 pod sets, got: {} pod set(s)",
+                        idx.len()
+                    ),
+                ));
+            }
+            continue;
+        }
+        let (a, b) = (idx[0], idx[1]);
+        let (ca, cb) = (sets[a].0.count, sets[b].0.count);
+        if ca != 1 && cb != 1 {
+            let msg = format!(
+                "can only define groups where at least one pod set has only 1 replica, got: {ca} replica(s) and {cb} replica(s) in the group"
+            );
+            errs.push(FieldError::invalid(
+                group_path(a),
+                BadValue::Str(g.into()),
+                msg.clone(),
+            ));
+            errs.push(FieldError::invalid(
+                group_path(b),
+                BadValue::Str(g.into()),
+                msg,
+            ));
+        }
+        // Kueue's request holds the required topology, else the preferred.
+        let request = |i: usize| {
+            let ann = &sets[i].1;
+            match ann.get(REQUIRED) {
+                Some(r) => (Some(*r), None),
+                None => (None, ann.get(PREFERRED).copied()),
+            }
+        };
+        if request(a) != request(b) {
+            let msg = |other: usize| {
+                format!(
+                    "must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with '{}' in group '{g}'",
+                    annotations(other)
+                )
+            };
+            errs.push(FieldError::invalid(annotations(a), BadValue::Omit, msg(b)));
+            errs.push(FieldError::invalid(annotations(b), BadValue::Omit, msg(a)));
+        }
+    }
+    errs
+}
