@@ -13,8 +13,7 @@
 //! Not counted as passing, and printed per table:
 //! - cases that set a feature gate away from its v0.19.2 default (upstream
 //!   answers them under another configuration);
-//! - cases listed in README ("Differences from Kueue") with the reason: here
-//!   only those that need AdmissionResponse warnings.
+//! - cases listed in README as differences, with the reason (none today).
 
 mod support;
 
@@ -33,8 +32,7 @@ enum Want {
     /// Denied with these field errors (path, apimachinery error type), in
     /// this order.
     Deny(Vec<(&'static str, &'static str)>),
-    /// Allowed with an admission warning: needs AdmissionResponse warnings
-    /// (README lists it); the answer is printed, not counted.
+    /// Allowed with this admission warning (and no other).
     Warning(&'static str),
     /// Set a feature gate away from its v0.19.2 default: not posted.
     OtherGates(&'static str),
@@ -154,7 +152,8 @@ fn body(uid: &str, case: &Case) -> Vec<u8> {
 /// Posts every case of a table; prints and returns the mismatches.
 async fn run(server: &Server, table: &str, cases: Vec<Case>) -> Vec<String> {
     let client = server.client();
-    let (mut passing, mut counted, mut listed, mut gated) = (0, 0, 0, 0);
+    let listed = 0;
+    let (mut passing, mut counted, mut gated) = (0, 0, 0);
     let mut failures = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         if let Want::OtherGates(gate) = &case.want {
@@ -178,15 +177,19 @@ async fn run(server: &Server, table: &str, cases: Vec<Case>) -> Vec<String> {
             )))
         };
         let verdict = match (&case.want, &got) {
-            (Want::Warning(w), _) => {
-                listed += 1;
-                let warnings = &resp["warnings"];
-                println!(
-                    "  [{table}] listed (AdmissionResponse warnings): {}: allowed={} warnings={warnings}, upstream warns {w:?}",
-                    case.name, resp["allowed"]
-                );
-                continue;
+            (Want::Warning(w), Ok(None)) => {
+                let warned = resp["warnings"]
+                    .as_array()
+                    .is_some_and(|ws| ws.len() == 1 && ws[0] == *w);
+                if warned {
+                    Ok(())
+                } else {
+                    Err(format!("want allowed with the warning {w:?}, got {resp}"))
+                }
             }
+            (Want::Warning(w), other) => Err(format!(
+                "want allowed with the warning {w:?}, got {other:?}"
+            )),
             (Want::Allow, Ok(None)) => Ok(()),
             (Want::Deny(want), Ok(Some((403, msg)))) => {
                 let got = field_errors(msg);

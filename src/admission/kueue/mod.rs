@@ -9,7 +9,6 @@
 //! ...`). LocalQueue and WorkloadPriorityClass have no webhook validation
 //! upstream (their rules are CEL in the CRD), so none here either.
 
-pub mod admission_gate;
 pub mod cluster_queue;
 pub mod labels;
 pub mod quantity;

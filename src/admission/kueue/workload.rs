@@ -18,11 +18,11 @@ use k8s_openapi::{
 use serde_json::Value;
 
 use super::{
-    admission_gate, decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Shown,
-    Violation, FIELD_IMMUTABLE, IS_NEGATIVE,
+    decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Shown, Violation,
+    FIELD_IMMUTABLE, IS_NEGATIVE,
 };
 use crate::{
-    admission::object::DecodeError,
+    admission::{admission_gates, object::DecodeError},
     api::kueue::v1beta2::{
         check_state, condition, PodSet, PodSetTopologyRequest, ReclaimablePod, Workload,
     },
@@ -54,10 +54,12 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Checked {
         errs.extend(admission_update(new, old));
         errs.extend(immutable_pod_set_updates(new, old));
         errs.extend(cluster_name_update(&wl, old_wl));
-        errs.extend(admission_gate::on_update(
-            old_wl.metadata.annotations.as_ref(),
-            wl.metadata.annotations.as_ref(),
-        ));
+        let gates = admission_gates::ADMISSION_GATED_BY_ANNOTATION;
+        errs.extend(
+            admission_gates::on_update(annotation(old_wl, gates), annotation(&wl, gates))
+                .into_iter()
+                .map(Violation::Field),
+        );
     }
     Ok(errs)
 }
@@ -124,7 +126,6 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
             "at most one podSet can use minCount",
         ));
     }
-    let annotations = wl.metadata.annotations.as_ref();
     if elastic(wl) && variable_count > 0 {
         errs.push(Violation::invalid_int(
             "spec.podSets",
@@ -147,7 +148,14 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
     errs.extend(conditions(wl));
     errs.extend(reclaimable_pods(wl, old));
     errs.extend(admission_checks(wl));
-    errs.extend(admission_gate::on_create(annotations));
+    errs.extend(
+        admission_gates::on_create(annotation(
+            wl,
+            admission_gates::ADMISSION_GATED_BY_ANNOTATION,
+        ))
+        .into_iter()
+        .map(Violation::Field),
+    );
     Ok(errs)
 }
 
