@@ -7,9 +7,11 @@
 //! - int-or-string fields get `anyOf: [integer, string]` (the derive's
 //!   structural rewrite cannot carry it), and quantities inside the pod
 //!   template get the quantity pattern, as controller-gen emits them;
-//! - a Workload's `podSets[].template.metadata` keeps only what Kueue keeps
-//!   (annotations, finalizers, labels, name, namespace), as controller-gen
-//!   does with `generateEmbeddedObjectMeta`;
+//! - a Workload's `podSets[].template.metadata` (and an ephemeral volume's
+//!   claim template metadata) keeps only what Kueue keeps (annotations,
+//!   finalizers, labels, name, namespace), as controller-gen does with
+//!   `generateEmbeddedObjectMeta`; references by name leave `name`
+//!   optional; the Kubernetes 1.35 pod fields are added;
 //! - rules on the root object (Workload), which the derive cannot attach;
 //! - the root does not require `spec` (upstream does not).
 //!
@@ -46,12 +48,16 @@ pub fn kueue() -> Vec<Generated> {
     finish_pod_template(
         &mut root["properties"]["spec"]["properties"]["podSets"]["items"]["properties"]["template"],
     );
+    let mut priority_class = finish(WorkloadPriorityClass::crd());
+    // Upstream declares the status subresource on a kind without status,
+    // which controller-gen writes as an empty `subresources`.
+    priority_class.crd["spec"]["versions"][0]["subresources"] = json!({});
     vec![
         finish(ClusterQueue::crd()),
         finish(Cohort::crd()),
         finish(LocalQueue::crd()),
         finish(ResourceFlavor::crd()),
-        finish(WorkloadPriorityClass::crd()),
+        priority_class,
         workload,
     ]
 }
@@ -183,21 +189,83 @@ fn finish_schema(s: &mut Value) {
 const EMBEDDED_METADATA: [&str; 5] = ["annotations", "finalizers", "labels", "name", "namespace"];
 
 fn finish_pod_template(template: &mut Value) {
-    if let Some(Value::Object(props)) = template.pointer_mut("/properties/metadata/properties") {
-        props.retain(|k, _| EMBEDDED_METADATA.contains(&k.as_str()));
-    }
-    if let Some(meta) = template.pointer_mut("/properties/metadata") {
-        if let Some(o) = meta.as_object_mut() {
-            o.remove("required");
-        }
+    embedded_metadata(template);
+    if let Some(claim) = template.pointer_mut(
+        "/properties/spec/properties/volumes/items/properties/ephemeral/properties/volumeClaimTemplate",
+    ) {
+        embedded_metadata(claim);
     }
     add_quantity_patterns(template, "");
+    optional_reference_names(template, "");
+    if let Some(Value::Object(props)) = template.pointer_mut("/properties/spec/properties") {
+        // Kubernetes 1.35 pod fields k8s-openapi's v1_34 schema lacks;
+        // without them the apiserver would prune them from Kueue's writes.
+        props.insert(
+            "schedulingGroup".into(),
+            json!({"type": "object", "properties": {"podGroupName": {"type": "string"}}}),
+        );
+    }
+    if let Some(Value::Object(props)) = template.pointer_mut(
+        "/properties/spec/properties/volumes/items/properties/projected/properties/sources/items/properties/podCertificate/properties",
+    ) {
+        props.insert(
+            "userAnnotations".into(),
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        );
+    }
     // Kubernetes' own documentation of the pod fields would make the
     // Workload CRD larger than the 256 KiB `kubectl apply` can record in its
     // last-applied annotation; `kubectl explain pod` has it.
     for part in ["metadata", "spec"] {
         if let Some(p) = template.pointer_mut(&format!("/properties/{part}")) {
             strip_descriptions(p);
+        }
+    }
+}
+
+/// An embedded object's metadata keeps only [`EMBEDDED_METADATA`].
+fn embedded_metadata(object: &mut Value) {
+    if let Some(Value::Object(props)) = object.pointer_mut("/properties/metadata/properties") {
+        props.retain(|k, _| EMBEDDED_METADATA.contains(&k.as_str()));
+    }
+    if let Some(Value::Object(meta)) = object.pointer_mut("/properties/metadata") {
+        meta.remove("required");
+    }
+}
+
+/// Kubernetes' object references by name (`LocalObjectReference` in
+/// `imagePullSecrets` and the volume sources' `secretRef`s, the config map
+/// and secret selectors and sources with an `optional` flag) leave `name`
+/// optional, as controller-gen emits them; k8s-openapi's schema requires
+/// it. Other `{name}` objects (`os`, `schedulingGates[]`) keep it required.
+fn optional_reference_names(s: &mut Value, key: &str) {
+    let Some(obj) = s.as_object_mut() else {
+        return;
+    };
+    let reference_key = key == "imagePullSecrets" || key.ends_with("ecretRef");
+    let is_reference = obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| {
+            p.contains_key("name")
+                && (p.contains_key("optional") || (p.len() == 1 && reference_key))
+        });
+    if is_reference {
+        if let Some(req) = obj.get_mut("required").and_then(Value::as_array_mut) {
+            req.retain(|r| r != "name");
+            if req.is_empty() {
+                obj.remove("required");
+            }
+        }
+    }
+    for child_key in ["items", "additionalProperties"] {
+        if let Some(child) = obj.get_mut(child_key) {
+            optional_reference_names(child, key);
+        }
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        for (k, child) in props.iter_mut() {
+            optional_reference_names(child, k);
         }
     }
 }

@@ -533,4 +533,5 @@ pub mod e2e {
 
 pub mod arbitrary;
 pub mod kinds;
+pub mod kueue;
 pub mod queueing;

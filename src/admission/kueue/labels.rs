@@ -21,7 +21,7 @@ const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist
 pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// `validation.RegexError`.
-fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{msg} (regex used for validation is '{fmt}')");
     }

@@ -1,35 +1,41 @@
 //! Workload validation: upstream's `pkg/webhooks/workload_webhook.go`
-//! (`ValidateWorkload`, `ValidateWorkloadUpdate` and their helpers), on the
-//! main resource and on the status subresource alike.
+//! (`ValidateWorkload`, `ValidateWorkloadUpdate` and their helpers) at Kueue
+//! v0.19.2, on the main resource and on the status subresource alike.
 //!
-//! Feature-gated parts follow the gates as batchgate has them: partial
-//! admission on; topology-aware scheduling on (the topology fields of an
-//! admission may change); elastic workload slices off (pod set counts are
-//! immutable like every other pod set field, reclaimable pod counts never
-//! decrease); the MultiKueue dispatcher is the default all-at-once one (no
-//! `clusterName` rule).
+//! Feature gates as v0.19.2 has them by default: partial admission on;
+//! topology-aware scheduling on (the topology fields of an admission may
+//! change); elastic workload slices on (a pod set's count may go down while
+//! quota is reserved; an elastic Workload's reclaimable pods follow a scale
+//! down); pod set metadata, non-negative resources and TAS slice sizes
+//! validated; AdmissionGatedBy on; PriorityBoost off (the
+//! `kueue.x-k8s.io/priority-boost` annotation is not validated).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Container, ResourceRequirements};
+use k8s_openapi::{
+    api::core::v1::ResourceRequirements, apimachinery::pkg::api::resource::Quantity,
+};
 use serde_json::Value;
 
 use super::{
-    decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Violation,
-    FIELD_IMMUTABLE,
+    decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Shown, Violation,
+    FIELD_IMMUTABLE, IS_NEGATIVE,
 };
 use crate::{
-    admission::{field::annotation_path, object::DecodeError},
-    api::kueue::v1beta2::{check_state, condition, PodSet, ReclaimablePod, Workload},
+    admission::{admission_gates, object::DecodeError},
+    api::kueue::v1beta2::{
+        check_state, condition, PodSet, PodSetTopologyRequest, ReclaimablePod, Workload,
+    },
 };
 
 type Checked = Result<Vec<Violation>, (&'static str, DecodeError)>;
 
 /// The resource name Kueue counts pods with.
 pub const PODS_RESOURCE: &str = "pods";
-pub const PRIORITY_BOOST_ANNOTATION: &str = "kueue.x-k8s.io/priority-boost";
 /// `workloadslicing.EnabledAnnotationKey`.
 pub const ELASTIC_JOB_ANNOTATION: &str = "kueue.x-k8s.io/elastic-job";
+/// `workloadslicing.WorkloadSliceReplacementFor`.
+pub const SLICE_REPLACEMENT_FOR_ANNOTATION: &str = "kueue.x-k8s.io/workload-slice-replacement-for";
 
 const RESERVED_KEY: &str = "the key is reserved for internal kueue use";
 
@@ -47,8 +53,39 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Checked {
         }
         errs.extend(admission_update(new, old));
         errs.extend(immutable_pod_set_updates(new, old));
+        errs.extend(cluster_name_update(&wl, old_wl));
+        let gates = admission_gates::ADMISSION_GATED_BY_ANNOTATION;
+        errs.extend(
+            admission_gates::on_update(annotation(old_wl, gates), annotation(&wl, gates))
+                .into_iter()
+                .map(Violation::Field),
+        );
     }
     Ok(errs)
+}
+
+/// `validateClusterNameUpdate`: a MultiKueue cluster name, when first set,
+/// is one of the nominated clusters (unless the Workload replaces an
+/// elastic slice).
+fn cluster_name_update(new: &Workload, old: &Workload) -> Option<Violation> {
+    if annotation(new, SLICE_REPLACEMENT_FOR_ANNOTATION).is_some() {
+        return None;
+    }
+    let old_status = old.status.as_ref();
+    if old_status.is_some_and(|s| s.cluster_name.is_some()) {
+        return None;
+    }
+    let name = new.status.as_ref()?.cluster_name.as_ref()?;
+    let nominated = old_status
+        .and_then(|s| s.nominated_cluster_names.as_deref())
+        .unwrap_or_default();
+    (!nominated.contains(name)).then(|| {
+        Violation::invalid(
+            "status.clusterName",
+            name,
+            "when setting clusterName it must be one of the nominatedClusterNames",
+        )
+    })
 }
 
 /// `workload.HasQuotaReservation`: the QuotaReserved condition is True.
@@ -77,7 +114,7 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
     let mut errs = Vec::new();
     let mut variable_count = 0;
     for (i, ps) in pod_sets(wl).iter().enumerate() {
-        errs.extend(pod_set(ps, &format!("spec.podSets[{i}]")));
+        errs.extend(pod_set(ps, &format!("spec.podSets[{i}]"))?);
         if ps.min_count.is_some() {
             variable_count += 1;
         }
@@ -89,9 +126,7 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
             "at most one podSet can use minCount",
         ));
     }
-    let annotations = wl.metadata.annotations.as_ref();
-    let elastic = annotations.and_then(|a| a.get(ELASTIC_JOB_ANNOTATION)) == Some(&"true".into());
-    if elastic && variable_count > 0 {
+    if elastic(wl) && variable_count > 0 {
         errs.push(Violation::invalid_int(
             "spec.podSets",
             variable_count,
@@ -110,57 +145,225 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
             )),
         }
     }
-    errs.extend(reclaimable_pods(wl));
+    errs.extend(conditions(wl));
+    errs.extend(reclaimable_pods(wl, old));
     errs.extend(admission_checks(wl));
-    errs.extend(priority_boost(annotations));
+    errs.extend(
+        admission_gates::on_create(annotation(
+            wl,
+            admission_gates::ADMISSION_GATED_BY_ANNOTATION,
+        ))
+        .into_iter()
+        .map(Violation::Field),
+    );
     Ok(errs)
 }
 
-/// `validatePodSet`: no container, init container or pod-level resources
-/// may name `pods`, which Kueue counts itself.
-fn pod_set(ps: &PodSet, path: &str) -> Vec<Violation> {
+const CONDITION_REASON_FMT: &str = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?";
+const CONDITION_REASON_MSG: &str = "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_'";
+
+/// `metav1validation.ValidateConditions` on `status.conditions`.
+fn conditions(wl: &Workload) -> Vec<Violation> {
+    let list = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
     let mut errs = Vec::new();
-    let Some(spec) = ps.template.spec.as_ref() else {
-        return errs;
-    };
-    let containers = |list: &[Container], field: &str| -> Vec<Violation> {
-        list.iter()
-            .enumerate()
-            .flat_map(|(i, c)| {
-                reserved_resources(
-                    c.resources.as_ref(),
-                    &format!("{path}.template.spec.{field}[{i}].resources"),
-                )
-            })
-            .collect()
-    };
-    errs.extend(containers(
-        spec.init_containers.as_deref().unwrap_or_default(),
-        "initContainers",
-    ));
-    errs.extend(containers(&spec.containers, "containers"));
-    errs.extend(reserved_resources(
-        spec.resources.as_ref(),
-        &format!("{path}.template.spec.resources"),
-    ));
+    let mut seen = BTreeSet::new();
+    for (i, c) in list.iter().enumerate() {
+        let at = format!("status.conditions[{i}]");
+        if !seen.insert(c.type_.as_str()) {
+            errs.push(Violation::duplicate(
+                format!("{at}.type"),
+                Shown::Str(c.type_.clone()),
+                "",
+            ));
+        }
+        errs.extend(labels::validate_label_name(&c.type_, &format!("{at}.type")));
+        if !["True", "False", "Unknown"].contains(&c.status.as_str()) {
+            errs.push(Violation::not_supported(
+                format!("{at}.status"),
+                &c.status,
+                &["False".into(), "True".into(), "Unknown".into()],
+            ));
+        }
+        if let Some(g) = c.observed_generation.filter(|g| *g < 0) {
+            errs.push(Violation::invalid_int(
+                format!("{at}.observedGeneration"),
+                g,
+                "must be greater than or equal to zero",
+            ));
+        }
+        if c.reason.is_empty() {
+            errs.push(Violation::required(format!("{at}.reason"), "must be set"));
+        } else {
+            if !condition_reason(&c.reason) {
+                errs.push(Violation::invalid(
+                    format!("{at}.reason"),
+                    &c.reason,
+                    labels::regex_error(
+                        CONDITION_REASON_MSG,
+                        CONDITION_REASON_FMT,
+                        &[
+                            "my_name",
+                            "MY_NAME",
+                            "MyName",
+                            "ReasonA,ReasonB",
+                            "ReasonA:ReasonB",
+                        ],
+                    ),
+                ));
+            }
+            if c.reason.len() > 1024 {
+                errs.push(Violation::too_long(format!("{at}.reason"), 1024));
+            }
+        }
+        if c.message.len() > 32 * 1024 {
+            errs.push(Violation::too_long(format!("{at}.message"), 32 * 1024));
+        }
+    }
     errs
 }
 
-fn reserved_resources(r: Option<&ResourceRequirements>, path: &str) -> Vec<Violation> {
+/// `[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?`, anchored.
+fn condition_reason(r: &str) -> bool {
+    let b = r.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b',' | b':');
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphabetic()
+                && (b.len() == 1 || l.is_ascii_alphanumeric() || *l == b'_')
+                && b.iter().all(inner)
+        }
+        _ => false,
+    }
+}
+
+/// `workloadslicing.Enabled`: ElasticJobsViaWorkloadSlices is on by default,
+/// so the annotation decides.
+fn elastic(wl: &Workload) -> bool {
+    annotation(wl, ELASTIC_JOB_ANNOTATION) == Some("true")
+}
+
+fn annotation<'a>(wl: &'a Workload, key: &str) -> Option<&'a str> {
+    wl.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// `validatePodSet`: valid template labels and annotations
+/// (WorkloadValidationForPodSetMetadata, on by default); no container, init
+/// container or pod-level resources may name `pods`, which Kueue counts
+/// itself, or be negative (WorkloadValidateResourcesAreNonNegative, on by
+/// default); the topology slice sizes hold (TASValidateWorkloadSliceSize, on
+/// by default).
+fn pod_set(ps: &PodSet, path: &str) -> Checked {
+    let mut errs = Vec::new();
+    let meta = ps.template.metadata.as_ref();
+    errs.extend(labels::validate_labels(
+        meta.and_then(|m| m.labels.as_ref()),
+        &format!("{path}.template.metadata.labels"),
+    ));
+    errs.extend(labels::validate_annotations(
+        meta.and_then(|m| m.annotations.as_ref()),
+        &format!("{path}.template.metadata.annotations"),
+    ));
+    if let Some(spec) = ps.template.spec.as_ref() {
+        let lists = [
+            (
+                spec.init_containers.as_deref().unwrap_or_default(),
+                "initContainers",
+            ),
+            (spec.containers.as_slice(), "containers"),
+        ];
+        for (list, field) in lists {
+            for (i, c) in list.iter().enumerate() {
+                errs.extend(requirements(
+                    c.resources.as_ref(),
+                    &format!("{path}.template.spec.{field}[{i}].resources"),
+                )?);
+            }
+        }
+        errs.extend(requirements(
+            spec.resources.as_ref(),
+            &format!("{path}.template.spec.resources"),
+        )?);
+    }
+    errs.extend(slice_size(
+        ps.topology_request.as_ref(),
+        &format!("{path}.topologyRequest"),
+    ));
+    Ok(errs)
+}
+
+/// `validateContainer` / the pod-level resources: requests, then limits.
+fn requirements(r: Option<&ResourceRequirements>, path: &str) -> Checked {
     let Some(r) = r else {
+        return Ok(Vec::new());
+    };
+    let mut errs = resource_list(r.requests.as_ref(), &format!("{path}.requests"))?;
+    errs.extend(resource_list(r.limits.as_ref(), &format!("{path}.limits"))?);
+    Ok(errs)
+}
+
+/// `validateResourceList`: the reserved `pods` key, negative quantities.
+fn resource_list(list: Option<&BTreeMap<String, Quantity>>, path: &str) -> Checked {
+    let mut errs = Vec::new();
+    for (name, q) in list.into_iter().flatten() {
+        let at = format!("{path}[{name}]");
+        if name == PODS_RESOURCE {
+            errs.push(Violation::invalid(&at, PODS_RESOURCE, RESERVED_KEY));
+        }
+        let q = parse_quantity(&q.0, &at, "object")?;
+        if q.is_negative() {
+            errs.push(Violation::invalid(at, &q.canonical(), IS_NEGATIVE));
+        }
+    }
+    Ok(errs)
+}
+
+/// `validateTASSliceSize`: a slice size goes with a slice topology and is
+/// positive; so is every layer's size.
+fn slice_size(tr: Option<&PodSetTopologyRequest>, path: &str) -> Vec<Violation> {
+    let Some(tr) = tr else {
         return Vec::new();
     };
-    [("requests", &r.requests), ("limits", &r.limits)]
-        .into_iter()
-        .filter(|(_, list)| list.as_ref().is_some_and(|l| l.contains_key(PODS_RESOURCE)))
-        .map(|(which, _)| {
-            Violation::invalid(
-                format!("{path}.{which}[{PODS_RESOURCE}]"),
-                PODS_RESOURCE,
-                RESERVED_KEY,
-            )
-        })
-        .collect()
+    let mut errs = Vec::new();
+    let size_path = format!("{path}.podSetSliceSize");
+    match (&tr.pod_set_slice_required_topology, tr.pod_set_slice_size) {
+        (Some(_), None) => errs.push(Violation::required(
+            &size_path,
+            "must be set when podSetSliceRequiredTopology is specified",
+        )),
+        (Some(_), Some(n)) if n <= 0 => errs.push(Violation::invalid_int(
+            &size_path,
+            n.into(),
+            "must be greater than 0",
+        )),
+        (None, Some(_)) => errs.push(Violation::forbidden(
+            &size_path,
+            "may not be set when podSetSliceRequiredTopology is not specified",
+        )),
+        _ => {}
+    }
+    for (i, layer) in tr
+        .podset_slice_required_topology_constraints
+        .iter()
+        .flatten()
+        .enumerate()
+    {
+        if layer.size <= 0 {
+            errs.push(Violation::invalid_int(
+                format!("{path}.podsetSliceRequiredTopologyConstraints[{i}].size"),
+                layer.size.into(),
+                "must be greater than 0",
+            ));
+        }
+    }
+    errs
 }
 
 /// `validateAdmission`: every assignment is for a pod set of the spec, and
@@ -198,8 +401,18 @@ fn admission(wl: &Workload) -> Checked {
     Ok(errs)
 }
 
-/// `validateReclaimablePods`: for pod sets of the spec, at most their count.
-fn reclaimable_pods(wl: &Workload) -> Vec<Violation> {
+/// `validateReclaimablePods`: for pod sets of the spec, at most their count;
+/// an elastic Workload may keep an unchanged count left over from a scale
+/// down.
+fn reclaimable_pods(wl: &Workload, old: Option<&Workload>) -> Vec<Violation> {
+    let stale = |rp: &ReclaimablePod| {
+        elastic(wl)
+            && old.is_some_and(|o| {
+                reclaimable(o)
+                    .iter()
+                    .any(|p| p.name == rp.name && p.count == rp.count)
+            })
+    };
     let sets = pod_sets(wl);
     let names: Vec<String> = sets.iter().map(|p| p.name.clone()).collect();
     let mut errs = Vec::new();
@@ -211,7 +424,7 @@ fn reclaimable_pods(wl: &Workload) -> Vec<Violation> {
                 &rp.name,
                 &names,
             )),
-            Some(ps) if rp.count > ps.count => errs.push(Violation::invalid_int(
+            Some(ps) if rp.count > ps.count && !stale(rp) => errs.push(Violation::invalid_int(
                 format!("{at}.count"),
                 rp.count.into(),
                 format!("should be less or equal to {}", ps.count),
@@ -272,24 +485,6 @@ fn admission_checks(wl: &Workload) -> Vec<Violation> {
     errs
 }
 
-/// The `kueue.x-k8s.io/priority-boost` annotation is a signed integer.
-fn priority_boost(annotations: Option<&BTreeMap<String, String>>) -> Option<Violation> {
-    let v = annotations?.get(PRIORITY_BOOST_ANNOTATION)?;
-    let path = annotation_path(PRIORITY_BOOST_ANNOTATION);
-    if v.is_empty() {
-        return Some(Violation::invalid(
-            path,
-            v,
-            "must be a valid signed integer; use \"0\" explicitly, empty string is not allowed",
-        ));
-    }
-    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
-    let parses = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && v.trim_start_matches('+').parse::<i32>().is_ok();
-    (!parses).then(|| Violation::invalid(path, v, "must be a valid signed integer"))
-}
-
 /// `validateImmutablePodSets`, once quota is reserved: no pod set may
 /// change, its count included. Upstream names an element `spec.podSets.<i>`.
 fn immutable_pod_sets(new: &Value, old: &Value) -> Vec<Violation> {
@@ -305,11 +500,50 @@ fn immutable_pod_sets(new: &Value, old: &Value) -> Vec<Violation> {
     let (Some(n), Some(o)) = (n.and_then(Value::as_array), o.and_then(Value::as_array)) else {
         return Vec::new();
     };
+    let count = |v: &Value| v.get("count").and_then(Value::as_i64).unwrap_or(0);
     n.iter()
         .zip(o)
         .enumerate()
-        .filter(|(_, (a, b))| !semantic::equal(Some(a), Some(b)))
-        .map(|(i, (a, _))| Violation::invalid_json(format!("spec.podSets.{i}"), a, FIELD_IMMUTABLE))
+        .filter_map(|(i, (a, b))| {
+            // ElasticJobsViaWorkloadSlices (on by default) lets any pod set
+            // scale down.
+            let mut a = a.clone();
+            if count(&a) < count(b) {
+                if let Some(m) = a.as_object_mut() {
+                    m.insert(
+                        "count".into(),
+                        b.get("count").cloned().unwrap_or(Value::Null),
+                    );
+                }
+            }
+            (!semantic::equal(Some(&a), Some(b)))
+                .then(|| Violation::invalid_json(format!("spec.podSets.{i}"), &a, FIELD_IMMUTABLE))
+        })
+        .collect()
+}
+
+/// `scaledDownPodSetNames`: the pod sets of an elastic Workload admitted
+/// with more pods than they now have.
+fn scaled_down(wl: &Workload) -> BTreeSet<&str> {
+    if !elastic(wl) {
+        return BTreeSet::new();
+    }
+    let assignments = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.admission.as_ref())
+        .and_then(|a| a.pod_set_assignments.as_deref())
+        .unwrap_or_default();
+    assignments
+        .iter()
+        .filter(|psa| {
+            let now = pod_sets(wl)
+                .iter()
+                .find(|p| p.name == psa.name)
+                .map_or(0, |p| p.count);
+            psa.count.is_some_and(|c| c > now)
+        })
+        .map(|psa| psa.name.as_str())
         .collect()
 }
 
@@ -324,13 +558,14 @@ fn reclaimable_pods_update(new: &Workload, old: &Workload) -> Vec<Violation> {
         return Vec::new();
     }
     let reserved = has_quota_reservation(new);
+    let scaled_down = scaled_down(new);
     let mut errs = Vec::new();
     for rp in n {
         if !reserved && rp.count == 0 {
             continue;
         }
         if let Some(prev) = o.iter().find(|p| p.name == rp.name) {
-            if rp.count < prev.count {
+            if rp.count < prev.count && !scaled_down.contains(rp.name.as_str()) {
                 errs.push(Violation::invalid_int(
                     format!("status.reclaimablePods[{}].count", rp.name),
                     rp.count.into(),
@@ -340,7 +575,10 @@ fn reclaimable_pods_update(new: &Workload, old: &Workload) -> Vec<Violation> {
         }
     }
     for prev in o {
-        if reserved && !n.iter().any(|r| r.name == prev.name) {
+        if reserved
+            && !n.iter().any(|r| r.name == prev.name)
+            && !scaled_down.contains(prev.name.as_str())
+        {
             errs.push(Violation::required(
                 format!("status.reclaimablePods[{}]", prev.name),
                 "cannot be removed",
@@ -644,30 +882,141 @@ mod tests {
     }
 
     #[test]
-    fn priority_boost_is_a_signed_integer() {
-        let w = |v: &str| {
+    fn pod_set_resources_are_not_negative() {
+        let mut p = ps("bad", 1);
+        p["template"]["spec"]["initContainers"] =
+            json!([{"name": "i", "resources": {"limits": {"memory": "-1Gi"}}}]);
+        p["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("-1");
+        p["template"]["spec"]["resources"] = json!({"limits": {"cpu": "-500m"}});
+        assert_eq!(
+            create(wl(json!({}), json!([p]), Value::Null)),
+            [
+                r#"spec.podSets[0].template.spec.initContainers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0"#,
+                r#"spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0"#,
+                r#"spec.podSets[0].template.spec.resources.limits[cpu]: Invalid value: "-500m": must be greater than or equal to 0"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_set_template_metadata_is_valid() {
+        let mut p = ps("main", 1);
+        p["template"]["metadata"] =
+            json!({"labels": {"ok": "with spaces"}, "annotations": {"bad key": "v"}});
+        let errs = create(wl(json!({}), json!([p]), Value::Null));
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(errs[0].starts_with(
+            r#"spec.podSets[0].template.metadata.labels: Invalid value: "with spaces": a valid label must"#
+        ));
+        assert!(errs[1].starts_with(
+            r#"spec.podSets[0].template.metadata.annotations: Invalid value: "bad key": name part must"#
+        ));
+    }
+
+    #[test]
+    fn slice_sizes_go_with_a_slice_topology_and_are_positive() {
+        let with = |tr: Value| {
+            let mut p = ps("main", 4);
+            p["topologyRequest"] = tr;
+            create(wl(json!({}), json!([p]), Value::Null))
+        };
+        assert_eq!(
+            with(json!({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 2})),
+            NONE
+        );
+        assert_eq!(
+            with(json!({"podSetSliceRequiredTopology": "rack"})),
+            ["spec.podSets[0].topologyRequest.podSetSliceSize: Required value: must be set when podSetSliceRequiredTopology is specified"]
+        );
+        assert_eq!(
+            with(json!({"podSetSliceRequiredTopology": "rack", "podSetSliceSize": 0})),
+            ["spec.podSets[0].topologyRequest.podSetSliceSize: Invalid value: 0: must be greater than 0"]
+        );
+        assert_eq!(
+            with(json!({"podSetSliceSize": 2})),
+            ["spec.podSets[0].topologyRequest.podSetSliceSize: Forbidden: may not be set when podSetSliceRequiredTopology is not specified"]
+        );
+        assert_eq!(
+            with(json!({"podsetSliceRequiredTopologyConstraints": [
+                {"topology": "block", "size": 4}, {"topology": "rack", "size": 0}]})),
+            ["spec.podSets[0].topologyRequest.podsetSliceRequiredTopologyConstraints[1].size: Invalid value: 0: must be greater than 0"]
+        );
+    }
+
+    #[test]
+    fn conditions_are_valid() {
+        let mut bad = reserved();
+        bad["reason"] = json!("1bad reason");
+        bad["observedGeneration"] = json!(-1);
+        let w = wl(
+            json!({}),
+            json!([ps("main", 1)]),
+            json!({"conditions": [{"type": "Finished", "status": "Maybe", "reason": "Done",
+                                   "message": "", "lastTransitionTime": T},
+                                  {"type": "Finished", "status": "True", "reason": "Done",
+                                   "message": "", "lastTransitionTime": T}]}),
+        );
+        assert_eq!(
+            create(w),
+            [
+                r#"status.conditions[0].status: Unsupported value: "Maybe": supported values: "False", "True", "Unknown""#,
+                r#"status.conditions[1].type: Duplicate value: "Finished""#,
+            ]
+        );
+        let mut status = admitted(json!([{"name": "main"}]));
+        status["conditions"] = json!([bad]);
+        let errs = create(wl(json!({}), json!([ps("main", 1)]), status));
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert_eq!(
+            errs[0],
+            "status.conditions[0].observedGeneration: Invalid value: -1: must be greater than or equal to zero"
+        );
+        assert!(errs[1].starts_with(
+            r#"status.conditions[0].reason: Invalid value: "1bad reason": a condition reason must start"#
+        ));
+    }
+
+    #[test]
+    fn a_cluster_name_is_one_of_the_nominated() {
+        let w = |status: Value| wl(json!({}), json!([ps("main", 1)]), status);
+        let old = w(json!({"nominatedClusterNames": ["a", "b"]}));
+        assert_eq!(update(old.clone(), w(json!({"clusterName": "b"}))), NONE);
+        assert_eq!(
+            update(old, w(json!({"clusterName": "c"}))),
+            [
+                r#"status.clusterName: Invalid value: "c": when setting clusterName it must be one of the nominatedClusterNames"#
+            ]
+        );
+    }
+
+    #[test]
+    fn admission_gates_are_only_removed() {
+        let w = |gates: &str| {
             wl(
-                json!({"kueue.x-k8s.io/priority-boost": v}),
+                json!({"kueue.x-k8s.io/admission-gated-by": gates}),
                 json!([ps("main", 1)]),
                 Value::Null,
             )
         };
-        for ok in ["10", "0", "-5", "+3"] {
-            assert_eq!(create(w(ok)), NONE, "{ok}");
-        }
+        assert_eq!(create(w("example.com/a,example.com/b")), NONE);
         assert_eq!(
-            create(w("invalid")),
-            [
-                r#"metadata.annotations[kueue.x-k8s.io/priority-boost]: Invalid value: "invalid": must be a valid signed integer"#
-            ]
+            update(w("example.com/a,example.com/b"), w("example.com/b")),
+            NONE
         );
         assert_eq!(
-            create(w("")),
-            [
-                r#"metadata.annotations[kueue.x-k8s.io/priority-boost]: Invalid value: "": must be a valid signed integer; use "0" explicitly, empty string is not allowed"#
-            ]
+            update(w("example.com/a"), w("example.com/a,example.com/c")),
+            ["metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: can only remove gates, not add new ones"]
         );
-        assert_eq!(create(w("99999999999")).len(), 1);
+    }
+
+    #[test]
+    fn the_priority_boost_annotation_is_not_validated_by_default() {
+        let w = wl(
+            json!({"kueue.x-k8s.io/priority-boost": "invalid"}),
+            json!([ps("main", 1)]),
+            Value::Null,
+        );
+        assert_eq!(create(w), NONE);
     }
 
     #[test]
@@ -678,15 +1027,36 @@ mod tests {
             json!([ps("ps1", 3), ps("ps2", 4)]),
             status.clone(),
         );
-        let new = wl(
+        // Scaling down is allowed (ElasticJobsViaWorkloadSlices), up is not.
+        let down = wl(
             json!({}),
             json!([ps("ps1", 3), ps("ps2", 3)]),
+            status.clone(),
+        );
+        assert_eq!(update(old.clone(), down), NONE);
+        let mut down_and_changed = wl(
+            json!({}),
+            json!([ps("ps1", 3), ps("ps2", 3)]),
+            status.clone(),
+        );
+        down_and_changed["spec"]["podSets"][1]["template"]["spec"]["containers"][0]["image"] =
+            json!("other");
+        let errs = update(old.clone(), down_and_changed);
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].starts_with(r#"spec.podSets.1: Invalid value: {"count":4,"name":"ps2","#),
+            "{}",
+            errs[0]
+        );
+        let new = wl(
+            json!({}),
+            json!([ps("ps1", 3), ps("ps2", 5)]),
             status.clone(),
         );
         let errs = update(old.clone(), new);
         assert_eq!(errs.len(), 1);
         assert!(
-            errs[0].starts_with(r#"spec.podSets.1: Invalid value: {"count":3,"name":"ps2","#),
+            errs[0].starts_with(r#"spec.podSets.1: Invalid value: {"count":5,"name":"ps2","#),
             "{}",
             errs[0]
         );
@@ -765,7 +1135,7 @@ mod tests {
             json!([{"name": "ps1", "count": 3, "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "3"},
                     "topologyAssignment": topology}])
         };
-        let topo = |n: i32| json!({"levels": ["rack"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universalValue": "r1"}], "universalPodCount": n}]});
+        let topo = |n: i32| json!({"levels": ["rack"], "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "r1"}], "podCounts": {"universal": n}}]});
         let at = |a: Value| wl(json!({}), json!([ps("ps1", 3)]), admitted(a));
         let old = at(assignment("a", topo(3)));
         let errs = update(old.clone(), at(assignment("b", topo(3))));
@@ -790,6 +1160,20 @@ mod tests {
             admitted(json!([{"name": "ps1"}])),
         );
         assert_eq!(update(two, one).len(), 1);
+    }
+
+    #[test]
+    fn a_topology_assignment_in_the_released_shape_is_read() {
+        let topology = json!({"levels": ["block", "rack"], "slices": [{"domainCount": 2,
+            "valuesPerLevel": [{"universal": "b1"},
+                               {"individual": {"prefix": "r", "roots": ["1", "2"]}}],
+            "podCounts": {"individual": [2, 1]}}]});
+        let w = wl(
+            json!({}),
+            json!([ps("ps1", 3)]),
+            admitted(json!([{"name": "ps1", "count": 3, "topologyAssignment": topology}])),
+        );
+        assert_eq!(create(w), NONE);
     }
 
     #[test]

@@ -57,7 +57,6 @@ pub mod cluster_queue_active_reason {
     kind = "ClusterQueue",
     plural = "clusterqueues",
     shortname = "cq",
-    category = "kueue",
     status = "ClusterQueueStatus",
     derive = "Default",
     derive = "PartialEq",

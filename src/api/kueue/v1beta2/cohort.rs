@@ -18,7 +18,7 @@ use crate::api::schema;
     version = "v1beta2",
     kind = "Cohort",
     plural = "cohorts",
-    category = "kueue",
+    shortname = "co",
     status = "CohortStatus",
     derive = "Default",
     derive = "PartialEq",

@@ -23,7 +23,6 @@ use crate::api::schema;
     shortname = "queue",
     shortname = "queues",
     shortname = "lq",
-    category = "kueue",
     status = "LocalQueueStatus",
     derive = "Default",
     derive = "PartialEq",
@@ -93,18 +92,18 @@ pub struct LocalQueueStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admitted_workloads: Option<i32>,
 
-    /// Quota reserved per flavor by this queue's Workloads. At most 16.
+    /// Quota reserved per flavor by this queue's Workloads. At most 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
-        length(max = 16),
+        length(max = 64),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
     )]
     pub flavors_reservation: Option<Vec<LocalQueueFlavorUsage>>,
 
-    /// Quota used per flavor by this queue's admitted Workloads. At most 16.
+    /// Quota used per flavor by this queue's admitted Workloads. At most 64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
-        length(max = 16),
+        length(max = 64),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
     )]
     pub flavors_usage: Option<Vec<LocalQueueFlavorUsage>>,
@@ -122,9 +121,9 @@ pub struct LocalQueueFlavorUsage {
     #[schemars(schema_with = "schema::object_name")]
     pub name: String,
 
-    /// Usage per resource. At most 16.
+    /// Usage per resource. At most 64.
     #[schemars(
-        length(max = 16),
+        length(max = 64),
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
     )]
     pub resources: Vec<LocalQueueResourceUsage>,

@@ -167,10 +167,6 @@ pub struct FairSharingStatus {
     /// to lendable resources in the cohort, divided by the weight. Zero when
     /// below nominal quota; 9223372036854775807 when borrowing with weight 0.
     pub weighted_share: i64,
-
-    /// Admission fair sharing state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub admission_fair_sharing_status: Option<AdmissionFairSharingStatus>,
 }
 
 /// Decayed resource consumption used by admission fair sharing.

@@ -4,10 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::{
-    api::core::v1::{Taint, Toleration},
-    apimachinery::pkg::api::resource::Quantity,
-};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -53,7 +50,6 @@ pub(crate) fn toleration_rules() -> serde_json::Value {
     shortname = "flavor",
     shortname = "flavors",
     shortname = "rf",
-    category = "kueue",
     derive = "Default",
     derive = "PartialEq",
     doc = "ResourceFlavor is the Schema for the resourceflavors API."
@@ -65,8 +61,16 @@ pub(crate) fn toleration_rules() -> serde_json::Value {
         "message": "at least one nodeLabel is required when topology is set",
     },
     {
-        "rule": "!has(oldSelf.topologyName) || self == oldSelf",
-        "message": "resourceFlavorSpec are immutable when topologyName is set",
+        "rule": "!has(oldSelf.topologyName) || (has(self.nodeLabels) == has(oldSelf.nodeLabels) && (!has(self.nodeLabels) || self.nodeLabels == oldSelf.nodeLabels))",
+        "message": "nodeLabels are immutable when topologyName is set",
+    },
+    {
+        "rule": "!has(oldSelf.topologyName) || (has(self.tolerations) == has(oldSelf.tolerations) && (!has(self.tolerations) || self.tolerations == oldSelf.tolerations))",
+        "message": "tolerations are immutable when topologyName is set",
+    },
+    {
+        "rule": "!has(oldSelf.topologyName) || (has(self.topologyName) && self.topologyName == oldSelf.topologyName)",
+        "message": "topologyName is immutable when topologyName is set",
     },
 ]))]
 pub struct ResourceFlavorSpec {
@@ -107,18 +111,6 @@ pub struct ResourceFlavorSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "schema::object_name")]
     pub topology_name: Option<String>,
-
-    /// Per-resource multipliers used when computing dominant resource share
-    /// for fair sharing; missing resources count 1. At most 16.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "resource_weights")]
-    pub resource_weights: Option<BTreeMap<String, Quantity>>,
 }
 
 super::spec_may_be_absent!(ResourceFlavorSpec);
-
-fn resource_weights(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let mut s = schema::resource_list(g);
-    s.insert("maxProperties".into(), 16.into());
-    s
-}

@@ -1,7 +1,7 @@
 //! Workload: the unit of admission. One per queued job, created by the
 //! reconciler from the job's pod sets; quota is reserved for it and its
-//! admission recorded in its status. Namespaced, short names `wl`, `kwl`,
-//! `kueueworkload`.
+//! admission recorded in its status. Namespaced, short names `kwl`,
+//! `kueueworkload`, `kueueworkloads`.
 
 use std::collections::BTreeMap;
 
@@ -115,7 +115,7 @@ pub fn workload_root_validation_rules() -> serde_json::Value {
             "message": "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved",
         },
         {
-            "rule": "(has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True')) && (has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True')) && has(oldSelf.spec.queueName) && has(self.spec.queueName) ? oldSelf.spec.queueName == self.spec.queueName : true",
+            "rule": "((has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True')) && (has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True'))) ? ((has(oldSelf.spec.queueName) == has(self.spec.queueName)) && (!has(oldSelf.spec.queueName) || oldSelf.spec.queueName == self.spec.queueName)) : true",
             "message": "queueName is immutable while workload quota reserved",
         },
         {
@@ -135,10 +135,9 @@ pub fn workload_root_validation_rules() -> serde_json::Value {
     kind = "Workload",
     plural = "workloads",
     namespaced,
-    shortname = "wl",
     shortname = "kwl",
     shortname = "kueueworkload",
-    category = "kueue",
+    shortname = "kueueworkloads",
     status = "WorkloadStatus",
     derive = "Default",
     derive = "PartialEq",
@@ -217,9 +216,12 @@ pub struct WorkloadSpec {
 
     /// Gates that, while closed, keep the Workload from preempting others
     /// (MultiKueue orchestrated preemption). Gates without a status are
-    /// closed.
+    /// closed. At most 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    #[schemars(
+        length(max = 8),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
+    )]
     pub preemption_gates: Option<Vec<PreemptionGate>>,
 }
 
@@ -352,9 +354,29 @@ pub struct PodSetTopologyRequest {
     #[schemars(length(max = 63))]
     pub pod_set_slice_required_topology: Option<String>,
 
-    /// Pods per slice.
+    /// Pods per slice; only with podSetSliceRequiredTopology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_set_slice_size: Option<i32>,
+
+    /// Layers of slice constraints, outermost first, at most 3; exclusive
+    /// with podSetSliceRequiredTopology and podSetSliceSize.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 3), extend("x-kubernetes-list-type" = "atomic"))]
+    pub podset_slice_required_topology_constraints:
+        Option<Vec<PodsetSliceRequiredTopologyConstraint>>,
+}
+
+/// One layer of slice topology constraints.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodsetSliceRequiredTopologyConstraint {
+    /// The topology level of this layer.
+    #[schemars(length(min = 1, max = 63))]
+    pub topology: String,
+
+    /// Pods in each group of this layer.
+    #[schemars(range(min = 1))]
+    pub size: i32,
 }
 
 /// The observed state of a Workload.
@@ -420,10 +442,10 @@ pub struct WorkloadStatus {
     pub scheduling_stats: Option<SchedulingStats>,
 
     /// MultiKueue: clusters nominated for the Workload; exclusive with
-    /// clusterName. At most 10.
+    /// clusterName. At most 20.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
-        length(max = 10),
+        length(max = 20),
         inner(length(max = 256)),
         extend("x-kubernetes-list-type" = "atomic")
     )]
@@ -444,9 +466,12 @@ pub struct WorkloadStatus {
     )]
     pub unhealthy_nodes: Option<Vec<UnhealthyNode>>,
 
-    /// The state of the gates in `spec.preemptionGates`.
+    /// The state of the gates in `spec.preemptionGates`. At most 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    #[schemars(
+        length(max = 8),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
+    )]
     pub preemption_gates: Option<Vec<PreemptionGateState>>,
 }
 
@@ -531,16 +556,12 @@ pub struct TopologyAssignment {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!has(self.podCounts) || size(self.podCounts) == self.domainCount",
-        "message": "podCounts must have length equal to domainCount",
+        "rule": "!has(self.podCounts.individual) || size(self.podCounts.individual) == self.domainCount",
+        "message": "podCounts.individual must have length equal to domainCount",
     },
     {
-        "rule": "has(self.podCounts) != has(self.universalPodCount)",
-        "message": "Exactly one of podCounts, universalPodCount must be set",
-    },
-    {
-        "rule": "self.valuesPerLevel.all(x, !has(x.roots) || size(x.roots) == self.domainCount)",
-        "message": "roots, if set, must have length equal to domainCount of this TopologyAssignmentSlice",
+        "rule": "self.valuesPerLevel.all(x, !has(x.individual) || size(x.individual.roots) == self.domainCount)",
+        "message": "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this TopologyAssignmentSlice",
     },
 ]))]
 pub struct TopologyAssignmentSlice {
@@ -552,30 +573,33 @@ pub struct TopologyAssignmentSlice {
     #[schemars(length(min = 1, max = 16), extend("x-kubernetes-list-type" = "atomic"))]
     pub values_per_level: Vec<TopologyAssignmentSliceLevelValues>,
 
-    /// Pods per domain; exclusive with universalPodCount.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 100000), extend("x-kubernetes-list-type" = "atomic"))]
-    pub pod_counts: Option<Vec<i32>>,
-
-    /// Pods in every domain; exclusive with podCounts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub universal_pod_count: Option<i32>,
+    /// Pods per domain.
+    pub pod_counts: TopologyAssignmentSlicePodCounts,
 }
 
-/// Node label values of one level in a slice.
+/// Node label values of one level in a slice: one value for every domain,
+/// or one per domain.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "has(self.roots) != has(self.universalValue)",
-        "message": "Exactly one of roots, universalValue must be set",
-    },
-    {
-        "rule": "!(has(self.universalValue) && (has(self.prefix) || has(self.suffix)))",
-        "message": "universalValue cannot be set together with prefix or suffix",
-    },
-]))]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.universal) != has(self.individual)",
+    "message": "exactly one of the fields in [universal individual] must be set",
+}]))]
 pub struct TopologyAssignmentSliceLevelValues {
+    /// The value of every domain in the slice; exclusive with individual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 63))]
+    pub universal: Option<String>,
+
+    /// One value per domain; exclusive with universal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub individual: Option<TopologyAssignmentSliceLevelIndividualValues>,
+}
+
+/// One node label value per domain, with a common prefix and suffix.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologyAssignmentSliceLevelIndividualValues {
     /// Common prefix of the values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 63))]
@@ -587,18 +611,36 @@ pub struct TopologyAssignmentSliceLevelValues {
     pub suffix: Option<String>,
 
     /// The values without prefix and suffix, one per domain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         length(min = 1, max = 100000),
         inner(length(max = 63)),
         extend("x-kubernetes-list-type" = "atomic")
     )]
-    pub roots: Option<Vec<String>>,
+    pub roots: Vec<String>,
+}
 
-    /// The value of every domain in the slice.
+/// Pods per domain of a slice: one count for every domain, or one per
+/// domain.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "[has(self.universal),has(self.individual)].filter(x,x==true).size() == 1",
+    "message": "exactly one of the fields in [universal individual] must be set",
+}]))]
+pub struct TopologyAssignmentSlicePodCounts {
+    /// Pods in every domain; exclusive with individual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 63))]
-    pub universal_value: Option<String>,
+    #[schemars(range(min = 1))]
+    pub universal: Option<i32>,
+
+    /// Pods per domain, one per domain; exclusive with universal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 100000),
+        inner(range(min = 1)),
+        extend("x-kubernetes-list-type" = "atomic")
+    )]
+    pub individual: Option<Vec<i32>>,
 }
 
 /// Requeueing state.
@@ -761,7 +803,7 @@ pub struct PreemptionGateState {
 
     /// Closed (blocks preempting) or Open.
     #[schemars(extend("enum" = ["Closed", "Open"]))]
-    pub state: String,
+    pub position: String,
 
     /// When the state last changed.
     pub last_transition_time: Time,

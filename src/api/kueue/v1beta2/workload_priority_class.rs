@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
     version = "v1beta2",
     kind = "WorkloadPriorityClass",
     plural = "workloadpriorityclasses",
-    category = "kueue",
+    shortname = "wpc",
     no_spec,
     derive = "Default",
     derive = "PartialEq",
