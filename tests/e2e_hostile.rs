@@ -44,7 +44,8 @@ fn queued_jobs_are_created_while_the_webhook_port_is_attacked() {
             (Kind::Slowloris, 2000),
             (Kind::PartialPreface, 200),
             (Kind::IdleH2, 200),
-            (Kind::NonReading, 50),
+            (Kind::NonReading, 20),
+            (Kind::NonReadingH2, 100),
             (Kind::BodyMinusOne, 200),
         ]
         .into_iter()

@@ -127,6 +127,11 @@ pub const CONNECTION_BYTES: u64 = 96 * 1024;
 /// The process without traffic: runtime, caches of a mid-sized cluster,
 /// policies, allocator slack.
 pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
+/// SO_SNDBUF and SO_RCVBUF of every accepted connection (the kernel
+/// doubles them): plenty for reviews at in-cluster round trips, and a
+/// client that stops reading blocks the server's writes within a few
+/// hundred answers, so the write deadline applies.
+pub const SOCKET_BUFFER: usize = 64 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
 /// headers are well under 1 KiB.
 pub const H1_MAX_BUF: usize = 32 * 1024;
@@ -276,7 +281,6 @@ pub async fn bind(
             }
         });
 
-        tokio::pin!(shutdown);
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
             .http1()
@@ -312,27 +316,50 @@ pub async fn bind(
             readiness: readiness.clone(),
             metrics: metrics.clone(),
         });
-        loop {
-            let (tcp, peer) = tokio::select! {
-                _ = &mut shutdown => break,
-                r = listener.accept() => match r {
-                    Ok(x) => x,
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(serve_connection(
-                tcp,
-                peer,
-                shared.clone(),
-                drain_rx.clone(),
-                alive_tx.clone(),
-            ));
+        // The accept loop runs on a worker, not on the caller's thread: a
+        // task spawned from a worker starts next on that worker, so a new
+        // connection's handshake is not queued behind the timers and reads
+        // of a thousand open ones.
+        let accept = tokio::spawn({
+            let shared = shared.clone();
+            let drain_rx = drain_rx.clone();
+            let alive_tx = alive_tx.clone();
+            async move {
+                tokio::pin!(shutdown);
+                loop {
+                    let (tcp, peer) = tokio::select! {
+                        _ = &mut shutdown => break,
+                        r = listener.accept() => match r {
+                            Ok(x) => x,
+                            Err(e) => {
+                                // EMFILE and friends: back off instead of spinning.
+                                warn!(error = %e, "accept failed");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            }
+                        },
+                    };
+                    let _ = tcp.set_nodelay(true);
+                    // Fixed kernel buffers instead of autotuning up to
+                    // several MiB: what a client that does not read, or a
+                    // body waiting for the budget, can park in the kernel
+                    // (charged to the pod's memory cgroup) stays small.
+                    let sock = socket2::SockRef::from(&tcp);
+                    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+                    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+                    tokio::spawn(serve_connection(
+                        tcp,
+                        peer,
+                        shared.clone(),
+                        drain_rx.clone(),
+                        alive_tx.clone(),
+                    ));
+                }
+                drop(listener);
+            }
+        });
+        if let Err(e) = accept.await {
+            warn!(error = %e, "accept loop ended abnormally");
         }
 
         // Draining: readiness is false already (set by the caller before
@@ -340,7 +367,6 @@ pub async fn bind(
         // `Connection: close` since); stop accepting, let in-flight reviews
         // finish, ask every connection to go (GOAWAY for HTTP/2) and close
         // those that stay past the grace.
-        drop(listener);
         drop(alive_tx);
         let _ = drain_tx.send(Some(clock.now()));
         info!(connections = shared.slots.live(), "draining connections");
@@ -437,8 +463,11 @@ async fn serve_connection(
     tokio::pin!(hconn);
     let mut draining_since = *drain.borrow();
     // When the connection was asked to go (GOAWAY, or close once idle).
+    // Draining, HTTP/1.1 is not: closing a keep-alive connection whose next
+    // request may be on the wire loses that request. Its responses carry
+    // `Connection: close`; one that stays idle past the grace is closed.
     let mut asked = None::<Millis>;
-    if draining_since.is_some() {
+    if draining_since.is_some() && http2 {
         hconn.as_mut().graceful_shutdown();
         asked = Some(sh.clock.now());
     }
@@ -490,7 +519,7 @@ async fn serve_connection(
                     Ok(()) => (*drain.borrow()).or(Some(sh.clock.now())),
                     Err(_) => Some(sh.clock.now()),
                 };
-                if asked.is_none() {
+                if asked.is_none() && http2 {
                     hconn.as_mut().graceful_shutdown();
                     asked = draining_since;
                 }

@@ -18,7 +18,6 @@ use tokio::{
 };
 use tokio_rustls::{client::TlsStream, TlsConnector};
 
-use super::tls_config;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -32,6 +31,9 @@ pub enum Kind {
     Slowloris,
     /// Pipelined reviews written and their responses never read.
     NonReading,
+    /// HTTP/2 with a flow-control window of 0: a request whose response
+    /// can never be sent.
+    NonReadingH2,
     /// A 7 MiB Content-Length and all of the body but its last byte.
     BodyMinusOne,
 }
@@ -101,19 +103,29 @@ impl Attack {
         pause: Duration,
     ) -> Attack {
         let alpn: &[&[u8]] = match kind {
-            Kind::PartialPreface | Kind::IdleH2 => &[b"h2"],
+            Kind::PartialPreface | Kind::IdleH2 | Kind::NonReadingH2 => &[b"h2"],
             _ => &[b"http/1.1"],
         };
-        let tls = TlsConnector::from(tls_config(ca_pem, alpn));
+        let _ = ca_pem;
+        let tls = TlsConnector::from(unverified(alpn));
         let stats = Arc::new(Stats::default());
         let tasks = (0..n)
             .map(|i| {
                 let (tls, stats) = (tls.clone(), stats.clone());
                 tokio::spawn(async move {
-                    // Spread the first connects over a second.
-                    tokio::time::sleep(Duration::from_micros((i as u64 * 997) % 1_000_000)).await;
+                    // Spread the first connects over ten seconds, and
+                    // every reconnect over pause/2 .. 3*pause/2, so that
+                    // connections closed together do not return together.
+                    let mut seed = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                    let mut jitter = move || {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        (seed % 1000) as f64 / 1000.0
+                    };
+                    tokio::time::sleep(Duration::from_secs_f64(10.0 * jitter())).await;
                     while Instant::now() < until {
-                        match connect(&tls, addr).await {
+                        match connect(&tls, addr, kind == Kind::NonReading).await {
                             Some(s) => {
                                 stats.opened.fetch_add(1, Ordering::Relaxed);
                                 let t = Instant::now();
@@ -129,7 +141,7 @@ impl Attack {
                                 stats.refused.fetch_add(1, Ordering::Relaxed);
                             }
                         }
-                        tokio::time::sleep(pause).await;
+                        tokio::time::sleep(pause.mul_f64(0.5 + jitter())).await;
                     }
                 })
             })
@@ -145,8 +157,66 @@ impl Attack {
     }
 }
 
-async fn connect(tls: &TlsConnector, addr: SocketAddr) -> Option<TlsStream<TcpStream>> {
-    let tcp = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+/// An attacker does not check whom it attacks: no certificate
+/// verification, which also keeps the attack's CPU (this test shares the
+/// machine with the server) to the key exchange.
+fn unverified(alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    #[derive(Debug)]
+    struct Anyone(Arc<rustls::crypto::CryptoProvider>);
+    impl rustls::client::danger::ServerCertVerifier for Anyone {
+        fn verify_server_cert(
+            &self,
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &[rustls::pki_types::CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: rustls::pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            _: &[u8],
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+        fn verify_tls13_signature(
+            &self,
+            _: &[u8],
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0
+                .signature_verification_algorithms
+                .supported_schemes()
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Anyone(provider)))
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+async fn connect(
+    tls: &TlsConnector,
+    addr: SocketAddr,
+    small_rcvbuf: bool,
+) -> Option<TlsStream<TcpStream>> {
+    let sock = tokio::net::TcpSocket::new_v4().ok()?;
+    if small_rcvbuf {
+        sock.set_recv_buffer_size(4096).ok()?;
+    }
+    let tcp = tokio::time::timeout(Duration::from_secs(5), sock.connect(addr))
         .await
         .ok()?
         .ok()?;
@@ -166,6 +236,17 @@ async fn behave(kind: Kind, mut s: TlsStream<TcpStream>, until: Instant) -> bool
         Kind::Silent => {}
         Kind::PartialPreface => {
             if s.write_all(b"PRI * HTTP/2.0").await.is_err() {
+                return true;
+            }
+        }
+        Kind::NonReadingH2 => {
+            let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+            // SETTINGS: INITIAL_WINDOW_SIZE (4) = 0.
+            hello.extend_from_slice(&[0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0]);
+            // HEADERS, stream 1, END_STREAM | END_HEADERS: GET https /
+            // (answered 404 with a JSON body that cannot be sent).
+            hello.extend_from_slice(&[0, 0, 3, 1, 5, 0, 0, 0, 1, 0x82, 0x87, 0x84]);
+            if s.write_all(&hello).await.is_err() {
                 return true;
             }
         }
@@ -215,17 +296,23 @@ async fn behave(kind: Kind, mut s: TlsStream<TcpStream>, until: Instant) -> bool
             )
             .into_bytes();
             req.extend_from_slice(&one);
-            let burst: Vec<u8> = req.iter().copied().cycle().take(req.len() * 64).collect();
-            // Keep writing, never read: the server's writes back block, and
-            // ours fail once it closes.
+            // Enough pipelined reviews that their answers overflow what the
+            // kernel and TLS buffer on both sides (this socket's receive
+            // buffer is a few KiB), then one more every two seconds:
+            // never read, so the server's writes block, and ours fail
+            // once it closes.
+            let burst: Vec<u8> = req.iter().copied().cycle().take(req.len() * 1000).collect();
+            let mut first = true;
             loop {
+                let chunk = if first { &burst[..] } else { &req[..] };
+                first = false;
                 tokio::select! {
                     _ = tokio::time::sleep_until(deadline) => return false,
-                    r = s.write_all(&burst) => if r.is_err() { return true },
+                    r = s.write_all(chunk) => if r.is_err() { return true },
                 }
                 tokio::select! {
                     _ = tokio::time::sleep_until(deadline) => return false,
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                 }
             }
         }
@@ -279,6 +366,21 @@ pub struct Honest {
 }
 
 impl Honest {
+    /// [`Honest::run`] on a thread and runtime of its own, so that the
+    /// attack's thousands of tasks in the test's runtime do not delay it:
+    /// the latency measured is the server's, not the test's scheduler's.
+    pub async fn run_apart(addr: SocketAddr, ca_pem: String, until: Instant, every: Duration) -> Honest {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let _ = tx.send(rt.block_on(Honest::run(addr, ca_pem, until, every)));
+        });
+        rx.await.unwrap()
+    }
+
     pub async fn run(addr: SocketAddr, ca_pem: String, until: Instant, every: Duration) -> Honest {
         let client = super::Client::new(addr, &ca_pem);
         let mut out = Honest {
