@@ -35,9 +35,9 @@ fn queued_jobs_are_created_while_the_webhook_port_is_attacked() {
         .enable_all()
         .build()
         .unwrap();
-    let hold = Duration::from_secs(40);
+    let hold = Duration::from_secs(60);
     let until = Instant::now() + hold;
-    let pause = Duration::from_secs(1);
+    let pause = Duration::from_secs(45);
     let attacks: Vec<Attack> = rt.block_on(async {
         [
             (Kind::Silent, 4000),
@@ -52,8 +52,8 @@ fn queued_jobs_are_created_while_the_webhook_port_is_attacked() {
         .map(|(kind, n)| Attack::start(kind, n, server.addr, &server.ca_pem, until, pause))
         .collect()
     });
-    // Let the attack take every slot first.
-    std::thread::sleep(Duration::from_secs(5));
+    // Let the attack open its connections (over 15 s) first.
+    std::thread::sleep(Duration::from_secs(20));
     let mut created = 0;
     let mut took = Vec::new();
     while Instant::now() + Duration::from_secs(3) < until {

@@ -113,7 +113,7 @@ impl Attack {
             .map(|i| {
                 let (tls, stats) = (tls.clone(), stats.clone());
                 tokio::spawn(async move {
-                    // Spread the first connects over ten seconds, and
+                    // Spread the first connects over fifteen seconds, and
                     // every reconnect over pause/2 .. 3*pause/2, so that
                     // connections closed together do not return together.
                     let mut seed = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -123,7 +123,7 @@ impl Attack {
                         seed ^= seed << 17;
                         (seed % 1000) as f64 / 1000.0
                     };
-                    tokio::time::sleep(Duration::from_secs_f64(10.0 * jitter())).await;
+                    tokio::time::sleep(Duration::from_secs_f64(15.0 * jitter())).await;
                     while Instant::now() < until {
                         match connect(&tls, addr, kind == Kind::NonReading).await {
                             Some(s) => {
