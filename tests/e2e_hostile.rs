@@ -65,7 +65,10 @@ fn queued_jobs_are_created_while_the_webhook_port_is_attacked() {
             Some(&queued_job(&name, &ns, "q")),
         );
         took.push(t.elapsed());
-        assert!(ok, "kubectl create job {name} failed under attack: {out}{err}");
+        assert!(
+            ok,
+            "kubectl create job {name} failed under attack: {out}{err}"
+        );
         assert_eq!(
             get_json(c, &["job", &name, "-n", &ns])["spec"]["suspend"],
             Value::Bool(true),

@@ -25,7 +25,7 @@ use support::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The memory limit of the shipped Deployment, in bytes.
 fn deployment_memory_limit() -> u64 {
@@ -96,7 +96,7 @@ fn closed_by_reason(server: &Server) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     // The defaults: first request 10 s, write 10 s, 1024 connections.
     let server = Server::start(&[]);
     let hold = hold_secs(60);
@@ -137,9 +137,15 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
     for (kind, s) in &stats {
         eprintln!("{}", s.summary(*kind));
     }
-    eprintln!("closed by the server, by reason: {}", closed_by_reason(&server));
+    eprintln!(
+        "closed by the server, by reason: {}",
+        closed_by_reason(&server)
+    );
     eprintln!("server peak RSS {} MiB", peak / 1024);
-    eprintln!("server CPU {:.1} s over the {hold:?} hold", server_cpu_secs(server.pid()));
+    eprintln!(
+        "server CPU {:.1} s over the {hold:?} hold",
+        server_cpu_secs(server.pid())
+    );
 
     assert!(
         honest.failures.is_empty(),
@@ -149,11 +155,13 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
     assert!(honest.latencies_ms.len() > 10, "{}", honest.summary());
     for (kind, s) in &stats {
         // First request (10 s) for the silent and stalled kinds; the write
-        // deadline (10 s) after the buffers fill for the non-reading one.
-        // Generous slack for a shared 2-core machine.
+        // deadline (10 s) once the buffers are full for the non-reading
+        // ones. Generous slack: the machine is two shared cores, where the
+        // server's timers run late under load. An implementation that never
+        // closes them keeps its oldest connections 45-60 s.
         let bound = match kind {
-            Kind::NonReading | Kind::NonReadingH2 => 40_000,
-            _ => 20_000,
+            Kind::NonReading | Kind::NonReadingH2 => 45_000,
+            _ => 30_000,
         };
         assert!(s.closed.load(Ordering::Relaxed) > 0, "{}", s.summary(*kind));
         assert!(
@@ -172,7 +180,7 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_held_open_stay_within_the_deployment_memory_limit() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let server = Server::start(&[]);
     assert_still_serving(&server).await;
     let idle_kib = server.rss_kib();
@@ -200,7 +208,10 @@ async fn bodies_held_open_stay_within_the_deployment_memory_limit() {
     let limit = deployment_memory_limit();
     eprintln!("{}", honest.summary());
     eprintln!("{}", stats.summary(Kind::BodyMinusOne));
-    eprintln!("closed by the server, by reason: {}", closed_by_reason(&server));
+    eprintln!(
+        "closed by the server, by reason: {}",
+        closed_by_reason(&server)
+    );
     let (_, metrics) = server.probe_get("/metrics");
     for l in metrics
         .lines()
@@ -233,7 +244,10 @@ fn small_review(uid: &str) -> Bytes {
         uid,
         "CREATE",
         JOB,
-        job(serde_json::json!({"kueue.x-k8s.io/queue-name": "q"}), serde_json::json!({})),
+        job(
+            serde_json::json!({"kueue.x-k8s.io/queue-name": "q"}),
+            serde_json::json!({}),
+        ),
         None,
     ))
 }
@@ -267,7 +281,10 @@ async fn h1_worker(addr: std::net::SocketAddr, ca: String, load: Arc<Load>, stop
             return;
         };
         let Ok(s) = tls
-            .connect(rustls::pki_types::ServerName::try_from("localhost").unwrap(), tcp)
+            .connect(
+                rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+                tcp,
+            )
             .await
         else {
             load.refused.fetch_add(1, Ordering::Relaxed);
@@ -288,10 +305,7 @@ async fn h1_worker(addr: std::net::SocketAddr, ca: String, load: Arc<Load>, stop
                 .unwrap();
             match sender.send_request(req).await {
                 Ok(r) if r.status() == 200 => {
-                    let close = r
-                        .headers()
-                        .get("connection")
-                        .is_some_and(|v| v == "close");
+                    let close = r.headers().get("connection").is_some_and(|v| v == "close");
                     match r.into_body().collect().await {
                         Ok(_) => load.answered.fetch_add(1, Ordering::Relaxed),
                         Err(e) => {
@@ -311,7 +325,12 @@ async fn h1_worker(addr: std::net::SocketAddr, ca: String, load: Arc<Load>, stop
 }
 
 /// HTTP/2: concurrent reviews on one connection until it is closed.
-async fn h2_worker(sender: hyper::client::conn::http2::SendRequest<Full<Bytes>>, n: usize, load: Arc<Load>, stop: Arc<AtomicBool>) {
+async fn h2_worker(
+    sender: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    n: usize,
+    load: Arc<Load>,
+    stop: Arc<AtomicBool>,
+) {
     let mut i = 0;
     let mut sender = sender;
     while !stop.load(Ordering::Relaxed) {
@@ -352,7 +371,10 @@ async fn h2_worker(sender: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
 async fn goaway_ignorer(addr: std::net::SocketAddr, ca: String) -> (Vec<u8>, Option<Instant>) {
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut s = tokio_rustls::TlsConnector::from(tls_config(&ca, &[b"h2"]))
-        .connect(rustls::pki_types::ServerName::try_from("localhost").unwrap(), tcp)
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
         .await
         .unwrap();
     let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
@@ -379,8 +401,9 @@ fn h2_frames(bytes: &[u8]) -> Vec<(u8, u32)> {
     while at + 9 <= bytes.len() {
         let len = u32::from_be_bytes([0, bytes[at], bytes[at + 1], bytes[at + 2]]) as usize;
         let ty = bytes[at + 3];
-        let stream = u32::from_be_bytes([bytes[at + 5], bytes[at + 6], bytes[at + 7], bytes[at + 8]])
-            & 0x7fff_ffff;
+        let stream =
+            u32::from_be_bytes([bytes[at + 5], bytes[at + 6], bytes[at + 7], bytes[at + 8]])
+                & 0x7fff_ffff;
         out.push((ty, stream));
         at += 9 + len;
     }
@@ -389,7 +412,7 @@ fn h2_frames(bytes: &[u8]) -> Vec<(u8, u32)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain_bound() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     // The Deployment's shutdown delay, shortened; drain grace 2 s (default).
     let mut server = Server::start(&["--shutdown-delay", "1", "--drain-timeout", "10"]);
     let stop = Arc::new(AtomicBool::new(false));
@@ -406,7 +429,10 @@ async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain
     }
     let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"h2"]))
-        .connect(rustls::pki_types::ServerName::try_from("localhost").unwrap(), tcp)
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
         .await
         .unwrap();
     let (sender, conn) = hyper::client::conn::http2::handshake(
@@ -417,7 +443,12 @@ async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain
     .unwrap();
     tokio::spawn(conn);
     for n in 0..8 {
-        tasks.push(tokio::spawn(h2_worker(sender.clone(), n, h2.clone(), stop.clone())));
+        tasks.push(tokio::spawn(h2_worker(
+            sender.clone(),
+            n,
+            h2.clone(),
+            stop.clone(),
+        )));
     }
     let ignorer = tokio::spawn(goaway_ignorer(server.addr, server.ca_pem.clone()));
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -460,13 +491,26 @@ async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain
         exit_after < Duration::from_secs(11) + Duration::from_secs(5),
         "took {exit_after:?}"
     );
-    assert_eq!(h1.failed.load(Ordering::Relaxed), 0, "{:?}", h1.errors.lock().unwrap());
-    assert_eq!(h2.failed.load(Ordering::Relaxed), 0, "{:?}", h2.errors.lock().unwrap());
+    assert_eq!(
+        h1.failed.load(Ordering::Relaxed),
+        0,
+        "{:?}",
+        h1.errors.lock().unwrap()
+    );
+    assert_eq!(
+        h2.failed.load(Ordering::Relaxed),
+        0,
+        "{:?}",
+        h2.errors.lock().unwrap()
+    );
     assert!(h1.answered.load(Ordering::Relaxed) > h1_before);
     assert!(h2_before > 0);
     // The ignoring client got its answer (HEADERS on stream 1) and a
     // GOAWAY (type 7), and was closed by the server, not by its own timer.
     assert!(frames.contains(&(1, 1)), "{frames:?}");
     assert!(frames.iter().any(|(ty, _)| *ty == 7), "{frames:?}");
-    assert!(closed_at.is_some(), "the GOAWAY-ignoring client was never closed");
+    assert!(
+        closed_at.is_some(),
+        "the GOAWAY-ignoring client was never closed"
+    );
 }

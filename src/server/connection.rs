@@ -245,10 +245,7 @@ mod tests {
             computing: 1,
             ..s
         };
-        assert_eq!(
-            verdict(&computing, 105_000, &T),
-            Verdict::Keep(Millis::MAX)
-        );
+        assert_eq!(verdict(&computing, 105_000, &T), Verdict::Keep(Millis::MAX));
     }
 
     #[test]

@@ -128,10 +128,14 @@ pub const CONNECTION_BYTES: u64 = 96 * 1024;
 /// policies, allocator slack.
 pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
 /// SO_SNDBUF and SO_RCVBUF of every accepted connection (the kernel
-/// doubles them): plenty for reviews at in-cluster round trips, and a
-/// client that stops reading blocks the server's writes within a few
-/// hundred answers, so the write deadline applies.
-pub const SOCKET_BUFFER: usize = 64 * 1024;
+/// doubles them) instead of autotuning up to several MiB: a client that
+/// stops reading blocks the server's writes within a few hundred answers,
+/// so the write deadline applies, and a body waiting for the budget parks
+/// little in the kernel. Kernel buffers are charged to the pod's memory
+/// cgroup: at most 96 KiB a connection. Still tens of MB/s per connection
+/// at in-cluster round trips.
+pub const SOCKET_SEND_BUFFER: usize = 32 * 1024;
+pub const SOCKET_RECV_BUFFER: usize = 16 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
 /// headers are well under 1 KiB.
 pub const H1_MAX_BUF: usize = 32 * 1024;
@@ -345,8 +349,8 @@ pub async fn bind(
                     // body waiting for the budget, can park in the kernel
                     // (charged to the pod's memory cgroup) stays small.
                     let sock = socket2::SockRef::from(&tcp);
-                    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
-                    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+                    let _ = sock.set_send_buffer_size(SOCKET_SEND_BUFFER);
+                    let _ = sock.set_recv_buffer_size(SOCKET_RECV_BUFFER);
                     tokio::spawn(serve_connection(
                         tcp,
                         peer,
@@ -430,7 +434,10 @@ async fn serve_connection(
         return;
     };
     let conn = slot.conn.clone();
-    let handshake = sh.limits.handshake_timeout.min(sh.limits.first_request_timeout);
+    let handshake = sh
+        .limits
+        .handshake_timeout
+        .min(sh.limits.first_request_timeout);
     let tls = tokio::select! {
         r = tokio::time::timeout(handshake, sh.acceptor.accept(tcp)) => match r {
             Ok(Ok(tls)) => tls,

@@ -100,8 +100,7 @@ impl Conn {
     }
 
     fn request_started(&self) {
-        self.last_request
-            .store(self.clock.now(), Ordering::Relaxed);
+        self.last_request.store(self.clock.now(), Ordering::Relaxed);
         self.open.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -204,8 +203,7 @@ impl Slots {
     fn try_admit(self: &Arc<Self>) -> Option<Slot> {
         let mut live = self.lock();
         if live.len() >= self.cap {
-            let victim =
-                connection::victim(live.iter().map(|(id, c)| (*id, c.snapshot(None))))?;
+            let victim = connection::victim(live.iter().map(|(id, c)| (*id, c.snapshot(None))))?;
             if let Some(v) = live.remove(&victim) {
                 v.evicted.notify_one();
                 self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -344,7 +342,8 @@ where
 {
     type Response = Response<TrackedBody>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>>;
+    type Future =
+        Pin<Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -371,10 +370,7 @@ where
                 resp.headers_mut()
                     .insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            Ok(resp.map(|inner| TrackedBody {
-                inner,
-                _open: open,
-            }))
+            Ok(resp.map(|inner| TrackedBody { inner, _open: open }))
         })
     }
 }

@@ -18,7 +18,6 @@ use tokio::{
 };
 use tokio_rustls::{client::TlsStream, TlsConnector};
 
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// TLS handshake, then nothing.
@@ -132,9 +131,10 @@ impl Attack {
                                 if behave(kind, s, until).await {
                                     stats.closed_after(t.elapsed());
                                 } else {
-                                    stats
-                                        .oldest_open_ms
-                                        .fetch_max(t.elapsed().as_millis() as u64, Ordering::Relaxed);
+                                    stats.oldest_open_ms.fetch_max(
+                                        t.elapsed().as_millis() as u64,
+                                        Ordering::Relaxed,
+                                    );
                                 }
                             }
                             None => {
@@ -191,9 +191,7 @@ fn unverified(alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
             Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
         }
         fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            self.0
-                .signature_verification_algorithms
-                .supported_schemes()
+            self.0.signature_verification_algorithms.supported_schemes()
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -369,7 +367,12 @@ impl Honest {
     /// [`Honest::run`] on a thread and runtime of its own, so that the
     /// attack's thousands of tasks in the test's runtime do not delay it:
     /// the latency measured is the server's, not the test's scheduler's.
-    pub async fn run_apart(addr: SocketAddr, ca_pem: String, until: Instant, every: Duration) -> Honest {
+    pub async fn run_apart(
+        addr: SocketAddr,
+        ca_pem: String,
+        until: Instant,
+        every: Duration,
+    ) -> Honest {
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
