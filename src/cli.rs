@@ -322,6 +322,30 @@ fn limits(a: &ServeArgs, cfg: &Config) -> Result<Limits> {
     if let Some(v) = w.body_timeout_seconds {
         limits.body_timeout = v;
     }
+    if let Some(v) = w.max_body_bytes_in_flight {
+        limits.max_body_bytes_in_flight = v;
+    }
+    let set = |slot: &mut Duration, v: Option<Duration>| {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    };
+    set(&mut limits.body_budget_wait, w.body_budget_wait_seconds);
+    set(
+        &mut limits.first_request_timeout,
+        w.first_request_timeout_seconds,
+    );
+    set(&mut limits.idle_timeout, w.idle_timeout_seconds);
+    set(&mut limits.write_timeout, w.write_timeout_seconds);
+    set(
+        &mut limits.http2_keep_alive_interval,
+        w.http2_keep_alive_interval_seconds,
+    );
+    set(
+        &mut limits.http2_keep_alive_timeout,
+        w.http2_keep_alive_timeout_seconds,
+    );
+    set(&mut limits.drain_grace, w.drain_grace_seconds);
     limits.shutdown_delay = match a.shutdown_delay {
         Some(s) => secs(s, "--shutdown-delay")?,
         None => w.shutdown_delay_seconds.unwrap_or(limits.shutdown_delay),
@@ -336,6 +360,13 @@ fn limits(a: &ServeArgs, cfg: &Config) -> Result<Limits> {
     if limits.max_body_bytes < 64 * 1024 {
         bail!(
             "the request body limit must be at least 65536 bytes (an AdmissionReview of a small Job is a few KiB), got {}",
+            limits.max_body_bytes
+        );
+    }
+    if limits.max_body_bytes_in_flight < limits.max_body_bytes / 3 * 4 {
+        bail!(
+            "webhook.maxBodyBytesInFlight ({}) must be at least 4/3 of the request body limit ({}): large bodies may use three quarters of it, and one body of the largest size must fit",
+            limits.max_body_bytes_in_flight,
             limits.max_body_bytes
         );
     }

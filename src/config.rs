@@ -210,6 +210,23 @@ pub struct WebhookConfig {
     pub shutdown_delay_seconds: Option<Duration>,
     #[serde(default, with = "opt_secs")]
     pub drain_timeout_seconds: Option<Duration>,
+    /// Bytes of request bodies buffered across all connections at once.
+    pub max_body_bytes_in_flight: Option<usize>,
+    #[serde(default, with = "opt_secs")]
+    pub body_budget_wait_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub first_request_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub idle_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub write_timeout_seconds: Option<Duration>,
+    /// 0 turns HTTP/2 PINGs off.
+    #[serde(default, with = "opt_secs")]
+    pub http2_keep_alive_interval_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub http2_keep_alive_timeout_seconds: Option<Duration>,
+    #[serde(default, with = "opt_secs")]
+    pub drain_grace_seconds: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -309,6 +326,14 @@ webhook:
   certDir: /certs
   maxBodyBytes: 1048576
   drainTimeoutSeconds: 5
+  maxBodyBytesInFlight: 33554432
+  firstRequestTimeoutSeconds: 5
+  idleTimeoutSeconds: 90
+  writeTimeoutSeconds: 8
+  http2KeepAliveIntervalSeconds: 20
+  http2KeepAliveTimeoutSeconds: 10
+  drainGraceSeconds: 1.5
+  bodyBudgetWaitSeconds: 3
 probes:
   listen: 0.0.0.0:8081
 "#,
@@ -320,6 +345,15 @@ probes:
         assert_eq!(
             cfg.webhook.drain_timeout_seconds,
             Some(Duration::from_secs(5))
+        );
+        assert_eq!(cfg.webhook.max_body_bytes_in_flight, Some(32 << 20));
+        assert_eq!(
+            cfg.webhook.drain_grace_seconds,
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            cfg.webhook.http2_keep_alive_interval_seconds,
+            Some(Duration::from_secs(20))
         );
         assert_eq!(
             cfg.integrations.frameworks.as_deref(),

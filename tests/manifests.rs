@@ -221,3 +221,51 @@ fn rbac_covers_the_prescaledcronjob_controller() {
         }
     }
 }
+
+/// The shipped Deployment's memory limit holds what the shipped
+/// configuration lets the server buffer: the body budget, every connection
+/// slot full, and the baseline (`Limits::memory_bound`). Raising
+/// maxConnections or maxBodyBytesInFlight without the limit fails here.
+#[test]
+fn deployment_memory_limit_covers_the_body_budget_and_the_connection_cap() {
+    let deployment: serde_yaml::Value =
+        serde_yaml::from_str(&committed("manifests/deployment.yaml")).unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let limit = container["resources"]["limits"]["memory"]
+        .as_str()
+        .expect("the batchgate container has a memory limit");
+    let limit: u64 = match limit.strip_suffix("Mi") {
+        Some(mib) => mib.parse::<u64>().unwrap() << 20,
+        None => match limit.strip_suffix("Gi") {
+            Some(gib) => gib.parse::<u64>().unwrap() << 30,
+            None => panic!("memory limit {limit}: expected Mi or Gi"),
+        },
+    };
+    let config_map: serde_yaml::Value =
+        serde_yaml::from_str(&committed("manifests/config.yaml")).unwrap();
+    let cfg = batchgate::config::Config::parse(
+        "manifests/config.yaml",
+        config_map["data"]["config.yaml"].as_str().unwrap(),
+    )
+    .unwrap();
+    let mut limits = batchgate::server::Limits::default();
+    if let Some(n) = cfg.webhook.max_connections {
+        limits.max_connections = n;
+    }
+    if let Some(n) = cfg.webhook.max_body_bytes_in_flight {
+        limits.max_body_bytes_in_flight = n;
+    }
+    let bound = limits.memory_bound();
+    assert!(
+        bound <= limit,
+        "the Deployment's memory limit ({} MiB) is below what the server may hold ({} MiB: {} MiB of bodies, {} connections at {} KiB, {} MiB baseline)",
+        limit >> 20,
+        bound >> 20,
+        limits.max_body_bytes_in_flight >> 20,
+        limits.max_connections,
+        batchgate::server::CONNECTION_BYTES >> 10,
+        batchgate::server::BASELINE_BYTES >> 20,
+    );
+    // And the budget is not a token: it fits the largest review at least.
+    assert!(limits.max_body_bytes_in_flight / 4 * 3 >= limits.max_body_bytes);
+}

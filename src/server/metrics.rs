@@ -45,6 +45,9 @@ pub struct Metrics {
     pub entitlement_cache: Family<ResultLabel, Counter>,
     /// SubjectAccessReviews made, by `allowed`, `denied`, `error`.
     pub subject_access_reviews: Family<ResultLabel, Counter>,
+    /// Connections the server closed, by reason (see README, Limits and
+    /// bad input).
+    pub connections_closed: Family<ReasonLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -105,7 +108,14 @@ impl Metrics {
             "SubjectAccessReviews made for entitlement checks, by result: allowed, denied, error",
             subject_access_reviews.clone(),
         );
+        let connections_closed = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "connections_closed_by_server",
+            "Connections the server closed, by reason: first_request_timeout, idle_timeout, write_timeout, response_not_read, evicted (gave its slot to a newcomer at the cap), drain, handshake_timeout, tls_error, no_slot",
+            connections_closed.clone(),
+        );
         Metrics {
+            connections_closed,
             registry,
             reviews,
             latency,

@@ -1,10 +1,15 @@
 //! The HTTPS webhook listener and the plain-HTTP probe listener.
 //!
 //! A hand-written accept loop (rather than `axum::serve`) so that TLS, the
-//! connection bound, the handshake and header-read timeouts and the graceful
-//! drain are all under our control; axum routes the requests.
+//! connection slots, every connection's deadlines, the body budget and the
+//! graceful drain are all under our control; axum routes the requests.
+//! What each connection may cost is decided in [`connection`] (pure), the
+//! slots and counters it is decided on live in [`slots`].
 
+pub mod budget;
+pub mod connection;
 pub mod metrics;
+pub mod slots;
 pub mod tls;
 pub mod webhook;
 
@@ -25,18 +30,24 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
-    server::{conn::auto, graceful::GracefulShutdown},
+    server::conn::auto,
     service::TowerToHyperService,
 };
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::{mpsc, watch},
+};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::cluster::sar::SarClient;
+use budget::Budget;
+use connection::{Millis, Timeouts, Verdict};
 use metrics::{Metrics, ReasonLabel, WebhookLabel};
+use slots::{Clock, ConnHandle, Slots, TrackedIo, Tracking};
 use tls::CertStore;
 use webhook::{error_body, Hook, Reviewed, Webhook};
 
@@ -47,10 +58,30 @@ pub struct Limits {
     /// 3 MiB (its request body limit) and an UPDATE review carries the object
     /// twice, plus JSON escaping: 7 MiB leaves room for that and no more.
     pub max_body_bytes: usize,
+    /// Request bodies buffered across all connections at once (see
+    /// [`budget`]); sized with [`Limits::memory_bound`] against the
+    /// Deployment's memory limit.
+    pub max_body_bytes_in_flight: usize,
+    /// How long a body waits for room in that budget before it is refused
+    /// with 503.
+    pub body_budget_wait: Duration,
     pub handshake_timeout: Duration,
+    /// From accept until the first request is complete: TLS, the protocol
+    /// sniff, the HTTP/2 preface and SETTINGS, headers and body.
+    pub first_request_timeout: Duration,
     pub header_read_timeout: Duration,
     /// Time allowed to receive the whole body.
     pub body_timeout: Duration,
+    /// A connection with no request open this long is closed (HTTP/1.1)
+    /// or sent GOAWAY (HTTP/2).
+    pub idle_timeout: Duration,
+    /// A write blocked this long, or a response the client does not take
+    /// this long, closes the connection.
+    pub write_timeout: Duration,
+    /// HTTP/2 PING sent after this long without a frame from the client...
+    pub http2_keep_alive_interval: Duration,
+    /// ...and the connection closed if its ACK takes longer than this.
+    pub http2_keep_alive_timeout: Duration,
     pub max_connections: usize,
     pub max_h2_streams: u32,
     pub cert_reload_interval: Duration,
@@ -59,20 +90,76 @@ pub struct Limits {
     pub shutdown_delay: Duration,
     /// Then give in-flight reviews at most this long to finish.
     pub drain_timeout: Duration,
+    /// Once draining (and after an idle GOAWAY): a connection with nothing
+    /// being computed is closed this long after it was asked to go.
+    pub drain_grace: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_body_bytes: 7 * 1024 * 1024,
+            max_body_bytes_in_flight: 64 * 1024 * 1024,
+            body_budget_wait: Duration::from_secs(5),
             handshake_timeout: Duration::from_secs(10),
+            first_request_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            write_timeout: Duration::from_secs(10),
+            http2_keep_alive_interval: Duration::from_secs(30),
+            http2_keep_alive_timeout: Duration::from_secs(15),
             max_connections: 1024,
             max_h2_streams: 256,
             cert_reload_interval: Duration::from_secs(2),
             shutdown_delay: Duration::ZERO,
             drain_timeout: Duration::from_secs(20),
+            drain_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What one connection may hold outside the body budget: rustls' record
+/// buffers (two 16 KiB records), hyper's HTTP/1.1 read buffer
+/// ([`H1_MAX_BUF`]) or the HTTP/2 receive window ([`H2_WINDOW`]), the task
+/// and its timers.
+pub const CONNECTION_BYTES: u64 = 96 * 1024;
+/// The process without traffic: runtime, caches of a mid-sized cluster,
+/// policies, allocator slack.
+pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
+/// SO_SNDBUF and SO_RCVBUF of every accepted connection (the kernel
+/// doubles them) instead of autotuning up to several MiB: a client that
+/// stops reading blocks the server's writes within a few hundred answers,
+/// so the write deadline applies, and a body waiting for the budget parks
+/// little in the kernel. Kernel buffers are charged to the pod's memory
+/// cgroup: at most 96 KiB a connection. Still tens of MB/s per connection
+/// at in-cluster round trips.
+pub const SOCKET_SEND_BUFFER: usize = 32 * 1024;
+pub const SOCKET_RECV_BUFFER: usize = 16 * 1024;
+/// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
+/// headers are well under 1 KiB.
+pub const H1_MAX_BUF: usize = 32 * 1024;
+/// HTTP/2 receive window per stream and per connection: what a client may
+/// send that is not yet read into a budgeted body.
+pub const H2_WINDOW: u32 = 32 * 1024;
+
+impl Limits {
+    /// The most memory the server is expected to use under any traffic:
+    /// the body budget, every connection slot full, and the baseline.
+    /// Checked against the Deployment's memory limit (tests/manifests.rs).
+    pub fn memory_bound(&self) -> u64 {
+        self.max_body_bytes_in_flight as u64
+            + self.max_connections as u64 * CONNECTION_BYTES
+            + BASELINE_BYTES
+    }
+
+    fn timeouts(&self) -> Timeouts {
+        let ms = |d: Duration| d.as_millis() as Millis;
+        Timeouts {
+            first_request: ms(self.first_request_timeout),
+            idle: ms(self.idle_timeout),
+            write: ms(self.write_timeout),
+            drain_grace: ms(self.drain_grace),
         }
     }
 }
@@ -111,6 +198,7 @@ struct AppState {
     sar: Option<SarClient>,
     metrics: Arc<Metrics>,
     limits: Arc<Limits>,
+    budget: Arc<Budget>,
 }
 
 /// A running server, for callers that want the bound addresses.
@@ -161,6 +249,7 @@ pub async fn bind(
         sar,
         metrics: metrics.clone(),
         limits: limits.clone(),
+        budget: Arc::new(Budget::new(limits.max_body_bytes_in_flight as u64)),
     };
     let router = Router::new()
         .route("/mutate", post(mutate))
@@ -196,72 +285,96 @@ pub async fn bind(
             }
         });
 
-        tokio::pin!(shutdown);
-        let graceful = GracefulShutdown::new();
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
             .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
+            .max_buf_size(H1_MAX_BUF)
             .keep_alive(true);
         builder
             .http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(limits.max_h2_streams)
-            .max_header_list_size(64 * 1024);
-        let conns = Arc::new(Semaphore::new(limits.max_connections));
-        loop {
-            let permit = tokio::select! {
-                _ = &mut shutdown => break,
-                p = conns.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-            };
-            let (tcp, peer) = tokio::select! {
-                _ = &mut shutdown => break,
-                r = listener.accept() => match r {
-                    Ok(x) => x,
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            let builder = builder.clone();
-            let svc = TowerToHyperService::new(router.clone());
-            let watch = graceful.watcher();
-            let handshake_timeout = limits.handshake_timeout;
-            tokio::spawn(async move {
-                let _permit = permit;
-                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await
-                {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(e)) => {
-                        debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-                let conn = builder
-                    .serve_connection(TokioIo::new(tls), svc)
-                    .into_owned();
-                if let Err(e) = watch.watch(conn).await {
-                    debug!(%peer, error = %e, "connection ended with an error");
+            .max_header_list_size(64 * 1024)
+            .initial_stream_window_size(H2_WINDOW)
+            .initial_connection_window_size(H2_WINDOW)
+            .keep_alive_interval(
+                (!limits.http2_keep_alive_interval.is_zero())
+                    .then_some(limits.http2_keep_alive_interval),
+            )
+            .keep_alive_timeout(limits.http2_keep_alive_timeout);
+        let clock = Clock::start();
+        let (drain_tx, drain_rx) = watch::channel(None::<Millis>);
+        // Every connection task holds a sender: the channel closes when the
+        // last one ends.
+        let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+        let shared = Arc::new(Shared {
+            acceptor,
+            builder,
+            router,
+            slots: Slots::new(limits.max_connections, clock),
+            timeouts: limits.timeouts(),
+            limits: limits.clone(),
+            clock,
+            readiness: readiness.clone(),
+            metrics: metrics.clone(),
+        });
+        // The accept loop runs on a worker, not on the caller's thread: a
+        // task spawned from a worker starts next on that worker, so a new
+        // connection's handshake is not queued behind the timers and reads
+        // of a thousand open ones.
+        let accept = tokio::spawn({
+            let shared = shared.clone();
+            let drain_rx = drain_rx.clone();
+            let alive_tx = alive_tx.clone();
+            async move {
+                tokio::pin!(shutdown);
+                loop {
+                    let (tcp, peer) = tokio::select! {
+                        _ = &mut shutdown => break,
+                        r = listener.accept() => match r {
+                            Ok(x) => x,
+                            Err(e) => {
+                                // EMFILE and friends: back off instead of spinning.
+                                warn!(error = %e, "accept failed");
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                continue;
+                            }
+                        },
+                    };
+                    let _ = tcp.set_nodelay(true);
+                    // Fixed kernel buffers instead of autotuning up to
+                    // several MiB: what a client that does not read, or a
+                    // body waiting for the budget, can park in the kernel
+                    // (charged to the pod's memory cgroup) stays small.
+                    let sock = socket2::SockRef::from(&tcp);
+                    let _ = sock.set_send_buffer_size(SOCKET_SEND_BUFFER);
+                    let _ = sock.set_recv_buffer_size(SOCKET_RECV_BUFFER);
+                    tokio::spawn(serve_connection(
+                        tcp,
+                        peer,
+                        shared.clone(),
+                        drain_rx.clone(),
+                        alive_tx.clone(),
+                    ));
                 }
-            });
+                drop(listener);
+            }
+        });
+        if let Err(e) = accept.await {
+            warn!(error = %e, "accept loop ended abnormally");
         }
 
         // Draining: readiness is false already (set by the caller before
-        // `shutdown` resolved); stop accepting, finish what is in flight,
-        // close keep-alive connections.
-        drop(listener);
-        info!("draining connections");
-        if tokio::time::timeout(limits.drain_timeout, graceful.shutdown())
+        // `shutdown` resolved, and HTTP/1.1 responses carry
+        // `Connection: close` since); stop accepting, let in-flight reviews
+        // finish, ask every connection to go (GOAWAY for HTTP/2) and close
+        // those that stay past the grace.
+        drop(alive_tx);
+        let _ = drain_tx.send(Some(clock.now()));
+        info!(connections = shared.slots.live(), "draining connections");
+        if tokio::time::timeout(limits.drain_timeout, alive_rx.recv())
             .await
             .is_err()
         {
@@ -282,6 +395,144 @@ pub async fn bind(
         probe_addr,
         run: Box::pin(run),
     })
+}
+
+/// What every connection task shares.
+struct Shared {
+    acceptor: TlsAcceptor,
+    builder: auto::Builder<TokioExecutor>,
+    router: Router,
+    slots: Arc<Slots>,
+    timeouts: Timeouts,
+    limits: Arc<Limits>,
+    clock: Clock,
+    readiness: Arc<Readiness>,
+    metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    fn closed(&self, reason: &'static str) {
+        self.metrics
+            .connections_closed
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+}
+
+/// One connection from accept to close: a slot, the TLS handshake, then
+/// hyper serving it while its deadlines are watched.
+async fn serve_connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    sh: Arc<Shared>,
+    mut drain: watch::Receiver<Option<Millis>>,
+    _alive: mpsc::Sender<()>,
+) {
+    let Some(slot) = sh.slots.admit(sh.limits.first_request_timeout).await else {
+        debug!(%peer, "no connection slot came free");
+        sh.closed("no_slot");
+        return;
+    };
+    let conn = slot.conn.clone();
+    let handshake = sh
+        .limits
+        .handshake_timeout
+        .min(sh.limits.first_request_timeout);
+    let tls = tokio::select! {
+        r = tokio::time::timeout(handshake, sh.acceptor.accept(tcp)) => match r {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                debug!(%peer, error = %e, "TLS handshake failed");
+                sh.closed("tls_error");
+                return;
+            }
+            Err(_) => {
+                debug!(%peer, "TLS handshake timed out");
+                sh.closed("handshake_timeout");
+                return;
+            }
+        },
+        _ = conn.evicted.notified() => {
+            sh.closed("evicted");
+            return;
+        }
+    };
+    let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    let svc = TowerToHyperService::new(Tracking {
+        inner: sh.router.clone(),
+        conn: conn.clone(),
+        http2,
+        readiness: sh.readiness.clone(),
+    });
+    let hconn = sh
+        .builder
+        .serve_connection(TokioIo::new(TrackedIo::new(tls, conn.clone())), svc);
+    tokio::pin!(hconn);
+    let mut draining_since = *drain.borrow();
+    // When the connection was asked to go (GOAWAY, or close once idle).
+    // Draining, HTTP/1.1 is not: closing a keep-alive connection whose next
+    // request may be on the wire loses that request. Its responses carry
+    // `Connection: close`; one that stays idle past the grace is closed.
+    let mut asked = None::<Millis>;
+    if draining_since.is_some() && http2 {
+        hconn.as_mut().graceful_shutdown();
+        asked = Some(sh.clock.now());
+    }
+    loop {
+        let now = sh.clock.now();
+        let snapshot = conn.snapshot(draining_since);
+        let next = match connection::verdict(&snapshot, now, &sh.timeouts) {
+            Verdict::Close(r) => {
+                debug!(%peer, reason = r.as_str(), "closing connection");
+                sh.closed(r.as_str());
+                return;
+            }
+            Verdict::GoAway(r, at) => {
+                match asked {
+                    None => {
+                        debug!(%peer, reason = r.as_str(), "asking connection to go");
+                        hconn.as_mut().graceful_shutdown();
+                        asked = Some(now);
+                    }
+                    // Asked and still here (an HTTP/2 client ignoring GOAWAY).
+                    Some(t) if now >= t + sh.timeouts.drain_grace && snapshot.open == 0 => {
+                        sh.closed(r.as_str());
+                        return;
+                    }
+                    Some(_) => {}
+                }
+                at
+            }
+            Verdict::Keep(at) => at,
+        };
+        // Look again at least every second: a write may block, or a
+        // request start, between two looks.
+        let wake = next.min(now + 1000);
+        tokio::select! {
+            r = hconn.as_mut() => {
+                if let Err(e) = r {
+                    debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            _ = tokio::time::sleep_until(sh.clock.instant(wake)) => {}
+            _ = conn.evicted.notified() => {
+                debug!(%peer, "connection gave its slot to a newcomer");
+                sh.closed("evicted");
+                return;
+            }
+            r = drain.changed(), if draining_since.is_none() => {
+                draining_since = match r {
+                    Ok(()) => (*drain.borrow()).or(Some(sh.clock.now())),
+                    Err(_) => Some(sh.clock.now()),
+                };
+                if asked.is_none() && http2 {
+                    hconn.as_mut().graceful_shutdown();
+                    asked = draining_since;
+                }
+            }
+        }
+    }
 }
 
 async fn mutate(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {
@@ -329,14 +580,23 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
             &too_large(),
         );
     }
+    let conn = req.extensions().get::<ConnHandle>().map(|c| c.0.clone());
+    let mut held = s.budget.empty();
     let body = match tokio::time::timeout(
         s.limits.body_timeout,
-        Limited::new(req.into_body(), limit).collect(),
+        read_body(
+            req.into_body(),
+            declared,
+            limit,
+            &s.budget,
+            &mut held,
+            s.limits.body_budget_wait,
+        ),
     )
     .await
     {
-        Ok(Ok(b)) => b.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+        Ok(Ok(b)) => b,
+        Ok(Err(BodyError::TooLarge)) => {
             return reject(
                 &s,
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -344,7 +604,22 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
                 &too_large(),
             )
         }
-        Ok(Err(e)) => {
+        Ok(Err(BodyError::Budget)) => {
+            let mut r = reject(
+                &s,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "body_budget",
+                &format!(
+                    "request bodies in flight use the server's {}-byte budget (webhook.maxBodyBytesInFlight) and no room came free within {:?}; retry",
+                    s.budget.cap(),
+                    s.limits.body_budget_wait
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+        Ok(Err(BodyError::Read(e))) => {
             return reject(
                 &s,
                 StatusCode::BAD_REQUEST,
@@ -364,6 +639,9 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
             )
         }
     };
+    // The body is in: from here the connection is busy with real work and
+    // is never the one to give up its slot.
+    let _computing = conn.as_ref().map(|c| c.computing());
     let answer = match s.webhook.review(hook, &body) {
         Reviewed::Done(answer) => answer,
         Reviewed::Entitle(mut pending) => match &s.sar {
@@ -395,6 +673,51 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
         }
     }
     json_response(answer.status, answer.body)
+}
+
+enum BodyError {
+    TooLarge,
+    Budget,
+    Read(axum::Error),
+}
+
+/// Reads a body no further than its reservation in the budget: all of a
+/// declared length up front, else ahead of the buffer as it grows.
+async fn read_body<'b>(
+    mut body: Body,
+    declared: Option<u64>,
+    limit: usize,
+    budget: &'b Budget,
+    held: &mut budget::Reservation<'b>,
+    wait: Duration,
+) -> Result<Vec<u8>, BodyError> {
+    let mut buf = Vec::new();
+    if let Some(n) = declared {
+        if !budget.grow(held, n, wait).await {
+            return Err(BodyError::Budget);
+        }
+        buf.reserve_exact(n as usize);
+    }
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(BodyError::Read)?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let need = buf.len() + data.len();
+        if need > limit {
+            return Err(BodyError::TooLarge);
+        }
+        if need > buf.capacity() {
+            // Grow by doubling, within the limit, and reserve it first.
+            let cap = need.max(buf.capacity() * 2).clamp(8 * 1024, limit);
+            if !budget.grow(held, cap as u64, wait).await {
+                return Err(BodyError::Budget);
+            }
+            buf.reserve_exact(cap - buf.len());
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok(buf)
 }
 
 async fn not_found(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {

@@ -312,6 +312,44 @@ impl Client {
         Conn { sender, serial }
     }
 
+    /// POSTs on a new connection; (status, JSON body), or what failed.
+    pub async fn try_post(
+        &self,
+        path: &str,
+        body: impl Into<Bytes>,
+    ) -> Result<(StatusCode, Value), String> {
+        let tcp = TokioTcp::connect(self.addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let tls = TlsConnector::from(self.tls.clone())
+            .connect(ServerName::try_from("localhost").unwrap(), tcp)
+            .await
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+        let (mut sender, conn) = http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| format!("HTTP/1.1 handshake: {e}"))?;
+        tokio::spawn(conn);
+        let req = Request::post(path)
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(body.into()))
+            .unwrap();
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| format!("request: {e}"))?;
+        let status = resp.status();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("response body: {e}"))?
+            .to_bytes();
+        let v = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| json!({"raw": String::from_utf8_lossy(&bytes)}));
+        Ok((status, v))
+    }
+
     /// POSTs on a new connection; (status, JSON body).
     pub async fn post(&self, path: &str, body: impl Into<Bytes>) -> (StatusCode, Value) {
         let mut c = self.connect().await;
@@ -532,6 +570,7 @@ pub mod e2e {
 }
 
 pub mod arbitrary;
+pub mod attack;
 pub mod kinds;
 pub mod kueue;
 pub mod queueing;
