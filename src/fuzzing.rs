@@ -32,9 +32,12 @@ use crate::{
     selector::{LabelSelector, NamespaceNameOnly},
 };
 
+/// A target's body: arbitrary bytes in, a panic when a property fails.
+pub type Target = fn(&[u8]);
+
 /// Every target by name (the name of its corpus directory and of its
 /// `cargo fuzz` target).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("review", review),
     ("salvage_uid", salvage_uid),
     ("quantity", quantity),

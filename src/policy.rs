@@ -992,8 +992,8 @@ mod tests {
 
     #[test]
     fn a_pointer_through_a_list_index_is_read_by_the_sparse_reader() {
-        // Found by the policy fuzz target: the sparse reader reads lists
-        // through `each` only, so `/spec/groups/1/replicas` came back empty
+        // Found while writing the policy fuzz target's property: the sparse
+        // reader reads lists through `each` only, so `/spec/groups/1/replicas` came back empty
         // and the count fell to its default.
         let p = Policy::from_yaml(
             "indexed.yaml",

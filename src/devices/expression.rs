@@ -713,8 +713,8 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_refused_not_a_stack_overflow() {
-        // Found by fuzzing review: each of these recursed once per level
-        // when parsed, evaluated or dropped.
+        // Found while writing the fuzz targets: each of these recursed once
+        // per level when parsed, evaluated, printed or dropped.
         for deep in [
             format!("{}true{}", "(".repeat(50_000), ")".repeat(50_000)),
             format!("{}true", "!".repeat(50_000)),
