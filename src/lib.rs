@@ -15,6 +15,7 @@ pub mod config;
 pub mod controllers;
 pub mod devices;
 pub mod entitlement;
+pub mod fuzzing;
 pub mod kueuectl;
 pub mod manifests;
 pub mod policy;

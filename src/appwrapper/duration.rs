@@ -126,10 +126,12 @@ impl GoDuration {
                     return Err(invalid());
                 }
             }
-            d += v;
-            if d > LIMIT {
-                return Err(invalid());
-            }
+            // Go's uint64 wraps when both terms are 1<<63 and then reads
+            // such a duration as 0; refuse it instead.
+            d = d
+                .checked_add(v)
+                .filter(|d| *d <= LIMIT)
+                .ok_or_else(invalid)?;
         }
         if neg {
             return Ok(GoDuration((d as i64).wrapping_neg()));
@@ -261,6 +263,24 @@ impl fmt::Display for GoDuration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sum_of_two_limits_is_refused_not_wrapped() {
+        // Each term is 1<<63 ns, which alone is the limit; the sum overflowed u64.
+        let input = "9223372036854775808ns9223372036854775808ns";
+        assert_eq!(
+            GoDuration::parse(input),
+            Err(format!("time: invalid duration \"{input}\""))
+        );
+        assert_eq!(
+            GoDuration::parse(&format!("-{input}")),
+            Err(format!("time: invalid duration \"-{input}\""))
+        );
+        assert_eq!(
+            GoDuration::parse("-9223372036854775808ns"),
+            Ok(GoDuration(i64::MIN))
+        );
+    }
 
     fn p(s: &str) -> Result<i64, String> {
         GoDuration::parse(s).map(|d| d.0)

@@ -106,7 +106,15 @@ impl fmt::Display for Expr {
             Expr::Not(e) => write!(f, "!({e})"),
             Expr::And(a, b) => write!(f, "({a} && {b})"),
             Expr::Or(a, b) => write!(f, "({a} || {b})"),
-            Expr::Compare(op, a, b) => write!(f, "{a} {} {b}", op.as_str()),
+            Expr::Compare(op, a, b) => {
+                // A comparison or negation as an operand needs parentheses
+                // to read back as the same tree.
+                let operand = |e: &Expr| match e {
+                    Expr::Compare(..) | Expr::Not(_) => format!("({e})"),
+                    _ => e.to_string(),
+                };
+                write!(f, "{} {} {}", operand(a), op.as_str(), operand(b))
+            }
         }
     }
 }
@@ -121,6 +129,7 @@ pub fn parse(input: &str) -> Result<Option<Expr>, ParseError> {
         tokens,
         at: 0,
         end: input.chars().count() + 1,
+        depth: 0,
     };
     let e = p.or()?;
     if let Some(t) = p.peek() {
@@ -447,11 +456,18 @@ fn lex(input: &str) -> Result<Vec<Token>, ParseError> {
     Ok(out)
 }
 
+/// How deep an expression may nest: parentheses, `!`, and each `&&` or
+/// `||` in a chain count one level. Parsing, evaluating, printing and
+/// dropping an expression all recurse over its tree, so a deeper one (a
+/// claim of a few thousand `(`) would overflow the stack of the webhook.
+pub const MAX_DEPTH: usize = 100;
+
 struct Parser {
     tokens: Vec<Token>,
     at: usize,
     /// Column just past the input, for "expected ... at the end".
     end: usize,
+    depth: usize,
 }
 
 impl Parser {
@@ -473,25 +489,53 @@ impl Parser {
         false
     }
 
+    /// One level deeper, refused beyond [`MAX_DEPTH`] at the token just read.
+    fn descend(&mut self) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth <= MAX_DEPTH {
+            return Ok(());
+        }
+        let column = match self.at.checked_sub(1).and_then(|i| self.tokens.get(i)) {
+            Some(t) => t.column,
+            None => self.end,
+        };
+        Err(ParseError {
+            column,
+            message: format!(
+                "the expression nests too deeply: at most {MAX_DEPTH} levels of parentheses, '!', '&&' and '||' are allowed"
+            ),
+        })
+    }
+
     fn or(&mut self) -> Result<Expr, ParseError> {
+        let outer = self.depth;
         let mut e = self.and()?;
         while self.eat_op("||") {
+            self.descend()?;
             e = Expr::Or(Box::new(e), Box::new(self.and()?));
         }
+        self.depth = outer;
         Ok(e)
     }
 
     fn and(&mut self) -> Result<Expr, ParseError> {
+        let outer = self.depth;
         let mut e = self.unary()?;
         while self.eat_op("&&") {
+            self.descend()?;
             e = Expr::And(Box::new(e), Box::new(self.unary()?));
         }
+        self.depth = outer;
         Ok(e)
     }
 
     fn unary(&mut self) -> Result<Expr, ParseError> {
         if self.eat_op("!") {
-            return Ok(Expr::Not(Box::new(self.unary()?)));
+            let outer = self.depth;
+            self.descend()?;
+            let e = Expr::Not(Box::new(self.unary()?));
+            self.depth = outer;
+            return Ok(e);
         }
         self.compare()
     }
@@ -524,7 +568,10 @@ impl Parser {
             Kind::Str(s) => Ok(Expr::String(s)),
             Kind::Int(i) => Ok(Expr::Int(i)),
             Kind::Open => {
+                let outer = self.depth;
+                self.descend()?;
                 let e = self.or()?;
+                self.depth = outer;
                 match self.next() {
                     Some(Token {
                         kind: Kind::Close, ..
@@ -662,6 +709,45 @@ mod tests {
             t("device.model"),
             Err("the expression is a string, not a bool".into())
         );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        // Found while writing the fuzz targets: each of these recursed once
+        // per level when parsed, evaluated, printed or dropped.
+        for deep in [
+            format!("{}true{}", "(".repeat(50_000), ")".repeat(50_000)),
+            format!("{}true", "!".repeat(50_000)),
+            vec!["device.a == 1"; 50_000].join(" && "),
+            vec!["true"; 50_000].join(" || "),
+        ] {
+            let e = parse(&deep).unwrap_err();
+            assert!(e.message.contains("nests too deeply"), "{e}");
+        }
+        let at_limit = format!("{}true{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(parse(&at_limit).unwrap(), Some(Expr::Bool(true)));
+        let chain = vec!["true"; MAX_DEPTH].join(" && ");
+        assert_eq!(parse(&chain).unwrap().unwrap().eval(&[]), Ok(true));
+        // Depth is restored after a closed group: siblings do not add up.
+        let wide = vec![format!("{}true{}", "(".repeat(60), ")".repeat(60)); 3].join(" && ");
+        assert!(parse(&wide).is_ok());
+    }
+
+    #[test]
+    fn printed_expressions_read_back_the_same() {
+        for text in [
+            "(device.a == 'x') == true",
+            "!device.b == false",
+            "(!device.b) == false",
+            "device.a == 'it\\'s' || !(device.n < 3 && device.v >= 'v1')",
+        ] {
+            let Ok(Some(e)) = parse(text) else { continue };
+            assert_eq!(
+                parse(&e.to_string()).unwrap(),
+                Some(e.clone()),
+                "{text} -> {e}"
+            );
+        }
     }
 
     #[test]

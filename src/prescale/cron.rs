@@ -284,7 +284,11 @@ fn range(expr: &str, b: Bounds, out: &mut Field) -> Result<(), CronError> {
             out.listed.push(v);
         }
         out.bits |= 1 << v;
-        v += step;
+        // A step near u32::MAX must end the range, not wrap around it.
+        let Some(next) = v.checked_add(step) else {
+            break;
+        };
+        v = next;
     }
     out.star |= star;
     Ok(())
@@ -342,6 +346,17 @@ pub fn render(values: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_huge_step_ends_the_range_instead_of_wrapping() {
+        // 59 + 4294967295 overflowed u32 (a panic, or every minute once wrapped).
+        let s = s("59/4294967295 23/4294967295 31/4294967295 12/4294967295 6/4294967295");
+        assert_eq!(s.minute.listed, vec![59]);
+        assert_eq!(s.hour.listed, vec![23]);
+        assert_eq!(s.dom.listed, vec![31]);
+        assert_eq!(s.month.listed, vec![12]);
+        assert_eq!(s.dow.listed, vec![6]);
+    }
 
     fn s(spec: &str) -> Schedule {
         Schedule::parse(spec).unwrap()

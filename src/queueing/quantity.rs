@@ -135,8 +135,9 @@ fn scale_decimal(mantissa: i128, exp: i32) -> Option<i128> {
     }
 }
 
+/// `n / d` rounded up, for `n >= 0`, `d > 0`; `n + d - 1` could overflow.
 fn ceil_div(n: i128, d: i128) -> i128 {
-    (n + d - 1) / d
+    n / d + i128::from(n % d != 0)
 }
 
 /// Resources whose quantities Kubernetes prints with binary suffixes.
@@ -192,6 +193,13 @@ pub fn format(resource: &str, milli: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rounding_up_near_the_i128_limit_does_not_overflow() {
+        // mantissa * 2^20 * 1000 lands within 10^30 of i128::MAX; the old
+        // `(n + d - 1) / d` overflowed there.
+        assert_eq!(parse("0.162259276829213363391578010288Mi"), Ok(170_141_184));
+    }
 
     #[test]
     fn parses_the_common_forms() {
