@@ -4,6 +4,7 @@
 //! connection bound, the handshake and header-read timeouts and the graceful
 //! drain are all under our control; axum routes the requests.
 
+mod conversion;
 pub mod metrics;
 pub mod tls;
 pub mod webhook;
@@ -165,6 +166,7 @@ pub async fn bind(
     let router = Router::new()
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
+        .route("/convert", post(conversion::convert))
         .fallback(not_found)
         .with_state(state);
     let probes = Router::new()
@@ -399,7 +401,7 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
 
 async fn not_found(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {
     let msg = format!(
-        "no route for {} {}: batchgate serves POST /mutate and POST /validate",
+        "no route for {} {}: batchgate serves POST /mutate, POST /validate and POST /convert",
         req.method(),
         req.uri().path()
     );

@@ -350,6 +350,17 @@ fn workload(root: &mut Value) {
         }
     }
     root["properties"]["spec"]["x-kubernetes-validations"] = rules(WORKLOAD_SPEC_RULES);
+    // v1beta1 requires what v1beta2 defaults or lets be empty.
+    for (at, required) in [
+        ("/properties/spec", &["podSets"][..]),
+        ("/properties/spec/properties/podSets/items", &["count", "template"]),
+        ("/properties/status/properties/admission", &["clusterQueue", "podSetAssignments"]),
+        ("/properties/status/properties/admission/properties/podSetAssignments/items", &["name"]),
+    ] {
+        if let Some(s) = root.pointer_mut(at) {
+            s["required"] = json!(required);
+        }
+    }
     if let Some(tr) = root
         .pointer_mut("/properties/spec/properties/podSets/items/properties/topologyRequest/properties")
         .and_then(Value::as_object_mut)
