@@ -74,6 +74,15 @@ impl Default for Conversion {
 /// (strategy `None`).
 pub const CONVERTED_KINDS: [&str; 4] = ["ClusterQueue", "Cohort", "LocalQueue", "Workload"];
 
+/// The names of their CRDs (whose conversion `caBundle` batchgate keeps
+/// current when it manages its certificates).
+pub const CONVERTED_CRDS: [&str; 4] = [
+    "clusterqueues.kueue.x-k8s.io",
+    "cohorts.kueue.x-k8s.io",
+    "localqueues.kueue.x-k8s.io",
+    "workloads.kueue.x-k8s.io",
+];
+
 /// Kueue's kinds, in the order they are printed, with conversion through
 /// batchgate's Service.
 pub fn kueue() -> Vec<Generated> {
