@@ -71,7 +71,9 @@ fn review(objects: Vec<Value>, desired: &str) -> Vec<u8> {
 fn check(body: &[u8], desired: &str, n: usize) {
     let r = conversion::review(body).expect("a ConversionReview");
     assert_eq!(r["response"]["result"]["status"], "Success", "{r}");
-    let objs = r["response"]["convertedObjects"].as_array().expect("objects");
+    let objs = r["response"]["convertedObjects"]
+        .as_array()
+        .expect("objects");
     assert_eq!(objs.len(), n);
     assert!(objs.iter().all(|o| o["apiVersion"] == desired));
 }
@@ -83,10 +85,30 @@ fn bench(c: &mut Criterion) {
         .map(|o| conversion::convert(o.clone(), V1BETA2).expect("converts"))
         .collect();
     let cases = [
-        ("workload/1/v1beta1_to_v1beta2", review(v1[..1].to_vec(), V1BETA2), V1BETA2, 1),
-        ("workload/1/v1beta2_to_v1beta1", review(v2[..1].to_vec(), V1BETA1), V1BETA1, 1),
-        ("workload/100/v1beta1_to_v1beta2", review(v1.clone(), V1BETA2), V1BETA2, 100),
-        ("workload/100/v1beta2_to_v1beta1", review(v2.clone(), V1BETA1), V1BETA1, 100),
+        (
+            "workload/1/v1beta1_to_v1beta2",
+            review(v1[..1].to_vec(), V1BETA2),
+            V1BETA2,
+            1,
+        ),
+        (
+            "workload/1/v1beta2_to_v1beta1",
+            review(v2[..1].to_vec(), V1BETA1),
+            V1BETA1,
+            1,
+        ),
+        (
+            "workload/100/v1beta1_to_v1beta2",
+            review(v1.clone(), V1BETA2),
+            V1BETA2,
+            100,
+        ),
+        (
+            "workload/100/v1beta2_to_v1beta1",
+            review(v2.clone(), V1BETA1),
+            V1BETA1,
+            100,
+        ),
     ];
     let mut g = c.benchmark_group("conversion_review");
     for (name, body, desired, n) in &cases {

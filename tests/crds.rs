@@ -112,16 +112,21 @@ fn cert_manager_crds_are_fresh_and_annotated() {
             "batchgate-system/batchgate-serving-cert"
         );
         // Only the annotation differs from the self-managed CRD.
-        let mut plain: Value = serde_yaml::from_str(&std::fs::read_to_string(
-            std::path::Path::new(ROOT).join("manifests/crds").join(name),
-        ).unwrap()).unwrap();
+        let mut plain: Value = serde_yaml::from_str(
+            &std::fs::read_to_string(std::path::Path::new(ROOT).join("manifests/crds").join(name))
+                .unwrap(),
+        )
+        .unwrap();
         plain["metadata"]["annotations"] = crd["metadata"]["annotations"].clone();
         assert_eq!(plain, crd, "{name}");
     }
-    let names: Vec<String> = crd::CONVERTED_CRDS.iter().map(|n| {
-        let (plural, group) = n.split_once('.').unwrap();
-        format!("{group}_{plural}.yaml")
-    }).collect();
+    let names: Vec<String> = crd::CONVERTED_CRDS
+        .iter()
+        .map(|n| {
+            let (plural, group) = n.split_once('.').unwrap();
+            format!("{group}_{plural}.yaml")
+        })
+        .collect();
     assert_eq!(generated.keys().cloned().collect::<Vec<_>>(), names);
 }
 
@@ -157,32 +162,49 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
     let v1 = |kind: &str| version(&generated(kind), "v1beta1")["schema"]["openAPIV3Schema"].clone();
     let cq = v1("ClusterQueue");
     assert!(at(&cq, "spec.cohort").is_object());
-    assert!(cq["properties"]["spec"]["properties"].get("cohortName").is_none());
+    assert!(cq["properties"]["spec"]["properties"]
+        .get("cohortName")
+        .is_none());
     assert_eq!(at(&cq, "spec.admissionChecks.[]")["maxLength"], 316);
     assert_eq!(
         at(&cq, "spec.flavorFungibility.whenCanPreempt")["enum"],
         json!(["MayStopSearch", "TryNextFlavor", "Preempt"])
     );
-    assert!(cq["properties"]["spec"]["properties"].get("concurrentAdmissionPolicy").is_none());
+    assert!(cq["properties"]["spec"]["properties"]
+        .get("concurrentAdmissionPolicy")
+        .is_none());
     assert!(at(&cq, "status.pendingWorkloadsStatus").is_object());
     assert!(at(&cq, "status.fairSharing.admissionFairSharingStatus").is_object());
-    assert!(cq["properties"]["spec"]["x-kubernetes-validations"][0]["rule"]
-        .as_str()
-        .unwrap()
-        .starts_with("!has(self.cohort) &&"));
+    assert!(
+        cq["properties"]["spec"]["x-kubernetes-validations"][0]["rule"]
+            .as_str()
+            .unwrap()
+            .starts_with("!has(self.cohort) &&")
+    );
     let lq = v1("LocalQueue");
     assert!(at(&lq, "status.flavorUsage").is_object());
     assert!(at(&lq, "status.flavors").is_object());
     let wl = v1("Workload");
     assert_eq!(
         at(&wl, "spec.priorityClassSource")["enum"],
-        json!(["kueue.x-k8s.io/workloadpriorityclass", "scheduling.k8s.io/priorityclass", ""])
+        json!([
+            "kueue.x-k8s.io/workloadpriorityclass",
+            "scheduling.k8s.io/priorityclass",
+            ""
+        ])
     );
-    assert!(wl["properties"]["spec"]["properties"].get("priorityClassRef").is_none());
-    assert!(wl["properties"]["spec"]["properties"].get("preemptionGates").is_none());
+    assert!(wl["properties"]["spec"]["properties"]
+        .get("priorityClassRef")
+        .is_none());
+    assert!(wl["properties"]["spec"]["properties"]
+        .get("preemptionGates")
+        .is_none());
     assert!(at(&wl, "status.accumulatedPastExexcutionTimeSeconds").is_object());
     assert_eq!(
-        at(&wl, "status.admission.podSetAssignments.[].topologyAssignment")["required"],
+        at(
+            &wl,
+            "status.admission.podSetAssignments.[].topologyAssignment"
+        )["required"],
         json!(["domains", "levels"])
     );
     let rules = wl["x-kubernetes-validations"].to_string();

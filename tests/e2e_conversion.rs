@@ -1,7 +1,9 @@
 //! kueue.x-k8s.io/v1beta1 served through batchgate's conversion webhook, end
 //! to end: Kueue's CRDs from manifests/crds (v1beta1 served, v1beta2
 //! stored), their conversion pointed at this test's batchgate (as `batchgate
-//! crds --url --ca-file` writes it), and real kubectl over real TLS.
+//! crds --url` writes it, without a caBundle: batchgate manages its
+//! certificates and publishes it, as in the self-managed deployment), and
+//! real kubectl over real TLS.
 //!
 //! v1beta1 manifests of every Kueue kind apply (through batchgate's
 //! v1beta2 validation, which the apiserver reaches by converting), read
@@ -17,34 +19,53 @@ use batchgate::api::kueue::conversion::STASH_ANNOTATION;
 use batchgate_localcluster::{shared, LocalCluster};
 use serde_json::{json, Value};
 use support::{
-    e2e::{kubectl, namespace, register, wait_webhook_active},
+    e2e::{get_json, kubectl, namespace, register, wait_webhook_active},
     queueing::{install_crds, wait_for},
     Server, BIN,
 };
 
 const WAIT: Duration = Duration::from_secs(60);
+const SECRET: &str = "batchgate-conversion-cert";
 
-/// Points the converted CRDs at `server` and waits until a v1beta2 object
-/// reads as v1beta1.
+/// Points the converted CRDs at `server` (no caBundle) and waits until a
+/// v1beta2 object reads as v1beta1.
 fn register_conversion(c: &LocalCluster, server: &Server) {
     let out = Command::new(BIN)
         .args(["crds", "--converted-only", "--url"])
         .arg(format!("https://{}", server.addr))
-        .arg("--ca-file")
-        .arg(server.cert_dir.join("ca.crt"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     c.apply(&String::from_utf8(out.stdout).unwrap()).unwrap();
     c.apply(r#"{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "probe"}}"#)
         .unwrap();
     wait_for(WAIT, "the apiserver converting through batchgate", || {
         read(c, "cohorts", "v1beta1", "probe", None)
     });
+    // The caBundle batchgate published is its Secret's.
+    let secret = get_json(c, &["secret", SECRET, "-n", "batchgate-system"]);
+    for crd in batchgate::api::crd::CONVERTED_CRDS {
+        let v = get_json(c, &["crd", crd]);
+        assert_eq!(
+            v["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"],
+            secret["data"]["ca-bundle.crt"],
+            "{crd}"
+        );
+    }
 }
 
 /// The object as `version`, or `None` while the apiserver cannot convert.
-fn read(c: &LocalCluster, plural: &str, version: &str, name: &str, ns: Option<&str>) -> Option<Value> {
+fn read(
+    c: &LocalCluster,
+    plural: &str,
+    version: &str,
+    name: &str,
+    ns: Option<&str>,
+) -> Option<Value> {
     let resource = format!("{plural}.{version}.kueue.x-k8s.io");
     let mut args = vec!["get", &resource, name, "-o", "json"];
     if let Some(ns) = ns {
@@ -78,18 +99,33 @@ fn assert_contains(got: &Value, want: &Value, at: &str) {
 
 fn manifests(ns: &str) -> Vec<(&'static str, Option<String>, Value)> {
     vec![
-        ("resourceflavors", None, json!({
+        (
+            "resourceflavors",
+            None,
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor",
             "metadata": {"name": "conv-default"},
-            "spec": {"nodeLabels": {"conversion.example.com/pool": "a"}}})),
-        ("workloadpriorityclasses", None, json!({
+            "spec": {"nodeLabels": {"conversion.example.com/pool": "a"}}}),
+        ),
+        (
+            "workloadpriorityclasses",
+            None,
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "WorkloadPriorityClass",
-            "metadata": {"name": "conv-high"}, "value": 1000, "description": "from a v1beta1 GitOps repo"})),
-        ("cohorts", None, json!({
+            "metadata": {"name": "conv-high"}, "value": 1000, "description": "from a v1beta1 GitOps repo"}),
+        ),
+        (
+            "cohorts",
+            None,
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort",
             "metadata": {"name": "conv-org"},
-            "spec": {"fairSharing": {"weight": "2"}}})),
-        ("clusterqueues", None, json!({
+            "spec": {"fairSharing": {"weight": "2"}}}),
+        ),
+        (
+            "clusterqueues",
+            None,
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
             "metadata": {"name": "conv-cq", "labels": {"team": "ml"}},
             "spec": {
@@ -100,12 +136,20 @@ fn manifests(ns: &str) -> Vec<(&'static str, Option<String>, Value)> {
                 "admissionChecks": ["conv-check"],
                 "flavorFungibility": {"whenCanBorrow": "Borrow", "whenCanPreempt": "Preempt"},
                 "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
-                    {"name": "conv-default", "resources": [{"name": "cpu", "nominalQuota": "10"}]}]}]}})),
-        ("localqueues", Some(ns.to_string()), json!({
+                    {"name": "conv-default", "resources": [{"name": "cpu", "nominalQuota": "10"}]}]}]}}),
+        ),
+        (
+            "localqueues",
+            Some(ns.to_string()),
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
             "metadata": {"name": "conv-lq", "namespace": ns},
-            "spec": {"clusterQueue": "conv-cq", "stopPolicy": "None"}})),
-        ("workloads", Some(ns.to_string()), json!({
+            "spec": {"clusterQueue": "conv-cq", "stopPolicy": "None"}}),
+        ),
+        (
+            "workloads",
+            Some(ns.to_string()),
+            json!({
             "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
             "metadata": {"name": "conv-train", "namespace": ns, "annotations": {"example.com/keep": "me"}},
             "spec": {
@@ -116,7 +160,8 @@ fn manifests(ns: &str) -> Vec<(&'static str, Option<String>, Value)> {
                 "podSets": [{"name": "main", "count": 2, "template": {"spec": {
                     "restartPolicy": "Never",
                     "containers": [{"name": "main", "image": "busybox",
-                                    "resources": {"requests": {"cpu": "1"}}}]}}}]}})),
+                                    "resources": {"requests": {"cpu": "1"}}}]}}}]}}),
+        ),
     ]
 }
 
@@ -124,10 +169,33 @@ fn manifests(ns: &str) -> Vec<(&'static str, Option<String>, Value)> {
 fn v1beta1_is_served_through_the_conversion_webhook() {
     let c = shared();
     install_crds(c);
-    // The webhook only: no reconciler writes to the objects under test.
-    let server = Server::start_in_cluster(c.kubeconfig(), None, &["--admission", "external"]);
+    namespace(c, "batchgate-system");
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "namespace: batchgate-system\n\
+             certificates:\n  secret: batchgate-system/{SECRET}\n  manage: true\n  syncIntervalSeconds: 1\n"
+        ),
+    )
+    .unwrap();
+    // The webhook only (`external`): no reconciler writes to the objects
+    // under test. Certificates managed by batchgate in a Secret.
+    let server = Server::start_in_cluster(
+        c.kubeconfig(),
+        None,
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--cert-secret",
+            &format!("batchgate-system/{SECRET}"),
+            "--admission",
+            "external",
+        ],
+    );
     server.wait_ready(Duration::from_secs(30));
-    register(c, server.addr, Some(&server.cert_dir.join("ca.crt")), "Fail");
+    register(c, server.addr, None, "Fail");
     let ns = namespace(c, "e2e-conversion");
     wait_webhook_active(c, &ns);
     register_conversion(c, &server);
@@ -163,7 +231,10 @@ fn v1beta1_is_served_through_the_conversion_webhook() {
                     json!({"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "MayStopSearch"})
                 );
                 // What v1beta2 cannot say, kept for v1beta1 readers.
-                assert!(v2["metadata"]["annotations"][STASH_ANNOTATION].is_string(), "{v2}");
+                assert!(
+                    v2["metadata"]["annotations"][STASH_ANNOTATION].is_string(),
+                    "{v2}"
+                );
             }
             "workloads" => {
                 assert_eq!(
@@ -171,7 +242,12 @@ fn v1beta1_is_served_through_the_conversion_webhook() {
                     json!({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "conv-high"})
                 );
                 assert!(v2["spec"].get("priorityClassName").is_none(), "{v2}");
-                assert!(v2["metadata"]["annotations"].get(STASH_ANNOTATION).is_none(), "{v2}");
+                assert!(
+                    v2["metadata"]["annotations"]
+                        .get(STASH_ANNOTATION)
+                        .is_none(),
+                    "{v2}"
+                );
             }
             _ => {}
         }
@@ -179,7 +255,9 @@ fn v1beta1_is_served_through_the_conversion_webhook() {
         let v1 = read(c, plural, "v1beta1", name, ns.as_deref()).unwrap();
         assert_contains(&v1, m, plural);
         assert!(
-            v1["metadata"]["annotations"].get(STASH_ANNOTATION).is_none(),
+            v1["metadata"]["annotations"]
+                .get(STASH_ANNOTATION)
+                .is_none(),
             "{v1}"
         );
     }
@@ -220,7 +298,10 @@ fn v1beta1_is_served_through_the_conversion_webhook() {
     );
     assert!(v1["spec"].get("priorityClassRef").is_none(), "{v1}");
     assert!(v1["spec"].get("preemptionGates").is_none(), "{v1}");
-    assert!(v1["metadata"]["annotations"][STASH_ANNOTATION].is_string(), "{v1}");
+    assert!(
+        v1["metadata"]["annotations"][STASH_ANNOTATION].is_string(),
+        "{v1}"
+    );
     v1["metadata"]["labels"] = json!({"touched-by": "v1beta1-client"});
     let (ok, out, err) = kubectl(c, &["replace", "-f", "-"], Some(&v1.to_string()));
     assert!(ok, "{out}{err}");

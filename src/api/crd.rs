@@ -25,8 +25,8 @@ use crate::api::{
     kueue::{
         self,
         v1beta2::{
-        workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
-            WorkloadPriorityClass,
+            workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor,
+            Workload, WorkloadPriorityClass,
         },
     },
     prescale::PreScaledCronJob,

@@ -28,12 +28,12 @@ use time::OffsetDateTime;
 use tracing::{debug, info, warn};
 
 use crate::{
+    api::crd::CONVERTED_CRDS,
     certs::{
         self,
         rotation::{self, Step, Stored, Timing},
         CertOptions,
     },
-    api::crd::CONVERTED_CRDS,
     manifests::{MUTATING_NAME, VALIDATING_NAME},
     server::{
         metrics::Metrics,
@@ -264,7 +264,10 @@ async fn patch_conversion_ca_bundle(
     let crd = match api.get_opt(name).await {
         Ok(Some(c)) => c,
         Ok(None) => {
-            debug!(crd = name, "CRD not installed; conversion caBundle not published");
+            debug!(
+                crd = name,
+                "CRD not installed; conversion caBundle not published"
+            );
             return;
         }
         Err(e) => {

@@ -29,7 +29,12 @@ pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Re
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return reject(&s, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &too_large());
+        return reject(
+            &s,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &too_large(),
+        );
     }
     let body = match tokio::time::timeout(
         s.limits.body_timeout,
@@ -39,7 +44,12 @@ pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Re
     {
         Ok(Ok(b)) => b.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return reject(&s, StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", &too_large())
+            return reject(
+                &s,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &too_large(),
+            )
         }
         Ok(Err(e)) => {
             return reject(

@@ -256,7 +256,11 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
         _ => {}
     }
     if kind == "ClusterQueue" {
-        for col in v["additionalPrinterColumns"].as_array_mut().into_iter().flatten() {
+        for col in v["additionalPrinterColumns"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
             if col["jsonPath"] == ".spec.cohortName" {
                 col["jsonPath"] = json!(".spec.cohort");
             }
@@ -353,16 +357,27 @@ fn workload(root: &mut Value) {
     // v1beta1 requires what v1beta2 defaults or lets be empty.
     for (at, required) in [
         ("/properties/spec", &["podSets"][..]),
-        ("/properties/spec/properties/podSets/items", &["count", "template"]),
-        ("/properties/status/properties/admission", &["clusterQueue", "podSetAssignments"]),
-        ("/properties/status/properties/admission/properties/podSetAssignments/items", &["name"]),
+        (
+            "/properties/spec/properties/podSets/items",
+            &["count", "template"],
+        ),
+        (
+            "/properties/status/properties/admission",
+            &["clusterQueue", "podSetAssignments"],
+        ),
+        (
+            "/properties/status/properties/admission/properties/podSetAssignments/items",
+            &["name"],
+        ),
     ] {
         if let Some(s) = root.pointer_mut(at) {
             s["required"] = json!(required);
         }
     }
     if let Some(tr) = root
-        .pointer_mut("/properties/spec/properties/podSets/items/properties/topologyRequest/properties")
+        .pointer_mut(
+            "/properties/spec/properties/podSets/items/properties/topologyRequest/properties",
+        )
         .and_then(Value::as_object_mut)
     {
         tr.remove("podsetSliceRequiredTopologyConstraints");
@@ -376,7 +391,9 @@ fn workload(root: &mut Value) {
         status.remove("preemptionGates");
     }
     if let Some(psa) = root
-        .pointer_mut("/properties/status/properties/admission/properties/podSetAssignments/items/properties")
+        .pointer_mut(
+            "/properties/status/properties/admission/properties/podSetAssignments/items/properties",
+        )
         .and_then(Value::as_object_mut)
     {
         psa.insert(
@@ -386,10 +403,16 @@ fn workload(root: &mut Value) {
     }
     // The root rules: v1beta1's priority rules in place of v1beta2's.
     if let Some(list) = root["x-kubernetes-validations"].as_array_mut() {
-        let at = list
-            .iter()
-            .position(|r| r["rule"].as_str().is_some_and(|s| s.contains("priorityClassRef")));
-        list.retain(|r| !r["rule"].as_str().is_some_and(|s| s.contains("priorityClassRef")));
+        let at = list.iter().position(|r| {
+            r["rule"]
+                .as_str()
+                .is_some_and(|s| s.contains("priorityClassRef"))
+        });
+        list.retain(|r| {
+            !r["rule"]
+                .as_str()
+                .is_some_and(|s| s.contains("priorityClassRef"))
+        });
         if let (Some(at), Value::Array(v1)) = (at, rules(WORKLOAD_PRIORITY_RULES)) {
             for (i, r) in v1.into_iter().enumerate() {
                 list.insert(at + i, r);

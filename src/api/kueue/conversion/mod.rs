@@ -290,10 +290,7 @@ fn units(kind: &str, obj: &Value) -> Vec<Unit> {
             fungibility("whenCanBorrow", "Borrow"),
             only_in(None, Some("/spec/concurrentAdmissionPolicy")),
             only_in(Some("/status/pendingWorkloadsStatus"), None),
-            only_in(
-                Some("/status/fairSharing/admissionFairSharingStatus"),
-                None,
-            ),
+            only_in(Some("/status/fairSharing/admissionFairSharingStatus"), None),
         ],
         "Cohort" => vec![only_in(
             Some("/status/fairSharing/admissionFairSharingStatus"),
@@ -403,7 +400,11 @@ const POD_PRIORITY_SOURCE: &str = "scheduling.k8s.io/priorityclass";
 /// `priorityClassRef: {group, kind, name}`.
 fn priority() -> Unit {
     const REFS: [(&str, &str, &str); 2] = [
-        (WORKLOAD_PRIORITY_SOURCE, "kueue.x-k8s.io", "WorkloadPriorityClass"),
+        (
+            WORKLOAD_PRIORITY_SOURCE,
+            "kueue.x-k8s.io",
+            "WorkloadPriorityClass",
+        ),
         (POD_PRIORITY_SOURCE, "scheduling.k8s.io", "PriorityClass"),
     ];
     Unit {
@@ -442,10 +443,7 @@ fn priority() -> Unit {
             else {
                 return Ok(vec![None, None]);
             };
-            let name = r
-                .get("name")
-                .filter(|n| n.as_str() != Some(""))
-                .cloned();
+            let name = r.get("name").filter(|n| n.as_str() != Some("")).cloned();
             Ok(vec![name, Some(json!(source))])
         }),
         // `priorityClassSource: ""` is v1beta1's schema default, put back
@@ -471,7 +469,10 @@ fn topology_assignment(base: &str) -> Unit {
     let fail = {
         let base = base.to_string();
         move |e: ShapeError| Problem {
-            at: format!("{base}/{}", e.field.replace('.', "/").replace('[', "/").replace(']', "")),
+            at: format!(
+                "{base}/{}",
+                e.field.replace('.', "/").replace('[', "/").replace(']', "")
+            ),
             problem: e.problem,
         }
     };

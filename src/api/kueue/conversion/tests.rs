@@ -219,14 +219,19 @@ fn root(api: &str, kind: &str, meta: Value, spec: Option<Value>, status: Option<
 }
 
 fn strategy_rules() -> impl Strategy<Value = Value> {
-    prop::collection::vec(name(), 1..3).prop_map(|n| {
-        json!({"admissionChecks": n.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()})
-    })
+    prop::collection::vec(name(), 1..3).prop_map(
+        |n| json!({"admissionChecks": n.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}),
+    )
 }
 
 fn cluster_queue(v1: bool) -> impl Strategy<Value = Value> {
     let preempt = if v1 {
-        prop_oneof![Just("Preempt"), Just("MayStopSearch"), Just("TryNextFlavor")].boxed()
+        prop_oneof![
+            Just("Preempt"),
+            Just("MayStopSearch"),
+            Just("TryNextFlavor")
+        ]
+        .boxed()
     } else {
         prop_oneof![Just("MayStopSearch"), Just("TryNextFlavor")].boxed()
     };
@@ -252,59 +257,61 @@ fn cluster_queue(v1: bool) -> impl Strategy<Value = Value> {
             unknown(),
         )),
     )
-        .prop_map(move |(meta, (cohort, checks, strategy, fung, cap, extra), status)| {
-            let fung = fung.map(|(p, b)| {
-                object(
-                    vec![
-                        ("whenCanPreempt", p.map(Value::from)),
-                        ("whenCanBorrow", b.map(Value::from)),
-                    ],
-                    Map::new(),
-                )
-            });
-            let spec = if v1 {
-                object(
-                    vec![
-                        ("cohort", cohort.map(Value::from)),
-                        ("admissionChecks", checks.map(Value::from)),
-                        ("admissionChecksStrategy", strategy),
-                        ("flavorFungibility", fung),
-                    ],
-                    extra,
-                )
-            } else {
-                object(
-                    vec![
-                        ("cohortName", cohort.map(Value::from)),
-                        ("admissionChecksStrategy", strategy),
-                        ("flavorFungibility", fung),
-                        ("concurrentAdmissionPolicy", cap),
-                    ],
-                    extra,
-                )
-            };
-            let status = status.map(|(pending, pws, fs, extra)| {
-                let fs = fs.map(|(share, afs, fextra)| {
+        .prop_map(
+            move |(meta, (cohort, checks, strategy, fung, cap, extra), status)| {
+                let fung = fung.map(|(p, b)| {
                     object(
                         vec![
-                            ("weightedShare", Some(json!(share))),
-                            ("admissionFairSharingStatus", afs.filter(|_| v1)),
+                            ("whenCanPreempt", p.map(Value::from)),
+                            ("whenCanBorrow", b.map(Value::from)),
                         ],
-                        fextra,
+                        Map::new(),
                     )
                 });
-                object(
-                    vec![
-                        ("pendingWorkloads", pending.map(Value::from)),
-                        ("pendingWorkloadsStatus", pws.filter(|_| v1)),
-                        ("fairSharing", fs),
-                    ],
-                    extra,
-                )
-            });
-            let api = if v1 { V1BETA1 } else { V1BETA2 };
-            root(api, "ClusterQueue", meta, Some(spec), status)
-        })
+                let spec = if v1 {
+                    object(
+                        vec![
+                            ("cohort", cohort.map(Value::from)),
+                            ("admissionChecks", checks.map(Value::from)),
+                            ("admissionChecksStrategy", strategy),
+                            ("flavorFungibility", fung),
+                        ],
+                        extra,
+                    )
+                } else {
+                    object(
+                        vec![
+                            ("cohortName", cohort.map(Value::from)),
+                            ("admissionChecksStrategy", strategy),
+                            ("flavorFungibility", fung),
+                            ("concurrentAdmissionPolicy", cap),
+                        ],
+                        extra,
+                    )
+                };
+                let status = status.map(|(pending, pws, fs, extra)| {
+                    let fs = fs.map(|(share, afs, fextra)| {
+                        object(
+                            vec![
+                                ("weightedShare", Some(json!(share))),
+                                ("admissionFairSharingStatus", afs.filter(|_| v1)),
+                            ],
+                            fextra,
+                        )
+                    });
+                    object(
+                        vec![
+                            ("pendingWorkloads", pending.map(Value::from)),
+                            ("pendingWorkloadsStatus", pws.filter(|_| v1)),
+                            ("fairSharing", fs),
+                        ],
+                        extra,
+                    )
+                });
+                let api = if v1 { V1BETA1 } else { V1BETA2 };
+                root(api, "ClusterQueue", meta, Some(spec), status)
+            },
+        )
 }
 
 fn cohort(v1: bool) -> impl Strategy<Value = Value> {
@@ -322,7 +329,13 @@ fn cohort(v1: bool) -> impl Strategy<Value = Value> {
                     ("admissionFairSharingStatus", afs.filter(|_| v1)),
                 ], Map::new())})
             });
-            root(if v1 { V1BETA1 } else { V1BETA2 }, "Cohort", meta, Some(spec), status)
+            root(
+                if v1 { V1BETA1 } else { V1BETA2 },
+                "Cohort",
+                meta,
+                Some(spec),
+                status,
+            )
         })
 }
 
@@ -337,14 +350,17 @@ fn local_queue(v1: bool) -> impl Strategy<Value = Value> {
         .prop_map(move |(meta, cq, usage, flavors, extra)| {
             let spec = json!({"clusterQueue": cq});
             let status = if v1 {
-                object(
-                    vec![("flavorUsage", usage), ("flavors", flavors)],
-                    extra,
-                )
+                object(vec![("flavorUsage", usage), ("flavors", flavors)], extra)
             } else {
                 object(vec![("flavorsUsage", usage)], extra)
             };
-            root(if v1 { V1BETA1 } else { V1BETA2 }, "LocalQueue", meta, Some(spec), Some(status))
+            root(
+                if v1 { V1BETA1 } else { V1BETA2 },
+                "LocalQueue",
+                meta,
+                Some(spec),
+                Some(status),
+            )
         })
 }
 
@@ -421,8 +437,16 @@ fn workload(v1: bool) -> impl Strategy<Value = Value> {
             .boxed()
     } else {
         proptest::option::of((
-            prop_oneof![Just("kueue.x-k8s.io"), Just("scheduling.k8s.io"), Just("example.com")],
-            prop_oneof![Just("WorkloadPriorityClass"), Just("PriorityClass"), Just("Other")],
+            prop_oneof![
+                Just("kueue.x-k8s.io"),
+                Just("scheduling.k8s.io"),
+                Just("example.com")
+            ],
+            prop_oneof![
+                Just("WorkloadPriorityClass"),
+                Just("PriorityClass"),
+                Just("Other")
+            ],
             proptest::option::of(name()),
         ))
         .prop_map(|r| {

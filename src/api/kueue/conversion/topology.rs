@@ -117,7 +117,11 @@ pub fn expand(slices: &Value, levels: usize) -> Result<Vec<Domain>, ShapeError> 
         }
         let mut columns = Vec::with_capacity(levels);
         for (l, values) in per_level.iter().enumerate() {
-            columns.push(level_values(values, n, &at(&format!("valuesPerLevel[{l}]")))?);
+            columns.push(level_values(
+                values,
+                n,
+                &at(&format!("valuesPerLevel[{l}]")),
+            )?);
         }
         let counts = pod_counts(slice.get("podCounts"), n, &at("podCounts"))?;
         for (i, count) in counts.into_iter().enumerate() {
@@ -154,9 +158,12 @@ fn level_values(v: &Value, n: usize, at: &str) -> Result<Vec<String>, ShapeError
     let (prefix, suffix) = (text("prefix")?, text("suffix")?);
     let roots = match ind.get("roots") {
         None => &[][..],
-        Some(r) => r
-            .as_array()
-            .ok_or_else(|| bad(format!("{at}.individual.roots"), "must be a list of strings"))?,
+        Some(r) => r.as_array().ok_or_else(|| {
+            bad(
+                format!("{at}.individual.roots"),
+                "must be a list of strings",
+            )
+        })?,
     };
     if roots.len() != n {
         return Err(bad(
@@ -169,7 +176,12 @@ fn level_values(v: &Value, n: usize, at: &str) -> Result<Vec<String>, ShapeError
         .map(|r| {
             r.as_str()
                 .map(|r| format!("{prefix}{r}{suffix}"))
-                .ok_or_else(|| bad(format!("{at}.individual.roots"), "must be a list of strings"))
+                .ok_or_else(|| {
+                    bad(
+                        format!("{at}.individual.roots"),
+                        "must be a list of strings",
+                    )
+                })
         })
         .collect()
 }
@@ -418,11 +430,14 @@ mod tests {
             json!({"individual": {"suffix": "aba", "roots": ["ab", ""]}})
         );
         assert_eq!(
-            expand(&json!([{"domainCount": 2, "valuesPerLevel": [v], "podCounts": {"universal": 1}}]), 1)
-                .unwrap()
-                .iter()
-                .map(|d| d.values[0].as_str())
-                .collect::<Vec<_>>(),
+            expand(
+                &json!([{"domainCount": 2, "valuesPerLevel": [v], "podCounts": {"universal": 1}}]),
+                1
+            )
+            .unwrap()
+            .iter()
+            .map(|d| d.values[0].as_str())
+            .collect::<Vec<_>>(),
             ["ababa", "aba"]
         );
     }
