@@ -231,6 +231,7 @@ struct Problem {
 
 type Values = Vec<Option<Value>>;
 type Direction = Box<dyn Fn(&[Option<Value>]) -> Result<Values, Problem>>;
+type Same = fn(&[Option<Value>], &[Option<Value>]) -> bool;
 
 /// One difference between the versions.
 struct Unit {
@@ -240,7 +241,7 @@ struct Unit {
     down: Direction,
     /// Whether a round trip gave the input back (equality, unless a unit
     /// knows better).
-    same: fn(&[Option<Value>], &[Option<Value>]) -> bool,
+    same: Same,
 }
 
 fn equal(a: &[Option<Value>], b: &[Option<Value>]) -> bool {
@@ -471,7 +472,7 @@ fn topology_assignment(base: &str) -> Unit {
         move |e: ShapeError| Problem {
             at: format!(
                 "{base}/{}",
-                e.field.replace('.', "/").replace('[', "/").replace(']', "")
+                e.field.replace(['.', '['], "/").replace(']', "")
             ),
             problem: e.problem,
         }
