@@ -23,6 +23,8 @@ manifests:
 	cargo run -q -- webhooks --inject-ca-from batchgate-system/batchgate-serving-cert > manifests/cert-manager/webhooks.yaml
 	rm -f manifests/crds/*.yaml
 	cargo run -q -- crds --out-dir manifests/crds
+	rm -f manifests/cert-manager/crds/*.yaml
+	cargo run -q -- crds --converted-only --inject-ca-from batchgate-system/batchgate-serving-cert --out-dir manifests/cert-manager/crds
 
 bench:
 	cargo bench --bench handler

@@ -60,7 +60,7 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Print the webhook configurations for the loaded policies.
     Webhooks(WebhooksArgs),
-    /// Print the CustomResourceDefinitions batchgate serves (kueue.x-k8s.io/v1beta2).
+    /// Print the CustomResourceDefinitions batchgate serves (kueue.x-k8s.io v1beta2, and v1beta1 through the /convert webhook).
     Crds(CrdsArgs),
     /// Place a pod's device claims on nodes with DevicePools (devmgmtproto.k8s.io/v1alpha1), offline or against a cluster.
     Schedule(Box<schedule::ScheduleArgs>),
@@ -74,6 +74,22 @@ pub struct CrdsArgs {
     /// Write one file per kind into this directory (as manifests/crds/) instead of printing.
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
+    /// URL base the apiserver calls for conversion (`<url>/convert`), e.g. https://127.0.0.1:9443 (default: the in-cluster Service).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// A PEM CA file to put in the conversion webhook's caBundle.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    #[arg(long, default_value = "batchgate-webhook")]
+    pub service: String,
+    /// Annotate the converted CRDs for cert-manager's CA injector: <namespace>/<certificate>.
+    #[arg(long)]
+    pub inject_ca_from: Option<String>,
+    /// Only the CRDs registered with the conversion webhook (ClusterQueue, Cohort, LocalQueue, Workload).
+    #[arg(long)]
+    pub converted_only: bool,
 }
 
 #[derive(Debug, Args)]
@@ -277,7 +293,25 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
 }
 
 pub fn crds(a: CrdsArgs) -> Result<()> {
-    let crds = crate::api::crd::all();
+    use serde_json::json;
+    let mut client_config = match &a.url {
+        Some(u) => json!({"url": format!("{}/convert", u.trim_end_matches('/'))}),
+        None => json!({"service": {
+            "namespace": a.namespace, "name": a.service, "path": "/convert", "port": 443,
+        }}),
+    };
+    if let Some(f) = &a.ca_file {
+        client_config["caBundle"] = json!(certs::ca_bundle(
+            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        ));
+    }
+    let crds = crate::api::crd::all_with(&crate::api::crd::Conversion {
+        client_config,
+        inject_ca_from: a.inject_ca_from,
+    })
+    .into_iter()
+    .filter(|g| !a.converted_only || g.crd["spec"]["conversion"]["strategy"] == "Webhook")
+    .collect::<Vec<_>>();
     match a.out_dir {
         Some(dir) => {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -84,6 +84,134 @@ fn crd_manifests_are_fresh() {
     );
 }
 
+#[test]
+fn cert_manager_crds_are_fresh_and_annotated() {
+    let tmp = tempfile::tempdir().unwrap();
+    batchgate_crds(&[
+        "--converted-only",
+        "--inject-ca-from",
+        "batchgate-system/batchgate-serving-cert",
+        "--out-dir",
+        tmp.path().to_str().unwrap(),
+    ]);
+    let generated = yaml_files(tmp.path());
+    let committed = yaml_files(&std::path::Path::new(ROOT).join("manifests/cert-manager/crds"));
+    assert_eq!(
+        generated.keys().collect::<Vec<_>>(),
+        committed.keys().collect::<Vec<_>>(),
+        "manifests/cert-manager/crds: run `make manifests`"
+    );
+    for (name, text) in &generated {
+        assert!(
+            committed[name] == *text,
+            "manifests/cert-manager/crds/{name} is stale: run `make manifests`"
+        );
+        let crd: Value = serde_yaml::from_str(text).unwrap();
+        assert_eq!(
+            crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            "batchgate-system/batchgate-serving-cert"
+        );
+        // Only the annotation differs from the self-managed CRD.
+        let mut plain: Value = serde_yaml::from_str(
+            &std::fs::read_to_string(std::path::Path::new(ROOT).join("manifests/crds").join(name))
+                .unwrap(),
+        )
+        .unwrap();
+        plain["metadata"]["annotations"] = crd["metadata"]["annotations"].clone();
+        assert_eq!(plain, crd, "{name}");
+    }
+    let names: Vec<String> = crd::CONVERTED_CRDS
+        .iter()
+        .map(|n| {
+            let (plural, group) = n.split_once('.').unwrap();
+            format!("{group}_{plural}.yaml")
+        })
+        .collect();
+    assert_eq!(generated.keys().cloned().collect::<Vec<_>>(), names);
+}
+
+#[test]
+fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
+    for g in crd::kueue() {
+        let kind = g.crd["spec"]["names"]["kind"].as_str().unwrap().to_string();
+        let v1 = version(&g.crd, "v1beta1");
+        assert_eq!(v1["served"], true, "{kind}");
+        assert_eq!(v1["storage"], false, "{kind}");
+        assert_eq!(v1["deprecated"], true, "{kind}");
+        assert_eq!(
+            v1["deprecationWarning"],
+            "This version is deprecated. Use v1beta2 instead."
+        );
+        let conversion = &g.crd["spec"]["conversion"];
+        if crd::CONVERTED_KINDS.contains(&kind.as_str()) {
+            assert_eq!(
+                *conversion,
+                json!({"strategy": "Webhook", "webhook": {
+                    "conversionReviewVersions": ["v1"],
+                    "clientConfig": {"service": {"namespace": "batchgate-system",
+                        "name": "batchgate-webhook", "path": "/convert", "port": 443}}}}),
+                "{kind}"
+            );
+        } else {
+            // Same schema in both versions: the apiserver converts.
+            assert!(conversion.is_null(), "{kind}");
+            let v2 = version(&g.crd, "v1beta2");
+            assert_eq!(v1["schema"], v2["schema"], "{kind}");
+        }
+    }
+    let v1 = |kind: &str| version(&generated(kind), "v1beta1")["schema"]["openAPIV3Schema"].clone();
+    let cq = v1("ClusterQueue");
+    assert!(at(&cq, "spec.cohort").is_object());
+    assert!(cq["properties"]["spec"]["properties"]
+        .get("cohortName")
+        .is_none());
+    assert_eq!(at(&cq, "spec.admissionChecks.[]")["maxLength"], 316);
+    assert_eq!(
+        at(&cq, "spec.flavorFungibility.whenCanPreempt")["enum"],
+        json!(["MayStopSearch", "TryNextFlavor", "Preempt"])
+    );
+    assert!(cq["properties"]["spec"]["properties"]
+        .get("concurrentAdmissionPolicy")
+        .is_none());
+    assert!(at(&cq, "status.pendingWorkloadsStatus").is_object());
+    assert!(at(&cq, "status.fairSharing.admissionFairSharingStatus").is_object());
+    assert!(
+        cq["properties"]["spec"]["x-kubernetes-validations"][0]["rule"]
+            .as_str()
+            .unwrap()
+            .starts_with("!has(self.cohort) &&")
+    );
+    let lq = v1("LocalQueue");
+    assert!(at(&lq, "status.flavorUsage").is_object());
+    assert!(at(&lq, "status.flavors").is_object());
+    let wl = v1("Workload");
+    assert_eq!(
+        at(&wl, "spec.priorityClassSource")["enum"],
+        json!([
+            "kueue.x-k8s.io/workloadpriorityclass",
+            "scheduling.k8s.io/priorityclass",
+            ""
+        ])
+    );
+    assert!(wl["properties"]["spec"]["properties"]
+        .get("priorityClassRef")
+        .is_none());
+    assert!(wl["properties"]["spec"]["properties"]
+        .get("preemptionGates")
+        .is_none());
+    assert!(at(&wl, "status.accumulatedPastExexcutionTimeSeconds").is_object());
+    assert_eq!(
+        at(
+            &wl,
+            "status.admission.podSetAssignments.[].topologyAssignment"
+        )["required"],
+        json!(["domains", "levels"])
+    );
+    let rules = wl["x-kubernetes-validations"].to_string();
+    assert!(!rules.contains("priorityClassRef"), "{rules}");
+    assert!(rules.contains("priorityClassSource is immutable while workload quota reserved"));
+}
+
 // -------------------------------------------------- what the CRDs declare
 
 fn generated(kind: &str) -> Value {
@@ -94,14 +222,35 @@ fn generated(kind: &str) -> Value {
         .crd
 }
 
+/// The CRD's `versions[]` entry named `name`.
+fn version(c: &Value, name: &str) -> Value {
+    c["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no version {name}"))
+        .clone()
+}
+
+/// The stored version's schema (v1beta2); Kueue's kinds also serve the
+/// deprecated v1beta1, listed first as upstream lists it.
 fn schema(kind: &str) -> Value {
     let c = generated(kind);
     let versions = c["spec"]["versions"].as_array().unwrap();
-    assert_eq!(versions.len(), 1, "{kind}: only v1beta2 is served");
-    assert_eq!(versions[0]["name"], "v1beta2");
-    assert_eq!(versions[0]["served"], true);
-    assert_eq!(versions[0]["storage"], true);
-    versions[0]["schema"]["openAPIV3Schema"].clone()
+    if c["spec"]["group"] == "kueue.x-k8s.io" {
+        let names: Vec<&Value> = versions.iter().map(|v| &v["name"]).collect();
+        assert_eq!(names, ["v1beta1", "v1beta2"], "{kind}");
+        assert_eq!(versions[0]["served"], true);
+        assert_eq!(versions[0]["storage"], false);
+        assert_eq!(versions[0]["deprecated"], true);
+    } else {
+        assert_eq!(versions.len(), 1, "{kind}: one version");
+    }
+    let v = version(&c, "v1beta2");
+    assert_eq!(v["served"], true);
+    assert_eq!(v["storage"], true);
+    v["schema"]["openAPIV3Schema"].clone()
 }
 
 /// The schema at a dotted path of property names (`[]` steps into items).
@@ -198,7 +347,7 @@ fn names_scope_subresources_and_columns_are_kueues() {
         } else {
             assert_eq!(short_names, json!(short), "{kind}");
         }
-        let sub = &c["spec"]["versions"][0]["subresources"];
+        let sub = &version(&c, "v1beta2")["subresources"];
         assert_eq!(
             sub["status"] == json!({}),
             status,
@@ -208,7 +357,7 @@ fn names_scope_subresources_and_columns_are_kueues() {
     }
 
     let columns = |kind: &str| -> Vec<(String, String, i64)> {
-        generated(kind)["spec"]["versions"][0]["additionalPrinterColumns"]
+        version(&generated(kind), "v1beta2")["additionalPrinterColumns"]
             .as_array()
             .map(|a| {
                 a.iter()

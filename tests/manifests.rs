@@ -269,3 +269,42 @@ fn deployment_memory_limit_covers_the_body_budget_and_the_connection_cap() {
     // And the budget is not a token: it fits the largest review at least.
     assert!(limits.max_body_bytes_in_flight / 4 * 3 >= limits.max_body_bytes);
 }
+
+/// With self-managed certificates batchgate keeps the conversion caBundle
+/// of the four converted CRDs current: the ClusterRole grants get and patch
+/// on exactly those CRDs.
+#[test]
+fn rbac_covers_the_conversion_ca_bundle() {
+    let grants = cluster_role_grants();
+    for verb in ["get", "patch"] {
+        assert!(grants(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            verb
+        ));
+    }
+    let rbac = docs(&committed("manifests/rbac.yaml"));
+    let role = rbac
+        .into_iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "batchgate")
+        .expect("ClusterRole batchgate");
+    let rules: Vec<&serde_yaml::Value> = role["rules"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r["resources"].as_sequence().is_some_and(|s| {
+                s.iter()
+                    .any(|x| x.as_str() == Some("customresourcedefinitions"))
+            })
+        })
+        .collect();
+    assert_eq!(rules.len(), 1);
+    let names: Vec<&str> = rules[0]["resourceNames"]
+        .as_sequence()
+        .expect("limited to named CRDs")
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert_eq!(names, batchgate::api::crd::CONVERTED_CRDS);
+}

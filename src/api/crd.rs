@@ -24,9 +24,12 @@ use serde_json::{json, Map, Value};
 
 use crate::api::{
     appwrapper::v1beta2::AppWrapper,
-    kueue::v1beta2::{
-        workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload,
-        WorkloadPriorityClass,
+    kueue::{
+        self,
+        v1beta2::{
+            workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor,
+            Workload, WorkloadPriorityClass,
+        },
     },
     prescale::PreScaledCronJob,
     schema::QUANTITY,
@@ -40,8 +43,57 @@ pub struct Generated {
     pub crd: Value,
 }
 
-/// Kueue's kinds, in the order they are printed.
+/// Where the apiserver sends the ConversionReviews of Kueue's kinds
+/// (`spec.conversion.webhook`).
+#[derive(Debug, Clone)]
+pub struct Conversion {
+    /// `spec.conversion.webhook.clientConfig`: a `service` or a `url`, with
+    /// `caBundle` when known (batchgate's own certificate management fills
+    /// it at run time; cert-manager's CA injector with `inject_ca_from`).
+    pub client_config: Value,
+    /// `cert-manager.io/inject-ca-from: <namespace>/<certificate>`.
+    pub inject_ca_from: Option<String>,
+}
+
+impl Default for Conversion {
+    /// batchgate's Service in batchgate-system, path `/convert`.
+    fn default() -> Self {
+        Conversion {
+            client_config: json!({"service": {
+                "namespace": crate::config::DEFAULT_NAMESPACE,
+                "name": "batchgate-webhook",
+                "path": "/convert",
+                "port": 443,
+            }}),
+            inject_ca_from: None,
+        }
+    }
+}
+
+/// The Kueue kinds whose versions differ, converted by the webhook (as
+/// upstream registers it). ResourceFlavor and WorkloadPriorityClass have
+/// the same schema in both versions: the apiserver converts them itself
+/// (strategy `None`).
+pub const CONVERTED_KINDS: [&str; 4] = ["ClusterQueue", "Cohort", "LocalQueue", "Workload"];
+
+/// The names of their CRDs (whose conversion `caBundle` batchgate keeps
+/// current when it manages its certificates).
+pub const CONVERTED_CRDS: [&str; 4] = [
+    "clusterqueues.kueue.x-k8s.io",
+    "cohorts.kueue.x-k8s.io",
+    "localqueues.kueue.x-k8s.io",
+    "workloads.kueue.x-k8s.io",
+];
+
+/// Kueue's kinds, in the order they are printed, with conversion through
+/// batchgate's Service.
 pub fn kueue() -> Vec<Generated> {
+    kueue_with(&Conversion::default())
+}
+
+/// Kueue's kinds: v1beta1 (served, deprecated) and v1beta2 (served,
+/// stored), with `conv` registered for the kinds that need a webhook.
+pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
     let mut workload = finish(Workload::crd());
     let root = &mut workload.crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
     root["x-kubernetes-validations"] = workload_root_validation_rules();
@@ -52,19 +104,55 @@ pub fn kueue() -> Vec<Generated> {
     // Upstream declares the status subresource on a kind without status,
     // which controller-gen writes as an empty `subresources`.
     priority_class.crd["spec"]["versions"][0]["subresources"] = json!({});
-    vec![
+    let mut crds = vec![
         finish(ClusterQueue::crd()),
         finish(Cohort::crd()),
         finish(LocalQueue::crd()),
         finish(ResourceFlavor::crd()),
         priority_class,
         workload,
-    ]
+    ];
+    for g in &mut crds {
+        serve_v1beta1(&mut g.crd, conv);
+    }
+    crds
+}
+
+/// Adds the v1beta1 version before v1beta2 (upstream's order) and, for
+/// the kinds that need it, the conversion webhook.
+fn serve_v1beta1(crd: &mut Value, conv: &Conversion) {
+    let kind = crd["spec"]["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let Some(v1beta2) = crd["spec"]["versions"].get(0).cloned() else {
+        return;
+    };
+    let mut v1beta1 = kueue::v1beta1::version(&kind, &v1beta2);
+    finish_schema(&mut v1beta1["schema"]["openAPIV3Schema"]);
+    crd["spec"]["versions"] = json!([v1beta1, v1beta2]);
+    if CONVERTED_KINDS.contains(&kind.as_str()) {
+        crd["spec"]["conversion"] = json!({
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": conv.client_config,
+                "conversionReviewVersions": ["v1"],
+            },
+        });
+        if let Some(src) = &conv.inject_ca_from {
+            crd["metadata"]["annotations"] = json!({"cert-manager.io/inject-ca-from": src});
+        }
+    }
 }
 
 /// Every CRD batchgate serves.
 pub fn all() -> Vec<Generated> {
-    let mut all = kueue();
+    all_with(&Conversion::default())
+}
+
+/// Every CRD batchgate serves, Kueue's converted through `conv`.
+pub fn all_with(conv: &Conversion) -> Vec<Generated> {
+    let mut all = kueue_with(conv);
     all.push(finish(AppWrapper::crd()));
     all.extend(devices());
     all.push(finish(PreScaledCronJob::crd()));

@@ -15,6 +15,7 @@ use k8s_openapi::{
         admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration},
         core::v1::Secret,
     },
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
     ByteString,
 };
 use kube::{
@@ -27,6 +28,7 @@ use time::OffsetDateTime;
 use tracing::{debug, info, warn};
 
 use crate::{
+    api::crd::CONVERTED_CRDS,
     certs::{
         self,
         rotation::{self, Step, Stored, Timing},
@@ -244,6 +246,69 @@ impl CertSecret {
         let cas = certs::pem_certs(bundle).len();
         patch_ca_bundle(&m, MUTATING_NAME, &want, cas).await;
         patch_ca_bundle(&v, VALIDATING_NAME, &want, cas).await;
+        let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for name in CONVERTED_CRDS {
+            patch_conversion_ca_bundle(&crds, name, &want, cas).await;
+        }
+    }
+}
+
+/// Sets the conversion webhook's `caBundle` of the named CRD where it
+/// differs; a CRD not installed, or converted otherwise, is left alone.
+async fn patch_conversion_ca_bundle(
+    api: &Api<CustomResourceDefinition>,
+    name: &str,
+    want_b64: &str,
+    cas: usize,
+) {
+    let crd = match api.get_opt(name).await {
+        Ok(Some(c)) => c,
+        Ok(None) => {
+            debug!(
+                crd = name,
+                "CRD not installed; conversion caBundle not published"
+            );
+            return;
+        }
+        Err(e) => {
+            warn!(crd = name, error = %e, "reading CRD");
+            return;
+        }
+    };
+    let Some(webhook) = crd
+        .spec
+        .conversion
+        .as_ref()
+        .filter(|c| c.strategy == "Webhook")
+        .and_then(|c| c.webhook.as_ref())
+    else {
+        return;
+    };
+    let current = webhook
+        .client_config
+        .as_ref()
+        .and_then(|cc| cc.ca_bundle.as_ref())
+        .map(|b| certs::ca_bundle(&String::from_utf8_lossy(&b.0)));
+    if current.as_deref() == Some(want_b64) {
+        return;
+    }
+    let patch = json!([
+        {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
+        {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": want_b64},
+    ]);
+    let patch: json_patch::Patch = match serde_json::from_value(patch) {
+        Ok(p) => p,
+        Err(e) => {
+            warn!(error = %e, "building conversion caBundle patch");
+            return;
+        }
+    };
+    match api
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        Ok(_) => info!(crd = name, cas, "conversion caBundle published"),
+        Err(e) => warn!(crd = name, error = %e, "publishing conversion caBundle; will retry"),
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod connection;
+mod conversion;
 pub mod metrics;
 pub mod slots;
 pub mod tls;
@@ -254,6 +255,7 @@ pub async fn bind(
     let router = Router::new()
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
+        .route("/convert", post(conversion::convert))
         .fallback(not_found)
         .with_state(state);
     let probes = Router::new()
@@ -722,7 +724,7 @@ async fn read_body<'b>(
 
 async fn not_found(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {
     let msg = format!(
-        "no route for {} {}: batchgate serves POST /mutate and POST /validate",
+        "no route for {} {}: batchgate serves POST /mutate, POST /validate and POST /convert",
         req.method(),
         req.uri().path()
     );

@@ -1,10 +1,11 @@
 //! Kueue's API group, `kueue.x-k8s.io`.
 //!
-//! Only `v1beta2` is served, and it is the storage version. Upstream Kueue
-//! also serves the deprecated `v1beta1` through a conversion webhook;
-//! batchgate does not, so `v1beta1` manifests need converting first (see the
-//! README).
+//! `v1beta2` is the storage version; the deprecated `v1beta1` is served
+//! too, converted by [`conversion`] behind the `/convert` webhook, as Kueue
+//! v0.19.2 does.
 
+pub mod conversion;
+pub mod v1beta1;
 pub mod v1beta2;
 
 /// The API group of every Kueue kind.
