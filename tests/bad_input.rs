@@ -402,3 +402,67 @@ async fn slow_clients_are_cut_off_and_others_are_served() {
     assert!(text.contains("request body not received within"), "{text}");
     assert_still_serving(&server).await;
 }
+
+/// Sends only the request line and headers of a POST over TLS (HTTP/1.1) and
+/// returns the stream, so a test can see what the server answers to a body
+/// it has been promised but not sent.
+async fn post_headers_only(
+    server: &Server,
+    path: &str,
+    content_length: u64,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    tls.write_all(
+        format!("POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {content_length}\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    tls
+}
+
+async fn status_line(tls: &mut tokio_rustls::client::TlsStream<tokio::net::TcpStream>) -> String {
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(30), tls.read(&mut buf))
+        .await
+        .expect("the server answered within 30 s")
+        .unwrap();
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// `/convert` reads its body through the same bounds as admission reviews:
+/// its size limit is what the body budget lets one request hold (three
+/// quarters of 64 MiB by default), and bodies held open count against that
+/// budget, so conversion requests cannot hold memory the budget does not see.
+#[tokio::test]
+async fn conversion_bodies_are_bounded_by_the_body_budget() {
+    let server = Server::start(&[]);
+    // Over the 48 MiB a single request may hold: refused before any byte.
+    let mut over = post_headers_only(&server, "/convert", 64 << 20).await;
+    let answer = status_line(&mut over).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    // Two 40 MiB bodies promised and not sent: whichever reserves first
+    // holds its reservation (and is answered only at the body deadline),
+    // the other finds no room and is told to retry, so the first answer to
+    // arrive is that refusal.
+    let mut a = post_headers_only(&server, "/convert", 40 << 20).await;
+    let mut b = post_headers_only(&server, "/convert", 40 << 20).await;
+    let answer = tokio::select! {
+        x = status_line(&mut a) => x,
+        y = status_line(&mut b) => y,
+    };
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(
+        answer.contains("maxBodyBytesInFlight"),
+        "the refusal names the budget: {answer}"
+    );
+    assert_still_serving(&server).await;
+}

@@ -566,80 +566,12 @@ fn reject(s: &AppState, status: StatusCode, reason: &'static str, message: &str)
 async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
     let start = Instant::now();
     let limit = s.limits.max_body_bytes;
-    let too_large = || {
-        format!("request body is larger than the {limit}-byte limit; an AdmissionReview from kube-apiserver never is")
-    };
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return reject(
-            &s,
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            &too_large(),
-        );
-    }
-    let conn = req.extensions().get::<ConnHandle>().map(|c| c.0.clone());
-    let mut held = s.budget.empty();
-    let body = match tokio::time::timeout(
-        s.limits.body_timeout,
-        read_body(
-            req.into_body(),
-            declared,
-            limit,
-            &s.budget,
-            &mut held,
-            s.limits.body_budget_wait,
-        ),
-    )
-    .await
-    {
-        Ok(Ok(b)) => b,
-        Ok(Err(BodyError::TooLarge)) => {
-            return reject(
-                &s,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                &too_large(),
-            )
-        }
-        Ok(Err(BodyError::Budget)) => {
-            let mut r = reject(
-                &s,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "body_budget",
-                &format!(
-                    "request bodies in flight use the server's {}-byte budget (webhook.maxBodyBytesInFlight) and no room came free within {:?}; retry",
-                    s.budget.cap(),
-                    s.limits.body_budget_wait
-                ),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
-        }
-        Ok(Err(BodyError::Read(e))) => {
-            return reject(
-                &s,
-                StatusCode::BAD_REQUEST,
-                "body_error",
-                &format!("reading the request body: {e}"),
-            )
-        }
-        Err(_) => {
-            return reject(
-                &s,
-                StatusCode::REQUEST_TIMEOUT,
-                "body_timeout",
-                &format!(
-                    "request body not received within {:?}",
-                    s.limits.body_timeout
-                ),
-            )
-        }
+    let too_large = format!(
+        "request body is larger than the {limit}-byte limit; an AdmissionReview from kube-apiserver never is"
+    );
+    let Received { body, conn, _held } = match receive(&s, req, limit, &too_large).await {
+        Ok(r) => r,
+        Err(refusal) => return refusal,
     };
     // The body is in: from here the connection is busy with real work and
     // is never the one to give up its slot.
@@ -675,6 +607,97 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
         }
     }
     json_response(answer.status, answer.body)
+}
+
+/// A request body read within every bound a client must keep to, the
+/// connection it came on, and its reservation in the body budget (held
+/// until the answer is computed, released on drop).
+struct Received<'s> {
+    body: Vec<u8>,
+    conn: Option<Arc<slots::Conn>>,
+    _held: budget::Reservation<'s>,
+}
+
+/// Reads a request body within the route's size limit, the body deadline
+/// and the global budget of bytes in flight; every route that reads a body
+/// comes through here, so none can hold memory the budget does not count.
+/// `Err` is the refusal to send.
+async fn receive<'s>(
+    s: &'s AppState,
+    req: Request<Body>,
+    limit: usize,
+    too_large: &str,
+) -> Result<Received<'s>, Response<Body>> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(reject(
+            s,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            too_large,
+        ));
+    }
+    let conn = req.extensions().get::<ConnHandle>().map(|c| c.0.clone());
+    let mut held = s.budget.empty();
+    let read = tokio::time::timeout(
+        s.limits.body_timeout,
+        read_body(
+            req.into_body(),
+            declared,
+            limit,
+            &s.budget,
+            &mut held,
+            s.limits.body_budget_wait,
+        ),
+    )
+    .await;
+    match read {
+        Ok(Ok(body)) => Ok(Received {
+            body,
+            conn,
+            _held: held,
+        }),
+        Ok(Err(BodyError::TooLarge)) => Err(reject(
+            s,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            too_large,
+        )),
+        Ok(Err(BodyError::Budget)) => {
+            let mut r = reject(
+                s,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "body_budget",
+                &format!(
+                    "request bodies in flight use the server's {}-byte budget (webhook.maxBodyBytesInFlight) and no room came free within {:?}; retry",
+                    s.budget.cap(),
+                    s.limits.body_budget_wait
+                ),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(r)
+        }
+        Ok(Err(BodyError::Read(e))) => Err(reject(
+            s,
+            StatusCode::BAD_REQUEST,
+            "body_error",
+            &format!("reading the request body: {e}"),
+        )),
+        Err(_) => Err(reject(
+            s,
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            &format!(
+                "request body not received within {:?}",
+                s.limits.body_timeout
+            ),
+        )),
+    }
 }
 
 enum BodyError {
