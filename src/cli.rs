@@ -173,6 +173,10 @@ pub struct WebhooksArgs {
     /// The serve configuration: its policies and enabled integrations decide the rules.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// The ServiceAccount (in --namespace) batchgate runs as: its own writes
+    /// skip the validating webhooks. Empty: nobody is exempt.
+    #[arg(long, default_value = "batchgate")]
+    pub service_account: String,
 }
 
 pub fn init_logging(format: LogFormat) {
@@ -266,6 +270,8 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         ca_bundle,
         failure_policy: a.failure_policy,
         timeout_seconds: 10,
+        reconciler_user: (!a.service_account.is_empty())
+            .then(|| manifests::service_account_user(&a.namespace, &a.service_account)),
         namespace: a.namespace,
         inject_ca_from: a.inject_ca_from,
     };
