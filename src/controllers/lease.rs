@@ -89,9 +89,7 @@ pub fn decide(spec: &LeaseSpec, me: &str, now: Timestamp) -> Step {
         return Step::Renew;
     }
     let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
-        (Some(t), Some(d)) => {
-            t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond()
-        }
+        (Some(t), Some(d)) => t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond(),
         _ => true,
     };
     if holder.is_empty() || expired {
@@ -426,9 +424,14 @@ impl Elector {
         {
             Ok(_) => info!(lease = LEASE_NAME, "reconciler lease released"),
             Err(kube::Error::Api(e)) if e.code == 409 => {
-                info!(lease = LEASE_NAME, "reconciler lease changed since our last renewal; left to its new holder")
+                info!(
+                    lease = LEASE_NAME,
+                    "reconciler lease changed since our last renewal; left to its new holder"
+                )
             }
-            Err(e) => warn!(error = %e, "releasing the reconciler lease; a standby takes it when it expires"),
+            Err(e) => {
+                warn!(error = %e, "releasing the reconciler lease; a standby takes it when it expires")
+            }
         }
     }
 }
@@ -462,10 +465,7 @@ mod tests {
     fn anothers_live_lease_is_waited_for_until_it_expires() {
         let spec = held_by("other", 0, 15);
         assert_eq!(decide(&spec, "me", at(15)), Step::Wait);
-        assert_eq!(
-            decide(&spec, "me", at(16)),
-            Step::Take { transitions: 4 }
-        );
+        assert_eq!(decide(&spec, "me", at(16)), Step::Take { transitions: 4 });
     }
 
     #[test]
