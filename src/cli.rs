@@ -460,15 +460,14 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     // the Lease itself, the webhook's SubjectAccessReviews and the
     // certificate Secret go through the unfenced one.
     let fence = Arc::new(controllers::lease::Fence::default());
-    let elector = match &reconcile_client {
-        Some(c) => Some(Arc::new(controllers::lease::Elector::new(
+    let elector = reconcile_client.as_ref().map(|c| {
+        Arc::new(controllers::lease::Elector::new(
             c.clone(),
             cfg.namespace(),
             lease,
             fence.clone(),
-        ))),
-        None => None,
-    };
+        ))
+    });
     let fenced = match &elector {
         Some(_) => {
             let config = kube::Config::infer()

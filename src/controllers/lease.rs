@@ -49,6 +49,9 @@ fn version_annotations() -> std::collections::BTreeMap<String, String> {
 
 /// The timings derived from the lease duration, as client-go's defaults
 /// relate them (Kueue: 15 s lease, 10 s renew deadline, 2 s retry).
+/// The margin between the renew deadline and the lease duration covers
+/// clock skew between replicas: the fence runs on this process's clock,
+/// the expiry others see on theirs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timing {
     pub duration: Duration,
@@ -64,7 +67,8 @@ impl Timing {
         Timing {
             duration,
             renew_deadline: duration * 2 / 3,
-            retry: (duration / 4)
+            // At least three attempts fit in the renew deadline.
+            retry: (duration / 5)
                 .min(Duration::from_secs(2))
                 .max(Duration::from_millis(200)),
         }
@@ -500,8 +504,8 @@ mod tests {
         assert_eq!(t.renew_deadline, Duration::from_secs(10));
         assert_eq!(t.retry, Duration::from_secs(2));
         let short = Timing::new(Duration::from_secs(2));
-        assert_eq!(short.retry, Duration::from_millis(500));
-        assert!(short.renew_deadline > short.retry * 2);
+        assert_eq!(short.retry, Duration::from_millis(400));
+        assert!(short.renew_deadline > short.retry * 3);
     }
 
     #[tokio::test]
