@@ -64,6 +64,9 @@ fn main() -> Result<()> {
             timeout_seconds: 10,
             namespace: batchgate::config::DEFAULT_NAMESPACE.into(),
             inject_ca_from: None,
+            // `make dev` runs batchgate as the kubeconfig's user, who is also
+            // the one trying things out: nobody is exempt.
+            reconciler_user: None,
         };
         let docs = manifests::webhook_configurations(&PolicySet::embedded()?, &opts);
         cluster.apply(&manifests::to_yaml("", &docs))?;

@@ -189,6 +189,10 @@ pub struct WebhooksArgs {
     /// The serve configuration: its policies and enabled integrations decide the rules.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// The ServiceAccount (in --namespace) batchgate runs as: its own writes
+    /// skip the validating webhooks. Empty: nobody is exempt.
+    #[arg(long, default_value = "batchgate")]
+    pub service_account: String,
 }
 
 pub fn init_logging(format: LogFormat) {
@@ -282,6 +286,8 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         ca_bundle,
         failure_policy: a.failure_policy,
         timeout_seconds: 10,
+        reconciler_user: (!a.service_account.is_empty())
+            .then(|| manifests::service_account_user(&a.namespace, &a.service_account)),
         namespace: a.namespace,
         inject_ca_from: a.inject_ca_from,
     };
@@ -515,22 +521,46 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         .reconciler
         .lease_duration_seconds
         .unwrap_or(Duration::from_secs(15));
-    match (&reconcile_client, mode) {
-        (Some(c), AdmissionMode::Builtin) => {
+    // The reconciler writes through its own client, fenced by the lease;
+    // the Lease itself, the webhook's SubjectAccessReviews and the
+    // certificate Secret go through the unfenced one.
+    let fence = Arc::new(controllers::lease::Fence::default());
+    let elector = reconcile_client.as_ref().map(|c| {
+        Arc::new(controllers::lease::Elector::new(
+            c.clone(),
+            cfg.namespace(),
+            lease,
+            fence.clone(),
+        ))
+    });
+    let fenced = match &elector {
+        Some(_) => {
+            let config = kube::Config::infer()
+                .await
+                .context("reading the kube client configuration")?;
+            Some(
+                kube::client::ClientBuilder::try_from(config)
+                    .context("building the reconciler's kube client")?
+                    .with_layer(&controllers::lease::FenceLayer(fence.clone()))
+                    .build(),
+            )
+        }
+        None => None,
+    };
+    match (elector.clone().zip(fenced), mode) {
+        (Some((e, fenced)), AdmissionMode::Builtin) => {
             tokio::spawn(controllers::run(
-                c.clone(),
+                fenced,
                 policies.clone(),
-                cfg.namespace().to_string(),
-                lease,
+                e,
                 cfg.prescaler.settings(),
             ));
         }
-        (Some(c), AdmissionMode::External) => {
+        (Some((e, fenced)), AdmissionMode::External) => {
             info!("admission: external — Workloads are admitted by an upstream Kueue; only the AppWrapper controller runs here (no Workloads, no queueing, no job reconcilers)");
             tokio::spawn(controllers::run_external(
-                c.clone(),
-                cfg.namespace().to_string(),
-                lease,
+                fenced,
+                e,
                 cfg.prescaler.settings(),
             ));
         }
@@ -582,7 +612,12 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         wait_for_signal().await;
         r.draining.store(true, Ordering::Release);
         info!(delay = ?delay, "shutdown requested: readiness is now false");
-        tokio::time::sleep(delay).await;
+        let serving = tokio::time::sleep(delay);
+        // Meanwhile the reconciler stops writing and hands its lease over.
+        if let Some(e) = elector {
+            e.step_down(RECONCILER_DRAIN).await;
+        }
+        serving.await;
         let _ = sig_tx.send(());
     });
     let bound = server::bind(opts, store, webhook, sar, metrics, readiness, async move {
@@ -594,6 +629,10 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     bound.run.await?;
     Ok(())
 }
+
+/// How long writes already sent by the reconciler get to finish on
+/// shutdown before its lease is released.
+const RECONCILER_DRAIN: Duration = Duration::from_secs(5);
 
 fn managed_certs(cfg: &Config) -> Result<Managed> {
     let c = &cfg.certificates;

@@ -39,6 +39,27 @@ pub struct WebhookOptions {
     pub namespace: String,
     /// `cert-manager.io/inject-ca-from: <ns>/<certificate>`.
     pub inject_ca_from: Option<String>,
+    /// The user batchgate's reconciler writes as
+    /// (`system:serviceaccount:<namespace>:<name>`): its requests skip the
+    /// validating webhooks, so its own writes never wait on a webhook call
+    /// routed to another (possibly frozen) replica. `None` exempts no one.
+    pub reconciler_user: Option<String>,
+}
+
+/// The username a ServiceAccount authenticates as.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
+}
+
+/// The `matchConditions` that let the reconciler's own requests through
+/// without a webhook call (Kubernetes 1.30+; beta and on by default since 1.28).
+fn exempt_reconciler(w: &mut Value, opts: &WebhookOptions) {
+    if let Some(user) = &opts.reconciler_user {
+        w["matchConditions"] = json!([{
+            "name": "not-batchgate-reconciler",
+            "expression": format!("request.userInfo.username != '{}'", user.replace('\'', "")),
+        }]);
+    }
 }
 
 fn client_config(opts: &WebhookOptions, path: &str) -> Value {
@@ -93,6 +114,10 @@ fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
     });
     if mutating {
         w["reinvocationPolicy"] = json!("IfNeeded");
+    } else {
+        // The reconciler starts and stops jobs with updates the core
+        // decided; Kueue's job rules accept them.
+        exempt_reconciler(&mut w, opts);
     }
     w
 }
@@ -124,6 +149,7 @@ fn validating_entry(
             "scope": if namespaced { "Namespaced" } else { "Cluster" },
         }],
     });
+    exempt_reconciler(&mut w, opts);
     if namespaced_only {
         w["namespaceSelector"] = json!({"matchExpressions": [{
             "key": "kubernetes.io/metadata.name",
@@ -238,6 +264,7 @@ mod tests {
             timeout_seconds: 10,
             namespace: "batchgate-system".into(),
             inject_ca_from: None,
+            reconciler_user: Some(service_account_user("batchgate-system", "batchgate")),
         }
     }
 
@@ -365,6 +392,31 @@ mod tests {
             .unwrap()
             .iter()
             .all(|w| w["rules"][0]["apiGroups"][0] != "psc.cronprimer.local"));
+    }
+
+    #[test]
+    fn the_reconciler_skips_validation_and_nothing_else_does() {
+        let policies = PolicySet::embedded().unwrap();
+        let docs = webhook_configurations(&policies, &opts(Endpoint::Url("https://h".into())));
+        let expected = json!([{
+            "name": "not-batchgate-reconciler",
+            "expression": "request.userInfo.username != 'system:serviceaccount:batchgate-system:batchgate'",
+        }]);
+        for w in docs[1]["webhooks"].as_array().unwrap() {
+            assert_eq!(w["matchConditions"], expected, "{}", w["name"]);
+        }
+        // Defaulting applies to every create, the reconciler's included.
+        for w in docs[0]["webhooks"].as_array().unwrap() {
+            assert!(w.get("matchConditions").is_none(), "{}", w["name"]);
+        }
+        let mut o = opts(Endpoint::Url("https://h".into()));
+        o.reconciler_user = None;
+        let docs = webhook_configurations(&policies, &o);
+        assert!(docs[1]["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w.get("matchConditions").is_none()));
     }
 
     #[test]

@@ -1,11 +1,27 @@
 //! One reconciler at a time: replicas serve the webhook together, but only
 //! the holder of a `coordination.k8s.io` Lease runs the queueing engine and
 //! starts or stops jobs — two engines would each count the same quota.
-//! A holder that cannot renew in time exits, as controller-runtime's leader
-//! election does, so it never acts on a lease someone else may hold.
+//!
+//! - A holder that cannot renew within the renew deadline exits, as
+//!   controller-runtime's leader election does.
+//! - Every write the reconciler makes passes a [`Fence`]: it is refused
+//!   unless the last renewal that landed began less than a renew deadline
+//!   ago (by the monotonic clock, which keeps counting while the process is
+//!   frozen). A replica resumed after SIGSTOP therefore writes nothing
+//!   before it finds the Lease taken and exits.
+//! - On shutdown the fence closes first, writes in flight finish, then the
+//!   Lease is released as client-go's `ReleaseOnCancel` does, so a standby
+//!   takes over within one retry period instead of a lease duration.
 
-use std::time::Duration;
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::Duration,
+};
 
+use http::{Method, Request};
 use k8s_openapi::{
     api::coordination::v1::{Lease, LeaseSpec},
     apimachinery::pkg::apis::meta::v1::MicroTime,
@@ -15,6 +31,8 @@ use kube::{
     api::{ObjectMeta, PostParams},
     Api, Client,
 };
+use tokio::time::Instant;
+use tower::{BoxError, Layer, Service};
 use tracing::{error, info, warn};
 
 pub const LEASE_NAME: &str = "batchgate-reconciler";
@@ -29,26 +47,257 @@ fn version_annotations() -> std::collections::BTreeMap<String, String> {
     .into()
 }
 
+/// The timings derived from the lease duration, as client-go's defaults
+/// relate them (Kueue: 15 s lease, 10 s renew deadline, 2 s retry).
+/// The margin between the renew deadline and the lease duration covers
+/// clock skew between replicas: the fence runs on this process's clock,
+/// the expiry others see on theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    pub duration: Duration,
+    /// A holder that has not renewed for this long stops writing and exits.
+    pub renew_deadline: Duration,
+    /// How often the holder renews and a standby looks.
+    pub retry: Duration,
+}
+
+impl Timing {
+    pub fn new(duration: Duration) -> Timing {
+        let duration = duration.max(Duration::from_secs(1));
+        Timing {
+            duration,
+            renew_deadline: duration * 2 / 3,
+            // At least three attempts fit in the renew deadline.
+            retry: (duration / 5)
+                .min(Duration::from_secs(2))
+                .max(Duration::from_millis(200)),
+        }
+    }
+}
+
+/// What a replica may do with the Lease it just read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// It is ours: renew it.
+    Renew,
+    /// Released or expired: take it, counting one more transition.
+    Take { transitions: i32 },
+    /// Someone else holds it.
+    Wait,
+}
+
+/// The decision, pure: `spec` as read, our identity, the time now.
+pub fn decide(spec: &LeaseSpec, me: &str, now: Timestamp) -> Step {
+    let holder = spec.holder_identity.as_deref().unwrap_or("");
+    if holder == me && !me.is_empty() {
+        return Step::Renew;
+    }
+    let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
+        (Some(t), Some(d)) => t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond(),
+        _ => true,
+    };
+    if holder.is_empty() || expired {
+        Step::Take {
+            transitions: spec.lease_transitions.unwrap_or(0) + 1,
+        }
+    } else {
+        Step::Wait
+    }
+}
+
+/// The spec a holder leaves behind when it steps down (client-go's
+/// `release()`): no holder, a one-second duration, renewed now.
+pub fn released(spec: &LeaseSpec, now: Timestamp) -> LeaseSpec {
+    LeaseSpec {
+        holder_identity: Some(String::new()),
+        lease_duration_seconds: Some(1),
+        acquire_time: Some(MicroTime(now)),
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: spec.lease_transitions,
+        ..LeaseSpec::default()
+    }
+}
+
+#[derive(Debug, Default)]
+struct FenceState {
+    /// Writes are allowed before this instant.
+    valid_until: Option<Instant>,
+    closed: bool,
+    in_flight: usize,
+}
+
+/// Whether the reconciler may write now. Held open by lease renewals,
+/// closed for good on shutdown.
+#[derive(Debug, Default)]
+pub struct Fence {
+    state: Mutex<FenceState>,
+    idle: tokio::sync::Notify,
+}
+
+impl Fence {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FenceState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A renewal that began at `started` landed: writes may go on until
+    /// `started + renew_deadline`.
+    pub fn extend(&self, started: Instant, renew_deadline: Duration) {
+        let mut s = self.lock();
+        s.valid_until = Some(started + renew_deadline);
+    }
+
+    /// Admits one write at `now`, or says why not.
+    fn enter(&self, now: Instant) -> Result<(), FenceError> {
+        let mut s = self.lock();
+        if s.closed {
+            return Err(FenceError::Stopping);
+        }
+        match s.valid_until {
+            Some(t) if now < t => {
+                s.in_flight += 1;
+                Ok(())
+            }
+            _ => Err(FenceError::NotHeld),
+        }
+    }
+
+    fn leave(&self) {
+        let mut s = self.lock();
+        s.in_flight = s.in_flight.saturating_sub(1);
+        if s.in_flight == 0 {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Refuses every later write and waits (at most `within`) for the ones
+    /// in flight; `true` when none is left.
+    pub async fn close(&self, within: Duration) -> bool {
+        self.lock().closed = true;
+        let deadline = Instant::now() + within;
+        loop {
+            let idle = self.idle.notified();
+            if self.lock().in_flight == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.lock().in_flight == 0;
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FenceError {
+    #[error("write refused: this replica does not hold the reconciler lease {LEASE_NAME} (or its last renewal is older than the renew deadline)")]
+    NotHeld,
+    #[error("write refused: this replica is shutting down and has stopped reconciling")]
+    Stopping,
+}
+
+/// A tower layer for the reconciler's kube client: every request that is
+/// not a read passes the fence.
+#[derive(Clone)]
+pub struct FenceLayer(pub Arc<Fence>);
+
+impl<S> Layer<S> for FenceLayer {
+    type Service = Fenced<S>;
+    fn layer(&self, inner: S) -> Fenced<S> {
+        Fenced {
+            inner,
+            fence: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Fenced<S> {
+    inner: S,
+    fence: Arc<Fence>,
+}
+
+/// Leaves the fence when the write is done, however it ends.
+struct InFlight(Arc<Fence>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
+impl<S, B> Service<Request<B>> for Fenced<S>
+where
+    S: Service<Request<B>>,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let read = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        if read {
+            let f = self.inner.call(req);
+            return Box::pin(async move { f.await.map_err(Into::into) });
+        }
+        match self.fence.enter(Instant::now()) {
+            Ok(()) => {
+                let guard = InFlight(self.fence.clone());
+                let f = self.inner.call(req);
+                Box::pin(async move {
+                    let r = f.await.map_err(Into::into);
+                    drop(guard);
+                    r
+                })
+            }
+            Err(e) => Box::pin(async move { Err(BoxError::from(e)) }),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    /// The Lease as we last wrote it (its resourceVersion makes a release
+    /// lose to anyone who took it since).
+    lease: Option<Lease>,
+    leading: bool,
+    stopping: bool,
+}
+
 pub struct Elector {
     api: Api<Lease>,
     identity: String,
-    duration: Duration,
+    timing: Timing,
+    fence: Arc<Fence>,
+    /// Serialises reads and writes of the Lease with stepping down.
+    held: tokio::sync::Mutex<Held>,
 }
 
 impl Elector {
-    pub fn new(client: Client, namespace: &str, duration: Duration) -> Self {
+    /// `client` must not be fenced: the Lease is how the fence opens.
+    pub fn new(client: Client, namespace: &str, duration: Duration, fence: Arc<Fence>) -> Self {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "batchgate".into());
         Elector {
             api: Api::namespaced(client, namespace),
             identity: format!("{host}_{}", std::process::id()),
-            duration,
+            timing: Timing::new(duration),
+            fence,
+            held: tokio::sync::Mutex::new(Held::default()),
         }
+    }
+
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     fn spec(&self, now: Timestamp, acquired: Option<MicroTime>, transitions: i32) -> LeaseSpec {
         LeaseSpec {
             holder_identity: Some(self.identity.clone()),
-            lease_duration_seconds: Some(self.duration.as_secs().max(1) as i32),
+            lease_duration_seconds: Some(self.timing.duration.as_secs().max(1) as i32),
             acquire_time: Some(acquired.unwrap_or(MicroTime(now))),
             renew_time: Some(MicroTime(now)),
             lease_transitions: Some(transitions),
@@ -58,6 +307,11 @@ impl Elector {
 
     /// One attempt to take or keep the lease; `true` when we hold it.
     async fn try_hold(&self) -> Result<bool, kube::Error> {
+        let mut held = self.held.lock().await;
+        if held.stopping {
+            return Ok(false);
+        }
+        let started = Instant::now();
         let now = Timestamp::now();
         let Some(mut lease) = self.api.get_opt(LEASE_NAME).await? else {
             let lease = Lease {
@@ -69,33 +323,27 @@ impl Elector {
                 spec: Some(self.spec(now, None, 0)),
             };
             return match self.api.create(&PostParams::default(), &lease).await {
-                Ok(_) => Ok(true),
+                Ok(l) => {
+                    held.lease = Some(l);
+                    held.leading = true;
+                    self.fence.extend(started, self.timing.renew_deadline);
+                    Ok(true)
+                }
                 Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
                 Err(e) => Err(e),
             };
         };
         let spec = lease.spec.clone().unwrap_or_default();
-        let ours = spec.holder_identity.as_deref() == Some(self.identity.as_str());
-        let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
-            (Some(t), Some(d)) => t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond(),
-            _ => true,
+        let next = match decide(&spec, &self.identity, now) {
+            Step::Wait => return Ok(false),
+            Step::Renew => self.spec(
+                now,
+                spec.acquire_time.clone(),
+                spec.lease_transitions.unwrap_or(0),
+            ),
+            Step::Take { transitions } => self.spec(now, None, transitions),
         };
-        if !ours
-            && !expired
-            && spec
-                .holder_identity
-                .as_deref()
-                .is_some_and(|h| !h.is_empty())
-        {
-            return Ok(false);
-        }
-        let transitions = spec.lease_transitions.unwrap_or(0) + i32::from(!ours);
-        let acquired = if ours {
-            spec.acquire_time.clone()
-        } else {
-            None
-        };
-        lease.spec = Some(self.spec(now, acquired, transitions));
+        lease.spec = Some(next);
         lease
             .metadata
             .annotations
@@ -107,16 +355,22 @@ impl Elector {
             .replace(LEASE_NAME, &PostParams::default(), &lease)
             .await
         {
-            Ok(_) => Ok(true),
+            Ok(l) => {
+                held.lease = Some(l);
+                held.leading = true;
+                self.fence.extend(started, self.timing.renew_deadline);
+                Ok(true)
+            }
             Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
             Err(e) => Err(e),
         }
     }
 
     /// Waits until the lease is ours, then keeps renewing it in the
-    /// background; the process exits if a renewal does not land in time.
-    pub async fn acquire(self) {
-        let retry = (self.duration / 3).max(Duration::from_millis(200));
+    /// background; the process exits if a renewal does not land within the
+    /// renew deadline. Never returns once [`Elector::step_down`] has run.
+    pub async fn acquire(self: Arc<Self>) {
+        let retry = self.timing.retry;
         loop {
             match self.try_hold().await {
                 Ok(true) => break,
@@ -126,23 +380,169 @@ impl Elector {
             tokio::time::sleep(retry).await;
         }
         info!(lease = LEASE_NAME, identity = %self.identity, "reconciler lease acquired");
+        let me = self.clone();
         tokio::spawn(async move {
-            let mut last = tokio::time::Instant::now();
+            let mut last = Instant::now();
             loop {
                 tokio::time::sleep(retry).await;
-                match self.try_hold().await {
-                    Ok(true) => last = tokio::time::Instant::now(),
+                let attempt = Instant::now();
+                match me.try_hold().await {
+                    Ok(true) => last = attempt,
+                    Ok(false) if me.held.lock().await.stopping => return,
                     Ok(false) => {
                         error!("reconciler lease lost to another replica; exiting");
                         std::process::exit(1);
                     }
                     Err(e) => warn!(error = %e, "renewing the reconciler lease"),
                 }
-                if last.elapsed() > self.duration {
+                if last.elapsed() > me.timing.renew_deadline {
                     error!("reconciler lease not renewed in time; exiting");
                     std::process::exit(1);
                 }
             }
         });
+    }
+
+    /// Shutdown: no more reconciler writes, then the Lease released so a
+    /// standby takes it at its next retry. Safe to call when not leading.
+    pub async fn step_down(&self, drain: Duration) {
+        let drained = self.fence.close(drain).await;
+        if !drained {
+            warn!(within = ?drain, "reconciler writes still in flight; releasing the lease anyway");
+        }
+        let mut held = self.held.lock().await;
+        held.stopping = true;
+        let Some(mut lease) = held.lease.take().filter(|_| held.leading) else {
+            return;
+        };
+        held.leading = false;
+        let spec = lease.spec.clone().unwrap_or_default();
+        if spec.holder_identity.as_deref() != Some(self.identity.as_str()) {
+            return;
+        }
+        lease.spec = Some(released(&spec, Timestamp::now()));
+        match self
+            .api
+            .replace(LEASE_NAME, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(_) => info!(lease = LEASE_NAME, "reconciler lease released"),
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                info!(
+                    lease = LEASE_NAME,
+                    "reconciler lease changed since our last renewal; left to its new holder"
+                )
+            }
+            Err(e) => {
+                warn!(error = %e, "releasing the reconciler lease; a standby takes it when it expires")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    fn held_by(who: &str, renewed: i64, duration: i32) -> LeaseSpec {
+        LeaseSpec {
+            holder_identity: Some(who.into()),
+            lease_duration_seconds: Some(duration),
+            renew_time: Some(MicroTime(at(renewed))),
+            acquire_time: Some(MicroTime(at(0))),
+            lease_transitions: Some(3),
+            ..LeaseSpec::default()
+        }
+    }
+
+    #[test]
+    fn ours_is_renewed_even_when_late() {
+        assert_eq!(decide(&held_by("me", 0, 15), "me", at(5)), Step::Renew);
+        assert_eq!(decide(&held_by("me", 0, 15), "me", at(60)), Step::Renew);
+    }
+
+    #[test]
+    fn anothers_live_lease_is_waited_for_until_it_expires() {
+        let spec = held_by("other", 0, 15);
+        assert_eq!(decide(&spec, "me", at(15)), Step::Wait);
+        assert_eq!(decide(&spec, "me", at(16)), Step::Take { transitions: 4 });
+    }
+
+    #[test]
+    fn a_released_lease_is_taken_at_once() {
+        let spec = released(&held_by("other", 0, 15), at(1));
+        assert_eq!(spec.holder_identity.as_deref(), Some(""));
+        assert_eq!(spec.lease_duration_seconds, Some(1));
+        assert_eq!(spec.renew_time, Some(MicroTime(at(1))));
+        assert_eq!(spec.lease_transitions, Some(3));
+        // Same second as the release: not expired, yet free.
+        assert_eq!(decide(&spec, "me", at(1)), Step::Take { transitions: 4 });
+    }
+
+    #[test]
+    fn a_lease_without_times_is_free() {
+        let spec = LeaseSpec {
+            holder_identity: Some("other".into()),
+            ..LeaseSpec::default()
+        };
+        assert_eq!(decide(&spec, "me", at(0)), Step::Take { transitions: 1 });
+    }
+
+    #[test]
+    fn an_empty_identity_never_counts_as_ours() {
+        let spec = released(&held_by("x", 0, 15), at(0));
+        assert_eq!(decide(&spec, "", at(0)), Step::Take { transitions: 4 });
+    }
+
+    #[test]
+    fn timing_follows_client_go_ratios() {
+        let t = Timing::new(Duration::from_secs(15));
+        assert_eq!(t.renew_deadline, Duration::from_secs(10));
+        assert_eq!(t.retry, Duration::from_secs(2));
+        let short = Timing::new(Duration::from_secs(2));
+        assert_eq!(short.retry, Duration::from_millis(400));
+        assert!(short.renew_deadline > short.retry * 3);
+    }
+
+    #[tokio::test]
+    async fn the_fence_opens_with_a_renewal_and_shuts_at_its_deadline() {
+        let fence = Fence::default();
+        let t0 = Instant::now();
+        assert!(matches!(fence.enter(t0), Err(FenceError::NotHeld)));
+        fence.extend(t0, Duration::from_secs(10));
+        assert!(fence.enter(t0 + Duration::from_secs(9)).is_ok());
+        fence.leave();
+        // A frozen process wakes up past the deadline: refused.
+        assert!(matches!(
+            fence.enter(t0 + Duration::from_secs(10)),
+            Err(FenceError::NotHeld)
+        ));
+    }
+
+    #[tokio::test]
+    async fn closing_waits_for_writes_in_flight_then_refuses_all() {
+        let fence = Arc::new(Fence::default());
+        let t0 = Instant::now();
+        fence.extend(t0, Duration::from_secs(60));
+        fence.enter(t0).unwrap();
+        let f = fence.clone();
+        let closing = tokio::spawn(async move { f.close(Duration::from_secs(5)).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!closing.is_finished());
+        assert!(matches!(fence.enter(t0), Err(FenceError::Stopping)));
+        fence.leave();
+        assert!(closing.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn closing_gives_up_after_its_bound() {
+        let fence = Fence::default();
+        fence.extend(Instant::now(), Duration::from_secs(60));
+        fence.enter(Instant::now()).unwrap();
+        assert!(!fence.close(Duration::from_millis(200)).await);
     }
 }

@@ -16,7 +16,7 @@ pub mod queueing;
 pub mod translation;
 pub mod visibility;
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use kube::{Api, Client};
 use tracing::info;
@@ -27,16 +27,14 @@ use crate::{api::kueue::v1beta2 as api, policy::PolicySet};
 /// PreScaledCronJob controller (which needs no Kueue CRD), waits for
 /// Kueue's CRDs, then starts the queueing controller and a job reconciler
 /// per policy.
+/// `client` is fenced by `elector`'s lease (see [`lease::FenceLayer`]).
 pub async fn run(
     client: Client,
     policies: PolicySet,
-    namespace: String,
-    lease: Duration,
+    elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
 ) {
-    lease::Elector::new(client.clone(), &namespace, lease)
-        .acquire()
-        .await;
+    elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
     let workloads = Api::<api::Workload>::all(client.clone());
     let mut told = false;
@@ -67,13 +65,10 @@ pub async fn run(
 /// The PreScaledCronJob controller runs too (it needs no Kueue).
 pub async fn run_external(
     client: Client,
-    namespace: String,
-    lease: Duration,
+    elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
 ) {
-    lease::Elector::new(client.clone(), &namespace, lease)
-        .acquire()
-        .await;
+    elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
