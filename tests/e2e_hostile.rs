@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use batchgate_localcluster::shared;
 use serde_json::Value;
 use support::{
-    attack::{Attack, Kind},
+    attack::{raise_open_files, Attack, Kind},
     e2e::*,
     Server,
 };
 
 #[test]
 fn queued_jobs_are_created_while_the_webhook_port_is_attacked() {
+    raise_open_files(8_000);
     let c = shared();
     let ns = namespace(c, "e2e-hostile");
     let server = Server::start_in_cluster(c.kubeconfig(), None, &[]);

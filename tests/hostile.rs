@@ -20,7 +20,7 @@ use std::{
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use support::{
-    attack::{Attack, Honest, Kind},
+    attack::{raise_open_files, Attack, Honest, Kind},
     *,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -97,6 +97,7 @@ fn closed_by_reason(server: &Server) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
     let _one = ONE_AT_A_TIME.lock().await;
+    raise_open_files(8_000);
     // The defaults: first request 10 s, write 10 s, 1024 connections.
     let server = Server::start(&[]);
     let hold = hold_secs(60);
@@ -181,6 +182,7 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_held_open_stay_within_the_deployment_memory_limit() {
     let _one = ONE_AT_A_TIME.lock().await;
+    raise_open_files(8_000);
     let server = Server::start(&[]);
     assert_still_serving(&server).await;
     let idle_kib = server.rss_kib();
@@ -413,6 +415,7 @@ fn h2_frames(bytes: &[u8]) -> Vec<(u8, u32)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain_bound() {
     let _one = ONE_AT_A_TIME.lock().await;
+    raise_open_files(8_000);
     // The Deployment's shutdown delay, shortened; drain grace 2 s (default).
     let mut server = Server::start(&["--shutdown-delay", "1", "--drain-timeout", "10"]);
     let stop = Arc::new(AtomicBool::new(false));

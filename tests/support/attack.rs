@@ -18,6 +18,29 @@ use tokio::{
 };
 use tokio_rustls::{client::TlsStream, TlsConnector};
 
+/// Raises this process's open-file limit to its hard limit: the attacks
+/// hold thousands of sockets here, and the server under test (a child
+/// process) inherits the raised limit too. A machine whose hard limit is
+/// below what an attack needs fails here with the numbers, not later with
+/// EMFILE in the middle of an attack.
+pub fn raise_open_files(need: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        lim.rlim_cur = lim.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+    }
+    assert!(
+        lim.rlim_cur >= need,
+        "the attacks need {need} open files; the hard limit is {} (raise it with ulimit -Hn)",
+        lim.rlim_cur
+    );
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// TLS handshake, then nothing.
