@@ -24,7 +24,8 @@ use super::{
 use crate::{
     admission::{admission_gates, object::DecodeError},
     api::kueue::v1beta2::{
-        check_state, condition, PodSet, PodSetTopologyRequest, ReclaimablePod, Workload,
+        check_state, condition, PodSet, PodSetAssignment, PodSetTopologyRequest, ReclaimablePod,
+        Workload,
     },
 };
 
@@ -368,15 +369,20 @@ fn slice_size(tr: Option<&PodSetTopologyRequest>, path: &str) -> Vec<Violation> 
 
 /// `validateAdmission`: every assignment is for a pod set of the spec, and
 /// its usage divides evenly among its pods.
-fn admission(wl: &Workload) -> Checked {
-    let mut errs = Vec::new();
-    let names: BTreeSet<&str> = pod_sets(wl).iter().map(|p| p.name.as_str()).collect();
-    let assignments = wl
-        .status
+/// The admission's pod set assignments; none when the Workload has no
+/// admission.
+fn pod_set_assignments(wl: &Workload) -> &[PodSetAssignment] {
+    wl.status
         .as_ref()
         .and_then(|s| s.admission.as_ref())
         .and_then(|a| a.pod_set_assignments.as_deref())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn admission(wl: &Workload) -> Checked {
+    let mut errs = Vec::new();
+    let names: BTreeSet<&str> = pod_sets(wl).iter().map(|p| p.name.as_str()).collect();
+    let assignments = pod_set_assignments(wl);
     for (i, psa) in assignments.iter().enumerate() {
         let at = format!("status.admission.podSetAssignments[{i}]");
         if !names.contains(psa.name.as_str()) {
@@ -528,12 +534,7 @@ fn scaled_down(wl: &Workload) -> BTreeSet<&str> {
     if !elastic(wl) {
         return BTreeSet::new();
     }
-    let assignments = wl
-        .status
-        .as_ref()
-        .and_then(|s| s.admission.as_ref())
-        .and_then(|a| a.pod_set_assignments.as_deref())
-        .unwrap_or_default();
+    let assignments = pod_set_assignments(wl);
     assignments
         .iter()
         .filter(|psa| {
