@@ -47,6 +47,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("expression", expression),
     ("policy", policy),
     ("kueuectl", kueuectl),
+    ("conversion", conversion),
 ];
 
 /// What the webhook reads of a job-kind object: the embedded policies'
@@ -522,4 +523,48 @@ pub fn kueuectl(data: &[u8]) {
     );
     let dealt = |k: usize| -> Vec<String> { lines.iter().skip(k).step_by(3).cloned().collect() };
     let _ = quota::resource_groups(&dealt(0), &dealt(1), &dealt(2));
+}
+
+/// The ConversionReview reader and the v1beta1 ⇄ v1beta2 converter behind
+/// `POST /convert`: a review answered `Success` converts every object it
+/// was sent, each Kueue object ends in the desired version, and converting
+/// an answer to the version it already has changes nothing.
+pub fn conversion(data: &[u8]) {
+    use crate::api::kueue::conversion::{self as conv, KINDS, V1BETA1, V1BETA2};
+    let Ok(answer) = conv::review(data) else {
+        return;
+    };
+    let response = &answer["response"];
+    if response["result"]["status"] != "Success" {
+        return;
+    }
+    let Ok(sent) = serde_json::from_slice::<Value>(data) else {
+        panic!("a review that was answered does not parse again");
+    };
+    let desired = sent["request"]["desiredAPIVersion"].as_str().unwrap_or("");
+    let objects = sent["request"]["objects"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let converted = response["convertedObjects"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    assert_eq!(
+        converted.len(),
+        objects.len(),
+        "every object sent comes back converted"
+    );
+    for (from, to) in objects.iter().zip(converted) {
+        let kueue = matches!(from["apiVersion"].as_str(), Some(V1BETA1 | V1BETA2))
+            && from["kind"].as_str().is_some_and(|k| KINDS.contains(&k));
+        if kueue && matches!(desired, V1BETA1 | V1BETA2) {
+            assert_eq!(to["apiVersion"], desired, "{from} -> {to}");
+            let again = conv::convert(to.clone(), desired);
+            assert!(
+                again.as_ref().is_ok_and(|a| a == to),
+                "converting {to} to {desired} again changed it: {again:?}"
+            );
+        }
+    }
 }
