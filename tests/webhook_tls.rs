@@ -308,5 +308,5 @@ async fn wrong_path_is_404_with_a_hint() {
     assert!(resp["error"]
         .as_str()
         .unwrap()
-        .contains("POST /mutate and POST /validate"));
+        .contains("POST /mutate, POST /validate and POST /convert"));
 }
