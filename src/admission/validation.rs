@@ -594,8 +594,19 @@ mod tests {
     }
 
     fn check(op: Operation, old: Option<Value>, new: Value, facts: &dyn ClusterFacts) -> Verdict {
+        check_on(("batch", "v1", "Job"), op, old, new, facts)
+    }
+
+    /// Validates `new` (and `old`) as the embedded policy of `kind` does.
+    fn check_on(
+        kind: (&str, &str, &str),
+        op: Operation,
+        old: Option<Value>,
+        new: Value,
+        facts: &dyn ClusterFacts,
+    ) -> Verdict {
         let policies = PolicySet::embedded().unwrap();
-        let policy = policies.find("batch", "v1", "Job").unwrap().clone();
+        let policy = policies.find(kind.0, kind.1, kind.2).unwrap().clone();
         let settings = Settings {
             manage_jobs_without_queue_name: false,
             managed_namespaces: LabelSelector::default(),
@@ -929,24 +940,7 @@ mod tests {
         old: Option<Value>,
         new: Value,
     ) -> Verdict {
-        let policies = PolicySet::embedded().unwrap();
-        let policy = policies.find(kind.0, kind.1, kind.2).unwrap().clone();
-        let settings = Settings {
-            manage_jobs_without_queue_name: false,
-            managed_namespaces: LabelSelector::default(),
-        };
-        let ctx = Context {
-            settings: &settings,
-            facts: &NoCluster,
-            policies: &policies,
-        };
-        let req = Request {
-            operation: op,
-            namespace: "ns",
-            object: Some(&new),
-            old_object: old.as_ref(),
-        };
-        validate(&policy, &req, &ctx).verdict
+        check_on(kind, op, old, new, &NoCluster)
     }
 
     #[test]
