@@ -8,7 +8,11 @@
 //! agree through the Secret's resourceVersion: one write wins, the others
 //! re-read and follow it.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use k8s_openapi::{
     api::{
@@ -64,12 +68,19 @@ pub struct Managed {
     pub names: CertOptions,
 }
 
+/// Once every caBundle target is found in step with the Secret, they are
+/// read again only when the bundle changes or after this long (an edit by
+/// hand is repaired then): 6 GETs a poll per replica otherwise.
+const RECHECK_SETTLED: Duration = Duration::from_secs(60);
+
 pub struct CertSecret {
     api: Api<Secret>,
     client: Client,
     namespace: String,
     name: String,
     managed: Option<Managed>,
+    /// The bundle every target held at the last check, and when.
+    settled: Mutex<Option<(String, Instant)>>,
 }
 
 fn data_of(s: &Secret) -> Stored {
@@ -119,6 +130,7 @@ impl CertSecret {
             namespace: namespace.to_string(),
             name: name.to_string(),
             managed,
+            settled: Mutex::new(None),
         }
     }
 
@@ -241,26 +253,37 @@ impl CertSecret {
             return;
         };
         let want = certs::ca_bundle(bundle);
+        let fresh = |s: &Option<(String, Instant)>| matches!(s, Some((b, at)) if *b == want && at.elapsed() < RECHECK_SETTLED);
+        if self.settled.lock().map(|s| fresh(&s)).unwrap_or(false) {
+            return;
+        }
         let m: Api<MutatingWebhookConfiguration> = Api::all(self.client.clone());
         let v: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
         let cas = certs::pem_certs(bundle).len();
-        patch_ca_bundle(&m, MUTATING_NAME, &want, cas).await;
-        patch_ca_bundle(&v, VALIDATING_NAME, &want, cas).await;
+        // Every target is visited even after one fails: each is independent.
+        let mut settled = patch_ca_bundle(&m, MUTATING_NAME, &want, cas).await;
+        settled &= patch_ca_bundle(&v, VALIDATING_NAME, &want, cas).await;
         let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         for name in CONVERTED_CRDS {
-            patch_conversion_ca_bundle(&crds, name, &want, cas).await;
+            settled &= patch_conversion_ca_bundle(&crds, name, &want, cas).await;
+        }
+        if let Ok(mut s) = self.settled.lock() {
+            // Not settled (a target missing, converted otherwise, or a
+            // failed call): look again at the next poll.
+            *s = settled.then(|| (want, Instant::now()));
         }
     }
 }
 
 /// Sets the conversion webhook's `caBundle` of the named CRD where it
 /// differs; a CRD not installed, or converted otherwise, is left alone.
+/// True when the CRD now holds `want_b64`.
 async fn patch_conversion_ca_bundle(
     api: &Api<CustomResourceDefinition>,
     name: &str,
     want_b64: &str,
     cas: usize,
-) {
+) -> bool {
     let crd = match api.get_opt(name).await {
         Ok(Some(c)) => c,
         Ok(None) => {
@@ -268,11 +291,11 @@ async fn patch_conversion_ca_bundle(
                 crd = name,
                 "CRD not installed; conversion caBundle not published"
             );
-            return;
+            return false;
         }
         Err(e) => {
             warn!(crd = name, error = %e, "reading CRD");
-            return;
+            return false;
         }
     };
     let Some(webhook) = crd
@@ -282,7 +305,7 @@ async fn patch_conversion_ca_bundle(
         .filter(|c| c.strategy == "Webhook")
         .and_then(|c| c.webhook.as_ref())
     else {
-        return;
+        return false;
     };
     let current = webhook
         .client_config
@@ -290,7 +313,7 @@ async fn patch_conversion_ca_bundle(
         .and_then(|cc| cc.ca_bundle.as_ref())
         .map(|b| certs::ca_bundle(&String::from_utf8_lossy(&b.0)));
     if current.as_deref() == Some(want_b64) {
-        return;
+        return true;
     }
     let patch = json!([
         {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
@@ -300,22 +323,29 @@ async fn patch_conversion_ca_bundle(
         Ok(p) => p,
         Err(e) => {
             warn!(error = %e, "building conversion caBundle patch");
-            return;
+            return false;
         }
     };
     match api
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
     {
-        Ok(_) => info!(crd = name, cas, "conversion caBundle published"),
-        Err(e) => warn!(crd = name, error = %e, "publishing conversion caBundle; will retry"),
+        Ok(_) => {
+            info!(crd = name, cas, "conversion caBundle published");
+            true
+        }
+        Err(e) => {
+            warn!(crd = name, error = %e, "publishing conversion caBundle; will retry");
+            false
+        }
     }
 }
 
 /// Sets `caBundle` on every webhook of the named configuration where it
 /// differs. A `test` op on each webhook's name guards against the list
-/// having changed since it was read.
-async fn patch_ca_bundle<K>(api: &Api<K>, name: &str, want_b64: &str, cas: usize)
+/// having changed since it was read. True when every webhook now holds
+/// `want_b64`.
+async fn patch_ca_bundle<K>(api: &Api<K>, name: &str, want_b64: &str, cas: usize) -> bool
 where
     K: kube::Resource + Clone + DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
@@ -326,11 +356,11 @@ where
                 config = name,
                 "webhook configuration not installed; caBundle not published"
             );
-            return;
+            return false;
         }
         Err(e) => {
             warn!(config = name, error = %e, "reading webhook configuration");
-            return;
+            return false;
         }
     };
     let v = serde_json::to_value(&obj).unwrap_or(Value::Null);
@@ -344,20 +374,26 @@ where
         }
     }
     if ops.is_empty() {
-        return;
+        return true;
     }
     let patch: json_patch::Patch = match serde_json::from_value(Value::Array(ops)) {
         Ok(p) => p,
         Err(e) => {
             warn!(error = %e, "building caBundle patch");
-            return;
+            return false;
         }
     };
     match api
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
     {
-        Ok(_) => info!(config = name, cas, "caBundle published"),
-        Err(e) => warn!(config = name, error = %e, "publishing caBundle; will retry"),
+        Ok(_) => {
+            info!(config = name, cas, "caBundle published");
+            true
+        }
+        Err(e) => {
+            warn!(config = name, error = %e, "publishing caBundle; will retry");
+            false
+        }
     }
 }
