@@ -323,11 +323,13 @@ impl Upstream {
 
 /// Upstream's baseline generator config with every workloadsSet's count
 /// multiplied by `scale` (at least 1), and optionally fewer cohorts/queues.
-/// Returns the YAML and the number of Workloads it makes.
-fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64), BoxError> {
+/// Returns the YAML, the number of Workloads it makes and their work
+/// (Σ request × runtime, in mCPU × ms).
+fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64), BoxError> {
     let text = std::fs::read_to_string(src)?;
     let mut doc: Value = serde_yaml::from_str(&text)?;
     let mut total = 0u64;
+    let mut work = 0f64;
     let cohorts = doc
         .get_mut("cohorts")
         .and_then(Value::as_sequence_mut)
@@ -354,12 +356,16 @@ fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64), BoxError> {
                 let n = ws["count"].as_u64().ok_or("workloadsSet without count")?;
                 let scaled = ((n as f64 * k.scale).round() as u64).max(1);
                 ws["count"] = scaled.into();
-                let per = ws["workloads"].as_sequence().map_or(0, |w| w.len()) as u64;
-                total += n_cohorts * n_queues * scaled * per;
+                let times = (n_cohorts * n_queues * scaled) as f64;
+                for w in ws["workloads"].as_sequence().into_iter().flatten() {
+                    total += n_cohorts * n_queues * scaled;
+                    let cpu = w["request"].as_f64().unwrap_or(0.0) * 1000.0;
+                    work += times * cpu * w["runtimeMs"].as_f64().unwrap_or(0.0);
+                }
             }
         }
     }
-    Ok((serde_yaml::to_string(&doc)?, total))
+    Ok((serde_yaml::to_string(&doc)?, total, work))
 }
 
 // ---------------------------------------------------------------------------
@@ -449,7 +455,8 @@ struct RunResult {
     dropped_events: u64,
     /// Workloads the recorder saw finish (wlStates.csv).
     finished: u64,
-    usage_pct: Vec<(String, f64)>,
+    /// Per ClusterQueue class: the checker's usage and the work-done usage.
+    usage_pct: Vec<(String, f64, f64)>,
     checker: String,
     load_before: String,
     load_after: String,
@@ -464,6 +471,9 @@ impl RunResult {
     }
     fn usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.1)
+    }
+    fn work_usage(&self) -> f64 {
+        self.usage_pct.first().map_or(0.0, |u| u.2)
     }
 }
 
@@ -576,7 +586,12 @@ fn u64_at(v: &Value, key: &str) -> u64 {
 /// The checker's usage per ClusterQueue class, computed as its
 /// `TestScalability/ClusterQueueClasses` does: cpuUsed × 100 /
 /// (nominalQuota × (lastEventTime − firstEventTime in ms)).
-fn checker_usage(summary: &Value) -> Result<Vec<(String, f64)>, BoxError> {
+/// Also returns, per class, the usage the same span would show if the status
+/// held exactly the work done (Σ request × runtime of all Workloads / (nominal
+/// × span)): the checker's figure minus this is quota the status reports
+/// beyond the runtimes (admission → Finished latency, preempted runs, stale
+/// status).
+fn checker_usage(summary: &Value, work: f64) -> Result<Vec<(String, f64, f64)>, BoxError> {
     let mut out = Vec::new();
     let Some(classes) = summary
         .get("clusterQueueClasses")
@@ -598,12 +613,15 @@ fn checker_usage(summary: &Value) -> Result<Vec<(String, f64)>, BoxError> {
         let elapsed_ms = last.duration_since(first).as_millis() as f64;
         let quota = u64_at(c, "nominalQuota") as f64;
         let used = u64_at(c, "cpuUsed") as f64;
-        let pct = if quota > 0.0 && elapsed_ms > 0.0 {
-            used * 100.0 / (quota * elapsed_ms)
+        let (pct, work_pct) = if quota > 0.0 && elapsed_ms > 0.0 {
+            (
+                used * 100.0 / (quota * elapsed_ms),
+                work * 100.0 / (quota * elapsed_ms),
+            )
         } else {
-            0.0
+            (0.0, 0.0)
         };
-        out.push((name.as_str().unwrap_or("?").to_string(), pct));
+        out.push((name.as_str().unwrap_or("?").to_string(), pct, work_pct));
     }
     Ok(out)
 }
@@ -660,6 +678,7 @@ fn one_run(
     up: &Upstream,
     generator: &Path,
     total: u64,
+    work_mcpu_ms: f64,
 ) -> Result<RunResult, BoxError> {
     let load_before = loadavg();
     let work = tempfile::Builder::new()
@@ -747,7 +766,7 @@ fn one_run(
         if Instant::now() > deadline {
             break;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(1));
     }
     let wall = start.elapsed();
     // Right after the summary the runner writes two CSVs and starts its
@@ -816,7 +835,7 @@ fn one_run(
                 .is_some_and(|ms| ms > 0)
         })
         .count() as u64;
-    let usage_pct = checker_usage(&summary)?;
+    let usage_pct = checker_usage(&summary, work_mcpu_ms)?;
     let checker = if k.checker {
         run_checker(
             up,
@@ -874,7 +893,7 @@ fn work_keep(dir: &Path) -> String {
 fn print_run(i: usize, r: &RunResult) {
     let n = r.workloads.max(1) as f64;
     println!(
-        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % | checker {} | load {} -> {}",
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % (work done {:.1} %) | checker {} | load {} -> {}",
         r.system.name(),
         r.wall_s,
         r.apiserver_cpu_s,
@@ -885,6 +904,7 @@ fn print_run(i: usize, r: &RunResult) {
         r.evictions,
         r.dropped_events,
         r.usage(),
+        r.work_usage(),
         r.checker,
         r.load_before,
         r.load_after,
@@ -917,7 +937,7 @@ fn summarise(results: &[RunResult]) {
     let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
     let (kq, bg) = (by(System::Kueue), by(System::Batchgate));
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
-    let metrics: [Metric; 9] = [
+    let metrics: [Metric; 10] = [
         ("runner wall", "s", |r| r.wall_s),
         ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
         ("manager CPU", "s", |r| r.manager_cpu_s),
@@ -928,6 +948,7 @@ fn summarise(results: &[RunResult]) {
         ("409 conflicts", "", |r| r.conflicts()),
         ("evictions", "", |r| r.evictions as f64),
         ("usage (checker's formula)", "%", |r| r.usage()),
+        ("work done / (nominal x span)", "%", |r| r.work_usage()),
         ("finished Workloads", "", |r| r.finished as f64),
     ];
     println!("summary (mean, min-max over runs; ratio = batchgate / Kueue of the means):");
@@ -1037,7 +1058,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         names.push("checker");
     }
     let up = Upstream::build(&names)?;
-    let (gen_yaml, total) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let (gen_yaml, total, work) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
     let gen_dir = tempfile::Builder::new()
         .prefix("batchgate-kueue-gen-")
         .tempdir()?;
@@ -1056,7 +1077,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     println!("  batchgate: {}", k.bin.display());
     let mut results = Vec::new();
     for (i, system) in k.order.iter().enumerate() {
-        let r = one_run(i + 1, *system, &k, &up, &generator, total)?;
+        let r = one_run(i + 1, *system, &k, &up, &generator, total, work)?;
         print_run(i + 1, &r);
         results.push(r);
     }
