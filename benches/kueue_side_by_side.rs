@@ -1,0 +1,1105 @@
+//! Kueue's own scheduler benchmark, run against upstream `minimalkueue` and
+//! against `batchgate serve`, side by side (issue 17).
+//!
+//!     cargo bench --bench kueue_side_by_side                    # 1/5 scale, K B K B B K K B
+//!     KUEUE_BENCH_SCALE=1 KUEUE_BENCH_ORDER=KB cargo bench --bench kueue_side_by_side
+//!
+//! Upstream's parts, built from Kueue's Go module by
+//! `tests/cluster/kueue/build.sh` (v0.17.1, the newest the module proxy
+//! serves): the `runner` of `test/performance/scheduler` (generator: creates
+//! the cohorts' ClusterQueues, LocalQueues and Workloads from
+//! `configs/baseline/generator.yaml`; recorder: watches Workloads and
+//! ClusterQueues; plays the jobs: marks each admitted Workload `Finished`
+//! after its runtime, and clears the reservation of an evicted one), the
+//! `checker` (`go test -c`, run on the runner's `summary.yaml` with
+//! `configs/baseline/rangespec.yaml`) and `minimalkueue` (Kueue's scheduler
+//! and core controllers without webhooks or job integrations, what Kueue's
+//! CI times).
+//!
+//! Each run gets a fresh `LocalCluster` without nodes (the same
+//! kube-apiserver flags for both systems: the request limits upstream's runner
+//! gives its envtest apiserver), the CRDs of the system under test (Kueue:
+//! v0.17.1's `config/components/crd/bases` from the module source; batchgate:
+//! `manifests/crds`), then the manager (`minimalkueue --kubeconfig`, or
+//! `batchgate serve` with its reconciler and no webhook registered), then the
+//! runner in its in-cluster mode (`--qps=1000 --burst=2000`, as upstream's
+//! `run-performance-scheduler-in-cluster`). The generator's Workload counts
+//! are scaled by `KUEUE_BENCH_SCALE` for both systems alike.
+//!
+//! Measured per run: runner wall (start → `summary.yaml` written), CPU
+//! seconds of kube-apiserver and of the manager over that span, the
+//! manager's max RSS (VmRSS every 100 ms and VmHWM), the apiserver's own
+//! `apiserver_request_total` (non-watch) scraped before the runner starts
+//! and as soon as `summary.yaml` appears (so the runner's cleanup is not
+//! counted), per Workload by verb and resource, its 409s (optimistic-
+//! concurrency conflicts, all clients), evictions (the runner's recorder:
+//! `Evicted` false → true transitions it saw on its Workload watch, summed
+//! over `summary.yaml`'s `totalEvictions`), the ClusterQueue usage the
+//! checker computes and its verdict, and the load average before and after.
+//!
+//! Knobs (environment; defaults in brackets):
+//!   KUEUE_BENCH_SCALE [0.2]        multiplies every workloadsSet's count (0.2 = 3,000 Workloads)
+//!   KUEUE_BENCH_ORDER [KBKBBKKB]   the runs, K = minimalkueue, B = batchgate
+//!   KUEUE_BENCH_PAIRS              instead of ORDER: this many pairs in the K B B K pattern
+//!   KUEUE_BENCH_SYSTEM             `kueue` or `batchgate`: keep only that system's runs
+//!   KUEUE_BENCH_TIMEOUT_SECS [900] give up on a run after this long
+//!   KUEUE_BENCH_CHECKER [1]        0: do not build or run the checker
+//!   KUEUE_BENCH_KEEP=1             keep each run's work dir (runner output, manager log)
+//!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
+//!
+//! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
+//! batchgate run of 1 cohort × 2 ClusterQueues at 1/50 of the counts, with
+//! the runner only (the checker's ~4-min cold build is left to the bench),
+//! and checks that the runner wrote its summary with every Workload finished.
+
+use std::{
+    collections::BTreeMap,
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use batchgate_localcluster::{ClusterOptions, LocalCluster};
+use serde_yaml::Value;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const KUEUE_VERSION: &str = "v0.17.1";
+/// What upstream's runner gives its envtest kube-apiserver; both systems get it.
+const APISERVER_ARGS: [&str; 2] = [
+    "--max-requests-inflight=800",
+    "--max-mutating-requests-inflight=400",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum System {
+    Kueue,
+    Batchgate,
+}
+
+impl System {
+    fn name(self) -> &'static str {
+        match self {
+            System::Kueue => "Kueue",
+            System::Batchgate => "batchgate",
+        }
+    }
+}
+
+struct Knobs {
+    smoke: bool,
+    scale: f64,
+    cohorts: Option<u64>,
+    queues: Option<u64>,
+    order: Vec<System>,
+    timeout: Duration,
+    checker: bool,
+    keep: bool,
+    bin: PathBuf,
+}
+
+fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
+    fn var<T: std::str::FromStr>(name: &str, default: T) -> Result<T, BoxError> {
+        match std::env::var(name) {
+            Ok(v) => v
+                .parse()
+                .map_err(|_| format!("{name}={v:?} is not a valid value").into()),
+            Err(_) => Ok(default),
+        }
+    }
+    let order_s = if let Ok(p) = std::env::var("KUEUE_BENCH_PAIRS") {
+        let pairs: usize = p
+            .parse()
+            .map_err(|_| format!("KUEUE_BENCH_PAIRS={p:?} is not a number of pairs"))?;
+        "KBBK".chars().cycle().take(pairs * 2).collect()
+    } else {
+        let default = if smoke { "B" } else { "KBKBBKKB" };
+        std::env::var("KUEUE_BENCH_ORDER").unwrap_or_else(|_| default.into())
+    };
+    let mut order = Vec::new();
+    for c in order_s.chars() {
+        order.push(match c.to_ascii_uppercase() {
+            'K' => System::Kueue,
+            'B' => System::Batchgate,
+            _ => {
+                return Err(format!(
+                    "KUEUE_BENCH_ORDER={order_s:?}: use K (minimalkueue) and B (batchgate)"
+                )
+                .into())
+            }
+        });
+    }
+    match std::env::var("KUEUE_BENCH_SYSTEM").as_deref() {
+        Err(_) => {}
+        Ok("kueue") => order.retain(|s| *s == System::Kueue),
+        Ok("batchgate") => order.retain(|s| *s == System::Batchgate),
+        Ok(v) => {
+            return Err(format!("KUEUE_BENCH_SYSTEM={v:?}: use `kueue` or `batchgate`").into())
+        }
+    }
+    let k = Knobs {
+        smoke,
+        scale: var("KUEUE_BENCH_SCALE", if smoke { 0.02 } else { 0.2 })?,
+        cohorts: smoke.then_some(1),
+        queues: smoke.then_some(2),
+        order,
+        timeout: Duration::from_secs(var("KUEUE_BENCH_TIMEOUT_SECS", 900u64)?),
+        checker: !smoke && var("KUEUE_BENCH_CHECKER", 1u8)? == 1,
+        keep: std::env::var("KUEUE_BENCH_KEEP").is_ok_and(|v| v == "1"),
+        bin: std::env::var_os("BATCHGATE_BENCH_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate"))),
+    };
+    if k.scale.is_nan() || k.scale <= 0.0 {
+        return Err("KUEUE_BENCH_SCALE must be > 0".into());
+    }
+    if k.order.is_empty() {
+        return Err("no runs: KUEUE_BENCH_ORDER/PAIRS/SYSTEM leave nothing to run".into());
+    }
+    Ok(k)
+}
+
+fn main() {
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    if let Err(e) = run(smoke) {
+        eprintln!("kueue_side_by_side: {e}");
+        std::process::exit(1);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Processes: CPU time and memory from /proc.
+
+fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
+}
+
+/// utime + stime of a process, in seconds (0 when it is gone).
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
+    (ticks(11) + ticks(12)) / clk_tck()
+}
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and
+    // exec. Children are spawned from the main thread, which lives for the
+    // whole benchmark (PDEATHSIG follows the spawning thread).
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Spawns `cmd` with stderr (and stdout) copied to `log_path`; returns once a
+/// log line contains every one of `ready`, or fails after `within`.
+fn spawn_until(
+    mut cmd: Command,
+    what: &str,
+    log_path: &Path,
+    ready: &'static [&'static str],
+    within: Duration,
+) -> Result<Child, BoxError> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| format!("starting {what}: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let log = Arc::new(std::sync::Mutex::new(std::fs::File::create(log_path)?));
+    let pipes: Vec<Box<dyn std::io::Read + Send>> = vec![
+        Box::new(child.stdout.take().ok_or("no stdout")?),
+        Box::new(child.stderr.take().ok_or("no stderr")?),
+    ];
+    for pipe in pipes {
+        let (tx, log) = (tx.clone(), log.clone());
+        std::thread::spawn(move || {
+            let mut told = false;
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Ok(mut f) = log.lock() {
+                    let _ = writeln!(f, "{line}");
+                }
+                if !told && ready.iter().all(|r| line.contains(r)) {
+                    told = true;
+                    let _ = tx.send(());
+                }
+            }
+        });
+    }
+    if rx.recv_timeout(within).is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        let log = std::fs::read_to_string(log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        return Err(format!(
+            "{what} did not log {ready:?} within {} s; last lines of {}:\n{}",
+            within.as_secs(),
+            log_path.display(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+        .into());
+    }
+    Ok(child)
+}
+
+// ---------------------------------------------------------------------------
+// Upstream's binaries and configs.
+
+struct Upstream {
+    dir: PathBuf,
+}
+
+impl Upstream {
+    fn build(names: &[&str]) -> Result<Upstream, BoxError> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/kueue/build.sh");
+        let t = Instant::now();
+        let out = Command::new(script)
+            .args(names)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("running {script}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("{script} {} failed: {}", names.join(" "), out.status).into());
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let dir = stdout
+            .lines()
+            .last()
+            .ok_or_else(|| format!("{script} printed no directory"))?;
+        println!(
+            "  Kueue {KUEUE_VERSION} {} ready in {:.1} s: {dir}",
+            names.join(", "),
+            t.elapsed().as_secs_f64()
+        );
+        Ok(Upstream {
+            dir: PathBuf::from(dir),
+        })
+    }
+    fn bin(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+    fn src(&self) -> PathBuf {
+        self.dir.join("src")
+    }
+    fn baseline(&self, file: &str) -> PathBuf {
+        self.src()
+            .join("test/performance/scheduler/configs/baseline")
+            .join(file)
+    }
+}
+
+/// Upstream's baseline generator config with every workloadsSet's count
+/// multiplied by `scale` (at least 1), and optionally fewer cohorts/queues.
+/// Returns the YAML, the number of Workloads it makes and their work
+/// (Σ request × runtime, in mCPU × ms).
+fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64), BoxError> {
+    let text = std::fs::read_to_string(src)?;
+    let mut doc: Value = serde_yaml::from_str(&text)?;
+    let mut total = 0u64;
+    let mut work = 0f64;
+    let cohorts = doc
+        .get_mut("cohorts")
+        .and_then(Value::as_sequence_mut)
+        .ok_or("generator config: no cohorts")?;
+    for cohort in cohorts {
+        if let Some(c) = k.cohorts {
+            cohort["count"] = c.into();
+        }
+        let n_cohorts = cohort["count"].as_u64().unwrap_or(0);
+        let sets = cohort
+            .get_mut("queuesSets")
+            .and_then(Value::as_sequence_mut)
+            .ok_or("generator config: a cohort without queuesSets")?;
+        for qs in sets {
+            if let Some(q) = k.queues {
+                qs["count"] = q.into();
+            }
+            let n_queues = qs["count"].as_u64().unwrap_or(0);
+            let wsets = qs
+                .get_mut("workloadsSets")
+                .and_then(Value::as_sequence_mut)
+                .ok_or("generator config: a queuesSet without workloadsSets")?;
+            for ws in wsets {
+                let n = ws["count"].as_u64().ok_or("workloadsSet without count")?;
+                let scaled = ((n as f64 * k.scale).round() as u64).max(1);
+                ws["count"] = scaled.into();
+                let times = (n_cohorts * n_queues * scaled) as f64;
+                for w in ws["workloads"].as_sequence().into_iter().flatten() {
+                    total += n_cohorts * n_queues * scaled;
+                    let cpu = w["request"].as_f64().unwrap_or(0.0) * 1000.0;
+                    work += times * cpu * w["runtimeMs"].as_f64().unwrap_or(0.0);
+                }
+            }
+        }
+    }
+    Ok((serde_yaml::to_string(&doc)?, total, work))
+}
+
+// ---------------------------------------------------------------------------
+// The apiserver's own account: non-watch requests by verb and resource.
+
+type ReqKey = (String, String, String); // verb, resource, subresource
+
+#[derive(Default, Clone, Copy)]
+struct ReqStat {
+    count: f64,
+    conflicts: f64,
+}
+
+fn label<'a>(labels: &'a str, name: &str) -> &'a str {
+    let pat = format!("{name}=\"");
+    labels
+        .find(&pat)
+        .map(|i| &labels[i + pat.len()..])
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("")
+}
+
+fn apiserver_requests(cluster: &LocalCluster) -> Result<BTreeMap<ReqKey, ReqStat>, BoxError> {
+    let text = cluster.run_kubectl(&["get", "--raw", "/metrics"])?;
+    let mut out: BTreeMap<ReqKey, ReqStat> = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Ok(v) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let verb = label(labels, "verb");
+        let resource = label(labels, "resource");
+        // Watches are long-lived streams; non-resource GETs are /metrics, /healthz.
+        if verb == "WATCH" || verb == "CONNECT" || resource.is_empty() {
+            continue;
+        }
+        let s = out
+            .entry((
+                verb.to_string(),
+                resource.to_string(),
+                label(labels, "subresource").to_string(),
+            ))
+            .or_default();
+        s.count += v;
+        if label(labels, "code") == "409" {
+            s.conflicts += v;
+        }
+    }
+    Ok(out)
+}
+
+fn requests_delta(
+    before: &BTreeMap<ReqKey, ReqStat>,
+    after: &BTreeMap<ReqKey, ReqStat>,
+) -> BTreeMap<ReqKey, ReqStat> {
+    after
+        .iter()
+        .map(|(key, a)| {
+            let b = before.get(key).copied().unwrap_or_default();
+            let d = ReqStat {
+                count: a.count - b.count,
+                conflicts: a.conflicts - b.conflicts,
+            };
+            (key.clone(), d)
+        })
+        .filter(|(_, s)| s.count >= 1.0)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// One run.
+
+struct RunResult {
+    system: System,
+    workloads: u64,
+    wall_s: f64,
+    apiserver_cpu_s: f64,
+    manager_cpu_s: f64,
+    manager_rss_mib: f64,
+    requests: BTreeMap<ReqKey, ReqStat>,
+    evictions: u64,
+    dropped_events: u64,
+    /// Workloads the recorder saw finish (wlStates.csv).
+    finished: u64,
+    /// Per ClusterQueue class: the checker's usage and the work-done usage.
+    usage_pct: Vec<(String, f64, f64)>,
+    checker: String,
+    load_before: String,
+    load_after: String,
+}
+
+impl RunResult {
+    fn total_requests(&self) -> f64 {
+        self.requests.values().map(|s| s.count).sum()
+    }
+    fn conflicts(&self) -> f64 {
+        self.requests.values().map(|s| s.conflicts).sum()
+    }
+    fn usage(&self) -> f64 {
+        self.usage_pct.first().map_or(0.0, |u| u.1)
+    }
+    fn work_usage(&self) -> f64 {
+        self.usage_pct.first().map_or(0.0, |u| u.2)
+    }
+}
+
+fn wait_crds(cluster: &LocalCluster) -> Result<(), BoxError> {
+    // `kubectl wait` fails outright while a new CRD has no conditions yet.
+    let mut tries = 0;
+    while let Err(e) = cluster.run_kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/workloads.kueue.x-k8s.io",
+        "crd/clusterqueues.kueue.x-k8s.io",
+        "crd/localqueues.kueue.x-k8s.io",
+        "crd/resourceflavors.kueue.x-k8s.io",
+        "crd/cohorts.kueue.x-k8s.io",
+    ]) {
+        tries += 1;
+        if tries == 40 {
+            return Err(e.into());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Ok(())
+}
+
+fn start_manager(
+    system: System,
+    k: &Knobs,
+    up: &Upstream,
+    cluster: &LocalCluster,
+    dir: &Path,
+) -> Result<Child, BoxError> {
+    match system {
+        System::Kueue => {
+            let mut cmd = Command::new(up.bin("minimalkueue"));
+            // Its default log level is error; at info controller-runtime says
+            // when the ClusterQueue controller's caches have synced.
+            cmd.arg("--kubeconfig")
+                .arg(cluster.kubeconfig())
+                .arg("--zap-log-level=info");
+            spawn_until(
+                cmd,
+                "minimalkueue",
+                &dir.join("manager.log"),
+                &["Starting workers", "clusterqueue"],
+                Duration::from_secs(120),
+            )
+        }
+        System::Batchgate => {
+            let cert_dir = dir.join("certs");
+            let status = Command::new(&k.bin)
+                .args(["certs", "--out"])
+                .arg(&cert_dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map_err(|e| format!("running {} certs: {e}", k.bin.display()))?;
+            if !status.success() {
+                return Err(format!("batchgate certs failed: {status}").into());
+            }
+            let cfg = dir.join("config.yaml");
+            std::fs::write(
+                &cfg,
+                "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n",
+            )?;
+            let mut cmd = Command::new(&k.bin);
+            cmd.args(["serve", "--cert-dir"])
+                .arg(&cert_dir)
+                .args([
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--probe-listen",
+                    "127.0.0.1:0",
+                    "--config",
+                ])
+                .arg(&cfg)
+                .env("KUBECONFIG", cluster.kubeconfig())
+                .env("RUST_LOG", "info");
+            spawn_until(
+                cmd,
+                "batchgate serve",
+                &dir.join("manager.log"),
+                &["queueing engine rebuilt"],
+                Duration::from_secs(120),
+            )
+        }
+    }
+}
+
+fn stop(child: &mut Child) {
+    // SIGINT first, as upstream's runner stops minimalkueue; then SIGKILL.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    for _ in 0..50 {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn u64_at(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The checker's usage per ClusterQueue class, computed as its
+/// `TestScalability/ClusterQueueClasses` does: cpuUsed × 100 /
+/// (nominalQuota × (lastEventTime − firstEventTime in ms)).
+/// Also returns, per class, the usage the same span would show if the status
+/// held exactly the work done (Σ request × runtime of all Workloads / (nominal
+/// × span)): the checker's figure minus this is quota the status reports
+/// beyond the runtimes (admission → Finished latency, preempted runs, stale
+/// status).
+fn checker_usage(summary: &Value, work: f64) -> Result<Vec<(String, f64, f64)>, BoxError> {
+    let mut out = Vec::new();
+    let Some(classes) = summary
+        .get("clusterQueueClasses")
+        .and_then(Value::as_mapping)
+    else {
+        return Ok(out);
+    };
+    for (name, c) in classes {
+        let first = c
+            .get("firstEventTime")
+            .and_then(Value::as_str)
+            .ok_or("summary: no firstEventTime")?;
+        let last = c
+            .get("lastEventTime")
+            .and_then(Value::as_str)
+            .ok_or("summary: no lastEventTime")?;
+        let first: k8s_openapi::jiff::Timestamp = first.parse()?;
+        let last: k8s_openapi::jiff::Timestamp = last.parse()?;
+        let elapsed_ms = last.duration_since(first).as_millis() as f64;
+        let quota = u64_at(c, "nominalQuota") as f64;
+        let used = u64_at(c, "cpuUsed") as f64;
+        let (pct, work_pct) = if quota > 0.0 && elapsed_ms > 0.0 {
+            (
+                used * 100.0 / (quota * elapsed_ms),
+                work * 100.0 / (quota * elapsed_ms),
+            )
+        } else {
+            (0.0, 0.0)
+        };
+        out.push((name.as_str().unwrap_or("?").to_string(), pct, work_pct));
+    }
+    Ok(out)
+}
+
+fn run_checker(up: &Upstream, dir: &Path, wall_ms: u64, cpu_s: f64, rss_kib: u64) -> String {
+    // The checker also bounds the manager's wall time (upstream's runner
+    // records minimalkueue's process stats); the runner's wall stands in
+    // for it here, for both systems.
+    let stats = dir.join("cmdStats.yaml");
+    let ms = (cpu_s * 1000.0) as u64;
+    if let Err(e) = std::fs::write(
+        &stats,
+        format!("wallMs: {wall_ms}\nuserMs: {ms}\nsysMs: 0\nmaxrss: {rss_kib}\n"),
+    ) {
+        return format!("not run ({e})");
+    }
+    let out = Command::new(up.bin("checker.test"))
+        .arg("-test.v")
+        .arg(format!(
+            "-summary={}",
+            dir.join("out/summary.yaml").display()
+        ))
+        .arg(format!("-cmdStats={}", stats.display()))
+        .arg(format!(
+            "-range={}",
+            up.baseline("rangespec.yaml").display()
+        ))
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => return format!("not run ({e})"),
+    };
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let _ = std::fs::write(dir.join("checker.log"), &text);
+    let failed: Vec<String> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("--- FAIL") && l.matches('/').count() >= 2)
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .map(|t| t.trim_start_matches("TestScalability/").to_string())
+        .collect();
+    if out.status.success() {
+        "PASS".into()
+    } else if failed.is_empty() {
+        format!("FAIL ({})", out.status)
+    } else {
+        format!("FAIL {}", failed.join(","))
+    }
+}
+
+fn one_run(
+    i: usize,
+    system: System,
+    k: &Knobs,
+    up: &Upstream,
+    generator: &Path,
+    total: u64,
+    work_mcpu_ms: f64,
+) -> Result<RunResult, BoxError> {
+    let load_before = loadavg();
+    let work = tempfile::Builder::new()
+        .prefix("batchgate-kueue-bench-")
+        .tempdir()?;
+    let dir = work.path();
+    let t = Instant::now();
+    let cluster = LocalCluster::start(ClusterOptions {
+        nodes: Vec::new(),
+        extra_apiserver_args: APISERVER_ARGS.iter().map(|s| s.to_string()).collect(),
+        ..ClusterOptions::default()
+    })?;
+    let crds = match system {
+        System::Kueue => up
+            .src()
+            .join("config/components/crd/bases")
+            .display()
+            .to_string(),
+        System::Batchgate => concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds").to_string(),
+    };
+    // Server-side: the Workload CRD is larger than client-side apply's annotation limit.
+    cluster.run_kubectl(&["apply", "--server-side", "-f", &crds])?;
+    wait_crds(&cluster)?;
+    let mut manager = start_manager(system, k, up, &cluster, dir)?;
+    let mgr_pid = manager.id();
+    let apiserver_pid = cluster
+        .pids()
+        .into_iter()
+        .find(|(n, _)| *n == "kube-apiserver")
+        .map(|(_, p)| p)
+        .ok_or("the local cluster has no kube-apiserver pid")?;
+    println!(
+        "run {i}: {} (cluster and manager up in {:.1} s, work dir {})",
+        system.name(),
+        t.elapsed().as_secs_f64(),
+        dir.display()
+    );
+
+    let rss_max = Arc::new(AtomicU64::new(0));
+    let stop_sampling = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (rss_max, stop_sampling) = (rss_max.clone(), stop_sampling.clone());
+        std::thread::spawn(move || {
+            while !stop_sampling.load(Ordering::Relaxed) {
+                if let Some(kib) = status_kib(mgr_pid, "VmRSS:") {
+                    rss_max.fetch_max(kib, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir)?;
+    let summary_path = out_dir.join("summary.yaml");
+    let req_before = apiserver_requests(&cluster)?;
+    let (api_cpu0, mgr_cpu0) = (cpu_secs(apiserver_pid), cpu_secs(mgr_pid));
+    let start = Instant::now();
+    let mut runner = Command::new(up.bin("runner"));
+    runner
+        .arg(format!("--generatorConfig={}", generator.display()))
+        .arg(format!("-o={}", out_dir.display()))
+        .args(["--qps=1000", "--burst=2000"])
+        .arg(format!("--timeout={}s", k.timeout.as_secs()))
+        .env("KUBECONFIG", cluster.kubeconfig())
+        // Its test utilities look for the Makefile without this (and panic).
+        .env("PROJECT_DIR", format!("{}/", up.src().display()))
+        .stdout(std::fs::File::create(dir.join("runner.log"))?)
+        .stderr(std::fs::File::create(dir.join("runner.err.log"))?);
+    die_with_parent(&mut runner);
+    let mut runner = runner
+        .spawn()
+        .map_err(|e| format!("starting the runner: {e}"))?;
+    let deadline = start + k.timeout + Duration::from_secs(60);
+    let mut exited = None;
+    // The summary is written in one call; wait for it to appear, then a beat
+    // for the write to complete (the recorder's CSVs come right after).
+    while !summary_path.exists() {
+        if let Ok(Some(status)) = runner.try_wait() {
+            exited = Some(status);
+            if !summary_path.exists() {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let wall = start.elapsed();
+    // Right after the summary the runner writes two CSVs and starts its
+    // cleanup; hold it still while the apiserver's counters are read so no
+    // cleanup request is counted.
+    let runner_pid = runner.id() as i32;
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(runner_pid, libc::SIGSTOP);
+    }
+    let (api_cpu1, mgr_cpu1) = (cpu_secs(apiserver_pid), cpu_secs(mgr_pid));
+    let req_after = apiserver_requests(&cluster)?;
+    stop_sampling.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    let hwm = status_kib(mgr_pid, "VmHWM:").unwrap_or(0);
+    let rss_kib = rss_max.load(Ordering::Relaxed).max(hwm);
+    let load_after = loadavg();
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(runner_pid, libc::SIGCONT);
+    }
+
+    let fail = |msg: String, runner: &mut Child, manager: &mut Child| -> BoxError {
+        let _ = runner.kill();
+        let _ = runner.wait();
+        stop(manager);
+        let kept = work_keep(dir);
+        format!("run {i} ({}): {msg}; work dir kept: {kept}", system.name()).into()
+    };
+    if !summary_path.exists() {
+        let why = match exited {
+            Some(s) => format!("the runner exited ({s}) without writing summary.yaml"),
+            None => format!(
+                "no summary.yaml after {:.0} s",
+                start.elapsed().as_secs_f64()
+            ),
+        };
+        return Err(fail(why, &mut runner, &mut manager));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // The runner now deletes what it made (not counted); let it, within bounds.
+    let cleanup_deadline = Instant::now() + Duration::from_secs(60);
+    while runner.try_wait().ok().flatten().is_none() && Instant::now() < cleanup_deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = runner.kill();
+    let _ = runner.wait();
+    stop(&mut manager);
+
+    let summary: Value = serde_yaml::from_str(&std::fs::read_to_string(&summary_path)?)?;
+    let mut evictions = 0;
+    if let Some(classes) = summary.get("workloadClasses").and_then(Value::as_mapping) {
+        for c in classes.values() {
+            evictions += u64_at(c, "totalEvictions");
+        }
+    }
+    // wlStates.csv: id, class, namespace, name, ms to admitted, ms to finish, evictions.
+    let finished = std::fs::read_to_string(out_dir.join("wlStates.csv"))
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split(',')
+                .nth(5)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|ms| ms > 0)
+        })
+        .count() as u64;
+    let usage_pct = checker_usage(&summary, work_mcpu_ms)?;
+    let checker = if k.checker {
+        run_checker(
+            up,
+            dir,
+            wall.as_millis() as u64,
+            mgr_cpu1 - mgr_cpu0,
+            rss_kib,
+        )
+    } else {
+        "not run".into()
+    };
+    if k.keep {
+        println!("  work dir kept: {}", work_keep(dir));
+    }
+    drop(cluster);
+    drop(work);
+    Ok(RunResult {
+        system,
+        workloads: total,
+        wall_s: wall.as_secs_f64(),
+        apiserver_cpu_s: api_cpu1 - api_cpu0,
+        manager_cpu_s: mgr_cpu1 - mgr_cpu0,
+        manager_rss_mib: rss_kib as f64 / 1024.0,
+        requests: requests_delta(&req_before, &req_after),
+        evictions,
+        dropped_events: u64_at(&summary, "droppedWorkloadEvents"),
+        finished,
+        usage_pct,
+        checker,
+        load_before,
+        load_after,
+    })
+}
+
+/// Copies the work dir next to it under a stable name (the TempDir itself is
+/// removed on drop) and returns where.
+fn work_keep(dir: &Path) -> String {
+    let kept = dir.with_extension("kept");
+    let ok = Command::new("cp")
+        .arg("-r")
+        .arg(dir)
+        .arg(&kept)
+        .status()
+        .is_ok_and(|s| s.success());
+    if ok {
+        kept.display().to_string()
+    } else {
+        format!("(copy failed) {}", dir.display())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reporting.
+
+fn print_run(i: usize, r: &RunResult) {
+    let n = r.workloads.max(1) as f64;
+    println!(
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % (work done {:.1} %) | checker {} | load {} -> {}",
+        r.system.name(),
+        r.wall_s,
+        r.apiserver_cpu_s,
+        r.manager_cpu_s,
+        r.manager_rss_mib,
+        r.total_requests() / n,
+        r.conflicts(),
+        r.evictions,
+        r.dropped_events,
+        r.usage(),
+        r.work_usage(),
+        r.checker,
+        r.load_before,
+        r.load_after,
+    );
+    let mut rows: Vec<(&ReqKey, &ReqStat)> = r.requests.iter().collect();
+    rows.sort_by(|a, b| b.1.count.total_cmp(&a.1.count));
+    let top: Vec<String> = rows
+        .iter()
+        .take(8)
+        .map(|((verb, res, sub), s)| {
+            let r = if sub.is_empty() {
+                res.clone()
+            } else {
+                format!("{res}/{sub}")
+            };
+            format!("{verb} {r} {:.2}", s.count / n)
+        })
+        .collect();
+    println!("    run {i} requests per Workload: {}", top.join(", "));
+}
+
+fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, min, max)
+}
+
+fn summarise(results: &[RunResult]) {
+    let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
+    let (kq, bg) = (by(System::Kueue), by(System::Batchgate));
+    type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
+    let metrics: [Metric; 10] = [
+        ("runner wall", "s", |r| r.wall_s),
+        ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
+        ("manager CPU", "s", |r| r.manager_cpu_s),
+        ("manager max RSS", "MiB", |r| r.manager_rss_mib),
+        ("requests per Workload", "", |r| {
+            r.total_requests() / r.workloads.max(1) as f64
+        }),
+        ("409 conflicts", "", |r| r.conflicts()),
+        ("evictions", "", |r| r.evictions as f64),
+        ("usage (checker's formula)", "%", |r| r.usage()),
+        ("work done / (nominal x span)", "%", |r| r.work_usage()),
+        ("finished Workloads", "", |r| r.finished as f64),
+    ];
+    println!("summary (mean, min-max over runs; ratio = batchgate / Kueue of the means):");
+    println!(
+        "  | {:<26} | {:<24} | {:<24} | {:>6} |",
+        "metric",
+        format!("Kueue ({} runs)", kq.len()),
+        format!("batchgate ({} runs)", bg.len()),
+        "ratio"
+    );
+    let cell = |rs: &[&RunResult], f: fn(&RunResult) -> f64, unit: &str| -> (String, f64) {
+        if rs.is_empty() {
+            return ("-".into(), f64::NAN);
+        }
+        let v: Vec<f64> = rs.iter().map(|r| f(r)).collect();
+        let (mean, min, max) = stats(&v);
+        let p = if mean.abs() < 10.0 { 2 } else { 1 };
+        (format!("{mean:.p$} {unit} ({min:.p$}-{max:.p$})"), mean)
+    };
+    for (name, unit, f) in metrics {
+        let (a, am) = cell(&kq, f, unit);
+        let (b, bm) = cell(&bg, f, unit);
+        let ratio = if am.is_finite() && bm.is_finite() && am != 0.0 {
+            format!("{:.2}x", bm / am)
+        } else {
+            "-".into()
+        };
+        println!("  | {name:<26} | {a:<24} | {b:<24} | {ratio:>6} |");
+    }
+    // Per-pair wall ratios, in run order: each B with the nearest K before or after it.
+    let mut pairs = Vec::new();
+    let mut pending: Option<&RunResult> = None;
+    for r in results {
+        match pending {
+            Some(p) if p.system != r.system => {
+                let (k, b) = if p.system == System::Kueue {
+                    (p, r)
+                } else {
+                    (r, p)
+                };
+                pairs.push(b.wall_s / k.wall_s);
+                pending = None;
+            }
+            _ => pending = Some(r),
+        }
+    }
+    if !pairs.is_empty() {
+        let s: Vec<String> = pairs.iter().map(|p| format!("{p:.2}")).collect();
+        println!(
+            "  runner wall ratio per adjacent pair (batchgate / Kueue): {}",
+            s.join(", ")
+        );
+    }
+    // Requests per Workload by verb and resource, averaged over each system's runs.
+    let mut keys: Vec<ReqKey> = results
+        .iter()
+        .flat_map(|r| r.requests.keys().cloned())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let per = |rs: &[&RunResult], key: &ReqKey, conflicts: bool| -> f64 {
+        if rs.is_empty() {
+            return 0.0;
+        }
+        rs.iter()
+            .map(|r| {
+                let s = r.requests.get(key).copied().unwrap_or_default();
+                let v = if conflicts { s.conflicts } else { s.count };
+                v / r.workloads.max(1) as f64
+            })
+            .sum::<f64>()
+            / rs.len() as f64
+    };
+    let mut rows: Vec<(ReqKey, f64, f64, f64, f64)> = keys
+        .into_iter()
+        .map(|key| {
+            let (a, b) = (per(&kq, &key, false), per(&bg, &key, false));
+            let (ac, bc) = (per(&kq, &key, true), per(&bg, &key, true));
+            (key, a, b, ac, bc)
+        })
+        .filter(|r| r.1 >= 0.005 || r.2 >= 0.005)
+        .collect();
+    rows.sort_by(|x, y| (y.1 + y.2).total_cmp(&(x.1 + x.2)));
+    println!("apiserver requests per Workload by verb and resource (non-watch, all clients, runner included; mean of runs):");
+    println!(
+        "  | {:<7} | {:<34} | {:>7} | {:>9} | {:>11} | {:>13} |",
+        "verb", "resource", "Kueue", "batchgate", "Kueue 409s", "batchgate 409s"
+    );
+    for ((verb, res, sub), a, b, ac, bc) in rows {
+        let r = if sub.is_empty() {
+            res
+        } else {
+            format!("{res}/{sub}")
+        };
+        println!("  | {verb:<7} | {r:<34} | {a:>7.3} | {b:>9.3} | {ac:>11.3} | {bc:>13.3} |");
+    }
+}
+
+fn run(smoke: bool) -> Result<(), BoxError> {
+    let k = knobs(smoke)?;
+    let wants_kueue = k.order.contains(&System::Kueue);
+    let mut names = vec!["runner"];
+    if wants_kueue {
+        names.push("minimalkueue");
+    }
+    if k.checker {
+        names.push("checker");
+    }
+    let up = Upstream::build(&names)?;
+    let (gen_yaml, total, work) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let gen_dir = tempfile::Builder::new()
+        .prefix("batchgate-kueue-gen-")
+        .tempdir()?;
+    let generator = gen_dir.path().join("generator.yaml");
+    std::fs::write(&generator, &gen_yaml)?;
+    let order: String = k
+        .order
+        .iter()
+        .map(|s| if *s == System::Kueue { 'K' } else { 'B' })
+        .collect();
+    println!(
+        "kueue_side_by_side: Kueue {KUEUE_VERSION}'s scheduler benchmark (baseline generator x {}: {total} Workloads), runs {order}{}",
+        k.scale,
+        if k.smoke { " [smoke run without --bench: numbers are not meaningful]" } else { "" },
+    );
+    println!("  batchgate: {}", k.bin.display());
+    let mut results = Vec::new();
+    for (i, system) in k.order.iter().enumerate() {
+        let r = one_run(i + 1, *system, &k, &up, &generator, total, work)?;
+        print_run(i + 1, &r);
+        results.push(r);
+    }
+    summarise(&results);
+    for r in results.iter().filter(|_| k.smoke) {
+        if r.finished != total {
+            return Err(format!(
+                "smoke: the runner saw {} Workloads finish, the generator made {total}",
+                r.finished
+            )
+            .into());
+        }
+        if r.usage_pct.is_empty() || r.requests.is_empty() {
+            return Err(
+                "smoke: the summary has no ClusterQueue class or the apiserver metrics were empty"
+                    .into(),
+            );
+        }
+        println!(
+            "kueue_side_by_side smoke: the runner finished {total} Workloads against {}",
+            r.system.name()
+        );
+    }
+    Ok(())
+}
