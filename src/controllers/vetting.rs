@@ -241,7 +241,8 @@ mod tests {
         assert!(merge_patch(&before, &wrong).is_err());
         // Gone from the engine: no admission passes, conditions alone do.
         assert!(merge_patch(&known("ns", "wl", None, &[]), &ok).is_err());
-        let pending = json!({"status": {"conditions": [cond("QuotaReserved", "False", "Pending")]}});
+        let pending =
+            json!({"status": {"conditions": [cond("QuotaReserved", "False", "Pending")]}});
         assert_eq!(merge_patch(&known("ns", "wl", None, &[]), &pending), Ok(()));
     }
 
