@@ -649,7 +649,9 @@ async fn kueue_step(
                 return Ok(Some(Duration::from_secs(5)));
             }
         };
-        let body: DynamicObject = serde_json::from_value(workload_for(aw, &queue, &prio))?;
+        let body = workload_for(aw, &queue, &prio);
+        super::vetting::create(&body).map_err(super::jobs::JobError::from)?;
+        let body: DynamicObject = serde_json::from_value(body)?;
         let raw = Api::<DynamicObject>::namespaced_with(
             ctx.client(),
             ns,

@@ -45,6 +45,9 @@ pub enum JobError {
     Workload(#[from] workload::WorkloadError),
     #[error("encoding: {0}")]
     Json(#[from] serde_json::Error),
+    /// A Workload write the Workload webhook would refuse: not sent.
+    #[error(transparent)]
+    Refused(#[from] super::vetting::Refused),
 }
 
 /// What every job reconciler shares: caches of the objects a start or a
@@ -523,6 +526,8 @@ pub(super) async fn write_workload_status(
     wl: &api::Workload,
     status: Value,
 ) -> Result<(), JobError> {
+    // Not sent if the Workload webhook (which it skips) would refuse it.
+    super::vetting::merge_patch(&serde_json::to_value(wl)?, &json!({ "status": &status }))?;
     let patch = json!({
         "metadata": {"resourceVersion": wl.resource_version()},
         "status": status,
@@ -591,6 +596,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             }
         };
         let body = workload::for_job(policy, &job, &prio)?;
+        super::vetting::create(&body)?;
         let raw_api = Api::<DynamicObject>::namespaced_with(
             ctx.shared.client.clone(),
             &ns,
@@ -776,6 +782,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     }
     if !spec_patch.is_empty() {
         let patch = json!({"spec": spec_patch});
+        super::vetting::merge_patch(&serde_json::to_value(&wl)?, &patch)?;
         wl_api
             .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
             .await?;

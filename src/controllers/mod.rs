@@ -14,6 +14,7 @@ pub mod lease;
 pub mod prescale;
 pub mod queueing;
 pub mod translation;
+pub mod vetting;
 pub mod visibility;
 
 use std::{sync::Arc, time::Duration};

@@ -793,10 +793,12 @@ impl Controller {
             Write::Admit(_) => self.devices.take_annotation(&k),
             _ => None,
         };
+        let view = self.engine.workload(&k).cloned();
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
-            let (outcome, written) = write_workload(&client, &k, meta.clone(), &w, devices).await;
+            let (outcome, written) =
+                write_workload(&client, &k, meta.clone(), &w, devices, view).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
                 key: k.clone(),
@@ -1164,13 +1166,15 @@ pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Opti
     Some(json!({"admission": null, "conditions": c.0}))
 }
 
-/// The outcome, and the Workload as a write that landed left it.
+/// The outcome, and the Workload as a write that landed left it. `view`:
+/// the engine's, to check the write as the Workload webhook would.
 async fn write_workload(
     client: &Client,
     key: &str,
     mut meta: Meta,
     w: &Write,
     devices: Option<String>,
+    view: Option<crate::queueing::Workload>,
 ) -> (Outcome, Option<api::Workload>) {
     let (namespace, name) = split_key(key);
     let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
@@ -1204,6 +1208,12 @@ async fn write_workload(
         if let Write::Evict { reason, .. } = w {
             status["schedulingStats"] =
                 json!({"evictions": count_eviction(&meta.evictions, reason.as_str())});
+        }
+        // Not sent if the Workload webhook (which it skips) would refuse it.
+        let before = super::vetting::known(namespace, name, view.as_ref(), &meta.conditions);
+        if let Err(e) = super::vetting::merge_patch(&before, &json!({ "status": &status })) {
+            warn!(error = %e, "Workload status write not sent");
+            return (refused, None);
         }
         let patch = json!({
             "metadata": {"resourceVersion": meta.resource_version},
@@ -1414,6 +1424,36 @@ mod tests {
         // Already reserved (our own write came back, or someone else's):
         // a second admission is not written.
         assert!(render(&Write::Admit(admission()), &c.0, Some(1), &at(11)).is_none());
+    }
+
+    /// The engine's admissions skip the Workload webhook: one it would
+    /// refuse (a pod set the Workload does not have) is not sent.
+    #[tokio::test]
+    async fn an_admission_the_workload_webhook_would_refuse_is_not_sent() {
+        use crate::controllers::vetting::testing::{recording_client, view};
+        let (client, sent) = recording_client();
+        let meta = Meta {
+            resource_version: "1".into(),
+            conditions: Vec::new(),
+            generation: Some(1),
+            owned: true,
+            created_ms: 0,
+            evictions: Vec::new(),
+        };
+        let mut wrong = admission();
+        wrong.pod_set_assignments[0].name = "workers".into();
+        let w = Write::Admit(wrong);
+        let (outcome, written) =
+            write_workload(&client, "ns/wl", meta.clone(), &w, None, Some(view())).await;
+        assert_eq!(outcome, Outcome::AdmissionRefused);
+        assert!(written.is_none() && sent.lock().unwrap().is_empty());
+        // The right one is sent (and answered 404 here).
+        let w = Write::Admit(admission());
+        write_workload(&client, "ns/wl", meta, &w, None, Some(view())).await;
+        assert_eq!(
+            *sent.lock().unwrap(),
+            ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
+        );
     }
 
     #[test]
