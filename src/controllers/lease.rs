@@ -305,6 +305,23 @@ impl Elector {
         }
     }
 
+    /// One attempt, bounded (as kube-controller-manager bounds its
+    /// leader-election client): a request stuck on a dead connection must
+    /// not hold up the next attempt. A timed-out take that landed anyway
+    /// reads as ours at the next attempt.
+    async fn attempt(&self) -> Result<bool, kube::Error> {
+        let bound = self.timing.renew_deadline / 2;
+        match tokio::time::timeout(bound, self.try_hold()).await {
+            Ok(r) => r,
+            // An error, not "not ours": a holder that times out keeps
+            // trying until its renew deadline.
+            Err(_) => Err(kube::Error::Service(Box::new(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer within {bound:?}"),
+            )))),
+        }
+    }
+
     /// One attempt to take or keep the lease; `true` when we hold it.
     async fn try_hold(&self) -> Result<bool, kube::Error> {
         let mut held = self.held.lock().await;
@@ -372,7 +389,7 @@ impl Elector {
     pub async fn acquire(self: Arc<Self>) {
         let retry = self.timing.retry;
         loop {
-            match self.try_hold().await {
+            match self.attempt().await {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => warn!(error = %e, "reading the reconciler lease"),
@@ -386,7 +403,7 @@ impl Elector {
             loop {
                 tokio::time::sleep(retry).await;
                 let attempt = Instant::now();
-                match me.try_hold().await {
+                match me.attempt().await {
                     Ok(true) => last = attempt,
                     Ok(false) if me.held.lock().await.stopping => return,
                     Ok(false) => {
