@@ -14,7 +14,6 @@ pub mod lease;
 pub mod prescale;
 pub mod queueing;
 pub mod translation;
-pub mod visibility;
 
 use std::{sync::Arc, time::Duration};
 
@@ -33,6 +32,7 @@ pub async fn run(
     policies: PolicySet,
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
+    positions: crate::visibility::Positions,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -53,7 +53,7 @@ pub async fn run(
             }
         }
     }
-    tokio::spawn(queueing::Controller::run(client.clone()));
+    tokio::spawn(queueing::Controller::run(client.clone(), positions));
     jobs::run(client, policies).await;
 }
 
