@@ -129,10 +129,7 @@ pub enum Route {
     /// `GET /apis/visibility.kueue.x-k8s.io/<version>`.
     Resources { version: &'static str },
     /// `.../clusterqueues/<name>/pendingworkloads`.
-    ClusterQueue {
-        version: &'static str,
-        name: String,
-    },
+    ClusterQueue { version: &'static str, name: String },
     /// `.../namespaces/<ns>/localqueues/<name>/pendingworkloads`.
     LocalQueue {
         version: &'static str,
@@ -165,11 +162,13 @@ impl Route {
                 version,
                 name: name.to_string(),
             }),
-            ["namespaces", ns, "localqueues", name, "pendingworkloads"] => Some(Route::LocalQueue {
-                version,
-                namespace: ns.to_string(),
-                name: name.to_string(),
-            }),
+            ["namespaces", ns, "localqueues", name, "pendingworkloads"] => {
+                Some(Route::LocalQueue {
+                    version,
+                    namespace: ns.to_string(),
+                    name: name.to_string(),
+                })
+            }
             _ => None,
         }
     }
@@ -307,11 +306,7 @@ pub struct Item<'a> {
 
 /// `clusterqueues/<name>/pendingworkloads`: positions `offset..offset+limit`
 /// of the ClusterQueue, each with its position in its LocalQueue.
-pub fn cluster_queue<'a>(
-    s: &'a Snapshot,
-    name: &str,
-    o: Options,
-) -> Result<Vec<Item<'a>>, Error> {
+pub fn cluster_queue<'a>(s: &'a Snapshot, name: &str, o: Options) -> Result<Vec<Item<'a>>, Error> {
     let pending = s.cluster_queues.get(name).ok_or_else(|| Error::NotFound {
         kind: "clusterqueue",
         name: name.to_string(),
@@ -461,7 +456,11 @@ pub fn resources(version: &str) -> Value {
 
 /// Answers an authorised request from `snapshot` (`None`: this replica
 /// keeps no queues).
-pub fn answer(route: &Route, query: Option<&str>, snapshot: Option<&Snapshot>) -> Result<Value, Error> {
+pub fn answer(
+    route: &Route,
+    query: Option<&str>,
+    snapshot: Option<&Snapshot>,
+) -> Result<Value, Error> {
     let queues = || {
         snapshot.ok_or_else(|| {
             Error::Unavailable(
@@ -483,7 +482,10 @@ pub fn answer(route: &Route, query: Option<&str>, snapshot: Option<&Snapshot>) -
             name,
         } => {
             let o = Options::parse(query)?;
-            Ok(summary(version, &local_queue(queues()?, namespace, name, o)?))
+            Ok(summary(
+                version,
+                &local_queue(queues()?, namespace, name, o)?,
+            ))
         }
     }
 }
@@ -527,7 +529,13 @@ mod tests {
     fn rows(items: &[Item<'_>]) -> Vec<(String, usize, usize)> {
         items
             .iter()
-            .map(|i| (i.workload.name.clone(), i.in_cluster_queue, i.in_local_queue))
+            .map(|i| {
+                (
+                    i.workload.name.clone(),
+                    i.in_cluster_queue,
+                    i.in_local_queue,
+                )
+            })
             .collect()
     }
 
@@ -553,7 +561,10 @@ mod tests {
         let o = Options::parse(Some("offset=3&limit=1")).unwrap();
         assert_eq!(rows(&cluster_queue(&s, "cq", o).unwrap()), [r("o-1", 3, 0)]);
         let o = Options::parse(Some("offset=4")).unwrap();
-        assert_eq!(rows(&cluster_queue(&s, "cq", o).unwrap()), [r("a-new", 4, 2)]);
+        assert_eq!(
+            rows(&cluster_queue(&s, "cq", o).unwrap()),
+            [r("a-new", 4, 2)]
+        );
         assert!(cluster_queue(&s, "idle", all()).unwrap().is_empty());
     }
 
@@ -566,8 +577,14 @@ mod tests {
             [r("a-urgent", 0, 0), r("a-old", 1, 1), r("a-new", 4, 2)]
         );
         let o = Options::parse(Some("offset=1&limit=1")).unwrap();
-        assert_eq!(rows(&local_queue(&s, "a", "lq", o).unwrap()), [r("a-old", 1, 1)]);
-        assert_eq!(rows(&local_queue(&s, "b", "lq", all()).unwrap()), [r("b-1", 2, 0)]);
+        assert_eq!(
+            rows(&local_queue(&s, "a", "lq", o).unwrap()),
+            [r("a-old", 1, 1)]
+        );
+        assert_eq!(
+            rows(&local_queue(&s, "b", "lq", all()).unwrap()),
+            [r("b-1", 2, 0)]
+        );
         assert!(local_queue(&s, "a", "quiet", all()).unwrap().is_empty());
     }
 
@@ -595,16 +612,48 @@ mod tests {
     #[test]
     fn options_default_and_are_bounded_as_kueue_bounds_them() {
         let o = |q| Options::parse(Some(q)).unwrap();
-        assert_eq!(all(), Options { limit: 1000, offset: 0 });
-        assert_eq!(o("limit=0"), Options { limit: 1000, offset: 0 });
-        assert_eq!(o("limit=-5&offset=-2"), Options { limit: 0, offset: 0 });
-        assert_eq!(o("limit=999999999"), Options { limit: MAX_LIMIT, offset: 0 });
-        assert_eq!(o("offset=7&watch=false"), Options { limit: 1000, offset: 7 });
+        assert_eq!(
+            all(),
+            Options {
+                limit: 1000,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            o("limit=0"),
+            Options {
+                limit: 1000,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            o("limit=-5&offset=-2"),
+            Options {
+                limit: 0,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            o("limit=999999999"),
+            Options {
+                limit: MAX_LIMIT,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            o("offset=7&watch=false"),
+            Options {
+                limit: 1000,
+                offset: 7
+            }
+        );
         let e = Options::parse(Some("limit=ten")).unwrap_err();
         assert_eq!(e.code(), 400);
         assert!(e.to_string().starts_with("limit: invalid value \"ten\""));
         // A limit of 0 after bounding (negative) lists nothing.
-        assert!(cluster_queue(&snapshot(), "cq", o("limit=-1")).unwrap().is_empty());
+        assert!(cluster_queue(&snapshot(), "cq", o("limit=-1"))
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
@@ -633,8 +682,13 @@ mod tests {
     #[test]
     fn routes_are_kueues_paths_in_both_versions() {
         assert_eq!(
-            Route::parse("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"),
-            Some(Route::ClusterQueue { version: "v1beta2", name: "cq".into() })
+            Route::parse(
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads"
+            ),
+            Some(Route::ClusterQueue {
+                version: "v1beta2",
+                name: "cq".into()
+            })
         );
         assert_eq!(
             Route::parse(
@@ -646,7 +700,10 @@ mod tests {
                 name: "lq".into()
             })
         );
-        assert_eq!(Route::parse("/apis/visibility.kueue.x-k8s.io/"), Some(Route::Group));
+        assert_eq!(
+            Route::parse("/apis/visibility.kueue.x-k8s.io/"),
+            Some(Route::Group)
+        );
         assert_eq!(
             Route::parse("/apis/visibility.kueue.x-k8s.io/v1beta2"),
             Some(Route::Resources { version: "v1beta2" })
@@ -667,7 +724,10 @@ mod tests {
     #[test]
     fn discovery_lists_both_versions_and_the_subresources() {
         assert_eq!(group()["preferredVersion"]["version"], "v1beta2");
-        assert_eq!(group()["versions"][1]["groupVersion"], "visibility.kueue.x-k8s.io/v1beta1");
+        assert_eq!(
+            group()["versions"][1]["groupVersion"],
+            "visibility.kueue.x-k8s.io/v1beta1"
+        );
         let r = resources("v1beta2");
         let names: Vec<&str> = r["resources"]
             .as_array()
@@ -691,8 +751,10 @@ mod tests {
 
     #[test]
     fn without_queues_the_replica_says_so_but_still_serves_discovery() {
-        let r = Route::parse("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads")
-            .unwrap();
+        let r = Route::parse(
+            "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads",
+        )
+        .unwrap();
         assert_eq!(answer(&r, None, None).unwrap_err().code(), 503);
         assert!(answer(&Route::Group, None, None).is_ok());
         let s = snapshot();

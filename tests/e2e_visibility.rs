@@ -44,7 +44,10 @@ fn items(v: &Value) -> Vec<(String, String, i64, String, i64, i64)> {
         .map(|i| {
             (
                 i["metadata"]["name"].as_str().unwrap_or("").to_string(),
-                i["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+                i["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
                 i["priority"].as_i64().unwrap_or(-1),
                 i["localQueueName"].as_str().unwrap_or("").to_string(),
                 i["positionInClusterQueue"].as_i64().unwrap_or(-1),
@@ -116,19 +119,30 @@ fn position(table: &str, name: &str) -> Option<String> {
     let to = header.find("EXEC TIME")?;
     lines
         .find(|l| l.split_whitespace().next() == Some(name))
-        .map(|l| l.get(from..to.min(l.len())).unwrap_or("").trim().to_string())
+        .map(|l| {
+            l.get(from..to.min(l.len()))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
 }
 
 #[test]
 fn pending_workloads_are_served_not_written() {
     let e = env();
     let c = e.cluster;
-    let vis = e.server.visibility.expect("batchgate reports its visibility port");
+    let vis = e
+        .server
+        .visibility
+        .expect("batchgate reports its visibility port");
     let a = namespace(c, "e2e-vis-a");
     let b = namespace(c, "e2e-vis-b");
     apply(c, &flavor("vis-flavor", json!({"instance-type": "vis"})));
     // No quota: every Workload waits, admissible or not, in queue order.
-    apply(c, &cluster_queue("vis-cq", &[("vis-flavor", "0", None)], json!({})));
+    apply(
+        c,
+        &cluster_queue("vis-cq", &[("vis-flavor", "0", None)], json!({})),
+    );
     apply(c, &local_queue(&a, "vis-lq", "vis-cq"));
     apply(c, &local_queue(&b, "vis-lq", "vis-cq"));
     for p in [10, 20, 30] {
@@ -161,7 +175,16 @@ fn pending_workloads_are_served_not_written() {
         })
     };
     let (low, mid, high) = (wl(&a, "a-low"), wl(&b, "b-mid"), wl(&a, "a-high"));
-    let row = |n: &str, ns: &str, p, cq, lq| (n.to_string(), ns.to_string(), p, "vis-lq".to_string(), cq, lq);
+    let row = |n: &str, ns: &str, p, cq, lq| {
+        (
+            n.to_string(),
+            ns.to_string(),
+            p,
+            "vis-lq".to_string(),
+            cq,
+            lq,
+        )
+    };
     let expected = vec![
         row(&high, &a, 30, 0, 0),
         row(&mid, &b, 20, 1, 0),
@@ -170,10 +193,14 @@ fn pending_workloads_are_served_not_written() {
 
     // The ClusterQueue form, as `kubectl get --raw` reads it.
     let cq_path = format!("{API}/v1beta2/clusterqueues/vis-cq/pendingworkloads");
-    let summary = wait_for(Duration::from_secs(90), "three pending in queue order", || {
-        let v = raw(c, &cq_path).ok()?;
-        (items(&v) == expected).then_some(v)
-    });
+    let summary = wait_for(
+        Duration::from_secs(90),
+        "three pending in queue order",
+        || {
+            let v = raw(c, &cq_path).ok()?;
+            (items(&v) == expected).then_some(v)
+        },
+    );
     assert_eq!(summary["kind"], "PendingWorkloadsSummary");
     assert_eq!(summary["apiVersion"], "visibility.kueue.x-k8s.io/v1beta2");
     let created = summary["items"][0]["metadata"]["creationTimestamp"]
@@ -182,7 +209,11 @@ fn pending_workloads_are_served_not_written() {
     let stored = get(c, &["workload", "-n", &a, &high]).unwrap();
     assert_eq!(created, stored["metadata"]["creationTimestamp"]);
     // v1beta1 serves the same.
-    let old = raw(c, &format!("{API}/v1beta1/clusterqueues/vis-cq/pendingworkloads")).unwrap();
+    let old = raw(
+        c,
+        &format!("{API}/v1beta1/clusterqueues/vis-cq/pendingworkloads"),
+    )
+    .unwrap();
     assert_eq!(old["apiVersion"], "visibility.kueue.x-k8s.io/v1beta1");
     assert_eq!(items(&old), expected);
     // limit and offset.
@@ -198,7 +229,11 @@ fn pending_workloads_are_served_not_written() {
     assert_eq!(items(&lq), vec![expected[0].clone(), expected[2].clone()]);
 
     // Unknown queues: Kueue's NotFound.
-    let err = raw(c, &format!("{API}/v1beta2/clusterqueues/vis-nope/pendingworkloads")).unwrap_err();
+    let err = raw(
+        c,
+        &format!("{API}/v1beta2/clusterqueues/vis-nope/pendingworkloads"),
+    )
+    .unwrap_err();
     assert!(
         err.contains("clusterqueue.visibility.kueue.x-k8s.io \"vis-nope\" not found"),
         "{err}"
@@ -208,7 +243,10 @@ fn pending_workloads_are_served_not_written() {
         &format!("{API}/v1beta2/namespaces/{b}/localqueues/vis-nope/pendingworkloads"),
     )
     .unwrap_err();
-    assert!(err.contains("localqueue.visibility.kueue.x-k8s.io \"vis-nope\" not found"), "{err}");
+    assert!(
+        err.contains("localqueue.visibility.kueue.x-k8s.io \"vis-nope\" not found"),
+        "{err}"
+    );
 
     // Discovery, through kubectl's.
     let group = raw(c, API).unwrap();
@@ -243,7 +281,11 @@ fn pending_workloads_are_served_not_written() {
         .args(["-n", &a, "list", "workload"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
     assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
@@ -255,10 +297,25 @@ fn pending_workloads_are_served_not_written() {
     // proxy names them; headers without the front proxy's certificate are
     // not believed.
     let ca = e.server.ca_pem.clone();
-    let (code, body) = direct(c, vis, &ca, true, &cq_path, &[("X-Remote-User", "vis-nobody")]);
+    let (code, body) = direct(
+        c,
+        vis,
+        &ca,
+        true,
+        &cq_path,
+        &[("X-Remote-User", "vis-nobody")],
+    );
     assert_eq!(code, 403, "{body}");
-    assert!(body.contains("User \\\"vis-nobody\\\" cannot get resource \\\"clusterqueues/pendingworkloads\\\""), "{body}");
-    let admin = [("X-Remote-User", "vis-admin"), ("X-Remote-Group", "system:masters")];
+    assert!(
+        body.contains(
+            "User \\\"vis-nobody\\\" cannot get resource \\\"clusterqueues/pendingworkloads\\\""
+        ),
+        "{body}"
+    );
+    let admin = [
+        ("X-Remote-User", "vis-admin"),
+        ("X-Remote-Group", "system:masters"),
+    ];
     let (code, body) = direct(c, vis, &ca, true, &cq_path, &admin);
     assert_eq!(code, 200, "{body}");
     let (code, body) = direct(c, vis, &ca, false, &cq_path, &admin);
@@ -275,7 +332,11 @@ fn pending_workloads_are_served_not_written() {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|f| f["manager"].as_str().is_some_and(|m| m.starts_with("batchgate")))
+                .any(|f| {
+                    f["manager"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("batchgate"))
+                })
                 || cm["metadata"]["name"]
                     .as_str()
                     .is_some_and(|n| n.starts_with("batchgate-pending-"))

@@ -28,8 +28,7 @@ use super::{
     },
     error::Error,
     listing::{self, StatusFilter, WorkloadFacts, WorkloadFilter},
-    positions,
-    quota,
+    positions, quota,
     table::Table,
     taint,
 };

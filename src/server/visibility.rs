@@ -99,10 +99,7 @@ impl FrontProxy {
             for p in &self.extra_prefixes {
                 let (n, p) = (name.as_str(), p.to_ascii_lowercase());
                 if let (Some(key), Ok(v)) = (n.strip_prefix(&p), v.to_str()) {
-                    extra
-                        .entry(unescape(key))
-                        .or_default()
-                        .push(v.to_string());
+                    extra.entry(unescape(key)).or_default().push(v.to_string());
                 }
             }
         }
@@ -163,13 +160,11 @@ fn acceptor(store: &Arc<CertStore>, fp: Option<&FrontProxy>) -> Result<TlsAccept
                     .add(c)
                     .map_err(|e| format!("requestheader-client-ca-file: {e}"))?;
             }
-            let verifier = WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                store.provider(),
-            )
-            .allow_unauthenticated()
-            .build()
-            .map_err(|e| format!("requestheader-client-ca-file: {e}"))?;
+            let verifier =
+                WebPkiClientVerifier::builder_with_provider(Arc::new(roots), store.provider())
+                    .allow_unauthenticated()
+                    .build()
+                    .map_err(|e| format!("requestheader-client-ca-file: {e}"))?;
             store.server_config_verifying(verifier)
         }
         None => store.server_config(),
@@ -205,9 +200,8 @@ pub async fn serve(
         })?;
     let addr = listener.local_addr()?;
     let fp = read_front_proxy(&client).await;
-    let first = acceptor(&store, fp.as_ref()).map_err(|e| {
-        super::ServeError::Tls(rustls::Error::General(e))
-    })?;
+    let first = acceptor(&store, fp.as_ref())
+        .map_err(|e| super::ServeError::Tls(rustls::Error::General(e)))?;
     info!(%addr, front_proxy = fp.is_some(), "visibility API listening");
     let shared = Arc::new(Shared {
         acceptor: ArcSwap::from_pointee(first),
@@ -365,11 +359,17 @@ mod tests {
 
     fn fp() -> FrontProxy {
         let data: BTreeMap<String, String> = [
-            ("requestheader-client-ca-file", "-----BEGIN CERTIFICATE-----\n"),
+            (
+                "requestheader-client-ca-file",
+                "-----BEGIN CERTIFICATE-----\n",
+            ),
             ("requestheader-allowed-names", r#"["front-proxy-client"]"#),
             ("requestheader-username-headers", r#"["X-Remote-User"]"#),
             ("requestheader-group-headers", r#"["X-Remote-Group"]"#),
-            ("requestheader-extra-headers-prefix", r#"["X-Remote-Extra-"]"#),
+            (
+                "requestheader-extra-headers-prefix",
+                r#"["X-Remote-Extra-"]"#,
+            ),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -129,7 +129,10 @@ pub fn register_visibility(c: &LocalCluster, addr: std::net::SocketAddr) {
         ],
         None,
     );
-    assert!(ok, "the visibility APIServices did not become available: {out}{err}");
+    assert!(
+        ok,
+        "the visibility APIServices did not become available: {out}{err}"
+    );
 }
 
 pub fn apply(c: &LocalCluster, yaml: &str) {

@@ -380,7 +380,10 @@ impl LocalCluster {
             "--requestheader-username-headers=X-Remote-User".into(),
             "--requestheader-group-headers=X-Remote-Group".into(),
             "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
-            format!("--proxy-client-cert-file={}", p(&pki.front_proxy_client.cert)),
+            format!(
+                "--proxy-client-cert-file={}",
+                p(&pki.front_proxy_client.cert)
+            ),
             format!("--proxy-client-key-file={}", p(&pki.front_proxy_client.key)),
         ];
         api_args.extend(opts.extra_apiserver_args.iter().cloned());
