@@ -290,6 +290,31 @@ fn pending_workloads_are_served_not_written() {
     assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
     assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
 
+    // Upstream kueuectl reads the same positions, when tests/cluster/kueue
+    // has built it (optional: CI does not build Kueue).
+    let upstream = std::env::var_os("HOME")
+        .map(|h| std::path::Path::new(&h).join(".cache/batchgate/kueue/v0.17.1/kubectl-kueue"))
+        .filter(|p| p.exists());
+    match upstream {
+        Some(bin) => {
+            let out = Command::new(bin)
+                .arg("--kubeconfig")
+                .arg(c.kubeconfig())
+                .args(["-n", &a, "list", "workload"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let table = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
+            assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
+        }
+        None => eprintln!("upstream kueuectl v0.17.1 not built; its check is skipped"),
+    }
+
     // An unauthorised user: refused by the apiserver...
     let (ok, _, err) = kubectl(c, &["--as=vis-nobody", "get", "--raw", &cq_path], None);
     assert!(!ok && err.contains("Forbidden"), "{err}");
