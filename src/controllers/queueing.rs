@@ -210,8 +210,8 @@ pub struct Controller {
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Events,
-    /// The pending queues as the visibility API serves them (refreshed on
-    /// the status tick; see [`crate::visibility`]).
+    /// The pending queues as the visibility API serves them (snapshotted
+    /// on the status tick when asked for; see [`crate::visibility`]).
     visibility: crate::visibility::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
@@ -338,7 +338,7 @@ impl Controller {
                     if c.status_due {
                         c.write_statuses();
                     }
-                    if c.started {
+                    if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::visibility::Snapshot::of(&c.engine));
                     }
                 }

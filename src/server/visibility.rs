@@ -41,6 +41,9 @@ use crate::{
 const AUTH_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
 const RELOAD_EVERY: Duration = Duration::from_secs(60);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request waits for the queueing controller's next snapshot
+/// (it takes one every 250 ms when asked) before the last one is used.
+const FRESH_WITHIN: Duration = Duration::from_secs(2);
 
 /// The requestheader settings kube-apiserver publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,7 +349,10 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
             }
         }
     }
-    let snapshot = sh.positions.current();
+    let snapshot = match route.attributes() {
+        Some(_) => sh.positions.fresh(FRESH_WITHIN).await,
+        None => None,
+    };
     match visibility::answer(&route, query, snapshot.as_deref()) {
         Ok(v) => respond(200, v),
         Err(e) => refuse(e),
