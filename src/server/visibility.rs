@@ -21,7 +21,7 @@ use arc_swap::ArcSwap;
 use axum::body::Body;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use hyper_util::{
-    rt::{TokioExecutor, TokioIo},
+    rt::{TokioExecutor, TokioIo, TokioTimer},
     server::conn::auto,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -271,7 +271,13 @@ async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, sh: Arc<Shared
         let cn = peer_cn.clone();
         async move { Ok::<_, std::convert::Infallible>(handle(&sh, cn.as_deref(), req).await) }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that never finishes its headers does not hold the
+    // connection for good.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HANDSHAKE_TIMEOUT);
     if let Err(e) = builder.serve_connection(TokioIo::new(tls), svc).await {
         debug!(%peer, error = %e, "visibility API: connection ended with an error");
     }
