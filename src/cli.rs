@@ -137,6 +137,10 @@ pub struct ServeArgs {
     /// Plain-HTTP listener for /healthz, /readyz and /metrics.
     #[arg(long)]
     pub probe_listen: Option<SocketAddr>,
+    /// HTTPS listener for Kueue's visibility API (visibility.kueue.x-k8s.io,
+    /// behind an APIService); Kueue's port by default. Not with --no-cluster.
+    #[arg(long, default_value = "0.0.0.0:8082")]
+    pub visibility_listen: SocketAddr,
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Directory of policy files replacing the built-in ones.
@@ -525,6 +529,8 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     // the Lease itself, the webhook's SubjectAccessReviews and the
     // certificate Secret go through the unfenced one.
     let fence = Arc::new(controllers::lease::Fence::default());
+    // The queueing controller's pending queues, read by the visibility API.
+    let positions = crate::visibility::Positions::default();
     let elector = reconcile_client.as_ref().map(|c| {
         Arc::new(controllers::lease::Elector::new(
             c.clone(),
@@ -554,6 +560,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 policies.clone(),
                 e,
                 cfg.prescaler.settings(),
+                positions.clone(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {
@@ -593,6 +600,17 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
               max_entries = e.cache.max_entries, on_error = e.on_error.as_str(), "entitlement checks ready");
         SarClient::new(KubeAuthorizer::new(c.clone()), e, metrics.clone())
     });
+    if let (Some(c), Some(sar)) = (&reconcile_client, &sar) {
+        let addr = server::visibility::serve(
+            a.visibility_listen,
+            store.clone(),
+            c.clone(),
+            sar.clone(),
+            positions,
+        )
+        .await?;
+        println!("visibility API listening on https://{addr}");
+    }
     let opts = ServeOptions {
         listen: a
             .listen

@@ -483,8 +483,8 @@ fn create_and_list_queues_and_flavors() {
     assert!(get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"]).is_none());
 }
 
-/// Workloads of real Jobs: positions in queue follow priority (published by
-/// the reconciler, read by the plugin); columns (type, job, queues, status,
+/// Workloads of real Jobs: positions in queue follow priority (served by
+/// the visibility API, read by the plugin); columns (type, job, queues, status,
 /// position, exec time), filters; stop and resume of a ClusterQueue seen in
 /// `list cq` and in the admissions; stop and resume of a LocalQueue and a
 /// Workload; `delete workload` takes the Job and the Workload follows.

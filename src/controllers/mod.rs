@@ -15,7 +15,6 @@ pub mod prescale;
 pub mod queueing;
 pub mod translation;
 pub mod vetting;
-pub mod visibility;
 
 use std::{sync::Arc, time::Duration};
 
@@ -34,6 +33,7 @@ pub async fn run(
     policies: PolicySet,
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
+    positions: crate::visibility::Positions,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -54,7 +54,7 @@ pub async fn run(
             }
         }
     }
-    tokio::spawn(queueing::Controller::run(client.clone()));
+    tokio::spawn(queueing::Controller::run(client.clone(), positions));
     jobs::run(client, policies).await;
 }
 

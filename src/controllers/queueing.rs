@@ -210,8 +210,9 @@ pub struct Controller {
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Events,
-    /// Pending lists per LocalQueue for `kubectl kueue` (position in queue).
-    visibility: super::visibility::Publisher,
+    /// The pending queues as the visibility API serves them (snapshotted
+    /// on the status tick when asked for; see [`crate::visibility`]).
+    visibility: crate::visibility::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
 }
@@ -265,7 +266,7 @@ fn split_key(key: &str) -> (&str, &str) {
 
 impl Controller {
     /// Starts the watches and runs until the process ends.
-    pub async fn run(client: Client) {
+    pub async fn run(client: Client, positions: crate::visibility::Positions) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
             Api::<api::ResourceFlavor>::all(client.clone()),
@@ -316,7 +317,7 @@ impl Controller {
             status_in_flight: HashSet::new(),
             status_written_at: HashMap::new(),
             status_due: false,
-            visibility: Default::default(),
+            visibility: positions,
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -337,8 +338,8 @@ impl Controller {
                     if c.status_due {
                         c.write_statuses();
                     }
-                    if c.started {
-                        c.visibility.tick(&c.engine, &c.client);
+                    if c.started && c.visibility.wanted() {
+                        c.visibility.publish(crate::visibility::Snapshot::of(&c.engine));
                     }
                 }
                 _ = pending_tick.tick() => {

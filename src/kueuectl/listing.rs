@@ -152,7 +152,7 @@ pub struct WorkloadFacts {
     /// `(namespace, LocalQueue)` to its ClusterQueue.
     pub local_queues: HashMap<(String, String), String>,
     /// `(namespace, Workload)` to its 0-based position in its LocalQueue,
-    /// as published by batchgate's queueing engine.
+    /// from the visibility API ([`super::positions`]).
     pub positions: HashMap<(String, String), usize>,
     /// An owner's `(apiVersion, kind)` to its resource's `singular.group`.
     pub job_types: HashMap<(String, String), String>,

@@ -11,6 +11,7 @@
 pub mod args;
 pub mod error;
 pub mod listing;
+pub mod positions;
 pub mod quota;
 pub mod run;
 pub mod table;

@@ -28,7 +28,7 @@ use super::{
     },
     error::Error,
     listing::{self, StatusFilter, WorkloadFacts, WorkloadFilter},
-    quota,
+    positions, quota,
     table::Table,
     taint,
 };
@@ -39,7 +39,6 @@ use crate::{
     },
     controllers::lease::{LEASE_NAME, VERSION_ANNOTATION},
     selector::LabelSelector,
-    visibility::{self, Pending},
 };
 
 /// Page size of every list (upstream's `KUEUECTL_LIST_REQUEST_LIMIT`).
@@ -736,30 +735,8 @@ async fn workload_facts(
                 }
             }
         }
-        let api = match scope {
-            Some(ns) => {
-                Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(s.client.clone(), ns)
-            }
-            None => Api::<k8s_openapi::api::core::v1::ConfigMap>::all(s.client.clone()),
-        };
-        let lp = ListParams::default()
-            .labels(&format!("{}=true", visibility::LABEL))
-            .limit(limit);
-        // Without rights to read them, positions are left empty.
-        for cm in list_pages(&api, lp).await.unwrap_or_default() {
-            let ns = cm.metadata.namespace.clone().unwrap_or_default();
-            if !cm
-                .annotations()
-                .contains_key(visibility::LOCAL_QUEUE_ANNOTATION)
-            {
-                continue;
-            }
-            let pending = Pending::decode(&cm.data.clone().unwrap_or_default());
-            for (i, name) in pending.workloads.into_iter().enumerate() {
-                facts.positions.insert((ns.clone(), name), i);
-            }
-        }
     }
+    facts.positions = positions::read(&s.client, items, &facts.local_queues).await;
     let owners: BTreeSet<(String, String)> = items
         .iter()
         .flat_map(|w| w.metadata.owner_references.iter().flatten())

@@ -722,6 +722,12 @@ impl Engine {
         self.cluster_queues.get(name)
     }
 
+    /// Names of every ClusterQueue the engine knows (the visibility API's
+    /// snapshot).
+    pub fn cluster_queue_names(&self) -> impl Iterator<Item = &str> {
+        self.cluster_queues.keys().map(String::as_str)
+    }
+
     /// Keys of the workloads waiting in the ClusterQueue.
     pub fn pending_workloads(&self, cq: &str) -> Vec<String> {
         self.queues

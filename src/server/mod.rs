@@ -12,6 +12,7 @@ mod conversion;
 pub mod metrics;
 pub mod slots;
 pub mod tls;
+pub mod visibility;
 pub mod webhook;
 
 use std::{

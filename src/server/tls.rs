@@ -125,6 +125,24 @@ impl CertStore {
         Ok(cfg)
     }
 
+    /// The same, asking clients for a certificate that `verifier` checks
+    /// (the visibility API's front-proxy authentication).
+    pub fn server_config_verifying(
+        self: &Arc<Self>,
+        verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    ) -> Result<ServerConfig, rustls::Error> {
+        let mut cfg = ServerConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+            .with_client_cert_verifier(verifier)
+            .with_cert_resolver(Arc::new(Resolver(self.clone())));
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(cfg)
+    }
+
+    pub fn provider(&self) -> Arc<CryptoProvider> {
+        self.provider.clone()
+    }
+
     /// Polls the directory until `stop` resolves.
     pub async fn watch(
         self: Arc<Self>,

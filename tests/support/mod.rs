@@ -26,6 +26,8 @@ pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
     pub probe: SocketAddr,
+    /// The visibility API's listener (with a cluster only).
+    pub visibility: Option<SocketAddr>,
     pub cert_dir: PathBuf,
     pub ca_pem: String,
     _tmp: tempfile::TempDir,
@@ -92,6 +94,8 @@ impl Server {
             "127.0.0.1:0",
             "--probe-listen",
             "127.0.0.1:0",
+            "--visibility-listen",
+            "127.0.0.1:0",
         ])
         .args(args)
         .env(
@@ -134,7 +138,7 @@ impl Server {
                 let _ = tx.send(line);
             }
         });
-        let (mut addr, mut probe) = (None, None);
+        let (mut addr, mut probe, mut visibility) = (None, None, None);
         let deadline = Instant::now() + Duration::from_secs(60);
         while addr.is_none() || probe.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -150,11 +154,15 @@ impl Server {
             if let Some(a) = line.strip_prefix("probes listening on http://") {
                 probe = Some(a.parse().unwrap());
             }
+            if let Some(a) = line.strip_prefix("visibility API listening on https://") {
+                visibility = Some(a.parse().unwrap());
+            }
         }
         Server {
             child,
             addr: addr.unwrap(),
             probe: probe.unwrap(),
+            visibility,
             cert_dir: cert_dir.unwrap_or_default(),
             ca_pem,
             _tmp: tmp,

@@ -372,6 +372,19 @@ impl LocalCluster {
             // in-cluster needs to reach the apiserver through the Service.
             "--endpoint-reconciler-type=none".into(),
             "--profiling=false".into(),
+            // Aggregated APIs (batchgate's visibility.kueue.x-k8s.io): the
+            // front-proxy identity and headers, published in
+            // kube-system/extension-apiserver-authentication.
+            format!("--requestheader-client-ca-file={}", p(&pki.front_proxy_ca)),
+            format!("--requestheader-allowed-names={}", pki::FRONT_PROXY_CLIENT),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            format!(
+                "--proxy-client-cert-file={}",
+                p(&pki.front_proxy_client.cert)
+            ),
+            format!("--proxy-client-key-file={}", p(&pki.front_proxy_client.key)),
         ];
         api_args.extend(opts.extra_apiserver_args.iter().cloned());
         cluster.spawn("kube-apiserver", api_args)?;
@@ -543,6 +556,15 @@ impl LocalCluster {
     }
 
     /// The directory holding all binaries built by build.sh, kubectl included.
+    /// The front proxy's client certificate and key (PEM files): what
+    /// kube-apiserver presents to aggregated API servers.
+    pub fn front_proxy_client(&self) -> (&Path, &Path) {
+        (
+            &self.pki.front_proxy_client.cert,
+            &self.pki.front_proxy_client.key,
+        )
+    }
+
     pub fn bin_dir(&self) -> &Path {
         &self.binaries.bin_dir
     }

@@ -26,6 +26,11 @@ pub(crate) struct Pki {
     pub admin: ClientCert,
     pub controller_manager: ClientCert,
     pub scheduler: ClientCert,
+    /// The requestheader CA (its own, as kubeadm's: a client certificate
+    /// of the cluster CA must not pass for the front proxy) and the
+    /// apiserver's client certificate for aggregated APIs.
+    pub front_proxy_ca: PathBuf,
+    pub front_proxy_client: ClientCert,
 }
 
 #[derive(Debug, Clone)]
@@ -82,6 +87,20 @@ impl Pki {
 
         let sa_key = KeyPair::generate()?;
 
+        let fp_key = KeyPair::generate()?;
+        let mut fp_params = CertificateParams::default();
+        fp_params.distinguished_name = dn("batchgate-local-front-proxy-ca", None);
+        fp_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        fp_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let fp_cert = fp_params.self_signed(&fp_key)?;
+        let fp_issuer = Issuer::new(fp_params, fp_key);
+        let front_proxy_ca = dir.join("front-proxy-ca.crt");
+        write(&front_proxy_ca, &fp_cert.pem(), false)?;
+
         let pki = Pki {
             ca_cert: dir.join("ca.crt"),
             ca_cert_pem: ca_cert_pem.clone(),
@@ -98,6 +117,14 @@ impl Pki {
                 &issuer,
             )?,
             scheduler: client(dir, "scheduler", "system:kube-scheduler", None, &issuer)?,
+            front_proxy_ca,
+            front_proxy_client: client(
+                dir,
+                "front-proxy-client",
+                FRONT_PROXY_CLIENT,
+                None,
+                &fp_issuer,
+            )?,
         };
         write(&pki.ca_cert, &ca_cert_pem, false)?;
         write(&pki.serving_cert, &serving_cert.pem(), false)?;
@@ -107,6 +134,9 @@ impl Pki {
         Ok(pki)
     }
 }
+
+/// The front proxy's common name (`--requestheader-allowed-names`).
+pub(crate) const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 fn dn(cn: &str, org: Option<&str>) -> rcgen::DistinguishedName {
     let mut dn = rcgen::DistinguishedName::new();

@@ -1,0 +1,372 @@
+//! Kueue's visibility API end to end: batchgate registered through the
+//! shipped APIServices (manifests/visibility.yaml) on the local cluster's
+//! aggregation layer; pending Workloads of real Jobs read back with the
+//! real kubectl (`get --raw`, discovery), `kubectl kueue list workload`,
+//! and straight on batchgate's port as the front proxy (authentication and
+//! SubjectAccessReview), and no ConfigMap written for positions.
+
+mod support;
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::Command,
+    sync::Arc,
+    time::Duration,
+};
+
+use batchgate_localcluster::LocalCluster;
+use serde_json::{json, Value};
+use support::{
+    e2e::{kubectl, namespace},
+    queueing::*,
+};
+
+const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue");
+const API: &str = "/apis/visibility.kueue.x-k8s.io";
+
+fn raw(c: &LocalCluster, path: &str) -> Result<Value, String> {
+    let (ok, out, err) = kubectl(c, &["get", "--raw", path], None);
+    if ok {
+        serde_json::from_str(&out).map_err(|e| format!("{e}: {out}"))
+    } else {
+        Err(err)
+    }
+}
+
+/// `(name, namespace, priority, localQueueName, positionInClusterQueue,
+/// positionInLocalQueue)` of a summary's items.
+fn items(v: &Value) -> Vec<(String, String, i64, String, i64, i64)> {
+    v["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            (
+                i["metadata"]["name"].as_str().unwrap_or("").to_string(),
+                i["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                i["priority"].as_i64().unwrap_or(-1),
+                i["localQueueName"].as_str().unwrap_or("").to_string(),
+                i["positionInClusterQueue"].as_i64().unwrap_or(-1),
+                i["positionInLocalQueue"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect()
+}
+
+/// A GET on batchgate's visibility port over TLS, with the front proxy's
+/// client certificate or none, and the given headers: (status, body).
+fn direct(
+    c: &LocalCluster,
+    addr: std::net::SocketAddr,
+    ca_pem: &str,
+    front_proxy: bool,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let cfg = if front_proxy {
+        let (cert, key) = c.front_proxy_client();
+        let chain = rustls_pemfile::certs(&mut std::fs::read(cert).unwrap().as_slice())
+            .map(Result::unwrap)
+            .collect();
+        let key = rustls_pemfile::private_key(&mut std::fs::read(key).unwrap().as_slice())
+            .unwrap()
+            .unwrap();
+        b.with_client_auth_cert(chain, key).unwrap()
+    } else {
+        b.with_no_client_auth()
+    };
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(cfg), name).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: batchgate\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    tls.write_all(req.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = tls.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
+    (status, body)
+}
+
+/// The "POSITION IN QUEUE" cell of `name`'s row in a `list workload` table.
+fn position(table: &str, name: &str) -> Option<String> {
+    let mut lines = table.lines();
+    let header = lines.next()?;
+    let from = header.find("POSITION IN QUEUE")?;
+    let to = header.find("EXEC TIME")?;
+    lines
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .map(|l| {
+            l.get(from..to.min(l.len()))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+}
+
+#[test]
+fn pending_workloads_are_served_not_written() {
+    let e = env();
+    let c = e.cluster;
+    let vis = e
+        .server
+        .visibility
+        .expect("batchgate reports its visibility port");
+    let a = namespace(c, "e2e-vis-a");
+    let b = namespace(c, "e2e-vis-b");
+    apply(c, &flavor("vis-flavor", json!({"instance-type": "vis"})));
+    // No quota: every Workload waits, admissible or not, in queue order.
+    apply(
+        c,
+        &cluster_queue("vis-cq", &[("vis-flavor", "0", None)], json!({})),
+    );
+    apply(c, &local_queue(&a, "vis-lq", "vis-cq"));
+    apply(c, &local_queue(&b, "vis-lq", "vis-cq"));
+    for p in [10, 20, 30] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": format!("vis-p{p}")}, "value": p})
+            .to_string(),
+        );
+    }
+    // Created low first: the queue orders by priority.
+    for (ns, job_name, p) in [(&a, "a-low", 10), (&b, "b-mid", 20), (&a, "a-high", 30)] {
+        create(
+            c,
+            &job(
+                job_name,
+                ns,
+                "vis-lq",
+                "1",
+                "600s",
+                json!({"kueue.x-k8s.io/priority-class": format!("vis-p{p}")}),
+            ),
+        );
+    }
+    let wl = |ns: &str, job_name: &str| -> String {
+        wait_for(Duration::from_secs(60), "the Workload created", || {
+            workload_of(c, ns, job_name)?["metadata"]["name"]
+                .as_str()
+                .map(str::to_string)
+        })
+    };
+    let (low, mid, high) = (wl(&a, "a-low"), wl(&b, "b-mid"), wl(&a, "a-high"));
+    let row = |n: &str, ns: &str, p, cq, lq| {
+        (
+            n.to_string(),
+            ns.to_string(),
+            p,
+            "vis-lq".to_string(),
+            cq,
+            lq,
+        )
+    };
+    let expected = vec![
+        row(&high, &a, 30, 0, 0),
+        row(&mid, &b, 20, 1, 0),
+        row(&low, &a, 10, 2, 1),
+    ];
+
+    // The ClusterQueue form, as `kubectl get --raw` reads it.
+    let cq_path = format!("{API}/v1beta2/clusterqueues/vis-cq/pendingworkloads");
+    let summary = wait_for(
+        Duration::from_secs(90),
+        "three pending in queue order",
+        || {
+            let v = raw(c, &cq_path).ok()?;
+            (items(&v) == expected).then_some(v)
+        },
+    );
+    assert_eq!(summary["kind"], "PendingWorkloadsSummary");
+    assert_eq!(summary["apiVersion"], "visibility.kueue.x-k8s.io/v1beta2");
+    let created = summary["items"][0]["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap();
+    let stored = get(c, &["workload", "-n", &a, &high]).unwrap();
+    assert_eq!(created, stored["metadata"]["creationTimestamp"]);
+    // v1beta1 serves the same.
+    let old = raw(
+        c,
+        &format!("{API}/v1beta1/clusterqueues/vis-cq/pendingworkloads"),
+    )
+    .unwrap();
+    assert_eq!(old["apiVersion"], "visibility.kueue.x-k8s.io/v1beta1");
+    assert_eq!(items(&old), expected);
+    // limit and offset.
+    let page = raw(c, &format!("{cq_path}?limit=1&offset=1")).unwrap();
+    assert_eq!(items(&page), expected[1..2]);
+
+    // The LocalQueue form: its own Workloads, positions in both queues.
+    let lq = raw(
+        c,
+        &format!("{API}/v1beta2/namespaces/{a}/localqueues/vis-lq/pendingworkloads"),
+    )
+    .unwrap();
+    assert_eq!(items(&lq), vec![expected[0].clone(), expected[2].clone()]);
+
+    // Unknown queues: Kueue's NotFound.
+    let err = raw(
+        c,
+        &format!("{API}/v1beta2/clusterqueues/vis-nope/pendingworkloads"),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("clusterqueue.visibility.kueue.x-k8s.io \"vis-nope\" not found"),
+        "{err}"
+    );
+    let err = raw(
+        c,
+        &format!("{API}/v1beta2/namespaces/{b}/localqueues/vis-nope/pendingworkloads"),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("localqueue.visibility.kueue.x-k8s.io \"vis-nope\" not found"),
+        "{err}"
+    );
+
+    // Discovery, through kubectl's.
+    let group = raw(c, API).unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v1beta2");
+    let resources = raw(c, &format!("{API}/v1beta2")).unwrap();
+    let names: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "clusterqueues",
+            "clusterqueues/pendingworkloads",
+            "localqueues",
+            "localqueues/pendingworkloads"
+        ]
+    );
+    let (ok, out, err) = kubectl(c, &["api-versions"], None);
+    assert!(ok, "{err}");
+    for v in ["v1beta2", "v1beta1"] {
+        let gv = format!("visibility.kueue.x-k8s.io/{v}");
+        assert!(out.lines().any(|l| l == gv), "{gv} not in:\n{out}");
+    }
+
+    // kubectl kueue list workload shows the positions in each LocalQueue.
+    let out = Command::new(PLUGIN)
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(["-n", &a, "list", "workload"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
+    assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
+
+    // Upstream kueuectl reads the same positions, when tests/cluster/kueue
+    // has built it (optional: CI does not build Kueue).
+    let upstream = std::env::var_os("HOME")
+        .map(|h| std::path::Path::new(&h).join(".cache/batchgate/kueue/v0.17.1/kubectl-kueue"))
+        .filter(|p| p.exists());
+    match upstream {
+        Some(bin) => {
+            let out = Command::new(bin)
+                .arg("--kubeconfig")
+                .arg(c.kubeconfig())
+                .args(["-n", &a, "list", "workload"])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let table = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
+            assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
+        }
+        None => eprintln!("upstream kueuectl v0.17.1 not built; its check is skipped"),
+    }
+
+    // An unauthorised user: refused by the apiserver...
+    let (ok, _, err) = kubectl(c, &["--as=vis-nobody", "get", "--raw", &cq_path], None);
+    assert!(!ok && err.contains("Forbidden"), "{err}");
+    // ...and by batchgate itself (its SubjectAccessReview) when the front
+    // proxy names them; headers without the front proxy's certificate are
+    // not believed.
+    let ca = e.server.ca_pem.clone();
+    let (code, body) = direct(
+        c,
+        vis,
+        &ca,
+        true,
+        &cq_path,
+        &[("X-Remote-User", "vis-nobody")],
+    );
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(
+            "User \\\"vis-nobody\\\" cannot get resource \\\"clusterqueues/pendingworkloads\\\""
+        ),
+        "{body}"
+    );
+    let admin = [
+        ("X-Remote-User", "vis-admin"),
+        ("X-Remote-Group", "system:masters"),
+    ];
+    let (code, body) = direct(c, vis, &ca, true, &cq_path, &admin);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = direct(c, vis, &ca, false, &cq_path, &admin);
+    assert_eq!(code, 401, "{body}");
+
+    // No ConfigMap was written by batchgate (positions are computed on read).
+    let cms = get(c, &["configmaps", "-A", "--show-managed-fields"]).unwrap();
+    let ours: Vec<String> = cms["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|cm| {
+            cm["metadata"]["managedFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|f| {
+                    f["manager"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("batchgate"))
+                })
+                || cm["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("batchgate-pending-"))
+        })
+        .map(|cm| cm["metadata"]["name"].to_string())
+        .collect();
+    assert!(ours.is_empty(), "ConfigMaps written by batchgate: {ours:?}");
+}
