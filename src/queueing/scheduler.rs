@@ -1007,3 +1007,6 @@ mod cycle;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod preemption_cases;
