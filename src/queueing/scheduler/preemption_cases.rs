@@ -543,3 +543,50 @@ fn a_preemptor_keeps_its_turn_after_a_skip() {
         (vec![], vec!["in".to_string()])
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// A workload that fits as things are (within the nominal quota, or by
+    /// borrowing within the borrowing limit and what the cohort has left)
+    /// is admitted, and nobody is preempted for it, whatever the policies
+    /// and priorities.
+    #[test]
+    fn what_fits_preempts_nobody(
+        queues in proptest::collection::vec(
+            (0i64..=6, proptest::option::of(0i64..=4), 0usize..4, 0usize..4), 3),
+        running in proptest::collection::vec((0usize..3, -2i32..3, 1i64..=4), 0..10),
+        incoming in (0usize..3, -2i32..3, 1i64..=6),
+    ) {
+        const NAMES: [&str; 3] = ["a", "b", "c"];
+        const RUNNING: [&str; 10] = ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9"];
+        let policies = [Never, LowerPriority, LowerOrNewerEqualPriority, Any];
+        let qs: Vec<Queue> = queues
+            .iter()
+            .enumerate()
+            .map(|(i, (nominal, bl, within, reclaim))| Queue {
+                name: NAMES[i],
+                cohort: Some("c"),
+                nominal: *nominal,
+                borrowing_limit: *bl,
+                within: policies[*within],
+                reclaim: policies[*reclaim],
+            })
+            .collect();
+        let mut e = setup(&qs, &[]);
+        for (n, (qi, prio, cpu)) in running.iter().enumerate() {
+            let w = (RUNNING[n], NAMES[*qi], *prio, *cpu);
+            let usage = workload(&w, 0, true).admission.map(|a| a.usage()).unwrap_or_default();
+            if e.quota.fits(NAMES[*qi], &usage) {
+                e.upsert_workload(workload(&w, n as i64 + 1, true));
+            }
+        }
+        let w = ("in", NAMES[incoming.0], incoming.1, incoming.2);
+        let usage = workload(&w, 0, true).admission.map(|a| a.usage()).unwrap_or_default();
+        proptest::prop_assume!(e.quota.fits(NAMES[incoming.0], &usage));
+        e.upsert_workload(workload(&w, 100, false));
+        let (evicted, admitted) = outcome(&e.schedule(1_000));
+        proptest::prop_assert!(evicted.is_empty(), "preempted {:?}", evicted);
+        proptest::prop_assert_eq!(admitted, vec!["in".to_string()]);
+    }
+}
