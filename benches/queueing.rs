@@ -91,6 +91,11 @@ struct Report {
     workloads: usize,
     admissions: usize,
     preemptions: usize,
+    /// By (Preempted reason, victim class).
+    victims: BTreeMap<(&'static str, &'static str), usize>,
+    distinct_victims: usize,
+    /// The most times one workload was preempted.
+    most_preempted: usize,
     cycles: usize,
     real_secs: f64,
     wall_ms: i64,
@@ -169,6 +174,9 @@ fn simulate(shape: &Shape) -> Report {
     let mut finishes: BinaryHeap<Reverse<(i64, usize, u32)>> = BinaryHeap::new();
 
     let mut cpu_ms_used = vec![0i64; queues.len()];
+    // Preemptions by reason and victim class; how often each victim went.
+    let mut victims: BTreeMap<(&'static str, &'static str), usize> = BTreeMap::new();
+    let mut times_preempted: BTreeMap<usize, usize> = BTreeMap::new();
     let (mut admissions, mut preemptions, mut cycles, mut wall_ms) = (0, 0, 0, 0);
     let started = Instant::now();
     let mut now = 0;
@@ -208,9 +216,18 @@ fn simulate(shape: &Shape) -> Report {
                         finishes.push(Reverse((now + runtime, i, jobs[i].run)));
                         engine.confirm_admission(&workload);
                     }
-                    Decision::Evict { workload, .. } => {
+                    Decision::Evict {
+                        workload,
+                        preempted_reason,
+                        ..
+                    } => {
                         let i = index[&workload];
                         preemptions += 1;
+                        let reason = preempted_reason.map_or("other", |r| r.as_str());
+                        *victims
+                            .entry((reason, CLASSES[jobs[i].class].name))
+                            .or_default() += 1;
+                        *times_preempted.entry(i).or_default() += 1;
                         jobs[i].run += 1;
                         engine.confirm_eviction(&workload);
                     }
@@ -262,6 +279,9 @@ fn simulate(shape: &Shape) -> Report {
         workloads: jobs.len(),
         admissions,
         preemptions,
+        victims,
+        distinct_victims: times_preempted.len(),
+        most_preempted: times_preempted.values().copied().max().unwrap_or(0),
         cycles,
         real_secs,
         wall_ms,
@@ -305,6 +325,21 @@ fn main() {
         r.cycles,
         r.real_secs,
         r.admissions as f64 / r.real_secs
+    );
+    let by: Vec<String> = r
+        .victims
+        .iter()
+        .map(|((reason, class), n)| format!("{n} {class} ({reason})"))
+        .collect();
+    println!(
+        "  preempted: {}; {} distinct workloads, one of them {} times",
+        if by.is_empty() {
+            "none".to_string()
+        } else {
+            by.join(", ")
+        },
+        r.distinct_victims,
+        r.most_preempted
     );
     println!(
         "  simulated wall time: {:.1} s (ideal, quota-bound: {:.1} s; Kueue threshold {:.0} s)",

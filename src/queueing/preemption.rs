@@ -441,4 +441,162 @@ mod tests {
             ["ns/going"]
         );
     }
+
+    /// One random cohort of three queues, the workloads holding quota in
+    /// it (each admitted only if it fitted), and a preemptor that does not
+    /// fit as things are.
+    #[derive(Debug, Clone)]
+    struct Scene {
+        queues: Vec<(i64, Option<i64>, PreemptionPolicy, PreemptionPolicy)>,
+        holders: Vec<(usize, i32, i64, bool)>,
+        preemptor: (usize, i32, i64),
+    }
+
+    fn scene() -> impl proptest::strategy::Strategy<Value = Scene> {
+        use proptest::prelude::*;
+        use PreemptionPolicy::*;
+        let policy = prop_oneof![
+            Just(Never),
+            Just(LowerPriority),
+            Just(LowerOrNewerEqualPriority),
+            Just(Any)
+        ];
+        let queue = (
+            0i64..=6,
+            proptest::option::of(0i64..=4),
+            policy.clone(),
+            policy,
+        );
+        (
+            proptest::collection::vec(queue, 3),
+            proptest::collection::vec((0usize..3, 0i32..4, 1i64..=4, any::<bool>()), 0..10),
+            (0usize..3, 0i32..4, 1i64..=6),
+        )
+            .prop_map(|(queues, holders, preemptor)| Scene {
+                queues,
+                holders,
+                preemptor,
+            })
+    }
+
+    fn scene_queues(s: &Scene) -> Vec<ClusterQueue> {
+        s.queues
+            .iter()
+            .enumerate()
+            .map(|(i, (nominal, bl, within, reclaim))| {
+                let mut q = cq(&format!("q{i}"), *nominal * 1000, *within, *reclaim);
+                q.resource_groups[0].flavors[0].resources[0].borrowing_limit = bl.map(|b| b * 1000);
+                q
+            })
+            .collect()
+    }
+
+    /// Would `usage` fit in `cq` with `gone` evicted, allowed to borrow or not?
+    fn fits_without(
+        snap: &mut QuotaTree,
+        cq: &str,
+        usage: &Usage,
+        gone: &[&Target],
+        allow_borrowing: bool,
+    ) -> bool {
+        for t in gone {
+            snap.remove(&t.cluster_queue, &t.usage);
+        }
+        let ok = fits(snap, cq, usage, allow_borrowing);
+        for t in gone {
+            snap.add(&t.cluster_queue, &t.usage);
+        }
+        ok
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Whatever the cohort: victims are allowed by the policy that
+        /// reaches them (lower priority under LowerPriority, from queues
+        /// that borrow when reclaiming), the preemptor fits once they are
+        /// gone, none of them could be spared, and nothing is chosen when
+        /// no allowed set makes room.
+        #[test]
+        fn victims_are_allowed_sufficient_and_minimal(s in scene()) {
+            let queues = scene_queues(&s);
+            let mut tree = QuotaTree::build(&queues, []);
+            let mut admitted = Vec::new();
+            for (n, (qi, prio, cpu, evicting)) in s.holders.iter().enumerate() {
+                let name = format!("q{qi}");
+                let u = cpu_usage(*cpu);
+                if tree.fits(&name, &u) {
+                    tree.add(&name, &u);
+                    let mut h = holder(&format!("ns/w{n}"), &name, *prio, n as i64, *cpu * 1000);
+                    h.4 = *evicting;
+                    admitted.push(h);
+                }
+            }
+            let holders = Fixed(admitted);
+            let (pq, pprio, pcpu) = s.preemptor;
+            let p = Preemptor {
+                key: "ns/p",
+                cq: &queues[pq],
+                priority: pprio,
+                created: 5,
+            };
+            let usage = cpu_usage(pcpu);
+            let cq_name = p.cq.name.clone();
+            proptest::prop_assume!(!tree.fits(&cq_name, &usage));
+            let mut snap = setup(&holders, &queues);
+            let before: Vec<i64> = queues.iter().map(|q| snap.usage(&q.name, &fr())).collect();
+            let found = targets(&mut snap, &holders, &p, &usage, &[fr()].into());
+            let after: Vec<i64> = queues.iter().map(|q| snap.usage(&q.name, &fr())).collect();
+            proptest::prop_assert_eq!(before, after, "the snapshot is left as found");
+            let by_key: std::collections::BTreeMap<&str, &(String, String, i32, i64, bool, Usage)> =
+                holders.0.iter().map(|h| (h.0.as_str(), h)).collect();
+            for t in &found {
+                let h = by_key[t.key.as_str()];
+                let victim = Holder {
+                    key: &h.0, cluster_queue: &h.1, priority: h.2, created: 0,
+                    uid: &h.0, reserved_at: h.3, evicting: h.4, usage: &h.5,
+                };
+                if t.cluster_queue == cq_name {
+                    proptest::prop_assert!(policy_admits(p.cq.preemption.within_cluster_queue, &p, &victim), "{} may not be preempted", t.key);
+                    proptest::prop_assert_eq!(t.reason, PreemptedReason::InClusterQueue);
+                } else {
+                    proptest::prop_assert!(policy_admits(p.cq.preemption.reclaim_within_cohort, &p, &victim), "{} may not be reclaimed", t.key);
+                    proptest::prop_assert!(snap.is_borrowing(&t.cluster_queue, &[fr()]),
+                        "{} reclaimed from a queue within its nominal quota", t.key);
+                    proptest::prop_assert_eq!(t.reason, PreemptedReason::InCohortReclamation);
+                }
+            }
+            if found.is_empty() {
+                return Ok(());
+            }
+            let all: Vec<&Target> = found.iter().collect();
+            proptest::prop_assert!(fits_without(&mut snap, &cq_name, &usage, &all, true),
+                "the preemptor fits once its victims are gone");
+            for spared in &found {
+                let rest: Vec<&Target> = found.iter().filter(|t| t.key != spared.key).collect();
+                // Kueue may have searched without borrowing; fitting without
+                // borrowing implies fitting with it, so this is the bound
+                // both searches keep.
+                proptest::prop_assert!(!fits_without(&mut snap, &cq_name, &usage, &rest, false),
+                    "{} could be spared", spared.key);
+            }
+        }
+    }
+
+    /// The policies as the API documents them, spelled out apart from
+    /// `allowed` so that the property checks it rather than repeats it.
+    fn policy_admits(policy: PreemptionPolicy, p: &Preemptor<'_>, v: &Holder<'_>) -> bool {
+        match policy {
+            PreemptionPolicy::Never => false,
+            PreemptionPolicy::Any => true,
+            PreemptionPolicy::LowerPriority => v.priority < p.priority,
+            PreemptionPolicy::LowerOrNewerEqualPriority => {
+                v.priority < p.priority || (v.priority == p.priority && v.created > p.created)
+            }
+        }
+    }
+
+    fn cpu_usage(cores: i64) -> Usage {
+        cpu(cores * 1000)
+    }
 }

@@ -1013,3 +1013,6 @@ mod cycle;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod preemption_cases;

@@ -337,14 +337,16 @@ impl Engine {
                 requeue,
             } => {
                 let mut moved = false;
+                // A preemptor stays sticky until it is admitted, leaves the
+                // queue or another workload of the queue preempts (Kueue's
+                // `preemptorWorkload`): a later skip or no-fit does not let
+                // a higher-priority arrival overtake it and preempt again.
                 match (strategy, requeue) {
                     (_, Requeue::SetAside) => {
-                        q.clear_sticky(&key);
                         q.set_aside(order.clone());
                         moved = true;
                     }
                     (Some(QueueingStrategy::BestEffortFIFO), Requeue::SetAsideAlike) => {
-                        q.clear_sticky(&key);
                         // Same shape hash: a (2^-64) collision only sets a
                         // workload aside until quota frees up again.
                         q.set_aside_matching(|o| o.shape == order.shape);
@@ -355,12 +357,7 @@ impl Engine {
                         q.make_sticky(&key);
                         q.push(order.clone());
                     }
-                    _ => {
-                        if requeue != Requeue::Sticky {
-                            q.clear_sticky(&key);
-                        }
-                        q.push(order.clone());
-                    }
+                    _ => q.push(order.clone()),
                 }
                 self.set_pending(&key, Some((reason, message)));
                 moved
