@@ -1,5 +1,6 @@
 //! The `batchgate` command line.
 
+pub mod dev;
 pub mod schedule;
 
 use std::{
@@ -67,6 +68,10 @@ pub enum Command {
     /// Wait until the real run a primed pod was started for (the init
     /// container of a PreScaledCronJob's CronJob), then exit 0.
     PrescaleWait(crate::warmup::WaitArgs),
+    /// Start a local control plane (built from Go modules on first use), run
+    /// batchgate against it set up as Kueue's quick start, and print a tour
+    /// (what `make dev` runs).
+    Dev(dev::DevArgs),
 }
 
 #[derive(Debug, Args)]
@@ -195,12 +200,18 @@ pub struct WebhooksArgs {
     pub service_account: String,
 }
 
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,hyper=warn,kube=warn,rustls=warn")
-    });
+/// What is logged when `RUST_LOG` is unset.
+pub const DEFAULT_LOG_FILTER: &str = "info,hyper=warn,kube=warn,rustls=warn";
+
+/// Logs to stderr, filtered by `RUST_LOG`, else by `default_filter`;
+/// coloured only when stderr is a terminal.
+pub fn init_logging(format: LogFormat, default_filter: &str) {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => b.json().init(),
