@@ -4,8 +4,8 @@
 //! and checks that what each step says happens does: the Job is created
 //! suspended, its Workload admitted, its pods run on KWOK nodes, a queue
 //! change is refused with Kueue's words, the Job completes and its Workload
-//! finishes, and of two big Jobs one waits for quota with its reason. Then
-//! Ctrl-C (SIGINT): batchgate dev exits 0, and its stderr from start to
+//! finishes, and of two big Jobs one waits for quota with its reason. On
+//! the same cluster every file under `examples/` applies. Then Ctrl-C (SIGINT): batchgate dev exits 0, and its stderr from start to
 //! finish holds only its own three progress lines (no warnings, no errors).
 
 use std::{
@@ -101,8 +101,100 @@ fn rows<'a>(table: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
         .collect()
 }
 
+/// Every file under `examples/`, applied to the tour's cluster (CRDs and
+/// webhooks installed): objects that only need to exist (drivers, classes,
+/// queues) for real, dependencies first; workloads (Jobs, Pods) with
+/// `--dry-run=server`, which still runs every admission webhook. An
+/// AdmissionReview (a request body for curl) applies its `request.object`.
+fn every_example_applies(setup: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut files = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from(root).join("examples")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("reading examples/") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    // What others refer to goes first: a DeviceClass names its DeviceDriver.
+    let rank = |text: &str| {
+        [
+            "kind: DeviceDriver",
+            "kind: DeviceClass",
+            "kind: ResourceFlavor",
+        ]
+        .iter()
+        .position(|k| text.contains(k))
+        .unwrap_or(3)
+    };
+    let mut docs: Vec<(usize, String, String)> = files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).expect("reading an example");
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            (rank(&text), name, text)
+        })
+        .collect();
+    docs.sort();
+    assert!(
+        docs.len() >= 7,
+        "{:?}",
+        docs.iter().map(|d| &d.1).collect::<Vec<_>>()
+    );
+    let mut failures = Vec::new();
+    for (_, name, text) in &docs {
+        let manifest = match name.rsplit_once('.').map(|(_, ext)| ext) {
+            Some("yaml" | "yml") => text.clone(),
+            Some("json") => {
+                let v: serde_json::Value = serde_json::from_str(text).expect("JSON");
+                if v["kind"] == "AdmissionReview" {
+                    v["request"]["object"].to_string()
+                } else {
+                    text.clone()
+                }
+            }
+            _ => panic!("{name}: an example that is neither YAML nor JSON"),
+        };
+        let workload = [
+            "kind: Job",
+            "kind: Pod",
+            "\"kind\":\"Job\"",
+            "\"kind\":\"Pod\"",
+        ]
+        .iter()
+        .any(|k| manifest.contains(k));
+        let ns = serde_json::from_str::<serde_json::Value>(&manifest)
+            .ok()
+            .and_then(|v| v["metadata"]["namespace"].as_str().map(str::to_string));
+        if let Some(ns) = ns {
+            let _ = sh(setup, &format!("kubectl create namespace {ns}"));
+        }
+        let dry = if workload { " --dry-run=server" } else { "" };
+        let (ok, out, err) = sh(
+            setup,
+            &format!("kubectl apply{dry} -f - <<'EXAMPLE'\n{manifest}\nEXAMPLE"),
+        );
+        if !ok {
+            failures.push(format!("{name}:\n{out}{err}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "examples that do not apply:\n{}",
+        failures.join("\n")
+    );
+}
+
 #[test]
-fn the_tour_works_as_printed() {
+fn the_tour_works_as_printed_and_every_example_applies() {
     let started = Instant::now();
     let mut child = Command::new(BIN)
         .arg("dev")
@@ -152,15 +244,25 @@ fn the_tour_works_as_printed() {
     // 2. Its Workload admitted to cluster-queue, its pods on KWOK nodes.
     let s = &steps[1];
     assert_eq!(s.commands.len(), 2, "{s:?}");
-    until(&setup, &s.commands[0], "sample-job's Workload admitted", |t| {
-        rows(t, "job-sample-job-")
-            .iter()
-            .any(|r| r[1] == "user-queue" && r[2] == "cluster-queue" && r[3] == "True")
-    });
-    until(&setup, &s.commands[1], "sample-job's 3 pods on KWOK nodes", |t| {
-        let pods = rows(t, "sample-job-");
-        pods.len() == 3 && pods.iter().all(|r| r[6].starts_with("kwok-"))
-    });
+    until(
+        &setup,
+        &s.commands[0],
+        "sample-job's Workload admitted",
+        |t| {
+            rows(t, "job-sample-job-")
+                .iter()
+                .any(|r| r[1] == "user-queue" && r[2] == "cluster-queue" && r[3] == "True")
+        },
+    );
+    until(
+        &setup,
+        &s.commands[1],
+        "sample-job's 3 pods on KWOK nodes",
+        |t| {
+            let pods = rows(t, "sample-job-");
+            pods.len() == 3 && pods.iter().all(|r| r[6].starts_with("kwok-"))
+        },
+    );
 
     // 3. The queue change refused, in the printed words.
     let s = &steps[2];
@@ -214,6 +316,8 @@ fn the_tour_works_as_printed() {
         },
     );
     let toured = started.elapsed();
+
+    every_example_applies(&setup);
 
     // Ctrl-C: exits 0, and nothing but its own progress lines on stderr.
     // SAFETY: kill(2) on the child's pid; no memory is touched.

@@ -128,7 +128,13 @@ pub fn run(a: DevArgs) -> Result<()> {
         } else {
             Some(demo(&cluster)?)
         };
-        print_tour(&cluster, port, probe_port, examples.as_deref(), t0.elapsed());
+        print_tour(
+            &cluster,
+            port,
+            probe_port,
+            examples.as_deref(),
+            t0.elapsed(),
+        );
         match server.await {
             Ok(r) => r,
             Err(e) => Err(anyhow::Error::from(e)),
@@ -186,10 +192,7 @@ fn install_crds(cluster: &LocalCluster, port: u16, ca_bundle: &str) -> Result<()
     }
 }
 
-async fn wait_ready(
-    probe_port: u16,
-    server: &tokio::task::JoinHandle<Result<()>>,
-) -> Result<()> {
+async fn wait_ready(probe_port: u16, server: &tokio::task::JoinHandle<Result<()>>) -> Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let deadline = Instant::now() + STEP_TIMEOUT;
     while Instant::now() < deadline {
@@ -289,12 +292,7 @@ fn examples_root() -> Result<PathBuf> {
 /// numbered steps (`# N. ...`), each one or more commands followed by what
 /// they print (`#    ...`). The e2e test `tests/e2e_dev.rs` runs it as
 /// printed.
-pub fn tour(
-    cluster: &LocalCluster,
-    port: u16,
-    probe_port: u16,
-    examples: Option<&Path>,
-) -> String {
+pub fn tour(cluster: &LocalCluster, port: u16, probe_port: u16, examples: Option<&Path>) -> String {
     let bin_dirs = {
         let own = std::env::current_exe()
             .ok()
@@ -363,9 +361,6 @@ fn print_tour(
     examples: Option<&Path>,
     took: Duration,
 ) {
-    eprintln!(
-        "batchgate dev: ready after {:.1} s",
-        took.as_secs_f64()
-    );
+    eprintln!("batchgate dev: ready after {:.1} s", took.as_secs_f64());
     println!("{}", tour(cluster, port, probe_port, examples));
 }
