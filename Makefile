@@ -1,5 +1,6 @@
 # The two commands the README promises:
 #   make dev   - build what is missing, start a local control plane, run batchgate against it
+#                set up as Kueue's quick start, print a tour (tests/cluster/dev.sh)
 #   make test  - every check and test CI runs
 .PHONY: test lint dev manifests cluster bench
 
@@ -14,9 +15,9 @@ lint:
 cluster:
 	tests/cluster/build.sh
 
+# `make dev ARGS=--no-demo` keeps the bare cluster (no queues, no tour).
 dev:
-	tests/cluster/build.sh >/dev/null
-	cargo run --release --example dev
+	@tests/cluster/dev.sh $(ARGS)
 
 manifests:
 	cargo run -q -- webhooks > manifests/webhooks.yaml

@@ -1,5 +1,6 @@
 //! The `batchgate` command line.
 
+pub mod dev;
 pub mod schedule;
 
 use std::{
@@ -67,6 +68,10 @@ pub enum Command {
     /// Wait until the real run a primed pod was started for (the init
     /// container of a PreScaledCronJob's CronJob), then exit 0.
     PrescaleWait(crate::warmup::WaitArgs),
+    /// Start a local control plane (built from Go modules on first use), run
+    /// batchgate against it set up as Kueue's quick start, and print a tour
+    /// (what `make dev` runs).
+    Dev(dev::DevArgs),
 }
 
 #[derive(Debug, Args)]
@@ -199,12 +204,18 @@ pub struct WebhooksArgs {
     pub service_account: String,
 }
 
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new("info,hyper=warn,kube=warn,rustls=warn")
-    });
+/// What is logged when `RUST_LOG` is unset.
+pub const DEFAULT_LOG_FILTER: &str = "info,hyper=warn,kube=warn,rustls=warn";
+
+/// Logs to stderr, filtered by `RUST_LOG`, else by `default_filter`;
+/// coloured only when stderr is a terminal.
+pub fn init_logging(format: LogFormat, default_filter: &str) {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let b = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => b.json().init(),
@@ -553,23 +564,20 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         }
         None => None,
     };
+    let prescaler = prescaler_settings(&cfg, reconcile_client.as_ref()).await;
     match (elector.clone().zip(fenced), mode) {
         (Some((e, fenced)), AdmissionMode::Builtin) => {
             tokio::spawn(controllers::run(
                 fenced,
                 policies.clone(),
                 e,
-                cfg.prescaler.settings(),
+                prescaler.clone(),
                 positions.clone(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {
             info!("admission: external — Workloads are admitted by an upstream Kueue; only the AppWrapper controller runs here (no Workloads, no queueing, no job reconcilers)");
-            tokio::spawn(controllers::run_external(
-                fenced,
-                e,
-                cfg.prescaler.settings(),
-            ));
+            tokio::spawn(controllers::run_external(fenced, e, prescaler.clone()));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),
     }
@@ -648,6 +656,52 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+/// The PreScaledCronJob settings: `prescaler.image` when configured, else
+/// the image of the container batchgate runs in (its Pod named by the
+/// `POD_NAME`/`POD_NAMESPACE` the shipped Deployment sets through the
+/// downward API), else the default: the wait container runs the image the
+/// Deployment runs, wherever it was pushed.
+async fn prescaler_settings(
+    cfg: &Config,
+    client: Option<&kube::Client>,
+) -> controllers::prescale::Settings {
+    let mut settings = cfg.prescaler.settings();
+    if cfg.prescaler.image.as_ref().is_some_and(|i| !i.is_empty()) {
+        return settings;
+    }
+    let (Some(client), Ok(name), Ok(ns)) = (
+        client,
+        std::env::var("POD_NAME"),
+        std::env::var("POD_NAMESPACE"),
+    ) else {
+        return settings;
+    };
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+        kube::Api::namespaced(client.clone(), &ns);
+    match pods.get(&name).await {
+        Ok(pod) => match own_image(&pod) {
+            Some(image) => settings.image = image,
+            None => {
+                warn!(pod = %name, "no container named batchgate in this pod; the PreScaledCronJob wait container uses {}; set prescaler.image", settings.image)
+            }
+        },
+        Err(e) => {
+            warn!(pod = %name, error = %e, "reading this pod for its image; the PreScaledCronJob wait container uses {}; set prescaler.image", settings.image)
+        }
+    }
+    settings
+}
+
+/// The image of the `batchgate` container (the only one, if none has that name).
+fn own_image(pod: &k8s_openapi::api::core::v1::Pod) -> Option<String> {
+    let containers = &pod.spec.as_ref()?.containers;
+    containers
+        .iter()
+        .find(|c| c.name == "batchgate")
+        .or_else(|| (containers.len() == 1).then(|| &containers[0]))
+        .and_then(|c| c.image.clone())
+}
+
 /// How long writes already sent by the reconciler get to finish on
 /// shutdown before its lease is released.
 const RECONCILER_DRAIN: Duration = Duration::from_secs(5);
@@ -695,5 +749,36 @@ async fn wait_for_signal() {
             warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_image;
+
+    fn pod(containers: serde_json::Value) -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "batchgate-0"},
+            "spec": {"containers": containers},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_wait_image_is_the_batchgate_containers() {
+        let two = pod(serde_json::json!([
+            {"name": "sidecar", "image": "proxy:1"},
+            {"name": "batchgate", "image": "registry.example/batchgate:v0.1.0"},
+        ]));
+        assert_eq!(
+            own_image(&two).as_deref(),
+            Some("registry.example/batchgate:v0.1.0")
+        );
+        let one = pod(serde_json::json!([{"name": "main", "image": "me/batchgate@sha256:ab"}]));
+        assert_eq!(own_image(&one).as_deref(), Some("me/batchgate@sha256:ab"));
+        let other = pod(serde_json::json!([
+            {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"},
+        ]));
+        assert_eq!(own_image(&other), None);
     }
 }

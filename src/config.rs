@@ -61,8 +61,10 @@ pub struct Config {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrescalerConfig {
     /// The image of the init container that holds a primed pod until the
-    /// real run (`batchgate prescale-wait`): batchgate's own image, the
-    /// shipped Deployment's `batchgate:latest` by default.
+    /// real run (`batchgate prescale-wait`). Unset: the image of the
+    /// container batchgate runs in (read from its Pod, named by the
+    /// `POD_NAME`/`POD_NAMESPACE` the shipped Deployment sets), else
+    /// `batchgate:latest`.
     pub image: Option<String>,
 }
 

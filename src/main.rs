@@ -4,7 +4,12 @@ use batchgate::cli::{self, Cli, Command};
 
 fn main() -> std::process::ExitCode {
     let args = Cli::parse();
-    cli::init_logging(args.log_format);
+    // `batchgate dev` is an interactive session: only what is wrong is logged.
+    let filter = match &args.command {
+        Command::Dev(_) => "warn",
+        _ => cli::DEFAULT_LOG_FILTER,
+    };
+    cli::init_logging(args.log_format, filter);
     let result = match args.command {
         Command::Certs(a) => cli::certs(a),
         Command::Webhooks(a) => cli::webhooks(a),
@@ -15,6 +20,7 @@ fn main() -> std::process::ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(cli::schedule::run(*a))),
         Command::PrescaleWait(a) => batchgate::warmup::run(a),
+        Command::Dev(a) => cli::dev::run(a),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

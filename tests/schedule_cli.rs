@@ -85,3 +85,49 @@ fn bad_input_names_what_is_wrong() {
     assert_ne!(code, 0);
     assert!(err.contains("no device claims to place"), "{err}");
 }
+
+/// The prototype's own testdata spellings, refused as the apiserver's
+/// strict field validation refuses them: every unknown field of every
+/// object, with its path, in one run; and a malformed value with its path.
+#[test]
+fn unknown_and_malformed_fields_are_all_reported_with_their_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let classes = dir.path().join("classes.yaml");
+    std::fs::write(
+        &classes,
+        "apiVersion: devmgmtproto.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata:\n  name: gpu-single\n\
+         spec:\n  deviceType: gpu\n  deviceMaxCount: 1\n  contstraints: \"device.vendor == 'x'\"\n---\n\
+         apiVersion: devmgmtproto.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata:\n  name: gpu-set\n\
+         spec:\n  deviceType: gpu\n  attributeMatches: [numa]\n---\n\
+         apiVersion: devmgmtproto.k8s.io/v1alpha1\nkind: DeviceClass\nmetadata:\n  name: gpu-bad\n\
+         spec:\n  deviceType: gpu\n  maxDeviceCount: many\n",
+    )
+    .unwrap();
+    let classes = classes.display().to_string();
+    let (code, out, err) = schedule(&[
+        "-f",
+        "examples/devices/drivers.yaml",
+        "-f",
+        &classes,
+        "-f",
+        "examples/devices/pod-foozer.yaml",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    let want = [
+        "3 invalid object(s), as the apiserver would refuse them:".to_string(),
+        format!(
+            r#"{classes}: DeviceClass "gpu-single": DeviceClass in version "v1alpha1" cannot be handled as a DeviceClass: strict decoding error: unknown field "spec.contstraints", unknown field "spec.deviceMaxCount""#
+        ),
+        format!(
+            r#"{classes}: DeviceClass "gpu-set": DeviceClass in version "v1alpha1" cannot be handled as a DeviceClass: strict decoding error: unknown field "spec.attributeMatches""#
+        ),
+    ];
+    for line in &want {
+        assert!(err.contains(line.as_str()), "missing {line:?} in:\n{err}");
+    }
+    assert!(
+        err.contains(&format!(r#"{classes}: DeviceClass "gpu-bad": DeviceClass in version "v1alpha1" cannot be handled as a DeviceClass: spec.maxDeviceCount: invalid type: string "many""#)),
+        "{err}"
+    );
+}

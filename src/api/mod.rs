@@ -11,6 +11,7 @@
 pub mod appwrapper;
 pub mod crd;
 pub mod devices;
+pub mod fields;
 pub mod kueue;
 pub mod prescale;
 pub mod schema;

@@ -87,6 +87,8 @@ struct Inputs {
     template: Option<(Value, usize, String)>,
     usage: Usage,
     drivers_given: bool,
+    /// Objects the apiserver would refuse, one line each (all reported).
+    errors: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -107,8 +109,19 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
     for f in &a.files {
         let text =
             std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let before = inputs.errors.len();
         read_documents(&text, &a.namespace, &mut inputs)
             .with_context(|| format!("in {}", f.display()))?;
+        for e in &mut inputs.errors[before..] {
+            *e = format!("{}: {e}", f.display());
+        }
+    }
+    if !inputs.errors.is_empty() {
+        bail!(
+            "{} invalid object(s), as the apiserver would refuse them:\n{}",
+            inputs.errors.len(),
+            inputs.errors.join("\n")
+        );
     }
     for g in &a.gen {
         let (shape, count) = g
@@ -308,25 +321,26 @@ fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
         .to_string();
     match kind.as_str() {
         "DeviceDriver" => {
-            let d: DeviceDriver = serde_json::from_value(v).context("a DeviceDriver")?;
-            inputs.catalog.drivers.insert(name, d.device_types);
-            inputs.drivers_given = true;
+            if let Some(d) = decode::<DeviceDriver>(v, &kind, &name, inputs) {
+                inputs.catalog.drivers.insert(name, d.device_types);
+                inputs.drivers_given = true;
+            }
         }
         "DeviceClass" => {
-            let c: DeviceClass =
-                serde_json::from_value(v).with_context(|| format!("DeviceClass {name}"))?;
-            inputs.catalog.classes.insert(name, c.spec);
+            if let Some(c) = decode::<DeviceClass>(v, &kind, &name, inputs) {
+                inputs.catalog.classes.insert(name, c.spec);
+            }
         }
         "DeviceClaim" => {
-            let c: DeviceClaim =
-                serde_json::from_value(v).with_context(|| format!("DeviceClaim {name}"))?;
-            inputs.claim_order.push((ns.clone(), name.clone()));
-            inputs.claims.insert((ns, name), c.spec);
+            if let Some(c) = decode::<DeviceClaim>(v, &kind, &name, inputs) {
+                inputs.claim_order.push((ns.clone(), name.clone()));
+                inputs.claims.insert((ns, name), c.spec);
+            }
         }
         "DevicePool" => {
-            let p: DevicePool =
-                serde_json::from_value(v).with_context(|| format!("DevicePool {name}"))?;
-            inputs.pools.push(Pool { name, spec: p.spec });
+            if let Some(p) = decode::<DevicePool>(v, &kind, &name, inputs) {
+                inputs.pools.push(Pool { name, spec: p.spec });
+            }
         }
         "Pod" => set_template(inputs, v.clone(), 1, name)?,
         "Job" => {
@@ -346,6 +360,42 @@ fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
         _ => {}
     }
     Ok(())
+}
+
+/// A device object decoded as the apiserver would with strict field
+/// validation (kubectl's default): every field its CRD does not declare and
+/// the first malformed field, with their paths, are added to
+/// `inputs.errors` (so one run reports every object's mistakes).
+fn decode<T: serde::de::DeserializeOwned>(
+    v: Value,
+    kind: &str,
+    name: &str,
+    inputs: &mut Inputs,
+) -> Option<T> {
+    let refused = |why: String| {
+        format!("{kind} \"{name}\": {kind} in version \"v1alpha1\" cannot be handled as a {kind}: {why}")
+    };
+    let schema = crate::api::crd::devices().into_iter().find_map(|g| {
+        (g.crd["spec"]["names"]["kind"] == kind)
+            .then(|| g.crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone())
+    });
+    let unknown = schema
+        .map(|s| crate::api::fields::unknown_fields(&v, &s))
+        .unwrap_or_default();
+    if !unknown.is_empty() {
+        inputs
+            .errors
+            .push(refused(crate::api::fields::strict_decoding_error(&unknown)));
+    }
+    match serde_path_to_error::deserialize::<_, T>(v) {
+        Ok(t) => unknown.is_empty().then_some(t),
+        Err(e) => {
+            inputs
+                .errors
+                .push(refused(format!("{}: {}", e.path(), e.inner())));
+            None
+        }
+    }
 }
 
 fn set_template(inputs: &mut Inputs, t: Value, pods: usize, name: String) -> Result<()> {
