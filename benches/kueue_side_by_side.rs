@@ -547,6 +547,9 @@ fn start_manager(
                     "127.0.0.1:0",
                     "--probe-listen",
                     "127.0.0.1:0",
+                    // Off Kueue's port 8082: nothing here registers the visibility API.
+                    "--visibility-listen",
+                    "127.0.0.1:0",
                     "--config",
                 ])
                 .arg(&cfg)

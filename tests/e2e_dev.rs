@@ -302,6 +302,19 @@ fn the_tour_works_as_printed_and_every_example_applies() {
             big.len() == 2 && status("ADMITTED") == 1 && status("PENDING") == 1
         },
     );
+    // Its position, from Kueue's visibility API served by batchgate.
+    until(
+        &setup,
+        &s.commands[1],
+        "the pending big Job at position 0",
+        |t| {
+            rows(t, "job-big-job-").iter().any(|r| {
+                r.iter()
+                    .position(|c| *c == "PENDING")
+                    .is_some_and(|i| r.get(i + 1) == Some(&"0"))
+            })
+        },
+    );
     let (_, reason) = s.expected[0]
         .split_once("   ")
         .expect("a name and a reason");

@@ -70,7 +70,7 @@ pub fn run(a: DevArgs) -> Result<()> {
     let certs_dir = tempfile::tempdir()?;
     let bundle = certs::generate(&CertOptions::default(), time::OffsetDateTime::now_utc())?;
     certs::write(certs_dir.path(), &bundle)?;
-    let (port, probe_port) = (free_port()?, free_port()?);
+    let (port, probe_port, visibility_port) = (free_port()?, free_port()?, free_port()?);
     let ca_bundle = certs::ca_bundle(&bundle.ca_pem);
 
     // Before batchgate starts: its Lease lives in this namespace and its
@@ -102,6 +102,7 @@ pub fn run(a: DevArgs) -> Result<()> {
         shutdown_delay: Some(0.0),
         drain_timeout: None,
         cert_reload_interval: 2.0,
+        visibility_listen: ([127, 0, 0, 1], visibility_port).into(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -123,6 +124,7 @@ pub fn run(a: DevArgs) -> Result<()> {
         let docs = manifests::webhook_configurations(&PolicySet::embedded()?, &opts);
         cluster.apply(&manifests::to_yaml("", &docs))?;
         wait_webhooks_called(&cluster)?;
+        register_visibility(&cluster, visibility_port)?;
         let examples = if a.no_demo {
             None
         } else {
@@ -146,6 +148,44 @@ pub fn run(a: DevArgs) -> Result<()> {
     eprintln!("batchgate dev: stopped; tearing down the local cluster");
     cluster.stop();
     served
+}
+
+/// Kueue's visibility API (positions in `kubectl kueue list workload`):
+/// the shipped APIServices, their Service an ExternalName for this host.
+fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
+    const SERVICE: &str =
+        "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
+    let api_services: Vec<String> = include_str!("../../manifests/visibility.yaml")
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: APIService") && d.contains(SERVICE))
+        .map(|d| d.replace(SERVICE, &format!("{SERVICE}    port: {port}\n")))
+        .collect();
+    if api_services.len() != 2 {
+        bail!(
+            "manifests/visibility.yaml: expected two APIServices of Service batchgate-visibility"
+        );
+    }
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "batchgate-visibility", "namespace": crate::config::DEFAULT_NAMESPACE},
+        "spec": {"type": "ExternalName", "externalName": "localhost",
+                 "ports": [{"name": "https", "port": port, "protocol": "TCP"}]},
+    });
+    cluster.apply(&service.to_string())?;
+    cluster
+        .apply(&api_services.join("\n---\n"))
+        .context("registering the visibility API")?;
+    let timeout = format!("--timeout={}s", STEP_TIMEOUT.as_secs());
+    cluster
+        .run_kubectl(&[
+            "wait",
+            "--for=condition=Available",
+            &timeout,
+            "apiservice/v1beta2.visibility.kueue.x-k8s.io",
+            "apiservice/v1beta1.visibility.kueue.x-k8s.io",
+        ])
+        .context("waiting for the visibility API to become available")?;
+    Ok(())
 }
 
 /// Every CRD batchgate serves; the converted ones call this process's
