@@ -634,6 +634,7 @@ async fn drive(
     queues: &[String],
     procs: &Procs,
     batchgate_pid: u32,
+    cq_states: &CqRecorder,
 ) -> Result<Outcome, BoxError> {
     let total: usize = queues.len() * CLASSES.iter().map(|c| k.count(c)).sum::<usize>();
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
@@ -751,13 +752,14 @@ async fn drive(
     let mut prev_cpu = procs.cpu();
     let mut prev_t = Instant::now();
     println!(
-        "  {:>5} {:>7} {:>7} {:>8} {:>7} {:>6} {:>8} | CPU % of one core over the last 5 s: {}",
+        "  {:>5} {:>7} {:>7} {:>8} {:>7} {:>6} {:>6} {:>8} | CPU % of one core over the last 5 s: {}",
         "t s",
         "created",
         "running",
         "finished",
         "pending",
         "held%",
+        "cq%",
         "RSS MiB",
         procs
             .names
@@ -780,14 +782,22 @@ async fn drive(
                 let running: Vec<&Wl> = wls.values().filter(|w| w.admitted.is_some() && w.finished.is_none()).collect();
                 let held: i64 = running.iter().map(|w| CLASSES[w.class].cpu).sum();
                 let c = created.load(Ordering::Relaxed) as usize;
+                // What the ClusterQueue statuses say is in use right now.
+                let cq_m: i64 = cq_states
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .map(|s| s.usage_m)
+                    .sum();
                 println!(
-                    "  {:>5.0} {:>7} {:>7} {:>8} {:>7} {:>6.0} {:>8.1} | {}",
+                    "  {:>5.0} {:>7} {:>7} {:>8} {:>7} {:>6.0} {:>6.0} {:>8.1} | {}",
                     start.elapsed().as_secs_f64(),
                     c,
                     running.len(),
                     finished,
                     c.saturating_sub(running.len() + finished),
                     held as f64 * 100.0 / (NOMINAL_CPU * queues.len() as i64) as f64,
+                    cq_m as f64 * 0.1 / (NOMINAL_CPU * queues.len() as i64) as f64,
                     status_kib(batchgate_pid, "VmRSS:").unwrap_or(0) as f64 / 1024.0,
                     pct.join(" "),
                 );
@@ -1044,7 +1054,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         let _guard = rt.enter();
         record_cq_states(&client)
     };
-    let outcome = rt.block_on(drive(&k, &client, &queues, &procs, bg_pid));
+    let outcome = rt.block_on(drive(&k, &client, &queues, &procs, bg_pid, &cq_states));
     let run_s = t_run.elapsed().as_secs_f64();
     let cpu_after = procs.cpu();
     let req_after = rt.block_on(apiserver_requests(&client));

@@ -10,6 +10,24 @@
 //! holds its quota again), an admission counts as soon as it is decided
 //! (before its write lands), and every Workload status write carries the
 //! `resourceVersion` it was computed from, so a stale decision never lands.
+//!
+//! What each Workload costs the apiserver (issue 17): an admission is one
+//! merge patch (`status.admission`, `QuotaReserved` and `Admitted` together);
+//! a pending reason is written only when its condition would change
+//! (status, reason or message — Kueue's `SetStatusCondition` rule), only
+//! once it has held [`PENDING_DELAY`], and only the latest one; events go
+//! as Kueue records them ([`super::events`]); queue statuses at most once
+//! a second per queue, only on change.
+//!
+//! Why merge patches with a `resourceVersion`, not server-side apply: Kueue
+//! v0.19.2 applies admissions and pending reasons loosely (no
+//! `resourceVersion`, field manager `kueue-admission`, forced), which is
+//! where its writes avoid conflicts — and exactly what would let a stale
+//! decision land (a deposed leader's admission, or a pending reason over
+//! an admission). The conflicts the benchmark's runner sees come from its
+//! own strict `Finished` apply racing an eviction of the same Workload:
+//! batchgate writes nothing else to an admitted Workload, so they fall
+//! with the evictions, not with the write form.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
@@ -936,9 +954,8 @@ fn active_condition(status: bool, reason: &str, message: &str, prev: Option<&Val
     json!({"type": "Active", "status": s, "reason": reason, "message": message, "lastTransitionTime": time})
 }
 
-fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
-    let usage: Vec<Value> = s
-        .flavors_usage
+fn flavors_json(flavors: &[crate::queueing::FlavorUsage]) -> Vec<Value> {
+    flavors
         .iter()
         .map(|f| {
             json!({
@@ -950,13 +967,20 @@ fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
                 })).collect::<Vec<_>>(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// `flavorsReservation` is the quota the reserving workloads hold, assumed
+/// admissions included; `flavorsUsage` only what the admitted ones hold
+/// (Kueue's `ReservedResources` and `AdmittedResources`), so usage read
+/// from the status never runs ahead of the Workloads' own status.
+fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
     json!({
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
-        "flavorsReservation": usage,
-        "flavorsUsage": usage,
+        "flavorsReservation": flavors_json(&s.flavors_usage),
+        "flavorsUsage": flavors_json(&s.flavors_admitted),
         "conditions": [active_condition(s.active.status, s.active.reason, &s.active.message, prev)],
     })
 }
@@ -967,18 +991,19 @@ fn lq_status_json(
     stopped: bool,
     prev: Option<&Value>,
 ) -> Value {
-    let usage: Vec<Value> = s
-        .usage
-        .iter()
-        .map(|(flavor, res)| {
-            json!({
-                "name": flavor,
-                "resources": res.iter().map(|(r, q)| json!({
-                    "name": r, "total": quantity::format(r, *q),
-                })).collect::<Vec<_>>(),
+    let flavors = |usage: &BTreeMap<String, BTreeMap<String, i64>>| -> Vec<Value> {
+        usage
+            .iter()
+            .map(|(flavor, res)| {
+                json!({
+                    "name": flavor,
+                    "resources": res.iter().map(|(r, q)| json!({
+                        "name": r, "total": quantity::format(r, *q),
+                    })).collect::<Vec<_>>(),
+                })
             })
-        })
-        .collect();
+            .collect()
+    };
     let active = if stopped {
         active_condition(false, "Stopped", "LocalQueue is stopped", prev)
     } else {
@@ -1007,8 +1032,8 @@ fn lq_status_json(
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
-        "flavorsReservation": usage,
-        "flavorsUsage": usage,
+        "flavorsReservation": flavors(&s.usage),
+        "flavorsUsage": flavors(&s.admitted_usage),
         "conditions": [active],
     })
 }
@@ -1491,6 +1516,56 @@ mod tests {
             message: "The LocalQueue was restarted after being stopped",
         };
         assert!(render(&lq, &released, None, &at(5)).is_none());
+    }
+
+    #[test]
+    fn cluster_queue_usage_is_what_admitted_workloads_hold() {
+        use crate::queueing::{ActiveCondition, FlavorUsage, ResourceUsage};
+        let flavor = |total| {
+            vec![FlavorUsage {
+                name: "default".into(),
+                resources: vec![ResourceUsage {
+                    name: "cpu".into(),
+                    total,
+                    borrowed: 0,
+                }],
+            }]
+        };
+        let s = ClusterQueueStatus {
+            name: "cq".into(),
+            pending_workloads: 0,
+            reserving_workloads: 2,
+            admitted_workloads: 1,
+            flavors_usage: flavor(5000),
+            flavors_admitted: flavor(2000),
+            active: ActiveCondition {
+                status: true,
+                reason: "Ready",
+                message: "Can admit new workloads".into(),
+            },
+        };
+        let v = cq_status_json(&s, None);
+        assert_eq!(v["flavorsReservation"][0]["resources"][0]["total"], "5");
+        assert_eq!(v["flavorsUsage"][0]["resources"][0]["total"], "2");
+        assert_eq!(
+            (
+                v["reservingWorkloads"].clone(),
+                v["admittedWorkloads"].clone()
+            ),
+            (json!(2), json!(1))
+        );
+        let lq = LocalQueueStatus {
+            namespace: "ns".into(),
+            name: "lq".into(),
+            reserving_workloads: 2,
+            admitted_workloads: 1,
+            usage: [("default".to_string(), [("cpu".to_string(), 5000)].into())].into(),
+            admitted_usage: [("default".to_string(), [("cpu".to_string(), 2000)].into())].into(),
+            ..LocalQueueStatus::default()
+        };
+        let v = lq_status_json(&lq, Some(true), false, None);
+        assert_eq!(v["flavorsReservation"][0]["resources"][0]["total"], "5");
+        assert_eq!(v["flavorsUsage"][0]["resources"][0]["total"], "2");
     }
 
     #[test]
