@@ -461,6 +461,67 @@ async fn apiserver_requests(client: &Client) -> BTreeMap<ReqKey, ReqStat> {
 }
 
 // ---------------------------------------------------------------------------
+// ClusterQueue usage as Kueue's scheduler-benchmark recorder integrates it
+// (`test/performance/scheduler/runner/recorder`): on every ClusterQueue watch
+// event, the cpu `status.flavorsUsage[0].resources[0].total` of the previous
+// event times the time since it; over (last event - first event) x nominal.
+
+#[derive(Default)]
+struct CqSample {
+    first: Option<Instant>,
+    last: Option<Instant>,
+    usage_m: i64,
+    reservation_m: i64,
+    used_m_ms: f64,
+    reserved_m_ms: f64,
+}
+
+type CqRecorder = Arc<Mutex<HashMap<String, CqSample>>>;
+
+fn cpu_total_m(usage: Option<&Vec<api::FlavorUsage>>) -> i64 {
+    usage
+        .and_then(|u| u.first())
+        .and_then(|f| f.resources.first())
+        .and_then(|r| r.total.as_ref())
+        .and_then(|q| batchgate::queueing::quantity::parse(&q.0).ok())
+        .unwrap_or(0)
+}
+
+fn record_cq_states(client: &Client) -> CqRecorder {
+    let rec: CqRecorder = Arc::default();
+    let out = rec.clone();
+    let api = Api::<api::ClusterQueue>::all(client.clone());
+    tokio::spawn(async move {
+        let stream = watcher::watcher(api, watcher::Config::default());
+        futures::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            let cq = match ev {
+                Ok(watcher::Event::Apply(cq)) | Ok(watcher::Event::InitApply(cq)) => cq,
+                Ok(_) => continue,
+                Err(e) => {
+                    eprintln!("ClusterQueue watch: {e}");
+                    continue;
+                }
+            };
+            let now = Instant::now();
+            let status = cq.status.as_ref();
+            let mut all = rec.lock().unwrap_or_else(|e| e.into_inner());
+            let s = all.entry(cq.name_any()).or_default();
+            if let Some(last) = s.last {
+                let dt = now.duration_since(last).as_secs_f64() * 1000.0;
+                s.used_m_ms += s.usage_m as f64 * dt;
+                s.reserved_m_ms += s.reservation_m as f64 * dt;
+            }
+            s.first.get_or_insert(now);
+            s.last = Some(now);
+            s.usage_m = cpu_total_m(status.and_then(|s| s.flavors_usage.as_ref()));
+            s.reservation_m = cpu_total_m(status.and_then(|s| s.flavors_reservation.as_ref()));
+        }
+    });
+    out
+}
+
+// ---------------------------------------------------------------------------
 // The run.
 
 #[derive(Default)]
@@ -576,6 +637,7 @@ async fn drive(
     queues: &[String],
     procs: &Procs,
     batchgate_pid: u32,
+    cq_states: &CqRecorder,
 ) -> Result<Outcome, BoxError> {
     let total: usize = queues.len() * CLASSES.iter().map(|c| k.count(c)).sum::<usize>();
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
@@ -693,13 +755,14 @@ async fn drive(
     let mut prev_cpu = procs.cpu();
     let mut prev_t = Instant::now();
     println!(
-        "  {:>5} {:>7} {:>7} {:>8} {:>7} {:>6} {:>8} | CPU % of one core over the last 5 s: {}",
+        "  {:>5} {:>7} {:>7} {:>8} {:>7} {:>6} {:>6} {:>8} | CPU % of one core over the last 5 s: {}",
         "t s",
         "created",
         "running",
         "finished",
         "pending",
         "held%",
+        "cq%",
         "RSS MiB",
         procs
             .names
@@ -722,14 +785,22 @@ async fn drive(
                 let running: Vec<&Wl> = wls.values().filter(|w| w.admitted.is_some() && w.finished.is_none()).collect();
                 let held: i64 = running.iter().map(|w| CLASSES[w.class].cpu).sum();
                 let c = created.load(Ordering::Relaxed) as usize;
+                // What the ClusterQueue statuses say is in use right now.
+                let cq_m: i64 = cq_states
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .values()
+                    .map(|s| s.usage_m)
+                    .sum();
                 println!(
-                    "  {:>5.0} {:>7} {:>7} {:>8} {:>7} {:>6.0} {:>8.1} | {}",
+                    "  {:>5.0} {:>7} {:>7} {:>8} {:>7} {:>6.0} {:>6.0} {:>8.1} | {}",
                     start.elapsed().as_secs_f64(),
                     c,
                     running.len(),
                     finished,
                     c.saturating_sub(running.len() + finished),
                     held as f64 * 100.0 / (NOMINAL_CPU * queues.len() as i64) as f64,
+                    cq_m as f64 * 0.1 / (NOMINAL_CPU * queues.len() as i64) as f64,
                     status_kib(batchgate_pid, "VmRSS:").unwrap_or(0) as f64 / 1024.0,
                     pct.join(" "),
                 );
@@ -982,7 +1053,11 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     let req_before = rt.block_on(apiserver_requests(&client));
     let cpu_before = procs.cpu();
     let t_run = Instant::now();
-    let outcome = rt.block_on(drive(&k, &client, &queues, &procs, bg_pid));
+    let cq_states = {
+        let _guard = rt.enter();
+        record_cq_states(&client)
+    };
+    let outcome = rt.block_on(drive(&k, &client, &queues, &procs, bg_pid, &cq_states));
     let run_s = t_run.elapsed().as_secs_f64();
     let cpu_after = procs.cpu();
     let req_after = rt.block_on(apiserver_requests(&client));
@@ -1028,6 +1103,30 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     });
     let _ = child.kill();
     let _ = child.wait();
+    // What batchgate's event recorder reported shedding (`dropped=N`).
+    let events_dropped: u64 = std::fs::read_to_string(work.path().join("batchgate.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("events dropped"))
+        .filter_map(|l| {
+            // Without the colour escapes (ESC [ ... m).
+            let mut plain = String::new();
+            let mut chars = l.chars();
+            while let Some(c) = chars.next() {
+                if c == '\u{1b}' {
+                    chars.by_ref().find(|&c| c == 'm');
+                } else {
+                    plain.push(c);
+                }
+            }
+            let i = plain.rfind("dropped=")?;
+            let digits: String = plain[i + "dropped=".len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum();
     if k.keep {
         println!("  work dir kept: {}", work.keep().display());
     }
@@ -1060,6 +1159,24 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     println!(
         "  quota held (reservations seen by the watch, incl. preempted runs and the wait for Finished): {held:.1} %"
     );
+    {
+        // Read once the statuses settled: the recorder's window ends there.
+        let all = cq_states.lock().unwrap_or_else(|e| e.into_inner());
+        let first = all.values().filter_map(|s| s.first).min();
+        let last = all.values().filter_map(|s| s.last).max();
+        let used: f64 = all.values().map(|s| s.used_m_ms).sum();
+        let reserved: f64 = all.values().map(|s| s.reserved_m_ms).sum();
+        if let (Some(first), Some(last)) = (first, last) {
+            let window_ms = last.duration_since(first).as_secs_f64() * 1000.0;
+            let nominal_m_ms = (NOMINAL_CPU * 1000 * n_cq as i64) as f64 * window_ms.max(1.0);
+            println!(
+                "  ClusterQueue usage as Kueue's checker integrates it (status.flavorsUsage): {:.1} %  (flavorsReservation {:.1} %; window {:.1} s, first to last ClusterQueue event)",
+                used * 100.0 / nominal_m_ms,
+                reserved * 100.0 / nominal_m_ms,
+                window_ms / 1000.0
+            );
+        }
+    }
     println!(
         "  batchgate RSS: max {rss_mib:.1} MiB (at start of run {:.1} MiB)  [target <= {TARGET_RSS_MIB:.0} MiB: {}]",
         rss_start as f64 / 1024.0,
@@ -1088,6 +1205,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         Ok(()) => println!("  every ClusterQueue status ends at 0 pending, 0 reserving"),
         Err(e) => println!("  WARNING: {e}"),
     }
+    println!("  events batchgate dropped (its log): {events_dropped}");
     println!("  load average (1/5/15 min) before {load_before} / after {load_after}");
     println!("where the time went ({run_s:.1} s from the first create to the end of the run; 2 cores = 200 %):");
     for (((name, _), a), b) in procs.names.iter().zip(&cpu_after).zip(&cpu_before) {
@@ -1116,8 +1234,8 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     rows.sort_by(|a, b| b.1.count.total_cmp(&a.1.count));
     println!("  apiserver requests during the run (all clients; WATCH excluded):");
     println!(
-        "    {:<7} {:<32} {:>8} {:>7} {:>9} {:>10}",
-        "verb", "resource", "count", "per s", "409s", "mean ms"
+        "    {:<7} {:<32} {:>8} {:>7} {:>7} {:>9} {:>10}",
+        "verb", "resource", "count", "per s", "per wl", "409s", "mean ms"
     );
     for ((verb, res, sub), s) in rows.iter().take(16) {
         let r = if sub.is_empty() {
@@ -1126,13 +1244,21 @@ fn run(smoke: bool) -> Result<(), BoxError> {
             format!("{res}/{sub}")
         };
         println!(
-            "    {verb:<7} {r:<32} {:>8.0} {:>7.1} {:>9.0} {:>10.1}",
+            "    {verb:<7} {r:<32} {:>8.0} {:>7.1} {:>7.2} {:>9.0} {:>10.1}",
             s.count,
             s.count / run_s,
+            s.count / total as f64,
             s.conflicts,
             s.latency_sum * 1000.0 / s.latency_count.max(1.0)
         );
     }
+
+    let all: f64 = rows.iter().map(|(_, s)| s.count).sum();
+    let conflicts: f64 = rows.iter().map(|(_, s)| s.conflicts).sum();
+    println!(
+        "    all non-watch requests: {all:.0} = {:.2} per Workload ({total} Workloads); 409 conflicts: {conflicts:.0}",
+        all / total as f64
+    );
 
     if k.smoke {
         println!("queueing_cluster smoke: {total} Workloads created, admitted and finished");

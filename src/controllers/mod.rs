@@ -9,6 +9,7 @@
 
 pub mod appwrapper;
 pub mod devices;
+pub mod events;
 pub mod jobs;
 pub mod lease;
 pub mod prescale;

@@ -10,23 +10,38 @@
 //! holds its quota again), an admission counts as soon as it is decided
 //! (before its write lands), and every Workload status write carries the
 //! `resourceVersion` it was computed from, so a stale decision never lands.
+//!
+//! What each Workload costs the apiserver (issue 17): an admission is one
+//! merge patch (`status.admission`, `QuotaReserved` and `Admitted` together);
+//! a pending reason is written only when its condition would change
+//! (status, reason or message — Kueue's `SetStatusCondition` rule), only
+//! once it has held [`PENDING_DELAY`], and only the latest one; events go
+//! as Kueue records them ([`super::events`]); queue statuses at most once
+//! a second per queue, only on change.
+//!
+//! Why merge patches with a `resourceVersion`, not server-side apply: Kueue
+//! v0.19.2 applies admissions and pending reasons loosely (no
+//! `resourceVersion`, field manager `kueue-admission`, forced), which is
+//! where its writes avoid conflicts — and exactly what would let a stale
+//! decision land (a deposed leader's admission, or a pending reason over
+//! an admission). The conflicts the benchmark's runner sees come from its
+//! own strict `Finished` apply racing an eviction of the same Workload:
+//! batchgate writes nothing else to an admitted Workload, so they fall
+//! with the evictions, not with the write form.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc,
-    },
+    sync::Arc,
     time::{Duration, Instant},
 };
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::{core::v1::Namespace, events::v1::Event as KEvent},
-    apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, ObjectMeta, Time},
+    api::core::v1::Namespace,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
 };
 use kube::{
-    api::{Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams},
     runtime::{
         watcher::{self, Event},
         WatchStreamExt,
@@ -39,6 +54,7 @@ use tracing::{debug, info, warn};
 
 use super::{
     devices::{Gate, Verdict},
+    events::{Events, Occurrence},
     translation::{self, Conditions},
 };
 use crate::{
@@ -56,11 +72,15 @@ pub const MANAGER: &str = "batchgate";
 /// of pending-reason updates (many, and never urgent).
 const DECISION_WRITES: usize = 32;
 const PENDING_WRITES: usize = 4;
-/// Queue statuses are written at most this often, and at most this many
+/// Queue statuses are looked at this often and written at most this many
 /// at once (one per queue): under load, the queues written longest ago go
 /// first.
 const STATUS_EVERY: Duration = Duration::from_millis(250);
 const QUEUE_STATUS_WRITES: usize = 8;
+/// One queue's status is written at most once per this period, with what
+/// changed in it coalesced: Kueue's ClusterQueue and LocalQueue controllers
+/// enqueue a status update `UpdatesBatchPeriod` (1 s) after a change.
+const QUEUE_STATUS_PERIOD: Duration = Duration::from_secs(1);
 /// A pending reason is written once it has held this long (a Workload
 /// admitted sooner never gets one), and only into a free pending lane:
 /// under load they are the writes that wait, never admissions.
@@ -819,6 +839,15 @@ impl Controller {
         // Every queue whose status changed since it was last written, and
         // when that was.
         let mut changed: Vec<(Option<Instant>, QueueKey, Value)> = Vec::new();
+        let now = Instant::now();
+        // A change to a queue written less than a period ago waits for a
+        // later tick.
+        let mut waiting = false;
+        let mut due = |at: Option<&Instant>| {
+            let ok = queue_status_due(at.copied(), now);
+            waiting |= !ok;
+            ok
+        };
         for (name, s) in &self.cq_status {
             let queue = QueueKey::Cluster(name.clone());
             if self.status_in_flight.contains(&queue) {
@@ -826,7 +855,7 @@ impl Controller {
             }
             let prev = self.cq_written.get(name);
             let status = cq_status_json(s, prev);
-            if prev != Some(&status) {
+            if prev != Some(&status) && due(self.status_written_at.get(&queue)) {
                 changed.push((self.status_written_at.get(&queue).copied(), queue, status));
             }
         }
@@ -846,14 +875,14 @@ impl Controller {
             let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
             let prev = self.lq_written.get(&id);
             let status = lq_status_json(&s, cq_active.get(cq.as_str()).copied(), stopped, prev);
-            if prev != Some(&status) {
+            if prev != Some(&status) && due(self.status_written_at.get(&queue)) {
                 changed.push((self.status_written_at.get(&queue).copied(), queue, status));
             }
         }
         // Within the budget, the queues written longest ago first; the
         // rest at a later tick.
         let room = QUEUE_STATUS_WRITES.saturating_sub(self.status_in_flight.len());
-        if changed.len() > room {
+        if changed.len() > room || waiting {
             self.status_due = true;
         }
         changed.sort_by_key(|(at, ..)| *at);
@@ -911,6 +940,12 @@ pub fn params() -> PatchParams {
     }
 }
 
+/// Whether a queue whose status changed may be written at `now`, its last
+/// write having been at `last`: once per [`QUEUE_STATUS_PERIOD`].
+fn queue_status_due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|t| now.saturating_duration_since(t) >= QUEUE_STATUS_PERIOD)
+}
+
 /// Keeps an `Active` condition's transition time when its status holds.
 fn active_condition(status: bool, reason: &str, message: &str, prev: Option<&Value>) -> Value {
     let s = if status { "True" } else { "False" };
@@ -922,9 +957,8 @@ fn active_condition(status: bool, reason: &str, message: &str, prev: Option<&Val
     json!({"type": "Active", "status": s, "reason": reason, "message": message, "lastTransitionTime": time})
 }
 
-fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
-    let usage: Vec<Value> = s
-        .flavors_usage
+fn flavors_json(flavors: &[crate::queueing::FlavorUsage]) -> Vec<Value> {
+    flavors
         .iter()
         .map(|f| {
             json!({
@@ -936,13 +970,20 @@ fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
                 })).collect::<Vec<_>>(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// `flavorsReservation` is the quota the reserving workloads hold, assumed
+/// admissions included; `flavorsUsage` only what the admitted ones hold
+/// (Kueue's `ReservedResources` and `AdmittedResources`), so usage read
+/// from the status never runs ahead of the Workloads' own status.
+fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
     json!({
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
-        "flavorsReservation": usage,
-        "flavorsUsage": usage,
+        "flavorsReservation": flavors_json(&s.flavors_usage),
+        "flavorsUsage": flavors_json(&s.flavors_admitted),
         "conditions": [active_condition(s.active.status, s.active.reason, &s.active.message, prev)],
     })
 }
@@ -953,18 +994,19 @@ fn lq_status_json(
     stopped: bool,
     prev: Option<&Value>,
 ) -> Value {
-    let usage: Vec<Value> = s
-        .usage
-        .iter()
-        .map(|(flavor, res)| {
-            json!({
-                "name": flavor,
-                "resources": res.iter().map(|(r, q)| json!({
-                    "name": r, "total": quantity::format(r, *q),
-                })).collect::<Vec<_>>(),
+    let flavors = |usage: &BTreeMap<String, BTreeMap<String, i64>>| -> Vec<Value> {
+        usage
+            .iter()
+            .map(|(flavor, res)| {
+                json!({
+                    "name": flavor,
+                    "resources": res.iter().map(|(r, q)| json!({
+                        "name": r, "total": quantity::format(r, *q),
+                    })).collect::<Vec<_>>(),
+                })
             })
-        })
-        .collect();
+            .collect()
+    };
     let active = if stopped {
         active_condition(false, "Stopped", "LocalQueue is stopped", prev)
     } else {
@@ -993,8 +1035,8 @@ fn lq_status_json(
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
-        "flavorsReservation": usage,
-        "flavorsUsage": usage,
+        "flavorsReservation": flavors(&s.usage),
+        "flavorsUsage": flavors(&s.admitted_usage),
         "conditions": [active],
     })
 }
@@ -1271,115 +1313,79 @@ async fn write_workload(
     (refused, None)
 }
 
-/// Events go out from a bounded backlog through a few writers; when the
-/// backlog is full a new event is dropped, as client-go's broadcaster does
-/// (Kueue's events go the same way): under overload they give way to the
-/// writes that admit. Each is created once, never patched into a series, so
-/// nothing is kept per event once it is out.
-#[derive(Clone)]
-struct Events {
-    tx: mpsc::Sender<KEvent>,
-    dropped: Arc<AtomicU64>,
+/// Kueue's `TruncateEventMessage`: at most 1024 bytes, cut with " ...".
+fn truncate_note(note: String) -> String {
+    const LIMIT: usize = 1024;
+    const SUFFIX: &str = " ...";
+    if note.len() <= LIMIT {
+        return note;
+    }
+    let mut cut = LIMIT - SUFFIX.len();
+    while !note.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{SUFFIX}", &note[..cut])
 }
 
-const EVENT_BACKLOG: usize = 1000;
-const EVENT_WRITERS: usize = 2;
-const REPORTING_CONTROLLER: &str = "batchgate-scheduler";
-
-impl Events {
-    fn start(client: Client) -> Events {
-        let (tx, mut rx) = mpsc::channel::<KEvent>(EVENT_BACKLOG);
-        let dropped = Arc::new(AtomicU64::new(0));
-        let lane = Arc::new(Semaphore::new(EVENT_WRITERS));
-        let counted = dropped.clone();
-        tokio::spawn(async move {
-            let mut told = Instant::now();
-            while let Some(ev) = rx.recv().await {
-                let Ok(permit) = lane.clone().acquire_owned().await else {
-                    return;
-                };
-                let ns = ev
-                    .metadata
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".into());
-                let api = Api::<KEvent>::namespaced(client.clone(), &ns);
-                tokio::spawn(async move {
-                    if let Err(e) = api.create(&PostParams::default(), &ev).await {
-                        debug!(error = %e, "event not recorded");
-                    }
-                    drop(permit);
-                });
-                if told.elapsed() >= Duration::from_secs(10) {
-                    let n = counted.swap(0, Ordering::Relaxed);
-                    if n > 0 {
-                        warn!(
-                            dropped = n,
-                            "events dropped: the apiserver does not keep up with them"
-                        );
-                    }
-                    told = Instant::now();
-                }
-            }
-        });
-        Events { tx, dropped }
-    }
-
-    fn publish(&self, ev: KEvent) {
-        if self.tx.try_send(ev).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-/// The event a landed write is announced with (the shape kube's
-/// `Recorder` gives: events.k8s.io/v1, named after the Workload).
-fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
-    let (namespace, name) = split_key(key);
-    let (reason, note) = match w {
-        Write::Admit(a) => {
-            let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
-            (
-                "QuotaReserved",
+/// The events Kueue v0.19.2 records for a landed write: `QuotaReserved`
+/// and `Admitted` for an admission (the scheduler's), `Pending` (Warning,
+/// the condition's reason and message) for a pending reason written,
+/// `Preempted` and `EvictedDueTo<reason>` for an eviction.
+fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence> {
+    let o = |reason: String, warning: bool, note: String| Occurrence {
+        regarding: key.to_string(),
+        reason,
+        warning,
+        note: truncate_note(note),
+    };
+    match w {
+        Write::Admit(a) => vec![
+            o(
+                "QuotaReserved".into(),
+                false,
                 format!(
-                    "Quota reserved in ClusterQueue {}, wait time since queued was {waited:.0}s",
+                    "Quota reserved in ClusterQueue {}, wait time since queued was {waited_s:.0}s",
                     a.cluster_queue
                 ),
-            )
-        }
+            ),
+            o(
+                "Admitted".into(),
+                false,
+                format!(
+                    "Admitted by ClusterQueue {}, wait time since reservation was 0s",
+                    a.cluster_queue
+                ),
+            ),
+        ],
         Write::Evict {
-            reason, message, ..
-        } => (reason.as_str(), message.clone()),
-        // Pending reasons change often; Kueue's events for them are
-        // aggregated away too. Not worth an API write each.
-        Write::Pending { .. } | Write::Requeued { .. } => return,
-    };
-    let now = k8s_openapi::jiff::Timestamp::now();
-    let reference = k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-        kind: Some("Workload".into()),
-        name: Some(name.to_string()),
-        namespace: Some(namespace.to_string()),
-        ..Default::default()
-    };
-    events.publish(KEvent {
-        metadata: ObjectMeta {
-            namespace: Some(namespace.to_string()),
-            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
-            ..Default::default()
-        },
-        action: Some(reason.into()),
-        reason: Some(reason.into()),
-        note: Some(note),
-        event_time: Some(MicroTime(now)),
-        regarding: Some(reference),
-        reporting_controller: Some(REPORTING_CONTROLLER.into()),
-        reporting_instance: Some(
-            std::env::var("HOSTNAME").unwrap_or_else(|_| REPORTING_CONTROLLER.into()),
-        ),
-        type_: Some("Normal".into()),
-        ..Default::default()
-    });
+            reason,
+            message,
+            preempted,
+        } => {
+            let mut out = Vec::new();
+            if preempted.is_some() {
+                out.push(o("Preempted".into(), false, message.clone()));
+            }
+            out.push(o(
+                format!("EvictedDueTo{}", reason.as_str()),
+                false,
+                message.clone(),
+            ));
+            out
+        }
+        Write::Pending { reason, message } => {
+            vec![o(reason.legacy_str().to_string(), true, message.clone())]
+        }
+        Write::Requeued { .. } => Vec::new(),
+    }
+}
+
+/// Records the events of a landed write.
+fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
+    let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
+    for o in occurrences(key, waited, w) {
+        events.record(o);
+    }
 }
 
 #[cfg(test)]
@@ -1551,6 +1557,120 @@ mod tests {
             message: "The LocalQueue was restarted after being stopped",
         };
         assert!(render(&lq, &released, None, &at(5)).is_none());
+    }
+
+    #[test]
+    fn cluster_queue_usage_is_what_admitted_workloads_hold() {
+        use crate::queueing::{ActiveCondition, FlavorUsage, ResourceUsage};
+        let flavor = |total| {
+            vec![FlavorUsage {
+                name: "default".into(),
+                resources: vec![ResourceUsage {
+                    name: "cpu".into(),
+                    total,
+                    borrowed: 0,
+                }],
+            }]
+        };
+        let s = ClusterQueueStatus {
+            name: "cq".into(),
+            pending_workloads: 0,
+            reserving_workloads: 2,
+            admitted_workloads: 1,
+            flavors_usage: flavor(5000),
+            flavors_admitted: flavor(2000),
+            active: ActiveCondition {
+                status: true,
+                reason: "Ready",
+                message: "Can admit new workloads".into(),
+            },
+        };
+        let v = cq_status_json(&s, None);
+        assert_eq!(v["flavorsReservation"][0]["resources"][0]["total"], "5");
+        assert_eq!(v["flavorsUsage"][0]["resources"][0]["total"], "2");
+        assert_eq!(
+            (
+                v["reservingWorkloads"].clone(),
+                v["admittedWorkloads"].clone()
+            ),
+            (json!(2), json!(1))
+        );
+        let lq = LocalQueueStatus {
+            namespace: "ns".into(),
+            name: "lq".into(),
+            reserving_workloads: 2,
+            admitted_workloads: 1,
+            usage: [("default".to_string(), [("cpu".to_string(), 5000)].into())].into(),
+            admitted_usage: [("default".to_string(), [("cpu".to_string(), 2000)].into())].into(),
+            ..LocalQueueStatus::default()
+        };
+        let v = lq_status_json(&lq, Some(true), false, None);
+        assert_eq!(v["flavorsReservation"][0]["resources"][0]["total"], "5");
+        assert_eq!(v["flavorsUsage"][0]["resources"][0]["total"], "2");
+    }
+
+    #[test]
+    fn a_queue_status_is_written_at_most_once_per_period() {
+        let t0 = Instant::now();
+        assert!(queue_status_due(None, t0));
+        assert!(!queue_status_due(Some(t0), t0));
+        assert!(!queue_status_due(
+            Some(t0),
+            t0 + QUEUE_STATUS_PERIOD - Duration::from_millis(1)
+        ));
+        assert!(queue_status_due(Some(t0), t0 + QUEUE_STATUS_PERIOD));
+    }
+
+    #[test]
+    fn events_are_kueues_reasons_and_notes() {
+        let admit = occurrences("ns/wl", 3.4, &Write::Admit(admission()));
+        let got: Vec<(&str, bool, &str)> = admit
+            .iter()
+            .map(|o| (o.reason.as_str(), o.warning, o.note.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "QuotaReserved",
+                    false,
+                    "Quota reserved in ClusterQueue cq, wait time since queued was 3s"
+                ),
+                (
+                    "Admitted",
+                    false,
+                    "Admitted by ClusterQueue cq, wait time since reservation was 0s"
+                ),
+            ]
+        );
+        assert!(admit.iter().all(|o| o.regarding == "ns/wl"));
+        let evict = occurrences(
+            "ns/wl",
+            0.0,
+            &Write::Evict {
+                reason: EvictionReason::Preempted,
+                message: "Preempted to accommodate a workload".into(),
+                preempted: Some(PreemptedReason::InClusterQueue),
+            },
+        );
+        let reasons: Vec<&str> = evict.iter().map(|o| o.reason.as_str()).collect();
+        assert_eq!(reasons, vec!["Preempted", "EvictedDueToPreempted"]);
+        let pending = occurrences(
+            "ns/wl",
+            0.0,
+            &Write::Pending {
+                reason: PendingReason::WaitingForQuota,
+                message: "x".repeat(2000),
+            },
+        );
+        assert_eq!(pending.len(), 1);
+        assert_eq!(
+            (pending[0].reason.as_str(), pending[0].warning),
+            ("Pending", true)
+        );
+        // Kueue's TruncateEventMessage.
+        assert_eq!(pending[0].note.len(), 1024);
+        assert!(pending[0].note.ends_with("x ..."));
     }
 
     #[test]

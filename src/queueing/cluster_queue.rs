@@ -185,7 +185,13 @@ pub struct ClusterQueueStatus {
     pub reserving_workloads: usize,
     /// Workloads whose admission the shell has confirmed.
     pub admitted_workloads: usize,
+    /// Quota held by the reserving workloads, assumed admissions included
+    /// (Kueue's `flavorsReservation`).
     pub flavors_usage: Vec<FlavorUsage>,
+    /// Quota held by the admitted workloads only, as `admitted_workloads`
+    /// counts them (Kueue's `flavorsUsage`): an admission decided but not
+    /// yet written to its Workload is in no one's use yet.
+    pub flavors_admitted: Vec<FlavorUsage>,
     pub active: ActiveCondition,
 }
 
@@ -199,4 +205,6 @@ pub struct LocalQueueStatus {
     pub admitted_workloads: usize,
     /// Flavor → resource → milli-units held by the queue's workloads.
     pub usage: BTreeMap<String, BTreeMap<String, i64>>,
+    /// The same, of its admitted (confirmed) workloads only.
+    pub admitted_usage: BTreeMap<String, BTreeMap<String, i64>>,
 }

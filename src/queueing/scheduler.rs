@@ -616,17 +616,20 @@ impl Engine {
     pub fn cluster_queue_status(&self, name: &str) -> Option<ClusterQueueStatus> {
         let cq = self.cluster_queues.get(name)?;
         let holders = self.holders.get(name);
-        let admitted = holders
-            .into_iter()
-            .flatten()
-            .filter(|k| {
-                matches!(
-                    self.workloads.get(&**k).map(|r| &r.state),
-                    Some(State::Holding(h)) if h.confirmed
-                )
-            })
-            .count();
+        let mut admitted = 0;
+        let mut admitted_usage = Usage::new();
+        for k in holders.into_iter().flatten() {
+            if let Some(State::Holding(h)) = self.workloads.get(&**k).map(|r| &r.state) {
+                if h.confirmed {
+                    admitted += 1;
+                    for (fr, q) in &h.usage {
+                        *admitted_usage.entry(fr.clone()).or_default() += *q;
+                    }
+                }
+            }
+        }
         let mut flavors_usage = Vec::new();
+        let mut flavors_admitted = Vec::new();
         for g in &cq.resource_groups {
             for f in &g.flavors {
                 let resources = f
@@ -642,9 +645,26 @@ impl Engine {
                         }
                     })
                     .collect();
+                let admitted_resources = f
+                    .resources
+                    .iter()
+                    .map(|r| {
+                        let fr = FlavorResource::new(&f.name, &r.name);
+                        let total = admitted_usage.get(&fr).copied().unwrap_or(0);
+                        ResourceUsage {
+                            name: r.name.clone(),
+                            total,
+                            borrowed: (total - r.nominal).max(0),
+                        }
+                    })
+                    .collect();
                 flavors_usage.push(FlavorUsage {
                     name: f.name.clone(),
                     resources,
+                });
+                flavors_admitted.push(FlavorUsage {
+                    name: f.name.clone(),
+                    resources: admitted_resources,
                 });
             }
         }
@@ -654,6 +674,7 @@ impl Engine {
             reserving_workloads: holders.map_or(0, BTreeSet::len),
             admitted_workloads: admitted,
             flavors_usage,
+            flavors_admitted,
             active: self.active_condition(cq),
         })
     }
@@ -697,6 +718,13 @@ impl Engine {
                             .or_default()
                             .entry(fr.resource.clone())
                             .or_default() += *q;
+                        if h.confirmed {
+                            *st.admitted_usage
+                                .entry(fr.flavor.clone())
+                                .or_default()
+                                .entry(fr.resource.clone())
+                                .or_default() += *q;
+                        }
                     }
                 }
             }

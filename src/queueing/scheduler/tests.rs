@@ -867,3 +867,38 @@ fn echoes_of_status_writes_change_nothing() {
     e.confirm_eviction(&key("low"));
     assert_eq!(admitted(&e.schedule(5)), [key("high")]);
 }
+
+/// Issue 17's usage puzzle: `flavorsUsage` (what Kueue's benchmark
+/// integrates) counts admitted workloads only, as `admittedWorkloads`
+/// does; an admission decided but not yet written is reservation.
+#[test]
+fn usage_counts_admitted_workloads_and_reservation_counts_assumed_ones_too() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 8)])]);
+    e.upsert_workload(wl("w1", "a", 0, 1, 2));
+    e.upsert_workload(wl("w2", "a", 0, 2, 3));
+    assert_eq!(settle(&mut e, 0), [key("w1"), key("w2")]);
+    let totals = |e: &Engine| {
+        let s = e.cluster_queue_status("a").unwrap();
+        (
+            s.reserving_workloads,
+            s.admitted_workloads,
+            s.flavors_usage[0].resources[0].total,
+            s.flavors_admitted[0].resources[0].total,
+        )
+    };
+    // Both assumed: reserved, nothing in use.
+    assert_eq!(totals(&e), (2, 0, 5000, 0));
+    e.confirm_admission(&key("w1"));
+    assert_eq!(totals(&e), (2, 1, 5000, 2000));
+    let ls = e.local_queue_statuses();
+    assert_eq!(ls[0].usage["default"]["cpu"], 5000);
+    assert_eq!(ls[0].admitted_usage["default"]["cpu"], 2000);
+    e.confirm_admission(&key("w2"));
+    assert_eq!(totals(&e), (2, 2, 5000, 5000));
+    // A refused write gives the assumption back: neither counts it.
+    e.upsert_workload(wl("w3", "a", 0, 3, 3));
+    assert_eq!(settle(&mut e, 1), [key("w3")]);
+    assert_eq!(totals(&e), (3, 2, 8000, 5000));
+    e.reject_admission(&key("w3"));
+    assert_eq!(totals(&e), (2, 2, 5000, 5000));
+}
