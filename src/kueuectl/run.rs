@@ -587,10 +587,24 @@ where
             items.push(v);
         }
         total += items.len();
+        // ListMeta as Go prints it: empty fields omitted.
+        let mut meta = serde_json::Map::new();
+        let m = &page.metadata;
+        for (key, value) in [
+            ("resourceVersion", m.resource_version.clone()),
+            ("continue", m.continue_.clone()),
+        ] {
+            if let Some(v) = value.filter(|v| !v.is_empty()) {
+                meta.insert(key.into(), Value::String(v));
+            }
+        }
+        if let Some(n) = m.remaining_item_count {
+            meta.insert("remainingItemCount".into(), json!(n));
+        }
         let list = json!({
             "apiVersion": ar.api_version,
             "kind": format!("{}List", ar.kind),
-            "metadata": page.metadata,
+            "metadata": meta,
             "items": items,
         });
         if output == "json" {
