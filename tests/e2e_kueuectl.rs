@@ -927,6 +927,32 @@ fn runs_as_a_kubectl_plugin_and_reports_versions() {
         text.contains("Examples:\n  # Stop the workload\n"),
         "{text}"
     );
+    // kubectl's global flags reach the apiserver: --as impersonates (the
+    // apiserver answers for alice), --server/--request-timeout override.
+    let (ok_, _, err) = kueue(
+        c,
+        &["--as", "alice", "--as-group", "team", "list", "cq"],
+        None,
+    );
+    assert!(!ok_);
+    assert!(
+        err.contains(r#"User "alice" cannot list resource "clusterqueues""#),
+        "{err}"
+    );
+    let (ok_, out, err) = kueue(
+        c,
+        &[
+            "--server",
+            "https://127.0.0.1:1",
+            "--request-timeout",
+            "5s",
+            "version",
+        ],
+        None,
+    );
+    assert!(!ok_, "version against no apiserver: {out}{err}");
+    assert!(out.starts_with("Client Version: v"), "{out}");
+    assert!(err.starts_with("Error: "), "{err}");
     // An unknown command is a usage error: exit 1, as cobra's.
     let out = Command::new(PLUGIN).arg("frobnicate").output().unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -291,12 +291,11 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
         },
         Command::Version => {
             writeln!(out, "Client Version: v{}", env!("CARGO_PKG_VERSION"))?;
-            // The server part is best effort: a user may not read Deployments
-            // or Leases, and that is not an error of `version`.
-            if let Ok(s) = Session::connect(&cli.kube).await {
-                for line in server_versions(&s.client).await {
-                    writeln!(out, "{line}")?;
-                }
+            // As upstream: the Deployment must be readable (absent is fine);
+            // the reconciler's Lease is best effort.
+            let s = Session::connect(&cli.kube).await?;
+            for line in server_versions(&s.client).await? {
+                writeln!(out, "{line}")?;
             }
             Ok(())
         }
@@ -1554,10 +1553,10 @@ fn exec_kubectl(argv: &[String]) -> Result<(), Error> {
 
 /// The batchgate found in the cluster: the Deployment's image (as upstream
 /// reports Kueue's) and the version the reconciler wrote on its Lease.
-async fn server_versions(client: &Client) -> Vec<String> {
+async fn server_versions(client: &Client) -> Result<Vec<String>, Error> {
     let mut lines = Vec::new();
     let deployments = Api::<Deployment>::namespaced(client.clone(), "batchgate-system");
-    if let Ok(Some(d)) = deployments.get_opt("batchgate").await {
+    if let Some(d) = deployments.get_opt("batchgate").await? {
         let image = d
             .spec
             .and_then(|s| s.template.spec)
@@ -1584,7 +1583,7 @@ async fn server_versions(client: &Client) -> Vec<String> {
             }
         }
     }
-    lines
+    Ok(lines)
 }
 
 #[cfg(test)]
