@@ -1,8 +1,11 @@
-//! Load generator: `kubectl-kueue list workload -A` over 10,000 Workloads on
+//! Load generator: `kubectl-kueue list workload -A` over 15,000 Workloads on
 //! the local control plane, end to end (process start, kubeconfig, every
 //! page, the LocalQueues, the published positions, owner discovery, the
-//! table), timed over several runs.
+//! table), timed over several runs, with each run's max RSS; side by side
+//! with upstream kueuectl (built by `tests/cluster/kueue/build.sh
+//! kueuectl`) on the same objects, runs alternated B U U B B U U B ...
 //!
+//!     tests/cluster/kueue/build.sh kueuectl   # upstream, once
 //!     cargo bench --bench kueuectl_list
 //!     BATCHGATE_BENCH_WORKLOADS=2000 cargo bench --bench kueuectl_list   # smaller
 //!
@@ -17,9 +20,11 @@
 //! and one more apiVersion for the plugin's owner discovery). Timing starts
 //! once the reconciler has published every pending Workload's position.
 //!
-//! Knobs: BATCHGATE_BENCH_WORKLOADS [10000], BATCHGATE_BENCH_RUNS [7],
-//! BATCHGATE_BENCH_BIN / BATCHGATE_BENCH_PLUGIN (default: cargo's builds),
-//! KUEUECTL_LIST_REQUEST_LIMIT (the plugin's page size, default 100).
+//! Knobs: BATCHGATE_BENCH_WORKLOADS [15000], BATCHGATE_BENCH_RUNS [8] (per
+//! plugin), BATCHGATE_BENCH_BIN / BATCHGATE_BENCH_PLUGIN (default: cargo's
+//! builds), BATCHGATE_BENCH_UPSTREAM (upstream kueuectl; default
+//! `~/.cache/batchgate/kueue/v0.17.1/kubectl-kueue`, skipped when absent),
+//! KUEUECTL_LIST_REQUEST_LIMIT (both plugins' page size, default 100).
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke
 //! version with 200 Workloads and one run.
@@ -141,6 +146,60 @@ async fn published(client: &Client) -> Result<usize, BoxError> {
         .sum())
 }
 
+/// One plugin run: wall time from spawn to exit, its stdout, and its max
+/// RSS (the kernel's, from wait4's rusage).
+struct Run {
+    secs: f64,
+    stdout: Vec<u8>,
+    max_rss_kib: u64,
+}
+
+fn list_once(bin: &Path, kubeconfig: &Path) -> Result<Run, BoxError> {
+    use std::io::Read;
+    let t = Instant::now();
+    let mut child = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["list", "workload", "-A"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .ok_or("no stdout")?
+        .read_to_end(&mut stdout)?;
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .ok_or("no stderr")?
+        .read_to_end(&mut stderr)?;
+    let mut status = 0;
+    // SAFETY: rusage is plain data filled by the kernel; the pid is our
+    // child's, not yet reaped.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = libc::pid_t::try_from(child.id())?;
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(format!(
+            "{} list failed ({status}): {}",
+            bin.display(),
+            String::from_utf8_lossy(&stderr)
+        )
+        .into());
+    }
+    Ok(Run {
+        secs,
+        stdout,
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+    })
+}
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("kueuectl_list: {e}");
@@ -153,12 +212,12 @@ fn run() -> Result<(), BoxError> {
     let total: usize = if smoke {
         200
     } else {
-        env_or("BATCHGATE_BENCH_WORKLOADS", 10_000)
+        env_or("BATCHGATE_BENCH_WORKLOADS", 15_000)
     };
     let runs: usize = if smoke {
         1
     } else {
-        env_or("BATCHGATE_BENCH_RUNS", 7)
+        env_or("BATCHGATE_BENCH_RUNS", 8)
     };
     let admitted = (total / 10).max(1);
     let batchgate = bin("BATCHGATE_BENCH_BIN", env!("CARGO_BIN_EXE_batchgate"));
@@ -166,6 +225,19 @@ fn run() -> Result<(), BoxError> {
         "BATCHGATE_BENCH_PLUGIN",
         env!("CARGO_BIN_EXE_kubectl-kueue"),
     );
+    let upstream = std::env::var_os("BATCHGATE_BENCH_UPSTREAM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/batchgate/kueue/v0.17.1/kubectl-kueue"))
+        })
+        .filter(|p| p.is_file() && !smoke);
+    match &upstream {
+        Some(u) => println!("  upstream kueuectl: {}", u.display()),
+        None => println!(
+            "  upstream kueuectl: absent (tests/cluster/kueue/build.sh kueuectl builds it)"
+        ),
+    }
     println!("kueuectl_list: {total} Workloads in {NAMESPACES} namespaces, quota for {admitted}, {runs} runs");
 
     let t = Instant::now();
@@ -295,19 +367,23 @@ fn run() -> Result<(), BoxError> {
     // Let the reconciler's status writes drain before timing.
     std::thread::sleep(Duration::from_secs(if smoke { 1 } else { 10 }));
 
-    let mut times = Vec::new();
+    // B U U B B U U B ...: each plugin as often first as second.
+    let mut order: Vec<(&str, &Path)> = Vec::new();
     for r in 0..runs {
-        let t = Instant::now();
-        let out = Command::new(&plugin)
-            .args(["--kubeconfig"])
-            .arg(cluster.kubeconfig())
-            .args(["list", "workload", "-A"])
-            .output()?;
-        let secs = t.elapsed().as_secs_f64();
-        if !out.status.success() {
-            return Err(format!("list failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+        let pair: Vec<(&str, &Path)> = match &upstream {
+            Some(u) => vec![("batchgate", plugin.as_path()), ("upstream", u.as_path())],
+            None => vec![("batchgate", plugin.as_path())],
+        };
+        if r % 2 == 0 {
+            order.extend(pair);
+        } else {
+            order.extend(pair.into_iter().rev());
         }
-        let text = String::from_utf8_lossy(&out.stdout);
+    }
+    let mut samples: Vec<(&str, f64, u64)> = Vec::new();
+    for (r, (who, bin)) in order.iter().enumerate() {
+        let run = list_once(bin, cluster.kubeconfig())?;
+        let text = String::from_utf8_lossy(&run.stdout);
         let rows = text.lines().count().saturating_sub(1);
         let positioned = text
             .lines()
@@ -320,18 +396,44 @@ fn run() -> Result<(), BoxError> {
             })
             .count();
         if rows != total {
-            return Err(format!("run {r}: {rows} rows, expected {total}").into());
+            return Err(format!("run {r} ({who}): {rows} rows, expected {total}").into());
         }
-        println!("  run {r}: {secs:.3} s ({rows} rows, {positioned} with a position)");
-        times.push(secs);
+        println!(
+            "  run {r} {who:>9}: {:.3} s, max RSS {:.1} MiB ({rows} rows, {positioned} with a position)",
+            run.secs,
+            run.max_rss_kib as f64 / 1024.0
+        );
+        samples.push((who, run.secs, run.max_rss_kib));
     }
-    times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
-    println!(
-        "kubectl-kueue list workload -A, {total} Workloads: min {:.3} s, median {median:.3} s, max {:.3} s over {runs} runs",
-        times[0],
-        times[times.len() - 1]
-    );
+    let mut medians = Vec::new();
+    for who in ["batchgate", "upstream"] {
+        let mut times: Vec<f64> = samples.iter().filter(|s| s.0 == who).map(|s| s.1).collect();
+        if times.is_empty() {
+            continue;
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let rss = samples
+            .iter()
+            .filter(|s| s.0 == who)
+            .map(|s| s.2)
+            .max()
+            .unwrap_or(0);
+        println!(
+            "{who} list workload -A, {total} Workloads: min {:.3} s, median {median:.3} s, max {:.3} s over {} runs; max RSS {:.1} MiB",
+            times[0],
+            times[times.len() - 1],
+            times.len(),
+            rss as f64 / 1024.0
+        );
+        medians.push(median);
+    }
+    if let [ours, theirs] = medians[..] {
+        println!(
+            "time ratio batchgate/upstream (medians): {:.2}",
+            ours / theirs
+        );
+    }
     let _ = child.kill();
     let _ = child.wait();
     drop(cluster);

@@ -436,7 +436,11 @@ fn create_and_list_queues_and_flavors() {
     );
     let yaml = ok(c, &["-n", &ns, "list", "lq", "-o", "yaml"]);
     assert!(
-        yaml.contains("kind: List") && yaml.contains("name: kctl-lq"),
+        yaml.contains("kind: LocalQueueList")
+            && yaml.contains("apiVersion: kueue.x-k8s.io/v1beta2")
+            && yaml.contains("name: kctl-lq")
+            && !yaml.contains("managedFields")
+            && !yaml.contains("continue:"),
         "{yaml}"
     );
     let (_, _, err) = kueue(c, &["-n", "e2e-kctl-empty", "list", "lq"], None);
@@ -585,7 +589,7 @@ fn workloads_listed_stopped_resumed_and_deleted() {
     assert_eq!(cols, WL_COLUMNS);
     for (i, r) in ["job-0", "job-1", "job-2", "job-3"].iter().enumerate() {
         let r = row(&rows, &wl_name(r)).unwrap();
-        assert_eq!(r["JOB TYPE"], "job.batch");
+        assert_eq!(r["JOB TYPE"], "job");
         assert_eq!(r["JOB NAME"], format!("job-{i}"));
         assert_eq!(r["LOCALQUEUE"], "kctl-lq");
         assert_eq!(r["CLUSTERQUEUE"], "kctl-cq");
@@ -735,7 +739,10 @@ fn workloads_listed_stopped_resumed_and_deleted() {
 
     // A Workload: spec.active.
     let w3 = wl_name("job-3");
-    ok(c, &["-n", &ns, "stop", "workload", &w3]);
+    assert_eq!(
+        ok(c, &["-n", &ns, "stop", "workload", &w3]),
+        format!("workload.kueue.x-k8s.io/{w3} stopped\n")
+    );
     assert_eq!(
         get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &w3]).unwrap()["spec"]["active"],
         false
@@ -902,4 +909,396 @@ fn runs_as_a_kubectl_plugin_and_reports_versions() {
     std::os::unix::fs::symlink(PLUGIN, &link).unwrap();
     let out = Command::new(&link).arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: kueuectl"));
+    // No command: the help, exit 0 (as upstream); `help CMD` as cobra's.
+    let out = Command::new(PLUGIN).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: kubectl-kueue"));
+    let out = Command::new(PLUGIN)
+        .args(["help", "stop", "workload"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Aliases:\n  workload, kueueworkload, kueueworkloads, kwl"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Examples:\n  # Stop the workload\n"),
+        "{text}"
+    );
+    // kubectl's global flags reach the apiserver: --as impersonates (the
+    // apiserver answers for alice), --server/--request-timeout override.
+    let (ok_, _, err) = kueue(
+        c,
+        &["--as", "alice", "--as-group", "team", "list", "cq"],
+        None,
+    );
+    assert!(!ok_);
+    assert!(
+        err.contains(r#"User "alice" cannot list resource "clusterqueues""#),
+        "{err}"
+    );
+    let (ok_, out, err) = kueue(
+        c,
+        &[
+            "--server",
+            "https://127.0.0.1:1",
+            "--request-timeout",
+            "5s",
+            "version",
+        ],
+        None,
+    );
+    assert!(!ok_, "version against no apiserver: {out}{err}");
+    assert!(out.starts_with("Client Version: v"), "{out}");
+    assert!(err.starts_with("Error: "), "{err}");
+    // An unknown command is a usage error: exit 1, as cobra's.
+    let out = Command::new(PLUGIN).arg("frobnicate").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
+// ------------------------------------------------------------- goldens
+
+/// The golden files: upstream kueuectl's output for the objects below,
+/// written from its printers (see the directory's README).
+fn golden(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kueuectl_golden")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Upstream kueuectl, when built (`tests/cluster/kueue/build.sh kueuectl`):
+/// then every golden is checked against it too, side by side.
+fn upstream_kueuectl() -> Option<PathBuf> {
+    std::env::var_os("BATCHGATE_UPSTREAM_KUEUECTL")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/batchgate/kueue/v0.17.1/kubectl-kueue"))
+        })
+        .filter(|p| p.is_file())
+}
+
+/// Runs a plugin binary: (success, stdout, stderr).
+fn run_plugin(bin: &std::path::Path, c: &LocalCluster, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(args)
+        .env("PATH", path(c))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What changes from run to run, replaced in place: the AGE and EXEC TIME
+/// cells of a table (each padded to its slot, so the layout is still
+/// compared byte for byte) and the client version.
+fn normalize(out: &str) -> String {
+    let mut lines = out.lines();
+    let Some(header) = lines.next() else {
+        return String::new();
+    };
+    if let Some(rest) = header.strip_prefix("Client Version: ") {
+        let _ = rest;
+        return "Client Version: {version}\n".to_string();
+    }
+    let mut starts = Vec::new();
+    let mut names = Vec::new();
+    let mut i = 0;
+    while i < header.len() {
+        if header.as_bytes()[i] != b' ' && (i == 0 || header[..i].ends_with("   ")) {
+            let end = header[i..].find("   ").map_or(header.len(), |e| i + e);
+            starts.push(i);
+            names.push(&header[i..end]);
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    let mut text = format!("{header}\n");
+    for l in lines {
+        let mut line = l.to_string();
+        for (k, n) in names.iter().enumerate().rev() {
+            let placeholder = match *n {
+                "AGE" => "{age}",
+                "EXEC TIME" => "{exec}",
+                _ => continue,
+            };
+            let from = starts[k].min(line.len());
+            let to = starts
+                .get(k + 1)
+                .copied()
+                .unwrap_or(line.len())
+                .min(line.len());
+            if line[from..to].trim().is_empty() {
+                continue;
+            }
+            let slot = if k + 1 == names.len() {
+                placeholder.to_string()
+            } else {
+                format!("{placeholder:<width$}", width = to - from)
+            };
+            line.replace_range(from..to, &slot);
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+/// `kubectl kueue` and (when built) upstream kueuectl print the golden.
+fn both_print(c: &LocalCluster, args: &[&str], file: &str) {
+    let want = golden(file);
+    let (ok_, out, err) = kueue(c, args, None);
+    assert!(ok_, "kubectl-kueue {args:?}: {err}");
+    assert_eq!(
+        normalize(&out),
+        want,
+        "kubectl-kueue {args:?} against {file}"
+    );
+    if let Some(up) = upstream_kueuectl() {
+        let (ok_, out, err) = run_plugin(&up, c, args);
+        assert!(ok_, "upstream kueuectl {args:?}: {err}");
+        assert_eq!(
+            normalize(&out),
+            want,
+            "upstream kueuectl {args:?} against {file}"
+        );
+    }
+}
+
+/// Both print nothing on stdout and the golden on stderr, exit 0.
+fn both_print_stderr(c: &LocalCluster, args: &[&str], file: &str) {
+    let want = golden(file);
+    let mut bins = vec![PathBuf::from(PLUGIN)];
+    bins.extend(upstream_kueuectl());
+    for bin in bins {
+        let (ok_, out, err) = run_plugin(&bin, c, args);
+        assert!(ok_, "{} {args:?}: {err}", bin.display());
+        assert_eq!(
+            (out.as_str(), err.as_str()),
+            ("", want.as_str()),
+            "{} {args:?}",
+            bin.display()
+        );
+    }
+}
+
+/// Side by side with upstream kueuectl's formats on the same objects:
+/// create, list (each kind, -A), stop/resume, delete, version and the
+/// empty-list messages, each compared to a golden file; with upstream
+/// kueuectl built, it must print the same goldens.
+#[test]
+fn golden_outputs_match_upstreams_formats() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "kctl-golden");
+    let empty = namespace(c, "kctl-golden-empty");
+    let up = upstream_kueuectl();
+
+    // create: upstream on a server dry run first (the objects are made once).
+    let creates: [(&[&str], &str); 3] = [
+        (
+            &[
+                "create",
+                "rf",
+                "golden-rf",
+                "--node-labels",
+                "zone=a,arch=arm",
+            ],
+            "create_resourceflavor.txt",
+        ),
+        (
+            &[
+                "create",
+                "cq",
+                "golden-cq",
+                "--nominal-quota",
+                "golden-rf:cpu=1",
+            ],
+            "create_clusterqueue.txt",
+        ),
+        (
+            &["-n", &ns, "create", "lq", "golden-lq", "-c", "golden-cq"],
+            "create_localqueue.txt",
+        ),
+    ];
+    for (args, file) in creates {
+        let want = golden(file);
+        let dry = want.replace('\n', " (server dry run)\n");
+        let mut with_dry = args.to_vec();
+        with_dry.push("--dry-run=server");
+        if let Some(u) = &up {
+            let (ok_, out, err) = run_plugin(u, c, &with_dry);
+            assert!(ok_, "{err}");
+            assert_eq!(out, dry, "upstream {with_dry:?}");
+        }
+        assert_eq!(ok(c, &with_dry), dry);
+        assert_eq!(ok(c, args), want, "{args:?}");
+    }
+
+    // Two Jobs (not queued: no queue-name label, suspended) owning two
+    // Workloads of fixed names; golden-a admitted, golden-b stopped.
+    let mut uids = Vec::new();
+    for j in ["golden-job-a", "golden-job-b"] {
+        create(
+            c,
+            &json!({"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": j, "namespace": ns},
+                    "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox"}]}}}})
+            .to_string(),
+        );
+        uids.push(get(c, &["job", "-n", &ns, j]).unwrap()["metadata"]["uid"].clone());
+    }
+    for (i, (w, active)) in [("golden-a", true), ("golden-b", false)].iter().enumerate() {
+        let job = ["golden-job-a", "golden-job-b"][i];
+        create(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": w, "namespace": ns, "ownerReferences": [
+                    {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uids[i]}]},
+                "spec": {"queueName": "golden-lq", "active": active, "podSets": [{"name": "main", "count": 1,
+                    "template": {"spec": {"restartPolicy": "Never", "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+            .to_string(),
+        );
+        if *active {
+            wait_for(Duration::from_secs(60), "golden-a admitted", || {
+                is_true(
+                    &get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, w])?,
+                    "Admitted",
+                )
+                .then_some(())
+            });
+        }
+    }
+
+    // list: every kind, once the queues' counts have settled.
+    let lists: [(&[&str], &str); 5] = [
+        (&["-n", &ns, "list", "workload"], "list_workload.txt"),
+        (
+            &["list", "kueueworkloads", "-A", "-q", "golden-lq"],
+            "list_workload_all_namespaces.txt",
+        ),
+        (
+            &["list", "cq", "--field-selector", "metadata.name=golden-cq"],
+            "list_clusterqueue.txt",
+        ),
+        (&["-n", &ns, "list", "lq"], "list_localqueue.txt"),
+        (
+            &["list", "rf", "--field-selector", "metadata.name=golden-rf"],
+            "list_resourceflavor.txt",
+        ),
+    ];
+    for (args, file) in lists {
+        let want = golden(file);
+        wait_for(Duration::from_secs(60), file, || {
+            let (ok_, out, _) = kueue(c, args, None);
+            (ok_ && normalize(&out) == want).then_some(())
+        });
+        both_print(c, args, file);
+    }
+    both_print_stderr(
+        c,
+        &["-n", &empty, "list", "workload"],
+        "list_workload_empty.stderr.txt",
+    );
+    both_print_stderr(
+        c,
+        &[
+            "list",
+            "cq",
+            "--field-selector",
+            "metadata.name=kctl-golden-none",
+        ],
+        "list_clusterqueue_empty.stderr.txt",
+    );
+
+    // stop / resume: a Workload (spec.active) and a ClusterQueue.
+    for (args, file) in [
+        (
+            vec![
+                "-n",
+                &ns,
+                "stop",
+                "workload",
+                "golden-b",
+                "--dry-run=server",
+            ],
+            "stop_workload_server_dry_run.txt",
+        ),
+        (
+            vec!["-n", &ns, "stop", "kwl", "golden-b"],
+            "stop_workload.txt",
+        ),
+        (
+            vec!["-n", &ns, "resume", "kueueworkloads", "golden-b"],
+            "resume_workload.txt",
+        ),
+        (
+            vec!["stop", "cq", "golden-cq", "--keep-already-running"],
+            "stop_clusterqueue.txt",
+        ),
+        (vec!["resume", "cq", "golden-cq"], "resume_clusterqueue.txt"),
+    ] {
+        both_print(c, &args, file);
+    }
+    assert_eq!(
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, "golden-b"]).unwrap()["spec"]["active"],
+        true
+    );
+
+    // delete: the owning Job goes (the Workload with it).
+    if let Some(u) = &up {
+        let args = [
+            "-n",
+            &ns,
+            "delete",
+            "workload",
+            "golden-b",
+            "--yes",
+            "--dry-run=server",
+        ];
+        let (ok_, out, err) = run_plugin(u, c, &args);
+        assert!(ok_, "{err}");
+        assert_eq!(
+            out,
+            golden("delete_workload.txt").replace('\n', " (server dry run)\n")
+        );
+    }
+    assert_eq!(
+        ok(c, &["-n", &ns, "delete", "workload", "golden-b", "--yes"]),
+        golden("delete_workload.txt")
+    );
+
+    // version: the client line (the server lines name batchgate's parts).
+    let want = golden("version.txt");
+    let out = ok(c, &["version"]);
+    assert_eq!(normalize(out.lines().next().unwrap_or_default()), want);
+    if let Some(u) = &up {
+        let (_, out, _) = run_plugin(u, c, &["version"]);
+        assert_eq!(normalize(&out), want);
+    }
+}
+
+#[test]
+fn normalize_keeps_the_layout_and_masks_times() {
+    let out = "NAME   EXEC TIME   AGE\na      5s          12s\nb                  3m\n";
+    assert_eq!(
+        normalize(out),
+        "NAME   EXEC TIME   AGE\na      {exec}      {age}\nb                  {age}\n"
+    );
+    assert_eq!(
+        normalize("Client Version: v0.17.1\n"),
+        "Client Version: {version}\n"
+    );
 }

@@ -10,28 +10,75 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     name = "kubectl-kueue",
     version,
     about = "Controls Kueue queueing on batchgate: create, list, stop and resume queues and workloads",
-    long_about = None,
-    disable_help_subcommand = true
+    long_about = None
 )]
 pub struct Cli {
     #[command(flatten)]
     pub kube: KubeFlags,
+    /// None: no command given; the help is printed (exit 0, as upstream).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
-/// How the cluster is reached, as kubectl's flags.
+/// How the cluster is reached: kubectl's global flags (upstream's
+/// `genericclioptions.ConfigFlags`), applied over the kubeconfig as
+/// kubectl applies them.
 #[derive(Args, Debug, Clone, Default)]
 pub struct KubeFlags {
     /// Path to the kubeconfig file to use for CLI requests.
     #[arg(long, global = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
-    /// The name of the kubeconfig context to use.
+    /// Default cache directory (accepted for kubectl compatibility; kubectl kueue keeps no discovery cache).
+    #[arg(long = "cache-dir", global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Path to a client certificate file for TLS
+    #[arg(long = "client-certificate", global = true, value_name = "PATH")]
+    pub client_certificate: Option<String>,
+    /// Path to a client key file for TLS
+    #[arg(long = "client-key", global = true, value_name = "PATH")]
+    pub client_key: Option<String>,
+    /// Bearer token for authentication to the API server
     #[arg(long, global = true)]
-    pub context: Option<String>,
-    /// If present, the namespace scope for this CLI request.
+    pub token: Option<String>,
+    /// Username to impersonate for the operation. User could be a regular user or a service account in a namespace.
+    #[arg(long = "as", global = true)]
+    pub as_user: Option<String>,
+    /// UID to impersonate for the operation.
+    #[arg(long = "as-uid", global = true)]
+    pub as_uid: Option<String>,
+    /// Group to impersonate for the operation, this flag can be repeated to specify multiple groups.
+    #[arg(long = "as-group", global = true)]
+    pub as_group: Vec<String>,
+    /// The name of the kubeconfig cluster to use
+    #[arg(long, global = true)]
+    pub cluster: Option<String>,
+    /// The name of the kubeconfig user to use
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+    /// If present, the namespace scope for this CLI request
     #[arg(short = 'n', long, global = true)]
     pub namespace: Option<String>,
+    /// The name of the kubeconfig context to use
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// The address and port of the Kubernetes API server
+    #[arg(short = 's', long, global = true)]
+    pub server: Option<String>,
+    /// Server name to use for server certificate validation. If it is not provided, the hostname used to contact the server is used
+    #[arg(long = "tls-server-name", global = true)]
+    pub tls_server_name: Option<String>,
+    /// If true, the server's certificate will not be checked for validity. This will make your HTTPS connections insecure
+    #[arg(long = "insecure-skip-tls-verify", global = true, num_args = 0..=1, default_missing_value = "true")]
+    pub insecure_skip_tls_verify: Option<bool>,
+    /// Path to a cert file for the certificate authority
+    #[arg(long = "certificate-authority", global = true, value_name = "PATH")]
+    pub certificate_authority: Option<String>,
+    /// The length of time to wait before giving up on a single server request. Non-zero values should contain a corresponding time unit (e.g. 1s, 2m, 3h). A value of zero means don't timeout requests.
+    #[arg(long = "request-timeout", global = true, default_value = "0")]
+    pub request_timeout: String,
+    /// If true, opt-out of response compression for all requests to the server (kubectl kueue never asks for compression)
+    #[arg(long = "disable-compression", global = true, num_args = 0..=1, default_missing_value = "true")]
+    pub disable_compression: Option<bool>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -105,6 +152,9 @@ pub struct WriteFlags {
     /// Output format. One of: (json, yaml, name).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
+    /// If true, keep the managedFields when printing objects in JSON or YAML format.
+    #[arg(long = "show-managed-fields")]
+    pub show_managed_fields: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -214,9 +264,12 @@ pub struct CreateResourceFlavor {
 /// `-o` of list.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ListFlags {
-    /// Output format. One of: (json, yaml, name, wide).
+    /// Output format. One of: (json, yaml, name), and `wide` (an addition of kubectl kueue: more columns).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
+    /// If true, keep the managedFields when printing objects in JSON or YAML format.
+    #[arg(long = "show-managed-fields")]
+    pub show_managed_fields: bool,
     /// Selector (label query) to filter on, supports '=', '==', and '!='.
     #[arg(short = 'l', long = "selector")]
     pub selector: Option<String>,
@@ -294,8 +347,8 @@ pub struct ListWorkload {
 
 #[derive(Subcommand, Debug)]
 pub enum StopCommand {
-    /// Stop the Workload (spec.active=false)
-    #[command(visible_aliases = ["wl", "kwl", "kueueworkload"])]
+    /// Stop the Workload
+    #[command(visible_aliases = ["kueueworkload", "kueueworkloads", "kwl", "wl"])]
     Workload {
         name: String,
         #[command(flatten)]
@@ -325,8 +378,8 @@ pub enum StopCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum ResumeCommand {
-    /// Resume the Workload (spec.active=true)
-    #[command(visible_aliases = ["wl", "kwl", "kueueworkload"])]
+    /// Resume the Workload
+    #[command(visible_aliases = ["kwl", "kueueworkload", "kueueworkloads", "wl"])]
     Workload {
         name: String,
         #[command(flatten)]
@@ -537,7 +590,7 @@ mod tests {
         assert_eq!(cli.kube.namespace.as_deref(), Some("ns"));
         let Command::Create {
             what: CreateCommand::Clusterqueue(c),
-        } = cli.command
+        } = cli.command.unwrap()
         else {
             panic!("not create cq");
         };
@@ -556,7 +609,7 @@ mod tests {
         let cli = parse(&["create", "localqueue", "q", "-c", "cq", "-i"]).unwrap();
         let Command::Create {
             what: CreateCommand::Localqueue(l),
-        } = cli.command
+        } = cli.command.unwrap()
         else {
             panic!();
         };
@@ -574,7 +627,7 @@ mod tests {
             .unwrap();
             let Command::List {
                 what: ListCommand::Workload(w),
-            } = cli.command
+            } = cli.command.unwrap()
             else {
                 panic!();
             };
@@ -586,7 +639,7 @@ mod tests {
 
     #[test]
     fn list_cluster_queue_active_may_be_bare_or_valued() {
-        let active = |args: &[&str]| match parse(args).unwrap().command {
+        let active = |args: &[&str]| match parse(args).unwrap().command.unwrap() {
             Command::List {
                 what: ListCommand::Clusterqueue { active, .. },
             } => active,
@@ -605,7 +658,7 @@ mod tests {
     fn stop_and_delete_and_pass_through() {
         let cli = parse(&["stop", "cq", "x", "--keep-already-running"]).unwrap();
         assert!(matches!(
-            cli.command,
+            cli.command.unwrap(),
             Command::Stop {
                 what: StopCommand::Clusterqueue {
                     keep_already_running: true,
@@ -616,14 +669,14 @@ mod tests {
         let cli = parse(&["delete", "wl", "a", "b", "-y", "--dry-run", "client"]).unwrap();
         let Command::Delete {
             what: DeleteCommand::Workload(d),
-        } = cli.command
+        } = cli.command.unwrap()
         else {
             panic!();
         };
         assert_eq!(d.names, ["a", "b"]);
         assert!(d.yes);
         let cli = parse(&["get", "cq", "x", "-o", "yaml", "--show-labels"]).unwrap();
-        let Command::Get { what } = cli.command else {
+        let Command::Get { what } = cli.command.unwrap() else {
             panic!()
         };
         let (kind, rest) = what.split();
@@ -631,6 +684,75 @@ mod tests {
         assert_eq!(rest, ["x", "-o", "yaml", "--show-labels"]);
         assert!(parse(&["delete", "cq", "x"]).is_ok());
         assert!(parse(&["get", "pods"]).is_err());
+    }
+
+    #[test]
+    fn stop_and_resume_accept_upstreams_workload_aliases() {
+        for verb in ["stop", "resume"] {
+            for alias in ["workload", "kwl", "kueueworkload", "kueueworkloads", "wl"] {
+                let cli = parse(&[verb, alias, "w1"]).unwrap();
+                let name = match cli.command.unwrap() {
+                    Command::Stop {
+                        what: StopCommand::Workload { name, .. },
+                    }
+                    | Command::Resume {
+                        what: ResumeCommand::Workload { name, .. },
+                    } => name,
+                    other => panic!("{verb} {alias}: {other:?}"),
+                };
+                assert_eq!(name, "w1");
+            }
+        }
+    }
+
+    #[test]
+    fn kubectls_global_flags_parse_anywhere() {
+        let cli = parse(&[
+            "list",
+            "cq",
+            "--as",
+            "alice",
+            "--as-group",
+            "g1",
+            "--as-group",
+            "g2",
+            "--as-uid",
+            "u",
+            "--token",
+            "t",
+            "-s",
+            "https://h:6443",
+            "--certificate-authority",
+            "/ca",
+            "--client-certificate",
+            "/c",
+            "--client-key",
+            "/k",
+            "--insecure-skip-tls-verify",
+            "--request-timeout",
+            "5s",
+            "--cluster",
+            "c1",
+            "--user",
+            "u1",
+            "--context",
+            "x",
+            "--tls-server-name",
+            "h",
+            "--cache-dir",
+            "/tmp",
+            "--disable-compression",
+        ])
+        .unwrap();
+        let k = cli.kube;
+        assert_eq!(k.as_user.as_deref(), Some("alice"));
+        assert_eq!(k.as_group, ["g1", "g2"]);
+        assert_eq!(k.server.as_deref(), Some("https://h:6443"));
+        assert_eq!(k.insecure_skip_tls_verify, Some(true));
+        assert_eq!(k.request_timeout, "5s");
+        assert_eq!(k.user.as_deref(), Some("u1"));
+        assert_eq!(k.tls_server_name.as_deref(), Some("h"));
+        assert!(parse(&[]).unwrap().command.is_none());
     }
 
     #[test]

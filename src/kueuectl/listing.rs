@@ -226,6 +226,7 @@ pub fn workload_row(wl: &Workload, facts: &WorkloadFacts, now: i64, wide: bool) 
                 .job_types
                 .get(&(o.api_version.clone(), o.kind.clone()))
                 .map(String::as_str)
+                .filter(|t| !t.is_empty())
         })
         .collect();
     let names: BTreeSet<&str> = owners.iter().map(|o| o.name.as_str()).collect();

@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod error;
+pub mod help;
 pub mod listing;
 pub mod positions;
 pub mod quota;
@@ -34,7 +35,9 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> i32 {
     if let Some(name) = bin {
         cmd = cmd.name(name).bin_name(name);
     }
+    let cmd = help::decorate(cmd, "", bin.unwrap_or("kubectl kueue"));
     let cli = match cmd
+        .clone()
         .try_get_matches_from(argv)
         .and_then(|m| args::Cli::from_arg_matches(&m))
     {
@@ -44,6 +47,12 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> i32 {
             return if e.use_stderr() { 1 } else { 0 };
         }
     };
+    if cli.command.is_none() {
+        // Upstream prints the help and exits 0 when given no command.
+        let mut cmd = cmd;
+        let _ = cmd.print_help();
+        return 0;
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -13,13 +13,18 @@ use serde_json::Value;
 use super::listing::WorkloadStatus;
 use crate::{api::kueue::v1beta2::Workload, visibility::GROUP};
 
-/// `(namespace, Workload)` to its 0-based position in its LocalQueue.
-pub async fn read(
+/// Adds to `out` (`(namespace, Workload)` to its 0-based position in its
+/// LocalQueue) the positions of the ClusterQueues of `page`'s pending
+/// Workloads not asked yet (`asked`): one summary a ClusterQueue, as
+/// upstream asks, so a listing read page by page asks each once.
+pub async fn add(
     client: &Client,
-    items: &[Workload],
+    page: &[&Workload],
     local_queues: &HashMap<(String, String), String>,
-) -> HashMap<(String, String), usize> {
-    let cluster_queues: BTreeSet<String> = items
+    asked: &mut BTreeSet<String>,
+    out: &mut HashMap<(String, String), usize>,
+) {
+    let cluster_queues: BTreeSet<String> = page
         .iter()
         .filter(|w| WorkloadStatus::of(w) == WorkloadStatus::Pending)
         .filter_map(|w| {
@@ -35,9 +40,10 @@ pub async fn read(
                 local_queues.get(&(ns, lq)).cloned()
             })
         })
+        .filter(|cq| !asked.contains(cq))
         .collect();
-    let mut out = HashMap::new();
     for cq in cluster_queues {
+        asked.insert(cq.clone());
         let path = format!("/apis/{GROUP}/v1beta2/clusterqueues/{cq}/pendingworkloads");
         let Ok(req) = http::Request::get(path).body(Vec::new()) else {
             continue;
@@ -56,5 +62,4 @@ pub async fn read(
             }
         }
     }
-    out
 }

@@ -11,7 +11,10 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::LabelSelector as K8sLabelSelector,
 };
 use kube::{
-    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions},
+    api::{
+        DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams, PostParams,
+        Preconditions,
+    },
     config::{KubeConfigOptions, Kubeconfig},
     core::GroupVersionKind,
     discovery::{self, ApiResource, Scope},
@@ -66,27 +69,184 @@ pub struct Session {
     pub namespace: String,
 }
 
+/// The name given to the context, cluster and user kubectl's flags make
+/// when the kubeconfig has none to override.
+const FLAGS_ENTRY: &str = "kubectl-kueue-flags";
+
+/// `--request-timeout` as kubectl reads it: `0` (none), whole seconds, or
+/// a Go duration (`1s`, `2m`, `1h30m`, `500ms`).
+pub fn request_timeout(v: &str) -> Result<Option<std::time::Duration>, Error> {
+    let bad = || {
+        Error::Usage(
+            "invalid timeout value. Timeout must be a single integer in seconds, or an integer followed by a corresponding time unit (e.g. 1s | 2m | 3h)".into(),
+        )
+    };
+    let v = v.trim();
+    if v.is_empty() || v == "0" {
+        return Ok(None);
+    }
+    if let Ok(secs) = v.parse::<u64>() {
+        return Ok(Some(std::time::Duration::from_secs(secs)));
+    }
+    let mut total = 0f64;
+    let mut rest = v;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += n * scale;
+        rest = &rest[unit_end..];
+    }
+    Ok((total > 0.0).then(|| std::time::Duration::from_secs_f64(total)))
+}
+
+/// kubectl's global flags applied over the kubeconfig, as clientcmd's
+/// overrides: the context, cluster and user chosen, then the flags set on
+/// the chosen cluster and user.
+pub fn apply_flags(kc: &mut Kubeconfig, flags: &KubeFlags) -> KubeConfigOptions {
+    use kube::config::{AuthInfo, Cluster, Context, NamedAuthInfo, NamedCluster, NamedContext};
+    let context_name = flags
+        .context
+        .clone()
+        .or_else(|| kc.current_context.clone())
+        .filter(|c| kc.contexts.iter().any(|n| n.name == *c))
+        .unwrap_or_else(|| {
+            kc.contexts.push(NamedContext {
+                name: FLAGS_ENTRY.into(),
+                context: Some(Context::default()),
+                other: Default::default(),
+            });
+            FLAGS_ENTRY.into()
+        });
+    let context = kc
+        .contexts
+        .iter()
+        .find(|n| n.name == context_name)
+        .and_then(|n| n.context.clone())
+        .unwrap_or_default();
+    let cluster_name = flags
+        .cluster
+        .clone()
+        .or_else(|| Some(context.cluster.clone()).filter(|c| !c.is_empty()))
+        .unwrap_or_else(|| FLAGS_ENTRY.into());
+    let user_name = flags
+        .user
+        .clone()
+        .or(context.user.clone())
+        .unwrap_or_else(|| FLAGS_ENTRY.into());
+    if !kc.clusters.iter().any(|c| c.name == cluster_name) {
+        kc.clusters.push(NamedCluster {
+            name: cluster_name.clone(),
+            cluster: Some(Cluster::default()),
+            other: Default::default(),
+        });
+    }
+    if !kc.auth_infos.iter().any(|a| a.name == user_name) {
+        kc.auth_infos.push(NamedAuthInfo {
+            name: user_name.clone(),
+            auth_info: Some(AuthInfo::default()),
+            other: Default::default(),
+        });
+    }
+    if let Some(named) = kc.clusters.iter_mut().find(|c| c.name == cluster_name) {
+        let c = named.cluster.get_or_insert_with(Cluster::default);
+        if let Some(s) = &flags.server {
+            c.server = Some(s.clone());
+        }
+        if let Some(ca) = &flags.certificate_authority {
+            c.certificate_authority = Some(ca.clone());
+            c.certificate_authority_data = None;
+        }
+        if let Some(n) = &flags.tls_server_name {
+            c.tls_server_name = Some(n.clone());
+        }
+        if let Some(insecure) = flags.insecure_skip_tls_verify {
+            c.insecure_skip_tls_verify = Some(insecure);
+            if insecure {
+                // As clientcmd: skipping verification drops the CA.
+                c.certificate_authority = None;
+                c.certificate_authority_data = None;
+            }
+        }
+    }
+    if let Some(named) = kc.auth_infos.iter_mut().find(|a| a.name == user_name) {
+        let a = named.auth_info.get_or_insert_with(AuthInfo::default);
+        if let Some(t) = &flags.token {
+            a.token = Some(t.clone().into());
+            a.token_file = None;
+        }
+        if let Some(c) = &flags.client_certificate {
+            a.client_certificate = Some(c.clone());
+            a.client_certificate_data = None;
+        }
+        if let Some(k) = &flags.client_key {
+            a.client_key = Some(k.clone());
+            a.client_key_data = None;
+        }
+        if let Some(u) = &flags.as_user {
+            a.impersonate = Some(u.clone());
+        }
+        if let Some(u) = &flags.as_uid {
+            a.impersonate_uid = Some(u.clone());
+        }
+        if !flags.as_group.is_empty() {
+            a.impersonate_groups = Some(flags.as_group.clone());
+        }
+    }
+    KubeConfigOptions {
+        context: Some(context_name),
+        cluster: Some(cluster_name),
+        user: Some(user_name),
+    }
+}
+
 impl Session {
     pub async fn connect(flags: &KubeFlags) -> Result<Session, Error> {
-        let opts = KubeConfigOptions {
-            context: flags.context.clone(),
-            cluster: None,
-            user: None,
-        };
-        let config = match &flags.kubeconfig {
+        let timeout = request_timeout(&flags.request_timeout)?;
+        let kc = match &flags.kubeconfig {
             Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| Error::Config(e.to_string()))?;
+                Some(Kubeconfig::read_from(path).map_err(|e| Error::Config(e.to_string()))?)
+            }
+            None => Kubeconfig::read().ok(),
+        };
+        let mut config = match kc {
+            Some(mut kc) => {
+                let opts = apply_flags(&mut kc, flags);
                 Config::from_custom_kubeconfig(kc, &opts)
                     .await
                     .map_err(|e| Error::Config(e.to_string()))?
             }
-            None if flags.context.is_some() => Config::from_kubeconfig(&opts)
-                .await
-                .map_err(|e| Error::Config(e.to_string()))?,
+            // No kubeconfig: the flags alone (`--server`), else in-cluster.
+            None if flags.server.is_some() => {
+                let mut kc = Kubeconfig::default();
+                let opts = apply_flags(&mut kc, flags);
+                Config::from_custom_kubeconfig(kc, &opts)
+                    .await
+                    .map_err(|e| Error::Config(e.to_string()))?
+            }
             None => Config::infer()
                 .await
                 .map_err(|e| Error::Config(e.to_string()))?,
         };
+        if timeout.is_some() {
+            config.connect_timeout = timeout;
+            config.read_timeout = timeout;
+            config.write_timeout = timeout;
+        }
         let namespace = flags
             .namespace
             .clone()
@@ -98,7 +258,10 @@ impl Session {
 
 /// Runs a parsed command line; what it prints goes to `out`.
 pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return Ok(());
+    };
+    match command {
         Command::Completion { shell } => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -127,12 +290,11 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
         },
         Command::Version => {
             writeln!(out, "Client Version: v{}", env!("CARGO_PKG_VERSION"))?;
-            // The server part is best effort: a user may not read Deployments
-            // or Leases, and that is not an error of `version`.
-            if let Ok(s) = Session::connect(&cli.kube).await {
-                for line in server_versions(&s.client).await {
-                    writeln!(out, "{line}")?;
-                }
+            // As upstream: the Deployment must be readable (absent is fine);
+            // the reconciler's Lease is best effort.
+            let s = Session::connect(&cli.kube).await?;
+            for line in server_versions(&s.client).await? {
+                writeln!(out, "{line}")?;
             }
             Ok(())
         }
@@ -168,7 +330,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
             let s = Session::connect(&cli.kube).await?;
             match what {
                 StopCommand::Workload { name, write } => {
-                    set_workload_active(&s, &name, false, &write, out).await
+                    set_workload_active(&s, &name, false, "stopped", &write, out).await
                 }
                 StopCommand::Clusterqueue {
                     name,
@@ -192,7 +354,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
             let s = Session::connect(&cli.kube).await?;
             match what {
                 ResumeCommand::Workload { name, write } => {
-                    set_workload_active(&s, &name, true, &write, out).await
+                    set_workload_active(&s, &name, true, "resumed", &write, out).await
                 }
                 ResumeCommand::Clusterqueue { name, write } => {
                     set_stop_policy::<ClusterQueue>(&s, &name, stop_policy::NONE, &write, out).await
@@ -226,22 +388,53 @@ fn qualified_name<K: Resource<DynamicType = ()>>(name: &str) -> String {
     }
 }
 
+/// An object as upstream's printers take it: JSON with managedFields
+/// dropped (kubectl's default, `--show-managed-fields` keeps them).
+fn printable<T: Serialize>(obj: &T, show_managed_fields: bool) -> Result<Value, Error> {
+    let mut v = serde_json::to_value(obj)?;
+    if !show_managed_fields {
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+    }
+    Ok(v)
+}
+
+/// kubectl's JSON printer: four-space indentation, a newline after.
+fn write_json(v: &Value, out: &mut dyn Write) -> Result<(), Error> {
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut *out,
+        serde_json::ser::PrettyFormatter::with_indent(b"    "),
+    );
+    v.serialize(&mut ser)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// kubectl's YAML printer (sigs.k8s.io/yaml: keys sorted, as a
+/// `serde_json::Value` keeps them); `---` before every document after the
+/// first.
+fn write_yaml(v: &Value, first: bool, out: &mut dyn Write) -> Result<(), Error> {
+    if !first {
+        writeln!(out, "---")?;
+    }
+    write!(out, "{}", serde_yaml::to_string(v)?)?;
+    Ok(())
+}
+
 /// Prints an object as `-o` asks: json, yaml, name, or (none) the name
 /// with the operation and the dry-run suffix.
 fn print_object<K: Resource<DynamicType = ()> + Serialize>(
     obj: &K,
-    output: Option<&str>,
+    write: &WriteFlags,
     operation: &str,
     dry: DryRun,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     let name = obj.meta().name.clone().unwrap_or_default();
-    match output {
-        Some("json") => {
-            serde_json::to_writer_pretty(&mut *out, obj)?;
-            writeln!(out)?;
-        }
-        Some("yaml") => write!(out, "{}", serde_yaml::to_string(obj)?)?,
+    match write.output.as_deref() {
+        Some("json") => write_json(&printable(obj, write.show_managed_fields)?, out)?,
+        Some("yaml") => write_yaml(&printable(obj, write.show_managed_fields)?, true, out)?,
         Some("name") => writeln!(out, "{}", qualified_name::<K>(&name))?,
         None | Some("") => {
             let op = if operation.is_empty() {
@@ -256,23 +449,6 @@ fn print_object<K: Resource<DynamicType = ()> + Serialize>(
                 "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,yaml"
             )))
         }
-    }
-    Ok(())
-}
-
-/// A list as `kubectl get -o json|yaml` prints one.
-fn print_list<T: Serialize>(items: &[T], output: &str, out: &mut dyn Write) -> Result<(), Error> {
-    let list = json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": items,
-        "metadata": {"resourceVersion": ""},
-    });
-    if output == "json" {
-        serde_json::to_writer_pretty(&mut *out, &list)?;
-        writeln!(out)?;
-    } else {
-        write!(out, "{}", serde_yaml::to_string(&list)?)?;
     }
     Ok(())
 }
@@ -302,81 +478,235 @@ fn no_resources(namespace: Option<&str>) {
     }
 }
 
-/// Every page of a list, `limit` at a time.
-async fn list_all<K>(
-    api: &Api<K>,
-    flags: &ListFlags,
-    extra_labels: Option<&str>,
-) -> Result<Vec<K>, Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let limit = list_limit()?;
+/// The list parameters of `-l`/`--field-selector` (and a selector of the
+/// command's own), a page of `KUEUECTL_LIST_REQUEST_LIMIT`.
+fn list_params(flags: &ListFlags, extra_labels: Option<&str>) -> Result<ListParams, Error> {
     let labels = match (flags.selector.as_deref(), extra_labels) {
         (Some(a), Some(b)) if !a.is_empty() => Some(format!("{a},{b}")),
         (Some(a), None) => Some(a.to_string()),
         (_, Some(b)) => Some(b.to_string()),
         _ => None,
     };
-    let mut lp = ListParams::default().limit(limit);
+    let mut lp = ListParams::default().limit(list_limit()?);
     if let Some(l) = &labels {
         lp = lp.labels(l);
     }
     if let Some(f) = &flags.field_selector {
         lp = lp.fields(f);
     }
-    let mut items = Vec::new();
-    loop {
-        let page = api.list(&lp).await?;
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        items.extend(page.items);
-        match next {
-            Some(c) => lp = lp.continue_token(&c),
-            None => return Ok(items),
+    Ok(lp)
+}
+
+/// One list request's pages, read one at a time (limit/continue), so a
+/// page is printed and dropped before the next is read.
+struct Pages<K: Clone> {
+    api: Api<K>,
+    lp: ListParams,
+    done: bool,
+}
+
+impl<K> Pages<K>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    fn new(api: Api<K>, lp: ListParams) -> Self {
+        Pages {
+            api,
+            lp,
+            done: false,
         }
+    }
+
+    async fn next(&mut self) -> Result<Option<ObjectList<K>>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let page = self.api.list(&self.lp).await?;
+        match page.metadata.continue_.clone().filter(|c| !c.is_empty()) {
+            Some(c) => self.lp = self.lp.clone().continue_token(&c),
+            None => self.done = true,
+        }
+        Ok(Some(page))
     }
 }
 
-fn print_rows<K: Resource<DynamicType = ()> + Serialize>(
-    items: &[K],
-    table: impl FnOnce(bool) -> Table,
-    output: ListOutput,
+/// Every page of a list (for the commands that need them all at once).
+async fn list_pages<K>(api: &Api<K>, lp: ListParams) -> Result<Vec<K>, Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut pages = Pages::new(api.clone(), lp);
+    let mut items = Vec::new();
+    while let Some(page) = pages.next().await? {
+        items.extend(page.items);
+    }
+    Ok(items)
+}
+
+/// `-o json|yaml` of a list, as upstream prints it: each page as the typed
+/// list of its group version (`WorkloadList`, ...) with the page's list
+/// metadata, items as the server sent them (managedFields dropped), the
+/// command's filters applied to the page. Returns how many items passed.
+async fn print_structured_pages<K>(
+    api: &Api<K>,
+    lp: ListParams,
+    keep: impl Fn(&K) -> bool,
+    output: &str,
+    show_managed_fields: bool,
+    out: &mut dyn Write,
+) -> Result<usize, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let ar = ApiResource::erase::<K>(&());
+    let raw: Api<DynamicObject> = Api::all_with(api.clone().into_client(), &ar);
+    // The typed Api's URL carries the namespace; the raw one must too.
+    let raw = match api.namespace() {
+        Some(ns) => Api::namespaced_with(raw.into_client(), ns, &ar),
+        None => raw,
+    };
+    let mut pages = Pages::new(raw, lp);
+    let mut total = 0;
+    let mut first = true;
+    while let Some(page) = pages.next().await? {
+        let mut items = Vec::with_capacity(page.items.len());
+        for obj in page.items {
+            let mut v = printable(&obj, show_managed_fields)?;
+            let typed: K = serde_json::from_value(v.clone())?;
+            if !keep(&typed) {
+                continue;
+            }
+            if let Some(o) = v.as_object_mut() {
+                o.entry("apiVersion")
+                    .or_insert_with(|| Value::String(ar.api_version.clone()));
+                o.entry("kind")
+                    .or_insert_with(|| Value::String(ar.kind.clone()));
+            }
+            items.push(v);
+        }
+        total += items.len();
+        // ListMeta as Go prints it: empty fields omitted.
+        let mut meta = serde_json::Map::new();
+        let m = &page.metadata;
+        for (key, value) in [
+            ("resourceVersion", m.resource_version.clone()),
+            ("continue", m.continue_.clone()),
+        ] {
+            if let Some(v) = value.filter(|v| !v.is_empty()) {
+                meta.insert(key.into(), Value::String(v));
+            }
+        }
+        if let Some(n) = m.remaining_item_count {
+            meta.insert("remainingItemCount".into(), json!(n));
+        }
+        let list = json!({
+            "apiVersion": ar.api_version,
+            "kind": format!("{}List", ar.kind),
+            "metadata": meta,
+            "items": items,
+        });
+        if output == "json" {
+            write_json(&list, out)?;
+        } else {
+            write_yaml(&list, first, out)?;
+        }
+        first = false;
+    }
+    Ok(total)
+}
+
+/// A table filled page by page: only the cells are kept (column widths
+/// need every row, as kubectl's tabwriter buffers until its flush), the
+/// objects are dropped with their page.
+struct TableSink {
+    table: Table,
+    all_namespaces: bool,
+}
+
+impl TableSink {
+    fn new(table: Table, all_namespaces: bool) -> Self {
+        TableSink {
+            table,
+            all_namespaces,
+        }
+    }
+
+    fn push(&mut self, namespace: Option<&str>, mut row: Vec<String>) {
+        if self.all_namespaces {
+            row.insert(0, namespace.unwrap_or_default().to_string());
+        }
+        self.table.rows.push(row);
+    }
+
+    fn finish(mut self, out: &mut dyn Write) -> Result<(), Error> {
+        if self.all_namespaces {
+            self.table.columns.insert(0, "Namespace".to_string());
+        }
+        write!(out, "{}", self.table.render(true))?;
+        Ok(())
+    }
+}
+
+/// `list clusterqueue|localqueue|resourceflavor`: pages streamed, each
+/// filtered, its rows (or names) kept; `rows` makes a table of a page.
+async fn stream_list<K>(
+    api: Api<K>,
+    flags: &ListFlags,
+    keep: impl Fn(&K) -> bool,
+    rows: impl Fn(&[&K], bool) -> Table,
     namespaced: Option<Option<&str>>,
     out: &mut dyn Write,
-) -> Result<(), Error> {
-    if items.is_empty() {
-        if let ListOutput::Structured(o) = &output {
-            return print_list(items, o, out);
+) -> Result<(), Error>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let output = list_output(flags)?;
+    let lp = list_params(flags, None)?;
+    let all = matches!(namespaced, Some(None));
+    let total = match &output {
+        ListOutput::Structured(o) => {
+            print_structured_pages(&api, lp, keep, o, flags.show_managed_fields, out).await?
         }
-        no_resources(namespaced.flatten());
-        return Ok(());
-    }
-    match output {
-        ListOutput::Structured(o) => print_list(items, &o, out),
         ListOutput::Name => {
-            for i in items {
-                writeln!(
-                    out,
-                    "{}",
-                    qualified_name::<K>(&i.meta().name.clone().unwrap_or_default())
-                )?;
+            let mut pages = Pages::new(api, lp);
+            let mut total = 0;
+            while let Some(page) = pages.next().await? {
+                for i in page.items.iter().filter(|i| keep(i)) {
+                    total += 1;
+                    writeln!(
+                        out,
+                        "{}",
+                        qualified_name::<K>(&i.meta().name.clone().unwrap_or_default())
+                    )?;
+                }
             }
-            Ok(())
+            total
         }
         ListOutput::Table { wide } => {
-            let mut t = table(wide);
-            // -A: a NAMESPACE column first.
-            if matches!(namespaced, Some(None)) {
-                let ns: Vec<String> = items
-                    .iter()
-                    .map(|i| i.meta().namespace.clone().unwrap_or_default())
-                    .collect();
-                t = t.with_namespaces(&ns);
+            let mut pages = Pages::new(api, lp);
+            let mut sink = TableSink::new(rows(&[], *wide), all);
+            while let Some(page) = pages.next().await? {
+                let kept: Vec<&K> = page.items.iter().filter(|i| keep(i)).collect();
+                let t = rows(&kept, *wide);
+                for (i, row) in kept.iter().zip(t.rows) {
+                    sink.push(i.meta().namespace.as_deref(), row);
+                }
             }
-            write!(out, "{}", t.render(true))?;
-            Ok(())
+            let total = sink.table.rows.len();
+            if total > 0 {
+                sink.finish(out)?;
+            }
+            total
         }
+    };
+    if total == 0 {
+        no_resources(namespaced.flatten());
     }
+    Ok(())
 }
 
 // ------------------------------------------------------------------ create
@@ -443,7 +773,7 @@ where
             api.create(&pp, &obj).await?
         }
     };
-    print_object(&obj, write.output.as_deref(), "created", dry, out)
+    print_object(&obj, write, "created", dry, out)
 }
 
 async fn create_local_queue(
@@ -530,20 +860,17 @@ async fn list_cluster_queues(
     if active.len() > 1 {
         return Err(Error::Usage("only one active flag can be provided".into()));
     }
-    let output = list_output(flags)?;
-    let api = Api::<ClusterQueue>::all(s.client.clone());
-    let mut items = list_all(&api, flags, None).await?;
-    if let Some(want) = active.first() {
-        items.retain(|cq| listing::cluster_queue_active(cq) == *want);
-    }
+    let want = active.first().copied();
     let now = now();
-    print_rows(
-        &items,
-        |wide| listing::cluster_queue_table(&items.iter().collect::<Vec<_>>(), now, wide),
-        output,
+    stream_list(
+        Api::<ClusterQueue>::all(s.client.clone()),
+        flags,
+        |cq| want.is_none_or(|w| listing::cluster_queue_active(cq) == w),
+        |items, wide| listing::cluster_queue_table(items, now, wide),
         None,
         out,
     )
+    .await
 }
 
 async fn list_local_queues(
@@ -553,25 +880,26 @@ async fn list_local_queues(
     flags: &ListFlags,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let output = list_output(flags)?;
     let api = if all_namespaces {
         Api::<LocalQueue>::all(s.client.clone())
     } else {
         Api::<LocalQueue>::namespaced(s.client.clone(), &s.namespace)
     };
-    let mut items = list_all(&api, flags, None).await?;
-    if let Some(cq) = cluster_queue.filter(|c| !c.is_empty()) {
-        items.retain(|lq| lq.spec.cluster_queue.as_deref() == Some(cq.as_str()));
-    }
+    let cq = cluster_queue.filter(|c| !c.is_empty());
     let now = now();
     let ns = (!all_namespaces).then_some(s.namespace.as_str());
-    print_rows(
-        &items,
-        |wide| listing::local_queue_table(&items.iter().collect::<Vec<_>>(), now, wide),
-        output,
+    stream_list(
+        api,
+        flags,
+        |lq| {
+            cq.as_deref()
+                .is_none_or(|c| lq.spec.cluster_queue.as_deref() == Some(c))
+        },
+        |items, wide| listing::local_queue_table(items, now, wide),
         Some(ns),
         out,
     )
+    .await
 }
 
 async fn list_resource_flavors(
@@ -579,17 +907,16 @@ async fn list_resource_flavors(
     flags: &ListFlags,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    let output = list_output(flags)?;
-    let api = Api::<ResourceFlavor>::all(s.client.clone());
-    let items = list_all(&api, flags, None).await?;
     let now = now();
-    print_rows(
-        &items,
-        |wide| listing::resource_flavor_table(&items.iter().collect::<Vec<_>>(), now, wide),
-        output,
+    stream_list(
+        Api::<ResourceFlavor>::all(s.client.clone()),
+        flags,
+        |_| true,
+        |items, wide| listing::resource_flavor_table(items, now, wide),
         None,
         out,
     )
+    .await
 }
 
 /// `--for TYPE[.GROUP]/NAME`: the object, found in the namespace (or any
@@ -652,95 +979,125 @@ async fn list_workloads(s: &Session, w: ListWorkload, out: &mut dyn Write) -> Re
         status,
         owner_uid: None,
     };
-    let mut items = match &w.for_object {
-        Some(spec) => {
-            let Some((_, obj)) = find_for_object(s, spec, w.all_namespaces).await? else {
-                no_resources(ns_shown);
-                return Ok(());
-            };
-            let uid = obj.metadata.uid.clone().unwrap_or_default();
-            let by_label = format!("kueue.x-k8s.io/job-uid={uid}");
-            let items = list_all(&api, &w.list, Some(&by_label)).await?;
-            if items.is_empty() {
-                // Workloads of older jobs carry no job-uid label: their owner.
-                filter.owner_uid = Some(uid);
-                list_all(&api, &w.list, None).await?
-            } else {
-                items
-            }
+    let mut lp = list_params(&w.list, None)?;
+    if let Some(spec) = &w.for_object {
+        let Some((_, obj)) = find_for_object(s, spec, w.all_namespaces).await? else {
+            no_resources(ns_shown);
+            return Ok(());
+        };
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        let by_label = format!("kueue.x-k8s.io/job-uid={uid}");
+        let labelled = list_params(&w.list, Some(&by_label))?.limit(1);
+        if api.list(&labelled).await?.items.is_empty() {
+            // Workloads of older jobs carry no job-uid label: their owner.
+            filter.owner_uid = Some(uid);
+        } else {
+            lp = list_params(&w.list, Some(&by_label))?;
         }
-        None => list_all(&api, &w.list, None).await?,
-    };
-    items.retain(|wl| filter.keeps(wl));
-    if items.is_empty() {
-        if let ListOutput::Structured(o) = &output {
-            return print_list(&items, o, out);
-        }
-        no_resources(ns_shown);
-        return Ok(());
     }
-    let facts = match output {
-        ListOutput::Table { .. } => workload_facts(s, &items, w.all_namespaces).await?,
-        _ => WorkloadFacts::default(),
+    let total = match output {
+        ListOutput::Structured(o) => {
+            print_structured_pages(
+                &api,
+                lp,
+                |wl| filter.keeps(wl),
+                &o,
+                w.list.show_managed_fields,
+                out,
+            )
+            .await?
+        }
+        ListOutput::Name => {
+            let mut pages = Pages::new(api, lp);
+            let mut total = 0;
+            while let Some(page) = pages.next().await? {
+                for wl in page.items.iter().filter(|wl| filter.keeps(wl)) {
+                    total += 1;
+                    writeln!(out, "{}", qualified_name::<Workload>(&wl.name_any()))?;
+                }
+            }
+            total
+        }
+        ListOutput::Table { wide } => {
+            // Queues and positions are read once for the scope; owners'
+            // types once per apiVersion, as pages bring new ones.
+            let mut facts = workload_facts(s, w.all_namespaces).await?;
+            let mut asked = BTreeSet::new();
+            let now = now();
+            let mut pages = Pages::new(api, lp);
+            let mut sink = TableSink::new(
+                listing::workload_table(&[], &facts, now, wide),
+                w.all_namespaces,
+            );
+            while let Some(page) = pages.next().await? {
+                let kept: Vec<&Workload> =
+                    page.items.iter().filter(|wl| filter.keeps(wl)).collect();
+                add_job_types(s, &kept, &mut facts).await;
+                positions::add(
+                    &s.client,
+                    &kept,
+                    &facts.local_queues,
+                    &mut asked,
+                    &mut facts.positions,
+                )
+                .await;
+                for wl in kept {
+                    let row = listing::workload_row(wl, &facts, now, wide);
+                    sink.push(wl.metadata.namespace.as_deref(), row);
+                }
+            }
+            let total = sink.table.rows.len();
+            if total > 0 {
+                sink.finish(out)?;
+            }
+            total
+        }
     };
-    let now = now();
-    print_rows(
-        &items,
-        |wide| listing::workload_table(&items.iter().collect::<Vec<_>>(), &facts, now, wide),
-        output,
-        Some(ns_shown),
-        out,
-    )
+    if total == 0 {
+        no_resources(ns_shown);
+    }
+    Ok(())
 }
 
-/// What the Workload table needs beside the Workloads: their LocalQueues'
-/// ClusterQueues, the published positions, and the owners' types. One
-/// list per kind (and one discovery call per owner apiVersion), whatever
-/// the number of Workloads.
-async fn workload_facts(
-    s: &Session,
-    items: &[Workload],
-    all: bool,
-) -> Result<WorkloadFacts, Error> {
+/// What the Workload table needs beside the Workloads, read once for the
+/// scope (cluster-wide with -A, else the namespace): the LocalQueues'
+/// ClusterQueues. Positions come page by page (optional per row: a pending
+/// Workload without one shows a blank cell, as upstream).
+async fn workload_facts(s: &Session, all: bool) -> Result<WorkloadFacts, Error> {
     let mut facts = WorkloadFacts::default();
-    let namespaces: BTreeSet<&str> = items
-        .iter()
-        .filter_map(|w| w.metadata.namespace.as_deref())
-        .collect();
-    let needs_lq = items.iter().any(|w| {
-        w.status
-            .as_ref()
-            .and_then(|s| s.admission.as_ref())
-            .is_none()
-    });
     let limit = list_limit()?;
-    // Queues and pending lists: cluster-wide with -A, else the namespace.
     let scopes: Vec<Option<&str>> = if all {
         vec![None]
     } else {
-        namespaces.iter().map(|n| Some(*n)).collect()
+        vec![Some(s.namespace.as_str())]
     };
     for scope in &scopes {
-        if needs_lq {
-            let api = match scope {
-                Some(ns) => Api::<LocalQueue>::namespaced(s.client.clone(), ns),
-                None => Api::<LocalQueue>::all(s.client.clone()),
-            };
-            let lp = ListParams::default().limit(limit);
-            for lq in list_pages(&api, lp).await.unwrap_or_default() {
-                if let (Some(ns), Some(cq)) =
-                    (lq.metadata.namespace.clone(), lq.spec.cluster_queue.clone())
-                {
-                    facts.local_queues.insert((ns, lq.name_any()), cq);
-                }
+        let api = match scope {
+            Some(ns) => Api::<LocalQueue>::namespaced(s.client.clone(), ns),
+            None => Api::<LocalQueue>::all(s.client.clone()),
+        };
+        let lp = ListParams::default().limit(limit);
+        for lq in list_pages(&api, lp).await.unwrap_or_default() {
+            if let (Some(ns), Some(cq)) =
+                (lq.metadata.namespace.clone(), lq.spec.cluster_queue.clone())
+            {
+                facts.local_queues.insert((ns, lq.name_any()), cq);
             }
         }
     }
-    facts.positions = positions::read(&s.client, items, &facts.local_queues).await;
-    let owners: BTreeSet<(String, String)> = items
+    Ok(facts)
+}
+
+/// The `Job Type` of the owners' kinds a page brings that were not seen
+/// yet: one discovery call per new apiVersion. The type is the resource's
+/// singular name and the group the discovery entry carries (empty for the
+/// entries of a group version, so `job`, `appwrapper`, as upstream).
+async fn add_job_types(s: &Session, page: &[&Workload], facts: &mut WorkloadFacts) {
+    let owners: BTreeSet<(String, String)> = page
         .iter()
         .flat_map(|w| w.metadata.owner_references.iter().flatten())
         .map(|o| (o.api_version.clone(), o.kind.clone()))
+        .filter(|k| !facts.job_types.contains_key(k))
         .collect();
     let versions: BTreeSet<&str> = owners.iter().map(|(v, _)| v.as_str()).collect();
     for v in versions {
@@ -749,35 +1106,17 @@ async fn workload_facts(
         } else {
             s.client.list_core_api_resources(v).await
         };
-        let Ok(list) = list else { continue };
-        let group = v.split_once('/').map_or("", |(g, _)| g);
-        for r in list.resources {
-            if r.name.contains('/') || r.singular_name.is_empty() {
-                continue;
-            }
-            if owners.contains(&(v.to_string(), r.kind.clone())) {
-                facts.job_types.insert(
-                    (v.to_string(), r.kind.clone()),
-                    listing::job_type(&r.singular_name, group),
-                );
-            }
-        }
-    }
-    Ok(facts)
-}
-
-async fn list_pages<K>(api: &Api<K>, mut lp: ListParams) -> Result<Vec<K>, Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let mut items = Vec::new();
-    loop {
-        let page = api.list(&lp).await?;
-        let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-        items.extend(page.items);
-        match next {
-            Some(c) => lp = lp.continue_token(&c),
-            None => return Ok(items),
+        let resources = list.map(|l| l.resources).unwrap_or_default();
+        for (av, kind) in owners.iter().filter(|(av, _)| av == v) {
+            let found = resources
+                .iter()
+                .find(|r| r.kind == *kind && !r.singular_name.is_empty());
+            // Without a discovery entry the cell stays empty (remembered,
+            // so it is asked once).
+            let ty = found.map_or_else(String::new, |r| {
+                listing::job_type(&r.singular_name, r.group.as_deref().unwrap_or_default())
+            });
+            facts.job_types.insert((av.clone(), kind.clone()), ty);
         }
     }
 }
@@ -858,13 +1197,13 @@ async fn list_pods(
             write!(out, "{}", t.render(true))?;
             Ok(())
         }
-        other => {
+        _ => {
             let lf = ListFlags {
                 selector: Some(selector),
                 ..flags.clone()
             };
-            let items = list_all(&api, &lf, None).await?;
-            print_rows(&items, |_| Table::default(), other, Some(Some(&ns)), out)
+            let no_table = |_: &[&k8s_openapi::api::core::v1::Pod], _| Table::default();
+            stream_list(api, &lf, |_| true, no_table, Some(Some(&ns)), out).await
         }
     }
 }
@@ -921,6 +1260,7 @@ async fn set_workload_active(
     s: &Session,
     name: &str,
     active: bool,
+    operation: &str,
     write: &WriteFlags,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
@@ -928,7 +1268,7 @@ async fn set_workload_active(
     let api = Api::<Workload>::namespaced(s.client.clone(), &s.namespace);
     let patch = json!({"spec": {"active": active}});
     let wl = apply_merge(&api, name, patch, dry).await?;
-    print_object(&wl, write.output.as_deref(), "", dry, out)
+    print_object(&wl, write, operation, dry, out)
 }
 
 trait HasStopPolicy:
@@ -960,7 +1300,7 @@ async fn set_stop_policy<K: HasStopPolicy>(
     let api = K::api(s);
     let patch = json!({"spec": {"stopPolicy": policy}});
     let obj = apply_merge(&api, name, patch, dry).await?;
-    print_object(&obj, write.output.as_deref(), "", dry, out)
+    print_object(&obj, write, "", dry, out)
 }
 
 /// A JSON merge patch; with `--dry-run=client` the object read and patched
@@ -1149,7 +1489,7 @@ async fn delete_workloads(
                     Err(e) => return Err(e.into()),
                 }
             }
-            print_object(&wl, None, "deleted", dry, out)?;
+            print_object(&wl, &WriteFlags::default(), "deleted", dry, out)?;
         }
     }
     Ok(())
@@ -1198,10 +1538,10 @@ fn exec_kubectl(argv: &[String]) -> Result<(), Error> {
 
 /// The batchgate found in the cluster: the Deployment's image (as upstream
 /// reports Kueue's) and the version the reconciler wrote on its Lease.
-async fn server_versions(client: &Client) -> Vec<String> {
+async fn server_versions(client: &Client) -> Result<Vec<String>, Error> {
     let mut lines = Vec::new();
     let deployments = Api::<Deployment>::namespaced(client.clone(), "batchgate-system");
-    if let Ok(Some(d)) = deployments.get_opt("batchgate").await {
+    if let Some(d) = deployments.get_opt("batchgate").await? {
         let image = d
             .spec
             .and_then(|s| s.template.spec)
@@ -1228,7 +1568,7 @@ async fn server_versions(client: &Client) -> Vec<String> {
             }
         }
     }
-    lines
+    Ok(lines)
 }
 
 #[cfg(test)]
@@ -1250,6 +1590,140 @@ mod tests {
             "NAME   READY   RESTARTS\np1     1/1     0\n"
         );
         assert_eq!(server_table(&t, true).columns.len(), 4);
+    }
+
+    #[test]
+    fn request_timeouts_read_as_kubectls() {
+        use std::time::Duration;
+        assert_eq!(request_timeout("0").unwrap(), None);
+        assert_eq!(request_timeout("5").unwrap(), Some(Duration::from_secs(5)));
+        assert_eq!(
+            request_timeout("2m").unwrap(),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(
+            request_timeout("1h30m").unwrap(),
+            Some(Duration::from_secs(5400))
+        );
+        assert_eq!(
+            request_timeout("500ms").unwrap(),
+            Some(Duration::from_millis(500))
+        );
+        let e = request_timeout("soon").unwrap_err().to_string();
+        assert!(e.starts_with("invalid timeout value."), "{e}");
+    }
+
+    fn kubeconfig() -> Kubeconfig {
+        serde_yaml::from_str(
+            r#"
+apiVersion: v1
+kind: Config
+current-context: dev
+contexts:
+- name: dev
+  context: {cluster: c1, user: u1, namespace: team}
+- name: other
+  context: {cluster: c2, user: u2}
+clusters:
+- name: c1
+  cluster: {server: "https://one:6443", certificate-authority-data: "Q0E="}
+- name: c2
+  cluster: {server: "https://two:6443"}
+users:
+- name: u1
+  user: {token: "t1"}
+- name: u2
+  user: {token: "t2"}
+"#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn global_flags_override_the_chosen_cluster_and_user() {
+        let mut kc = kubeconfig();
+        let flags = KubeFlags {
+            server: Some("https://flag:6443".into()),
+            insecure_skip_tls_verify: Some(true),
+            token: Some("flag-token".into()),
+            as_user: Some("alice".into()),
+            as_group: vec!["g".into()],
+            tls_server_name: Some("api".into()),
+            ..KubeFlags::default()
+        };
+        let opts = apply_flags(&mut kc, &flags);
+        assert_eq!(opts.context.as_deref(), Some("dev"));
+        assert_eq!(opts.cluster.as_deref(), Some("c1"));
+        assert_eq!(opts.user.as_deref(), Some("u1"));
+        let c1 = kc.clusters[0].cluster.as_ref().unwrap();
+        assert_eq!(c1.server.as_deref(), Some("https://flag:6443"));
+        assert_eq!(c1.insecure_skip_tls_verify, Some(true));
+        assert_eq!(c1.certificate_authority_data, None);
+        assert_eq!(c1.tls_server_name.as_deref(), Some("api"));
+        let u1 = kc.auth_infos[0].auth_info.as_ref().unwrap();
+        assert_eq!(u1.impersonate.as_deref(), Some("alice"));
+        assert_eq!(
+            u1.impersonate_groups.as_deref(),
+            Some(&["g".to_string()][..])
+        );
+        // The other context's entries are untouched.
+        let c2 = kc.clusters[1].cluster.as_ref().unwrap();
+        assert_eq!(c2.server.as_deref(), Some("https://two:6443"));
+    }
+
+    #[test]
+    fn cluster_and_user_flags_pick_other_entries() {
+        let mut kc = kubeconfig();
+        let flags = KubeFlags {
+            cluster: Some("c2".into()),
+            user: Some("u2".into()),
+            ..KubeFlags::default()
+        };
+        let opts = apply_flags(&mut kc, &flags);
+        assert_eq!(
+            (
+                opts.context.as_deref(),
+                opts.cluster.as_deref(),
+                opts.user.as_deref()
+            ),
+            (Some("dev"), Some("c2"), Some("u2"))
+        );
+        // No kubeconfig at all: --server alone makes a usable entry.
+        let mut empty = Kubeconfig::default();
+        let flags = KubeFlags {
+            server: Some("https://only:6443".into()),
+            ..KubeFlags::default()
+        };
+        let opts = apply_flags(&mut empty, &flags);
+        assert_eq!(opts.cluster.as_deref(), Some(FLAGS_ENTRY));
+        assert_eq!(
+            empty.clusters[0]
+                .cluster
+                .as_ref()
+                .unwrap()
+                .server
+                .as_deref(),
+            Some("https://only:6443")
+        );
+    }
+
+    #[test]
+    fn printed_objects_drop_managed_fields_unless_asked() {
+        let v = json!({"metadata": {"name": "x", "managedFields": [{"manager": "m"}]}});
+        assert_eq!(
+            printable(&v, false).unwrap()["metadata"],
+            json!({"name": "x"})
+        );
+        assert!(printable(&v, true).unwrap()["metadata"]["managedFields"].is_array());
+        let mut out = Vec::new();
+        write_json(&json!({"a": {"b": 1}}), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\n    \"a\": {\n        \"b\": 1\n    }\n}\n"
+        );
+        let mut out = Vec::new();
+        write_yaml(&json!({"b": 1, "a": 2}), false, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "---\na: 2\nb: 1\n");
     }
 
     #[test]
