@@ -164,65 +164,15 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
     Ok(k)
 }
 
+#[path = "support/process.rs"]
+mod process;
+use process::*;
+
 fn main() {
     let smoke = !std::env::args().any(|a| a == "--bench");
     if let Err(e) = run(smoke) {
         eprintln!("kueue_side_by_side: {e}");
         std::process::exit(1);
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Processes: CPU time and memory from /proc.
-
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as f64
-}
-
-/// utime + stime of a process, in seconds (0 when it is gone).
-fn cpu_secs(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return 0.0;
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
-    (ticks(11) + ticks(12)) / clk_tck()
-}
-
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    s.lines()
-        .find(|l| l.starts_with(field))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and
-    // exec. Children are spawned from the main thread, which lives for the
-    // whole benchmark (PDEATHSIG follows the spawning thread).
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
     }
 }
 

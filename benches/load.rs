@@ -75,6 +75,10 @@ const PATH: &str = "/mutate?timeout=10s";
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+#[path = "support/process.rs"]
+mod process;
+use process::*;
+
 fn main() {
     if let Ok(dir) = std::env::var(BARE_ENV) {
         bare_server(Path::new(&dir));
@@ -214,21 +218,6 @@ fn proc_cpu_time(stat_path: &str) -> Option<Duration> {
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     let hz = if hz > 0 { hz as u64 } else { 100 };
     Some(Duration::from_nanos((utime + stime) * 1_000_000_000 / hz))
-}
-
-fn die_with_parent(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and
-    // exec here. The children are spawned from the main thread, which lives
-    // for the whole benchmark (PDEATHSIG follows the spawning thread).
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
 }
 
 /// Starts `cmd`, reads its stdout until a line starting with `prefix` and
