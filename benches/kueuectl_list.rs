@@ -1,6 +1,6 @@
 //! Load generator: `kubectl-kueue list workload -A` over 15,000 Workloads on
 //! the local control plane, end to end (process start, kubeconfig, every
-//! page, the LocalQueues, the published positions, owner discovery, the
+//! page, the LocalQueues, the positions (Kueue's visibility API), owner discovery, the
 //! table), timed over several runs, with each run's max RSS; side by side
 //! with upstream kueuectl (built by `tests/cluster/kueue/build.sh
 //! kueuectl`) on the same objects, runs alternated B U U B B U U B ...
@@ -14,11 +14,12 @@
 //! namespaces with a LocalQueue each, and `batchgate serve` (the binary
 //! cargo built for this bench) as the reconciler, so the Workloads are a
 //! mix of admitted and pending and the pending ones get their positions
-//! published by the real queueing engine. The Workloads are created
+//! served by the real queueing engine through Kueue's visibility API
+//! (registered as shipped, behind an ExternalName Service). The Workloads are created
 //! directly (64 concurrent creates); each is owned by its namespace's
 //! LocalQueue (an owner that exists, so the garbage collector leaves them,
 //! and one more apiVersion for the plugin's owner discovery). Timing starts
-//! once the reconciler has published every pending Workload's position.
+//! once the visibility API lists every pending Workload.
 //!
 //! Knobs: BATCHGATE_BENCH_WORKLOADS [15000], BATCHGATE_BENCH_RUNS [8] (per
 //! plugin), BATCHGATE_BENCH_BIN / BATCHGATE_BENCH_PLUGIN (default: cargo's
@@ -31,6 +32,7 @@
 
 use std::{
     io::{BufRead, BufReader, Write},
+    net::SocketAddr,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -38,9 +40,8 @@ use std::{
 
 use batchgate_localcluster::{ClusterOptions, LocalCluster};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
-    api::{DynamicObject, ListParams, PostParams},
+    api::{DynamicObject, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
     core::{ApiResource, GroupVersionKind},
     Api, Client, Config,
@@ -62,7 +63,13 @@ fn bin(var: &str, built: &str) -> PathBuf {
     std::env::var_os(var).map_or_else(|| PathBuf::from(built), PathBuf::from)
 }
 
-fn start_batchgate(bin: &Path, cluster: &LocalCluster, dir: &Path) -> Result<Child, BoxError> {
+/// `batchgate serve` as the reconciler, and the address of its visibility
+/// API listener (it prints it on stdout).
+fn start_batchgate(
+    bin: &Path,
+    cluster: &LocalCluster,
+    dir: &Path,
+) -> Result<(Child, SocketAddr), BoxError> {
     let cert_dir = dir.join("certs");
     let status = Command::new(bin)
         .args(["certs", "--out"])
@@ -86,26 +93,16 @@ fn start_batchgate(bin: &Path, cluster: &LocalCluster, dir: &Path) -> Result<Chi
             "127.0.0.1:0",
             "--probe-listen",
             "127.0.0.1:0",
+            "--visibility-listen",
+            "127.0.0.1:0",
             "--config",
         ])
         .arg(&cfg)
         .env("KUBECONFIG", cluster.kubeconfig())
         .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork
-        // and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
+    die_with_parent(&mut cmd);
     let mut child = cmd.spawn()?;
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let mut log = std::fs::File::create(dir.join("batchgate.log"))?;
@@ -114,7 +111,55 @@ fn start_batchgate(bin: &Path, cluster: &LocalCluster, dir: &Path) -> Result<Chi
             let _ = writeln!(log, "{line}");
         }
     });
-    Ok(child)
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(a) = line.strip_prefix("visibility API listening on https://") {
+                let _ = tx.send(a.trim().to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .map_err(|_| "batchgate did not report its visibility API address")?
+        .parse()?;
+    Ok((child, addr))
+}
+
+/// Kueue's visibility API as shipped (manifests/visibility.yaml), its
+/// Service an ExternalName for this host: both plugins read positions
+/// through it.
+fn register_visibility(cluster: &LocalCluster, addr: SocketAddr) -> Result<(), BoxError> {
+    const SERVICE: &str =
+        "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
+    let port = addr.port();
+    let shipped = include_str!("../manifests/visibility.yaml");
+    let api_services: Vec<String> = shipped
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: APIService") && d.contains(SERVICE))
+        .map(|d| d.replace(SERVICE, &format!("{SERVICE}    port: {port}\n")))
+        .collect();
+    if api_services.len() != 2 {
+        return Err("manifests/visibility.yaml: expected two APIServices".into());
+    }
+    let _ = cluster.run_kubectl(&["create", "namespace", "batchgate-system"]);
+    cluster.apply(
+        &json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "batchgate-visibility", "namespace": "batchgate-system"},
+                "spec": {"type": "ExternalName", "externalName": "localhost",
+                         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}})
+        .to_string(),
+    )?;
+    cluster.apply(&api_services.join("\n---\n"))?;
+    cluster.run_kubectl(&[
+        "wait",
+        "--for=condition=Available",
+        "--timeout=90s",
+        "apiservice/v1beta2.visibility.kueue.x-k8s.io",
+        "apiservice/v1beta1.visibility.kueue.x-k8s.io",
+    ])?;
+    Ok(())
 }
 
 fn workload(ns: &str, i: usize, owner_uid: &str) -> serde_json::Value {
@@ -129,25 +174,20 @@ fn workload(ns: &str, i: usize, owner_uid: &str) -> serde_json::Value {
     })
 }
 
-/// Published positions, summed over the ConfigMaps.
-async fn published(client: &Client) -> Result<usize, BoxError> {
-    let cms = Api::<ConfigMap>::all(client.clone())
-        .list(&ListParams::default().labels("batchgate.dev/pending-workloads=true"))
-        .await?;
-    Ok(cms
-        .items
-        .iter()
-        .map(|cm| {
-            cm.data
-                .as_ref()
-                .and_then(|d| d.get("workloads"))
-                .map_or(0, |w| w.lines().count())
-        })
-        .sum())
+/// Pending Workloads the visibility API lists for ClusterQueue `cq`.
+fn positions(cluster: &LocalCluster) -> Result<usize, BoxError> {
+    let out = cluster.run_kubectl(&[
+        "get",
+        "--raw",
+        "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads?limit=100000",
+    ])?;
+    let v: serde_json::Value = serde_json::from_str(&out)?;
+    Ok(v["items"].as_array().map_or(0, Vec::len))
 }
 
 /// One plugin run: wall time from spawn to exit, its stdout, and its max
-/// RSS (the kernel's, from wait4's rusage).
+/// RSS: VmHWM sampled every 2 ms until it exits (not the rusage of wait4,
+/// which on Linux also counts the memory of the forking bench before exec).
 struct Run {
     secs: f64,
     stdout: Vec<u8>,
@@ -164,28 +204,31 @@ fn list_once(bin: &Path, kubeconfig: &Path) -> Result<Run, BoxError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .ok_or("no stdout")?
-        .read_to_end(&mut stdout)?;
-    let mut stderr = Vec::new();
-    child
-        .stderr
-        .take()
-        .ok_or("no stderr")?
-        .read_to_end(&mut stderr)?;
-    let mut status = 0;
-    // SAFETY: rusage is plain data filled by the kernel; the pid is our
-    // child's, not yet reaped.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = libc::pid_t::try_from(child.id())?;
-    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
-        return Err(std::io::Error::last_os_error().into());
-    }
+    let pid = child.id();
+    let mut out = child.stdout.take().ok_or("no stdout")?;
+    let mut err = child.stderr.take().ok_or("no stderr")?;
+    let stdout = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        out.read_to_end(&mut b).map(|_| b)
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        err.read_to_end(&mut b).map(|_| b)
+    });
+    let mut max_rss_kib = 0;
+    let status = loop {
+        if let Some(hwm) = status_kib(pid, "VmHWM:") {
+            max_rss_kib = max_rss_kib.max(hwm);
+        }
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
     let secs = t.elapsed().as_secs_f64();
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+    let stdout = stdout.join().map_err(|_| "stdout reader panicked")??;
+    let stderr = stderr.join().map_err(|_| "stderr reader panicked")??;
+    if !status.success() {
         return Err(format!(
             "{} list failed ({status}): {}",
             bin.display(),
@@ -196,9 +239,13 @@ fn list_once(bin: &Path, kubeconfig: &Path) -> Result<Run, BoxError> {
     Ok(Run {
         secs,
         stdout,
-        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+        max_rss_kib,
     })
 }
+
+#[path = "support/process.rs"]
+mod process;
+use process::*;
 
 fn main() {
     if let Err(e) = run() {
@@ -306,7 +353,8 @@ fn run() -> Result<(), BoxError> {
     let work = tempfile::Builder::new()
         .prefix("batchgate-bench-")
         .tempdir()?;
-    let mut child = start_batchgate(&batchgate, &cluster, work.path())?;
+    let (mut child, visibility) = start_batchgate(&batchgate, &cluster, work.path())?;
+    register_visibility(&cluster, visibility)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -347,21 +395,21 @@ fn run() -> Result<(), BoxError> {
         "  {total} Workloads created in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    // Settled: every pending Workload has a published position.
+    // Settled: every pending Workload has a position.
     let pending = total - admitted;
     let t = Instant::now();
     loop {
-        let n = rt.block_on(published(&client)).unwrap_or(0);
+        let n = positions(&cluster).unwrap_or(0);
         if n == pending {
             break;
         }
         if t.elapsed() > Duration::from_secs(600) {
-            return Err(format!("only {n} of {pending} positions published after 600 s").into());
+            return Err(format!("only {n} of {pending} positions served after 600 s").into());
         }
         std::thread::sleep(Duration::from_millis(500));
     }
     println!(
-        "  reconciler settled ({pending} positions published) {:.1} s after the last create",
+        "  reconciler settled ({pending} positions served) {:.1} s after the last create",
         t.elapsed().as_secs_f64()
     );
     // Let the reconciler's status writes drain before timing.
