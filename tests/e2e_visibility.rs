@@ -369,4 +369,32 @@ fn pending_workloads_are_served_not_written() {
         .map(|cm| cm["metadata"]["name"].to_string())
         .collect();
     assert!(ours.is_empty(), "ConfigMaps written by batchgate: {ours:?}");
+
+    // A flood of connections to the visibility port is capped: past the cap
+    // (256) new ones are closed at accept instead of waiting out the TLS
+    // handshake deadline (10 s), and the API answers again once they go.
+    let flood: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(vis).expect("connecting"))
+        .collect();
+    let closed = flood
+        .iter()
+        .rev()
+        .take(20)
+        .filter(|s| {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut byte = [0u8; 1];
+            match (&**s).read(&mut byte) {
+                Ok(0) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+                Ok(_) => false,
+            }
+        })
+        .count();
+    assert_eq!(closed, 20, "connections past the cap are closed at once");
+    drop(flood);
+    wait_for(
+        Duration::from_secs(30),
+        "the API answering after the flood",
+        || raw(c, &cq_path).ok(),
+    );
 }

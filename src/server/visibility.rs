@@ -41,6 +41,13 @@ use crate::{
 const AUTH_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
 const RELOAD_EVERY: Duration = Duration::from_secs(60);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Its only rightful client is the apiserver's aggregator, which keeps a
+/// few connections: past this many, new ones are closed at accept, so a
+/// flood cannot take the file descriptors the webhook listener needs.
+const MAX_CONNECTIONS: usize = 256;
+/// A connection is closed after this long (the aggregator reconnects), so
+/// idle keep-alives cannot hold the slots for good.
+const MAX_CONNECTION_AGE: Duration = Duration::from_secs(600);
 /// How long a request waits for the queueing controller's next snapshot
 /// (it takes one every 250 ms when asked) before the last one is used.
 const FRESH_WITHIN: Duration = Duration::from_secs(2);
@@ -147,6 +154,7 @@ fn common_name(der: &CertificateDer<'_>) -> Option<String> {
 }
 
 struct Shared {
+    slots: Arc<tokio::sync::Semaphore>,
     acceptor: ArcSwap<TlsAcceptor>,
     front_proxy: ArcSwap<Option<FrontProxy>>,
     positions: Positions,
@@ -207,6 +215,7 @@ pub async fn serve(
         .map_err(|e| super::ServeError::Tls(rustls::Error::General(e)))?;
     info!(%addr, front_proxy = fp.is_some(), "visibility API listening");
     let shared = Arc::new(Shared {
+        slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
         acceptor: ArcSwap::from_pointee(first),
         front_proxy: ArcSwap::from_pointee(fp),
         positions,
@@ -242,7 +251,16 @@ pub async fn serve(
                     continue;
                 }
             };
-            tokio::spawn(connection(tcp, peer, shared.clone()));
+            let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+                debug!(%peer, "visibility API: connection cap reached; closed");
+                continue;
+            };
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let _slot = slot;
+                let _ =
+                    tokio::time::timeout(MAX_CONNECTION_AGE, connection(tcp, peer, shared)).await;
+            });
         }
     });
     Ok(addr)
