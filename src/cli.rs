@@ -541,7 +541,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     // certificate Secret go through the unfenced one.
     let fence = Arc::new(controllers::lease::Fence::default());
     // The queueing controller's pending queues, read by the visibility API.
-    let positions = crate::visibility::Positions::default();
+    let positions = crate::cluster::positions::Positions::default();
     let elector = reconcile_client.as_ref().map(|c| {
         Arc::new(controllers::lease::Elector::new(
             c.clone(),

@@ -3,7 +3,8 @@
 //! apiserver nothing until somebody asks.
 //!
 //! The pure part: a [`Snapshot`] of the pending queues (taken by the
-//! queueing controller, see [`Positions`]), the routes Kueue v0.19.2
+//! queueing controller and handed over by
+//! [`crate::cluster::positions::Positions`]), the routes Kueue v0.19.2
 //! serves (`pkg/visibility/storage`), the `limit`/`offset` options with
 //! their default and maximum, the `PendingWorkloadsSummary` bodies, the
 //! discovery documents and the `Status` errors. The HTTPS listener, front
@@ -12,16 +13,10 @@
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
-    time::Duration,
+    sync::Arc,
 };
 
-use arc_swap::ArcSwapOption;
 use serde_json::{json, Value};
-use tokio::sync::Notify;
 
 use crate::queueing::Engine;
 
@@ -100,50 +95,6 @@ pub fn order(pending: &mut [Pending]) {
             .then(a.created.cmp(&b.created))
             .then_with(|| a.uid.cmp(&b.uid))
     });
-}
-
-/// The queues as last snapshotted, shared between the queueing controller
-/// (which takes a snapshot on its status tick, only when one was asked for
-/// since the last) and the visibility listener (which asks, then waits for
-/// it). Nothing is computed while nobody reads. Empty until this replica
-/// leads and its engine has started: only the leader keeps the queues.
-#[derive(Debug, Clone, Default)]
-pub struct Positions(Arc<Shared>);
-
-#[derive(Debug, Default)]
-struct Shared {
-    snapshot: ArcSwapOption<Snapshot>,
-    wanted: AtomicBool,
-    taken: Notify,
-}
-
-impl Positions {
-    /// Whether a reader is waiting for a snapshot (or none was taken yet);
-    /// clears the request.
-    pub fn wanted(&self) -> bool {
-        self.0.snapshot.load().is_none() || self.0.wanted.swap(false, Ordering::AcqRel)
-    }
-
-    pub fn publish(&self, snapshot: Snapshot) {
-        self.0.snapshot.store(Some(Arc::new(snapshot)));
-        self.0.taken.notify_waiters();
-    }
-
-    pub fn current(&self) -> Option<Arc<Snapshot>> {
-        self.0.snapshot.load_full()
-    }
-
-    /// A snapshot taken after this call, or after `within` the latest one;
-    /// `None` at once on a replica that keeps no queues.
-    pub async fn fresh(&self, within: Duration) -> Option<Arc<Snapshot>> {
-        self.current()?;
-        let taken = self.0.taken.notified();
-        tokio::pin!(taken);
-        taken.as_mut().enable();
-        self.0.wanted.store(true, Ordering::Release);
-        let _ = tokio::time::timeout(within, taken).await;
-        self.current()
-    }
 }
 
 /// A request the visibility API answers.
@@ -774,32 +725,6 @@ mod tests {
         assert_eq!(r["resources"][3]["namespaced"], true);
         assert_eq!(r["resources"][1]["verbs"], json!(["get"]));
         assert_eq!(groups()["groups"][0]["name"], GROUP);
-    }
-
-    #[tokio::test]
-    async fn a_reader_gets_a_snapshot_taken_after_it_asked() {
-        let positions = Positions::default();
-        // A replica that keeps no queues answers at once.
-        assert!(positions.fresh(Duration::from_secs(60)).await.is_none());
-        assert!(positions.wanted(), "the first snapshot is always wanted");
-        positions.publish(Snapshot::default());
-        assert!(!positions.wanted(), "nobody asked since");
-        // The controller's side: a snapshot only when asked, then the reader
-        // gets that one.
-        let controller = positions.clone();
-        let tick = tokio::spawn(async move {
-            for _ in 0..2_000 {
-                if controller.wanted() {
-                    controller.publish(snapshot());
-                    return true;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            false
-        });
-        let got = positions.fresh(Duration::from_secs(60)).await.unwrap();
-        assert_eq!(*got, snapshot());
-        assert!(tick.await.unwrap());
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Kube glue: watch-backed caches that answer [`ClusterFacts`] without an
-//! API call per admission request, the certificate Secret, and the
-//! SubjectAccessReview client.
+//! API call per admission request, the certificate Secret, the
+//! SubjectAccessReview client, and the hand-off of queue snapshots to the
+//! visibility API.
 
 pub mod certsecret;
 pub mod devices;
 pub mod discovery;
+pub mod positions;
 pub mod sar;
 
 use std::sync::Arc;

@@ -34,7 +34,7 @@ pub async fn run(
     policies: PolicySet,
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
-    positions: crate::visibility::Positions,
+    positions: crate::cluster::positions::Positions,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));

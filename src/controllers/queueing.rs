@@ -232,7 +232,7 @@ pub struct Controller {
     recorder: Events,
     /// The pending queues as the visibility API serves them (snapshotted
     /// on the status tick when asked for; see [`crate::visibility`]).
-    visibility: crate::visibility::Positions,
+    visibility: crate::cluster::positions::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
 }
@@ -286,7 +286,7 @@ fn split_key(key: &str) -> (&str, &str) {
 
 impl Controller {
     /// Starts the watches and runs until the process ends.
-    pub async fn run(client: Client, positions: crate::visibility::Positions) {
+    pub async fn run(client: Client, positions: crate::cluster::positions::Positions) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
             Api::<api::ResourceFlavor>::all(client.clone()),

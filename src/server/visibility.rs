@@ -33,9 +33,9 @@ use tracing::{debug, info, warn};
 
 use super::tls::CertStore;
 use crate::{
-    cluster::sar::SarClient,
+    cluster::{positions::Positions, sar::SarClient},
     entitlement::{Check, Identity, Outcome, ResourceAttributes},
-    visibility::{self, Error, Positions, Route},
+    visibility::{self, Error, Route},
 };
 
 const AUTH_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
