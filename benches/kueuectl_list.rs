@@ -127,41 +127,6 @@ fn start_batchgate(
     Ok((child, addr))
 }
 
-/// Kueue's visibility API as shipped (manifests/visibility.yaml), its
-/// Service an ExternalName for this host: both plugins read positions
-/// through it.
-fn register_visibility(cluster: &LocalCluster, addr: SocketAddr) -> Result<(), BoxError> {
-    const SERVICE: &str =
-        "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
-    let port = addr.port();
-    let shipped = include_str!("../manifests/visibility.yaml");
-    let api_services: Vec<String> = shipped
-        .split("\n---\n")
-        .filter(|d| d.contains("kind: APIService") && d.contains(SERVICE))
-        .map(|d| d.replace(SERVICE, &format!("{SERVICE}    port: {port}\n")))
-        .collect();
-    if api_services.len() != 2 {
-        return Err("manifests/visibility.yaml: expected two APIServices".into());
-    }
-    let _ = cluster.run_kubectl(&["create", "namespace", "batchgate-system"]);
-    cluster.apply(
-        &json!({"apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "batchgate-visibility", "namespace": "batchgate-system"},
-                "spec": {"type": "ExternalName", "externalName": "localhost",
-                         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}})
-        .to_string(),
-    )?;
-    cluster.apply(&api_services.join("\n---\n"))?;
-    cluster.run_kubectl(&[
-        "wait",
-        "--for=condition=Available",
-        "--timeout=90s",
-        "apiservice/v1beta2.visibility.kueue.x-k8s.io",
-        "apiservice/v1beta1.visibility.kueue.x-k8s.io",
-    ])?;
-    Ok(())
-}
-
 fn workload(ns: &str, i: usize, owner_uid: &str) -> serde_json::Value {
     json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
@@ -354,7 +319,8 @@ fn run() -> Result<(), BoxError> {
         .prefix("batchgate-bench-")
         .tempdir()?;
     let (mut child, visibility) = start_batchgate(&batchgate, &cluster, work.path())?;
-    register_visibility(&cluster, visibility)?;
+    batchgate::cli::dev::register_visibility(&cluster, visibility.port())
+        .map_err(|e| format!("registering the visibility API: {e:#}"))?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

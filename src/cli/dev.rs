@@ -151,8 +151,10 @@ pub fn run(a: DevArgs) -> Result<()> {
 }
 
 /// Kueue's visibility API (positions in `kubectl kueue list workload`):
-/// the shipped APIServices, their Service an ExternalName for this host.
-fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
+/// the shipped APIServices, their Service an ExternalName for this host,
+/// in `batchgate-system` (created if missing). Waits until both are
+/// Available. Also what the e2e tests and benches register.
+pub fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
     const SERVICE: &str =
         "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
     let api_services: Vec<String> = include_str!("../../manifests/visibility.yaml")
@@ -165,6 +167,11 @@ fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
             "manifests/visibility.yaml: expected two APIServices of Service batchgate-visibility"
         );
     }
+    cluster.apply(
+        &json!({"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": crate::config::DEFAULT_NAMESPACE}})
+        .to_string(),
+    )?;
     let service = json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "batchgate-visibility", "namespace": crate::config::DEFAULT_NAMESPACE},

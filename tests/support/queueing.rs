@@ -95,44 +95,9 @@ pub fn start(c: &'static LocalCluster) -> Server {
 /// Service's clusterIP, which nothing on this host answers; an ExternalName
 /// it dials by name), and waits until the aggregator finds it available.
 pub fn register_visibility(c: &LocalCluster, addr: std::net::SocketAddr) {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let shipped = std::fs::read_to_string(format!("{root}/manifests/visibility.yaml")).unwrap();
-    let service = "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
-    let port = addr.port();
-    let api_services: Vec<String> = shipped
-        .split("\n---\n")
-        .filter(|d| d.contains("kind: APIService"))
-        .map(|d| {
-            assert!(d.contains(service), "{d}");
-            d.replace(service, &format!("{service}    port: {port}\n"))
-        })
-        .collect();
-    assert_eq!(api_services.len(), 2);
-    let (_, _, _) = kubectl(c, &["create", "namespace", "batchgate-system"], None);
-    apply(
-        c,
-        &json!({"apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "batchgate-visibility", "namespace": "batchgate-system"},
-                "spec": {"type": "ExternalName", "externalName": "localhost",
-                         "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}})
-        .to_string(),
-    );
-    apply(c, &api_services.join("\n---\n"));
-    let (ok, out, err) = kubectl(
-        c,
-        &[
-            "wait",
-            "--for=condition=Available",
-            "--timeout=90s",
-            "apiservice/v1beta2.visibility.kueue.x-k8s.io",
-            "apiservice/v1beta1.visibility.kueue.x-k8s.io",
-        ],
-        None,
-    );
-    assert!(
-        ok,
-        "the visibility APIServices did not become available: {out}{err}"
-    );
+    if let Err(e) = batchgate::cli::dev::register_visibility(c, addr.port()) {
+        panic!("the visibility APIServices did not become available: {e:#}");
+    }
 }
 
 pub fn apply(c: &LocalCluster, yaml: &str) {
