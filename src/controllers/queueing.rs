@@ -670,14 +670,25 @@ impl Controller {
                 reason,
                 message,
                 preempted_reason,
-            } => (
-                workload,
-                Write::Evict {
-                    reason,
-                    message,
-                    preempted: preempted_reason,
-                },
-            ),
+                preemptor,
+            } => {
+                // Kueue logs each preemption ("Preempted", V(3)).
+                info!(
+                    workload = %workload,
+                    preemptor = preemptor.as_deref().unwrap_or(""),
+                    reason = reason.as_str(),
+                    preempted = preempted_reason.map_or("", |r| r.as_str()),
+                    "evicting"
+                );
+                (
+                    workload,
+                    Write::Evict {
+                        reason,
+                        message,
+                        preempted: preempted_reason,
+                    },
+                )
+            }
             Decision::Pending {
                 workload,
                 reason,

@@ -143,6 +143,8 @@ pub enum Decision {
         reason: EvictionReason,
         message: String,
         preempted_reason: Option<PreemptedReason>,
+        /// The workload the room is made for (preemptions only).
+        preemptor: Option<String>,
     },
     /// Set `QuotaReserved=False` with this reason and message. Only issued
     /// when they change.

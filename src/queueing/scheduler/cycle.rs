@@ -64,6 +64,7 @@ impl Engine {
                     reason,
                     message: message.to_string(),
                     preempted_reason: None,
+                    preemptor: None,
                 });
                 self.mark_evicting(&key);
             }
@@ -285,6 +286,7 @@ impl Engine {
                         t.reason.human()
                     ),
                     preempted_reason: Some(t.reason),
+                    preemptor: Some(entry.order.key.to_string()),
                 }));
             }
             entry.outcome = pending(

@@ -129,6 +129,7 @@ fn evictions(c: &Cycle) -> Vec<(String, EvictionReason, String, Option<Preempted
                 reason,
                 message,
                 preempted_reason,
+                ..
             } => Some((
                 workload.clone(),
                 *reason,
