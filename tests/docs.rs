@@ -908,3 +908,247 @@ fn shell_words_are_read_as_the_shell_reads_them() {
     assert!(check_cli(&kk, &words("-n ns list lq"), true).is_ok());
     assert!(check_cli(&kk, &words("list lq --no-such"), false).is_err());
 }
+
+/// Whether `flag` (`--long` or `-s`, any `=value` or `[...]` cut off) is
+/// an argument of the last command of `path` or of one above it.
+fn has_flag(path: &[&clap::Command], flag: &str) -> bool {
+    let flag = flag.split(['=', '[']).next().unwrap_or_default();
+    let args = || path.iter().flat_map(|c| c.get_arguments());
+    if let Some(long) = flag.strip_prefix("--") {
+        args().any(|a| {
+            a.get_long() == Some(long) || a.get_all_aliases().is_some_and(|al| al.contains(&long))
+        })
+    } else if let Some(short) = flag.strip_prefix('-') {
+        let mut chars = short.chars();
+        match (chars.next(), chars.next()) {
+            (Some(s), None) => args().any(|a| a.get_short() == Some(s)),
+            _ => false,
+        }
+    } else {
+        false
+    }
+}
+
+/// Every flag of a command tree, for flags a page names without their
+/// command.
+fn every_flag(cmd: &clap::Command) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![cmd];
+    while let Some(c) = stack.pop() {
+        for a in c.get_arguments() {
+            out.extend(a.get_long().map(|l| format!("--{l}")));
+            out.extend(a.get_short().map(|s| format!("-{s}")));
+            out.extend(
+                a.get_all_aliases()
+                    .into_iter()
+                    .flatten()
+                    .map(|l| format!("--{l}")),
+            );
+        }
+        stack.extend(c.get_subcommands());
+    }
+    out
+}
+
+/// Flags that pages name on purpose although neither binary has them.
+const FOREIGN_FLAGS: &[(&str, &str)] = &[
+    (
+        "--server-side",
+        "kubectl apply's, which Kueue's own CRDs need",
+    ),
+    (
+        "--as-user-extra",
+        "upstream kueuectl's, listed as not implemented",
+    ),
+    (
+        "--show-labels",
+        "upstream kueuectl's, listed as not implemented",
+    ),
+    (
+        "--sort-by",
+        "upstream kueuectl's, listed as not implemented",
+    ),
+];
+
+/// A code span that is a flag standing alone (`--name ...`, `-x`,
+/// `-x/--name`): the flags in it.
+fn bare_flags(span: &str) -> Vec<String> {
+    let first = span.split_whitespace().next().unwrap_or_default();
+    first
+        .split('/')
+        .filter_map(|part| {
+            let (dashes, rest) = match part.strip_prefix("--") {
+                Some(rest) => ("--", rest),
+                None => ("-", part.strip_prefix('-')?),
+            };
+            // The name ends at `=`, `[`, `:` or `,` (a value, an optional
+            // part, a log line's colon).
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            let ok = name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && (dashes == "--" || name.len() == 1);
+            ok.then(|| format!("{dashes}{name}"))
+        })
+        .collect()
+}
+
+/// Flags named alone in a page exist in the binary the page is about (or
+/// are listed in [`FOREIGN_FLAGS`]).
+#[test]
+fn every_flag_named_alone_exists() {
+    let batchgate = every_flag(&batchgate::cli::Cli::command());
+    let kueuectl = every_flag(&batchgate::kueuectl::args::Cli::command());
+    let mut problems = Vec::new();
+    let mut count = 0;
+    for page in pages() {
+        let known: BTreeSet<&String> = match page.name().as_str() {
+            // Cargo's and cargo-fuzz's flags; the index names none.
+            "docs/development.md" | "README.md" | "docs/README.md" => continue,
+            "docs/kubectl-kueue.md" => kueuectl.iter().chain(&batchgate).collect(),
+            _ => batchgate.iter().collect(),
+        };
+        for (line, span) in page.code_spans() {
+            for flag in bare_flags(&span) {
+                count += 1;
+                if !known.contains(&flag) && !FOREIGN_FLAGS.iter().any(|(f, _)| *f == flag) {
+                    problems.push(format!(
+                        "{}:{line}: `{span}`: no such flag {flag}",
+                        page.name()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        count > 50,
+        "only {count} flags found: is the parser broken?"
+    );
+    assert!(
+        problems.is_empty(),
+        "{} flags named in the docs do not exist:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// Table cells split on `|`, not on the `\|` inside code spans.
+fn cells(row: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = row.trim().trim_matches('|').chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                chars.next();
+                out.last_mut().expect("a cell").push('|');
+            }
+            '|' => out.push(String::new()),
+            c => out.last_mut().expect("a cell").push(c),
+        }
+    }
+    out
+}
+
+fn spans_of(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// docs/kubectl-kueue.md's table of commands: each command (with its
+/// aliases, `a|b`) is one of `kubectl kueue`'s, and every flag in its row
+/// is that command's.
+#[test]
+fn the_kubectl_kueue_command_table_matches_the_plugin() {
+    let page = Page::read(PathBuf::from("docs/kubectl-kueue.md"));
+    let mut root = batchgate::kueuectl::args::Cli::command();
+    root.build();
+    let rows: Vec<&str> = page
+        .text
+        .lines()
+        .skip_while(|l| !l.starts_with("| command | what it does |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(
+        rows.len() > 10,
+        "the command table of docs/kubectl-kueue.md is not found"
+    );
+    let mut problems = Vec::new();
+    for row in rows {
+        let cells = cells(row);
+        let mut leaf: Option<Vec<&clap::Command>> = None;
+        let mut flags: Vec<String> = Vec::new();
+        for span in spans_of(&cells[0]) {
+            let mut path = vec![&root];
+            let mut words = span.split_whitespace().peekable();
+            let mut walked = false;
+            while let Some(word) = words.next() {
+                if word.starts_with(['-', '[']) {
+                    flags.push(word.trim_matches(['[', ']']).to_string());
+                    // A flag's placeholder value.
+                    if words
+                        .peek()
+                        .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_uppercase()))
+                    {
+                        words.next();
+                    }
+                    continue;
+                }
+                if word.starts_with(|c: char| c.is_ascii_uppercase()) || word.starts_with("...") {
+                    continue;
+                }
+                let here = *path.last().expect("the root");
+                let alternatives: Vec<&str> = word.split('|').collect();
+                let found: Vec<Option<&clap::Command>> = alternatives
+                    .iter()
+                    .map(|a| here.find_subcommand(a))
+                    .collect();
+                if let Some((bad, _)) = alternatives.iter().zip(&found).find(|(_, f)| f.is_none()) {
+                    // `wl` after a command: an alias of that command.
+                    let alias_of_leaf = !walked
+                        && leaf.as_ref().is_some_and(|l| {
+                            l.len() > 1
+                                && l[l.len() - 2].find_subcommand(bad).map(|c| c.get_name())
+                                    == Some(l[l.len() - 1].get_name())
+                        });
+                    if !alias_of_leaf {
+                        let at = path
+                            .iter()
+                            .map(|c| c.get_name())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        problems.push(format!("`{span}`: `{at}` has no subcommand {bad:?}"));
+                    }
+                    break;
+                }
+                path.push(found[0].expect("checked"));
+                walked = true;
+            }
+            if walked && leaf.is_none() {
+                leaf = Some(path);
+            }
+        }
+        let Some(path) = leaf else {
+            problems.push(format!("no command in the row {row:?}"));
+            continue;
+        };
+        for span in spans_of(&cells[1..].join(" ")) {
+            flags.extend(bare_flags(span));
+        }
+        for flag in flags {
+            if !has_flag(&path, &flag) {
+                let at = path
+                    .iter()
+                    .map(|c| c.get_name())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                problems.push(format!("`{at}` has no flag {flag}"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/kubectl-kueue.md's command table does not match `kubectl kueue`:\n{}",
+        problems.join("\n")
+    );
+}
