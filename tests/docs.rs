@@ -1152,3 +1152,31 @@ fn the_kubectl_kueue_command_table_matches_the_plugin() {
         problems.join("\n")
     );
 }
+
+/// A command in an indented code block would escape the checks above:
+/// commands go in fenced `sh` or `console` blocks.
+#[test]
+fn no_command_hides_in_an_indented_block() {
+    let programs = ["batchgate", "kubectl", "make", "cargo", "curl", "docker"];
+    let mut problems = Vec::new();
+    for page in pages() {
+        let prose = page.prose();
+        let mut previous_blank = true;
+        let mut in_block = false;
+        for (i, line) in prose.lines().enumerate() {
+            let indented = line.starts_with("    ") && !line.trim().is_empty();
+            in_block = indented && (in_block || previous_blank);
+            let first = line.split_whitespace().next().unwrap_or_default();
+            let first = first.strip_prefix('$').map_or(first, str::trim);
+            if in_block && programs.contains(&first) {
+                problems.push(format!("{}:{}: {}", page.name(), i + 1, line.trim()));
+            }
+            previous_blank = line.trim().is_empty();
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "commands in indented code blocks (put them in a fenced sh block, where they are checked):\n{}",
+        problems.join("\n")
+    );
+}
