@@ -12,8 +12,12 @@
 //!   the reason.
 //! - The tour in README's quick start: its commands are in the source that
 //!   `batchgate dev` prints it from (and `tests/e2e_dev.rs` runs it).
+//! - Flags named alone exist in the binary the page is about; the rows of
+//!   docs/kubectl-kueue.md's command table name the plugin's commands and
+//!   their flags.
 //! - Inline code spans that are repository paths exist.
 //! - Relative links point to existing files and headings.
+//! - No command sits in an indented code block, out of these checks' sight.
 
 use std::{
     collections::BTreeSet,
