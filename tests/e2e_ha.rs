@@ -27,7 +27,7 @@
 //!
 //! Throughout: every Job gets exactly one Workload and finishes, and a
 //! sampler checks the cpu of quota-reserved Workloads never exceeds 20.
-//! Figures are printed for README ("High availability").
+//! Figures are printed for docs/high-availability.md ("Measured: the whole `e2e_ha` run").
 
 mod support;
 

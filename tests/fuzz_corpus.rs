@@ -4,7 +4,7 @@
 //! `batchgate::fuzzing`, then a bounded, seeded mutation smoke over the same
 //! corpus and the target's dictionary, so CI exercises more than the fixed
 //! inputs. The coverage-guided runs are `cargo +nightly fuzz run <target>`
-//! (README "Fuzzing").
+//! (docs/development.md, "Fuzzing").
 
 use std::{
     fs,

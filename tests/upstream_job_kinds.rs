@@ -7,9 +7,9 @@
 //! default feature gates. A case upstream runs with a non-default gate that
 //! changes its answer is left out (counted as "not ported"); a case where
 //! batchgate answers differently on purpose is a [`Want::Differs`] and is
-//! listed in README ("Job kinds: differences from Kueue v0.19.2"). Cases
+//! listed in docs/job-kinds.md ("Job kinds: upstream's tables, and the differences"). Cases
 //! that need a cluster fact (a LocalQueue named `default`, a
-//! SubjectAccessReview) are in the e2e tests, as the README says.
+//! SubjectAccessReview) are in the e2e tests, as docs/job-kinds.md says.
 
 mod support;
 
@@ -53,7 +53,7 @@ enum Want {
     /// Refused; upstream's test checks only that the request fails.
     DenyAny,
     /// batchgate answers `ours` on purpose where upstream answers
-    /// otherwise (README lists each with its reason).
+    /// otherwise (docs/job-kinds.md lists each with its reason).
     Differs {
         ours: Box<Want>,
     },

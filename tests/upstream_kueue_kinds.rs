@@ -13,7 +13,7 @@
 //! Not counted as passing, and printed per table:
 //! - cases that set a feature gate away from its v0.19.2 default (upstream
 //!   answers them under another configuration);
-//! - cases listed in README as differences, with the reason (none today).
+//! - cases listed in docs/kueue-api.md as differences, with the reason (none today).
 
 mod support;
 
