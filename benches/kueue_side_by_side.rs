@@ -35,7 +35,10 @@
 //! concurrency conflicts, all clients), evictions (the runner's recorder:
 //! `Evicted` false → true transitions it saw on its Workload watch, summed
 //! over `summary.yaml`'s `totalEvictions`), the ClusterQueue usage the
-//! checker computes and its verdict, and the load average before and after.
+//! checker computes and its verdict, the quota the Workloads held as the
+//! runner saw it (last admission to `Finished`, from `wlStates.csv`; what
+//! the usage should come to if the status is right) with each class's mean
+//! hold against its runtime, and the load average before and after.
 //!
 //! Knobs (environment; defaults in brackets):
 //!   KUEUE_BENCH_SCALE [0.2]        multiplies every workloadsSet's count (0.2 = 3,000 Workloads)
@@ -275,11 +278,15 @@ impl Upstream {
 /// multiplied by `scale` (at least 1), and optionally fewer cohorts/queues.
 /// Returns the YAML, the number of Workloads it makes and their work
 /// (Σ request × runtime, in mCPU × ms).
-fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64), BoxError> {
+/// Each Workload class's request (mCPU) and runtime (ms), by class name.
+type Classes = BTreeMap<String, (f64, f64)>;
+
+fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64, Classes), BoxError> {
     let text = std::fs::read_to_string(src)?;
     let mut doc: Value = serde_yaml::from_str(&text)?;
     let mut total = 0u64;
     let mut work = 0f64;
+    let mut classes = Classes::new();
     let cohorts = doc
         .get_mut("cohorts")
         .and_then(Value::as_sequence_mut)
@@ -310,12 +317,16 @@ fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64), BoxErro
                 for w in ws["workloads"].as_sequence().into_iter().flatten() {
                     total += n_cohorts * n_queues * scaled;
                     let cpu = w["request"].as_f64().unwrap_or(0.0) * 1000.0;
-                    work += times * cpu * w["runtimeMs"].as_f64().unwrap_or(0.0);
+                    let runtime = w["runtimeMs"].as_f64().unwrap_or(0.0);
+                    work += times * cpu * runtime;
+                    if let Some(name) = w["className"].as_str() {
+                        classes.insert(name.to_string(), (cpu, runtime));
+                    }
                 }
             }
         }
     }
-    Ok((serde_yaml::to_string(&doc)?, total, work))
+    Ok((serde_yaml::to_string(&doc)?, total, work, classes))
 }
 
 // ---------------------------------------------------------------------------
@@ -405,8 +416,12 @@ struct RunResult {
     dropped_events: u64,
     /// Workloads the recorder saw finish (wlStates.csv).
     finished: u64,
-    /// Per ClusterQueue class: the checker's usage and the work-done usage.
-    usage_pct: Vec<(String, f64, f64)>,
+    /// Per ClusterQueue class: the checker's usage, the work-done usage and
+    /// the quota held as the runner saw it (see [`Held`]), in % of nominal x span.
+    usage_pct: Vec<(String, f64, f64, f64)>,
+    /// Per Workload class: mean ms from the runner seeing the last admission
+    /// to it seeing `Finished`, and the class's runtime.
+    hold_ms: Vec<(String, f64, f64)>,
     checker: String,
     load_before: String,
     load_after: String,
@@ -424,6 +439,9 @@ impl RunResult {
     }
     fn work_usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.2)
+    }
+    fn held_usage(&self) -> f64 {
+        self.usage_pct.first().map_or(0.0, |u| u.3)
     }
 }
 
@@ -544,7 +562,62 @@ fn u64_at(v: &Value, key: &str) -> u64 {
 /// × span)): the checker's figure minus this is quota the status reports
 /// beyond the runtimes (admission → Finished latency, preempted runs, stale
 /// status).
-fn checker_usage(summary: &Value, work: f64) -> Result<Vec<(String, f64, f64)>, BoxError> {
+/// The quota the Workloads held as the runner saw it: from the last time it
+/// saw a Workload admitted to the time it saw it `Finished` (wlStates.csv:
+/// id, class, namespace, name, ms to admitted, ms to finish, evictions; both
+/// times from the Workload's first event), times the class's request. The
+/// status can only show more (it counts from the admission write, before
+/// the runner sees it, to the release after the runner's `Finished`), so
+/// when the checker's usage is close to this figure the status is right and
+/// the hold is the job's: its runtime plus the runner's lag in marking it
+/// `Finished`.
+struct Held {
+    finished: u64,
+    mcpu_ms: f64,
+    by_class: Vec<(String, f64, f64)>,
+}
+
+impl Held {
+    fn read(path: &Path, classes: &Classes) -> Held {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let mut finished = 0;
+        let mut mcpu_ms = 0.0;
+        let mut sums: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let ms = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            let (admitted, done) = (ms(4), ms(5));
+            if done <= 0.0 {
+                continue;
+            }
+            finished += 1;
+            let class = f.get(1).copied().unwrap_or("");
+            let hold = (done - admitted).max(0.0);
+            mcpu_ms += hold * classes.get(class).map_or(0.0, |c| c.0);
+            let e = sums.entry(class).or_default();
+            e.0 += hold;
+            e.1 += 1.0;
+        }
+        let by_class = sums
+            .into_iter()
+            .map(|(c, (sum, n))| {
+                let runtime = classes.get(c).map_or(0.0, |c| c.1);
+                (c.to_string(), sum / n, runtime)
+            })
+            .collect();
+        Held {
+            finished,
+            mcpu_ms,
+            by_class,
+        }
+    }
+}
+
+fn checker_usage(
+    summary: &Value,
+    work: f64,
+    held: f64,
+) -> Result<Vec<(String, f64, f64, f64)>, BoxError> {
     let mut out = Vec::new();
     let Some(classes) = summary
         .get("clusterQueueClasses")
@@ -566,15 +639,19 @@ fn checker_usage(summary: &Value, work: f64) -> Result<Vec<(String, f64, f64)>, 
         let elapsed_ms = last.duration_since(first).as_millis() as f64;
         let quota = u64_at(c, "nominalQuota") as f64;
         let used = u64_at(c, "cpuUsed") as f64;
-        let (pct, work_pct) = if quota > 0.0 && elapsed_ms > 0.0 {
-            (
-                used * 100.0 / (quota * elapsed_ms),
-                work * 100.0 / (quota * elapsed_ms),
-            )
-        } else {
-            (0.0, 0.0)
+        let pct = |v: f64| {
+            if quota > 0.0 && elapsed_ms > 0.0 {
+                v * 100.0 / (quota * elapsed_ms)
+            } else {
+                0.0
+            }
         };
-        out.push((name.as_str().unwrap_or("?").to_string(), pct, work_pct));
+        out.push((
+            name.as_str().unwrap_or("?").to_string(),
+            pct(used),
+            pct(work),
+            pct(held),
+        ));
     }
     Ok(out)
 }
@@ -632,6 +709,7 @@ fn one_run(
     generator: &Path,
     total: u64,
     work_mcpu_ms: f64,
+    classes: &Classes,
 ) -> Result<RunResult, BoxError> {
     let load_before = loadavg();
     let work = tempfile::Builder::new()
@@ -776,19 +854,8 @@ fn one_run(
             evictions += u64_at(c, "totalEvictions");
         }
     }
-    // wlStates.csv: id, class, namespace, name, ms to admitted, ms to finish, evictions.
-    let finished = std::fs::read_to_string(out_dir.join("wlStates.csv"))
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            l.split(',')
-                .nth(5)
-                .and_then(|v| v.parse::<i64>().ok())
-                .is_some_and(|ms| ms > 0)
-        })
-        .count() as u64;
-    let usage_pct = checker_usage(&summary, work_mcpu_ms)?;
+    let held = Held::read(&out_dir.join("wlStates.csv"), classes);
+    let usage_pct = checker_usage(&summary, work_mcpu_ms, held.mcpu_ms)?;
     let checker = if k.checker {
         run_checker(
             up,
@@ -815,8 +882,9 @@ fn one_run(
         requests: requests_delta(&req_before, &req_after),
         evictions,
         dropped_events: u64_at(&summary, "droppedWorkloadEvents"),
-        finished,
+        finished: held.finished,
         usage_pct,
+        hold_ms: held.by_class,
         checker,
         load_before,
         load_after,
@@ -846,7 +914,7 @@ fn work_keep(dir: &Path) -> String {
 fn print_run(i: usize, r: &RunResult) {
     let n = r.workloads.max(1) as f64;
     println!(
-        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % (work done {:.1} %) | checker {} | load {} -> {}",
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
         r.system.name(),
         r.wall_s,
         r.apiserver_cpu_s,
@@ -857,6 +925,7 @@ fn print_run(i: usize, r: &RunResult) {
         r.evictions,
         r.dropped_events,
         r.usage(),
+        r.held_usage(),
         r.work_usage(),
         r.checker,
         r.load_before,
@@ -877,6 +946,15 @@ fn print_run(i: usize, r: &RunResult) {
         })
         .collect();
     println!("    run {i} requests per Workload: {}", top.join(", "));
+    let holds: Vec<String> = r
+        .hold_ms
+        .iter()
+        .map(|(c, hold, runtime)| format!("{c} {hold:.0} ms (runs {runtime:.0})"))
+        .collect();
+    println!(
+        "    run {i} admitted -> Finished as the runner saw it, mean: {}",
+        holds.join(", ")
+    );
 }
 
 fn stats(v: &[f64]) -> (f64, f64, f64) {
@@ -890,7 +968,7 @@ fn summarise(results: &[RunResult]) {
     let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
     let (kq, bg) = (by(System::Kueue), by(System::Batchgate));
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
-    let metrics: [Metric; 10] = [
+    let metrics: [Metric; 11] = [
         ("runner wall", "s", |r| r.wall_s),
         ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
         ("manager CPU", "s", |r| r.manager_cpu_s),
@@ -901,6 +979,7 @@ fn summarise(results: &[RunResult]) {
         ("409 conflicts", "", |r| r.conflicts()),
         ("evictions", "", |r| r.evictions as f64),
         ("usage (checker's formula)", "%", |r| r.usage()),
+        ("held as the runner saw it", "%", |r| r.held_usage()),
         ("work done / (nominal x span)", "%", |r| r.work_usage()),
         ("finished Workloads", "", |r| r.finished as f64),
     ];
@@ -1011,7 +1090,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         names.push("checker");
     }
     let up = Upstream::build(&names)?;
-    let (gen_yaml, total, work) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let (gen_yaml, total, work, classes) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
     let gen_dir = tempfile::Builder::new()
         .prefix("batchgate-kueue-gen-")
         .tempdir()?;
@@ -1030,7 +1109,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     println!("  batchgate: {}", k.bin.display());
     let mut results = Vec::new();
     for (i, system) in k.order.iter().enumerate() {
-        let r = one_run(i + 1, *system, &k, &up, &generator, total, work)?;
+        let r = one_run(i + 1, *system, &k, &up, &generator, total, work, &classes)?;
         print_run(i + 1, &r);
         results.push(r);
     }

@@ -230,6 +230,9 @@ pub struct Controller {
     status_written_at: HashMap<QueueKey, Instant>,
     status_due: bool,
     recorder: Events,
+    /// Workload status writes landed, by kind; logged as they grow.
+    tally: Arc<std::sync::Mutex<BTreeMap<&'static str, u64>>>,
+    tally_logged: u64,
     /// The pending queues as the visibility API serves them (snapshotted
     /// on the status tick when asked for; see [`crate::visibility`]).
     visibility: crate::cluster::positions::Positions,
@@ -315,6 +318,8 @@ impl Controller {
         );
         let mut c = Controller {
             recorder: Events::start(client.clone()),
+            tally: Arc::default(),
+            tally_logged: 0,
             devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
@@ -358,6 +363,7 @@ impl Controller {
                     if c.status_due {
                         c.write_statuses();
                     }
+                    c.log_tally();
                     if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::visibility::Snapshot::of(&c.engine));
                     }
@@ -826,6 +832,7 @@ impl Controller {
             _ => None,
         };
         let view = self.engine.workload(&k).cloned();
+        let tally = self.tally.clone();
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
             let based_on = meta.resource_version.clone();
@@ -840,9 +847,23 @@ impl Controller {
             });
             // After the engine has the outcome: the event never delays it.
             if landed {
+                if let Ok(mut t) = tally.lock() {
+                    *t.entry(write_kind(&w, &meta.conditions)).or_default() += 1;
+                }
                 event(&recorder, &k, &meta, &w);
             }
         });
+    }
+
+    /// Logs the Workload status writes so far when a thousand more landed
+    /// (what each kind costs the apiserver, issue 17).
+    fn log_tally(&mut self) {
+        let Ok(t) = self.tally.lock() else { return };
+        let total: u64 = t.values().sum();
+        if total >= self.tally_logged + 1000 {
+            self.tally_logged = total;
+            info!(total, writes = ?*t, "Workload status writes");
+        }
     }
 
     fn write_statuses(&mut self) {
@@ -1181,6 +1202,41 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
     }
 }
 
+/// What a landed Workload status write was, for the tally: a pending
+/// reason is told apart by what it changed of the `QuotaReserved`
+/// condition it replaced.
+fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
+    match w {
+        Write::Admit(_) => "admission",
+        Write::Evict { .. } => "eviction",
+        Write::Requeued { .. } => "requeued",
+        Write::Pending { reason, message } => {
+            let prev = before
+                .iter()
+                .find(|c| c.type_ == condition::QUOTA_RESERVED && c.status == "False");
+            match prev {
+                None => "pending: first",
+                Some(c) if c.reason != reason.legacy_str() && c.reason != reason.as_str() => {
+                    "pending: reason"
+                }
+                Some(c) if digits_only_change(&c.message, message) => "pending: a number",
+                Some(_) => "pending: message",
+            }
+        }
+    }
+}
+
+/// Whether two messages differ only in their digits ("3 more needed" →
+/// "5 more needed").
+fn digits_only_change(a: &str, b: &str) -> bool {
+    let strip = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect::<String>()
+    };
+    a != b && strip(a) == strip(b)
+}
+
 /// An evicted Workload with no job to stop gives its quota back at once
 /// (Kueue's workload controller does the same for jobless Workloads).
 pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
@@ -1472,6 +1528,20 @@ mod tests {
             *sent.lock().unwrap(),
             ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
         );
+    }
+
+    #[test]
+    fn the_tally_tells_a_changed_number_from_a_changed_message() {
+        let was = "insufficient unused quota for cpu in flavor rf, 3 more needed";
+        assert!(digits_only_change(
+            was,
+            "insufficient unused quota for cpu in flavor rf, 15 more needed"
+        ));
+        assert!(!digits_only_change(was, was));
+        assert!(!digits_only_change(
+            was,
+            "insufficient quota for cpu in flavor rf, 3 more needed"
+        ));
     }
 
     #[test]

@@ -105,6 +105,11 @@ impl PendingQueue {
         });
     }
 
+    /// Whether a workload waits in order (not set aside).
+    pub fn has_queued(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
     pub fn len(&self) -> usize {
         self.queued.len() + self.inadmissible.len()
     }

@@ -3,7 +3,7 @@
 //! and the evictions the workload controller would issue (drain,
 //! deactivation), which the cycle hands out first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
     cq_path, Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State,
@@ -121,10 +121,34 @@ impl Engine {
             key(a).cmp(&key(b))
         });
 
-        // 5. Admit in order on the shared snapshot.
+        // 5. Admit in order on the shared snapshot. A queue taking its
+        // nominal quota goes before the borrowers of its cohort: in a cycle
+        // where one was admitted without borrowing and has more queued, the
+        // cohort's borrowing admissions wait for the next cycle (the shell
+        // runs them back to back): its next head may fit under nominal. Kueue
+        // admits one head per queue per cycle and lets borrowers take the
+        // rest of the room, then takes it back by preemption
+        // (`reclaimWithinCohort`), evicting work for no gain.
         let mut preempted: BTreeMap<String, Target> = BTreeMap::new();
+        let mut fed: BTreeSet<String> = BTreeSet::new();
         for entry in &mut entries {
+            let cohort = self.quota.cohort_of(&entry.cq).map(str::to_string);
+            let borrows_to_fit = entry.borrowing() > 0
+                && entry
+                    .assignment
+                    .as_ref()
+                    .is_some_and(|a| a.mode() == AssignmentMode::Fit);
+            if borrows_to_fit && cohort.as_ref().is_some_and(|c| fed.contains(c)) {
+                continue; // stays undecided: back in its queue, nothing written
+            }
             self.process(entry, &mut snap, &mut preempted, now, &mut cycle.decisions);
+            let more = self
+                .queues
+                .get(&entry.cq)
+                .is_some_and(PendingQueue::has_queued);
+            if matches!(entry.outcome, Outcome::Admitted) && entry.borrowing() == 0 && more {
+                fed.extend(cohort);
+            }
         }
 
         // 6. Requeue what was not admitted.

@@ -903,3 +903,45 @@ fn usage_counts_admitted_workloads_and_reservation_counts_assumed_ones_too() {
     e.reject_admission(&key("w3"));
     assert_eq!(totals(&e), (2, 2, 5000, 5000));
 }
+
+#[test]
+fn a_queue_takes_its_nominal_quota_before_its_cohort_borrows_it() {
+    // Kueue's benchmark shape in small: a large finishes and frees its
+    // queue's whole nominal quota while every queue of the cohort has work
+    // waiting. One head per queue per cycle would let b borrow half of
+    // a's room, and with reclaimWithinCohort: Any, a would then take it
+    // back by preempting b's workloads.
+    let mut a = cq("a", Some("c"), &[("default", 4)]);
+    a.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    let mut b = cq("b", Some("c"), &[("default", 0)]);
+    b.preemption.reclaim_within_cohort = PreemptionPolicy::Any;
+    let mut e = engine(&["default"], vec![a, b]);
+    e.upsert_workload(wl("large", "a", 200, 0, 4));
+    assert_eq!(admit_all(&mut e, 0), [key("large")]);
+    for i in 1..=4 {
+        e.upsert_workload(wl(&format!("a{i}"), "a", 0, i, 1));
+        e.upsert_workload(wl(&format!("b{i}"), "b", 0, i, 1));
+    }
+    e.finish_workload(&key("large"));
+    let c = run(&mut e, 1);
+    assert_eq!(
+        admitted(&c),
+        ["a1", "a2", "a3", "a4"].map(key),
+        "a's own quota goes to a's queue first"
+    );
+    for k in admitted(&c) {
+        e.confirm_admission(&k);
+    }
+    // Nothing was lent that a must take back.
+    let c = run(&mut e, 2);
+    assert!(
+        !c.decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Evict { .. })),
+        "{:?}",
+        c.decisions
+    );
+    // Once a has no more queued, b borrows what is left.
+    e.finish_workload(&key("a1"));
+    assert_eq!(settle(&mut e, 3), [key("b1")]);
+}
