@@ -8,6 +8,7 @@
 //!   is admitted and stopped when it is evicted.
 
 pub mod appwrapper;
+pub mod context;
 pub mod devices;
 pub mod events;
 pub mod jobs;
@@ -56,7 +57,11 @@ pub async fn run(
         }
     }
     tokio::spawn(queueing::Controller::run(client.clone(), positions));
-    jobs::run(client, policies).await;
+    let shared = context::Shared::start(client).await;
+    let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
+    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
+    jobs::run(shared, policies, appwrappers).await;
+    let _ = aw.await;
 }
 
 /// `admission: external`: an upstream Kueue creates and admits the
@@ -74,5 +79,5 @@ pub async fn run_external(
     tokio::spawn(prescale::run(client.clone(), prescaler));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
-    appwrapper::run(jobs::Shared::without_kueue(client), none, false).await;
+    appwrapper::run(context::Shared::without_kueue(client), none, false).await;
 }

@@ -32,7 +32,7 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::jobs::served;
+use super::context::served;
 use crate::{
     admission::prescale::spec_of,
     api::prescale::{PreScaledCronJob, PreScaledCronJobStatus},

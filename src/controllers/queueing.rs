@@ -41,7 +41,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
 };
 use kube::{
-    api::{Patch, PatchParams},
+    api::Patch,
     runtime::{
         watcher::{self, Event},
         WatchStreamExt,
@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::{
+    context::{params, release},
     devices::{Gate, Verdict},
     events::{Events, Occurrence},
     translation::{self, Conditions},
@@ -65,8 +66,6 @@ use crate::{
     },
 };
 
-/// Field manager of every write.
-pub const MANAGER: &str = "batchgate";
 
 /// Writes in flight at once: admissions and evictions, and the lower lane
 /// of pending-reason updates (many, and never urgent).
@@ -933,12 +932,6 @@ impl Controller {
     }
 }
 
-pub fn params() -> PatchParams {
-    PatchParams {
-        field_manager: Some(MANAGER.into()),
-        ..PatchParams::default()
-    }
-}
 
 /// Whether a queue whose status changed may be written at `now`, its last
 /// write having been at `last`: once per [`QUEUE_STATUS_PERIOD`].
@@ -1170,44 +1163,6 @@ fn render(w: &Write, conds: &[Condition], generation: Option<i64>, now: &Time) -
     }
 }
 
-/// An evicted Workload with no job to stop gives its quota back at once
-/// (Kueue's workload controller does the same for jobless Workloads).
-pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
-    let mut c = Conditions(conds.to_vec());
-    let ev = c
-        .get(condition::EVICTED)
-        .filter(|e| e.status == "True")?
-        .clone();
-    if !c.is_true(condition::QUOTA_RESERVED) {
-        return None;
-    }
-    c.set(
-        condition::QUOTA_RESERVED,
-        false,
-        "Pending",
-        &ev.message,
-        now,
-        generation,
-    );
-    c.set(
-        condition::ADMITTED,
-        false,
-        "NoReservation",
-        "The workload has no reservation",
-        now,
-        generation,
-    );
-    let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
-    c.set(
-        condition::REQUEUED,
-        requeued,
-        &ev.reason,
-        &ev.message,
-        now,
-        generation,
-    );
-    Some(json!({"admission": null, "conditions": c.0}))
-}
 
 /// The outcome, and the Workload as a write that landed left it. `view`:
 /// the engine's, to check the write as the Workload webhook would.
