@@ -8,7 +8,7 @@
 //!
 //! Two measurements:
 //!
-//! 1. In process, one thread, no sockets: `Webhook::review` (parse, route,
+//! 1. In process, one thread, no sockets: `Router::review` (parse, route,
 //!    upstream's create rules, the generic invariants, the entitlement
 //!    needs with resource names from the warm discovery cache),
 //!    `Pending::resolve`, `SarClient::check_all` (cache hits) and
@@ -58,11 +58,11 @@ use batchgate::{
     entitlement::{self, CacheLimits, Check, Outcome},
     policy::PolicySet,
     selector::LabelSelector,
+    admission::router::{Hook, Reviewed, Router},
     server::{
         self,
         metrics::Metrics,
         tls::CertStore,
-        webhook::{Hook, Reviewed, Webhook},
         Limits, Readiness, ServeOptions,
     },
 };
@@ -145,7 +145,7 @@ fn review_body() -> Vec<u8> {
     .unwrap_or_default()
 }
 
-fn webhook() -> Webhook {
+fn webhook() -> Router {
     let names = Arc::new(ResourceNames::new(None));
     for (g, k, r) in [
         ("", "Pod", "pods"),
@@ -157,7 +157,7 @@ fn webhook() -> Webhook {
     }
     names.insert("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
     names.insert("ray.io", "v1", "RayCluster", "rayclusters");
-    Webhook::new(
+    Router::new(
         PolicySet::embedded().unwrap_or_else(|e| panic!("{e}")),
         Settings {
             manage_jobs_without_queue_name: false,
@@ -187,7 +187,7 @@ fn sar_client(calls: Arc<AtomicU64>, metrics: Arc<Metrics>) -> SarClient {
 }
 
 /// The full validating path in process.
-async fn validate(w: &Webhook, sar: &SarClient, body: &[u8]) -> Vec<u8> {
+async fn validate(w: &Router, sar: &SarClient, body: &[u8]) -> Vec<u8> {
     match w.review(Hook::Validate, body) {
         Reviewed::Done(a) => a.body,
         Reviewed::Entitle(mut p) => {

@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
 use crate::{
-    admission::{ClusterFacts, NoCluster, Settings},
+    admission::{router::Router, ClusterFacts, NoCluster, Settings},
     certs::rotation::Timing,
     certs::{self, CertOptions},
     cluster::{
@@ -30,7 +30,7 @@ use crate::{
     manifests::{self, Endpoint, WebhookOptions},
     policy::PolicySet,
     server::{
-        self, metrics::Metrics, tls::CertStore, webhook::Webhook, Limits, Readiness, ServeOptions,
+        self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions,
     },
 };
 
@@ -599,7 +599,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         // cannot pass, so every AppWrapper create is refused with 503.
         warn!("--no-cluster: AppWrapper creates are refused (503) because appwrapper.userRBACAdmissionCheck is on and there is no SubjectAccessReview client; set appwrapper.userRBACAdmissionCheck: false in --config to admit them unchecked");
     }
-    let webhook = Arc::new(Webhook::new(policies, settings, facts).with_appwrapper(aw, resources));
+    let webhook = Arc::new(Router::new(policies, settings, facts).with_appwrapper(aw, resources));
     // Entitlement opt-ins live in the cluster, so without one no review
     // needs a SubjectAccessReview.
     let sar = reconcile_client.as_ref().map(|c| {

@@ -1,8 +1,13 @@
 //! The admission core: `(request, policy, cluster facts) -> Decision`.
 //!
-//! Pure: no network, no clock, no kube client. The server parses the review,
-//! picks the policy by group/version/kind and calls [`mutate`] or
-//! [`validate`]; cluster state arrives through [`ClusterFacts`].
+//! Pure: no network, no kube client (one clock read: a PreScaledCronJob is
+//! judged from today's date). [`router`] is the one entry point: it decodes
+//! the review once, picks the family by group/version/kind and hook (job
+//! kinds by policy through [`mutate`] and [`validate`], AppWrapper,
+//! PreScaledCronJob, Kueue's own kinds, device kinds, conversion) and
+//! returns the answer or the entitlement checks still to make; the server
+//! only moves bytes, resolves those checks and counts. Cluster state
+//! arrives through [`ClusterFacts`].
 
 pub mod admission_gates;
 pub mod appwrapper;
@@ -14,6 +19,7 @@ pub mod object;
 pub mod patch;
 pub mod prescale;
 pub mod review;
+pub mod router;
 pub mod topology;
 pub mod validation;
 
