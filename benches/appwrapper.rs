@@ -55,9 +55,9 @@ use batchgate::{
         discovery::ResourceNames,
         sar::{Authorizer, SarClient, SarError},
     },
-    entitlement::{self, CacheLimits, Check, Outcome},
-    policy::PolicySet,
-    selector::LabelSelector,
+    admission::entitlement::{self, CacheLimits, Check, Outcome},
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
     admission::router::{Hook, Reviewed, Router},
     server::{
         self,

@@ -13,8 +13,8 @@ use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
     admission::{NoCluster, Settings},
-    policy::PolicySet,
-    selector::LabelSelector,
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
     admission::router::{Hook, Router},
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

@@ -63,8 +63,8 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use batchgate::{
     admission::{NoCluster, Settings},
-    policy::PolicySet,
-    selector::LabelSelector,
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
     admission::router::{Hook, Router},
 };
 
@@ -603,7 +603,7 @@ fn bench_webhook() -> Result<Router, BoxError> {
         manage_jobs_without_queue_name: false,
         managed_namespaces: LabelSelector::excluding_namespaces(&[
             "kube-system",
-            batchgate::config::DEFAULT_NAMESPACE,
+            batchgate::api::config::DEFAULT_NAMESPACE,
         ]),
     };
     Ok(Router::new(

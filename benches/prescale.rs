@@ -12,9 +12,9 @@ use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
     admission::{NoCluster, Settings},
-    policy::PolicySet,
+    jobs::policy::PolicySet,
     prescale::{plan, Spec},
-    selector::LabelSelector,
+    api::selector::LabelSelector,
     admission::router::{Hook, Router},
 };
 use chrono::NaiveDate;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use batchgate::{
     admission::{appwrapper, Settings},
     cluster::discovery::ResourceNames,
-    policy::PolicySet,
-    selector::LabelSelector,
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
     admission::router::{Hook, Router},
 };
 mod support;

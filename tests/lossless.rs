@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use batchgate::{
     admission::Settings,
-    policy::PolicySet,
-    selector::LabelSelector,
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
     admission::router::{Hook, Router},
 };
 mod support;

@@ -13,8 +13,10 @@ pub mod admission_gates;
 pub mod appwrapper;
 pub mod defaulting;
 pub mod devices;
+pub mod entitlement;
 pub mod field;
 pub mod kueue;
+pub mod manifests;
 pub mod object;
 pub mod patch;
 pub mod prescale;
@@ -26,8 +28,8 @@ pub mod validation;
 use serde_json::Value;
 
 use crate::{
-    policy::{Policy, PolicySet},
-    selector::{LabelSelector, NamespaceNameOnly},
+    jobs::policy::{Policy, PolicySet},
+    api::selector::{LabelSelector, NamespaceNameOnly},
 };
 use object::{DecodeError, JobObject};
 use patch::PatchOp;
@@ -70,7 +72,7 @@ pub trait ClusterFacts: Send + Sync {
     fn default_priority_class_exists(&self) -> bool;
     /// Does submitting to this LocalQueue need verb `submit` on it (the
     /// `batchgate.dev/submit-requires-permission` opt-in on the LocalQueue
-    /// or its ClusterQueue)? See [`crate::entitlement`].
+    /// or its ClusterQueue)? See [`crate::admission::entitlement`].
     fn queue_requires_submit(&self, _namespace: &str, _local_queue: &str) -> bool {
         false
     }

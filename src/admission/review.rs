@@ -16,7 +16,7 @@ use serde::{
 use serde_json::{Map, Number, Value};
 
 use super::Operation;
-use crate::policy::Interest;
+use crate::jobs::policy::Interest;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -556,7 +556,7 @@ impl AdmissionResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicySet;
+    use crate::jobs::policy::PolicySet;
 
     fn interest() -> Interest {
         super::super::object::interest(&PolicySet::embedded().unwrap())

@@ -24,8 +24,8 @@ use super::{
 };
 use crate::{
     api::kueue::conversion,
-    entitlement::{self, Check, Identity, Need, OnError, Outcome},
-    policy::{Interest, Policy, PolicySet},
+    admission::entitlement::{self, Check, Identity, Need, OnError, Outcome},
+    jobs::policy::{Interest, Policy, PolicySet},
 };
 
 /// The webhook path a review came on.
@@ -615,7 +615,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::selector::LabelSelector;
+    use crate::api::selector::LabelSelector;
 
     /// The LocalQueue `protected` and the class `high` opt in.
     struct Facts;

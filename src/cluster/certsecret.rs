@@ -38,7 +38,7 @@ use crate::{
         rotation::{self, Step, Stored, Timing},
         CertOptions,
     },
-    manifests::{MUTATING_NAME, VALIDATING_NAME},
+    admission::manifests::{MUTATING_NAME, VALIDATING_NAME},
     server::{
         metrics::Metrics,
         tls::{poll_until, record_reload, CertStore},

@@ -26,8 +26,8 @@ use tracing::{info, warn};
 use crate::{
     admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
     api::kueue::v1beta2::{ClusterQueue, LocalQueue, WorkloadPriorityClass},
-    entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
-    selector::LabelSelector,
+    admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
+    api::selector::LabelSelector,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -57,7 +57,7 @@ use crate::{
         APPWRAPPER_LABEL,
     },
     cluster::discovery::{KubeDiscovery, ResourceNames, ANY_RESOURCE},
-    workload,
+    jobs::workload,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -27,7 +27,7 @@ use super::translation::Conditions;
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     devices::allocation,
-    workload::{self, PodSetInfo, PriorityClasses},
+    jobs::workload::{self, PodSetInfo, PriorityClasses},
 };
 
 /// Field manager of every write.

@@ -36,8 +36,8 @@ use crate::{
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2::{self as api, condition},
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
-    policy::{Policy, PolicySet, Progress},
-    workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+    jobs::policy::{Policy, PolicySet, Progress},
+    jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
 
 struct Ctx {

@@ -23,7 +23,7 @@ use std::{sync::Arc, time::Duration};
 use kube::{Api, Client};
 use tracing::info;
 
-use crate::{api::kueue::v1beta2 as api, policy::PolicySet};
+use crate::{api::kueue::v1beta2 as api, jobs::policy::PolicySet};
 
 /// Runs the reconciler for good: waits for the lease, starts the
 /// PreScaledCronJob controller (which needs no Kueue CRD), waits for

@@ -230,7 +230,7 @@ pub struct Controller {
     status_due: bool,
     recorder: Events,
     /// The pending queues as the visibility API serves them (snapshotted
-    /// on the status tick when asked for; see [`crate::visibility`]).
+    /// on the status tick when asked for; see [`crate::queueing::visibility`]).
     visibility: crate::cluster::positions::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
@@ -358,7 +358,7 @@ impl Controller {
                         c.write_statuses();
                     }
                     if c.started && c.visibility.wanted() {
-                        c.visibility.publish(crate::visibility::Snapshot::of(&c.engine));
+                        c.visibility.publish(crate::queueing::visibility::Snapshot::of(&c.engine));
                     }
                 }
                 _ = pending_tick.tick() => {

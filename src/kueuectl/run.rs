@@ -41,7 +41,7 @@ use crate::{
         LocalQueueSpec, ResourceFlavor, ResourceFlavorSpec, Workload,
     },
     controllers::lease::{LEASE_NAME, VERSION_ANNOTATION},
-    selector::LabelSelector,
+    api::selector::LabelSelector,
 };
 
 /// Page size of every list (upstream's `KUEUECTL_LIST_REQUEST_LIMIT`).

@@ -18,7 +18,7 @@
 //! rules first, then the generic invariants, in one aggregated message — the
 //! errors two webhooks (Kueue's and the AppWrapper operator's) would give.
 //!
-//! The policy is not part of the [`PolicySet`](crate::policy::PolicySet):
+//! The policy is not part of the [`PolicySet`](crate::jobs::policy::PolicySet):
 //! the job reconcilers must not treat AppWrappers as plain jobs (their
 //! lifecycle is the AppWrapper controller's, not implemented yet).
 
@@ -44,8 +44,8 @@ use super::{
 use crate::{
     api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
-    entitlement::{self, Need, ResourceAttributes, Subject, Wording},
-    policy::{Invariant, Pointer, Policy, Target, UpdateRules},
+    admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
+    jobs::policy::{Invariant, Pointer, Policy, Target, UpdateRules},
 };
 
 /// The group and version routed here.
@@ -325,7 +325,7 @@ fn components(obj: &Value) -> Result<&[Value], DecodeError> {
         Some(Value::Array(c)) => Ok(c),
         Some(other) => Err(DecodeError {
             field: "spec.components".into(),
-            message: format!("must be a list, found {}", crate::policy::json_type(other)),
+            message: format!("must be a list, found {}", crate::jobs::policy::json_type(other)),
         }),
     }
 }
@@ -543,7 +543,7 @@ pub fn component_checks(req: &Request<'_>, settings: &Settings) -> Vec<Component
     let Some(obj) = req.object else {
         return Vec::new();
     };
-    if crate::entitlement::deleting(Some(obj)) {
+    if crate::admission::entitlement::deleting(Some(obj)) {
         return Vec::new();
     }
     components(obj)

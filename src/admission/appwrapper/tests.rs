@@ -11,9 +11,9 @@ use crate::{
         review::UserInfo,
         router::{Hook, Reviewed, Router}, ClusterFacts, Context, NoCluster, Request, Settings as Core},
     cluster::discovery::ResourceNames,
-    entitlement::{OnError, Outcome},
-    policy::PolicySet,
-    selector::LabelSelector,
+    admission::entitlement::{OnError, Outcome},
+    jobs::policy::PolicySet,
+    api::selector::LabelSelector,
 };
 
 const NS: &str = "default";

@@ -17,7 +17,7 @@ use crate::queueing::{
     queues::{PendingQueue, QueueOrder},
     quota::{FlavorResource, QuotaTree, Usage},
 };
-use crate::selector::{LabelSelector, NamespaceNameOnly};
+use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 
 impl Engine {
     /// Why a holding workload must be evicted now, if it must.

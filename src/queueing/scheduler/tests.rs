@@ -9,7 +9,7 @@ use crate::queueing::{
     flavors::{Taint, TaintEffect, Toleration, TolerationOperator},
     workload::PodSet,
 };
-use crate::selector::LabelSelector;
+use crate::api::selector::LabelSelector;
 
 const NS: &str = "ns";
 

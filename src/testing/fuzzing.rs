@@ -20,16 +20,16 @@ use crate::{
     },
     api::devices::v1alpha1::Attribute,
     appwrapper::duration::GoDuration,
-    config::Config,
+    api::config::Config,
     devices::expression,
     kueuectl::{quota, taint},
-    policy::{Interest, Policy, PolicySet},
+    jobs::policy::{Interest, Policy, PolicySet},
     prescale::{
         cron::{self, Parsed, Schedule},
         instant,
     },
     queueing,
-    selector::{LabelSelector, NamespaceNameOnly},
+    api::selector::{LabelSelector, NamespaceNameOnly},
 };
 
 /// A target's body: arbitrary bytes in, a panic when a property fails.
