@@ -49,22 +49,17 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use batchgate::{
+    admission::entitlement::{self, CacheLimits, Check, Outcome},
+    admission::router::{Hook, Reviewed, Router},
     admission::{appwrapper, NoCluster, Settings},
+    api::selector::LabelSelector,
     certs::{self, CertOptions},
     cluster::{
         discovery::ResourceNames,
         sar::{Authorizer, SarClient, SarError},
     },
-    admission::entitlement::{self, CacheLimits, Check, Outcome},
     jobs::policy::PolicySet,
-    api::selector::LabelSelector,
-    admission::router::{Hook, Reviewed, Router},
-    server::{
-        self,
-        metrics::Metrics,
-        tls::CertStore,
-        Limits, Readiness, ServeOptions,
-    },
+    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

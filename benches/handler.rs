@@ -12,10 +12,10 @@ mod fixtures;
 use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
-    admission::{NoCluster, Settings},
-    jobs::policy::PolicySet,
-    api::selector::LabelSelector,
     admission::router::{Hook, Router},
+    admission::{NoCluster, Settings},
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;

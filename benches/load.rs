@@ -62,10 +62,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use batchgate::{
-    admission::{NoCluster, Settings},
-    jobs::policy::PolicySet,
-    api::selector::LabelSelector,
     admission::router::{Hook, Router},
+    admission::{NoCluster, Settings},
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
 };
 
 const BARE_ENV: &str = "BATCHGATE_BENCH_BARE_SERVER";

@@ -11,11 +11,11 @@
 use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{NoCluster, Settings},
+    api::selector::LabelSelector,
     jobs::policy::PolicySet,
     prescale::{plan, Spec},
-    api::selector::LabelSelector,
-    admission::router::{Hook, Router},
 };
 use chrono::NaiveDate;
 use criterion::{criterion_group, criterion_main, Criterion};

@@ -17,7 +17,9 @@ use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
 use crate::{
+    admission::manifests::{self, Endpoint, WebhookOptions},
     admission::{router::Router, ClusterFacts, NoCluster, Settings},
+    api::config::{AdmissionMode, Config},
     certs::rotation::Timing,
     certs::{self, CertOptions},
     cluster::{
@@ -26,13 +28,9 @@ use crate::{
         discovery::{Discovery, KubeDiscovery, ResourceNames},
         sar::{KubeAuthorizer, SarClient},
     },
-    api::config::{AdmissionMode, Config},
     controllers,
-    admission::manifests::{self, Endpoint, WebhookOptions},
     jobs::policy::{PolicyError, PolicySet},
-    server::{
-        self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions,
-    },
+    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
 };
 
 #[derive(Debug, Parser)]
@@ -757,12 +755,11 @@ async fn wait_for_signal() {
 /// the parse is [`Config::parse`]).
 fn read_config(path: &std::path::Path) -> Result<Config, crate::api::config::ConfigError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| {
-        crate::api::config::ConfigError::Io {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| crate::api::config::ConfigError::Io {
             path: p.clone(),
             source,
-        }
-    })?;
+        })?;
     Config::parse(&p, &text)
 }
 

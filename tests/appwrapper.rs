@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{appwrapper, Settings},
+    api::selector::LabelSelector,
     cluster::discovery::ResourceNames,
     jobs::policy::PolicySet,
-    api::selector::LabelSelector,
-    admission::router::{Hook, Router},
 };
 mod support;
 

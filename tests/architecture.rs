@@ -152,7 +152,10 @@ fn sources() -> Vec<Source> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -218,7 +221,9 @@ fn blank(text: &str) -> String {
                 }
                 let close = format!("\"{}", "#".repeat(hashes));
                 let start = i + 2 + hashes;
-                let end = text[start..].find(&close).map_or(b.len(), |n| start + n + close.len());
+                let end = text[start..]
+                    .find(&close)
+                    .map_or(b.len(), |n| start + n + close.len());
                 clear(&mut out, i, end);
                 i = end;
             }
@@ -423,8 +428,7 @@ fn named(s: &Source) -> Vec<Named> {
                 if rest[i..].starts_with("::<") {
                     break;
                 }
-                if rest[i..].starts_with("::")
-                    && rest[i + 2..].chars().next().is_some_and(is_ident)
+                if rest[i..].starts_with("::") && rest[i + 2..].chars().next().is_some_and(is_ident)
                 {
                     i += 2;
                 } else {
@@ -587,7 +591,9 @@ fn the_core_imports_no_shell_and_the_server_names_no_family() {
     // The walk found the tree (a moved `src/` would make this test vacuous).
     for top in CORE.iter().chain(SHELL) {
         assert!(
-            sources.iter().any(|s| s.module.first().map(String::as_str) == Some(top)),
+            sources
+                .iter()
+                .any(|s| s.module.first().map(String::as_str) == Some(top)),
             "no source file of module `{top}` found under src/"
         );
     }
@@ -640,16 +646,28 @@ fn the_checks_catch_violations() {
     ]);
     let joined = bad.join("\n");
     assert_eq!(bad.len(), 5, "{joined}");
-    assert!(joined.contains("`controllers::context::MANAGER`"), "{joined}");
-    assert!(joined.contains("`kube::Api`") && joined.contains("`kube::Client`"), "{joined}");
+    assert!(
+        joined.contains("`controllers::context::MANAGER`"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("`kube::Api`") && joined.contains("`kube::Client`"),
+        "{joined}"
+    );
     assert!(joined.contains("`cluster::sar::check`"), "{joined}");
     assert!(joined.contains("`admission::kueue`"), "{joined}");
 
     let graph = controller_graph(&[
         src("controllers::jobs", "use super::appwrapper::run;"),
-        src("controllers::appwrapper", "fn f() { super::jobs::Shared::new(); }"),
+        src(
+            "controllers::appwrapper",
+            "fn f() { super::jobs::Shared::new(); }",
+        ),
         src("controllers::context", ""),
     ]);
     let c = cycle(&graph).expect("the jobs <-> appwrapper cycle");
-    assert!(c.contains("jobs -> appwrapper") && c.contains("appwrapper -> jobs"), "{c}");
+    assert!(
+        c.contains("jobs -> appwrapper") && c.contains("appwrapper -> jobs"),
+        "{c}"
+    );
 }

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use batchgate::{
-    admission::Settings,
-    jobs::policy::PolicySet,
-    api::selector::LabelSelector,
     admission::router::{Hook, Router},
+    admission::Settings,
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
 };
 mod support;
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use batchgate::{
     admission::{self, object, review, Context, NoCluster, Operation, Request, Settings, Verdict},
-    jobs::policy::{Policy, PolicySet, Progress},
     api::selector::LabelSelector,
+    jobs::policy::{Policy, PolicySet, Progress},
     jobs::workload::{self, PodSetInfo},
 };
 use proptest::{collection, prelude::*};

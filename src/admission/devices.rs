@@ -411,8 +411,12 @@ impl Family for DeviceKind {
     fn decide(&self, review: &Review<'_>, ctx: &super::Context<'_>) -> Decided {
         let kind = self.0;
         let facts = ctx.facts.device_facts().unwrap_or(&Unknown);
-        let verdict = match validate(kind, review.operation, review.request.object.as_ref(), facts)
-        {
+        let verdict = match validate(
+            kind,
+            review.operation,
+            review.request.object.as_ref(),
+            facts,
+        ) {
             Ok(errs) if errs.is_empty() => Verdict::Allow,
             Ok(errs) => Verdict::Deny(aggregate(&errs)),
             Err(e) => Verdict::Malformed(format!(

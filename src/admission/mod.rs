@@ -28,8 +28,8 @@ pub mod validation;
 use serde_json::Value;
 
 use crate::{
-    jobs::policy::{Policy, PolicySet},
     api::selector::{LabelSelector, NamespaceNameOnly},
+    jobs::policy::{Policy, PolicySet},
 };
 use object::{DecodeError, JobObject};
 use patch::PatchOp;

@@ -338,7 +338,10 @@ pub fn parse_whole(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
 /// Parses a review body, reading of its objects what `reading` names for
 /// its kind (an [`Interest`] reads the same for every kind). On error the
 /// uid is salvaged when possible.
-pub fn parse<R: Reading + ?Sized>(body: &[u8], reading: &R) -> Result<AdmissionRequest, ParseError> {
+pub fn parse<R: Reading + ?Sized>(
+    body: &[u8],
+    reading: &R,
+) -> Result<AdmissionRequest, ParseError> {
     let parsed = {
         let mut de = serde_json::Deserializer::from_slice(body);
         EnvelopeSeed(reading)

@@ -23,8 +23,8 @@ use super::{
     ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
 };
 use crate::{
-    api::kueue::conversion,
     admission::entitlement::{self, Check, Identity, Need, OnError, Outcome},
+    api::kueue::conversion,
     jobs::policy::{Interest, Policy, PolicySet},
 };
 

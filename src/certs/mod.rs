@@ -383,5 +383,4 @@ mod tests {
         .unwrap();
         assert_ne!(first.info.serial, second.info.serial);
     }
-
 }

@@ -21,8 +21,8 @@ use clap::Args;
 use serde_json::json;
 
 use crate::{
-    certs::{self, CertOptions},
     admission::manifests::{self, Endpoint, WebhookOptions},
+    certs::{self, CertOptions},
     jobs::policy::PolicySet,
 };
 

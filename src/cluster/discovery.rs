@@ -153,7 +153,6 @@ impl ResourceNames {
     }
 }
 
-
 impl ResourceNaming for ResourceNames {
     fn cached(&self, c: &ComponentCheck) -> Option<String> {
         ResourceNames::cached(self, c)

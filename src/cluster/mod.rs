@@ -24,9 +24,9 @@ use kube::{
 use tracing::{info, warn};
 
 use crate::{
+    admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
     admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
     api::kueue::v1beta2::{ClusterQueue, LocalQueue, WorkloadPriorityClass},
-    admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
     api::selector::LabelSelector,
 };
 

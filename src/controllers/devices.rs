@@ -374,7 +374,6 @@ pub(super) fn charge(
     }
 }
 
-
 /// Writes the allocation annotation (on the resourceVersion the decision
 /// was made from); the new resourceVersion, or `None` if it did not land.
 pub(super) async fn record(

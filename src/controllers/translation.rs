@@ -12,12 +12,12 @@ use serde_json::{json, Value};
 
 use crate::{
     api::kueue::v1beta2 as api,
+    api::selector::LabelSelector,
     queueing::{
         self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy, Preemption,
         PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint,
         TaintEffect, Toleration, TolerationOperator,
     },
-    api::selector::LabelSelector,
 };
 
 /// A Kueue object the engine cannot take, and why.

@@ -980,7 +980,9 @@ impl PolicySet {
 
     /// Policies from `(file name, text)` pairs (the shell reads a
     /// directory: `batchgate serve --policies`).
-    pub fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<PolicySet, PolicyError> {
+    pub fn from_files(
+        files: impl Iterator<Item = (String, String)>,
+    ) -> Result<PolicySet, PolicyError> {
         let mut set = PolicySet::default();
         for (name, text) in files {
             set.insert(Policy::from_yaml(&name, &text)?)?;

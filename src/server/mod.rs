@@ -44,13 +44,13 @@ use tokio::{
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use crate::admission::router::{self as admission, error_body, Hook, Reviewed};
 use crate::cluster::sar::SarClient;
 use budget::Budget;
 use connection::{Millis, Timeouts, Verdict};
 use metrics::{Metrics, ReasonLabel, WebhookLabel};
 use slots::{Clock, ConnHandle, Slots, TrackedIo, Tracking};
 use tls::CertStore;
-use crate::admission::router::{self as admission, error_body, Hook, Reviewed};
 
 /// Bounds on what one client may cost the server.
 #[derive(Debug, Clone)]

@@ -225,7 +225,8 @@ fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), CertError> {
         .mode(mode)
         .open(&tmp)
         .map_err(certs::io_err(&tmp))?;
-    f.write_all(contents.as_bytes()).map_err(certs::io_err(&tmp))?;
+    f.write_all(contents.as_bytes())
+        .map_err(certs::io_err(&tmp))?;
     f.sync_all().map_err(certs::io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(certs::io_err(path))
 }
@@ -258,8 +259,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(
             dir.path(),
-            &certs::generate(&certs::CertOptions::default(), time::OffsetDateTime::now_utc())
-                .unwrap(),
+            &certs::generate(
+                &certs::CertOptions::default(),
+                time::OffsetDateTime::now_utc(),
+            )
+            .unwrap(),
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;

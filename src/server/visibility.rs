@@ -33,8 +33,8 @@ use tracing::{debug, info, warn};
 
 use super::tls::CertStore;
 use crate::{
-    cluster::{positions::Positions, sar::SarClient},
     admission::entitlement::{Check, Identity, Outcome, ResourceAttributes},
+    cluster::{positions::Positions, sar::SarClient},
     queueing::visibility::{self, Error, Route},
 };
 

@@ -18,18 +18,18 @@ use crate::{
         kueue::quantity::Quantity,
         review::{self, AdmissionRequest, AdmissionResponse, ParseError},
     },
-    api::devices::v1alpha1::Attribute,
-    appwrapper::duration::GoDuration,
     api::config::Config,
+    api::devices::v1alpha1::Attribute,
+    api::selector::{LabelSelector, NamespaceNameOnly},
+    appwrapper::duration::GoDuration,
     devices::expression,
-    kueuectl::{quota, taint},
     jobs::policy::{Interest, Policy, PolicySet},
+    kueuectl::{quota, taint},
     prescale::{
         cron::{self, Parsed, Schedule},
         instant,
     },
     queueing,
-    api::selector::{LabelSelector, NamespaceNameOnly},
 };
 
 /// A target's body: arbitrary bytes in, a panic when a property fails.

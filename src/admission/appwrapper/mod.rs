@@ -42,9 +42,9 @@ use super::{
     validation, Context, Decision, Operation, Request, Verdict,
 };
 use crate::{
+    admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
     api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
-    admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
     jobs::policy::{Invariant, Pointer, Policy, Target, UpdateRules},
 };
 
@@ -325,7 +325,10 @@ fn components(obj: &Value) -> Result<&[Value], DecodeError> {
         Some(Value::Array(c)) => Ok(c),
         Some(other) => Err(DecodeError {
             field: "spec.components".into(),
-            message: format!("must be a list, found {}", crate::jobs::policy::json_type(other)),
+            message: format!(
+                "must be a list, found {}",
+                crate::jobs::policy::json_type(other)
+            ),
         }),
     }
 }

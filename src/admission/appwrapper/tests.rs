@@ -7,13 +7,15 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::{
+    admission::entitlement::{OnError, Outcome},
     admission::{
         review::UserInfo,
-        router::{Hook, Reviewed, Router}, ClusterFacts, Context, NoCluster, Request, Settings as Core},
-    cluster::discovery::ResourceNames,
-    admission::entitlement::{OnError, Outcome},
-    jobs::policy::PolicySet,
+        router::{Hook, Reviewed, Router},
+        ClusterFacts, Context, NoCluster, Request, Settings as Core,
+    },
     api::selector::LabelSelector,
+    cluster::discovery::ResourceNames,
+    jobs::policy::PolicySet,
 };
 
 const NS: &str = "default";
