@@ -1,11 +1,26 @@
-//! The reconciler: kube glue that reads cluster state, asks the pure core
-//! (`queueing`, `workload`) and writes the result.
+//! The reconciler (shell): kube-runtime controllers that read cluster
+//! state, ask the pure core (`queueing`, `jobs`, `appwrapper`, `prescale`,
+//! `devices`) and write the result.
 //!
-//! - [`queueing`]: the quota engine's shell — Workloads admitted, evicted
-//!   or left pending, ClusterQueue and LocalQueue status.
+//! They stand side by side on [`context`] (the field manager, the Workload
+//! status writer, the shared stores, `release`), which imports none of
+//! them; no two controllers import each other in a cycle
+//! (`tests/architecture.rs` checks the import graph). This module starts
+//! them.
+//!
+//! - [`queueing`]: the quota engine's shell — `queueing::feed` (watches
+//!   into the engine), `queueing::decisions` (admissions, evictions and
+//!   pending reasons written to Workloads), `queueing::status`
+//!   (ClusterQueue and LocalQueue status). [`devices`] places device claims
+//!   before an admission.
 //! - [`jobs`]: one reconciler per integration policy — a queued job's
 //!   Workload created and kept in step, the job started once its Workload
 //!   is admitted and stopped when it is evicted.
+//! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
+//!   PreScaledCronJob's generated CronJobs.
+//! - Support: [`translation`] (API objects to engine types), [`vetting`]
+//!   (our own Workload writes checked as the webhook would), [`events`],
+//!   [`lease`] (leader election and fencing).
 
 pub mod appwrapper;
 pub mod context;
