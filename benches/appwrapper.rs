@@ -8,7 +8,7 @@
 //!
 //! Two measurements:
 //!
-//! 1. In process, one thread, no sockets: `Webhook::review` (parse, route,
+//! 1. In process, one thread, no sockets: `Router::review` (parse, route,
 //!    upstream's create rules, the generic invariants, the entitlement
 //!    needs with resource names from the warm discovery cache),
 //!    `Pending::resolve`, `SarClient::check_all` (cache hits) and
@@ -49,22 +49,17 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use batchgate::{
+    admission::entitlement::{self, CacheLimits, Check, Outcome},
+    admission::router::{Hook, Reviewed, Router},
     admission::{appwrapper, NoCluster, Settings},
+    api::selector::LabelSelector,
     certs::{self, CertOptions},
     cluster::{
         discovery::ResourceNames,
         sar::{Authorizer, SarClient, SarError},
     },
-    entitlement::{self, CacheLimits, Check, Outcome},
-    policy::PolicySet,
-    selector::LabelSelector,
-    server::{
-        self,
-        metrics::Metrics,
-        tls::CertStore,
-        webhook::{Hook, Reviewed, Webhook},
-        Limits, Readiness, ServeOptions,
-    },
+    jobs::policy::PolicySet,
+    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
 };
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -145,7 +140,7 @@ fn review_body() -> Vec<u8> {
     .unwrap_or_default()
 }
 
-fn webhook() -> Webhook {
+fn webhook() -> Router {
     let names = Arc::new(ResourceNames::new(None));
     for (g, k, r) in [
         ("", "Pod", "pods"),
@@ -157,7 +152,7 @@ fn webhook() -> Webhook {
     }
     names.insert("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets");
     names.insert("ray.io", "v1", "RayCluster", "rayclusters");
-    Webhook::new(
+    Router::new(
         PolicySet::embedded().unwrap_or_else(|e| panic!("{e}")),
         Settings {
             manage_jobs_without_queue_name: false,
@@ -187,7 +182,7 @@ fn sar_client(calls: Arc<AtomicU64>, metrics: Arc<Metrics>) -> SarClient {
 }
 
 /// The full validating path in process.
-async fn validate(w: &Webhook, sar: &SarClient, body: &[u8]) -> Vec<u8> {
+async fn validate(w: &Router, sar: &SarClient, body: &[u8]) -> Vec<u8> {
     match w.review(Hook::Validate, body) {
         Reviewed::Done(a) => a.body,
         Reviewed::Entitle(mut p) => {

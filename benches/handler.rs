@@ -1,5 +1,5 @@
 //! The pure request path: AdmissionReview bytes in, response bytes out
-//! (`Webhook::answer`), without sockets, TLS or HTTP.
+//! (`Router::answer`), without sockets, TLS or HTTP.
 //!
 //!     cargo bench --bench handler
 //!
@@ -12,15 +12,15 @@ mod fixtures;
 use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{NoCluster, Settings},
-    policy::PolicySet,
-    selector::LabelSelector,
-    server::webhook::{Hook, Webhook},
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
 };
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;
 
-fn webhook() -> Webhook {
+fn webhook() -> Router {
     let policies = PolicySet::embedded().expect("embedded policies load");
     let settings = Settings {
         manage_jobs_without_queue_name: false,
@@ -29,11 +29,11 @@ fn webhook() -> Webhook {
             "batchgate-system",
         ]),
     };
-    Webhook::new(policies, settings, Arc::new(NoCluster))
+    Router::new(policies, settings, Arc::new(NoCluster))
 }
 
 /// Runs the case once and checks the response is the expected kind.
-fn check(w: &Webhook, hook: Hook, body: &[u8], patched: bool) {
+fn check(w: &Router, hook: Hook, body: &[u8], patched: bool) {
     let a = w.answer(hook, body);
     assert_eq!(a.status, 200, "HTTP status");
     let v: Value = serde_json::from_slice(&a.body).expect("response is JSON");

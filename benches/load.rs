@@ -12,7 +12,7 @@
 //! connection per concurrent worker, TLS 1.3 only, TCP_NODELAY on.
 //!
 //! Every response is checked: HTTP 200 and a body byte-for-byte equal to the
-//! one expected (for batchgate: what `Webhook::answer` gives for the review,
+//! one expected (for batchgate: what `Router::answer` gives for the review,
 //! which carries the `spec.suspend` patch). Anything else counts as an error;
 //! a run with errors says so and exits non-zero.
 //!
@@ -33,7 +33,7 @@
 //!                                   bench), e.g. to compare two builds
 //!   BATCHGATE_BENCH_DIAGNOSE        if set, a third server joins the sweep:
 //!                                   "bare+answer", the bare server calling
-//!                                   `Webhook::answer` for every request. It
+//!                                   `Router::answer` for every request. It
 //!                                   splits batchgate's cost into the handler
 //!                                   (bare+answer vs bare) and the shell around
 //!                                   it: axum, hyper-util, timeouts, metrics
@@ -62,10 +62,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{NoCluster, Settings},
-    policy::PolicySet,
-    selector::LabelSelector,
-    server::webhook::{Hook, Webhook},
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
 };
 
 const BARE_ENV: &str = "BATCHGATE_BENCH_BARE_SERVER";
@@ -598,15 +598,15 @@ fn measure(
 
 /// A webhook with the settings `batchgate serve --no-cluster` runs with by
 /// default.
-fn bench_webhook() -> Result<Webhook, BoxError> {
+fn bench_webhook() -> Result<Router, BoxError> {
     let settings = Settings {
         manage_jobs_without_queue_name: false,
         managed_namespaces: LabelSelector::excluding_namespaces(&[
             "kube-system",
-            batchgate::config::DEFAULT_NAMESPACE,
+            batchgate::api::config::DEFAULT_NAMESPACE,
         ]),
     };
-    Ok(Webhook::new(
+    Ok(Router::new(
         PolicySet::embedded()?,
         settings,
         Arc::new(NoCluster),
@@ -711,7 +711,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     println!("bare rustls+hyper on https://{}", bare.addr);
     if let Some(d) = &diagnose {
         println!(
-            "bare rustls+hyper calling Webhook::answer on https://{}",
+            "bare rustls+hyper calling Router::answer on https://{}",
             d.addr
         );
     }

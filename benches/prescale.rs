@@ -2,7 +2,7 @@
 //! update: `prescale::plan` (parse, lay out the runs and the primer on
 //! eight years of wall-clock minutes, the shortest gap, the derived
 //! primer's exactness check or an explicit primer's coverage) and the
-//! webhook's whole `Webhook::answer` for a PreScaledCronJob review.
+//! webhook's whole `Router::answer` for a PreScaledCronJob review.
 //!
 //!     cargo bench --bench prescale
 //!
@@ -11,11 +11,11 @@
 use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{NoCluster, Settings},
-    policy::PolicySet,
+    api::selector::LabelSelector,
+    jobs::policy::PolicySet,
     prescale::{plan, Spec},
-    selector::LabelSelector,
-    server::webhook::{Hook, Webhook},
 };
 use chrono::NaiveDate;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -59,7 +59,7 @@ fn plans(c: &mut Criterion) {
 }
 
 fn review(c: &mut Criterion) {
-    let webhook = Webhook::new(
+    let webhook = Router::new(
         PolicySet::embedded().unwrap(),
         Settings {
             manage_jobs_without_queue_name: false,

@@ -1,6 +1,7 @@
 //! The `batchgate` command line.
 
 pub mod dev;
+pub mod prescale_wait;
 pub mod schedule;
 
 use std::{
@@ -16,7 +17,9 @@ use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
 use crate::{
-    admission::{ClusterFacts, NoCluster, Settings},
+    admission::manifests::{self, Endpoint, WebhookOptions},
+    admission::{router::Router, ClusterFacts, NoCluster, Settings},
+    api::config::{AdmissionMode, Config},
     certs::rotation::Timing,
     certs::{self, CertOptions},
     cluster::{
@@ -25,13 +28,9 @@ use crate::{
         discovery::{Discovery, KubeDiscovery, ResourceNames},
         sar::{KubeAuthorizer, SarClient},
     },
-    config::{AdmissionMode, Config},
     controllers,
-    manifests::{self, Endpoint, WebhookOptions},
-    policy::PolicySet,
-    server::{
-        self, metrics::Metrics, tls::CertStore, webhook::Webhook, Limits, Readiness, ServeOptions,
-    },
+    jobs::policy::{PolicyError, PolicySet},
+    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
 };
 
 #[derive(Debug, Parser)]
@@ -67,7 +66,7 @@ pub enum Command {
     Schedule(Box<schedule::ScheduleArgs>),
     /// Wait until the real run a primed pod was started for (the init
     /// container of a PreScaledCronJob's CronJob), then exit 0.
-    PrescaleWait(crate::warmup::WaitArgs),
+    PrescaleWait(crate::cli::prescale_wait::WaitArgs),
     /// Start a local control plane (built from Go modules on first use), run
     /// batchgate against it set up as Kueue's quick start, and print a tour
     /// (what `make dev` runs).
@@ -85,7 +84,7 @@ pub struct CrdsArgs {
     /// A PEM CA file to put in the conversion webhook's caBundle.
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
-    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -105,7 +104,7 @@ pub struct CertsArgs {
     /// Service name the apiserver dials.
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
-    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Extra DNS names (repeatable).
     #[arg(long = "dns")]
@@ -185,7 +184,7 @@ pub struct WebhooksArgs {
     pub ca_file: Option<PathBuf>,
     #[arg(long, default_value = "Fail")]
     pub failure_policy: String,
-    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -236,7 +235,7 @@ pub fn certs(a: CertsArgs) -> Result<()> {
         ..CertOptions::default()
     };
     let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
-    certs::write(&a.out, &bundle)?;
+    server::tls::write(&a.out, &bundle)?;
     if a.print_ca_bundle {
         println!("{}", certs::ca_bundle(&bundle.ca_pem));
     } else {
@@ -247,7 +246,7 @@ pub fn certs(a: CertsArgs) -> Result<()> {
 
 fn load_config(path: Option<&PathBuf>) -> Result<Config> {
     Ok(match path {
-        Some(p) => Config::load(p)?,
+        Some(p) => read_config(p)?,
         None => Config::default(),
     })
 }
@@ -256,7 +255,7 @@ fn load_config(path: Option<&PathBuf>) -> Result<Config> {
 /// the built-in ones; narrowed to `integrations.frameworks` when set.
 fn enabled_policies(flag: Option<&PathBuf>, cfg: &Config) -> Result<PolicySet> {
     let mut policies = match flag.or(cfg.integrations.policies_dir.as_ref()) {
-        Some(d) => PolicySet::from_dir(d)?,
+        Some(d) => read_policies(d)?,
         None => PolicySet::embedded()?,
     };
     if let Some(enabled) = &cfg.integrations.frameworks {
@@ -449,7 +448,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     let cert_dir = if a.self_signed {
         let dir = tempfile::tempdir().context("creating a temporary cert directory")?;
         let bundle = certs::generate(&CertOptions::default(), OffsetDateTime::now_utc())?;
-        certs::write(dir.path(), &bundle)?;
+        server::tls::write(dir.path(), &bundle)?;
         println!("caBundle: {}", certs::ca_bundle(&bundle.ca_pem));
         println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
         let p = dir.path().to_path_buf();
@@ -599,7 +598,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         // cannot pass, so every AppWrapper create is refused with 503.
         warn!("--no-cluster: AppWrapper creates are refused (503) because appwrapper.userRBACAdmissionCheck is on and there is no SubjectAccessReview client; set appwrapper.userRBACAdmissionCheck: false in --config to admit them unchecked");
     }
-    let webhook = Arc::new(Webhook::new(policies, settings, facts).with_appwrapper(aw, resources));
+    let webhook = Arc::new(Router::new(policies, settings, facts).with_appwrapper(aw, resources));
     // Entitlement opt-ins live in the cluster, so without one no review
     // needs a SubjectAccessReview.
     let sar = reconcile_client.as_ref().map(|c| {
@@ -750,6 +749,42 @@ async fn wait_for_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// Reads and parses the configuration file (the file read is the shell's;
+/// the parse is [`Config::parse`]).
+fn read_config(path: &std::path::Path) -> Result<Config, crate::api::config::ConfigError> {
+    let p = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|source| crate::api::config::ConfigError::Io {
+            path: p.clone(),
+            source,
+        })?;
+    Config::parse(&p, &text)
+}
+
+/// Every `*.yaml`/`*.yml` file in `dir`, as policies.
+fn read_policies(dir: &std::path::Path) -> Result<PolicySet, PolicyError> {
+    let io = |source| PolicyError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            let text = std::fs::read_to_string(&path).map_err(|source| PolicyError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            files.push((path.display().to_string(), text));
+        }
+    }
+    files.sort();
+    PolicySet::from_files(files.into_iter())
 }
 
 #[cfg(test)]

@@ -1,9 +1,36 @@
 //! batchgate: an admission webhook for queued batch work, wire-compatible
-//! with Kueue.
+//! with Kueue, and its reconciler.
 //!
-//! The pure core (`policy`, `admission`, `selector`) takes plain data and
-//! returns decisions; the shell (`server`, `cluster`, `cli`) talks to the
-//! world. See ARCHITECTURE.md in the shared folder for the shape.
+//! # Layers
+//!
+//! A pure core takes plain data and returns decisions: no network, no
+//! kube client, no file or process I/O, time as a parameter.
+//!
+//! - [`admission`]: the admission router (one entry point from review
+//!   bytes to answer bytes) and every family's rules; entitlement checks;
+//!   the webhook configurations of the integrated kinds.
+//! - [`jobs`]: the job framework — integration policies (a job kind as
+//!   data) and the Workload made from a job.
+//! - [`queueing`]: the quota engine, and the visibility API computed from it.
+//! - [`appwrapper`], [`prescale`], [`devices`]: the other capabilities' state
+//!   machines and rules.
+//! - [`api`]: wire types (Kueue, AppWrapper, PreScaledCronJob, device kinds,
+//!   label selectors, the configuration file), CRDs and conversion.
+//! - [`certs`]: certificate making and rotation decisions.
+//!
+//! The shell talks to the world and stays thin:
+//!
+//! - [`server`]: HTTPS, limits, TLS reload, probes, metrics, the
+//!   resolution of the checks the router asks for. It names no family.
+//! - [`cluster`]: kube glue — SubjectAccessReviews, discovery, watch-backed
+//!   facts, the serving-certificate Secret.
+//! - [`controllers`]: kube-runtime controllers on one shared context
+//!   ([`controllers::context`]); they never import each other in a cycle.
+//! - [`cli`], [`kueuectl`]: the `batchgate` and `kubectl-kueue` commands.
+//!
+//! The core never imports the shell; `tests/architecture.rs` checks it, and
+//! `docs/architecture.md` walks one review and one queued Job through.
+//! [`testing`] holds the fuzz targets' bodies, outside both layers.
 
 pub mod admission;
 pub mod api;
@@ -11,18 +38,11 @@ pub mod appwrapper;
 pub mod certs;
 pub mod cli;
 pub mod cluster;
-pub mod config;
 pub mod controllers;
 pub mod devices;
-pub mod entitlement;
-pub mod fuzzing;
+pub mod jobs;
 pub mod kueuectl;
-pub mod manifests;
-pub mod policy;
 pub mod prescale;
 pub mod queueing;
-pub mod selector;
 pub mod server;
-pub mod visibility;
-pub mod warmup;
-pub mod workload;
+pub mod testing;

@@ -19,7 +19,7 @@ fn main() -> std::process::ExitCode {
             .build()
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(cli::schedule::run(*a))),
-        Command::PrescaleWait(a) => batchgate::warmup::run(a),
+        Command::PrescaleWait(a) => batchgate::cli::prescale_wait::run(a),
         Command::Dev(a) => cli::dev::run(a),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -6,11 +6,11 @@
 use std::sync::Arc;
 
 use batchgate::{
+    admission::router::{Hook, Router},
     admission::{appwrapper, Settings},
+    api::selector::LabelSelector,
     cluster::discovery::ResourceNames,
-    policy::PolicySet,
-    selector::LabelSelector,
-    server::webhook::{Hook, Webhook},
+    jobs::policy::PolicySet,
 };
 mod support;
 
@@ -148,7 +148,7 @@ proptest! {
             managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
         };
         let facts = Arc::new(Facts { default_lq: case.default_lq, default_wpc: case.default_wpc });
-        let webhook = Webhook::new(PolicySet::embedded().unwrap(), settings, facts).with_appwrapper(
+        let webhook = Router::new(PolicySet::embedded().unwrap(), settings, facts).with_appwrapper(
             appwrapper::Settings {
                 default_queue_name: case.default_queue.clone(),
                 ..appwrapper::Settings::default()

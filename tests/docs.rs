@@ -61,12 +61,9 @@ const READERS_FILES: &[(&str, &str)] = &[(
     "the reader's own v1beta1 manifests",
 )];
 
-/// Link targets written on another branch of this session, not here yet: a
-/// link to one is checked once the file exists (remove the entry then).
-const PENDING: &[(&str, &str)] = &[(
-    "docs/architecture.md",
-    "written by the `house` helper of issue 19 on its own branch",
-)];
+/// Link targets written on another branch, not here yet: a link to one is
+/// checked once the file exists (remove the entry then).
+const PENDING: &[(&str, &str)] = &[];
 
 /// Inline code spans that start like a command but are not one.
 const NOT_COMMANDS: &[(&str, &str)] = &[("batchgate dev:", "the prefix of its log lines")];

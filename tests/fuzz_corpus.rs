@@ -1,7 +1,7 @@
 //! The fuzz targets on the stable toolchain, without libFuzzer: every
 //! committed corpus input (`fuzz/corpus/<target>/`, crash inputs that were
 //! fixed included) replayed through the target's body in
-//! `batchgate::fuzzing`, then a bounded, seeded mutation smoke over the same
+//! `batchgate::testing::fuzzing`, then a bounded, seeded mutation smoke over the same
 //! corpus and the target's dictionary, so CI exercises more than the fixed
 //! inputs. The coverage-guided runs are `cargo +nightly fuzz run <target>`
 //! (docs/development.md, "Fuzzing").
@@ -11,7 +11,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use batchgate::fuzzing::TARGETS;
+use batchgate::testing::fuzzing::TARGETS;
 
 /// Mutated inputs per target; `BATCHGATE_FUZZ_SMOKE_CASES` overrides.
 const CASES: usize = 2_000;
@@ -166,7 +166,7 @@ fn every_target_has_a_cargo_fuzz_binary() {
         let body =
             fs::read_to_string(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
         assert!(
-            body.contains(&format!("batchgate::fuzzing::{name}(")),
+            body.contains(&format!("batchgate::testing::fuzzing::{name}(")),
             "{}",
             source.display()
         );

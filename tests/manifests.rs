@@ -159,7 +159,7 @@ fn cluster_role_grants() -> impl Fn(&str, &str, &str) -> bool {
 fn rbac_covers_every_shipped_policy() {
     let grants = cluster_role_grants();
     let appwrapper = std::sync::Arc::new(batchgate::admission::appwrapper::policy().clone());
-    for policy in batchgate::policy::PolicySet::embedded()
+    for policy in batchgate::jobs::policy::PolicySet::embedded()
         .unwrap()
         .iter()
         .chain([&appwrapper])
@@ -243,7 +243,7 @@ fn deployment_memory_limit_covers_the_body_budget_and_the_connection_cap() {
     };
     let config_map: serde_yaml::Value =
         serde_yaml::from_str(&committed("manifests/config.yaml")).unwrap();
-    let cfg = batchgate::config::Config::parse(
+    let cfg = batchgate::api::config::Config::parse(
         "manifests/config.yaml",
         config_map["data"]["config.yaml"].as_str().unwrap(),
     )

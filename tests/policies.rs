@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use batchgate::{
     admission::{self, object, review, Context, NoCluster, Operation, Request, Settings, Verdict},
-    policy::{Policy, PolicySet, Progress},
-    selector::LabelSelector,
-    workload::{self, PodSetInfo},
+    api::selector::LabelSelector,
+    jobs::policy::{Policy, PolicySet, Progress},
+    jobs::workload::{self, PodSetInfo},
 };
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};

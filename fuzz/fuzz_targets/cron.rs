@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| batchgate::fuzzing::cron(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| batchgate::testing::fuzzing::cron(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| batchgate::fuzzing::selector(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| batchgate::testing::fuzzing::selector(data));

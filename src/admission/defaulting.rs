@@ -8,7 +8,7 @@ use super::{
     object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
     patch, Context, Decision, Verdict,
 };
-use crate::policy::Policy;
+use crate::jobs::policy::Policy;
 
 pub fn default(
     policy: &Policy,
@@ -76,7 +76,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::super::*;
-    use crate::selector::LabelSelector;
+    use crate::api::selector::LabelSelector;
 
     struct Facts {
         default_lq: bool,

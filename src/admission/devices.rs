@@ -25,14 +25,13 @@ use super::{
     field::{aggregate, BadValue, ErrorType, FieldError},
     kueue::decode,
     object::DecodeError,
-    review::{self, AdmissionResponse},
-    Operation,
+    router::{Decided, Family, Review},
+    Decision, Operation, Verdict,
 };
+/// The group and version routed here.
+pub use crate::api::devices::{GROUP, VERSION};
 use crate::{
-    api::devices::{
-        v1alpha1::{DeviceClaimSpec, DeviceClassSpec, DeviceDriver, DevicePoolSpec},
-        GROUP, VERSION,
-    },
+    api::devices::v1alpha1::{DeviceClaimSpec, DeviceClassSpec, DeviceDriver, DevicePoolSpec},
     devices::expression,
 };
 
@@ -169,37 +168,6 @@ pub fn validate(
             validate_pool(&s)
         }
     })
-}
-
-/// The webhook's answer to a review of a device kind, and its metric
-/// result. The review is read again in full (the job path reads sparsely).
-pub fn answer(
-    kind: Kind,
-    operation: Operation,
-    body: &[u8],
-    uid: String,
-    facts: &dyn DeviceFacts,
-) -> (AdmissionResponse, &'static str) {
-    let full = match review::parse_whole(body) {
-        Ok(r) => r,
-        Err(e) => return (AdmissionResponse::bad_request(uid, e.message), "malformed"),
-    };
-    match validate(kind, operation, full.object.as_ref(), facts) {
-        Ok(errs) if errs.is_empty() => (AdmissionResponse::allow(uid), "allowed"),
-        Ok(errs) => (AdmissionResponse::deny(uid, aggregate(&errs)), "denied"),
-        Err(e) => (
-            AdmissionResponse::bad_request(
-                uid,
-                format!(
-                    "cannot decode {GROUP}/{VERSION}, Kind={} in request.{}: {}",
-                    kind.name(),
-                    e.what,
-                    e.error
-                ),
-            ),
-            "malformed",
-        ),
-    }
 }
 
 fn prefixed(root: &str, mut e: DecodeError) -> DecodeError {
@@ -430,6 +398,36 @@ fn validate_driver(d: &DeviceDriver) -> Vec<FieldError> {
         .filter(|(_, t)| t.is_empty())
         .map(|(i, _)| FieldError::required(format!("deviceTypes[{i}]"), "a device type name"))
         .collect()
+}
+
+/// The device kinds behind the admission router: validated whole against
+/// the drivers and classes the cluster has.
+pub struct DeviceKind(pub Kind);
+
+impl Family for DeviceKind {
+    fn label(&self) -> &'static str {
+        self.0.metric_label()
+    }
+    fn decide(&self, review: &Review<'_>, ctx: &super::Context<'_>) -> Decided {
+        let kind = self.0;
+        let facts = ctx.facts.device_facts().unwrap_or(&Unknown);
+        let verdict = match validate(
+            kind,
+            review.operation,
+            review.request.object.as_ref(),
+            facts,
+        ) {
+            Ok(errs) if errs.is_empty() => Verdict::Allow,
+            Ok(errs) => Verdict::Deny(aggregate(&errs)),
+            Err(e) => Verdict::Malformed(format!(
+                "cannot decode {GROUP}/{VERSION}, Kind={} in request.{}: {}",
+                kind.name(),
+                e.what,
+                e.error
+            )),
+        };
+        Decision::with(verdict).into()
+    }
 }
 
 #[cfg(test)]

@@ -1,27 +1,35 @@
 //! The admission core: `(request, policy, cluster facts) -> Decision`.
 //!
-//! Pure: no network, no clock, no kube client. The server parses the review,
-//! picks the policy by group/version/kind and calls [`mutate`] or
-//! [`validate`]; cluster state arrives through [`ClusterFacts`].
+//! Pure: no network, no kube client (one clock read: a PreScaledCronJob is
+//! judged from today's date). [`router`] is the one entry point: it decodes
+//! the review once, picks the family by group/version/kind and hook (job
+//! kinds by policy through [`mutate`] and [`validate`], AppWrapper,
+//! PreScaledCronJob, Kueue's own kinds, device kinds, conversion) and
+//! returns the answer or the entitlement checks still to make; the server
+//! only moves bytes, resolves those checks and counts. Cluster state
+//! arrives through [`ClusterFacts`].
 
 pub mod admission_gates;
 pub mod appwrapper;
 pub mod defaulting;
 pub mod devices;
+pub mod entitlement;
 pub mod field;
 pub mod kueue;
+pub mod manifests;
 pub mod object;
 pub mod patch;
 pub mod prescale;
 pub mod review;
+pub mod router;
 pub mod topology;
 pub mod validation;
 
 use serde_json::Value;
 
 use crate::{
-    policy::{Policy, PolicySet},
-    selector::{LabelSelector, NamespaceNameOnly},
+    api::selector::{LabelSelector, NamespaceNameOnly},
+    jobs::policy::{Policy, PolicySet},
 };
 use object::{DecodeError, JobObject};
 use patch::PatchOp;
@@ -64,7 +72,7 @@ pub trait ClusterFacts: Send + Sync {
     fn default_priority_class_exists(&self) -> bool;
     /// Does submitting to this LocalQueue need verb `submit` on it (the
     /// `batchgate.dev/submit-requires-permission` opt-in on the LocalQueue
-    /// or its ClusterQueue)? See [`crate::entitlement`].
+    /// or its ClusterQueue)? See [`crate::admission::entitlement`].
     fn queue_requires_submit(&self, _namespace: &str, _local_queue: &str) -> bool {
         false
     }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::policy::Pointer;
+use crate::jobs::policy::Pointer;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PatchOp {

@@ -11,7 +11,11 @@
 use chrono::NaiveDate;
 use serde_json::Value;
 
-use super::field::{BadValue, FieldError};
+use super::{
+    field::{BadValue, FieldError},
+    router::{Decided, Family, Hook, Review},
+    Decision, Verdict,
+};
 use crate::prescale::{self, Bad, Spec, Violation};
 
 /// Upstream's names; the webhook is named as kubebuilder would have.
@@ -60,6 +64,32 @@ pub fn validate(object: &Value, today: NaiveDate) -> Vec<FieldError> {
     match prescale::plan(&spec_of(object), today) {
         Ok(_) => Vec::new(),
         Err(v) => v.iter().map(field_error).collect(),
+    }
+}
+
+/// PreScaledCronJobs behind the admission router: nothing to default;
+/// validated whole by [`validate`] from today's date (UTC).
+pub struct PreScaledCronJobs;
+
+impl Family for PreScaledCronJobs {
+    fn label(&self) -> &'static str {
+        "prescaledcronjob"
+    }
+    fn decide(&self, review: &Review<'_>, _: &super::Context<'_>) -> Decided {
+        let Some(object) = review.request.object.as_ref() else {
+            return Decision::allow().into();
+        };
+        if review.hook == Hook::Mutate {
+            return Decision::allow().into();
+        }
+        // The one clock read on the admission path: a schedule is judged
+        // from the day it is written.
+        let today = chrono::Utc::now().date_naive();
+        let errs = validate(object, today);
+        if errs.is_empty() {
+            return Decision::allow().into();
+        }
+        Decision::with(Verdict::Deny(super::field::aggregate(&errs))).into()
     }
 }
 

@@ -16,7 +16,7 @@ use serde::{
 use serde_json::{Map, Number, Value};
 
 use super::Operation;
-use crate::policy::Interest;
+use crate::jobs::policy::Interest;
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -177,17 +177,37 @@ impl<'de> Visitor<'de> for Sparse<'_> {
     }
 }
 
-/// The review, with `object` and `oldObject` read sparsely.
-struct EnvelopeSeed<'n>(&'n Interest);
+/// Chooses how much of a review's objects to read once its kind is known
+/// (the admission router reads a job kind's objects as far as the policies
+/// look, and other families' whole).
+pub trait Reading {
+    /// What to read of the objects of a review of `kind`.
+    fn interest(&self, kind: &GroupVersionKind) -> &Interest;
+    /// What to read of objects that come before `kind` in the body, or of a
+    /// review without one (kube-apiserver sends `kind` first).
+    fn before_kind(&self) -> &Interest;
+}
 
-impl<'de> DeserializeSeed<'de> for EnvelopeSeed<'_> {
+impl Reading for Interest {
+    fn interest(&self, _: &GroupVersionKind) -> &Interest {
+        self
+    }
+    fn before_kind(&self) -> &Interest {
+        self
+    }
+}
+
+/// The review, with `object` and `oldObject` read sparsely.
+struct EnvelopeSeed<'n, R: ?Sized>(&'n R);
+
+impl<'de, R: Reading + ?Sized> DeserializeSeed<'de> for EnvelopeSeed<'_, R> {
     type Value = Envelope;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Envelope, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
+impl<'de, R: Reading + ?Sized> Visitor<'de> for EnvelopeSeed<'_, R> {
     type Value = Envelope;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an AdmissionReview object")
@@ -212,16 +232,16 @@ impl<'de> Visitor<'de> for EnvelopeSeed<'_> {
     }
 }
 
-struct RequestSeed<'n>(&'n Interest);
+struct RequestSeed<'n, R: ?Sized>(&'n R);
 
-impl<'de> DeserializeSeed<'de> for RequestSeed<'_> {
+impl<'de, R: Reading + ?Sized> DeserializeSeed<'de> for RequestSeed<'_, R> {
     type Value = Option<AdmissionRequest>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_option(self)
     }
 }
 
-impl<'de> Visitor<'de> for RequestSeed<'_> {
+impl<'de, R: Reading + ?Sized> Visitor<'de> for RequestSeed<'_, R> {
     type Value = Option<AdmissionRequest>;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an AdmissionRequest object")
@@ -251,10 +271,15 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                 dry_run: None,
             },
         );
+        // Chosen when `kind` is read.
+        let mut interest: Option<&Interest> = None;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match &*key {
                 "uid" => uid = Some(map.next_value::<String>()?),
-                "kind" => req.kind = map.next_value()?,
+                "kind" => {
+                    req.kind = map.next_value()?;
+                    interest = req.kind.as_ref().map(|k| self.0.interest(k));
+                }
                 "operation" => req.operation = map.next_value()?,
                 "namespace" => req.namespace = map.next_value()?,
                 "name" => req.name = map.next_value()?,
@@ -262,8 +287,14 @@ impl<'de> Visitor<'de> for RequestSeed<'_> {
                     req.user_info = map.next_value::<Option<UserInfo>>()?.unwrap_or_default()
                 }
                 "dryRun" => req.dry_run = map.next_value()?,
-                "object" => req.object = object(map.next_value_seed(Sparse(self.0))?),
-                "oldObject" => req.old_object = object(map.next_value_seed(Sparse(self.0))?),
+                "object" => {
+                    let node = interest.unwrap_or_else(|| self.0.before_kind());
+                    req.object = object(map.next_value_seed(Sparse(node))?)
+                }
+                "oldObject" => {
+                    let node = interest.unwrap_or_else(|| self.0.before_kind());
+                    req.old_object = object(map.next_value_seed(Sparse(node))?)
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -304,12 +335,16 @@ pub fn parse_whole(body: &[u8]) -> Result<AdmissionRequest, ParseError> {
     parse(body, &whole)
 }
 
-/// Parses a review body, reading of its objects what `interest` names. On
-/// error the uid is salvaged when possible.
-pub fn parse(body: &[u8], interest: &Interest) -> Result<AdmissionRequest, ParseError> {
+/// Parses a review body, reading of its objects what `reading` names for
+/// its kind (an [`Interest`] reads the same for every kind). On error the
+/// uid is salvaged when possible.
+pub fn parse<R: Reading + ?Sized>(
+    body: &[u8],
+    reading: &R,
+) -> Result<AdmissionRequest, ParseError> {
     let parsed = {
         let mut de = serde_json::Deserializer::from_slice(body);
-        EnvelopeSeed(interest)
+        EnvelopeSeed(reading)
             .deserialize(&mut de)
             .and_then(|env| de.end().map(|()| env))
     };
@@ -524,7 +559,7 @@ impl AdmissionResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicySet;
+    use crate::jobs::policy::PolicySet;
 
     fn interest() -> Interest {
         super::super::object::interest(&PolicySet::embedded().unwrap())

@@ -16,7 +16,7 @@ use super::{
     object::{DecodeError, JobObject, ELASTIC_JOB_ANNOTATION},
     validation::go_parse_bool,
 };
-use crate::policy::{json_type, Invariant, PodSet, Pointer, Policy};
+use crate::jobs::policy::{json_type, Invariant, PodSet, Pointer, Policy};
 
 pub const REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
 pub const PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";

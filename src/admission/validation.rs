@@ -12,7 +12,7 @@ use super::{
     },
     topology, Context,
 };
-use crate::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
+use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
 use serde_json::Value;
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
@@ -578,7 +578,7 @@ mod tests {
 
     use super::super::*;
     use super::*;
-    use crate::selector::LabelSelector;
+    use crate::api::selector::LabelSelector;
 
     struct DefaultQueue;
     impl ClusterFacts for DefaultQueue {

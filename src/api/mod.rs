@@ -9,9 +9,11 @@
 //! the YAML kept in `manifests/crds/`.
 
 pub mod appwrapper;
+pub mod config;
 pub mod crd;
 pub mod devices;
 pub mod fields;
 pub mod kueue;
 pub mod prescale;
 pub mod schema;
+pub mod selector;

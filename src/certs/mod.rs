@@ -1,11 +1,9 @@
 //! Certificates: generating a CA and a serving certificate with rcgen, and
-//! reading a serving pair from disk for the TLS listener.
+//! reading a serving pair from PEM for the TLS listener. The files are
+//! written and read by the shell (`server::tls`).
 
 use std::{
-    fs,
-    io::Write,
     net::IpAddr,
-    os::unix::fs::OpenOptionsExt,
     path::{Path, PathBuf},
     sync::Arc,
 };
@@ -38,7 +36,7 @@ pub enum CertError {
     Mismatch { message: String },
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CertError + '_ {
+pub fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> CertError + '_ {
     move |source| CertError::Io {
         path: path.to_path_buf(),
         source,
@@ -191,30 +189,6 @@ fn sign_serving<S: rcgen::SigningKey>(
     Ok((cert.pem(), key.serialize_pem()))
 }
 
-fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), CertError> {
-    // Write beside the target and rename, so a reader never sees half a file.
-    let tmp = path.with_extension("tmp");
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(io_err(&tmp))?;
-    f.write_all(contents.as_bytes()).map_err(io_err(&tmp))?;
-    f.sync_all().map_err(io_err(&tmp))?;
-    fs::rename(&tmp, path).map_err(io_err(path))
-}
-
-/// Writes `ca.crt`, `tls.crt` and `tls.key` (mode 0600) into `dir`. The CA
-/// key is not written: `batchgate certs` is for one-shot setups.
-pub fn write(dir: &Path, bundle: &Bundle) -> Result<(), CertError> {
-    fs::create_dir_all(dir).map_err(io_err(dir))?;
-    write_file(&dir.join(CA_FILE), &bundle.ca_pem, 0o644)?;
-    write_file(&dir.join(CERT_FILE), &bundle.cert_pem, 0o644)?;
-    write_file(&dir.join(KEY_FILE), &bundle.key_pem, 0o600)
-}
-
 /// base64 of the CA PEM, as a webhook configuration's `caBundle` wants it.
 pub fn ca_bundle(ca_pem: &str) -> String {
     use base64::Engine;
@@ -304,16 +278,6 @@ pub fn load_pem(
         key: Arc::new(certified),
         info,
     })
-}
-
-/// Reads `tls.crt` and `tls.key` from `dir` (following symlinks, as a
-/// mounted Secret has them).
-pub fn read_dir_pair(dir: &Path) -> Result<(Vec<u8>, Vec<u8>), CertError> {
-    let (c, k) = (dir.join(CERT_FILE), dir.join(KEY_FILE));
-    Ok((
-        fs::read(&c).map_err(io_err(&c))?,
-        fs::read(&k).map_err(io_err(&k))?,
-    ))
 }
 
 #[cfg(test)]
@@ -418,22 +382,5 @@ mod tests {
         )
         .unwrap();
         assert_ne!(first.info.serial, second.info.serial);
-    }
-
-    #[test]
-    fn key_file_is_private() {
-        let dir = tempfile::tempdir().unwrap();
-        write(
-            dir.path(),
-            &generate(&CertOptions::default(), OffsetDateTime::now_utc()).unwrap(),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        let mode = fs::metadata(dir.path().join(KEY_FILE))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        assert!(dir.path().join(CA_FILE).exists());
     }
 }

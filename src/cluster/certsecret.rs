@@ -32,13 +32,13 @@ use time::OffsetDateTime;
 use tracing::{debug, info, warn};
 
 use crate::{
+    admission::manifests::{MUTATING_NAME, VALIDATING_NAME},
     api::crd::CONVERTED_CRDS,
     certs::{
         self,
         rotation::{self, Step, Stored, Timing},
         CertOptions,
     },
-    manifests::{MUTATING_NAME, VALIDATING_NAME},
     server::{
         metrics::Metrics,
         tls::{poll_until, record_reload, CertStore},

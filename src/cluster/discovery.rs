@@ -19,10 +19,10 @@ use futures::{future::BoxFuture, FutureExt};
 use kube::Client;
 use tracing::debug;
 
-use crate::admission::appwrapper::ComponentCheck;
+use crate::admission::appwrapper::{ComponentCheck, ResourceNaming};
 
 /// The answer when discovery cannot tell.
-pub const ANY_RESOURCE: &str = "*";
+pub use crate::admission::appwrapper::ANY_RESOURCE;
 
 /// Reads one group/version's resource list: `(name, kind)` pairs.
 pub trait Discovery: Send + Sync + 'static {
@@ -150,6 +150,15 @@ impl ResourceNames {
                 ANY_RESOURCE.into()
             }
         }
+    }
+}
+
+impl ResourceNaming for ResourceNames {
+    fn cached(&self, c: &ComponentCheck) -> Option<String> {
+        ResourceNames::cached(self, c)
+    }
+    fn resolve<'a>(&'a self, c: &'a ComponentCheck) -> BoxFuture<'a, String> {
+        ResourceNames::resolve(self, c).boxed()
     }
 }
 

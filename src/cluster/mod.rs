@@ -24,10 +24,10 @@ use kube::{
 use tracing::{info, warn};
 
 use crate::{
+    admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
     admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
     api::kueue::v1beta2::{ClusterQueue, LocalQueue, WorkloadPriorityClass},
-    entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
-    selector::LabelSelector,
+    api::selector::LabelSelector,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! The hand-off of queue snapshots between the queueing controller, which
 //! owns the engine, and the visibility API's listener, which answers from
-//! them (the pure snapshot and answers are [`crate::visibility`]).
+//! them (the pure snapshot and answers are [`crate::queueing::visibility`]).
 
 use std::{
     sync::{
@@ -13,7 +13,7 @@ use std::{
 use arc_swap::ArcSwapOption;
 use tokio::sync::Notify;
 
-use crate::visibility::Snapshot;
+use crate::queueing::visibility::Snapshot;
 
 /// The queues as last snapshotted, shared between the queueing controller
 /// (which takes a snapshot on its status tick, only when one was asked for

@@ -26,7 +26,7 @@ use kube::{api::PostParams, Api, Client};
 use tracing::{debug, warn};
 
 use crate::{
-    entitlement::{Check, DecisionCache, OnError, Outcome, Settings},
+    admission::entitlement::{Check, DecisionCache, OnError, Outcome, Settings},
     server::metrics::{Metrics, ResultLabel},
 };
 
@@ -254,7 +254,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::entitlement::{Identity, ResourceAttributes};
+    use crate::admission::entitlement::{Identity, ResourceAttributes};
 
     /// Answers after `gate` opens: allowed for "alice", denied otherwise,
     /// an error for the name "broken"; counts its calls.

@@ -34,8 +34,10 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::{
-    jobs::{admission_pod_set_infos, served, write_workload_status, Shared},
-    queueing::{params, release, MANAGER},
+    context::{
+        admission_pod_set_infos, params, release, served, write_workload_status, JobError, Shared,
+        MANAGER,
+    },
     translation::Conditions,
 };
 use crate::{
@@ -55,7 +57,7 @@ use crate::{
         APPWRAPPER_LABEL,
     },
     cluster::discovery::{KubeDiscovery, ResourceNames, ANY_RESOURCE},
-    workload,
+    jobs::workload,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +69,7 @@ pub enum AppWrapperError {
     #[error(transparent)]
     Lifecycle(#[from] core::LifecycleError),
     #[error(transparent)]
-    Job(#[from] super::jobs::JobError),
+    Job(#[from] JobError),
 }
 
 struct Ctx {
@@ -650,7 +652,7 @@ async fn kueue_step(
             }
         };
         let body = workload_for(aw, &queue, &prio);
-        super::vetting::create(&body).map_err(super::jobs::JobError::from)?;
+        super::vetting::create(&body).map_err(JobError::from)?;
         let body: DynamicObject = serde_json::from_value(body)?;
         let raw = Api::<DynamicObject>::namespaced_with(
             ctx.client(),

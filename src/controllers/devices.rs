@@ -89,10 +89,10 @@ impl Gate {
         );
         let gate = if served {
             Gate {
-                pools: super::jobs::store(Api::all(client.clone())),
-                classes: super::jobs::store(Api::all(client.clone())),
-                drivers: super::jobs::store(Api::all(client.clone())),
-                claims: super::jobs::store(Api::all(client.clone())),
+                pools: super::context::store(Api::all(client.clone())),
+                classes: super::context::store(Api::all(client.clone())),
+                drivers: super::context::store(Api::all(client.clone())),
+                claims: super::context::store(Api::all(client.clone())),
                 entries: HashMap::new(),
                 to_write: HashMap::new(),
                 pools_seen: Vec::new(),
@@ -374,13 +374,6 @@ pub(super) fn charge(
     }
 }
 
-/// The node a Workload's allocation pins a pod set to
-/// (`kubernetes.io/hostname`), if it has one.
-pub fn pinned_node(wl: &api::Workload, pod_set: &str) -> Option<String> {
-    let allocs = allocation::parse(wl.annotations().get(allocation::ANNOTATION)?).ok()?;
-    allocation::node_of(&allocs, pod_set).map(String::from)
-}
-
 /// Writes the allocation annotation (on the resourceVersion the decision
 /// was made from); the new resourceVersion, or `None` if it did not land.
 pub(super) async fn record(
@@ -396,7 +389,7 @@ pub(super) async fn record(
     match api
         .patch(
             name,
-            &super::queueing::params(),
+            &super::context::params(),
             &kube::api::Patch::Merge(&patch),
         )
         .await
@@ -415,6 +408,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::controllers::context::pinned_node;
     use crate::queueing::PodSetAssignment;
 
     fn filled<K>(objects: Vec<serde_json::Value>) -> Store<K>

@@ -9,23 +9,26 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::{core::v1::ObjectReference, scheduling::v1::PriorityClass};
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DynamicObject, Patch, PostParams},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::{Action, Controller},
-        events::{Event as KEvent, EventType, Recorder, Reporter},
-        reflector::{self, ObjectRef, Store},
+        events::{Event as KEvent, EventType},
+        reflector::ObjectRef,
         watcher, WatchStreamExt,
     },
-    Api, Client, Resource, ResourceExt,
+    Api, Client, ResourceExt,
 };
 use serde_json::{json, Value};
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use super::{
-    queueing::{params, release, MANAGER},
+    context::{
+        admission_pod_set_infos, params, release, served, write_workload_status, JobError, Shared,
+        MANAGER,
+    },
     translation::Conditions,
 };
 use crate::{
@@ -33,33 +36,9 @@ use crate::{
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2::{self as api, condition},
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
-    policy::{Policy, PolicySet, Progress},
-    workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+    jobs::policy::{Policy, PolicySet, Progress},
+    jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
-
-#[derive(Debug, thiserror::Error)]
-pub enum JobError {
-    #[error(transparent)]
-    Kube(#[from] kube::Error),
-    #[error(transparent)]
-    Workload(#[from] workload::WorkloadError),
-    #[error("encoding: {0}")]
-    Json(#[from] serde_json::Error),
-    /// A Workload write the Workload webhook would refuse: not sent.
-    #[error(transparent)]
-    Refused(#[from] super::vetting::Refused),
-}
-
-/// What every job reconciler shares: caches of the objects a start or a
-/// Workload needs (flavors, priority classes), and the event recorder.
-#[derive(Clone)]
-pub struct Shared {
-    pub(super) client: Client,
-    pub(super) flavors: Store<api::ResourceFlavor>,
-    workload_classes: Store<api::WorkloadPriorityClass>,
-    pod_classes: Store<PriorityClass>,
-    pub(super) recorder: Recorder,
-}
 
 struct Ctx {
     shared: Shared,
@@ -69,71 +48,15 @@ struct Ctx {
     policies: PolicySet,
 }
 
-pub(super) fn store<K>(api: Api<K>) -> Store<K>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + Sync
-        + 'static,
-{
-    let (reader, writer) = reflector::store();
-    tokio::spawn(async move {
-        let s = watcher(api, watcher::Config::default())
-            .default_backoff()
-            .reflect(writer)
-            .touched_objects();
-        futures::pin_mut!(s);
-        while let Some(ev) = s.next().await {
-            if let Err(e) = ev {
-                warn!(error = %e, "watch error; retrying");
-            }
-        }
-    });
-    reader
-}
-
-impl Shared {
-    /// Without Kueue's caches (empty stores, never filled): for the
-    /// AppWrapper controller alone under `admission: external`, which reads
-    /// no flavor or priority class.
-    pub(super) fn without_kueue(client: Client) -> Self {
-        Shared {
-            flavors: reflector::store().0,
-            workload_classes: reflector::store().0,
-            pod_classes: reflector::store().0,
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "batchgate-job-controller".into(),
-                    instance: std::env::var("HOSTNAME").ok(),
-                },
-            ),
-            client,
-        }
-    }
-}
-
-/// Starts a reconciler for every policy; runs until the process ends.
-pub async fn run(client: Client, policies: PolicySet) {
-    let shared = Shared {
-        flavors: store(Api::all(client.clone())),
-        workload_classes: store(Api::all(client.clone())),
-        pod_classes: store(Api::all(client.clone())),
-        recorder: Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: "batchgate-job-controller".into(),
-                instance: std::env::var("HOSTNAME").ok(),
-            },
-        ),
-        client: client.clone(),
-    };
-    let _ = shared.flavors.wait_until_ready().await;
-    let _ = shared.workload_classes.wait_until_ready().await;
-    let _ = shared.pod_classes.wait_until_ready().await;
+/// Starts a reconciler for every policy (on `shared`, its stores already
+/// read) and the Workload watch that wakes them and the AppWrapper
+/// controller (through `appwrappers`); runs until the process ends.
+pub async fn run(
+    shared: Shared,
+    policies: PolicySet,
+    appwrappers: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapper>>,
+) {
+    let client = shared.client.clone();
     let mut all = Vec::new();
     let mut triggers = OwnerTriggers::default();
     for policy in policies.iter() {
@@ -168,10 +91,8 @@ pub async fn run(client: Client, policies: PolicySet) {
             fut.await
         }));
     }
-    let (aw_tx, aw_rx) = futures::channel::mpsc::unbounded();
-    triggers.appwrappers = Some(aw_tx);
+    triggers.appwrappers = Some(appwrappers);
     tokio::spawn(triggers.run(client));
-    all.push(tokio::spawn(super::appwrapper::run(shared, aw_rx, true)));
     for h in all {
         let _ = h.await;
     }
@@ -247,51 +168,9 @@ impl OwnerTriggers {
     }
 }
 
-/// Resolves once the kind is served, polling while its CRD is missing.
-pub(super) async fn served(jobs: Api<DynamicObject>, integration: String) {
-    let mut told = false;
-    loop {
-        match jobs
-            .list_metadata(&kube::api::ListParams::default().limit(1))
-            .await
-        {
-            Err(kube::Error::Api(e)) if e.code == 404 => {
-                if !told {
-                    info!(%integration, "kind not served yet; its reconciler starts when its CRD is installed");
-                    told = true;
-                }
-                tokio::time::sleep(Duration::from_secs(5)).await;
-            }
-            _ => {
-                if told {
-                    info!(%integration, "kind served; its reconciler starts");
-                }
-                return;
-            }
-        }
-    }
-}
-
 fn error_policy(job: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Action {
     warn!(job = %job.name_any(), namespace = job.namespace().unwrap_or_default(), error = %err, "reconcile failed; retrying");
     Action::requeue(Duration::from_secs(2))
-}
-
-impl Shared {
-    /// The priority classes known now, for a Workload's priority.
-    pub(super) fn classes(&self) -> PriorityClasses {
-        let mut c = PriorityClasses::default();
-        for w in self.workload_classes.state() {
-            c.workload.insert(w.name_any(), w.spec.value);
-        }
-        for p in self.pod_classes.state() {
-            if p.global_default == Some(true) {
-                c.global_default = Some(p.name_any());
-            }
-            c.pod.insert(p.name_any(), p.value);
-        }
-        c
-    }
 }
 
 impl Ctx {
@@ -425,89 +304,6 @@ impl Ctx {
     }
 }
 
-/// What a Workload's admission adds to each pod set's template: the pod
-/// set and queue labels, the flavors' node labels and tolerations.
-pub(super) fn admission_pod_set_infos(
-    flavors: &Store<api::ResourceFlavor>,
-    wl: &api::Workload,
-    queue: &str,
-) -> Option<Vec<PodSetInfo>> {
-    let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
-        return Some(Vec::new());
-    };
-    // A flavor created a moment ago may not have reached this watch yet
-    // (the queueing engine's own watch saw it first): starting now would
-    // leave its node labels out of the templates. `None`: look again soon.
-    let all_known = a
-        .pod_set_assignments
-        .iter()
-        .flatten()
-        .flat_map(|psa| psa.flavors.iter().flatten().map(|(_, f)| f))
-        .all(|f| flavors.get(&ObjectRef::new(f)).is_some());
-    if !all_known {
-        return None;
-    }
-    let cq = a.cluster_queue.clone().unwrap_or_default();
-    a.pod_set_assignments
-        .iter()
-        .flatten()
-        .map(|psa| {
-            let mut info = PodSetInfo {
-                name: psa.name.clone(),
-                ..PodSetInfo::default()
-            };
-            info.labels
-                .insert(workload::PODSET_LABEL.into(), psa.name.clone());
-            if !queue.is_empty() {
-                info.labels
-                    .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
-            }
-            if is_dns1123_label(&cq) {
-                info.labels
-                    .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
-            }
-            // Pods with devices go to the node holding them.
-            if let Some(node) = super::devices::pinned_node(wl, &psa.name) {
-                info.node_selector
-                    .insert("kubernetes.io/hostname".into(), node);
-            }
-            let mut seen = Vec::new();
-            for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
-                if seen.contains(flavor) {
-                    continue;
-                }
-                seen.push(flavor.clone());
-                if let Some(rf) = flavors.get(&ObjectRef::new(flavor)) {
-                    for (k, v) in rf.spec.node_labels.iter().flatten() {
-                        info.node_selector.insert(k.clone(), v.clone());
-                    }
-                    for t in rf.spec.tolerations.iter().flatten() {
-                        if let Ok(v) = serde_json::to_value(t) {
-                            if !info.tolerations.contains(&v) {
-                                info.tolerations.push(v);
-                            }
-                        }
-                    }
-                }
-            }
-            info
-        })
-        .collect::<Vec<_>>()
-        .into()
-}
-
-/// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
-/// ClusterQueue name when it is one.
-fn is_dns1123_label(v: &str) -> bool {
-    let b = v.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-}
-
 fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
     wl.spec
         .pod_sets
@@ -519,27 +315,6 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
             template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
         })
         .collect()
-}
-
-pub(super) async fn write_workload_status(
-    api: &Api<api::Workload>,
-    wl: &api::Workload,
-    status: Value,
-) -> Result<(), JobError> {
-    // Not sent if the Workload webhook (which it skips) would refuse it.
-    super::vetting::merge_patch(&serde_json::to_value(wl)?, &json!({ "status": &status }))?;
-    let patch = json!({
-        "metadata": {"resourceVersion": wl.resource_version()},
-        "status": status,
-    });
-    match api
-        .patch_status(&wl.name_any(), &params(), &Patch::Merge(&patch))
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {

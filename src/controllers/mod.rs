@@ -1,13 +1,29 @@
-//! The reconciler: kube glue that reads cluster state, asks the pure core
-//! (`queueing`, `workload`) and writes the result.
+//! The reconciler (shell): kube-runtime controllers that read cluster
+//! state, ask the pure core (`queueing`, `jobs`, `appwrapper`, `prescale`,
+//! `devices`) and write the result.
 //!
-//! - [`queueing`]: the quota engine's shell — Workloads admitted, evicted
-//!   or left pending, ClusterQueue and LocalQueue status.
+//! They stand side by side on [`context`] (the field manager, the Workload
+//! status writer, the shared stores, `release`), which imports none of
+//! them; no two controllers import each other in a cycle
+//! (`tests/architecture.rs` checks the import graph). This module starts
+//! them.
+//!
+//! - [`queueing`]: the quota engine's shell — `queueing::feed` (watches
+//!   into the engine), `queueing::decisions` (admissions, evictions and
+//!   pending reasons written to Workloads), `queueing::status`
+//!   (ClusterQueue and LocalQueue status). [`devices`] places device claims
+//!   before an admission.
 //! - [`jobs`]: one reconciler per integration policy — a queued job's
 //!   Workload created and kept in step, the job started once its Workload
 //!   is admitted and stopped when it is evicted.
+//! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
+//!   PreScaledCronJob's generated CronJobs.
+//! - Support: [`translation`] (API objects to engine types), [`vetting`]
+//!   (our own Workload writes checked as the webhook would), [`events`],
+//!   [`lease`] (leader election and fencing).
 
 pub mod appwrapper;
+pub mod context;
 pub mod devices;
 pub mod events;
 pub mod jobs;
@@ -22,7 +38,7 @@ use std::{sync::Arc, time::Duration};
 use kube::{Api, Client};
 use tracing::info;
 
-use crate::{api::kueue::v1beta2 as api, policy::PolicySet};
+use crate::{api::kueue::v1beta2 as api, jobs::policy::PolicySet};
 
 /// Runs the reconciler for good: waits for the lease, starts the
 /// PreScaledCronJob controller (which needs no Kueue CRD), waits for
@@ -56,7 +72,11 @@ pub async fn run(
         }
     }
     tokio::spawn(queueing::Controller::run(client.clone(), positions));
-    jobs::run(client, policies).await;
+    let shared = context::Shared::start(client).await;
+    let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
+    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
+    jobs::run(shared, policies, appwrappers).await;
+    let _ = aw.await;
 }
 
 /// `admission: external`: an upstream Kueue creates and admits the
@@ -74,5 +94,5 @@ pub async fn run_external(
     tokio::spawn(prescale::run(client.clone(), prescaler));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
-    appwrapper::run(jobs::Shared::without_kueue(client), none, false).await;
+    appwrapper::run(context::Shared::without_kueue(client), none, false).await;
 }

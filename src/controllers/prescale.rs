@@ -32,7 +32,7 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::jobs::served;
+use super::context::served;
 use crate::{
     admission::prescale::spec_of,
     api::prescale::{PreScaledCronJob, PreScaledCronJobStatus},
@@ -42,23 +42,7 @@ use crate::{
     },
 };
 
-/// The controller's settings (`prescaler` in the configuration file).
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The image of the wait init container: batchgate's own.
-    pub image: String,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            image: DEFAULT_IMAGE.into(),
-        }
-    }
-}
-
-/// The image the shipped Deployment runs.
-pub const DEFAULT_IMAGE: &str = "batchgate:latest";
+pub use crate::prescale::{Settings, DEFAULT_IMAGE};
 
 /// The condition written to status.
 pub const READY: &str = "Ready";

@@ -12,12 +12,12 @@ use serde_json::{json, Value};
 
 use crate::{
     api::kueue::v1beta2 as api,
+    api::selector::LabelSelector,
     queueing::{
         self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy, Preemption,
         PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint,
         TaintEffect, Toleration, TolerationOperator,
     },
-    selector::LabelSelector,
 };
 
 /// A Kueue object the engine cannot take, and why.
@@ -330,7 +330,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(crate::workload::JOB_UID_LABEL).cloned()),
+            .and_then(|l| l.get(crate::jobs::workload::JOB_UID_LABEL).cloned()),
         queue_name: wl.spec.queue_name.as_deref().unwrap_or_default().into(),
         priority: wl.spec.priority.unwrap_or(0),
         created: wl

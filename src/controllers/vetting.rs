@@ -255,14 +255,14 @@ mod tests {
         let wl_api = kube::Api::<api::Workload>::namespaced(client, "ns");
         let wl: api::Workload = serde_json::from_value(workload(json!({}))).unwrap();
         let bad = json!({"conditions": [cond("QuotaReserved", "True", "QuotaReserved")]});
-        let out = super::super::jobs::write_workload_status(&wl_api, &wl, bad).await;
+        let out = super::super::context::write_workload_status(&wl_api, &wl, bad).await;
         assert!(
-            matches!(out, Err(super::super::jobs::JobError::Refused(_))),
+            matches!(out, Err(super::super::context::JobError::Refused(_))),
             "{out:?}"
         );
         assert!(sent.lock().unwrap().is_empty());
         let ok = json!({"conditions": [cond("Finished", "True", "Succeeded")]});
-        super::super::jobs::write_workload_status(&wl_api, &wl, ok)
+        super::super::context::write_workload_status(&wl_api, &wl, ok)
             .await
             .unwrap();
         assert_eq!(

@@ -11,7 +11,7 @@ use kube::Client;
 use serde_json::Value;
 
 use super::listing::WorkloadStatus;
-use crate::{api::kueue::v1beta2::Workload, visibility::GROUP};
+use crate::{api::kueue::v1beta2::Workload, queueing::visibility::GROUP};
 
 /// Adds to `out` (`(namespace, Workload)` to its 0-based position in its
 /// LocalQueue) the positions of the ClusterQueues of `page`'s pending

@@ -40,8 +40,8 @@ use crate::{
         stop_policy, ClusterQueue, ClusterQueuePreemption, ClusterQueueSpec, LocalQueue,
         LocalQueueSpec, ResourceFlavor, ResourceFlavorSpec, Workload,
     },
+    api::selector::LabelSelector,
     controllers::lease::{LEASE_NAME, VERSION_ANNOTATION},
-    selector::LabelSelector,
 };
 
 /// Page size of every list (upstream's `KUEUECTL_LIST_REQUEST_LIMIT`).

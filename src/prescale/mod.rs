@@ -301,5 +301,23 @@ pub fn zone(tz: Option<&str>) -> Option<Tz> {
     }
 }
 
+/// The PreScaledCronJob controller's settings (`prescaler` in the configuration file).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The image of the wait init container: batchgate's own.
+    pub image: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            image: DEFAULT_IMAGE.into(),
+        }
+    }
+}
+
+/// The image the shipped Deployment runs.
+pub const DEFAULT_IMAGE: &str = "batchgate:latest";
+
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::selector::LabelSelector;
+use crate::api::selector::LabelSelector;
 
 /// `spec.queueingStrategy`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -31,6 +31,7 @@ pub mod quantity;
 mod queues;
 pub mod quota;
 pub mod scheduler;
+pub mod visibility;
 pub mod workload;
 
 #[cfg(test)]

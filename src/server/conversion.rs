@@ -1,6 +1,6 @@
 //! `POST /convert`: the CRD conversion webhook of Kueue's kinds. The
-//! shell only reads the body within bounds and hands it to the pure
-//! converter ([`crate::api::kueue::conversion::review`]).
+//! shell only reads the body within bounds and hands it to the admission
+//! router ([`crate::admission::router::Router::convert`]).
 
 use std::time::Instant;
 
@@ -11,7 +11,6 @@ use axum::{
 };
 
 use super::{json_response, metrics::WebhookLabel, receive, reject, AppState, Received};
-use crate::api::kueue::conversion;
 
 pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {
     let start = Instant::now();
@@ -30,10 +29,8 @@ pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Re
     };
     let _computing = conn.as_ref().map(|c| c.computing());
     // A list's conversion can take a while: off the async workers.
-    let answer = tokio::task::spawn_blocking(move || {
-        conversion::review(&body).and_then(|r| Ok(serde_json::to_vec(&r)?))
-    })
-    .await;
+    let router = s.webhook.clone();
+    let answer = tokio::task::spawn_blocking(move || router.convert(&body)).await;
     match answer {
         Ok(Ok(bytes)) => {
             s.metrics
@@ -42,7 +39,7 @@ pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Re
                 .observe(start.elapsed().as_secs_f64());
             json_response(StatusCode::OK, bytes)
         }
-        Ok(Err(e)) => reject(&s, StatusCode::BAD_REQUEST, "not_a_review", &e.to_string()),
+        Ok(Err(e)) => reject(&s, StatusCode::BAD_REQUEST, "not_a_review", &e),
         Err(e) => reject(
             &s,
             StatusCode::INTERNAL_SERVER_ERROR,

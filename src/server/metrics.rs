@@ -18,6 +18,17 @@ pub struct ReviewLabels {
     pub result: &'static str,
 }
 
+impl From<&crate::admission::router::Labels> for ReviewLabels {
+    fn from(l: &crate::admission::router::Labels) -> Self {
+        ReviewLabels {
+            webhook: l.webhook,
+            kind: l.kind,
+            operation: l.operation,
+            result: l.result,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WebhookLabel {
     pub webhook: &'static str,

@@ -13,7 +13,6 @@ pub mod metrics;
 pub mod slots;
 pub mod tls;
 pub mod visibility;
-pub mod webhook;
 
 use std::{
     future::Future,
@@ -45,13 +44,13 @@ use tokio::{
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use crate::admission::router::{self as admission, error_body, Hook, Reviewed};
 use crate::cluster::sar::SarClient;
 use budget::Budget;
 use connection::{Millis, Timeouts, Verdict};
 use metrics::{Metrics, ReasonLabel, WebhookLabel};
 use slots::{Clock, ConnHandle, Slots, TrackedIo, Tracking};
 use tls::CertStore;
-use webhook::{error_body, Hook, Reviewed, Webhook};
 
 /// Bounds on what one client may cost the server.
 #[derive(Debug, Clone)]
@@ -195,7 +194,7 @@ pub struct Readiness {
 
 #[derive(Clone)]
 struct AppState {
-    webhook: Arc<Webhook>,
+    webhook: Arc<admission::Router>,
     /// Answers entitlement checks; `None` without a cluster (no opt-ins).
     sar: Option<SarClient>,
     metrics: Arc<Metrics>,
@@ -218,7 +217,7 @@ pub struct Bound {
 pub async fn bind(
     opts: ServeOptions,
     store: Arc<CertStore>,
-    webhook: Arc<Webhook>,
+    webhook: Arc<admission::Router>,
     sar: Option<SarClient>,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
@@ -590,7 +589,7 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
     };
     match &answer.labels {
         Some(l) => {
-            s.metrics.reviews.get_or_create(l).inc();
+            s.metrics.reviews.get_or_create(&l.into()).inc();
             s.metrics
                 .latency
                 .get_or_create(&WebhookLabel {

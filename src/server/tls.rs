@@ -8,7 +8,9 @@
 //! new pair; connections already open keep theirs, so nothing in flight fails.
 
 use std::{
-    path::PathBuf,
+    io::Write,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -46,7 +48,7 @@ impl std::fmt::Debug for CertStore {
 impl CertStore {
     /// Loads the pair from `dir`; fails if it is missing or broken.
     pub fn load(dir: PathBuf) -> Result<Arc<CertStore>, CertError> {
-        let (c, k) = certs::read_dir_pair(&dir)?;
+        let (c, k) = read_dir_pair(&dir)?;
         Self::new(Some(dir), c, k)
     }
 
@@ -91,7 +93,7 @@ impl CertStore {
     pub fn reload(&self) -> Result<Option<CertInfo>, CertError> {
         match &self.dir {
             Some(dir) => {
-                let (c, k) = certs::read_dir_pair(dir)?;
+                let (c, k) = read_dir_pair(dir)?;
                 self.set_pem(c, k)
             }
             None => Ok(None),
@@ -210,5 +212,66 @@ struct Resolver(Arc<CertStore>);
 impl ResolvesServerCert for Resolver {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.0.current.load_full())
+    }
+}
+
+fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), CertError> {
+    // Write beside the target and rename, so a reader never sees half a file.
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(certs::io_err(&tmp))?;
+    f.write_all(contents.as_bytes())
+        .map_err(certs::io_err(&tmp))?;
+    f.sync_all().map_err(certs::io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(certs::io_err(path))
+}
+
+/// Writes `ca.crt`, `tls.crt` and `tls.key` (mode 0600) into `dir`. The CA
+/// key is not written: `batchgate certs` is for one-shot setups.
+pub fn write(dir: &Path, bundle: &certs::Bundle) -> Result<(), CertError> {
+    std::fs::create_dir_all(dir).map_err(certs::io_err(dir))?;
+    write_file(&dir.join(certs::CA_FILE), &bundle.ca_pem, 0o644)?;
+    write_file(&dir.join(certs::CERT_FILE), &bundle.cert_pem, 0o644)?;
+    write_file(&dir.join(certs::KEY_FILE), &bundle.key_pem, 0o600)
+}
+
+/// Reads `tls.crt` and `tls.key` from `dir` (following symlinks, as a
+/// mounted Secret has them).
+pub fn read_dir_pair(dir: &Path) -> Result<(Vec<u8>, Vec<u8>), CertError> {
+    let (c, k) = (dir.join(certs::CERT_FILE), dir.join(certs::KEY_FILE));
+    Ok((
+        std::fs::read(&c).map_err(certs::io_err(&c))?,
+        std::fs::read(&k).map_err(certs::io_err(&k))?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_file_is_private() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            &certs::generate(
+                &certs::CertOptions::default(),
+                time::OffsetDateTime::now_utc(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(certs::KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(dir.path().join(certs::CA_FILE).exists());
     }
 }

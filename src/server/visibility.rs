@@ -1,6 +1,6 @@
 //! The HTTPS listener of the visibility API (its own port, as Kueue's
 //! visibility server has: 8082), with what an aggregated API server must
-//! do before answering (the answers are [`crate::visibility`]'s):
+//! do before answering (the answers are [`crate::queueing::visibility`]'s):
 //!
 //! - authentication by the front proxy: kube-apiserver presents a client
 //!   certificate signed by the requestheader CA it publishes in
@@ -33,9 +33,9 @@ use tracing::{debug, info, warn};
 
 use super::tls::CertStore;
 use crate::{
+    admission::entitlement::{Check, Identity, Outcome, ResourceAttributes},
     cluster::{positions::Positions, sar::SarClient},
-    entitlement::{Check, Identity, Outcome, ResourceAttributes},
-    visibility::{self, Error, Route},
+    queueing::visibility::{self, Error, Route},
 };
 
 const AUTH_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");

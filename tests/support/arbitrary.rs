@@ -3,7 +3,7 @@
 
 use batchgate::{
     admission::{ClusterFacts, NoCluster},
-    selector::LabelSelector,
+    api::selector::LabelSelector,
 };
 use proptest::{collection, prelude::*};
 use serde_json::{json, Map, Value};

@@ -18,15 +18,19 @@
 //! rules first, then the generic invariants, in one aggregated message — the
 //! errors two webhooks (Kueue's and the AppWrapper operator's) would give.
 //!
-//! The policy is not part of the [`PolicySet`](crate::policy::PolicySet):
+//! The policy is not part of the [`PolicySet`](crate::jobs::policy::PolicySet):
 //! the job reconcilers must not treat AppWrappers as plain jobs (their
 //! lifecycle is the AppWrapper controller's, not implemented yet).
 
 #[cfg(test)]
 mod tests;
 
-use std::{collections::BTreeSet, sync::OnceLock};
+use std::{
+    collections::BTreeSet,
+    sync::{Arc, OnceLock},
+};
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{
@@ -34,18 +38,18 @@ use super::{
     object::{DecodeError, JobObject, QUEUE_NAME_LABEL},
     patch::{self, PatchOp},
     review::UserInfo,
+    router::{Checks, Decided, Family, Hook, Review},
     validation, Context, Decision, Operation, Request, Verdict,
 };
 use crate::{
-    api::appwrapper::{
-        v1beta2::{USER_ID_LABEL, USER_LABEL, VERSION},
-        GROUP,
-    },
+    admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
+    api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
-    entitlement::{Need, ResourceAttributes, Subject, Wording},
-    policy::{Invariant, Pointer, Policy, Target, UpdateRules},
+    jobs::policy::{Invariant, Pointer, Policy, Target, UpdateRules},
 };
 
+/// The group and version routed here.
+pub use crate::api::appwrapper::{v1beta2::VERSION, GROUP};
 pub const KIND: &str = "AppWrapper";
 pub const RESOURCE: &str = "appwrappers";
 /// Kueue's integration name for AppWrappers (also the metric label).
@@ -321,7 +325,10 @@ fn components(obj: &Value) -> Result<&[Value], DecodeError> {
         Some(Value::Array(c)) => Ok(c),
         Some(other) => Err(DecodeError {
             field: "spec.components".into(),
-            message: format!("must be a list, found {}", crate::policy::json_type(other)),
+            message: format!(
+                "must be a list, found {}",
+                crate::jobs::policy::json_type(other)
+            ),
         }),
     }
 }
@@ -539,7 +546,7 @@ pub fn component_checks(req: &Request<'_>, settings: &Settings) -> Vec<Component
     let Some(obj) = req.object else {
         return Vec::new();
     };
-    if crate::entitlement::deleting(Some(obj)) {
+    if crate::admission::entitlement::deleting(Some(obj)) {
         return Vec::new();
     }
     components(obj)
@@ -578,6 +585,86 @@ pub fn need(check: &ComponentCheck, resource: &str, namespace: &str, name: &str)
         },
         because: "",
         wording: Wording::AppWrapperComponent,
+    }
+}
+
+/// The resource name of a component's kind, for its check (`*` of its
+/// group until known). The shell's discovery cache implements it
+/// (`cluster::discovery::ResourceNames`); the router only reads.
+pub trait ResourceNaming: Send + Sync + std::fmt::Debug {
+    /// The resource name, if already known.
+    fn cached(&self, c: &ComponentCheck) -> Option<String>;
+    /// The resource name: known, discovered, or [`ANY_RESOURCE`].
+    fn resolve<'a>(&'a self, c: &'a ComponentCheck) -> BoxFuture<'a, String>;
+}
+
+/// What a check asks for when the component's resource name is unknown.
+pub const ANY_RESOURCE: &str = "*";
+
+/// No resource names known, none to discover: every component is checked
+/// as [`ANY_RESOURCE`] of its group.
+#[derive(Debug)]
+pub struct NoResourceNames;
+
+impl ResourceNaming for NoResourceNames {
+    fn cached(&self, _: &ComponentCheck) -> Option<String> {
+        None
+    }
+    fn resolve<'a>(&'a self, _: &'a ComponentCheck) -> BoxFuture<'a, String> {
+        Box::pin(std::future::ready(ANY_RESOURCE.to_string()))
+    }
+}
+
+/// AppWrappers behind the admission router: both hooks, on the whole
+/// object, then the entitlement checks of a create — the generic queue and
+/// priority opt-ins, and one per component unless
+/// `appwrapper.userRBACAdmissionCheck` is off.
+pub struct AppWrappers {
+    pub settings: Settings,
+    pub resources: Arc<dyn ResourceNaming>,
+}
+
+impl Family for AppWrappers {
+    fn label(&self) -> &'static str {
+        INTEGRATION
+    }
+    fn decide(&self, review: &Review<'_>, ctx: &Context<'_>) -> Decided {
+        let req = review.core();
+        let decision = match review.hook {
+            Hook::Mutate => mutate(&req, &review.request.user_info, &self.settings, ctx),
+            Hook::Validate => validate(&req, ctx),
+        };
+        let mut checks = Checks::default();
+        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
+            let name = review.name();
+            let namespace = namespace_of(req.object, req.namespace);
+            checks.needs = entitlement::job_checks(
+                &entitlement::JobReview {
+                    operation: req.operation,
+                    kind: KIND,
+                    namespace,
+                    name,
+                    new: entitlement::JobLabels::of(req.object),
+                    old: entitlement::JobLabels::of(req.old_object),
+                    deleting: entitlement::deleting(req.object),
+                },
+                ctx.facts,
+            );
+            for c in component_checks(&req, &self.settings) {
+                let resource = self.resources.cached(&c);
+                if resource.is_none() {
+                    checks.unresolved.push((checks.needs.len(), c.clone()));
+                }
+                checks.needs.push(need(
+                    &c,
+                    resource.as_deref().unwrap_or(ANY_RESOURCE),
+                    namespace,
+                    name,
+                ));
+            }
+            checks.resources = Some(self.resources.clone());
+        }
+        Decided { decision, checks }
     }
 }
 

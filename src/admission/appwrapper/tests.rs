@@ -7,12 +7,15 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::{
-    admission::{review::UserInfo, ClusterFacts, Context, NoCluster, Request, Settings as Core},
+    admission::entitlement::{OnError, Outcome},
+    admission::{
+        review::UserInfo,
+        router::{Hook, Reviewed, Router},
+        ClusterFacts, Context, NoCluster, Request, Settings as Core,
+    },
+    api::selector::LabelSelector,
     cluster::discovery::ResourceNames,
-    entitlement::{OnError, Outcome},
-    policy::PolicySet,
-    selector::LabelSelector,
-    server::webhook::{Hook, Reviewed, Webhook},
+    jobs::policy::PolicySet,
 };
 
 const NS: &str = "default";
@@ -782,11 +785,11 @@ fn review(op: &str, object: Value, old: Option<Value>) -> Vec<u8> {
     .unwrap()
 }
 
-fn webhook(settings: Settings) -> (Webhook, Arc<ResourceNames>) {
+fn webhook(settings: Settings) -> (Router, Arc<ResourceNames>) {
     let names = Arc::new(ResourceNames::new(None));
     names.insert("", "v1", "Pod", "pods");
     names.insert("apps", "v1", "Deployment", "deployments");
-    let w = Webhook::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
+    let w = Router::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
         .with_appwrapper(settings, names.clone());
     (w, names)
 }
@@ -886,7 +889,7 @@ async fn unknown_kinds_are_resolved_by_discovery_before_asking() {
         }
     }
     let names = Arc::new(ResourceNames::new(Some(Arc::new(Core1))));
-    let w = Webhook::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
+    let w = Router::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
         .with_appwrapper(Settings::default(), names.clone());
     let body = review(
         "CREATE",

@@ -25,7 +25,8 @@ use serde_json::Value;
 use super::{
     field::{go_quote, BadValue, ErrorType, FieldError},
     object::DecodeError,
-    Operation,
+    router::{Decided, Family, Review},
+    Decision, Operation, Verdict,
 };
 
 /// The API group and version validated here.
@@ -371,6 +372,45 @@ pub fn aggregate(errors: &[Violation]) -> String {
             let parts: Vec<String> = many.iter().map(ToString::to_string).collect();
             format!("[{}]", parts.join(", "))
         }
+    }
+}
+
+/// Kueue's own kinds (ClusterQueue, Cohort, ResourceFlavor, Workload)
+/// behind the admission router: rare admin and controller writes,
+/// validated whole.
+pub struct KueueKind(pub Kind);
+
+impl Family for KueueKind {
+    fn label(&self) -> &'static str {
+        self.0.metric_label()
+    }
+    fn decide(&self, review: &Review<'_>, _: &super::Context<'_>) -> Decided {
+        let (kind, req) = (self.0, review.request);
+        // Warnings go with the answer, allowed or denied, as
+        // controller-runtime sends a validator's warnings.
+        let warnings = warnings::for_object(kind, review.operation, req.object.as_ref());
+        let (verdict, warnings) = match validate(
+            kind,
+            review.operation,
+            req.object.as_ref(),
+            req.old_object.as_ref(),
+        ) {
+            Ok(errs) if errs.is_empty() => (Verdict::Allow, warnings),
+            Ok(errs) => (Verdict::Deny(aggregate(&errs)), warnings),
+            Err(e) => (
+                Verdict::Malformed(format!(
+                    "cannot decode {kind} in request.{}: {}",
+                    e.what, e.error
+                )),
+                Vec::new(),
+            ),
+        };
+        Decision {
+            verdict,
+            patch: Vec::new(),
+            warnings,
+        }
+        .into()
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{
     cq_path, Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State,
 };
+use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 use crate::queueing::{
     cluster_queue::{
         ClusterQueue, ClusterQueueStatus, PreemptionPolicy, QueueingStrategy, StopPolicy,
@@ -17,7 +18,6 @@ use crate::queueing::{
     queues::{PendingQueue, QueueOrder},
     quota::{FlavorResource, QuotaTree, Usage},
 };
-use crate::selector::{LabelSelector, NamespaceNameOnly};
 
 impl Engine {
     /// Why a holding workload must be evicted now, if it must.

@@ -1,6 +1,7 @@
 //! Behaviour of the engine, one rule per test.
 
 use super::*;
+use crate::api::selector::LabelSelector;
 use crate::queueing::{
     cluster_queue::{
         FlavorQuotas, Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota,
@@ -9,7 +10,6 @@ use crate::queueing::{
     flavors::{Taint, TaintEffect, Toleration, TolerationOperator},
     workload::PodSet,
 };
-use crate::selector::LabelSelector;
 
 const NS: &str = "ns";
 

@@ -13,7 +13,7 @@ use crate::{
         object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
         patch::{self, PatchOp},
     },
-    policy::{Pointer, Policy, Synthesizer},
+    jobs::policy::{Pointer, Policy, Synthesizer},
 };
 
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
@@ -521,7 +521,7 @@ pub fn apply(doc: &Value, ops: &[PatchOp]) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::PolicySet;
+    use crate::jobs::policy::PolicySet;
 
     fn job_policy() -> std::sync::Arc<Policy> {
         let set = PolicySet::embedded().unwrap();

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::{
     admission::{appwrapper, devices, kueue, prescale},
-    policy::{Policy, PolicySet},
+    jobs::policy::{Policy, PolicySet},
 };
 
 pub const MUTATING_NAME: &str = "batchgate-mutating-webhook-configuration";

@@ -5,7 +5,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 
-use crate::selector::LabelSelector;
+use crate::api::selector::LabelSelector;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -70,8 +70,8 @@ pub struct PrescalerConfig {
 
 impl PrescalerConfig {
     /// The settings in force: configured, else the defaults.
-    pub fn settings(&self) -> crate::controllers::prescale::Settings {
-        let mut s = crate::controllers::prescale::Settings::default();
+    pub fn settings(&self) -> crate::prescale::Settings {
+        let mut s = crate::prescale::Settings::default();
         if let Some(i) = self.image.as_ref().filter(|i| !i.is_empty()) {
             s.image = i.clone();
         }
@@ -108,7 +108,7 @@ impl AppWrapperConfig {
     }
 }
 
-/// SubjectAccessReview entitlement checks (see [`crate::entitlement`]).
+/// SubjectAccessReview entitlement checks (see [`crate::admission::entitlement`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EntitlementConfig {
@@ -121,7 +121,7 @@ pub struct EntitlementConfig {
     /// Answers kept at most (default 4096).
     pub max_entries: Option<usize>,
     /// When a SubjectAccessReview fails: `deny` (default) or `allow`.
-    pub on_error: Option<crate::entitlement::OnError>,
+    pub on_error: Option<crate::admission::entitlement::OnError>,
     /// How long one SubjectAccessReview may take (default 5 s).
     #[serde(default, with = "opt_secs")]
     pub timeout_seconds: Option<Duration>,
@@ -129,10 +129,10 @@ pub struct EntitlementConfig {
 
 impl EntitlementConfig {
     /// The settings in force: configured, else the defaults.
-    pub fn settings(&self) -> crate::entitlement::Settings {
-        let d = crate::entitlement::Settings::default();
-        crate::entitlement::Settings {
-            cache: crate::entitlement::CacheLimits {
+    pub fn settings(&self) -> crate::admission::entitlement::Settings {
+        let d = crate::admission::entitlement::Settings::default();
+        crate::admission::entitlement::Settings {
+            cache: crate::admission::entitlement::CacheLimits {
                 allowed_ttl: self.allowed_ttl_seconds.unwrap_or(d.cache.allowed_ttl),
                 denied_ttl: self.denied_ttl_seconds.unwrap_or(d.cache.denied_ttl),
                 max_entries: self.max_entries.unwrap_or(d.cache.max_entries),
@@ -257,15 +257,6 @@ mod opt_secs {
 pub const DEFAULT_NAMESPACE: &str = "batchgate-system";
 
 impl Config {
-    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
-        let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
-            path: p.clone(),
-            source,
-        })?;
-        Self::parse(&p, &text)
-    }
-
     pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         let cfg: Config = serde_yaml::from_str(text).map_err(|source| ConfigError::Yaml {
             path: path.to_string(),
@@ -369,10 +360,10 @@ probes:
             .unwrap()
             .entitlement
             .settings();
-        assert_eq!(d, crate::entitlement::Settings::default());
+        assert_eq!(d, crate::admission::entitlement::Settings::default());
         assert_eq!(d.cache.allowed_ttl, Duration::from_secs(30));
         assert_eq!(d.cache.denied_ttl, Duration::from_secs(10));
-        assert_eq!(d.on_error, crate::entitlement::OnError::Deny);
+        assert_eq!(d.on_error, crate::admission::entitlement::OnError::Deny);
         let cfg = Config::parse(
             "c.yaml",
             "entitlement: {allowedTtlSeconds: 60, deniedTtlSeconds: 0, maxEntries: 10, onError: allow, timeoutSeconds: 2}\n",
@@ -382,7 +373,7 @@ probes:
         assert_eq!(s.cache.allowed_ttl, Duration::from_secs(60));
         assert_eq!(s.cache.denied_ttl, Duration::ZERO);
         assert_eq!(s.cache.max_entries, 10);
-        assert_eq!(s.on_error, crate::entitlement::OnError::Allow);
+        assert_eq!(s.on_error, crate::admission::entitlement::OnError::Allow);
         assert_eq!(s.timeout, Duration::from_secs(2));
         let err = Config::parse("c.yaml", "entitlement: {onError: maybe}\n")
             .unwrap_err()
@@ -394,9 +385,9 @@ probes:
     fn default_selector_excludes_own_namespace() {
         let cfg = Config::parse("c.yaml", "namespace: queues\n").unwrap();
         let sel = cfg.managed_namespaces();
-        assert!(!sel.matches(&crate::selector::NamespaceNameOnly("queues")));
-        assert!(!sel.matches(&crate::selector::NamespaceNameOnly("kube-system")));
-        assert!(sel.matches(&crate::selector::NamespaceNameOnly("default")));
+        assert!(!sel.matches(&crate::api::selector::NamespaceNameOnly("queues")));
+        assert!(!sel.matches(&crate::api::selector::NamespaceNameOnly("kube-system")));
+        assert!(sel.matches(&crate::api::selector::NamespaceNameOnly("default")));
     }
 
     #[test]

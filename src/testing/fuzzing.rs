@@ -18,18 +18,18 @@ use crate::{
         kueue::quantity::Quantity,
         review::{self, AdmissionRequest, AdmissionResponse, ParseError},
     },
+    api::config::Config,
     api::devices::v1alpha1::Attribute,
+    api::selector::{LabelSelector, NamespaceNameOnly},
     appwrapper::duration::GoDuration,
-    config::Config,
     devices::expression,
+    jobs::policy::{Interest, Policy, PolicySet},
     kueuectl::{quota, taint},
-    policy::{Interest, Policy, PolicySet},
     prescale::{
         cron::{self, Parsed, Schedule},
         instant,
     },
     queueing,
-    selector::{LabelSelector, NamespaceNameOnly},
 };
 
 /// A target's body: arbitrary bytes in, a panic when a property fails.

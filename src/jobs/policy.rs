@@ -6,7 +6,7 @@
 //! `policies/*.yaml`, are compiled into the binary, and can be replaced with
 //! `--policies DIR`.
 
-use std::{collections::BTreeSet, fmt, fs, path::Path, sync::Arc};
+use std::{collections::BTreeSet, fmt, sync::Arc};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -978,31 +978,11 @@ impl PolicySet {
         )
     }
 
-    /// Every `*.yaml`/`*.yml` file in `dir`.
-    pub fn from_dir(dir: &Path) -> Result<PolicySet, PolicyError> {
-        let io = |source| PolicyError::Io {
-            path: dir.display().to_string(),
-            source,
-        };
-        let mut files = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io)? {
-            let path = entry.map_err(io)?.path();
-            if matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml")
-            ) {
-                let text = fs::read_to_string(&path).map_err(|source| PolicyError::Io {
-                    path: path.display().to_string(),
-                    source,
-                })?;
-                files.push((path.display().to_string(), text));
-            }
-        }
-        files.sort();
-        Self::from_files(files.into_iter())
-    }
-
-    fn from_files(files: impl Iterator<Item = (String, String)>) -> Result<PolicySet, PolicyError> {
+    /// Policies from `(file name, text)` pairs (the shell reads a
+    /// directory: `batchgate serve --policies`).
+    pub fn from_files(
+        files: impl Iterator<Item = (String, String)>,
+    ) -> Result<PolicySet, PolicyError> {
         let mut set = PolicySet::default();
         for (name, text) in files {
             set.insert(Policy::from_yaml(&name, &text)?)?;

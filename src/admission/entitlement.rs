@@ -573,7 +573,7 @@ pub fn job_checks(review: &JobReview<'_>, facts: &dyn ClusterFacts) -> Vec<Need>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selector::LabelSelector;
+    use crate::api::selector::LabelSelector;
 
     fn user(name: &str) -> Arc<Identity> {
         Arc::new(Identity {

@@ -1,0 +1,805 @@
+//! The admission router: one entry point from a review's bytes to the
+//! answer's bytes. The review is decoded once, reading its objects as far
+//! as the family it is routed to needs (job kinds: only what the policies
+//! look at, the sparse [`Interest`] read; the other families: whole); the
+//! table, keyed by group/version/kind and hook, picks the [`Family`] that
+//! decides; what the decision still needs to know (SubjectAccessReviews)
+//! comes back as a [`Pending`] continuation, which the server resolves and
+//! finishes. No I/O here, so the whole path is benchmarked and tested
+//! without sockets.
+//!
+//! Adding a family: a type implementing [`Family`] in the family's module,
+//! and its rows in [`Router::table`]. Nothing in `server/` changes.
+
+use std::{cell::Cell, fmt::Display, sync::Arc};
+
+use http::StatusCode;
+use tracing::debug;
+
+use super::{
+    appwrapper::{self, ComponentCheck, ResourceNaming},
+    devices, kueue, object, patch, prescale,
+    review::{self, AdmissionRequest, AdmissionResponse, GroupVersionKind, Reading, Status},
+    ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
+};
+use crate::{
+    admission::entitlement::{self, Check, Identity, Need, OnError, Outcome},
+    api::kueue::conversion,
+    jobs::policy::{Interest, Policy, PolicySet},
+};
+
+/// The webhook path a review came on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    Mutate,
+    Validate,
+}
+
+impl Hook {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::Mutate => "mutate",
+            Hook::Validate => "validate",
+        }
+    }
+}
+
+const BOTH: &[Hook] = &[Hook::Mutate, Hook::Validate];
+const VALIDATE: &[Hook] = &[Hook::Validate];
+
+/// The metric labels of one answered review (the server counts them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Labels {
+    /// `mutate` or `validate`.
+    pub webhook: &'static str,
+    /// The family's label (`batch/job`), or `unknown` for unrouted kinds.
+    pub kind: &'static str,
+    pub operation: &'static str,
+    /// `allowed`, `patched`, `denied`, `unchecked` (an entitlement check
+    /// failed), `malformed` or `unknown_kind`.
+    pub result: &'static str,
+}
+
+/// The answer to one HTTP request.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
+    /// Metric labels for a review answered with 200; `None` for a body that
+    /// was not a review at all.
+    pub labels: Option<Labels>,
+}
+
+/// What a review comes to before any I/O.
+#[derive(Debug)]
+pub enum Reviewed {
+    /// The final answer.
+    Done(Answer),
+    /// Allowed so far; the answer depends on entitlement checks.
+    Entitle(Pending),
+}
+
+impl From<Answer> for Reviewed {
+    fn from(a: Answer) -> Self {
+        Reviewed::Done(a)
+    }
+}
+
+/// How much of a review's objects a family reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// Only what the loaded job policies look at (the fast path of every
+    /// job kind: most of a 4 KB Job is skipped, not built).
+    Policies,
+    /// The whole objects.
+    Whole,
+}
+
+/// One decoded review as a family sees it.
+pub struct Review<'a> {
+    pub hook: Hook,
+    pub operation: Operation,
+    pub request: &'a AdmissionRequest,
+}
+
+impl Review<'_> {
+    /// The parts the core rules read.
+    pub fn core(&self) -> Request<'_> {
+        Request {
+            operation: self.operation,
+            namespace: self.request.namespace.as_deref().unwrap_or(""),
+            object: self.request.object.as_ref(),
+            old_object: self.request.old_object.as_ref(),
+        }
+    }
+
+    /// `request.name`, or empty.
+    pub fn name(&self) -> &str {
+        self.request.name.as_deref().unwrap_or("")
+    }
+}
+
+/// The entitlement checks a decision still needs before it is the answer.
+#[derive(Debug, Default)]
+pub struct Checks {
+    pub needs: Vec<Need>,
+    /// Needs whose resource name was not known yet (they ask for `*` until
+    /// [`Pending::resolve`]): index into `needs`, and what to look up.
+    pub unresolved: Vec<(usize, ComponentCheck)>,
+    /// Where to look them up.
+    pub resources: Option<Arc<dyn ResourceNaming>>,
+}
+
+/// What a family decided: the core's decision and the checks still to
+/// resolve (asked only when the decision allows).
+pub struct Decided {
+    pub decision: Decision,
+    pub checks: Checks,
+}
+
+impl From<Decision> for Decided {
+    fn from(decision: Decision) -> Self {
+        Decided {
+            decision,
+            checks: Checks::default(),
+        }
+    }
+}
+
+/// One family of kinds the webhook answers for: decode (how much of the
+/// objects to read), decide (the core's decision and the checks it still
+/// needs); the router turns that into the response.
+pub trait Family: Send + Sync {
+    /// The metric label of the kind (`batch/job`,
+    /// `kueue.x-k8s.io/workload`).
+    fn label(&self) -> &'static str;
+    /// How much of the objects the decision reads.
+    fn reads(&self) -> Reads {
+        Reads::Whole
+    }
+    /// The decision on one review, and the checks it still needs.
+    fn decide(&self, review: &Review<'_>, ctx: &Context<'_>) -> Decided;
+}
+
+/// Job kinds, one route per integration policy: defaulting on /mutate,
+/// invariants then the queue and priority-class opt-ins on /validate.
+struct Jobs {
+    policy: Arc<Policy>,
+    label: &'static str,
+}
+
+impl Family for Jobs {
+    fn label(&self) -> &'static str {
+        self.label
+    }
+    fn reads(&self) -> Reads {
+        Reads::Policies
+    }
+    fn decide(&self, review: &Review<'_>, ctx: &Context<'_>) -> Decided {
+        let req = review.core();
+        let decision = match review.hook {
+            Hook::Mutate => super::mutate(&self.policy, &req, ctx),
+            Hook::Validate => super::validate(&self.policy, &req, ctx),
+        };
+        // Entitlement runs after the invariants, on what they allowed: an
+        // object refused anyway costs no SubjectAccessReview, and a user
+        // sees the fix for the object before being told about permissions.
+        // (Defaulting ran before, on /mutate: a defaulted queue name is
+        // checked like a written one.)
+        let mut checks = Checks::default();
+        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
+            checks.needs = entitlement::job_checks(
+                &entitlement::JobReview {
+                    operation: req.operation,
+                    kind: &self.policy.target.kind,
+                    namespace: req.namespace,
+                    name: review.name(),
+                    new: entitlement::JobLabels::of(req.object),
+                    old: entitlement::JobLabels::of(req.old_object),
+                    deleting: entitlement::deleting(req.object),
+                },
+                ctx.facts,
+            );
+        }
+        Decided { decision, checks }
+    }
+}
+
+/// One row of the table: the kind, the hooks it is routed on, its family.
+struct Route {
+    group: String,
+    version: String,
+    kind: String,
+    hooks: &'static [Hook],
+    family: Box<dyn Family>,
+}
+
+/// From a review's bytes to the answer: the table of families and what
+/// their decisions read.
+pub struct Router {
+    policies: PolicySet,
+    /// What job kinds' reviews read of objects, for every loaded policy.
+    interest: Interest,
+    whole: Interest,
+    /// Unrouted kinds: objects syntax-checked, nothing built.
+    nothing: Interest,
+    /// Integration names as `'static` metric label values, by policy index.
+    names: Vec<(Arc<Policy>, &'static str)>,
+    settings: Settings,
+    facts: Arc<dyn ClusterFacts>,
+    appwrapper: appwrapper::Settings,
+    /// Kind → resource names for AppWrapper's per-component checks.
+    resources: Arc<dyn ResourceNaming>,
+    /// First match wins.
+    routes: Vec<Route>,
+}
+
+impl Router {
+    pub fn new(policies: PolicySet, settings: Settings, facts: Arc<dyn ClusterFacts>) -> Self {
+        // Policies are loaded once per process, so leaking their names for
+        // allocation-free metric labels is bounded.
+        let names = policies
+            .iter()
+            .map(|p| (p.clone(), &*Box::leak(p.name.clone().into_boxed_str())))
+            .collect();
+        let mut router = Router {
+            interest: object::interest(&policies),
+            whole: Interest {
+                whole: true,
+                ..Interest::default()
+            },
+            nothing: Interest::default(),
+            policies,
+            names,
+            settings,
+            facts,
+            appwrapper: appwrapper::Settings::default(),
+            resources: Arc::new(appwrapper::NoResourceNames),
+            routes: Vec::new(),
+        };
+        router.routes = router.table();
+        router
+    }
+
+    /// AppWrapper settings and the resource names its checks use (without
+    /// this: the defaults, and no discovery — every component is checked
+    /// as `*` of its group).
+    pub fn with_appwrapper(
+        mut self,
+        settings: appwrapper::Settings,
+        resources: Arc<dyn ResourceNaming>,
+    ) -> Self {
+        self.appwrapper = settings;
+        self.resources = resources;
+        self.routes = self.table();
+        self
+    }
+
+    /// The table: group/version/kind and hooks → family. Earlier rows win.
+    fn table(&self) -> Vec<Route> {
+        let mut routes = Vec::new();
+        let mut add = |group: &str, version: &str, kind: &str, hooks, family: Box<dyn Family>| {
+            routes.push(Route {
+                group: group.into(),
+                version: version.into(),
+                kind: kind.into(),
+                hooks,
+                family,
+            })
+        };
+        add(
+            appwrapper::GROUP,
+            appwrapper::VERSION,
+            appwrapper::KIND,
+            BOTH,
+            Box::new(appwrapper::AppWrappers {
+                settings: self.appwrapper.clone(),
+                resources: self.resources.clone(),
+            }),
+        );
+        add(
+            prescale::GROUP,
+            prescale::VERSION,
+            prescale::KIND,
+            BOTH,
+            Box::new(prescale::PreScaledCronJobs),
+        );
+        for (policy, label) in &self.names {
+            let t = &policy.target;
+            add(
+                &t.group,
+                &t.version,
+                &t.kind,
+                BOTH,
+                Box::new(Jobs {
+                    policy: policy.clone(),
+                    label,
+                }),
+            );
+        }
+        for kind in kueue::Kind::ALL {
+            add(
+                kueue::GROUP,
+                kueue::VERSION,
+                kind.name(),
+                VALIDATE,
+                Box::new(kueue::KueueKind(kind)),
+            );
+        }
+        for kind in devices::Kind::ALL {
+            add(
+                devices::GROUP,
+                devices::VERSION,
+                kind.name(),
+                VALIDATE,
+                Box::new(devices::DeviceKind(kind)),
+            );
+        }
+        routes
+    }
+
+    fn route(&self, hook: Hook, gvk: &GroupVersionKind) -> Option<usize> {
+        self.routes.iter().position(|r| {
+            r.kind == gvk.kind
+                && r.group == gvk.group
+                && r.version == gvk.version
+                && r.hooks.contains(&hook)
+        })
+    }
+
+    /// The whole answer, for callers without an authorizer (benchmarks,
+    /// tests): a review needing entitlement checks is refused as if they
+    /// failed. Without cluster facts no review needs any.
+    pub fn answer(&self, hook: Hook, body: &[u8]) -> Answer {
+        match self.review(hook, body) {
+            Reviewed::Done(a) => a,
+            Reviewed::Entitle(p) => p.finish_unchecked(),
+        }
+    }
+
+    /// The answer, or what to ask before answering.
+    pub fn review(&self, hook: Hook, body: &[u8]) -> Reviewed {
+        let labels = |kind, operation, result| {
+            Some(Labels {
+                webhook: hook.as_str(),
+                kind,
+                operation,
+                result,
+            })
+        };
+        let lookup = Lookup {
+            router: self,
+            hook,
+            route: Cell::new(None),
+        };
+        let req = match review::parse(body, &lookup) {
+            Ok(r) => r,
+            Err(review::ParseError {
+                uid: Some(uid),
+                message,
+            }) => {
+                return ok(
+                    AdmissionResponse::bad_request(uid, message),
+                    labels("unknown", "unknown", "malformed"),
+                )
+                .into()
+            }
+            Err(review::ParseError { uid: None, message }) => {
+                return Answer {
+                    status: StatusCode::BAD_REQUEST,
+                    body: error_body(&message),
+                    labels: None,
+                }
+                .into()
+            }
+        };
+        let operation = match req.operation() {
+            Ok(op) => op,
+            Err(m) => {
+                return ok(
+                    AdmissionResponse::bad_request(req.uid, m),
+                    labels("unknown", "unknown", "malformed"),
+                )
+                .into()
+            }
+        };
+        let op = operation.as_str();
+        if req.kind.is_none() {
+            return ok(
+                AdmissionResponse::bad_request(req.uid, "request.kind: Required value".into()),
+                labels("unknown", op, "malformed"),
+            )
+            .into();
+        }
+        let Some(route) = lookup.route.get().and_then(|i| self.routes.get(i)) else {
+            // Not an integrated kind: allowed unchanged.
+            return ok(
+                AdmissionResponse::allow(req.uid),
+                labels("unknown", op, "unknown_kind"),
+            )
+            .into();
+        };
+        let family = &*route.family;
+        let ctx = Context {
+            settings: &self.settings,
+            facts: &*self.facts,
+            policies: &self.policies,
+        };
+        let Decided { decision, checks } = family.decide(
+            &Review {
+                hook,
+                operation,
+                request: &req,
+            },
+            &ctx,
+        );
+        let kind = family.label();
+        if decision.verdict == Verdict::Allow && !checks.needs.is_empty() {
+            return Reviewed::Entitle(Pending {
+                uid: req.uid,
+                user: Arc::new(Identity::from(req.user_info)),
+                needs: checks.needs,
+                warnings: decision.warnings,
+                hook,
+                kind,
+                operation: op,
+                unresolved: checks.unresolved,
+                resources: checks.resources,
+            });
+        }
+        let (mut resp, result) = match decision.verdict {
+            Verdict::Allow if decision.patch.is_empty() => {
+                (AdmissionResponse::allow(req.uid), "allowed")
+            }
+            Verdict::Allow => (
+                AdmissionResponse::allow(req.uid).with_patch(&patch::to_json(&decision.patch)),
+                "patched",
+            ),
+            Verdict::Deny(message) => {
+                debug!(uid = %req.uid, kind, namespace = req.namespace.as_deref().unwrap_or(""),
+                       name = req.name.as_deref().unwrap_or(""),
+                       user = %req.user_info.username, %message, "denied");
+                (AdmissionResponse::deny(req.uid, message), "denied")
+            }
+            Verdict::Malformed(message) => {
+                debug!(uid = %req.uid, kind, %message, "undecodable object");
+                (
+                    AdmissionResponse::bad_request(req.uid, message),
+                    "malformed",
+                )
+            }
+        };
+        resp.warnings = decision.warnings;
+        ok(resp, labels(kind, op, result)).into()
+    }
+
+    /// `POST /convert`: a ConversionReview of Kueue's kinds, converted by
+    /// [`conversion::review`]; `Err` is why the body is not one.
+    pub fn convert(&self, body: &[u8]) -> Result<Vec<u8>, String> {
+        conversion::review(body)
+            .and_then(|r| Ok(serde_json::to_vec(&r)?))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Picks, while the review is decoded, the route of its kind and so how
+/// much of its objects to read.
+struct Lookup<'r> {
+    router: &'r Router,
+    hook: Hook,
+    route: Cell<Option<usize>>,
+}
+
+impl Reading for Lookup<'_> {
+    fn interest(&self, kind: &GroupVersionKind) -> &Interest {
+        let route = self.router.route(self.hook, kind);
+        self.route.set(route);
+        match route.and_then(|i| self.router.routes.get(i)) {
+            Some(r) => match r.family.reads() {
+                Reads::Policies => &self.router.interest,
+                Reads::Whole => &self.router.whole,
+            },
+            None => &self.router.nothing,
+        }
+    }
+    fn before_kind(&self) -> &Interest {
+        // Not known yet which family reads them: whole serves every one.
+        &self.router.whole
+    }
+}
+
+/// A review waiting for its entitlement checks: what to ask, and what to
+/// answer once the answers are in.
+#[derive(Debug)]
+pub struct Pending {
+    uid: String,
+    user: Arc<Identity>,
+    needs: Vec<Need>,
+    /// Warnings of the decision so far.
+    warnings: Vec<String>,
+    hook: Hook,
+    kind: &'static str,
+    operation: &'static str,
+    /// Components whose resource name was not known yet (their need asks
+    /// for `*` until [`Pending::resolve`]): index into `needs`.
+    unresolved: Vec<(usize, ComponentCheck)>,
+    resources: Option<Arc<dyn ResourceNaming>>,
+}
+
+impl Pending {
+    /// Looks up the resource names the checks still lack (by discovery in
+    /// the shell: the first AppWrapper with a kind; later ones find it
+    /// cached).
+    pub async fn resolve(&mut self) {
+        let Some(names) = self.resources.clone() else {
+            return;
+        };
+        for (i, c) in std::mem::take(&mut self.unresolved) {
+            let resource = names.resolve(&c).await;
+            if let Some(n) = self.needs.get_mut(i) {
+                n.attributes.resource = resource;
+            }
+        }
+    }
+
+    /// The questions for the authorizer, in order.
+    pub fn checks(&self) -> Vec<Check> {
+        self.needs.iter().map(|n| n.check(&self.user)).collect()
+    }
+
+    /// The answer, given the results of [`Pending::checks`] in order.
+    pub fn finish<E: Display>(self, results: &[Result<Outcome, E>], on_error: OnError) -> Answer {
+        let labels = |result| {
+            Some(Labels {
+                webhook: self.hook.as_str(),
+                kind: self.kind,
+                operation: self.operation,
+                result,
+            })
+        };
+        match entitlement::judge(&self.user, &self.needs, results, on_error) {
+            entitlement::Verdict::Allow { warnings } => {
+                let mut resp = AdmissionResponse::allow(self.uid);
+                resp.warnings = self.warnings;
+                resp.warnings.extend(warnings);
+                ok(resp, labels("allowed"))
+            }
+            entitlement::Verdict::Deny(message) => {
+                debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied");
+                let mut resp = AdmissionResponse::deny(self.uid, message);
+                resp.warnings = self.warnings;
+                ok(resp, labels("denied"))
+            }
+            entitlement::Verdict::Unchecked(message) => {
+                debug!(uid = %self.uid, kind = self.kind, user = %self.user.username, %message, "denied unchecked");
+                // 503: the refusal is not a decision about the user, and
+                // the same request may pass when retried.
+                let resp = AdmissionResponse {
+                    allowed: false,
+                    status: Some(Status {
+                        code: 503,
+                        message,
+                        reason: "ServiceUnavailable",
+                    }),
+                    warnings: self.warnings,
+                    ..AdmissionResponse::allow(self.uid)
+                };
+                ok(resp, labels("unchecked"))
+            }
+        }
+    }
+
+    /// Finished without an authorizer to ask: every check fails, closed.
+    pub fn finish_unchecked(self) -> Answer {
+        let results: Vec<Result<Outcome, &str>> =
+            vec![Err("no SubjectAccessReview client is configured"); self.needs.len()];
+        self.finish(&results, OnError::Deny)
+    }
+}
+
+fn ok(resp: AdmissionResponse, labels: Option<Labels>) -> Answer {
+    Answer {
+        status: StatusCode::OK,
+        body: resp.to_review_bytes(),
+        labels,
+    }
+}
+
+/// `{"error": "..."}` for requests that are not reviews at all.
+pub fn error_body(message: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({ "error": message })).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::api::selector::LabelSelector;
+
+    /// The LocalQueue `protected` and the class `high` opt in.
+    struct Facts;
+    impl ClusterFacts for Facts {
+        fn namespace_matches(&self, _: &str, _: &LabelSelector) -> bool {
+            true
+        }
+        fn default_local_queue_exists(&self, _: &str) -> bool {
+            false
+        }
+        fn default_priority_class_exists(&self) -> bool {
+            false
+        }
+        fn queue_requires_submit(&self, _: &str, queue: &str) -> bool {
+            queue == "protected"
+        }
+        fn priority_class_requires_use(&self, name: &str) -> bool {
+            name == "high"
+        }
+    }
+
+    fn webhook() -> Router {
+        Router::new(
+            PolicySet::embedded().unwrap(),
+            Settings {
+                manage_jobs_without_queue_name: false,
+                managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system"]),
+            },
+            Arc::new(Facts),
+        )
+    }
+
+    fn job(labels: Value, suspend: bool) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "train-1", "namespace": "team-a", "labels": labels},
+               "spec": {"suspend": suspend, "template": {}}})
+    }
+
+    fn review(op: &str, object: Value, old: Option<Value>) -> Vec<u8> {
+        let mut req = json!({
+            "uid": "u-1", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "operation": op, "namespace": "team-a", "name": "train-1",
+            "userInfo": {"username": "system:serviceaccount:team-a:bot", "uid": "42",
+                         "groups": ["system:serviceaccounts", "system:authenticated"],
+                         "extra": {"k": ["v"]}},
+            "object": object,
+        });
+        if let Some(o) = old {
+            req["oldObject"] = o;
+        }
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1",
+                                   "kind": "AdmissionReview", "request": req}))
+        .unwrap()
+    }
+
+    fn response(a: &Answer) -> Value {
+        serde_json::from_slice::<Value>(&a.body).unwrap()["response"].clone()
+    }
+
+    fn pending(r: Reviewed) -> Pending {
+        match r {
+            Reviewed::Entitle(p) => p,
+            Reviewed::Done(a) => panic!("no checks asked: {}", response(&a)),
+        }
+    }
+
+    #[test]
+    fn a_protected_queue_asks_before_answering() {
+        let w = webhook();
+        let body = review(
+            "CREATE",
+            job(json!({"kueue.x-k8s.io/queue-name": "protected"}), true),
+            None,
+        );
+        let p = pending(w.review(Hook::Validate, &body));
+        let checks = p.checks();
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].user.uid, "42");
+        assert_eq!(checks[0].user.extra["k"], ["v"]);
+        assert_eq!(checks[0].attributes.verb, "submit");
+        assert_eq!(checks[0].attributes.name, "protected");
+
+        let a = p.finish(
+            &[Ok::<_, String>(Outcome::Denied {
+                reason: String::new(),
+            })],
+            OnError::Deny,
+        );
+        let r = response(&a);
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["code"], 403);
+        let m = r["status"]["message"].as_str().unwrap();
+        assert!(m.starts_with(r#"User "system:serviceaccount:team-a:bot" cannot submit localqueues.kueue.x-k8s.io "protected" in the namespace "team-a": the Job team-a/train-1 names it in metadata.labels[kueue.x-k8s.io/queue-name]"#), "{m}");
+        assert_eq!(a.labels.unwrap().result, "denied");
+
+        let p = pending(w.review(Hook::Validate, &body));
+        let a = p.finish(&[Ok::<_, String>(Outcome::Allowed)], OnError::Deny);
+        assert_eq!(response(&a)["allowed"], true);
+        assert_eq!(a.labels.unwrap().result, "allowed");
+
+        // A failed check fails closed with 503, or open with a warning.
+        let p = pending(w.review(Hook::Validate, &body));
+        let a = p.finish(&[Err("timed out")], OnError::Deny);
+        let r = response(&a);
+        assert_eq!(
+            (r["allowed"].clone(), r["status"]["code"].clone()),
+            (json!(false), json!(503))
+        );
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("may be retried"),
+            "{r}"
+        );
+        assert_eq!(a.labels.unwrap().result, "unchecked");
+        let p = pending(w.review(Hook::Validate, &body));
+        let r = response(&p.finish(&[Err("timed out")], OnError::Allow));
+        assert_eq!(r["allowed"], true);
+        assert_eq!(r["warnings"].as_array().unwrap().len(), 1);
+
+        // Without an authorizer: refused, not allowed.
+        assert_eq!(response(&w.answer(Hook::Validate, &body))["allowed"], false);
+    }
+
+    #[test]
+    fn no_checks_where_none_are_needed() {
+        let w = webhook();
+        let done = |hook, body: Vec<u8>| match w.review(hook, &body) {
+            Reviewed::Done(a) => response(&a),
+            Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+        };
+        let protected = job(json!({"kueue.x-k8s.io/queue-name": "protected"}), true);
+        // Mutating: never.
+        assert_eq!(
+            done(Hook::Mutate, review("CREATE", protected.clone(), None))["allowed"],
+            true
+        );
+        // An open queue.
+        let open = job(json!({"kueue.x-k8s.io/queue-name": "open"}), true);
+        assert_eq!(
+            done(Hook::Validate, review("CREATE", open.clone(), None))["allowed"],
+            true
+        );
+        // An update that keeps the label.
+        let mut changed = protected.clone();
+        changed["spec"]["parallelism"] = json!(2);
+        assert_eq!(
+            done(
+                Hook::Validate,
+                review("UPDATE", changed, Some(protected.clone()))
+            )["allowed"],
+            true
+        );
+        // Being deleted.
+        let mut deleting = protected.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2025-01-01T00:00:00Z");
+        assert_eq!(
+            done(Hook::Validate, review("CREATE", deleting, None))["allowed"],
+            true
+        );
+        // Refused by the invariants: no SubjectAccessReview spent.
+        let bad = job(
+            json!({"kueue.x-k8s.io/queue-name": "protected",
+                   "kueue.x-k8s.io/max-exec-time-seconds": "0"}),
+            true,
+        );
+        let r = done(Hook::Validate, review("CREATE", bad, None));
+        assert_eq!(r["allowed"], false);
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("max-exec-time-seconds"),
+            "{r}"
+        );
+        // Moving to a protected queue or adding a protected class: asked.
+        let p = pending(w.review(Hook::Validate, &review("UPDATE", protected, Some(open))));
+        assert_eq!(p.checks().len(), 1);
+        let classed = job(
+            json!({"kueue.x-k8s.io/queue-name": "open", "kueue.x-k8s.io/priority-class": "high"}),
+            true,
+        );
+        let p = pending(w.review(Hook::Validate, &review("CREATE", classed, None)));
+        assert_eq!(p.checks()[0].attributes.resource, "workloadpriorityclasses");
+    }
+}

@@ -1,0 +1,326 @@
+//! What the controllers share, at the bottom of `controllers/`: the
+//! manager identity (field manager), the Workload status writer and its
+//! error, the shared watch-backed stores, the quota release of an evicted
+//! Workload, and what an admission adds to a job's pod sets. It imports no
+//! controller; every controller may import it (see `tests/architecture.rs`).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::{
+    api::scheduling::v1::PriorityClass,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+};
+use kube::{
+    api::{DynamicObject, Patch, PatchParams},
+    runtime::{
+        events::{Recorder, Reporter},
+        reflector::{self, ObjectRef, Store},
+        watcher, WatchStreamExt,
+    },
+    Api, Client, Resource, ResourceExt,
+};
+use serde_json::{json, Value};
+use tracing::{info, warn};
+
+use super::translation::Conditions;
+use crate::{
+    api::kueue::v1beta2::{self as api, condition},
+    devices::allocation,
+    jobs::workload::{self, PodSetInfo, PriorityClasses},
+};
+
+/// Field manager of every write.
+pub const MANAGER: &str = "batchgate";
+
+pub fn params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
+
+/// An evicted Workload with no job to stop gives its quota back at once
+/// (Kueue's workload controller does the same for jobless Workloads).
+pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let ev = c
+        .get(condition::EVICTED)
+        .filter(|e| e.status == "True")?
+        .clone();
+    if !c.is_true(condition::QUOTA_RESERVED) {
+        return None;
+    }
+    c.set(
+        condition::QUOTA_RESERVED,
+        false,
+        "Pending",
+        &ev.message,
+        now,
+        generation,
+    );
+    c.set(
+        condition::ADMITTED,
+        false,
+        "NoReservation",
+        "The workload has no reservation",
+        now,
+        generation,
+    );
+    let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
+    c.set(
+        condition::REQUEUED,
+        requeued,
+        &ev.reason,
+        &ev.message,
+        now,
+        generation,
+    );
+    Some(json!({"admission": null, "conditions": c.0}))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Workload(#[from] workload::WorkloadError),
+    #[error("encoding: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A Workload write the Workload webhook would refuse: not sent.
+    #[error(transparent)]
+    Refused(#[from] super::vetting::Refused),
+}
+
+/// What every job reconciler shares: caches of the objects a start or a
+/// Workload needs (flavors, priority classes), and the event recorder.
+#[derive(Clone)]
+pub struct Shared {
+    pub client: Client,
+    pub flavors: Store<api::ResourceFlavor>,
+    workload_classes: Store<api::WorkloadPriorityClass>,
+    pod_classes: Store<PriorityClass>,
+    pub recorder: Recorder,
+}
+
+impl Shared {
+    /// Watches flavors and priority classes and waits for their first
+    /// lists, so no Workload is written from an empty cache.
+    pub async fn start(client: Client) -> Self {
+        let shared = Shared {
+            flavors: store(Api::all(client.clone())),
+            workload_classes: store(Api::all(client.clone())),
+            pod_classes: store(Api::all(client.clone())),
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "batchgate-job-controller".into(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                },
+            ),
+            client,
+        };
+        let _ = shared.flavors.wait_until_ready().await;
+        let _ = shared.workload_classes.wait_until_ready().await;
+        let _ = shared.pod_classes.wait_until_ready().await;
+        shared
+    }
+
+    /// Without Kueue's caches (empty stores, never filled): for the
+    /// AppWrapper controller alone under `admission: external`, which reads
+    /// no flavor or priority class.
+    pub fn without_kueue(client: Client) -> Self {
+        Shared {
+            flavors: reflector::store().0,
+            workload_classes: reflector::store().0,
+            pod_classes: reflector::store().0,
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "batchgate-job-controller".into(),
+                    instance: std::env::var("HOSTNAME").ok(),
+                },
+            ),
+            client,
+        }
+    }
+}
+
+impl Shared {
+    /// The priority classes known now, for a Workload's priority.
+    pub fn classes(&self) -> PriorityClasses {
+        let mut c = PriorityClasses::default();
+        for w in self.workload_classes.state() {
+            c.workload.insert(w.name_any(), w.spec.value);
+        }
+        for p in self.pod_classes.state() {
+            if p.global_default == Some(true) {
+                c.global_default = Some(p.name_any());
+            }
+            c.pod.insert(p.name_any(), p.value);
+        }
+        c
+    }
+}
+
+pub fn store<K>(api: Api<K>) -> Store<K>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    tokio::spawn(async move {
+        let s = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer)
+            .touched_objects();
+        futures::pin_mut!(s);
+        while let Some(ev) = s.next().await {
+            if let Err(e) = ev {
+                warn!(error = %e, "watch error; retrying");
+            }
+        }
+    });
+    reader
+}
+
+/// Resolves once the kind is served, polling while its CRD is missing.
+pub async fn served(jobs: Api<DynamicObject>, integration: String) {
+    let mut told = false;
+    loop {
+        match jobs
+            .list_metadata(&kube::api::ListParams::default().limit(1))
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                if !told {
+                    info!(%integration, "kind not served yet; its reconciler starts when its CRD is installed");
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+            _ => {
+                if told {
+                    info!(%integration, "kind served; its reconciler starts");
+                }
+                return;
+            }
+        }
+    }
+}
+
+pub async fn write_workload_status(
+    api: &Api<api::Workload>,
+    wl: &api::Workload,
+    status: Value,
+) -> Result<(), JobError> {
+    // Not sent if the Workload webhook (which it skips) would refuse it.
+    super::vetting::merge_patch(&serde_json::to_value(wl)?, &json!({ "status": &status }))?;
+    let patch = json!({
+        "metadata": {"resourceVersion": wl.resource_version()},
+        "status": status,
+    });
+    match api
+        .patch_status(&wl.name_any(), &params(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What a Workload's admission adds to each pod set's template: the pod
+/// set and queue labels, the flavors' node labels and tolerations.
+pub fn admission_pod_set_infos(
+    flavors: &Store<api::ResourceFlavor>,
+    wl: &api::Workload,
+    queue: &str,
+) -> Option<Vec<PodSetInfo>> {
+    let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) else {
+        return Some(Vec::new());
+    };
+    // A flavor created a moment ago may not have reached this watch yet
+    // (the queueing engine's own watch saw it first): starting now would
+    // leave its node labels out of the templates. `None`: look again soon.
+    let all_known = a
+        .pod_set_assignments
+        .iter()
+        .flatten()
+        .flat_map(|psa| psa.flavors.iter().flatten().map(|(_, f)| f))
+        .all(|f| flavors.get(&ObjectRef::new(f)).is_some());
+    if !all_known {
+        return None;
+    }
+    let cq = a.cluster_queue.clone().unwrap_or_default();
+    a.pod_set_assignments
+        .iter()
+        .flatten()
+        .map(|psa| {
+            let mut info = PodSetInfo {
+                name: psa.name.clone(),
+                ..PodSetInfo::default()
+            };
+            info.labels
+                .insert(workload::PODSET_LABEL.into(), psa.name.clone());
+            if !queue.is_empty() {
+                info.labels
+                    .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+            }
+            if is_dns1123_label(&cq) {
+                info.labels
+                    .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
+            }
+            // Pods with devices go to the node holding them.
+            if let Some(node) = pinned_node(wl, &psa.name) {
+                info.node_selector
+                    .insert("kubernetes.io/hostname".into(), node);
+            }
+            let mut seen = Vec::new();
+            for flavor in psa.flavors.iter().flatten().map(|(_, f)| f) {
+                if seen.contains(flavor) {
+                    continue;
+                }
+                seen.push(flavor.clone());
+                if let Some(rf) = flavors.get(&ObjectRef::new(flavor)) {
+                    for (k, v) in rf.spec.node_labels.iter().flatten() {
+                        info.node_selector.insert(k.clone(), v.clone());
+                    }
+                    for t in rf.spec.tolerations.iter().flatten() {
+                        if let Ok(v) = serde_json::to_value(t) {
+                            if !info.tolerations.contains(&v) {
+                                info.tolerations.push(v);
+                            }
+                        }
+                    }
+                }
+            }
+            info
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
+/// ClusterQueue name when it is one.
+fn is_dns1123_label(v: &str) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// The node a Workload's allocation pins a pod set to
+/// (`kubernetes.io/hostname`), if it has one.
+pub fn pinned_node(wl: &api::Workload, pod_set: &str) -> Option<String> {
+    let allocs = allocation::parse(wl.annotations().get(allocation::ANNOTATION)?).ok()?;
+    allocation::node_of(&allocs, pod_set).map(String::from)
+}

@@ -1,0 +1,579 @@
+//! Writing the engine's decisions: the scheduling cycle, admissions and
+//! evictions written to Workloads (the admission recorded before anything
+//! starts), pending reasons, and their events.
+
+use super::*;
+
+impl Controller {
+    pub(super) fn cycle(&mut self) {
+        if !self.started {
+            return;
+        }
+        self.requeue_drained();
+        // Bounded: each round either admits, evicts or sets a head aside.
+        for _ in 0..64 {
+            let cycle = self.engine.schedule(now_ms());
+            let admits = cycle
+                .decisions
+                .iter()
+                .filter(|d| matches!(d, Decision::Admit { .. }))
+                .count() as u64;
+            let refused_before = self.devices.refusals();
+            for d in cycle.decisions {
+                self.decide(d);
+            }
+            for s in cycle.statuses {
+                self.cq_status.insert(s.name.clone(), s);
+                self.status_due = true;
+            }
+            // Every admission of the round withdrawn for want of devices:
+            // another round would only try the same again.
+            let refused = self.devices.refusals() - refused_before;
+            if !cycle.progress || (admits > 0 && refused == admits) {
+                break;
+            }
+        }
+    }
+
+    pub(super) fn decide(&mut self, d: Decision) {
+        let (k, w) = match d {
+            Decision::Admit {
+                workload,
+                admission,
+            } => {
+                if let Verdict::Wait(message) = self.devices.check(&workload, &admission) {
+                    let reason = PendingReason::WaitingForQuota;
+                    self.engine.set_aside_admission(&workload, reason, message);
+                    self.status_due = true;
+                    return;
+                }
+                (workload, Write::Admit(admission))
+            }
+            Decision::Evict {
+                workload,
+                reason,
+                message,
+                preempted_reason,
+                preemptor,
+            } => {
+                // Kueue logs each preemption ("Preempted", V(3)).
+                info!(
+                    workload = %workload,
+                    preemptor = preemptor.as_deref().unwrap_or(""),
+                    reason = reason.as_str(),
+                    preempted = preempted_reason.map_or("", |r| r.as_str()),
+                    "evicting"
+                );
+                (
+                    workload,
+                    Write::Evict {
+                        reason,
+                        message,
+                        preempted: preempted_reason,
+                    },
+                )
+            }
+            Decision::Pending {
+                workload,
+                reason,
+                message,
+            } => (workload, Write::Pending { reason, message }),
+        };
+        let k = self.shared_key(&k);
+        self.status_due = true;
+        if matches!(w, Write::Pending { .. }) {
+            // A newer pending reason replaces one not yet written.
+            match self.pending_due.get_mut(&k) {
+                Some(due) => due.0 = w,
+                None => {
+                    let now = Instant::now();
+                    self.pending_order.push_back((now, k.clone()));
+                    self.pending_due.insert(k, (w, now));
+                }
+            }
+            return;
+        }
+        // An admission or eviction makes an unwritten pending reason moot.
+        self.pending_due.remove(&k);
+        let q = self.queued.entry(k.clone()).or_default();
+        q.push_back(w);
+        if !self.busy.contains(&k) {
+            self.next_write(&k);
+        }
+    }
+
+    /// Kueue's workload controller sets `Requeued=True` on a Workload a
+    /// stopped queue drained once that queue runs again
+    /// (`ClusterQueueRestarted`, `LocalQueueRestarted`).
+    pub(super) fn requeue_drained(&mut self) {
+        let keys: Vec<Key> = self.drained.iter().cloned().collect();
+        for k in keys {
+            let Some(m) = self.meta.get(&k) else {
+                self.drained.remove(&k);
+                continue;
+            };
+            let lq = self
+                .engine
+                .workload(&k)
+                .and_then(|wl| self.engine.local_queue(&wl.namespace, &wl.queue_name));
+            let w = match drained_by(&m.conditions) {
+                Some(from @ "ClusterQueueStopped") => lq
+                    .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue))
+                    .filter(|cq| !cq.stop_policy.is_stopped())
+                    .map(|_| Write::Requeued {
+                        from,
+                        reason: "ClusterQueueRestarted",
+                        message: "The ClusterQueue was restarted after being stopped",
+                    }),
+                Some(from) => {
+                    lq.filter(|lq| !lq.stop_policy.is_stopped())
+                        .map(|_| Write::Requeued {
+                            from,
+                            reason: "LocalQueueRestarted",
+                            message: "The LocalQueue was restarted after being stopped",
+                        })
+                }
+                None => None,
+            };
+            let Some(w) = w else { continue };
+            // The watch brings it back if the write does not land.
+            self.drained.remove(&k);
+            let q = self.queued.entry(k.clone()).or_default();
+            q.retain(|x| !matches!(x, Write::Requeued { .. }));
+            q.push_back(w);
+            if !self.busy.contains(&k) {
+                self.next_write(&k);
+            }
+        }
+    }
+
+    /// Writes the pending reasons due, oldest first, as far as the pending
+    /// lane has room: admissions never queue behind a backlog of them.
+    pub(super) fn flush_pending(&mut self) {
+        let mut room = self.pending_lane.available_permits();
+        let now = Instant::now();
+        // Each entry is looked at once at most: busy ones go to the back.
+        let mut budget = self.pending_order.len();
+        while room > 0 && budget > 0 {
+            budget -= 1;
+            let Some((since, k)) = self.pending_order.front().cloned() else {
+                break;
+            };
+            if now.duration_since(since) < PENDING_DELAY {
+                break;
+            }
+            self.pending_order.pop_front();
+            // Superseded (admitted, evicted, gone) or already re-listed.
+            if self.pending_due.get(&k).is_none_or(|(_, t)| *t != since) {
+                continue;
+            }
+            if self.busy.contains(&k) {
+                // Another write goes first; this one waits its turn again.
+                self.pending_order.push_back((since, k));
+                continue;
+            }
+            let Some((w, _)) = self.pending_due.remove(&k) else {
+                continue;
+            };
+            if !self.meta.contains_key(&k) {
+                continue;
+            }
+            self.queued.entry(k.clone()).or_default().push_back(w);
+            self.next_write(&k);
+            room -= 1;
+        }
+    }
+
+    pub(super) fn next_write(&mut self, k: &str) {
+        let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
+            self.queued.remove(k);
+            return;
+        };
+        let Some(meta) = self.meta.get(k).cloned() else {
+            // Gone or finished: an admission decided for it holds nothing.
+            if matches!(w, Write::Admit(_)) {
+                self.engine.reject_admission(k);
+            }
+            return;
+        };
+        let k = self.shared_key(k);
+        self.busy.insert(k.clone());
+        let lane = match w {
+            Write::Pending { .. } => self.pending_lane.clone(),
+            _ => self.decision_lane.clone(),
+        };
+        let client = self.client.clone();
+        let tx = self.tx.clone();
+        let recorder = self.recorder.clone();
+        let devices = match w {
+            Write::Admit(_) => self.devices.take_annotation(&k),
+            _ => None,
+        };
+        let view = self.engine.workload(&k).cloned();
+        let tally = self.tally.clone();
+        tokio::spawn(async move {
+            let _permit = lane.acquire_owned().await;
+            let based_on = meta.resource_version.clone();
+            let (outcome, written) =
+                write_workload(&client, &k, meta.clone(), &w, devices, view).await;
+            let landed = written.is_some();
+            let _ = tx.send(Input::Written {
+                key: k.clone(),
+                outcome,
+                written: written.map(Box::new),
+                based_on,
+            });
+            // After the engine has the outcome: the event never delays it.
+            if landed {
+                if let Ok(mut t) = tally.lock() {
+                    *t.entry(write_kind(&w, &meta.conditions)).or_default() += 1;
+                }
+                event(&recorder, &k, &meta, &w);
+            }
+        });
+    }
+}
+
+/// The stopped queue that drained the Workload (`Requeued=False` with
+/// reason `ClusterQueueStopped` or `LocalQueueStopped`), if one did.
+pub(super) fn drained_by(conds: &[Condition]) -> Option<&'static str> {
+    let c = conds
+        .iter()
+        .find(|c| c.type_ == condition::REQUEUED && c.status == "False")?;
+    ["ClusterQueueStopped", "LocalQueueStopped"]
+        .into_iter()
+        .find(|r| c.reason == *r)
+}
+
+/// `status.schedulingStats.evictions` after one more eviction for `reason`
+/// (Kueue's `workloadEvictionStateInc`; none of the evictions batchgate
+/// issues has an underlying cause).
+pub(super) fn count_eviction(
+    prev: &[api::WorkloadSchedulingStatsEviction],
+    reason: &str,
+) -> Vec<api::WorkloadSchedulingStatsEviction> {
+    let mut out = prev.to_vec();
+    match out
+        .iter_mut()
+        .find(|e| e.reason == reason && e.underlying_cause.is_empty())
+    {
+        Some(e) => e.count += 1,
+        None => out.push(api::WorkloadSchedulingStatsEviction {
+            reason: reason.to_string(),
+            underlying_cause: String::new(),
+            count: 1,
+        }),
+    }
+    out
+}
+
+/// The status a write leaves, computed from the Workload as last seen;
+/// `None` when the write no longer applies (already admitted, finished…).
+pub(super) fn render(
+    w: &Write,
+    conds: &[Condition],
+    generation: Option<i64>,
+    now: &Time,
+) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let reserved = c.is_true(condition::QUOTA_RESERVED);
+    if c.is_true(condition::FINISHED) {
+        return None;
+    }
+    match w {
+        Write::Admit(a) => {
+            if reserved {
+                return None;
+            }
+            let msg = format!("Quota reserved in ClusterQueue {}", a.cluster_queue);
+            c.set(
+                condition::QUOTA_RESERVED,
+                true,
+                "QuotaReserved",
+                &msg,
+                now,
+                generation,
+            );
+            c.set(
+                condition::ADMITTED,
+                true,
+                "Admitted",
+                "The workload is admitted",
+                now,
+                generation,
+            );
+            for ty in [condition::EVICTED, condition::PREEMPTED] {
+                if let Some(prev) = c.get(ty).filter(|p| p.status == "True").cloned() {
+                    let m = format!("Previously: {}", prev.message);
+                    c.set(ty, false, "QuotaReserved", &m, now, generation);
+                }
+            }
+            Some(json!({"admission": translation::admission_json(a), "conditions": c.0}))
+        }
+        Write::Evict {
+            reason,
+            message,
+            preempted,
+        } => {
+            if !reserved || c.is_true(condition::EVICTED) {
+                return None;
+            }
+            c.set(
+                condition::EVICTED,
+                true,
+                reason.as_str(),
+                message,
+                now,
+                generation,
+            );
+            if let Some(p) = preempted {
+                c.set(
+                    condition::PREEMPTED,
+                    true,
+                    p.as_str(),
+                    message,
+                    now,
+                    generation,
+                );
+            }
+            Some(json!({"conditions": c.0}))
+        }
+        Write::Requeued {
+            from,
+            reason,
+            message,
+        } => {
+            if drained_by(&c.0) != Some(*from) {
+                return None;
+            }
+            c.set(condition::REQUEUED, true, reason, message, now, generation);
+            Some(json!({"conditions": c.0}))
+        }
+        Write::Pending { reason, message } => {
+            if reserved {
+                return None;
+            }
+            if !c.set(
+                condition::QUOTA_RESERVED,
+                false,
+                reason.legacy_str(),
+                message,
+                now,
+                generation,
+            ) {
+                return None;
+            }
+            Some(json!({"conditions": c.0}))
+        }
+    }
+}
+
+/// The outcome, and the Workload as a write that landed left it. `view`:
+/// the engine's, to check the write as the Workload webhook would.
+pub(super) async fn write_workload(
+    client: &Client,
+    key: &str,
+    mut meta: Meta,
+    w: &Write,
+    devices: Option<String>,
+    view: Option<crate::queueing::Workload>,
+) -> (Outcome, Option<api::Workload>) {
+    let (namespace, name) = split_key(key);
+    let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
+    let refused = match w {
+        Write::Admit(_) => Outcome::AdmissionRefused,
+        _ => Outcome::Done,
+    };
+    // The device allocation is recorded before the admission it belongs to.
+    if let Some(value) = devices {
+        match super::devices::record(&api, name, &meta.resource_version, value).await {
+            Some(rv) => meta.resource_version = rv,
+            None => return (refused, None),
+        }
+    }
+    for _attempt in 0..4 {
+        let now = now_time();
+        let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
+            return (refused, None);
+        };
+        if let (Write::Evict { .. }, false) = (w, meta.owned) {
+            // No job: release in the same write.
+            if let Some(c) = status
+                .get("conditions")
+                .and_then(|c| serde_json::from_value::<Vec<Condition>>(c.clone()).ok())
+            {
+                if let Some(released) = release(&c, meta.generation, &now) {
+                    status = released;
+                }
+            }
+        }
+        if let Write::Evict { reason, .. } = w {
+            status["schedulingStats"] =
+                json!({"evictions": count_eviction(&meta.evictions, reason.as_str())});
+        }
+        // Not sent if the Workload webhook (which it skips) would refuse it.
+        let before = super::vetting::known(namespace, name, view.as_ref(), &meta.conditions);
+        if let Err(e) = super::vetting::merge_patch(&before, &json!({ "status": &status })) {
+            warn!(error = %e, "Workload status write not sent");
+            return (refused, None);
+        }
+        let patch = json!({
+            "metadata": {"resourceVersion": meta.resource_version},
+            "status": status,
+        });
+        match api
+            .patch_status(name, &params(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(written) => {
+                let outcome = match w {
+                    Write::Admit(_) => Outcome::Admitted,
+                    _ => Outcome::Done,
+                };
+                return (outcome, Some(written));
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                // Changed since we looked: read it again and re-decide.
+                match api.get_opt(name).await {
+                    Ok(Some(fresh)) => {
+                        meta.resource_version = fresh.resource_version().unwrap_or_default();
+                        meta.conditions = fresh
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.conditions.clone())
+                            .unwrap_or_default();
+                        meta.generation = fresh.metadata.generation;
+                        meta.evictions = fresh
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.scheduling_stats.as_ref())
+                            .and_then(|s| s.evictions.clone())
+                            .unwrap_or_default();
+                        if let (Write::Admit(_), Some(_)) =
+                            (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
+                        {
+                            return (refused, None);
+                        }
+                    }
+                    Ok(None) => return (refused, None),
+                    Err(e) => {
+                        warn!(workload = %name, error = %e, "re-reading Workload");
+                        return (refused, None);
+                    }
+                }
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => return (refused, None),
+            Err(e) => {
+                warn!(workload = %name, error = %e, "Workload status not written");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    (refused, None)
+}
+
+/// Kueue's `TruncateEventMessage`: at most 1024 bytes, cut with " ...".
+pub(super) fn truncate_note(note: String) -> String {
+    const LIMIT: usize = 1024;
+    const SUFFIX: &str = " ...";
+    if note.len() <= LIMIT {
+        return note;
+    }
+    let mut cut = LIMIT - SUFFIX.len();
+    while !note.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{SUFFIX}", &note[..cut])
+}
+
+/// The events Kueue v0.19.2 records for a landed write: `QuotaReserved`
+/// and `Admitted` for an admission (the scheduler's), `Pending` (Warning,
+/// the condition's reason and message) for a pending reason written,
+/// `Preempted` and `EvictedDueTo<reason>` for an eviction.
+pub(super) fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence> {
+    let o = |reason: String, warning: bool, note: String| Occurrence {
+        regarding: key.to_string(),
+        reason,
+        warning,
+        note: truncate_note(note),
+    };
+    match w {
+        Write::Admit(a) => vec![
+            o(
+                "QuotaReserved".into(),
+                false,
+                format!(
+                    "Quota reserved in ClusterQueue {}, wait time since queued was {waited_s:.0}s",
+                    a.cluster_queue
+                ),
+            ),
+            o(
+                "Admitted".into(),
+                false,
+                format!(
+                    "Admitted by ClusterQueue {}, wait time since reservation was 0s",
+                    a.cluster_queue
+                ),
+            ),
+        ],
+        Write::Evict {
+            reason,
+            message,
+            preempted,
+        } => {
+            let mut out = Vec::new();
+            if preempted.is_some() {
+                out.push(o("Preempted".into(), false, message.clone()));
+            }
+            out.push(o(
+                format!("EvictedDueTo{}", reason.as_str()),
+                false,
+                message.clone(),
+            ));
+            out
+        }
+        Write::Pending { reason, message } => {
+            vec![o(reason.legacy_str().to_string(), true, message.clone())]
+        }
+        Write::Requeued { .. } => Vec::new(),
+    }
+}
+
+/// Records the events of a landed write.
+pub(super) fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
+    let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
+    for o in occurrences(key, waited, w) {
+        events.record(o);
+    }
+}
+
+/// What a landed Workload status write was, for the tally: a pending
+/// reason is told apart by what it changed of the `QuotaReserved`
+/// condition it replaced.
+pub(super) fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
+    match w {
+        Write::Admit(_) => "admission",
+        Write::Evict { .. } => "eviction",
+        Write::Requeued { .. } => "requeued",
+        Write::Pending { reason, message } => {
+            let prev = before
+                .iter()
+                .find(|c| c.type_ == condition::QUOTA_RESERVED && c.status == "False");
+            match prev {
+                None => "pending: first",
+                Some(c) if c.reason != reason.legacy_str() && c.reason != reason.as_str() => {
+                    "pending: reason"
+                }
+                Some(c) if digits_only_change(&c.message, message) => "pending: a number",
+                Some(_) => "pending: message",
+            }
+        }
+    }
+}
+
+/// Whether two messages differ only in their digits ("3 more needed" →
+/// "5 more needed").
+pub(super) fn digits_only_change(a: &str, b: &str) -> bool {
+    let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_digit()).collect::<String>();
+    a != b && strip(a) == strip(b)
+}

@@ -1,0 +1,275 @@
+//! Feeding the engine from the watches: ResourceFlavors, ClusterQueues,
+//! LocalQueues, Namespaces and Workloads in, as the engine's inputs.
+
+use super::*;
+
+impl Controller {
+    pub(super) fn input(&mut self, input: Input) {
+        match input {
+            Input::Flavor(ev) => self.on_event(FLAVORS, ev, |c, rf| {
+                let f = translation::flavor(rf);
+                if c.started {
+                    c.engine.upsert_flavor(f);
+                } else {
+                    c.initial.flavors.push(f);
+                }
+            }),
+            Input::ClusterQueue(ev) => self.on_event(CLUSTER_QUEUES, ev, |c, cq| {
+                match translation::cluster_queue(cq) {
+                    Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
+                    Ok(q) => c.initial.cluster_queues.push(q),
+                    Err(e) => {
+                        warn!(cluster_queue = %cq.name_any(), error = %e, "ClusterQueue not usable")
+                    }
+                }
+            }),
+            Input::LocalQueue(ev) => self.on_event(LOCAL_QUEUES, ev, |c, lq| {
+                let q = translation::local_queue(lq);
+                if c.started {
+                    c.engine.upsert_local_queue(q);
+                } else {
+                    c.initial.local_queues.push(q);
+                }
+                // Its status (stopped or not) may change with no workload
+                // moving.
+                c.status_due = true;
+            }),
+            Input::Namespace(ev) => self.on_event(NAMESPACES, ev, |c, ns| {
+                let labels = ns.labels().clone();
+                if c.started {
+                    c.engine.upsert_namespace(&ns.name_any(), labels);
+                } else {
+                    c.initial.namespaces.push((ns.name_any(), labels));
+                }
+            }),
+            Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
+            Input::Written {
+                key,
+                outcome,
+                written,
+                based_on,
+            } => {
+                if let (Some(wl), Some(m)) = (written, self.meta.get_mut(&key)) {
+                    // No newer event from the watch yet: the next write
+                    // starts from what this one left, not from a stale
+                    // resourceVersion bound to conflict.
+                    if m.resource_version == based_on {
+                        let status = wl.status.as_ref();
+                        m.resource_version = wl.resource_version().unwrap_or_default();
+                        m.conditions = status
+                            .and_then(|s| s.conditions.clone())
+                            .unwrap_or_default();
+                        m.generation = wl.metadata.generation;
+                        m.evictions = status
+                            .and_then(|s| s.scheduling_stats.as_ref())
+                            .and_then(|s| s.evictions.clone())
+                            .unwrap_or_default();
+                    }
+                }
+                match outcome {
+                    Outcome::Admitted => self.engine.confirm_admission(&key),
+                    Outcome::AdmissionRefused => {
+                        self.devices.refused(&key);
+                        self.engine.reject_admission(&key)
+                    }
+                    Outcome::Done => {}
+                }
+                self.busy.remove(&key);
+                self.next_write(&key);
+            }
+            Input::StatusWritten { queue, ok } => {
+                self.status_in_flight.remove(&queue);
+                if !ok {
+                    // Written again at the next tick.
+                    match &queue {
+                        QueueKey::Cluster(name) => self.cq_written.remove(name),
+                        QueueKey::Local(ns, name) => {
+                            self.lq_written.remove(&(ns.clone(), name.clone()))
+                        }
+                    };
+                }
+                // What changed while it was in flight is written next.
+                self.status_due = true;
+            }
+        }
+        if !self.started && self.listings.iter().all(|l| l.done) {
+            let mut initial = std::mem::take(&mut self.initial);
+            // Only Workloads that claim devices need their ClusterQueue
+            // found (a scan) to be charged their devices.
+            for wl in &mut initial.workloads {
+                let key = wl.key();
+                if !self.devices.claims_devices(&key) {
+                    continue;
+                }
+                let cq = initial
+                    .local_queues
+                    .iter()
+                    .find(|l| *l.namespace == *wl.namespace && *l.name == *wl.queue_name)
+                    .and_then(|l| {
+                        initial
+                            .cluster_queues
+                            .iter()
+                            .find(|c| c.name == l.cluster_queue)
+                    });
+                super::devices::charge(&self.devices, &key, wl, cq);
+            }
+            self.engine = Engine::rebuild(initial);
+            self.started = true;
+            info!(
+                workloads = self.meta.len(),
+                "queueing engine rebuilt from the API"
+            );
+        }
+    }
+
+    pub(super) fn on_event<K: Resource + ResourceExt>(
+        &mut self,
+        kind: usize,
+        ev: Event<K>,
+        mut upsert: impl FnMut(&mut Self, &K),
+    ) {
+        let k = |o: &K| -> Key { key(o.namespace().as_deref(), &o.name_any()).into() };
+        match ev {
+            Event::Init => self.listings[kind].seen = Some(HashSet::new()),
+            Event::InitApply(o) => {
+                let k = self.known_key(kind, k(&o));
+                if let Some(seen) = &mut self.listings[kind].seen {
+                    seen.insert(k);
+                }
+                upsert(self, &o);
+            }
+            Event::InitDone => {
+                let seen = self.listings[kind].seen.take().unwrap_or_default();
+                let gone: Vec<Key> = self.known[kind]
+                    .iter()
+                    .filter(|k| !seen.contains(*k))
+                    .cloned()
+                    .collect();
+                for g in gone {
+                    self.delete(kind, &g);
+                }
+                self.listings[kind].done = true;
+            }
+            Event::Apply(o) => {
+                self.known_key(kind, k(&o));
+                upsert(self, &o);
+            }
+            Event::Delete(o) => self.delete(kind, &k(&o)),
+        }
+    }
+
+    /// The known set's copy of `k`, added if new.
+    pub(super) fn known_key(&mut self, kind: usize, k: Key) -> Key {
+        match self.known[kind].get(&k) {
+            Some(known) => known.clone(),
+            None => {
+                self.known[kind].insert(k.clone());
+                k
+            }
+        }
+    }
+
+    /// The shared copy of a Workload's key.
+    pub(super) fn shared_key(&self, k: &str) -> Key {
+        match self.meta.get_key_value(k) {
+            Some((k, _)) => k.clone(),
+            None => k.into(),
+        }
+    }
+
+    pub(super) fn delete(&mut self, kind: usize, k: &str) {
+        self.known[kind].remove(k);
+        match kind {
+            FLAVORS => self.engine.delete_flavor(k),
+            CLUSTER_QUEUES => {
+                self.engine.delete_cluster_queue(k);
+                self.cq_status.remove(k);
+                self.cq_written.remove(k);
+                self.status_written_at
+                    .remove(&QueueKey::Cluster(k.to_string()));
+            }
+            LOCAL_QUEUES => {
+                if let Some((ns, name)) = k.split_once('/') {
+                    self.engine.delete_local_queue(ns, name);
+                    self.lq_written.remove(&(ns.to_string(), name.to_string()));
+                    self.status_written_at
+                        .remove(&QueueKey::Local(ns.to_string(), name.to_string()));
+                }
+            }
+            NAMESPACES => self.engine.delete_namespace(k),
+            _ => {
+                if self.devices.forget(k) {
+                    self.engine.requeue_set_aside();
+                }
+                self.engine.delete_workload(k);
+                self.meta.remove(k);
+                self.queued.remove(k);
+                self.drained.remove(k);
+            }
+        }
+        self.status_due = true;
+    }
+
+    pub(super) fn on_workload(&mut self, wl: &api::Workload) {
+        let k = key(wl.metadata.namespace.as_deref(), &wl.name_any());
+        let k = self.known_key(WORKLOADS, k.into());
+        let conds = wl.status.as_ref().and_then(|s| s.conditions.as_ref());
+        let mut engine_wl = match translation::workload(wl) {
+            Ok(w) => w,
+            Err(e) => {
+                warn!(workload = %k, error = %e, "Workload not usable");
+                return;
+            }
+        };
+        self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if self.devices.observe(&k, wl) {
+            self.engine.requeue_set_aside();
+        }
+        if self.started && self.devices.claims_devices(&k) {
+            let cq = self
+                .engine
+                .local_queue(&engine_wl.namespace, &engine_wl.queue_name)
+                .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue));
+            super::devices::charge(&self.devices, &k, &mut engine_wl, cq);
+        }
+        if drained_by(conds.map_or(&[][..], Vec::as_slice)).is_some() {
+            self.drained.insert(k.clone());
+        } else {
+            self.drained.remove(&k);
+        }
+        if engine_wl.finished {
+            // Finished Workloads stay in the API until their job is deleted;
+            // nothing more to write for them.
+            self.meta.remove(&k);
+            self.queued.remove(&k);
+            self.drained.remove(&k);
+        }
+        if self.started {
+            self.engine.upsert_workload(engine_wl);
+        } else if !engine_wl.finished {
+            self.initial.workloads.push(engine_wl);
+        }
+        self.status_due = true;
+    }
+}
+
+pub(super) fn watch<K>(api: Api<K>, tx: mpsc::UnboundedSender<Input>, wrap: fn(Event<K>) -> Input)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    tokio::spawn(async move {
+        let stream =
+            watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+        futures::pin_mut!(stream);
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => {
+                    if tx.send(wrap(ev)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => warn!(error = %e, "watch error; retrying"),
+            }
+        }
+    });
+}

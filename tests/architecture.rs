@@ -1,0 +1,673 @@
+//! The layering, checked on the source tree (see `src/lib.rs` and
+//! `docs/architecture.md`):
+//!
+//! 1. A pure-core module imports no shell module (`server`, `cluster`,
+//!    `controllers`, `cli`, `kueuectl`) and no I/O: kube client types
+//!    (`kube::Client`, `kube::Api`, `kube::runtime`, …), tokio's or std's
+//!    network, file and process modules, timers, HTTP stacks.
+//! 2. `server/` names no admission family's module: families are reached
+//!    through `admission::router` only.
+//! 3. `controllers/` has no import cycle between its modules.
+//!
+//! Test code (`#[cfg(test)]` modules, `tests.rs` files) is not checked: a
+//! core module's tests may drive it through the shell.
+//!
+//! The checks read the code with a small lexer (comments, strings and test
+//! modules blanked out, `use` trees expanded, `crate::`/`super::` paths
+//! resolved), so a path named in a comment is not an import.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The pure core: top-level modules of the library.
+const CORE: &[&str] = &[
+    "admission",  // the router, every family's rules, entitlement, webhook configurations
+    "api",        // wire types, CRDs, conversion, selectors, the configuration file
+    "appwrapper", // the AppWrapper state machine
+    "certs",      // certificate making and rotation decisions
+    "devices",    // claim matching and scoring
+    "jobs",       // the job framework: policies, job -> Workload
+    "prescale",   // cron, primer schedules, the wait-until instant
+    "queueing",   // the quota engine and the visibility API computed from it
+];
+
+/// The shell.
+const SHELL: &[&str] = &["server", "cluster", "controllers", "cli", "kueuectl"];
+
+/// Paths a core module may not name: kube's client side, I/O, timers.
+const FORBIDDEN_IN_CORE: &[&str] = &[
+    "kube::Client",
+    "kube::Api",
+    "kube::api::Api",
+    "kube::client",
+    "kube::runtime",
+    "kube::discovery",
+    "kube::Discovery",
+    "kube::config",
+    "kube_runtime",
+    "kube_client",
+    "tokio::net",
+    "tokio::fs",
+    "tokio::process",
+    "tokio::time",
+    "tokio::io",
+    "std::fs",
+    "std::process",
+    "std::net::TcpStream",
+    "std::net::TcpListener",
+    "std::net::UdpSocket",
+    "std::thread::sleep",
+    "hyper",
+    "hyper_util",
+    "axum",
+    "tokio_rustls",
+    "reqwest",
+];
+
+/// Admission families' modules (and the cores behind them) that the
+/// server must not name: it reaches them through `admission::router`.
+const FAMILIES: &[&str] = &[
+    "admission::appwrapper",
+    "admission::kueue",
+    "admission::devices",
+    "admission::prescale",
+    "admission::defaulting",
+    "admission::validation",
+    "admission::admission_gates",
+    "admission::topology",
+    "api::kueue::conversion",
+    "appwrapper",
+    "prescale",
+    "devices",
+    "jobs",
+];
+
+/// One source file: its module path and its code with comments, strings
+/// and test modules blanked (newlines kept, so offsets give lines).
+struct Source {
+    file: PathBuf,
+    module: Vec<String>,
+    code: String,
+}
+
+/// A path one file names, resolved to the crate root where it is
+/// `crate::`/`super::`/`self::`-relative, with its line.
+#[derive(Debug, Clone)]
+struct Named {
+    path: Vec<String>,
+    line: usize,
+}
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn sources() -> Vec<Source> {
+    let root = src();
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    // Files declared `#[cfg(test)] mod x;` by their parent are test code.
+    let mut test_files = BTreeSet::new();
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        let dir = module_dir(f);
+        let lines: Vec<&str> = text.lines().collect();
+        for w in lines.windows(2) {
+            if w[0].trim() == "#[cfg(test)]" {
+                let l = w[1].trim();
+                if let Some(name) = l
+                    .strip_prefix("mod ")
+                    .or_else(|| l.strip_prefix("pub mod "))
+                    .and_then(|n| n.strip_suffix(';'))
+                {
+                    test_files.insert(dir.join(format!("{name}.rs")));
+                    test_files.insert(dir.join(name).join("mod.rs"));
+                    test_files.insert(dir.join(name));
+                }
+            }
+        }
+    }
+    files
+        .into_iter()
+        .filter(|f| {
+            let rel = f.strip_prefix(&root).unwrap();
+            !rel.starts_with("bin")
+                && rel != Path::new("main.rs")
+                && f.file_name().is_some_and(|n| n != "tests.rs")
+                && !test_files.contains(f)
+                && !test_files.iter().any(|t| t.is_dir() && f.starts_with(t))
+        })
+        .map(|f| {
+            let text = fs::read_to_string(&f).unwrap();
+            Source {
+                module: module_of(&root, &f),
+                code: strip_tests(&blank(&text)),
+                file: f,
+            }
+        })
+        .collect()
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            walk(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Where a file's child modules live.
+fn module_dir(f: &Path) -> PathBuf {
+    let parent = f.parent().unwrap().to_path_buf();
+    match f.file_name().and_then(|n| n.to_str()) {
+        Some("mod.rs" | "lib.rs" | "main.rs") => parent,
+        _ => parent.join(f.file_stem().unwrap()),
+    }
+}
+
+fn module_of(root: &Path, f: &Path) -> Vec<String> {
+    let rel = f.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Comments, string and char literals replaced by spaces (newlines kept).
+fn blank(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    let clear = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = text[i..].find('\n').map_or(b.len(), |n| i + n);
+                clear(&mut out, i, end);
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = text[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 2);
+                clear(&mut out, i, end);
+                i = end;
+            }
+            b'r' if (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if b.get(i + 1 + hashes) != Some(&b'"') {
+                    i += 1;
+                    continue;
+                }
+                let close = format!("\"{}", "#".repeat(hashes));
+                let start = i + 2 + hashes;
+                let end = text[start..]
+                    .find(&close)
+                    .map_or(b.len(), |n| start + n + close.len());
+                clear(&mut out, i, end);
+                i = end;
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                clear(&mut out, i, (j + 1).min(b.len()));
+                i = j + 1;
+            }
+            b'\'' => {
+                // A char literal ('x', '\n', '\u{..}'), not a lifetime.
+                let lit = if b.get(i + 1) == Some(&b'\\') {
+                    text[i + 2..].find('\'').map(|n| i + 2 + n + 1)
+                } else if b.get(i + 2) == Some(&b'\'') {
+                    Some(i + 3)
+                } else {
+                    text[i + 1..]
+                        .chars()
+                        .next()
+                        .filter(|c| c.len_utf8() > 1)
+                        .and_then(|c| {
+                            (b.get(i + 1 + c.len_utf8()) == Some(&b'\''))
+                                .then_some(i + 2 + c.len_utf8())
+                        })
+                };
+                match lit {
+                    Some(end) => {
+                        clear(&mut out, i, end);
+                        i = end;
+                    }
+                    None => i += 1,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// `#[cfg(test)]` items (inline test modules) blanked.
+fn strip_tests(code: &str) -> String {
+    let mut out = code.to_string();
+    let mut from = 0;
+    while let Some(n) = out[from..].find("#[cfg(test)]") {
+        let at = from + n;
+        // The item: up to its `;` or its matching `}`.
+        let rest = &out[at..];
+        let semi = rest.find(';');
+        let open = rest.find('{');
+        let end = match (semi, open) {
+            (Some(s), Some(o)) if s < o => at + s + 1,
+            (_, Some(o)) => {
+                let mut depth = 0;
+                let mut end = out.len();
+                for (k, c) in out[at + o..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = at + o + k + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                end
+            }
+            (Some(s), None) => at + s + 1,
+            (None, None) => out.len(),
+        };
+        let blanked: String = out[at..end]
+            .chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect();
+        out.replace_range(at..end, &blanked);
+        from = end;
+    }
+    out
+}
+
+fn line_of(code: &str, offset: usize) -> usize {
+    code[..offset].matches('\n').count() + 1
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Expands a `use` tree (`a::{b, c::{d as e}}`) into its paths.
+fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    let tree = tree.trim();
+    // Split at the first top-level `{`.
+    if let Some(open) = tree.find('{') {
+        let head: Vec<String> = tree[..open]
+            .split("::")
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
+        let close = tree.rfind('}').unwrap_or(tree.len());
+        let inner = &tree[open + 1..close];
+        let mut base = prefix.to_vec();
+        base.extend(head);
+        let mut depth = 0;
+        let mut start = 0;
+        for (k, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&inner[start..k], &base, out);
+                    start = k + 1;
+                }
+                _ => {}
+            }
+        }
+        expand(&inner[start..], &base, out);
+        return;
+    }
+    if tree.is_empty() {
+        return;
+    }
+    let tree = tree.split(" as ").next().unwrap_or(tree).trim();
+    let mut p = prefix.to_vec();
+    for seg in tree.split("::").map(str::trim) {
+        if seg == "self" {
+            continue;
+        }
+        p.push(seg.to_string());
+    }
+    out.push(p);
+}
+
+/// Resolves `crate::`, `super::`, `self::` against `module`; other paths
+/// (external crates) are returned as written.
+fn resolve(module: &[String], path: &[String]) -> Vec<String> {
+    match path.first().map(String::as_str) {
+        Some("crate") => path[1..].to_vec(),
+        Some("super") | Some("self") => {
+            let mut base = module.to_vec();
+            let mut i = 0;
+            while i < path.len() && (path[i] == "super" || path[i] == "self") {
+                if path[i] == "super" {
+                    base.pop();
+                }
+                i += 1;
+            }
+            base.extend_from_slice(&path[i..]);
+            base
+        }
+        _ => path.to_vec(),
+    }
+}
+
+/// Every path a file names: its `use` trees, and inline `a::b::c` paths.
+fn named(s: &Source) -> Vec<Named> {
+    let code = &s.code;
+    let mut out = Vec::new();
+    let mut rest = code.clone();
+    // `use` statements first (then blanked, so they are not read twice).
+    let mut from = 0;
+    while let Some(n) = find_word(&rest[from..], "use") {
+        let at = from + n;
+        let Some(end) = rest[at..].find(';').map(|e| at + e) else {
+            break;
+        };
+        let mut paths = Vec::new();
+        expand(&rest[at + 3..end].replace('\n', " "), &[], &mut paths);
+        let line = line_of(code, at);
+        for p in paths {
+            out.push(Named {
+                path: resolve(&s.module, &p),
+                line,
+            });
+        }
+        let blanked: String = rest[at..end]
+            .chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect();
+        rest.replace_range(at..end, &blanked);
+        from = end;
+    }
+    // Inline paths: identifiers joined by `::`.
+    let b = rest.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i] as char;
+        if is_ident(c) && (i == 0 || !(is_ident(b[i - 1] as char) || b[i - 1] == b':')) {
+            let start = i;
+            let mut segs = Vec::new();
+            loop {
+                let s0 = i;
+                while i < b.len() && is_ident(b[i] as char) {
+                    i += 1;
+                }
+                segs.push(rest[s0..i].to_string());
+                // Skip generic args between segments (`Api::<K>::all`).
+                if rest[i..].starts_with("::<") {
+                    break;
+                }
+                if rest[i..].starts_with("::") && rest[i + 2..].chars().next().is_some_and(is_ident)
+                {
+                    i += 2;
+                } else {
+                    break;
+                }
+            }
+            if segs.len() > 1 {
+                out.push(Named {
+                    path: resolve(&s.module, &segs),
+                    line: line_of(code, start),
+                });
+            }
+            if i == start {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn find_word(hay: &str, word: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(n) = hay[from..].find(word) {
+        let at = from + n;
+        let before = hay[..at].chars().next_back();
+        let after = hay[at + word.len()..].chars().next();
+        if !before.is_some_and(is_ident) && after.is_some_and(char::is_whitespace) {
+            return Some(at);
+        }
+        from = at + word.len();
+    }
+    None
+}
+
+fn starts_with(path: &[String], prefix: &str) -> bool {
+    let p: Vec<&str> = prefix.split("::").collect();
+    path.len() >= p.len() && path.iter().zip(&p).all(|(a, b)| a == b)
+}
+
+fn rel(f: &Path) -> String {
+    f.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or(f)
+        .display()
+        .to_string()
+}
+
+/// Violations of rules 1 and 2, one line each.
+fn layering(sources: &[Source]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for s in sources {
+        let top = s.module.first().map(String::as_str).unwrap_or("");
+        for n in named(s) {
+            let shown = n.path.join("::");
+            if CORE.contains(&top) {
+                if let Some(shell) = SHELL.iter().find(|m| starts_with(&n.path, m)) {
+                    bad.push(format!(
+                        "{}:{}: the core module `{}` imports the shell: `{shown}` (`{shell}` is shell; move what the core needs into the core, or the caller into the shell)",
+                        rel(&s.file),
+                        n.line,
+                        s.module.join("::"),
+                    ));
+                }
+                if let Some(io) = FORBIDDEN_IN_CORE.iter().find(|m| starts_with(&n.path, m)) {
+                    bad.push(format!(
+                        "{}:{}: the core module `{}` does I/O: `{shown}` (`{io}` belongs in the shell; pass the data in)",
+                        rel(&s.file),
+                        n.line,
+                        s.module.join("::"),
+                    ));
+                }
+            }
+            if top == "server" {
+                if let Some(f) = FAMILIES.iter().find(|m| starts_with(&n.path, m)) {
+                    bad.push(format!(
+                        "{}:{}: server/ names the admission family module `{f}` (`{shown}`); route it through `admission::router` (a Family in the table)",
+                        rel(&s.file),
+                        n.line,
+                    ));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// Edges between `controllers/` modules (a child of a controller's
+/// directory counts as the controller), with one line naming each.
+fn controller_graph(sources: &[Source]) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for s in sources {
+        if s.module.first().map(String::as_str) != Some("controllers") || s.module.len() < 2 {
+            continue;
+        }
+        let from = s.module[1].clone();
+        graph.entry(from.clone()).or_default();
+        for n in named(s) {
+            if n.path.len() >= 2 && n.path[0] == "controllers" && n.path[1] != from {
+                graph
+                    .entry(from.clone())
+                    .or_default()
+                    .entry(n.path[1].clone())
+                    .or_insert_with(|| format!("{}:{}", rel(&s.file), n.line));
+            }
+        }
+    }
+    graph
+}
+
+/// A cycle in the graph, as `a -> b -> a` with where each edge is named.
+fn cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<String> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeMap<String, String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(node.to_string(), 1);
+        stack.push(node.to_string());
+        for next in graph.get(node).into_iter().flat_map(|e| e.keys()) {
+            match state.get(next.as_str()) {
+                Some(1) => {
+                    let at = stack.iter().position(|n| n == next).unwrap_or(0);
+                    let mut c = stack[at..].to_vec();
+                    c.push(next.clone());
+                    return Some(c);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(next, graph, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(node.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for node in graph.keys() {
+        if state.contains_key(node) {
+            continue;
+        }
+        if let Some(c) = visit(node, graph, &mut state, &mut Vec::new()) {
+            let edges: Vec<String> = c
+                .windows(2)
+                .map(|w| format!("{} -> {} ({})", w[0], w[1], graph[&w[0]][&w[1]]))
+                .collect();
+            return Some(edges.join(", "));
+        }
+    }
+    None
+}
+
+#[test]
+fn the_core_imports_no_shell_and_the_server_names_no_family() {
+    let sources = sources();
+    // The walk found the tree (a moved `src/` would make this test vacuous).
+    for top in CORE.iter().chain(SHELL) {
+        assert!(
+            sources
+                .iter()
+                .any(|s| s.module.first().map(String::as_str) == Some(top)),
+            "no source file of module `{top}` found under src/"
+        );
+    }
+    let bad = layering(&sources);
+    assert!(bad.is_empty(), "layering broken:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn controllers_import_each_other_without_a_cycle() {
+    let graph = controller_graph(&sources());
+    assert!(
+        graph.contains_key("context") && graph.len() > 5,
+        "controllers/ not found: {graph:?}"
+    );
+    if let Some(c) = cycle(&graph) {
+        panic!("controllers/ has an import cycle: {c}; move what they share into controllers/context.rs");
+    }
+    // The shared context stands at the bottom: it imports no controller.
+    let context: Vec<&String> = graph["context"]
+        .keys()
+        .filter(|m| !matches!(m.as_str(), "translation" | "vetting" | "events"))
+        .collect();
+    assert!(
+        context.is_empty(),
+        "controllers/context.rs imports controllers {context:?}; it must depend on none"
+    );
+}
+
+/// The checks themselves catch what they are for (on made-up sources, so a
+/// lexer or resolver that found nothing would fail here).
+#[test]
+fn the_checks_catch_violations() {
+    let src = |module: &str, code: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        module: module.split("::").map(String::from).collect(),
+        code: strip_tests(&blank(code)),
+    };
+    let bad = layering(&[
+        src(
+            "queueing::engine",
+            "use crate::{api::x, controllers::context::MANAGER};\n// crate::server in a comment\nfn f() { let s = \"crate::cli\"; }",
+        ),
+        src("jobs::workload", "use kube::{Api, Client};"),
+        src("appwrapper::machine", "fn f() { super::super::cluster::sar::check(); }"),
+        src("server::mod", "use crate::admission::{router::Router, kueue::Kind};"),
+        src(
+            "devices::x",
+            "#[cfg(test)]\nmod tests {\n    use crate::server::Limits;\n}\n",
+        ),
+    ]);
+    let joined = bad.join("\n");
+    assert_eq!(bad.len(), 5, "{joined}");
+    assert!(
+        joined.contains("`controllers::context::MANAGER`"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("`kube::Api`") && joined.contains("`kube::Client`"),
+        "{joined}"
+    );
+    assert!(joined.contains("`cluster::sar::check`"), "{joined}");
+    assert!(joined.contains("`admission::kueue`"), "{joined}");
+
+    let graph = controller_graph(&[
+        src("controllers::jobs", "use super::appwrapper::run;"),
+        src(
+            "controllers::appwrapper",
+            "fn f() { super::jobs::Shared::new(); }",
+        ),
+        src("controllers::context", ""),
+    ]);
+    let c = cycle(&graph).expect("the jobs <-> appwrapper cycle");
+    assert!(
+        c.contains("jobs -> appwrapper") && c.contains("appwrapper -> jobs"),
+        "{c}"
+    );
+}
