@@ -281,7 +281,15 @@ impl Upstream {
 /// Each Workload class's request (mCPU) and runtime (ms), by class name.
 type Classes = BTreeMap<String, (f64, f64)>;
 
-fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64, Classes), BoxError> {
+/// What the scaled generator config makes: its Workloads, their work in all
+/// (Σ request × runtime, mCPU·ms) and the classes.
+struct Workloads {
+    total: u64,
+    work_mcpu_ms: f64,
+    classes: Classes,
+}
+
+fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, Workloads), BoxError> {
     let text = std::fs::read_to_string(src)?;
     let mut doc: Value = serde_yaml::from_str(&text)?;
     let mut total = 0u64;
@@ -326,7 +334,12 @@ fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, u64, f64, Classes)
             }
         }
     }
-    Ok((serde_yaml::to_string(&doc)?, total, work, classes))
+    let made = Workloads {
+        total,
+        work_mcpu_ms: work,
+        classes,
+    };
+    Ok((serde_yaml::to_string(&doc)?, made))
 }
 
 // ---------------------------------------------------------------------------
@@ -707,9 +720,7 @@ fn one_run(
     k: &Knobs,
     up: &Upstream,
     generator: &Path,
-    total: u64,
-    work_mcpu_ms: f64,
-    classes: &Classes,
+    made: &Workloads,
 ) -> Result<RunResult, BoxError> {
     let load_before = loadavg();
     let work = tempfile::Builder::new()
@@ -854,8 +865,8 @@ fn one_run(
             evictions += u64_at(c, "totalEvictions");
         }
     }
-    let held = Held::read(&out_dir.join("wlStates.csv"), classes);
-    let usage_pct = checker_usage(&summary, work_mcpu_ms, held.mcpu_ms)?;
+    let held = Held::read(&out_dir.join("wlStates.csv"), &made.classes);
+    let usage_pct = checker_usage(&summary, made.work_mcpu_ms, held.mcpu_ms)?;
     let checker = if k.checker {
         run_checker(
             up,
@@ -874,7 +885,7 @@ fn one_run(
     drop(work);
     Ok(RunResult {
         system,
-        workloads: total,
+        workloads: made.total,
         wall_s: wall.as_secs_f64(),
         apiserver_cpu_s: api_cpu1 - api_cpu0,
         manager_cpu_s: mgr_cpu1 - mgr_cpu0,
@@ -1090,7 +1101,8 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         names.push("checker");
     }
     let up = Upstream::build(&names)?;
-    let (gen_yaml, total, work, classes) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let (gen_yaml, made) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let total = made.total;
     let gen_dir = tempfile::Builder::new()
         .prefix("batchgate-kueue-gen-")
         .tempdir()?;
@@ -1109,7 +1121,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     println!("  batchgate: {}", k.bin.display());
     let mut results = Vec::new();
     for (i, system) in k.order.iter().enumerate() {
-        let r = one_run(i + 1, *system, &k, &up, &generator, total, work, &classes)?;
+        let r = one_run(i + 1, *system, &k, &up, &generator, &made)?;
         print_run(i + 1, &r);
         results.push(r);
     }

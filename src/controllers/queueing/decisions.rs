@@ -574,6 +574,10 @@ pub(super) fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
 /// Whether two messages differ only in their digits ("3 more needed" →
 /// "5 more needed").
 pub(super) fn digits_only_change(a: &str, b: &str) -> bool {
-    let strip = |s: &str| s.chars().filter(|c| !c.is_ascii_digit()).collect::<String>();
+    let strip = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect::<String>()
+    };
     a != b && strip(a) == strip(b)
 }
