@@ -111,13 +111,7 @@ impl Shared {
             flavors: store(Api::all(client.clone())),
             workload_classes: store(Api::all(client.clone())),
             pod_classes: store(Api::all(client.clone())),
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "batchgate-job-controller".into(),
-                    instance: std::env::var("HOSTNAME").ok(),
-                },
-            ),
+            recorder: job_recorder(&client),
             client,
         };
         let _ = shared.flavors.wait_until_ready().await;
@@ -134,13 +128,7 @@ impl Shared {
             flavors: reflector::store().0,
             workload_classes: reflector::store().0,
             pod_classes: reflector::store().0,
-            recorder: Recorder::new(
-                client.clone(),
-                Reporter {
-                    controller: "batchgate-job-controller".into(),
-                    instance: std::env::var("HOSTNAME").ok(),
-                },
-            ),
+            recorder: job_recorder(&client),
             client,
         }
     }
@@ -323,4 +311,15 @@ fn is_dns1123_label(v: &str) -> bool {
 pub fn pinned_node(wl: &api::Workload, pod_set: &str) -> Option<String> {
     let allocs = allocation::parse(wl.annotations().get(allocation::ANNOTATION)?).ok()?;
     allocation::node_of(&allocs, pod_set).map(String::from)
+}
+
+/// The job controllers' event recorder, reporting as this replica.
+fn job_recorder(client: &Client) -> Recorder {
+    Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "batchgate-job-controller".into(),
+            instance: std::env::var("HOSTNAME").ok(),
+        },
+    )
 }
