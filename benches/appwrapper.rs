@@ -162,6 +162,7 @@ fn webhook() -> Router {
             ]),
         },
         Arc::new(NoCluster),
+        Arc::new(|| chrono::Utc::now().date_naive()),
     )
     .with_appwrapper(appwrapper::Settings::default(), names)
 }

@@ -29,7 +29,12 @@ fn webhook() -> Router {
             "batchgate-system",
         ]),
     };
-    Router::new(policies, settings, Arc::new(NoCluster))
+    Router::new(
+        policies,
+        settings,
+        Arc::new(NoCluster),
+        Arc::new(|| chrono::Utc::now().date_naive()),
+    )
 }
 
 /// Runs the case once and checks the response is the expected kind.

@@ -610,6 +610,7 @@ fn bench_webhook() -> Result<Router, BoxError> {
         PolicySet::embedded()?,
         settings,
         Arc::new(NoCluster),
+        Arc::new(|| chrono::Utc::now().date_naive()),
     ))
 }
 

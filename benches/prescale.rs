@@ -66,6 +66,7 @@ fn review(c: &mut Criterion) {
             managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system"]),
         },
         Arc::new(NoCluster),
+        Arc::new(|| chrono::Utc::now().date_naive()),
     );
     let body = serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

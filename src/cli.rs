@@ -598,7 +598,15 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         // cannot pass, so every AppWrapper create is refused with 503.
         warn!("--no-cluster: AppWrapper creates are refused (503) because appwrapper.userRBACAdmissionCheck is on and there is no SubjectAccessReview client; set appwrapper.userRBACAdmissionCheck: false in --config to admit them unchecked");
     }
-    let webhook = Arc::new(Router::new(policies, settings, facts).with_appwrapper(aw, resources));
+    let webhook = Arc::new(
+        Router::new(
+            policies,
+            settings,
+            facts,
+            Arc::new(|| chrono::Utc::now().date_naive()),
+        )
+        .with_appwrapper(aw, resources),
+    );
     // Entitlement opt-ins live in the cluster, so without one no review
     // needs a SubjectAccessReview.
     let sar = reconcile_client.as_ref().map(|c| {

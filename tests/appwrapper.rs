@@ -148,7 +148,7 @@ proptest! {
             managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
         };
         let facts = Arc::new(Facts { default_lq: case.default_lq, default_wpc: case.default_wpc });
-        let webhook = Router::new(PolicySet::embedded().unwrap(), settings, facts).with_appwrapper(
+        let webhook = Router::new(PolicySet::embedded().unwrap(), settings, facts, Arc::new(|| chrono::Utc::now().date_naive())).with_appwrapper(
             appwrapper::Settings {
                 default_queue_name: case.default_queue.clone(),
                 ..appwrapper::Settings::default()

@@ -67,6 +67,19 @@ const FORBIDDEN_IN_CORE: &[&str] = &[
     "reqwest",
 ];
 
+/// Clock reads a core module may not make: time is a parameter.
+const CLOCKS: &[&str] = &[
+    "chrono::Utc::now",
+    "chrono::Local::now",
+    "Utc::now",
+    "Local::now",
+    "std::time::SystemTime::now",
+    "std::time::Instant::now",
+    "SystemTime::now",
+    "Instant::now",
+    "tokio::time::Instant::now",
+];
+
 /// Admission families' modules (and the cores behind them) that the
 /// server must not name: it reaches them through `admission::router`.
 const FAMILIES: &[&str] = &[
@@ -493,6 +506,14 @@ fn layering(sources: &[Source]) -> Vec<String> {
                         s.module.join("::"),
                     ));
                 }
+                if let Some(clock) = CLOCKS.iter().find(|m| starts_with(&n.path, m)) {
+                    bad.push(format!(
+                        "{}:{}: the core module `{}` reads the clock: `{shown}` (`{clock}`; take the time as a parameter from the shell)",
+                        rel(&s.file),
+                        n.line,
+                        s.module.join("::"),
+                    ));
+                }
                 if let Some(io) = FORBIDDEN_IN_CORE.iter().find(|m| starts_with(&n.path, m)) {
                     bad.push(format!(
                         "{}:{}: the core module `{}` does I/O: `{shown}` (`{io}` belongs in the shell; pass the data in)",
@@ -643,9 +664,17 @@ fn the_checks_catch_violations() {
             "devices::x",
             "#[cfg(test)]\nmod tests {\n    use crate::server::Limits;\n}\n",
         ),
+        src(
+            "admission::prescale",
+            "fn f() { let today = chrono::Utc::now().date_naive(); }",
+        ),
     ]);
     let joined = bad.join("\n");
-    assert_eq!(bad.len(), 5, "{joined}");
+    assert_eq!(bad.len(), 6, "{joined}");
+    assert!(
+        joined.contains("reads the clock: `chrono::Utc::now`"),
+        "{joined}"
+    );
     assert!(
         joined.contains("`controllers::context::MANAGER`"),
         "{joined}"

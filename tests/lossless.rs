@@ -208,7 +208,7 @@ proptest! {
             managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
         };
         let facts = Arc::new(Facts { default_lq: case.default_lq, default_wpc: case.default_wpc });
-        let webhook = Router::new(policies, settings, facts);
+        let webhook = Router::new(policies, settings, facts, Arc::new(|| chrono::Utc::now().date_naive()));
         let body = serde_json::to_vec(&json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "p", "kind": {"group": "batch", "version": "v1", "kind": "Job"},
@@ -307,7 +307,7 @@ proptest! {
             manage_jobs_without_queue_name: case.manage_all,
             managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system", "batchgate-system"]),
         };
-        let webhook = Router::new(PolicySet::embedded().unwrap(), settings, facts);
+        let webhook = Router::new(PolicySet::embedded().unwrap(), settings, facts, Arc::new(|| chrono::Utc::now().date_naive()));
         for (hook, op, old_obj) in [
             (Hook::Mutate, "CREATE", None),
             (Hook::Validate, "CREATE", None),

@@ -68,8 +68,11 @@ pub fn validate(object: &Value, today: NaiveDate) -> Vec<FieldError> {
 }
 
 /// PreScaledCronJobs behind the admission router: nothing to default;
-/// validated whole by [`validate`] from today's date (UTC).
-pub struct PreScaledCronJobs;
+/// validated whole by [`validate`] from today's date (UTC), as the shell's
+/// clock gives it.
+pub struct PreScaledCronJobs {
+    pub today: super::router::Today,
+}
 
 impl Family for PreScaledCronJobs {
     fn label(&self) -> &'static str {
@@ -82,10 +85,8 @@ impl Family for PreScaledCronJobs {
         if review.hook == Hook::Mutate {
             return Decision::allow().into();
         }
-        // The one clock read on the admission path: a schedule is judged
-        // from the day it is written.
-        let today = chrono::Utc::now().date_naive();
-        let errs = validate(object, today);
+        // A schedule is judged from the day it is written.
+        let errs = validate(object, (self.today)());
         if errs.is_empty() {
             return Decision::allow().into();
         }

@@ -232,10 +232,19 @@ pub struct Router {
     resources: Arc<dyn ResourceNaming>,
     /// First match wins.
     routes: Vec<Route>,
+    today: Today,
 }
 
+/// Today's date (UTC), from the shell's clock: the core reads none.
+pub type Today = Arc<dyn Fn() -> chrono::NaiveDate + Send + Sync>;
+
 impl Router {
-    pub fn new(policies: PolicySet, settings: Settings, facts: Arc<dyn ClusterFacts>) -> Self {
+    pub fn new(
+        policies: PolicySet,
+        settings: Settings,
+        facts: Arc<dyn ClusterFacts>,
+        today: Today,
+    ) -> Self {
         // Policies are loaded once per process, so leaking their names for
         // allocation-free metric labels is bounded.
         let names = policies
@@ -256,6 +265,7 @@ impl Router {
             appwrapper: appwrapper::Settings::default(),
             resources: Arc::new(appwrapper::NoResourceNames),
             routes: Vec::new(),
+            today,
         };
         router.routes = router.table();
         router
@@ -302,7 +312,9 @@ impl Router {
             prescale::VERSION,
             prescale::KIND,
             BOTH,
-            Box::new(prescale::PreScaledCronJobs),
+            Box::new(prescale::PreScaledCronJobs {
+                today: self.today.clone(),
+            }),
         );
         for (policy, label) in &self.names {
             let t = &policy.target;
@@ -645,6 +657,7 @@ mod tests {
                 managed_namespaces: LabelSelector::excluding_namespaces(&["kube-system"]),
             },
             Arc::new(Facts),
+            Arc::new(|| chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()),
         )
     }
 

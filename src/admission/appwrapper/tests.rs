@@ -789,8 +789,13 @@ fn webhook(settings: Settings) -> (Router, Arc<ResourceNames>) {
     let names = Arc::new(ResourceNames::new(None));
     names.insert("", "v1", "Pod", "pods");
     names.insert("apps", "v1", "Deployment", "deployments");
-    let w = Router::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
-        .with_appwrapper(settings, names.clone());
+    let w = Router::new(
+        PolicySet::embedded().unwrap(),
+        core(),
+        Arc::new(NoCluster),
+        Arc::new(|| chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()),
+    )
+    .with_appwrapper(settings, names.clone());
     (w, names)
 }
 
@@ -889,8 +894,13 @@ async fn unknown_kinds_are_resolved_by_discovery_before_asking() {
         }
     }
     let names = Arc::new(ResourceNames::new(Some(Arc::new(Core1))));
-    let w = Router::new(PolicySet::embedded().unwrap(), core(), Arc::new(NoCluster))
-        .with_appwrapper(Settings::default(), names.clone());
+    let w = Router::new(
+        PolicySet::embedded().unwrap(),
+        core(),
+        Arc::new(NoCluster),
+        Arc::new(|| chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()),
+    )
+    .with_appwrapper(Settings::default(), names.clone());
     let body = review(
         "CREATE",
         aw(vec![component(pod("p")), component(service())]),
