@@ -80,6 +80,26 @@ const CLOCKS: &[&str] = &[
     "tokio::time::Instant::now",
 ];
 
+/// What a core module may not name: the paths, what naming one does, and
+/// the fix.
+const CORE_RULES: [(&[&str], &str, &str); 3] = [
+    (
+        SHELL,
+        "imports the shell",
+        "is shell; move what the core needs into the core, or the caller into the shell",
+    ),
+    (
+        CLOCKS,
+        "reads the clock",
+        "is a clock; take the time as a parameter from the shell",
+    ),
+    (
+        FORBIDDEN_IN_CORE,
+        "does I/O",
+        "belongs in the shell; pass the data in",
+    ),
+];
+
 /// Admission families' modules (and the cores behind them) that the
 /// server must not name: it reaches them through `admission::router`.
 const FAMILIES: &[&str] = &[
@@ -498,29 +518,15 @@ fn layering(sources: &[Source]) -> Vec<String> {
         for n in named(s) {
             let shown = n.path.join("::");
             if CORE.contains(&top) {
-                if let Some(shell) = SHELL.iter().find(|m| starts_with(&n.path, m)) {
-                    bad.push(format!(
-                        "{}:{}: the core module `{}` imports the shell: `{shown}` (`{shell}` is shell; move what the core needs into the core, or the caller into the shell)",
-                        rel(&s.file),
-                        n.line,
-                        s.module.join("::"),
-                    ));
-                }
-                if let Some(clock) = CLOCKS.iter().find(|m| starts_with(&n.path, m)) {
-                    bad.push(format!(
-                        "{}:{}: the core module `{}` reads the clock: `{shown}` (`{clock}`; take the time as a parameter from the shell)",
-                        rel(&s.file),
-                        n.line,
-                        s.module.join("::"),
-                    ));
-                }
-                if let Some(io) = FORBIDDEN_IN_CORE.iter().find(|m| starts_with(&n.path, m)) {
-                    bad.push(format!(
-                        "{}:{}: the core module `{}` does I/O: `{shown}` (`{io}` belongs in the shell; pass the data in)",
-                        rel(&s.file),
-                        n.line,
-                        s.module.join("::"),
-                    ));
+                for (paths, does, fix) in CORE_RULES {
+                    if let Some(hit) = paths.iter().find(|m| starts_with(&n.path, m)) {
+                        bad.push(format!(
+                            "{}:{}: the core module `{}` {does}: `{shown}` (`{hit}` {fix})",
+                            rel(&s.file),
+                            n.line,
+                            s.module.join("::"),
+                        ));
+                    }
                 }
             }
             if top == "server" {
