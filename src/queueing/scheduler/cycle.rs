@@ -132,22 +132,28 @@ impl Engine {
         let mut preempted: BTreeMap<String, Target> = BTreeMap::new();
         let mut fed: BTreeSet<String> = BTreeSet::new();
         for entry in &mut entries {
-            let cohort = self.quota.cohort_of(&entry.cq).map(str::to_string);
             let borrows_to_fit = entry.borrowing() > 0
                 && entry
                     .assignment
                     .as_ref()
                     .is_some_and(|a| a.mode() == AssignmentMode::Fit);
-            if borrows_to_fit && cohort.as_ref().is_some_and(|c| fed.contains(c)) {
+            if borrows_to_fit
+                && self
+                    .quota
+                    .cohort_of(&entry.cq)
+                    .is_some_and(|c| fed.contains(c))
+            {
                 continue; // stays undecided: back in its queue, nothing written
             }
             self.process(entry, &mut snap, &mut preempted, now, &mut cycle.decisions);
-            let more = self
-                .queues
-                .get(&entry.cq)
-                .is_some_and(PendingQueue::has_queued);
-            if matches!(entry.outcome, Outcome::Admitted) && entry.borrowing() == 0 && more {
-                fed.extend(cohort);
+            if matches!(entry.outcome, Outcome::Admitted)
+                && entry.borrowing() == 0
+                && self
+                    .queues
+                    .get(&entry.cq)
+                    .is_some_and(PendingQueue::has_queued)
+            {
+                fed.extend(self.quota.cohort_of(&entry.cq).map(str::to_string));
             }
         }
 
