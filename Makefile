@@ -6,7 +6,7 @@
 
 test: lint
 	tests/cluster/build.sh >/dev/null
-	cargo test --workspace --all-targets
+	tests/run-all.sh
 
 lint:
 	cargo fmt --all -- --check

@@ -1054,10 +1054,9 @@ fn installed() -> &'static LocalCluster {
             .iter()
             .map(|k| format!("crd/{k}.kueue.x-k8s.io"))
             .collect();
-        let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
-        args.extend(names.iter().map(String::as_str));
-        let (ok, out, err) = kubectl(c, &args, None);
-        assert!(ok, "{out}{err}");
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        c.wait_established(&names, Duration::from_secs(120))
+            .unwrap();
         kubectl_eventually(&["apply", "-f", "-"], Some(&samples_text()));
     });
     cluster()

@@ -20,18 +20,14 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
     let root = env!("CARGO_MANIFEST_DIR");
     let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
     assert!(ok, "{out}{err}");
-    let (ok, out, err) = kubectl(
-        c,
+    c.wait_established(
         &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
             "crd/localqueues.kueue.x-k8s.io",
             "crd/workloadpriorityclasses.kueue.x-k8s.io",
         ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+        Duration::from_secs(120),
+    )
+    .unwrap();
     let with_default = namespace(c, "e2e-with-default");
     let without = namespace(c, "e2e-without-default");
     let lq = format!(

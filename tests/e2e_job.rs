@@ -241,18 +241,14 @@ fn everything_in_manifests_passes_a_server_side_dry_run() {
         None,
     );
     assert!(ok, "{out}{err}");
-    let (ok, out, err) = kubectl(
-        c,
+    c.wait_established(
         &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=30s",
             "crd/issuers.cert-manager.io",
             "crd/certificates.cert-manager.io",
         ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+        Duration::from_secs(120),
+    )
+    .unwrap();
     let (ok, out, err) = kubectl(
         c,
         &[

@@ -33,11 +33,8 @@ fn install_kind_crds(c: &LocalCluster) {
         .iter()
         .map(|s| format!("crd/{}.{}", s.resource, s.group))
         .collect();
-    let mut args = vec!["wait", "--for=condition=Established", "--timeout=60s"];
-    args.extend(names.iter().map(String::as_str));
-    wait_for(WAIT, "the job kinds' CRDs established", || {
-        kubectl(c, &args, None).0.then_some(())
-    });
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    c.wait_established(&names, WAIT).unwrap();
 }
 
 fn object(c: &LocalCluster, s: &Sample, ns: &str, name: &str) -> Value {

@@ -34,17 +34,8 @@ fn setup() -> &'static LocalCluster {
     SERVER.get_or_init(|| {
         let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{ROOT}/manifests/crds")], None);
         assert!(ok, "{out}{err}");
-        let (ok, out, err) = kubectl(
-            c,
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd/workloads.kueue.x-k8s.io",
-            ],
-            None,
-        );
-        assert!(ok, "{out}{err}");
+        c.wait_established(&["crd/workloads.kueue.x-k8s.io"], Duration::from_secs(120))
+            .unwrap();
         let server = Server::start_forever(|| Server::start(&[]));
         server.wait_ready(Duration::from_secs(30));
         register(

@@ -75,20 +75,8 @@ fn a_new_kind_needs_only_a_policy_file() {
     install_crds(c);
     let (ok, out, err) = kubectl(c, &["apply", "-f", "-"], Some(CRD));
     assert!(ok, "{out}{err}");
-    wait_for(WAIT, "the Simulation CRD established", || {
-        kubectl(
-            c,
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=30s",
-                "crd/simulations.sim.example.com",
-            ],
-            None,
-        )
-        .0
-        .then_some(())
-    });
+    c.wait_established(&["crd/simulations.sim.example.com"], WAIT)
+        .unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("simulation.yaml"), POLICY).unwrap();

@@ -61,17 +61,11 @@ fn ready_env() -> &'static LocalCluster {
     static CRD: Once = Once::new();
     let c = env().cluster;
     CRD.call_once(|| {
-        let (ok, out, err) = kubectl(
-            c,
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd/prescaledcronjobs.psc.cronprimer.local",
-            ],
-            None,
-        );
-        assert!(ok, "{out}{err}");
+        c.wait_established(
+            &["crd/prescaledcronjobs.psc.cronprimer.local"],
+            Duration::from_secs(120),
+        )
+        .unwrap();
         // The webhook is registered once the apiserver calls it for PSCs.
         let probe = namespace(c, "e2e-psc-probe");
         wait_for(WAIT, "the PreScaledCronJob webhook answering", || {

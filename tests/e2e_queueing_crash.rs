@@ -67,7 +67,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let cfg = dir.path().join("config.yaml");
     std::fs::write(
         &cfg,
-        "namespace: default\nreconciler:\n  leaseDurationSeconds: 2\n",
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
     )
     .unwrap();
     let logs = Logs::default();

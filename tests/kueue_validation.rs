@@ -317,17 +317,11 @@ fn e2e_invalid_cluster_queue_is_refused_by_the_apiserver() {
     let root = env!("CARGO_MANIFEST_DIR");
     let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
     assert!(ok, "{out}{err}");
-    let (ok, out, err) = kubectl(
-        c,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/clusterqueues.kueue.x-k8s.io",
-        ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+    c.wait_established(
+        &["crd/clusterqueues.kueue.x-k8s.io"],
+        Duration::from_secs(120),
+    )
+    .unwrap();
 
     let server = Server::start(&[]);
     server.wait_ready(Duration::from_secs(30));

@@ -36,30 +36,18 @@ pub fn install_crds(c: &LocalCluster) {
     let (ok, out, err) = kubectl(c, &["apply", "-f", &format!("{root}/manifests/crds")], None);
     assert!(ok, "{out}{err}");
     // A CRD just created may have no conditions yet for `kubectl wait` to read.
-    let mut tries = 0;
-    let (ok, out, err) = loop {
-        let r = kubectl(
-            c,
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=60s",
-                "crd/workloads.kueue.x-k8s.io",
-                "crd/clusterqueues.kueue.x-k8s.io",
-                "crd/localqueues.kueue.x-k8s.io",
-                "crd/resourceflavors.kueue.x-k8s.io",
-                "crd/workloadpriorityclasses.kueue.x-k8s.io",
-                "crd/appwrappers.workload.codeflare.dev",
-            ],
-            None,
-        );
-        tries += 1;
-        if r.0 || tries == 20 {
-            break r;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    assert!(ok, "{out}{err}");
+    c.wait_established(
+        &[
+            "crd/workloads.kueue.x-k8s.io",
+            "crd/clusterqueues.kueue.x-k8s.io",
+            "crd/localqueues.kueue.x-k8s.io",
+            "crd/resourceflavors.kueue.x-k8s.io",
+            "crd/workloadpriorityclasses.kueue.x-k8s.io",
+            "crd/appwrappers.workload.codeflare.dev",
+        ],
+        Duration::from_secs(120),
+    )
+    .unwrap();
 }
 
 /// A batchgate for the whole test binary, registered as the webhook; its
@@ -71,7 +59,7 @@ pub fn start(c: &'static LocalCluster) -> Server {
         let cfg = dir.join("config.yaml");
         std::fs::write(
             &cfg,
-            "namespace: default\nreconciler:\n  leaseDurationSeconds: 3\n",
+            "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
         )
         .unwrap();
         Server::start_in_cluster(&kubeconfig, None, &["--config", cfg.to_str().unwrap()])

@@ -612,6 +612,29 @@ impl LocalCluster {
             .run_stdin(&["apply", "-f", "-"], manifest.as_bytes())
     }
 
+    /// Waits until every CRD named (`crd/<name>`) is Established.
+    /// `kubectl wait` fails at once instead of waiting while a CRD it reads
+    /// has no conditions yet (a busy apiserver right after the apply), so
+    /// it is asked again until `within` has passed.
+    pub fn wait_established(&self, crds: &[&str], within: Duration) -> Result<(), Error> {
+        let deadline = Instant::now() + within;
+        let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
+        args.extend_from_slice(crds);
+        loop {
+            match self.kubectl.run(&args) {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() >= deadline => {
+                    return Err(Error::Timeout {
+                        what: format!("{} to be Established", crds.join(" ")),
+                        after: within,
+                        detail: format!(": {e}"),
+                    })
+                }
+                Err(_) => thread::sleep(Duration::from_millis(250)),
+            }
+        }
+    }
+
     /// Runs kubectl with `args` and `stdin`, returns stdout.
     pub fn kubectl_stdin(&self, args: &[&str], stdin: &[u8]) -> Result<String, Error> {
         self.kubectl.run_stdin(args, stdin)
