@@ -107,7 +107,14 @@ fn flatten(node: &Value, path: &str, out: &mut BTreeMap<String, BTreeMap<String,
             }
         }
     }
-    out.insert(if path.is_empty() { ".".into() } else { path.into() }, own);
+    out.insert(
+        if path.is_empty() {
+            ".".into()
+        } else {
+            path.into()
+        },
+        own,
+    );
 }
 
 /// One difference, as printed and matched against [`ALLOWED`].
@@ -149,18 +156,19 @@ impl std::fmt::Display for Difference {
 
 fn differences(kind: &str, upstream: &Value, ours: &Value) -> Vec<Difference> {
     let mut out = Vec::new();
-    let mut push = |version: &str, path: &str, keyword: &str, u: Option<&Value>, b: Option<&Value>| {
-        if u != b {
-            out.push(Difference {
-                kind: kind.into(),
-                version: version.into(),
-                path: path.into(),
-                keyword: keyword.into(),
-                upstream: u.cloned(),
-                batchgate: b.cloned(),
-            });
-        }
-    };
+    let mut push =
+        |version: &str, path: &str, keyword: &str, u: Option<&Value>, b: Option<&Value>| {
+            if u != b {
+                out.push(Difference {
+                    kind: kind.into(),
+                    version: version.into(),
+                    path: path.into(),
+                    keyword: keyword.into(),
+                    upstream: u.cloned(),
+                    batchgate: b.cloned(),
+                });
+            }
+        };
     // CRD level: everything but the versions, metadata by key.
     for key in ["name", "annotations", "labels"] {
         push(
@@ -298,7 +306,12 @@ fn generated_crds_match_the_released_upstream_crds_but_for_the_documented_differ
         .iter()
         .zip(&used)
         .filter(|(_, u)| !**u)
-        .map(|(a, _)| format!("{} {} {} {} ({})", a.kind, a.version, a.path, a.keyword, a.reason))
+        .map(|(a, _)| {
+            format!(
+                "{} {} {} {} ({})",
+                a.kind, a.version, a.path, a.keyword, a.reason
+            )
+        })
         .collect();
     assert!(
         unexplained.is_empty() && stale.is_empty(),
@@ -349,9 +362,11 @@ fn the_diff_reports_each_kind_of_change() {
         (
             "x-kubernetes-validations",
             Box::new(|c: &mut Value| {
-                c.pointer_mut("/spec/versions/1/schema/openAPIV3Schema/x-kubernetes-validations/0/message")
-                    .map(|m| *m = json!("other words"))
-                    .unwrap()
+                c.pointer_mut(
+                    "/spec/versions/1/schema/openAPIV3Schema/x-kubernetes-validations/0/message",
+                )
+                .map(|m| *m = json!("other words"))
+                .unwrap()
             }),
         ),
     ];

@@ -159,8 +159,7 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
             assert!(conversion.is_null(), "{kind}");
             let mut v2 = version(&g.crd, "v1beta2");
             if kind == "WorkloadPriorityClass" {
-                let description =
-                    &mut v2["schema"]["openAPIV3Schema"]["properties"]["description"];
+                let description = &mut v2["schema"]["openAPIV3Schema"]["properties"]["description"];
                 assert_eq!(description["maxLength"], 2048);
                 description.as_object_mut().unwrap().remove("maxLength");
             }

@@ -229,14 +229,20 @@ fn a_v0_19_status_is_accepted_and_reads_back_unchanged() {
             "status.{field} read back as written"
         );
     }
-    assert_eq!(stored["spec"]["preemptionGates"], wl["spec"]["preemptionGates"]);
+    assert_eq!(
+        stored["spec"]["preemptionGates"],
+        wl["spec"]["preemptionGates"]
+    );
 
     // The pre-release gate layout is not v0.19.2's.
     let old = json!({"status": {"preemptionGates": [{"name": "kueue.x-k8s.io/multikueue",
         "state": "Open", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}});
     let (ok, _, err) = status_patch(c, &ns, "gated", &old);
     assert!(!ok);
-    assert!(err.contains("preemptionGates[0].position: Required value"), "{err}");
+    assert!(
+        err.contains("preemptionGates[0].position: Required value"),
+        "{err}"
+    );
 }
 
 #[test]

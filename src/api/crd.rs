@@ -416,7 +416,13 @@ fn pod_spec_markers() -> Vec<(String, &'static str, Value)> {
     for cs in ["containers", "initContainers", "ephemeralContainers"] {
         keyed(&mut m, cs, &["name"]);
         let c = format!("{cs}[]");
-        for l in ["args", "command", "envFrom", "resizePolicy", "restartPolicyRules"] {
+        for l in [
+            "args",
+            "command",
+            "envFrom",
+            "resizePolicy",
+            "restartPolicyRules",
+        ] {
             atomic_list(&mut m, &format!("{c}.{l}"));
         }
         m.push((
@@ -443,7 +449,11 @@ fn pod_spec_markers() -> Vec<(String, &'static str, Value)> {
             atomic_list(&mut m, &format!("{c}.{p}.httpGet.httpHeaders"));
             default(&mut m, &format!("{c}.{p}.grpc.service"), json!(""));
         }
-        keyed(&mut m, &format!("{c}.ports"), &["containerPort", "protocol"]);
+        keyed(
+            &mut m,
+            &format!("{c}.ports"),
+            &["containerPort", "protocol"],
+        );
         default(&mut m, &format!("{c}.ports[].protocol"), json!("TCP"));
         keyed(&mut m, &format!("{c}.resources.claims"), &["name"]);
         atomic_list(&mut m, &format!("{c}.securityContext.capabilities.add"));
@@ -534,7 +544,10 @@ fn pod_spec_markers() -> Vec<(String, &'static str, Value)> {
     ] {
         atomic_map(&mut m, &format!("{v}.{r}"));
     }
-    selector(&mut m, &format!("{v}.ephemeral.volumeClaimTemplate.spec.selector"));
+    selector(
+        &mut m,
+        &format!("{v}.ephemeral.volumeClaimTemplate.spec.selector"),
+    );
     selector(
         &mut m,
         &format!("{v}.projected.sources[].clusterTrustBundle.labelSelector"),

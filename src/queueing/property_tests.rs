@@ -43,8 +43,8 @@ fn shape() -> impl Strategy<Value = Shape> {
         } else {
             proptest::option::weighted(0.8, 0..nc).boxed()
         };
-        let flavors = proptest::sample::subsequence((0..nf).collect::<Vec<_>>(), 1..=nf)
-            .prop_shuffle();
+        let flavors =
+            proptest::sample::subsequence((0..nf).collect::<Vec<_>>(), 1..=nf).prop_shuffle();
         proptest::collection::vec((cohort, flavors), nq).prop_map(move |queues| Shape {
             flavors: (0..nf).map(|f| format!("f{f}")).collect(),
             queues: queues
@@ -463,8 +463,11 @@ impl Model {
 
     fn check(&mut self, cycle: &Cycle) -> Result<(), TestCaseError> {
         let mut lent_before = BTreeMap::new();
-        let cohorts: BTreeSet<String> =
-            self.queues.iter().filter_map(|q| q.cohort.clone()).collect();
+        let cohorts: BTreeSet<String> = self
+            .queues
+            .iter()
+            .filter_map(|q| q.cohort.clone())
+            .collect();
         for cohort in cohorts {
             let members: Vec<String> = self
                 .queues

@@ -82,7 +82,8 @@ fn arb_number() -> impl Strategy<Value = Value> {
         Just(json!(i64::MAX)),
         Just(json!(u64::MAX)),
         (-1e9f64..1e9).prop_map(|f| json!(f)),
-        prop_oneof![Just(1e300f64), Just(-1.7e308), Just(-0.0), Just(5e-324)].prop_map(|f| json!(f)),
+        prop_oneof![Just(1e300f64), Just(-1.7e308), Just(-0.0), Just(5e-324)]
+            .prop_map(|f| json!(f)),
     ]
 }
 
@@ -96,8 +97,16 @@ pub fn arb_json() -> impl Strategy<Value = Value> {
         arb_number(),
         "[ -~\u{e9}\u{4e2d}]{0,12}".prop_map(Value::String),
         "\\PC{0,16}".prop_map(Value::String),
-        proptest::sample::select(&["true", "false", "", "user-queue", "kueue.x-k8s.io/queue-name"][..])
-            .prop_map(|s| json!(s)),
+        proptest::sample::select(
+            &[
+                "true",
+                "false",
+                "",
+                "user-queue",
+                "kueue.x-k8s.io/queue-name"
+            ][..]
+        )
+        .prop_map(|s| json!(s)),
     ];
     let tree = leaf.clone().prop_recursive(8, 96, 6, |inner| {
         prop_oneof![

@@ -282,7 +282,11 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
 /// v0.19.2's v1beta1 schema has none of them, so neither does batchgate's
 /// (an object valid for v0.19.2's v1beta1 is valid here).
 const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
-    ("ClusterQueue", "spec.admissionChecksStrategy", &["required"]),
+    (
+        "ClusterQueue",
+        "spec.admissionChecksStrategy",
+        &["required"],
+    ),
     (
         "ClusterQueue",
         "spec.admissionChecksStrategy.admissionChecks",
@@ -303,7 +307,11 @@ const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
         "spec.admissionChecksStrategy.admissionChecks[].onFlavors",
         &["maxItems", "x-kubernetes-list-type"],
     ),
-    ("ClusterQueue", "spec.admissionScope.admissionMode", &["enum"]),
+    (
+        "ClusterQueue",
+        "spec.admissionScope.admissionMode",
+        &["enum"],
+    ),
     (
         "ClusterQueue",
         "spec.resourceGroups[].coveredResources",
@@ -361,7 +369,11 @@ const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
     ("Workload", "status.clusterName", &["maxLength"]),
     ("Workload", "status.conditions", &["maxItems"]),
     ("Workload", "status.nominatedClusterNames[]", &["maxLength"]),
-    ("Workload", "status.schedulingStats.evictions", &["maxItems"]),
+    (
+        "Workload",
+        "status.schedulingStats.evictions",
+        &["maxItems"],
+    ),
     (
         "Workload",
         "status.unhealthyNodes",
