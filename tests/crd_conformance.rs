@@ -333,7 +333,8 @@ fn the_diff_reports_each_kind_of_change() {
     assert!(differences("Workload", &upstream, &upstream).is_empty());
     let v = "/spec/versions/1/schema/openAPIV3Schema/properties";
     let gate = format!("{v}/status/properties/preemptionGates/items/properties");
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Change<'a> = Box<dyn Fn(&mut Value) + 'a>;
+    let cases: Vec<(&str, Change)> = vec![
         (
             "enum",
             Box::new(|c: &mut Value| {
