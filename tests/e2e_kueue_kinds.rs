@@ -1,7 +1,9 @@
 //! Kueue v0.19.2's Workload shapes on the real local kube-apiserver with
 //! batchgate's CRDs and `vworkload.kb.io` registered: a status write in the
 //! released topology-assignment layout, as Kueue's scheduler makes it,
-//! passes both; the pre-release layout does not; and the webhook refuses
+//! passes both, and so does a whole v0.19.2 status (preemption gates'
+//! `position`, admission checks, scheduling stats) which reads back
+//! unchanged; the pre-release layouts do not; and the webhook refuses
 //! what v0.19.2 refuses with its words.
 //!
 //! Also the tables of Kueue v0.19.2's webhook integration tests
@@ -160,6 +162,66 @@ fn a_v0_19_topology_assignment_is_stored_through_vworkload() {
     let (ok, _, err) = status_patch(c, &ns, "tas", &tas_admission(old));
     assert!(!ok);
     assert!(err.contains("podCounts"), "{err}");
+}
+
+/// A whole Workload status as Kueue v0.19.2 writes it (conditions, an
+/// admission with a released topology assignment, a preemption gate's
+/// `position`, admission checks, scheduling stats), on a Workload whose
+/// spec carries v0.19.2's `preemptionGates`: the apiserver (batchgate's
+/// CRDs) and vworkload.kb.io accept it and it reads back unchanged; the
+/// pre-release gate field (`state` for `position`) is refused.
+#[test]
+fn a_v0_19_status_is_accepted_and_reads_back_unchanged() {
+    let c = setup();
+    let ns = namespace(c, "e2e-v019-status");
+    let mut wl = workload("gated", &ns, "1");
+    wl["spec"]["preemptionGates"] = json!([{"name": "kueue.x-k8s.io/multikueue"}]);
+    let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&wl.to_string()));
+    assert!(ok, "{out}{err}");
+
+    let mut status = tas_admission(released_topology());
+    let s = &mut status["status"];
+    s["conditions"].as_array_mut().unwrap().push(json!({
+        "type": "Admitted", "status": "True", "reason": "Admitted",
+        "message": "The workload is admitted", "lastTransitionTime": "2026-01-02T03:04:06Z"}));
+    s["preemptionGates"] = json!([{"name": "kueue.x-k8s.io/multikueue", "position": "Open",
+                                   "lastTransitionTime": "2026-01-02T03:04:05Z"}]);
+    s["admissionChecks"] = json!([{"name": "prov", "state": "Ready", "message": "",
+                                   "lastTransitionTime": "2026-01-02T03:04:05Z"}]);
+    s["schedulingStats"] = json!({"evictions": [{"reason": "Preempted",
+                                                 "underlyingCause": "InCohortReclamation",
+                                                 "count": 1}]});
+    s["requeueState"] = json!({"count": 1, "requeueAt": "2026-01-02T03:09:05Z"});
+    let (ok, out, err) = status_patch(c, &ns, "gated", &status);
+    assert!(ok, "{out}{err}");
+    let stored = get_json(c, &["workload", "gated", "-n", &ns]);
+    for field in [
+        "conditions",
+        "admission",
+        "preemptionGates",
+        "admissionChecks",
+        "schedulingStats",
+        "requeueState",
+    ] {
+        assert_eq!(
+            stored["status"][field], status["status"][field],
+            "status.{field} read back as written"
+        );
+    }
+    assert_eq!(
+        stored["spec"]["preemptionGates"],
+        wl["spec"]["preemptionGates"]
+    );
+
+    // The pre-release gate layout is not v0.19.2's.
+    let old = json!({"status": {"preemptionGates": [{"name": "kueue.x-k8s.io/multikueue",
+        "state": "Open", "lastTransitionTime": "2026-01-02T03:04:05Z"}]}});
+    let (ok, _, err) = status_patch(c, &ns, "gated", &old);
+    assert!(!ok);
+    assert!(
+        err.contains("preemptionGates[0].position: Required value"),
+        "{err}"
+    );
 }
 
 #[test]

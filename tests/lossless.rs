@@ -1,5 +1,11 @@
 //! Property: for Jobs carrying arbitrary extra JSON anywhere, applying the
 //! patch batchgate returns changes nothing but the fields it owns.
+//!
+//! The Jobs vary in what a webhook may meet: labels and annotations absent,
+//! null, empty or full (Unicode keys included); unknown fields under any
+//! name (not only `x…`), Unicode, numbers at i64/u64/f64 extremes, nesting
+//! far past depth 4, and the names batchgate reads (`spec`, `suspend`,
+//! `kueue.x-k8s.io/queue-name`, …) at depths where they mean nothing.
 
 use std::sync::Arc;
 
@@ -24,6 +30,37 @@ const OWNED: &[&str] = &[
 
 fn arb_extras() -> impl Strategy<Value = Map<String, Value>> {
     collection::btree_map(arb_key(), arb_json(), 0..4).prop_map(|m| m.into_iter().collect())
+}
+
+/// How `metadata.labels` or `metadata.annotations` is sent.
+#[derive(Debug, Clone, Copy)]
+enum MapShape {
+    Absent,
+    Null,
+    Map,
+}
+
+fn map_shape() -> impl Strategy<Value = MapShape> {
+    prop_oneof![
+        1 => Just(MapShape::Absent),
+        1 => Just(MapShape::Null),
+        3 => Just(MapShape::Map),
+    ]
+}
+
+/// `map` under `key` as `shape` says (the caller empties it for absent or
+/// null); a map holding entries the case needs (a queue name, Kueue's
+/// annotations) is sent even when `shape` says absent or null.
+fn put_map(metadata: &mut Map<String, Value>, key: &str, map: Map<String, Value>, shape: MapShape) {
+    match shape {
+        MapShape::Absent if map.is_empty() => {}
+        MapShape::Null if map.is_empty() => {
+            metadata.insert(key.into(), Value::Null);
+        }
+        _ => {
+            metadata.insert(key.into(), Value::Object(map));
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -56,7 +93,13 @@ fn arb_case() -> impl Strategy<Value = Case> {
             arb_extras(),
             arb_extras(),
         ),
-        (arb_string_map(), arb_string_map(), any::<bool>()),
+        (
+            arb_string_map(),
+            arb_string_map(),
+            any::<bool>(),
+            map_shape(),
+            map_shape(),
+        ),
         (
             any::<bool>(),
             any::<bool>(),
@@ -75,16 +118,22 @@ fn arb_case() -> impl Strategy<Value = Case> {
             |(
                 (queue, suspend, spec_shape, has_status),
                 (top, meta, spec_x, tmpl_x, pod_x),
-                (mut labels, annotations, stopping),
+                (mut labels, annotations, stopping, labels_shape, annotations_shape),
                 (manage_all, default_lq, default_wpc, namespace),
                 (parallelism, completions, mode, min_par, sync),
             )| {
                 labels.remove("kueue.x-k8s.io/queue-name");
                 labels.remove("kueue.x-k8s.io/priority-class");
+                if !matches!(labels_shape, MapShape::Map) {
+                    labels.clear();
+                }
                 if let Some(q) = queue {
                     labels.insert("kueue.x-k8s.io/queue-name".into(), json!(q));
                 }
                 let mut annotations = annotations;
+                if !matches!(annotations_shape, MapShape::Map) {
+                    annotations.clear();
+                }
                 if stopping {
                     annotations.insert("kueue.x-k8s.io/stopping".into(), json!("true"));
                 }
@@ -99,8 +148,8 @@ fn arb_case() -> impl Strategy<Value = Case> {
                 }
                 let mut metadata = meta;
                 metadata.insert("name".into(), json!("job"));
-                metadata.insert("labels".into(), Value::Object(labels));
-                metadata.insert("annotations".into(), Value::Object(annotations));
+                put_map(&mut metadata, "labels", labels, labels_shape);
+                put_map(&mut metadata, "annotations", annotations, annotations_shape);
                 let mut job = top;
                 job.insert("apiVersion".into(), json!("batch/v1"));
                 job.insert("kind".into(), json!("Job"));

@@ -100,6 +100,9 @@ pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
     finish_pod_template(
         &mut root["properties"]["spec"]["properties"]["podSets"]["items"]["properties"]["template"],
     );
+    // `kubectl get workloads --field-selector status.admission.clusterQueue=…`.
+    workload.crd["spec"]["versions"][0]["selectableFields"] =
+        json!([{"jsonPath": ".status.admission.clusterQueue"}]);
     let mut priority_class = finish(WorkloadPriorityClass::crd());
     // Upstream declares the status subresource on a kind without status,
     // which controller-gen writes as an empty `subresources`.
@@ -195,6 +198,10 @@ fn finish<T: Serialize>(crd: T) -> Generated {
         crd["spec"]["group"].as_str().unwrap_or_default(),
         crd["spec"]["names"]["plural"].as_str().unwrap_or_default()
     );
+    // controller-gen writes the list kind the apiserver would default.
+    if let Some(kind) = crd["spec"]["names"]["kind"].as_str() {
+        crd["spec"]["names"]["listKind"] = json!(format!("{kind}List"));
+    }
     if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
         for v in versions {
             let root = &mut v["schema"]["openAPIV3Schema"];
@@ -285,6 +292,13 @@ fn finish_pod_template(template: &mut Value) {
     }
     add_quantity_patterns(template, "");
     optional_reference_names(template, "");
+    if let Some(spec) = template.pointer_mut("/properties/spec") {
+        for (path, key, value) in pod_spec_markers() {
+            if let Some(Value::Object(node)) = schema_at(spec, &path) {
+                node.insert(key.into(), value);
+            }
+        }
+    }
     if let Some(Value::Object(props)) = template.pointer_mut("/properties/spec/properties") {
         // Kubernetes 1.35 pod fields k8s-openapi's v1_34 schema lacks;
         // without them the apiserver would prune them from Kueue's writes.
@@ -309,6 +323,236 @@ fn finish_pod_template(template: &mut Value) {
             strip_descriptions(p);
         }
     }
+}
+
+/// The schema node at `path` below `s`: property names joined by `.`, a
+/// `[]` suffix stepping into the array's items (`volumes[].secret`).
+fn schema_at<'a>(s: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut at = s;
+    for seg in path.split('.').filter(|p| !p.is_empty()) {
+        let (name, items) = match seg.strip_suffix("[]") {
+            Some(n) => (n, true),
+            None => (seg, false),
+        };
+        at = at.get_mut("properties")?.get_mut(name)?;
+        if items {
+            at = at.get_mut("items")?;
+        }
+    }
+    Some(at)
+}
+
+/// What Kubernetes' pod types declare (`+listType`, `+listMapKey`,
+/// `+mapType`, `+default`) and controller-gen writes into a CRD embedding a
+/// pod template, but k8s-openapi's schema leaves out: without them the
+/// apiserver would merge lists by position on server-side apply and leave
+/// Kubernetes' defaults unset. Paths are relative to the pod spec.
+fn pod_spec_markers() -> Vec<(String, &'static str, Value)> {
+    fn atomic_list(m: &mut Vec<(String, &'static str, Value)>, p: &str) {
+        m.push((p.to_string(), "x-kubernetes-list-type", json!("atomic")));
+    }
+    fn atomic_map(m: &mut Vec<(String, &'static str, Value)>, p: &str) {
+        m.push((p.to_string(), "x-kubernetes-map-type", json!("atomic")));
+    }
+    fn keyed(m: &mut Vec<(String, &'static str, Value)>, p: &str, keys: &[&str]) {
+        m.push((p.to_string(), "x-kubernetes-list-type", json!("map")));
+        m.push((p.to_string(), "x-kubernetes-list-map-keys", json!(keys)));
+    }
+    fn default(m: &mut Vec<(String, &'static str, Value)>, p: &str, v: Value) {
+        m.push((p.to_string(), "default", v));
+    }
+    // A LabelSelector.
+    fn selector(m: &mut Vec<(String, &'static str, Value)>, p: &str) {
+        atomic_map(m, p);
+        atomic_list(m, &format!("{p}.matchExpressions"));
+        atomic_list(m, &format!("{p}.matchExpressions[].values"));
+    }
+    // A LocalObjectReference or a selector of one key by name.
+    fn reference(m: &mut Vec<(String, &'static str, Value)>, p: &str) {
+        atomic_map(m, p);
+        default(m, &format!("{p}.name"), json!(""));
+    }
+    let mut m = Vec::new();
+    // Node affinity.
+    let na = "affinity.nodeAffinity";
+    let preferred = format!("{na}.preferredDuringSchedulingIgnoredDuringExecution");
+    let required = format!("{na}.requiredDuringSchedulingIgnoredDuringExecution");
+    atomic_list(&mut m, &preferred);
+    atomic_map(&mut m, &format!("{preferred}[].preference"));
+    atomic_map(&mut m, &required);
+    atomic_list(&mut m, &format!("{required}.nodeSelectorTerms"));
+    atomic_map(&mut m, &format!("{required}.nodeSelectorTerms[]"));
+    for term in [
+        format!("{preferred}[].preference"),
+        format!("{required}.nodeSelectorTerms[]"),
+    ] {
+        for l in [
+            "matchExpressions",
+            "matchExpressions[].values",
+            "matchFields",
+            "matchFields[].values",
+        ] {
+            atomic_list(&mut m, &format!("{term}.{l}"));
+        }
+    }
+    // Pod (anti-)affinity.
+    for pa in ["podAffinity", "podAntiAffinity"] {
+        let preferred = format!("affinity.{pa}.preferredDuringSchedulingIgnoredDuringExecution");
+        let required = format!("affinity.{pa}.requiredDuringSchedulingIgnoredDuringExecution");
+        atomic_list(&mut m, &preferred);
+        atomic_list(&mut m, &required);
+        for term in [
+            format!("{preferred}[].podAffinityTerm"),
+            format!("{required}[]"),
+        ] {
+            selector(&mut m, &format!("{term}.labelSelector"));
+            selector(&mut m, &format!("{term}.namespaceSelector"));
+            for l in ["matchLabelKeys", "mismatchLabelKeys", "namespaces"] {
+                atomic_list(&mut m, &format!("{term}.{l}"));
+            }
+        }
+    }
+    // Containers of every sort.
+    for cs in ["containers", "initContainers", "ephemeralContainers"] {
+        keyed(&mut m, cs, &["name"]);
+        let c = format!("{cs}[]");
+        for l in [
+            "args",
+            "command",
+            "envFrom",
+            "resizePolicy",
+            "restartPolicyRules",
+        ] {
+            atomic_list(&mut m, &format!("{c}.{l}"));
+        }
+        m.push((
+            format!("{c}.restartPolicyRules[].exitCodes.values"),
+            "x-kubernetes-list-type",
+            json!("set"),
+        ));
+        keyed(&mut m, &format!("{c}.env"), &["name"]);
+        reference(&mut m, &format!("{c}.envFrom[].configMapRef"));
+        reference(&mut m, &format!("{c}.envFrom[].secretRef"));
+        let from = format!("{c}.env[].valueFrom");
+        reference(&mut m, &format!("{from}.configMapKeyRef"));
+        reference(&mut m, &format!("{from}.secretKeyRef"));
+        for r in ["fieldRef", "fileKeyRef", "resourceFieldRef"] {
+            atomic_map(&mut m, &format!("{from}.{r}"));
+        }
+        default(&mut m, &format!("{from}.fileKeyRef.optional"), json!(false));
+        for h in ["lifecycle.postStart", "lifecycle.preStop"] {
+            atomic_list(&mut m, &format!("{c}.{h}.exec.command"));
+            atomic_list(&mut m, &format!("{c}.{h}.httpGet.httpHeaders"));
+        }
+        for p in ["livenessProbe", "readinessProbe", "startupProbe"] {
+            atomic_list(&mut m, &format!("{c}.{p}.exec.command"));
+            atomic_list(&mut m, &format!("{c}.{p}.httpGet.httpHeaders"));
+            default(&mut m, &format!("{c}.{p}.grpc.service"), json!(""));
+        }
+        keyed(
+            &mut m,
+            &format!("{c}.ports"),
+            &["containerPort", "protocol"],
+        );
+        default(&mut m, &format!("{c}.ports[].protocol"), json!("TCP"));
+        keyed(&mut m, &format!("{c}.resources.claims"), &["name"]);
+        atomic_list(&mut m, &format!("{c}.securityContext.capabilities.add"));
+        atomic_list(&mut m, &format!("{c}.securityContext.capabilities.drop"));
+        keyed(&mut m, &format!("{c}.volumeDevices"), &["devicePath"]);
+        keyed(&mut m, &format!("{c}.volumeMounts"), &["mountPath"]);
+    }
+    // The rest of the pod.
+    for l in [
+        "dnsConfig.nameservers",
+        "dnsConfig.options",
+        "dnsConfig.searches",
+        "hostAliases[].hostnames",
+        "readinessGates",
+        "securityContext.supplementalGroups",
+        "securityContext.sysctls",
+        "tolerations",
+        "topologySpreadConstraints[].matchLabelKeys",
+    ] {
+        atomic_list(&mut m, l);
+    }
+    keyed(&mut m, "hostAliases", &["ip"]);
+    keyed(&mut m, "imagePullSecrets", &["name"]);
+    reference(&mut m, "imagePullSecrets[]");
+    atomic_map(&mut m, "nodeSelector");
+    keyed(&mut m, "resourceClaims", &["name"]);
+    keyed(&mut m, "resources.claims", &["name"]);
+    keyed(&mut m, "schedulingGates", &["name"]);
+    keyed(
+        &mut m,
+        "topologySpreadConstraints",
+        &["topologyKey", "whenUnsatisfiable"],
+    );
+    selector(&mut m, "topologySpreadConstraints[].labelSelector");
+    // Volumes.
+    keyed(&mut m, "volumes", &["name"]);
+    let v = "volumes[]";
+    for (p, d) in [
+        ("azureDisk.fsType", json!("ext4")),
+        ("azureDisk.readOnly", json!(false)),
+        ("iscsi.iscsiInterface", json!("default")),
+        ("rbd.keyring", json!("/etc/ceph/keyring")),
+        ("rbd.pool", json!("rbd")),
+        ("rbd.user", json!("admin")),
+        ("scaleIO.fsType", json!("xfs")),
+        ("scaleIO.storageMode", json!("ThinProvisioned")),
+    ] {
+        default(&mut m, &format!("{v}.{p}"), d);
+    }
+    for r in [
+        "cephfs.secretRef",
+        "cinder.secretRef",
+        "configMap",
+        "csi.nodePublishSecretRef",
+        "flexVolume.secretRef",
+        "iscsi.secretRef",
+        "projected.sources[].configMap",
+        "projected.sources[].secret",
+        "rbd.secretRef",
+        "scaleIO.secretRef",
+        "storageos.secretRef",
+    ] {
+        reference(&mut m, &format!("{v}.{r}"));
+    }
+    for l in [
+        "cephfs.monitors",
+        "configMap.items",
+        "downwardAPI.items",
+        "ephemeral.volumeClaimTemplate.spec.accessModes",
+        "fc.targetWWNs",
+        "fc.wwids",
+        "iscsi.portals",
+        "projected.sources",
+        "projected.sources[].configMap.items",
+        "projected.sources[].downwardAPI.items",
+        "projected.sources[].secret.items",
+        "rbd.monitors",
+        "secret.items",
+    ] {
+        atomic_list(&mut m, &format!("{v}.{l}"));
+    }
+    for r in [
+        "downwardAPI.items[].fieldRef",
+        "downwardAPI.items[].resourceFieldRef",
+        "ephemeral.volumeClaimTemplate.spec.dataSource",
+        "projected.sources[].downwardAPI.items[].fieldRef",
+        "projected.sources[].downwardAPI.items[].resourceFieldRef",
+    ] {
+        atomic_map(&mut m, &format!("{v}.{r}"));
+    }
+    selector(
+        &mut m,
+        &format!("{v}.ephemeral.volumeClaimTemplate.spec.selector"),
+    );
+    selector(
+        &mut m,
+        &format!("{v}.projected.sources[].clusterTrustBundle.labelSelector"),
+    );
+    m
 }
 
 /// An embedded object's metadata keeps only [`EMBEDDED_METADATA`].

@@ -2,6 +2,10 @@
 //! past a ClusterQueue's nominal + borrowable quota or a cohort's total, nor
 //! admit a workload twice, nor admit what may not run.
 //!
+//! The cluster's shape is generated too: 1 to 6 ClusterQueues, 0 to 3
+//! cohorts (a queue may stand alone), 1 to 4 flavors, each queue with its
+//! own subset of the flavors in its own order, and its own limits.
+//!
 //! The test keeps its own model of who holds quota, built only from the
 //! engine's decisions and the confirmations it sends back, and checks the
 //! limits with its own arithmetic after every cycle.
@@ -13,15 +17,48 @@ use proptest::prelude::*;
 use super::*;
 
 const NS: &str = "ns";
-const FLAVORS: [&str; 2] = ["f1", "f2"];
 
-/// Queues: three in cohort "c" and one alone, each with its flavor order.
-const QUEUES: [(&str, Option<&str>, &[&str]); 4] = [
-    ("a", Some("c"), &["f1", "f2"]),
-    ("b", Some("c"), &["f1"]),
-    ("c", Some("c"), &["f2", "f1"]),
-    ("d", None, &["f1"]),
-];
+/// The most flavors a shape has (and so a queue's quotas).
+const MAX_FLAVORS: usize = 4;
+
+/// One ClusterQueue of a shape: its cohort and its flavors, in order.
+#[derive(Debug, Clone)]
+struct QueueShape {
+    name: String,
+    cohort: Option<String>,
+    flavors: Vec<String>,
+}
+
+/// The cluster: the flavors and the ClusterQueues.
+#[derive(Debug, Clone)]
+struct Shape {
+    flavors: Vec<String>,
+    queues: Vec<QueueShape>,
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    (1usize..=MAX_FLAVORS, 0usize..=3, 1usize..=6).prop_flat_map(|(nf, nc, nq)| {
+        let cohort = if nc == 0 {
+            Just(None).boxed()
+        } else {
+            proptest::option::weighted(0.8, 0..nc).boxed()
+        };
+        let flavors =
+            proptest::sample::subsequence((0..nf).collect::<Vec<_>>(), 1..=nf).prop_shuffle();
+        proptest::collection::vec((cohort, flavors), nq).prop_map(move |queues| Shape {
+            flavors: (0..nf).map(|f| format!("f{f}")).collect(),
+            queues: queues
+                .into_iter()
+                .enumerate()
+                .map(|(i, (cohort, flavors))| QueueShape {
+                    name: format!("q{i}"),
+                    cohort: cohort.map(|c| format!("c{c}")),
+                    flavors: flavors.into_iter().map(|f| format!("f{f}")).collect(),
+                })
+                .collect(),
+        })
+    })
+}
 
 #[derive(Debug, Clone)]
 struct QuotaSpec {
@@ -64,9 +101,9 @@ enum Op {
 
 fn quota_spec() -> impl Strategy<Value = QuotaSpec> {
     (
-        0i64..=6,
-        proptest::option::of(0i64..=4),
+        0i64..=8,
         proptest::option::of(0i64..=6),
+        proptest::option::of(0i64..=8),
     )
         .prop_map(|(n, b, l)| QuotaSpec {
             nominal: n * 1000,
@@ -89,7 +126,7 @@ fn queue_spec() -> impl Strategy<Value = QueueSpec> {
         any::<bool>(),
         policy(),
         policy(),
-        proptest::collection::vec(quota_spec(), 2),
+        proptest::collection::vec(quota_spec(), MAX_FLAVORS),
     )
         .prop_map(|(strict, within, reclaim, quotas)| QueueSpec {
             strict,
@@ -114,7 +151,7 @@ fn stop_policy() -> impl Strategy<Value = StopPolicy> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0..QUEUES.len(), 1i64..=5, 1u32..=2, 0i32..3)
+        6 => (any::<usize>(), 1i64..=5, 1u32..=2, 0i32..3)
             .prop_map(|(queue, cpu, pods, priority)| Op::Add { queue, cpu, pods, priority }),
         6 => Just(Op::Cycle),
         3 => Just(Op::ConfirmAdmissions),
@@ -123,17 +160,17 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(Op::Finish),
         1 => any::<usize>().prop_map(Op::Delete),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(i, a)| Op::SetActive(i, a)),
-        1 => (0..QUEUES.len(), stop_policy()).prop_map(|(q, p)| Op::StopQueue(q, p)),
-        1 => (0..QUEUES.len(), stop_policy()).prop_map(|(q, p)| Op::StopLocalQueue(q, p)),
-        2 => (0..QUEUES.len(), 0..2usize, quota_spec())
+        1 => (any::<usize>(), stop_policy()).prop_map(|(q, p)| Op::StopQueue(q, p)),
+        1 => (any::<usize>(), stop_policy()).prop_map(|(q, p)| Op::StopLocalQueue(q, p)),
+        2 => (any::<usize>(), any::<usize>(), quota_spec())
             .prop_map(|(queue, flavor, quota)| Op::EditQuota { queue, flavor, quota }),
     ]
 }
 
-fn cluster_queue(i: usize, spec: &QueueSpec, stop: StopPolicy) -> ClusterQueue {
-    let (name, cohort, flavors) = QUEUES[i];
+fn cluster_queue(shape: &QueueShape, spec: &QueueSpec, stop: StopPolicy) -> ClusterQueue {
+    let cohort = shape.cohort.as_deref();
     ClusterQueue {
-        name: name.into(),
+        name: shape.name.clone(),
         cohort: cohort.map(Into::into),
         queueing_strategy: if spec.strict {
             QueueingStrategy::StrictFIFO
@@ -143,7 +180,8 @@ fn cluster_queue(i: usize, spec: &QueueSpec, stop: StopPolicy) -> ClusterQueue {
         namespace_selector: Some(Default::default()),
         resource_groups: vec![ResourceGroup {
             covered_resources: vec!["cpu".into()],
-            flavors: flavors
+            flavors: shape
+                .flavors
                 .iter()
                 .zip(&spec.quotas)
                 .map(|(f, q)| FlavorQuotas {
@@ -167,11 +205,11 @@ fn cluster_queue(i: usize, spec: &QueueSpec, stop: StopPolicy) -> ClusterQueue {
     }
 }
 
-fn local_queue(i: usize, stop: StopPolicy) -> LocalQueue {
+fn local_queue(shape: &QueueShape, stop: StopPolicy) -> LocalQueue {
     LocalQueue {
         namespace: NS.into(),
-        name: format!("lq-{}", QUEUES[i].0),
-        cluster_queue: QUEUES[i].0.into(),
+        name: format!("lq-{}", shape.name),
+        cluster_queue: shape.name.clone(),
         stop_policy: stop,
     }
 }
@@ -183,6 +221,7 @@ struct Held {
 
 /// What the test knows, from decisions and its own confirmations.
 struct Model {
+    shape: Shape,
     engine: Engine,
     queues: Vec<ClusterQueue>,
     local_queues: Vec<LocalQueue>,
@@ -194,9 +233,9 @@ struct Model {
 }
 
 impl Model {
-    fn new(specs: &[QueueSpec]) -> Self {
+    fn new(shape: &Shape, specs: &[QueueSpec]) -> Self {
         let mut engine = Engine::new();
-        for f in FLAVORS {
+        for f in &shape.flavors {
             engine.upsert_flavor(ResourceFlavor {
                 name: f.into(),
                 node_labels: BTreeMap::new(),
@@ -204,13 +243,16 @@ impl Model {
                 tolerations: vec![],
             });
         }
-        let queues: Vec<_> = specs
+        let queues: Vec<_> = shape
+            .queues
             .iter()
-            .enumerate()
-            .map(|(i, s)| cluster_queue(i, s, StopPolicy::None))
+            .zip(specs)
+            .map(|(q, s)| cluster_queue(q, s, StopPolicy::None))
             .collect();
-        let local_queues: Vec<_> = (0..QUEUES.len())
-            .map(|i| local_queue(i, StopPolicy::None))
+        let local_queues: Vec<_> = shape
+            .queues
+            .iter()
+            .map(|q| local_queue(q, StopPolicy::None))
             .collect();
         for q in &queues {
             engine.upsert_cluster_queue(q.clone());
@@ -219,6 +261,7 @@ impl Model {
             engine.upsert_local_queue(l.clone());
         }
         Model {
+            shape: shape.clone(),
             engine,
             queues,
             local_queues,
@@ -258,6 +301,7 @@ impl Model {
     }
 
     fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
+        let n = self.shape.queues.len();
         match op {
             Op::Add {
                 queue,
@@ -273,7 +317,7 @@ impl Model {
                     name: name.clone(),
                     uid: format!("uid-{name}").into(),
                     job_uid: None,
-                    queue_name: self.local_queues[queue].name.as_str().into(),
+                    queue_name: self.local_queues[queue % n].name.as_str().into(),
                     priority,
                     created: self.now,
                     active: true,
@@ -343,21 +387,24 @@ impl Model {
                 }
             }
             Op::StopQueue(i, stop) => {
-                self.queues[i].stop_policy = stop;
-                self.engine.upsert_cluster_queue(self.queues[i].clone());
+                self.queues[i % n].stop_policy = stop;
+                self.engine.upsert_cluster_queue(self.queues[i % n].clone());
             }
             Op::StopLocalQueue(i, stop) => {
-                self.local_queues[i].stop_policy = stop;
-                self.engine.upsert_local_queue(self.local_queues[i].clone());
+                self.local_queues[i % n].stop_policy = stop;
+                self.engine
+                    .upsert_local_queue(self.local_queues[i % n].clone());
             }
             Op::EditQuota {
                 queue,
                 flavor,
                 quota,
             } => {
-                let has_cohort = QUEUES[queue].1.is_some();
-                let q = &mut self.queues[queue];
-                if let Some(f) = q.resource_groups[0].flavors.get_mut(flavor) {
+                let has_cohort = self.shape.queues[queue % n].cohort.is_some();
+                let q = &mut self.queues[queue % n];
+                let flavors = &mut q.resource_groups[0].flavors;
+                let at = flavor % flavors.len().max(1);
+                if let Some(f) = flavors.get_mut(at) {
                     let r = &mut f.resources[0];
                     r.nominal = quota.nominal;
                     r.borrowing_limit = quota.borrowing_limit.filter(|_| has_cohort);
@@ -416,16 +463,23 @@ impl Model {
 
     fn check(&mut self, cycle: &Cycle) -> Result<(), TestCaseError> {
         let mut lent_before = BTreeMap::new();
-        let members: Vec<String> = self
+        let cohorts: BTreeSet<String> = self
             .queues
             .iter()
-            .filter(|q| q.cohort.is_some())
-            .map(|q| q.name.clone())
+            .filter_map(|q| q.cohort.clone())
             .collect();
-        for f in FLAVORS {
-            let fr = FlavorResource::new(f, "cpu");
-            let (_, _, lent, _) = self.cohort_totals(&members, &fr);
-            lent_before.insert(("c".to_string(), fr), lent);
+        for cohort in cohorts {
+            let members: Vec<String> = self
+                .queues
+                .iter()
+                .filter(|q| q.cohort.as_deref() == Some(&cohort))
+                .map(|q| q.name.clone())
+                .collect();
+            for f in &self.shape.flavors {
+                let fr = FlavorResource::new(f, "cpu");
+                let (_, _, lent, _) = self.cohort_totals(&members, &fr);
+                lent_before.insert((cohort.clone(), fr), lent);
+            }
         }
         let mut touched = BTreeSet::new();
         for d in &cycle.decisions {
@@ -563,14 +617,17 @@ impl Model {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn never_admits_past_quota_or_twice(
-        specs in proptest::collection::vec(queue_spec(), QUEUES.len()),
+        (shape, specs) in shape().prop_flat_map(|s| {
+            let n = s.queues.len();
+            (Just(s), proptest::collection::vec(queue_spec(), n))
+        }),
         ops in proptest::collection::vec(op(), 1..120),
     ) {
-        let mut model = Model::new(&specs);
+        let mut model = Model::new(&shape, &specs);
         for op in ops {
             model.apply(op)?;
         }

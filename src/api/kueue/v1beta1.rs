@@ -248,6 +248,15 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
         o.remove("selectableFields");
     }
     let root = &mut v["schema"]["openAPIV3Schema"];
+    for (k, path, keywords) in V1BETA2_ONLY_LIMITS {
+        if *k == kind {
+            if let Some(Value::Object(node)) = node_at(root, path) {
+                for kw in *keywords {
+                    node.remove(*kw);
+                }
+            }
+        }
+    }
     match kind {
         "ClusterQueue" => cluster_queue(root),
         "Cohort" => fair_sharing_status(root),
@@ -267,6 +276,131 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
         }
     }
     v
+}
+
+/// Limits and list markers v1beta2 added to fields v1beta1 shares: Kueue
+/// v0.19.2's v1beta1 schema has none of them, so neither does batchgate's
+/// (an object valid for v0.19.2's v1beta1 is valid here).
+const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
+    (
+        "ClusterQueue",
+        "spec.admissionChecksStrategy",
+        &["required"],
+    ),
+    (
+        "ClusterQueue",
+        "spec.admissionChecksStrategy.admissionChecks",
+        &[
+            "maxItems",
+            "minItems",
+            "x-kubernetes-list-map-keys",
+            "x-kubernetes-list-type",
+        ],
+    ),
+    (
+        "ClusterQueue",
+        "spec.admissionChecksStrategy.admissionChecks[].name",
+        &["minLength"],
+    ),
+    (
+        "ClusterQueue",
+        "spec.admissionChecksStrategy.admissionChecks[].onFlavors",
+        &["maxItems", "x-kubernetes-list-type"],
+    ),
+    (
+        "ClusterQueue",
+        "spec.admissionScope.admissionMode",
+        &["enum"],
+    ),
+    (
+        "ClusterQueue",
+        "spec.resourceGroups[].coveredResources",
+        &["x-kubernetes-list-type"],
+    ),
+    ("ClusterQueue", "status.conditions", &["maxItems"]),
+    (
+        "Cohort",
+        "spec.resourceGroups[].coveredResources",
+        &["x-kubernetes-list-type"],
+    ),
+    ("LocalQueue", "status.conditions", &["maxItems"]),
+    ("WorkloadPriorityClass", "description", &["maxLength"]),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.podIndexLabel",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.podSetGroupName",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.podSetSliceRequiredTopology",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.preferred",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.required",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "spec.podSets[].topologyRequest.subGroupIndexLabel",
+        &["maxLength"],
+    ),
+    (
+        "Workload",
+        "status.admission.podSetAssignments[].delayedTopologyRequest",
+        &["enum", "maxLength"],
+    ),
+    ("Workload", "status.admissionChecks[].name", &["minLength"]),
+    (
+        "Workload",
+        "status.admissionChecks[].podSetUpdates[].tolerations",
+        &["x-kubernetes-list-type"],
+    ),
+    ("Workload", "status.clusterName", &["maxLength"]),
+    ("Workload", "status.conditions", &["maxItems"]),
+    ("Workload", "status.nominatedClusterNames[]", &["maxLength"]),
+    (
+        "Workload",
+        "status.schedulingStats.evictions",
+        &["maxItems"],
+    ),
+    (
+        "Workload",
+        "status.unhealthyNodes",
+        &[
+            "maxItems",
+            "x-kubernetes-list-map-keys",
+            "x-kubernetes-list-type",
+        ],
+    ),
+    ("Workload", "status.unhealthyNodes[].name", &["maxLength"]),
+];
+
+/// The schema node at `path` (property names joined by `.`; a `[]` suffix
+/// steps into an array's items).
+fn node_at<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+    let mut at = root;
+    for seg in path.split('.') {
+        let (name, items) = match seg.strip_suffix("[]") {
+            Some(n) => (n, true),
+            None => (seg, false),
+        };
+        at = at.get_mut("properties")?.get_mut(name)?;
+        if items {
+            at = at.get_mut("items")?;
+        }
+    }
+    Some(at)
 }
 
 fn props<'a>(root: &'a mut Value, path: &[&str]) -> Option<&'a mut serde_json::Map<String, Value>> {
