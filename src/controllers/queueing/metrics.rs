@@ -106,11 +106,12 @@ impl Controller {
                 reason, preempted, ..
             } => {
                 let preempting = self.preempting.remove(key);
-                // The queue it held quota in, as its admission names it.
+                // The queue it held quota in, as its admission names it
+                // (else the one its LocalQueue points to).
                 let cq = view
-                    .and_then(|v| v.admission.as_ref())?
-                    .cluster_queue
-                    .clone();
+                    .and_then(|v| v.admission.as_ref())
+                    .map(|a| a.cluster_queue.clone())
+                    .or_else(|| self.cluster_queue_of(key))?;
                 let first = !meta
                     .evictions
                     .iter()
