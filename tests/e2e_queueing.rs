@@ -607,4 +607,23 @@ fn kueues_metrics_match_the_cluster_state() {
                 .then_some(())
         },
     );
+    // Finished Workloads stay until their Job is deleted: the gauges count
+    // them, per ClusterQueue and per LocalQueue.
+    wait_for(
+        Duration::from_secs(60),
+        "the finished gauges to match",
+        || {
+            let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])?;
+            let done = list["items"]
+                .as_array()?
+                .iter()
+                .filter(|w| is_true(w, "Finished"))
+                .count() as f64;
+            let (_, m) = e.server.probe_get("/metrics");
+            (done >= 1.0
+                && sample(&m, "kueue_finished_workloads", &cq_labels)? == done
+                && sample(&m, "kueue_local_queue_finished_workloads", &lq_labels)? == done)
+                .then_some(())
+        },
+    );
 }

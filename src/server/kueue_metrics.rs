@@ -90,6 +90,8 @@ pub struct ClusterQueueSample {
     pub pending_inadmissible: usize,
     pub reserving: usize,
     pub admitted: usize,
+    /// Finished Workloads still in the API.
+    pub finished: usize,
     /// `pending`, `active` or `terminating`.
     pub status: &'static str,
     pub resources: Vec<ResourceSample>,
@@ -103,6 +105,8 @@ pub struct LocalQueueSample {
     pub pending_inadmissible: usize,
     pub reserving: usize,
     pub admitted: usize,
+    /// Finished Workloads still in the API.
+    pub finished: usize,
     /// The `Active` condition's status: `True`, `False` or `Unknown`.
     pub active: &'static str,
     /// (flavor, resource, reserved, admitted), in the resource's units.
@@ -378,6 +382,14 @@ impl Collector for Gauges {
         )?;
         gauge(
             &mut e,
+            "kueue_finished_workloads",
+            "The number of finished workloads per 'cluster_queue'.",
+            s.cluster_queues
+                .iter()
+                .map(|q| (cq(&q.name), q.finished as f64)),
+        )?;
+        gauge(
+            &mut e,
             "kueue_cluster_queue_status",
             "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminated'). For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
             s.cluster_queues.iter().flat_map(|q| {
@@ -550,6 +562,12 @@ impl Collector for Gauges {
             "kueue_local_queue_admitted_active_workloads",
             "The number of admitted Workloads that are active, per 'localQueue'",
             s.local_queues.iter().map(|q| (lq(q), q.admitted as f64)),
+        )?;
+        gauge(
+            &mut e,
+            "kueue_local_queue_finished_workloads",
+            "The number of finished workloads, per 'local_queue'.",
+            s.local_queues.iter().map(|q| (lq(q), q.finished as f64)),
         )?;
         gauge(
             &mut e,
@@ -788,6 +806,8 @@ mod tests {
             "gauge",
             &["name", "namespace", "active", "replica_role"],
         ),
+        ("kueue_finished_workloads", "gauge", CQ),
+        ("kueue_local_queue_finished_workloads", "gauge", LQ),
         (
             "kueue_local_queue_resource_reservation",
             "gauge",
@@ -810,12 +830,17 @@ mod tests {
             "kueue_admission_cycle_preemption_skips",
             "no preemption candidates are skipped in a cycle",
         ),
-        ("kueue_finished_workloads", "not yet recorded"),
-        ("kueue_local_queue_finished_workloads", "not yet recorded"),
-        ("kueue_finished_workloads_total", "not yet recorded"),
+        // client_golang writes Prometheus text, where these counters and
+        // the finished_workloads gauges are four names; /metrics is
+        // OpenMetrics, where a counter's family drops `_total` and would
+        // clash with the gauge of the same name. The gauges are reported.
+        (
+            "kueue_finished_workloads_total",
+            "its OpenMetrics family name is the kueue_finished_workloads gauge's",
+        ),
         (
             "kueue_local_queue_finished_workloads_total",
-            "not yet recorded",
+            "its OpenMetrics family name is the kueue_local_queue_finished_workloads gauge's",
         ),
         (
             "kueue_pods_ready_to_evicted_time_seconds",
@@ -893,6 +918,7 @@ mod tests {
                 pending_inadmissible: 1,
                 reserving: 3,
                 admitted: 2,
+                finished: 1,
                 status: "active",
                 resources: vec![ResourceSample {
                     flavor: "f".into(),
@@ -911,6 +937,7 @@ mod tests {
                 pending_inadmissible: 1,
                 reserving: 3,
                 admitted: 2,
+                finished: 1,
                 active: "True",
                 resources: vec![("f".into(), "cpu".into(), 3.0, 2.0)],
             }],

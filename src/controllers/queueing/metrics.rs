@@ -133,6 +133,18 @@ impl Controller {
             return;
         }
         let pending = self.engine.pending_counts();
+        let specs = self.local_queue_specs();
+        // Finished Workloads per LocalQueue, and per ClusterQueue through it.
+        let mut lq_finished: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for lq in self.finished.values() {
+            *lq_finished.entry(lq.clone()).or_default() += 1;
+        }
+        let mut cq_finished: BTreeMap<&str, usize> = BTreeMap::new();
+        for (lq, n) in &lq_finished {
+            if let Some((cq, _)) = specs.get(lq) {
+                *cq_finished.entry(cq.as_str()).or_default() += n;
+            }
+        }
         let mut cluster_queues = Vec::new();
         for name in self.engine.cluster_queue_names() {
             let (Some(cq), Some(s)) = (
@@ -181,6 +193,7 @@ impl Controller {
                 pending_inadmissible: inadmissible,
                 reserving: s.reserving_workloads,
                 admitted: s.admitted_workloads,
+                finished: cq_finished.get(name).copied().unwrap_or(0),
                 status: if s.active.status { "active" } else { "pending" },
                 resources,
             });
@@ -189,7 +202,6 @@ impl Controller {
             .iter()
             .map(|q| (q.name.as_str(), q.status == "active"))
             .collect();
-        let specs = self.local_queue_specs();
         let local_queues = self
             .engine
             .local_queue_statuses()
@@ -223,6 +235,7 @@ impl Controller {
                     },
                     reserving: s.reserving_workloads,
                     admitted: s.admitted_workloads,
+                    finished: lq_finished.get(&id).copied().unwrap_or(0),
                     active: if runs { "True" } else { "False" },
                     resources,
                 }

@@ -266,6 +266,9 @@ pub struct Controller {
     /// The preemptor's ClusterQueue of each eviction decided for a
     /// preemption, until its write is sent.
     preempting: HashMap<Key, String>,
+    /// Finished Workloads still in the API, by their LocalQueue
+    /// (namespace, name): Kueue's `finished_workloads` gauges.
+    finished: HashMap<Key, (String, String)>,
 }
 
 const FLAVORS: usize = 0;
@@ -356,6 +359,7 @@ impl Controller {
             visibility: positions,
             metrics,
             preempting: HashMap::new(),
+            finished: HashMap::new(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
