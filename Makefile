@@ -6,6 +6,7 @@
 
 test: lint
 	tests/cluster/build.sh >/dev/null
+	tests/cluster/build-helm.sh >/dev/null
 	tests/run-all.sh
 
 lint:
@@ -14,6 +15,7 @@ lint:
 
 cluster:
 	tests/cluster/build.sh
+	tests/cluster/build-helm.sh
 
 # `make dev ARGS=--no-demo` keeps the bare cluster (no queues, no tour).
 dev:

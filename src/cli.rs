@@ -497,7 +497,10 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         "policies loaded"
     );
 
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::with_kueue(crate::server::kueue_metrics::Options {
+        cluster_queue_resources: cfg.metrics.enable_cluster_queue_resources.unwrap_or(false),
+        local_queues: cfg.metrics.local_queue_metrics.enable.unwrap_or(true),
+    }));
     let store = match (&cert_dir, &secret, client) {
         (Some(dir), _, _) => CertStore::load(dir.clone())?,
         (None, Some(secret), Some(client)) => {
@@ -572,6 +575,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 e,
                 prescaler.clone(),
                 positions.clone(),
+                metrics.kueue.clone(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -42,6 +42,10 @@ const UNCHECKED: &[(&str, &str)] = &[
         "needs a container engine, which this machine does not have",
     ),
     ("install", "coreutils: copies the built binary"),
+    (
+        "helm",
+        "needs a cluster; the chart is checked by tests/e2e_helm.rs",
+    ),
     ("ln", "coreutils: a symlink"),
     ("cd", "shell builtin"),
     ("export", "shell builtin"),

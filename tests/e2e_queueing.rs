@@ -307,3 +307,323 @@ fn a_higher_priority_job_preempts_within_the_cluster_queue() {
         );
     }
 }
+
+/// A sample's value from Prometheus text: the first `name` series whose
+/// labels include every pair of `labels`.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (series, value) = l.rsplit_once(' ')?;
+        let (n, set) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.strip_suffix('}')?),
+            None => (series, ""),
+        };
+        let has = |k: &str, v: &str| {
+            set.split("\",").any(|kv| {
+                kv.split_once('=')
+                    .is_some_and(|(key, val)| key == k && val.trim_matches('"') == v)
+            })
+        };
+        (n == name && labels.iter().all(|(k, v)| has(k, v)))
+            .then(|| match value {
+                "inf" | "+Inf" => Some(f64::INFINITY),
+                v => v.parse().ok(),
+            })
+            .flatten()
+    })
+}
+
+/// A quantity as Kueue's metrics report it (cpu in cores).
+fn cores(q: &serde_json::Value) -> f64 {
+    let s = q.as_str().unwrap_or("0");
+    match s.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().unwrap() / 1000.0,
+        None => s.parse().unwrap(),
+    }
+}
+
+/// Kueue's metric names on `/metrics` while Jobs flow, checked against
+/// the cluster: the queue gauges against the ClusterQueue's and
+/// LocalQueue's status, the quotas against the spec, and the counters
+/// against the admissions and preemptions that happened.
+#[test]
+fn kueues_metrics_match_the_cluster_state() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-metrics");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: metrics-low}\nvalue: 100\n");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: metrics-high}\nvalue: 1000\n");
+    apply(
+        c,
+        &flavor("metrics-flavor", json!({"instance-type": "on-demand"})),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "metrics-cq",
+            &[("metrics-flavor", "2", Some("1"))],
+            json!({"cohortName": "metrics-cohort",
+                   "preemption": {"withinClusterQueue": "LowerPriority"}}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "metrics-cq"));
+    let low = json!({"kueue.x-k8s.io/priority-class": "metrics-low"});
+    for i in 0..3 {
+        create(
+            c,
+            &job(&format!("low-{i}"), &ns, "lq", "1", "30s", low.clone()),
+        );
+    }
+    wait_for(
+        Duration::from_secs(60),
+        "two admissions, one pending",
+        || cq_counts(c, "metrics-cq").filter(|s| s.0 == 1 && s.2 == 2),
+    );
+
+    let cq_labels = [("cluster_queue", "metrics-cq"), ("replica_role", "leader")];
+    let lq_labels = [("name", "lq"), ("namespace", ns.as_str())];
+    let fr = [
+        ("cohort", "metrics-cohort"),
+        ("cluster_queue", "metrics-cq"),
+        ("flavor", "metrics-flavor"),
+        ("resource", "cpu"),
+    ];
+    // The gauges follow the queue status (both are refreshed on the
+    // controller's status tick): read both until they agree.
+    let (metrics, cq, lq) = wait_for(
+        Duration::from_secs(30),
+        "the queue gauges to match the queue status",
+        || {
+            let cq = get(c, &["clusterqueue", "metrics-cq"])?;
+            let lq = get(c, &["localqueue", "lq", "-n", &ns])?;
+            let (_, m) = e.server.probe_get("/metrics");
+            let pending = sample(
+                &m,
+                "kueue_pending_workloads",
+                &[cq_labels[0], ("status", "active")],
+            )? + sample(
+                &m,
+                "kueue_pending_workloads",
+                &[cq_labels[0], ("status", "inadmissible")],
+            )?;
+            let s = &cq["status"];
+            (pending == s["pendingWorkloads"].as_f64()?
+                && sample(&m, "kueue_reserving_active_workloads", &cq_labels)?
+                    == s["reservingWorkloads"].as_f64()?
+                && sample(&m, "kueue_admitted_active_workloads", &cq_labels)?
+                    == s["admittedWorkloads"].as_f64()?
+                && sample(
+                    &m,
+                    "kueue_local_queue_admitted_active_workloads",
+                    &lq_labels,
+                )? == lq["status"]["admittedWorkloads"].as_f64()?)
+            .then_some((m, cq, lq))
+        },
+    );
+    let s = &cq["status"];
+    assert_eq!(
+        (
+            s["pendingWorkloads"].as_i64(),
+            s["admittedWorkloads"].as_i64()
+        ),
+        (Some(1), Some(2)),
+        "{s}"
+    );
+    let lq_pending = sample(
+        &metrics,
+        "kueue_local_queue_pending_workloads",
+        &[lq_labels[0], lq_labels[1], ("status", "active")],
+    )
+    .unwrap()
+        + sample(
+            &metrics,
+            "kueue_local_queue_pending_workloads",
+            &[lq_labels[0], lq_labels[1], ("status", "inadmissible")],
+        )
+        .unwrap();
+    assert_eq!(
+        lq_pending,
+        lq["status"]["pendingWorkloads"].as_f64().unwrap()
+    );
+    // Usage and reservation as the status reports them; quotas as the spec.
+    let status_total = |field: &str| cores(&s[field][0]["resources"][0]["total"]);
+    assert_eq!(s["flavorsUsage"][0]["name"], "metrics-flavor");
+    assert_eq!(
+        sample(&metrics, "kueue_cluster_queue_resource_usage", &fr),
+        Some(status_total("flavorsUsage"))
+    );
+    assert_eq!(
+        sample(&metrics, "kueue_cluster_queue_resource_reservation", &fr),
+        Some(status_total("flavorsReservation"))
+    );
+    assert_eq!(status_total("flavorsUsage"), 2.0);
+    let quota = &cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0];
+    assert_eq!(
+        sample(&metrics, "kueue_cluster_queue_nominal_quota", &fr),
+        Some(cores(&quota["nominalQuota"]))
+    );
+    assert_eq!(
+        sample(&metrics, "kueue_cluster_queue_borrowing_limit", &fr),
+        Some(cores(&quota["borrowingLimit"]))
+    );
+    assert_eq!(
+        sample(&metrics, "kueue_cluster_queue_lending_limit", &fr),
+        Some(f64::INFINITY)
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_cluster_queue_status",
+            &[cq_labels[0], ("status", "active")]
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_cluster_queue_status",
+            &[cq_labels[0], ("status", "pending")]
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_local_queue_status",
+            &[lq_labels[0], lq_labels[1], ("active", "True")]
+        ),
+        Some(1.0)
+    );
+    // Two admissions so far, each counted once with its wait.
+    let low_labels = [cq_labels[0], ("priority_class", "metrics-low")];
+    for name in [
+        "kueue_admitted_workloads_total",
+        "kueue_quota_reserved_workloads_total",
+        "kueue_admission_wait_time_seconds_count",
+        "kueue_quota_reserved_wait_time_seconds_count",
+    ] {
+        assert_eq!(sample(&metrics, name, &low_labels), Some(2.0), "{name}");
+    }
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_local_queue_admitted_workloads_total",
+            &[
+                lq_labels[0],
+                lq_labels[1],
+                ("priority_class", "metrics-low")
+            ]
+        ),
+        Some(2.0)
+    );
+    assert!(
+        sample(
+            &metrics,
+            "kueue_admission_attempts_total",
+            &[("result", "success")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_cluster_queue_info",
+            &[cq_labels[0], ("parent_cohort", "metrics-cohort")]
+        ),
+        Some(1.0)
+    );
+
+    // A high-priority Job preempts both running low ones.
+    create(
+        c,
+        &job(
+            "high",
+            &ns,
+            "lq",
+            "2",
+            "2s",
+            json!({"kueue.x-k8s.io/priority-class": "metrics-high"}),
+        ),
+    );
+    let preempted = wait_for(Duration::from_secs(60), "two preemptions", || {
+        let n = (0..3)
+            .filter(|i| {
+                workload_of(c, &ns, &format!("low-{i}")).is_some_and(|w| is_true(&w, "Preempted"))
+            })
+            .count();
+        (n == 2).then_some(n)
+    });
+    let metrics = wait_for(Duration::from_secs(30), "the evictions counted", || {
+        let (_, m) = e.server.probe_get("/metrics");
+        (sample(
+            &m,
+            "kueue_evicted_workloads_total",
+            &[
+                cq_labels[0],
+                ("reason", "Preempted"),
+                ("underlying_cause", ""),
+                ("priority_class", "metrics-low"),
+            ],
+        )? == preempted as f64)
+            .then_some(m)
+    });
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_evicted_workloads_once_total",
+            &[cq_labels[0], ("reason", "Preempted")]
+        ),
+        Some(preempted as f64)
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_preempted_workloads_total",
+            &[
+                ("preempting_cluster_queue", "metrics-cq"),
+                ("reason", "InClusterQueue")
+            ]
+        ),
+        Some(preempted as f64)
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "kueue_local_queue_evicted_workloads_total",
+            &[lq_labels[0], lq_labels[1], ("reason", "Preempted")]
+        ),
+        Some(preempted as f64)
+    );
+    wait_for(
+        Duration::from_secs(60),
+        "the high Job admitted and counted",
+        || {
+            let (_, m) = e.server.probe_get("/metrics");
+            (sample(
+                &m,
+                "kueue_admitted_workloads_total",
+                &[cq_labels[0], ("priority_class", "metrics-high")],
+            )? == 1.0)
+                .then_some(())
+        },
+    );
+    // Finished Workloads stay until their Job is deleted: the gauges count
+    // them, per ClusterQueue and per LocalQueue.
+    wait_for(
+        Duration::from_secs(60),
+        "the finished gauges to match",
+        || {
+            let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])?;
+            let done = list["items"]
+                .as_array()?
+                .iter()
+                .filter(|w| is_true(w, "Finished"))
+                .count() as f64;
+            let (_, m) = e.server.probe_get("/metrics");
+            (done >= 1.0
+                && sample(&m, "kueue_finished_workloads", &cq_labels)? == done
+                && sample(&m, "kueue_local_queue_finished_workloads", &lq_labels)? == done)
+                .then_some(())
+        },
+    );
+}

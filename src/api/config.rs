@@ -54,6 +54,28 @@ pub struct Config {
     pub appwrapper: AppWrapperConfig,
     #[serde(default)]
     pub prescaler: PrescalerConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+/// Kueue's `metrics` configuration, as far as it applies: which of Kueue's
+/// metrics the reconciler reports.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Report the ClusterQueue resource metrics (nominal quota, borrowing
+    /// and lending limits, reservation, usage). Default false, as Kueue.
+    pub enable_cluster_queue_resources: Option<bool>,
+    #[serde(default)]
+    pub local_queue_metrics: LocalQueueMetricsConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalQueueMetricsConfig {
+    /// Report the `kueue_local_queue_*` metrics. Default true, as Kueue's
+    /// `LocalQueueMetrics` feature gate in v0.19.
+    pub enable: Option<bool>,
 }
 
 /// PreScaledCronJobs (`psc.cronprimer.local/v1alpha1`).

@@ -51,6 +51,7 @@ pub async fn run(
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
     positions: crate::cluster::positions::Positions,
+    metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -71,7 +72,11 @@ pub async fn run(
             }
         }
     }
-    tokio::spawn(queueing::Controller::run(client.clone(), positions));
+    tokio::spawn(queueing::Controller::run(
+        client.clone(),
+        positions,
+        metrics,
+    ));
     let shared = context::Shared::start(client).await;
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));

@@ -45,7 +45,8 @@ pub use cluster_queue::{
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
 pub use quota::{FlavorResource, Usage};
 pub use scheduler::{
-    ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingReason, PreemptedReason,
+    ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingCounts, PendingReason,
+    PreemptedReason,
 };
 pub use workload::{Admission, PodSet, PodSetAssignment, Workload};
 

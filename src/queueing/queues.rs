@@ -114,6 +114,12 @@ impl PendingQueue {
         self.queued.len() + self.inadmissible.len()
     }
 
+    /// The workloads set aside after a failed attempt (Kueue's
+    /// "inadmissible" pending workloads).
+    pub fn set_aside_keys(&self) -> impl Iterator<Item = &str> {
+        self.inadmissible.iter().map(|o| &*o.key)
+    }
+
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.queued
             .iter()

@@ -167,6 +167,13 @@ pub struct Cycle {
     pub progress: bool,
 }
 
+/// See [`Engine::pending_counts`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingCounts {
+    pub cluster_queues: BTreeMap<String, (usize, usize)>,
+    pub local_queues: BTreeMap<(String, String), (usize, usize)>,
+}
+
 /// Everything the engine is rebuilt from after a restart.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterObjects {
@@ -732,6 +739,47 @@ impl Engine {
             }
         }
         out.into_values().collect()
+    }
+
+    /// Pending workloads as Kueue's `pending_workloads` metrics split them:
+    /// `(active, inadmissible)` per ClusterQueue and per LocalQueue
+    /// (namespace, name). Active: waiting in the queue; inadmissible: set
+    /// aside after a failed attempt, or (per LocalQueue) parked behind a
+    /// stopped or missing queue.
+    pub fn pending_counts(&self) -> PendingCounts {
+        let lq_of = |k: &str| {
+            self.workloads
+                .get(k)
+                .map(|rec| (rec.wl.namespace.to_string(), rec.wl.queue_name.to_string()))
+        };
+        let mut out = PendingCounts::default();
+        for (cq, q) in &self.queues {
+            let mut set_aside = 0;
+            for k in q.set_aside_keys() {
+                set_aside += 1;
+                if let Some(lq) = lq_of(k) {
+                    out.local_queues.entry(lq).or_default().1 += 1;
+                }
+            }
+            for k in q.keys() {
+                if let Some(lq) = lq_of(k) {
+                    out.local_queues.entry(lq).or_default().0 += 1;
+                }
+            }
+            out.cluster_queues
+                .insert(cq.clone(), (q.len() - set_aside, set_aside));
+        }
+        // `keys` counted the set-aside ones as active too.
+        for (active, set_aside) in out.local_queues.values_mut() {
+            *active -= *set_aside;
+        }
+        for rec in self.workloads.values() {
+            if matches!(rec.state, State::Parked) && rec.wl.active {
+                let lq = (rec.wl.namespace.to_string(), rec.wl.queue_name.to_string());
+                out.local_queues.entry(lq).or_default().1 += 1;
+            }
+        }
+        out
     }
 
     /// In namespace, then name order.

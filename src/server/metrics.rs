@@ -1,5 +1,10 @@
-//! Prometheus metrics served on the probe listener at `/metrics`.
+//! Prometheus metrics served on the probe listener at `/metrics`:
+//! batchgate's own (`batchgate_*`) and Kueue's (`kueue_*`, see
+//! [`super::kueue_metrics`]).
 
+use std::sync::Arc;
+
+use super::kueue_metrics::{self, KueueMetrics};
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -59,6 +64,8 @@ pub struct Metrics {
     /// Connections the server closed, by reason (see README, Limits and
     /// bad input).
     pub connections_closed: Family<ReasonLabel, Counter>,
+    /// Kueue's metrics, recorded by the queueing controller.
+    pub kueue: Arc<KueueMetrics>,
 }
 
 impl Default for Metrics {
@@ -69,7 +76,15 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("batchgate");
+        Self::with_kueue(kueue_metrics::Options::default())
+    }
+
+    /// With Kueue's `metrics` options (`metrics.enableClusterQueueResources`,
+    /// `metrics.localQueueMetrics.enable`).
+    pub fn with_kueue(options: kueue_metrics::Options) -> Self {
+        let mut root = Registry::default();
+        let kueue = KueueMetrics::register(&mut root, options);
+        let registry = root.sub_registry_with_prefix("batchgate");
         let reviews = Family::<ReviewLabels, Counter>::default();
         registry.register(
             "admission_reviews",
@@ -127,7 +142,8 @@ impl Metrics {
         );
         Metrics {
             connections_closed,
-            registry,
+            registry: root,
+            kueue,
             reviews,
             latency,
             rejected,

@@ -9,6 +9,7 @@
 pub mod budget;
 pub mod connection;
 mod conversion;
+pub mod kueue_metrics;
 pub mod metrics;
 pub mod slots;
 pub mod tls;

@@ -59,7 +59,9 @@ pub fn start(c: &'static LocalCluster) -> Server {
         let cfg = dir.join("config.yaml");
         std::fs::write(
             &cfg,
-            "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
+            // Kueue's optional ClusterQueue resource metrics on, for
+            // e2e_queueing's metrics test.
+            "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n",
         )
         .unwrap();
         Server::start_in_cluster(&kubeconfig, None, &["--config", cfg.to_str().unwrap()])

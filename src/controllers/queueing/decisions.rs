@@ -12,12 +12,18 @@ impl Controller {
         self.requeue_drained();
         // Bounded: each round either admits, evicts or sets a head aside.
         for _ in 0..64 {
+            let started = Instant::now();
             let cycle = self.engine.schedule(now_ms());
+            let took = started.elapsed().as_secs_f64();
             let admits = cycle
                 .decisions
                 .iter()
                 .filter(|d| matches!(d, Decision::Admit { .. }))
                 .count() as u64;
+            // A cycle that looked at a pending Workload is an attempt.
+            if cycle.progress || !cycle.decisions.is_empty() {
+                self.metrics.admission_attempt(admits > 0, took);
+            }
             let refused_before = self.devices.refusals();
             for d in cycle.decisions {
                 self.decide(d);
@@ -36,6 +42,7 @@ impl Controller {
     }
 
     pub(super) fn decide(&mut self, d: Decision) {
+        let mut preempting_cq = None;
         let (k, w) = match d {
             Decision::Admit {
                 workload,
@@ -64,6 +71,9 @@ impl Controller {
                     preempted = preempted_reason.map_or("", |r| r.as_str()),
                     "evicting"
                 );
+                if preempted_reason.is_some() {
+                    preempting_cq = preemptor.as_deref().and_then(|p| self.cluster_queue_of(p));
+                }
                 (
                     workload,
                     Write::Evict {
@@ -81,6 +91,9 @@ impl Controller {
         };
         let k = self.shared_key(&k);
         self.status_due = true;
+        if let Some(cq) = preempting_cq {
+            self.preempting.insert(k.clone(), cq);
+        }
         if matches!(w, Write::Pending { .. }) {
             // A newer pending reason replaces one not yet written.
             match self.pending_due.get_mut(&k) {
@@ -210,6 +223,8 @@ impl Controller {
             _ => None,
         };
         let view = self.engine.workload(&k).cloned();
+        let fact = self.landing(&k, &w, &meta, view.as_ref());
+        let metrics = self.metrics.clone();
         let tally = self.tally.clone();
         tokio::spawn(async move {
             let _permit = lane.acquire_owned().await;
@@ -229,6 +244,9 @@ impl Controller {
                     *t.entry(write_kind(&w, &meta.conditions)).or_default() += 1;
                 }
                 event(&recorder, &k, &meta, &w);
+                if let Some(f) = fact {
+                    f.record(&metrics, now_ms());
+                }
             }
         });
     }

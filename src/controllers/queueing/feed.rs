@@ -203,6 +203,7 @@ impl Controller {
                 }
                 self.engine.delete_workload(k);
                 self.meta.remove(k);
+                self.finished.remove(k);
                 self.queued.remove(k);
                 self.drained.remove(k);
             }
@@ -222,6 +223,15 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if engine_wl.finished {
+            let lq = (
+                engine_wl.namespace.to_string(),
+                engine_wl.queue_name.to_string(),
+            );
+            self.finished.insert(k.clone(), lq);
+        } else {
+            self.finished.remove(&k);
+        }
         if self.devices.observe(&k, wl) {
             self.engine.requeue_set_aside();
         }

@@ -64,10 +64,12 @@ use crate::{
         quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
         LocalQueueStatus, PendingReason, PreemptedReason,
     },
+    server::kueue_metrics::KueueMetrics,
 };
 
 mod decisions;
 mod feed;
+mod metrics;
 mod status;
 
 // The children name their siblings and the other controllers' modules
@@ -149,6 +151,8 @@ struct Meta {
     created_ms: i64,
     /// `status.schedulingStats.evictions`, counted on by an eviction.
     evictions: Vec<api::WorkloadSchedulingStatsEviction>,
+    /// `spec.priorityClassRef.name` (Kueue's metrics' `priority_class`).
+    priority_class: String,
 }
 
 impl Meta {
@@ -174,6 +178,12 @@ impl Meta {
                 .as_ref()
                 .and_then(|s| s.scheduling_stats.as_ref())
                 .and_then(|s| s.evictions.clone())
+                .unwrap_or_default(),
+            priority_class: wl
+                .spec
+                .priority_class_ref
+                .as_ref()
+                .map(|r| r.name.clone())
                 .unwrap_or_default(),
         }
     }
@@ -251,6 +261,14 @@ pub struct Controller {
     visibility: crate::cluster::positions::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
+    /// Kueue's metrics (see [`metrics`]).
+    metrics: Arc<KueueMetrics>,
+    /// The preemptor's ClusterQueue of each eviction decided for a
+    /// preemption, until its write is sent.
+    preempting: HashMap<Key, String>,
+    /// Finished Workloads still in the API, by their LocalQueue
+    /// (namespace, name): Kueue's `finished_workloads` gauges.
+    finished: HashMap<Key, (String, String)>,
 }
 
 const FLAVORS: usize = 0;
@@ -281,7 +299,11 @@ fn split_key(key: &str) -> (&str, &str) {
 
 impl Controller {
     /// Starts the watches and runs until the process ends.
-    pub async fn run(client: Client, positions: crate::cluster::positions::Positions) {
+    pub async fn run(
+        client: Client,
+        positions: crate::cluster::positions::Positions,
+        metrics: Arc<KueueMetrics>,
+    ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
             Api::<api::ResourceFlavor>::all(client.clone()),
@@ -335,6 +357,9 @@ impl Controller {
             status_written_at: HashMap::new(),
             status_due: false,
             visibility: positions,
+            metrics,
+            preempting: HashMap::new(),
+            finished: HashMap::new(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -353,6 +378,7 @@ impl Controller {
                 }
                 _ = status_tick.tick() => {
                     if c.status_due {
+                        c.publish_metrics();
                         c.write_statuses();
                     }
                     c.log_tally();
@@ -430,6 +456,7 @@ mod tests {
             owned: true,
             created_ms: 0,
             evictions: Vec::new(),
+            priority_class: String::new(),
         };
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();

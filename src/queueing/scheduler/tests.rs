@@ -945,3 +945,38 @@ fn a_queue_takes_its_nominal_quota_before_its_cohort_borrows_it() {
     e.finish_workload(&key("a1"));
     assert_eq!(settle(&mut e, 3), [key("b1")]);
 }
+
+/// Kueue's `pending_workloads` split: heads that failed to fit are set
+/// aside (`inadmissible`), the rest wait in order (`active`), and the
+/// LocalQueue's counts are its workloads' share of the same.
+#[test]
+fn pending_workloads_are_split_as_kueues_metrics_count_them() {
+    let mut e = engine(&["f"], vec![cq("a", None, &[("f", 2)])]);
+    for (i, name) in ["w1", "w2", "w3", "w4"].iter().enumerate() {
+        e.upsert_workload(wl(name, "a", 0, i as i64, 1));
+    }
+    let before = e.pending_counts();
+    assert_eq!(before.cluster_queues["a"], (4, 0));
+    assert_eq!(
+        before.local_queues[&(NS.to_string(), "lq-a".to_string())],
+        (4, 0)
+    );
+    for _ in 0..4 {
+        e.schedule(10);
+    }
+    let after = e.pending_counts();
+    let (active, inadmissible) = after.cluster_queues["a"];
+    assert_eq!(
+        active + inadmissible,
+        e.cluster_queue_status("a").unwrap().pending_workloads
+    );
+    assert_eq!(
+        (active, inadmissible),
+        (0, 2),
+        "w3 and w4 do not fit and are set aside"
+    );
+    assert_eq!(
+        after.local_queues[&(NS.to_string(), "lq-a".to_string())],
+        (0, 2)
+    );
+}
