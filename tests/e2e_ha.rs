@@ -8,6 +8,14 @@
 //!     connection and the Lease: the standby takes over and admits (its
 //!     Workload and Job writes skip the validating webhooks), and after
 //!     SIGCONT the old leader exits without writing.
+//! (c) SIGKILL of the leader mid-stream: nothing is released, a fresh
+//!     standby takes the Lease when it expires and admits within lease + 5 s.
+//!
+//! Only the Lease holder writes admissions: a watch records every holder
+//! and its acquireTime, and each admission (its QuotaReserved event, one
+//! per admission written, carries the writing replica as
+//! reportingInstance) must fall within its writer's tenure; no Workload is
+//! admitted twice.
 //!
 //! The apiserver keeps one HTTP/2 connection per webhook host (the URL
 //! webhooks here negotiate h2). The main URL's connection is pinned to the
@@ -509,7 +517,7 @@ fn split_for_live_namespace(main: &mut [Value], live: &mut [Value]) {
 }
 
 #[test]
-fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() {
+fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overcommits() {
     let t0 = Instant::now();
     let c = shared();
     install_crds(c);

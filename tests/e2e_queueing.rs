@@ -344,17 +344,18 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
             .to_string(),
         );
     }
-    create(
-        c,
-        &job(
-            "reshape",
-            &ns,
-            "lq",
-            "2",
-            "1s",
-            json!({"kueue.x-k8s.io/priority-class": "recon-low"}),
-        ),
-    );
+    // completions is immutable: 3 from the start, parallelism 1 (1 pod).
+    let mut reshape: serde_json::Value = serde_json::from_str(&job(
+        "reshape",
+        &ns,
+        "lq",
+        "2",
+        "1s",
+        json!({"kueue.x-k8s.io/priority-class": "recon-low"}),
+    ))
+    .unwrap();
+    reshape["spec"]["completions"] = json!(3);
+    create(c, &reshape.to_string());
     let first = wait_for(Duration::from_secs(60), "the Workload of reshape", || {
         workload_of(c, &ns, "reshape")
     });
@@ -386,7 +387,7 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
             &ns,
             "--type=merge",
             "-p",
-            r#"{"spec":{"parallelism":3,"completions":3}}"#,
+            r#"{"spec":{"parallelism":3}}"#,
         ],
         None,
     );
@@ -437,8 +438,14 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
     let mut running: serde_json::Value =
         serde_json::from_str(&job("unadmitted", &bypass, "lq", "1", "600s", json!({}))).unwrap();
     running["spec"]["suspend"] = json!(false);
-    create(c, &running.to_string());
-    let stored = get(c, &["job", "unadmitted", "-n", &bypass]).unwrap();
+    // As stored by the create (the reconciler may act before a read).
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&running.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         stored["spec"]["suspend"], false,
         "the webhook saw it after all: {stored}"

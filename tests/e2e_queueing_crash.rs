@@ -329,8 +329,8 @@ fn start_with_fault(
 /// and the Workload it names ("namespace/name" split off: the name).
 fn crash(server: &mut Server, fault: &str) -> (String, String) {
     let status = server
-        .wait_exit(Duration::from_secs(300))
-        .unwrap_or_else(|| panic!("{fault}: batchgate still running after 300 s"));
+        .wait_exit(Duration::from_secs(120))
+        .unwrap_or_else(|| panic!("{fault}: batchgate still running after 120 s"));
     assert_eq!(
         status.code(),
         Some(86),
