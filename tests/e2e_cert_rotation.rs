@@ -228,14 +228,14 @@ async fn rotation_under_load_loses_no_create() {
     let (served_a, served_b) = (reviews(&a) - a_before, reviews(&b) - b_before);
     eprintln!("reviews answered during the rotation: replica a {served_a}, replica b {served_b}");
     assert!(
-        served_a >= created as u64 && served_b >= created as u64,
-        "each create is reviewed by both replicas: a {served_a}, b {served_b}, creates {created}"
-    );
-    assert!(
         failures.is_empty(),
         "{} of {created} creates failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    assert!(
+        served_a >= created as u64 && served_b >= created as u64,
+        "each create is reviewed by both replicas: a {served_a}, b {served_b}, creates {created}"
     );
 
     // The published bundle went old -> old+new -> new at least once.

@@ -323,10 +323,7 @@ fn watch_holders(
 /// replica that wrote it, see `src/controllers/events.rs`) not made by the
 /// Lease holder of their time: a holder's tenure runs from its
 /// acquireTime to the next holder's. Split-brain writes, if any.
-fn writes_outside_tenure(
-    holders: &[(String, i64)],
-    admissions: &[(i64, String)],
-) -> Vec<String> {
+fn writes_outside_tenure(holders: &[(String, i64)], admissions: &[(i64, String)]) -> Vec<String> {
     admissions
         .iter()
         .filter_map(|(t, who)| {
@@ -909,7 +906,8 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         handover_kill <= (LEASE_SECONDS + 5) as f64,
         "the standby admitted {handover_kill:.1} s after SIGKILL (lease {LEASE_SECONDS} s)"
     );
-    assert!(holder(c).starts_with("replica-d_"), "{}", holder(c));
+    // That replica-d took the Lease first is checked below: its admissions
+    // must fall within its tenure.
 
     // The stream ends; every Job runs to completion.
     stop.store(true, Ordering::Release);

@@ -453,10 +453,7 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
     wait_for(
         Duration::from_secs(60),
         "the unadmitted Job suspended",
-        || {
-            get(c, &["job", "unadmitted", "-n", &bypass])
-                .filter(|j| j["spec"]["suspend"] == true)
-        },
+        || get(c, &["job", "unadmitted", "-n", &bypass]).filter(|j| j["spec"]["suspend"] == true),
     );
     let _ = kubectl(
         c,

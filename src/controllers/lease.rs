@@ -573,10 +573,14 @@ mod tests {
         for secs in 1..=120u64 {
             let t = Timing::new(Duration::from_secs(secs));
             assert!(t.renew_deadline * 3 <= t.duration * 2, "{t:?}");
-            assert!(t.duration - t.renew_deadline >= t.duration / 3 - Duration::from_millis(1), "{t:?}");
+            assert!(
+                t.duration - t.renew_deadline >= t.duration / 3 - Duration::from_millis(1),
+                "{t:?}"
+            );
             let spec = held_by("a", 0, secs as i32);
             let fence_closes = t.renew_deadline.as_millis() as i64;
-            let last_moment = Timestamp::from_millisecond(at(0).as_millisecond() + fence_closes).unwrap();
+            let last_moment =
+                Timestamp::from_millisecond(at(0).as_millisecond() + fence_closes).unwrap();
             assert_eq!(decide(&spec, "b", last_moment), Step::Wait, "{t:?}");
         }
     }
