@@ -1,6 +1,11 @@
 //! Self-managed certificates end to end: two replicas share one Secret, the
-//! CA and serving certificate rotate on a compressed schedule while kubectl
-//! keeps creating queued Jobs, and no create fails.
+//! CA and serving certificate rotate on a compressed schedule while four
+//! kubectl clients keep creating queued Jobs at once, and no create fails.
+//! Both replicas are registered and both serve throughout: the mutating
+//! webhooks' URL is replica a's, the validating webhooks' replica b's, so
+//! every create is reviewed by both (the apiserver keeps one HTTP/2
+//! connection per URL, so two URLs are how both replicas get traffic; a
+//! Service's endpoints would split it by connection instead).
 
 mod support;
 
@@ -15,7 +20,7 @@ use std::{
 use base64::Engine;
 use batchgate_localcluster::{shared, LocalCluster};
 use serde_json::Value;
-use support::{e2e::*, Client, Server};
+use support::{e2e::*, Client, Server, BIN};
 
 const SECRET: &str = "batchgate-webhook-server-cert";
 
@@ -67,6 +72,36 @@ fn published_bundle(c: &LocalCluster, kind: &str, name: &str) -> String {
     .unwrap_or_default()
 }
 
+/// Admission reviews a replica has answered (all its
+/// `batchgate_admission_reviews_total` series).
+fn reviews(server: &Server) -> u64 {
+    let (_, text) = server.probe_get("/metrics");
+    text.lines()
+        .filter(|l| l.starts_with("batchgate_admission_reviews_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// Points the validating webhooks at `addr` (the mutating ones stay where
+/// `register` put them); no caBundle, so batchgate's published one stays.
+fn register_validating(c: &LocalCluster, addr: std::net::SocketAddr) {
+    let out = std::process::Command::new(BIN)
+        .args(["webhooks", "--url", &format!("https://{addr}")])
+        .args(["--failure-policy", "Fail"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let validating: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| v["kind"] == "ValidatingWebhookConfiguration")
+        .collect();
+    assert!(!validating.is_empty());
+    for doc in validating {
+        c.apply(&doc.to_string()).unwrap();
+    }
+}
+
 async fn serial(server: &Server, bundle: &str) -> String {
     Client::new(server.addr, bundle).connect().await.serial
 }
@@ -111,20 +146,25 @@ async fn rotation_under_load_loses_no_create() {
         "both serve the Secret's certificate"
     );
 
-    // Registered without a caBundle: batchgate publishes it.
+    // Registered without a caBundle: batchgate publishes it. Mutating
+    // reviews go to a, validating ones to b.
     register(c, a.addr, None, "Fail");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while published_bundle(
-        c,
-        "mutatingwebhookconfiguration",
-        "batchgate-mutating-webhook-configuration",
-    )
-    .is_empty()
-    {
+    register_validating(c, b.addr);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while [
+        "mutatingwebhookconfiguration/batchgate-mutating-webhook-configuration",
+        "validatingwebhookconfiguration/batchgate-validating-webhook-configuration",
+    ]
+    .iter()
+    .any(|kn| {
+        let (kind, name) = kn.split_once('/').unwrap();
+        published_bundle(c, kind, name).is_empty()
+    }) {
         assert!(Instant::now() < deadline, "caBundle never published");
         std::thread::sleep(Duration::from_millis(200));
     }
     wait_webhook_active(c, &jobs_ns);
+    let (a_before, b_before) = (reviews(&a), reviews(&b));
 
     // Watch the published bundle while creating Jobs.
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -148,33 +188,54 @@ async fn rotation_under_load_loses_no_create() {
             }
         })
     };
+    // Four clients create at once for 50 s (two CA rotations' worth).
     let start = Instant::now();
-    let mut created = 0;
-    let mut failures = Vec::new();
-    while start.elapsed() < Duration::from_secs(50) {
-        let name = format!("rot-{created}");
-        let (ok, out, err) = kubectl(
-            c,
-            &["create", "-o", "json", "-f", "-"],
-            Some(&queued_job(&name, &jobs_ns, "q")),
-        );
-        if !ok {
-            failures.push(format!("{name} at {:?}: {err}", start.elapsed()));
-        } else {
-            let v: Value = serde_json::from_str(&out).unwrap();
-            if v["spec"]["suspend"] != Value::Bool(true) {
-                failures.push(format!("{name} stored unsuspended"));
-            }
-        }
-        created += 1;
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let jobs_ns = jobs_ns.clone();
+            std::thread::spawn(move || {
+                let c = shared();
+                let (mut created, mut failures) = (0usize, Vec::new());
+                while start.elapsed() < Duration::from_secs(50) {
+                    let name = format!("rot-{w}-{created}");
+                    let (ok, out, err) = kubectl(
+                        c,
+                        &["create", "-o", "json", "-f", "-"],
+                        Some(&queued_job(&name, &jobs_ns, "q")),
+                    );
+                    if !ok {
+                        failures.push(format!("{name} at {:?}: {err}", start.elapsed()));
+                    } else {
+                        let v: Value = serde_json::from_str(&out).unwrap();
+                        if v["spec"]["suspend"] != Value::Bool(true) {
+                            failures.push(format!("{name} stored unsuspended"));
+                        }
+                    }
+                    created += 1;
+                }
+                (created, failures)
+            })
+        })
+        .collect();
+    let (mut created, mut failures) = (0, Vec::new());
+    for w in workers {
+        let (n, f) = w.join().unwrap();
+        created += n;
+        failures.extend(f);
     }
     stop.store(true, Ordering::Relaxed);
     watcher.join().unwrap();
+    let (served_a, served_b) = (reviews(&a) - a_before, reviews(&b) - b_before);
+    eprintln!("reviews answered during the rotation: replica a {served_a}, replica b {served_b}");
     assert!(
         failures.is_empty(),
         "{} of {created} creates failed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    assert!(
+        served_a >= created as u64 && served_b >= created as u64,
+        "each create is reviewed by both replicas: a {served_a}, b {served_b}, creates {created}"
     );
 
     // The published bundle went old -> old+new -> new at least once.
@@ -193,7 +254,7 @@ async fn rotation_under_load_loses_no_create() {
 
     // Both webhook configurations carry the Secret's bundle, and both
     // replicas serve the Secret's certificate.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let bundle = secret_data(c, "ca-bundle.crt");
         let m = published_bundle(

@@ -138,7 +138,17 @@ fn annotated(mut obj: Value, key: &str) -> String {
 fn protected_queues_and_priority_classes_need_permission() {
     let c = shared();
     install_crds(c);
-    let server = Server::start_in_cluster(c.kubeconfig(), None, &["--admission", "external"]);
+    // Allowed answers live an hour here, so the burst below cannot outlast
+    // its cached answer however slow the machine: it costs exactly one
+    // SubjectAccessReview (docs/entitlement.md says so).
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(&cfg, "entitlement:\n  allowedTtlSeconds: 3600\n").unwrap();
+    let server = Server::start_in_cluster(
+        c.kubeconfig(),
+        None,
+        &["--admission", "external", "--config", cfg.to_str().unwrap()],
+    );
     server.wait_ready(Duration::from_secs(60));
     register(
         c,
@@ -311,12 +321,13 @@ fn protected_queues_and_priority_classes_need_permission() {
         "burst of 100 creates in {took:?}: {reviews} SubjectAccessReviews, {hits} cache hits, {shared_} shared in flight, {misses} misses"
     );
     assert_eq!(hits + shared_ + misses, 100, "{before:?} -> {after:?}");
-    assert!(
-        reviews <= 3,
-        "{reviews} SubjectAccessReviews for one user's burst"
+    // One question, asked concurrently by four clients: the first asks,
+    // the others share its flight or hit the cache.
+    assert_eq!(
+        (reviews, misses, hits + shared_),
+        (1, 1, 99),
+        "SubjectAccessReviews, misses, hits + shared for one user's burst"
     );
-    assert_eq!(misses, reviews);
-    assert!(hits + shared_ >= 97, "{hits} hits, {shared_} shared");
     let (ok, out, err) = kubectl(c, &["get", "jobs", "-n", NS, "-o", "name"], None);
     assert!(ok, "{err}");
     assert_eq!(

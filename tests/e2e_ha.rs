@@ -8,6 +8,14 @@
 //!     connection and the Lease: the standby takes over and admits (its
 //!     Workload and Job writes skip the validating webhooks), and after
 //!     SIGCONT the old leader exits without writing.
+//! (c) SIGKILL of the leader mid-stream: nothing is released, a fresh
+//!     standby takes the Lease when it expires and admits within lease + 5 s.
+//!
+//! Only the Lease holder writes admissions: a watch records every holder
+//! and its acquireTime, and each admission (its QuotaReserved event, one
+//! per admission written, carries the writing replica as
+//! reportingInstance) must fall within its writer's tenure; no Workload is
+//! admitted twice.
 //!
 //! The apiserver keeps one HTTP/2 connection per webhook host (the URL
 //! webhooks here negotiate h2). The main URL's connection is pinned to the
@@ -283,6 +291,71 @@ fn reservations(c: &LocalCluster, ns: &str) -> Vec<(i64, String)> {
         .collect()
 }
 
+/// Every holder of the Lease seen, in order, with its `acquireTime` (µs),
+/// read every 200 ms until `stop` (a tenure is seconds long: none is
+/// missed). A released Lease shows as the holder "".
+fn watch_holders(
+    c: &'static LocalCluster,
+    stop: Arc<AtomicBool>,
+) -> thread::JoinHandle<Vec<(String, i64)>> {
+    thread::spawn(move || {
+        let mut seen: Vec<(String, i64)> = Vec::new();
+        while !stop.load(Ordering::Acquire) {
+            if let Some(l) = get(
+                c,
+                &["lease", "batchgate-reconciler", "-n", "batchgate-system"],
+            ) {
+                let who = l["spec"]["holderIdentity"].as_str().unwrap_or("");
+                let at = l["spec"]["acquireTime"].as_str().and_then(micros);
+                if let Some(at) = at {
+                    if seen.last().map(|(w, t)| (w.as_str(), *t)) != Some((who, at)) {
+                        seen.push((who.to_string(), at));
+                    }
+                }
+            }
+            thread::sleep(Duration::from_millis(200));
+        }
+        seen
+    })
+}
+
+/// The admissions (QuotaReserved events: one per admission written, by the
+/// replica that wrote it, see `src/controllers/events.rs`) not made by the
+/// Lease holder of their time: a holder's tenure runs from its
+/// acquireTime to the next holder's. Split-brain writes, if any.
+fn writes_outside_tenure(holders: &[(String, i64)], admissions: &[(i64, String)]) -> Vec<String> {
+    admissions
+        .iter()
+        .filter_map(|(t, who)| {
+            let holder = holders
+                .iter()
+                .rev()
+                .find(|(_, from)| from <= t)
+                .map(|(h, _)| h.as_str())
+                .unwrap_or("(before the first holder seen)");
+            (!holder.starts_with(&format!("{who}_")))
+                .then(|| format!("{who} admitted at {t} µs while {holder} held the Lease"))
+        })
+        .collect()
+}
+
+/// QuotaReserved events per Workload in `ns` (a series counts its count).
+fn reservations_per_workload(c: &LocalCluster, ns: &str) -> HashMap<String, i64> {
+    let mut m = HashMap::new();
+    let Some(list) = get(c, &["events.events.k8s.io", "-n", ns]) else {
+        return m;
+    };
+    for e in list["items"].as_array().into_iter().flatten() {
+        if e["reason"] != "QuotaReserved" {
+            continue;
+        }
+        let n = e["series"]["count"].as_i64().unwrap_or(1);
+        let name = e["regarding"]["name"].as_str().unwrap_or("").to_string();
+        *m.entry(name).or_insert(0) += n;
+    }
+    m
+}
+
 /// First admission by `who` after `since`, waited for (`logs` printed if
 /// it never comes).
 fn first_admission_by(
@@ -441,7 +514,7 @@ fn split_for_live_namespace(main: &mut [Value], live: &mut [Value]) {
 }
 
 #[test]
-fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() {
+fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overcommits() {
     let t0 = Instant::now();
     let c = shared();
     install_crds(c);
@@ -485,6 +558,8 @@ fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() 
     wait_for(Duration::from_secs(60), "replica-a to lead", || {
         holder(c).starts_with("replica-a_").then_some(())
     });
+    let watch_stop = Arc::new(AtomicBool::new(false));
+    let holders_watch = watch_holders(c, watch_stop.clone());
     let b = replica("replica-b", &kubeconfig, &certs, &cfg);
     let backends = Arc::new(Mutex::new(vec![(a.addr, a.probe), (b.addr, b.probe)]));
     // Two URLs, two apiserver connections: the main one (pinned to the
@@ -788,6 +863,52 @@ fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() 
         "{live_made_b} live namespace creates in 30 s"
     );
 
+    // (c) SIGKILL of the leader mid-stream: a fresh standby (replica-d)
+    // takes the Lease once it expires (the killed leader releases
+    // nothing) and admits; the webhook traffic spreads over the live
+    // replicas again.
+    let d_rep = replica("replica-d", &kubeconfig, &certs, &cfg);
+    backends.lock().unwrap()[1] = (d_rep.addr, d_rep.probe);
+    *proxy.pin.lock().unwrap() = None;
+    proxy.reset();
+    assert!(holder(c).starts_with("replica-c_"), "{}", holder(c));
+    wait_for(
+        Duration::from_secs(60),
+        "admissions by replica-c after SIGCONT",
+        || {
+            (reservations(c, &ns)
+                .iter()
+                .filter(|(t, r)| r == "replica-c" && *t > unix_micros(sigcont))
+                .count()
+                >= 3)
+                .then_some(())
+        },
+    );
+    let refused_before_kill = creates.lock().unwrap().refused.len();
+    let sigkill = SystemTime::now();
+    let mut c_rep = c_rep;
+    c_rep.signal(libc::SIGKILL);
+    c_rep
+        .wait_exit(Duration::from_secs(30))
+        .expect("replica-c dies on SIGKILL");
+    let handover_kill = first_admission_by(
+        c,
+        &ns,
+        &d_rep,
+        "replica-d",
+        sigkill,
+        Duration::from_secs(LEASE_SECONDS + 40),
+    );
+    let refused_kill = creates.lock().unwrap().refused.len() - refused_before_kill;
+    eprintln!("(c) SIGKILL: standby's first admission {handover_kill:.2} s after the signal; creates refused meanwhile: {refused_kill}");
+    // It waited out the lease (nothing was released), and no more.
+    assert!(
+        handover_kill <= (LEASE_SECONDS + 5) as f64,
+        "the standby admitted {handover_kill:.1} s after SIGKILL (lease {LEASE_SECONDS} s)"
+    );
+    // That replica-d took the Lease first is checked below: its admissions
+    // must fall within its tenure.
+
     // The stream ends; every Job runs to completion.
     stop.store(true, Ordering::Release);
     creator.join().unwrap();
@@ -801,13 +922,37 @@ fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() 
     });
     sampler.join().unwrap();
 
+    // Every admission was written by the Lease holder of its time, and
+    // no Workload was admitted twice.
+    watch_stop.store(true, Ordering::Release);
+    let holders = holders_watch.join().unwrap();
+    let mut admissions = reservations(c, &ns);
+    admissions.extend(reservations(c, &live_ns));
+    admissions.sort();
+    let split_brain = writes_outside_tenure(&holders, &admissions);
+    eprintln!(
+        "Lease holders seen: {:?}; admissions checked against them: {}",
+        holders.iter().map(|(h, _)| h.as_str()).collect::<Vec<_>>(),
+        admissions.len()
+    );
+    assert!(
+        split_brain.is_empty(),
+        "admissions by a replica not holding the Lease: {split_brain:?}"
+    );
+    for n in [ns.as_str(), live_ns.as_str()] {
+        let twice: Vec<_> = reservations_per_workload(c, n)
+            .into_iter()
+            .filter(|(_, k)| *k > 1)
+            .collect();
+        assert!(twice.is_empty(), "Workloads admitted twice: {twice:?}");
+    }
+
     // No write by replica-b after it was frozen (its fence refuses them).
     let late: Vec<_> = reservations(c, &ns)
         .into_iter()
         .filter(|(t, r)| r == "replica-b" && *t > unix_micros(sigstop))
         .collect();
     assert!(late.is_empty(), "replica-b wrote after SIGSTOP: {late:?}");
-    let _ = sigcont;
 
     // One Workload per Job, all Finished (Job names are unique across
     // the two namespaces by their prefixes).
@@ -845,12 +990,15 @@ fn leader_handover_on_sigterm_and_sigstop_loses_nothing_and_never_overcommits() 
         "HA figures: jobs {} + {} live (lost 0, one Workload each), creates refused {refused_total} (SIGTERM phase {refused_a}, SIGSTOP phase {}), \
          live namespace (during the freeze): {live_made_b} succeeded and {} refused; \
          over-quota samples 0 of {n} ({errs} sampling errors), handover SIGTERM {handover_term:.2} s, SIGSTOP {handover_stop:.2} s, \
+         SIGKILL {handover_kill:.2} s (creates refused {refused_kill}), split-brain writes {} of {} admissions, \
          proxied connections per replica {conns:?}; setup {setup:?}, total {:?}",
         made.len(),
         live_made.len(),
         refused_b.len(),
         live_refused_b.len(),
+        split_brain.len(),
+        admissions.len(),
         t0.elapsed()
     );
-    drop(c_rep);
+    drop(d_rep);
 }

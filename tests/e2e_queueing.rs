@@ -8,7 +8,10 @@ mod support;
 use std::{collections::BTreeMap, time::Duration};
 
 use serde_json::json;
-use support::{e2e::namespace, queueing::*};
+use support::{
+    e2e::{kubectl, namespace},
+    queueing::*,
+};
 
 /// 4 cpu behind two LocalQueues, six 1-cpu Jobs: four run at once on the
 /// flavor's nodes, the other two when those finish, and the ClusterQueue's
@@ -625,5 +628,161 @@ fn kueues_metrics_match_the_cluster_state() {
                 && sample(&m, "kueue_local_queue_finished_workloads", &lq_labels)? == done)
                 .then_some(())
         },
+    );
+}
+
+/// The job reconciler keeps a suspended Job's Workload in step with it, and
+/// stops a queued Job that runs without an admission (README: "Workload
+/// bookkeeping"):
+///
+/// 1. its pod sets change (parallelism 1 → 3): the Workload is re-created
+///    (new uid) with the new count, one Workload for the Job;
+/// 2. its queue name and WorkloadPriorityClass change: both are copied to
+///    that Workload (same uid);
+/// 3. a queued Job created unsuspended where the webhooks do not look
+///    (`batchgate-system`, left out of their namespaceSelector) is suspended.
+///
+/// The ClusterQueue has 1 cpu and the Jobs ask for 2, so nothing is ever
+/// admitted and the Jobs stay suspended.
+#[test]
+fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitted_run() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-recon");
+    apply(c, &flavor("recon-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("recon-cq", &[("recon-flavor", "1", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "recon-cq"));
+    apply(c, &local_queue(&ns, "lq2", "recon-cq"));
+    for (name, value) in [("recon-low", 100), ("recon-high", 1000)] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name}, "value": value})
+            .to_string(),
+        );
+    }
+    // completions is immutable: 3 from the start, parallelism 1 (1 pod).
+    let mut reshape: serde_json::Value = serde_json::from_str(&job(
+        "reshape",
+        &ns,
+        "lq",
+        "2",
+        "1s",
+        json!({"kueue.x-k8s.io/priority-class": "recon-low"}),
+    ))
+    .unwrap();
+    reshape["spec"]["completions"] = json!(3);
+    create(c, &reshape.to_string());
+    let first = wait_for(Duration::from_secs(60), "the Workload of reshape", || {
+        workload_of(c, &ns, "reshape")
+    });
+    assert_eq!(first["spec"]["podSets"][0]["count"], 1, "{first}");
+    assert_eq!(first["spec"]["priority"], 100, "{first}");
+    assert_eq!(first["spec"]["queueName"], "lq", "{first}");
+    let first_uid = first["metadata"]["uid"].as_str().unwrap().to_string();
+    let owned_by_reshape = || {
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])
+            .map(|l| {
+                l["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|w| w["metadata"]["ownerReferences"][0]["name"] == "reshape")
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+
+    // 1. Pod sets change while suspended: the Workload is re-created.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "job",
+            "reshape",
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"parallelism":3}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let second = wait_for(
+        Duration::from_secs(60),
+        "a re-created Workload with 3 pods",
+        || {
+            workload_of(c, &ns, "reshape").filter(|w| {
+                w["metadata"]["uid"] != first_uid.as_str() && w["spec"]["podSets"][0]["count"] == 3
+            })
+        },
+    );
+    assert_eq!(owned_by_reshape(), 1, "one Workload for the Job");
+    let second_uid = second["metadata"]["uid"].as_str().unwrap().to_string();
+
+    // 2. Queue name and priority class changed while suspended: copied.
+    for label in [
+        "kueue.x-k8s.io/queue-name=lq2",
+        "kueue.x-k8s.io/priority-class=recon-high",
+    ] {
+        let (ok, out, err) = kubectl(
+            c,
+            &["label", "job", "reshape", "-n", &ns, "--overwrite", label],
+            None,
+        );
+        assert!(ok, "{label}: {out}{err}");
+    }
+    let third = wait_for(
+        Duration::from_secs(60),
+        "queue lq2 and priority 1000 on the Workload",
+        || {
+            workload_of(c, &ns, "reshape")
+                .filter(|w| w["spec"]["queueName"] == "lq2" && w["spec"]["priority"] == 1000)
+        },
+    );
+    assert_eq!(
+        third["metadata"]["uid"],
+        second_uid.as_str(),
+        "the Workload was updated, not re-created"
+    );
+    assert_eq!(owned_by_reshape(), 1, "one Workload for the Job");
+    let job_now = get(c, &["job", "reshape", "-n", &ns]).unwrap();
+    assert_eq!(job_now["spec"]["suspend"], true, "{job_now}");
+
+    // 3. A queued Job running without an admission is suspended.
+    let bypass = namespace(c, "batchgate-system");
+    let mut running: serde_json::Value =
+        serde_json::from_str(&job("unadmitted", &bypass, "lq", "1", "600s", json!({}))).unwrap();
+    running["spec"]["suspend"] = json!(false);
+    // As stored by the create (the reconciler may act before a read).
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&running.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        stored["spec"]["suspend"], false,
+        "the webhook saw it after all: {stored}"
+    );
+    wait_for(
+        Duration::from_secs(60),
+        "the unadmitted Job suspended",
+        || get(c, &["job", "unadmitted", "-n", &bypass]).filter(|j| j["spec"]["suspend"] == true),
+    );
+    let _ = kubectl(
+        c,
+        &["delete", "job", "unadmitted", "-n", &bypass, "--wait=false"],
+        None,
+    );
+    let _ = kubectl(
+        c,
+        &["delete", "job", "reshape", "-n", &ns, "--wait=false"],
+        None,
     );
 }

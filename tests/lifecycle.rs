@@ -29,6 +29,21 @@ fn kubelet_mount(dir: &Path, stamp: &str, from: &Path) {
     }
 }
 
+/// Waits (at most `within`) until `what` holds, polling every 100 ms.
+async fn until(what: &str, within: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {within:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn failed_reloads(server: &Server, n: usize) -> bool {
+    server.probe_get("/metrics").1.contains(&format!(
+        r#"batchgate_certificate_reloads_total{{result="failure"}} {n}"#
+    ))
+}
+
 /// The kubelet update: write a new `..<stamp>` dir, point `..data_tmp` at
 /// it, rename it over `..data` (atomic), remove the old dir.
 fn kubelet_swap(dir: &Path, old_stamp: &str, new_stamp: &str, files: &[(&str, Vec<u8>)]) {
@@ -152,14 +167,23 @@ async fn a_broken_new_pair_keeps_the_old_one_and_logs_an_error() {
             ("tls.key", b"junk".to_vec()),
         ],
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Each rejected pair is counted once it has been read: wait for that.
+    until("the garbage pair rejected", Duration::from_secs(30), || {
+        failed_reloads(&server, 1)
+    })
+    .await;
     assert_eq!(server.client().connect().await.serial, serial);
 
     // A key that does not match the certificate.
     let mut mismatched = pair(&first);
     mismatched[2] = ("tls.key", std::fs::read(other.join("tls.key")).unwrap());
     kubelet_swap(&mount, "2", "3", &mismatched);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    until(
+        "the mismatched pair rejected",
+        Duration::from_secs(30),
+        || failed_reloads(&server, 2),
+    )
+    .await;
     assert_eq!(server.client().connect().await.serial, serial);
 
     let log = server.stderr.lock().unwrap().clone();
@@ -218,12 +242,24 @@ async fn sigterm_drains_in_flight_reviews_and_exits_zero() {
 
     let t = Instant::now();
     server.signal(libc::SIGTERM);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(server.probe_get("/readyz"), (503, "draining".into()));
+    until(
+        "/readyz to answer 503 draining",
+        Duration::from_secs(30),
+        || server.probe_get("/readyz") == (503, "draining".into()),
+    )
+    .await;
     assert!(server.is_running());
 
     // Finish the body after the shutdown delay, while draining.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    until("the drain to begin", Duration::from_secs(30), || {
+        server
+            .stderr
+            .lock()
+            .unwrap()
+            .contains("draining connections")
+    })
+    .await;
+    assert!(server.is_running());
     tx.send(Ok(Frame::data(Bytes::copy_from_slice(&body[half..]))))
         .await
         .unwrap();
@@ -260,11 +296,11 @@ async fn sigterm_with_nothing_in_flight_exits_promptly() {
     let _idle = server.client().connect().await;
     let t = Instant::now();
     server.signal(libc::SIGTERM);
-    let status = server.wait_exit(Duration::from_secs(5)).expect("exits");
+    let status = server.wait_exit(Duration::from_secs(60)).expect("exits");
     assert!(status.success());
-    assert!(
-        t.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        t.elapsed()
-    );
+    eprintln!("exited {:?} after SIGTERM", t.elapsed());
+    // Promptly: the idle connection was closed, not waited out.
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(log.contains("draining connections"), "{log}");
+    assert!(!log.contains("drain timed out"), "{log}");
 }

@@ -112,15 +112,17 @@ pub fn run(a: WaitArgs) -> Result<()> {
     let Some(t) = target(&a, started)? else {
         return Ok(());
     };
-    if a.until.is_some() {
-        println!("prescale-wait: holding until {}", show(t));
-    }
     let deadline = Duration::from_secs(t.max(0) as u64);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        // Printed once SIGTERM is handled, so a reader of this line may
+        // signal at once.
+        if a.until.is_some() {
+            println!("prescale-wait: holding until {}", show(t));
+        }
         loop {
             let left = deadline.saturating_sub(now());
             if left.is_zero() {

@@ -515,6 +515,87 @@ mod tests {
         assert_eq!(decide(&spec, "", at(0)), Step::Take { transitions: 4 });
     }
 
+    /// One replica's step applied to the Lease, as `try_hold` writes it.
+    fn apply(spec: &LeaseSpec, me: &str, now: Timestamp, duration: i32) -> (Step, LeaseSpec) {
+        let step = decide(spec, me, now);
+        let next = match step {
+            Step::Wait => spec.clone(),
+            Step::Renew => LeaseSpec {
+                renew_time: Some(MicroTime(now)),
+                ..spec.clone()
+            },
+            Step::Take { transitions } => LeaseSpec {
+                holder_identity: Some(me.into()),
+                lease_duration_seconds: Some(duration),
+                acquire_time: Some(MicroTime(now)),
+                renew_time: Some(MicroTime(now)),
+                lease_transitions: Some(transitions),
+                ..LeaseSpec::default()
+            },
+        };
+        (step, next)
+    }
+
+    #[test]
+    fn a_handover_after_a_crash_waits_out_the_lease_and_the_old_holder_cannot_renew() {
+        // a takes a free Lease and renews every 2 s until it dies at 10 s;
+        // b looks every 2 s from the start.
+        let mut spec = LeaseSpec::default();
+        let mut b_took = None;
+        for t in (0..60).step_by(2) {
+            if t <= 10 {
+                spec = apply(&spec, "a", at(t), 15).1;
+                assert_eq!(spec.holder_identity.as_deref(), Some("a"));
+            }
+            let (step, next) = apply(&spec, "b", at(t + 1), 15);
+            if matches!(step, Step::Take { .. }) {
+                b_took = Some(t + 1);
+                spec = next;
+                break;
+            }
+            assert_eq!(step, Step::Wait, "b at {}", t + 1);
+        }
+        // Last renewal at 10 s + 15 s: b takes at its first look after 25 s.
+        assert_eq!(b_took, Some(27));
+        assert_eq!(spec.lease_transitions, Some(2));
+        // a, resumed (it was frozen, not dead), finds it taken: waits, and
+        // its elector exits instead of writing.
+        assert_eq!(decide(&spec, "a", at(28)), Step::Wait);
+        assert_eq!(decide(&spec, "b", at(28)), Step::Renew);
+    }
+
+    #[test]
+    fn a_holders_fence_closes_before_another_may_take_its_lease() {
+        // A renewal that began at `start` landed with renewTime >= start; the
+        // fence lets the holder write until start + renew deadline, and
+        // nobody else may take the Lease before renewTime + duration. The
+        // gap is the margin for clock skew between replicas: a third.
+        for secs in 1..=120u64 {
+            let t = Timing::new(Duration::from_secs(secs));
+            assert!(t.renew_deadline * 3 <= t.duration * 2, "{t:?}");
+            assert!(
+                t.duration - t.renew_deadline >= t.duration / 3 - Duration::from_millis(1),
+                "{t:?}"
+            );
+            let spec = held_by("a", 0, secs as i32);
+            let fence_closes = t.renew_deadline.as_millis() as i64;
+            let last_moment =
+                Timestamp::from_millisecond(at(0).as_millisecond() + fence_closes).unwrap();
+            assert_eq!(decide(&spec, "b", last_moment), Step::Wait, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn a_released_lease_goes_to_the_first_standby_only() {
+        let released = released(&held_by("a", 0, 15), at(3));
+        let (step, taken) = apply(&released, "b", at(3), 15);
+        assert_eq!(step, Step::Take { transitions: 4 });
+        // c looks a moment later: b holds it for a whole lease.
+        assert_eq!(decide(&taken, "c", at(4)), Step::Wait);
+        assert_eq!(decide(&taken, "c", at(18)), Step::Wait);
+        assert_eq!(decide(&taken, "c", at(19)), Step::Take { transitions: 5 });
+    }
+
     #[test]
     fn timing_follows_client_go_ratios() {
         let t = Timing::new(Duration::from_secs(15));

@@ -20,12 +20,14 @@
 //!   PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
 //!   (our own Workload writes checked as the webhook would), [`events`],
-//!   [`lease`] (leader election and fencing).
+//!   [`lease`] (leader election and fencing), [`fault`] (crashes on
+//!   purpose, for crash tests).
 
 pub mod appwrapper;
 pub mod context;
 pub mod devices;
 pub mod events;
+pub mod fault;
 pub mod jobs;
 pub mod lease;
 pub mod prescale;

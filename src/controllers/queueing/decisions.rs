@@ -3,6 +3,7 @@
 //! starts), pending reasons, and their events.
 
 use super::*;
+use crate::controllers::fault;
 
 impl Controller {
     pub(super) fn cycle(&mut self) {
@@ -409,6 +410,9 @@ pub(super) async fn write_workload(
             None => return (refused, None),
         }
     }
+    if let Write::Admit(_) = w {
+        fault::reached(fault::Moment::AdmissionDecided, key);
+    }
     for _attempt in 0..4 {
         let now = now_time();
         let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
@@ -444,6 +448,9 @@ pub(super) async fn write_workload(
             .await
         {
             Ok(written) => {
+                if let Write::Admit(_) = w {
+                    fault::reached(fault::Moment::AdmissionWritten, key);
+                }
                 let outcome = match w {
                     Write::Admit(_) => Outcome::Admitted,
                     _ => Outcome::Done,
