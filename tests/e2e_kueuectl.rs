@@ -484,7 +484,12 @@ fn create_and_list_queues_and_flavors() {
     ok(c, &["-n", &ns, "delete", "lq", "kctl-lq-unknown"]);
     assert!(get(c, &["localqueue", "-n", &ns, "kctl-lq-unknown"]).is_none());
     ok(c, &["delete", "rf", "kctl-rf-tainted"]);
-    assert!(get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"]).is_none());
+    // Gone once the reconciler lets go of its resource-in-use finalizer.
+    wait_for(Duration::from_secs(60), "kctl-rf-tainted gone", || {
+        get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"])
+            .is_none()
+            .then_some(())
+    });
 }
 
 /// Workloads of real Jobs: positions in queue follow priority (served by

@@ -635,3 +635,109 @@ fn a_stopped_cluster_queue_holds_then_drains_then_resumes() {
 fn a_stopped_local_queue_holds_then_drains_then_resumes() {
     hold_drain_resume("stoplq", Stopped::LocalQueue);
 }
+
+fn finalizers_of(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect()
+}
+
+/// Kueue's `resource-in-use` finalizer (modelled on Kueue v0.19.2's
+/// "Should be stuck in termination until admitted workloads finished
+/// running" and the ResourceFlavor controller's deletion tests): a deleted
+/// ClusterQueue whose Job still runs stays, Active=False/Terminating and
+/// admitting nothing, until the Job's Workload finishes; its flavor stays
+/// until no ClusterQueue names it; a Workload keeps the finalizer while its
+/// Job needs it and loses it when it finishes or its Job is deleted.
+#[test]
+fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
+    const FIN: &str = "kueue.x-k8s.io/resource-in-use";
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-finalizers");
+    let (cq, rf) = ("finalizers-cq", "finalizers-rf");
+    apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
+    apply(c, &cluster_queue(cq, &[(rf, "4", None)], json!({})));
+    apply(c, &local_queue(&ns, "lq", cq));
+    for what in [["clusterqueue", cq], ["resourceflavor", rf]] {
+        wait_for(SHORT, &format!("the finalizer on {what:?}"), || {
+            get(c, &what)
+                .filter(|o| finalizers_of(o) == [FIN])
+                .map(|_| ())
+        });
+    }
+
+    create(c, &job("held", &ns, "lq", "1", "12s", json!({})));
+    wait_for(SHORT, "held to run", || {
+        running(c, &ns, "held").then_some(())
+    });
+    let wl = workload_of(c, &ns, "held").unwrap();
+    assert_eq!(finalizers_of(&wl), [FIN], "{wl}");
+
+    for what in [["clusterqueue", cq], ["resourceflavor", rf]] {
+        let (ok, out, err) = kubectl(c, &["delete", what[0], what[1], "--wait=false"], None);
+        assert!(ok, "{out}{err}");
+    }
+    let terminating = wait_for(SHORT, "the ClusterQueue to be Terminating", || {
+        get(c, &["clusterqueue", cq]).filter(|o| {
+            condition_of(o, "Active")
+                .is_some_and(|(st, reason, _)| st == "False" && reason == "Terminating")
+        })
+    });
+    assert_eq!(
+        condition_of(&terminating, "Active").unwrap().2,
+        "Can't admit new workloads; clusterQueue is terminating"
+    );
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string());
+    // A Job that would fit is not admitted by a terminating queue.
+    create(c, &job("late", &ns, "lq", "1", "1s", json!({})));
+    let late = wait_for(SHORT, "late to be found pending", || {
+        workload_of(c, &ns, "late").filter(|w| condition(w, "QuotaReserved").is_some())
+    });
+    assert_eq!(
+        condition_of(&late, "QuotaReserved").unwrap(),
+        (
+            "False".to_string(),
+            "Inadmissible".to_string(),
+            format!("ClusterQueue {cq} is inactive")
+        ),
+        "{late}"
+    );
+    // Both stay while held runs.
+    assert!(!succeeded(c, &ns, "held"), "held finished before the check");
+    assert!(get(c, &["clusterqueue", cq]).is_some());
+    assert!(get(c, &["resourceflavor", rf]).is_some());
+
+    // Once held is done the queue goes, then the flavor it named.
+    wait_for(LONG, "the ClusterQueue and its flavor gone", || {
+        (get(c, &["clusterqueue", cq]).is_none() && get(c, &["resourceflavor", rf]).is_none())
+            .then_some(())
+    });
+    assert!(succeeded(c, &ns, "held"), "{}", summary(c, &[&ns]));
+    let done = wait_for(SHORT, "held's Workload finished and let go", || {
+        workload_of(c, &ns, "held")
+            .filter(|w| is_true(w, "Finished") && finalizers_of(w).is_empty())
+    });
+    assert_eq!(
+        done["status"]["conditions"]
+            .as_array()
+            .map(Vec::len)
+            .map(|n| n > 0),
+        Some(true)
+    );
+
+    // late's Workload still holds its finalizer; deleting its Job lets the
+    // garbage collector's deletion of the Workload through.
+    let late = workload_of(c, &ns, "late").unwrap();
+    assert_eq!(finalizers_of(&late), [FIN], "{late}");
+    let late_name = s(&late["metadata"]["name"]);
+    let (ok, out, err) = kubectl(c, &["delete", "job", "late", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
+    wait_for(SHORT, "late's Workload gone with its Job", || {
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &late_name])
+            .is_none()
+            .then_some(())
+    });
+}

@@ -223,6 +223,37 @@ pub async fn write_workload_status(
     }
 }
 
+/// Lets go of Kueue's `resource-in-use` finalizer on a Workload
+/// (`workload.RemoveFinalizer`), keeping everyone else's. `true` when a
+/// write was made; a Workload changed or gone since `meta` was read is
+/// left to the next pass.
+pub async fn remove_workload_finalizer(
+    api: &Api<api::Workload>,
+    meta: &kube::api::ObjectMeta,
+) -> Result<bool, JobError> {
+    let finalizers = meta.finalizers.clone().unwrap_or_default();
+    if !finalizers
+        .iter()
+        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER)
+    {
+        return Ok(false);
+    }
+    let rest: Vec<&String> = finalizers
+        .iter()
+        .filter(|f| *f != workload::RESOURCE_IN_USE_FINALIZER)
+        .collect();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version},
+        {"op": "add", "path": "/metadata/finalizers", "value": rest},
+    ]))?;
+    let name = meta.name.clone().unwrap_or_default();
+    match api.patch(&name, &params(), &Patch::<()>::Json(patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What a Workload's admission adds to each pod set's template: the pod
 /// set and queue labels, the flavors' node labels and tolerations.
 pub fn admission_pod_set_infos(

@@ -164,6 +164,7 @@ fn cluster_queue(i: usize, spec: &QueueSpec, stop: StopPolicy) -> ClusterQueue {
         },
         flavor_fungibility: Default::default(),
         stop_policy: stop,
+        terminating: false,
     }
 }
 

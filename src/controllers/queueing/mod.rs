@@ -68,6 +68,7 @@ use crate::{
 
 mod decisions;
 mod feed;
+mod finalizers;
 mod status;
 
 // The children name their siblings and the other controllers' modules
@@ -117,6 +118,11 @@ enum Input {
     StatusWritten {
         queue: QueueKey,
         ok: bool,
+    },
+    /// A finalizer write on a ClusterQueue or ResourceFlavor was answered.
+    GuardWritten {
+        kind: crate::queueing::finalizers::Guarded,
+        name: String,
     },
 }
 
@@ -251,6 +257,10 @@ pub struct Controller {
     visibility: crate::cluster::positions::Positions,
     /// Device placement before admission (see [`super::devices`]).
     devices: Gate,
+    /// ClusterQueues and ResourceFlavors as their `resource-in-use`
+    /// finalizer needs them, and those with a finalizer write in flight.
+    guarded: BTreeMap<(crate::queueing::finalizers::Guarded, String), finalizers::Guard>,
+    guard_in_flight: HashSet<(crate::queueing::finalizers::Guarded, String)>,
 }
 
 const FLAVORS: usize = 0;
@@ -335,6 +345,8 @@ impl Controller {
             status_written_at: HashMap::new(),
             status_due: false,
             visibility: positions,
+            guarded: BTreeMap::new(),
+            guard_in_flight: HashSet::new(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -356,6 +368,9 @@ impl Controller {
                         c.write_statuses();
                     }
                     c.log_tally();
+                    if c.started {
+                        c.sync_finalizers();
+                    }
                     if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::queueing::visibility::Snapshot::of(&c.engine));
                     }
