@@ -741,3 +741,81 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
             .then_some(())
     });
 }
+
+/// Kueue's maximum execution time (modelled on Kueue v0.19.2's
+/// "Should deactivate the workload when the maximum execution time is
+/// exceeded"-style job integration checks and the workload controller's
+/// `reconcileMaxExecutionTime`): a Job labelled with
+/// `kueue.x-k8s.io/max-exec-time-seconds` runs past it; its Workload is
+/// deactivated and evicted for that cause, the Job suspended, and the
+/// admitted seconds recorded.
+#[test]
+fn a_job_past_its_maximum_execution_time_is_deactivated() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-max-exec");
+    let (cq, rf) = ("max-exec-cq", "max-exec-rf");
+    apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
+    apply(c, &cluster_queue(cq, &[(rf, "2", None)], json!({})));
+    apply(c, &local_queue(&ns, "lq", cq));
+    create(
+        c,
+        &job(
+            "overrun",
+            &ns,
+            "lq",
+            "1",
+            "120s",
+            json!({"kueue.x-k8s.io/max-exec-time-seconds": "3"}),
+        ),
+    );
+    wait_for(SHORT, "overrun to run", || {
+        running(c, &ns, "overrun").then_some(())
+    });
+    let wl = workload_of(c, &ns, "overrun").unwrap();
+    assert_eq!(wl["spec"]["maximumExecutionTimeSeconds"], 3, "{wl}");
+
+    let wl = wait_for(SHORT, "overrun deactivated and released", || {
+        workload_of(c, &ns, "overrun").filter(|w| {
+            w["spec"]["active"] == false
+                && condition_of(w, "QuotaReserved").is_some_and(|(st, ..)| st == "False")
+        })
+    });
+    let (st, reason, message) = condition_of(&wl, "Evicted").unwrap();
+    assert_eq!(
+        (st.as_str(), reason.as_str(), message.as_str()),
+        (
+            "True",
+            "DeactivatedDueToMaximumExecutionTimeExceeded",
+            "The workload is deactivated due to exceeding the maximum execution time"
+        ),
+        "{wl}"
+    );
+    assert!(condition(&wl, "DeactivationTarget").is_none(), "{wl}");
+    assert_eq!(
+        wl["status"]["schedulingStats"]["evictions"],
+        json!([{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]),
+        "{wl}"
+    );
+    // Admitted for at least its 3 s before it was stopped.
+    let secs = wl["status"]["accumulatedPastExecutionTimeSeconds"]
+        .as_i64()
+        .unwrap_or(0);
+    assert!(secs >= 3, "{wl}");
+    assert_eq!(job_obj(c, &ns, "overrun")["spec"]["suspend"], true);
+    assert!(!succeeded(c, &ns, "overrun"));
+    // Kueue's Warning event on the Workload.
+    let name = s(&wl["metadata"]["name"]);
+    let selector = format!("involvedObject.name={name},reason=MaximumExecutionTimeExceeded");
+    let ev = wait_for(SHORT, "the MaximumExecutionTimeExceeded event", || {
+        get(c, &["events", "-n", &ns, "--field-selector", &selector])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(
+        (s(&ev["type"]), s(&ev["message"])),
+        (
+            "Warning".to_string(),
+            "The maximum execution time (3s) exceeded".to_string()
+        ),
+        "{ev}"
+    );
+}

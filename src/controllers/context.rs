@@ -27,7 +27,10 @@ use super::translation::Conditions;
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     devices::allocation,
-    jobs::workload::{self, PodSetInfo, PriorityClasses},
+    jobs::{
+        execution,
+        workload::{self, PodSetInfo, PriorityClasses},
+    },
 };
 
 /// Field manager of every write.
@@ -42,8 +45,20 @@ pub fn params() -> PatchParams {
 
 /// An evicted Workload with no job to stop gives its quota back at once
 /// (Kueue's workload controller does the same for jobless Workloads).
-pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
+/// The admission's whole seconds are added to `accumulated`
+/// (`status.accumulatedPastExecutionTimeSeconds`, Kueue's
+/// `SyncAdmittedCondition`).
+pub fn release(
+    conds: &[Condition],
+    generation: Option<i64>,
+    now: &Time,
+    accumulated: Option<i32>,
+) -> Option<Value> {
     let mut c = Conditions(conds.to_vec());
+    let admitted_at = c
+        .get(condition::ADMITTED)
+        .filter(|a| a.status == "True")
+        .map(|a| a.last_transition_time.0.as_millisecond());
     let ev = c
         .get(condition::EVICTED)
         .filter(|e| e.status == "True")?
@@ -76,7 +91,15 @@ pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Opti
         now,
         generation,
     );
-    Some(json!({"admission": null, "conditions": c.0}))
+    let mut out = json!({"admission": null, "conditions": c.0});
+    if let Some(at) = admitted_at {
+        out["accumulatedPastExecutionTimeSeconds"] = json!(execution::accumulated(
+            accumulated,
+            at,
+            now.0.as_millisecond()
+        ));
+    }
+    Some(out)
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -36,6 +36,7 @@ use crate::{
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2::{self as api, condition},
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
+    jobs::execution,
     jobs::policy::{Policy, PolicySet, Progress},
     jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
@@ -342,6 +343,72 @@ impl Ctx {
         }
     }
 
+    /// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: when
+    /// to look again while time is left, and once it has run out, the
+    /// Workload marked `DeactivationTarget` (its accumulated time cleared)
+    /// with Kueue's Warning event.
+    async fn check_execution_time(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        conds: &Conditions,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Result<Action, JobError> {
+        let (Some(max), Some(admitted)) = (
+            wl.spec.maximum_execution_time_seconds,
+            conds.get(condition::ADMITTED),
+        ) else {
+            return Ok(Action::await_change());
+        };
+        if conds.is_true(condition::DEACTIVATION_TARGET) {
+            return Ok(Action::await_change());
+        }
+        let accumulated = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.accumulated_past_execution_time_seconds)
+            .unwrap_or(0);
+        let left = execution::remaining_ms(
+            max,
+            accumulated,
+            admitted.last_transition_time.0.as_millisecond(),
+            now.0.as_millisecond(),
+        );
+        if left > 0 {
+            return Ok(Action::requeue(Duration::from_millis(left.unsigned_abs())));
+        }
+        let mut c = conds.clone();
+        c.set(
+            condition::DEACTIVATION_TARGET,
+            true,
+            execution::EXCEEDED_REASON,
+            execution::EXCEEDED_MESSAGE,
+            now,
+            wl.metadata.generation,
+        );
+        let status = json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null});
+        write_workload_status(api, wl, status).await?;
+        let reference = ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+            kind: Some("Workload".into()),
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            uid: wl.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_: EventType::Warning,
+            reason: execution::EXCEEDED_REASON.into(),
+            note: Some(execution::exceeded_note(max)),
+            action: execution::EXCEEDED_REASON.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+        Ok(Action::await_change())
+    }
+
     /// What the admission adds to each pod set's template.
     fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
         admission_pod_set_infos(&self.shared.flavors, wl, queue)
@@ -516,6 +583,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         remove_workload_finalizer(&wl_api, &wl.metadata).await?;
         return Ok(Action::await_change());
     }
+    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
+        // Kueue's workload controller deactivates a DeactivationTarget;
+        // the queueing engine then evicts it for the target's reason.
+        let patch = json!({"spec": {"active": false}});
+        super::vetting::merge_patch(&serde_json::to_value(&wl)?, &patch)?;
+        wl_api
+            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+            .await?;
+        return Ok(Action::await_change());
+    }
     let finished = match &progress {
         Progress::Running => None,
         Progress::Succeeded(m) => Some((
@@ -579,13 +656,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             // Pods are still stopping; their quota is not free yet.
             return Ok(Action::requeue(Duration::from_millis(500)));
         }
-        if let Some(s) = release(&conds.0, wl.metadata.generation, &now) {
+        let accumulated = status.accumulated_past_execution_time_seconds;
+        if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
             write_workload_status(&wl_api, &wl, s).await?;
         }
         return Ok(Action::await_change());
     }
 
     if reserved && conds.is_true(condition::ADMITTED) {
+        let next = ctx.check_execution_time(&wl_api, &wl, &conds, &now).await?;
         if suspended {
             let Some(infos) = ctx.pod_set_infos(&wl, &queue) else {
                 return Ok(Action::requeue(Duration::from_millis(200)));
@@ -625,7 +704,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 }
             }
         }
-        return Ok(Action::await_change());
+        return Ok(next);
     }
     if reserved {
         // Quota reserved, admission checks pending: nothing to do yet.

@@ -73,6 +73,8 @@ impl Controller {
                             .and_then(|s| s.scheduling_stats.as_ref())
                             .and_then(|s| s.evictions.clone())
                             .unwrap_or_default();
+                        m.accumulated =
+                            status.and_then(|s| s.accumulated_past_execution_time_seconds);
                     }
                 }
                 match outcome {
