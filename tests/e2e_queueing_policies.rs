@@ -669,6 +669,46 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
         });
     }
 
+    // A Workload deleted under its running Job: the Job is stopped (Kueue's
+    // "Workload is deleted"), the Workload let go, and a new one queues
+    // and starts the Job again.
+    create(c, &job("replaced", &ns, "lq", "1", "6s", json!({})));
+    wait_for(SHORT, "replaced to run", || {
+        running(c, &ns, "replaced").then_some(())
+    });
+    let first = workload_of(c, &ns, "replaced").unwrap();
+    let (first_name, first_uid) = (s(&first["metadata"]["name"]), s(&first["metadata"]["uid"]));
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "workloads.kueue.x-k8s.io",
+            &first_name,
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let stopped = "involvedObject.name=replaced,reason=Stopped";
+    let ev = wait_for(SHORT, "replaced stopped for its deleted Workload", || {
+        get(c, &["events", "-n", &ns, "--field-selector", stopped])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(s(&ev["message"]), "Workload is deleted", "{ev}");
+    wait_for(
+        LONG,
+        "replaced re-queued under a new Workload and done",
+        || {
+            let wl = workload_of(c, &ns, "replaced")?;
+            (s(&wl["metadata"]["uid"]) != first_uid
+                && is_true(&wl, "Finished")
+                && succeeded(c, &ns, "replaced"))
+            .then_some(())
+        },
+    );
+
     create(c, &job("held", &ns, "lq", "1", "12s", json!({})));
     wait_for(SHORT, "held to run", || {
         running(c, &ns, "held").then_some(())
