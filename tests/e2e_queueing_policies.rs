@@ -782,10 +782,10 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
     });
 }
 
-/// Kueue's maximum execution time (modelled on Kueue v0.19.2's
-/// "Should deactivate the workload when the maximum execution time is
-/// exceeded"-style job integration checks and the workload controller's
-/// `reconcileMaxExecutionTime`): a Job labelled with
+/// Kueue's maximum execution time (modelled on Kueue v0.19.2's "should
+/// deactivate the workload when the time expires", test/integration/
+/// singlecluster/controller/core/workload_controller_test.go, here through
+/// a real Job): a Job labelled with
 /// `kueue.x-k8s.io/max-exec-time-seconds` runs past it; its Workload is
 /// deactivated and evicted for that cause, the Job suspended, and the
 /// admitted seconds recorded.
