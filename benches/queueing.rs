@@ -74,6 +74,7 @@ fn cluster_queue(name: &str, cohort: &str) -> ClusterQueue {
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        terminating: false,
     }
 }
 

@@ -483,8 +483,21 @@ fn create_and_list_queues_and_flavors() {
     );
     ok(c, &["-n", &ns, "delete", "lq", "kctl-lq-unknown"]);
     assert!(get(c, &["localqueue", "-n", &ns, "kctl-lq-unknown"]).is_none());
-    ok(c, &["delete", "rf", "kctl-rf-tainted"]);
-    assert!(get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"]).is_none());
+    // A flavor a ClusterQueue names is held by Kueue's resource-in-use
+    // finalizer until no queue does.
+    ok(c, &["delete", "rf", "kctl-rf-tainted", "--wait=false"]);
+    let held = get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"]).unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    assert_eq!(
+        held["metadata"]["finalizers"],
+        json!(["kueue.x-k8s.io/resource-in-use"])
+    );
+    ok(c, &["delete", "cq", "kctl-cq-full"]);
+    wait_for(Duration::from_secs(60), "kctl-rf-tainted gone", || {
+        get(c, &["resourceflavors.kueue.x-k8s.io", "kctl-rf-tainted"])
+            .is_none()
+            .then_some(())
+    });
 }
 
 /// Workloads of real Jobs: positions in queue follow priority (served by

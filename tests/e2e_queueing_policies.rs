@@ -635,3 +635,227 @@ fn a_stopped_cluster_queue_holds_then_drains_then_resumes() {
 fn a_stopped_local_queue_holds_then_drains_then_resumes() {
     hold_drain_resume("stoplq", Stopped::LocalQueue);
 }
+
+fn finalizers_of(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect()
+}
+
+/// Kueue's `resource-in-use` finalizer (modelled on Kueue v0.19.2's
+/// "Should be stuck in termination until admitted workloads finished
+/// running" and the ResourceFlavor controller's deletion tests): a deleted
+/// ClusterQueue whose Job still runs stays, Active=False/Terminating and
+/// admitting nothing, until the Job's Workload finishes; its flavor stays
+/// until no ClusterQueue names it; a Workload keeps the finalizer while its
+/// Job needs it and loses it when it finishes or its Job is deleted.
+#[test]
+fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
+    const FIN: &str = "kueue.x-k8s.io/resource-in-use";
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-finalizers");
+    let (cq, rf) = ("finalizers-cq", "finalizers-rf");
+    apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
+    apply(c, &cluster_queue(cq, &[(rf, "4", None)], json!({})));
+    apply(c, &local_queue(&ns, "lq", cq));
+    for what in [["clusterqueue", cq], ["resourceflavor", rf]] {
+        wait_for(SHORT, &format!("the finalizer on {what:?}"), || {
+            get(c, &what)
+                .filter(|o| finalizers_of(o) == [FIN])
+                .map(|_| ())
+        });
+    }
+
+    // A Workload deleted under its running Job: the Job is stopped (Kueue's
+    // "Workload is deleted"), the Workload let go, and a new one queues
+    // and starts the Job again.
+    create(c, &job("replaced", &ns, "lq", "1", "6s", json!({})));
+    wait_for(SHORT, "replaced to run", || {
+        running(c, &ns, "replaced").then_some(())
+    });
+    let first = workload_of(c, &ns, "replaced").unwrap();
+    let (first_name, first_uid) = (s(&first["metadata"]["name"]), s(&first["metadata"]["uid"]));
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "workloads.kueue.x-k8s.io",
+            &first_name,
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let stopped = "involvedObject.name=replaced,reason=Stopped";
+    let ev = wait_for(SHORT, "replaced stopped for its deleted Workload", || {
+        get(c, &["events", "-n", &ns, "--field-selector", stopped])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(s(&ev["message"]), "Workload is deleted", "{ev}");
+    wait_for(
+        LONG,
+        "replaced re-queued under a new Workload and done",
+        || {
+            let wl = workload_of(c, &ns, "replaced")?;
+            (s(&wl["metadata"]["uid"]) != first_uid
+                && is_true(&wl, "Finished")
+                && succeeded(c, &ns, "replaced"))
+            .then_some(())
+        },
+    );
+
+    create(c, &job("held", &ns, "lq", "1", "12s", json!({})));
+    wait_for(SHORT, "held to run", || {
+        running(c, &ns, "held").then_some(())
+    });
+    let wl = workload_of(c, &ns, "held").unwrap();
+    assert_eq!(finalizers_of(&wl), [FIN], "{wl}");
+
+    for what in [["clusterqueue", cq], ["resourceflavor", rf]] {
+        let (ok, out, err) = kubectl(c, &["delete", what[0], what[1], "--wait=false"], None);
+        assert!(ok, "{out}{err}");
+    }
+    let terminating = wait_for(SHORT, "the ClusterQueue to be Terminating", || {
+        get(c, &["clusterqueue", cq]).filter(|o| {
+            condition_of(o, "Active")
+                .is_some_and(|(st, reason, _)| st == "False" && reason == "Terminating")
+        })
+    });
+    assert_eq!(
+        condition_of(&terminating, "Active").unwrap().2,
+        "Can't admit new workloads; clusterQueue is terminating"
+    );
+    assert!(terminating["metadata"]["deletionTimestamp"].is_string());
+    // A Job that would fit is not admitted by a terminating queue.
+    create(c, &job("late", &ns, "lq", "1", "1s", json!({})));
+    let late = wait_for(SHORT, "late to be found pending", || {
+        workload_of(c, &ns, "late").filter(|w| condition(w, "QuotaReserved").is_some())
+    });
+    assert_eq!(
+        condition_of(&late, "QuotaReserved").unwrap(),
+        (
+            "False".to_string(),
+            "Inadmissible".to_string(),
+            format!("ClusterQueue {cq} is inactive")
+        ),
+        "{late}"
+    );
+    // Both stay while held runs.
+    assert!(!succeeded(c, &ns, "held"), "held finished before the check");
+    assert!(get(c, &["clusterqueue", cq]).is_some());
+    assert!(get(c, &["resourceflavor", rf]).is_some());
+
+    // Once held is done the queue goes, then the flavor it named.
+    wait_for(LONG, "the ClusterQueue and its flavor gone", || {
+        (get(c, &["clusterqueue", cq]).is_none() && get(c, &["resourceflavor", rf]).is_none())
+            .then_some(())
+    });
+    assert!(succeeded(c, &ns, "held"), "{}", summary(c, &[&ns]));
+    let done = wait_for(SHORT, "held's Workload finished and let go", || {
+        workload_of(c, &ns, "held")
+            .filter(|w| is_true(w, "Finished") && finalizers_of(w).is_empty())
+    });
+    assert_eq!(
+        done["status"]["conditions"]
+            .as_array()
+            .map(Vec::len)
+            .map(|n| n > 0),
+        Some(true)
+    );
+
+    // late's Workload still holds its finalizer; deleting its Job lets the
+    // garbage collector's deletion of the Workload through.
+    let late = workload_of(c, &ns, "late").unwrap();
+    assert_eq!(finalizers_of(&late), [FIN], "{late}");
+    let late_name = s(&late["metadata"]["name"]);
+    let (ok, out, err) = kubectl(c, &["delete", "job", "late", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
+    wait_for(SHORT, "late's Workload gone with its Job", || {
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &late_name])
+            .is_none()
+            .then_some(())
+    });
+}
+
+/// Kueue's maximum execution time (modelled on Kueue v0.19.2's "should
+/// deactivate the workload when the time expires", test/integration/
+/// singlecluster/controller/core/workload_controller_test.go, here through
+/// a real Job): a Job labelled with
+/// `kueue.x-k8s.io/max-exec-time-seconds` runs past it; its Workload is
+/// deactivated and evicted for that cause, the Job suspended, and the
+/// admitted seconds recorded.
+#[test]
+fn a_job_past_its_maximum_execution_time_is_deactivated() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-max-exec");
+    let (cq, rf) = ("max-exec-cq", "max-exec-rf");
+    apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
+    apply(c, &cluster_queue(cq, &[(rf, "2", None)], json!({})));
+    apply(c, &local_queue(&ns, "lq", cq));
+    create(
+        c,
+        &job(
+            "overrun",
+            &ns,
+            "lq",
+            "1",
+            "120s",
+            json!({"kueue.x-k8s.io/max-exec-time-seconds": "3"}),
+        ),
+    );
+    wait_for(SHORT, "overrun to run", || {
+        running(c, &ns, "overrun").then_some(())
+    });
+    let wl = workload_of(c, &ns, "overrun").unwrap();
+    assert_eq!(wl["spec"]["maximumExecutionTimeSeconds"], 3, "{wl}");
+
+    let wl = wait_for(SHORT, "overrun deactivated and released", || {
+        workload_of(c, &ns, "overrun").filter(|w| {
+            w["spec"]["active"] == false
+                && condition_of(w, "QuotaReserved").is_some_and(|(st, ..)| st == "False")
+        })
+    });
+    let (st, reason, message) = condition_of(&wl, "Evicted").unwrap();
+    assert_eq!(
+        (st.as_str(), reason.as_str(), message.as_str()),
+        (
+            "True",
+            "DeactivatedDueToMaximumExecutionTimeExceeded",
+            "The workload is deactivated due to exceeding the maximum execution time"
+        ),
+        "{wl}"
+    );
+    assert!(condition(&wl, "DeactivationTarget").is_none(), "{wl}");
+    assert_eq!(
+        wl["status"]["schedulingStats"]["evictions"],
+        json!([{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}]),
+        "{wl}"
+    );
+    // Admitted for at least its 3 s before it was stopped.
+    let secs = wl["status"]["accumulatedPastExecutionTimeSeconds"]
+        .as_i64()
+        .unwrap_or(0);
+    assert!(secs >= 3, "{wl}");
+    assert_eq!(job_obj(c, &ns, "overrun")["spec"]["suspend"], true);
+    assert!(!succeeded(c, &ns, "overrun"));
+    // Kueue's Warning event on the Workload.
+    let name = s(&wl["metadata"]["name"]);
+    let selector = format!("involvedObject.name={name},reason=MaximumExecutionTimeExceeded");
+    let ev = wait_for(SHORT, "the MaximumExecutionTimeExceeded event", || {
+        get(c, &["events", "-n", &ns, "--field-selector", &selector])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(
+        (s(&ev["type"]), s(&ev["message"])),
+        (
+            "Warning".to_string(),
+            "The maximum execution time (3s) exceeded".to_string()
+        ),
+        "{ev}"
+    );
+}

@@ -720,7 +720,11 @@ async fn kueue_step(
             // Components and pods are still going; their quota is not free.
             return Ok(Some(Duration::from_millis(500)));
         }
-        if let Some(s) = release(&conds.0, wl.metadata.generation, &now) {
+        let accumulated = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.accumulated_past_execution_time_seconds);
+        if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
             write_workload_status(&wl_api, &wl, s).await?;
         }
         return Ok(None);

@@ -27,7 +27,10 @@ use super::translation::Conditions;
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     devices::allocation,
-    jobs::workload::{self, PodSetInfo, PriorityClasses},
+    jobs::{
+        execution,
+        workload::{self, PodSetInfo, PriorityClasses},
+    },
 };
 
 /// Field manager of every write.
@@ -42,8 +45,20 @@ pub fn params() -> PatchParams {
 
 /// An evicted Workload with no job to stop gives its quota back at once
 /// (Kueue's workload controller does the same for jobless Workloads).
-pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Option<Value> {
+/// The admission's whole seconds are added to `accumulated`
+/// (`status.accumulatedPastExecutionTimeSeconds`, Kueue's
+/// `SyncAdmittedCondition`).
+pub fn release(
+    conds: &[Condition],
+    generation: Option<i64>,
+    now: &Time,
+    accumulated: Option<i32>,
+) -> Option<Value> {
     let mut c = Conditions(conds.to_vec());
+    let admitted_at = c
+        .get(condition::ADMITTED)
+        .filter(|a| a.status == "True")
+        .map(|a| a.last_transition_time.0.as_millisecond());
     let ev = c
         .get(condition::EVICTED)
         .filter(|e| e.status == "True")?
@@ -76,7 +91,15 @@ pub fn release(conds: &[Condition], generation: Option<i64>, now: &Time) -> Opti
         now,
         generation,
     );
-    Some(json!({"admission": null, "conditions": c.0}))
+    let mut out = json!({"admission": null, "conditions": c.0});
+    if let Some(at) = admitted_at {
+        out["accumulatedPastExecutionTimeSeconds"] = json!(execution::accumulated(
+            accumulated,
+            at,
+            now.0.as_millisecond()
+        ));
+    }
+    Some(out)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -219,6 +242,37 @@ pub async fn write_workload_status(
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Lets go of Kueue's `resource-in-use` finalizer on a Workload
+/// (`workload.RemoveFinalizer`), keeping everyone else's. `true` when a
+/// write was made; a Workload changed or gone since `meta` was read is
+/// left to the next pass.
+pub async fn remove_workload_finalizer(
+    api: &Api<api::Workload>,
+    meta: &kube::api::ObjectMeta,
+) -> Result<bool, JobError> {
+    let finalizers = meta.finalizers.clone().unwrap_or_default();
+    if !finalizers
+        .iter()
+        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER)
+    {
+        return Ok(false);
+    }
+    let rest: Vec<&String> = finalizers
+        .iter()
+        .filter(|f| *f != workload::RESOURCE_IN_USE_FINALIZER)
+        .collect();
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version},
+        {"op": "add", "path": "/metadata/finalizers", "value": rest},
+    ]))?;
+    let name = meta.name.clone().unwrap_or_default();
+    match api.patch(&name, &params(), &Patch::<()>::Json(patch)).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

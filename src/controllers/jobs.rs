@@ -26,8 +26,8 @@ use tracing::{debug, warn};
 
 use super::{
     context::{
-        admission_pod_set_infos, params, release, served, write_workload_status, JobError, Shared,
-        MANAGER,
+        admission_pod_set_infos, params, release, remove_workload_finalizer, served,
+        write_workload_status, JobError, Shared, MANAGER,
     },
     translation::Conditions,
 };
@@ -36,6 +36,7 @@ use crate::{
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2::{self as api, condition},
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
+    jobs::execution,
     jobs::policy::{Policy, PolicySet, Progress},
     jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
@@ -127,7 +128,7 @@ impl OwnerTriggers {
 
     async fn run(self, client: Client) {
         let stream = watcher(
-            Api::<kube::core::PartialObjectMeta<api::Workload>>::all(client),
+            Api::<kube::core::PartialObjectMeta<api::Workload>>::all(client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()
@@ -162,8 +163,52 @@ impl OwnerTriggers {
                     let _ = tx.unbounded_send(
                         ObjectRef::new_with(&owner.name, resource.clone()).within(ns),
                     );
+                    if wl.metadata.deletion_timestamp.is_some() {
+                        // A job that is gone is never reconciled again: its
+                        // Workload is let go here.
+                        tokio::spawn(release_orphan(
+                            client.clone(),
+                            resource.clone(),
+                            owner.clone(),
+                            wl.metadata.clone(),
+                        ));
+                    }
                 }
             }
+        }
+    }
+}
+
+/// Removes the `resource-in-use` finalizer of a Workload being deleted
+/// whose job no longer exists (jobframework's `finalizeWorkloads` for a
+/// job that is not found).
+async fn release_orphan(
+    client: Client,
+    resource: ApiResource,
+    owner: k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+    meta: kube::api::ObjectMeta,
+) {
+    let held = meta
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+    let Some(ns) = meta.namespace.clone().filter(|_| held) else {
+        return;
+    };
+    let jobs = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &resource);
+    let gone = match jobs.get_metadata_opt(&owner.name).await {
+        Ok(None) => true,
+        Ok(Some(job)) => job.metadata.uid.as_deref() != Some(owner.uid.as_str()),
+        Err(e) => {
+            debug!(error = %e, "owner of a deleted Workload not read");
+            false
+        }
+    };
+    if gone {
+        let api = Api::<api::Workload>::namespaced(client, &ns);
+        if let Err(e) = remove_workload_finalizer(&api, &meta).await {
+            warn!(error = %e, "resource-in-use finalizer of an orphaned Workload not removed");
         }
     }
 }
@@ -298,10 +343,103 @@ impl Ctx {
         }
     }
 
+    /// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: when
+    /// to look again while time is left, and once it has run out, the
+    /// Workload marked `DeactivationTarget` (its accumulated time cleared)
+    /// with Kueue's Warning event.
+    async fn check_execution_time(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        conds: &Conditions,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Result<Action, JobError> {
+        let (Some(max), Some(admitted)) = (
+            wl.spec.maximum_execution_time_seconds,
+            conds.get(condition::ADMITTED),
+        ) else {
+            return Ok(Action::await_change());
+        };
+        if conds.is_true(condition::DEACTIVATION_TARGET) {
+            return Ok(Action::await_change());
+        }
+        let accumulated = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.accumulated_past_execution_time_seconds)
+            .unwrap_or(0);
+        let left = execution::remaining_ms(
+            max,
+            accumulated,
+            admitted.last_transition_time.0.as_millisecond(),
+            now.0.as_millisecond(),
+        );
+        if left > 0 {
+            return Ok(Action::requeue(Duration::from_millis(left.unsigned_abs())));
+        }
+        let mut c = conds.clone();
+        c.set(
+            condition::DEACTIVATION_TARGET,
+            true,
+            execution::EXCEEDED_REASON,
+            execution::EXCEEDED_MESSAGE,
+            now,
+            wl.metadata.generation,
+        );
+        let status = json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null});
+        write_workload_status(api, wl, status).await?;
+        let reference = ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+            kind: Some("Workload".into()),
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            uid: wl.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_: EventType::Warning,
+            reason: execution::EXCEEDED_REASON.into(),
+            note: Some(execution::exceeded_note(max)),
+            action: execution::EXCEEDED_REASON.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+        Ok(Action::await_change())
+    }
+
     /// What the admission adds to each pod set's template.
     fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
         admission_pod_set_infos(&self.shared.flavors, wl, queue)
     }
+}
+
+/// Kueue's `FinalizeOrphanedWorkload` for a Workload whose job is going:
+/// finished (`OwnerNotFound`) unless already finished or being deleted,
+/// then its `resource-in-use` finalizer removed.
+async fn finalize_orphan(api: &Api<api::Workload>, wl: &api::Workload) -> Result<(), JobError> {
+    let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+        let mut c = conds.clone();
+        c.set(
+            condition::FINISHED,
+            true,
+            "OwnerNotFound",
+            "The workload's owner no longer exists",
+            &now,
+            wl.metadata.generation,
+        );
+        write_workload_status(api, wl, json!({"conditions": c.0})).await?;
+        // The finalizer goes on the next pass, from the Workload as the
+        // write left it.
+        return Ok(());
+    }
+    remove_workload_finalizer(api, &wl.metadata).await?;
+    Ok(())
 }
 
 fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
@@ -323,7 +461,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
         return Ok(Action::await_change());
     };
-    if obj.metadata.deletion_timestamp.is_some() || policy.skips(&job) {
+    if policy.skips(&job) {
         return Ok(Action::await_change());
     }
     // A child of an integrated kind (a JobSet's Jobs, an AppWrapper's
@@ -341,6 +479,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let t = &policy.target;
     let wl_name = workload::name_for(&t.kind, &t.group, &name, &uid);
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
+    if obj.metadata.deletion_timestamp.is_some() {
+        // The job is going (jobframework's `finalize`): its Workload is
+        // finished as orphaned and let go.
+        if let Some(wl) = wl_api.get_opt(&wl_name).await? {
+            finalize_orphan(&wl_api, &wl).await?;
+        }
+        return Ok(Action::await_change());
+    }
     let suspended = matches!(policy.suspend.resolve(&job), Some(Value::Bool(true)));
     let progress = policy
         .status
@@ -406,10 +552,47 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     if conds.is_true(condition::FINISHED) {
+        // Kueue's job reconciler lets go of a finished Workload.
+        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
         return Ok(Action::await_change());
     }
     let now =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    if wl.metadata.deletion_timestamp.is_some() {
+        // The Workload is being deleted (jobframework: "The workload is
+        // marked for deletion"): the job is stopped, its templates put
+        // back, and the Workload let go; a new one queues the job again.
+        if !suspended {
+            if ctx
+                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
+                .await?
+            {
+                ctx.job_event(
+                    &job,
+                    EventType::Normal,
+                    "Stopped",
+                    "Workload is deleted".into(),
+                )
+                .await;
+            }
+            return Ok(Action::requeue(Duration::from_millis(200)));
+        }
+        if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
+            return Ok(next);
+        }
+        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
+        return Ok(Action::await_change());
+    }
+    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
+        // Kueue's workload controller deactivates a DeactivationTarget;
+        // the queueing engine then evicts it for the target's reason.
+        let patch = json!({"spec": {"active": false}});
+        super::vetting::merge_patch(&serde_json::to_value(&wl)?, &patch)?;
+        wl_api
+            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+            .await?;
+        return Ok(Action::await_change());
+    }
     let finished = match &progress {
         Progress::Running => None,
         Progress::Succeeded(m) => Some((
@@ -440,6 +623,13 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             wl.metadata.generation,
         );
         write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
+        ctx.job_event(
+            &job,
+            EventType::Normal,
+            "FinishedWorkload",
+            format!("Workload '{ns}/{wl_name}' is declared finished"),
+        )
+        .await;
         return Ok(Action::await_change());
     }
 
@@ -466,13 +656,15 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             // Pods are still stopping; their quota is not free yet.
             return Ok(Action::requeue(Duration::from_millis(500)));
         }
-        if let Some(s) = release(&conds.0, wl.metadata.generation, &now) {
+        let accumulated = status.accumulated_past_execution_time_seconds;
+        if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
             write_workload_status(&wl_api, &wl, s).await?;
         }
         return Ok(Action::await_change());
     }
 
     if reserved && conds.is_true(condition::ADMITTED) {
+        let next = ctx.check_execution_time(&wl_api, &wl, &conds, &now).await?;
         if suspended {
             let Some(infos) = ctx.pod_set_infos(&wl, &queue) else {
                 return Ok(Action::requeue(Duration::from_millis(200)));
@@ -512,7 +704,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 }
             }
         }
-        return Ok(Action::await_change());
+        return Ok(next);
     }
     if reserved {
         // Quota reserved, admission checks pending: nothing to do yet.

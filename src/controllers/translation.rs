@@ -192,6 +192,7 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             ),
         },
         stop_policy: stop_policy(s.stop_policy.as_deref()),
+        terminating: cq.metadata.deletion_timestamp.is_some(),
     })
 }
 

@@ -249,8 +249,16 @@ pub fn synthesize(hook: Synthesizer, job: &Value) -> Value {
     }
 }
 
+/// Kueue's finalizer on a job's Workload (and on ClusterQueues and
+/// ResourceFlavors in use): the job reconciler lets go of it once the
+/// Workload is finished, or being deleted with its job stopped, or the job
+/// is gone.
+pub const RESOURCE_IN_USE_FINALIZER: &str = crate::queueing::finalizers::RESOURCE_IN_USE;
+
 /// The Workload for a queued job: owned by it (controller reference, so it
-/// is garbage-collected with the job), labelled with the job's uid.
+/// is garbage-collected with the job), labelled with the job's uid, and
+/// held by Kueue's `resource-in-use` finalizer while the job needs it
+/// (jobframework's `NewWorkload`).
 pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, WorkloadError> {
     let name = meta_str(job, "name")?;
     let namespace = meta_str(job, "namespace")?;
@@ -278,6 +286,7 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
             "name": name_for(&t.kind, &t.group, name, uid),
             "namespace": namespace,
             "labels": { JOB_UID_LABEL: uid },
+            "finalizers": [RESOURCE_IN_USE_FINALIZER],
             "ownerReferences": [{
                 "apiVersion": t.api_version(),
                 "kind": t.kind,
@@ -586,6 +595,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(wl["spec"]["queueName"], "lq");
+        // jobframework's NewWorkload (pkg/controller/jobframework/utils.go,
+        // checked by reconciler_test.go's expected Workloads).
+        assert_eq!(
+            wl["metadata"]["finalizers"],
+            json!(["kueue.x-k8s.io/resource-in-use"])
+        );
         assert_eq!(wl["spec"]["priority"], 7);
         assert_eq!(
             wl["spec"]["priorityClassRef"]["kind"],

@@ -120,6 +120,9 @@ pub struct ClusterQueue {
     pub preemption: Preemption,
     pub flavor_fungibility: FlavorFungibility,
     pub stop_policy: StopPolicy,
+    /// Deleted and held by its `resource-in-use` finalizer: admits nothing
+    /// new (Kueue's `terminating` status) until its workloads are gone.
+    pub terminating: bool,
 }
 
 impl ClusterQueue {

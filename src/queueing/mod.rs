@@ -25,6 +25,7 @@
 //!   the last attempt stopped).
 
 pub mod cluster_queue;
+pub mod finalizers;
 pub mod flavors;
 mod preemption;
 pub mod quantity;

@@ -335,6 +335,7 @@ mod tests {
             },
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            terminating: false,
         }
     }
 

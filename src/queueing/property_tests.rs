@@ -202,6 +202,7 @@ fn cluster_queue(shape: &QueueShape, spec: &QueueSpec, stop: StopPolicy) -> Clus
         },
         flavor_fungibility: Default::default(),
         stop_policy: stop,
+        terminating: false,
     }
 }
 

@@ -280,6 +280,7 @@ mod tests {
             preemption: Default::default(),
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            terminating: false,
         }
     }
 

@@ -815,6 +815,24 @@ impl Engine {
     }
 
     /// The admission a workload holds quota with, if any.
+    /// Kueue's `ClusterQueueEmpty`: no workload holds quota in the queue
+    /// (true for a queue not known), so its `resource-in-use` finalizer may
+    /// go.
+    pub fn cluster_queue_empty(&self, name: &str) -> bool {
+        self.holders.get(name).is_none_or(BTreeSet::is_empty)
+    }
+
+    /// Kueue's `ClusterQueuesUsingFlavor`: the ClusterQueues whose resource
+    /// groups name the flavor (a deleted flavor keeps its finalizer while
+    /// one does).
+    pub fn cluster_queues_using_flavor(&self, flavor: &str) -> Vec<&str> {
+        self.cluster_queues
+            .values()
+            .filter(|cq| cq.flavor_names().contains(&flavor))
+            .map(|cq| cq.name.as_str())
+            .collect()
+    }
+
     pub fn admission(&self, key: &str) -> Option<&Admission> {
         match &self.workloads.get(key)?.state {
             State::Holding(h) => Some(&h.admission),
@@ -831,10 +849,18 @@ impl Engine {
     }
 
     fn is_active(&self, cq: &ClusterQueue) -> bool {
-        !cq.stop_policy.is_stopped() && self.missing_flavors(cq).is_empty()
+        !cq.terminating && !cq.stop_policy.is_stopped() && self.missing_flavors(cq).is_empty()
     }
 
     fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
+        if cq.terminating {
+            // Kueue's `inactiveReason` for a terminating ClusterQueue.
+            return ActiveCondition {
+                status: false,
+                reason: "Terminating",
+                message: "Can't admit new workloads; clusterQueue is terminating".into(),
+            };
+        }
         let mut reasons = Vec::new();
         let mut messages = Vec::new();
         if cq.stop_policy.is_stopped() {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::controllers::fault;
+use crate::jobs::execution;
 
 impl Controller {
     pub(super) fn cycle(&mut self) {
@@ -265,25 +266,36 @@ pub(super) fn drained_by(conds: &[Condition]) -> Option<&'static str> {
 }
 
 /// `status.schedulingStats.evictions` after one more eviction for `reason`
-/// (Kueue's `workloadEvictionStateInc`; none of the evictions batchgate
-/// issues has an underlying cause).
+/// and its underlying `cause` (Kueue's `workloadEvictionStateInc`; only a
+/// deactivation for a `DeactivationTarget` reason has one).
 pub(super) fn count_eviction(
     prev: &[api::WorkloadSchedulingStatsEviction],
     reason: &str,
+    cause: &str,
 ) -> Vec<api::WorkloadSchedulingStatsEviction> {
     let mut out = prev.to_vec();
     match out
         .iter_mut()
-        .find(|e| e.reason == reason && e.underlying_cause.is_empty())
+        .find(|e| e.reason == reason && e.underlying_cause == cause)
     {
         Some(e) => e.count += 1,
         None => out.push(api::WorkloadSchedulingStatsEviction {
             reason: reason.to_string(),
-            underlying_cause: String::new(),
+            underlying_cause: cause.to_string(),
             count: 1,
         }),
     }
     out
+}
+
+/// The cause a deactivation is for: the reason and message of a true
+/// `DeactivationTarget` condition (the maximum execution time exceeded,
+/// the requeuing limit reached).
+pub(super) fn deactivation_cause(conds: &[Condition]) -> Option<(String, String)> {
+    conds
+        .iter()
+        .find(|c| c.type_ == condition::DEACTIVATION_TARGET && c.status == "True")
+        .map(|c| (c.reason.clone(), c.message.clone()))
 }
 
 /// The status a write leaves, computed from the Workload as last seen;
@@ -337,11 +349,20 @@ pub(super) fn render(
             if !reserved || c.is_true(condition::EVICTED) {
                 return None;
             }
+            let (ev_reason, ev_message) = match deactivation_cause(&c.0) {
+                Some((cause, cause_message)) if *reason == EvictionReason::Deactivated => {
+                    // Kueue's workload controller evicts for the cause and
+                    // drops the target condition in the same write.
+                    c.0.retain(|x| x.type_ != condition::DEACTIVATION_TARGET);
+                    execution::deactivated_eviction(&cause, &cause_message)
+                }
+                _ => (reason.as_str().to_string(), message.clone()),
+            };
             c.set(
                 condition::EVICTED,
                 true,
-                reason.as_str(),
-                message,
+                &ev_reason,
+                &ev_message,
                 now,
                 generation,
             );
@@ -424,14 +445,21 @@ pub(super) async fn write_workload(
                 .get("conditions")
                 .and_then(|c| serde_json::from_value::<Vec<Condition>>(c.clone()).ok())
             {
-                if let Some(released) = release(&c, meta.generation, &now) {
+                if let Some(released) = release(&c, meta.generation, &now, meta.accumulated) {
                     status = released;
                 }
             }
         }
         if let Write::Evict { reason, .. } = w {
-            status["schedulingStats"] =
-                json!({"evictions": count_eviction(&meta.evictions, reason.as_str())});
+            let cause = match deactivation_cause(&meta.conditions) {
+                Some((cause, _)) if *reason == EvictionReason::Deactivated => cause,
+                _ => String::new(),
+            };
+            status["schedulingStats"] = json!({"evictions": count_eviction(
+                &meta.evictions,
+                reason.as_str(),
+                &cause
+            )});
         }
         // Not sent if the Workload webhook (which it skips) would refuse it.
         let before = super::vetting::known(namespace, name, view.as_ref(), &meta.conditions);
@@ -474,6 +502,10 @@ pub(super) async fn write_workload(
                             .and_then(|s| s.scheduling_stats.as_ref())
                             .and_then(|s| s.evictions.clone())
                             .unwrap_or_default();
+                        meta.accumulated = fresh
+                            .status
+                            .as_ref()
+                            .and_then(|s| s.accumulated_past_execution_time_seconds);
                         if let (Write::Admit(_), Some(_)) =
                             (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
                         {
@@ -567,7 +599,24 @@ pub(super) fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence
 /// Records the events of a landed write.
 pub(super) fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
     let waited = (now_ms() - meta.created_ms).max(0) as f64 / 1000.0;
-    for o in occurrences(key, waited, w) {
+    let cause = match w {
+        Write::Evict {
+            reason: EvictionReason::Deactivated,
+            ..
+        } => deactivation_cause(&meta.conditions),
+        _ => None,
+    };
+    for mut o in occurrences(key, waited, w) {
+        // Kueue's event for a deactivation with a cause:
+        // `EvictedDueToDeactivatedDueTo<cause>`, with the eviction message.
+        if let Some((c, m)) = cause
+            .as_ref()
+            .filter(|_| o.reason == "EvictedDueToDeactivated")
+        {
+            let (reason, message) = execution::deactivated_eviction(c, m);
+            o.reason = format!("EvictedDueTo{reason}");
+            o.note = truncate_note(message);
+        }
         events.record(o);
     }
 }

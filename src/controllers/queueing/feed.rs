@@ -2,11 +2,16 @@
 //! LocalQueues, Namespaces and Workloads in, as the engine's inputs.
 
 use super::*;
+use crate::queueing::finalizers::Guarded;
 
 impl Controller {
     pub(super) fn input(&mut self, input: Input) {
         match input {
             Input::Flavor(ev) => self.on_event(FLAVORS, ev, |c, rf| {
+                c.guarded.insert(
+                    (Guarded::ResourceFlavor, rf.name_any()),
+                    finalizers::Guard::of(rf),
+                );
                 let f = translation::flavor(rf);
                 if c.started {
                     c.engine.upsert_flavor(f);
@@ -15,6 +20,10 @@ impl Controller {
                 }
             }),
             Input::ClusterQueue(ev) => self.on_event(CLUSTER_QUEUES, ev, |c, cq| {
+                c.guarded.insert(
+                    (Guarded::ClusterQueue, cq.name_any()),
+                    finalizers::Guard::of(cq),
+                );
                 match translation::cluster_queue(cq) {
                     Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
                     Ok(q) => c.initial.cluster_queues.push(q),
@@ -64,6 +73,8 @@ impl Controller {
                             .and_then(|s| s.scheduling_stats.as_ref())
                             .and_then(|s| s.evictions.clone())
                             .unwrap_or_default();
+                        m.accumulated =
+                            status.and_then(|s| s.accumulated_past_execution_time_seconds);
                     }
                 }
                 match outcome {
@@ -76,6 +87,9 @@ impl Controller {
                 }
                 self.busy.remove(&key);
                 self.next_write(&key);
+            }
+            Input::GuardWritten { kind, name } => {
+                self.guard_in_flight.remove(&(kind, name));
             }
             Input::StatusWritten { queue, ok } => {
                 self.status_in_flight.remove(&queue);
@@ -180,8 +194,13 @@ impl Controller {
     pub(super) fn delete(&mut self, kind: usize, k: &str) {
         self.known[kind].remove(k);
         match kind {
-            FLAVORS => self.engine.delete_flavor(k),
+            FLAVORS => {
+                self.guarded
+                    .remove(&(Guarded::ResourceFlavor, k.to_string()));
+                self.engine.delete_flavor(k)
+            }
             CLUSTER_QUEUES => {
+                self.guarded.remove(&(Guarded::ClusterQueue, k.to_string()));
                 self.engine.delete_cluster_queue(k);
                 self.cq_status.remove(k);
                 self.cq_written.remove(k);

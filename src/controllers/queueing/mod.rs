@@ -69,6 +69,7 @@ use crate::{
 
 mod decisions;
 mod feed;
+mod finalizers;
 mod metrics;
 mod status;
 
@@ -120,6 +121,11 @@ enum Input {
         queue: QueueKey,
         ok: bool,
     },
+    /// A finalizer write on a ClusterQueue or ResourceFlavor was answered.
+    GuardWritten {
+        kind: crate::queueing::finalizers::Guarded,
+        name: String,
+    },
 }
 
 /// A ClusterQueue (name) or LocalQueue (namespace, name) whose status is
@@ -153,6 +159,9 @@ struct Meta {
     evictions: Vec<api::WorkloadSchedulingStatsEviction>,
     /// `spec.priorityClassRef.name` (Kueue's metrics' `priority_class`).
     priority_class: String,
+    /// `status.accumulatedPastExecutionTimeSeconds`, added to when a
+    /// jobless Workload's admission is released.
+    accumulated: Option<i32>,
 }
 
 impl Meta {
@@ -185,6 +194,10 @@ impl Meta {
                 .as_ref()
                 .map(|r| r.name.clone())
                 .unwrap_or_default(),
+            accumulated: wl
+                .status
+                .as_ref()
+                .and_then(|s| s.accumulated_past_execution_time_seconds),
         }
     }
 }
@@ -269,6 +282,10 @@ pub struct Controller {
     /// Finished Workloads still in the API, by their LocalQueue
     /// (namespace, name): Kueue's `finished_workloads` gauges.
     finished: HashMap<Key, (String, String)>,
+    /// ClusterQueues and ResourceFlavors as their `resource-in-use`
+    /// finalizer needs them, and those with a finalizer write in flight.
+    guarded: BTreeMap<(crate::queueing::finalizers::Guarded, String), finalizers::Guard>,
+    guard_in_flight: HashSet<(crate::queueing::finalizers::Guarded, String)>,
 }
 
 const FLAVORS: usize = 0;
@@ -360,6 +377,8 @@ impl Controller {
             metrics,
             preempting: HashMap::new(),
             finished: HashMap::new(),
+            guarded: BTreeMap::new(),
+            guard_in_flight: HashSet::new(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -382,6 +401,9 @@ impl Controller {
                         c.write_statuses();
                     }
                     c.log_tally();
+                    if c.started {
+                        c.sync_finalizers();
+                    }
                     if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::queueing::visibility::Snapshot::of(&c.engine));
                     }
@@ -457,6 +479,7 @@ mod tests {
             created_ms: 0,
             evictions: Vec::new(),
             priority_class: String::new(),
+            accumulated: None,
         };
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();
@@ -505,7 +528,9 @@ mod tests {
         assert!(s.get("admission").is_none());
         // Evicting twice writes nothing.
         assert!(render(&evict, &c.0, None, &at(21)).is_none());
-        let r = release(&c.0, None, &at(30)).unwrap();
+        let r = release(&c.0, None, &at(30), Some(5)).unwrap();
+        // Admitted at 10, released at 30: 20 s more.
+        assert_eq!(r["accumulatedPastExecutionTimeSeconds"], 25);
         assert!(r["admission"].is_null());
         let c = Conditions(conds(&r));
         assert!(!c.is_true("QuotaReserved") && !c.is_true("Admitted"));
@@ -522,6 +547,55 @@ mod tests {
         assert_eq!(
             ev.message,
             "Previously: Preempted to accommodate a workload"
+        );
+    }
+
+    /// Kueue v0.19.2 workload_controller.go: an inactive Workload with a
+    /// `DeactivationTarget` is evicted as `DeactivatedDueTo<its reason>`,
+    /// "The workload is deactivated due to <its message>", and the target
+    /// condition is dropped; a plain deactivation keeps Kueue's plain words.
+    #[test]
+    fn a_deactivation_for_a_cause_is_evicted_in_its_name() {
+        let mut c = Conditions(conds(
+            &render(&Write::Admit(admission()), &[], None, &at(1)).unwrap(),
+        ));
+        let plain = Write::Evict {
+            reason: EvictionReason::Deactivated,
+            message: "The workload is deactivated".into(),
+            preempted: None,
+        };
+        let e = Conditions(conds(&render(&plain, &c.0, None, &at(2)).unwrap()));
+        let ev = e.get("Evicted").unwrap();
+        assert_eq!(
+            (ev.reason.as_str(), ev.message.as_str()),
+            ("Deactivated", "The workload is deactivated")
+        );
+        c.set(
+            "DeactivationTarget",
+            true,
+            "MaximumExecutionTimeExceeded",
+            "exceeding the maximum execution time",
+            &at(2),
+            None,
+        );
+        let e = Conditions(conds(&render(&plain, &c.0, None, &at(3)).unwrap()));
+        let ev = e.get("Evicted").unwrap();
+        assert_eq!(
+            (ev.reason.as_str(), ev.message.as_str()),
+            (
+                "DeactivatedDueToMaximumExecutionTimeExceeded",
+                "The workload is deactivated due to exceeding the maximum execution time"
+            )
+        );
+        assert!(e.get("DeactivationTarget").is_none());
+        assert_eq!(
+            serde_json::to_value(count_eviction(
+                &[],
+                "Deactivated",
+                "MaximumExecutionTimeExceeded"
+            ))
+            .unwrap(),
+            json!([{"reason": "Deactivated", "underlyingCause": "MaximumExecutionTimeExceeded", "count": 1}])
         );
     }
 
@@ -556,7 +630,7 @@ mod tests {
             preempted: None,
         };
         let evicted = conds(&render(&evict, &admitted, None, &at(2)).unwrap());
-        let released = conds(&release(&evicted, None, &at(3)).unwrap());
+        let released = conds(&release(&evicted, None, &at(3), None).unwrap());
         assert_eq!(drained_by(&released), Some("ClusterQueueStopped"));
         let restarted = Write::Requeued {
             from: "ClusterQueueStopped",
@@ -700,12 +774,16 @@ mod tests {
 
     #[test]
     fn evictions_are_counted_by_reason() {
-        let one = count_eviction(&[], "Preempted");
+        let one = count_eviction(&[], "Preempted", "");
         assert_eq!(
             serde_json::to_value(&one).unwrap(),
             json!([{"reason": "Preempted", "underlyingCause": "", "count": 1}])
         );
-        let two = count_eviction(&count_eviction(&one, "ClusterQueueStopped"), "Preempted");
+        let two = count_eviction(
+            &count_eviction(&one, "ClusterQueueStopped", ""),
+            "Preempted",
+            "",
+        );
         assert_eq!(
             serde_json::to_value(&two).unwrap(),
             json!([

@@ -94,6 +94,7 @@ fn cluster_queue(q: &Queue) -> ClusterQueue {
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        terminating: false,
     }
 }
 

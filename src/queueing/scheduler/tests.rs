@@ -48,6 +48,7 @@ fn cq(name: &str, cohort: Option<&str>, flavors: &[(&str, i64)]) -> ClusterQueue
         preemption: Preemption::default(),
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        terminating: false,
     }
 }
 
@@ -979,4 +980,110 @@ fn pending_workloads_are_split_as_kueues_metrics_count_them() {
         after.local_queues[&(NS.to_string(), "lq-a".to_string())],
         (0, 2)
     );
+}
+
+// ---- the resource-in-use finalizer ----------------------------------------
+
+mod finalizers {
+    use super::*;
+    use crate::queueing::finalizers::{apply, change, Change, Guarded, RESOURCE_IN_USE};
+
+    /// Kueue's ClusterQueue and ResourceFlavor reconcilers add the
+    /// finalizer to one not being deleted (clusterqueue_controller.go,
+    /// resourceflavor_controller.go: the fallback to the webhook's
+    /// defaulting), keeping everyone else's.
+    #[test]
+    fn a_queue_or_flavor_not_being_deleted_gets_the_finalizer() {
+        let e = engine(&["f"], vec![cq("cq", None, &[("f", 4)])]);
+        for (kind, name) in [
+            (Guarded::ClusterQueue, "cq"),
+            (Guarded::ResourceFlavor, "f"),
+        ] {
+            assert_eq!(change(&e, kind, name, false, false), Some(Change::Add));
+            assert_eq!(change(&e, kind, name, true, false), None);
+        }
+        assert_eq!(
+            apply(&["someone/else".into()], Change::Add),
+            ["someone/else", RESOURCE_IN_USE]
+        );
+        assert_eq!(
+            apply(
+                &[RESOURCE_IN_USE.into(), "someone/else".into()],
+                Change::Remove
+            ),
+            ["someone/else"]
+        );
+    }
+
+    /// Modelled on Kueue v0.19.2's "Should be stuck in termination until
+    /// admitted workloads finished running", "Should keep the status
+    /// counters and Active condition accurate while terminating" and
+    /// "Should delete clusterQueues successfully when no admitted
+    /// workloads are running" (test/integration/singlecluster/controller/
+    /// core/clusterqueue_controller_test.go): a deleted queue keeps its
+    /// finalizer while a workload holds quota in it, reports
+    /// Active=False/Terminating, admits nothing new, and lets go once the
+    /// workload is done.
+    #[test]
+    fn a_deleted_queue_is_held_until_its_admitted_workloads_finish() {
+        let mut e = engine(&["f"], vec![cq("cq", None, &[("f", 4)])]);
+        e.upsert_workload(wl("running", "cq", 0, 1, 1));
+        assert_eq!(admitted(&e.schedule(10)), [key("running")]);
+        e.confirm_admission(&key("running"));
+        let mut deleting = cq("cq", None, &[("f", 4)]);
+        deleting.terminating = true;
+        e.upsert_cluster_queue(deleting);
+        assert_eq!(change(&e, Guarded::ClusterQueue, "cq", true, true), None);
+        let status = e.cluster_queue_status("cq").unwrap();
+        assert_eq!(
+            (
+                status.active.status,
+                status.active.reason,
+                status.active.message.as_str(),
+                status.reserving_workloads
+            ),
+            (
+                false,
+                "Terminating",
+                "Can't admit new workloads; clusterQueue is terminating",
+                1
+            )
+        );
+        // Room for it, but the queue is terminating: not admitted.
+        e.upsert_workload(wl("new", "cq", 0, 2, 1));
+        let c = e.schedule(20);
+        assert!(admitted(&c).is_empty(), "{:?}", c.decisions);
+        e.finish_workload(&key("running"));
+        assert_eq!(
+            change(&e, Guarded::ClusterQueue, "cq", true, true),
+            Some(Change::Remove)
+        );
+        // A queue nothing was admitted to lets go at once.
+        let e = engine(&["f"], vec![cq("cq", None, &[("f", 4)])]);
+        assert_eq!(
+            change(&e, Guarded::ClusterQueue, "cq", true, true),
+            Some(Change::Remove)
+        );
+    }
+
+    /// Modelled on Kueue v0.19.2's "Should delete the resourceFlavor when
+    /// the corresponding clusterQueue no longer uses the resourceFlavor"
+    /// and "... when the corresponding clusterQueue is deleted"
+    /// (resourceflavor_controller_test.go).
+    #[test]
+    fn a_deleted_flavor_is_held_while_a_queue_names_it() {
+        let mut e = engine(&["f", "g"], vec![cq("cq", None, &[("f", 4)])]);
+        assert_eq!(change(&e, Guarded::ResourceFlavor, "f", true, true), None);
+        e.upsert_cluster_queue(cq("cq", None, &[("g", 4)]));
+        assert_eq!(
+            change(&e, Guarded::ResourceFlavor, "f", true, true),
+            Some(Change::Remove)
+        );
+        let mut e = engine(&["f"], vec![cq("cq", None, &[("f", 4)])]);
+        e.delete_cluster_queue("cq");
+        assert_eq!(
+            change(&e, Guarded::ResourceFlavor, "f", true, true),
+            Some(Change::Remove)
+        );
+    }
 }

@@ -1,0 +1,100 @@
+//! Kueue's maximum execution time (`spec.maximumExecutionTimeSeconds`, set
+//! from the job's `kueue.x-k8s.io/max-exec-time-seconds` label): the time a
+//! Workload has been admitted, summed over its admissions
+//! (`status.accumulatedPastExecutionTimeSeconds`), and what happens once it
+//! runs out — the Workload is marked `DeactivationTarget`, deactivated, and
+//! evicted as `DeactivatedDueToMaximumExecutionTimeExceeded`. Time is a
+//! parameter (milliseconds since the Unix epoch).
+
+/// `DeactivationTarget` reason and message (Kueue's
+/// `reconcileMaxExecutionTime`).
+pub const EXCEEDED_REASON: &str = "MaximumExecutionTimeExceeded";
+pub const EXCEEDED_MESSAGE: &str = "exceeding the maximum execution time";
+
+/// Milliseconds left of the maximum execution time of a Workload admitted
+/// since `admitted_at`; zero or less once it is exceeded.
+pub fn remaining_ms(max_secs: i32, accumulated_secs: i32, admitted_at: i64, now: i64) -> i64 {
+    (i64::from(max_secs) - i64::from(accumulated_secs)) * 1000 - (now - admitted_at)
+}
+
+/// `status.accumulatedPastExecutionTimeSeconds` once an admission that
+/// began at `admitted_at` ends at `now` (Kueue's `SyncAdmittedCondition`:
+/// whole seconds, truncated, added to what was there).
+pub fn accumulated(prev: Option<i32>, admitted_at: i64, now: i64) -> i32 {
+    let secs = i32::try_from((now - admitted_at).max(0) / 1000).unwrap_or(i32::MAX);
+    prev.unwrap_or(0).saturating_add(secs)
+}
+
+/// The Warning event Kueue records on the Workload when it is exceeded.
+pub fn exceeded_note(max_secs: i32) -> String {
+    format!("The maximum execution time ({max_secs}s) exceeded")
+}
+
+/// The `Evicted` reason and message of a Workload deactivated for a cause
+/// (`DeactivationTarget`'s reason and message), as Kueue's workload
+/// controller and `evict.Evict` write them.
+pub fn deactivated_eviction(cause: &str, cause_message: &str) -> (String, String) {
+    (
+        format!("DeactivatedDueTo{cause}"),
+        format!("The workload is deactivated due to {cause_message}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = 60_000;
+
+    /// Kueue v0.19.2 pkg/controller/core/workload_controller_test.go,
+    /// TestReconcile "admitted workload with max execution time" (120 s,
+    /// admitted a minute ago: looked at again in a minute) and "... -
+    /// expired" (60 s, admitted two minutes ago: DeactivationTarget with
+    /// this reason and message, and the Warning event's note).
+    #[test]
+    fn the_time_left_counts_from_the_admission() {
+        let now = 10 * MIN;
+        assert_eq!(remaining_ms(120, 0, now - MIN, now), MIN);
+        assert!(remaining_ms(60, 0, now - 2 * MIN, now) <= 0);
+        assert_eq!(
+            exceeded_note(60),
+            "The maximum execution time (60s) exceeded"
+        );
+        assert_eq!(
+            (EXCEEDED_REASON, EXCEEDED_MESSAGE),
+            (
+                "MaximumExecutionTimeExceeded",
+                "exceeding the maximum execution time"
+            )
+        );
+        // Time used by earlier admissions counts.
+        assert_eq!(remaining_ms(120, 50, now - MIN, now), 10_000);
+        assert!(remaining_ms(120, 60, now - MIN, now) <= 0);
+    }
+
+    /// Kueue v0.19.2 pkg/workload/admissionchecks_test.go,
+    /// TestSyncAdmittedCondition: losing the admission adds the whole
+    /// seconds it lasted to what earlier admissions left.
+    #[test]
+    fn an_admission_that_ends_adds_its_seconds() {
+        assert_eq!(accumulated(None, 0, 1_999), 1);
+        assert_eq!(accumulated(Some(1), 0, 2_000), 3);
+        // A clock that went backwards adds nothing.
+        assert_eq!(accumulated(Some(4), 5_000, 1_000), 4);
+    }
+
+    /// Kueue v0.19.2 workload_controller.go (the deactivation of an
+    /// inactive Workload with a DeactivationTarget) and evict.go
+    /// (`ReasonWithCause`).
+    #[test]
+    fn a_deactivation_for_a_cause_names_it() {
+        assert_eq!(
+            deactivated_eviction(EXCEEDED_REASON, EXCEEDED_MESSAGE),
+            (
+                "DeactivatedDueToMaximumExecutionTimeExceeded".to_string(),
+                "The workload is deactivated due to exceeding the maximum execution time"
+                    .to_string()
+            )
+        );
+    }
+}
