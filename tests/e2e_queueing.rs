@@ -311,30 +311,6 @@ fn a_higher_priority_job_preempts_within_the_cluster_queue() {
     }
 }
 
-/// A sample's value from Prometheus text: the first `name` series whose
-/// labels include every pair of `labels`.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let (series, value) = l.rsplit_once(' ')?;
-        let (n, set) = match series.split_once('{') {
-            Some((n, rest)) => (n, rest.strip_suffix('}')?),
-            None => (series, ""),
-        };
-        let has = |k: &str, v: &str| {
-            set.split("\",").any(|kv| {
-                kv.split_once('=')
-                    .is_some_and(|(key, val)| key == k && val.trim_matches('"') == v)
-            })
-        };
-        (n == name && labels.iter().all(|(k, v)| has(k, v)))
-            .then(|| match value {
-                "inf" | "+Inf" => Some(f64::INFINITY),
-                v => v.parse().ok(),
-            })
-            .flatten()
-    })
-}
-
 /// A quantity as Kueue's metrics report it (cpu in cores).
 fn cores(q: &serde_json::Value) -> f64 {
     let s = q.as_str().unwrap_or("0");

@@ -731,6 +731,25 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
         "Can't admit new workloads; clusterQueue is terminating"
     );
     assert!(terminating["metadata"]["deletionTimestamp"].is_string());
+    // Kueue's metric says so too.
+    wait_for(
+        SHORT,
+        "kueue_cluster_queue_status to say terminating",
+        || {
+            let (_, m) = env().server.probe_get("/metrics");
+            (sample(
+                &m,
+                "kueue_cluster_queue_status",
+                &[("cluster_queue", cq), ("status", "terminating")],
+            )? == 1.0
+                && sample(
+                    &m,
+                    "kueue_cluster_queue_status",
+                    &[("cluster_queue", cq), ("status", "active")],
+                )? == 0.0)
+                .then_some(())
+        },
+    );
     // A Job that would fit is not admitted by a terminating queue.
     create(c, &job("late", &ns, "lq", "1", "1s", json!({})));
     let late = wait_for(SHORT, "late to be found pending", || {

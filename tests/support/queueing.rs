@@ -246,3 +246,27 @@ pub fn jobs(c: &LocalCluster, ns: &str) -> Vec<(String, bool, bool)> {
         })
         .collect()
 }
+
+/// A sample's value from Prometheus text: the first `name` series whose
+/// labels include every pair of `labels`.
+pub fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (series, value) = l.rsplit_once(' ')?;
+        let (n, set) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.strip_suffix('}')?),
+            None => (series, ""),
+        };
+        let has = |k: &str, v: &str| {
+            set.split("\",").any(|kv| {
+                kv.split_once('=')
+                    .is_some_and(|(key, val)| key == k && val.trim_matches('"') == v)
+            })
+        };
+        (n == name && labels.iter().all(|(k, v)| has(k, v)))
+            .then(|| match value {
+                "inf" | "+Inf" => Some(f64::INFINITY),
+                v => v.parse().ok(),
+            })
+            .flatten()
+    })
+}

@@ -194,7 +194,15 @@ impl Controller {
                 reserving: s.reserving_workloads,
                 admitted: s.admitted_workloads,
                 finished: cq_finished.get(name).copied().unwrap_or(0),
-                status: if s.active.status { "active" } else { "pending" },
+                // Kueue's cache status: a deleted queue held by its
+                // finalizer is `terminating` before anything else.
+                status: if cq.terminating {
+                    "terminating"
+                } else if s.active.status {
+                    "active"
+                } else {
+                    "pending"
+                },
                 resources,
             });
         }
