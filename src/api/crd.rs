@@ -327,7 +327,7 @@ fn finish_pod_template(template: &mut Value) {
 
 /// The schema node at `path` below `s`: property names joined by `.`, a
 /// `[]` suffix stepping into the array's items (`volumes[].secret`).
-fn schema_at<'a>(s: &'a mut Value, path: &str) -> Option<&'a mut Value> {
+pub(crate) fn schema_at<'a>(s: &'a mut Value, path: &str) -> Option<&'a mut Value> {
     let mut at = s;
     for seg in path.split('.').filter(|p| !p.is_empty()) {
         let (name, items) = match seg.strip_suffix("[]") {

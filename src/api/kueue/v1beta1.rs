@@ -250,7 +250,7 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
     let root = &mut v["schema"]["openAPIV3Schema"];
     for (k, path, keywords) in V1BETA2_ONLY_LIMITS {
         if *k == kind {
-            if let Some(Value::Object(node)) = node_at(root, path) {
+            if let Some(Value::Object(node)) = crate::api::crd::schema_at(root, path) {
                 for kw in *keywords {
                     node.remove(*kw);
                 }
@@ -385,23 +385,6 @@ const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
     ),
     ("Workload", "status.unhealthyNodes[].name", &["maxLength"]),
 ];
-
-/// The schema node at `path` (property names joined by `.`; a `[]` suffix
-/// steps into an array's items).
-fn node_at<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
-    let mut at = root;
-    for seg in path.split('.') {
-        let (name, items) = match seg.strip_suffix("[]") {
-            Some(n) => (n, true),
-            None => (seg, false),
-        };
-        at = at.get_mut("properties")?.get_mut(name)?;
-        if items {
-            at = at.get_mut("items")?;
-        }
-    }
-    Some(at)
-}
 
 fn props<'a>(root: &'a mut Value, path: &[&str]) -> Option<&'a mut serde_json::Map<String, Value>> {
     let mut at = root;
