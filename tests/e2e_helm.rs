@@ -96,15 +96,18 @@ fn set_args(sets: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn template(namespace: &str, sets: &[&str]) -> String {
+/// `helm <verb...> <chart> --namespace <namespace> --set ...`.
+fn helm_on_chart(verb: &[&str], namespace: &str, sets: &[&str]) -> (bool, String, String) {
     let chart = chart();
-    let mut args: Vec<String> = ["template", "batchgate", &chart, "--namespace", namespace]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> = verb.iter().map(|s| s.to_string()).collect();
+    args.extend([chart, "--namespace".to_string(), namespace.to_string()]);
     args.extend(set_args(sets));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (ok, out, err) = run_helm(&args);
+    run_helm(&args)
+}
+
+fn template(namespace: &str, sets: &[&str]) -> String {
+    let (ok, out, err) = helm_on_chart(&["template", "batchgate"], namespace, sets);
     assert!(ok, "helm template {sets:?}: {err}");
     out
 }
@@ -174,14 +177,7 @@ fn manifests() -> BTreeMap<(String, String, String), Value> {
 #[test]
 fn helm_lint_is_clean_for_every_combination() {
     for (name, namespace, sets) in COMBINATIONS {
-        let chart = chart();
-        let mut args: Vec<String> = ["lint", "--strict", &chart, "--namespace", namespace]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.extend(set_args(sets));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (ok, out, err) = run_helm(&args);
+        let (ok, out, err) = helm_on_chart(&["lint", "--strict"], namespace, sets);
         assert!(ok, "helm lint ({name}): {out}{err}");
         assert!(out.contains("0 chart(s) failed"), "{name}: {out}");
     }
