@@ -50,12 +50,12 @@ const BATCH: usize = 20;
 const QUOTA_CPU: i64 = 10;
 const CQ: &str = "crash-cq";
 
-#[test]
-fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
-    let t0 = Instant::now();
-    let c = shared();
-    install_crds(c);
-    let ns = namespace(c, "e2e-crash");
+/// The tests of this binary take batchgate and the control plane down in
+/// turn: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// [`CQ`] (idempotent) and a LocalQueue `lq` for it in `ns`.
+fn queue(c: &LocalCluster, ns: &str) {
     apply(
         c,
         &flavor("crash-on-demand", json!({"instance-type": "on-demand"})),
@@ -68,7 +68,17 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
             json!({}),
         ),
     );
-    apply(c, &local_queue(&ns, "lq", CQ));
+    apply(c, &local_queue(ns, "lq", CQ));
+}
+
+#[test]
+fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let t0 = Instant::now();
+    let c = shared();
+    install_crds(c);
+    let ns = namespace(c, "e2e-crash");
+    queue(c, &ns);
 
     // One certificate directory and config for every incarnation.
     let dir = tempfile::tempdir().unwrap();
@@ -110,7 +120,8 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let burst_start = Instant::now();
     let burst = {
         let (created, failed, ns) = (created.clone(), failed_creates.clone(), ns.clone());
-        thread::spawn(move || create_all(c, &ns, &created, &failed))
+        let names: Vec<String> = (0..JOBS).map(|i| format!("crash-{i:03}")).collect();
+        thread::spawn(move || create_all(c, &ns, &names, &created, &failed))
     };
 
     // 1. The 12th admission decision (10 fit at once; the 12th waits for
@@ -276,6 +287,152 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     drop(server);
 }
 
+/// Jobs of the pause test, and how long each component is paused: longer
+/// than batchgate's lease (6 s), so it cannot renew and exits.
+const PAUSE_JOBS: usize = 40;
+const PAUSE: Duration = Duration::from_secs(8);
+
+/// kube-apiserver, then etcd, paused (SIGSTOP) mid-stream for longer than
+/// the reconciler's lease and resumed: batchgate cannot renew its Lease,
+/// stops writing and exits, and is started again as its Deployment would
+/// restart it; nothing is lost (every Job created succeeds, one Workload
+/// each, every Workload Finished), the quota is never exceeded, and the
+/// ClusterQueue holds nothing at the end. Reads fail while a component is
+/// paused; the sampler counts those and goes on.
+#[test]
+fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let c = shared();
+    install_crds(c);
+    let ns = namespace(c, "e2e-pause");
+    queue(c, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    gen_certs(&certs);
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
+    )
+    .unwrap();
+    let logs = Logs::default();
+    let mut server = start(c, &certs, &cfg, &logs);
+    wait_webhook_active(c, &ns);
+    let mut restarts = 0;
+    // The Deployment's part: a batchgate that exited is started again.
+    let mut keep_alive = |server: &mut Server| {
+        if !server.is_running() {
+            restarts += 1;
+            *server = start(c, &certs, &cfg, &logs);
+        }
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(Mutex::new(Stats::default()));
+    let sampler = {
+        let (stop, stats, ns) = (stop.clone(), stats.clone(), ns.clone());
+        let kubeconfig = c.kubeconfig().to_path_buf();
+        thread::spawn(move || sample_until(&kubeconfig, &ns, &stop, &stats))
+    };
+    let created = Arc::new(AtomicUsize::new(0));
+    let failed_creates = Arc::new(AtomicUsize::new(0));
+    let creator = {
+        let (created, failed, ns) = (created.clone(), failed_creates.clone(), ns.clone());
+        let names: Vec<String> = (0..PAUSE_JOBS).map(|i| format!("pause-{i:02}")).collect();
+        thread::spawn(move || create_all(c, &ns, &names, &created, &failed))
+    };
+
+    let mut paused = Vec::new();
+    for component in ["kube-apiserver", "etcd"] {
+        // Mid-stream: Workloads hold quota and more Jobs are coming.
+        let before = stats.lock().unwrap().last.finished;
+        wait_for(
+            Duration::from_secs(120),
+            "Workloads holding quota before the pause",
+            || {
+                keep_alive(&mut server);
+                let s = stats.lock().unwrap().last.clone();
+                (s.reserved_workloads > 0 && s.finished > before).then_some(())
+            },
+        );
+        let pid = c
+            .pids()
+            .into_iter()
+            .find(|(name, _)| *name == component)
+            .unwrap_or_else(|| panic!("no {component} in {:?}", c.pids()))
+            .1 as i32;
+        let samples_before = stats.lock().unwrap().samples;
+        // SAFETY: kill(2) on a component this test's cluster started.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        thread::sleep(PAUSE);
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+        // Reads work again.
+        wait_for(
+            Duration::from_secs(120),
+            "the sampler to read again",
+            || (stats.lock().unwrap().samples > samples_before + 2).then_some(()),
+        );
+        paused.push((component, stats.lock().unwrap().last.clone()));
+    }
+
+    wait_for(
+        Duration::from_secs(300),
+        "every Job to succeed and every Workload to finish",
+        || {
+            keep_alive(&mut server);
+            let s = stats.lock().unwrap().last.clone();
+            (s.succeeded == PAUSE_JOBS && s.finished == s.workloads && s.workloads == PAUSE_JOBS)
+                .then_some(())
+        },
+    );
+    creator.join().expect("creator thread");
+    assert_eq!(created.load(Ordering::SeqCst), PAUSE_JOBS);
+    let (pending, reserving, _, _) = wait_for(Duration::from_secs(60), "quota released", || {
+        keep_alive(&mut server);
+        cq_counts(c, CQ).filter(|s| s.1 == 0 && s.0 == 0)
+    });
+    stop.store(true, Ordering::SeqCst);
+    sampler.join().expect("sampler thread");
+    let st = stats.lock().unwrap().clone();
+    println!(
+        "pause e2e: {} samples ({} failed reads); max reserved {} cpu, \
+         max running Jobs {} (quota {QUOTA_CPU}); batchgate restarted {restarts} time(s); \
+         {} creates refused and retried; after each pause: {paused:?}",
+        st.samples,
+        st.errors,
+        st.max_reserved_milli as f64 / 1000.0,
+        st.max_running,
+        failed_creates.load(Ordering::SeqCst),
+    );
+    assert!(
+        st.max_reserved_milli <= QUOTA_CPU * 1000,
+        "Workloads held {} mcpu at once, over the quota; at {:?}",
+        st.max_reserved_milli,
+        st.worst
+    );
+    assert!(
+        st.max_running as i64 <= QUOTA_CPU,
+        "{} Jobs ran at once: {:?}",
+        st.max_running,
+        st.worst
+    );
+    assert!(
+        st.duplicates.is_empty(),
+        "Jobs with more than one Workload: {:?}",
+        st.duplicates
+    );
+    let jobs = get(c, &["jobs", "-n", &ns]).unwrap();
+    let jobs = jobs["items"].as_array().unwrap();
+    assert_eq!(jobs.len(), PAUSE_JOBS);
+    assert!(jobs.iter().all(succeeded), "not every Job succeeded");
+    let wls = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns]).unwrap();
+    let wls = wls["items"].as_array().unwrap();
+    assert_eq!(wls.len(), PAUSE_JOBS, "one Workload per Job");
+    assert!(wls.iter().all(|w| is_true(w, "Finished")));
+    assert_eq!((pending, reserving), (0, 0));
+    drop(server);
+}
+
 /// Every incarnation's log, printed if the test fails.
 #[derive(Default)]
 struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
@@ -368,8 +525,13 @@ fn frozen_sample(c: &LocalCluster, ns: &str) -> Sample {
 /// Creates the Jobs in Lists of [`BATCH`] with `kubectl create -f -`,
 /// retrying what the apiserver refused (the webhook is down) until each
 /// exists; counts refused creates.
-fn create_all(c: &LocalCluster, ns: &str, created: &AtomicUsize, failed: &AtomicUsize) {
-    let names: Vec<String> = (0..JOBS).map(|i| format!("crash-{i:03}")).collect();
+fn create_all(
+    c: &LocalCluster,
+    ns: &str,
+    names: &[String],
+    created: &AtomicUsize,
+    failed: &AtomicUsize,
+) {
     for batch in names.chunks(BATCH) {
         let mut left: Vec<&String> = batch.iter().collect();
         let deadline = Instant::now() + Duration::from_secs(120);
