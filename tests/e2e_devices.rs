@@ -221,7 +221,9 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
     );
 
     // The third waits, with the placement's reason, its job suspended.
-    create(c, &device_job("job-c", &ns, "1s"));
+    // Long: it still holds node_a's devices when `schedule --write` looks
+    // for room below (with a short one both nodes are free by then).
+    create(c, &device_job("job-c", &ns, "3600s"));
     let wl_c = wait_for(Duration::from_secs(60), "job-c pending on devices", || {
         workload_of(c, &ns, "job-c").filter(|w| {
             condition(w, "QuotaReserved").is_some_and(|q| {

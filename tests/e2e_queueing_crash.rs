@@ -21,7 +21,7 @@ mod support;
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    path::Path,
+    path::{Path, PathBuf},
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Mutex,
@@ -54,6 +54,37 @@ const CQ: &str = "crash-cq";
 /// turn: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// The shared cluster with [`CQ`], a namespace `name` with a LocalQueue
+/// `lq` for it, and one certificate directory and config for every
+/// incarnation of batchgate: (cluster, namespace, dir, certs, config).
+fn prepare(
+    name: &str,
+) -> (
+    &'static LocalCluster,
+    String,
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+) {
+    let c = shared();
+    install_crds(c);
+    let ns = namespace(c, name);
+    queue(c, &ns);
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    gen_certs(&certs);
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        // A crashed holder releases nothing: the next incarnation waits out
+        // the lease. 6 s, not less: a renewal must land within ⅔ of it on
+        // a loaded machine, or the holder exits before its fault.
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
+    )
+    .unwrap();
+    (c, ns, dir, certs, cfg)
+}
+
 /// [`CQ`] (idempotent) and a LocalQueue `lq` for it in `ns`.
 fn queue(c: &LocalCluster, ns: &str) {
     apply(
@@ -75,24 +106,7 @@ fn queue(c: &LocalCluster, ns: &str) {
 fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let t0 = Instant::now();
-    let c = shared();
-    install_crds(c);
-    let ns = namespace(c, "e2e-crash");
-    queue(c, &ns);
-
-    // One certificate directory and config for every incarnation.
-    let dir = tempfile::tempdir().unwrap();
-    let certs = dir.path().join("certs");
-    gen_certs(&certs);
-    let cfg = dir.path().join("config.yaml");
-    std::fs::write(
-        &cfg,
-        // A crashed holder releases nothing: the next incarnation waits out
-        // the lease. 6 s, not less: a renewal must land within ⅔ of it on
-        // a loaded machine, or the holder exits before its fault.
-        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
-    )
-    .unwrap();
+    let (c, ns, _dir, certs, cfg) = prepare("e2e-crash");
     let logs = Logs::default();
     let mut server = start_with_fault(
         c,
@@ -104,13 +118,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     wait_webhook_active(c, &ns);
     let setup = t0.elapsed();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let stats = Arc::new(Mutex::new(Stats::default()));
-    let sampler = {
-        let (stop, stats, ns) = (stop.clone(), stats.clone(), ns.clone());
-        let kubeconfig = c.kubeconfig().to_path_buf();
-        thread::spawn(move || sample_until(&kubeconfig, &ns, &stop, &stats))
-    };
+    let (stop, stats, sampler) = spawn_sampler(c, &ns);
     wait_for(Duration::from_secs(30), "the first sample", || {
         (stats.lock().unwrap().samples > 0).then_some(())
     });
@@ -302,19 +310,7 @@ const PAUSE: Duration = Duration::from_secs(8);
 #[test]
 fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let c = shared();
-    install_crds(c);
-    let ns = namespace(c, "e2e-pause");
-    queue(c, &ns);
-    let dir = tempfile::tempdir().unwrap();
-    let certs = dir.path().join("certs");
-    gen_certs(&certs);
-    let cfg = dir.path().join("config.yaml");
-    std::fs::write(
-        &cfg,
-        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
-    )
-    .unwrap();
+    let (c, ns, _dir, certs, cfg) = prepare("e2e-pause");
     let logs = Logs::default();
     let mut server = start(c, &certs, &cfg, &logs);
     wait_webhook_active(c, &ns);
@@ -327,13 +323,7 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
         }
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let stats = Arc::new(Mutex::new(Stats::default()));
-    let sampler = {
-        let (stop, stats, ns) = (stop.clone(), stats.clone(), ns.clone());
-        let kubeconfig = c.kubeconfig().to_path_buf();
-        thread::spawn(move || sample_until(&kubeconfig, &ns, &stop, &stats))
-    };
+    let (stop, stats, sampler) = spawn_sampler(c, &ns);
     let created = Arc::new(AtomicUsize::new(0));
     let failed_creates = Arc::new(AtomicUsize::new(0));
     let creator = {
@@ -592,6 +582,21 @@ struct Stats {
     last: Sample,
     /// Job uid -> Workload names, for any Job ever seen with two.
     duplicates: BTreeMap<String, Vec<String>>,
+}
+
+/// [`sample_until`] on its own thread: (stop flag, stats, thread).
+fn spawn_sampler(
+    c: &LocalCluster,
+    ns: &str,
+) -> (Arc<AtomicBool>, Arc<Mutex<Stats>>, thread::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(Mutex::new(Stats::default()));
+    let sampler = {
+        let (stop, stats, ns) = (stop.clone(), stats.clone(), ns.to_string());
+        let kubeconfig = c.kubeconfig().to_path_buf();
+        thread::spawn(move || sample_until(&kubeconfig, &ns, &stop, &stats))
+    };
+    (stop, stats, sampler)
 }
 
 /// Reads Workloads, Jobs and the ClusterQueue every ~200 ms until `stop`.
