@@ -305,8 +305,8 @@ const PAUSE: Duration = Duration::from_secs(8);
 /// stops writing and exits, and is started again as its Deployment would
 /// restart it; nothing is lost (every Job created succeeds, one Workload
 /// each, every Workload Finished), the quota is never exceeded, and the
-/// ClusterQueue holds nothing at the end. Reads fail while a component is
-/// paused; the sampler counts those and goes on.
+/// ClusterQueue holds nothing at the end. Reads wait (or fail) while a
+/// component is paused; the sampler counts failures and goes on.
 #[test]
 fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
