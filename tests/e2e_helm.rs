@@ -5,14 +5,17 @@
 //! all); and with the default values it renders the objects of
 //! `manifests/`, so the two cannot drift apart.
 
+mod support;
+
 use std::{
     collections::BTreeMap,
-    io::Write,
     process::{Command, Stdio},
     sync::OnceLock,
+    time::Duration,
 };
 
 use serde_json::Value;
+use support::e2e::kubectl;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -356,55 +359,36 @@ fn the_values_reach_the_objects() {
 #[test]
 fn every_combination_applies_to_the_apiserver() {
     let c = batchgate_localcluster::shared();
-    let kubectl = |args: &[&str], stdin: Option<&str>| {
-        let mut cmd = c.kubectl();
-        cmd.args(args)
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        if let Some(s) = stdin {
-            child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
-        }
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     // What the chart needs to exist: its namespaces (helm's
     // --create-namespace), and the CRDs of cert-manager and
     // prometheus-operator, which it uses but does not ship (stand-ins).
     for ns in ["batchgate-system", "batchgate-other"] {
-        let _ = kubectl(&["create", "namespace", ns], None);
+        let _ = kubectl(c, &["create", "namespace", ns], None);
     }
     for fixture in ["cert-manager-crds.yaml", "servicemonitor-crd.yaml"] {
         let (ok, out, err) = kubectl(
+            c,
             &["apply", "-f", &format!("{ROOT}/tests/fixtures/{fixture}")],
             None,
         );
         assert!(ok, "{fixture}: {out}{err}");
     }
-    let (ok, out, err) = kubectl(
+    c.wait_established(
         &[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
             "crd/certificates.cert-manager.io",
             "crd/issuers.cert-manager.io",
             "crd/servicemonitors.monitoring.coreos.com",
         ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+        Duration::from_secs(120),
+    )
+    .unwrap();
     for (name, namespace, sets) in COMBINATIONS {
         let rendered = template(namespace, sets);
-        let (ok, out, err) = kubectl(&["apply", "--dry-run=server", "-f", "-"], Some(&rendered));
+        let (ok, out, err) = kubectl(
+            c,
+            &["apply", "--dry-run=server", "-f", "-"],
+            Some(&rendered),
+        );
         assert!(ok, "{name}: kubectl apply --dry-run=server:\n{out}{err}");
         let applied = out.lines().count();
         assert_eq!(applied, objects(&rendered).len(), "{name}: {out}");

@@ -223,27 +223,11 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
         "too few samples to mean anything: {}",
         st.samples
     );
-    assert!(
-        st.max_reserved_milli <= QUOTA_CPU * 1000,
-        "Workloads held {} mcpu at once, over the quota; at {:?}",
-        st.max_reserved_milli,
-        st.worst
-    );
-    assert!(
-        st.max_running as i64 <= QUOTA_CPU,
-        "{} Jobs ran at once: {:?}",
-        st.max_running,
-        st.worst
-    );
+    st.assert_within_quota_one_workload_per_job();
     assert!(
         st.max_cq_milli <= QUOTA_CPU * 1000,
         "ClusterQueue status said {} mcpu",
         st.max_cq_milli
-    );
-    assert!(
-        st.duplicates.is_empty(),
-        "Jobs with more than one Workload: {:?}",
-        st.duplicates
     );
     assert_eq!(st.errors, 0, "sampling failed {} times", st.errors);
     for (phase, _, sample) in &kills {
@@ -394,23 +378,7 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
         st.max_running,
         failed_creates.load(Ordering::SeqCst),
     );
-    assert!(
-        st.max_reserved_milli <= QUOTA_CPU * 1000,
-        "Workloads held {} mcpu at once, over the quota; at {:?}",
-        st.max_reserved_milli,
-        st.worst
-    );
-    assert!(
-        st.max_running as i64 <= QUOTA_CPU,
-        "{} Jobs ran at once: {:?}",
-        st.max_running,
-        st.worst
-    );
-    assert!(
-        st.duplicates.is_empty(),
-        "Jobs with more than one Workload: {:?}",
-        st.duplicates
-    );
+    st.assert_within_quota_one_workload_per_job();
     let jobs = get(c, &["jobs", "-n", &ns]).unwrap();
     let jobs = jobs["items"].as_array().unwrap();
     assert_eq!(jobs.len(), PAUSE_JOBS);
@@ -582,6 +550,30 @@ struct Stats {
     last: Sample,
     /// Job uid -> Workload names, for any Job ever seen with two.
     duplicates: BTreeMap<String, Vec<String>>,
+}
+
+impl Stats {
+    /// Never more reserved or running than [`QUOTA_CPU`] in any sample, and
+    /// no Job ever seen with two Workloads.
+    fn assert_within_quota_one_workload_per_job(&self) {
+        assert!(
+            self.max_reserved_milli <= QUOTA_CPU * 1000,
+            "Workloads held {} mcpu at once, over the quota; at {:?}",
+            self.max_reserved_milli,
+            self.worst
+        );
+        assert!(
+            self.max_running as i64 <= QUOTA_CPU,
+            "{} Jobs ran at once: {:?}",
+            self.max_running,
+            self.worst
+        );
+        assert!(
+            self.duplicates.is_empty(),
+            "Jobs with more than one Workload: {:?}",
+            self.duplicates
+        );
+    }
 }
 
 /// [`sample_until`] on its own thread: (stop flag, stats, thread).
