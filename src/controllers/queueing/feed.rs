@@ -128,6 +128,7 @@ impl Controller {
                 super::devices::charge(&self.devices, &key, wl, cq);
             }
             self.engine = Engine::rebuild(initial);
+            self.engine.set_block_admission(self.block_admission);
             self.started = true;
             info!(
                 workloads = self.meta.len(),
@@ -242,6 +243,17 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if self.evicted_order {
+            // Kueue's `GetQueueOrderTimestamp`: requeued after a
+            // PodsReadyTimeout, it queues by when it was evicted.
+            if let Some(ev) = conds.into_iter().flatten().find(|c| {
+                c.type_ == condition::EVICTED
+                    && c.status == "True"
+                    && c.reason == api::eviction_reason::PODS_READY_TIMEOUT
+            }) {
+                engine_wl.created = ev.last_transition_time.0.as_millisecond();
+            }
+        }
         if engine_wl.finished {
             let lq = (
                 engine_wl.namespace.to_string(),

@@ -237,6 +237,12 @@ struct Listing {
 pub struct Controller {
     client: Client,
     engine: Engine,
+    /// waitForPodsReady's `requeuingStrategy.timestamp: Eviction`: a
+    /// Workload evicted for `PodsReadyTimeout` queues by its eviction time.
+    evicted_order: bool,
+    /// waitForPodsReady's `blockAdmission` (see
+    /// [`Engine::set_block_admission`]).
+    block_admission: bool,
     started: bool,
     initial: ClusterObjects,
     listings: [Listing; 5],
@@ -320,6 +326,7 @@ impl Controller {
         client: Client,
         positions: crate::cluster::positions::Positions,
         metrics: Arc<KueueMetrics>,
+        readiness: Option<crate::jobs::readiness::Settings>,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -354,6 +361,10 @@ impl Controller {
             devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
+            evicted_order: readiness
+                .as_ref()
+                .is_some_and(|r| r.timestamp == crate::jobs::readiness::RequeuingTimestamp::Eviction),
+            block_admission: readiness.as_ref().is_some_and(|r| r.block_admission),
             started: false,
             initial: ClusterObjects::default(),
             listings: Default::default(),

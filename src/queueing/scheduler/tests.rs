@@ -74,6 +74,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
         created,
         active: true,
         finished: false,
+        readiness: Default::default(),
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,
