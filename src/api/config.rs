@@ -485,6 +485,23 @@ probes:
         );
     }
 
+    /// The configuration sample in docs/running.md is one this parser
+    /// takes (its waitForPodsReady block shows Kueue's defaults).
+    #[test]
+    fn the_documented_sample_parses() {
+        let doc = include_str!("../../docs/running.md");
+        let block = doc
+            .split("```yaml\n")
+            .map(|b| b.split("```").next().unwrap_or(""))
+            .find(|b| b.contains("waitForPodsReady:"))
+            .expect("a yaml block with waitForPodsReady");
+        let cfg = Config::parse("docs/running.md", block).unwrap();
+        assert_eq!(
+            cfg.wait_for_pods_ready.settings().unwrap(),
+            Some(crate::jobs::readiness::Settings::default())
+        );
+    }
+
     #[test]
     fn default_selector_excludes_own_namespace() {
         let cfg = Config::parse("c.yaml", "namespace: queues\n").unwrap();
