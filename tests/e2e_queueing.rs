@@ -814,10 +814,14 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
     j["spec"]["template"]["spec"]["nodeSelector"] = json!({"e2e.batchgate/nowhere": "true"});
     create(c, &j.to_string());
 
-    let wl = wait_for(Duration::from_secs(60), "PodsReady=False once admitted", || {
-        let w = workload_of(c, &ns, "stuck")?;
-        (is_true(&w, "Admitted") && condition(&w, "PodsReady").is_some()).then_some(w)
-    });
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "PodsReady=False once admitted",
+        || {
+            let w = workload_of(c, &ns, "stuck")?;
+            (is_true(&w, "Admitted") && condition(&w, "PodsReady").is_some()).then_some(w)
+        },
+    );
     let pr = condition(&wl, "PodsReady").unwrap();
     assert_eq!(
         (&pr["status"], &pr["reason"], &pr["message"]),
@@ -888,17 +892,24 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
         (w["spec"]["active"] == false && is_true(&w, "Evicted")).then_some(w)
     });
     let ev = condition(&w, "Evicted").unwrap();
-    assert_eq!(ev["reason"], "DeactivatedDueToRequeuingLimitExceeded", "{w}");
+    assert_eq!(
+        ev["reason"], "DeactivatedDueToRequeuingLimitExceeded",
+        "{w}"
+    );
     assert_eq!(
         ev["message"],
         "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
     );
     assert!(w["status"]["requeueState"].is_null(), "{w}");
     assert!(condition(&w, "DeactivationTarget").is_none(), "{w}");
-    wait_for(Duration::from_secs(60), "the Job suspended for good", || {
-        let j = get(c, &["job", "stuck", "-n", &ns])?;
-        (j["spec"]["suspend"] == true).then_some(())
-    });
+    wait_for(
+        Duration::from_secs(60),
+        "the Job suspended for good",
+        || {
+            let j = get(c, &["job", "stuck", "-n", &ns])?;
+            (j["spec"]["suspend"] == true).then_some(())
+        },
+    );
     wait_for(Duration::from_secs(60), "the quota released", || {
         cq_counts(c, "ready-cq").filter(|s| s.1 == 0)
     });
@@ -928,7 +939,12 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e["count"].as_i64().unwrap_or(1).max(e["series"]["count"].as_i64().unwrap_or(1)))
+        .map(|e| {
+            e["count"]
+                .as_i64()
+                .unwrap_or(1)
+                .max(e["series"]["count"].as_i64().unwrap_or(1))
+        })
         .sum();
     assert!(seen >= 1, "{events}");
 }
@@ -986,9 +1002,7 @@ fn reclaimable_pods_give_quota_to_a_second_job_while_the_first_runs() {
     wait_for(Duration::from_secs(120), "both Jobs to complete", || {
         ["first", "second"]
             .iter()
-            .all(|j| {
-                get(c, &["job", j, "-n", &ns]).is_some_and(|j| is_true(&j, "Complete"))
-            })
+            .all(|j| get(c, &["job", j, "-n", &ns]).is_some_and(|j| is_true(&j, "Complete")))
             .then_some(())
     });
 }

@@ -465,7 +465,10 @@ probes:
         assert_eq!(s.timeout_ms, 3000);
         assert!(s.block_admission);
         assert_eq!(s.recovery_timeout_ms, None);
-        assert_eq!(s.timestamp, crate::jobs::readiness::RequeuingTimestamp::Creation);
+        assert_eq!(
+            s.timestamp,
+            crate::jobs::readiness::RequeuingTimestamp::Creation
+        );
         assert_eq!((s.backoff_base_seconds, s.backoff_max_seconds), (1, 4));
         assert_eq!(s.backoff_limit_count, Some(2));
         // On by default, as Kueue v0.19.2 (v1beta2).

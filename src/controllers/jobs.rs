@@ -508,7 +508,10 @@ impl Ctx {
     ) -> Result<Option<Recheck>, JobError> {
         let (Some(settings), Some(_)) = (
             &self.readiness,
-            self.policy.status.as_ref().and_then(|s| s.pods_ready.as_ref()),
+            self.policy
+                .status
+                .as_ref()
+                .and_then(|s| s.pods_ready.as_ref()),
         ) else {
             return Ok(None);
         };
@@ -523,9 +526,13 @@ impl Ctx {
             .get(condition::ADMITTED)
             .filter(|c| c.status == "True")
             .map(|c| ms(&c.last_transition_time));
-        let pods_ready = conds
-            .get(condition::PODS_READY)
-            .map(|c| (c.status == "True", c.reason.as_str(), ms(&c.last_transition_time)));
+        let pods_ready = conds.get(condition::PODS_READY).map(|c| {
+            (
+                c.status == "True",
+                c.reason.as_str(),
+                ms(&c.last_transition_time),
+            )
+        });
         let now_ms = ms(now);
         let cause = match readiness::timeout(settings, admitted_at, pods_ready, now_ms) {
             Timeout::None => return Ok(None),
@@ -633,9 +640,9 @@ impl Ctx {
             ))));
         }
         let mut c = conds.clone();
-        let timed_out = c.get(condition::REQUEUED).is_some_and(|r| {
-            r.status == "False" && r.reason == readiness::TIMEOUT_REASON
-        });
+        let timed_out = c
+            .get(condition::REQUEUED)
+            .is_some_and(|r| r.status == "False" && r.reason == readiness::TIMEOUT_REASON);
         if timed_out {
             c.set(
                 condition::REQUEUED,
@@ -654,7 +661,13 @@ impl Ctx {
         Ok(Some(Action::await_change()))
     }
 
-    async fn workload_event(&self, wl: &api::Workload, type_: EventType, reason: &str, note: String) {
+    async fn workload_event(
+        &self,
+        wl: &api::Workload,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
         let reference = ObjectReference {
             api_version: Some("kueue.x-k8s.io/v1beta2".into()),
             kind: Some("Workload".into()),

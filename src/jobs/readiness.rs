@@ -105,7 +105,9 @@ impl Raw {
             Some(text) => match GoDuration::parse(text) {
                 Ok(d) => Some(d),
                 Err(e) => {
-                    errs.push(format!("waitForPodsReady.{field}: Invalid value: {text:?}: {e}"));
+                    errs.push(format!(
+                        "waitForPodsReady.{field}: Invalid value: {text:?}: {e}"
+                    ));
                     None
                 }
             },
@@ -500,7 +502,12 @@ mod tests {
             }
         );
         assert_eq!(
-            timeout(&s, Some(now - 5 * MIN), Some((false, WAIT_FOR_START, now)), now),
+            timeout(
+                &s,
+                Some(now - 5 * MIN),
+                Some((false, WAIT_FOR_START, now)),
+                now
+            ),
             Timeout::Expired {
                 cause: WAIT_FOR_START
             }

@@ -361,9 +361,9 @@ impl Controller {
             devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
-            evicted_order: readiness
-                .as_ref()
-                .is_some_and(|r| r.timestamp == crate::jobs::readiness::RequeuingTimestamp::Eviction),
+            evicted_order: readiness.as_ref().is_some_and(|r| {
+                r.timestamp == crate::jobs::readiness::RequeuingTimestamp::Eviction
+            }),
             block_admission: readiness.as_ref().is_some_and(|r| r.block_admission),
             started: false,
             initial: ClusterObjects::default(),

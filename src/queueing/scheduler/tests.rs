@@ -1145,7 +1145,11 @@ fn a_workload_backing_off_is_not_queued() {
     e.upsert_workload(w.clone());
     let c = run(&mut e, 20_000);
     assert!(admitted(&c).is_empty());
-    assert_eq!(pending(&c, "w"), None, "no pending reason while backing off");
+    assert_eq!(
+        pending(&c, "w"),
+        None,
+        "no pending reason while backing off"
+    );
     w.readiness.requeue_at = None;
     e.upsert_workload(w);
     assert_eq!(settle(&mut e, 20_001), [key("w")]);
@@ -1169,7 +1173,10 @@ fn block_admission_waits_for_admitted_workloads_to_be_ready() {
     first.readiness.pods_ready = Some(false);
     e.upsert_workload(first.clone());
     e.upsert_workload(wl("second", "a", 0, 2, 1));
-    assert!(settle(&mut e, 2).is_empty(), "blocked while first is not ready");
+    assert!(
+        settle(&mut e, 2).is_empty(),
+        "blocked while first is not ready"
+    );
     let mut open = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
     open.upsert_workload(first.clone());
     open.upsert_workload(wl("second", "a", 0, 2, 1));
