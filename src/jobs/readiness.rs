@@ -303,6 +303,22 @@ pub fn on_expiry(
     }
 }
 
+/// Kueue's `GetQueueOrderTimestamp` for waitForPodsReady: with the
+/// `Eviction` timestamp, a Workload evicted for `PodsReadyTimeout`
+/// (`evicted`: the `Evicted` condition's status, reason and transition
+/// time) queues by when it was evicted, behind what came since; otherwise
+/// by its creation.
+pub fn queue_order_time(
+    timestamp: RequeuingTimestamp,
+    created: i64,
+    evicted: Option<(bool, &str, i64)>,
+) -> i64 {
+    match (timestamp, evicted) {
+        (RequeuingTimestamp::Eviction, Some((true, reason, at))) if reason == TIMEOUT_REASON => at,
+        _ => created,
+    }
+}
+
 /// The eviction message (Kueue: `Exceeded the PodsReady timeout <ns/name>`).
 pub fn timeout_message(namespace: &str, name: &str) -> String {
     format!("Exceeded the PodsReady timeout {namespace}/{name}")
@@ -627,6 +643,38 @@ mod tests {
         assert_eq!(
             timeout_message("team", "job-x"),
             "Exceeded the PodsReady timeout team/job-x"
+        );
+    }
+
+    /// Kueue v0.19.2 test/integration/singlecluster/scheduler/podsready/
+    /// scheduler_test.go, "Should move the evicted workload at the end of
+    /// the queue" (Eviction timestamp) and, under "Requeuing timestamp set
+    /// to Creation", "Should prioritize workloads submitted earlier"; other
+    /// evictions keep the creation time.
+    #[test]
+    fn a_timed_out_workload_queues_by_its_eviction_with_the_eviction_timestamp() {
+        let ev = Some((true, TIMEOUT_REASON, 500));
+        assert_eq!(queue_order_time(RequeuingTimestamp::Eviction, 100, ev), 500);
+        assert_eq!(queue_order_time(RequeuingTimestamp::Creation, 100, ev), 100);
+        assert_eq!(
+            queue_order_time(
+                RequeuingTimestamp::Eviction,
+                100,
+                Some((true, "Preempted", 500))
+            ),
+            100
+        );
+        assert_eq!(
+            queue_order_time(
+                RequeuingTimestamp::Eviction,
+                100,
+                Some((false, TIMEOUT_REASON, 500))
+            ),
+            100
+        );
+        assert_eq!(
+            queue_order_time(RequeuingTimestamp::Eviction, 100, None),
+            100
         );
     }
 

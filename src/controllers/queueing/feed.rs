@@ -243,17 +243,23 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
-        if self.evicted_order {
-            // Kueue's `GetQueueOrderTimestamp`: requeued after a
-            // PodsReadyTimeout, it queues by when it was evicted.
-            if let Some(ev) = conds.into_iter().flatten().find(|c| {
-                c.type_ == condition::EVICTED
-                    && c.status == "True"
-                    && c.reason == api::eviction_reason::PODS_READY_TIMEOUT
-            }) {
-                engine_wl.created = ev.last_transition_time.0.as_millisecond();
-            }
-        }
+        // Requeued after a PodsReadyTimeout, it may queue by when it was
+        // evicted (after the Workload's metadata took its creation time).
+        engine_wl.created = crate::jobs::readiness::queue_order_time(
+            self.requeuing_timestamp,
+            engine_wl.created,
+            conds
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == condition::EVICTED)
+                .map(|c| {
+                    (
+                        c.status == "True",
+                        c.reason.as_str(),
+                        c.last_transition_time.0.as_millisecond(),
+                    )
+                }),
+        );
         if engine_wl.finished {
             let lq = (
                 engine_wl.namespace.to_string(),

@@ -237,9 +237,9 @@ struct Listing {
 pub struct Controller {
     client: Client,
     engine: Engine,
-    /// waitForPodsReady's `requeuingStrategy.timestamp: Eviction`: a
-    /// Workload evicted for `PodsReadyTimeout` queues by its eviction time.
-    evicted_order: bool,
+    /// waitForPodsReady's `requeuingStrategy.timestamp` (`Creation` when
+    /// it is off: the queue order is the creation time).
+    requeuing_timestamp: crate::jobs::readiness::RequeuingTimestamp,
     /// waitForPodsReady's `blockAdmission` (see
     /// [`Engine::set_block_admission`]).
     block_admission: bool,
@@ -361,9 +361,11 @@ impl Controller {
             devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
-            evicted_order: readiness.as_ref().is_some_and(|r| {
-                r.timestamp == crate::jobs::readiness::RequeuingTimestamp::Eviction
-            }),
+            requeuing_timestamp: readiness
+                .as_ref()
+                .map_or(crate::jobs::readiness::RequeuingTimestamp::Creation, |r| {
+                    r.timestamp
+                }),
             block_admission: readiness.as_ref().is_some_and(|r| r.block_admission),
             started: false,
             initial: ClusterObjects::default(),
