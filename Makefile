@@ -7,6 +7,7 @@
 test: lint
 	tests/cluster/build.sh >/dev/null
 	tests/cluster/build-helm.sh >/dev/null
+	tests/cluster/build-cert-manager.sh >/dev/null
 	tests/run-all.sh
 
 lint:
@@ -16,6 +17,7 @@ lint:
 cluster:
 	tests/cluster/build.sh
 	tests/cluster/build-helm.sh
+	tests/cluster/build-cert-manager.sh
 
 # `make dev ARGS=--no-demo` keeps the bare cluster (no queues, no tour).
 dev:
