@@ -1,18 +1,20 @@
-# Multi-stage build of a static batchgate binary on an empty base image.
+# batchgate's image: the binary linked statically against glibc, on an empty
+# base, as a non-root user, with no shell. The same image is assembled
+# without a container engine by tests/cluster/build-image.sh (`make image`),
+# and tests/image.rs checks that image against this file.
 # Build: docker build -t batchgate:latest .
 FROM rust:1-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends musl-tools \
-    && rm -rf /var/lib/apt/lists/* \
-    && rustup target add x86_64-unknown-linux-musl
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --target x86_64-unknown-linux-musl --bin batchgate \
-    && cp target/x86_64-unknown-linux-musl/release/batchgate /batchgate
+# --target keeps build scripts and proc macros dynamic; only batchgate is static.
+RUN RUSTFLAGS='-C target-feature=+crt-static' \
+    cargo build --release --locked --target x86_64-unknown-linux-gnu --bin batchgate \
+    && cp target/x86_64-unknown-linux-gnu/release/batchgate /batchgate
 
 FROM scratch
-COPY --from=build /batchgate /batchgate
+COPY --from=build --chmod=0555 /batchgate /batchgate
 # Non-root; the Deployment also sets runAsNonRoot and a read-only root filesystem.
 USER 65532:65532
-EXPOSE 9443 8081
+EXPOSE 9443 8081 8082
 ENTRYPOINT ["/batchgate"]
 CMD ["serve", "--config", "/etc/batchgate/config.yaml"]

@@ -2,11 +2,13 @@
 #   make dev   - build what is missing, start a local control plane, run batchgate against it
 #                set up as Kueue's quick start, print a tour (tests/cluster/dev.sh)
 #   make test  - every check and test CI runs
-.PHONY: test lint dev manifests cluster bench
+.PHONY: test lint dev manifests cluster bench image
 
 test: lint
 	tests/cluster/build.sh >/dev/null
 	tests/cluster/build-helm.sh >/dev/null
+	tests/cluster/build-cert-manager.sh >/dev/null
+	tests/cluster/build-image.sh --profile dev >/dev/null
 	tests/run-all.sh
 
 lint:
@@ -16,6 +18,7 @@ lint:
 cluster:
 	tests/cluster/build.sh
 	tests/cluster/build-helm.sh
+	tests/cluster/build-cert-manager.sh
 
 # `make dev ARGS=--no-demo` keeps the bare cluster (no queues, no tour).
 dev:
@@ -28,6 +31,11 @@ manifests:
 	cargo run -q -- crds --out-dir manifests/crds
 	rm -f manifests/cert-manager/crds/*.yaml
 	cargo run -q -- crds --converted-only --inject-ca-from batchgate-system/batchgate-serving-cert --out-dir manifests/cert-manager/crds
+
+# The container image as an OCI layout in target/image/oci (no container
+# engine needed; README, Container image).
+image:
+	tests/cluster/build-image.sh
 
 bench:
 	cargo bench --bench handler

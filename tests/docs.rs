@@ -43,6 +43,14 @@ const UNCHECKED: &[(&str, &str)] = &[
     ),
     ("install", "coreutils: copies the built binary"),
     (
+        "crane",
+        "pushes to a registry (built by tests/cluster/build-image.sh --tools)",
+    ),
+    (
+        "skopeo",
+        "copies an image to a registry; not installed here",
+    ),
+    (
         "helm",
         "needs a cluster; the chart is checked by tests/e2e_helm.rs",
     ),

@@ -271,6 +271,8 @@ fn everything_in_manifests_passes_a_server_side_dry_run() {
         "mutatingwebhookconfiguration.admissionregistration.k8s.io/batchgate-mutating-webhook-configuration",
         "validatingwebhookconfiguration.admissionregistration.k8s.io/batchgate-validating-webhook-configuration",
         "issuer.cert-manager.io/batchgate-selfsigned-issuer",
+        "certificate.cert-manager.io/batchgate-ca",
+        "issuer.cert-manager.io/batchgate-ca-issuer",
         "certificate.cert-manager.io/batchgate-serving-cert",
         "customresourcedefinition.apiextensions.k8s.io/clusterqueues.kueue.x-k8s.io",
         "customresourcedefinition.apiextensions.k8s.io/cohorts.kueue.x-k8s.io",

@@ -88,10 +88,12 @@ impl Server {
             .and_then(|d| std::fs::read_to_string(d.join("ca.crt")).ok())
             .unwrap_or_default();
         let mut cmd = Command::new(BIN);
+        cmd.arg("serve");
+        // A test that needs a fixed webhook address passes its own --listen.
+        if !args.contains(&"--listen") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
         cmd.args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
             "--probe-listen",
             "127.0.0.1:0",
             "--visibility-listen",

@@ -28,6 +28,7 @@
 //! in any way (see the `process` module).
 
 mod binaries;
+pub mod cert_manager;
 mod error;
 mod pki;
 mod process;
@@ -46,6 +47,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub use binaries::{build_script, Binaries, BINARIES, BIN_ENV, STAGES_ENV};
+pub use cert_manager::CertManager;
 pub use error::Error;
 
 use pki::{ClientCert, Pki};
@@ -213,6 +215,11 @@ pub struct ClusterOptions {
     pub extra_apiserver_args: Vec<String>,
     /// Keep the temp dir after teardown (default: `$BATCHGATE_CLUSTER_KEEP` is `1`).
     pub keep_dir: bool,
+    /// Also run cert-manager's controller and CA injector (built by
+    /// `tests/cluster/build-cert-manager.sh`), with its CRDs applied, once
+    /// the cluster is ready. Off by default: only the tests that use
+    /// cert-manager pay for it.
+    pub cert_manager: bool,
 }
 
 impl Default for ClusterOptions {
@@ -223,6 +230,7 @@ impl Default for ClusterOptions {
             binaries: None,
             extra_apiserver_args: Vec::new(),
             keep_dir: std::env::var(KEEP_ENV).is_ok_and(|v| v == "1"),
+            cert_manager: false,
         }
     }
 }
@@ -259,12 +267,20 @@ impl LocalCluster {
             Some(b) => b.clone(),
             None => Binaries::locate_or_build()?,
         };
+        let cert_manager = if opts.cert_manager {
+            Some(CertManager::locate_or_build()?)
+        } else {
+            None
+        };
         let located = t0.elapsed();
         let mut attempt = 1;
         loop {
             match LocalCluster::try_start(&opts, &binaries) {
                 Ok(mut cluster) => {
                     cluster.timings.insert(0, ("binaries", located));
+                    if let Some(cm) = &cert_manager {
+                        cluster.start_cert_manager(cm, Instant::now() + opts.start_timeout)?;
+                    }
                     return Ok(cluster);
                 }
                 Err(e) if e.is_port_conflict() && attempt < PORT_ATTEMPTS => attempt += 1,
@@ -496,9 +512,38 @@ impl LocalCluster {
         Ok(cluster)
     }
 
+    /// cert-manager's CRDs (server-side: they are too large for the
+    /// last-applied annotation), its cluster resource namespace, then its
+    /// controller and CA injector with the admin kubeconfig.
+    fn start_cert_manager(&mut self, cm: &CertManager, deadline: Instant) -> Result<(), Error> {
+        let t0 = Instant::now();
+        let crds = cm.crds().display().to_string();
+        self.kubectl.run(&["apply", "--server-side", "-f", &crds])?;
+        let within = deadline.saturating_duration_since(Instant::now());
+        self.wait_established(cert_manager::CRDS, within)?;
+        self.kubectl
+            .run(&["create", "namespace", cert_manager::NAMESPACE])?;
+        let kubeconfig = format!("--kubeconfig={}", self.kubeconfig.display());
+        for name in cert_manager::PROGRAMS {
+            self.spawn_program(name, &cm.program(name), vec![kubeconfig.clone()])?;
+        }
+        self.mark("cert-manager", t0);
+        Ok(())
+    }
+
     fn spawn(&mut self, name: &'static str, args: Vec<String>) -> Result<(), Error> {
+        let program = self.binaries.path(name);
+        self.spawn_program(name, &program, args)
+    }
+
+    fn spawn_program(
+        &mut self,
+        name: &'static str,
+        program: &Path,
+        args: Vec<String>,
+    ) -> Result<(), Error> {
         let log = self.dir_path.join("logs").join(format!("{name}.log"));
-        let component = Component::spawn(name, &self.binaries.path(name), &args, log)?;
+        let component = Component::spawn(name, program, &args, log)?;
         if let Some(w) = self.watchdog.as_mut() {
             w.watch(component.pid());
         }
@@ -680,9 +725,27 @@ pub fn shared() -> &'static LocalCluster {
 
 /// Like [`shared`], returning the start error instead of panicking.
 pub fn try_shared() -> Result<&'static LocalCluster, &'static str> {
+    try_shared_with(ClusterOptions::default)
+}
+
+/// Like [`shared`], but the first call of the process decides the options
+/// (later calls, and [`shared`], return that same cluster).
+///
+/// # Panics
+/// If the cluster cannot be started (the message says why).
+pub fn shared_with(opts: impl FnOnce() -> ClusterOptions) -> &'static LocalCluster {
+    match try_shared_with(opts) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("starting the shared local cluster failed: {e}"),
+    }
+}
+
+fn try_shared_with(
+    opts: impl FnOnce() -> ClusterOptions,
+) -> Result<&'static LocalCluster, &'static str> {
     static SHARED: OnceLock<Result<LocalCluster, String>> = OnceLock::new();
     SHARED
-        .get_or_init(|| LocalCluster::start(ClusterOptions::default()).map_err(|e| e.to_string()))
+        .get_or_init(|| LocalCluster::start(opts()).map_err(|e| e.to_string()))
         .as_ref()
         .map_err(String::as_str)
 }

@@ -1,7 +1,7 @@
 //! `localcluster`: start a local control plane for hands-on work.
 //!
 //! ```text
-//! cargo run -p batchgate-localcluster --bin localcluster [-- --nodes N]
+//! cargo run -p batchgate-localcluster --bin localcluster [-- --nodes N] [--cert-manager]
 //! ```
 //! Prints `export KUBECONFIG=...` (and the server URL, log dir) on stdout,
 //! then waits for Ctrl-C / SIGTERM / SIGHUP and tears everything down.
@@ -10,11 +10,13 @@ use std::process::ExitCode;
 
 use batchgate_localcluster::{default_nodes, ClusterOptions, LocalCluster, NodeSpec};
 
-const USAGE: &str = "usage: localcluster [--nodes N]   (default: the 4 default nodes)";
+const USAGE: &str =
+    "usage: localcluster [--nodes N] [--cert-manager]   (default: the 4 default nodes, no cert-manager)";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut nodes = default_nodes();
+    let mut cert_manager = false;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--nodes" => match args.next().and_then(|n| n.parse::<usize>().ok()) {
@@ -28,6 +30,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
+            "--cert-manager" => cert_manager = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
 
     let mut cluster = match LocalCluster::start(ClusterOptions {
         nodes,
+        cert_manager,
         ..ClusterOptions::default()
     }) {
         Ok(c) => c,
