@@ -10,13 +10,13 @@
 //! Behaviour follows Kueue's scheduler (see shared/reference/kueue.md §4):
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
 //! and node labels, borrowing and lending limits, within-queue preemption
-//! and reclaiming within a cohort, stop policies and deactivation, with
-//! Kueue's messages. What is left out:
+//! and reclaiming within a cohort, partial admission (`minCount`), stop
+//! policies and deactivation, with Kueue's messages. What is left out:
 //!
 //! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
 //!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
-//!   `flavorFungibility.preference`, partial admission, topology-aware
+//!   `flavorFungibility.preference`, topology-aware
 //!   scheduling, admission checks, elastic workloads, priority boost or
 //!   `PodsReady` waiting;
 //! - node affinity is matched through `nodeSelector` only (no
@@ -27,6 +27,7 @@
 pub mod cluster_queue;
 pub mod finalizers;
 pub mod flavors;
+mod partial_admission;
 mod preemption;
 pub mod quantity;
 mod queues;

@@ -326,6 +326,7 @@ impl Model {
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: pods,
+                        min_count: None,
                         requests: [("cpu".to_string(), cpu * 500)].into(),
                         node_selector: BTreeMap::new(),
                         tolerations: vec![],

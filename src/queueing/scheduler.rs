@@ -1120,3 +1120,6 @@ mod tests;
 
 #[cfg(test)]
 mod preemption_cases;
+
+#[cfg(test)]
+mod partial_admission_cases;
