@@ -311,20 +311,9 @@ impl Assignment {
 pub(crate) type Oracle<'a> =
     dyn FnMut(&mut QuotaTree, &FlavorResource, i64) -> (PreemptionMode, u8) + 'a;
 
-/// Chooses flavors for every pod set of `wl` in `cq` against `quota`.
-pub(crate) fn assign(
-    wl: &Workload,
-    cq: &ClusterQueue,
-    flavors: &BTreeMap<String, ResourceFlavor>,
-    quota: &mut QuotaTree,
-    oracle: &mut Oracle<'_>,
-) -> Assignment {
-    assign_counts(wl, None, cq, flavors, quota, oracle)
-}
-
-/// [`assign`] with each pod set at the given count (`counts[i]` for pod
-/// set `i`; `None`: their full counts), as Kueue's `Assign(ctx, counts)`
-/// does for partial admission.
+/// Chooses flavors for every pod set of `wl` in `cq` against `quota`, each
+/// pod set at the given count (`counts[i]` for pod set `i`; `None`: their
+/// full counts), as Kueue's `Assign(ctx, counts)`.
 pub(crate) fn assign_counts(
     wl: &Workload,
     counts: Option<&[u32]>,

@@ -92,7 +92,7 @@ pub(crate) fn initial_assignment(
     holdings: &dyn Holdings,
     preemptor: &Preemptor<'_>,
 ) -> (Assignment, Vec<Target>) {
-    let mut attempt = |snap: &mut QuotaTree, counts: Option<&[u32]>| {
+    let attempt = |snap: &mut QuotaTree, counts: Option<&[u32]>| {
         let mut oracle = |s: &mut QuotaTree, fr: &FlavorResource, val: i64| {
             preemption::simulate(s, holdings, preemptor, fr, val)
         };

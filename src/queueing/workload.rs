@@ -121,11 +121,6 @@ pub struct PodSet {
 }
 
 impl PodSet {
-    /// Requests of all `count` pods together.
-    pub(crate) fn total_requests(&self) -> BTreeMap<String, i64> {
-        self.total_requests_at(self.count)
-    }
-
     /// Requests of `count` pods together (Kueue's `ScaledTo`: per-pod
     /// requests times the count).
     pub(crate) fn total_requests_at(&self, count: u32) -> BTreeMap<String, i64> {
