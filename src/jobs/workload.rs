@@ -404,7 +404,8 @@ pub fn start_patch(
         }
         // Kueue's `RunWithPodSetsInfo`: a job that asked for partial
         // admission runs the admitted count.
-        if let (Some(rule), Some(_), Some(count)) = (&ps.partial_admission, ps.min_count, info.count)
+        if let (Some(rule), Some(_), Some(count)) =
+            (&ps.partial_admission, ps.min_count, info.count)
         {
             for field in rule.fields(job) {
                 let _ = patch::set(job, field, json!(count), &mut ops);
@@ -830,8 +831,11 @@ mod tests {
         let p = job_policy();
         let original = min_parallelism_job("2", false);
         let recorded = pod_sets(&p, &original).unwrap();
-        let started =
-            apply(&original, &start_patch(&p, &original, &[reduced(3)]).unwrap()).unwrap();
+        let started = apply(
+            &original,
+            &start_patch(&p, &original, &[reduced(3)]).unwrap(),
+        )
+        .unwrap();
         assert_eq!(started["spec"]["parallelism"], 3);
         assert_eq!(started["spec"]["completions"], 4);
         assert_eq!(started["spec"]["suspend"], false);
@@ -846,7 +850,10 @@ mod tests {
         let synced = min_parallelism_job("2", true);
         let started = apply(&synced, &start_patch(&p, &synced, &[reduced(2)]).unwrap()).unwrap();
         assert_eq!(
-            (&started["spec"]["parallelism"], &started["spec"]["completions"]),
+            (
+                &started["spec"]["parallelism"],
+                &started["spec"]["completions"]
+            ),
             (&json!(2), &json!(2))
         );
         let suspended = apply(&started, &suspend_patch(&p, &started)).unwrap();

@@ -70,7 +70,11 @@ fn engine() -> Engine {
     };
     for cq in [
         queue("sales", None, vec![group("cpu", "default", 50)]),
-        queue("eng-alpha", Some("eng"), vec![group("cpu", "on-demand", 50)]),
+        queue(
+            "eng-alpha",
+            Some("eng"),
+            vec![group("cpu", "on-demand", 50)],
+        ),
         beta,
     ] {
         e.upsert_local_queue(LocalQueue {
@@ -236,7 +240,11 @@ fn without_min_count_the_full_counts_stay_pending() {
         "new",
         0,
         "cpu",
-        &[("one", 20, None, 1), ("two", 30, None, 1), ("three", 15, None, 1)],
+        &[
+            ("one", 20, None, 1),
+            ("two", 30, None, 1),
+            ("three", 15, None, 1),
+        ],
     ));
     let c = e.schedule(0);
     assert_eq!(admitted(&c, "sales/new", "cpu"), None);
@@ -267,7 +275,10 @@ fn preemption_for_the_full_count_comes_before_reducing_it() {
         &[("one", 20, Some(10), 1)],
     ));
     let c = e.schedule(0);
-    assert_eq!(evicted(&c), [("eng-beta/old".to_string(), PREEMPTED.into())]);
+    assert_eq!(
+        evicted(&c),
+        [("eng-beta/old".to_string(), PREEMPTED.into())]
+    );
     assert_eq!(
         pending(&c, "eng-beta/new"),
         Some((PendingReason::WaitingForPreemptedWorkloads, WAITING.into()))
@@ -295,7 +306,10 @@ fn a_reduced_count_may_preempt() {
         &[("one", 30, Some(10), 1)],
     ));
     let c = e.schedule(0);
-    assert_eq!(evicted(&c), [("eng-beta/old".to_string(), PREEMPTED.into())]);
+    assert_eq!(
+        evicted(&c),
+        [("eng-beta/old".to_string(), PREEMPTED.into())]
+    );
     assert_eq!(
         pending(&c, "eng-beta/new"),
         Some((PendingReason::WaitingForPreemptedWorkloads, WAITING.into()))
@@ -314,13 +328,7 @@ fn a_reduced_count_may_preempt() {
 #[test]
 fn nothing_below_the_minimum_is_admitted() {
     let mut e = engine();
-    e.upsert_workload(workload(
-        "sales",
-        "big",
-        0,
-        "cpu",
-        &[("one", 40, None, 1)],
-    ));
+    e.upsert_workload(workload("sales", "big", 0, "cpu", &[("one", 40, None, 1)]));
     let c = e.schedule(0);
     assert!(admitted(&c, "sales/big", "cpu").is_some());
     e.confirm_admission("sales/big");
@@ -369,13 +377,7 @@ fn a_reduced_admission_holds_only_its_pods_quota() {
     written.admission = Some(admission);
     let mut again = engine();
     again.upsert_workload(written);
-    again.upsert_workload(workload(
-        "sales",
-        "small",
-        0,
-        "cpu",
-        &[("one", 1, None, 1)],
-    ));
+    again.upsert_workload(workload("sales", "small", 0, "cpu", &[("one", 1, None, 1)]));
     // 50 of 50 cpu are held: the small one waits for exactly 1 cpu.
     let c = again.schedule(1);
     assert_eq!(
