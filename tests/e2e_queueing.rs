@@ -776,8 +776,9 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
 /// 4 pods of 1 cpu (at least 2) where a long Job holds 1 of 3 cpu. The
 /// Workload carries `minCount`, is admitted with the 2 pods that fit, the
 /// Job runs with parallelism 2 on the flavor's KWOK nodes and completes
-/// all 4 completions. A second such Job, deactivated while it runs at its
-/// reduced parallelism, gets its own parallelism back once suspended.
+/// all 4 completions. A second Job, annotated only while it waits, is
+/// admitted reduced too; deactivated while it runs at its reduced
+/// parallelism, it gets its own parallelism back once suspended.
 #[test]
 fn a_job_with_min_parallelism_is_admitted_with_the_pods_that_fit() {
     let e = env();
@@ -843,11 +844,40 @@ fn a_job_with_min_parallelism_is_admitted_with_the_pods_that_fit() {
         workload_of(c, &ns, "wide").filter(|w| is_true(w, "Finished"))
     });
 
-    // Evicted while reduced: suspended first, then parallelism 4 again.
-    create(c, &partial_job("evicted", "600s"));
+    // As upstream's integration test "Should schedule jobs with partial
+    // admission": a pending Job annotated later gets a new Workload with
+    // minCount and is admitted reduced; evicted while reduced, it is
+    // suspended first, then gets parallelism 4 back.
+    let mut plain: serde_json::Value =
+        serde_json::from_str(&partial_job("evicted", "600s")).unwrap();
+    plain["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    create(c, &plain.to_string());
+    let pending = wait_for(Duration::from_secs(60), "the full count to wait", || {
+        workload_of(c, &ns, "evicted")
+            .filter(|w| condition(w, "QuotaReserved").is_some_and(|q| q["status"] == "False"))
+    });
+    assert_eq!(
+        condition(&pending, "QuotaReserved").unwrap()["message"],
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor partial-flavor, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3)"
+    );
+    kubectl_ok(
+        c,
+        &[
+            "annotate",
+            "job",
+            "evicted",
+            "-n",
+            &ns,
+            "kueue.x-k8s.io/job-min-parallelism=2",
+        ],
+    );
     let wl = wait_for(Duration::from_secs(60), "the second admission", || {
         workload_of(c, &ns, "evicted").filter(|w| is_true(w, "Admitted"))
     });
+    assert_eq!(wl["spec"]["podSets"][0]["minCount"], 2, "{wl}");
     assert_eq!(
         wl["status"]["admission"]["podSetAssignments"][0]["count"],
         2
