@@ -147,6 +147,7 @@ fn simulate(shape: &Shape) -> Report {
                     created,
                     active: true,
                     finished: false,
+                    readiness: Default::default(),
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: 1,

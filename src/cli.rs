@@ -576,6 +576,8 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 prescaler.clone(),
                 positions.clone(),
                 metrics.kueue.clone(),
+                // Validated when the file was read.
+                cfg.wait_for_pods_ready.settings().ok().flatten(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

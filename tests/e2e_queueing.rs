@@ -7,11 +7,21 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use support::{
     e2e::{kubectl, namespace},
     queueing::*,
 };
+
+/// waitForPodsReady with small numbers for the readiness tests below
+/// (Kueue's defaults are 30 minutes and 60 s); the other tests' pods are
+/// ready long before the timeout.
+const READINESS: &str = "waitForPodsReady:\n  timeout: 8s\n  requeuingStrategy:\n    backoffBaseSeconds: 2\n    backoffMaxSeconds: 16\n    backoffLimitCount: 2\n";
+
+/// The binary's batchgate, with [`READINESS`].
+fn env() -> &'static Env {
+    env_with(READINESS)
+}
 
 /// 4 cpu behind two LocalQueues, six 1-cpu Jobs: four run at once on the
 /// flavor's nodes, the other two when those finish, and the ClusterQueue's
@@ -906,4 +916,229 @@ fn a_job_with_min_parallelism_is_admitted_with_the_pods_that_fit() {
     });
     assert_eq!(restored["spec"]["completions"], 4);
     kubectl_ok(c, &["delete", "job", "holder", "evicted", "-n", &ns]);
+}
+
+/// Seconds since the epoch of an RFC 3339 time in `v` (whole seconds, as
+/// the API writes them).
+fn epoch(v: &Value) -> i64 {
+    let t = v.as_str().unwrap_or_else(|| panic!("not a time: {v}"));
+    t.parse::<k8s_openapi::jiff::Timestamp>()
+        .unwrap_or_else(|e| panic!("{t}: {e}"))
+        .as_second()
+}
+
+/// waitForPodsReady end to end: a Job whose pod can never be scheduled
+/// (so never ready) is evicted with `PodsReadyTimeout` once the timeout
+/// passes, its Job suspended and requeued after a backoff that doubles
+/// (`status.requeueState`: count 1 waits 2 s, count 2 waits 4 s), and on
+/// the timeout after `backoffLimitCount` requeues it is deactivated with
+/// Kueue's reason; PodsReady says why throughout.
+#[test]
+fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-pods-ready");
+    apply(c, &flavor("ready-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("ready-cq", &[("ready-flavor", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "ready-cq"));
+    let mut j: Value =
+        serde_json::from_str(&job("stuck", &ns, "lq", "1", "60s", json!({}))).unwrap();
+    // No node carries this label: the pod stays Pending, never ready.
+    j["spec"]["template"]["spec"]["nodeSelector"] = json!({"e2e.batchgate/nowhere": "true"});
+    create(c, &j.to_string());
+
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "PodsReady=False once admitted",
+        || {
+            let w = workload_of(c, &ns, "stuck")?;
+            (is_true(&w, "Admitted") && condition(&w, "PodsReady").is_some()).then_some(w)
+        },
+    );
+    let pr = condition(&wl, "PodsReady").unwrap();
+    assert_eq!(
+        (&pr["status"], &pr["reason"], &pr["message"]),
+        (
+            &json!("False"),
+            &json!("WaitForStart"),
+            &json!("Not all pods are ready or succeeded")
+        ),
+        "{wl}"
+    );
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+
+    // Each timeout: evicted, requeued with the next backoff.
+    let mut waits = Vec::new();
+    for count in 1..=2 {
+        let w = wait_for(
+            Duration::from_secs(90),
+            &format!("eviction {count} with requeueState.count {count}"),
+            || {
+                let w = get(c, &["workload", &name, "-n", &ns])?;
+                let rs = &w["status"]["requeueState"];
+                (rs["count"] == count && rs["requeueAt"].is_string() && is_true(&w, "Evicted"))
+                    .then_some(w)
+            },
+        );
+        let ev = condition(&w, "Evicted").unwrap();
+        assert_eq!(ev["reason"], "PodsReadyTimeout", "{w}");
+        assert_eq!(
+            ev["message"],
+            format!("Exceeded the PodsReady timeout {ns}/{name}"),
+            "{w}"
+        );
+        waits.push(
+            epoch(&w["status"]["requeueState"]["requeueAt"]) - epoch(&ev["lastTransitionTime"]),
+        );
+        // The Job is stopped and the quota given back while it backs off.
+        wait_for(Duration::from_secs(60), "the Job suspended", || {
+            let j = get(c, &["job", "stuck", "-n", &ns])?;
+            (j["spec"]["suspend"] == true).then_some(())
+        });
+        // Then it queues again: Requeued=True (BackoffFinished), admitted.
+        let w = wait_for(
+            Duration::from_secs(90),
+            "the backoff to finish and the Job to be admitted again",
+            || {
+                let w = get(c, &["workload", &name, "-n", &ns])?;
+                let rq = condition(&w, "Requeued")?;
+                (rq["status"] == "True"
+                    && rq["reason"] == "BackoffFinished"
+                    && is_true(&w, "Admitted"))
+                .then_some(w)
+            },
+        );
+        assert_eq!(w["status"]["requeueState"]["count"], count, "{w}");
+        assert!(w["status"]["requeueState"]["requeueAt"].is_null(), "{w}");
+        assert_eq!(
+            condition(&w, "Requeued").unwrap()["message"],
+            "The workload backoff was finished"
+        );
+    }
+    // base 2 s doubling: about 2 s, then about 4 s (whole seconds written).
+    assert!((2..=3).contains(&waits[0]), "{waits:?}");
+    assert!((4..=5).contains(&waits[1]), "{waits:?}");
+
+    // The third timeout is past backoffLimitCount (2): deactivated.
+    let w = wait_for(Duration::from_secs(90), "deactivation", || {
+        let w = get(c, &["workload", &name, "-n", &ns])?;
+        (w["spec"]["active"] == false && is_true(&w, "Evicted")).then_some(w)
+    });
+    let ev = condition(&w, "Evicted").unwrap();
+    assert_eq!(
+        ev["reason"], "DeactivatedDueToRequeuingLimitExceeded",
+        "{w}"
+    );
+    assert_eq!(
+        ev["message"],
+        "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+    );
+    assert!(w["status"]["requeueState"].is_null(), "{w}");
+    assert!(condition(&w, "DeactivationTarget").is_none(), "{w}");
+    wait_for(
+        Duration::from_secs(60),
+        "the Job suspended for good",
+        || {
+            let j = get(c, &["job", "stuck", "-n", &ns])?;
+            (j["spec"]["suspend"] == true).then_some(())
+        },
+    );
+    wait_for(Duration::from_secs(60), "the quota released", || {
+        cq_counts(c, "ready-cq").filter(|s| s.1 == 0)
+    });
+    // Two evictions counted, and Kueue's event for each.
+    assert_eq!(
+        w["status"]["schedulingStats"]["evictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["reason"] == "PodsReadyTimeout")
+            .map(|e| e["count"].clone()),
+        Some(json!(2)),
+        "{w}"
+    );
+    let events = get(
+        c,
+        &[
+            "events",
+            "-n",
+            &ns,
+            "--field-selector",
+            &format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout"),
+        ],
+    )
+    .unwrap();
+    let seen: i64 = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["count"]
+                .as_i64()
+                .unwrap_or(1)
+                .max(e["series"]["count"].as_i64().unwrap_or(1))
+        })
+        .sum();
+    assert!(seen >= 1, "{events}");
+}
+
+/// Dynamic reclaim end to end: a Job of 4 completions, 3 at a time, fills
+/// its 3-cpu ClusterQueue; once its first 3 pods succeed only one slot is
+/// still needed, so `status.reclaimablePods` says 2 and a second Job asking
+/// for 2 cpu is admitted into that quota while the first still runs.
+#[test]
+fn reclaimable_pods_give_quota_to_a_second_job_while_the_first_runs() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-reclaim");
+    apply(c, &flavor("reclaim-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("reclaim-cq", &[("reclaim-flavor", "3", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "reclaim-cq"));
+    let mut first: Value =
+        serde_json::from_str(&job("first", &ns, "lq", "1", "20s", json!({}))).unwrap();
+    first["spec"]["parallelism"] = json!(3);
+    first["spec"]["completions"] = json!(4);
+    create(c, &first.to_string());
+    wait_for(Duration::from_secs(60), "the first Job admitted", || {
+        cq_counts(c, "reclaim-cq").filter(|s| s.1 == 1 && s.3 == "3")
+    });
+    create(c, &job("second", &ns, "lq", "2", "1s", json!({})));
+    let w = wait_for(Duration::from_secs(60), "the second Job pending", || {
+        let w = workload_of(c, &ns, "second")?;
+        let qr = condition(&w, "QuotaReserved")?;
+        (qr["status"] == "False").then_some(w)
+    });
+    assert!(!is_true(&w, "Admitted"), "{w}");
+
+    // Three pods done, one to go: two reclaimable, the second admitted.
+    let w = wait_for(Duration::from_secs(120), "reclaimablePods", || {
+        let w = workload_of(c, &ns, "first")?;
+        w["status"]["reclaimablePods"].is_array().then_some(w)
+    });
+    assert_eq!(
+        w["status"]["reclaimablePods"],
+        json!([{"name": "main", "count": 2}]),
+        "{w}"
+    );
+    wait_for(Duration::from_secs(60), "the second Job admitted", || {
+        workload_of(c, &ns, "second").filter(|w| is_true(w, "Admitted"))
+    });
+    let first_wl = workload_of(c, &ns, "first").unwrap();
+    let first_job = get(c, &["job", "first", "-n", &ns]).unwrap();
+    assert!(
+        !is_true(&first_wl, "Finished") && first_job["status"]["succeeded"].as_i64() < Some(4),
+        "the first Job still runs while the second is admitted: {first_job}"
+    );
+    wait_for(Duration::from_secs(120), "both Jobs to complete", || {
+        ["first", "second"]
+            .iter()
+            .all(|j| get(c, &["job", j, "-n", &ns]).is_some_and(|j| is_true(&j, "Complete")))
+            .then_some(())
+    });
 }

@@ -56,6 +56,51 @@ pub struct Config {
     pub prescaler: PrescalerConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    /// Kueue's `waitForPodsReady` (on by default, as in Kueue v0.19.2's
+    /// v1beta2 Configuration; `enable: false` turns it off).
+    #[serde(default)]
+    pub wait_for_pods_ready: WaitForPodsReadyConfig,
+}
+
+/// Kueue's `WaitForPodsReady`, with its names and Go durations (`5m`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitForPodsReadyConfig {
+    /// v1beta1's switch; `false` turns waitForPodsReady off.
+    pub enable: Option<bool>,
+    pub timeout: Option<String>,
+    pub block_admission: Option<bool>,
+    #[serde(default)]
+    pub requeuing_strategy: RequeuingStrategyConfig,
+    pub recovery_timeout: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequeuingStrategyConfig {
+    pub timestamp: Option<String>,
+    pub backoff_limit_count: Option<i32>,
+    pub backoff_base_seconds: Option<i32>,
+    pub backoff_max_seconds: Option<i32>,
+}
+
+impl WaitForPodsReadyConfig {
+    /// The settings in force (Kueue's defaults and validation); `None`
+    /// when turned off.
+    pub fn settings(&self) -> Result<Option<crate::jobs::readiness::Settings>, String> {
+        let r = &self.requeuing_strategy;
+        crate::jobs::readiness::Raw {
+            enable: self.enable,
+            timeout: self.timeout.clone(),
+            block_admission: self.block_admission,
+            recovery_timeout: self.recovery_timeout.clone(),
+            timestamp: r.timestamp.clone(),
+            backoff_limit_count: r.backoff_limit_count,
+            backoff_base_seconds: r.backoff_base_seconds,
+            backoff_max_seconds: r.backoff_max_seconds,
+        }
+        .settings()
+    }
 }
 
 /// Kueue's `metrics` configuration, as far as it applies: which of Kueue's
@@ -290,6 +335,12 @@ impl Config {
                 message: format!("managedJobsNamespaceSelector.{m}"),
             })?;
         }
+        cfg.wait_for_pods_ready
+            .settings()
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_string(),
+                message,
+            })?;
         Ok(cfg)
     }
 
@@ -401,6 +452,57 @@ probes:
             .unwrap_err()
             .to_string();
         assert!(err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn wait_for_pods_ready_reads_kueues_fields() {
+        let cfg = Config::parse(
+            "c.yaml",
+            "waitForPodsReady:\n  timeout: 3s\n  blockAdmission: true\n  recoveryTimeout: 0s\n  requeuingStrategy: {timestamp: Creation, backoffBaseSeconds: 1, backoffMaxSeconds: 4, backoffLimitCount: 2}\n",
+        )
+        .unwrap();
+        let s = cfg.wait_for_pods_ready.settings().unwrap().unwrap();
+        assert_eq!(s.timeout_ms, 3000);
+        assert!(s.block_admission);
+        assert_eq!(s.recovery_timeout_ms, None);
+        assert_eq!(
+            s.timestamp,
+            crate::jobs::readiness::RequeuingTimestamp::Creation
+        );
+        assert_eq!((s.backoff_base_seconds, s.backoff_max_seconds), (1, 4));
+        assert_eq!(s.backoff_limit_count, Some(2));
+        // On by default, as Kueue v0.19.2 (v1beta2).
+        let d = Config::parse("c.yaml", "{}\n").unwrap();
+        assert!(d.wait_for_pods_ready.settings().unwrap().is_some());
+        let off = Config::parse("c.yaml", "waitForPodsReady: {enable: false}\n").unwrap();
+        assert_eq!(off.wait_for_pods_ready.settings(), Ok(None));
+        let err = Config::parse(
+            "c.yaml",
+            "waitForPodsReady: {requeuingStrategy: {backoffLimitCount: -1}}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "c.yaml: waitForPodsReady.requeuingStrategy.backoffLimitCount: Invalid value: -1: must be greater than or equal to 0"
+        );
+    }
+
+    /// The configuration sample in docs/running.md is one this parser
+    /// takes (its waitForPodsReady block shows Kueue's defaults).
+    #[test]
+    fn the_documented_sample_parses() {
+        let doc = include_str!("../../docs/running.md");
+        let block = doc
+            .split("```yaml\n")
+            .map(|b| b.split("```").next().unwrap_or(""))
+            .find(|b| b.contains("waitForPodsReady:"))
+            .expect("a yaml block with waitForPodsReady");
+        let cfg = Config::parse("docs/running.md", block).unwrap();
+        assert_eq!(
+            cfg.wait_for_pods_ready.settings().unwrap(),
+            Some(crate::jobs::readiness::Settings::default())
+        );
     }
 
     #[test]

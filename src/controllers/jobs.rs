@@ -38,6 +38,7 @@ use crate::{
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
     jobs::execution,
     jobs::policy::{Policy, PolicySet, Progress},
+    jobs::readiness::{self, Expiry, Settings as Readiness, Timeout},
     jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
 
@@ -47,6 +48,8 @@ struct Ctx {
     resource: ApiResource,
     /// Every integrated kind, to recognise a job whose parent is one.
     policies: PolicySet,
+    /// waitForPodsReady in force (`None`: turned off).
+    readiness: Option<Arc<Readiness>>,
 }
 
 /// Starts a reconciler for every policy (on `shared`, its stores already
@@ -56,7 +59,9 @@ pub async fn run(
     shared: Shared,
     policies: PolicySet,
     appwrappers: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapper>>,
+    readiness: Option<Readiness>,
 ) {
+    let readiness = readiness.map(Arc::new);
     let client = shared.client.clone();
     let mut all = Vec::new();
     let mut triggers = OwnerTriggers::default();
@@ -72,6 +77,7 @@ pub async fn run(
             policy: policy.clone(),
             resource: resource.clone(),
             policies: policies.clone(),
+            readiness: readiness.clone(),
         });
         let name = policy.name.clone();
         // A kind whose CRD is not installed yet has nothing to reconcile;
@@ -353,15 +359,15 @@ impl Ctx {
         wl: &api::Workload,
         conds: &Conditions,
         now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-    ) -> Result<Action, JobError> {
+    ) -> Result<Option<Duration>, JobError> {
         let (Some(max), Some(admitted)) = (
             wl.spec.maximum_execution_time_seconds,
             conds.get(condition::ADMITTED),
         ) else {
-            return Ok(Action::await_change());
+            return Ok(None);
         };
         if conds.is_true(condition::DEACTIVATION_TARGET) {
-            return Ok(Action::await_change());
+            return Ok(None);
         }
         let accumulated = wl
             .status
@@ -375,7 +381,7 @@ impl Ctx {
             now.0.as_millisecond(),
         );
         if left > 0 {
-            return Ok(Action::requeue(Duration::from_millis(left.unsigned_abs())));
+            return Ok(Some(Duration::from_millis(left.unsigned_abs())));
         }
         let mut c = conds.clone();
         c.set(
@@ -406,13 +412,304 @@ impl Ctx {
         if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
             debug!(error = %e, "event not recorded");
         }
-        Ok(Action::await_change())
+        Ok(None)
+    }
+
+    /// Kueue's jobframework steps 4 and 5: `status.reclaimablePods` from
+    /// the job's status (its policy's `reclaimablePods`), then the
+    /// `PodsReady` condition (its policy's `podsReady`, with waitForPodsReady
+    /// on). Written only when changed; `true` when a write was made.
+    async fn sync_readiness(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        job: &Value,
+        conds: &Conditions,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Result<bool, JobError> {
+        let Some(rule) = &self.policy.status else {
+            return Ok(false);
+        };
+        let counts: Vec<(String, i64)> = wl
+            .spec
+            .pod_sets
+            .iter()
+            .flatten()
+            .map(|ps| (ps.name.clone(), i64::from(ps.count)))
+            .collect();
+        if let Some(reclaim) = &rule.reclaimable_pods {
+            let want = readiness::limit_reclaimable(&[reclaim.reclaimable(job)], &counts);
+            let have: Vec<(String, i32)> = wl
+                .status
+                .as_ref()
+                .and_then(|s| s.reclaimable_pods.as_ref())
+                .into_iter()
+                .flatten()
+                .filter(|r| r.count > 0)
+                .map(|r| (r.name.clone(), r.count))
+                .collect();
+            if want != have {
+                let list: Vec<Value> = want
+                    .iter()
+                    .map(|(n, c)| json!({"name": n, "count": c}))
+                    .collect();
+                let value = if list.is_empty() {
+                    Value::Null
+                } else {
+                    json!(list)
+                };
+                write_workload_status(api, wl, json!({ "reclaimablePods": value })).await?;
+                return Ok(true);
+            }
+        }
+        let (Some(_), Some(ready_rule)) = (&self.readiness, &rule.pods_ready) else {
+            return Ok(false);
+        };
+        let admitted = conds.is_true(condition::ADMITTED);
+        let current = conds.get(condition::PODS_READY);
+        if !admitted && current.is_none() {
+            // Kueue writes WaitForStart on every Workload; here it waits
+            // for the first admission (one write less per Workload that
+            // never runs; the timeout reads a missing condition the same).
+            return Ok(false);
+        }
+        let total: i64 = counts.iter().map(|(_, c)| c).sum();
+        let (status, reason, message) = readiness::pods_ready_condition(
+            admitted,
+            current.map(|c| (c.status == "True", c.reason.as_str())),
+            ready_rule.ready(job) >= total,
+        );
+        let mut c = conds.clone();
+        if !c.set(
+            condition::PODS_READY,
+            status,
+            reason,
+            message,
+            now,
+            wl.metadata.generation,
+        ) {
+            return Ok(false);
+        }
+        write_workload_status(api, wl, json!({"conditions": c.0})).await?;
+        Ok(true)
+    }
+
+    /// Kueue's `reconcileNotReadyTimeout` for an admitted Workload of a kind
+    /// that reports readiness: `After` while time is left; once it ran
+    /// out, either `DeactivationTarget` (`RequeuingLimitExceeded`) or the
+    /// eviction (`PodsReadyTimeout`, with `status.requeueState` moved on
+    /// by the backoff), then `Done`.
+    async fn check_pods_ready(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        conds: &Conditions,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Result<Option<Recheck>, JobError> {
+        let (Some(settings), Some(_)) = (
+            &self.readiness,
+            self.policy
+                .status
+                .as_ref()
+                .and_then(|s| s.pods_ready.as_ref()),
+        ) else {
+            return Ok(None);
+        };
+        if wl.spec.active == Some(false)
+            || conds.is_true(condition::EVICTED)
+            || conds.is_true(condition::DEACTIVATION_TARGET)
+        {
+            return Ok(None);
+        }
+        let ms = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| t.0.as_millisecond();
+        let admitted_at = conds
+            .get(condition::ADMITTED)
+            .filter(|c| c.status == "True")
+            .map(|c| ms(&c.last_transition_time));
+        let pods_ready = conds.get(condition::PODS_READY).map(|c| {
+            (
+                c.status == "True",
+                c.reason.as_str(),
+                ms(&c.last_transition_time),
+            )
+        });
+        let now_ms = ms(now);
+        let cause = match readiness::timeout(settings, admitted_at, pods_ready, now_ms) {
+            Timeout::None => return Ok(None),
+            Timeout::Running { left_ms, .. } => {
+                return Ok(Some(Recheck::After(Duration::from_millis(
+                    left_ms.unsigned_abs(),
+                ))))
+            }
+            Timeout::Expired { cause } => cause,
+        };
+        let state = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref());
+        let expiry = readiness::on_expiry(
+            settings,
+            state.and_then(|r| r.count),
+            state.and_then(|r| r.requeue_at.as_ref()).map(ms),
+            now_ms,
+            jitter(),
+        );
+        let mut c = conds.clone();
+        match expiry {
+            Expiry::Deactivate => {
+                c.set(
+                    condition::DEACTIVATION_TARGET,
+                    true,
+                    readiness::LIMIT_REASON,
+                    readiness::LIMIT_MESSAGE,
+                    now,
+                    wl.metadata.generation,
+                );
+                write_workload_status(api, wl, json!({"conditions": c.0})).await?;
+            }
+            Expiry::Requeue { count, requeue_at } => {
+                let (ns, name) = (
+                    wl.metadata.namespace.as_deref().unwrap_or_default(),
+                    wl.metadata.name.as_deref().unwrap_or_default(),
+                );
+                let message = readiness::timeout_message(ns, name);
+                c.set(
+                    condition::EVICTED,
+                    true,
+                    readiness::TIMEOUT_REASON,
+                    &message,
+                    now,
+                    wl.metadata.generation,
+                );
+                let at = k8s_openapi::jiff::Timestamp::from_millisecond(requeue_at)
+                    .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
+                    .unwrap_or_else(|_| now.clone());
+                let mut evictions = wl
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.scheduling_stats.as_ref())
+                    .and_then(|s| s.evictions.clone())
+                    .unwrap_or_default();
+                match evictions
+                    .iter_mut()
+                    .find(|e| e.reason == readiness::TIMEOUT_REASON && e.underlying_cause == cause)
+                {
+                    Some(e) => e.count += 1,
+                    None => evictions.push(api::WorkloadSchedulingStatsEviction {
+                        reason: readiness::TIMEOUT_REASON.into(),
+                        underlying_cause: cause.into(),
+                        count: 1,
+                    }),
+                }
+                let status = json!({
+                    "conditions": c.0,
+                    "requeueState": {"count": count, "requeueAt": at},
+                    "schedulingStats": {"evictions": evictions},
+                });
+                write_workload_status(api, wl, status).await?;
+                let reason = format!("{}DueTo{}", condition::EVICTED, readiness::TIMEOUT_REASON);
+                self.workload_event(wl, EventType::Normal, &reason, message)
+                    .await;
+            }
+        }
+        Ok(Some(Recheck::Done))
+    }
+
+    /// Once `status.requeueState.requeueAt` has passed, the Workload may
+    /// queue again: `requeueAt` is cleared and, after a `PodsReadyTimeout`
+    /// eviction, `Requeued=True` (`BackoffFinished`), as Kueue's workload
+    /// controller does. `Some` while there was something to wait for or
+    /// write.
+    async fn finish_backoff(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        conds: &Conditions,
+        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> Result<Option<Action>, JobError> {
+        let Some(state) = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref()) else {
+            return Ok(None);
+        };
+        let Some(at) = &state.requeue_at else {
+            return Ok(None);
+        };
+        if wl.spec.active == Some(false) {
+            return Ok(None);
+        }
+        let left = at.0.as_millisecond() - now.0.as_millisecond();
+        if left > 0 {
+            return Ok(Some(Action::requeue(Duration::from_millis(
+                left.unsigned_abs(),
+            ))));
+        }
+        let mut c = conds.clone();
+        let timed_out = c
+            .get(condition::REQUEUED)
+            .is_some_and(|r| r.status == "False" && r.reason == readiness::TIMEOUT_REASON);
+        if timed_out {
+            c.set(
+                condition::REQUEUED,
+                true,
+                readiness::BACKOFF_FINISHED_REASON,
+                readiness::BACKOFF_FINISHED_MESSAGE,
+                now,
+                wl.metadata.generation,
+            );
+        }
+        let status = json!({
+            "conditions": c.0,
+            "requeueState": {"count": state.count, "requeueAt": null},
+        });
+        write_workload_status(api, wl, status).await?;
+        Ok(Some(Action::await_change()))
+    }
+
+    async fn workload_event(
+        &self,
+        wl: &api::Workload,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let reference = ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+            kind: Some("Workload".into()),
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            uid: wl.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
     }
 
     /// What the admission adds to each pod set's template.
     fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
         admission_pod_set_infos(&self.shared.flavors, wl, queue)
     }
+}
+
+/// What [`Ctx::check_pods_ready`] asks of the reconcile.
+enum Recheck {
+    /// Something was written: look again once the watch brings it.
+    Done,
+    /// Not ready yet: look again after this long.
+    After(Duration),
+}
+
+/// The backoff's random jitter in [0, 1), from the clock's nanoseconds
+/// (the core takes it as a parameter; no randomness crate is needed for
+/// 0.0001 of a wait).
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
 /// Kueue's `FinalizeOrphanedWorkload` for a Workload whose job is going:
@@ -634,6 +931,11 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     }
 
+    if ctx.sync_readiness(&wl_api, &wl, &job, &conds, &now).await? {
+        // Looked at again with the Workload as the write left it.
+        return Ok(Action::await_change());
+    }
+
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
     let evicted = conds.is_true(condition::EVICTED);
     if reserved && evicted {
@@ -665,7 +967,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     }
 
     if reserved && conds.is_true(condition::ADMITTED) {
-        let next = ctx.check_execution_time(&wl_api, &wl, &conds, &now).await?;
+        let exec = ctx.check_execution_time(&wl_api, &wl, &conds, &now).await?;
+        let ready = match ctx.check_pods_ready(&wl_api, &wl, &conds, &now).await? {
+            Some(Recheck::Done) => return Ok(Action::await_change()),
+            Some(Recheck::After(d)) => Some(d),
+            None => None,
+        };
+        let next = match exec.into_iter().chain(ready).min() {
+            Some(d) => Action::requeue(d),
+            None => Action::await_change(),
+        };
         if suspended {
             let Some(infos) = ctx.pod_set_infos(&wl, &queue) else {
                 return Ok(Action::requeue(Duration::from_millis(200)));
@@ -718,6 +1029,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     }
     if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
+        return Ok(next);
+    }
+    if let Some(next) = ctx.finish_backoff(&wl_api, &wl, &conds, &now).await? {
         return Ok(next);
     }
     // Keep the Workload in step with the suspended job.

@@ -54,6 +54,7 @@ pub async fn run(
     prescaler: prescale::Settings,
     positions: crate::cluster::positions::Positions,
     metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
+    readiness: Option<crate::jobs::readiness::Settings>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -78,11 +79,12 @@ pub async fn run(
         client.clone(),
         positions,
         metrics,
+        readiness.clone(),
     ));
     let shared = context::Shared::start(client).await;
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
-    jobs::run(shared, policies, appwrappers).await;
+    jobs::run(shared, policies, appwrappers, readiness).await;
     let _ = aw.await;
 }
 

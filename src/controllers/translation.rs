@@ -345,7 +345,30 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
         finished: condition_true(conds, api::condition::FINISHED),
         pod_sets,
         admission,
+        readiness: readiness(wl),
     })
+}
+
+/// The `PodsReady` condition, `status.requeueState.requeueAt` and
+/// `status.reclaimablePods`, for the engine.
+fn readiness(wl: &api::Workload) -> queueing::workload::Readiness {
+    let status = wl.status.as_ref();
+    queueing::workload::Readiness {
+        pods_ready: status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == api::condition::PODS_READY))
+            .map(|c| c.status == "True"),
+        requeue_at: status
+            .and_then(|s| s.requeue_state.as_ref())
+            .and_then(|r| r.requeue_at.as_ref())
+            .map(millis),
+        reclaimable: status
+            .and_then(|s| s.reclaimable_pods.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|r| (r.name.clone(), r.count.max(0) as u32))
+            .collect(),
+    }
 }
 
 /// `status.admission` as written.

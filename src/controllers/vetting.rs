@@ -129,6 +129,7 @@ pub(crate) mod testing {
             created: 0,
             active: true,
             finished: false,
+            readiness: Default::default(),
             pod_sets: vec![queueing::PodSet {
                 name: Arc::from("main"),
                 count: 2,

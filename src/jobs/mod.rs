@@ -2,11 +2,13 @@
 //! ([`policy`], loaded from `policies/*.yaml`), and what Kueue's job
 //! framework does with a job of that kind ([`workload`]: the Workload made
 //! from it, and the patches that start and stop it; [`execution`]: its
-//! maximum execution time). Read by the admission
+//! maximum execution time; [`readiness`]: waitForPodsReady and dynamic
+//! reclaim). Read by the admission
 //! core and by the job reconciler (`controllers::jobs`, the shell).
 //!
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
 pub mod execution;
 pub mod policy;
+pub mod readiness;
 pub mod workload;

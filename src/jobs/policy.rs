@@ -573,6 +573,76 @@ pub struct StatusRule {
     /// controller does not unset it on suspension (Kueue clears it too).
     #[serde(default)]
     pub reset: Vec<Pointer>,
+    /// When all the job's pods are ready (waitForPodsReady's `PodsReady`
+    /// condition): the integer fields in `count` plus the lengths of the
+    /// lists in `lengths` reach the job's pod count (the sum of its pod
+    /// sets' counts). Without it the kind reports no readiness: its
+    /// Workloads get no `PodsReady` condition and are never timed out.
+    #[serde(default)]
+    pub pods_ready: Option<PodsReadyRule>,
+    /// How many pods no longer need their quota while the job still runs
+    /// (`status.reclaimablePods`, dynamic reclaim). Without it nothing is
+    /// reclaimed.
+    #[serde(default)]
+    pub reclaimable_pods: Option<ReclaimRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodsReadyRule {
+    /// Integer fields summed (`/status/ready`, `/status/succeeded`).
+    #[serde(default)]
+    pub count: Vec<Pointer>,
+    /// Lists whose lengths are added
+    /// (`/status/uncountedTerminatedPods/succeeded`).
+    #[serde(default)]
+    pub lengths: Vec<Pointer>,
+}
+
+impl PodsReadyRule {
+    /// Pods ready or done, as the job reports them.
+    pub fn ready(&self, obj: &Value) -> i64 {
+        let counts: i64 = self
+            .count
+            .iter()
+            .filter_map(|p| p.resolve(obj).and_then(Value::as_i64))
+            .sum();
+        let lengths: i64 = self
+            .lengths
+            .iter()
+            .filter_map(|p| p.resolve(obj).and_then(Value::as_array))
+            .map(|a| a.len() as i64)
+            .sum();
+        counts + lengths
+    }
+}
+
+/// Kueue's Job `ReclaimablePods`: once pods have succeeded and fewer
+/// completions remain than `parallelism`, the idle slots of `podSet`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReclaimRule {
+    /// The pod set the pods belong to.
+    pub pod_set: String,
+    /// Pods run at once (default 1 when unset).
+    pub parallelism: Pointer,
+    /// Pods to finish (default `parallelism` when unset).
+    pub completions: Pointer,
+    /// Pods that finished successfully.
+    pub succeeded: Pointer,
+}
+
+impl ReclaimRule {
+    /// `(pod set, reclaimable pods)`; zero when nothing is reclaimable.
+    pub fn reclaimable(&self, obj: &Value) -> (String, i64) {
+        let int = |p: &Pointer| p.resolve(obj).and_then(Value::as_i64);
+        let n = crate::jobs::readiness::job_reclaimable(
+            int(&self.parallelism).unwrap_or(1),
+            int(&self.completions),
+            int(&self.succeeded).unwrap_or(0),
+        );
+        (self.pod_set.clone(), n)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -11,14 +11,16 @@
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
 //! and node labels, borrowing and lending limits, within-queue preemption
 //! and reclaiming within a cohort, partial admission (`minCount`), stop
-//! policies and deactivation, with Kueue's messages. What is left out:
+//! policies and deactivation, dynamic reclaim (a Workload holds only its
+//! pods not reclaimable yet), waitForPodsReady's backoff (a Workload with
+//! `requeueAt` set waits out of the queue) and `blockAdmission`, with
+//! Kueue's messages. What is left out:
 //!
 //! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
 //!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
-//!   `flavorFungibility.preference`, topology-aware
-//!   scheduling, admission checks, elastic workloads, priority boost or
-//!   `PodsReady` waiting;
+//!   `flavorFungibility.preference`, topology-aware scheduling, admission
+//!   checks, elastic workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where

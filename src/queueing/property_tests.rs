@@ -323,6 +323,7 @@ impl Model {
                     created: self.now,
                     active: true,
                     finished: false,
+                    readiness: Default::default(),
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: pods,

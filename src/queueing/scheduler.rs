@@ -242,6 +242,8 @@ pub struct Engine {
     reported_status: BTreeMap<String, ClusterQueueStatus>,
     /// The names workloads share (see [`Names`]).
     names: Names,
+    /// See [`Engine::set_block_admission`].
+    block_admission: bool,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -513,6 +515,7 @@ impl Engine {
                         {
                             h.confirmed = true;
                         }
+                        self.refresh_held_usage(&key);
                     }
                     // Someone else's admission is the truth.
                     Some(a) => {
@@ -953,7 +956,9 @@ impl Engine {
         }
         let wl = &rec.wl;
         let lq = self.local_queue(&wl.namespace, &wl.queue_name);
-        let target = if !wl.active {
+        // Inactive, or backing off after a PodsReadyTimeout eviction: out of
+        // every queue, with no pending reason of its own.
+        let target = if !wl.active || wl.readiness.requeue_at.is_some() {
             Err(None)
         } else {
             match lq {
@@ -1054,7 +1059,10 @@ impl Engine {
             return;
         };
         self.unqueue(&key);
-        let usage = admission.usage();
+        let usage = match self.workloads.get(&key) {
+            Some(rec) => rec.wl.held_usage(&admission),
+            None => admission.usage(),
+        };
         let cq = self.names.intern(&admission.cluster_queue);
         self.quota.add(&cq, &usage);
         self.holders
@@ -1075,6 +1083,46 @@ impl Engine {
         }
         self.dirty.remove(&key);
         self.drain.insert(key);
+    }
+
+    /// Dynamic reclaim: a holding workload whose reclaimable pods changed
+    /// holds only what its remaining pods need; quota it gives back lets
+    /// the set-aside workloads of its queue and cohort try again.
+    fn refresh_held_usage(&mut self, key: &str) {
+        let Some(rec) = self.workloads.get_mut(key) else {
+            return;
+        };
+        let State::Holding(h) = &mut rec.state else {
+            return;
+        };
+        let usage = rec.wl.held_usage(&h.admission);
+        if usage == h.usage {
+            return;
+        }
+        let old = std::mem::replace(&mut h.usage, usage.clone());
+        let cq = h.cq.clone();
+        self.quota.remove(&cq, &old);
+        self.quota.add(&cq, &usage);
+        let mut affected = vec![cq.to_string()];
+        affected.extend(self.quota.cohort_peers(&cq).map(str::to_string));
+        self.requeue_inadmissible(affected.iter().map(String::as_str));
+    }
+
+    /// waitForPodsReady's `blockAdmission`: while it is set, no workload is
+    /// admitted as long as one holding quota reports `PodsReady=False`
+    /// (Kueue's scheduler waits in `waitForPodsReadyIfNeeded`).
+    pub fn set_block_admission(&mut self, block: bool) {
+        self.block_admission = block;
+    }
+
+    /// A holding workload is not ready yet, and `blockAdmission` is set.
+    pub(crate) fn admission_blocked(&self) -> bool {
+        self.block_admission
+            && self.holders.values().flatten().any(|k| {
+                self.workloads
+                    .get(k)
+                    .is_some_and(|r| r.wl.readiness.pods_ready == Some(false))
+            })
     }
 
     /// Stops holding quota and lets set-aside workloads of the queue and

@@ -186,9 +186,63 @@ pub struct Workload {
     pub pod_sets: Vec<PodSet>,
     /// `status.admission` as last written.
     pub admission: Option<Admission>,
+    /// What waitForPodsReady and dynamic reclaim tell the engine.
+    pub readiness: Readiness,
+}
+
+/// A Workload's `PodsReady` condition, `status.requeueState.requeueAt` and
+/// `status.reclaimablePods`, as the engine needs them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// The `PodsReady` condition's status; `None` without the condition
+    /// (kinds whose policy reports no readiness never get one).
+    pub pods_ready: Option<bool>,
+    /// `status.requeueState.requeueAt` (ms since the epoch): a Workload
+    /// backing off after a `PodsReadyTimeout` eviction is not queued until
+    /// the job reconciler clears it (Kueue's workload controller keeps it
+    /// out of the queue until then).
+    pub requeue_at: Option<i64>,
+    /// `status.reclaimablePods`: pods per pod set whose quota is given back
+    /// while the Workload still runs.
+    pub reclaimable: Vec<(String, u32)>,
+}
+
+impl Readiness {
+    fn reclaimable_of(&self, pod_set: &str) -> u32 {
+        self.reclaimable
+            .iter()
+            .find(|(n, _)| n == pod_set)
+            .map_or(0, |(_, c)| *c)
+    }
 }
 
 impl Workload {
+    /// The quota an admission of this Workload holds now: each pod set's
+    /// usage scaled down to the pods not reclaimable yet (Kueue's
+    /// `totalRequestsFromAdmission`: usage divided by the admitted count
+    /// and multiplied by the count after reclaim, when that is lower).
+    pub fn held_usage(&self, admission: &Admission) -> Usage {
+        let mut usage = Usage::new();
+        for psa in &admission.pod_set_assignments {
+            let spec_count = self
+                .pod_sets
+                .iter()
+                .find(|ps| *ps.name == *psa.name)
+                .map_or(psa.count, |ps| ps.count);
+            let after = spec_count - self.readiness.reclaimable_of(&psa.name).min(spec_count);
+            for (resource, flavor) in &psa.flavors {
+                let mut q = psa.resource_usage.get(resource).copied().unwrap_or(0);
+                if after < psa.count && psa.count > 0 {
+                    q = q / i64::from(psa.count) * i64::from(after);
+                }
+                *usage
+                    .entry(FlavorResource::new(flavor, resource))
+                    .or_default() += q;
+            }
+        }
+        usage
+    }
+
     /// `namespace/name`, how decisions name a workload.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
@@ -216,6 +270,64 @@ impl Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pod set of `spec` pods (10m cpu each) admitted at `count` pods,
+    /// `reclaimable` of them reclaimable.
+    fn admitted(spec: u32, count: u32, reclaimable: u32) -> (Workload, Admission) {
+        let wl = Workload {
+            namespace: "ns".into(),
+            name: "wl".into(),
+            uid: "u".into(),
+            job_uid: None,
+            queue_name: "lq".into(),
+            priority: 0,
+            created: 0,
+            active: true,
+            finished: false,
+            pod_sets: vec![PodSet {
+                name: "main".into(),
+                count: spec,
+                min_count: None,
+                requests: [("cpu", 10)].into(),
+                node_selector: BTreeMap::new(),
+                tolerations: Vec::new(),
+            }],
+            admission: None,
+            readiness: Readiness {
+                reclaimable: vec![("main".into(), reclaimable)],
+                ..Readiness::default()
+            },
+        };
+        let admission = Admission {
+            cluster_queue: "cq".into(),
+            pod_set_assignments: vec![PodSetAssignment {
+                name: "main".into(),
+                flavors: [("cpu".to_string(), "f1".to_string())].into(),
+                resource_usage: [("cpu".to_string(), i64::from(count) * 10)].into(),
+                count,
+            }],
+        };
+        (wl, admission)
+    }
+
+    /// Kueue v0.19.2 pkg/workload/workload_test.go, TestNewInfo:
+    /// "admitted with reclaim; reclaimablePods on" (5 pods, 3 admitted, 2
+    /// reclaimable: the 3 admitted keep their 30m), "admitted with stale
+    /// reclaim exceeding scaled-down podSet count" (2 pods, 5 admitted, 5
+    /// reclaimable: nothing held, never below zero), and a full admission
+    /// with 2 of 5 pods done holding 3 pods' worth.
+    #[test]
+    fn reclaimable_pods_scale_the_held_usage_down() {
+        let cpu = FlavorResource::new("f1", "cpu");
+        let (wl, a) = admitted(5, 3, 2);
+        assert_eq!(wl.held_usage(&a)[&cpu], 30);
+        let (wl, a) = admitted(2, 5, 5);
+        assert_eq!(wl.held_usage(&a)[&cpu], 0);
+        let (wl, a) = admitted(5, 5, 2);
+        assert_eq!(wl.held_usage(&a)[&cpu], 30);
+        let (wl, a) = admitted(5, 5, 0);
+        assert_eq!(wl.held_usage(&a), a.usage());
+    }
 
     #[test]
     fn requests_read_like_a_sorted_map() {

@@ -844,23 +844,23 @@ mod tests {
         ),
         (
             "kueue_pods_ready_to_evicted_time_seconds",
-            "waitForPodsReady (off by default)",
+            "waitForPodsReady's readiness timings are not recorded yet",
         ),
         (
             "kueue_ready_wait_time_seconds",
-            "waitForPodsReady (off by default)",
+            "waitForPodsReady's readiness timings are not recorded yet",
         ),
         (
             "kueue_admitted_until_ready_wait_time_seconds",
-            "waitForPodsReady (off by default)",
+            "waitForPodsReady's readiness timings are not recorded yet",
         ),
         (
             "kueue_local_queue_ready_wait_time_seconds",
-            "waitForPodsReady (off by default)",
+            "waitForPodsReady's readiness timings are not recorded yet",
         ),
         (
             "kueue_local_queue_admitted_until_ready_wait_time_seconds",
-            "waitForPodsReady (off by default)",
+            "waitForPodsReady's readiness timings are not recorded yet",
         ),
         (
             "kueue_admission_checks_wait_time_seconds",

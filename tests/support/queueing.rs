@@ -21,10 +21,16 @@ pub struct Env {
 static ENV: OnceLock<Env> = OnceLock::new();
 
 pub fn env() -> &'static Env {
+    env_with("")
+}
+
+/// [`env`] with `extra` appended to batchgate's config file; the first
+/// call in a test binary decides (one batchgate per binary).
+pub fn env_with(extra: &'static str) -> &'static Env {
     ENV.get_or_init(|| {
         let c = shared();
         install_crds(c);
-        let server = start(c);
+        let server = start_with(c, extra);
         let probe_ns = namespace(c, "e2e-probe");
         wait_webhook_active(c, &probe_ns);
         Env { cluster: c, server }
@@ -53,6 +59,11 @@ pub fn install_crds(c: &LocalCluster) {
 /// A batchgate for the whole test binary, registered as the webhook; its
 /// reconciler lease is short so a restarted one takes over quickly.
 pub fn start(c: &'static LocalCluster) -> Server {
+    start_with(c, "")
+}
+
+/// [`start`] with `extra` appended to the config file.
+pub fn start_with(c: &'static LocalCluster, extra: &'static str) -> Server {
     let kubeconfig = c.kubeconfig().to_path_buf();
     let server = Server::start_forever(move || {
         let dir = tempfile::tempdir().unwrap().keep();
@@ -61,7 +72,7 @@ pub fn start(c: &'static LocalCluster) -> Server {
             &cfg,
             // Kueue's optional ClusterQueue resource metrics on, for
             // e2e_queueing's metrics test.
-            "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n",
+            format!("namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n{extra}"),
         )
         .unwrap();
         Server::start_in_cluster(&kubeconfig, None, &["--config", cfg.to_str().unwrap()])

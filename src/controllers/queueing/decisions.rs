@@ -349,8 +349,9 @@ pub(super) fn render(
             if !reserved || c.is_true(condition::EVICTED) {
                 return None;
             }
+            let deactivated = *reason == EvictionReason::Deactivated;
             let (ev_reason, ev_message) = match deactivation_cause(&c.0) {
-                Some((cause, cause_message)) if *reason == EvictionReason::Deactivated => {
+                Some((cause, cause_message)) if deactivated => {
                     // Kueue's workload controller evicts for the cause and
                     // drops the target condition in the same write.
                     c.0.retain(|x| x.type_ != condition::DEACTIVATION_TARGET);
@@ -375,6 +376,11 @@ pub(super) fn render(
                     now,
                     generation,
                 );
+            }
+            if deactivated {
+                // A deactivated Workload's requeue state goes with it
+                // (Kueue's workload controller clears it in the eviction).
+                return Some(json!({"conditions": c.0, "requeueState": null}));
             }
             Some(json!({"conditions": c.0}))
         }

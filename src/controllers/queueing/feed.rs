@@ -128,6 +128,7 @@ impl Controller {
                 super::devices::charge(&self.devices, &key, wl, cq);
             }
             self.engine = Engine::rebuild(initial);
+            self.engine.set_block_admission(self.block_admission);
             self.started = true;
             info!(
                 workloads = self.meta.len(),
@@ -242,6 +243,23 @@ impl Controller {
             }
         };
         self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        // Requeued after a PodsReadyTimeout, it may queue by when it was
+        // evicted (after the Workload's metadata took its creation time).
+        engine_wl.created = crate::jobs::readiness::queue_order_time(
+            self.requeuing_timestamp,
+            engine_wl.created,
+            conds
+                .into_iter()
+                .flatten()
+                .find(|c| c.type_ == condition::EVICTED)
+                .map(|c| {
+                    (
+                        c.status == "True",
+                        c.reason.as_str(),
+                        c.last_transition_time.0.as_millisecond(),
+                    )
+                }),
+        );
         if engine_wl.finished {
             let lq = (
                 engine_wl.namespace.to_string(),

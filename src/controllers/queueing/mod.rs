@@ -237,6 +237,12 @@ struct Listing {
 pub struct Controller {
     client: Client,
     engine: Engine,
+    /// waitForPodsReady's `requeuingStrategy.timestamp` (`Creation` when
+    /// it is off: the queue order is the creation time).
+    requeuing_timestamp: crate::jobs::readiness::RequeuingTimestamp,
+    /// waitForPodsReady's `blockAdmission` (see
+    /// [`Engine::set_block_admission`]).
+    block_admission: bool,
     started: bool,
     initial: ClusterObjects,
     listings: [Listing; 5],
@@ -320,6 +326,7 @@ impl Controller {
         client: Client,
         positions: crate::cluster::positions::Positions,
         metrics: Arc<KueueMetrics>,
+        readiness: Option<crate::jobs::readiness::Settings>,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -354,6 +361,12 @@ impl Controller {
             devices: Gate::start(&client).await,
             client,
             engine: Engine::new(),
+            requeuing_timestamp: readiness
+                .as_ref()
+                .map_or(crate::jobs::readiness::RequeuingTimestamp::Creation, |r| {
+                    r.timestamp
+                }),
+            block_admission: readiness.as_ref().is_some_and(|r| r.block_admission),
             started: false,
             initial: ClusterObjects::default(),
             listings: Default::default(),

@@ -94,9 +94,11 @@ impl Engine {
         let mut cycle = Cycle::default();
         self.issue_due_evictions(&mut cycle.decisions);
 
-        // 1. One head per active ClusterQueue.
+        // 1. One head per active ClusterQueue (none while blockAdmission
+        // waits for an admitted workload's pods to be ready).
         let mut heads = Vec::new();
-        for (name, cq) in &self.cluster_queues {
+        let blocked = self.admission_blocked();
+        for (name, cq) in self.cluster_queues.iter().filter(|_| !blocked) {
             if !self.is_active(cq) {
                 continue;
             }

@@ -110,6 +110,7 @@ fn workload(w: &W, created: i64, admitted: bool) -> Workload {
         created,
         active: true,
         finished: false,
+        readiness: Default::default(),
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,

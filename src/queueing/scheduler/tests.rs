@@ -74,6 +74,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
         created,
         active: true,
         finished: false,
+        readiness: Default::default(),
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,
@@ -1087,4 +1088,101 @@ mod finalizers {
             Some(Change::Remove)
         );
     }
+}
+
+/// The admission decided for `name` in `c`.
+fn admission_of(c: &Cycle, name: &str) -> Admission {
+    c.decisions
+        .iter()
+        .find_map(|d| match d {
+            Decision::Admit {
+                workload,
+                admission,
+            } if *workload == key(name) => Some(admission.clone()),
+            _ => None,
+        })
+        .expect("admitted")
+}
+
+/// Dynamic reclaim, as Kueue v0.19.2's test/integration/singlecluster/
+/// scheduler/scheduler_test.go "Should admit workloads when resources are
+/// dynamically reclaimed" runs it: a queue full with a 3-pod workload
+/// admits a second one once two of the first's pods are reclaimable, while
+/// the first still holds the quota of the pod left.
+#[test]
+fn reclaimable_pods_give_their_quota_back_while_the_workload_runs() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 3)])]);
+    let mut first = wl("first", "a", 0, 1, 1);
+    first.pod_sets[0].count = 3;
+    e.upsert_workload(first.clone());
+    let c = run(&mut e, 1);
+    let a = admission_of(&c, "first");
+    e.confirm_admission(&key("first"));
+    first.admission = Some(a);
+    e.upsert_workload(first.clone());
+    e.upsert_workload(wl("second", "a", 0, 2, 2));
+    assert!(settle(&mut e, 2).is_empty(), "no room while all 3 pods run");
+    first.readiness.reclaimable = vec![("main".into(), 2)];
+    e.upsert_workload(first.clone());
+    assert_eq!(settle(&mut e, 3), [key("second")]);
+    let status = e.cluster_queue_status("a").unwrap();
+    assert_eq!(status.reserving_workloads, 2);
+    // A third pod's worth is still held by the first.
+    e.confirm_admission(&key("second"));
+    e.upsert_workload(wl("third", "a", 0, 4, 1));
+    assert!(settle(&mut e, 4).is_empty());
+}
+
+/// A Workload backing off after a PodsReadyTimeout eviction
+/// (`status.requeueState.requeueAt` set) is not queued until the backoff
+/// is over and `requeueAt` is cleared (Kueue v0.19.2 test/integration/
+/// singlecluster/scheduler/podsready/scheduler_test.go "Should requeue a
+/// workload which exceeded the timeout to reach PodsReady=True").
+#[test]
+fn a_workload_backing_off_is_not_queued() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    let mut w = wl("w", "a", 0, 1, 1);
+    w.readiness.requeue_at = Some(10_000);
+    e.upsert_workload(w.clone());
+    let c = run(&mut e, 20_000);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(
+        pending(&c, "w"),
+        None,
+        "no pending reason while backing off"
+    );
+    w.readiness.requeue_at = None;
+    e.upsert_workload(w);
+    assert_eq!(settle(&mut e, 20_001), [key("w")]);
+}
+
+/// blockAdmission (Kueue v0.19.2 test/integration/singlecluster/scheduler/
+/// podsready/scheduler_test.go "Should unblock admission of new workloads
+/// once the admitted workload is deleted" and the "...NonblockingMode"
+/// twin): while an admitted workload reports PodsReady=False nothing else
+/// is admitted, even where there is room; once it is ready, or with
+/// blocking off, admissions go on.
+#[test]
+fn block_admission_waits_for_admitted_workloads_to_be_ready() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    e.set_block_admission(true);
+    let mut first = wl("first", "a", 0, 1, 1);
+    e.upsert_workload(first.clone());
+    let c = run(&mut e, 1);
+    first.admission = Some(admission_of(&c, "first"));
+    e.confirm_admission(&key("first"));
+    first.readiness.pods_ready = Some(false);
+    e.upsert_workload(first.clone());
+    e.upsert_workload(wl("second", "a", 0, 2, 1));
+    assert!(
+        settle(&mut e, 2).is_empty(),
+        "blocked while first is not ready"
+    );
+    let mut open = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    open.upsert_workload(first.clone());
+    open.upsert_workload(wl("second", "a", 0, 2, 1));
+    assert_eq!(settle(&mut open, 2), [key("second")]);
+    first.readiness.pods_ready = Some(true);
+    e.upsert_workload(first);
+    assert_eq!(settle(&mut e, 3), [key("second")]);
 }
