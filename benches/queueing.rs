@@ -151,6 +151,7 @@ fn simulate(shape: &Shape) -> Report {
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: 1,
+                        min_count: None,
                         requests: [("cpu".to_string(), class.cpu * 1000)].into(),
                         node_selector: BTreeMap::new(),
                         tolerations: vec![],

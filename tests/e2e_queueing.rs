@@ -782,6 +782,142 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
     );
 }
 
+/// Partial admission through a Job's `kueue.x-k8s.io/job-min-parallelism`:
+/// 4 pods of 1 cpu (at least 2) where a long Job holds 1 of 3 cpu. The
+/// Workload carries `minCount`, is admitted with the 2 pods that fit, the
+/// Job runs with parallelism 2 on the flavor's KWOK nodes and completes
+/// all 4 completions. A second Job, annotated only while it waits, is
+/// admitted reduced too; deactivated while it runs at its reduced
+/// parallelism, it gets its own parallelism back once suspended.
+#[test]
+fn a_job_with_min_parallelism_is_admitted_with_the_pods_that_fit() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-partial");
+    apply(
+        c,
+        &flavor("partial-flavor", json!({"instance-type": "on-demand"})),
+    );
+    apply(
+        c,
+        &cluster_queue("partial-cq", &[("partial-flavor", "3", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "partial-cq"));
+    // Holds 1 cpu until deleted: what is left does not depend on timing.
+    create(c, &job("holder", &ns, "lq", "1", "600s", json!({})));
+    wait_for(Duration::from_secs(60), "the holder to be admitted", || {
+        workload_of(c, &ns, "holder").filter(|w| is_true(w, "Admitted"))
+    });
+
+    let partial_job = |name: &str, runtime: &str| {
+        let mut j: serde_json::Value =
+            serde_json::from_str(&job(name, &ns, "lq", "1", runtime, json!({}))).unwrap();
+        j["metadata"]["annotations"] = json!({"kueue.x-k8s.io/job-min-parallelism": "2"});
+        j["spec"]["parallelism"] = json!(4);
+        j["spec"]["completions"] = json!(4);
+        j.to_string()
+    };
+    create(c, &partial_job("wide", "3s"));
+    let wl = wait_for(Duration::from_secs(60), "the partial admission", || {
+        workload_of(c, &ns, "wide").filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 4, "{wl}");
+    assert_eq!(wl["spec"]["podSets"][0]["minCount"], 2, "{wl}");
+    let psa = &wl["status"]["admission"]["podSetAssignments"][0];
+    assert_eq!(psa["count"], 2, "{wl}");
+    assert_eq!(psa["flavors"]["cpu"], "partial-flavor", "{wl}");
+    assert_eq!(psa["resourceUsage"]["cpu"], "2", "{wl}");
+    let qr = condition(&wl, "QuotaReserved").unwrap();
+    assert_eq!(qr["message"], "Quota reserved in ClusterQueue partial-cq");
+
+    let started = wait_for(Duration::from_secs(60), "the Job to start", || {
+        get(c, &["job", "wide", "-n", &ns]).filter(|j| j["spec"]["suspend"] == false)
+    });
+    assert_eq!(started["spec"]["parallelism"], 2, "{started}");
+    assert_eq!(started["spec"]["completions"], 4, "{started}");
+    let pods = wait_for(Duration::from_secs(60), "the first pods on nodes", || {
+        let p = get(c, &["pods", "-n", &ns, "-l", "job-name=wide"])?;
+        let items = p["items"].as_array()?.clone();
+        (!items.is_empty() && items.iter().all(|p| p["spec"]["nodeName"].is_string()))
+            .then_some(items)
+    });
+    for p in &pods {
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "on-demand");
+        let node = get(c, &["node", p["spec"]["nodeName"].as_str().unwrap()]).unwrap();
+        assert_eq!(node["metadata"]["labels"]["type"], "kwok", "{node}");
+    }
+    let done = wait_for(Duration::from_secs(120), "all 4 completions", || {
+        get(c, &["job", "wide", "-n", &ns]).filter(|j| j["status"]["succeeded"] == 4)
+    });
+    assert_eq!(done["spec"]["parallelism"], 2);
+    wait_for(Duration::from_secs(60), "the Workload to finish", || {
+        workload_of(c, &ns, "wide").filter(|w| is_true(w, "Finished"))
+    });
+
+    // As upstream's integration test "Should schedule jobs with partial
+    // admission": a pending Job annotated later gets a new Workload with
+    // minCount and is admitted reduced; evicted while reduced, it is
+    // suspended first, then gets parallelism 4 back.
+    let mut plain: serde_json::Value =
+        serde_json::from_str(&partial_job("evicted", "600s")).unwrap();
+    plain["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("annotations");
+    create(c, &plain.to_string());
+    let pending = wait_for(Duration::from_secs(60), "the full count to wait", || {
+        workload_of(c, &ns, "evicted")
+            .filter(|w| condition(w, "QuotaReserved").is_some_and(|q| q["status"] == "False"))
+    });
+    assert_eq!(
+        condition(&pending, "QuotaReserved").unwrap()["message"],
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor partial-flavor, previously considered podsets requests (0) + current podset request (4) > maximum capacity (3)"
+    );
+    kubectl_ok(
+        c,
+        &[
+            "annotate",
+            "job",
+            "evicted",
+            "-n",
+            &ns,
+            "kueue.x-k8s.io/job-min-parallelism=2",
+        ],
+    );
+    let wl = wait_for(Duration::from_secs(60), "the second admission", || {
+        workload_of(c, &ns, "evicted").filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(wl["spec"]["podSets"][0]["minCount"], 2, "{wl}");
+    assert_eq!(
+        wl["status"]["admission"]["podSetAssignments"][0]["count"],
+        2
+    );
+    wait_for(Duration::from_secs(60), "the second Job to start", || {
+        get(c, &["job", "evicted", "-n", &ns])
+            .filter(|j| j["spec"]["suspend"] == false && j["spec"]["parallelism"] == 2)
+    });
+    let name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    kubectl_ok(
+        c,
+        &[
+            "patch",
+            "workload",
+            &name,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"active":false}}"#,
+        ],
+    );
+    let restored = wait_for(Duration::from_secs(60), "parallelism 4 restored", || {
+        get(c, &["job", "evicted", "-n", &ns])
+            .filter(|j| j["spec"]["suspend"] == true && j["spec"]["parallelism"] == 4)
+    });
+    assert_eq!(restored["spec"]["completions"], 4);
+    kubectl_ok(c, &["delete", "job", "holder", "evicted", "-n", &ns]);
+}
+
 /// Seconds since the epoch of an RFC 3339 time in `v` (whole seconds, as
 /// the API writes them).
 fn epoch(v: &Value) -> i64 {

@@ -857,6 +857,42 @@ mod tests {
         assert_eq!(update(plain(4), plain(5)), Verdict::Allow);
     }
 
+    /// The reconciler's own writes to a partially admitted Job pass this
+    /// rule: it starts the Job (parallelism changed in the same update that
+    /// unsuspends it), suspends it without touching parallelism, and only
+    /// then writes the Workload's count back (Kueue's Job `Stop` does the
+    /// same two steps); doing both at once would be refused.
+    #[test]
+    fn the_reconcilers_partial_admission_writes_pass_the_parallelism_rule() {
+        use crate::jobs::workload::{apply, restore_patch, start_patch, suspend_patch, PodSetInfo};
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies.find("batch", "v1", "Job").unwrap().clone();
+        let queued = job(
+            json!({}),
+            json!({"kueue.x-k8s.io/job-min-parallelism": "2"}),
+            json!({"parallelism": 4, "completions": 4, "suspend": true,
+                   "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}),
+        );
+        let recorded = crate::jobs::workload::pod_sets(&policy, &queued).unwrap();
+        let info = PodSetInfo {
+            name: "main".into(),
+            count: Some(2),
+            ..PodSetInfo::default()
+        };
+        let running = apply(&queued, &start_patch(&policy, &queued, &[info]).unwrap()).unwrap();
+        assert_eq!(running["spec"]["parallelism"], 2);
+        assert_eq!(update(queued.clone(), running.clone()), Verdict::Allow);
+        let suspended = apply(&running, &suspend_patch(&policy, &running)).unwrap();
+        assert_eq!(update(running.clone(), suspended.clone()), Verdict::Allow);
+        let restored = apply(&suspended, &restore_patch(&policy, &suspended, &recorded)).unwrap();
+        assert_eq!(restored["spec"]["parallelism"], 4);
+        assert_eq!(update(suspended, restored.clone()), Verdict::Allow);
+        assert_eq!(
+            update(running, restored),
+            deny("spec.parallelism: Forbidden: cannot change when partial admission is enabled and the job is not suspended")
+        );
+    }
+
     #[test]
     fn completions_equal_parallelism_rules() {
         let ann = |v: &str| json!({"kueue.x-k8s.io/job-completions-equal-parallelism": v});

@@ -306,6 +306,7 @@ pub fn admission_pod_set_infos(
         .map(|psa| {
             let mut info = PodSetInfo {
                 name: psa.name.clone(),
+                count: psa.count.map(i64::from),
                 ..PodSetInfo::default()
             };
             info.labels

@@ -747,6 +747,7 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
         .map(|ps| JobPodSet {
             name: ps.name.clone(),
             count: i64::from(ps.count),
+            min_count: ps.min_count.map(i64::from),
             template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
         })
         .collect()
@@ -1040,7 +1041,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         && current
             .iter()
             .zip(&recorded)
-            .all(|(a, b)| a.name == b.name && a.count == b.count);
+            .all(|(a, b)| a.name == b.name && a.count == b.count && a.min_count == b.min_count);
     if !same_shape {
         // Kueue re-creates an out-of-sync Workload; the next pass does.
         match wl_api.delete(&wl.name_any(), &Default::default()).await {

@@ -314,6 +314,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
         pod_sets.push(queueing::PodSet {
             name: ps.name.as_str().into(),
             count: ps.count.max(0) as u32,
+            min_count: ps.min_count.map(|m| m.max(0) as u32),
             requests: requests.into(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),

@@ -133,6 +133,7 @@ pub(crate) mod testing {
             pod_sets: vec![queueing::PodSet {
                 name: Arc::from("main"),
                 count: 2,
+                min_count: None,
                 requests: Default::default(),
                 node_selector: Default::default(),
                 tolerations: Vec::new(),

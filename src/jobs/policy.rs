@@ -332,6 +332,72 @@ pub struct PodSetRule {
     /// named hook (the operator creates such pods from its own default).
     #[serde(default)]
     pub synthesize: Option<Synthesizer>,
+    /// Kueue's partial admission for this pod set (a batch/v1 Job's
+    /// `kueue.x-k8s.io/job-min-parallelism`). Not with `forEach`: a
+    /// Workload allows `minCount` on one pod set only.
+    #[serde(default)]
+    pub partial_admission: Option<PartialAdmissionRule>,
+}
+
+/// How a kind asks for partial admission and runs with fewer pods: the
+/// annotation that gives the pod set's `minCount`, and the field that
+/// runs the pods, set to the admitted count when the job starts and back
+/// to the Workload's count when it stops (Kueue's `RunWithPodSetsInfo` and
+/// `RestorePodSetsInfo` for a Job's `spec.parallelism`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PartialAdmissionRule {
+    /// An object annotation holding an integer (Go's `strconv.Atoi`): the
+    /// pod set's `minCount`. Absent or not an integer: no `minCount`, and
+    /// the job runs with its own counts.
+    pub min_count_annotation: String,
+    /// The field (from the object) the admitted count is written to.
+    pub scale: Pointer,
+    /// Fields written along with `scale`, each when its annotation is true
+    /// (Go's `strconv.ParseBool`): a Job's `spec.completions` under
+    /// `kueue.x-k8s.io/job-completions-equal-parallelism`.
+    #[serde(default)]
+    pub also_scale: Vec<AlsoScale>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AlsoScale {
+    pub path: Pointer,
+    pub when_annotation: String,
+}
+
+impl PartialAdmissionRule {
+    /// The pod set's `minCount` on `obj`, if it asks for one.
+    pub fn min_count(&self, obj: &Value) -> Option<i64> {
+        obj.get("metadata")?
+            .get("annotations")?
+            .get(&self.min_count_annotation)?
+            .as_str()?
+            .parse::<i32>()
+            .ok()
+            .map(i64::from)
+    }
+
+    /// The fields set to a count: `scale`, then each `alsoScale` whose
+    /// annotation is true on `obj`.
+    pub fn fields<'a>(&'a self, obj: &Value) -> Vec<&'a Pointer> {
+        let annotation = |key: &str| {
+            obj.pointer("/metadata/annotations")
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let mut out = vec![&self.scale];
+        for also in &self.also_scale {
+            if annotation(&also.when_annotation)
+                .is_some_and(|v| crate::admission::validation::go_parse_bool(&v) == Ok(true))
+            {
+                out.push(&also.path);
+            }
+        }
+        out
+    }
 }
 
 /// Per-kind code a policy may name for a template the object leaves out.
@@ -387,6 +453,10 @@ pub struct PodSet {
     pub count: i64,
     /// How to build the template when the object leaves it out.
     pub synthesize: Option<Synthesizer>,
+    /// `minCount` (from the policy's `partialAdmission` rule).
+    pub min_count: Option<i64>,
+    /// Where a reduced count is written, when the kind supports it.
+    pub partial_admission: Option<PartialAdmissionRule>,
 }
 
 /// Why pod sets could not be computed from an object.
@@ -727,6 +797,12 @@ impl Policy {
                 (NameRule::Fixed(n), None) if !fixed.insert(n.to_lowercase()) => {
                     return Err(invalid(format!("pod set {n:?} is listed twice")));
                 }
+                _ if rule.partial_admission.is_some() && rule.for_each.is_some() => {
+                    return Err(invalid(
+                        "partialAdmission cannot be used with forEach: a Workload allows minCount on one pod set only"
+                            .into(),
+                    ))
+                }
                 (NameRule::Field { .. }, None) => {
                     return Err(invalid(
                         "a pod set name taken from a field needs forEach (the list it comes from)"
@@ -797,6 +873,11 @@ impl Policy {
                         template: rule.template.clone(),
                         count,
                         synthesize: rule.synthesize,
+                        min_count: rule
+                            .partial_admission
+                            .as_ref()
+                            .and_then(|p| p.min_count(obj)),
+                        partial_admission: rule.partial_admission.clone(),
                     });
                 }
                 Some(list) => {
@@ -836,6 +917,8 @@ impl Policy {
                             template,
                             count,
                             synthesize: rule.synthesize,
+                            min_count: None,
+                            partial_admission: None,
                         });
                     }
                 }

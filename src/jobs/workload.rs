@@ -181,6 +181,8 @@ fn meta_str<'a>(obj: &'a Value, key: &'static str) -> Result<&'a str, WorkloadEr
 pub struct JobPodSet {
     pub name: String,
     pub count: i64,
+    /// `minCount` (partial admission).
+    pub min_count: Option<i64>,
     /// The template reduced to what a Workload keeps: `metadata.labels`,
     /// `metadata.annotations` and `spec`.
     pub template: Value,
@@ -219,6 +221,7 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
             JobPodSet {
                 name: ps.name,
                 count: ps.count,
+                min_count: ps.min_count,
                 template: Value::Object(template),
             }
         })
@@ -267,7 +270,13 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
     let t = &policy.target;
     let pod_sets: Vec<Value> = pod_sets(policy, job)?
         .into_iter()
-        .map(|ps| json!({"name": ps.name, "count": ps.count, "template": ps.template}))
+        .map(|ps| {
+            let mut v = json!({"name": ps.name, "count": ps.count, "template": ps.template});
+            if let Some(min) = ps.min_count {
+                v["minCount"] = json!(min);
+            }
+            v
+        })
         .collect();
     let mut spec = json!({
         "queueName": queue,
@@ -321,6 +330,9 @@ pub fn set_priority(spec: &mut Value, prio: &Priority) {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSetInfo {
     pub name: String,
+    /// The admitted count (`podSetAssignments[].count`), which a kind with
+    /// partial admission runs at.
+    pub count: Option<i64>,
     pub labels: BTreeMap<String, String>,
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Value>,
@@ -390,6 +402,15 @@ pub fn start_patch(
                 &mut ops,
             );
         }
+        // Kueue's `RunWithPodSetsInfo`: a job that asked for partial
+        // admission runs the admitted count.
+        if let (Some(rule), Some(_), Some(count)) =
+            (&ps.partial_admission, ps.min_count, info.count)
+        {
+            for field in rule.fields(job) {
+                let _ = patch::set(job, field, json!(count), &mut ops);
+            }
+        }
     }
     let _ = patch::set(job, &policy.suspend, Value::Bool(false), &mut ops);
     Ok(ops)
@@ -421,6 +442,18 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
         let Some(orig) = recorded.iter().find(|r| r.name == ps.name) else {
             continue;
         };
+        // Kueue's `RestorePodSetsInfo`: a job started at a reduced count
+        // gets the Workload's count back. Only when its count differs (Kueue
+        // writes it whenever the field differs, which for a Job whose
+        // completions are below its parallelism would also lower the
+        // parallelism of a job that never ran reduced).
+        if let (Some(rule), Some(_)) = (&ps.partial_admission, ps.min_count) {
+            if ps.count != orig.count {
+                for field in rule.fields(job) {
+                    let _ = patch::set(job, field, json!(orig.count), &mut ops);
+                }
+            }
+        }
         let Some(current) = ps.template.resolve(job) else {
             continue;
         };
@@ -682,6 +715,7 @@ mod tests {
     fn info() -> PodSetInfo {
         PodSetInfo {
             name: "main".into(),
+            count: Some(3),
             labels: [(PODSET_LABEL.to_string(), "main".to_string())].into(),
             node_selector: [("instance-type".to_string(), "on-demand".to_string())].into(),
             tolerations: vec![json!({"key": "spot", "operator": "Exists", "effect": "NoSchedule"})],
@@ -741,5 +775,100 @@ mod tests {
         let restored = apply(&suspended, &restore_patch(&p, &suspended, &recorded)).unwrap();
         assert_eq!(restored, original);
         assert!(restore_patch(&p, &restored, &recorded).is_empty());
+    }
+
+    fn min_parallelism_job(min: &str, sync_completions: bool) -> Value {
+        let mut j = job();
+        j["spec"]["parallelism"] = json!(4);
+        j["spec"]["completions"] = json!(4);
+        j["metadata"]["annotations"] = json!({"kueue.x-k8s.io/job-min-parallelism": min});
+        if sync_completions {
+            j["spec"]["completionMode"] = json!("Indexed");
+            j["metadata"]["annotations"]["kueue.x-k8s.io/job-completions-equal-parallelism"] =
+                json!("true");
+        }
+        j
+    }
+
+    fn reduced(count: i64) -> PodSetInfo {
+        PodSetInfo {
+            count: Some(count),
+            ..info()
+        }
+    }
+
+    /// Kueue's Job `PodSets` (job_controller.go; upstream TestPodSets'
+    /// partial-admission case, v0.19.2): `minCount` from the
+    /// `job-min-parallelism` annotation (Go's `Atoi`; none when it does not
+    /// parse); the Workload carries it.
+    #[test]
+    fn job_min_parallelism_becomes_the_pod_sets_min_count() {
+        let p = job_policy();
+        let sets = pod_sets(&p, &min_parallelism_job("2", false)).unwrap();
+        assert_eq!((sets[0].count, sets[0].min_count), (4, Some(2)));
+        assert_eq!(pod_sets(&p, &job()).unwrap()[0].min_count, None);
+        assert_eq!(
+            pod_sets(&p, &min_parallelism_job("two", false)).unwrap()[0].min_count,
+            None
+        );
+        let prio = Priority {
+            value: 0,
+            source: PrioritySource::None,
+        };
+        let wl = for_job(&p, &min_parallelism_job("2", false), &prio).unwrap();
+        assert_eq!(wl["spec"]["podSets"][0]["minCount"], 2);
+        let wl = for_job(&p, &job(), &prio).unwrap();
+        assert!(wl["spec"]["podSets"][0].get("minCount").is_none());
+    }
+
+    /// Kueue's Job `RunWithPodSetsInfo` and `RestorePodSetsInfo`, as
+    /// upstream TestPodSetsInfo's "parallelism" case expects them (v0.19.2):
+    /// started at the admitted count as parallelism (completions untouched
+    /// unless job-completions-equal-parallelism is true), and the
+    /// Workload's count put back once stopped.
+    #[test]
+    fn a_partially_admitted_job_runs_the_admitted_parallelism_and_gets_its_own_back() {
+        let p = job_policy();
+        let original = min_parallelism_job("2", false);
+        let recorded = pod_sets(&p, &original).unwrap();
+        let started = apply(
+            &original,
+            &start_patch(&p, &original, &[reduced(3)]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(started["spec"]["parallelism"], 3);
+        assert_eq!(started["spec"]["completions"], 4);
+        assert_eq!(started["spec"]["suspend"], false);
+        let suspended = apply(&started, &suspend_patch(&p, &started)).unwrap();
+        // Suspending alone: parallelism may not change in the same update
+        // (the Job webhook's rule for a running job with partial admission).
+        assert_eq!(suspended["spec"]["parallelism"], 3);
+        let restored = apply(&suspended, &restore_patch(&p, &suspended, &recorded)).unwrap();
+        assert_eq!(restored, original);
+        assert!(restore_patch(&p, &restored, &recorded).is_empty());
+
+        let synced = min_parallelism_job("2", true);
+        let started = apply(&synced, &start_patch(&p, &synced, &[reduced(2)]).unwrap()).unwrap();
+        assert_eq!(
+            (
+                &started["spec"]["parallelism"],
+                &started["spec"]["completions"]
+            ),
+            (&json!(2), &json!(2))
+        );
+        let suspended = apply(&started, &suspend_patch(&p, &started)).unwrap();
+        let recorded = pod_sets(&p, &synced).unwrap();
+        let restored = apply(&suspended, &restore_patch(&p, &suspended, &recorded)).unwrap();
+        assert_eq!(restored, synced);
+    }
+
+    /// Without the annotation the admitted count is not written, as in
+    /// Kueue (`minPodsCount() == nil`).
+    #[test]
+    fn a_job_without_min_parallelism_keeps_its_parallelism() {
+        let p = job_policy();
+        let j = job();
+        let started = apply(&j, &start_patch(&p, &j, &[reduced(1)]).unwrap()).unwrap();
+        assert_eq!(started["spec"]["parallelism"], 3);
     }
 }

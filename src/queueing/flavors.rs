@@ -311,9 +311,12 @@ impl Assignment {
 pub(crate) type Oracle<'a> =
     dyn FnMut(&mut QuotaTree, &FlavorResource, i64) -> (PreemptionMode, u8) + 'a;
 
-/// Chooses flavors for every pod set of `wl` in `cq` against `quota`.
-pub(crate) fn assign(
+/// Chooses flavors for every pod set of `wl` in `cq` against `quota`, each
+/// pod set at the given count (`counts[i]` for pod set `i`; `None`: their
+/// full counts), as Kueue's `Assign(ctx, counts)`.
+pub(crate) fn assign_counts(
     wl: &Workload,
+    counts: Option<&[u32]>,
     cq: &ClusterQueue,
     flavors: &BTreeMap<String, ResourceFlavor>,
     quota: &mut QuotaTree,
@@ -327,14 +330,15 @@ pub(crate) fn assign(
     };
     // Kueue counts pods as a resource when the queue has quota for "pods".
     let counts_pods = cq.group_for("pods").is_some();
-    for ps in &wl.pod_sets {
-        let mut requests = ps.total_requests();
+    for (i, ps) in wl.pod_sets.iter().enumerate() {
+        let count = counts.and_then(|c| c.get(i).copied()).unwrap_or(ps.count);
+        let mut requests = ps.total_requests_at(count);
         if counts_pods {
-            requests.insert("pods".into(), i64::from(ps.count) * 1000);
+            requests.insert("pods".into(), i64::from(count) * 1000);
         }
         let mut result = PodSetResult {
             name: ps.name.to_string(),
-            count: ps.count,
+            count,
             requests,
             flavors: BTreeMap::new(),
             reasons: Vec::new(),

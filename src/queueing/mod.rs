@@ -10,17 +10,17 @@
 //! Behaviour follows Kueue's scheduler (see shared/reference/kueue.md §4):
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
 //! and node labels, borrowing and lending limits, within-queue preemption
-//! and reclaiming within a cohort, stop policies and deactivation,
-//! dynamic reclaim (a Workload holds only its pods not reclaimable yet),
-//! waitForPodsReady's backoff (a Workload with `requeueAt` set waits out
-//! of the queue) and `blockAdmission`, with Kueue's messages. What is left
-//! out:
+//! and reclaiming within a cohort, partial admission (`minCount`), stop
+//! policies and deactivation, dynamic reclaim (a Workload holds only its
+//! pods not reclaimable yet), waitForPodsReady's backoff (a Workload with
+//! `requeueAt` set waits out of the queue) and `blockAdmission`, with
+//! Kueue's messages. What is left out:
 //!
 //! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
 //!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
-//!   `flavorFungibility.preference`, partial admission, topology-aware
-//!   scheduling, admission checks, elastic workloads or priority boost;
+//!   `flavorFungibility.preference`, topology-aware scheduling, admission
+//!   checks, elastic workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where
@@ -29,6 +29,7 @@
 pub mod cluster_queue;
 pub mod finalizers;
 pub mod flavors;
+mod partial_admission;
 mod preemption;
 pub mod quantity;
 mod queues;

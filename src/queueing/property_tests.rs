@@ -327,6 +327,8 @@ impl Model {
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: pods,
+                        // Some may run with fewer pods (partial admission).
+                        min_count: (pods > 1 && priority == 1).then_some(1),
                         requests: [("cpu".to_string(), cpu * 500)].into(),
                         node_selector: BTreeMap::new(),
                         tolerations: vec![],
@@ -513,11 +515,17 @@ impl Model {
                         !cq.stop_policy.is_stopped(),
                         "{workload} admitted in a stopped ClusterQueue"
                     );
-                    let requested: i64 = wl
-                        .pod_sets
-                        .iter()
-                        .map(|p| p.requests["cpu"] * i64::from(p.count))
-                        .sum();
+                    // At the admitted counts: between minCount and count.
+                    let mut requested = 0;
+                    for (p, psa) in wl.pod_sets.iter().zip(&admission.pod_set_assignments) {
+                        prop_assert!(
+                            psa.count <= p.count && psa.count >= p.min_count.unwrap_or(p.count),
+                            "{workload} admitted with {} of {} pods",
+                            psa.count,
+                            p.count
+                        );
+                        requested += p.requests["cpu"] * i64::from(psa.count);
+                    }
                     prop_assert_eq!(admission.usage().values().sum::<i64>(), requested);
                     for fr in admission.usage().keys() {
                         touched.insert((admission.cluster_queue.clone(), fr.clone()));

@@ -1168,3 +1168,6 @@ mod tests;
 
 #[cfg(test)]
 mod preemption_cases;
+
+#[cfg(test)]
+mod partial_admission_cases;

@@ -109,6 +109,9 @@ impl std::ops::Index<&str> for Requests {
 pub struct PodSet {
     pub name: Arc<str>,
     pub count: u32,
+    /// `minCount`: partial admission may run as few as this many pods
+    /// (`None`: all `count` or nothing).
+    pub min_count: Option<u32>,
     /// Per pod, in milli-units, by resource name.
     pub requests: Requests,
     /// `template.spec.nodeSelector`.
@@ -118,11 +121,12 @@ pub struct PodSet {
 }
 
 impl PodSet {
-    /// Requests of all `count` pods together.
-    pub(crate) fn total_requests(&self) -> BTreeMap<String, i64> {
+    /// Requests of `count` pods together (Kueue's `ScaledTo`: per-pod
+    /// requests times the count).
+    pub(crate) fn total_requests_at(&self, count: u32) -> BTreeMap<String, i64> {
         self.requests
             .iter()
-            .map(|(r, q)| (r.to_string(), q.saturating_mul(i64::from(self.count))))
+            .map(|(r, q)| (r.to_string(), q.saturating_mul(i64::from(count))))
             .collect()
     }
 }
@@ -244,6 +248,14 @@ impl Workload {
         format!("{}/{}", self.namespace, self.name)
     }
 
+    /// Kueue's `CanBePartiallyAdmitted`: some pod set may run with fewer
+    /// pods than its count.
+    pub fn can_be_partially_admitted(&self) -> bool {
+        self.pod_sets
+            .iter()
+            .any(|ps| ps.count > ps.min_count.unwrap_or(ps.count))
+    }
+
     /// A hash of what decides whether and where the workload fits (its
     /// namespace and pod sets): workloads alike here fail alike (Kueue's
     /// scheduling equivalence). Deterministic (fixed-key SipHash).
@@ -275,6 +287,7 @@ mod tests {
             pod_sets: vec![PodSet {
                 name: "main".into(),
                 count: spec,
+                min_count: None,
                 requests: [("cpu", 10)].into(),
                 node_selector: BTreeMap::new(),
                 tolerations: Vec::new(),

@@ -13,10 +13,11 @@ use crate::queueing::{
     cluster_queue::{
         ClusterQueue, ClusterQueueStatus, PreemptionPolicy, QueueingStrategy, StopPolicy,
     },
-    flavors::{self, Assignment, AssignmentMode},
-    preemption::{self, Holder, Holdings, Preemptor, Target},
+    flavors::{Assignment, AssignmentMode},
+    partial_admission,
+    preemption::{Holder, Holdings, Preemptor, Target},
     queues::{PendingQueue, QueueOrder},
-    quota::{FlavorResource, QuotaTree, Usage},
+    quota::{QuotaTree, Usage},
 };
 
 impl Engine {
@@ -195,21 +196,15 @@ impl Engine {
             priority: rec.wl.priority,
             created: rec.wl.created,
         };
-        let mut oracle = |s: &mut QuotaTree, fr: &FlavorResource, val: i64| {
-            preemption::simulate(s, &holdings, &preemptor, fr, val)
-        };
-        let assignment = flavors::assign(&rec.wl, cq, &self.flavors, snap, &mut oracle);
-        let targets = if assignment.mode() == AssignmentMode::Preempt {
-            preemption::targets(
-                snap,
-                &holdings,
-                &preemptor,
-                &assignment.usage,
-                &assignment.needs_preemption(),
-            )
-        } else {
-            Vec::new()
-        };
+        // Full counts, or (partial admission) the largest that fit.
+        let (assignment, targets) = partial_admission::initial_assignment(
+            &rec.wl,
+            cq,
+            &self.flavors,
+            snap,
+            &holdings,
+            &preemptor,
+        );
         Entry {
             cq: cq_name,
             order,

@@ -114,6 +114,7 @@ fn workload(w: &W, created: i64, admitted: bool) -> Workload {
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,
+            min_count: None,
             requests: [("cpu".to_string(), cpu * 1000)].into_iter().collect(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],

@@ -78,6 +78,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,
+            min_count: None,
             requests: [("cpu".to_string(), cpu * 1000)].into(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],
