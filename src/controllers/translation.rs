@@ -1,5 +1,5 @@
 //! Between the Kueue objects the API serves and the queueing core's plain
-//! data: ResourceFlavors, ClusterQueues, LocalQueues and Workloads in; the
+//! data: ResourceFlavors, ClusterQueues, Cohorts, LocalQueues and Workloads in; the
 //! Workload status fields and conditions a decision writes, out. Pure.
 
 use std::collections::BTreeMap;
@@ -114,10 +114,12 @@ fn fungibility(s: Option<&str>, default: FungibilityPolicy) -> FungibilityPolicy
     }
 }
 
-pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, TranslationError> {
-    let s = &cq.spec;
+/// `spec.resourceGroups` of a ClusterQueue or Cohort.
+fn resource_groups(
+    input: Option<&Vec<api::ResourceGroup>>,
+) -> Result<Vec<ResourceGroup>, TranslationError> {
     let mut groups = Vec::new();
-    for (gi, g) in s.resource_groups.iter().flatten().enumerate() {
+    for (gi, g) in input.into_iter().flatten().enumerate() {
         let mut flavors = Vec::new();
         for (fi, f) in g.flavors.iter().enumerate() {
             let mut resources = Vec::new();
@@ -150,6 +152,21 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             flavors,
         });
     }
+    Ok(groups)
+}
+
+/// A Cohort as the engine sees it.
+pub fn cohort(c: &api::Cohort) -> Result<queueing::Cohort, TranslationError> {
+    Ok(queueing::Cohort {
+        name: c.metadata.name.clone().unwrap_or_default(),
+        parent: c.spec.parent_name.clone().filter(|p| !p.is_empty()),
+        resource_groups: resource_groups(c.spec.resource_groups.as_ref())?,
+    })
+}
+
+pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, TranslationError> {
+    let s = &cq.spec;
+    let groups = resource_groups(s.resource_groups.as_ref())?;
     let namespace_selector = match &s.namespace_selector {
         None => None,
         Some(sel) => Some(

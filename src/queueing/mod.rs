@@ -9,12 +9,11 @@
 //!
 //! Behaviour follows Kueue's scheduler (see shared/reference/kueue.md §4):
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
-//! and node labels, borrowing and lending limits, within-queue preemption
+//! and node labels, hierarchical cohorts (`Cohort` objects with parents and
+//! quota of their own) with borrowing and lending limits at every level, within-queue preemption
 //! and reclaiming within a cohort, stop policies and deactivation, with
 //! Kueue's messages. What is left out:
 //!
-//! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
-//!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
 //!   `flavorFungibility.preference`, partial admission, topology-aware
 //!   scheduling, admission checks, elastic workloads, priority boost or
@@ -25,6 +24,7 @@
 //!   the last attempt stopped).
 
 pub mod cluster_queue;
+pub mod cohort;
 pub mod finalizers;
 pub mod flavors;
 mod preemption;
@@ -43,6 +43,7 @@ pub use cluster_queue::{
     FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy,
     QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
+pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
 pub use quota::{FlavorResource, Usage};
 pub use scheduler::{
