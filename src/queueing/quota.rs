@@ -464,6 +464,14 @@ impl QuotaTree {
         }
     }
 
+    /// A Cohort's subtree quota and usage of `fr` (tests compare them with
+    /// upstream's `resourceNode`).
+    #[cfg(test)]
+    fn cohort_node(&self, cohort: &str, fr: &FlavorResource) -> Option<(i64, i64)> {
+        let i = *self.shape.cohorts.get(cohort)?;
+        Some((self.node(i).subtree(fr), self.used(i, fr)))
+    }
+
     // ---- navigation for preemption ---------------------------------------
 
     /// The queue's ancestors, parent first.
@@ -655,5 +663,141 @@ mod tests {
         let t = QuotaTree::build(&qs, [("c", &using(2))]);
         assert_eq!(t.available("a", &fr()), 3);
         assert_eq!(t.available("c", &fr()), -2);
+    }
+
+    // ---- hierarchical cohorts (upstream: pkg/cache/scheduler tests) -------
+
+    fn co(name: &str, parent: Option<&str>, nominal: i64, ll: Option<i64>) -> Cohort {
+        Cohort {
+            name: name.into(),
+            parent: parent.map(Into::into),
+            resource_groups: cq(name, None, nominal, None, ll).resource_groups,
+        }
+    }
+
+    fn tree(queues: &[ClusterQueue], cohorts: &[Cohort]) -> QuotaTree {
+        QuotaTree::build_with_cohorts(queues, cohorts, [])
+    }
+
+    #[test]
+    fn deleting_a_cohort_updates_its_ancestors_subtree_quota() {
+        // TestDeleteCohortUpdatesAncestorSubtreeQuota/deleting grandchild
+        // cohort updates all ancestors SubtreeQuota.
+        let cohorts = [
+            co("root", None, 10, None),
+            co("mid", Some("root"), 5, None),
+            co("leaf", Some("mid"), 3, None),
+        ];
+        let t = tree(&[], &cohorts);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(18));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(8));
+        let t = tree(&[], &cohorts[..2]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(15));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(5));
+        // .../deleting cohort with children updates parent SubtreeQuota: the
+        // queue's Cohort becomes implicit, a root of its own.
+        let qs = [cq("cq", Some("mid"), 7, None, None)];
+        let t = tree(&qs, &cohorts[..2]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(22));
+        let t = tree(&qs, &cohorts[..1]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(10));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(7));
+    }
+
+    #[test]
+    fn cycles_are_cut_off_and_the_rest_of_the_tree_is_whole() {
+        // TestCohortCycles: self cycle, simple cycle, and a queue leaving a
+        // Cohort with a cycle for one without (which then counts its quota).
+        let t = tree(
+            &[cq("cq", Some("cycle"), 5, None, None)],
+            &[co("cycle", Some("cycle"), 0, None), co("cohort", None, 10, None)],
+        );
+        assert!(t.in_cycle("cq"));
+        assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(10));
+        let t = tree(
+            &[cq("cq", Some("cohort"), 5, None, None)],
+            &[co("cycle", Some("cycle"), 0, None), co("cohort", None, 10, None)],
+        );
+        assert!(!t.in_cycle("cq"));
+        assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(15));
+        let abc = [
+            co("cohort-a", Some("cohort-b"), 0, None),
+            co("cohort-b", Some("cohort-c"), 0, None),
+            co("cohort-c", Some("cohort-a"), 0, None),
+        ];
+        let t = tree(&[cq("cq", Some("cohort-b"), 1, None, None)], &abc);
+        assert!(t.in_cycle("cq"));
+        assert_eq!(t.available("cq", &fr()), 1, "cut off: only its own quota");
+        // Deleting cohort-c breaks the cycle (c becomes an implicit root).
+        let t = tree(&[cq("cq", Some("cohort-b"), 1, None, None)], &abc[..2]);
+        assert!(!t.in_cycle("cq"));
+        assert_eq!(t.path("cq"), "/cohort-c/cohort-b/cq");
+    }
+
+    #[test]
+    fn a_cohort_switching_parents_moves_its_quota() {
+        // TestCohortCycles/cohort switching cohorts updates both cohort trees.
+        let roots = [co("root1", None, 0, None), co("root2", None, 0, None)];
+        let mut cs = roots.to_vec();
+        cs.push(co("cohort", Some("root1"), 10, None));
+        let t = tree(&[], &cs);
+        assert_eq!(t.cohort_node("root1", &fr()).map(|n| n.0), Some(10));
+        assert_eq!(t.cohort_node("root2", &fr()).map(|n| n.0), Some(0));
+        cs[2].parent = Some("root2".into());
+        let t = tree(&[], &cs);
+        assert_eq!(t.cohort_node("root1", &fr()).map(|n| n.0), Some(0));
+        assert_eq!(t.cohort_node("root2", &fr()).map(|n| n.0), Some(10));
+    }
+
+    #[test]
+    fn usage_bubbles_up_past_each_local_quota() {
+        // resource_node.go addUsage/removeUsage: root(0) > mid(4, lending
+        // limit 1) > a(2, lending limit 0); b(0) directly under root.
+        let qs = [
+            cq("a", Some("mid"), 2, None, Some(0)),
+            cq("b", Some("root"), 0, None, None),
+        ];
+        let cs = [co("root", None, 0, None), co("mid", Some("root"), 4, Some(1))];
+        let mut t = tree(&qs, &cs);
+        // mid's subtree: its 4 (a lends none); it keeps 3, lends 1.
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        assert_eq!(t.available("a", &fr()), 6);
+        assert_eq!(t.potential_available("a", &fr()), 6);
+        assert_eq!(t.available("b", &fr()), 1);
+        t.add("a", &using(2)); // within a's local quota: nothing moves up
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        t.add("a", &using(3)); // 3 from mid's local part
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 3)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        t.add("a", &using(1)); // the last one is mid's lent unit
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 1)));
+        assert_eq!(t.available("b", &fr()), 0);
+        // What it holds fits in mid's subtree; one more needs the root's.
+        assert_eq!(t.lowest_subtree_that_fits("a", &fr(), 0), (1, true));
+        assert_eq!(t.lowest_subtree_that_fits("a", &fr(), 1), (2, false));
+        t.remove("a", &using(4));
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        assert_eq!(t.available("a", &fr()), 4);
+    }
+
+    #[test]
+    fn borrowing_height_is_the_lowest_subtree_that_fits() {
+        // FindHeightOfLowestSubtreeThatFits, on the tree of
+        // TestSchedule/in a hierarchical cohort, workload borrowing less is
+        // scheduled first: root > {guaranteed(4) > guaranteed-cq(0), be(0)}.
+        let qs = [
+            cq("guaranteed", Some("guaranteed"), 0, None, None),
+            cq("best-effort", Some("root"), 0, None, None),
+        ];
+        let cs = [co("root", None, 0, None), co("guaranteed", Some("root"), 4, None)];
+        let t = tree(&qs, &cs);
+        assert_eq!(t.lowest_subtree_that_fits("guaranteed", &fr(), 4), (1, true));
+        assert_eq!(t.lowest_subtree_that_fits("best-effort", &fr(), 4), (2, false));
+        // Within nominal: level 0.
+        let flat = [cq("x", Some("c"), 4, None, None)];
+        let t = tree(&flat, &[]);
+        assert_eq!(t.lowest_subtree_that_fits("x", &fr(), 4), (0, true));
     }
 }
