@@ -484,6 +484,38 @@ mod tests {
     }
 
     #[test]
+    fn a_cohort_reads_as_the_engine_needs_it() {
+        let co: api::Cohort = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "team"},
+            "spec": {"parentName": "org",
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                        {"name": "on-demand", "resources": [
+                            {"name": "cpu", "nominalQuota": "6", "lendingLimit": "2"}]}]}]}
+        }))
+        .unwrap();
+        let e = cohort(&co).unwrap();
+        assert_eq!(e.name, "team");
+        assert_eq!(e.parent.as_deref(), Some("org"));
+        let r = &e.resource_groups[0].flavors[0].resources[0];
+        assert_eq!((r.nominal, r.lending_limit), (6000, Some(2000)));
+        // A root: no parent, and no quota of its own.
+        let root: api::Cohort = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "org"}, "spec": {"parentName": ""}
+        }))
+        .unwrap();
+        let e = cohort(&root).unwrap();
+        assert_eq!((e.parent, e.resource_groups.len()), (None, 0));
+        // A quantity that does not parse names its field.
+        let mut bad = co.clone();
+        bad.spec.resource_groups.as_mut().unwrap()[0].flavors[0].resources[0].nominal_quota =
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into());
+        let err = cohort(&bad).unwrap_err();
+        assert_eq!(err.field, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota");
+    }
+
+    #[test]
     fn pod_requests_count_like_the_scheduler() {
         let spec: PodSpec = serde_json::from_value(json!({
             "containers": [
