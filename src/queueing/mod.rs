@@ -45,7 +45,7 @@ pub use cluster_queue::{
 };
 pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
-pub use quota::{FlavorResource, Usage};
+pub use quota::{CohortSubtree, FlavorResource, Usage};
 pub use scheduler::{
     ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingCounts, PendingReason,
     PreemptedReason,

@@ -89,6 +89,21 @@ struct Shape {
     cohorts: BTreeMap<String, usize>,
 }
 
+/// A Cohort's place in its tree and what its subtree holds (Kueue's
+/// cohort metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CohortSubtree {
+    pub name: String,
+    pub parent: Option<String>,
+    pub root: String,
+    /// `SubtreeQuota`: its own quota and what its children lend it.
+    pub quota: Usage,
+    /// What every ClusterQueue under it holds, summed.
+    pub reservations: Usage,
+    /// The ClusterQueues under it, at any depth.
+    pub queues: Vec<String>,
+}
+
 /// The quota state the scheduler reads and a cycle's snapshot copies (the
 /// shape is shared; only usage is copied).
 #[derive(Debug, Clone, Default)]
@@ -472,6 +487,53 @@ impl QuotaTree {
         Some((self.node(i).subtree(fr), self.used(i, fr)))
     }
 
+    /// The queue's Cohorts, parent first, root last; none while they loop.
+    pub fn ancestor_names(&self, cq: &str) -> Vec<String> {
+        match self.queue(cq) {
+            Some(i) if !self.node(i).in_cycle => self
+                .ancestors(NodeId(i))
+                .into_iter()
+                .map(|n| self.node(n.0).name.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every Cohort outside a cycle, as Kueue's cohort metrics report it.
+    pub fn cohort_subtrees(&self) -> Vec<CohortSubtree> {
+        let mut out = Vec::new();
+        for (name, &i) in &self.shape.cohorts {
+            let node = self.node(i);
+            if node.in_cycle {
+                continue;
+            }
+            let ancestors = self.ancestors(NodeId(i));
+            let mut reservations = Usage::new();
+            let mut queues = Vec::new();
+            let mut stack = vec![i];
+            while let Some(n) = stack.pop() {
+                for &q in &self.node(n).child_queues {
+                    queues.push(self.node(q).name.clone());
+                    for (fr, v) in &self.usage[q] {
+                        *reservations.entry(fr.clone()).or_default() += v;
+                    }
+                }
+                stack.extend(&self.node(n).child_cohorts);
+            }
+            out.push(CohortSubtree {
+                name: name.clone(),
+                parent: node.parent.map(|p| self.node(p).name.clone()),
+                root: ancestors
+                    .last()
+                    .map_or_else(|| name.clone(), |r| self.node(r.0).name.clone()),
+                quota: node.subtree.clone(),
+                reservations,
+                queues,
+            });
+        }
+        out
+    }
+
     // ---- navigation for preemption ---------------------------------------
 
     /// The queue's ancestors, parent first.
@@ -780,6 +842,32 @@ mod tests {
         assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
         assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
         assert_eq!(t.available("a", &fr()), 4);
+    }
+
+    #[test]
+    fn subtrees_report_their_quota_reservations_and_roots() {
+        // cohort_metrics.go collectCohortMetricPoints: SubtreeQuota, and
+        // the usage of every ClusterQueue below, summed.
+        let qs = [
+            cq("a", Some("mid"), 2, None, Some(0)),
+            cq("b", Some("root"), 3, None, None),
+        ];
+        let cs = [co("root", None, 1, None), co("mid", Some("root"), 4, Some(1))];
+        let t = QuotaTree::build_with_cohorts(&qs, &cs, [("a", &using(5)), ("b", &using(1))]);
+        let subtrees = t.cohort_subtrees();
+        let find = |n: &str| subtrees.iter().find(|s| s.name == n).unwrap();
+        let mid = find("mid");
+        assert_eq!((mid.parent.as_deref(), mid.root.as_str()), (Some("root"), "root"));
+        assert_eq!((mid.quota[&fr()], mid.reservations[&fr()]), (4, 5));
+        let root = find("root");
+        // Its own 1, mid's lendable 1, b's 3.
+        assert_eq!((root.parent.as_deref(), root.quota[&fr()]), (None, 5));
+        assert_eq!(root.reservations[&fr()], 6);
+        assert_eq!(t.ancestor_names("a"), vec!["mid".to_string(), "root".to_string()]);
+        // A cycle reports nothing.
+        let t = tree(&qs, &[co("mid", Some("mid"), 0, None)]);
+        assert!(t.cohort_subtrees().iter().all(|s| s.name != "mid"));
+        assert!(t.ancestor_names("a").is_empty());
     }
 
     #[test]

@@ -440,6 +440,18 @@ impl Engine {
         self.cohorts.get(name)
     }
 
+    /// The ClusterQueue's Cohorts, parent first, root last (none while
+    /// they form a cycle).
+    pub fn cohort_ancestors(&self, cq: &str) -> Vec<String> {
+        self.quota.ancestor_names(cq)
+    }
+
+    /// Every Cohort (objects and implicit ones) outside a cycle, with its
+    /// subtree's quota and reservations.
+    pub fn cohort_subtrees(&self) -> Vec<super::quota::CohortSubtree> {
+        self.quota.cohort_subtrees()
+    }
+
     pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
         if self.local_queue(&lq.namespace, &lq.name) == Some(&lq) {
             return;
