@@ -55,7 +55,11 @@ fn cohort(name: String, parent: Option<String>, nominal: i64, lend: Option<i64>)
     Cohort {
         name,
         parent,
-        resource_groups: if nominal > 0 { groups(nominal, lend) } else { vec![] },
+        resource_groups: if nominal > 0 {
+            groups(nominal, lend)
+        } else {
+            vec![]
+        },
     }
 }
 
@@ -194,7 +198,11 @@ fn bench(c: &mut Criterion) {
                 )
             });
             g.bench_function(format!("drain/{label}"), |b| {
-                b.iter_batched(|| engine(shape), |mut e| drain(&mut e), BatchSize::PerIteration)
+                b.iter_batched(
+                    || engine(shape),
+                    |mut e| drain(&mut e),
+                    BatchSize::PerIteration,
+                )
             });
         }
     }

@@ -773,7 +773,11 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
 }
 
 /// The Events about a Job: (reason, message).
-fn job_events(c: &batchgate_localcluster::LocalCluster, ns: &str, job: &str) -> Vec<(String, String)> {
+fn job_events(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+) -> Vec<(String, String)> {
     get(
         c,
         &[
@@ -849,7 +853,17 @@ fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
 
     // The burst: six half-cpu Jobs of tenant a, all admitted on 3 cpu.
     for i in 0..6 {
-        create(c, &job(&format!("burst-{i}"), &ns["a"], "lq", "500m", "300s", json!({})));
+        create(
+            c,
+            &job(
+                &format!("burst-{i}"),
+                &ns["a"],
+                "lq",
+                "500m",
+                "300s",
+                json!({}),
+            ),
+        );
     }
     let (total, borrowed) = wait_for(Duration::from_secs(60), "tenant a's burst to run", || {
         cq_usage(c, "tree-a").filter(|u| u.0 == 3.0)
@@ -860,16 +874,30 @@ fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
     // The others come back and take their quota back.
     for t in ["b", "c"] {
         for i in 0..2 {
-            create(c, &job(&format!("back-{i}"), &ns[t], "lq", "500m", "300s", json!({})));
+            create(
+                c,
+                &job(
+                    &format!("back-{i}"),
+                    &ns[t],
+                    "lq",
+                    "500m",
+                    "300s",
+                    json!({}),
+                ),
+            );
         }
     }
-    let usage = wait_for(Duration::from_secs(120), "every tenant on its own 1 cpu", || {
-        let u: Vec<(f64, f64)> = ["tree-a", "tree-b", "tree-c"]
-            .iter()
-            .map(|q| cq_usage(c, q))
-            .collect::<Option<_>>()?;
-        u.iter().all(|u| u.0 == 1.0).then_some(u)
-    });
+    let usage = wait_for(
+        Duration::from_secs(120),
+        "every tenant on its own 1 cpu",
+        || {
+            let u: Vec<(f64, f64)> = ["tree-a", "tree-b", "tree-c"]
+                .iter()
+                .map(|q| cq_usage(c, q))
+                .collect::<Option<_>>()?;
+            u.iter().all(|u| u.0 == 1.0).then_some(u)
+        },
+    );
     assert_eq!(usage, vec![(1.0, 0.0); 3]);
     for t in ["b", "c"] {
         for (name, suspended, _) in jobs(c, &ns[t]) {

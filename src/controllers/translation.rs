@@ -512,7 +512,10 @@ mod tests {
         bad.spec.resource_groups.as_mut().unwrap()[0].flavors[0].resources[0].nominal_quota =
             k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into());
         let err = cohort(&bad).unwrap_err();
-        assert_eq!(err.field, "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota");
+        assert_eq!(
+            err.field,
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+        );
     }
 
     #[test]

@@ -183,9 +183,7 @@ impl QuotaTree {
                 ..Node::default()
             });
             parent_names.push(cq.cohort.clone().filter(|c| !c.is_empty()));
-            shape
-                .queues
-                .insert(cq.name.clone(), shape.nodes.len() - 1);
+            shape.queues.insert(cq.name.clone(), shape.nodes.len() - 1);
         }
         // Parents named but not defined are implicit Cohorts without quota.
         let mut parents = vec![None; shape.nodes.len()];
@@ -363,7 +361,9 @@ impl QuotaTree {
         let Some(parent) = node.parent else {
             return node.subtree(fr);
         };
-        let most = node.local_quota(fr).saturating_add(self.potential_at(parent, fr));
+        let most = node
+            .local_quota(fr)
+            .saturating_add(self.potential_at(parent, fr));
         match node.limits(fr).borrowing_limit {
             Some(bl) => most.min(node.subtree(fr).saturating_add(bl)),
             None => most,
@@ -561,7 +561,8 @@ impl QuotaTree {
     /// `IsWithinNominalInResources`: no usage above the subtree quota in
     /// any of `frs`.
     pub fn within_nominal(&self, n: NodeId, frs: &BTreeSet<FlavorResource>) -> bool {
-        frs.iter().all(|fr| self.used(n.0, fr) <= self.node(n.0).subtree(fr))
+        frs.iter()
+            .all(|fr| self.used(n.0, fr) <= self.node(n.0).subtree(fr))
     }
 
     /// `QuantitiesFitInQuota`: do `requests` fit under the node's subtree
@@ -772,13 +773,19 @@ mod tests {
         // Cohort with a cycle for one without (which then counts its quota).
         let t = tree(
             &[cq("cq", Some("cycle"), 5, None, None)],
-            &[co("cycle", Some("cycle"), 0, None), co("cohort", None, 10, None)],
+            &[
+                co("cycle", Some("cycle"), 0, None),
+                co("cohort", None, 10, None),
+            ],
         );
         assert!(t.in_cycle("cq"));
         assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(10));
         let t = tree(
             &[cq("cq", Some("cohort"), 5, None, None)],
-            &[co("cycle", Some("cycle"), 0, None), co("cohort", None, 10, None)],
+            &[
+                co("cycle", Some("cycle"), 0, None),
+                co("cohort", None, 10, None),
+            ],
         );
         assert!(!t.in_cycle("cq"));
         assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(15));
@@ -819,7 +826,10 @@ mod tests {
             cq("a", Some("mid"), 2, None, Some(0)),
             cq("b", Some("root"), 0, None, None),
         ];
-        let cs = [co("root", None, 0, None), co("mid", Some("root"), 4, Some(1))];
+        let cs = [
+            co("root", None, 0, None),
+            co("mid", Some("root"), 4, Some(1)),
+        ];
         let mut t = tree(&qs, &cs);
         // mid's subtree: its 4 (a lends none); it keeps 3, lends 1.
         assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
@@ -852,18 +862,27 @@ mod tests {
             cq("a", Some("mid"), 2, None, Some(0)),
             cq("b", Some("root"), 3, None, None),
         ];
-        let cs = [co("root", None, 1, None), co("mid", Some("root"), 4, Some(1))];
+        let cs = [
+            co("root", None, 1, None),
+            co("mid", Some("root"), 4, Some(1)),
+        ];
         let t = QuotaTree::build_with_cohorts(&qs, &cs, [("a", &using(5)), ("b", &using(1))]);
         let subtrees = t.cohort_subtrees();
         let find = |n: &str| subtrees.iter().find(|s| s.name == n).unwrap();
         let mid = find("mid");
-        assert_eq!((mid.parent.as_deref(), mid.root.as_str()), (Some("root"), "root"));
+        assert_eq!(
+            (mid.parent.as_deref(), mid.root.as_str()),
+            (Some("root"), "root")
+        );
         assert_eq!((mid.quota[&fr()], mid.reservations[&fr()]), (4, 5));
         let root = find("root");
         // Its own 1, mid's lendable 1, b's 3.
         assert_eq!((root.parent.as_deref(), root.quota[&fr()]), (None, 5));
         assert_eq!(root.reservations[&fr()], 6);
-        assert_eq!(t.ancestor_names("a"), vec!["mid".to_string(), "root".to_string()]);
+        assert_eq!(
+            t.ancestor_names("a"),
+            vec!["mid".to_string(), "root".to_string()]
+        );
         // A cycle reports nothing.
         let t = tree(&qs, &[co("mid", Some("mid"), 0, None)]);
         assert!(t.cohort_subtrees().iter().all(|s| s.name != "mid"));
@@ -879,10 +898,19 @@ mod tests {
             cq("guaranteed", Some("guaranteed"), 0, None, None),
             cq("best-effort", Some("root"), 0, None, None),
         ];
-        let cs = [co("root", None, 0, None), co("guaranteed", Some("root"), 4, None)];
+        let cs = [
+            co("root", None, 0, None),
+            co("guaranteed", Some("root"), 4, None),
+        ];
         let t = tree(&qs, &cs);
-        assert_eq!(t.lowest_subtree_that_fits("guaranteed", &fr(), 4), (1, true));
-        assert_eq!(t.lowest_subtree_that_fits("best-effort", &fr(), 4), (2, false));
+        assert_eq!(
+            t.lowest_subtree_that_fits("guaranteed", &fr(), 4),
+            (1, true)
+        );
+        assert_eq!(
+            t.lowest_subtree_that_fits("best-effort", &fr(), 4),
+            (2, false)
+        );
         // Within nominal: level 0.
         let flat = [cq("x", Some("c"), 4, None, None)];
         let t = tree(&flat, &[]);

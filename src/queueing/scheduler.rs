@@ -950,8 +950,11 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        self.quota =
-            QuotaTree::build_with_cohorts(self.cluster_queues.values(), self.cohorts.values(), usage);
+        self.quota = QuotaTree::build_with_cohorts(
+            self.cluster_queues.values(),
+            self.cohorts.values(),
+            usage,
+        );
     }
 
     /// The map's own copy of `key`, to share.

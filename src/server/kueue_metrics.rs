@@ -1053,7 +1053,10 @@ mod tests {
         let text = exercised(Options::default());
         let has = |l: &str| text.lines().any(|x| x.starts_with(l));
         assert!(has("kueue_cluster_queue_info{cluster_queue=\"cq\",parent_cohort=\"co\",root_cohort=\"root\""), "{text}");
-        assert!(has("kueue_cohort_info{cohort=\"co\",parent_cohort=\"root\",root_cohort=\"root\""), "{text}");
+        assert!(
+            has("kueue_cohort_info{cohort=\"co\",parent_cohort=\"root\",root_cohort=\"root\""),
+            "{text}"
+        );
         assert!(has("kueue_cohort_subtree_quota{cohort=\"co\",flavor=\"f\",resource=\"cpu\",replica_role=\"leader\"} 2.5"), "{text}");
         assert!(has("kueue_cohort_subtree_resource_reservations{cohort=\"co\",flavor=\"f\",resource=\"cpu\",replica_role=\"leader\"} 3.0"), "{text}");
         assert!(has("kueue_cohort_subtree_admitted_active_workloads{cohort=\"co\",replica_role=\"leader\"} 2"), "{text}");

@@ -188,11 +188,7 @@ impl Controller {
             cluster_queues.push(ClusterQueueSample {
                 name: name.to_string(),
                 cohort: cq.cohort.clone().unwrap_or_default(),
-                root_cohort: self
-                    .engine
-                    .cohort_ancestors(name)
-                    .pop()
-                    .unwrap_or_default(),
+                root_cohort: self.engine.cohort_ancestors(name).pop().unwrap_or_default(),
                 pending_active: active,
                 pending_inadmissible: inadmissible,
                 reserving: s.reserving_workloads,
@@ -259,13 +255,7 @@ impl Controller {
             .collect();
         let amounts = |u: &crate::queueing::Usage| {
             u.iter()
-                .map(|(fr, v)| {
-                    (
-                        fr.flavor.clone(),
-                        fr.resource.clone(),
-                        units(*v),
-                    )
-                })
+                .map(|(fr, v)| (fr.flavor.clone(), fr.resource.clone(), units(*v)))
                 .collect()
         };
         let cohorts = self

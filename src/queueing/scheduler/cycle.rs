@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
-    Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State,
-};
+use super::{Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State};
 use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 use crate::queueing::{
     cluster_queue::{
@@ -306,8 +304,7 @@ impl Engine {
                 if already {
                     continue;
                 }
-                let preemptee_path =
-                    self.quota.path(&t.cluster_queue);
+                let preemptee_path = self.quota.path(&t.cluster_queue);
                 evictions.push((t.key.clone(), Decision::Evict {
                     workload: t.key.clone(),
                     reason: EvictionReason::Preempted,

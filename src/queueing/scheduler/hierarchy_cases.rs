@@ -102,7 +102,13 @@ struct Case {
     admitted: Vec<&'static str>,
 }
 
-fn setup(cohorts: &[Node], queues: &[Node], within: PreemptionPolicy, reclaim: PreemptionPolicy, running: &[W]) -> Engine {
+fn setup(
+    cohorts: &[Node],
+    queues: &[Node],
+    within: PreemptionPolicy,
+    reclaim: PreemptionPolicy,
+    running: &[W],
+) -> Engine {
     let mut e = Engine::new();
     e.upsert_flavor(crate::queueing::ResourceFlavor {
         name: "default".into(),
@@ -451,7 +457,13 @@ fn cases() -> Vec<Case> {
 #[test]
 fn one_cycle_in_a_tree_decides_what_kueue_decides() {
     for case in cases() {
-        let mut e = setup(&case.cohorts, &case.queues, case.within, case.reclaim, &case.running);
+        let mut e = setup(
+            &case.cohorts,
+            &case.queues,
+            case.within,
+            case.reclaim,
+            &case.running,
+        );
         for (i, w) in case.incoming.iter().enumerate() {
             e.upsert_workload(workload(w, 100 + i as i64, false));
         }
@@ -532,8 +544,15 @@ fn a_cycle_of_cohorts_stops_admission_until_it_is_broken() {
     // TestSnapshot/cohorts with cycles and their cqs excluded from
     // snapshot, and the scheduler's "ClusterQueue %s is inactive".
     let mut e = setup(
-        &[node("a", Some("b"), 0), node("b", Some("a"), 0), node("nocycle", None, 4)],
-        &[node("cq", Some("a"), 4), node("cq-nocycle", Some("nocycle"), 0)],
+        &[
+            node("a", Some("b"), 0),
+            node("b", Some("a"), 0),
+            node("nocycle", None, 4),
+        ],
+        &[
+            node("cq", Some("a"), 4),
+            node("cq-nocycle", Some("nocycle"), 0),
+        ],
         Never,
         Never,
         &[],
@@ -553,7 +572,10 @@ fn a_cycle_of_cohorts_stops_admission_until_it_is_broken() {
     });
     assert_eq!(
         stuck,
-        Some((PendingReason::Suspended, "ClusterQueue cq is inactive".to_string()))
+        Some((
+            PendingReason::Suspended,
+            "ClusterQueue cq is inactive".to_string()
+        ))
     );
     // Kueue's Active condition does not change for a cycle.
     let cq = e.cluster_queue_status("cq").map(|s| s.active.reason);
@@ -570,7 +592,10 @@ fn a_parent_that_does_not_exist_is_an_implicit_root() {
     // Cohort (no borrowing/lending limits)." Two Cohorts under the missing
     // "ghost" share their quota.
     let mut e = setup(
-        &[node("left", Some("ghost"), 2), node("right", Some("ghost"), 0)],
+        &[
+            node("left", Some("ghost"), 2),
+            node("right", Some("ghost"), 0),
+        ],
         &[node("a", Some("left"), 0), node("b", Some("right"), 0)],
         Never,
         Never,
