@@ -1061,6 +1061,14 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
         "{w}"
     );
     let events = get(
+
+/// The Events about a Job: (reason, message).
+fn job_events(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+) -> Vec<(String, String)> {
+    get(
         c,
         &[
             "events",
@@ -1141,4 +1149,179 @@ fn reclaimable_pods_give_quota_to_a_second_job_while_the_first_runs() {
             .all(|j| get(c, &["job", j, "-n", &ns]).is_some_and(|j| is_true(&j, "Complete")))
             .then_some(())
     });
+
+            ns,
+            "--field-selector",
+            &format!("involvedObject.name={job},involvedObject.kind=Job"),
+        ],
+    )
+    .and_then(|l| l["items"].as_array().cloned())
+    .unwrap_or_default()
+    .iter()
+    .map(|e| {
+        (
+            e["reason"].as_str().unwrap_or_default().to_string(),
+            e["message"].as_str().unwrap_or_default().to_string(),
+        )
+    })
+    .collect()
+}
+
+/// `(total, borrowed)` cpu a ClusterQueue's admitted Workloads use
+/// (`status.flavorsUsage`).
+fn cq_usage(c: &batchgate_localcluster::LocalCluster, name: &str) -> Option<(f64, f64)> {
+    let cq = get(c, &["clusterqueue", name])?;
+    let r = cq["status"]["flavorsUsage"]
+        .as_array()?
+        .iter()
+        .flat_map(|f| f["resources"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["name"] == "cpu")?;
+    Some((cores(&r["total"]), cores(&r["borrowed"])))
+}
+
+/// Issue 21: a two-level cohort tree (Cohort `tree-org` with the Cohort
+/// `tree-lab` under it), three tenants with 1 cpu each: `tree-a` and
+/// `tree-b` in the lab, `tree-c` directly in the org. Tenant a bursts to
+/// 3 cpu, borrowing the idle quota of both others through the tree; when
+/// b and c come back, they reclaim their quota by preempting a's borrowed
+/// Workloads (`InCohortReclamation`, with the tree paths in the message),
+/// and every tenant ends on its own 1 cpu.
+#[test]
+fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
+    let e = env();
+    let c = e.cluster;
+    let tenants = ["a", "b", "c"];
+    let ns: BTreeMap<&str, String> = tenants
+        .iter()
+        .map(|t| (*t, namespace(c, &format!("e2e-tree-{t}"))))
+        .collect();
+    c.wait_established(&["crd/cohorts.kueue.x-k8s.io"], Duration::from_secs(60))
+        .unwrap();
+    apply(c, &flavor("tree-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: tree-org}\n",
+    );
+    apply(
+        c,
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: tree-lab}\nspec: {parentName: tree-org}\n",
+    );
+    for (t, cohort) in [("a", "tree-lab"), ("b", "tree-lab"), ("c", "tree-org")] {
+        apply(
+            c,
+            &cluster_queue(
+                &format!("tree-{t}"),
+                &[("tree-spot", "1", None)],
+                json!({"cohortName": cohort, "preemption": {"reclaimWithinCohort": "Any"}}),
+            ),
+        );
+        apply(c, &local_queue(&ns[t], "lq", &format!("tree-{t}")));
+    }
+
+    // The burst: six half-cpu Jobs of tenant a, all admitted on 3 cpu.
+    for i in 0..6 {
+        create(
+            c,
+            &job(
+                &format!("burst-{i}"),
+                &ns["a"],
+                "lq",
+                "500m",
+                "300s",
+                json!({}),
+            ),
+        );
+    }
+    let (total, borrowed) = wait_for(Duration::from_secs(60), "tenant a's burst to run", || {
+        cq_usage(c, "tree-a").filter(|u| u.0 == 3.0)
+    });
+    assert_eq!((total, borrowed), (3.0, 2.0));
+    assert_eq!(jobs(c, &ns["a"]).iter().filter(|j| !j.1).count(), 6);
+
+    // The others come back and take their quota back.
+    for t in ["b", "c"] {
+        for i in 0..2 {
+            create(
+                c,
+                &job(
+                    &format!("back-{i}"),
+                    &ns[t],
+                    "lq",
+                    "500m",
+                    "300s",
+                    json!({}),
+                ),
+            );
+        }
+    }
+    let usage = wait_for(
+        Duration::from_secs(120),
+        "every tenant on its own 1 cpu",
+        || {
+            let u: Vec<(f64, f64)> = ["tree-a", "tree-b", "tree-c"]
+                .iter()
+                .map(|q| cq_usage(c, q))
+                .collect::<Option<_>>()?;
+            u.iter().all(|u| u.0 == 1.0).then_some(u)
+        },
+    );
+    assert_eq!(usage, vec![(1.0, 0.0); 3]);
+    for t in ["b", "c"] {
+        for (name, suspended, _) in jobs(c, &ns[t]) {
+            assert!(!suspended, "{t}/{name} runs");
+            let started = wait_for(Duration::from_secs(30), "the Started event", || {
+                job_events(c, &ns[t], &name)
+                    .into_iter()
+                    .find(|e| e.0 == "Started")
+            });
+            assert_eq!(started.1, format!("Admitted by clusterQueue tree-{t}"));
+        }
+    }
+
+    // Four of a's Workloads were preempted, each for b or c, with the paths
+    // from the root; their Jobs are suspended again and say why.
+    let mut by_preemptor: BTreeMap<String, usize> = BTreeMap::new();
+    for (name, suspended, _) in jobs(c, &ns["a"]) {
+        let wl = workload_of(c, &ns["a"], &name).unwrap();
+        if !is_true(&wl, "Preempted") {
+            assert!(!suspended, "{name} keeps running");
+            continue;
+        }
+        assert!(suspended, "{name} is stopped");
+        let p = condition(&wl, "Preempted").unwrap();
+        assert_eq!(p["reason"], "InCohortReclamation", "{p}");
+        let m = p["message"].as_str().unwrap();
+        let path = m
+            .strip_prefix("Preempted to accommodate a workload (UID: ")
+            .and_then(|m| m.split_once(") due to reclamation within the cohort; preemptor path: "))
+            .map(|(_, p)| p.to_string())
+            .unwrap_or_else(|| panic!("{m}"));
+        let (preemptor, preemptee) = path.split_once("; preemptee path: ").unwrap();
+        assert_eq!(preemptee, "/tree-org/tree-lab/tree-a");
+        *by_preemptor.entry(preemptor.to_string()).or_default() += 1;
+        assert_eq!(condition(&wl, "Evicted").unwrap()["reason"], "Preempted");
+        let qr = wait_for(Duration::from_secs(60), "the quota given back", || {
+            let wl = workload_of(c, &ns["a"], &name)?;
+            condition(&wl, "QuotaReserved")
+                .filter(|q| q["status"] == "False")
+                .cloned()
+        });
+        assert_eq!(qr["reason"], "Pending", "{qr}");
+        let stopped = job_events(c, &ns["a"], &name)
+            .into_iter()
+            .find(|e| e.0 == "Stopped")
+            .unwrap_or_else(|| panic!("no Stopped event for {name}"));
+        assert_eq!(stopped.1, m);
+    }
+    assert_eq!(
+        by_preemptor,
+        BTreeMap::from([
+            ("/tree-org/tree-c".to_string(), 2),
+            ("/tree-org/tree-lab/tree-b".to_string(), 2),
+        ])
+    );
+    for t in tenants {
+        let (ok, out, err) = kubectl(c, &["delete", "namespace", &ns[t], "--wait=false"], None);
+        assert!(ok, "{out}{err}");
+    }
 }

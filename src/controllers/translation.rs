@@ -1,5 +1,5 @@
 //! Between the Kueue objects the API serves and the queueing core's plain
-//! data: ResourceFlavors, ClusterQueues, LocalQueues and Workloads in; the
+//! data: ResourceFlavors, ClusterQueues, Cohorts, LocalQueues and Workloads in; the
 //! Workload status fields and conditions a decision writes, out. Pure.
 
 use std::collections::BTreeMap;
@@ -114,10 +114,12 @@ fn fungibility(s: Option<&str>, default: FungibilityPolicy) -> FungibilityPolicy
     }
 }
 
-pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, TranslationError> {
-    let s = &cq.spec;
+/// `spec.resourceGroups` of a ClusterQueue or Cohort.
+fn resource_groups(
+    input: Option<&Vec<api::ResourceGroup>>,
+) -> Result<Vec<ResourceGroup>, TranslationError> {
     let mut groups = Vec::new();
-    for (gi, g) in s.resource_groups.iter().flatten().enumerate() {
+    for (gi, g) in input.into_iter().flatten().enumerate() {
         let mut flavors = Vec::new();
         for (fi, f) in g.flavors.iter().enumerate() {
             let mut resources = Vec::new();
@@ -150,6 +152,21 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             flavors,
         });
     }
+    Ok(groups)
+}
+
+/// A Cohort as the engine sees it.
+pub fn cohort(c: &api::Cohort) -> Result<queueing::Cohort, TranslationError> {
+    Ok(queueing::Cohort {
+        name: c.metadata.name.clone().unwrap_or_default(),
+        parent: c.spec.parent_name.clone().filter(|p| !p.is_empty()),
+        resource_groups: resource_groups(c.spec.resource_groups.as_ref())?,
+    })
+}
+
+pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, TranslationError> {
+    let s = &cq.spec;
+    let groups = resource_groups(s.resource_groups.as_ref())?;
     let namespace_selector = match &s.namespace_selector {
         None => None,
         Some(sel) => Some(
@@ -488,6 +505,41 @@ mod tests {
         let mut none = cq.clone();
         none.spec.namespace_selector = None;
         assert_eq!(cluster_queue(&none).unwrap().namespace_selector, None);
+    }
+
+    #[test]
+    fn a_cohort_reads_as_the_engine_needs_it() {
+        let co: api::Cohort = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "team"},
+            "spec": {"parentName": "org",
+                     "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                        {"name": "on-demand", "resources": [
+                            {"name": "cpu", "nominalQuota": "6", "lendingLimit": "2"}]}]}]}
+        }))
+        .unwrap();
+        let e = cohort(&co).unwrap();
+        assert_eq!(e.name, "team");
+        assert_eq!(e.parent.as_deref(), Some("org"));
+        let r = &e.resource_groups[0].flavors[0].resources[0];
+        assert_eq!((r.nominal, r.lending_limit), (6000, Some(2000)));
+        // A root: no parent, and no quota of its own.
+        let root: api::Cohort = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+            "metadata": {"name": "org"}, "spec": {"parentName": ""}
+        }))
+        .unwrap();
+        let e = cohort(&root).unwrap();
+        assert_eq!((e.parent, e.resource_groups.len()), (None, 0));
+        // A quantity that does not parse names its field.
+        let mut bad = co.clone();
+        bad.spec.resource_groups.as_mut().unwrap()[0].flavors[0].resources[0].nominal_quota =
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("lots".into());
+        let err = cohort(&bad).unwrap_err();
+        assert_eq!(
+            err.field,
+            "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+        );
     }
 
     #[test]

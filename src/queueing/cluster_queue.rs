@@ -111,7 +111,7 @@ pub struct ResourceGroup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterQueue {
     pub name: String,
-    /// `spec.cohortName` (v1beta1 `cohort`). Cohorts are single-level here.
+    /// `spec.cohortName` (v1beta1 `cohort`). Its parent in the cohort tree.
     pub cohort: Option<String>,
     pub queueing_strategy: QueueingStrategy,
     /// `None` admits from no namespace; `Some(empty)` from all (as upstream).

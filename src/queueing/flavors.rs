@@ -538,7 +538,7 @@ fn fits_resource_quota(
             no_fit_reason: Some(PendingReason::ExceedsMaxQuota),
         };
     }
-    let borrow = quota.borrow_level(cq, fr, val);
+    let (borrow, may_reclaim_in_hierarchy) = quota.lowest_subtree_that_fits(cq, fr, val);
     if val <= available {
         return QuotaFit {
             mode: PreemptionMode::Fit,
@@ -553,9 +553,9 @@ fn fits_resource_quota(
         fr.flavor,
         q(val - available)
     ));
-    // Preemption can only help a request within the nominal quota (single-
-    // level cohorts: reclaiming never lifts the borrowing limit).
-    if quota.limits(cq, fr).nominal >= val {
+    // Preemption can help a request within the nominal quota, or one whose
+    // smallest fitting subtree lends to a parent it may reclaim from.
+    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy {
         let (mode, borrow) = oracle(quota, fr, val);
         return QuotaFit {
             mode,

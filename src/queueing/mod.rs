@@ -9,15 +9,15 @@
 //!
 //! Behaviour follows Kueue's scheduler (see shared/reference/kueue.md §4):
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
-//! and node labels, borrowing and lending limits, within-queue preemption
-//! and reclaiming within a cohort, partial admission (`minCount`), stop
-//! policies and deactivation, dynamic reclaim (a Workload holds only its
-//! pods not reclaimable yet), waitForPodsReady's backoff (a Workload with
-//! `requeueAt` set waits out of the queue) and `blockAdmission`, with
+//! and node labels, hierarchical cohorts (`Cohort` objects with parents and
+//! quota of their own) with borrowing and lending limits at every level,
+//! within-queue preemption and reclaiming within a cohort tree, partial
+//! admission (`minCount`), stop policies and deactivation, dynamic reclaim
+//! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
+//! backoff (a Workload with `requeueAt` set waits out of the queue) and
+//! `blockAdmission`, with
 //! Kueue's messages. What is left out:
 //!
-//! - cohorts are single-level (no `Cohort` objects, no cohort quota of its
-//!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
 //!   `flavorFungibility.preference`, topology-aware scheduling, admission
 //!   checks, elastic workloads or priority boost;
@@ -27,6 +27,7 @@
 //!   the last attempt stopped).
 
 pub mod cluster_queue;
+pub mod cohort;
 pub mod finalizers;
 pub mod flavors;
 mod partial_admission;
@@ -46,8 +47,9 @@ pub use cluster_queue::{
     FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy,
     QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
+pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
-pub use quota::{FlavorResource, Usage};
+pub use quota::{CohortSubtree, FlavorResource, Usage};
 pub use scheduler::{
     ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingCounts, PendingReason,
     PreemptedReason,

@@ -1,10 +1,14 @@
-//! Choosing whom to preempt (`pkg/scheduler/preemption`, classical, for
-//! single-level cohorts).
+//! Choosing whom to preempt (`pkg/scheduler/preemption`, classical, with
+//! the hierarchical reclaim of `preemption/classical`).
 //!
 //! Candidates are admitted workloads using a flavor/resource the preemptor
 //! needs room in: lower-priority ones of its own ClusterQueue
-//! (`withinClusterQueue`), and those of cohort members that borrow
-//! (`reclaimWithinCohort`). They are tried in Kueue's order — already being
+//! (`withinClusterQueue`), and those of queues elsewhere in its cohort tree
+//! that borrow (`reclaimWithinCohort`), found subtree by subtree from the
+//! preemptor's parent up to the root. A candidate in a subtree where the
+//! preemptor's request already fits (its "hierarchical advantage") may be
+//! reclaimed whatever the borrowing; the others only if the preemptor then
+//! needs no borrowing. They are tried in Kueue's order — already being
 //! evicted first, other queues before the preemptor's own, lower priority,
 //! most recently admitted, UID — removing each from a simulated quota until
 //! the preemptor fits; then any whose return would still leave room is put
@@ -16,7 +20,7 @@ use std::collections::BTreeSet;
 use super::{
     cluster_queue::{ClusterQueue, PreemptionPolicy},
     flavors::PreemptionMode,
-    quota::{FlavorResource, QuotaTree, Usage},
+    quota::{FlavorResource, NodeId, QuotaTree, Usage},
     scheduler::PreemptedReason,
 };
 
@@ -58,7 +62,7 @@ pub(crate) struct Target {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Variant {
+pub(crate) enum Variant {
     WithinQueue,
     /// The preemptor fits in its own nominal quota: it reclaims what it lent.
     Reclaim,
@@ -69,6 +73,9 @@ enum Variant {
 struct Candidate<'a> {
     holder: Holder<'a>,
     variant: Variant,
+    /// The subtree it was found in (`lca`): its queue's ancestors below
+    /// this one must still be above their quota for it to be reclaimed.
+    lca: Option<NodeId>,
 }
 
 /// May `policy` preempt `c` for `p`? (`priorityTooHighToPreempt`, negated.)
@@ -105,6 +112,55 @@ fn order(own_cq: &str, a: &Holder<'_>, b: &Holder<'_>) -> Ordering {
         ))
 }
 
+/// `collectCandidatesInSubtree`: the queues under `at` (but not in `skip`,
+/// nor `own`) that use more than their quota, descending only into Cohorts
+/// that do.
+fn collect_in_subtree(
+    snap: &QuotaTree,
+    at: NodeId,
+    skip: Option<NodeId>,
+    own: NodeId,
+    need: &BTreeSet<FlavorResource>,
+    out: &mut Vec<String>,
+) {
+    for child in snap.child_cohorts(at) {
+        if Some(child) == skip || snap.within_nominal(child, need) {
+            continue;
+        }
+        collect_in_subtree(snap, child, skip, own, need, out);
+    }
+    for (q, name) in snap.child_queues(at) {
+        if q != own && !snap.within_nominal(q, need) {
+            out.push(name.to_string());
+        }
+    }
+}
+
+/// The candidate's queue, and its Cohorts below `lca`, still use more than
+/// their quota.
+fn still_reclaimable(
+    snap: &QuotaTree,
+    cq: &str,
+    lca: Option<NodeId>,
+    need: &BTreeSet<FlavorResource>,
+) -> bool {
+    let Some(id) = snap.queue_id(cq) else {
+        return false;
+    };
+    if snap.within_nominal(id, need) {
+        return false;
+    }
+    for node in snap.ancestors(id) {
+        if Some(node) == lca {
+            break;
+        }
+        if snap.within_nominal(node, need) {
+            return false;
+        }
+    }
+    true
+}
+
 /// Can the preemptor's `usage` be admitted in the simulated quota?
 fn fits(snap: &QuotaTree, cq: &str, usage: &Usage, allow_borrowing: bool) -> bool {
     usage.iter().all(|(fr, v)| {
@@ -132,32 +188,44 @@ pub(crate) fn targets(
                 same.push(Candidate {
                     holder: h,
                     variant: Variant::WithinQueue,
+                    lca: None,
                 });
             }
         }
     }
     let cohort_policy = p.cq.preemption.reclaim_within_cohort;
-    if snap.cohort_of(cq).is_some() && cohort_policy != PreemptionPolicy::Never {
-        // Kueue's "hierarchical advantage": the preemptor would stay within
-        // its own nominal quota, so what others borrowed is its to reclaim.
-        let advantage = usage
-            .iter()
-            .all(|(fr, v)| snap.usage(cq, fr) + v <= snap.limits(cq, fr).nominal);
-        let peers: Vec<String> = snap.cohort_peers(cq).map(str::to_string).collect();
-        for peer in peers {
-            if !snap.is_borrowing(&peer, need) {
-                continue;
-            }
-            for h in holdings.holders(&peer) {
-                if uses_any(h.usage, need) && allowed(cohort_policy, p, &h) {
-                    let (list, variant) = if advantage {
-                        (&mut reclaim, Variant::Reclaim)
-                    } else {
-                        (&mut without_borrowing, Variant::ReclaimWithoutBorrowing)
-                    };
-                    list.push(Candidate { holder: h, variant });
+    let own = snap.queue_id(cq);
+    if let (Some(own), true) = (
+        own.filter(|&id| !snap.ancestors(id).is_empty()),
+        cohort_policy != PreemptionPolicy::Never,
+    ) {
+        // `collectCandidatesForHierarchicalReclaim`: each subtree from the
+        // parent up, skipping the one already searched.
+        let (mut advantage, mut remaining) = snap.fits_in_subtree(own, usage);
+        let mut previous: Option<NodeId> = None;
+        for root in snap.ancestors(own) {
+            let mut found = Vec::new();
+            collect_in_subtree(snap, root, previous, own, need, &mut found);
+            for peer in found {
+                for h in holdings.holders(&peer) {
+                    if uses_any(h.usage, need) && allowed(cohort_policy, p, &h) {
+                        let (list, variant) = if advantage {
+                            (&mut reclaim, Variant::Reclaim)
+                        } else {
+                            (&mut without_borrowing, Variant::ReclaimWithoutBorrowing)
+                        };
+                        list.push(Candidate {
+                            holder: h,
+                            variant,
+                            lca: Some(root),
+                        });
+                    }
                 }
             }
+            let (fits, rest) = snap.fits_in_subtree(root, &remaining);
+            remaining = rest;
+            advantage |= fits;
+            previous = Some(root);
         }
     }
     for list in [&mut same, &mut reclaim, &mut without_borrowing] {
@@ -194,9 +262,10 @@ pub(crate) fn targets(
                 if allow_borrowing && c.variant == Variant::ReclaimWithoutBorrowing {
                     continue;
                 }
-                // Earlier removals may have brought that queue back under
-                // its nominal quota: nothing left to reclaim there.
-                if !snap.is_borrowing(h.cluster_queue, need) {
+                // Earlier removals may have brought that queue, or a Cohort
+                // between it and where it was found, back within its quota:
+                // nothing left to reclaim there (`candidateIsValid`).
+                if !still_reclaimable(snap, h.cluster_queue, c.lca, need) {
                     continue;
                 }
             }

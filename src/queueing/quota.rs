@@ -1,17 +1,22 @@
-//! Quota and usage of ClusterQueues and their cohorts, with Kueue's
-//! borrowing and lending arithmetic (`pkg/cache/scheduler/resource_node.go`),
-//! for single-level cohorts.
+//! Quota and usage of ClusterQueues and Cohorts as a tree of resource
+//! nodes, with Kueue's arithmetic (`pkg/cache/scheduler/resource_node.go`).
 //!
-//! Every ClusterQueue splits its nominal quota of a flavor/resource in two:
-//! the `local` part it never lends (`nominal - lendingLimit`, or nothing when
-//! there is no lending limit) and the rest, which it stores in its cohort. A
-//! cohort's quota is the sum of what its members store there, and its usage
-//! the sum of its members' usage beyond their local part. A member may take
-//! from the cohort up to what it stores there plus its `borrowingLimit`.
+//! ClusterQueues are leaves; Cohorts (objects, or implicit ones named by a
+//! `cohortName`/`parentName` with no object) are inner nodes and may hold
+//! quota of their own. Every node's *subtree quota* is its own nominal
+//! quota plus what its children store in it. A node with a lending limit
+//! keeps the part beyond it local (`subtree - lendingLimit`, never lent to
+//! the parent); the rest it stores in its parent. A node's usage counts
+//! against its subtree quota, and what exceeds its local part is also its
+//! parent's usage. A node may take from its parent what it stores there plus
+//! its `borrowingLimit`. Cohorts whose parents loop are cut off (Kueue's
+//! `HasCycle`): their ClusterQueues admit nothing until the loop is gone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use super::cluster_queue::ClusterQueue;
+use super::cluster_queue::{ClusterQueue, ResourceGroup};
+use super::cohort::Cohort;
 
 /// A resource in a flavor: the unit quota is counted in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -39,160 +44,341 @@ pub(crate) struct Limits {
     pub lending_limit: Option<i64>,
 }
 
-#[derive(Debug, Clone, Default)]
-struct QueueNode {
-    cohort: Option<String>,
-    limits: BTreeMap<FlavorResource, Limits>,
-    usage: Usage,
+/// A node of the tree: a ClusterQueue or a Cohort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct NodeId(usize);
+
+#[derive(Debug, Default)]
+struct Node {
+    name: String,
+    is_queue: bool,
+    /// `None` for a root, and for a Cohort in (or under) a cycle.
+    parent: Option<usize>,
+    /// A Cohort whose parents loop, or a ClusterQueue in such a Cohort.
+    in_cycle: bool,
+    quotas: BTreeMap<FlavorResource, Limits>,
+    subtree: Usage,
+    child_cohorts: Vec<usize>,
+    child_queues: Vec<usize>,
+    /// Kueue's `getNodeHeight` (Cohorts only).
+    height: u8,
 }
 
-impl QueueNode {
+impl Node {
     fn limits(&self, fr: &FlavorResource) -> Limits {
-        self.limits.get(fr).copied().unwrap_or_default()
+        self.quotas.get(fr).copied().unwrap_or_default()
     }
 
-    fn usage(&self, fr: &FlavorResource) -> i64 {
-        self.usage.get(fr).copied().unwrap_or(0)
+    fn subtree(&self, fr: &FlavorResource) -> i64 {
+        get(&self.subtree, fr)
     }
 
-    /// The part of the nominal quota that is never lent to the cohort.
+    /// `localQuota`: the part of the subtree quota never lent to the parent.
     fn local_quota(&self, fr: &FlavorResource) -> i64 {
-        let l = self.limits(fr);
-        l.lending_limit.map_or(0, |lend| (l.nominal - lend).max(0))
-    }
-
-    /// What this queue's usage takes out of the cohort.
-    fn usage_in_cohort(&self, fr: &FlavorResource) -> i64 {
-        (self.usage(fr) - self.local_quota(fr)).max(0)
+        self.limits(fr)
+            .lending_limit
+            .map_or(0, |lend| (self.subtree(fr) - lend).max(0))
     }
 }
 
-#[derive(Debug, Clone, Default)]
-struct CohortNode {
-    members: Vec<String>,
-    quota: Usage,
-    usage: Usage,
+/// What changes only with the specs: shared by every snapshot.
+#[derive(Debug, Default)]
+struct Shape {
+    nodes: Vec<Node>,
+    queues: BTreeMap<String, usize>,
+    cohorts: BTreeMap<String, usize>,
 }
 
-/// The quota state the scheduler reads and a cycle's snapshot copies.
+/// A Cohort's place in its tree and what its subtree holds (Kueue's
+/// cohort metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CohortSubtree {
+    pub name: String,
+    pub parent: Option<String>,
+    pub root: String,
+    /// `SubtreeQuota`: its own quota and what its children lend it.
+    pub quota: Usage,
+    /// What every ClusterQueue under it holds, summed.
+    pub reservations: Usage,
+    /// The ClusterQueues under it, at any depth.
+    pub queues: Vec<String>,
+}
+
+/// The quota state the scheduler reads and a cycle's snapshot copies (the
+/// shape is shared; only usage is copied).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct QuotaTree {
-    queues: BTreeMap<String, QueueNode>,
-    cohorts: BTreeMap<String, CohortNode>,
+    shape: Arc<Shape>,
+    usage: Vec<Usage>,
 }
 
 fn get(map: &Usage, fr: &FlavorResource) -> i64 {
     map.get(fr).copied().unwrap_or(0)
 }
 
+fn quotas_of(groups: &[ResourceGroup]) -> BTreeMap<FlavorResource, Limits> {
+    let mut limits = BTreeMap::new();
+    for g in groups {
+        for f in &g.flavors {
+            for r in &f.resources {
+                limits.insert(
+                    FlavorResource::new(&f.name, &r.name),
+                    Limits {
+                        nominal: r.nominal,
+                        // Kueue's validation rejects limits without a parent;
+                        // without one they have nothing to act on.
+                        borrowing_limit: r.borrowing_limit,
+                        lending_limit: r.lending_limit,
+                    },
+                );
+            }
+        }
+    }
+    limits
+}
+
 impl QuotaTree {
-    /// Builds the tree from the queues' specs and the usage each one holds.
+    /// Builds the tree from the queues' specs (no Cohort objects: every
+    /// cohort is implicit) and the usage each queue holds.
+    #[cfg(test)]
     pub fn build<'a>(
         queues: impl IntoIterator<Item = &'a ClusterQueue>,
         usage: impl IntoIterator<Item = (&'a str, &'a Usage)>,
     ) -> Self {
-        let mut tree = QuotaTree::default();
+        Self::build_with_cohorts(queues, [], usage)
+    }
+
+    /// Builds the tree from the queues' and Cohorts' specs and the usage
+    /// each queue holds.
+    pub fn build_with_cohorts<'a>(
+        queues: impl IntoIterator<Item = &'a ClusterQueue>,
+        cohorts: impl IntoIterator<Item = &'a Cohort>,
+        usage: impl IntoIterator<Item = (&'a str, &'a Usage)>,
+    ) -> Self {
+        let mut shape = Shape::default();
+        let mut parent_names: Vec<Option<String>> = Vec::new();
+        fn cohort_node(shape: &mut Shape, parents: &mut Vec<Option<String>>, name: &str) -> usize {
+            if let Some(&i) = shape.cohorts.get(name) {
+                return i;
+            }
+            shape.nodes.push(Node {
+                name: name.to_string(),
+                ..Node::default()
+            });
+            parents.push(None);
+            let i = shape.nodes.len() - 1;
+            shape.cohorts.insert(name.to_string(), i);
+            i
+        }
+        for c in cohorts {
+            let i = cohort_node(&mut shape, &mut parent_names, &c.name);
+            shape.nodes[i].quotas = quotas_of(&c.resource_groups);
+            parent_names[i] = c.parent.clone().filter(|p| !p.is_empty());
+        }
         for cq in queues {
-            let mut limits = BTreeMap::new();
-            for g in &cq.resource_groups {
-                for f in &g.flavors {
-                    for r in &f.resources {
-                        limits.insert(
-                            FlavorResource::new(&f.name, &r.name),
-                            Limits {
-                                nominal: r.nominal,
-                                // Kueue's CEL rejects a borrowing limit without
-                                // a cohort; without one there is nothing to borrow.
-                                borrowing_limit: r.borrowing_limit,
-                                lending_limit: r.lending_limit,
-                            },
-                        );
-                    }
+            shape.nodes.push(Node {
+                name: cq.name.clone(),
+                is_queue: true,
+                quotas: quotas_of(&cq.resource_groups),
+                ..Node::default()
+            });
+            parent_names.push(cq.cohort.clone().filter(|c| !c.is_empty()));
+            shape.queues.insert(cq.name.clone(), shape.nodes.len() - 1);
+        }
+        // Parents named but not defined are implicit Cohorts without quota.
+        let mut parents = vec![None; shape.nodes.len()];
+        for i in 0..parent_names.len() {
+            if let Some(p) = parent_names[i].clone() {
+                let at = cohort_node(&mut shape, &mut parent_names, &p);
+                parents.resize(shape.nodes.len(), None);
+                parents[i] = Some(at);
+            }
+        }
+        // `HasCycle`: following the parents from a Cohort meets one twice.
+        for i in 0..shape.nodes.len() {
+            if shape.nodes[i].is_queue {
+                continue;
+            }
+            let mut seen = BTreeSet::new();
+            let mut at = i;
+            while let Some(p) = parents[at] {
+                if !seen.insert(at) {
+                    shape.nodes[i].in_cycle = true;
+                    break;
                 }
-            }
-            tree.queues.insert(
-                cq.name.clone(),
-                QueueNode {
-                    cohort: cq.cohort.clone(),
-                    limits,
-                    usage: Usage::new(),
-                },
-            );
-        }
-        for (name, node) in &tree.queues {
-            let Some(cohort) = &node.cohort else { continue };
-            let c = tree.cohorts.entry(cohort.clone()).or_default();
-            c.members.push(name.clone());
-            for fr in node.limits.keys() {
-                *c.quota.entry(fr.clone()).or_default() +=
-                    node.limits(fr).nominal - node.local_quota(fr);
+                at = p;
             }
         }
+        for (i, parent) in parents.iter().enumerate() {
+            let Some(p) = *parent else { continue };
+            if shape.nodes[p].in_cycle {
+                shape.nodes[i].in_cycle = true;
+            }
+            if shape.nodes[i].in_cycle && !shape.nodes[i].is_queue {
+                continue; // cut off: every node stays reachable from a root
+            }
+            shape.nodes[i].parent = Some(p);
+            if shape.nodes[i].is_queue {
+                shape.nodes[p].child_queues.push(i);
+            } else {
+                shape.nodes[p].child_cohorts.push(i);
+            }
+        }
+        let roots: Vec<usize> = (0..shape.nodes.len())
+            .filter(|&i| shape.nodes[i].parent.is_none())
+            .collect();
+        for r in roots {
+            accumulate(&mut shape.nodes, r);
+        }
+        let mut tree = QuotaTree {
+            usage: vec![Usage::new(); shape.nodes.len()],
+            shape: Arc::new(shape),
+        };
         for (cq, u) in usage {
             tree.add(cq, u);
         }
         tree
     }
 
-    pub fn cohort_of(&self, cq: &str) -> Option<&str> {
-        self.queues.get(cq)?.cohort.as_deref()
+    fn node(&self, i: usize) -> &Node {
+        &self.shape.nodes[i]
     }
 
-    /// The other queues sharing `cq`'s cohort.
-    pub fn cohort_peers<'a>(&'a self, cq: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.cohort_of(cq)
-            .and_then(|c| self.cohorts.get(c))
-            .into_iter()
-            .flat_map(|c| c.members.iter().map(String::as_str))
-            .filter(move |m| *m != cq)
+    fn queue(&self, cq: &str) -> Option<usize> {
+        self.shape.queues.get(cq).copied()
+    }
+
+    pub fn queue_id(&self, cq: &str) -> Option<NodeId> {
+        self.queue(cq).map(NodeId)
+    }
+
+    fn used(&self, i: usize, fr: &FlavorResource) -> i64 {
+        get(&self.usage[i], fr)
+    }
+
+    /// The ClusterQueue's parent Cohort (`spec.cohortName`).
+    pub fn cohort_of(&self, cq: &str) -> Option<&str> {
+        let p = self.node(self.queue(cq)?).parent?;
+        Some(&self.node(p).name)
+    }
+
+    /// Is the queue in a Cohort whose parents loop? It admits nothing then.
+    pub fn in_cycle(&self, cq: &str) -> bool {
+        self.queue(cq).is_some_and(|i| self.node(i).in_cycle)
+    }
+
+    /// The root of the queue's tree (`None` without a Cohort).
+    pub fn root_of(&self, cq: &str) -> Option<&str> {
+        let mut at = self.node(self.queue(cq)?).parent?;
+        while let Some(p) = self.node(at).parent {
+            at = p;
+        }
+        Some(&self.node(at).name)
+    }
+
+    /// Kueue's `buildCQPath`: `/root/.../parent/queue`.
+    pub fn path(&self, cq: &str) -> String {
+        let mut parts = vec![cq];
+        let mut at = self.queue(cq).and_then(|i| self.node(i).parent);
+        while let Some(p) = at {
+            parts.push(&self.node(p).name);
+            at = self.node(p).parent;
+        }
+        parts.reverse();
+        format!("/{}", parts.join("/"))
+    }
+
+    /// Every ClusterQueue in the Cohort's tree (from its root down).
+    pub fn tree_members(&self, cohort: &str) -> Vec<String> {
+        let Some(mut at) = self.shape.cohorts.get(cohort).copied() else {
+            return Vec::new();
+        };
+        while let Some(p) = self.node(at).parent {
+            at = p;
+        }
+        let mut out = Vec::new();
+        let mut stack = vec![at];
+        while let Some(n) = stack.pop() {
+            let node = self.node(n);
+            out.extend(node.child_queues.iter().map(|&q| self.node(q).name.clone()));
+            stack.extend(&node.child_cohorts);
+        }
+        out
+    }
+
+    /// The other queues of `cq`'s tree: where released quota may fit.
+    pub fn cohort_peers(&self, cq: &str) -> Vec<String> {
+        match self.cohort_of(cq) {
+            Some(c) => {
+                let mut m = self.tree_members(c);
+                m.retain(|q| q != cq);
+                m
+            }
+            None => Vec::new(),
+        }
     }
 
     pub fn limits(&self, cq: &str, fr: &FlavorResource) -> Limits {
-        self.queues
-            .get(cq)
-            .map(|n| n.limits(fr))
+        self.queue(cq)
+            .map(|i| self.node(i).limits(fr))
             .unwrap_or_default()
     }
 
     pub fn usage(&self, cq: &str, fr: &FlavorResource) -> i64 {
-        self.queues.get(cq).map_or(0, |n| n.usage(fr))
+        self.queue(cq).map_or(0, |i| self.used(i, fr))
     }
 
-    /// How much more of `fr` the queue can take now, from its own quota and
-    /// the cohort's, within its borrowing limit. Negative when over-admitted
-    /// (quota was lowered under running workloads).
-    pub fn available(&self, cq: &str, fr: &FlavorResource) -> i64 {
-        let Some(node) = self.queues.get(cq) else {
-            return 0;
+    /// `LocalAvailable`: unused quota of the node its parent cannot see.
+    fn local_available(&self, i: usize, fr: &FlavorResource) -> i64 {
+        (self.node(i).local_quota(fr) - self.used(i, fr)).max(0)
+    }
+
+    /// Kueue's `available`: what the node can take now from its own quota
+    /// and, within its borrowing limit, from its ancestors'.
+    fn available_at(&self, i: usize, fr: &FlavorResource) -> i64 {
+        let node = self.node(i);
+        let Some(parent) = node.parent else {
+            return node.subtree(fr) - self.used(i, fr);
         };
-        let cohort = node.cohort.as_ref().and_then(|c| self.cohorts.get(c));
-        let Some(cohort) = cohort else {
-            return node.limits(fr).nominal - node.usage(fr);
-        };
-        let local = node.local_quota(fr);
-        let mut from_cohort = get(&cohort.quota, fr) - get(&cohort.usage, fr);
-        if let Some(borrowing_limit) = node.limits(fr).borrowing_limit {
-            let stored = node.limits(fr).nominal - local;
-            from_cohort = from_cohort.min(stored - node.usage_in_cohort(fr) + borrowing_limit);
+        let mut from_parent = self.available_at(parent, fr);
+        if let Some(bl) = node.limits(fr).borrowing_limit {
+            let lq = node.local_quota(fr);
+            let stored = node.subtree(fr) - lq;
+            let used_in_parent = (self.used(i, fr) - lq).max(0);
+            from_parent = from_parent.min(stored.saturating_sub(used_in_parent).saturating_add(bl));
         }
-        (local - node.usage(fr)).max(0) + from_cohort
+        self.local_available(i, fr).saturating_add(from_parent)
+    }
+
+    /// How much more of `fr` the queue can take now. Negative when
+    /// over-admitted (quota was lowered under running workloads).
+    pub fn available(&self, cq: &str, fr: &FlavorResource) -> i64 {
+        self.queue(cq).map_or(0, |i| self.available_at(i, fr))
+    }
+
+    fn potential_at(&self, i: usize, fr: &FlavorResource) -> i64 {
+        let node = self.node(i);
+        let Some(parent) = node.parent else {
+            return node.subtree(fr);
+        };
+        let most = node
+            .local_quota(fr)
+            .saturating_add(self.potential_at(parent, fr));
+        match node.limits(fr).borrowing_limit {
+            Some(bl) => most.min(node.subtree(fr).saturating_add(bl)),
+            None => most,
+        }
     }
 
     /// The most of `fr` the queue could ever hold, were nothing else running.
     pub fn potential_available(&self, cq: &str, fr: &FlavorResource) -> i64 {
-        let Some(node) = self.queues.get(cq) else {
-            return 0;
-        };
-        let limits = node.limits(fr);
-        let cohort = node.cohort.as_ref().and_then(|c| self.cohorts.get(c));
-        let Some(cohort) = cohort else {
-            return limits.nominal;
-        };
-        let most = node.local_quota(fr) + get(&cohort.quota, fr);
-        match limits.borrowing_limit {
-            Some(bl) => most.min(limits.nominal + bl),
-            None => most,
-        }
+        self.queue(cq).map_or(0, |i| self.potential_at(i, fr))
+    }
+
+    /// `BorrowingWith`: would `val` more take the node past its subtree
+    /// quota (a queue's nominal quota)?
+    fn borrowing_at(&self, i: usize, fr: &FlavorResource, val: i64) -> bool {
+        self.used(i, fr) + val > self.node(i).subtree(fr)
     }
 
     /// Would holding `val` more of `fr` take the queue past its nominal quota?
@@ -202,6 +388,7 @@ impl QuotaTree {
 
     /// Is the queue above its nominal quota in any of `frs`? Only a queue in
     /// a cohort can be.
+    #[cfg(test)]
     pub fn is_borrowing<'a>(
         &self,
         cq: &str,
@@ -210,10 +397,35 @@ impl QuotaTree {
         self.cohort_of(cq).is_some() && frs.into_iter().any(|fr| self.borrowing_with(cq, fr, 0))
     }
 
-    /// Kueue's borrowing level: 0 when `val` fits in the queue's own nominal
-    /// quota (or there is no cohort), 1 when it needs the cohort.
+    /// Kueue's `FindHeightOfLowestSubtreeThatFits`: the height of the
+    /// smallest subtree whose quota holds `val` more for the queue (0 within
+    /// its nominal quota), and whether that subtree has a parent (quota lent
+    /// out of it may then be reclaimed).
+    pub fn lowest_subtree_that_fits(&self, cq: &str, fr: &FlavorResource, val: i64) -> (u8, bool) {
+        let Some(i) = self.queue(cq) else {
+            return (0, false);
+        };
+        let has_parent = self.node(i).parent.is_some();
+        if !self.borrowing_at(i, fr, val) || !has_parent {
+            return (0, has_parent);
+        }
+        let mut remaining = val - self.local_available(i, fr);
+        let mut at = self.node(i).parent;
+        let mut root = i;
+        while let Some(n) = at {
+            if !self.borrowing_at(n, fr, remaining) {
+                return (self.node(n).height, self.node(n).parent.is_some());
+            }
+            remaining -= self.local_available(n, fr);
+            root = n;
+            at = self.node(n).parent;
+        }
+        (self.node(root).height, false)
+    }
+
+    /// Kueue's borrowing level (see [`Self::lowest_subtree_that_fits`]).
     pub fn borrow_level(&self, cq: &str, fr: &FlavorResource, val: i64) -> u8 {
-        u8::from(self.cohort_of(cq).is_some() && self.borrowing_with(cq, fr, val))
+        self.lowest_subtree_that_fits(cq, fr, val).0
     }
 
     /// Does `usage` fit under what the queue can take now?
@@ -233,18 +445,166 @@ impl QuotaTree {
         }
     }
 
-    /// Changes a queue's usage and keeps the cohort's usage equal to the sum
-    /// of its members' usage beyond their local quota.
+    /// Changes a queue's usage, and its ancestors' by what goes past each
+    /// one's local quota (`addUsage` / `removeUsage`).
     pub fn change(&mut self, cq: &str, fr: &FlavorResource, delta: i64) {
-        let Some(node) = self.queues.get_mut(cq) else {
+        let Some(i) = self.queue(cq) else {
             return;
         };
-        let before = node.usage_in_cohort(fr);
-        *node.usage.entry(fr.clone()).or_default() += delta;
-        let after = node.usage_in_cohort(fr);
-        if let Some(cohort) = node.cohort.as_ref().and_then(|c| self.cohorts.get_mut(c)) {
-            *cohort.usage.entry(fr.clone()).or_default() += after - before;
+        if delta >= 0 {
+            self.add_at(i, fr, delta);
+        } else {
+            self.remove_at(i, fr, -delta);
         }
+    }
+
+    fn add_at(&mut self, i: usize, fr: &FlavorResource, val: i64) {
+        let local = self.local_available(i, fr);
+        *self.usage[i].entry(fr.clone()).or_default() += val;
+        if let Some(p) = self.node(i).parent {
+            if val > local {
+                self.add_at(p, fr, val - local);
+            }
+        }
+    }
+
+    fn remove_at(&mut self, i: usize, fr: &FlavorResource, val: i64) {
+        let stored_in_parent = self.used(i, fr) - self.node(i).local_quota(fr);
+        *self.usage[i].entry(fr.clone()).or_default() -= val;
+        if stored_in_parent <= 0 {
+            return;
+        }
+        if let Some(p) = self.node(i).parent {
+            self.remove_at(p, fr, val.min(stored_in_parent));
+        }
+    }
+
+    /// A Cohort's subtree quota and usage of `fr` (tests compare them with
+    /// upstream's `resourceNode`).
+    #[cfg(test)]
+    fn cohort_node(&self, cohort: &str, fr: &FlavorResource) -> Option<(i64, i64)> {
+        let i = *self.shape.cohorts.get(cohort)?;
+        Some((self.node(i).subtree(fr), self.used(i, fr)))
+    }
+
+    /// The queue's Cohorts, parent first, root last; none while they loop.
+    pub fn ancestor_names(&self, cq: &str) -> Vec<String> {
+        match self.queue(cq) {
+            Some(i) if !self.node(i).in_cycle => self
+                .ancestors(NodeId(i))
+                .into_iter()
+                .map(|n| self.node(n.0).name.clone())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every Cohort outside a cycle, as Kueue's cohort metrics report it.
+    pub fn cohort_subtrees(&self) -> Vec<CohortSubtree> {
+        let mut out = Vec::new();
+        for (name, &i) in &self.shape.cohorts {
+            let node = self.node(i);
+            if node.in_cycle {
+                continue;
+            }
+            let ancestors = self.ancestors(NodeId(i));
+            let mut reservations = Usage::new();
+            let mut queues = Vec::new();
+            let mut stack = vec![i];
+            while let Some(n) = stack.pop() {
+                for &q in &self.node(n).child_queues {
+                    queues.push(self.node(q).name.clone());
+                    for (fr, v) in &self.usage[q] {
+                        *reservations.entry(fr.clone()).or_default() += v;
+                    }
+                }
+                stack.extend(&self.node(n).child_cohorts);
+            }
+            out.push(CohortSubtree {
+                name: name.clone(),
+                parent: node.parent.map(|p| self.node(p).name.clone()),
+                root: ancestors
+                    .last()
+                    .map_or_else(|| name.clone(), |r| self.node(r.0).name.clone()),
+                quota: node.subtree.clone(),
+                reservations,
+                queues,
+            });
+        }
+        out
+    }
+
+    // ---- navigation for preemption ---------------------------------------
+
+    /// The queue's ancestors, parent first.
+    pub fn ancestors(&self, cq: NodeId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        let mut at = self.node(cq.0).parent;
+        while let Some(p) = at {
+            out.push(NodeId(p));
+            at = self.node(p).parent;
+        }
+        out
+    }
+
+    pub fn child_cohorts(&self, n: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        self.node(n.0).child_cohorts.iter().map(|&i| NodeId(i))
+    }
+
+    pub fn child_queues(&self, n: NodeId) -> impl Iterator<Item = (NodeId, &str)> + '_ {
+        self.node(n.0)
+            .child_queues
+            .iter()
+            .map(|&i| (NodeId(i), self.node(i).name.as_str()))
+    }
+
+    /// `IsWithinNominalInResources`: no usage above the subtree quota in
+    /// any of `frs`.
+    pub fn within_nominal(&self, n: NodeId, frs: &BTreeSet<FlavorResource>) -> bool {
+        frs.iter()
+            .all(|fr| self.used(n.0, fr) <= self.node(n.0).subtree(fr))
+    }
+
+    /// `QuantitiesFitInQuota`: do `requests` fit under the node's subtree
+    /// quota, and what remains of them past its local unused quota?
+    pub fn fits_in_subtree(&self, n: NodeId, requests: &Usage) -> (bool, Usage) {
+        let mut fits = true;
+        let mut remaining = Usage::new();
+        for (fr, v) in requests {
+            if self.node(n.0).subtree(fr) < self.used(n.0, fr) + v {
+                fits = false;
+            }
+            remaining.insert(fr.clone(), (v - self.local_available(n.0, fr)).max(0));
+        }
+        (fits, remaining)
+    }
+}
+
+/// Sums the subtree quota from the leaves up (`updateCohortResourceNode`),
+/// and each Cohort's height.
+fn accumulate(nodes: &mut [Node], i: usize) {
+    let mut subtree: Usage = nodes[i]
+        .quotas
+        .iter()
+        .map(|(fr, l)| (fr.clone(), l.nominal))
+        .collect();
+    let cohorts = nodes[i].child_cohorts.clone();
+    let queues = nodes[i].child_queues.clone();
+    let mut height = u8::from(!cohorts.is_empty() || !queues.is_empty());
+    for &c in cohorts.iter().chain(&queues) {
+        accumulate(nodes, c);
+        if !nodes[c].is_queue {
+            height = height.max(nodes[c].height.saturating_add(1));
+        }
+        for (fr, q) in &nodes[c].subtree {
+            let lent = q - nodes[c].local_quota(fr);
+            let e = subtree.entry(fr.clone()).or_default();
+            *e = e.saturating_add(lent);
+        }
+    }
+    nodes[i].subtree = subtree;
+    if !nodes[i].is_queue {
+        nodes[i].height = height;
     }
 }
 
@@ -366,5 +726,194 @@ mod tests {
         let t = QuotaTree::build(&qs, [("c", &using(2))]);
         assert_eq!(t.available("a", &fr()), 3);
         assert_eq!(t.available("c", &fr()), -2);
+    }
+
+    // ---- hierarchical cohorts (upstream: pkg/cache/scheduler tests) -------
+
+    fn co(name: &str, parent: Option<&str>, nominal: i64, ll: Option<i64>) -> Cohort {
+        Cohort {
+            name: name.into(),
+            parent: parent.map(Into::into),
+            resource_groups: cq(name, None, nominal, None, ll).resource_groups,
+        }
+    }
+
+    fn tree(queues: &[ClusterQueue], cohorts: &[Cohort]) -> QuotaTree {
+        QuotaTree::build_with_cohorts(queues, cohorts, [])
+    }
+
+    #[test]
+    fn deleting_a_cohort_updates_its_ancestors_subtree_quota() {
+        // TestDeleteCohortUpdatesAncestorSubtreeQuota/deleting grandchild
+        // cohort updates all ancestors SubtreeQuota.
+        let cohorts = [
+            co("root", None, 10, None),
+            co("mid", Some("root"), 5, None),
+            co("leaf", Some("mid"), 3, None),
+        ];
+        let t = tree(&[], &cohorts);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(18));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(8));
+        let t = tree(&[], &cohorts[..2]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(15));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(5));
+        // .../deleting cohort with children updates parent SubtreeQuota: the
+        // queue's Cohort becomes implicit, a root of its own.
+        let qs = [cq("cq", Some("mid"), 7, None, None)];
+        let t = tree(&qs, &cohorts[..2]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(22));
+        let t = tree(&qs, &cohorts[..1]);
+        assert_eq!(t.cohort_node("root", &fr()).map(|n| n.0), Some(10));
+        assert_eq!(t.cohort_node("mid", &fr()).map(|n| n.0), Some(7));
+    }
+
+    #[test]
+    fn cycles_are_cut_off_and_the_rest_of_the_tree_is_whole() {
+        // TestCohortCycles: self cycle, simple cycle, and a queue leaving a
+        // Cohort with a cycle for one without (which then counts its quota).
+        let t = tree(
+            &[cq("cq", Some("cycle"), 5, None, None)],
+            &[
+                co("cycle", Some("cycle"), 0, None),
+                co("cohort", None, 10, None),
+            ],
+        );
+        assert!(t.in_cycle("cq"));
+        assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(10));
+        let t = tree(
+            &[cq("cq", Some("cohort"), 5, None, None)],
+            &[
+                co("cycle", Some("cycle"), 0, None),
+                co("cohort", None, 10, None),
+            ],
+        );
+        assert!(!t.in_cycle("cq"));
+        assert_eq!(t.cohort_node("cohort", &fr()).map(|n| n.0), Some(15));
+        let abc = [
+            co("cohort-a", Some("cohort-b"), 0, None),
+            co("cohort-b", Some("cohort-c"), 0, None),
+            co("cohort-c", Some("cohort-a"), 0, None),
+        ];
+        let t = tree(&[cq("cq", Some("cohort-b"), 1, None, None)], &abc);
+        assert!(t.in_cycle("cq"));
+        assert_eq!(t.available("cq", &fr()), 1, "cut off: only its own quota");
+        // Deleting cohort-c breaks the cycle (c becomes an implicit root).
+        let t = tree(&[cq("cq", Some("cohort-b"), 1, None, None)], &abc[..2]);
+        assert!(!t.in_cycle("cq"));
+        assert_eq!(t.path("cq"), "/cohort-c/cohort-b/cq");
+    }
+
+    #[test]
+    fn a_cohort_switching_parents_moves_its_quota() {
+        // TestCohortCycles/cohort switching cohorts updates both cohort trees.
+        let roots = [co("root1", None, 0, None), co("root2", None, 0, None)];
+        let mut cs = roots.to_vec();
+        cs.push(co("cohort", Some("root1"), 10, None));
+        let t = tree(&[], &cs);
+        assert_eq!(t.cohort_node("root1", &fr()).map(|n| n.0), Some(10));
+        assert_eq!(t.cohort_node("root2", &fr()).map(|n| n.0), Some(0));
+        cs[2].parent = Some("root2".into());
+        let t = tree(&[], &cs);
+        assert_eq!(t.cohort_node("root1", &fr()).map(|n| n.0), Some(0));
+        assert_eq!(t.cohort_node("root2", &fr()).map(|n| n.0), Some(10));
+    }
+
+    #[test]
+    fn usage_bubbles_up_past_each_local_quota() {
+        // resource_node.go addUsage/removeUsage: root(0) > mid(4, lending
+        // limit 1) > a(2, lending limit 0); b(0) directly under root.
+        let qs = [
+            cq("a", Some("mid"), 2, None, Some(0)),
+            cq("b", Some("root"), 0, None, None),
+        ];
+        let cs = [
+            co("root", None, 0, None),
+            co("mid", Some("root"), 4, Some(1)),
+        ];
+        let mut t = tree(&qs, &cs);
+        // mid's subtree: its 4 (a lends none); it keeps 3, lends 1.
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        assert_eq!(t.available("a", &fr()), 6);
+        assert_eq!(t.potential_available("a", &fr()), 6);
+        assert_eq!(t.available("b", &fr()), 1);
+        t.add("a", &using(2)); // within a's local quota: nothing moves up
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        t.add("a", &using(3)); // 3 from mid's local part
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 3)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        t.add("a", &using(1)); // the last one is mid's lent unit
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 1)));
+        assert_eq!(t.available("b", &fr()), 0);
+        // What it holds fits in mid's subtree; one more needs the root's.
+        assert_eq!(t.lowest_subtree_that_fits("a", &fr(), 0), (1, true));
+        assert_eq!(t.lowest_subtree_that_fits("a", &fr(), 1), (2, false));
+        t.remove("a", &using(4));
+        assert_eq!(t.cohort_node("mid", &fr()), Some((4, 0)));
+        assert_eq!(t.cohort_node("root", &fr()), Some((1, 0)));
+        assert_eq!(t.available("a", &fr()), 4);
+    }
+
+    #[test]
+    fn subtrees_report_their_quota_reservations_and_roots() {
+        // cohort_metrics.go collectCohortMetricPoints: SubtreeQuota, and
+        // the usage of every ClusterQueue below, summed.
+        let qs = [
+            cq("a", Some("mid"), 2, None, Some(0)),
+            cq("b", Some("root"), 3, None, None),
+        ];
+        let cs = [
+            co("root", None, 1, None),
+            co("mid", Some("root"), 4, Some(1)),
+        ];
+        let t = QuotaTree::build_with_cohorts(&qs, &cs, [("a", &using(5)), ("b", &using(1))]);
+        let subtrees = t.cohort_subtrees();
+        let find = |n: &str| subtrees.iter().find(|s| s.name == n).unwrap();
+        let mid = find("mid");
+        assert_eq!(
+            (mid.parent.as_deref(), mid.root.as_str()),
+            (Some("root"), "root")
+        );
+        assert_eq!((mid.quota[&fr()], mid.reservations[&fr()]), (4, 5));
+        let root = find("root");
+        // Its own 1, mid's lendable 1, b's 3.
+        assert_eq!((root.parent.as_deref(), root.quota[&fr()]), (None, 5));
+        assert_eq!(root.reservations[&fr()], 6);
+        assert_eq!(
+            t.ancestor_names("a"),
+            vec!["mid".to_string(), "root".to_string()]
+        );
+        // A cycle reports nothing.
+        let t = tree(&qs, &[co("mid", Some("mid"), 0, None)]);
+        assert!(t.cohort_subtrees().iter().all(|s| s.name != "mid"));
+        assert!(t.ancestor_names("a").is_empty());
+    }
+
+    #[test]
+    fn borrowing_height_is_the_lowest_subtree_that_fits() {
+        // FindHeightOfLowestSubtreeThatFits, on the tree of
+        // TestSchedule/in a hierarchical cohort, workload borrowing less is
+        // scheduled first: root > {guaranteed(4) > guaranteed-cq(0), be(0)}.
+        let qs = [
+            cq("guaranteed", Some("guaranteed"), 0, None, None),
+            cq("best-effort", Some("root"), 0, None, None),
+        ];
+        let cs = [
+            co("root", None, 0, None),
+            co("guaranteed", Some("root"), 4, None),
+        ];
+        let t = tree(&qs, &cs);
+        assert_eq!(
+            t.lowest_subtree_that_fits("guaranteed", &fr(), 4),
+            (1, true)
+        );
+        assert_eq!(
+            t.lowest_subtree_that_fits("best-effort", &fr(), 4),
+            (2, false)
+        );
+        // Within nominal: level 0.
+        let flat = [cq("x", Some("c"), 4, None, None)];
+        let t = tree(&flat, &[]);
+        assert_eq!(t.lowest_subtree_that_fits("x", &fr(), 4), (0, true));
     }
 }

@@ -25,6 +25,7 @@ use super::{
         ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue,
         LocalQueueStatus, ResourceUsage,
     },
+    cohort::Cohort,
     flavors::ResourceFlavor,
     queues::{PendingQueue, QueueOrder},
     quota::{FlavorResource, QuotaTree, Usage},
@@ -179,6 +180,7 @@ pub struct PendingCounts {
 pub struct ClusterObjects {
     pub flavors: Vec<ResourceFlavor>,
     pub cluster_queues: Vec<ClusterQueue>,
+    pub cohorts: Vec<Cohort>,
     pub local_queues: Vec<LocalQueue>,
     /// Namespace name and labels.
     pub namespaces: Vec<(String, BTreeMap<String, String>)>,
@@ -223,6 +225,7 @@ struct Record {
 pub struct Engine {
     flavors: BTreeMap<String, ResourceFlavor>,
     cluster_queues: BTreeMap<String, ClusterQueue>,
+    cohorts: BTreeMap<String, Cohort>,
     /// By namespace, then name.
     local_queues: BTreeMap<String, BTreeMap<String, LocalQueue>>,
     namespaces: BTreeMap<String, BTreeMap<String, String>>,
@@ -296,14 +299,6 @@ impl Names {
     }
 }
 
-/// The ClusterQueue's path in messages: `/cohort/queue` or `/queue`.
-fn cq_path(cq: &str, cohort: Option<&str>) -> String {
-    match cohort {
-        Some(c) => format!("/{c}/{cq}"),
-        None => format!("/{cq}"),
-    }
-}
-
 impl Engine {
     pub fn new() -> Self {
         Engine::default()
@@ -319,6 +314,9 @@ impl Engine {
         for cq in objects.cluster_queues {
             e.queues.entry(cq.name.clone()).or_default();
             e.cluster_queues.insert(cq.name.clone(), cq);
+        }
+        for c in objects.cohorts {
+            e.cohorts.insert(c.name.clone(), c);
         }
         for lq in objects.local_queues {
             e.local_queues
@@ -392,7 +390,7 @@ impl Engine {
             .iter()
             .chain(self.cluster_queues[&name].cohort.iter())
         {
-            affected.extend(self.members(cohort));
+            affected.extend(self.quota.tree_members(cohort));
         }
         self.requeue_inadmissible(affected.iter().map(String::as_str));
     }
@@ -405,9 +403,55 @@ impl Engine {
         self.rebuild_quota();
         self.replace_all();
         if let Some(cohort) = &old.cohort {
-            let peers = self.members(cohort);
+            let peers = self.quota.tree_members(cohort);
             self.requeue_inadmissible(peers.iter().map(String::as_str));
         }
+    }
+
+    /// A Cohort created or changed: the trees it leaves and joins get new
+    /// quota, and a cycle its parent closes (or opens) stops (or resumes)
+    /// admission in every ClusterQueue under it.
+    pub fn upsert_cohort(&mut self, cohort: Cohort) {
+        if self.cohorts.get(&cohort.name) == Some(&cohort) {
+            return;
+        }
+        let name = cohort.name.clone();
+        let before = self.quota.tree_members(&name);
+        self.cohorts.insert(name.clone(), cohort);
+        self.after_cohort_change(&name, before);
+    }
+
+    pub fn delete_cohort(&mut self, name: &str) {
+        let before = self.quota.tree_members(name);
+        if self.cohorts.remove(name).is_some() {
+            self.after_cohort_change(name, before);
+        }
+    }
+
+    fn after_cohort_change(&mut self, name: &str, before: Vec<String>) {
+        self.rebuild_quota();
+        let mut affected: BTreeSet<String> = before.into_iter().collect();
+        affected.extend(self.quota.tree_members(name));
+        for cq in &affected {
+            self.refresh_queued_status(cq);
+        }
+        self.requeue_inadmissible(affected.iter().map(String::as_str));
+    }
+
+    pub fn cohort(&self, name: &str) -> Option<&Cohort> {
+        self.cohorts.get(name)
+    }
+
+    /// The ClusterQueue's Cohorts, parent first, root last (none while
+    /// they form a cycle).
+    pub fn cohort_ancestors(&self, cq: &str) -> Vec<String> {
+        self.quota.ancestor_names(cq)
+    }
+
+    /// Every Cohort (objects and implicit ones) outside a cycle, with its
+    /// subtree's quota and reservations.
+    pub fn cohort_subtrees(&self) -> Vec<super::quota::CohortSubtree> {
+        self.quota.cohort_subtrees()
     }
 
     pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
@@ -851,8 +895,14 @@ impl Engine {
             .collect()
     }
 
+    /// May the queue admit? Kueue leaves a queue whose Cohort's parents
+    /// loop out of the scheduling snapshot (`HasCycle`) while its Active
+    /// condition stays as it is.
     fn is_active(&self, cq: &ClusterQueue) -> bool {
-        !cq.terminating && !cq.stop_policy.is_stopped() && self.missing_flavors(cq).is_empty()
+        !cq.terminating
+            && !cq.stop_policy.is_stopped()
+            && self.missing_flavors(cq).is_empty()
+            && !self.quota.in_cycle(&cq.name)
     }
 
     fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
@@ -894,14 +944,6 @@ impl Engine {
 
     // ---- bookkeeping -----------------------------------------------------
 
-    fn members(&self, cohort: &str) -> Vec<String> {
-        self.cluster_queues
-            .values()
-            .filter(|c| c.cohort.as_deref() == Some(cohort))
-            .map(|c| c.name.clone())
-            .collect()
-    }
-
     fn rebuild_quota(&mut self) {
         let usage: Vec<(&str, &Usage)> = self
             .workloads
@@ -911,7 +953,11 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        self.quota = QuotaTree::build(self.cluster_queues.values(), usage);
+        self.quota = QuotaTree::build_with_cohorts(
+            self.cluster_queues.values(),
+            self.cohorts.values(),
+            usage,
+        );
     }
 
     /// The map's own copy of `key`, to share.
@@ -1142,7 +1188,7 @@ impl Engine {
             }
         }
         let mut affected = vec![h.cq.to_string()];
-        affected.extend(self.quota.cohort_peers(&h.cq).map(str::to_string));
+        affected.extend(self.quota.cohort_peers(&h.cq));
         self.requeue_inadmissible(affected.iter().map(String::as_str));
     }
 
@@ -1171,3 +1217,4 @@ mod preemption_cases;
 
 #[cfg(test)]
 mod partial_admission_cases;
+mod hierarchy_cases;

@@ -86,6 +86,8 @@ pub struct ClusterQueueSample {
     pub name: String,
     /// `spec.cohortName`, or empty.
     pub cohort: String,
+    /// The root of its Cohort tree, or empty.
+    pub root_cohort: String,
     pub pending_active: usize,
     pub pending_inadmissible: usize,
     pub reserving: usize,
@@ -118,6 +120,23 @@ pub struct LocalQueueSample {
 pub struct QueueSnapshot {
     pub cluster_queues: Vec<ClusterQueueSample>,
     pub local_queues: Vec<LocalQueueSample>,
+    pub cohorts: Vec<CohortSample>,
+}
+
+/// A Cohort (object or implicit) of a tree without a cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CohortSample {
+    pub name: String,
+    /// Its parent, or empty for a root.
+    pub parent: String,
+    pub root: String,
+    /// (flavor, resource, amount) of its `SubtreeQuota`, in the resource's
+    /// unit.
+    pub quota: Vec<(String, String, f64)>,
+    /// (flavor, resource, amount) reserved by every ClusterQueue under it.
+    pub reservations: Vec<(String, String, f64)>,
+    /// Admitted active Workloads of every ClusterQueue under it.
+    pub admitted: usize,
 }
 
 /// What Kueue's `metrics` configuration turns on.
@@ -229,8 +248,9 @@ impl KueueMetrics {
     /// An admission landed. batchgate reserves quota and admits in one
     /// write (no admission checks), so both of Kueue's records are made:
     /// `QuotaReservedWorkload` and `AdmittedWorkload`, with the same wait
-    /// (since creation or the last requeue) and the cohort's subtree count.
-    pub fn admitted(&self, wl: &WorkloadLabels, cohort: Option<&str>, wait_seconds: f64) {
+    /// (since creation or the last requeue) and the subtree count of every
+    /// Cohort above its ClusterQueue (`cohorts`, parent to root).
+    pub fn admitted(&self, wl: &WorkloadLabels, cohorts: &[String], wait_seconds: f64) {
         let cq = vec![
             ("cluster_queue", wl.cluster_queue.clone()),
             ("priority_class", wl.priority_class.clone()),
@@ -242,7 +262,7 @@ impl KueueMetrics {
             .observe(wait_seconds);
         self.admitted.get_or_create(&cq).inc();
         self.admission_wait.get_or_create(&cq).observe(wait_seconds);
-        if let Some(cohort) = cohort.filter(|c| !c.is_empty()) {
+        for cohort in cohorts {
             let l = vec![
                 ("cohort", cohort.to_string()),
                 ("priority_class", wl.priority_class.clone()),
@@ -398,14 +418,6 @@ impl Collector for Gauges {
                     .map(|st| (cq_status(&q.name, st), f64::from(u8::from(q.status == st))))
             }),
         )?;
-        let cohorts: std::collections::BTreeSet<&str> = s
-            .cluster_queues
-            .iter()
-            .map(|q| q.cohort.as_str())
-            .filter(|c| !c.is_empty())
-            .collect();
-        // Cohorts are one level deep here: a ClusterQueue's cohort is its
-        // root, and a cohort has no parent.
         gauge(
             &mut e,
             "kueue_cluster_queue_info",
@@ -415,7 +427,7 @@ impl Collector for Gauges {
                     vec![
                         ("cluster_queue", q.name.clone()),
                         ("parent_cohort", q.cohort.clone()),
-                        ("root_cohort", q.cohort.clone()),
+                        ("root_cohort", q.root_cohort.clone()),
                         role(),
                     ],
                     1.0,
@@ -426,12 +438,12 @@ impl Collector for Gauges {
             &mut e,
             "kueue_cohort_info",
             "Reports Cohort hierarchy information. The metric has value 1 and can be joined using labels.",
-            cohorts.iter().map(|c| {
+            s.cohorts.iter().map(|c| {
                 (
                     vec![
-                        ("cohort", c.to_string()),
-                        ("parent_cohort", String::new()),
-                        ("root_cohort", c.to_string()),
+                        ("cohort", c.name.clone()),
+                        ("parent_cohort", c.parent.clone()),
+                        ("root_cohort", c.root.clone()),
                         role(),
                     ],
                     1.0,
@@ -442,48 +454,43 @@ impl Collector for Gauges {
             &mut e,
             "kueue_cohort_subtree_admitted_active_workloads",
             "The number of admitted Workloads that are active, per cohort's subtree",
-            cohorts.iter().map(|c| {
-                let n: usize = s
-                    .cluster_queues
-                    .iter()
-                    .filter(|q| q.cohort == *c)
-                    .map(|q| q.admitted)
-                    .sum();
-                (vec![("cohort", c.to_string()), role()], n as f64)
-            }),
+            s.cohorts
+                .iter()
+                .map(|c| (vec![("cohort", c.name.clone()), role()], c.admitted as f64)),
         )?;
-        // Per cohort, flavor and resource: the members' nominal quota and
-        // reservations summed.
-        let mut subtree: std::collections::BTreeMap<(&str, &str, &str), (f64, f64)> =
-            Default::default();
-        for q in s.cluster_queues.iter().filter(|q| !q.cohort.is_empty()) {
-            for r in &q.resources {
-                let t = subtree
-                    .entry((&q.cohort, &r.flavor, &r.resource))
-                    .or_default();
-                t.0 += r.nominal;
-                t.1 += r.reservation;
-            }
-        }
-        let cohort_fr = |(c, f, r): (&str, &str, &str)| {
-            vec![
-                ("cohort", c.to_string()),
-                ("flavor", f.to_string()),
-                ("resource", r.to_string()),
-                role(),
-            ]
+        // Kueue clears a subtree's quota or reservation series at zero.
+        let cohort_fr = |c: &CohortSample, (f, r, v): &(String, String, f64)| {
+            (
+                vec![
+                    ("cohort", c.name.clone()),
+                    ("flavor", f.clone()),
+                    ("resource", r.clone()),
+                    role(),
+                ],
+                *v,
+            )
         };
         gauge(
             &mut e,
             "kueue_cohort_subtree_quota",
             "Reports the cohort's nominal quota aggregated within the cohort's subtree. The values are reported per resource and flavor",
-            subtree.iter().map(|(k, v)| (cohort_fr(*k), v.0)),
+            s.cohorts.iter().flat_map(|c| {
+                c.quota
+                    .iter()
+                    .filter(|q| q.2 > 0.0)
+                    .map(move |q| cohort_fr(c, q))
+            }),
         )?;
         gauge(
             &mut e,
             "kueue_cohort_subtree_resource_reservations",
             "Reports the cohort's resource reservations aggregated within the cohort's subtree. The values are reported per resource and flavor",
-            subtree.iter().map(|(k, v)| (cohort_fr(*k), v.1)),
+            s.cohorts.iter().flat_map(|c| {
+                c.reservations
+                    .iter()
+                    .filter(|q| q.2 > 0.0)
+                    .map(move |q| cohort_fr(c, q))
+            }),
         )?;
         if self.options.cluster_queue_resources {
             let fr = |q: &ClusterQueueSample, r: &ResourceSample| {
@@ -914,6 +921,7 @@ mod tests {
             cluster_queues: vec![ClusterQueueSample {
                 name: "cq".into(),
                 cohort: "co".into(),
+                root_cohort: "root".into(),
                 pending_active: 2,
                 pending_inadmissible: 1,
                 reserving: 3,
@@ -941,6 +949,14 @@ mod tests {
                 active: "True",
                 resources: vec![("f".into(), "cpu".into(), 3.0, 2.0)],
             }],
+            cohorts: vec![CohortSample {
+                name: "co".into(),
+                parent: "root".into(),
+                root: "root".into(),
+                quota: vec![("f".into(), "cpu".into(), 2.5)],
+                reservations: vec![("f".into(), "cpu".into(), 3.0)],
+                admitted: 2,
+            }],
         }
     }
 
@@ -954,7 +970,7 @@ mod tests {
             priority_class: "high".into(),
         };
         k.admission_attempt(true, 0.01);
-        k.admitted(&wl, Some("co"), 3.0);
+        k.admitted(&wl, &["co".into(), "root".into()], 3.0);
         k.evicted(&wl, "Preempted", true);
         k.preempted("cq", "InClusterQueue");
         k.publish(snapshot());
@@ -1027,6 +1043,26 @@ mod tests {
         assert_eq!(UPSTREAM.len() + NOT_REPORTED.len(), 60);
         // batchgate's own are still there.
         assert!(got.contains_key("batchgate_certificate_expiry_timestamp_seconds"));
+    }
+
+    #[test]
+    fn cohort_metrics_follow_the_tree() {
+        // cohort_metrics.go: every Cohort reports its parent and root, its
+        // SubtreeQuota and reservations; an admission counts in the subtree
+        // of every Cohort above the queue.
+        let text = exercised(Options::default());
+        let has = |l: &str| text.lines().any(|x| x.starts_with(l));
+        assert!(has("kueue_cluster_queue_info{cluster_queue=\"cq\",parent_cohort=\"co\",root_cohort=\"root\""), "{text}");
+        assert!(
+            has("kueue_cohort_info{cohort=\"co\",parent_cohort=\"root\",root_cohort=\"root\""),
+            "{text}"
+        );
+        assert!(has("kueue_cohort_subtree_quota{cohort=\"co\",flavor=\"f\",resource=\"cpu\",replica_role=\"leader\"} 2.5"), "{text}");
+        assert!(has("kueue_cohort_subtree_resource_reservations{cohort=\"co\",flavor=\"f\",resource=\"cpu\",replica_role=\"leader\"} 3.0"), "{text}");
+        assert!(has("kueue_cohort_subtree_admitted_active_workloads{cohort=\"co\",replica_role=\"leader\"} 2"), "{text}");
+        for c in ["co", "root"] {
+            assert!(has(&format!("kueue_cohort_subtree_admitted_workloads_total{{cohort=\"{c}\",priority_class=\"high\"")), "{c}: {text}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Feeding the engine from the watches: ResourceFlavors, ClusterQueues,
-//! LocalQueues, Namespaces and Workloads in, as the engine's inputs.
+//! Cohorts, LocalQueues, Namespaces and Workloads in, as the engine's inputs.
 
 use super::*;
 use crate::queueing::finalizers::Guarded;
@@ -52,6 +52,16 @@ impl Controller {
                 }
             }),
             Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
+            Input::Cohort(ev) => self.on_event(COHORTS, ev, |c, co| {
+                match translation::cohort(co) {
+                    Ok(q) if c.started => c.engine.upsert_cohort(q),
+                    Ok(q) => c.initial.cohorts.push(q),
+                    Err(e) => warn!(cohort = %co.name_any(), error = %e, "Cohort not usable"),
+                }
+                // ClusterQueues' availability may change with no workload
+                // moving.
+                c.status_due = true;
+            }),
             Input::Written {
                 key,
                 outcome,
@@ -217,6 +227,7 @@ impl Controller {
                 }
             }
             NAMESPACES => self.engine.delete_namespace(k),
+            COHORTS => self.engine.delete_cohort(k),
             _ => {
                 if self.devices.forget(k) {
                     self.engine.requeue_set_aside();

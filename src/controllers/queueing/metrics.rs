@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::server::kueue_metrics::{
-    ClusterQueueSample, LocalQueueSample, QueueSnapshot, ResourceSample, WorkloadLabels,
+    ClusterQueueSample, CohortSample, LocalQueueSample, QueueSnapshot, ResourceSample,
+    WorkloadLabels,
 };
 
 /// What a Workload write tells Kueue's metrics once it has landed (Kueue
@@ -13,7 +14,8 @@ use crate::server::kueue_metrics::{
 pub(super) enum Landing {
     Admitted {
         wl: WorkloadLabels,
-        cohort: Option<String>,
+        /// The Cohorts above its ClusterQueue, parent to root.
+        cohorts: Vec<String>,
         /// Creation, or the last `Requeued` transition (Kueue's
         /// `QueuedWaitTime`), in Unix milliseconds.
         queued_ms: i64,
@@ -33,11 +35,11 @@ impl Landing {
         match self {
             Landing::Admitted {
                 wl,
-                cohort,
+                cohorts,
                 queued_ms,
             } => {
                 let wait = (now_ms - queued_ms).max(0) as f64 / 1000.0;
-                m.admitted(wl, cohort.as_deref(), wait);
+                m.admitted(wl, cohorts, wait);
             }
             Landing::Evicted {
                 wl,
@@ -96,10 +98,7 @@ impl Controller {
         match w {
             Write::Admit(a) => Some(Landing::Admitted {
                 wl: labels(&a.cluster_queue),
-                cohort: self
-                    .engine
-                    .cluster_queue(&a.cluster_queue)
-                    .and_then(|cq| cq.cohort.clone()),
+                cohorts: self.engine.cohort_ancestors(&a.cluster_queue),
                 queued_ms: queued_ms(&meta.conditions, meta.created_ms),
             }),
             Write::Evict {
@@ -189,6 +188,7 @@ impl Controller {
             cluster_queues.push(ClusterQueueSample {
                 name: name.to_string(),
                 cohort: cq.cohort.clone().unwrap_or_default(),
+                root_cohort: self.engine.cohort_ancestors(name).pop().unwrap_or_default(),
                 pending_active: active,
                 pending_inadmissible: inadmissible,
                 reserving: s.reserving_workloads,
@@ -249,9 +249,36 @@ impl Controller {
                 }
             })
             .collect();
+        let admitted: BTreeMap<&str, usize> = cluster_queues
+            .iter()
+            .map(|q| (q.name.as_str(), q.admitted))
+            .collect();
+        let amounts = |u: &crate::queueing::Usage| {
+            u.iter()
+                .map(|(fr, v)| (fr.flavor.clone(), fr.resource.clone(), units(*v)))
+                .collect()
+        };
+        let cohorts = self
+            .engine
+            .cohort_subtrees()
+            .into_iter()
+            .map(|c| CohortSample {
+                admitted: c
+                    .queues
+                    .iter()
+                    .filter_map(|q| admitted.get(q.as_str()))
+                    .sum(),
+                quota: amounts(&c.quota),
+                reservations: amounts(&c.reservations),
+                parent: c.parent.unwrap_or_default(),
+                root: c.root,
+                name: c.name,
+            })
+            .collect();
         self.metrics.publish(QueueSnapshot {
             cluster_queues,
             local_queues,
+            cohorts,
         });
     }
 }

@@ -109,6 +109,7 @@ enum Input {
     LocalQueue(Event<api::LocalQueue>),
     Namespace(Event<Namespace>),
     Workload(Event<api::Workload>),
+    Cohort(Event<api::Cohort>),
     Written {
         key: Key,
         outcome: Outcome,
@@ -245,8 +246,8 @@ pub struct Controller {
     block_admission: bool,
     started: bool,
     initial: ClusterObjects,
-    listings: [Listing; 5],
-    known: [HashSet<Key>; 5],
+    listings: [Listing; 6],
+    known: [HashSet<Key>; 6],
     meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
     /// it to run again.
@@ -299,6 +300,7 @@ const CLUSTER_QUEUES: usize = 1;
 const LOCAL_QUEUES: usize = 2;
 const NAMESPACES: usize = 3;
 const WORKLOADS: usize = 4;
+const COHORTS: usize = 5;
 
 fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -353,6 +355,11 @@ impl Controller {
             Api::<api::Workload>::all(client.clone()),
             tx.clone(),
             Input::Workload,
+        );
+        watch(
+            Api::<api::Cohort>::all(client.clone()),
+            tx.clone(),
+            Input::Cohort,
         );
         let mut c = Controller {
             recorder: Events::start(client.clone()),

@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{
-    cq_path, Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State,
-};
+use super::{Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State};
 use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 use crate::queueing::{
     cluster_queue::{
@@ -143,7 +141,7 @@ impl Engine {
             if borrows_to_fit
                 && self
                     .quota
-                    .cohort_of(&entry.cq)
+                    .root_of(&entry.cq)
                     .is_some_and(|c| fed.contains(c))
             {
                 continue; // stays undecided: back in its queue, nothing written
@@ -156,7 +154,7 @@ impl Engine {
                     .get(&entry.cq)
                     .is_some_and(PendingQueue::has_queued)
             {
-                fed.extend(self.quota.cohort_of(&entry.cq).map(str::to_string));
+                fed.extend(self.quota.root_of(&entry.cq).map(str::to_string));
             }
         }
 
@@ -292,7 +290,7 @@ impl Engine {
                 .as_deref()
                 .filter(|s| !s.is_empty())
                 .unwrap_or("UNKNOWN");
-            let preemptor_path = cq_path(&entry.cq, cq.cohort.as_deref());
+            let preemptor_path = self.quota.path(&entry.cq);
             let mut evictions = Vec::new();
             for t in &entry.targets {
                 preempted.insert(t.key.clone(), t.clone());
@@ -303,8 +301,7 @@ impl Engine {
                 if already {
                     continue;
                 }
-                let preemptee_path =
-                    cq_path(&t.cluster_queue, self.quota.cohort_of(&t.cluster_queue));
+                let preemptee_path = self.quota.path(&t.cluster_queue);
                 evictions.push((t.key.clone(), Decision::Evict {
                     workload: t.key.clone(),
                     reason: EvictionReason::Preempted,

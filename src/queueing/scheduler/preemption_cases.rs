@@ -20,7 +20,7 @@ use crate::queueing::{
 
 use PreemptionPolicy::{Any, LowerOrNewerEqualPriority, LowerPriority, Never};
 
-const NS: &str = "ns";
+pub(super) const NS: &str = "ns";
 
 struct Queue {
     name: &'static str,
@@ -58,7 +58,7 @@ impl Queue {
 }
 
 /// (name, ClusterQueue, priority, cpu)
-type W = (&'static str, &'static str, i32, i64);
+pub(super) type W = (&'static str, &'static str, i32, i64);
 
 struct Case {
     name: &'static str,
@@ -98,7 +98,7 @@ fn cluster_queue(q: &Queue) -> ClusterQueue {
     }
 }
 
-fn workload(w: &W, created: i64, admitted: bool) -> Workload {
+pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
     let (name, cq, priority, cpu) = *w;
     Workload {
         namespace: NS.into(),
@@ -156,7 +156,7 @@ fn setup(queues: &[Queue], running: &[W]) -> Engine {
     e
 }
 
-fn outcome(c: &Cycle) -> (Vec<(String, PreemptedReason)>, Vec<String>) {
+pub(super) fn outcome(c: &Cycle) -> (Vec<(String, PreemptedReason)>, Vec<String>) {
     let mut evicted = Vec::new();
     let mut admitted = Vec::new();
     for d in &c.decisions {

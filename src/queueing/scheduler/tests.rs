@@ -797,6 +797,7 @@ fn rebuild_counts_admitted_workloads_from_the_api() {
     let mut e = Engine::rebuild(ClusterObjects {
         flavors: vec![flavor("default")],
         cluster_queues: vec![cq("a", None, &[("default", 4)])],
+        cohorts: vec![],
         local_queues: vec![lq("a")],
         namespaces: vec![],
         workloads: vec![running, wl("two", "a", 0, 2, 2), wl("one", "a", 0, 3, 1)],
