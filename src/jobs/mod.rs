@@ -8,5 +8,6 @@
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
 pub mod execution;
+pub mod pod;
 pub mod policy;
 pub mod workload;
