@@ -393,8 +393,43 @@ fn pods_and_pod_groups_are_gated_admitted_ungated_and_accounted() {
                 .then_some(())
         });
     }
+
+    // Evicted while running (the queue drained): a pod cannot be
+    // suspended, so it is deleted, and its quota goes back.
+    let long = create_pod(c, &pod("evictee", &ns, "pods", "1", "1h"));
+    let long_wl = batchgate::jobs::workload::name_for(
+        "Pod",
+        "",
+        "evictee",
+        long["metadata"]["uid"].as_str().unwrap(),
+    );
+    wait_for(WAIT, "the long pod running", || {
+        (pod_now(c, &ns, "evictee")["status"]["phase"] == "Running").then_some(())
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "clusterqueue",
+            "pods-cq",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"stopPolicy":"HoldAndDrain"}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the evicted pod deleted", || {
+        get(c, &["pod", "evictee", "-n", &ns])
+            .is_none()
+            .then_some(())
+    });
     wait_for(WAIT, "the queue to hold nothing", || {
         let (_, reserving, admitted, _) = cq_counts(c, "pods-cq")?;
         (reserving == 0 && admitted == 0).then_some(())
+    });
+    // Its Workload goes with it (owned by the pod).
+    wait_for(WAIT, "the evicted pod's Workload gone", || {
+        workload(c, &ns, &long_wl).is_none().then_some(())
     });
 }

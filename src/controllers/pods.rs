@@ -375,13 +375,6 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         .await;
         return Ok(Action::await_change());
     }
-    if !group && deleting(&this) {
-        // A single pod deleted before it finished: its Workload goes with
-        // it (garbage collected); the pod is let go now.
-        ctx.release_pods(&ns, &pods).await?;
-        return Ok(Action::await_change());
-    }
-
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
     if reserved && conds.is_true(condition::EVICTED) {
         // A pod cannot be suspended: the running ones are deleted (gated
@@ -392,23 +385,31 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             .unwrap_or_default();
         let mut waiting = false;
         for p in &pods {
-            if pod::is_gated(gate, p) || pod::is_terminated(p) {
+            if pod::is_gated(gate, p) || pod::is_terminated(p) || deleting(p) {
                 continue;
             }
-            if !deleting(p) {
-                ctx.delete(&ns, p).await?;
-                ctx.event(p, EventType::Normal, "Stopped", msg.clone())
-                    .await;
-            }
-            waiting |= pod::is_active(p) || !deleting(p);
+            ctx.delete(&ns, p).await?;
+            ctx.event(p, EventType::Normal, "Stopped", msg.clone())
+                .await;
+            waiting = true;
         }
         if waiting {
+            // Looked at again once the deletions are seen.
             return Ok(Action::requeue(Duration::from_millis(500)));
         }
         let accumulated = status.accumulated_past_execution_time_seconds;
         if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
             write_workload_status(&wl_api, &wl, s).await?;
         }
+        // Accounted for: the deleted pods may go.
+        let going: Vec<&Value> = pods.iter().copied().filter(|p| deleting(p)).collect();
+        ctx.release_pods(&ns, &going).await?;
+        return Ok(Action::await_change());
+    }
+    if !group && deleting(&this) {
+        // A single pod deleted before it finished: its Workload goes with
+        // it (garbage collected); the pod is let go now.
+        ctx.release_pods(&ns, &pods).await?;
         return Ok(Action::await_change());
     }
     if reserved && conds.is_true(condition::ADMITTED) {
