@@ -31,6 +31,10 @@
 //!   BATCHGATE_BENCH_BIN             the batchgate binary to serve with
 //!                                   (default: the one cargo built with this
 //!                                   bench), e.g. to compare two builds
+//!   BATCHGATE_BENCH_FIXTURE         `job` (default): the queued Job CREATE;
+//!                                   `pod`: a queued Pod CREATE, served with
+//!                                   the pod integration on (a configuration
+//!                                   naming every shipped integration)
 //!   BATCHGATE_BENCH_DIAGNOSE        if set, a third server joins the sweep:
 //!                                   "bare+answer", the bare server calling
 //!                                   `Router::answer` for every request. It
@@ -264,7 +268,7 @@ fn spawn_listening(name: &'static str, mut cmd: Command, prefix: &str) -> Result
     Ok(server)
 }
 
-fn start_batchgate(bin: &Path, cert_dir: &Path) -> Result<Server, BoxError> {
+fn start_batchgate(bin: &Path, cert_dir: &Path, config: Option<&Path>) -> Result<Server, BoxError> {
     let status = Command::new(bin)
         .args(["certs", "--out"])
         .arg(cert_dir)
@@ -290,6 +294,9 @@ fn start_batchgate(bin: &Path, cert_dir: &Path) -> Result<Server, BoxError> {
             "--no-cluster",
         ])
         .env("RUST_LOG", "warn");
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
     spawn_listening("batchgate", cmd, "webhook listening on https://")
 }
 
@@ -646,13 +653,33 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate")));
     let dir = tempfile::tempdir()?;
     let cert_dir = dir.path().join("certs");
-    let request_body = Bytes::from(fixtures::job_create_queued());
+    // Which review: the queued Job (default) or the queued Pod, whose
+    // integration is off unless configured.
+    let pods = match std::env::var("BATCHGATE_BENCH_FIXTURE").as_deref() {
+        Ok("pod") => true,
+        Ok("job") | Err(_) => false,
+        Ok(other) => return Err(format!("BATCHGATE_BENCH_FIXTURE={other:?}: job or pod").into()),
+    };
+    let (request_body, what, config) = if pods {
+        let names: Vec<String> = PolicySet::embedded()?
+            .iter()
+            .map(|p| format!("{:?}", p.name))
+            .collect();
+        let cfg = dir.path().join("config.yaml");
+        std::fs::write(
+            &cfg,
+            format!("integrations:\n  frameworks: [{}]\n", names.join(", ")),
+        )?;
+        (Bytes::from(fixtures::pod_create_queued()), "Pod", Some(cfg))
+    } else {
+        (Bytes::from(fixtures::job_create_queued()), "Job", None)
+    };
     let expected = Bytes::from(expected_mutate_response(&request_body)?);
     let body_file = dir.path().join("bare-body.json");
     std::fs::write(&body_file, &expected)?;
 
     // Children first, from the main thread (see die_with_parent).
-    let batchgate = start_batchgate(&bin, &cert_dir)?;
+    let batchgate = start_batchgate(&bin, &cert_dir, config.as_deref())?;
     let bare = start_bare(&cert_dir, &body_file, false)?;
     let diagnose = match std::env::var_os("BATCHGATE_BENCH_DIAGNOSE") {
         Some(_) => Some(start_bare(&cert_dir, &body_file, true)?),
@@ -695,7 +722,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     };
 
     println!(
-        "load: Job mutate review {} bytes -> response {} bytes; {} s warm-up + {} s measured per run; \
+        "load: {what} mutate review {} bytes -> response {} bytes; {} s warm-up + {} s measured per run; \
          HTTP/1.1 keep-alive over TLS 1.3, one connection per worker; load generator: {} thread(s){}",
         request_body.len(),
         expected.len(),

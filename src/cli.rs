@@ -269,6 +269,8 @@ fn enabled_policies(flag: Option<&PathBuf>, cfg: &Config) -> Result<PolicySet> {
             }
         }
         policies.retain_enabled(enabled);
+    } else {
+        policies.retain_default();
     }
     Ok(policies)
 }

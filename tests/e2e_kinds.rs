@@ -6,12 +6,17 @@
 //! nodeSelector at every pod template once admitted, and, when its
 //! ClusterQueue is drained (HoldAndDrain), suspended again with every
 //! template restored.
+//!
+//! Plain pods and pod groups (the `pod` integration, enabled here through
+//! `integrations.frameworks`): created gated, their Workload admitted
+//! within quota, ungated onto the flavor's KWOK node, finished, quota
+//! returned; an over-quota pod waits gated with Kueue's pending reason.
 
 mod support;
 
 use std::time::Duration;
 
-use batchgate_localcluster::LocalCluster;
+use batchgate_localcluster::{LocalCluster, POD_RUNTIME_ANNOTATION};
 use serde_json::{json, Value};
 use support::{
     e2e::{kubectl, namespace},
@@ -21,6 +26,19 @@ use support::{
 
 const WAIT: Duration = Duration::from_secs(120);
 const ZONE_KEY: &str = "e2e.batchgate.dev/zone";
+
+/// batchgate with every shipped integration on, the pod one included.
+fn kinds_env() -> &'static Env {
+    let names: Vec<String> = batchgate::jobs::policy::PolicySet::embedded()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{:?}", p.name))
+        .collect();
+    env_with(&format!(
+        "integrations:\n  frameworks: [{}]\n",
+        names.join(", ")
+    ))
+}
 
 fn install_kind_crds(c: &LocalCluster) {
     let file = format!(
@@ -49,7 +67,7 @@ fn name_of(s: &Sample) -> String {
 fn every_kind_is_queued_admitted_started_drained_and_restored() {
     let c = batchgate_localcluster::shared();
     install_kind_crds(c);
-    let c = env().cluster;
+    let c = kinds_env().cluster;
     let ns = namespace(c, "e2e-kinds");
     apply(c, &flavor("kinds-zone-a", json!({ZONE_KEY: "zone-a"})));
     let cq = json!({
@@ -175,5 +193,243 @@ fn every_kind_is_queued_admitted_started_drained_and_restored() {
     wait_for(WAIT, "the drained ClusterQueue to hold nothing", || {
         let (_, reserving, admitted, _) = cq_counts(c, "kinds-cq")?;
         (reserving == 0 && admitted == 0).then_some(())
+    });
+}
+
+const GATE: &str = "kueue.x-k8s.io/admission";
+
+/// A pod asking for `cpu` that runs `runtime` on a KWOK node.
+fn pod(name: &str, ns: &str, queue: &str, cpu: &str, runtime: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": queue},
+                     "annotations": {POD_RUNTIME_ANNOTATION: runtime}},
+        "spec": {"restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": "busybox", "command": ["true"],
+                                 "resources": {"requests": {"cpu": cpu}}}]}
+    })
+}
+
+fn create_pod(c: &LocalCluster, pod: &Value) -> Value {
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&pod.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn pod_now(c: &LocalCluster, ns: &str, name: &str) -> Value {
+    get(c, &["pod", name, "-n", ns]).unwrap_or(Value::Null)
+}
+
+fn gated(p: &Value) -> bool {
+    p["spec"]["schedulingGates"]
+        .as_array()
+        .is_some_and(|g| g.iter().any(|x| x["name"] == GATE))
+}
+
+fn workload(c: &LocalCluster, ns: &str, name: &str) -> Option<Value> {
+    get(c, &["workloads.kueue.x-k8s.io", name, "-n", ns])
+}
+
+#[test]
+fn pods_and_pod_groups_are_gated_admitted_ungated_and_accounted() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-pods");
+    apply(c, &flavor("pods-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("pods-cq", &[("pods-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "pods", "pods-cq"));
+
+    // Created gated, marked managed, held by the finalizer.
+    let first = create_pod(c, &pod("solo", &ns, "pods", "1500m", "4s"));
+    assert!(gated(&first), "{first}");
+    assert_eq!(
+        first["metadata"]["labels"]["kueue.x-k8s.io/managed"],
+        "true"
+    );
+    assert_eq!(
+        first["metadata"]["finalizers"],
+        json!(["kueue.x-k8s.io/managed"])
+    );
+    let uid = first["metadata"]["uid"].as_str().unwrap();
+    // Kueue's name: pod-<name>-<sha1(Pod, "", name, uid)[:5]>.
+    let wl_name = batchgate::jobs::workload::name_for("Pod", "", "solo", uid);
+    let wl = wait_for(WAIT, "the pod's Workload admitted", || {
+        workload(c, &ns, &wl_name).filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 1);
+    assert_eq!(wl["metadata"]["ownerReferences"][0]["uid"], uid);
+    // Ungated with the flavor's node selector, scheduled on its node.
+    let running = wait_for(WAIT, "the pod ungated and scheduled", || {
+        let p = pod_now(c, &ns, "solo");
+        (!gated(&p) && p["spec"]["nodeName"].is_string()).then_some(p)
+    });
+    assert_eq!(running["spec"]["nodeSelector"]["instance-type"], "spot");
+    assert_eq!(running["spec"]["nodeName"], "kwok-node-2");
+    assert_eq!(
+        running["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        "main"
+    );
+
+    // Over quota while the first runs: waits gated, with Kueue's reason.
+    let second = create_pod(c, &pod("waiter", &ns, "pods", "1", "1s"));
+    let second_wl = batchgate::jobs::workload::name_for(
+        "Pod",
+        "",
+        "waiter",
+        second["metadata"]["uid"].as_str().unwrap(),
+    );
+    let pending = wait_for(WAIT, "the over-quota pod's pending reason", || {
+        let w = workload(c, &ns, &second_wl)?;
+        let q = condition(&w, "QuotaReserved")?;
+        (q["status"] == "False").then(|| q.clone())
+    });
+    assert_eq!(pending["reason"], "Pending");
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor pods-spot, 500m more needed"
+    );
+    assert!(gated(&pod_now(c, &ns, "waiter")));
+
+    // The first finishes: its Workload finished, its finalizer gone, its
+    // quota back; the second is admitted and runs.
+    let done = wait_for(WAIT, "the first pod's Workload finished", || {
+        workload(c, &ns, &wl_name).filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(condition(&done, "Finished").unwrap()["reason"], "Succeeded");
+    wait_for(WAIT, "the first pod's finalizer removed", || {
+        let p = pod_now(c, &ns, "solo");
+        (p["status"]["phase"] == "Succeeded"
+            && p["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(Vec::is_empty))
+        .then_some(())
+    });
+    wait_for(WAIT, "the second pod admitted and ungated", || {
+        let p = pod_now(c, &ns, "waiter");
+        (!gated(&p) && p["spec"]["nodeName"] == "kwok-node-2").then_some(())
+    });
+    wait_for(WAIT, "the second pod's Workload finished", || {
+        workload(c, &ns, &second_wl).filter(|w| is_true(w, "Finished"))
+    });
+
+    // A pod group: one Workload named after the group, made once the
+    // whole group is there, admitted as one.
+    let member = |name: &str, cpu: &str| {
+        let mut p = pod(name, &ns, "pods", cpu, "3s");
+        p["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = json!("trio");
+        p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = json!("3");
+        p
+    };
+    let a = create_pod(c, &member("trio-a", "500m"));
+    let b = create_pod(c, &member("trio-b", "500m"));
+    assert!(gated(&a) && gated(&b));
+    assert_eq!(
+        a["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"],
+        b["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+    );
+    // Two of three: still gated, no Workload (the third is created after
+    // both are stored, so the reconciler has seen them).
+    assert!(workload(c, &ns, "trio").is_none());
+    let third = create_pod(c, &member("trio-c", "1"));
+    let group_wl = wait_for(WAIT, "the group's Workload admitted", || {
+        workload(c, &ns, "trio").filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(
+        group_wl["metadata"]["annotations"]["kueue.x-k8s.io/is-group-workload"],
+        "true"
+    );
+    let mut sets: Vec<(String, i64)> = group_wl["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    sets.sort();
+    let role = |p: &Value| {
+        p["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut want = vec![(role(&a), 2), (role(&third), 1)];
+    want.sort();
+    assert_eq!(sets, want);
+    for name in ["trio-a", "trio-b", "trio-c"] {
+        wait_for(
+            WAIT,
+            &format!("{name} ungated onto the flavor's node"),
+            || {
+                let p = pod_now(c, &ns, name);
+                (!gated(&p) && p["spec"]["nodeName"] == "kwok-node-2").then_some(())
+            },
+        );
+    }
+    let done = wait_for(WAIT, "the group's Workload finished", || {
+        workload(c, &ns, "trio").filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(
+        condition(&done, "Finished").unwrap()["message"],
+        "Pods succeeded: 3/3."
+    );
+    for name in ["trio-a", "trio-b", "trio-c"] {
+        wait_for(WAIT, &format!("{name}'s finalizer removed"), || {
+            let p = pod_now(c, &ns, name);
+            p["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+                .then_some(())
+        });
+    }
+
+    // Evicted while running (the queue drained): a pod cannot be
+    // suspended, so it is deleted, and its quota goes back.
+    let long = create_pod(c, &pod("evictee", &ns, "pods", "1", "1h"));
+    let long_wl = batchgate::jobs::workload::name_for(
+        "Pod",
+        "",
+        "evictee",
+        long["metadata"]["uid"].as_str().unwrap(),
+    );
+    wait_for(WAIT, "the long pod running", || {
+        (pod_now(c, &ns, "evictee")["status"]["phase"] == "Running").then_some(())
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "clusterqueue",
+            "pods-cq",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"stopPolicy":"HoldAndDrain"}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the evicted pod deleted", || {
+        get(c, &["pod", "evictee", "-n", &ns])
+            .is_none()
+            .then_some(())
+    });
+    wait_for(WAIT, "the queue to hold nothing", || {
+        let (_, reserving, admitted, _) = cq_counts(c, "pods-cq")?;
+        (reserving == 0 && admitted == 0).then_some(())
+    });
+    // Its Workload goes with it (owned by the pod).
+    wait_for(WAIT, "the evicted pod's Workload gone", || {
+        workload(c, &ns, &long_wl).is_none().then_some(())
     });
 }

@@ -19,6 +19,7 @@ pub mod kueue;
 pub mod manifests;
 pub mod object;
 pub mod patch;
+pub mod pod;
 pub mod prescale;
 pub mod review;
 pub mod router;

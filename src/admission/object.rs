@@ -163,7 +163,11 @@ impl<'a> JobObject<'a> {
                 ))
             }
         }
-        let suspend = read_bool(raw, &policy.suspend)?;
+        // A gated kind (a Pod) is suspended while gated or ended.
+        let suspend = match &policy.gate {
+            Some(g) => Some(g.holds(raw)),
+            None => read_bool(raw, &policy.suspend)?,
+        };
         Ok(JobObject {
             raw,
             labels,

@@ -18,7 +18,7 @@ use tracing::debug;
 
 use super::{
     appwrapper::{self, ComponentCheck, ResourceNaming},
-    devices, kueue, object, patch, prescale,
+    devices, kueue, object, patch, pod, prescale,
     review::{self, AdmissionRequest, AdmissionResponse, GroupVersionKind, Reading, Status},
     ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
 };
@@ -318,16 +318,19 @@ impl Router {
         );
         for (policy, label) in &self.names {
             let t = &policy.target;
-            add(
-                &t.group,
-                &t.version,
-                &t.kind,
-                BOTH,
-                Box::new(Jobs {
+            let family: Box<dyn Family> = match &policy.gate {
+                // Held by a scheduling gate (pods): whole objects, its own rules.
+                Some(gate) => Box::new(pod::Gated {
+                    policy: policy.clone(),
+                    gate: gate.clone(),
+                    label,
+                }),
+                None => Box::new(Jobs {
                     policy: policy.clone(),
                     label,
                 }),
-            );
+            };
+            add(&t.group, &t.version, &t.kind, BOTH, family);
         }
         for kind in kueue::Kind::ALL {
             add(

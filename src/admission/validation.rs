@@ -216,7 +216,7 @@ pub fn on_update(
 
 /// `ValidateJobOnUpdate`: queue name, prebuilt workload, max exec time,
 /// priority class, the elastic-job switch, admission gates.
-fn generic_update(
+pub(crate) fn generic_update(
     policy: &Policy,
     old: &JobObject<'_>,
     new: &JobObject<'_>,
@@ -331,7 +331,7 @@ fn elastic(job: &JobObject<'_>) -> bool {
 
 /// `PrebuiltWorkloadNameFor` (gate WorkloadIdentifierAnnotations, on by
 /// default): the annotation when set, else the label.
-fn prebuilt_name<'a>(job: &JobObject<'a>) -> &'a str {
+pub(crate) fn prebuilt_name<'a>(job: &JobObject<'a>) -> &'a str {
     match job.annotation(PREBUILT_WORKLOAD_LABEL) {
         Some(a) if !a.is_empty() => a,
         _ => label_or_empty(job, PREBUILT_WORKLOAD_LABEL),
@@ -339,7 +339,7 @@ fn prebuilt_name<'a>(job: &JobObject<'a>) -> &'a str {
 }
 
 /// `GetPrebuiltWorkloadPath`: where the name in use is written.
-fn prebuilt_path(job: &JobObject<'_>) -> String {
+pub(crate) fn prebuilt_path(job: &JobObject<'_>) -> String {
     match job.annotation(PREBUILT_WORKLOAD_LABEL) {
         Some(a) if !a.is_empty() => annotation_path(PREBUILT_WORKLOAD_LABEL),
         _ => label_path(PREBUILT_WORKLOAD_LABEL),
@@ -376,7 +376,7 @@ fn prebuilt_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
 
 /// `ValidateJobOnCreate`: queue name, prebuilt workload name, max exec
 /// time, the elastic-job annotation, admission gates.
-fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
+pub(crate) fn generic_create(policy: &Policy, job: &JobObject<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if policy.has(Invariant::QueueName) {
         errs.extend(dns_subdomain_label(job, QUEUE_NAME_LABEL));
@@ -511,7 +511,7 @@ fn immutable(path: String, new: &str, old: &str) -> Option<FieldError> {
     (new != old).then(|| FieldError::invalid(path, BadValue::Str(new.to_string()), FIELD_IMMUTABLE))
 }
 
-fn dns_subdomain_label(job: &JobObject<'_>, key: &str) -> Option<FieldError> {
+pub(crate) fn dns_subdomain_label(job: &JobObject<'_>, key: &str) -> Option<FieldError> {
     let v = job.label(key)?;
     dns1123_subdomain(v)
         .err()

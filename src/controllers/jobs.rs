@@ -55,17 +55,24 @@ struct Ctx {
 /// Starts a reconciler for every policy (on `shared`, its stores already
 /// read) and the Workload watch that wakes them and the AppWrapper
 /// controller (through `appwrappers`); runs until the process ends.
+/// `gated`: the wake-ups of the reconcilers of gated kinds (pods), which
+/// run on their own: their Workloads' changes are sent there.
 pub async fn run(
     shared: Shared,
     policies: PolicySet,
     appwrappers: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapper>>,
     readiness: Option<Readiness>,
+    gated: Vec<(
+        ApiResource,
+        futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    )>,
 ) {
     let readiness = readiness.map(Arc::new);
     let client = shared.client.clone();
     let mut all = Vec::new();
     let mut triggers = OwnerTriggers::default();
-    for policy in policies.iter() {
+    triggers.kinds.extend(gated);
+    for policy in policies.iter().filter(|p| p.gate.is_none()) {
         let t = &policy.target;
         let resource = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
@@ -148,13 +155,15 @@ impl OwnerTriggers {
                     continue;
                 }
             };
+            // A pod group's Workload has its pods as plain owners (no
+            // controller): the first one wakes the group's reconciler.
+            let owners = wl.metadata.owner_references.iter().flatten();
             let (Some(ns), Some(owner)) = (
                 wl.metadata.namespace.as_deref(),
-                wl.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .find(|o| o.controller == Some(true)),
+                owners
+                    .clone()
+                    .find(|o| o.controller == Some(true))
+                    .or_else(|| owners.clone().next()),
             ) else {
                 continue;
             };

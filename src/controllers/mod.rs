@@ -16,6 +16,8 @@
 //! - [`jobs`]: one reconciler per integration policy — a queued job's
 //!   Workload created and kept in step, the job started once its Workload
 //!   is admitted and stopped when it is evicted.
+//! - [`pods`]: the reconciler of kinds held by a scheduling gate (Kueue's
+//!   pod integration: single pods and pod groups).
 //! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
 //!   PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -30,6 +32,7 @@ pub mod events;
 pub mod fault;
 pub mod jobs;
 pub mod lease;
+pub mod pods;
 pub mod prescale;
 pub mod queueing;
 pub mod translation;
@@ -84,7 +87,15 @@ pub async fn run(
     let shared = context::Shared::start(client).await;
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
-    jobs::run(shared, policies, appwrappers, readiness).await;
+    // Kinds held by a scheduling gate (pods) have their own reconciler,
+    // woken by the job controllers' one Workload watch.
+    let mut gated = Vec::new();
+    for policy in policies.iter().filter(|p| p.gate.is_some()) {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        gated.push((pods::resource_of(policy), tx));
+        tokio::spawn(pods::run(shared.clone(), policy.clone(), rx));
+    }
+    jobs::run(shared, policies, appwrappers, readiness, gated).await;
     let _ = aw.await;
 }
 

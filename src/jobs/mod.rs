@@ -9,6 +9,7 @@
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
 pub mod execution;
+pub mod pod;
 pub mod policy;
 pub mod readiness;
 pub mod workload;

@@ -503,7 +503,12 @@ pub enum Invariant {
 struct PolicyFile {
     name: String,
     target: Target,
-    suspend: Pointer,
+    #[serde(default)]
+    suspend: Option<Pointer>,
+    #[serde(default)]
+    gate: Option<Gate>,
+    #[serde(default = "yes")]
+    enabled_by_default: bool,
     #[serde(default)]
     managed_by: Option<Pointer>,
     #[serde(default)]
@@ -524,6 +529,55 @@ struct PolicyFile {
 
 fn yes() -> bool {
     true
+}
+
+/// How a kind that cannot be suspended (a Pod) is held until its Workload
+/// is admitted: the webhook adds a scheduling gate, a label that marks it
+/// managed and a finalizer; admission removes the gate (Kueue's pod
+/// integration). A policy has either `suspend` or `gate`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Gate {
+    /// `spec.schedulingGates[].name` held until admission.
+    pub scheduling_gate: String,
+    /// Label set to `"true"` on every object the webhook gated; the
+    /// reconciler watches only these.
+    pub managed_label: String,
+    /// Finalizer kept until the object is finished and its Workload
+    /// accounted for, so no object disappears unaccounted.
+    pub finalizer: String,
+    /// Objects that form one Workload together: a label naming the group
+    /// and an annotation with its total size. Without it, one Workload per
+    /// object.
+    #[serde(default)]
+    pub group: Option<GroupRule>,
+}
+
+/// The keys that make several gated objects one Workload.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GroupRule {
+    pub name_label: String,
+    pub total_count_annotation: String,
+}
+
+impl Gate {
+    /// Is the object still held: it carries the gate, or it has ended
+    /// (Kueue's `podSuspended`: a terminated pod counts as suspended).
+    pub fn holds(&self, obj: &Value) -> bool {
+        let gated = obj
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|gs| {
+                gs.iter()
+                    .any(|g| g.get("name").and_then(Value::as_str) == Some(&self.scheduling_gate))
+            });
+        gated
+            || matches!(
+                obj.pointer("/status/phase").and_then(Value::as_str),
+                Some("Succeeded" | "Failed")
+            )
+    }
 }
 
 /// Which rules Kueue's webhook for a kind runs on UPDATE, and in which
@@ -739,7 +793,13 @@ pub struct Policy {
     /// Integration name as in Kueue's `integrations.frameworks` (`batch/job`).
     pub name: String,
     pub target: Target,
+    /// The suspend switch; empty for a gated kind (see `gate`).
     pub suspend: Pointer,
+    /// How a kind without a suspend switch is held (a Pod).
+    pub gate: Option<Gate>,
+    /// Enabled when `integrations.frameworks` is not set (the pod
+    /// integration is not: it puts every pod create on the webhook path).
+    pub enabled_by_default: bool,
     pub managed_by: Option<Pointer>,
     pub pod_sets: Vec<PodSetRule>,
     pub invariants: BTreeSet<Invariant>,
@@ -774,11 +834,20 @@ impl Policy {
             file: file.to_string(),
             message,
         };
-        if raw.suspend.tokens().is_empty() {
-            return Err(invalid(
-                "suspend must point at a field, e.g. /spec/suspend".into(),
-            ));
-        }
+        let suspend = match (raw.suspend, &raw.gate) {
+            (Some(s), None) if !s.tokens().is_empty() => s,
+            (None, Some(_)) => Pointer::parse("").map_err(invalid)?,
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "suspend and gate exclude each other: a kind is held either by its suspend field or by a scheduling gate".into(),
+                ))
+            }
+            _ => {
+                return Err(invalid(
+                    "suspend must point at a field, e.g. /spec/suspend (or gate must name a scheduling gate)".into(),
+                ))
+            }
+        };
         if raw.target.kind.is_empty() || raw.target.version.is_empty() {
             return Err(invalid("target needs a version and a kind".into()));
         }
@@ -821,7 +890,9 @@ impl Policy {
         Ok(Policy {
             name: raw.name,
             target: raw.target,
-            suspend: raw.suspend,
+            suspend,
+            gate: raw.gate,
+            enabled_by_default: raw.enabled_by_default,
             managed_by: raw.managed_by,
             pod_sets: raw.pod_sets,
             invariants: raw.invariants.into_iter().collect(),
@@ -1081,6 +1152,10 @@ impl Invariant {
 impl Policy {
     /// Adds what this policy's rules read to `root`.
     pub fn note_interest(&self, root: &mut Interest) {
+        // A gated kind's reviews read whole objects (their own family).
+        if self.gate.is_some() {
+            return;
+        }
         root.whole(&self.suspend);
         if let Some(m) = &self.managed_by {
             root.whole(m);
@@ -1158,6 +1233,12 @@ impl PolicySet {
     /// Keeps only the integrations named (Kueue's `integrations.frameworks`).
     pub fn retain_enabled(&mut self, names: &[String]) {
         self.policies.retain(|p| names.iter().any(|n| n == &p.name));
+    }
+
+    /// Keeps the integrations enabled when `integrations.frameworks` is not
+    /// set (every one but those with `enabledByDefault: false`).
+    pub fn retain_default(&mut self) {
+        self.policies.retain(|p| p.enabled_by_default);
     }
 
     pub fn find(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<Policy>> {
@@ -1341,12 +1422,42 @@ podSets:
         assert!(err.contains("batch/v1, Kind=Job"), "{err}");
     }
 
+    /// A kind is held by its suspend field or by a scheduling gate, never
+    /// both; a gated kind without `enabledByDefault` is left out when no
+    /// frameworks are named.
+    #[test]
+    fn gated_kinds_are_data_too() {
+        let set = PolicySet::embedded().unwrap();
+        let pod = set.find("", "v1", "Pod").unwrap();
+        let gate = pod.gate.as_ref().unwrap();
+        assert_eq!(gate.scheduling_gate, "kueue.x-k8s.io/admission");
+        assert_eq!(gate.managed_label, "kueue.x-k8s.io/managed");
+        assert!(!pod.enabled_by_default);
+        let mut defaults = set.clone();
+        defaults.retain_default();
+        assert!(defaults.find("", "v1", "Pod").is_none());
+        assert!(defaults.find("batch", "v1", "Job").is_some());
+        let both = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\nsuspend: /spec/suspend\ngate: {schedulingGate: a, managedLabel: b, finalizer: c}\n";
+        let err = Policy::from_yaml("x.yaml", both).unwrap_err().to_string();
+        assert!(err.contains("suspend and gate exclude each other"), "{err}");
+        let neither = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\n";
+        let err = Policy::from_yaml("x.yaml", neither)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("or gate must name a scheduling gate"), "{err}");
+        // Held while gated, or once ended.
+        let gated = serde_json::json!({"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}});
+        assert!(gate.holds(&gated));
+        assert!(gate.holds(&serde_json::json!({"status": {"phase": "Succeeded"}})));
+        assert!(!gate.holds(&serde_json::json!({"spec": {}, "status": {"phase": "Running"}})));
+    }
+
     #[test]
     fn owner_kinds_are_recognised() {
         let set = PolicySet::embedded().unwrap();
         assert!(set.is_integrated("batch/v1", "Job"));
         assert!(!set.is_integrated("batch/v1", "CronJob"));
-        assert!(!set.is_integrated("v1", "Pod"));
+        assert!(!set.is_integrated("apps/v1", "ReplicaSet"));
         assert!(set.is_integrated("workload.codeflare.dev/v1beta2", "AppWrapper"));
         assert!(set.is_integrated("jobset.x-k8s.io/v1alpha2", "JobSet"));
     }

@@ -474,6 +474,18 @@ pub mod e2e {
         ca_file: Option<&Path>,
         failure_policy: &str,
     ) {
+        register_with(cluster, addr, ca_file, failure_policy, None)
+    }
+
+    /// [`register`] for the integrations a configuration file enables
+    /// (`integrations.frameworks`).
+    pub fn register_with(
+        cluster: &LocalCluster,
+        addr: std::net::SocketAddr,
+        ca_file: Option<&Path>,
+        failure_policy: &str,
+        config: Option<&Path>,
+    ) {
         let url = format!("https://{addr}");
         let mut cmd = Command::new(BIN);
         cmd.args([
@@ -485,6 +497,9 @@ pub mod e2e {
         ]);
         if let Some(ca) = ca_file {
             cmd.arg("--ca-file").arg(ca);
+        }
+        if let Some(cfg) = config {
+            cmd.arg("--config").arg(cfg);
         }
         let out = cmd.output().unwrap();
         assert!(

@@ -24,9 +24,10 @@ pub fn env() -> &'static Env {
     env_with("")
 }
 
-/// [`env`] with `extra` appended to batchgate's config file; the first
-/// call in a test binary decides (one batchgate per binary).
-pub fn env_with(extra: &'static str) -> &'static Env {
+/// [`env`] with more configuration for batchgate (see [`start_with`]); the
+/// first call in a test binary decides it, so every test of a binary
+/// passes the same.
+pub fn env_with(extra: &str) -> &'static Env {
     ENV.get_or_init(|| {
         let c = shared();
         install_crds(c);
@@ -62,27 +63,35 @@ pub fn start(c: &'static LocalCluster) -> Server {
     start_with(c, "")
 }
 
-/// [`start`] with `extra` appended to the config file.
-pub fn start_with(c: &'static LocalCluster, extra: &'static str) -> Server {
+/// [`start`] with more configuration (YAML lines appended to the test
+/// configuration, e.g. `integrations.frameworks`); the webhooks registered
+/// are those it enables.
+pub fn start_with(c: &'static LocalCluster, extra: &str) -> Server {
     let kubeconfig = c.kubeconfig().to_path_buf();
+    let dir = tempfile::tempdir().unwrap().keep();
+    let cfg = dir.join("config.yaml");
+    std::fs::write(
+        &cfg,
+        // Kueue's optional ClusterQueue resource metrics on, for
+        // e2e_queueing's metrics test.
+        format!("namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n{extra}"),
+    )
+    .unwrap();
+    let server_cfg = cfg.clone();
     let server = Server::start_forever(move || {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let cfg = dir.join("config.yaml");
-        std::fs::write(
-            &cfg,
-            // Kueue's optional ClusterQueue resource metrics on, for
-            // e2e_queueing's metrics test.
-            format!("namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n{extra}"),
+        Server::start_in_cluster(
+            &kubeconfig,
+            None,
+            &["--config", server_cfg.to_str().unwrap()],
         )
-        .unwrap();
-        Server::start_in_cluster(&kubeconfig, None, &["--config", cfg.to_str().unwrap()])
     });
     server.wait_ready(Duration::from_secs(60));
-    register(
+    register_with(
         c,
         server.addr,
         Some(&server.cert_dir.join("ca.crt")),
         "Fail",
+        Some(&cfg),
     );
     if let Some(addr) = server.visibility {
         register_visibility(c, addr);

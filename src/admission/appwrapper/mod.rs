@@ -98,6 +98,8 @@ pub fn policy() -> &'static Policy {
                 resource: RESOURCE.into(),
             },
             suspend: pointer("/spec/suspend"),
+            gate: None,
+            enabled_by_default: true,
             managed_by: Some(pointer("/spec/managedBy")),
             pod_sets: Vec::new(),
             invariants: BTreeSet::from([
