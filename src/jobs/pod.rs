@@ -753,6 +753,7 @@ mod tests {
     fn info() -> PodSetInfo {
         PodSetInfo {
             name: "main".into(),
+            count: None,
             labels: [("kueue.x-k8s.io/podset".to_string(), "main".to_string())].into(),
             node_selector: [("zone".to_string(), "a".to_string())].into(),
             tolerations: vec![json!({"key": "spot", "operator": "Exists"})],

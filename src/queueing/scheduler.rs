@@ -1150,7 +1150,7 @@ impl Engine {
         self.quota.remove(&cq, &old);
         self.quota.add(&cq, &usage);
         let mut affected = vec![cq.to_string()];
-        affected.extend(self.quota.cohort_peers(&cq).map(str::to_string));
+        affected.extend(self.quota.cohort_peers(&cq));
         self.requeue_inadmissible(affected.iter().map(String::as_str));
     }
 
@@ -1217,4 +1217,6 @@ mod preemption_cases;
 
 #[cfg(test)]
 mod partial_admission_cases;
+
+#[cfg(test)]
 mod hierarchy_cases;
