@@ -17,13 +17,14 @@
 //!   own, no hierarchy);
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
 //!   `flavorFungibility.preference`, partial admission, topology-aware
-//!   scheduling, admission checks, elastic workloads, priority boost or
+//!   scheduling, elastic workloads, priority boost or
 //!   `PodsReady` waiting;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
+pub mod checks;
 pub mod cluster_queue;
 pub mod finalizers;
 pub mod flavors;
