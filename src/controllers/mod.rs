@@ -16,6 +16,9 @@
 //! - [`jobs`]: one reconciler per integration policy — a queued job's
 //!   Workload created and kept in step, the job started once its Workload
 //!   is admitted and stopped when it is evicted.
+//! - [`checks`]: admission checks on Workloads (states in step with the
+//!   ClusterQueue's checks, admitted once all are Ready, Retry evicts,
+//!   Rejected deactivates).
 //! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
 //!   PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -24,6 +27,7 @@
 //!   purpose, for crash tests).
 
 pub mod appwrapper;
+pub mod checks;
 pub mod context;
 pub mod devices;
 pub mod events;
@@ -80,6 +84,7 @@ pub async fn run(
         metrics,
     ));
     let shared = context::Shared::start(client).await;
+    tokio::spawn(checks::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
     jobs::run(shared, policies, appwrappers).await;

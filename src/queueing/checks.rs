@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::api::kueue::v1beta2::{check_state, AdmissionCheckState, PodSetUpdate};
+use crate::api::kueue::v1beta2::{check_state, AdmissionCheckState};
 
 /// The checks a ClusterQueue asks for, each with the flavors it applies
 /// to (Kueue's `NewAdmissionChecks`: a rule without `onFlavors` applies to
@@ -275,72 +275,6 @@ pub fn reset_on_eviction(states: &[AdmissionCheckState], now: &Time) -> Vec<Admi
         .collect()
 }
 
-/// One pod set's additions from every check (Kueue's `PodSetInfo.Merge`
-/// over the checks' `podSetUpdates`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Update {
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-    pub node_selector: BTreeMap<String, String>,
-    pub tolerations: Vec<serde_json::Value>,
-}
-
-/// Two checks asked for different values of one key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid admission check PodSetUpdate: conflict for {field}: conflict for key={key}, value1={first}, value2={second}")]
-pub struct UpdateConflict {
-    pub field: &'static str,
-    pub key: String,
-    pub first: String,
-    pub second: String,
-}
-
-/// The checks' pod set updates merged, by pod set name.
-pub fn pod_set_updates(
-    states: &[AdmissionCheckState],
-) -> Result<BTreeMap<String, Update>, UpdateConflict> {
-    let mut out: BTreeMap<String, Update> = BTreeMap::new();
-    for u in states
-        .iter()
-        .flat_map(|s| s.pod_set_updates.iter().flatten())
-    {
-        let into = out.entry(u.name.clone()).or_default();
-        merge_update(into, u)?;
-    }
-    Ok(out)
-}
-
-fn merge_update(into: &mut Update, u: &PodSetUpdate) -> Result<(), UpdateConflict> {
-    for (field, from, to) in [
-        ("annotations", &u.annotations, &mut into.annotations),
-        ("labels", &u.labels, &mut into.labels),
-        ("nodeSelector", &u.node_selector, &mut into.node_selector),
-    ] {
-        for (k, v) in from.iter().flatten() {
-            match to.get(k) {
-                Some(have) if have != v => {
-                    return Err(UpdateConflict {
-                        field,
-                        key: k.clone(),
-                        first: have.clone(),
-                        second: v.clone(),
-                    })
-                }
-                _ => {
-                    to.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-    for t in u.tolerations.iter().flatten() {
-        let t = serde_json::to_value(t).unwrap_or_default();
-        if !into.tolerations.contains(&t) {
-            into.tolerations.push(t);
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,39 +499,6 @@ mod tests {
                     "references inactive AdmissionCheck(s): check3".to_string()
                 ),
             ]
-        );
-    }
-
-    /// Kueue v0.19.2 pkg/podset/podset_test.go TestMergeRestore (merging
-    /// the checks' updates; a key set twice to different values conflicts).
-    #[test]
-    fn pod_set_updates_merge_and_conflicts_are_refused() {
-        let mut a = state("a", "Ready", "");
-        a.pod_set_updates = Some(vec![PodSetUpdate {
-            name: "main".into(),
-            labels: Some([("l".to_string(), "1".to_string())].into()),
-            node_selector: Some([("n".to_string(), "x".to_string())].into()),
-            ..PodSetUpdate::default()
-        }]);
-        let mut b = state("b", "Ready", "");
-        b.pod_set_updates = Some(vec![PodSetUpdate {
-            name: "main".into(),
-            annotations: Some([("an".to_string(), "v".to_string())].into()),
-            node_selector: Some([("n".to_string(), "x".to_string())].into()),
-            ..PodSetUpdate::default()
-        }]);
-        let got = pod_set_updates(&[a.clone(), b.clone()]).unwrap();
-        let main = &got["main"];
-        assert_eq!(main.labels["l"], "1");
-        assert_eq!(main.annotations["an"], "v");
-        assert_eq!(main.node_selector.len(), 1);
-        b.pod_set_updates.as_mut().unwrap()[0].node_selector =
-            Some([("n".to_string(), "y".to_string())].into());
-        let err = pod_set_updates(&[a, b]).unwrap_err();
-        assert_eq!(err.field, "nodeSelector");
-        assert_eq!(
-            err.to_string(),
-            "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=n, value1=x, value2=y"
         );
     }
 }

@@ -242,6 +242,10 @@ pub struct Engine {
     reported_status: BTreeMap<String, ClusterQueueStatus>,
     /// The names workloads share (see [`Names`]).
     names: Names,
+    /// The AdmissionChecks that exist, and each ClusterQueue's
+    /// `admissionChecksStrategy` rules (see [`super::checks`]).
+    admission_checks: BTreeMap<String, super::checks::CheckInfo>,
+    cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -849,7 +853,10 @@ impl Engine {
     }
 
     fn is_active(&self, cq: &ClusterQueue) -> bool {
-        !cq.terminating && !cq.stop_policy.is_stopped() && self.missing_flavors(cq).is_empty()
+        !cq.terminating
+            && !cq.stop_policy.is_stopped()
+            && self.missing_flavors(cq).is_empty()
+            && self.unusable_checks(cq).is_empty()
     }
 
     fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
@@ -874,6 +881,10 @@ impl Engine {
                 "references missing ResourceFlavor(s): {}",
                 missing.join(",")
             ));
+        }
+        for (reason, message) in self.unusable_checks(cq) {
+            reasons.push(reason);
+            messages.push(message);
         }
         match reasons.first() {
             None => ActiveCondition {
@@ -1113,6 +1124,7 @@ impl Engine {
     }
 }
 
+mod checks;
 mod cycle;
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ impl Controller {
                     (Guarded::ClusterQueue, cq.name_any()),
                     finalizers::Guard::of(cq),
                 );
+                c.on_cluster_queue_checks(cq);
                 match translation::cluster_queue(cq) {
                     Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
                     Ok(q) => c.initial.cluster_queues.push(q),
@@ -52,6 +53,7 @@ impl Controller {
                 }
             }),
             Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
+            Input::AdmissionCheck(ev) => self.on_admission_check(ev),
             Input::Written {
                 key,
                 outcome,
@@ -128,6 +130,7 @@ impl Controller {
                 super::devices::charge(&self.devices, &key, wl, cq);
             }
             self.engine = Engine::rebuild(initial);
+            self.apply_checks();
             self.started = true;
             info!(
                 workloads = self.meta.len(),
