@@ -23,8 +23,10 @@ use kube::{
     runtime::{
         controller::{Action, Controller},
         events::{Event as KEvent, EventType},
+        predicates,
         reflector::{ObjectRef, Store},
-        watcher,
+        watcher::{self, watcher},
+        WatchStreamExt,
     },
     Api, Client, ResourceExt,
 };
@@ -76,12 +78,15 @@ pub async fn run(shared: Shared) {
             .map(|w| ObjectRef::from_obj(&*w))
             .collect::<Vec<_>>()
     };
+    // Spec changes only: a queue's status is written up to once a second.
+    let queue_changes = watcher(
+        Api::<api::ClusterQueue>::all(client),
+        watcher::Config::default(),
+    )
+    .touched_objects()
+    .predicate_filter(predicates::generation, Default::default());
     controller
-        .watches(
-            Api::<api::ClusterQueue>::all(client),
-            watcher::Config::default(),
-            by_queue,
-        )
+        .watches_stream(queue_changes, by_queue)
         .run(reconcile, error_policy, ctx)
         .for_each(|r| {
             if let Err(e) = r {
