@@ -202,17 +202,38 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
         ctx.shared.client.clone(),
         &wl.namespace().unwrap_or_default(),
     );
-    // Kueue's workload controller syncs the states first, alone.
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    let admitted = conds.is_true(condition::ADMITTED);
+    // Kueue's workload controller syncs the states first.
     if let Some(synced) = checks::sync(&states, &required, &now) {
-        write_workload_status(&wl_api, &wl, json!({ "admissionChecks": synced })).await?;
+        if !synced.is_empty() {
+            write_workload_status(&wl_api, &wl, json!({ "admissionChecks": synced })).await?;
+            return Ok(Action::await_change());
+        }
+        // The queue dropped its checks: none left to wait for.
+        let mut c = conds.clone();
+        let admit = checks::admitted_condition(reserved, true, admitted);
+        if let Some((true, reason, message)) = admit {
+            c.set(
+                condition::ADMITTED,
+                true,
+                reason,
+                message,
+                &now,
+                wl.metadata.generation,
+            );
+        }
+        let s = json!({ "admissionChecks": null, "conditions": c.0 });
+        write_workload_status(&wl_api, &wl, s).await?;
+        if admit.is_some() {
+            admitted_event(&ctx, &wl, &conds.0, &now, &cq.name_any()).await;
+        }
         return Ok(Action::await_change());
     }
     if states.is_empty() {
         // No checks here: the engine's admission is the whole story.
         return Ok(Action::await_change());
     }
-    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
-    let admitted = conds.is_true(condition::ADMITTED);
     if !admitted {
         if let Some((true, reason, message)) =
             checks::admitted_condition(reserved, checks::all_ready(&states), admitted)
@@ -227,15 +248,7 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
                 wl.metadata.generation,
             );
             write_workload_status(&wl_api, &wl, json!({ "conditions": c.0 })).await?;
-            let waited = reservation_wait(&conds.0, &now);
-            let cq_name = cq.name_any();
-            ctx.event(
-                &wl,
-                false,
-                "Admitted",
-                format!("Admitted by ClusterQueue {cq_name}, wait time since reservation was {waited:.0}s"),
-            )
-            .await;
+            admitted_event(&ctx, &wl, &conds.0, &now, &cq.name_any()).await;
             return Ok(Action::await_change());
         }
     }
@@ -307,6 +320,14 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
         None => {}
     }
     Ok(Action::await_change())
+}
+
+/// Kueue's `Admitted` event, with the wait since the quota was reserved.
+async fn admitted_event(ctx: &Ctx, wl: &api::Workload, conds: &[Condition], now: &Time, cq: &str) {
+    let waited = reservation_wait(conds, now);
+    let note =
+        format!("Admitted by ClusterQueue {cq}, wait time since reservation was {waited:.0}s");
+    ctx.event(wl, false, "Admitted", note).await;
 }
 
 /// Seconds since the quota was reserved.

@@ -247,4 +247,25 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
         get(c, &["job", "retried", "-n", &ns]).unwrap()["spec"]["suspend"],
         true
     );
+
+    // A queue that drops its check admits what waited for it (Kueue's
+    // workload controller: the states go, Admitted follows).
+    create(c, &job("freed", &ns, "lq", "1", "3s", json!({})));
+    wait_for(Duration::from_secs(60), "the third reservation", || {
+        let wl = workload_of(c, &ns, "freed")?;
+        (is_true(&wl, "QuotaReserved") && check_state(&wl)?["state"] == "Pending").then_some(())
+    });
+    apply(
+        c,
+        &cluster_queue("checks-cq", &[("checks-pool", "4", None)], json!({})),
+    );
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "admitted without the check",
+        || workload_of(c, &ns, "freed").filter(|w| is_true(w, "Admitted")),
+    );
+    assert!(wl["status"].get("admissionChecks").is_none(), "{wl}");
+    // Its pod has no toleration for the provisioned node: not left pending.
+    let (ok, out, err) = kubectl(c, &["delete", "job", "freed", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
 }
