@@ -24,7 +24,7 @@ use kube::{
         controller::{Action, Controller},
         events::{Event as KEvent, EventType},
         predicates,
-        reflector::{ObjectRef, Store},
+        reflector::{self, reflector, ObjectRef, Store},
         watcher::{self, watcher},
         WatchStreamExt,
     },
@@ -34,7 +34,7 @@ use serde_json::json;
 use tracing::debug;
 
 use super::{
-    context::{store, write_workload_status, JobError, Shared},
+    context::{release, store, write_workload_status, JobError, Shared},
     translation::Conditions,
 };
 use crate::{
@@ -51,10 +51,21 @@ struct Ctx {
 /// Runs until the process ends.
 pub async fn run(shared: Shared) {
     let client: Client = shared.client.clone();
-    let cluster_queues = store(Api::<api::ClusterQueue>::all(client.clone()));
     let local_queues = store(Api::<api::LocalQueue>::all(client.clone()));
-    let _ = cluster_queues.wait_until_ready().await;
     let _ = local_queues.wait_until_ready().await;
+    // The ClusterQueue store is fed by the stream that triggers on a
+    // queue's spec change (not on its status, written up to once a
+    // second), so a reconcile it triggers reads the new spec.
+    let (cluster_queues, writer) = reflector::store();
+    let queue_changes = reflector(
+        writer,
+        watcher(
+            Api::<api::ClusterQueue>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .touched_objects()
+    .predicate_filter(predicates::generation, Default::default());
     let ctx = Arc::new(Ctx {
         shared,
         cluster_queues,
@@ -78,13 +89,6 @@ pub async fn run(shared: Shared) {
             .map(|w| ObjectRef::from_obj(&*w))
             .collect::<Vec<_>>()
     };
-    // Spec changes only: a queue's status is written up to once a second.
-    let queue_changes = watcher(
-        Api::<api::ClusterQueue>::all(client),
-        watcher::Config::default(),
-    )
-    .touched_objects()
-    .predicate_filter(predicates::generation, Default::default());
     controller
         .watches_stream(queue_changes, by_queue)
         .run(reconcile, error_policy, ctx)
@@ -303,17 +307,24 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
                     count: 1,
                 }),
             }
-            let reset = checks::reset_on_eviction(&states, &now);
-            write_workload_status(
-                &wl_api,
-                &wl,
-                json!({
-                    "conditions": c.0,
-                    "admissionChecks": reset,
-                    "schedulingStats": {"evictions": evictions},
-                }),
-            )
-            .await?;
+            let mut s = json!({"conditions": c.0});
+            // No job to stop: the quota goes back in the same write, as the
+            // queueing controller does for a jobless Workload.
+            let owned = wl
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true));
+            if !owned {
+                let accumulated = status.accumulated_past_execution_time_seconds;
+                if let Some(r) = release(&c.0, wl.metadata.generation, &now, accumulated) {
+                    s = r;
+                }
+            }
+            s["admissionChecks"] = json!(checks::reset_on_eviction(&states, &now));
+            s["schedulingStats"] = json!({"evictions": evictions});
+            write_workload_status(&wl_api, &wl, s).await?;
             ctx.event(&wl, false, "EvictedDueToAdmissionCheck", message)
                 .await;
         }

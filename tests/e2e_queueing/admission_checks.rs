@@ -82,7 +82,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
 
     // The check has no controller yet: the queue admits nothing and says why.
     let active = wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "the queue to name the check",
         || cq_active(c, "checks-cq").filter(|a| a["reason"] == "AdmissionCheckInactive"),
     );
@@ -99,13 +99,13 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
             "reason": "Active", "message": "The admission check is active",
             "lastTransitionTime": now}]}}),
     );
-    wait_for(Duration::from_secs(60), "the queue to be active", || {
+    wait_for(Duration::from_secs(120), "the queue to be active", || {
         cq_active(c, "checks-cq").filter(|a| a["status"] == "True")
     });
 
     create(c, &job("gated", &ns, "lq", "1", "3s", json!({})));
     let wl = wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "quota reserved, check pending",
         || {
             let wl = workload_of(c, &ns, "gated")?;
@@ -151,7 +151,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
                                  "value": "true", "effect": "NoSchedule"}]}]),
     );
     let wl = wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "the Workload to be admitted",
         || workload_of(c, &ns, "gated").filter(|w| is_true(w, "Admitted")),
     );
@@ -160,7 +160,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
         (admitted["reason"].clone(), admitted["message"].clone()),
         (json!("Admitted"), json!("The workload is admitted"))
     );
-    let pod = wait_for(Duration::from_secs(60), "the pod on the new node", || {
+    let pod = wait_for(Duration::from_secs(120), "the pod on the new node", || {
         let p = get(c, &["pods", "-n", &ns, "-l", "job-name=gated"])?;
         p["items"]
             .as_array()?
@@ -173,21 +173,21 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
         CHECK
     );
     assert_eq!(pod["spec"]["nodeSelector"]["e2e-pool"], "checks");
-    wait_for(Duration::from_secs(90), "the Job to complete", || {
+    wait_for(Duration::from_secs(180), "the Job to complete", || {
         jobs(c, &ns).into_iter().find(|j| j.0 == "gated" && j.2)
     });
 
     // Retry: evicted with Kueue's words, the quota goes back, the
     // Workload is reserved again with its check reset to Pending.
     create(c, &job("retried", &ns, "lq", "1", "3s", json!({})));
-    let wl = wait_for(Duration::from_secs(60), "the second reservation", || {
+    let wl = wait_for(Duration::from_secs(120), "the second reservation", || {
         let wl = workload_of(c, &ns, "retried")?;
         (is_true(&wl, "QuotaReserved") && check_state(&wl)?["state"] == "Pending").then_some(wl)
     });
     let name = wl["metadata"]["name"].as_str().unwrap().to_string();
     set_check(c, &ns, &name, "Retry", "no capacity yet", Value::Null);
     let wl = wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "the check to be reset after the eviction",
         || {
             let wl = workload_of(c, &ns, "retried")?;
@@ -219,7 +219,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
     );
     // Requeued: its quota is reserved again, the check still to decide.
     wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "the Workload reserved again",
         || {
             let wl = workload_of(c, &ns, "retried")?;
@@ -229,7 +229,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
 
     // Rejected: the Workload is deactivated and evicted in the check's name.
     set_check(c, &ns, &name, "Rejected", "too big", Value::Null);
-    let wl = wait_for(Duration::from_secs(60), "the deactivation", || {
+    let wl = wait_for(Duration::from_secs(120), "the deactivation", || {
         let wl = workload_of(c, &ns, "retried")?;
         (wl["spec"]["active"] == false
             && condition(&wl, "Evicted")?["reason"] == "DeactivatedDueToAdmissionCheck")
@@ -239,7 +239,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
         condition(&wl, "Evicted").unwrap()["message"],
         format!("The workload is deactivated due to AdmissionCheck in Rejected state: \"{CHECK}\" (too big)")
     );
-    wait_for(Duration::from_secs(60), "the quota given back", || {
+    wait_for(Duration::from_secs(120), "the quota given back", || {
         let wl = workload_of(c, &ns, "retried")?;
         (!is_true(&wl, "QuotaReserved")).then_some(())
     });
@@ -251,7 +251,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
     // A queue that drops its check admits what waited for it (Kueue's
     // workload controller: the states go, Admitted follows).
     create(c, &job("freed", &ns, "lq", "1", "3s", json!({})));
-    wait_for(Duration::from_secs(60), "the third reservation", || {
+    wait_for(Duration::from_secs(120), "the third reservation", || {
         let wl = workload_of(c, &ns, "freed")?;
         (is_true(&wl, "QuotaReserved") && check_state(&wl)?["state"] == "Pending").then_some(())
     });
@@ -260,7 +260,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
         &cluster_queue("checks-cq", &[("checks-pool", "4", None)], json!({})),
     );
     let wl = wait_for(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         "admitted without the check",
         || workload_of(c, &ns, "freed").filter(|w| is_true(w, "Admitted")),
     );
@@ -268,4 +268,83 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
     // Its pod has no toleration for the provisioned node: not left pending.
     let (ok, out, err) = kubectl(c, &["delete", "job", "freed", "-n", &ns], None);
     assert!(ok, "{out}{err}");
+}
+
+/// A Workload without a job (nothing to stop) whose check asks to Retry
+/// gives its quota back at once and is reserved again, its check Pending.
+#[test]
+fn a_jobless_workload_retried_by_its_check_is_reserved_again() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-checks-jobless");
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                "metadata": {"name": "e2e-jobless"},
+                "spec": {"controllerName": "example.com/e2e-jobless"}})
+        .to_string(),
+    );
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    patch_status(
+        c,
+        &["admissionchecks.kueue.x-k8s.io", "e2e-jobless"],
+        &json!({"status": {"conditions": [{"type": "Active", "status": "True",
+            "reason": "Active", "message": "The admission check is active",
+            "lastTransitionTime": now}]}}),
+    );
+    apply(c, &flavor("jobless-pool", json!({})));
+    apply(
+        c,
+        &cluster_queue(
+            "jobless-cq",
+            &[("jobless-pool", "2", None)],
+            json!({"admissionChecksStrategy": {"admissionChecks": [{"name": "e2e-jobless"}]}}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "jobless-cq"));
+    create(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "bare", "namespace": ns},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "busybox",
+                    "resources": {"requests": {"cpu": "1"}}}]}}}]}})
+        .to_string(),
+    );
+    let state = |wl: &Value| {
+        wl["status"]["admissionChecks"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "e2e-jobless")
+            .cloned()
+    };
+    let get_wl = || get(c, &["workloads.kueue.x-k8s.io", "bare", "-n", &ns]);
+    wait_for(Duration::from_secs(120), "reserved, check pending", || {
+        let wl = get_wl()?;
+        (is_true(&wl, "QuotaReserved") && state(&wl)?["state"] == "Pending").then_some(())
+    });
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    patch_status(
+        c,
+        &["workloads.kueue.x-k8s.io", "bare", "-n", &ns],
+        &json!({"status": {"admissionChecks": [{"name": "e2e-jobless", "state": "Retry",
+            "message": "later", "lastTransitionTime": now}]}}),
+    );
+    let wl = wait_for(
+        Duration::from_secs(120),
+        "reserved again after the retry",
+        || {
+            let wl = get_wl()?;
+            (state(&wl)?["retryCount"] == 1
+                && is_true(&wl, "QuotaReserved")
+                && !is_true(&wl, "Evicted"))
+            .then_some(wl)
+        },
+    );
+    assert_eq!(state(&wl).unwrap()["state"], "Pending");
+    assert_eq!(
+        condition(&wl, "Evicted").unwrap()["message"],
+        "Previously: Evicted due to AdmissionCheck in Retry state: \"e2e-jobless\" (later)"
+    );
 }
