@@ -22,7 +22,8 @@ use serde_json::{json, Value};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The upstream files, by the kind they define.
-const FIXTURES: [(&str, &str); 7] = [
+const FIXTURES: [(&str, &str); 8] = [
+    ("AdmissionCheck", "kueue.x-k8s.io_admissionchecks.yaml"),
     ("ClusterQueue", "kueue.x-k8s.io_clusterqueues.yaml"),
     ("Cohort", "kueue.x-k8s.io_cohorts.yaml"),
     ("LocalQueue", "kueue.x-k8s.io_localqueues.yaml"),

@@ -5,6 +5,9 @@
 
 mod support;
 
+#[path = "e2e_queueing/admission_checks.rs"]
+mod admission_checks;
+
 use std::{collections::BTreeMap, time::Duration};
 
 use serde_json::{json, Value};

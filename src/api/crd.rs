@@ -27,8 +27,8 @@ use crate::api::{
     kueue::{
         self,
         v1beta2::{
-            workload_root_validation_rules, ClusterQueue, Cohort, LocalQueue, ResourceFlavor,
-            Workload, WorkloadPriorityClass,
+            workload_root_validation_rules, AdmissionCheck, ClusterQueue, Cohort, LocalQueue,
+            ResourceFlavor, Workload, WorkloadPriorityClass,
         },
     },
     prescale::PreScaledCronJob,
@@ -108,6 +108,7 @@ pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
     // which controller-gen writes as an empty `subresources`.
     priority_class.crd["spec"]["versions"][0]["subresources"] = json!({});
     let mut crds = vec![
+        finish(AdmissionCheck::crd()),
         finish(ClusterQueue::crd()),
         finish(Cohort::crd()),
         finish(LocalQueue::crd()),

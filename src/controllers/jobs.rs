@@ -987,10 +987,13 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             None => Action::await_change(),
         };
         if suspended {
-            let Some(infos) = ctx.pod_set_infos(&wl, &queue) else {
+            let Some(mut infos) = ctx.pod_set_infos(&wl, &queue) else {
                 return Ok(Action::requeue(Duration::from_millis(200)));
             };
-            match workload::start_patch(policy, &job, &infos) {
+            let checks = status.admission_checks.as_deref().unwrap_or_default();
+            match workload::with_check_updates(&mut infos, checks)
+                .and_then(|()| workload::start_patch(policy, &job, &infos))
+            {
                 Ok(ops) => {
                     if ctx.patch_job(&ns, &name, &ops).await? {
                         let cq = status

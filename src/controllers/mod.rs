@@ -18,6 +18,9 @@
 //!   is admitted and stopped when it is evicted.
 //! - [`pods`]: the reconciler of kinds held by a scheduling gate (Kueue's
 //!   pod integration: single pods and pod groups).
+//! - [`checks`]: admission checks on Workloads (states in step with the
+//!   ClusterQueue's checks, admitted once all are Ready, Retry evicts,
+//!   Rejected deactivates).
 //! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
 //!   PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -26,6 +29,7 @@
 //!   purpose, for crash tests).
 
 pub mod appwrapper;
+pub mod checks;
 pub mod context;
 pub mod devices;
 pub mod events;
@@ -85,6 +89,7 @@ pub async fn run(
         readiness.clone(),
     ));
     let shared = context::Shared::start(client).await;
+    tokio::spawn(checks::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
     // Kinds held by a scheduling gate (pods) have their own reconciler,

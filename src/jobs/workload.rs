@@ -46,6 +46,12 @@ pub enum WorkloadError {
     },
     #[error("invalid podset infos: expecting {expected} podset, got {got}")]
     PodSetCount { expected: usize, got: usize },
+    /// An admission check's `podSetUpdates` could not be applied.
+    #[error("in admission check {check:?}: {inner}")]
+    InCheck {
+        check: String,
+        inner: Box<WorkloadError>,
+    },
 }
 
 /// Kueue's `GetWorkloadNameForOwnerWithGVK`: `<kind>-<job name>-<hash>`,
@@ -326,7 +332,8 @@ pub fn set_priority(spec: &mut Value, prio: &Priority) {
 }
 
 /// What an admission adds to one pod set's template (Kueue's `PodSetInfo`):
-/// the flavors' node labels and tolerations, and the pod set and queue labels.
+/// the flavors' node labels and tolerations, the pod set and queue labels,
+/// and what the admission checks ask for (`podSetUpdates`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSetInfo {
     pub name: String,
@@ -334,8 +341,68 @@ pub struct PodSetInfo {
     /// partial admission runs at.
     pub count: Option<i64>,
     pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Value>,
+}
+
+/// The admission checks' `podSetUpdates` added to each pod set's info,
+/// check by check (Kueue's `PodSetInfo.Merge` of `podset.FromUpdate`): a
+/// key set to another value than the admission's own or an earlier
+/// check's is a conflict, in Kueue's words.
+pub fn with_check_updates(
+    infos: &mut [PodSetInfo],
+    checks: &[crate::api::kueue::v1beta2::AdmissionCheckState],
+) -> Result<(), WorkloadError> {
+    for info in infos.iter_mut() {
+        for check in checks {
+            let Some(u) = check
+                .pod_set_updates
+                .iter()
+                .flatten()
+                .find(|u| u.name == info.name)
+            else {
+                continue;
+            };
+            let in_check = |e: WorkloadError| WorkloadError::InCheck {
+                check: check.name.clone(),
+                inner: Box::new(e),
+            };
+            for (what, from, to) in [
+                ("annotations", &u.annotations, &mut info.annotations),
+                ("labels", &u.labels, &mut info.labels),
+                ("nodeSelector", &u.node_selector, &mut info.node_selector),
+            ] {
+                let from = from.iter().flatten();
+                if let Some((k, v)) = from
+                    .clone()
+                    .find(|(k, v)| to.get(*k).is_some_and(|o| o != *v))
+                {
+                    return Err(in_check(WorkloadError::Conflict {
+                        what,
+                        key: k.clone(),
+                        ours: to[k].clone(),
+                        theirs: v.clone(),
+                    }));
+                }
+                for (k, v) in from {
+                    to.insert(k.clone(), v.clone());
+                }
+            }
+            for t in u.tolerations.iter().flatten() {
+                let t = serde_json::to_value(t).map_err(|e| {
+                    in_check(WorkloadError::PodSets {
+                        field: "podSetUpdates[].tolerations".into(),
+                        message: e.to_string(),
+                    })
+                })?;
+                if !info.tolerations.contains(&t) {
+                    info.tolerations.push(t);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The patch that starts an admitted job: each template gets its pod set's
@@ -372,6 +439,15 @@ pub fn start_patch(
             "/metadata/labels",
             "labels",
             &info.labels,
+            &mut ops,
+        )?;
+        merge_map(
+            job,
+            &ps.template,
+            template,
+            "/metadata/annotations",
+            "annotations",
+            &info.annotations,
             &mut ops,
         )?;
         merge_map(
@@ -719,7 +795,57 @@ mod tests {
             labels: [(PODSET_LABEL.to_string(), "main".to_string())].into(),
             node_selector: [("instance-type".to_string(), "on-demand".to_string())].into(),
             tolerations: vec![json!({"key": "spot", "operator": "Exists", "effect": "NoSchedule"})],
+            ..PodSetInfo::default()
         }
+    }
+
+    /// Kueue v0.19.2 pkg/controller/jobs/job/job_controller_test.go
+    /// TestReconciler "when workload is admitted the PodSetUpdates are
+    /// propagated to job" ("ac-key": "ac-value" reaches the template) and
+    /// "when workload is admitted and PodSetUpdates
+    /// conflict between admission checks on labels, the workload is
+    /// finished with failure" (this message).
+    #[test]
+    fn check_updates_are_started_with_the_job() {
+        use crate::api::kueue::v1beta2::{AdmissionCheckState, PodSetUpdate};
+        let check = |name: &str, key: &str, value: &str| AdmissionCheckState {
+            name: name.into(),
+            state: "Ready".into(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ),
+            message: String::new(),
+            requeue_after_seconds: None,
+            retry_count: None,
+            pod_set_updates: Some(vec![PodSetUpdate {
+                name: "main".into(),
+                labels: Some([(key.to_string(), value.to_string())].into()),
+                annotations: Some([("provreq".to_string(), "pr-1".to_string())].into()),
+                node_selector: Some([("pool".to_string(), "new".to_string())].into()),
+                tolerations: None,
+            }]),
+        };
+        let mut infos = vec![info()];
+        with_check_updates(&mut infos, &[check("check1", "ac-key", "ac-value")]).unwrap();
+        assert_eq!(infos[0].node_selector["pool"], "new");
+        let job = job();
+        let started = apply(&job, &start_patch(&job_policy(), &job, &infos).unwrap()).unwrap();
+        let t = &started["spec"]["template"];
+        assert_eq!(t["metadata"]["annotations"]["provreq"], "pr-1");
+        assert_eq!(t["metadata"]["labels"]["ac-key"], "ac-value");
+        assert_eq!(t["spec"]["nodeSelector"]["pool"], "new");
+        let err = with_check_updates(
+            &mut [info()],
+            &[
+                check("check1", "ac-key", "ac-value1"),
+                check("check2", "ac-key", "ac-value2"),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"in admission check "check2": invalid admission check PodSetUpdate: conflict for labels: conflict for key=ac-key, value1=ac-value1, value2=ac-value2"#
+        );
     }
 
     #[test]

@@ -19,13 +19,14 @@
 //! Kueue's messages. What is left out:
 //!
 //! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
-//!   `flavorFungibility.preference`, topology-aware scheduling, admission
-//!   checks, elastic workloads or priority boost;
+//!   `flavorFungibility.preference`, topology-aware scheduling, elastic
+//!   workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
+pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
 pub mod finalizers;

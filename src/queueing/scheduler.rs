@@ -247,6 +247,10 @@ pub struct Engine {
     names: Names,
     /// See [`Engine::set_block_admission`].
     block_admission: bool,
+    /// The AdmissionChecks that exist, and each ClusterQueue's
+    /// `admissionChecksStrategy` rules (see [`super::checks`]).
+    admission_checks: BTreeMap<String, super::checks::CheckInfo>,
+    cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -903,6 +907,7 @@ impl Engine {
             && !cq.stop_policy.is_stopped()
             && self.missing_flavors(cq).is_empty()
             && !self.quota.in_cycle(&cq.name)
+            && self.unusable_checks(cq).is_empty()
     }
 
     fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
@@ -927,6 +932,10 @@ impl Engine {
                 "references missing ResourceFlavor(s): {}",
                 missing.join(",")
             ));
+        }
+        for (reason, message) in self.unusable_checks(cq) {
+            reasons.push(reason);
+            messages.push(message);
         }
         match reasons.first() {
             None => ActiveCondition {
@@ -1207,6 +1216,7 @@ impl Engine {
     }
 }
 
+mod checks;
 mod cycle;
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub fn install_crds(c: &LocalCluster) {
             "crd/localqueues.kueue.x-k8s.io",
             "crd/resourceflavors.kueue.x-k8s.io",
             "crd/workloadpriorityclasses.kueue.x-k8s.io",
+            "crd/admissionchecks.kueue.x-k8s.io",
             "crd/appwrappers.workload.codeflare.dev",
         ],
         Duration::from_secs(120),

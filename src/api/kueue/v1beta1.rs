@@ -258,6 +258,7 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
         }
     }
     match kind {
+        "AdmissionCheck" => admission_check(root),
         "ClusterQueue" => cluster_queue(root),
         "Cohort" => fair_sharing_status(root),
         "LocalQueue" => local_queue(root),
@@ -282,6 +283,15 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
 /// v0.19.2's v1beta1 schema has none of them, so neither does batchgate's
 /// (an object valid for v0.19.2's v1beta1 is valid here).
 const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
+    (
+        "AdmissionCheck",
+        "spec.controllerName",
+        &["maxLength", "minLength"],
+    ),
+    ("AdmissionCheck", "spec.parameters.apiGroup", &["minLength"]),
+    ("AdmissionCheck", "spec.parameters.kind", &["minLength"]),
+    ("AdmissionCheck", "spec.parameters.name", &["minLength"]),
+    ("AdmissionCheck", "status.conditions", &["maxItems"]),
     (
         "ClusterQueue",
         "spec.admissionChecksStrategy",
@@ -397,6 +407,22 @@ fn props<'a>(root: &'a mut Value, path: &[&str]) -> Option<&'a mut serde_json::M
 fn rename(m: &mut serde_json::Map<String, Value>, from: &str, to: &str) {
     if let Some(v) = m.remove(from) {
         m.insert(to.into(), v);
+    }
+}
+
+/// v1beta1 AdmissionChecks still carry the deprecated
+/// `spec.retryDelayMinutes` (default 15), dropped in v1beta2.
+fn admission_check(root: &mut Value) {
+    if let Some(spec) = props(root, &["spec"]) {
+        spec.insert(
+            "retryDelayMinutes".into(),
+            json!({
+                "type": "integer",
+                "format": "int64",
+                "default": 15,
+                "description": "How long to keep the workload suspended after a failed check. Deprecated since v0.8; removed in v1beta2.",
+            }),
+        );
     }
 }
 

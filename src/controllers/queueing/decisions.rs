@@ -204,13 +204,14 @@ impl Controller {
             self.queued.remove(k);
             return;
         };
-        let Some(meta) = self.meta.get(k).cloned() else {
+        let Some(mut meta) = self.meta.get(k).cloned() else {
             // Gone or finished: an admission decided for it holds nothing.
             if matches!(w, Write::Admit(_)) {
                 self.engine.reject_admission(k);
             }
             return;
         };
+        meta.held_by_checks = self.held_by_checks(&w);
         let k = self.shared_key(k);
         self.busy.insert(k.clone());
         let lane = match w {
@@ -445,6 +446,9 @@ pub(super) async fn write_workload(
         let Some(mut status) = render(w, &meta.conditions, meta.generation, &now) else {
             return (refused, None);
         };
+        if meta.held_by_checks {
+            super::checks::hold_for_checks(&mut status, &meta.conditions);
+        }
         if let (Write::Evict { .. }, false) = (w, meta.owned) {
             // No job: release in the same write.
             if let Some(c) = status
@@ -613,6 +617,10 @@ pub(super) fn event(events: &Events, key: &str, meta: &Meta, w: &Write) {
         _ => None,
     };
     for mut o in occurrences(key, waited, w) {
+        // Held by admission checks: admitted (and told) later.
+        if meta.held_by_checks && o.reason == "Admitted" {
+            continue;
+        }
         // Kueue's event for a deactivation with a cause:
         // `EvictedDueToDeactivatedDueTo<cause>`, with the eviction message.
         if let Some((c, m)) = cause

@@ -24,6 +24,7 @@ impl Controller {
                     (Guarded::ClusterQueue, cq.name_any()),
                     finalizers::Guard::of(cq),
                 );
+                c.on_cluster_queue_checks(cq);
                 match translation::cluster_queue(cq) {
                     Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
                     Ok(q) => c.initial.cluster_queues.push(q),
@@ -62,6 +63,7 @@ impl Controller {
                 // moving.
                 c.status_due = true;
             }),
+            Input::AdmissionCheck(ev) => self.on_admission_check(ev),
             Input::Written {
                 key,
                 outcome,
@@ -139,6 +141,7 @@ impl Controller {
             }
             self.engine = Engine::rebuild(initial);
             self.engine.set_block_admission(self.block_admission);
+            self.apply_checks();
             self.started = true;
             info!(
                 workloads = self.meta.len(),

@@ -67,6 +67,7 @@ use crate::{
     server::kueue_metrics::KueueMetrics,
 };
 
+mod checks;
 mod decisions;
 mod feed;
 mod finalizers;
@@ -110,6 +111,7 @@ enum Input {
     Namespace(Event<Namespace>),
     Workload(Event<api::Workload>),
     Cohort(Event<api::Cohort>),
+    AdmissionCheck(Event<api::AdmissionCheck>),
     Written {
         key: Key,
         outcome: Outcome,
@@ -163,6 +165,9 @@ struct Meta {
     /// `status.accumulatedPastExecutionTimeSeconds`, added to when a
     /// jobless Workload's admission is released.
     accumulated: Option<i32>,
+    /// An admission being written waits for admission checks: no
+    /// `Admitted` yet (set per write, see [`checks`]).
+    held_by_checks: bool,
 }
 
 impl Meta {
@@ -199,6 +204,7 @@ impl Meta {
                 .status
                 .as_ref()
                 .and_then(|s| s.accumulated_past_execution_time_seconds),
+            held_by_checks: false,
         }
     }
 }
@@ -293,6 +299,8 @@ pub struct Controller {
     /// finalizer needs them, and those with a finalizer write in flight.
     guarded: BTreeMap<(crate::queueing::finalizers::Guarded, String), finalizers::Guard>,
     guard_in_flight: HashSet<(crate::queueing::finalizers::Guarded, String)>,
+    /// AdmissionChecks and ClusterQueue check rules (see [`checks`]).
+    checks: checks::Feed,
 }
 
 const FLAVORS: usize = 0;
@@ -361,6 +369,11 @@ impl Controller {
             tx.clone(),
             Input::Cohort,
         );
+        watch(
+            Api::<api::AdmissionCheck>::all(client.clone()),
+            tx.clone(),
+            Input::AdmissionCheck,
+        );
         let mut c = Controller {
             recorder: Events::start(client.clone()),
             tally: Arc::default(),
@@ -399,6 +412,7 @@ impl Controller {
             finished: HashMap::new(),
             guarded: BTreeMap::new(),
             guard_in_flight: HashSet::new(),
+            checks: checks::Feed::default(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -500,6 +514,7 @@ mod tests {
             evictions: Vec::new(),
             priority_class: String::new(),
             accumulated: None,
+            held_by_checks: false,
         };
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();

@@ -11,6 +11,8 @@ use crate::queueing::{
     workload::PodSet,
 };
 
+mod checks_cases;
+
 const NS: &str = "ns";
 
 fn flavor(name: &str) -> ResourceFlavor {

@@ -42,6 +42,7 @@ macro_rules! spec_may_be_absent {
 }
 pub(crate) use spec_may_be_absent;
 
+mod admission_check;
 mod cluster_queue;
 mod cohort;
 mod local_queue;
@@ -49,6 +50,7 @@ mod resource_flavor;
 mod workload;
 mod workload_priority_class;
 
+pub use admission_check::*;
 pub use cluster_queue::*;
 pub use cohort::*;
 pub use local_queue::*;
