@@ -129,9 +129,11 @@ fn engine(shape: Shape) -> Engine {
                 created: k as i64,
                 active: true,
                 finished: false,
+                readiness: Default::default(),
                 pod_sets: vec![PodSet {
                     name: "main".into(),
                     count: 1,
+                    min_count: None,
                     requests: [("cpu".to_string(), 1000)].into(),
                     node_selector: BTreeMap::new(),
                     tolerations: vec![],

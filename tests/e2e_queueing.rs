@@ -1064,14 +1064,6 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
         "{w}"
     );
     let events = get(
-
-/// The Events about a Job: (reason, message).
-fn job_events(
-    c: &batchgate_localcluster::LocalCluster,
-    ns: &str,
-    job: &str,
-) -> Vec<(String, String)> {
-    get(
         c,
         &[
             "events",
@@ -1152,7 +1144,19 @@ fn reclaimable_pods_give_quota_to_a_second_job_while_the_first_runs() {
             .all(|j| get(c, &["job", j, "-n", &ns]).is_some_and(|j| is_true(&j, "Complete")))
             .then_some(())
     });
+}
 
+/// The Events about a Job: (reason, message).
+fn job_events(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+) -> Vec<(String, String)> {
+    get(
+        c,
+        &[
+            "events",
+            "-n",
             ns,
             "--field-selector",
             &format!("involvedObject.name={job},involvedObject.kind=Job"),

@@ -422,6 +422,14 @@ pub fn ungate_patch(
         });
     }
     merged_map(pod, "/metadata/labels", "labels", &info.labels, &mut ops)?;
+    // Admission checks' podSetUpdates may carry annotations too.
+    merged_map(
+        pod,
+        "/metadata/annotations",
+        "annotations",
+        &info.annotations,
+        &mut ops,
+    )?;
     merged_map(
         pod,
         "/spec/nodeSelector",
@@ -754,6 +762,7 @@ mod tests {
         PodSetInfo {
             name: "main".into(),
             count: None,
+            annotations: Default::default(),
             labels: [("kueue.x-k8s.io/podset".to_string(), "main".to_string())].into(),
             node_selector: [("zone".to_string(), "a".to_string())].into(),
             tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
