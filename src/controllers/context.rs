@@ -12,7 +12,7 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
 };
 use kube::{
-    api::{DynamicObject, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
     runtime::{
         events::{Recorder, Reporter},
         reflector::{self, ObjectRef, Store},
@@ -222,6 +222,29 @@ pub async fn served(jobs: Api<DynamicObject>, integration: String) {
                 return;
             }
         }
+    }
+}
+
+/// Creates a job's Workload from `body` once the Workload webhook's rules
+/// (which it skips) pass it. `true` when it was created; `false` when one
+/// of that name exists already (an earlier pass created it; the watch
+/// brings it).
+pub async fn create_workload(client: &Client, ns: &str, body: Value) -> Result<bool, JobError> {
+    super::vetting::create(&body)?;
+    let api = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::erase::<api::Workload>(&()),
+    );
+    let obj: DynamicObject = serde_json::from_value(body)?;
+    let params = PostParams {
+        field_manager: Some(MANAGER.into()),
+        ..PostParams::default()
+    };
+    match api.create(&params, &obj).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

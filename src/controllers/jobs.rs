@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    api::{DynamicObject, Patch, PostParams},
+    api::{DynamicObject, Patch},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::{Action, Controller},
@@ -26,8 +26,8 @@ use tracing::{debug, warn};
 
 use super::{
     context::{
-        admission_pod_set_infos, params, release, remove_workload_finalizer, served,
-        write_workload_status, JobError, Shared, MANAGER,
+        admission_pod_set_infos, create_workload, params, release, remove_workload_finalizer,
+        served, write_workload_status, JobError, Shared,
     },
     translation::Conditions,
 };
@@ -824,34 +824,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             }
         };
         let body = workload::for_job(policy, &job, &prio)?;
-        super::vetting::create(&body)?;
-        let raw_api = Api::<DynamicObject>::namespaced_with(
-            ctx.shared.client.clone(),
-            &ns,
-            &ApiResource::erase::<api::Workload>(&()),
-        );
-        let obj: DynamicObject = serde_json::from_value(body)?;
-        match raw_api
-            .create(
-                &PostParams {
-                    field_manager: Some(MANAGER.into()),
-                    ..PostParams::default()
-                },
-                &obj,
+        if create_workload(&ctx.shared.client, &ns, body).await? {
+            ctx.job_event(
+                &job,
+                EventType::Normal,
+                "CreatedWorkload",
+                format!("Created Workload: {ns}/{wl_name}"),
             )
-            .await
-        {
-            Ok(_) => {
-                ctx.job_event(
-                    &job,
-                    EventType::Normal,
-                    "CreatedWorkload",
-                    format!("Created Workload: {ns}/{wl_name}"),
-                )
-                .await;
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(e.into()),
+            .await;
         }
         return Ok(Action::await_change());
     };

@@ -13,7 +13,7 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    api::{DeleteParams, DynamicObject, Patch, PostParams, Preconditions},
+    api::{DeleteParams, DynamicObject, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::{Action, Controller},
@@ -28,8 +28,8 @@ use tracing::{debug, warn};
 
 use super::{
     context::{
-        admission_pod_set_infos, params, release, remove_workload_finalizer, write_workload_status,
-        JobError, Shared, MANAGER,
+        admission_pod_set_infos, create_workload, params, release, remove_workload_finalizer,
+        write_workload_status, JobError, Shared,
     },
     translation::Conditions,
 };
@@ -302,34 +302,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 return Ok(Action::requeue(Duration::from_secs(5)));
             }
         };
-        super::vetting::create(&body)?;
-        let raw_api = Api::<DynamicObject>::namespaced_with(
-            ctx.shared.client.clone(),
-            &ns,
-            &ApiResource::erase::<api::Workload>(&()),
-        );
-        let obj: DynamicObject = serde_json::from_value(body)?;
-        match raw_api
-            .create(
-                &PostParams {
-                    field_manager: Some(MANAGER.into()),
-                    ..PostParams::default()
-                },
-                &obj,
+        if create_workload(&ctx.shared.client, &ns, body).await? {
+            ctx.event(
+                &this,
+                EventType::Normal,
+                "CreatedWorkload",
+                format!("Created Workload: {ns}/{wl_name}"),
             )
-            .await
-        {
-            Ok(_) => {
-                ctx.event(
-                    &this,
-                    EventType::Normal,
-                    "CreatedWorkload",
-                    format!("Created Workload: {ns}/{wl_name}"),
-                )
-                .await;
-            }
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(e.into()),
+            .await;
         }
         return Ok(Action::await_change());
     };

@@ -437,17 +437,9 @@ pub fn ungate_patch(
         &info.node_selector,
         &mut ops,
     )?;
-    let mut tolerations: Vec<Value> = match pod.pointer("/spec/tolerations") {
-        Some(Value::Array(a)) => a.clone(),
-        _ => Vec::new(),
-    };
-    let before = tolerations.len();
-    for t in &info.tolerations {
-        if !tolerations.contains(t) {
-            tolerations.push(t.clone());
-        }
-    }
-    if tolerations.len() != before {
+    if let Some(tolerations) =
+        super::workload::with_tolerations(pod.pointer("/spec/tolerations"), &info.tolerations)
+    {
         ops.push(PatchOp {
             op: "add",
             path: "/spec/tolerations".into(),

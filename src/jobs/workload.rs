@@ -405,6 +405,22 @@ pub fn with_check_updates(
     Ok(())
 }
 
+/// `current` tolerations with those of `extra` it lacks appended, or `None`
+/// when it has them all (nothing to write).
+pub(crate) fn with_tolerations(current: Option<&Value>, extra: &[Value]) -> Option<Vec<Value>> {
+    let mut tolerations = match current {
+        Some(Value::Array(a)) => a.clone(),
+        _ => Vec::new(),
+    };
+    let before = tolerations.len();
+    for t in extra {
+        if !tolerations.contains(t) {
+            tolerations.push(t.clone());
+        }
+    }
+    (tolerations.len() != before).then_some(tolerations)
+}
+
 /// The patch that starts an admitted job: each template gets its pod set's
 /// info merged in (additively: an existing different value is a conflict),
 /// then the suspend switch is turned off. The first operation tests the
@@ -459,17 +475,9 @@ pub fn start_patch(
             &info.node_selector,
             &mut ops,
         )?;
-        let mut tolerations: Vec<Value> = match template.pointer("/spec/tolerations") {
-            Some(Value::Array(a)) => a.clone(),
-            _ => Vec::new(),
-        };
-        let before = tolerations.len();
-        for t in &info.tolerations {
-            if !tolerations.contains(t) {
-                tolerations.push(t.clone());
-            }
-        }
-        if tolerations.len() != before {
+        if let Some(tolerations) =
+            with_tolerations(template.pointer("/spec/tolerations"), &info.tolerations)
+        {
             set_at(
                 job,
                 &ps.template,
