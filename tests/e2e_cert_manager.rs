@@ -62,10 +62,13 @@ fn secret_data(c: &LocalCluster, name: &str, key: &str) -> Option<String> {
 
 /// The caBundle of a webhook configuration's first webhook, decoded.
 fn ca_bundle(c: &LocalCluster, kind: &str, name: &str) -> String {
+    ca_bundle_at(c, kind, name, "/webhooks/0/clientConfig/caBundle")
+}
+
+/// The caBundle at `pointer` in an object, decoded ("" while unset).
+fn ca_bundle_at(c: &LocalCluster, kind: &str, name: &str, pointer: &str) -> String {
     let v = get_json(c, &[kind, name]);
-    let b64 = v["webhooks"][0]["clientConfig"]["caBundle"]
-        .as_str()
-        .unwrap_or("");
+    let b64 = v.pointer(pointer).and_then(Value::as_str).unwrap_or("");
     String::from_utf8(
         base64::engine::general_purpose::STANDARD
             .decode(b64)
@@ -238,6 +241,79 @@ async fn cert_manager_issues_injects_and_renews_without_a_failed_create() {
         },
     );
     wait_webhook_active(c, &jobs_ns);
+
+    // The CRDs whose v1beta1 batchgate converts, as shipped for
+    // cert-manager: the CA injector fills their conversion webhook's
+    // caBundle with the same CA, and the apiserver then converts through
+    // batchgate over TLS (a LocalQueue stored as v1beta2, read as v1beta1).
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "apply",
+            "--server-side",
+            "-f",
+            &format!("{ROOT}/manifests/cert-manager/crds"),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let crds = [
+        "clusterqueues.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    ];
+    let crd_refs: Vec<String> = crds.iter().map(|n| format!("crd/{n}")).collect();
+    let crd_refs: Vec<&str> = crd_refs.iter().map(String::as_str).collect();
+    c.wait_established(&crd_refs, Duration::from_secs(60))
+        .unwrap();
+    wait_for(
+        "the CA injector to fill the CRDs' conversion caBundles",
+        Duration::from_secs(60),
+        || {
+            crds.iter()
+                .all(|n| {
+                    ca_bundle_at(
+                        c,
+                        "crd",
+                        n,
+                        "/spec/conversion/webhook/clientConfig/caBundle",
+                    )
+                    .trim()
+                        == ca.trim()
+                })
+                .then_some(())
+        },
+    );
+    c.apply(&format!(
+        r#"{{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+  "metadata": {{"name": "converted", "namespace": "{jobs_ns}"}},
+  "spec": {{"clusterQueue": "cq"}}}}"#
+    ))
+    .unwrap();
+    let old = wait_for(
+        "the LocalQueue read as v1beta1 through the conversion webhook",
+        Duration::from_secs(60),
+        || {
+            let (ok, out, _) = kubectl(
+                c,
+                &[
+                    "get",
+                    "localqueues.v1beta1.kueue.x-k8s.io",
+                    "converted",
+                    "-n",
+                    &jobs_ns,
+                    "-o",
+                    "json",
+                ],
+                None,
+            );
+            ok.then(|| serde_json::from_str::<Value>(&out).ok())
+                .flatten()
+        },
+    );
+    assert_eq!(old["apiVersion"], "kueue.x-k8s.io/v1beta1", "{old}");
+    assert_eq!(old["spec"]["clusterQueue"], "cq", "{old}");
 
     // Two clients create queued Jobs until told to stop.
     let stop = Arc::new(AtomicBool::new(false));
