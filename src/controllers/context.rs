@@ -248,6 +248,27 @@ pub async fn create_workload(client: &Client, ns: &str, body: Value) -> Result<b
     }
 }
 
+/// A job (or pod) that can never start with its admission: its Workload is
+/// finished (`FailedToStart`), so the quota goes back.
+pub async fn finish_failed_to_start(
+    api: &Api<api::Workload>,
+    wl: &api::Workload,
+    conds: &Conditions,
+    message: &str,
+    now: &Time,
+) -> Result<(), JobError> {
+    let mut c = conds.clone();
+    c.set(
+        condition::FINISHED,
+        true,
+        "FailedToStart",
+        message,
+        now,
+        wl.metadata.generation,
+    );
+    write_workload_status(api, wl, json!({"conditions": c.0})).await
+}
+
 pub async fn write_workload_status(
     api: &Api<api::Workload>,
     wl: &api::Workload,

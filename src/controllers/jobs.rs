@@ -26,8 +26,8 @@ use tracing::{debug, warn};
 
 use super::{
     context::{
-        admission_pod_set_infos, create_workload, params, release, remove_workload_finalizer,
-        served, write_workload_status, JobError, Shared,
+        admission_pod_set_infos, create_workload, finish_failed_to_start, params, release,
+        remove_workload_finalizer, served, write_workload_status, JobError, Shared,
     },
     translation::Conditions,
 };
@@ -991,18 +991,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                     }
                 }
                 Err(e) => {
-                    // The job can never start with this admission: finish
-                    // the Workload so its quota goes back.
-                    let mut c = conds.clone();
-                    c.set(
-                        condition::FINISHED,
-                        true,
-                        "FailedToStart",
-                        &e.to_string(),
-                        &now,
-                        wl.metadata.generation,
-                    );
-                    write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
+                    finish_failed_to_start(&wl_api, &wl, &conds, &e.to_string(), &now).await?;
                     ctx.job_event(&job, EventType::Warning, "FailedToStart", e.to_string())
                         .await;
                 }

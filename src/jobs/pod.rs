@@ -480,29 +480,16 @@ fn merged_map(
     add: &BTreeMap<String, String>,
     ops: &mut Vec<PatchOp>,
 ) -> Result<(), WorkloadError> {
-    let existing = pod.pointer(at).and_then(Value::as_object);
-    let mut out: Map<String, Value> = existing.cloned().unwrap_or_default();
-    let mut changed = false;
-    for (k, v) in add {
-        match existing.and_then(|m| m.get(k)) {
-            Some(Value::String(cur)) if cur == v => {}
-            Some(other) => {
-                return Err(WorkloadError::Conflict {
-                    what,
-                    key: k.clone(),
-                    ours: other
-                        .as_str()
-                        .map_or_else(|| other.to_string(), String::from),
-                    theirs: v.clone(),
-                })
-            }
-            None => {
-                out.insert(k.clone(), Value::String(v.clone()));
-                changed = true;
-            }
+    let missing = super::workload::missing_entries(pod.pointer(at), what, add)?;
+    if !missing.is_empty() {
+        let mut out: Map<String, Value> = pod
+            .pointer(at)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for (k, v) in missing {
+            out.insert(k.clone(), Value::String(v.clone()));
         }
-    }
-    if changed {
         ops.push(PatchOp {
             op: "add",
             path: at.into(),

@@ -604,7 +604,29 @@ fn merge_map(
     add: &BTreeMap<String, String>,
     ops: &mut Vec<PatchOp>,
 ) -> Result<(), WorkloadError> {
-    let existing = template.pointer(rel).and_then(Value::as_object);
+    for (k, v) in missing_entries(template.pointer(rel), what, add)? {
+        let escaped = k.replace('~', "~0").replace('/', "~1");
+        set_at(
+            job,
+            template_ptr,
+            &format!("{rel}/{escaped}"),
+            Value::String(v.clone()),
+            ops,
+        );
+    }
+    Ok(())
+}
+
+/// The entries of `add` that the string map `existing` lacks; an entry it
+/// has with another value is a conflict (as Kueue's pod set merge refuses
+/// it).
+pub(crate) fn missing_entries<'a>(
+    existing: Option<&Value>,
+    what: &'static str,
+    add: &'a BTreeMap<String, String>,
+) -> Result<Vec<(&'a String, &'a String)>, WorkloadError> {
+    let existing = existing.and_then(Value::as_object);
+    let mut missing = Vec::new();
     for (k, v) in add {
         match existing.and_then(|m| m.get(k)) {
             Some(Value::String(cur)) if cur == v => {}
@@ -618,19 +640,10 @@ fn merge_map(
                     theirs: v.clone(),
                 })
             }
-            None => {
-                let escaped = k.replace('~', "~0").replace('/', "~1");
-                set_at(
-                    job,
-                    template_ptr,
-                    &format!("{rel}/{escaped}"),
-                    Value::String(v.clone()),
-                    ops,
-                );
-            }
+            None => missing.push((k, v)),
         }
     }
-    Ok(())
+    Ok(missing)
 }
 
 /// Applies patch operations to a copy of `doc` (for tests and for checking
