@@ -48,6 +48,9 @@
 //!   KUEUE_BENCH_TIMEOUT_SECS [900] give up on a run after this long
 //!   KUEUE_BENCH_CHECKER [1]        0: do not build or run the checker
 //!   KUEUE_BENCH_KEEP=1             keep each run's work dir (runner output, manager log)
+//!   KUEUE_BENCH_CLIENT [harness]   batchgate's `clientConnection`: `harness` = minimalkueue's
+//!                                  (qps 50, burst 100, per resource, as its client-go gives it),
+//!                                  `default` = Kueue v0.19.2's defaults (300, 500), or `QPS/BURST`
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
@@ -103,6 +106,8 @@ struct Knobs {
     timeout: Duration,
     checker: bool,
     keep: bool,
+    /// batchgate's `clientConnection` (qps, burst).
+    client: (f32, u32),
     bin: PathBuf,
 }
 
@@ -154,6 +159,16 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
         timeout: Duration::from_secs(var("KUEUE_BENCH_TIMEOUT_SECS", 900u64)?),
         checker: !smoke && var("KUEUE_BENCH_CHECKER", 1u8)? == 1,
         keep: std::env::var("KUEUE_BENCH_KEEP").is_ok_and(|v| v == "1"),
+        client: match std::env::var("KUEUE_BENCH_CLIENT").as_deref() {
+            Err(_) | Ok("harness") => (50.0, 100),
+            Ok("default") => (300.0, 500),
+            Ok(v) => v
+                .split_once('/')
+                .and_then(|(q, b)| Some((q.parse().ok()?, b.parse().ok()?)))
+                .ok_or_else(|| {
+                    format!("KUEUE_BENCH_CLIENT={v:?}: use harness, default or QPS/BURST")
+                })?,
+        },
         bin: std::env::var_os("BATCHGATE_BENCH_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate"))),
@@ -516,9 +531,13 @@ fn start_manager(
                 return Err(format!("batchgate certs failed: {status}").into());
             }
             let cfg = dir.join("config.yaml");
+            let (qps, burst) = k.client;
             std::fs::write(
                 &cfg,
-                "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n",
+                format!(
+                    "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n\
+                     clientConnection:\n  qps: {qps}\n  burst: {burst}\n"
+                ),
             )?;
             let mut cmd = Command::new(&k.bin);
             cmd.args(["serve", "--cert-dir"])

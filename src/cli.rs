@@ -563,6 +563,12 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 kube::client::ClientBuilder::try_from(config)
                     .context("building the reconciler's kube client")?
                     .with_layer(&controllers::lease::FenceLayer(fence.clone()))
+                    // Outside the fence: a write is checked when it is sent,
+                    // not when it starts waiting for its token.
+                    .with_layer(&controllers::throttle::ThrottleLayer({
+                        let (qps, burst) = cfg.client_connection.settings();
+                        Arc::new(controllers::throttle::Throttle::new(qps, burst))
+                    }))
                     .build(),
             )
         }

@@ -48,6 +48,10 @@ pub struct Config {
     pub admission: Option<AdmissionMode>,
     #[serde(default)]
     pub reconciler: ReconcilerConfig,
+    /// Kueue's `clientConnection`: the reconciler's requests per second and
+    /// burst, per resource (defaults 300 and 500, as Kueue v0.19.2's).
+    #[serde(default)]
+    pub client_connection: ClientConnectionConfig,
     #[serde(default)]
     pub entitlement: EntitlementConfig,
     #[serde(default)]
@@ -225,6 +229,33 @@ pub struct ReconcilerConfig {
     /// renewal (default 15 s); a restarted replica waits at most this long.
     #[serde(default, with = "opt_secs")]
     pub lease_duration_seconds: Option<Duration>,
+}
+
+/// Kueue's `ClientConnection` (its `qps` and `burst`; client-go paces each
+/// resource's requests with them).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientConnectionConfig {
+    pub qps: Option<f32>,
+    pub burst: Option<u32>,
+}
+
+impl ClientConnectionConfig {
+    /// `(qps, burst)` with Kueue's defaulting: an unset or zero field takes
+    /// the default (300, 500); a negative `qps` turns pacing off, as it
+    /// does in client-go.
+    pub fn settings(&self) -> (f64, u32) {
+        let qps = match self.qps {
+            None => 300.0,
+            Some(q) if q == 0.0 => 300.0,
+            Some(q) => f64::from(q),
+        };
+        let burst = match self.burst {
+            None | Some(0) => 500,
+            Some(b) => b,
+        };
+        (qps, burst)
+    }
 }
 
 /// The serving certificate kept in a Secret (instead of `webhook.certDir`).

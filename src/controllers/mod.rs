@@ -39,6 +39,7 @@ pub mod lease;
 pub mod pods;
 pub mod prescale;
 pub mod queueing;
+pub mod throttle;
 pub mod translation;
 pub mod vetting;
 
