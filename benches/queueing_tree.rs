@@ -12,7 +12,7 @@
 //! four hold 8 cpu nominal, the fourth none (it only borrows); every queue
 //! preempts lower priorities within itself and reclaims its nominal quota
 //! from any borrower of its tree. Workloads: one pod of 1, 1, 2, 4 or 8
-//! cpu, priority 0–3, running 1–6 cycles; 50,000 pending at every size
+//! cpu, priority 0–3, running 2–12 cycles (see [`running_range`]); 50,000 pending at every size
 //! (100 queues × 500, 1,000 × 50, 5,000 × 10).
 //!
 //! "setup": adding the flavor, the Cohorts, the ClusterQueues with their
@@ -26,6 +26,7 @@
 //!
 //! Environment: `BATCHGATE_TREE_SIZES=100,1000` picks sizes;
 //! `BATCHGATE_TREE_ONCE=1` skips criterion and prints only that table;
+//! `BATCHGATE_TREE_RUNNING=1-6` sets the running times;
 //! `BATCHGATE_TREE_FAIR_SHARING=1` turns fair sharing on (see
 //! [`FAIR_SHARING`]). Under `cargo test` it runs once on 100 ClusterQueues
 //! × 5 Workloads.
@@ -139,9 +140,24 @@ fn priority(q: usize, k: usize) -> i32 {
     ((7 * k + q) % 4) as i32
 }
 
-fn running_cycles(key: &str) -> i64 {
-    // Deterministic, spread over 1–6.
-    1 + (key.bytes().map(i64::from).sum::<i64>() % 6)
+/// How many cycles Workloads run: 2–12 (long enough that every size runs
+/// short of quota, so queues borrow and set-aside Workloads preempt), or
+/// `BATCHGATE_TREE_RUNNING=lo-hi` (`1-6`: the mix of the first measurements
+/// in BENCHMARKS.md).
+fn running_range() -> (i64, i64) {
+    std::env::var("BATCHGATE_TREE_RUNNING")
+        .ok()
+        .and_then(|v| {
+            let (lo, hi) = v.split_once('-')?;
+            let (lo, hi) = (lo.trim().parse().ok()?, hi.trim().parse().ok()?);
+            (1 <= lo && lo <= hi).then_some((lo, hi))
+        })
+        .unwrap_or((2, 12))
+}
+
+fn running_cycles(key: &str, (lo, hi): (i64, i64)) -> i64 {
+    // Deterministic, spread over the range.
+    lo + (key.bytes().map(i64::from).sum::<i64>() % (hi - lo + 1))
 }
 
 fn engine(shape: Shape) -> Engine {
@@ -229,6 +245,7 @@ fn drain(e: &mut Engine, total: usize) -> Drained {
     let mut finish_at: HashMap<String, i64> = HashMap::new();
     let mut left = total;
     let mut now = 1;
+    let running = running_range();
     while left > 0 {
         while let Some(entry) = due.first_entry() {
             if *entry.key() > now {
@@ -252,7 +269,7 @@ fn drain(e: &mut Engine, total: usize) -> Drained {
             match d {
                 Decision::Admit { workload, .. } => {
                     e.confirm_admission(&workload);
-                    let at = now + running_cycles(&workload);
+                    let at = now + running_cycles(&workload, running);
                     due.entry(at).or_default().push(workload.clone());
                     finish_at.insert(workload, at);
                     out.admissions += 1;

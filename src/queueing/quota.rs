@@ -330,6 +330,7 @@ impl QuotaTree {
     }
 
     /// The ClusterQueue's parent Cohort (`spec.cohortName`).
+    #[cfg(test)]
     pub fn cohort_of(&self, cq: &str) -> Option<&str> {
         let p = self.node(self.queue(cq)?).parent?;
         Some(&self.node(p).name)
