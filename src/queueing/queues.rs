@@ -105,6 +105,11 @@ impl PendingQueue {
         });
     }
 
+    /// Whether a workload is set aside.
+    pub fn has_set_aside(&self) -> bool {
+        !self.inadmissible.is_empty()
+    }
+
     /// Whether a workload waits in order (not set aside).
     pub fn has_queued(&self) -> bool {
         !self.queued.is_empty()

@@ -48,7 +48,7 @@ pub(crate) struct Limits {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct NodeId(usize);
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Node {
     name: String,
     is_queue: bool,
@@ -82,7 +82,7 @@ impl Node {
 }
 
 /// What changes only with the specs: shared by every snapshot.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Shape {
     nodes: Vec<Node>,
     queues: BTreeMap<String, usize>,
@@ -240,6 +240,79 @@ impl QuotaTree {
         tree
     }
 
+    /// Adds a ClusterQueue the tree does not have yet, as
+    /// [`Self::build_with_cohorts`] would place it (under its Cohort, or a
+    /// new implicit root Cohort), without rebuilding the rest: its lendable
+    /// quota is added up its ancestors and their heights are updated.
+    /// Returns false (and changes nothing) if the queue is already there:
+    /// a changed queue needs a rebuild.
+    pub fn insert_queue(&mut self, cq: &ClusterQueue) -> bool {
+        if self.shape.queues.contains_key(&cq.name) {
+            return false;
+        }
+        let shape = Arc::make_mut(&mut self.shape);
+        let i = shape.nodes.len();
+        shape.nodes.push(Node {
+            name: cq.name.clone(),
+            is_queue: true,
+            quotas: quotas_of(&cq.resource_groups),
+            ..Node::default()
+        });
+        self.usage.push(Usage::new());
+        shape.queues.insert(cq.name.clone(), i);
+        accumulate(&mut shape.nodes, i);
+        let Some(cohort) = cq.cohort.as_deref().filter(|c| !c.is_empty()) else {
+            return true;
+        };
+        let p = match shape.cohorts.get(cohort) {
+            Some(&p) => p,
+            None => {
+                // Named but not defined: an implicit root without quota.
+                shape.nodes.push(Node {
+                    name: cohort.to_string(),
+                    ..Node::default()
+                });
+                self.usage.push(Usage::new());
+                shape.cohorts.insert(cohort.to_string(), i + 1);
+                i + 1
+            }
+        };
+        shape.nodes[i].parent = Some(p);
+        shape.nodes[i].in_cycle = shape.nodes[p].in_cycle;
+        // Children in name order, as a build lists them.
+        let nodes = &shape.nodes;
+        let at = nodes[p]
+            .child_queues
+            .partition_point(|&q| nodes[q].name < cq.name);
+        shape.nodes[p].child_queues.insert(at, i);
+        // What each node lends its parent changes as its subtree grows:
+        // carry the change up (every resource the queue names gets an entry
+        // at every ancestor, as `accumulate` gives it).
+        let mut lent: Vec<(FlavorResource, i64)> = shape.nodes[i]
+            .subtree
+            .iter()
+            .map(|(fr, q)| (fr.clone(), q - shape.nodes[i].local_quota(fr)))
+            .collect();
+        let mut at = Some(p);
+        while let Some(n) = at {
+            for (fr, delta) in &mut lent {
+                let before = shape.nodes[n].subtree(fr) - shape.nodes[n].local_quota(fr);
+                let e = shape.nodes[n].subtree.entry(fr.clone()).or_default();
+                *e = e.saturating_add(*delta);
+                *delta = shape.nodes[n].subtree(fr) - shape.nodes[n].local_quota(fr) - before;
+            }
+            let nodes = &shape.nodes;
+            let height = nodes[n]
+                .child_cohorts
+                .iter()
+                .map(|&c| nodes[c].height.saturating_add(1))
+                .fold(1, u8::max);
+            shape.nodes[n].height = height;
+            at = shape.nodes[n].parent;
+        }
+        true
+    }
+
     fn node(&self, i: usize) -> &Node {
         &self.shape.nodes[i]
     }
@@ -257,6 +330,7 @@ impl QuotaTree {
     }
 
     /// The ClusterQueue's parent Cohort (`spec.cohortName`).
+    #[cfg(test)]
     pub fn cohort_of(&self, cq: &str) -> Option<&str> {
         let p = self.node(self.queue(cq)?).parent?;
         Some(&self.node(p).name)
@@ -304,18 +378,6 @@ impl QuotaTree {
             stack.extend(&node.child_cohorts);
         }
         out
-    }
-
-    /// The other queues of `cq`'s tree: where released quota may fit.
-    pub fn cohort_peers(&self, cq: &str) -> Vec<String> {
-        match self.cohort_of(cq) {
-            Some(c) => {
-                let mut m = self.tree_members(c);
-                m.retain(|q| q != cq);
-                m
-            }
-            None => Vec::new(),
-        }
     }
 
     pub fn limits(&self, cq: &str, fr: &FlavorResource) -> Limits {
@@ -915,5 +977,85 @@ mod tests {
         let flat = [cq("x", Some("c"), 4, None, None)];
         let t = tree(&flat, &[]);
         assert_eq!(t.lowest_subtree_that_fits("x", &fr(), 4), (0, true));
+    }
+
+    // ---- adding a queue in place (the bench's big trees) ----------------
+
+    use proptest::prelude::*;
+
+    /// What a reader of the tree sees of every queue and Cohort.
+    fn observed(t: &QuotaTree, names: &[String]) -> Vec<String> {
+        let mut out: Vec<String> = names
+            .iter()
+            .map(|q| {
+                format!(
+                    "{q}: avail {} pot {} path {} root {:?} cycle {} fits {:?} {:?} anc {:?}",
+                    t.available(q, &fr()),
+                    t.potential_available(q, &fr()),
+                    t.path(q),
+                    t.root_of(q),
+                    t.in_cycle(q),
+                    t.lowest_subtree_that_fits(q, &fr(), 1),
+                    t.lowest_subtree_that_fits(q, &fr(), 9),
+                    t.ancestor_names(q),
+                )
+            })
+            .collect();
+        let mut subtrees = t.cohort_subtrees();
+        subtrees.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(subtrees.iter().map(|s| format!("{s:?}")));
+        out
+    }
+
+    proptest! {
+        /// Queues added one by one with `insert_queue` give the tree a
+        /// build from all of them gives: the same quota, availability,
+        /// heights, paths and subtrees, before and after usage is added.
+        #[test]
+        fn inserting_queues_matches_a_build(
+            cohorts in proptest::collection::vec(
+                (proptest::option::of(0usize..6), 0i64..6, proptest::option::of(0i64..4)),
+                0..5,
+            ),
+            queues in proptest::collection::vec(
+                (proptest::option::of(0usize..7), 0i64..6, proptest::option::of(0i64..4),
+                 proptest::option::of(0i64..4)),
+                1..8,
+            ),
+            before in 0usize..8,
+            usage in proptest::collection::vec((0usize..8, 1i64..4), 0..6),
+        ) {
+            // Parents may be missing (implicit Cohorts) or loop.
+            let cs: Vec<Cohort> = cohorts
+                .iter()
+                .enumerate()
+                .map(|(i, (p, n, ll))| co(&format!("c{i}"), p.map(|p| format!("c{p}")).as_deref(), *n, *ll))
+                .collect();
+            let qs: Vec<ClusterQueue> = queues
+                .iter()
+                .enumerate()
+                .map(|(i, (c, n, bl, ll))| {
+                    cq(&format!("q{i}"), c.map(|c| format!("c{c}")).as_deref(), *n, *bl, *ll)
+                })
+                .collect();
+            let names: Vec<String> = qs.iter().map(|q| q.name.clone()).collect();
+            let mut sorted = qs.clone();
+            sorted.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut built = QuotaTree::build_with_cohorts(&sorted, &cs, []);
+            let before = before.min(qs.len());
+            let mut grown = QuotaTree::build_with_cohorts(&qs[..before], &cs, []);
+            // The rest in reverse, so insertion order differs from name order.
+            for q in qs[before..].iter().rev() {
+                prop_assert!(grown.insert_queue(q));
+            }
+            prop_assert!(!grown.insert_queue(&qs[0]));
+            prop_assert_eq!(observed(&grown, &names), observed(&built, &names));
+            for (q, v) in usage {
+                let q = &names[q % names.len()];
+                built.add(q, &using(v));
+                grown.add(q, &using(v));
+            }
+            prop_assert_eq!(observed(&grown, &names), observed(&built, &names));
+        }
     }
 }

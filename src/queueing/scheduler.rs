@@ -237,6 +237,15 @@ pub struct Engine {
     holders: BTreeMap<String, BTreeSet<Arc<str>>>,
     /// Pending workloads of every existing ClusterQueue.
     queues: BTreeMap<String, PendingQueue>,
+    /// The ClusterQueues in a Cohort that may have set-aside workloads, by
+    /// the root of their tree: a release requeues its tree's set-aside
+    /// workloads without walking the tree (see [`Engine::requeue_tree_of`]).
+    set_aside_by_root: BTreeMap<String, BTreeSet<String>>,
+    /// Tests only: requeue by walking the tree and rebuild it on every
+    /// change, as before the index and in-place adds (the reference the
+    /// equivalence test compares with).
+    #[cfg(test)]
+    pub(crate) by_walk: bool,
     quota: QuotaTree,
     /// Workloads whose pending status changed since the last cycle.
     dirty: BTreeSet<Arc<str>>,
@@ -367,14 +376,18 @@ impl Engine {
             return; // status writes come back as updates; only spec changes count
         }
         let name = cq.name.clone();
-        let old_cohort = self
-            .cluster_queues
-            .get(&name)
-            .and_then(|c| c.cohort.clone());
         let is_new = !self.cluster_queues.contains_key(&name);
+        let old_root = self.quota.root_of(&name).map(str::to_string);
         self.queues.entry(name.clone()).or_default();
         self.cluster_queues.insert(name.clone(), cq);
-        self.rebuild_quota();
+        // A new queue joins the tree in place; a changed one rebuilds it, as
+        // does one re-created under workloads still holding its quota.
+        let in_place = is_new && !self.holders.contains_key(&name);
+        #[cfg(test)]
+        let in_place = in_place && !self.by_walk;
+        if !(in_place && self.quota.insert_queue(&self.cluster_queues[&name])) {
+            self.rebuild_quota();
+        }
         if is_new {
             self.replace_all();
         }
@@ -388,13 +401,22 @@ impl Engine {
             .collect();
         self.drain.extend(holders);
         // New quota (or cohort) can fit what was set aside, here and in
-        // the cohorts the queue left and joined.
+        // the trees the queue left and joined.
         let mut affected: BTreeSet<String> = [name.clone()].into();
-        for cohort in old_cohort
-            .iter()
-            .chain(self.cluster_queues[&name].cohort.iter())
-        {
-            affected.extend(self.quota.tree_members(cohort));
+        #[cfg(test)]
+        if self.by_walk {
+            let walk: Vec<String> = old_root
+                .iter()
+                .chain(self.quota.root_of(&name).map(str::to_string).iter())
+                .flat_map(|r| self.quota.tree_members(r))
+                .collect();
+            affected.extend(walk);
+            self.requeue_inadmissible(affected.iter().map(String::as_str));
+            return;
+        }
+        let new_root = self.quota.root_of(&name).map(str::to_string);
+        for root in old_root.iter().chain(&new_root) {
+            affected.extend(self.set_aside_by_root.remove(root).into_iter().flatten());
         }
         self.requeue_inadmissible(affected.iter().map(String::as_str));
     }
@@ -643,6 +665,7 @@ impl Engine {
         if let Some(q) = self.queues.get_mut(&*cq) {
             q.set_aside(order);
         }
+        self.note_set_aside(&cq);
         if let Some(rec) = self.workloads.get_mut(key) {
             rec.state = State::Queued { cq };
         }
@@ -967,6 +990,52 @@ impl Engine {
             self.cohorts.values(),
             usage,
         );
+        // Roots may have changed.
+        self.set_aside_by_root.clear();
+        let names: Vec<String> = self.queues.keys().cloned().collect();
+        for cq in names {
+            self.note_set_aside(&cq);
+        }
+    }
+
+    /// Indexes the queue under its tree's root if it has set-aside
+    /// workloads. Called wherever workloads are set aside.
+    pub(super) fn note_set_aside(&mut self, cq: &str) {
+        if !self.queues.get(cq).is_some_and(PendingQueue::has_set_aside) {
+            return;
+        }
+        if let Some(root) = self.quota.root_of(cq) {
+            if let Some(set) = self.set_aside_by_root.get_mut(root) {
+                set.insert(cq.to_string());
+            } else {
+                let root = root.to_string();
+                self.set_aside_by_root.insert(root, [cq.to_string()].into());
+            }
+        }
+    }
+
+    /// Requeues the set-aside workloads of `cq` and of every ClusterQueue in
+    /// its Cohort tree (Kueue's `requeueWorkloadsCohort` on the root), from
+    /// the index rather than the tree: the cost is the queues that have
+    /// some, not the size of the tree.
+    fn requeue_tree_of(&mut self, cq: &str) {
+        self.requeue_inadmissible([cq]);
+        #[cfg(test)]
+        if self.by_walk {
+            let peers = self
+                .quota
+                .root_of(cq)
+                .map(|r| self.quota.tree_members(r))
+                .unwrap_or_default();
+            self.requeue_inadmissible(peers.iter().map(String::as_str));
+            return;
+        }
+        let Some(root) = self.quota.root_of(cq) else {
+            return;
+        };
+        if let Some(set) = self.set_aside_by_root.remove(root) {
+            self.requeue_inadmissible(set.iter().map(String::as_str));
+        }
     }
 
     /// The map's own copy of `key`, to share.
@@ -1158,9 +1227,7 @@ impl Engine {
         let cq = h.cq.clone();
         self.quota.remove(&cq, &old);
         self.quota.add(&cq, &usage);
-        let mut affected = vec![cq.to_string()];
-        affected.extend(self.quota.cohort_peers(&cq));
-        self.requeue_inadmissible(affected.iter().map(String::as_str));
+        self.requeue_tree_of(&cq);
     }
 
     /// waitForPodsReady's `blockAdmission`: while it is set, no workload is
@@ -1196,9 +1263,7 @@ impl Engine {
                 self.holders.remove(&*h.cq);
             }
         }
-        let mut affected = vec![h.cq.to_string()];
-        affected.extend(self.quota.cohort_peers(&h.cq));
-        self.requeue_inadmissible(affected.iter().map(String::as_str));
+        self.requeue_tree_of(&h.cq);
     }
 
     /// Releases the quota and queues the workload again.
@@ -1230,3 +1295,6 @@ mod partial_admission_cases;
 
 #[cfg(test)]
 mod hierarchy_cases;
+
+#[cfg(test)]
+mod tree_index_cases;

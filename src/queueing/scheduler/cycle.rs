@@ -160,7 +160,9 @@ impl Engine {
 
         // 6. Requeue what was not admitted.
         for entry in entries {
+            let cq = entry.cq.clone();
             cycle.progress |= self.requeue(entry);
+            self.note_set_aside(&cq);
         }
         self.report_pending(&mut cycle.decisions);
         cycle.progress |= cycle
