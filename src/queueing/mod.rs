@@ -29,6 +29,7 @@
 pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
+pub mod fair_sharing;
 pub mod finalizers;
 pub mod flavors;
 mod partial_admission;

@@ -109,6 +109,7 @@ impl EvictionReason {
 pub enum PreemptedReason {
     InClusterQueue,
     InCohortReclamation,
+    InCohortFairSharing,
 }
 
 impl PreemptedReason {
@@ -116,6 +117,7 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "InClusterQueue",
             PreemptedReason::InCohortReclamation => "InCohortReclamation",
+            PreemptedReason::InCohortFairSharing => "InCohortFairSharing",
         }
     }
 
@@ -124,6 +126,7 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "prioritization in the ClusterQueue",
             PreemptedReason::InCohortReclamation => "reclamation within the cohort",
+            PreemptedReason::InCohortFairSharing => "Fair Sharing within the cohort",
         }
     }
 }
@@ -251,6 +254,8 @@ pub struct Engine {
     /// `admissionChecksStrategy` rules (see [`super::checks`]).
     admission_checks: BTreeMap<String, super::checks::CheckInfo>,
     cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
+    /// Fair sharing's settings, while it is on (see [`fair`]).
+    fair: Option<super::fair_sharing::FairSharing>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -967,6 +972,7 @@ impl Engine {
             self.cohorts.values(),
             usage,
         );
+        self.attach_fair();
     }
 
     /// The map's own copy of `key`, to share.
@@ -1218,6 +1224,7 @@ impl Engine {
 
 mod checks;
 mod cycle;
+mod fair;
 
 #[cfg(test)]
 mod tests;
