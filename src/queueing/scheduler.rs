@@ -1237,3 +1237,6 @@ mod partial_admission_cases;
 
 #[cfg(test)]
 mod hierarchy_cases;
+
+#[cfg(test)]
+mod fair_cases;
