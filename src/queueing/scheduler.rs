@@ -741,6 +741,7 @@ impl Engine {
             flavors_usage,
             flavors_admitted,
             active: self.active_condition(cq),
+            weighted_share: self.cluster_queue_weighted_share(name),
         })
     }
 
