@@ -7,6 +7,8 @@ mod support;
 
 #[path = "e2e_queueing/admission_checks.rs"]
 mod admission_checks;
+#[path = "e2e_queueing/fair_sharing.rs"]
+mod fair_sharing;
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -21,9 +23,14 @@ use support::{
 /// ready long before the timeout.
 const READINESS: &str = "waitForPodsReady:\n  timeout: 8s\n  requeuingStrategy:\n    backoffBaseSeconds: 2\n    backoffMaxSeconds: 16\n    backoffLimitCount: 2\n";
 
-/// The binary's batchgate, with [`READINESS`].
+/// Fair sharing on for the whole binary (see [`fair_sharing`]).
+const FAIR_SHARING: &str =
+    "fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n";
+
+/// The binary's batchgate, with [`READINESS`] and [`FAIR_SHARING`].
 fn env() -> &'static Env {
-    env_with(READINESS)
+    static CONFIG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    env_with(CONFIG.get_or_init(|| format!("{READINESS}{FAIR_SHARING}")))
 }
 
 /// 4 cpu behind two LocalQueues, six 1-cpu Jobs: four run at once on the

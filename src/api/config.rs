@@ -603,7 +603,10 @@ probes:
         let v1 = on("fairSharing: {enable: true}\n").unwrap().unwrap();
         assert_eq!(
             v1.preemption_strategies,
-            vec![Strategy::LessThanOrEqualToFinalShare, Strategy::LessThanInitialShare]
+            vec![
+                Strategy::LessThanOrEqualToFinalShare,
+                Strategy::LessThanInitialShare
+            ]
         );
         let one = on("fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n").unwrap();
         assert_eq!(
@@ -621,7 +624,8 @@ probes:
         )
         .unwrap_err();
         assert!(
-            err.to_string().starts_with("c.yaml: fairSharing.preemptionStrategies: Unsupported value: "),
+            err.to_string()
+                .starts_with("c.yaml: fairSharing.preemptionStrategies: Unsupported value: "),
             "{err}"
         );
     }

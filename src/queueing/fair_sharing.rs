@@ -230,7 +230,11 @@ pub(crate) fn share(tree: &QuotaTree, n: NodeId) -> Drs {
 }
 
 /// The share of a ClusterQueue or Cohort by name (a ClusterQueue first).
-pub(crate) fn share_of(tree: &QuotaTree, cluster_queue: Option<&str>, cohort: Option<&str>) -> Option<Drs> {
+pub(crate) fn share_of(
+    tree: &QuotaTree,
+    cluster_queue: Option<&str>,
+    cohort: Option<&str>,
+) -> Option<Drs> {
     let n = match (cluster_queue, cohort) {
         (Some(cq), _) => tree.queue_id(cq)?,
         (None, Some(c)) => tree.cohort_id(c)?,
@@ -385,7 +389,12 @@ struct TargetOrdering {
 }
 
 impl TargetOrdering {
-    fn new(tree: &QuotaTree, preemptor: NodeId, candidates: &[usize], victims: &[Victim<'_>]) -> Self {
+    fn new(
+        tree: &QuotaTree,
+        preemptor: NodeId,
+        candidates: &[usize],
+        victims: &[Victim<'_>],
+    ) -> Self {
         let mut queued: BTreeMap<NodeId, VecDeque<usize>> = BTreeMap::new();
         for &i in candidates {
             if let Some(q) = tree.queue_id(victims[i].cluster_queue) {
@@ -417,7 +426,6 @@ impl TargetOrdering {
     fn next(
         &mut self,
         tree: &QuotaTree,
-        own_cq: &str,
         head_order: &dyn Fn(usize, usize) -> Ordering,
     ) -> Option<NodeId> {
         let Some(parent) = tree.node_parent(self.preemptor) else {
@@ -425,7 +433,6 @@ impl TargetOrdering {
             return (!self.pruned_queues.contains(&p) && self.has_workload(p)).then_some(p);
         };
         let root = tree.node_root(parent);
-        let _ = own_cq;
         while !self.pruned_cohorts.contains(&root) {
             if let Some(q) = self.next_target(tree, root, head_order) {
                 return Some(q);
@@ -454,12 +461,12 @@ impl TargetOrdering {
             }
             match compare(&drs, &highest_cq_drs) {
                 Ordering::Equal => {
-                    if let (Some(h), Some(new_head), Some(cur_head)) = (
-                        highest_cq,
-                        self.queued.get(&q).and_then(|v| v.front()),
-                        highest_cq.and_then(|h| self.queued.get(&h)).and_then(|v| v.front()),
-                    ) {
-                        let _ = h;
+                    // A tie: the queue whose next candidate goes first.
+                    let new_head = self.queued.get(&q).and_then(|v| v.front());
+                    let cur_head = highest_cq
+                        .and_then(|h| self.queued.get(&h))
+                        .and_then(|v| v.front());
+                    if let (Some(new_head), Some(cur_head)) = (new_head, cur_head) {
                         if head_order(*new_head, *cur_head) == Ordering::Less {
                             highest_cq = Some(q);
                         }
@@ -530,7 +537,9 @@ fn shares(tree: &QuotaTree, preemptor: NodeId, target: NodeId) -> Option<(Drs, D
 
 fn passes(strategy: Strategy, preemptor_new: &Drs, target_old: &Drs, target_new: &Drs) -> bool {
     match strategy {
-        Strategy::LessThanOrEqualToFinalShare => compare(preemptor_new, target_new) != Ordering::Greater,
+        Strategy::LessThanOrEqualToFinalShare => {
+            compare(preemptor_new, target_new) != Ordering::Greater
+        }
         Strategy::LessThanInitialShare => compare(preemptor_new, target_old) == Ordering::Less,
     }
 }
@@ -576,11 +585,9 @@ pub(crate) fn preemption_targets(
     let mut found = false;
     // FairSharingPreemptWithinNominal: a preemptor within its nominal quota
     // on the contested resources reclaims whatever the shares.
-    let within_nominal = need
-        .iter()
-        .all(|fr| !tree.borrowing_with(own_cq, fr, 0));
+    let within_nominal = need.iter().all(|fr| !tree.borrowing_with(own_cq, fr, 0));
     let mut ordering = TargetOrdering::new(tree, preemptor, &all, victims);
-    'first: while let Some(q) = ordering.next(tree, own_cq, head_order) {
+    'first: while let Some(q) = ordering.next(tree, head_order) {
         if q == preemptor || within_nominal {
             let Some(i) = ordering.pop(q) else { continue };
             tree.remove(victims[i].cluster_queue, victims[i].usage);
@@ -631,7 +638,7 @@ pub(crate) fn preemption_targets(
     if !found && strategies.len() > 1 {
         // Rule S2-b on what the first strategy left.
         let mut ordering = TargetOrdering::new(tree, preemptor, &retry, victims);
-        while let Some(q) = ordering.next(tree, own_cq, head_order) {
+        while let Some(q) = ordering.next(tree, head_order) {
             let Some((preemptor_new, target_old)) = shares(tree, preemptor, q) else {
                 ordering.drop_queue(q);
                 continue;

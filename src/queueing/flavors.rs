@@ -565,8 +565,7 @@ fn fits_resource_quota(
     // smallest fitting subtree lends to a parent it may reclaim from.
     // (`canPreemptWhileBorrowing`: with fair sharing, a queue that may
     // reclaim within its cohort also tries preemption past its quota.)
-    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy || preempt_while_borrowing
-    {
+    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy || preempt_while_borrowing {
         let (mode, borrow) = oracle(quota, fr, val);
         return QuotaFit {
             mode,

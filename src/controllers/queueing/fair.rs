@@ -48,7 +48,7 @@ impl Controller {
             .filter_map(|(name, share)| {
                 let status = json!({"fairSharing": {"weightedShare": share}});
                 (self.cohort_written.get(&name) != Some(&status))
-                    .then(|| (QueueKey::Cohort(name), status))
+                    .then_some((QueueKey::Cohort(name), status))
             })
             .collect()
     }

@@ -732,7 +732,10 @@ mod tests {
             weighted_share: None,
         };
         let v = cq_status_json(&s, None);
-        assert!(v.get("fairSharing").is_none(), "fair sharing off: not written");
+        assert!(
+            v.get("fairSharing").is_none(),
+            "fair sharing off: not written"
+        );
         let fair = ClusterQueueStatus {
             weighted_share: Some(250),
             ..s.clone()

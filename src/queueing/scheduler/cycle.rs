@@ -116,7 +116,13 @@ impl Engine {
         let mut preempted: BTreeMap<String, Target> = BTreeMap::new();
         if self.fair_sharing_enabled() {
             // 4–5. Fair sharing: the tournament picks each next entry.
-            self.process_fair(&mut entries, &mut snap, &mut preempted, now, &mut cycle.decisions);
+            self.process_fair(
+                &mut entries,
+                &mut snap,
+                &mut preempted,
+                now,
+                &mut cycle.decisions,
+            );
         } else {
             let mut fed: BTreeSet<String> = BTreeSet::new();
             // 4. Less borrowing, then higher priority, then older.

@@ -167,8 +167,7 @@ fn units(prefix: &'static str, cq: &'static str, count: usize) -> Vec<W> {
     const NAMES: [&str; 10] = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"];
     (0..count)
         .map(|i| {
-            let name: &'static str =
-                Box::leak(format!("{prefix}{}", NAMES[i]).into_boxed_str());
+            let name: &'static str = Box::leak(format!("{prefix}{}", NAMES[i]).into_boxed_str());
             (name, cq, 0, 1000)
         })
         .collect()
@@ -180,7 +179,10 @@ fn cat(parts: &[Vec<W>]) -> Vec<W> {
 
 fn preemption_cases() -> Vec<Case> {
     let fp = |s: &'static str| format!("TestFairPreemptions/{s}");
-    let c = |upstream: String, running: Vec<W>, incoming: W, evicted: Vec<(&'static str, PreemptedReason)>| Case {
+    let c = |upstream: String,
+             running: Vec<W>,
+             incoming: W,
+             evicted: Vec<(&'static str, PreemptedReason)>| Case {
         upstream: Box::leak(upstream.into_boxed_str()),
         cohorts: vec![],
         queues: base(),
@@ -609,4 +611,145 @@ fn check(cases: Vec<Case>) {
 #[test]
 fn fair_preemption_chooses_kueues_victims() {
     check(preemption_cases());
+}
+
+/// `TestScheduleForFairSharing` (pkg/scheduler/scheduler_fs_test.go): which
+/// head of which ClusterQueue the tournament lets in first.
+fn schedule_cases() -> Vec<Case> {
+    let fs = |s: &'static str| -> &'static str {
+        Box::leak(format!("TestScheduleForFairSharing/{s}").into_boxed_str())
+    };
+    let (a, b, c) = (Some("A"), Some("B"), Some("C"));
+    let pair = |weight: Option<f64>| {
+        let mut qs = vec![n("b", a, 0), n("c", a, 0)];
+        if let Some(w) = weight {
+            qs = qs.into_iter().map(|q| q.w(w)).collect();
+        }
+        qs
+    };
+    let case = |upstream, cohorts, queues, running, incoming, admitted| Case {
+        upstream,
+        cohorts,
+        queues,
+        strategies: vec![],
+        running,
+        incoming,
+        evicted: vec![],
+        admitted,
+    };
+    vec![
+        // A(200) > {B > {d, e}, C > {f, g}}: B with d1 (DRS 500 at A) beats
+        // C with f1 (505); inside B, d1 (400) beats e1 (405). Then nothing
+        // else fits.
+        case(
+            fs("hierarchical fair sharing schedule workload which wins tournament"),
+            vec![n("A", None, 200_000), n("B", a, 0), n("C", a, 0)],
+            vec![n("d", b, 0), n("e", b, 0), n("f", c, 0), n("g", c, 0)],
+            vec![
+                ("d0", "d", 0, 10_000),
+                ("e0", "e", 0, 20_000),
+                ("g0", "g", 0, 100_000),
+            ],
+            vec![
+                ("d1", "d", 0, 70_000),
+                ("e1", "e", 0, 61_000),
+                ("f1", "f", 0, 1000),
+                ("g1", "g", 0, 1000),
+            ],
+            vec!["d1"],
+        ),
+        // b0 + b1 = 60 is less than c1 = 75.
+        case(
+            fs("fair sharing schedule workload with lowest drf after admission"),
+            vec![n("A", None, 100_000)],
+            pair(None),
+            vec![("b0", "b", 0, 10_000)],
+            vec![("b1", "b", 0, 50_000), ("c1", "c", 0, 75_000)],
+            vec!["b1"],
+        ),
+        case(
+            fs("fair sharing two queues with weight 0 schedules workload which borrows less"),
+            vec![n("A", None, 8000)],
+            pair(Some(0.0)),
+            vec![("b0", "b", 0, 4000)],
+            vec![("b1", "b", 9001, 4000), ("c1", "c", 0, 4000)],
+            vec!["c1"],
+        ),
+        case(
+            fs("fair sharing two queues with high weight schedules workload which borrows less"),
+            vec![n("A", None, 8000)],
+            pair(Some(123_456_789.0)),
+            vec![("b0", "b", 0, 4000)],
+            vec![("b1", "b", 9001, 4000), ("c1", "c", 0, 4000)],
+            vec!["c1"],
+        ),
+        case(
+            fs("fair sharing schedule highest priority first"),
+            vec![n("A", None, 10_000)],
+            pair(None),
+            vec![],
+            vec![("b1", "b", 99, 10_000), ("c1", "c", 101, 10_000)],
+            vec!["c1"],
+        ),
+        // c1 was created first (incoming workloads are created in order).
+        case(
+            fs("fair sharing schedule earliest timestamp first"),
+            vec![n("A", None, 10_000)],
+            pair(None),
+            vec![],
+            vec![("c1", "c", 101, 10_000), ("b1", "b", 101, 10_000)],
+            vec!["c1"],
+        ),
+    ]
+}
+
+#[test]
+fn the_tournament_admits_what_kueue_admits() {
+    check(schedule_cases());
+}
+
+#[test]
+fn without_fair_sharing_the_classical_order_decides() {
+    // The weight-0 schedule case with fair sharing off: both heads borrow
+    // at the same level, so priority decides and b1 (9001) goes first; the
+    // tournament is what lets c1 in.
+    let cases = schedule_cases();
+    let case = &cases[2];
+    let mut e = engine(&case.cohorts, &case.queues, &[], &case.running);
+    e.set_fair_sharing(None);
+    for (i, w) in case.incoming.iter().enumerate() {
+        e.upsert_workload(workload(w, 100 + i as i64, false));
+    }
+    let (_, admitted) = outcome(&e.schedule(1_000));
+    assert_eq!(admitted, vec!["b1".to_string()]);
+}
+
+#[test]
+fn weighted_shares_are_reported_for_queues_and_cohorts() {
+    // A(200) > {B > {d, e}, C > {f, g}} with d1 admitted as above: d uses
+    // 80 of the 200 it could borrow (400), B 100 (500); C 100 (500); the
+    // root has no parent (0). Off: nothing.
+    let cases = schedule_cases();
+    let case = &cases[0];
+    let mut e = engine(&case.cohorts, &case.queues, &[], &case.running);
+    for (i, w) in case.incoming.iter().enumerate() {
+        e.upsert_workload(workload(w, 100 + i as i64, false));
+    }
+    let cycle = e.schedule(1_000);
+    let d = cycle
+        .statuses
+        .iter()
+        .find(|s| s.name == "d")
+        .map(|s| s.weighted_share);
+    assert_eq!(d, Some(Some(400)));
+    assert_eq!(e.cluster_queue_weighted_share("g"), Some(500));
+    assert_eq!(e.cluster_queue_weighted_share("f"), Some(0));
+    let cohorts = e.cohort_weighted_shares();
+    assert_eq!(
+        (cohorts.get("A"), cohorts.get("B"), cohorts.get("C")),
+        (Some(&0), Some(&500), Some(&500))
+    );
+    e.set_fair_sharing(None);
+    assert_eq!(e.cluster_queue_weighted_share("d"), None);
+    assert!(e.cohort_weighted_shares().is_empty());
 }
