@@ -136,15 +136,17 @@ fn a_burst_is_shared_back_fairly_across_a_two_level_tree() {
             );
         }
     }
+    // The statuses settle (each is written at most once a second, so a's
+    // may lag b's and c's) on the fair shares: 1 cpu each.
     let usage = wait_for(
         Duration::from_secs(180),
-        "b and c running their Jobs",
+        "every tenant on its fair share",
         || {
             let u: Vec<f64> = ["fair-a", "fair-b", "fair-c"]
                 .iter()
                 .map(|q| super::cq_usage(c, q).map(|u| u.0))
                 .collect::<Option<_>>()?;
-            (u[1] == 1.0 && u[2] == 1.0).then_some(u)
+            (u == [1.0, 1.0, 1.0]).then_some(u)
         },
     );
     for (q, used) in ["fair-a", "fair-b", "fair-c"].iter().zip(&usage) {
@@ -153,11 +155,10 @@ fn a_burst_is_shared_back_fairly_across_a_two_level_tree() {
             "{q} uses {used} cpu, its fair share is 1"
         );
     }
-    assert_eq!(usage, vec![1.0, 1.0, 1.0]);
 
-    // a's preempted Workloads: InCohortFairSharing, for b (inside the lab)
-    // or for c (across the org), with Kueue's message; their Jobs are
-    // stopped with the same words.
+    // a's preempted Workloads: InCohortFairSharing (b and c borrow, so
+    // the shares decide), with Kueue's message; their Jobs are stopped
+    // with the same words.
     let mut by_preemptor: BTreeMap<String, usize> = BTreeMap::new();
     for (name, suspended, _) in jobs(c, &ns["a"]) {
         let wl = workload_of(c, &ns["a"], &name).unwrap();
@@ -196,13 +197,17 @@ fn a_burst_is_shared_back_fairly_across_a_two_level_tree() {
         });
         assert_eq!(stopped.1, m);
     }
-    assert_eq!(
-        by_preemptor,
-        BTreeMap::from([
-            ("/fair-org/fair-c".to_string(), 2),
-            ("/fair-org/fair-lab/fair-b".to_string(), 2),
-        ])
-    );
+    // Four of a's six were preempted, by b inside the lab or by c across
+    // the org: which one depends on who wins the tournament for the quota
+    // each preemption frees (c's head may take what b's freed, as in Kueue
+    // without PrioritizePreemptorWorkloads).
+    assert_eq!(by_preemptor.values().sum::<usize>(), 4, "{by_preemptor:?}");
+    for preemptor in by_preemptor.keys() {
+        assert!(
+            ["/fair-org/fair-c", "/fair-org/fair-lab/fair-b"].contains(&preemptor.as_str()),
+            "{preemptor}"
+        );
+    }
 
     // Each tenant borrows 1 of the 3 cpu: ceil(1000 * 1/3) = 334; the lab
     // borrows 2 with weight 2: also 334; the root has no parent: 0.
