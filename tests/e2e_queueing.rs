@@ -1327,13 +1327,16 @@ fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
             .unwrap_or_else(|| panic!("no Stopped event for {name}"));
         assert_eq!(stopped.1, m);
     }
-    assert_eq!(
-        by_preemptor,
-        BTreeMap::from([
-            ("/tree-org/tree-c".to_string(), 2),
-            ("/tree-org/tree-lab/tree-b".to_string(), 2),
-        ])
-    );
+    // Four in all, by b or by c: with fair sharing on (this binary), the
+    // quota one preemption frees may go to the other tenant's head, which
+    // then fits, while the preemptor preempts again.
+    assert_eq!(by_preemptor.values().sum::<usize>(), 4, "{by_preemptor:?}");
+    for preemptor in by_preemptor.keys() {
+        assert!(
+            ["/tree-org/tree-c", "/tree-org/tree-lab/tree-b"].contains(&preemptor.as_str()),
+            "{preemptor}"
+        );
+    }
     for t in tenants {
         let (ok, out, err) = kubectl(c, &["delete", "namespace", &ns[t], "--wait=false"], None);
         assert!(ok, "{out}{err}");

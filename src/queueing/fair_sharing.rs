@@ -368,14 +368,6 @@ pub(crate) struct Victim<'a> {
     pub usage: &'a Usage,
 }
 
-/// What a candidate is preempted for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Why {
-    InClusterQueue,
-    InCohortReclamation,
-    InCohortFairSharing,
-}
-
 /// `TargetClusterQueueOrdering`: which ClusterQueue to take the next
 /// candidate from, descending from the root into the child with the highest
 /// share, pruning the nodes that will yield no more.
@@ -557,7 +549,7 @@ pub(crate) fn preemption_targets(
     victims: &[Victim<'_>],
     head_order: &dyn Fn(usize, usize) -> Ordering,
     fits: &dyn Fn(&QuotaTree) -> bool,
-) -> Vec<(usize, Why)> {
+) -> Vec<(usize, PreemptedReason)> {
     let Some(preemptor) = tree.queue_id(own_cq) else {
         return Vec::new();
     };
@@ -580,7 +572,7 @@ pub(crate) fn preemption_targets(
         ok
     };
     let all: Vec<usize> = (0..victims.len()).collect();
-    let mut targets: Vec<(usize, Why)> = Vec::new();
+    let mut targets: Vec<(usize, PreemptedReason)> = Vec::new();
     let mut retry: Vec<usize> = Vec::new();
     let mut found = false;
     // FairSharingPreemptWithinNominal: a preemptor within its nominal quota
@@ -592,9 +584,9 @@ pub(crate) fn preemption_targets(
             let Some(i) = ordering.pop(q) else { continue };
             tree.remove(victims[i].cluster_queue, victims[i].usage);
             let why = if q == preemptor {
-                Why::InClusterQueue
+                PreemptedReason::InClusterQueue
             } else {
-                Why::InCohortReclamation
+                PreemptedReason::InCohortReclamation
             };
             targets.push((i, why));
             if fits_fs(tree) {
@@ -624,7 +616,7 @@ pub(crate) fn preemption_targets(
                 .is_some_and(|tn| passes(first, &preemptor_new, &target_old, tn));
             if passed {
                 tree.remove(v.cluster_queue, v.usage);
-                targets.push((i, Why::InCohortFairSharing));
+                targets.push((i, PreemptedReason::InCohortFairSharing));
                 if fits_fs(tree) {
                     found = true;
                     break 'first;
@@ -647,7 +639,7 @@ pub(crate) fn preemption_targets(
             if let Some(i) = ordering.pop(q) {
                 if passed {
                     tree.remove(victims[i].cluster_queue, victims[i].usage);
-                    targets.push((i, Why::InCohortFairSharing));
+                    targets.push((i, PreemptedReason::InCohortFairSharing));
                     if fits_fs(tree) {
                         found = true;
                         break;
@@ -735,11 +727,7 @@ pub(crate) fn targets(
         .map(|(i, why)| Target {
             key: candidates[i].key.to_string(),
             cluster_queue: candidates[i].cluster_queue.to_string(),
-            reason: match why {
-                Why::InClusterQueue => PreemptedReason::InClusterQueue,
-                Why::InCohortReclamation => PreemptedReason::InCohortReclamation,
-                Why::InCohortFairSharing => PreemptedReason::InCohortFairSharing,
-            },
+            reason: why,
             usage: candidates[i].usage.clone(),
         })
         .collect()
