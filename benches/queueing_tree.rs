@@ -27,8 +27,7 @@
 //! Environment: `BATCHGATE_TREE_SIZES=100,1000` picks sizes;
 //! `BATCHGATE_TREE_ONCE=1` skips criterion and prints only that table;
 //! `BATCHGATE_TREE_RUNNING=1-6` sets the running times;
-//! `BATCHGATE_TREE_FAIR_SHARING=1` turns fair sharing on (see
-//! [`FAIR_SHARING`]). Under `cargo test` it runs once on 100 ClusterQueues
+//! fair sharing is on unless `BATCHGATE_TREE_FAIR_SHARING=0`. Under `cargo test` it runs once on 100 ClusterQueues
 //! × 5 Workloads.
 
 use std::collections::{BTreeMap, HashMap};
@@ -44,24 +43,16 @@ use batchgate::queueing::{
 };
 
 /// Fair sharing in every engine the bench builds (the figures are
-/// wanted with it on). `BATCHGATE_TREE_FAIR_SHARING=1` overrides.
-///
-/// TODO(lead, after merging `fairshare`): set this to `true` and switch fair
-/// sharing on in [`configure`], the one place the bench configures an
-/// engine.
-const FAIR_SHARING: bool = false;
-
+/// wanted with it on, Kueue's default strategies and weights);
+/// `BATCHGATE_TREE_FAIR_SHARING=0` turns it off for the classical figures.
 fn fair_sharing() -> bool {
-    FAIR_SHARING || std::env::var("BATCHGATE_TREE_FAIR_SHARING").is_ok_and(|v| v == "1")
+    std::env::var("BATCHGATE_TREE_FAIR_SHARING").map_or(true, |v| v != "0")
 }
 
 /// The engine's configuration, before any object is added.
 fn configure(e: &mut Engine) {
     if fair_sharing() {
-        // TODO(lead): e.g. `e.set_fair_sharing(true)` with the API `fairshare`
-        // adds; until then the bench refuses rather than mislabel figures.
-        let _ = e;
-        panic!("fair sharing is not in this engine yet: wire it in benches/queueing_tree.rs configure()");
+        e.set_fair_sharing(Some(batchgate::queueing::fair_sharing::FairSharing::default()));
     }
 }
 

@@ -586,6 +586,9 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 metrics.kueue.clone(),
                 // Validated when the file was read.
                 cfg.wait_for_pods_ready.settings().ok().flatten(),
+                cfg.fair_sharing
+                    .as_ref()
+                    .and_then(|f| f.settings().ok().flatten()),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

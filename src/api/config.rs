@@ -64,6 +64,59 @@ pub struct Config {
     /// v1beta2 Configuration; `enable: false` turns it off).
     #[serde(default)]
     pub wait_for_pods_ready: WaitForPodsReadyConfig,
+    /// Kueue's `fairSharing` (off when absent; v1beta1's `enable: false`
+    /// turns it off too).
+    pub fair_sharing: Option<FairSharingConfig>,
+}
+
+/// Kueue's `FairSharing`: `preemptionStrategies` (v1beta2 requires them;
+/// with v1beta1's `enable: true` they default to both, in Kueue's order).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FairSharingConfig {
+    pub enable: Option<bool>,
+    pub preemption_strategies: Option<Vec<String>>,
+}
+
+impl FairSharingConfig {
+    /// The engine's settings (no weights yet: those come with the
+    /// ClusterQueues and Cohorts); `None` when turned off. Errors are
+    /// Kueue's `validateFairSharing`.
+    pub fn settings(&self) -> Result<Option<crate::queueing::fair_sharing::FairSharing>, String> {
+        use crate::queueing::fair_sharing::{FairSharing, Strategy};
+        const PATH: &str = "fairSharing.preemptionStrategies";
+        if self.enable == Some(false) {
+            return Ok(None);
+        }
+        let given = self.preemption_strategies.clone().unwrap_or_default();
+        let names: Vec<String> = if given.is_empty() && self.enable == Some(true) {
+            vec![
+                "LessThanOrEqualToFinalShare".into(),
+                "LessThanInitialShare".into(),
+            ]
+        } else {
+            given
+        };
+        if names.is_empty() {
+            return Err(format!("{PATH}: Required value: must be specified"));
+        }
+        let valid: [&[&str]; 3] = [
+            &["LessThanOrEqualToFinalShare"],
+            &["LessThanInitialShare"],
+            &["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
+        ];
+        if !valid.iter().any(|v| *v == names.as_slice()) {
+            let quoted: Vec<String> = valid.iter().map(|v| format!("{:?}", v.join(","))).collect();
+            return Err(format!(
+                "{PATH}: Unsupported value: {names:?}: supported values: {}",
+                quoted.join(", ")
+            ));
+        }
+        Ok(Some(FairSharing {
+            preemption_strategies: names.iter().filter_map(|n| Strategy::parse(n)).collect(),
+            ..FairSharing::default()
+        }))
+    }
 }
 
 /// Kueue's `WaitForPodsReady`, with its names and Go durations (`5m`).
@@ -372,6 +425,12 @@ impl Config {
                 path: path.to_string(),
                 message,
             })?;
+        if let Some(fs) = &cfg.fair_sharing {
+            fs.settings().map_err(|message| ConfigError::Invalid {
+                path: path.to_string(),
+                message,
+            })?;
+        }
         Ok(cfg)
     }
 
@@ -559,6 +618,45 @@ probes:
         .to_string();
         assert!(
             err.contains("managedJobsNamespaceSelector.matchExpressions[0].values"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fair_sharing_is_parsed_and_validated_as_kueue_does() {
+        use crate::queueing::fair_sharing::Strategy;
+        let on = |yaml: &str| {
+            Config::parse("c.yaml", yaml)
+                .map(|c| c.fair_sharing.and_then(|f| f.settings().ok().flatten()))
+        };
+        assert!(on("{}\n").unwrap().is_none());
+        assert!(on("fairSharing: {enable: false}\n").unwrap().is_none());
+        let v1 = on("fairSharing: {enable: true}\n").unwrap().unwrap();
+        assert_eq!(
+            v1.preemption_strategies,
+            vec![
+                Strategy::LessThanOrEqualToFinalShare,
+                Strategy::LessThanInitialShare
+            ]
+        );
+        let one = on("fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n").unwrap();
+        assert_eq!(
+            one.unwrap().preemption_strategies,
+            vec![Strategy::LessThanInitialShare]
+        );
+        let err = Config::parse("c.yaml", "fairSharing: {}\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "c.yaml: fairSharing.preemptionStrategies: Required value: must be specified"
+        );
+        let err = Config::parse(
+            "c.yaml",
+            "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("c.yaml: fairSharing.preemptionStrategies: Unsupported value: "),
             "{err}"
         );
     }

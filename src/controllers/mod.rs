@@ -55,6 +55,8 @@ use crate::{api::kueue::v1beta2 as api, jobs::policy::PolicySet};
 /// Kueue's CRDs, then starts the queueing controller and a job reconciler
 /// per policy.
 /// `client` is fenced by `elector`'s lease (see [`lease::FenceLayer`]).
+// One argument per setting the controllers take from the configuration.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     client: Client,
     policies: PolicySet,
@@ -63,6 +65,7 @@ pub async fn run(
     positions: crate::cluster::positions::Positions,
     metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
     readiness: Option<crate::jobs::readiness::Settings>,
+    fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -88,6 +91,7 @@ pub async fn run(
         positions,
         metrics,
         readiness.clone(),
+        fair_sharing,
     ));
     let shared = context::Shared::start(client).await;
     tokio::spawn(checks::run(shared.clone()));

@@ -155,6 +155,13 @@ fn resource_groups(
     Ok(groups)
 }
 
+/// `spec.fairSharing.weight` (absent: `None`, the engine's default of 1).
+pub fn fair_weight(fs: Option<&api::FairSharing>) -> Result<Option<f64>, TranslationError> {
+    fs.and_then(|f| f.weight.as_ref())
+        .map(|w| qty("spec.fairSharing.weight", w).map(|milli| milli as f64 / 1000.0))
+        .transpose()
+}
+
 /// A Cohort as the engine sees it.
 pub fn cohort(c: &api::Cohort) -> Result<queueing::Cohort, TranslationError> {
     Ok(queueing::Cohort {

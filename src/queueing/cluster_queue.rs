@@ -196,6 +196,8 @@ pub struct ClusterQueueStatus {
     /// yet written to its Workload is in no one's use yet.
     pub flavors_admitted: Vec<FlavorUsage>,
     pub active: ActiveCondition,
+    /// `status.fairSharing.weightedShare`, while fair sharing is on.
+    pub weighted_share: Option<i64>,
 }
 
 /// What the shell writes to a LocalQueue's status.

@@ -455,7 +455,15 @@ fn find_flavor(
         for (resource, val) in &group_requests {
             let fr = FlavorResource::new(name, resource);
             let assumed_here = assumed.get(&fr).copied().unwrap_or(0);
-            let fit = fits_resource_quota(&cq.name, quota, oracle, &fr, assumed_here, *val);
+            let while_borrowing = super::fair_sharing::preempts_while_borrowing(cq, quota);
+            let fit = fits_resource_quota(
+                &cq.name,
+                quota,
+                oracle,
+                &fr,
+                (assumed_here, *val),
+                while_borrowing,
+            );
             reasons.extend(fit.reason);
             if let Some(r) = fit.no_fit_reason {
                 flavor_reason =
@@ -520,8 +528,8 @@ fn fits_resource_quota(
     quota: &mut QuotaTree,
     oracle: &mut Oracle<'_>,
     fr: &FlavorResource,
-    assumed: i64,
-    request: i64,
+    (assumed, request): (i64, i64),
+    preempt_while_borrowing: bool,
 ) -> QuotaFit {
     let val = assumed + request;
     let available = quota.available(cq, fr);
@@ -555,7 +563,9 @@ fn fits_resource_quota(
     ));
     // Preemption can help a request within the nominal quota, or one whose
     // smallest fitting subtree lends to a parent it may reclaim from.
-    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy {
+    // (`canPreemptWhileBorrowing`: with fair sharing, a queue that may
+    // reclaim within its cohort also tries preemption past its quota.)
+    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy || preempt_while_borrowing {
         let (mode, borrow) = oracle(quota, fr, val);
         return QuotaFit {
             mode,

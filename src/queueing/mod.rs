@@ -15,10 +15,10 @@
 //! admission (`minCount`), stop policies and deactivation, dynamic reclaim
 //! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
 //! backoff (a Workload with `requeueAt` set waits out of the queue) and
-//! `blockAdmission`, with
+//! `blockAdmission`, and fair sharing (see [`fair_sharing`]), with
 //! Kueue's messages. What is left out:
 //!
-//! - no fair sharing, admission fair sharing, `borrowWithinCohort`,
+//! - no admission fair sharing, `borrowWithinCohort`,
 //!   `flavorFungibility.preference`, topology-aware scheduling, elastic
 //!   workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
@@ -29,6 +29,7 @@
 pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
+pub mod fair_sharing;
 pub mod finalizers;
 pub mod flavors;
 mod partial_admission;

@@ -79,7 +79,7 @@ struct Candidate<'a> {
 }
 
 /// May `policy` preempt `c` for `p`? (`priorityTooHighToPreempt`, negated.)
-fn allowed(policy: PreemptionPolicy, p: &Preemptor<'_>, c: &Holder<'_>) -> bool {
+pub(super) fn allowed(policy: PreemptionPolicy, p: &Preemptor<'_>, c: &Holder<'_>) -> bool {
     match policy {
         PreemptionPolicy::Never => false,
         PreemptionPolicy::LowerPriority => c.priority < p.priority,
@@ -90,12 +90,12 @@ fn allowed(policy: PreemptionPolicy, p: &Preemptor<'_>, c: &Holder<'_>) -> bool 
     }
 }
 
-fn uses_any(usage: &Usage, frs: &BTreeSet<FlavorResource>) -> bool {
+pub(super) fn uses_any(usage: &Usage, frs: &BTreeSet<FlavorResource>) -> bool {
     usage.iter().any(|(fr, v)| *v > 0 && frs.contains(fr))
 }
 
 /// `CandidatesOrdering`.
-fn order(own_cq: &str, a: &Holder<'_>, b: &Holder<'_>) -> Ordering {
+pub(super) fn order(own_cq: &str, a: &Holder<'_>, b: &Holder<'_>) -> Ordering {
     (
         !a.evicting,
         a.cluster_queue == own_cq,
@@ -162,7 +162,7 @@ fn still_reclaimable(
 }
 
 /// Can the preemptor's `usage` be admitted in the simulated quota?
-fn fits(snap: &QuotaTree, cq: &str, usage: &Usage, allow_borrowing: bool) -> bool {
+pub(super) fn fits(snap: &QuotaTree, cq: &str, usage: &Usage, allow_borrowing: bool) -> bool {
     usage.iter().all(|(fr, v)| {
         (allow_borrowing || !snap.borrowing_with(cq, fr, *v)) && *v <= snap.available(cq, fr)
     })
@@ -177,6 +177,9 @@ pub(crate) fn targets(
     usage: &Usage,
     need: &BTreeSet<FlavorResource>,
 ) -> Vec<Target> {
+    if snap.fair().is_some() {
+        return super::fair_sharing::targets(snap, holdings, p, usage, need);
+    }
     let cq = &p.cq.name;
     let mut same = Vec::new();
     let mut reclaim = Vec::new();

@@ -110,6 +110,8 @@ pub struct CohortSubtree {
 pub(crate) struct QuotaTree {
     shape: Arc<Shape>,
     usage: Vec<Usage>,
+    /// Fair sharing's settings and weights, when it is enabled.
+    fair: Option<Arc<super::fair_sharing::FairShape>>,
 }
 
 fn get(map: &Usage, fr: &FlavorResource) -> i64 {
@@ -233,6 +235,7 @@ impl QuotaTree {
         let mut tree = QuotaTree {
             usage: vec![Usage::new(); shape.nodes.len()],
             shape: Arc::new(shape),
+            fair: None,
         };
         for (cq, u) in usage {
             tree.add(cq, u);
@@ -639,6 +642,68 @@ impl QuotaTree {
             remaining.insert(fr.clone(), (v - self.local_available(n.0, fr)).max(0));
         }
         (fits, remaining)
+    }
+}
+
+/// Node-level reads for fair sharing (`super::fair_sharing`).
+impl QuotaTree {
+    pub(crate) fn fair(&self) -> Option<&super::fair_sharing::FairShape> {
+        self.fair.as_deref()
+    }
+
+    pub(crate) fn set_fair(&mut self, fair: Option<Arc<super::fair_sharing::FairShape>>) {
+        self.fair = fair;
+    }
+
+    pub(crate) fn node_count(&self) -> usize {
+        self.shape.nodes.len()
+    }
+
+    pub(crate) fn node_name(&self, n: NodeId) -> &str {
+        &self.node(n.0).name
+    }
+
+    pub(crate) fn node_is_queue(&self, n: NodeId) -> bool {
+        self.node(n.0).is_queue
+    }
+
+    pub(crate) fn node_parent(&self, n: NodeId) -> Option<NodeId> {
+        self.node(n.0).parent.map(NodeId)
+    }
+
+    pub(crate) fn cohort_id(&self, name: &str) -> Option<NodeId> {
+        self.shape.cohorts.get(name).copied().map(NodeId)
+    }
+
+    /// Every node's index (`NodeId(i)` for `i` below [`Self::node_count`]).
+    pub(crate) fn node_id(&self, i: usize) -> NodeId {
+        NodeId(i)
+    }
+
+    pub(crate) fn node_index(n: NodeId) -> usize {
+        n.0
+    }
+
+    /// `SubtreeQuota` (a ClusterQueue's: its nominal quota).
+    pub(crate) fn node_subtree_quota(&self, n: NodeId) -> &Usage {
+        &self.node(n.0).subtree
+    }
+
+    pub(crate) fn node_usage(&self, n: NodeId) -> &Usage {
+        &self.usage[n.0]
+    }
+
+    /// `potentialAvailable` of any node.
+    pub(crate) fn node_potential(&self, n: NodeId, fr: &FlavorResource) -> i64 {
+        self.potential_at(n.0, fr)
+    }
+
+    pub(crate) fn node_root(&self, n: NodeId) -> NodeId {
+        let mut at = n.0;
+        while let Some(p) = self.node(at).parent {
+            at = p;
+        }
+        NodeId(at)
     }
 }
 

@@ -109,6 +109,7 @@ impl EvictionReason {
 pub enum PreemptedReason {
     InClusterQueue,
     InCohortReclamation,
+    InCohortFairSharing,
 }
 
 impl PreemptedReason {
@@ -116,6 +117,7 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "InClusterQueue",
             PreemptedReason::InCohortReclamation => "InCohortReclamation",
+            PreemptedReason::InCohortFairSharing => "InCohortFairSharing",
         }
     }
 
@@ -124,6 +126,7 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "prioritization in the ClusterQueue",
             PreemptedReason::InCohortReclamation => "reclamation within the cohort",
+            PreemptedReason::InCohortFairSharing => "Fair Sharing within the cohort",
         }
     }
 }
@@ -260,6 +263,8 @@ pub struct Engine {
     /// `admissionChecksStrategy` rules (see [`super::checks`]).
     admission_checks: BTreeMap<String, super::checks::CheckInfo>,
     cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
+    /// Fair sharing's settings, while it is on (see [`fair`]).
+    fair: Option<super::fair_sharing::FairSharing>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -387,6 +392,9 @@ impl Engine {
         let in_place = in_place && !self.by_walk;
         if !(in_place && self.quota.insert_queue(&self.cluster_queues[&name])) {
             self.rebuild_quota();
+        } else {
+            // The fair-sharing weights are indexed by node: the new one too.
+            self.attach_fair();
         }
         if is_new {
             self.replace_all();
@@ -759,6 +767,7 @@ impl Engine {
             flavors_usage,
             flavors_admitted,
             active: self.active_condition(cq),
+            weighted_share: self.cluster_queue_weighted_share(name),
         })
     }
 
@@ -990,6 +999,7 @@ impl Engine {
             self.cohorts.values(),
             usage,
         );
+        self.attach_fair();
         // Roots may have changed.
         self.set_aside_by_root.clear();
         let names: Vec<String> = self.queues.keys().cloned().collect();
@@ -1283,6 +1293,7 @@ impl Engine {
 
 mod checks;
 mod cycle;
+mod fair;
 
 #[cfg(test)]
 mod tests;
@@ -1298,3 +1309,6 @@ mod hierarchy_cases;
 
 #[cfg(test)]
 mod tree_index_cases;
+
+#[cfg(test)]
+mod fair_cases;

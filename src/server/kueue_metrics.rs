@@ -908,11 +908,11 @@ mod tests {
         ),
         (
             "kueue_cluster_queue_weighted_share",
-            "fair sharing is not acted on",
+            "not yet reported (the shares are in status.fairSharing)",
         ),
         (
             "kueue_cohort_weighted_share",
-            "fair sharing is not acted on",
+            "not yet reported (the shares are in status.fairSharing)",
         ),
     ];
 

@@ -25,6 +25,7 @@ impl Controller {
                     finalizers::Guard::of(cq),
                 );
                 c.on_cluster_queue_checks(cq);
+                c.on_fair_weight(false, &cq.name_any(), cq.spec.fair_sharing.as_ref());
                 match translation::cluster_queue(cq) {
                     Ok(q) if c.started => c.engine.upsert_cluster_queue(q),
                     Ok(q) => c.initial.cluster_queues.push(q),
@@ -54,6 +55,7 @@ impl Controller {
             }),
             Input::Workload(ev) => self.on_event(WORKLOADS, ev, |c, wl| c.on_workload(wl)),
             Input::Cohort(ev) => self.on_event(COHORTS, ev, |c, co| {
+                c.on_fair_weight(true, &co.name_any(), co.spec.fair_sharing.as_ref());
                 match translation::cohort(co) {
                     Ok(q) if c.started => c.engine.upsert_cohort(q),
                     Ok(q) => c.initial.cohorts.push(q),
@@ -112,6 +114,7 @@ impl Controller {
                         QueueKey::Local(ns, name) => {
                             self.lq_written.remove(&(ns.clone(), name.clone()))
                         }
+                        QueueKey::Cohort(name) => self.cohort_written.remove(name),
                     };
                 }
                 // What changed while it was in flight is written next.
@@ -141,6 +144,7 @@ impl Controller {
             }
             self.engine = Engine::rebuild(initial);
             self.engine.set_block_admission(self.block_admission);
+            self.engine.set_fair_sharing(self.fair.clone());
             self.apply_checks();
             self.started = true;
             info!(

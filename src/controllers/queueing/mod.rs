@@ -69,6 +69,7 @@ use crate::{
 
 mod checks;
 mod decisions;
+mod fair;
 mod feed;
 mod finalizers;
 mod metrics;
@@ -137,6 +138,8 @@ enum Input {
 enum QueueKey {
     Cluster(String),
     Local(String, String),
+    /// A Cohort's status (fair sharing's weighted share).
+    Cohort(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,6 +304,11 @@ pub struct Controller {
     guard_in_flight: HashSet<(crate::queueing::finalizers::Guarded, String)>,
     /// AdmissionChecks and ClusterQueue check rules (see [`checks`]).
     checks: checks::Feed,
+    /// Fair sharing's settings and the weights seen so far; `None` while
+    /// it is off (see [`fair`]).
+    fair: Option<crate::queueing::fair_sharing::FairSharing>,
+    /// Cohort statuses (`fairSharing.weightedShare`) last written.
+    cohort_written: BTreeMap<String, Value>,
 }
 
 const FLAVORS: usize = 0;
@@ -337,6 +345,7 @@ impl Controller {
         positions: crate::cluster::positions::Positions,
         metrics: Arc<KueueMetrics>,
         readiness: Option<crate::jobs::readiness::Settings>,
+        fair: Option<crate::queueing::fair_sharing::FairSharing>,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -413,6 +422,8 @@ impl Controller {
             guarded: BTreeMap::new(),
             guard_in_flight: HashSet::new(),
             checks: checks::Feed::default(),
+            fair,
+            cohort_written: BTreeMap::new(),
         };
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -718,8 +729,21 @@ mod tests {
                 reason: "Ready",
                 message: "Can admit new workloads".into(),
             },
+            weighted_share: None,
         };
         let v = cq_status_json(&s, None);
+        assert!(
+            v.get("fairSharing").is_none(),
+            "fair sharing off: not written"
+        );
+        let fair = ClusterQueueStatus {
+            weighted_share: Some(250),
+            ..s.clone()
+        };
+        assert_eq!(
+            cq_status_json(&fair, None)["fairSharing"],
+            json!({"weightedShare": 250})
+        );
         assert_eq!(v["flavorsReservation"][0]["resources"][0]["total"], "5");
         assert_eq!(v["flavorsUsage"][0]["resources"][0]["total"], "2");
         assert_eq!(

@@ -60,6 +60,11 @@ impl Controller {
                 changed.push((self.status_written_at.get(&queue).copied(), queue, status));
             }
         }
+        for (queue, status) in self.cohort_statuses() {
+            if !self.status_in_flight.contains(&queue) && due(self.status_written_at.get(&queue)) {
+                changed.push((self.status_written_at.get(&queue).copied(), queue, status));
+            }
+        }
         // Within the budget, the queues written longest ago first; the
         // rest at a later tick.
         let room = QUEUE_STATUS_WRITES.saturating_sub(self.status_in_flight.len());
@@ -73,6 +78,7 @@ impl Controller {
                 QueueKey::Local(ns, name) => self
                     .lq_written
                     .insert((ns.clone(), name.clone()), status.clone()),
+                QueueKey::Cohort(name) => self.cohort_written.insert(name.clone(), status.clone()),
             };
             self.status_in_flight.insert(queue.clone());
             self.status_written_at.insert(queue.clone(), Instant::now());
@@ -86,6 +92,10 @@ impl Controller {
                         .await
                         .map(|_| ()),
                     QueueKey::Local(ns, name) => Api::<api::LocalQueue>::namespaced(client, ns)
+                        .patch_status(name, &params(), &patch)
+                        .await
+                        .map(|_| ()),
+                    QueueKey::Cohort(name) => Api::<api::Cohort>::all(client)
                         .patch_status(name, &params(), &patch)
                         .await
                         .map(|_| ()),
@@ -157,14 +167,18 @@ pub(super) fn flavors_json(flavors: &[crate::queueing::FlavorUsage]) -> Vec<Valu
 /// (Kueue's `ReservedResources` and `AdmittedResources`), so usage read
 /// from the status never runs ahead of the Workloads' own status.
 pub(super) fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
-    json!({
+    let mut status = json!({
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
         "flavorsReservation": flavors_json(&s.flavors_usage),
         "flavorsUsage": flavors_json(&s.flavors_admitted),
         "conditions": [active_condition(s.active.status, s.active.reason, &s.active.message, prev)],
-    })
+    });
+    if let Some(share) = s.weighted_share {
+        status["fairSharing"] = json!({"weightedShare": share});
+    }
+    status
 }
 
 pub(super) fn lq_status_json(

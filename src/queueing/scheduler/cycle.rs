@@ -113,48 +113,59 @@ impl Engine {
             .map(|(cq, order)| self.nominate(&mut snap, cq, order))
             .collect();
 
-        // 4. Less borrowing, then higher priority, then older.
-        entries.sort_by(|a, b| {
-            let key = |e: &Entry| {
-                let wl = &self.workloads[&*e.order.key].wl;
-                (e.borrowing(), std::cmp::Reverse(wl.priority), wl.created)
-            };
-            key(a).cmp(&key(b))
-        });
-
-        // 5. Admit in order on the shared snapshot. A queue taking its
-        // nominal quota goes before the borrowers of its cohort: in a cycle
-        // where one was admitted without borrowing and has more queued, the
-        // cohort's borrowing admissions wait for the next cycle (the shell
-        // runs them back to back): its next head may fit under nominal. Kueue
-        // admits one head per queue per cycle and lets borrowers take the
-        // rest of the room, then takes it back by preemption
-        // (`reclaimWithinCohort`), evicting work for no gain.
         let mut preempted: BTreeMap<String, Target> = BTreeMap::new();
-        let mut fed: BTreeSet<String> = BTreeSet::new();
-        for entry in &mut entries {
-            let borrows_to_fit = entry.borrowing() > 0
-                && entry
-                    .assignment
-                    .as_ref()
-                    .is_some_and(|a| a.mode() == AssignmentMode::Fit);
-            if borrows_to_fit
-                && self
-                    .quota
-                    .root_of(&entry.cq)
-                    .is_some_and(|c| fed.contains(c))
-            {
-                continue; // stays undecided: back in its queue, nothing written
-            }
-            self.process(entry, &mut snap, &mut preempted, now, &mut cycle.decisions);
-            if matches!(entry.outcome, Outcome::Admitted)
-                && entry.borrowing() == 0
-                && self
-                    .queues
-                    .get(&entry.cq)
-                    .is_some_and(PendingQueue::has_queued)
-            {
-                fed.extend(self.quota.root_of(&entry.cq).map(str::to_string));
+        if self.fair_sharing_enabled() {
+            // 4–5. Fair sharing: the tournament picks each next entry.
+            self.process_fair(
+                &mut entries,
+                &mut snap,
+                &mut preempted,
+                now,
+                &mut cycle.decisions,
+            );
+        } else {
+            let mut fed: BTreeSet<String> = BTreeSet::new();
+            // 4. Less borrowing, then higher priority, then older.
+            entries.sort_by(|a, b| {
+                let key = |e: &Entry| {
+                    let wl = &self.workloads[&*e.order.key].wl;
+                    (e.borrowing(), std::cmp::Reverse(wl.priority), wl.created)
+                };
+                key(a).cmp(&key(b))
+            });
+
+            // 5. Admit in order on the shared snapshot. A queue taking its
+            // nominal quota goes before the borrowers of its cohort: in a cycle
+            // where one was admitted without borrowing and has more queued, the
+            // cohort's borrowing admissions wait for the next cycle (the shell
+            // runs them back to back): its next head may fit under nominal. Kueue
+            // admits one head per queue per cycle and lets borrowers take the
+            // rest of the room, then takes it back by preemption
+            // (`reclaimWithinCohort`), evicting work for no gain.
+            for entry in &mut entries {
+                let borrows_to_fit = entry.borrowing() > 0
+                    && entry
+                        .assignment
+                        .as_ref()
+                        .is_some_and(|a| a.mode() == AssignmentMode::Fit);
+                if borrows_to_fit
+                    && self
+                        .quota
+                        .root_of(&entry.cq)
+                        .is_some_and(|c| fed.contains(c))
+                {
+                    continue; // stays undecided: back in its queue, nothing written
+                }
+                self.process(entry, &mut snap, &mut preempted, now, &mut cycle.decisions);
+                if matches!(entry.outcome, Outcome::Admitted)
+                    && entry.borrowing() == 0
+                    && self
+                        .queues
+                        .get(&entry.cq)
+                        .is_some_and(PendingQueue::has_queued)
+                {
+                    fed.extend(self.quota.root_of(&entry.cq).map(str::to_string));
+                }
             }
         }
 
@@ -214,7 +225,7 @@ impl Engine {
         }
     }
 
-    fn process(
+    pub(super) fn process(
         &mut self,
         entry: &mut Entry,
         snap: &mut QuotaTree,
@@ -489,10 +500,10 @@ enum Outcome {
 }
 
 #[derive(Debug)]
-struct Entry {
-    cq: String,
-    order: QueueOrder,
-    assignment: Option<Assignment>,
+pub(super) struct Entry {
+    pub(super) cq: String,
+    pub(super) order: QueueOrder,
+    pub(super) assignment: Option<Assignment>,
     targets: Vec<Target>,
     outcome: Outcome,
 }
