@@ -71,6 +71,7 @@ fn cluster_queue(name: &str, cohort: &str) -> ClusterQueue {
         preemption: Preemption {
             within_cluster_queue: PreemptionPolicy::LowerPriority,
             reclaim_within_cohort: PreemptionPolicy::Any,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,

@@ -14,9 +14,9 @@ use crate::{
     api::kueue::v1beta2 as api,
     api::selector::LabelSelector,
     queueing::{
-        self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy, Preemption,
-        PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint,
-        TaintEffect, Toleration, TolerationOperator,
+        self, quantity, Admission, BorrowWithinCohort, FlavorFungibility, FlavorQuotas,
+        FungibilityPolicy, Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup,
+        ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration, TolerationOperator,
     },
 };
 
@@ -197,6 +197,12 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             reclaim_within_cohort: preemption_policy(
                 pre.and_then(|p| p.reclaim_within_cohort.as_deref()),
             ),
+            borrow_within_cohort: pre
+                .and_then(|p| p.borrow_within_cohort.as_ref())
+                .filter(|b| b.policy.as_deref() == Some("LowerPriority"))
+                .map(|b| BorrowWithinCohort {
+                    max_priority_threshold: b.max_priority_threshold,
+                }),
         },
         flavor_fungibility: FlavorFungibility {
             when_can_borrow: fungibility(
@@ -483,7 +489,8 @@ mod tests {
             "spec": {"cohortName": "all", "queueingStrategy": "StrictFIFO",
                      "namespaceSelector": {},
                      "stopPolicy": "HoldAndDrain",
-                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                    "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 5}},
                      "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
                         {"name": "on-demand", "resources": [
                             {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "500m"},
@@ -496,11 +503,34 @@ mod tests {
         assert_eq!(e.namespace_selector, Some(LabelSelector::default()));
         assert_eq!(e.stop_policy, StopPolicy::HoldAndDrain);
         assert_eq!(e.preemption.reclaim_within_cohort, PreemptionPolicy::Any);
+        assert_eq!(
+            e.preemption.borrow_within_cohort,
+            Some(BorrowWithinCohort {
+                max_priority_threshold: Some(5)
+            })
+        );
         let r = &e.resource_groups[0].flavors[0].resources;
         assert_eq!(r[0].nominal, 4000);
         assert_eq!(r[0].borrowing_limit, Some(500));
         assert_eq!(r[1].nominal, 1024 * 1024 * 1024 * 1000);
         assert_eq!(r[1].lending_limit, Some(0));
+        // borrowWithinCohort's policy Never is as good as none.
+        let mut never = cq.clone();
+        if let Some(b) = never
+            .spec
+            .preemption
+            .as_mut()
+            .and_then(|p| p.borrow_within_cohort.as_mut())
+        {
+            b.policy = Some("Never".into());
+        }
+        assert_eq!(
+            cluster_queue(&never)
+                .unwrap()
+                .preemption
+                .borrow_within_cohort,
+            None
+        );
         // Without a namespaceSelector a ClusterQueue admits from nowhere.
         let mut none = cq.clone();
         none.spec.namespace_selector = None;

@@ -48,11 +48,32 @@ pub enum PreemptionPolicy {
     Any,
 }
 
-/// `spec.preemption` (without `borrowWithinCohort`, see the module notes).
+/// `spec.preemption`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Preemption {
     pub within_cluster_queue: PreemptionPolicy,
     pub reclaim_within_cohort: PreemptionPolicy,
+    /// `borrowWithinCohort` with policy `LowerPriority`; `None` is `Never`.
+    pub borrow_within_cohort: Option<BorrowWithinCohort>,
+}
+
+/// `spec.preemption.borrowWithinCohort` with `policy: LowerPriority`: a
+/// workload that still borrows after preempting may reclaim from queues of
+/// its cohort tree that borrow, taking workloads of lower priority than its
+/// own and, when `max_priority_threshold` is set, at most that priority.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BorrowWithinCohort {
+    pub max_priority_threshold: Option<i32>,
+}
+
+impl Preemption {
+    /// `!IsBorrowingWithinCohortForbidden`: may a preemptor that still
+    /// borrows afterwards reclaim in the cohort? (Kueue's flavor assigner
+    /// then also asks the preemption oracle for requests above the nominal
+    /// quota.)
+    pub(crate) fn can_preempt_while_borrowing(&self) -> bool {
+        self.borrow_within_cohort.is_some()
+    }
 }
 
 /// `spec.flavorFungibility` values (v1beta2 names).

@@ -455,7 +455,7 @@ fn find_flavor(
         for (resource, val) in &group_requests {
             let fr = FlavorResource::new(name, resource);
             let assumed_here = assumed.get(&fr).copied().unwrap_or(0);
-            let fit = fits_resource_quota(&cq.name, quota, oracle, &fr, assumed_here, *val);
+            let fit = fits_resource_quota(cq, quota, oracle, &fr, assumed_here, *val);
             reasons.extend(fit.reason);
             if let Some(r) = fit.no_fit_reason {
                 flavor_reason =
@@ -516,13 +516,14 @@ struct QuotaFit {
 /// `fitsResourceQuota`: `assumed` is what earlier pod sets of the same
 /// workload already took of `fr`.
 fn fits_resource_quota(
-    cq: &str,
+    queue: &ClusterQueue,
     quota: &mut QuotaTree,
     oracle: &mut Oracle<'_>,
     fr: &FlavorResource,
     assumed: i64,
     request: i64,
 ) -> QuotaFit {
+    let cq = queue.name.as_str();
     let val = assumed + request;
     let available = quota.available(cq, fr);
     let max_capacity = quota.potential_available(cq, fr);
@@ -553,9 +554,13 @@ fn fits_resource_quota(
         fr.flavor,
         q(val - available)
     ));
-    // Preemption can help a request within the nominal quota, or one whose
-    // smallest fitting subtree lends to a parent it may reclaim from.
-    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy {
+    // Preemption can help a request within the nominal quota, one whose
+    // smallest fitting subtree lends to a parent it may reclaim from, or
+    // any request of a queue that may preempt while borrowing.
+    if quota.limits(cq, fr).nominal >= val
+        || may_reclaim_in_hierarchy
+        || queue.preemption.can_preempt_while_borrowing()
+    {
         let (mode, borrow) = oracle(quota, fr, val);
         return QuotaFit {
             mode,

@@ -199,6 +199,7 @@ fn cluster_queue(shape: &QueueShape, spec: &QueueSpec, stop: StopPolicy) -> Clus
         preemption: Preemption {
             within_cluster_queue: spec.within,
             reclaim_within_cohort: spec.reclaim,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: stop,

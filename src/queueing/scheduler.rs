@@ -109,6 +109,8 @@ impl EvictionReason {
 pub enum PreemptedReason {
     InClusterQueue,
     InCohortReclamation,
+    /// Reclaimed by a workload that still borrows (`borrowWithinCohort`).
+    InCohortReclaimWhileBorrowing,
 }
 
 impl PreemptedReason {
@@ -116,6 +118,7 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "InClusterQueue",
             PreemptedReason::InCohortReclamation => "InCohortReclamation",
+            PreemptedReason::InCohortReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
         }
     }
 
@@ -124,6 +127,9 @@ impl PreemptedReason {
         match self {
             PreemptedReason::InClusterQueue => "prioritization in the ClusterQueue",
             PreemptedReason::InCohortReclamation => "reclamation within the cohort",
+            PreemptedReason::InCohortReclaimWhileBorrowing => {
+                "reclamation within the cohort while borrowing"
+            }
         }
     }
 }

@@ -82,6 +82,7 @@ fn cluster_queue(n: &Node, within: PreemptionPolicy, reclaim: PreemptionPolicy) 
         preemption: Preemption {
             within_cluster_queue: within,
             reclaim_within_cohort: reclaim,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,

@@ -67,6 +67,7 @@ fn engine() -> Engine {
     beta.preemption = Preemption {
         within_cluster_queue: PreemptionPolicy::LowerPriority,
         reclaim_within_cohort: PreemptionPolicy::Any,
+        ..Default::default()
     };
     for cq in [
         queue("sales", None, vec![group("cpu", "default", 50)]),
