@@ -14,9 +14,10 @@ use crate::{
     api::kueue::v1beta2 as api,
     api::selector::LabelSelector,
     queueing::{
-        self, quantity, Admission, BorrowWithinCohort, FlavorFungibility, FlavorQuotas,
-        FungibilityPolicy, Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup,
-        ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration, TolerationOperator,
+        self, quantity, Admission, BorrowWithinCohort, FlavorFungibility, FlavorPreference,
+        FlavorQuotas, FungibilityPolicy, Preemption, PreemptionPolicy, QueueingStrategy,
+        ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration,
+        TolerationOperator,
     },
 };
 
@@ -213,6 +214,10 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
                 ff.and_then(|f| f.when_can_preempt.as_deref()),
                 defaults.when_can_preempt,
             ),
+            preference: match ff.and_then(|f| f.preference.as_deref()) {
+                Some("PreemptionOverBorrowing") => FlavorPreference::PreemptionOverBorrowing,
+                _ => FlavorPreference::BorrowingOverPreemption,
+            },
         },
         stop_policy: stop_policy(s.stop_policy.as_deref()),
         terminating: cq.metadata.deletion_timestamp.is_some(),
@@ -489,6 +494,8 @@ mod tests {
             "spec": {"cohortName": "all", "queueingStrategy": "StrictFIFO",
                      "namespaceSelector": {},
                      "stopPolicy": "HoldAndDrain",
+                     "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                                           "preference": "PreemptionOverBorrowing"},
                      "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
                                     "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 5}},
                      "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
@@ -503,6 +510,14 @@ mod tests {
         assert_eq!(e.namespace_selector, Some(LabelSelector::default()));
         assert_eq!(e.stop_policy, StopPolicy::HoldAndDrain);
         assert_eq!(e.preemption.reclaim_within_cohort, PreemptionPolicy::Any);
+        assert_eq!(
+            e.flavor_fungibility,
+            FlavorFungibility {
+                when_can_borrow: FungibilityPolicy::TryNextFlavor,
+                when_can_preempt: FungibilityPolicy::TryNextFlavor,
+                preference: FlavorPreference::PreemptionOverBorrowing,
+            }
+        );
         assert_eq!(
             e.preemption.borrow_within_cohort,
             Some(BorrowWithinCohort {

@@ -84,6 +84,18 @@ pub enum FungibilityPolicy {
     TryNextFlavor,
 }
 
+/// `spec.flavorFungibility.preference`: when the search goes on past
+/// flavors that need borrowing or preemption, which of them is best.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FlavorPreference {
+    /// The better preemption mode first (fit, reclaim, preempt), then less
+    /// borrowing. Kueue's default.
+    #[default]
+    BorrowingOverPreemption,
+    /// Less borrowing first, then the better preemption mode.
+    PreemptionOverBorrowing,
+}
+
 /// `spec.flavorFungibility`: whether to look past a flavor that needs
 /// borrowing or preemption. Defaults: borrow rather than look further;
 /// look further rather than preempt.
@@ -91,6 +103,7 @@ pub enum FungibilityPolicy {
 pub struct FlavorFungibility {
     pub when_can_borrow: FungibilityPolicy,
     pub when_can_preempt: FungibilityPolicy,
+    pub preference: FlavorPreference,
 }
 
 impl Default for FlavorFungibility {
@@ -98,6 +111,7 @@ impl Default for FlavorFungibility {
         FlavorFungibility {
             when_can_borrow: FungibilityPolicy::MayStopSearch,
             when_can_preempt: FungibilityPolicy::TryNextFlavor,
+            preference: FlavorPreference::BorrowingOverPreemption,
         }
     }
 }

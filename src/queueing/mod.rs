@@ -12,15 +12,15 @@
 //! and node labels, hierarchical cohorts (`Cohort` objects with parents and
 //! quota of their own) with borrowing and lending limits at every level,
 //! within-queue preemption and reclaiming within a cohort tree, preemption
-//! while borrowing (`borrowWithinCohort`), partial
+//! while borrowing (`borrowWithinCohort`), flavor fungibility (with its
+//! `preference`), partial
 //! admission (`minCount`), stop policies and deactivation, dynamic reclaim
 //! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
 //! backoff (a Workload with `requeueAt` set waits out of the queue) and
 //! `blockAdmission`, with
 //! Kueue's messages. What is left out:
 //!
-//! - no fair sharing, admission fair sharing,
-//!   `flavorFungibility.preference`, topology-aware scheduling, elastic
+//! - no fair sharing, admission fair sharing, topology-aware scheduling, elastic
 //!   workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
@@ -46,8 +46,9 @@ mod property_tests;
 
 pub use cluster_queue::{
     ActiveCondition, BorrowWithinCohort, ClusterQueue, ClusterQueueStatus, FlavorFungibility,
-    FlavorQuotas, FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption,
-    PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
+    FlavorPreference, FlavorQuotas, FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus,
+    Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage,
+    StopPolicy,
 };
 pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};

@@ -1236,3 +1236,6 @@ mod partial_admission_cases;
 
 #[cfg(test)]
 mod hierarchy_cases;
+
+#[cfg(test)]
+mod fungibility_cases;
