@@ -75,6 +75,7 @@ fn cluster_queue(name: &str, cohort: &str) -> ClusterQueue {
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -124,6 +125,7 @@ fn simulate(shape: &Shape) -> Report {
                 name: "lq".into(),
                 cluster_queue: name.clone(),
                 stop_policy: StopPolicy::None,
+                fair_sharing: Default::default(),
             });
             queues.push(name);
         }

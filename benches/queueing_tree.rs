@@ -108,6 +108,7 @@ fn engine(shape: Shape) -> Engine {
             preemption: Preemption::default(),
             flavor_fungibility: Default::default(),
             stop_policy: StopPolicy::None,
+            admission_fair_sharing: false,
             terminating: false,
         });
         e.upsert_local_queue(LocalQueue {
@@ -115,6 +116,7 @@ fn engine(shape: Shape) -> Engine {
             name: "lq".into(),
             cluster_queue: name,
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
     }
     for k in 0..shape.per_queue {

@@ -220,6 +220,7 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             },
         },
         stop_policy: stop_policy(s.stop_policy.as_deref()),
+        admission_fair_sharing: false,
         terminating: cq.metadata.deletion_timestamp.is_some(),
     })
 }
@@ -230,6 +231,7 @@ pub fn local_queue(lq: &api::LocalQueue) -> queueing::LocalQueue {
         name: lq.metadata.name.clone().unwrap_or_default(),
         cluster_queue: lq.spec.cluster_queue.clone().unwrap_or_default(),
         stop_policy: stop_policy(lq.spec.stop_policy.as_deref()),
+        fair_sharing: Default::default(),
     }
 }
 

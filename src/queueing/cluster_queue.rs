@@ -155,6 +155,10 @@ pub struct ClusterQueue {
     pub preemption: Preemption,
     pub flavor_fungibility: FlavorFungibility,
     pub stop_policy: StopPolicy,
+    /// `spec.admissionScope.admissionMode: UsageBasedAdmissionFairSharing`:
+    /// pending workloads are ordered by their LocalQueue's usage when the
+    /// Configuration enables admission fair sharing.
+    pub admission_fair_sharing: bool,
     /// Deleted and held by its `resource-in-use` finalizer: admits nothing
     /// new (Kueue's `terminating` status) until its workloads are gone.
     pub terminating: bool,
@@ -186,6 +190,36 @@ pub struct LocalQueue {
     pub name: String,
     pub cluster_queue: String,
     pub stop_policy: StopPolicy,
+    pub fair_sharing: LocalQueueFairSharing,
+}
+
+/// A LocalQueue's admission fair sharing inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalQueueFairSharing {
+    /// `spec.fairSharing.weight` in milli-units (default 1).
+    pub weight: i64,
+    /// `status.fairSharing.admissionFairSharingStatus` as last written
+    /// (resource → milli-units, `lastUpdate` in ms): where the engine's
+    /// usage starts when it first meets the queue.
+    pub status: Option<(BTreeMap<String, i64>, i64)>,
+}
+
+impl Default for LocalQueueFairSharing {
+    fn default() -> Self {
+        LocalQueueFairSharing {
+            weight: 1000,
+            status: None,
+        }
+    }
+}
+
+/// `status.fairSharing.admissionFairSharingStatus` to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionFairSharingStatus {
+    /// Resource → quantity (`consumedResources`).
+    pub consumed_resources: BTreeMap<String, String>,
+    /// `lastUpdate` (ms).
+    pub last_update: i64,
 }
 
 /// `status.flavorsUsage[].resources[]`.
@@ -234,7 +268,7 @@ pub struct ClusterQueueStatus {
 }
 
 /// What the shell writes to a LocalQueue's status.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LocalQueueStatus {
     pub namespace: String,
     pub name: String,
@@ -245,4 +279,6 @@ pub struct LocalQueueStatus {
     pub usage: BTreeMap<String, BTreeMap<String, i64>>,
     /// The same, of its admitted (confirmed) workloads only.
     pub admitted_usage: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Set when its ClusterQueue uses admission fair sharing.
+    pub admission_fair_sharing: Option<AdmissionFairSharingStatus>,
 }

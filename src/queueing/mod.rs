@@ -27,6 +27,7 @@
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
+pub mod admission_fair_sharing;
 pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
@@ -45,10 +46,10 @@ pub mod workload;
 mod property_tests;
 
 pub use cluster_queue::{
-    ActiveCondition, BorrowWithinCohort, ClusterQueue, ClusterQueueStatus, FlavorFungibility,
-    FlavorPreference, FlavorQuotas, FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus,
-    Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage,
-    StopPolicy,
+    ActiveCondition, AdmissionFairSharingStatus, BorrowWithinCohort, ClusterQueue,
+    ClusterQueueStatus, FlavorFungibility, FlavorPreference, FlavorQuotas, FlavorUsage,
+    FungibilityPolicy, LocalQueue, LocalQueueFairSharing, LocalQueueStatus, Preemption,
+    PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
 pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};

@@ -434,6 +434,7 @@ mod tests {
             },
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            admission_fair_sharing: false,
             terminating: false,
         }
     }

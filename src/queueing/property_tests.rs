@@ -203,6 +203,7 @@ fn cluster_queue(shape: &QueueShape, spec: &QueueSpec, stop: StopPolicy) -> Clus
         },
         flavor_fungibility: Default::default(),
         stop_policy: stop,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -213,6 +214,7 @@ fn local_queue(shape: &QueueShape, stop: StopPolicy) -> LocalQueue {
         name: format!("lq-{}", shape.name),
         cluster_queue: shape.name.clone(),
         stop_policy: stop,
+        fair_sharing: Default::default(),
     }
 }
 

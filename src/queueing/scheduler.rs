@@ -257,6 +257,10 @@ pub struct Engine {
     /// `admissionChecksStrategy` rules (see [`super::checks`]).
     admission_checks: BTreeMap<String, super::checks::CheckInfo>,
     cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
+    /// See [`Engine::set_admission_fair_sharing`].
+    afs: Option<super::admission_fair_sharing::AdmissionFairSharing>,
+    /// The usage ledger of admission fair sharing, by (namespace, name).
+    lq_usage: BTreeMap<(String, String), super::admission_fair_sharing::LocalQueueUsage>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -465,7 +469,16 @@ impl Engine {
     }
 
     pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
-        if self.local_queue(&lq.namespace, &lq.name) == Some(&lq) {
+        self.seed_local_queue_usage(&lq);
+        // The status this engine wrote coming back changes nothing else.
+        let same = self
+            .local_queue(&lq.namespace, &lq.name)
+            .is_some_and(|old| {
+                old.cluster_queue == lq.cluster_queue
+                    && old.stop_policy == lq.stop_policy
+                    && old.fair_sharing.weight == lq.fair_sharing.weight
+            });
+        if same {
             return;
         }
         let (ns, name) = (lq.namespace.clone(), lq.name.clone());
@@ -794,6 +807,9 @@ impl Engine {
                     }
                 }
             }
+        }
+        for st in out.values_mut() {
+            st.admission_fair_sharing = self.admission_fair_sharing_status(&st.namespace, &st.name);
         }
         out.into_values().collect()
     }
@@ -1239,3 +1255,5 @@ mod hierarchy_cases;
 
 #[cfg(test)]
 mod fungibility_cases;
+
+mod admission_fair_sharing;

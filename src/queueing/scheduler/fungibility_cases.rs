@@ -51,6 +51,7 @@ fn queue(name: &str, parent: &str, quotas: &[Quota]) -> ClusterQueue {
         preemption: Preemption::default(),
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -120,6 +121,7 @@ fn engine(flavors: &[&str], cohorts: Vec<Cohort>, queues: Vec<ClusterQueue>) -> 
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.clone(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(q);
     }

@@ -86,6 +86,7 @@ fn cluster_queue(n: &Node, within: PreemptionPolicy, reclaim: PreemptionPolicy) 
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -126,6 +127,7 @@ fn setup(
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.into(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cluster_queue(q, within, reclaim));
     }

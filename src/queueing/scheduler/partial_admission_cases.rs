@@ -43,6 +43,7 @@ fn queue(name: &str, cohort: Option<&str>, groups: Vec<ResourceGroup>) -> Cluste
         preemption: Preemption::default(),
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -83,6 +84,7 @@ fn engine() -> Engine {
             name: "main".into(),
             cluster_queue: cq.name.clone(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cq);
     }

@@ -104,6 +104,7 @@ fn cluster_queue(q: &Queue) -> ClusterQueue {
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -157,6 +158,7 @@ fn setup(queues: &[Queue], running: &[W]) -> Engine {
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.into(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cluster_queue(q));
     }
