@@ -580,6 +580,9 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 metrics.kueue.clone(),
                 // Validated when the file was read.
                 cfg.wait_for_pods_ready.settings().ok().flatten(),
+                cfg.admission_fair_sharing
+                    .as_ref()
+                    .and_then(|a| a.settings().ok()),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

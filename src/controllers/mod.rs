@@ -62,6 +62,7 @@ pub async fn run(
     positions: crate::cluster::positions::Positions,
     metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
     readiness: Option<crate::jobs::readiness::Settings>,
+    admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -87,6 +88,7 @@ pub async fn run(
         positions,
         metrics,
         readiness.clone(),
+        admission_fair_sharing,
     ));
     let shared = context::Shared::start(client).await;
     tokio::spawn(checks::run(shared.clone()));

@@ -220,7 +220,9 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             },
         },
         stop_policy: stop_policy(s.stop_policy.as_deref()),
-        admission_fair_sharing: false,
+        admission_fair_sharing: s.admission_scope.as_ref().is_some_and(|a| {
+            a.admission_mode == api::admission_mode::USAGE_BASED_ADMISSION_FAIR_SHARING
+        }),
         terminating: cq.metadata.deletion_timestamp.is_some(),
     })
 }
@@ -231,8 +233,34 @@ pub fn local_queue(lq: &api::LocalQueue) -> queueing::LocalQueue {
         name: lq.metadata.name.clone().unwrap_or_default(),
         cluster_queue: lq.spec.cluster_queue.clone().unwrap_or_default(),
         stop_policy: stop_policy(lq.spec.stop_policy.as_deref()),
-        fair_sharing: Default::default(),
+        fair_sharing: local_queue_fair_sharing(lq),
     }
+}
+
+/// `spec.fairSharing.weight` and the admission fair sharing status last
+/// written (a quantity that does not parse counts as absent).
+fn local_queue_fair_sharing(lq: &api::LocalQueue) -> queueing::LocalQueueFairSharing {
+    let weight = lq
+        .spec
+        .fair_sharing
+        .as_ref()
+        .and_then(|f| f.weight.as_ref())
+        .and_then(|w| quantity::parse(&w.0).ok())
+        .unwrap_or(1000);
+    let status = lq
+        .status
+        .as_ref()
+        .and_then(|s| s.fair_sharing.as_ref())
+        .and_then(|f| f.admission_fair_sharing_status.as_ref())
+        .map(|a| {
+            let consumed = a
+                .consumed_resources
+                .iter()
+                .filter_map(|(r, q)| Some((r.clone(), quantity::parse(&q.0).ok()?)))
+                .collect();
+            (consumed, a.last_update.0.as_millisecond())
+        });
+    queueing::LocalQueueFairSharing { weight, status }
 }
 
 pub fn condition_true(conds: Option<&Vec<Condition>>, ty: &str) -> bool {
@@ -496,6 +524,7 @@ mod tests {
             "spec": {"cohortName": "all", "queueingStrategy": "StrictFIFO",
                      "namespaceSelector": {},
                      "stopPolicy": "HoldAndDrain",
+                     "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
                      "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
                                            "preference": "PreemptionOverBorrowing"},
                      "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
@@ -511,6 +540,7 @@ mod tests {
         assert_eq!(e.queueing_strategy, QueueingStrategy::StrictFIFO);
         assert_eq!(e.namespace_selector, Some(LabelSelector::default()));
         assert_eq!(e.stop_policy, StopPolicy::HoldAndDrain);
+        assert!(e.admission_fair_sharing);
         assert_eq!(e.preemption.reclaim_within_cohort, PreemptionPolicy::Any);
         assert_eq!(
             e.flavor_fungibility,
@@ -552,6 +582,29 @@ mod tests {
         let mut none = cq.clone();
         none.spec.namespace_selector = None;
         assert_eq!(cluster_queue(&none).unwrap().namespace_selector, None);
+    }
+
+    #[test]
+    fn a_local_queue_reads_its_weight_and_admission_fair_sharing_status() {
+        let lq: api::LocalQueue = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "team"},
+            "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "2"}},
+            "status": {"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+                "consumedResources": {"cpu": "1500m"}, "lastUpdate": "2026-01-01T00:00:01Z"}}}
+        }))
+        .unwrap();
+        let q = local_queue(&lq);
+        assert_eq!(q.fair_sharing.weight, 2000);
+        let (consumed, at) = q.fair_sharing.status.unwrap();
+        assert_eq!(consumed["cpu"], 1500);
+        assert_eq!(at % 1000, 0);
+        assert!(at > 0);
+        // No fairSharing: weight 1, nothing to seed from.
+        let mut plain = lq.clone();
+        plain.spec.fair_sharing = None;
+        plain.status = None;
+        assert_eq!(local_queue(&plain).fair_sharing, Default::default());
     }
 
     #[test]

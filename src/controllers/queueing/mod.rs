@@ -337,6 +337,9 @@ impl Controller {
         positions: crate::cluster::positions::Positions,
         metrics: Arc<KueueMetrics>,
         readiness: Option<crate::jobs::readiness::Settings>,
+        admission_fair_sharing: Option<
+            crate::queueing::admission_fair_sharing::AdmissionFairSharing,
+        >,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -414,6 +417,7 @@ impl Controller {
             guard_in_flight: HashSet::new(),
             checks: checks::Feed::default(),
         };
+        c.engine.set_admission_fair_sharing(admission_fair_sharing);
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);
@@ -430,6 +434,11 @@ impl Controller {
                     c.cycle();
                 }
                 _ = status_tick.tick() => {
+                    // Admission fair sharing's sampling (the engine knows
+                    // which LocalQueues are due).
+                    if c.started && c.engine.sample_admission_fair_sharing(now_ms()) {
+                        c.status_due = true;
+                    }
                     if c.status_due {
                         c.publish_metrics();
                         c.write_statuses();

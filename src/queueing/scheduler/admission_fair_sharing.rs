@@ -24,6 +24,10 @@ impl Engine {
         }
     }
 
+    pub fn admission_fair_sharing(&self) -> Option<&AdmissionFairSharing> {
+        self.afs.as_ref()
+    }
+
     fn uses_admission_fair_sharing(&self, cq: &str) -> bool {
         self.afs.is_some()
             && self
