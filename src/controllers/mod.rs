@@ -54,6 +54,8 @@ use crate::{api::kueue::v1beta2 as api, jobs::policy::PolicySet};
 /// Kueue's CRDs, then starts the queueing controller and a job reconciler
 /// per policy.
 /// `client` is fenced by `elector`'s lease (see [`lease::FenceLayer`]).
+/// Each argument is one part of the configuration the reconciler needs.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     client: Client,
     policies: PolicySet,

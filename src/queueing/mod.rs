@@ -13,14 +13,15 @@
 //! quota of their own) with borrowing and lending limits at every level,
 //! within-queue preemption and reclaiming within a cohort tree, preemption
 //! while borrowing (`borrowWithinCohort`), flavor fungibility (with its
-//! `preference`), partial
+//! `preference`), admission fair sharing (LocalQueue usage ordering inside a
+//! ClusterQueue), partial
 //! admission (`minCount`), stop policies and deactivation, dynamic reclaim
 //! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
 //! backoff (a Workload with `requeueAt` set waits out of the queue) and
 //! `blockAdmission`, with
 //! Kueue's messages. What is left out:
 //!
-//! - no fair sharing, admission fair sharing, topology-aware scheduling, elastic
+//! - no fair sharing, topology-aware scheduling, elastic
 //!   workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
