@@ -48,9 +48,9 @@
 //!   KUEUE_BENCH_TIMEOUT_SECS [900] give up on a run after this long
 //!   KUEUE_BENCH_CHECKER [1]        0: do not build or run the checker
 //!   KUEUE_BENCH_KEEP=1             keep each run's work dir (runner output, manager log)
-//!   KUEUE_BENCH_CLIENT [harness]   batchgate's `clientConnection`: `harness` = minimalkueue's
-//!                                  (qps 50, burst 100, per resource, as its client-go gives it),
-//!                                  `default` = Kueue v0.19.2's defaults (300, 500), or `QPS/BURST`
+//!   KUEUE_BENCH_CLIENT [default]   batchgate's `clientConnection`: `default` = Kueue v0.19.2's
+//!                                  defaults (qps 300, burst 500), `harness` = minimalkueue's
+//!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
@@ -160,8 +160,8 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
         checker: !smoke && var("KUEUE_BENCH_CHECKER", 1u8)? == 1,
         keep: std::env::var("KUEUE_BENCH_KEEP").is_ok_and(|v| v == "1"),
         client: match std::env::var("KUEUE_BENCH_CLIENT").as_deref() {
-            Err(_) | Ok("harness") => (50.0, 100),
-            Ok("default") => (300.0, 500),
+            Err(_) | Ok("default") => (300.0, 500),
+            Ok("harness") => (50.0, 100),
             Ok(v) => v
                 .split_once('/')
                 .and_then(|(q, b)| Some((q.parse().ok()?, b.parse().ok()?)))

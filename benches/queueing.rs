@@ -71,9 +71,11 @@ fn cluster_queue(name: &str, cohort: &str) -> ClusterQueue {
         preemption: Preemption {
             within_cluster_queue: PreemptionPolicy::LowerPriority,
             reclaim_within_cohort: PreemptionPolicy::Any,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -123,6 +125,7 @@ fn simulate(shape: &Shape) -> Report {
                 name: "lq".into(),
                 cluster_queue: name.clone(),
                 stop_policy: StopPolicy::None,
+                fair_sharing: Default::default(),
             });
             queues.push(name);
         }

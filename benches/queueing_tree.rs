@@ -52,7 +52,9 @@ fn fair_sharing() -> bool {
 /// The engine's configuration, before any object is added.
 fn configure(e: &mut Engine) {
     if fair_sharing() {
-        e.set_fair_sharing(Some(batchgate::queueing::fair_sharing::FairSharing::default()));
+        e.set_fair_sharing(Some(
+            batchgate::queueing::fair_sharing::FairSharing::default(),
+        ));
     }
 }
 
@@ -177,9 +179,11 @@ fn engine(shape: Shape) -> Engine {
             preemption: Preemption {
                 within_cluster_queue: PreemptionPolicy::LowerPriority,
                 reclaim_within_cohort: PreemptionPolicy::Any,
+                borrow_within_cohort: None,
             },
             flavor_fungibility: Default::default(),
             stop_policy: StopPolicy::None,
+            admission_fair_sharing: false,
             terminating: false,
         });
         e.upsert_local_queue(LocalQueue {
@@ -187,6 +191,7 @@ fn engine(shape: Shape) -> Engine {
             name: "lq".into(),
             cluster_queue: name,
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
     }
     for k in 0..shape.per_queue {

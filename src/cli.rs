@@ -589,6 +589,9 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 cfg.fair_sharing
                     .as_ref()
                     .and_then(|f| f.settings().ok().flatten()),
+                cfg.admission_fair_sharing
+                    .as_ref()
+                    .and_then(|a| a.settings().ok()),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -67,6 +67,11 @@ pub struct Config {
     /// Kueue's `fairSharing` (off when absent; v1beta1's `enable: false`
     /// turns it off too).
     pub fair_sharing: Option<FairSharingConfig>,
+    /// Kueue's `admissionFairSharing`: LocalQueue usage orders the
+    /// workloads of ClusterQueues with `admissionScope.admissionMode:
+    /// UsageBasedAdmissionFairSharing`.
+    #[serde(default)]
+    pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
 }
 
 /// Kueue's `FairSharing`: `preemptionStrategies` (v1beta2 requires them;
@@ -116,6 +121,73 @@ impl FairSharingConfig {
             preemption_strategies: names.iter().filter_map(|n| Strategy::parse(n)).collect(),
             ..FairSharing::default()
         }))
+    }
+}
+
+/// Kueue's `AdmissionFairSharing`, with its names and Go durations.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AdmissionFairSharingConfig {
+    pub usage_half_life_time: Option<String>,
+    pub usage_sampling_interval: Option<String>,
+    #[serde(default)]
+    pub resource_weights: std::collections::BTreeMap<String, f64>,
+}
+
+impl AdmissionFairSharingConfig {
+    /// Kueue's defaulting (sampling every 5 minutes) and validation
+    /// (`validateAdmissionFairSharing`), with its field paths.
+    pub fn settings(
+        &self,
+    ) -> Result<crate::queueing::admission_fair_sharing::AdmissionFairSharing, String> {
+        use crate::appwrapper::duration::GoDuration;
+        let mut errs = Vec::new();
+        let mut seconds = |field: &str, v: &Option<String>, default: f64| match v {
+            None => default,
+            Some(text) => match GoDuration::parse(text) {
+                Ok(d) => d.as_nanos() as f64 / 1e9,
+                Err(e) => {
+                    errs.push(format!(
+                        "admissionFairSharing.{field}: Invalid value: {text:?}: {e}"
+                    ));
+                    default
+                }
+            },
+        };
+        let half_life = seconds("usageHalfLifeTime", &self.usage_half_life_time, 0.0);
+        let mut sampling = seconds("usageSamplingInterval", &self.usage_sampling_interval, 0.0);
+        if sampling == 0.0 {
+            sampling = 300.0;
+        }
+        if half_life < 0.0 {
+            errs.push(format!(
+                "admissionFairSharing.usageHalfLifeTime: Invalid value: {:?}: must be greater than or equal to 0",
+                self.usage_half_life_time.as_deref().unwrap_or_default()
+            ));
+        }
+        if sampling < 0.0 {
+            errs.push(format!(
+                "admissionFairSharing.usageSamplingInterval: Invalid value: {:?}: must be greater than 0",
+                self.usage_sampling_interval.as_deref().unwrap_or_default()
+            ));
+        }
+        for (name, w) in &self.resource_weights {
+            if *w < 0.0 {
+                errs.push(format!(
+                    "admissionFairSharing.resourceWeights[{name}]: Invalid value: {w}: must be greater than or equal to 0"
+                ));
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs.join(", "));
+        }
+        Ok(
+            crate::queueing::admission_fair_sharing::AdmissionFairSharing {
+                usage_half_life_time: half_life,
+                usage_sampling_interval: sampling,
+                resource_weights: self.resource_weights.clone(),
+            },
+        )
     }
 }
 
@@ -300,7 +372,7 @@ impl ClientConnectionConfig {
     pub fn settings(&self) -> (f64, u32) {
         let qps = match self.qps {
             None => 300.0,
-            Some(q) if q == 0.0 => 300.0,
+            Some(0.0) => 300.0,
             Some(q) => f64::from(q),
         };
         let burst = match self.burst {
@@ -431,6 +503,12 @@ impl Config {
                 message,
             })?;
         }
+        if let Some(afs) = &cfg.admission_fair_sharing {
+            afs.settings().map_err(|message| ConfigError::Invalid {
+                path: path.to_string(),
+                message,
+            })?;
+        }
         Ok(cfg)
     }
 
@@ -542,6 +620,30 @@ probes:
             .unwrap_err()
             .to_string();
         assert!(err.contains("maybe"), "{err}");
+    }
+
+    #[test]
+    fn admission_fair_sharing_reads_kueues_fields() {
+        let cfg = Config::parse(
+            "c.yaml",
+            "admissionFairSharing:\n  usageHalfLifeTime: 10m\n  resourceWeights: {cpu: 0.5, nvidia.com/gpu: 4}\n",
+        )
+        .unwrap();
+        let s = cfg.admission_fair_sharing.unwrap().settings().unwrap();
+        assert_eq!(s.usage_half_life_time, 600.0);
+        // Kueue's default sampling interval.
+        assert_eq!(s.usage_sampling_interval, 300.0);
+        assert_eq!(s.resource_weights["nvidia.com/gpu"], 4.0);
+        let bad = Config::parse(
+            "c.yaml",
+            "admissionFairSharing:\n  usageHalfLifeTime: -1m\n  resourceWeights: {cpu: -1}\n",
+        );
+        let message = bad.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.contains("admissionFairSharing.usageHalfLifeTime: Invalid value: \"-1m\": must be greater than or equal to 0")
+                && message.contains("admissionFairSharing.resourceWeights[cpu]"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -556,6 +556,7 @@ mod tests {
             preemption: Default::default(),
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            admission_fair_sharing: false,
             terminating: false,
         };
         let mut e = super::super::translation::workload(&workload("c", json!([]), None)).unwrap();

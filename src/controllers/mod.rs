@@ -66,6 +66,7 @@ pub async fn run(
     metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
     readiness: Option<crate::jobs::readiness::Settings>,
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
+    admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
@@ -92,6 +93,7 @@ pub async fn run(
         metrics,
         readiness.clone(),
         fair_sharing,
+        admission_fair_sharing,
     ));
     let shared = context::Shared::start(client).await;
     tokio::spawn(checks::run(shared.clone()));

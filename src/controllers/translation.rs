@@ -14,9 +14,10 @@ use crate::{
     api::kueue::v1beta2 as api,
     api::selector::LabelSelector,
     queueing::{
-        self, quantity, Admission, FlavorFungibility, FlavorQuotas, FungibilityPolicy, Preemption,
-        PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, StopPolicy, Taint,
-        TaintEffect, Toleration, TolerationOperator,
+        self, quantity, Admission, BorrowWithinCohort, FlavorFungibility, FlavorPreference,
+        FlavorQuotas, FungibilityPolicy, Preemption, PreemptionPolicy, QueueingStrategy,
+        ResourceGroup, ResourceQuota, StopPolicy, Taint, TaintEffect, Toleration,
+        TolerationOperator,
     },
 };
 
@@ -204,6 +205,12 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
             reclaim_within_cohort: preemption_policy(
                 pre.and_then(|p| p.reclaim_within_cohort.as_deref()),
             ),
+            borrow_within_cohort: pre
+                .and_then(|p| p.borrow_within_cohort.as_ref())
+                .filter(|b| b.policy.as_deref() == Some("LowerPriority"))
+                .map(|b| BorrowWithinCohort {
+                    max_priority_threshold: b.max_priority_threshold,
+                }),
         },
         flavor_fungibility: FlavorFungibility {
             when_can_borrow: fungibility(
@@ -214,8 +221,15 @@ pub fn cluster_queue(cq: &api::ClusterQueue) -> Result<queueing::ClusterQueue, T
                 ff.and_then(|f| f.when_can_preempt.as_deref()),
                 defaults.when_can_preempt,
             ),
+            preference: match ff.and_then(|f| f.preference.as_deref()) {
+                Some("PreemptionOverBorrowing") => FlavorPreference::PreemptionOverBorrowing,
+                _ => FlavorPreference::BorrowingOverPreemption,
+            },
         },
         stop_policy: stop_policy(s.stop_policy.as_deref()),
+        admission_fair_sharing: s.admission_scope.as_ref().is_some_and(|a| {
+            a.admission_mode == api::admission_mode::USAGE_BASED_ADMISSION_FAIR_SHARING
+        }),
         terminating: cq.metadata.deletion_timestamp.is_some(),
     })
 }
@@ -226,7 +240,34 @@ pub fn local_queue(lq: &api::LocalQueue) -> queueing::LocalQueue {
         name: lq.metadata.name.clone().unwrap_or_default(),
         cluster_queue: lq.spec.cluster_queue.clone().unwrap_or_default(),
         stop_policy: stop_policy(lq.spec.stop_policy.as_deref()),
+        fair_sharing: local_queue_fair_sharing(lq),
     }
+}
+
+/// `spec.fairSharing.weight` and the admission fair sharing status last
+/// written (a quantity that does not parse counts as absent).
+fn local_queue_fair_sharing(lq: &api::LocalQueue) -> queueing::LocalQueueFairSharing {
+    let weight = lq
+        .spec
+        .fair_sharing
+        .as_ref()
+        .and_then(|f| f.weight.as_ref())
+        .and_then(|w| quantity::parse(&w.0).ok())
+        .unwrap_or(1000);
+    let status = lq
+        .status
+        .as_ref()
+        .and_then(|s| s.fair_sharing.as_ref())
+        .and_then(|f| f.admission_fair_sharing_status.as_ref())
+        .map(|a| {
+            let consumed = a
+                .consumed_resources
+                .iter()
+                .filter_map(|(r, q)| Some((r.clone(), quantity::parse(&q.0).ok()?)))
+                .collect();
+            (consumed, a.last_update.0.as_millisecond())
+        });
+    queueing::LocalQueueFairSharing { weight, status }
 }
 
 pub fn condition_true(conds: Option<&Vec<Condition>>, ty: &str) -> bool {
@@ -490,7 +531,11 @@ mod tests {
             "spec": {"cohortName": "all", "queueingStrategy": "StrictFIFO",
                      "namespaceSelector": {},
                      "stopPolicy": "HoldAndDrain",
-                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"},
+                     "admissionScope": {"admissionMode": "UsageBasedAdmissionFairSharing"},
+                     "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                                           "preference": "PreemptionOverBorrowing"},
+                     "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                    "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 5}},
                      "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
                         {"name": "on-demand", "resources": [
                             {"name": "cpu", "nominalQuota": "4", "borrowingLimit": "500m"},
@@ -502,16 +547,71 @@ mod tests {
         assert_eq!(e.queueing_strategy, QueueingStrategy::StrictFIFO);
         assert_eq!(e.namespace_selector, Some(LabelSelector::default()));
         assert_eq!(e.stop_policy, StopPolicy::HoldAndDrain);
+        assert!(e.admission_fair_sharing);
         assert_eq!(e.preemption.reclaim_within_cohort, PreemptionPolicy::Any);
+        assert_eq!(
+            e.flavor_fungibility,
+            FlavorFungibility {
+                when_can_borrow: FungibilityPolicy::TryNextFlavor,
+                when_can_preempt: FungibilityPolicy::TryNextFlavor,
+                preference: FlavorPreference::PreemptionOverBorrowing,
+            }
+        );
+        assert_eq!(
+            e.preemption.borrow_within_cohort,
+            Some(BorrowWithinCohort {
+                max_priority_threshold: Some(5)
+            })
+        );
         let r = &e.resource_groups[0].flavors[0].resources;
         assert_eq!(r[0].nominal, 4000);
         assert_eq!(r[0].borrowing_limit, Some(500));
         assert_eq!(r[1].nominal, 1024 * 1024 * 1024 * 1000);
         assert_eq!(r[1].lending_limit, Some(0));
+        // borrowWithinCohort's policy Never is as good as none.
+        let mut never = cq.clone();
+        if let Some(b) = never
+            .spec
+            .preemption
+            .as_mut()
+            .and_then(|p| p.borrow_within_cohort.as_mut())
+        {
+            b.policy = Some("Never".into());
+        }
+        assert_eq!(
+            cluster_queue(&never)
+                .unwrap()
+                .preemption
+                .borrow_within_cohort,
+            None
+        );
         // Without a namespaceSelector a ClusterQueue admits from nowhere.
         let mut none = cq.clone();
         none.spec.namespace_selector = None;
         assert_eq!(cluster_queue(&none).unwrap().namespace_selector, None);
+    }
+
+    #[test]
+    fn a_local_queue_reads_its_weight_and_admission_fair_sharing_status() {
+        let lq: api::LocalQueue = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "team"},
+            "spec": {"clusterQueue": "cq", "fairSharing": {"weight": "2"}},
+            "status": {"fairSharing": {"weightedShare": 0, "admissionFairSharingStatus": {
+                "consumedResources": {"cpu": "1500m"}, "lastUpdate": "2026-01-01T00:00:01Z"}}}
+        }))
+        .unwrap();
+        let q = local_queue(&lq);
+        assert_eq!(q.fair_sharing.weight, 2000);
+        let (consumed, at) = q.fair_sharing.status.unwrap();
+        assert_eq!(consumed["cpu"], 1500);
+        assert_eq!(at % 1000, 0);
+        assert!(at > 0);
+        // No fairSharing: weight 1, nothing to seed from.
+        let mut plain = lq.clone();
+        plain.spec.fair_sharing = None;
+        plain.status = None;
+        assert_eq!(local_queue(&plain).fair_sharing, Default::default());
     }
 
     #[test]

@@ -48,11 +48,32 @@ pub enum PreemptionPolicy {
     Any,
 }
 
-/// `spec.preemption` (without `borrowWithinCohort`, see the module notes).
+/// `spec.preemption`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Preemption {
     pub within_cluster_queue: PreemptionPolicy,
     pub reclaim_within_cohort: PreemptionPolicy,
+    /// `borrowWithinCohort` with policy `LowerPriority`; `None` is `Never`.
+    pub borrow_within_cohort: Option<BorrowWithinCohort>,
+}
+
+/// `spec.preemption.borrowWithinCohort` with `policy: LowerPriority`: a
+/// workload that still borrows after preempting may reclaim from queues of
+/// its cohort tree that borrow, taking workloads of lower priority than its
+/// own and, when `max_priority_threshold` is set, at most that priority.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BorrowWithinCohort {
+    pub max_priority_threshold: Option<i32>,
+}
+
+impl Preemption {
+    /// `!IsBorrowingWithinCohortForbidden`: may a preemptor that still
+    /// borrows afterwards reclaim in the cohort? (Kueue's flavor assigner
+    /// then also asks the preemption oracle for requests above the nominal
+    /// quota.)
+    pub(crate) fn can_preempt_while_borrowing(&self) -> bool {
+        self.borrow_within_cohort.is_some()
+    }
 }
 
 /// `spec.flavorFungibility` values (v1beta2 names).
@@ -63,6 +84,18 @@ pub enum FungibilityPolicy {
     TryNextFlavor,
 }
 
+/// `spec.flavorFungibility.preference`: when the search goes on past
+/// flavors that need borrowing or preemption, which of them is best.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FlavorPreference {
+    /// The better preemption mode first (fit, reclaim, preempt), then less
+    /// borrowing. Kueue's default.
+    #[default]
+    BorrowingOverPreemption,
+    /// Less borrowing first, then the better preemption mode.
+    PreemptionOverBorrowing,
+}
+
 /// `spec.flavorFungibility`: whether to look past a flavor that needs
 /// borrowing or preemption. Defaults: borrow rather than look further;
 /// look further rather than preempt.
@@ -70,6 +103,7 @@ pub enum FungibilityPolicy {
 pub struct FlavorFungibility {
     pub when_can_borrow: FungibilityPolicy,
     pub when_can_preempt: FungibilityPolicy,
+    pub preference: FlavorPreference,
 }
 
 impl Default for FlavorFungibility {
@@ -77,6 +111,7 @@ impl Default for FlavorFungibility {
         FlavorFungibility {
             when_can_borrow: FungibilityPolicy::MayStopSearch,
             when_can_preempt: FungibilityPolicy::TryNextFlavor,
+            preference: FlavorPreference::BorrowingOverPreemption,
         }
     }
 }
@@ -120,6 +155,10 @@ pub struct ClusterQueue {
     pub preemption: Preemption,
     pub flavor_fungibility: FlavorFungibility,
     pub stop_policy: StopPolicy,
+    /// `spec.admissionScope.admissionMode: UsageBasedAdmissionFairSharing`:
+    /// pending workloads are ordered by their LocalQueue's usage when the
+    /// Configuration enables admission fair sharing.
+    pub admission_fair_sharing: bool,
     /// Deleted and held by its `resource-in-use` finalizer: admits nothing
     /// new (Kueue's `terminating` status) until its workloads are gone.
     pub terminating: bool,
@@ -151,6 +190,36 @@ pub struct LocalQueue {
     pub name: String,
     pub cluster_queue: String,
     pub stop_policy: StopPolicy,
+    pub fair_sharing: LocalQueueFairSharing,
+}
+
+/// A LocalQueue's admission fair sharing inputs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalQueueFairSharing {
+    /// `spec.fairSharing.weight` in milli-units (default 1).
+    pub weight: i64,
+    /// `status.fairSharing.admissionFairSharingStatus` as last written
+    /// (resource → milli-units, `lastUpdate` in ms): where the engine's
+    /// usage starts when it first meets the queue.
+    pub status: Option<(BTreeMap<String, i64>, i64)>,
+}
+
+impl Default for LocalQueueFairSharing {
+    fn default() -> Self {
+        LocalQueueFairSharing {
+            weight: 1000,
+            status: None,
+        }
+    }
+}
+
+/// `status.fairSharing.admissionFairSharingStatus` to write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionFairSharingStatus {
+    /// Resource → quantity (`consumedResources`).
+    pub consumed_resources: BTreeMap<String, String>,
+    /// `lastUpdate` (ms).
+    pub last_update: i64,
 }
 
 /// `status.flavorsUsage[].resources[]`.
@@ -201,7 +270,7 @@ pub struct ClusterQueueStatus {
 }
 
 /// What the shell writes to a LocalQueue's status.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LocalQueueStatus {
     pub namespace: String,
     pub name: String,
@@ -212,4 +281,6 @@ pub struct LocalQueueStatus {
     pub usage: BTreeMap<String, BTreeMap<String, i64>>,
     /// The same, of its admitted (confirmed) workloads only.
     pub admitted_usage: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Set when its ClusterQueue uses admission fair sharing.
+    pub admission_fair_sharing: Option<AdmissionFairSharingStatus>,
 }

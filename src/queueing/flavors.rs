@@ -4,11 +4,12 @@
 //! node selector accepts, and whose quota can take the request — now, by
 //! borrowing, or by preempting (`pkg/scheduler/flavorassigner`).
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::{
-    cluster_queue::{ClusterQueue, FungibilityPolicy, ResourceGroup},
+    cluster_queue::{ClusterQueue, FlavorPreference, FungibilityPolicy, ResourceGroup},
     quantity,
     quota::{FlavorResource, QuotaTree, Usage},
     scheduler::PendingReason,
@@ -164,10 +165,10 @@ const BEST: Granular = Granular {
     borrow: 0,
 };
 
-/// `isPreferred` with the default `BorrowingOverPreemption`: any viable mode
-/// beats NoFit, a mode with candidates beats one without, then the better
-/// preemption mode, then less borrowing.
-fn is_preferred(a: Granular, b: Granular) -> bool {
+/// `isPreferred`: any viable mode beats NoFit, a mode with candidates beats
+/// one without, then, by `preference`, the better preemption mode and less
+/// borrowing (`BorrowingOverPreemption`) or the other way round.
+fn is_preferred(a: Granular, b: Granular, preference: FlavorPreference) -> bool {
     if a.preemption == PreemptionMode::NoFit {
         return false;
     }
@@ -179,10 +180,14 @@ fn is_preferred(a: Granular, b: Granular) -> bool {
     if a_none != b_none {
         return !a_none;
     }
-    if a.preemption != b.preemption {
-        return a.preemption > b.preemption;
+    match preference {
+        FlavorPreference::BorrowingOverPreemption => {
+            (Reverse(a.preemption), a.borrow) < (Reverse(b.preemption), b.borrow)
+        }
+        FlavorPreference::PreemptionOverBorrowing => {
+            (a.borrow, Reverse(a.preemption)) < (b.borrow, Reverse(b.preemption))
+        }
     }
-    a.borrow < b.borrow
 }
 
 fn should_try_next_flavor(mode: Granular, cq: &ClusterQueue) -> bool {
@@ -422,6 +427,7 @@ fn find_flavor(
         .filter(|(r, _)| group.covered_resources.contains(r))
         .map(|(r, q)| (r, *q))
         .collect();
+    let preference = cq.flavor_fungibility.preference;
     let mut best: Option<BTreeMap<String, FlavorChoice>> = None;
     let mut best_mode = WORST;
     let mut reasons = Vec::new();
@@ -457,7 +463,7 @@ fn find_flavor(
             let assumed_here = assumed.get(&fr).copied().unwrap_or(0);
             let while_borrowing = super::fair_sharing::preempts_while_borrowing(cq, quota);
             let fit = fits_resource_quota(
-                &cq.name,
+                cq,
                 quota,
                 oracle,
                 &fr,
@@ -476,7 +482,7 @@ fn find_flavor(
                 preemption: fit.mode,
                 borrow: fit.borrow,
             };
-            if is_preferred(mode, this) {
+            if is_preferred(mode, this, preference) {
                 mode = this; // the flavor is as good as its worst resource
             }
             if mode.preemption == PreemptionMode::NoFit {
@@ -499,7 +505,7 @@ fn find_flavor(
             best_mode = mode;
             break;
         }
-        if is_preferred(mode, best_mode) {
+        if is_preferred(mode, best_mode, preference) {
             best = Some(choices);
             best_mode = mode;
         }
@@ -524,13 +530,14 @@ struct QuotaFit {
 /// `fitsResourceQuota`: `assumed` is what earlier pod sets of the same
 /// workload already took of `fr`.
 fn fits_resource_quota(
-    cq: &str,
+    queue: &ClusterQueue,
     quota: &mut QuotaTree,
     oracle: &mut Oracle<'_>,
     fr: &FlavorResource,
     (assumed, request): (i64, i64),
     preempt_while_borrowing: bool,
 ) -> QuotaFit {
+    let cq = queue.name.as_str();
     let val = assumed + request;
     let available = quota.available(cq, fr);
     let max_capacity = quota.potential_available(cq, fr);
@@ -561,11 +568,16 @@ fn fits_resource_quota(
         fr.flavor,
         q(val - available)
     ));
-    // Preemption can help a request within the nominal quota, or one whose
-    // smallest fitting subtree lends to a parent it may reclaim from.
-    // (`canPreemptWhileBorrowing`: with fair sharing, a queue that may
-    // reclaim within its cohort also tries preemption past its quota.)
-    if quota.limits(cq, fr).nominal >= val || may_reclaim_in_hierarchy || preempt_while_borrowing {
+    // Preemption can help a request within the nominal quota, one whose
+    // smallest fitting subtree lends to a parent it may reclaim from, or any
+    // request of a queue that may preempt while borrowing
+    // (`canPreemptWhileBorrowing`: `borrowWithinCohort`, or fair sharing
+    // with reclaim within the cohort).
+    if quota.limits(cq, fr).nominal >= val
+        || may_reclaim_in_hierarchy
+        || preempt_while_borrowing
+        || queue.preemption.can_preempt_while_borrowing()
+    {
         let (mode, borrow) = oracle(quota, fr, val);
         return QuotaFit {
             mode,
@@ -671,11 +683,36 @@ mod tests {
     fn preference_order() {
         use PreemptionMode::*;
         let g = |preemption, borrow| Granular { preemption, borrow };
-        assert!(is_preferred(g(Fit, 1), g(Reclaim, 0)));
-        assert!(is_preferred(g(Reclaim, 1), g(Preempt, 0)));
-        assert!(is_preferred(g(Fit, 0), g(Fit, 1)));
-        assert!(is_preferred(g(Preempt, 1), g(NoCandidates, 0)));
-        assert!(is_preferred(g(NoCandidates, 1), g(NoFit, 0)));
-        assert!(!is_preferred(g(NoFit, 0), g(NoFit, 1)));
+        let p = FlavorPreference::default();
+        assert!(is_preferred(g(Fit, 1), g(Reclaim, 0), p));
+        assert!(is_preferred(g(Reclaim, 1), g(Preempt, 0), p));
+        assert!(is_preferred(g(Fit, 0), g(Fit, 1), p));
+        assert!(is_preferred(g(Preempt, 1), g(NoCandidates, 0), p));
+        assert!(is_preferred(g(NoCandidates, 1), g(NoFit, 0), p));
+        assert!(!is_preferred(g(NoFit, 0), g(NoFit, 1), p));
+    }
+
+    /// Upstream's `TestIsPreferred`, case by case (its "feature gate
+    /// disabled" case is the default preference here).
+    #[test]
+    fn is_preferred_as_upstream() {
+        use FlavorPreference::*;
+        use PreemptionMode::*;
+        let g = |preemption, borrow| Granular { preemption, borrow };
+        let cases = [
+            ("feature gate disabled prioritises preemption", g(Fit, 0), g(Preempt, 0), BorrowingOverPreemption, true),
+            ("explicit BorrowingOverPreemption prioritises borrowing distance", g(Preempt, 1), g(Fit, 2), BorrowingOverPreemption, false),
+            ("explicit PreemptionOverBorrowing prioritises lower preemption", g(Preempt, 1), g(Fit, 2), PreemptionOverBorrowing, true),
+            ("explicit PreemptionOverBorrowing breaks borrowing ties with preemption", g(Preempt, 1), g(Fit, 1), PreemptionOverBorrowing, false),
+            ("explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison", g(NoCandidates, 1), g(Fit, 2), PreemptionOverBorrowing, false),
+            ("explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor", g(Fit, 2), g(NoCandidates, 1), PreemptionOverBorrowing, true),
+            ("no-candidate flavor remains preferable to no-fit flavor", g(NoCandidates, 1), g(NoFit, 0), BorrowingOverPreemption, true),
+            ("no-fit flavor remains worse than no-candidate flavor", g(NoFit, 0), g(NoCandidates, 1), BorrowingOverPreemption, false),
+            ("no-candidate flavors retain borrowing preference", g(NoCandidates, 1), g(NoCandidates, 2), PreemptionOverBorrowing, true),
+            ("no-candidate flavors retain borrowing preference in reverse", g(NoCandidates, 2), g(NoCandidates, 1), PreemptionOverBorrowing, false),
+        ];
+        for (name, a, b, pref, want) in cases {
+            assert_eq!(is_preferred(a, b, pref), want, "TestIsPreferred/{name}");
+        }
     }
 }

@@ -11,21 +11,24 @@
 //! queue order, StrictFIFO and BestEffortFIFO, flavor assignment with taints
 //! and node labels, hierarchical cohorts (`Cohort` objects with parents and
 //! quota of their own) with borrowing and lending limits at every level,
-//! within-queue preemption and reclaiming within a cohort tree, partial
+//! within-queue preemption and reclaiming within a cohort tree, preemption
+//! while borrowing (`borrowWithinCohort`), flavor fungibility (with its
+//! `preference`), admission fair sharing (LocalQueue usage ordering inside a
+//! ClusterQueue), partial
 //! admission (`minCount`), stop policies and deactivation, dynamic reclaim
 //! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
 //! backoff (a Workload with `requeueAt` set waits out of the queue) and
 //! `blockAdmission`, and fair sharing (see [`fair_sharing`]), with
 //! Kueue's messages. What is left out:
 //!
-//! - no admission fair sharing, `borrowWithinCohort`,
-//!   `flavorFungibility.preference`, topology-aware scheduling, elastic
+//! - no topology-aware scheduling, elastic
 //!   workloads or priority boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
+pub mod admission_fair_sharing;
 pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
@@ -45,9 +48,10 @@ pub mod workload;
 mod property_tests;
 
 pub use cluster_queue::{
-    ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorFungibility, FlavorQuotas,
-    FlavorUsage, FungibilityPolicy, LocalQueue, LocalQueueStatus, Preemption, PreemptionPolicy,
-    QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
+    ActiveCondition, AdmissionFairSharingStatus, BorrowWithinCohort, ClusterQueue,
+    ClusterQueueStatus, FlavorFungibility, FlavorPreference, FlavorQuotas, FlavorUsage,
+    FungibilityPolicy, LocalQueue, LocalQueueFairSharing, LocalQueueStatus, Preemption,
+    PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota, ResourceUsage, StopPolicy,
 };
 pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};

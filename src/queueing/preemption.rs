@@ -8,7 +8,9 @@
 //! preemptor's parent up to the root. A candidate in a subtree where the
 //! preemptor's request already fits (its "hierarchical advantage") may be
 //! reclaimed whatever the borrowing; the others only if the preemptor then
-//! needs no borrowing. They are tried in Kueue's order — already being
+//! needs no borrowing, unless `borrowWithinCohort` lets it take those of
+//! lower priority (up to `maxPriorityThreshold`) while it still borrows
+//! (`InCohortReclaimWhileBorrowing`). They are tried in Kueue's order — already being
 //! evicted first, other queues before the preemptor's own, lower priority,
 //! most recently admitted, UID — removing each from a simulated quota until
 //! the preemptor fits; then any whose return would still leave room is put
@@ -68,6 +70,25 @@ pub(crate) enum Variant {
     Reclaim,
     /// Only if the preemptor ends up not borrowing.
     ReclaimWithoutBorrowing,
+    /// Even if the preemptor still borrows afterwards (`borrowWithinCohort`).
+    ReclaimWhileBorrowing,
+}
+
+/// `classifyPreemptionVariant` for a candidate of another queue over which
+/// the preemptor has no hierarchical advantage: with `borrowWithinCohort`,
+/// one below the preemptor's priority (and at most the threshold, when set)
+/// may be reclaimed while the preemptor borrows.
+fn priority_variant(p: &Preemptor<'_>, c: &Holder<'_>) -> Variant {
+    let Some(bwc) = p.cq.preemption.borrow_within_cohort else {
+        return Variant::ReclaimWithoutBorrowing;
+    };
+    let above_threshold =
+        c.priority >= p.priority || bwc.max_priority_threshold.is_some_and(|t| c.priority > t);
+    if above_threshold {
+        Variant::ReclaimWithoutBorrowing
+    } else {
+        Variant::ReclaimWhileBorrowing
+    }
 }
 
 struct Candidate<'a> {
@@ -215,7 +236,7 @@ pub(crate) fn targets(
                         let (list, variant) = if advantage {
                             (&mut reclaim, Variant::Reclaim)
                         } else {
-                            (&mut without_borrowing, Variant::ReclaimWithoutBorrowing)
+                            (&mut without_borrowing, priority_variant(p, &h))
                         };
                         list.push(Candidate {
                             holder: h,
@@ -247,11 +268,14 @@ pub(crate) fn targets(
     let under_nominal = need
         .iter()
         .all(|fr| snap.usage(cq, fr) < snap.limits(cq, fr).nominal);
-    // Which borrowing modes to try, in Kueue's order (borrowWithinCohort is
-    // not supported, so it is always "forbidden").
-    let attempts: &[bool] = if no_other_queue || !under_nominal {
+    // Which borrowing modes to try, in Kueue's order: without
+    // `borrowWithinCohort`, a queue at or above its nominal quota cannot end
+    // up not borrowing, and one with no hierarchical-advantage candidate
+    // first tries to stop borrowing.
+    let forbidden = !p.cq.preemption.can_preempt_while_borrowing();
+    let attempts: &[bool] = if no_other_queue || (forbidden && !under_nominal) {
         &[true]
-    } else if no_reclaim {
+    } else if forbidden && no_reclaim {
         &[false, true]
     } else {
         &[true, false]
@@ -303,7 +327,12 @@ pub(crate) fn targets(
                     cluster_queue: c.holder.cluster_queue.to_string(),
                     reason: match c.variant {
                         Variant::WithinQueue => PreemptedReason::InClusterQueue,
-                        _ => PreemptedReason::InCohortReclamation,
+                        Variant::ReclaimWhileBorrowing => {
+                            PreemptedReason::InCohortReclaimWhileBorrowing
+                        }
+                        Variant::Reclaim | Variant::ReclaimWithoutBorrowing => {
+                            PreemptedReason::InCohortReclamation
+                        }
                     },
                     usage: c.holder.usage.clone(),
                 })
@@ -404,9 +433,11 @@ mod tests {
             preemption: Preemption {
                 within_cluster_queue: within,
                 reclaim_within_cohort: reclaim,
+                ..Default::default()
             },
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            admission_fair_sharing: false,
             terminating: false,
         }
     }

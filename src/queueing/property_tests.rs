@@ -199,9 +199,11 @@ fn cluster_queue(shape: &QueueShape, spec: &QueueSpec, stop: StopPolicy) -> Clus
         preemption: Preemption {
             within_cluster_queue: spec.within,
             reclaim_within_cohort: spec.reclaim,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: stop,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -212,6 +214,7 @@ fn local_queue(shape: &QueueShape, stop: StopPolicy) -> LocalQueue {
         name: format!("lq-{}", shape.name),
         cluster_queue: shape.name.clone(),
         stop_policy: stop,
+        fair_sharing: Default::default(),
     }
 }
 

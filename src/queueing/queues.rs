@@ -83,6 +83,27 @@ impl PendingQueue {
         self.queued.pop_first()
     }
 
+    /// Like [`Self::pop`], but the queued workload of the lowest `rank`
+    /// first, then the sticky preemptor, then queue order (admission fair
+    /// sharing's order: the LocalQueue's usage comes before the rest, and
+    /// changes as the usage does, so it is not kept sorted).
+    pub fn pop_ranked(&mut self, rank: impl Fn(&QueueOrder) -> f64) -> Option<QueueOrder> {
+        let sticky = self.sticky.as_deref();
+        let not_sticky = |o: &QueueOrder| sticky != Some(&*o.key);
+        let best = self
+            .queued
+            .iter()
+            .map(|o| (rank(o), o))
+            .min_by(|a, b| {
+                a.0.total_cmp(&b.0)
+                    .then_with(|| not_sticky(a.1).cmp(&not_sticky(b.1)))
+                    .then_with(|| a.1.cmp(b.1))
+            })
+            .map(|(_, o)| o.clone())?;
+        self.queued.remove(&best);
+        Some(best)
+    }
+
     /// Moves every set-aside workload back into the queue.
     pub fn requeue_inadmissible(&mut self) -> bool {
         if self.inadmissible.is_empty() {

@@ -767,6 +767,7 @@ mod tests {
             preemption: Default::default(),
             flavor_fungibility: Default::default(),
             stop_policy: Default::default(),
+            admission_fair_sharing: false,
             terminating: false,
         }
     }

@@ -110,6 +110,8 @@ pub enum PreemptedReason {
     InClusterQueue,
     InCohortReclamation,
     InCohortFairSharing,
+    /// Reclaimed by a workload that still borrows (`borrowWithinCohort`).
+    InCohortReclaimWhileBorrowing,
 }
 
 impl PreemptedReason {
@@ -118,6 +120,7 @@ impl PreemptedReason {
             PreemptedReason::InClusterQueue => "InClusterQueue",
             PreemptedReason::InCohortReclamation => "InCohortReclamation",
             PreemptedReason::InCohortFairSharing => "InCohortFairSharing",
+            PreemptedReason::InCohortReclaimWhileBorrowing => "InCohortReclaimWhileBorrowing",
         }
     }
 
@@ -127,6 +130,9 @@ impl PreemptedReason {
             PreemptedReason::InClusterQueue => "prioritization in the ClusterQueue",
             PreemptedReason::InCohortReclamation => "reclamation within the cohort",
             PreemptedReason::InCohortFairSharing => "Fair Sharing within the cohort",
+            PreemptedReason::InCohortReclaimWhileBorrowing => {
+                "reclamation within the cohort while borrowing"
+            }
         }
     }
 }
@@ -265,6 +271,10 @@ pub struct Engine {
     cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
     /// Fair sharing's settings, while it is on (see [`fair`]).
     fair: Option<super::fair_sharing::FairSharing>,
+    /// See [`Engine::set_admission_fair_sharing`].
+    afs: Option<super::admission_fair_sharing::AdmissionFairSharing>,
+    /// The usage ledger of admission fair sharing, by (namespace, name).
+    lq_usage: BTreeMap<(String, String), super::admission_fair_sharing::LocalQueueUsage>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -489,7 +499,16 @@ impl Engine {
     }
 
     pub fn upsert_local_queue(&mut self, lq: LocalQueue) {
-        if self.local_queue(&lq.namespace, &lq.name) == Some(&lq) {
+        self.seed_local_queue_usage(&lq);
+        // The status this engine wrote coming back changes nothing else.
+        let same = self
+            .local_queue(&lq.namespace, &lq.name)
+            .is_some_and(|old| {
+                old.cluster_queue == lq.cluster_queue
+                    && old.stop_policy == lq.stop_policy
+                    && old.fair_sharing.weight == lq.fair_sharing.weight
+            });
+        if same {
             return;
         }
         let (ns, name) = (lq.namespace.clone(), lq.name.clone());
@@ -820,6 +839,9 @@ impl Engine {
                     }
                 }
             }
+        }
+        for st in out.values_mut() {
+            st.admission_fair_sharing = self.admission_fair_sharing_status(&st.namespace, &st.name);
         }
         out.into_values().collect()
     }
@@ -1312,3 +1334,8 @@ mod tree_index_cases;
 
 #[cfg(test)]
 mod fair_cases;
+
+#[cfg(test)]
+mod fungibility_cases;
+
+mod admission_fair_sharing;

@@ -142,9 +142,11 @@ impl Controller {
                     });
                 super::devices::charge(&self.devices, &key, wl, cq);
             }
+            let afs = self.engine.admission_fair_sharing().cloned();
             self.engine = Engine::rebuild(initial);
             self.engine.set_block_admission(self.block_admission);
             self.engine.set_fair_sharing(self.fair.clone());
+            self.engine.set_admission_fair_sharing(afs);
             self.apply_checks();
             self.started = true;
             info!(

@@ -346,6 +346,9 @@ impl Controller {
         metrics: Arc<KueueMetrics>,
         readiness: Option<crate::jobs::readiness::Settings>,
         fair: Option<crate::queueing::fair_sharing::FairSharing>,
+        admission_fair_sharing: Option<
+            crate::queueing::admission_fair_sharing::AdmissionFairSharing,
+        >,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -425,6 +428,7 @@ impl Controller {
             fair,
             cohort_written: BTreeMap::new(),
         };
+        c.engine.set_admission_fair_sharing(admission_fair_sharing);
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);
@@ -441,6 +445,11 @@ impl Controller {
                     c.cycle();
                 }
                 _ = status_tick.tick() => {
+                    // Admission fair sharing's sampling (the engine knows
+                    // which LocalQueues are due).
+                    if c.started && c.engine.sample_admission_fair_sharing(now_ms()) {
+                        c.status_due = true;
+                    }
                     if c.status_due {
                         c.publish_metrics();
                         c.write_statuses();

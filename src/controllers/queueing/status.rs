@@ -224,12 +224,26 @@ pub(super) fn lq_status_json(
             ),
         }
     };
-    json!({
+    let mut status = json!({
         "pendingWorkloads": s.pending_workloads,
         "reservingWorkloads": s.reserving_workloads,
         "admittedWorkloads": s.admitted_workloads,
         "flavorsReservation": flavors(&s.usage),
         "flavorsUsage": flavors(&s.admitted_usage),
         "conditions": [active],
-    })
+    });
+    if let Some(afs) = &s.admission_fair_sharing {
+        // Kueue's LocalQueue reconciler: the decayed usage and when it was
+        // sampled (weightedShare is the ClusterQueue-level fair sharing's).
+        let at = k8s_openapi::jiff::Timestamp::from_millisecond(afs.last_update)
+            .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        status["fairSharing"] = json!({
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {
+                "consumedResources": afs.consumed_resources,
+                "lastUpdate": Time(at),
+            },
+        });
+    }
+    status
 }

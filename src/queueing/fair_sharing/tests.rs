@@ -43,6 +43,7 @@ fn cq(name: &str, cohort: Option<&str>, quotas: &[Q]) -> ClusterQueue {
         preemption: Default::default(),
         flavor_fungibility: Default::default(),
         stop_policy: Default::default(),
+        admission_fair_sharing: false,
         terminating: false,
     }
 }

@@ -100,7 +100,12 @@ impl Engine {
             if !self.is_active(cq) {
                 continue;
             }
-            if let Some(order) = self.queues.get_mut(name).and_then(PendingQueue::pop) {
+            let ranks = self.admission_fair_sharing_ranks(cq);
+            let queue = self.queues.get_mut(name);
+            if let Some(order) = queue.and_then(|q| match &ranks {
+                Some(r) => q.pop_ranked(|o| r.get(&o.key).copied().unwrap_or(f64::INFINITY)),
+                None => q.pop(),
+            }) {
                 heads.push((name.clone(), order));
             }
         }
@@ -347,6 +352,7 @@ impl Engine {
             workload: entry.order.key.to_string(),
             admission: admission.clone(),
         });
+        self.charge_admission(&entry.order.key, &assignment.usage);
         self.hold(&entry.order.key, admission, now, false);
         entry.outcome = Outcome::Admitted;
     }

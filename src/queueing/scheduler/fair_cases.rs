@@ -125,6 +125,7 @@ fn engine(cohorts: &[N], queues: &[N], strategies: &[Strategy], running: &[W]) -
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.into(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(ClusterQueue {
             name: q.name.into(),
@@ -135,9 +136,11 @@ fn engine(cohorts: &[N], queues: &[N], strategies: &[Strategy], running: &[W]) -
             preemption: Preemption {
                 within_cluster_queue: q.within,
                 reclaim_within_cohort: q.reclaim,
+                borrow_within_cohort: None,
             },
             flavor_fungibility: Default::default(),
             stop_policy: StopPolicy::None,
+            admission_fair_sharing: false,
             terminating: false,
         });
         if let Some(w) = q.weight {

@@ -82,9 +82,11 @@ fn cluster_queue(n: &Node, within: PreemptionPolicy, reclaim: PreemptionPolicy) 
         preemption: Preemption {
             within_cluster_queue: within,
             reclaim_within_cohort: reclaim,
+            ..Default::default()
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -125,6 +127,7 @@ fn setup(
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.into(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cluster_queue(q, within, reclaim));
     }

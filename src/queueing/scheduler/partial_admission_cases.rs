@@ -43,6 +43,7 @@ fn queue(name: &str, cohort: Option<&str>, groups: Vec<ResourceGroup>) -> Cluste
         preemption: Preemption::default(),
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -67,6 +68,7 @@ fn engine() -> Engine {
     beta.preemption = Preemption {
         within_cluster_queue: PreemptionPolicy::LowerPriority,
         reclaim_within_cohort: PreemptionPolicy::Any,
+        ..Default::default()
     };
     for cq in [
         queue("sales", None, vec![group("cpu", "default", 50)]),
@@ -82,6 +84,7 @@ fn engine() -> Engine {
             name: "main".into(),
             cluster_queue: cq.name.clone(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cq);
     }

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::queueing::{
     cluster_queue::{
-        FlavorQuotas, Preemption, PreemptionPolicy, QueueingStrategy, ResourceGroup, ResourceQuota,
-        StopPolicy,
+        BorrowWithinCohort, FlavorQuotas, Preemption, PreemptionPolicy, QueueingStrategy,
+        ResourceGroup, ResourceQuota, StopPolicy,
     },
     workload::{PodSet, PodSetAssignment},
 };
@@ -29,6 +29,7 @@ struct Queue {
     borrowing_limit: Option<i64>,
     within: PreemptionPolicy,
     reclaim: PreemptionPolicy,
+    borrow_within: Option<BorrowWithinCohort>,
 }
 
 fn q(name: &'static str, cohort: Option<&'static str>, nominal: i64) -> Queue {
@@ -39,6 +40,7 @@ fn q(name: &'static str, cohort: Option<&'static str>, nominal: i64) -> Queue {
         borrowing_limit: None,
         within: Never,
         reclaim: Never,
+        borrow_within: None,
     }
 }
 
@@ -49,6 +51,13 @@ impl Queue {
     }
     fn reclaim(mut self, p: PreemptionPolicy) -> Self {
         self.reclaim = p;
+        self
+    }
+    /// `borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold}`.
+    fn borrow_within(mut self, max_priority_threshold: Option<i32>) -> Self {
+        self.borrow_within = Some(BorrowWithinCohort {
+            max_priority_threshold,
+        });
         self
     }
     fn limit(mut self, bl: i64) -> Self {
@@ -91,9 +100,11 @@ fn cluster_queue(q: &Queue) -> ClusterQueue {
         preemption: Preemption {
             within_cluster_queue: q.within,
             reclaim_within_cohort: q.reclaim,
+            borrow_within_cohort: q.borrow_within,
         },
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -147,6 +158,7 @@ fn setup(queues: &[Queue], running: &[W]) -> Engine {
             name: format!("lq-{}", q.name),
             cluster_queue: q.name.into(),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
         e.upsert_cluster_queue(cluster_queue(q));
     }
@@ -178,7 +190,10 @@ pub(super) fn outcome(c: &Cycle) -> (Vec<(String, PreemptedReason)>, Vec<String>
     (evicted, admitted)
 }
 
-use PreemptedReason::{InClusterQueue as InCq, InCohortReclamation as Reclaim};
+use PreemptedReason::{
+    InClusterQueue as InCq, InCohortReclaimWhileBorrowing as WhileBorrowing,
+    InCohortReclamation as Reclaim,
+};
 
 fn cases() -> Vec<Case> {
     vec![
@@ -452,6 +467,185 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The `with_shared_cq` cohort of upstream's `TestPreemption`: four queues
+/// that may preempt while borrowing, priorities up to 0, and one that lends.
+fn with_shared_cq() -> Vec<Queue> {
+    let c = Some("with_shared_cq");
+    vec![
+        q("a_standard", c, 1)
+            .limit(12)
+            .reclaim(LowerPriority)
+            .borrow_within(Some(0)),
+        q("b_standard", c, 1)
+            .limit(12)
+            .within(LowerPriority)
+            .reclaim(Any)
+            .borrow_within(Some(0)),
+        q("a_best_effort", c, 1)
+            .limit(12)
+            .reclaim(LowerPriority)
+            .borrow_within(Some(0)),
+        q("b_best_effort", c, 0)
+            .limit(13)
+            .reclaim(LowerPriority)
+            .borrow_within(Some(0)),
+        q("shared", c, 10),
+    ]
+}
+
+/// `borrowWithinCohort`, each case named after the upstream case it ports.
+fn borrow_within_cohort_cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while borrowing",
+            queues: with_shared_cq(),
+            running: vec![
+                ("a_best_effort_low", "a_best_effort", -1, 10),
+                ("b_best_effort_low", "b_best_effort", -1, 1),
+            ],
+            incoming: vec![("in", "a_standard", 0, 10)],
+            evicted: vec![("a_best_effort_low", WhileBorrowing)],
+            admitted: vec![],
+        },
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if borrowing is required even after the preemption",
+            queues: with_shared_cq(),
+            running: vec![("b_standard", "b_standard", 1, 10)],
+            incoming: vec![("in", "a_standard", 2, 10)],
+            evicted: vec![],
+            admitted: vec![],
+        },
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; allow preempting a lower-priority workload with priority above MaxPriorityThreshold, if borrowing is not required after the preemption",
+            queues: with_shared_cq(),
+            running: vec![("b_standard", "b_standard", 1, 13)],
+            incoming: vec![("in", "a_standard", 2, 1)],
+            evicted: vec![("b_standard", Reclaim)],
+            admitted: vec![],
+        },
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same ClusterQueue",
+            queues: with_shared_cq(),
+            running: vec![("a_standard", "a_standard", 1, 13)],
+            incoming: vec![("in", "a_standard", 2, 1)],
+            evicted: vec![],
+            admitted: vec![],
+        },
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; only preempt from CQ if no workloads below threshold and already above nominal",
+            queues: with_shared_cq(),
+            running: vec![
+                ("a_standard_1", "a_standard", 1, 10),
+                ("a_standard_2", "a_standard", 1, 1),
+                ("b_standard_1", "b_standard", 1, 1),
+                ("b_standard_2", "b_standard", 2, 1),
+            ],
+            incoming: vec![("in", "b_standard", 3, 1)],
+            evicted: vec![("b_standard_1", InCq)],
+            admitted: vec![],
+        },
+        Case {
+            name: "TestPreemption/use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold",
+            queues: with_shared_cq(),
+            running: vec![
+                ("b_standard_high", "b_standard", 2, 10),
+                ("b_standard_mid", "b_standard", 1, 1),
+                ("a_best_effort_low", "a_best_effort", -1, 1),
+                ("a_best_effort_lower", "a_best_effort", -2, 1),
+            ],
+            incoming: vec![("in", "b_standard", 2, 2)],
+            evicted: vec![
+                ("a_best_effort_lower", WhileBorrowing),
+                ("b_standard_mid", InCq),
+            ],
+            admitted: vec![],
+        },
+        Case {
+            // The queue with nothing to reclaim keeps the room it could
+            // borrow (reclaimWithinCohort is not Any), and no more: the
+            // other queue's small workload still fits.
+            name: "TestSchedule/preemption while borrowing, workload waiting for preemption should not block a borrowing workload in another CQ",
+            queues: vec![
+                q("cq_shared", Some("preemption-while-borrowing"), 4).limit(0),
+                q("cq_a", Some("preemption-while-borrowing"), 0)
+                    .limit(3)
+                    .reclaim(LowerPriority)
+                    .borrow_within(None),
+                q("cq_b", Some("preemption-while-borrowing"), 0)
+                    .reclaim(LowerPriority)
+                    .borrow_within(None),
+            ],
+            running: vec![("admitted_a", "cq_a", 0, 2)],
+            incoming: vec![("a", "cq_a", 0, 3), ("b", "cq_b", 0, 1)],
+            evicted: vec![],
+            admitted: vec!["b"],
+        },
+        Case {
+            // Each preemptor could preempt its own queue's workload and
+            // then borrow; after the first, the second no longer fits.
+            name: "TestSchedule/multiple preemptions skip preemption when shared limited resource",
+            queues: vec![
+                q("other-alpha", Some("other"), 2)
+                    .within(LowerPriority)
+                    .borrow_within(None),
+                q("other-beta", Some("other"), 2)
+                    .within(LowerPriority)
+                    .borrow_within(None),
+                q("resource-bank", Some("other"), 1),
+            ],
+            running: vec![("a1", "other-alpha", 0, 2), ("b1", "other-beta", 0, 2)],
+            incoming: vec![
+                ("preemptor", "other-alpha", 100, 3),
+                ("pretending-preemptor", "other-beta", 99, 3),
+            ],
+            evicted: vec![("a1", InCq)],
+            admitted: vec![],
+        },
+    ]
+}
+
+#[test]
+fn borrowing_preemptors_preempt_whom_kueue_preempts() {
+    for case in borrow_within_cohort_cases() {
+        let mut e = setup(&case.queues, &case.running);
+        for (i, w) in case.incoming.iter().enumerate() {
+            e.upsert_workload(workload(w, 100 + i as i64, false));
+        }
+        let (evicted, admitted) = outcome(&e.schedule(1_000));
+        let want: Vec<(String, PreemptedReason)> = case
+            .evicted
+            .iter()
+            .map(|(n, r)| (n.to_string(), *r))
+            .collect();
+        assert_eq!(evicted, want, "{}: victims", case.name);
+        assert_eq!(admitted, case.admitted, "{}: admitted", case.name);
+    }
+}
+
+#[test]
+fn reclaim_while_borrowing_has_kueues_message() {
+    // TestPreemption/use BorrowWithinCohort; allow preempting a
+    // lower-priority workload from another ClusterQueue while borrowing:
+    // the message upstream writes on the victim.
+    let mut e = setup(
+        &with_shared_cq(),
+        &[("a_best_effort_low", "a_best_effort", -1, 10)],
+    );
+    let mut wl = workload(&("in", "a_standard", 0, 10), 100, false);
+    wl.uid = "wl-in".into();
+    wl.job_uid = Some("job-in".into());
+    e.upsert_workload(wl);
+    let cycle = e.schedule(1_000);
+    let message = cycle.decisions.iter().find_map(|d| match d {
+        Decision::Evict { message, .. } => Some(message.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        message.as_deref(),
+        Some("Preempted to accommodate a workload (UID: wl-in, JobUID: job-in) due to reclamation within the cohort while borrowing; preemptor path: /with_shared_cq/a_standard; preemptee path: /with_shared_cq/a_best_effort")
+    );
+}
+
 #[test]
 fn one_cycle_preempts_whom_kueue_preempts() {
     for case in cases() {
@@ -574,6 +768,7 @@ proptest::proptest! {
                 borrowing_limit: *bl,
                 within: policies[*within],
                 reclaim: policies[*reclaim],
+                borrow_within: None,
             })
             .collect();
         let mut e = setup(&qs, &[]);

@@ -50,6 +50,7 @@ fn cq(name: &str, cohort: Option<&str>, flavors: &[(&str, i64)]) -> ClusterQueue
         preemption: Preemption::default(),
         flavor_fungibility: Default::default(),
         stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
         terminating: false,
     }
 }
@@ -60,6 +61,7 @@ fn lq(cq: &str) -> LocalQueue {
         name: format!("lq-{cq}"),
         cluster_queue: cq.into(),
         stop_policy: StopPolicy::None,
+        fair_sharing: Default::default(),
     }
 }
 

@@ -100,6 +100,7 @@ fn engine(by_walk: bool) -> Engine {
             name: format!("lq{q}"),
             cluster_queue: format!("q{q}"),
             stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
         });
     }
     e
@@ -141,9 +142,11 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
                     p => p,
                 },
                 reclaim_within_cohort: policy(policies.1),
+                borrow_within_cohort: None,
             },
             flavor_fungibility: Default::default(),
             stop_policy: StopPolicy::None,
+            admission_fair_sharing: false,
             terminating: false,
         }),
         Op::DeleteQueue(q) => e.delete_cluster_queue(&format!("q{q}")),
