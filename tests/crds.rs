@@ -350,6 +350,13 @@ fn names_scope_subresources_and_columns_are_kueues() {
             &["ac"][..],
             true,
         ),
+        (
+            "ProvisioningRequestConfig",
+            "provisioningrequestconfigs",
+            "Cluster",
+            &["prc"][..],
+            false,
+        ),
     ];
     // Kueue's kinds, the AppWrapper (below), the PreScaledCronJob and the
     // device kinds.
