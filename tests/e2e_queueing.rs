@@ -7,6 +7,8 @@ mod support;
 
 #[path = "e2e_queueing/admission_checks.rs"]
 mod admission_checks;
+#[path = "e2e_queueing/provisioning.rs"]
+mod provisioning;
 
 use std::{collections::BTreeMap, time::Duration};
 

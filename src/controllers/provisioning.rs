@@ -311,6 +311,21 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     let name = wl.name_any();
     let client = ctx.shared.client.clone();
     let pr_api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &resource());
+    let states = status.admission_checks.clone().unwrap_or_default();
+    // The checks of this controller, with their configs. A Workload with
+    // none has no request to look for (its states outlive an eviction or
+    // its end, so the cleanup below still finds them).
+    let mut mine: BTreeMap<String, Option<Arc<ProvisioningRequestConfig>>> = BTreeMap::new();
+    for s in &states {
+        if let Some(ac) = ctx.checks.get(&ObjectRef::new(&s.name)) {
+            if ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER {
+                mine.insert(s.name.clone(), ctx.config_of(&ac));
+            }
+        }
+    }
+    if mine.is_empty() {
+        return Ok(Action::await_change());
+    }
     let owned = owned_requests(&pr_api, &wl).await?;
     // CleanupProvisioningRequestsOnEviction (on by default in v0.19.2).
     if finished || evicted {
@@ -324,19 +339,6 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
         .filter_map(|pr| serde_json::to_value(pr).ok())
         .map(|v| Request::from_json(&v))
         .collect();
-    let states = status.admission_checks.clone().unwrap_or_default();
-    // The checks of this controller, with their configs.
-    let mut mine: BTreeMap<String, Option<Arc<ProvisioningRequestConfig>>> = BTreeMap::new();
-    for s in &states {
-        if let Some(ac) = ctx.checks.get(&ObjectRef::new(&s.name)) {
-            if ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER {
-                mine.insert(s.name.clone(), ctx.config_of(&ac));
-            }
-        }
-    }
-    if mine.is_empty() {
-        return Ok(Action::await_change());
-    }
     let mut needed: BTreeMap<String, bool> = BTreeMap::new();
     let mut last: BTreeMap<String, Request> = BTreeMap::new();
     for (check, config) in &mine {

@@ -751,3 +751,545 @@ pub fn updated_message(name: &str, from: &str, to: &AdmissionCheckState) -> Stri
     }
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::kueue::v1beta2::{ProvisioningRequestRetryStrategy, WorkloadSpec};
+    use serde_json::json;
+
+    fn at(secs: i64) -> Time {
+        Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
+    }
+
+    /// Upstream's baseWorkload: `wl` with pod sets ps1 (4 pods) and ps2
+    /// (3 pods) asking for cpu, admitted with counts `admitted`.
+    fn workload(pod_sets: &[(&str, i32, &str)], admitted: &[(&str, Option<i32>)]) -> Workload {
+        let pod_sets: Vec<Value> = pod_sets
+            .iter()
+            .map(|(n, c, res)| {
+                json!({"name": n, "count": c, "template": {"spec": {"containers": [
+                    {"name": "c", "resources": {"requests": {*res: "1"}}}]}}})
+            })
+            .collect();
+        let psas: Vec<Value> = admitted
+            .iter()
+            .map(|(n, c)| match c {
+                Some(c) => json!({"name": n, "count": c}),
+                None => json!({"name": n}),
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "wl", "namespace": "ns"},
+            "spec": {"podSets": pod_sets},
+            "status": {"admission": {"clusterQueue": "cq", "podSetAssignments": psas}},
+        }))
+        .unwrap()
+    }
+
+    fn base_workload() -> Workload {
+        workload(
+            &[("ps1", 4, "cpu"), ("ps2", 3, "cpu")],
+            &[("ps1", Some(4)), ("ps2", Some(3))],
+        )
+    }
+
+    fn config(limit: i32) -> ProvisioningRequestConfigSpec {
+        ProvisioningRequestConfigSpec {
+            provisioning_class_name: "class1".into(),
+            parameters: Some(BTreeMap::from([("p1".into(), "v1".into())])),
+            retry_strategy: Some(ProvisioningRequestRetryStrategy {
+                backoff_limit_count: Some(limit),
+                backoff_base_seconds: Some(60),
+                backoff_max_seconds: Some(1800),
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Upstream's baseRequest `wl-check1-1` with conditions
+    /// `(type, status, message)`.
+    fn request(name: &str, conditions: &[(&str, bool, &str)]) -> Request {
+        let conds: Vec<Value> = conditions
+            .iter()
+            .map(|(t, s, m)| json!({"type": t, "status": if *s {"True"} else {"False"}, "message": m}))
+            .collect();
+        Request::from_json(&json!({
+            "metadata": {"name": name},
+            "spec": {"provisioningClassName": "class1", "parameters": {"p1": "v1"},
+                     "podSets": [
+                        {"podTemplateRef": {"name": format!("ppt-{name}-ps1")}, "count": 4},
+                        {"podTemplateRef": {"name": format!("ppt-{name}-ps2")}, "count": 3}]},
+            "status": {"conditions": conds},
+        }))
+    }
+
+    fn pending(retry_count: Option<i32>) -> AdmissionCheckState {
+        AdmissionCheckState {
+            name: "check1".into(),
+            state: check_state::PENDING.into(),
+            last_transition_time: at(1),
+            message: String::new(),
+            requeue_after_seconds: None,
+            retry_count,
+            pod_set_updates: None,
+        }
+    }
+
+    fn names() -> Vec<String> {
+        vec!["ps1".into(), "ps2".into()]
+    }
+
+    fn facts<'a>(pod_sets: &'a [String], admitted: bool, active: bool) -> WorkloadFacts<'a> {
+        WorkloadFacts {
+            name: "wl",
+            pod_sets,
+            admitted,
+            active_unfinished: active,
+        }
+    }
+
+    fn next(
+        current: &AdmissionCheckState,
+        pr: &Request,
+        cfg: &ProvisioningRequestConfigSpec,
+        admitted: bool,
+        active: bool,
+    ) -> Option<AdmissionCheckState> {
+        let n = names();
+        next_state(
+            current,
+            Need::Request(Some(pr)),
+            Some(cfg),
+            &facts(&n, admitted, active),
+            &at(100),
+            0.0,
+        )
+    }
+
+    /// Kueue v0.19.2 controller_test.go TestReconcile "when request fails
+    /// and is retried": Retry, "Retrying after failure: By test",
+    /// requeueAfterSeconds the backoff base; and the event's words.
+    #[test]
+    fn a_failed_request_is_retried_with_backoff() {
+        let pr = request("wl-check1-1", &[("Failed", true, "By test")]);
+        let got = next(&pending(None), &pr, &config(2), false, true).unwrap();
+        assert_eq!(got.state, "Retry");
+        assert_eq!(got.message, "Retrying after failure: By test");
+        assert_eq!(got.requeue_after_seconds, Some(60));
+        assert_eq!(got.last_transition_time, at(100));
+        assert_eq!(
+            updated_message("check1", "Pending", &got),
+            "Admission check check1 updated state from Pending to Retry with message: Retrying after failure: By test"
+        );
+        // Kueue v0.19.2 TestReconcile "when retry count is preserved but
+        // provisioning request was cleaned up": the old request is not
+        // retried again; the next attempt is 2.
+        let after = pending(Some(1));
+        let got = next(&after, &pr, &config(2), false, true).unwrap();
+        assert_eq!(got.state, "Pending");
+        assert_eq!(got.message, "Retrying after failure: By test");
+        assert_eq!(
+            attempt_to_create(Some(&after), Some(&pr), "wl", false),
+            Some(2)
+        );
+        assert_eq!(attempt_to_create(Some(&after), None, "wl", false), Some(2));
+        assert_eq!(request_name("wl", "check1", 2), "wl-check1-2");
+        assert_eq!(pod_template_name("wl-check1-2", "ps1"), "ppt-wl-check1-2-ps1");
+    }
+
+    /// Kueue v0.19.2 TestReconcile "when request fails, and there is no
+    /// retry": Rejected with the request's message.
+    #[test]
+    fn a_failed_request_past_the_limit_is_rejected() {
+        let pr = request("wl-check1-1", &[("Failed", true, "By test")]);
+        let got = next(&pending(None), &pr, &config(0), false, true).unwrap();
+        assert_eq!((got.state.as_str(), got.message.as_str()), ("Rejected", "By test"));
+        assert_eq!(
+            updated_message("check1", "Pending", &got),
+            "Admission check check1 updated state from Pending to Rejected with message: By test"
+        );
+        // A Retry or Rejected check gets no new request.
+        let mut retry = pending(None);
+        retry.state = "Retry".into();
+        assert_eq!(attempt_to_create(Some(&retry), Some(&pr), "wl", false), None);
+    }
+
+    /// Kueue v0.19.2 TestReconcile "when request is provisioned": Ready,
+    /// the request's message, a pod set update per request pod set with
+    /// the consume and class annotations.
+    #[test]
+    fn a_provisioned_request_makes_the_check_ready() {
+        let pr = request("wl-check1-1", &[("Provisioned", true, "By test")]);
+        let got = next(&pending(None), &pr, &config(3), false, true).unwrap();
+        assert_eq!((got.state.as_str(), got.message.as_str()), ("Ready", "By test"));
+        let updates = got.pod_set_updates.unwrap();
+        assert_eq!(
+            updates.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(),
+            ["ps1", "ps2"]
+        );
+        assert_eq!(
+            updates[0].annotations,
+            Some(BTreeMap::from([
+                (CONSUME_ANNOTATION.into(), "wl-check1-1".into()),
+                (CLASS_ANNOTATION.into(), "class1".into()),
+            ]))
+        );
+        assert_eq!(updates[0].node_selector, None);
+        // Kueue v0.19.2 TestReconcile "when the request is removed while the
+        // check is ready; don't create the ProvReq and keep Ready state".
+        let mut ready = pending(None);
+        ready.state = "Ready".into();
+        assert_eq!(attempt_to_create(Some(&ready), None, "wl", false), None);
+    }
+
+    /// Kueue v0.19.2 TestReconcile "when request is provisioned and has
+    /// NodeSelector specified via ProvisioningClassDetail" and "... missing
+    /// in the ProvisioningClassDetail" (the missing one skipped).
+    #[test]
+    fn node_selectors_come_from_the_class_details() {
+        let mut cfg = config(3);
+        cfg.pod_set_updates = Some(serde_json::from_value(json!({"nodeSelector": [
+            {"key": "dedicated-selector-key", "valueFromProvisioningClassDetail": "dedicated-selector-detail"},
+            {"key": "missing", "valueFromProvisioningClassDetail": "not-there"}]})).unwrap());
+        let mut pr = request("wl-check1-1", &[("Provisioned", true, "")]);
+        pr.class_details
+            .insert("dedicated-selector-detail".into(), "selector-value".into());
+        let got = pod_set_updates(&names(), &pr, Some(&cfg));
+        assert_eq!(
+            got[1].node_selector,
+            Some(BTreeMap::from([(
+                "dedicated-selector-key".into(),
+                "selector-value".into()
+            )]))
+        );
+    }
+
+    /// Kueue v0.19.2 TestReconcile "when no request is needed", "missing
+    /// config" and "when the request has no conditions yet the previous
+    /// check message is cleared".
+    #[test]
+    fn no_need_inactive_and_unanswered_requests() {
+        let n = names();
+        let f = facts(&n, false, true);
+        let got = next_state(&pending(None), Need::NotNeeded, None, &f, &at(5), 0.0).unwrap();
+        assert_eq!((got.state.as_str(), got.message.as_str()), ("Ready", NO_REQUEST_NEEDED));
+        let got = next_state(&pending(None), Need::Inactive, None, &f, &at(5), 0.0).unwrap();
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str(), &got.last_transition_time),
+            ("Pending", CHECK_INACTIVE_MESSAGE, &at(1))
+        );
+        let mut stale = pending(None);
+        stale.message = "Error creating ProvisioningRequest".into();
+        let pr = request("wl-check1-1", &[]);
+        let got = next(&stale, &pr, &config(3), false, true).unwrap();
+        assert_eq!((got.state.as_str(), got.message.as_str()), ("Pending", ""));
+        assert_eq!(next(&pending(None), &pr, &config(3), false, true), None);
+        // Accepted: the Provisioned condition's message (an ETA) is shown.
+        let pr = request(
+            "wl-check1-1",
+            &[("Accepted", true, ""), ("Provisioned", false, "ETA 5m")],
+        );
+        let got = next(&pending(None), &pr, &config(3), false, true).unwrap();
+        assert_eq!((got.state.as_str(), got.message.as_str()), ("Pending", "ETA 5m"));
+    }
+
+    /// Kueue v0.19.2 TestReconcile: CapacityRevoked rejects an active,
+    /// unfinished Workload ("workload sets AdmissionCheck status to Rejected
+    /// when it is not finished ...", "... when it is not admitted ...") and
+    /// leaves a finished one ("workloads doesnt set AdmissionCheck status to
+    /// Rejected when it is finished ...").
+    #[test]
+    fn revoked_capacity_rejects_a_running_workload() {
+        let pr = request(
+            "wl-check1-1",
+            &[
+                ("Failed", false, ""),
+                ("Provisioned", true, ""),
+                ("Accepted", true, ""),
+                ("CapacityRevoked", true, "Capacity revoked"),
+            ],
+        );
+        let mut ready = pending(None);
+        ready.state = "Ready".into();
+        for admitted in [true, false] {
+            let got = next(&ready, &pr, &config(3), admitted, true).unwrap();
+            assert_eq!(
+                (got.state.as_str(), got.message.as_str()),
+                ("Rejected", "Capacity revoked")
+            );
+        }
+        assert_eq!(next(&ready, &pr, &config(3), true, false), None);
+    }
+
+    /// Kueue v0.19.2 TestReconcile: BookingExpired does nothing once
+    /// admitted ("workload does nothing when admitted ..."), retries before
+    /// ("workload retries the admission check when is not admitted ...")
+    /// and rejects past the limit ("workload rejects the admission check
+    /// when is not admitted ...").
+    #[test]
+    fn an_expired_booking_is_retried_only_before_admission() {
+        let pr = request(
+            "wl-check1-1",
+            &[
+                ("Failed", false, ""),
+                ("Provisioned", true, ""),
+                ("Accepted", true, ""),
+                ("BookingExpired", true, "Expired By test"),
+            ],
+        );
+        let mut ready = pending(None);
+        ready.state = "Ready".into();
+        assert_eq!(next(&ready, &pr, &config(1), true, true), None);
+        let got = next(&pending(None), &pr, &config(1), false, true).unwrap();
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str(), got.requeue_after_seconds),
+            ("Retry", "Retrying after booking expired: Expired By test", Some(60))
+        );
+        let got = next(&pending(None), &pr, &config(0), false, true).unwrap();
+        assert_eq!(got.state, "Rejected");
+        assert_eq!(
+            attempt_to_create(Some(&pending(Some(1))), Some(&pr), "wl", false),
+            Some(2)
+        );
+        assert_eq!(
+            attempt_to_create(Some(&pending(Some(1))), Some(&pr), "wl", true),
+            None
+        );
+    }
+
+    /// Kueue v0.19.2 TestActiveOrLastPRForChecks ("two provisioning
+    /// requests; 1 then 2" / "2 then 1") and TestReconcile "request out of
+    /// sync" (a request whose class or parameters differ from the config is
+    /// not the check's).
+    #[test]
+    fn the_last_attempt_in_step_with_the_config_counts() {
+        let cfg = config(3);
+        let one = request("wl-check1-1", &[]);
+        let two = request("wl-check1-2", &[]);
+        for rs in [vec![one.clone(), two.clone()], vec![two.clone(), one.clone()]] {
+            assert_eq!(
+                active_or_last(&rs, "wl", "check1", true, &cfg).map(|r| r.name.as_str()),
+                Some("wl-check1-2")
+            );
+        }
+        assert_eq!(active_or_last(&[one.clone()], "wl", "check1", false, &cfg), None);
+        let mut other = cfg.clone();
+        other.provisioning_class_name = "class2".into();
+        assert_eq!(active_or_last(&[one.clone()], "wl", "check1", true, &other), None);
+        // Another check's or Workload's requests never match.
+        assert_eq!(attempt_of("wl-check1-1", "wl", "check"), None);
+        assert_eq!(attempt_of("wl-check1-x", "wl", "check1"), None);
+        assert_eq!(attempt_of("wl-check1-12", "wl", "check1"), Some(12));
+    }
+
+    /// Kueue v0.19.2 TestReqIsNeeded (all six cases) and TestReconcile
+    /// "when request is needed for one PodSet (resource request)" and
+    /// "(resource limit)" through `managedResources`.
+    #[test]
+    fn a_request_is_needed_for_managed_pod_sets_with_pods() {
+        let cfg = ProvisioningRequestConfigSpec::default();
+        let positive = workload(&[("a", 2, "cpu")], &[("a", Some(2))]);
+        assert_eq!(is_needed(&positive, &cfg), Ok(true));
+        let fallback = workload(&[("a", 2, "cpu")], &[("a", None)]);
+        assert_eq!(is_needed(&fallback, &cfg), Ok(true));
+        let zero = workload(&[("a", 2, "cpu")], &[("a", Some(0))]);
+        assert_eq!(is_needed(&zero, &cfg), Ok(false));
+        let zero_spec = workload(&[("a", 0, "cpu")], &[]);
+        assert_eq!(is_needed(&zero_spec, &cfg), Ok(false));
+        let missing = workload(&[("a", 2, "cpu")], &[]);
+        assert_eq!(
+            is_needed(&missing, &cfg),
+            Err(ProvisioningError::MissingAssignment("a".into()))
+        );
+        let short = workload(&[("a", 2, "cpu"), ("b", 2, "cpu")], &[("a", Some(1))]);
+        assert_eq!(is_needed(&short, &cfg), Ok(true));
+
+        let gpu = ProvisioningRequestConfigSpec {
+            managed_resources: Some(vec!["example.com/gpu".into()]),
+            ..Default::default()
+        };
+        assert_eq!(is_needed(&base_workload(), &gpu), Ok(false));
+        let one_gpu = workload(
+            &[("ps1", 4, "cpu"), ("ps2", 3, "example.com/gpu")],
+            &[("ps1", Some(4)), ("ps2", Some(3))],
+        );
+        assert_eq!(is_needed(&one_gpu, &gpu), Ok(true));
+        assert_eq!(
+            merged_pod_sets(&one_gpu, &gpu).unwrap(),
+            vec![MergedPodSet {
+                name: "ps2".into(),
+                count: 3
+            }]
+        );
+    }
+
+    /// Kueue v0.19.2 TestMergePodSetsSkipsZeroCounts ("zero spec count",
+    /// "zero admission count override", "zero count does not block
+    /// compatible merging") and TestReconcile "with podSetMergePolicy
+    /// IdenticalPodTemplates" / "IdenticalWorkloadSchedulingRequirements".
+    #[test]
+    fn pod_sets_merge_by_policy_and_skip_empty_ones() {
+        let mut cfg = ProvisioningRequestConfigSpec::default();
+        let wl = workload(
+            &[("ps0", 0, "cpu"), ("ps1", 2, "cpu"), ("ps2", 3, "cpu")],
+            &[("ps0", Some(0)), ("ps1", Some(0)), ("ps2", Some(3))],
+        );
+        assert_eq!(
+            merged_pod_sets(&wl, &cfg).unwrap(),
+            vec![MergedPodSet {
+                name: "ps2".into(),
+                count: 3
+            }]
+        );
+        for policy in [
+            pod_set_merge_policy::IDENTICAL_POD_TEMPLATES,
+            pod_set_merge_policy::IDENTICAL_WORKLOAD_SCHEDULING_REQUIREMENTS,
+        ] {
+            cfg.pod_set_merge_policy = Some(policy.into());
+            assert_eq!(
+                merged_pod_sets(&base_workload(), &cfg).unwrap(),
+                vec![MergedPodSet {
+                    name: "ps1".into(),
+                    count: 7
+                }],
+                "{policy}"
+            );
+        }
+        // Different requests never merge.
+        let apart = workload(
+            &[("ps1", 4, "cpu"), ("ps2", 3, "memory")],
+            &[("ps1", Some(4)), ("ps2", Some(3))],
+        );
+        assert_eq!(merged_pod_sets(&apart, &cfg).unwrap().len(), 2);
+    }
+
+    /// `UpdateAdmissionCheckRequeueState` (wait.Backoff, factor 2): the
+    /// base, doubled per retry, capped; jitter never reaches a second.
+    #[test]
+    fn the_backoff_doubles_up_to_the_cap() {
+        assert_eq!(requeue_after_seconds(0, 60, 1800, 0.0), 60);
+        assert_eq!(requeue_after_seconds(1, 60, 1800, 0.0), 120);
+        assert_eq!(requeue_after_seconds(2, 60, 1800, 0.99), 240);
+        assert_eq!(requeue_after_seconds(10, 60, 1800, 0.99), 1800);
+        assert_eq!(requeue_after_seconds(0, 1, 2, 0.0), 1);
+        assert_eq!(requeue_after_seconds(3, 1, 2, 0.0), 2);
+    }
+
+    /// Kueue v0.19.2 admissioncheck_reconciler_test.go TestReconcile
+    /// ("no parameters specified", "bad ref group", "bad ref kind",
+    /// "config missing", "config found").
+    #[test]
+    fn the_check_is_active_with_a_config_found() {
+        let reference = |group: &str, kind: &str| AdmissionCheckParametersReference {
+            api_group: group.into(),
+            kind: kind.into(),
+            name: "config1".into(),
+        };
+        assert_eq!(
+            active_condition(None, false),
+            (false, "BadParametersRef", "missing parameters reference".into())
+        );
+        assert_eq!(
+            active_condition(Some(&reference("bad.group", "ProvisioningRequestConfig")), true),
+            (
+                false,
+                "BadParametersRef",
+                "wrong group \"bad.group\", expecting \"kueue.x-k8s.io\": bad parameters reference".into()
+            )
+        );
+        assert_eq!(
+            active_condition(Some(&reference("kueue.x-k8s.io", "BadKind")), true),
+            (
+                false,
+                "BadParametersRef",
+                "wrong kind \"BadKind\", expecting \"ProvisioningRequestConfig\": bad parameters reference".into()
+            )
+        );
+        let good = reference("kueue.x-k8s.io", "ProvisioningRequestConfig");
+        assert_eq!(
+            active_condition(Some(&good), false),
+            (
+                false,
+                "BadParametersRef",
+                "provisioningrequestconfigs.kueue.x-k8s.io \"config1\" not found".into()
+            )
+        );
+        assert_eq!(
+            active_condition(Some(&good), true),
+            (true, "Active", "The admission check is active".into())
+        );
+    }
+
+    /// `limitObjectName`: long names are cut to 247 characters and given a
+    /// hash suffix, the same for the same name.
+    #[test]
+    fn long_names_are_cut_with_a_hash() {
+        let long = "w".repeat(300);
+        let name = request_name(&long, "check", 1);
+        assert_eq!(name.len(), 253);
+        assert_eq!(&name[..247], &format!("{long}-check-1")[..247]);
+        assert_eq!(name, request_name(&long, "check", 1));
+        assert_ne!(name, request_name(&long, "check", 2));
+        // sha1("w"*300 + "-check-1"), as `sha1sum` prints it.
+        let want = {
+            let d = ring::digest::digest(
+                &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+                format!("{long}-check-1").as_bytes(),
+            );
+            format!("{:02x}{:02x}{:02x}", d.as_ref()[0], d.as_ref()[1], d.as_ref()[2])
+        };
+        assert_eq!(&name[248..], &want[..5]);
+    }
+
+    /// Kueue v0.19.2 TestReconcile "with config" and "workload with provreq
+    /// annotation": the request's class, parameters (the Workload's
+    /// `provreq.kueue.x-k8s.io/` annotations added), pod sets, label and
+    /// owner; the template gets the admission's node selector, and limits
+    /// stand in for missing requests.
+    #[test]
+    fn the_request_and_its_templates() {
+        let mut wl = base_workload();
+        wl.metadata.annotations = Some(BTreeMap::from([
+            ("provreq.kueue.x-k8s.io/ValidUntilSeconds".into(), "0".into()),
+            ("other".into(), "x".into()),
+        ]));
+        let owner = json!({"kind": "Workload", "name": "wl"});
+        let merged = merged_pod_sets(&wl, &config(3)).unwrap();
+        let body = request_body("wl-check1-1", &wl, &config(3), &merged, &owner);
+        assert_eq!(
+            body["spec"],
+            json!({"provisioningClassName": "class1",
+                   "parameters": {"p1": "v1", "ValidUntilSeconds": "0"},
+                   "podSets": [
+                       {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 4},
+                       {"podTemplateRef": {"name": "ppt-wl-check1-1-ps2"}, "count": 3}]})
+        );
+        assert_eq!(body["metadata"]["labels"], json!({"kueue.x-k8s.io/managed": "true"}));
+        assert_eq!(body["metadata"]["ownerReferences"], json!([owner]));
+        let mut spec = WorkloadSpec::default();
+        spec.pod_sets = Some(vec![serde_json::from_value(json!({"name": "main", "count": 1,
+            "template": {"spec": {"containers": [{"name": "c",
+                "resources": {"limits": {"cpu": "2"}}}]}}})).unwrap()]);
+        wl.spec = spec;
+        let pt = pod_template_body(
+            "ppt-x-main",
+            &wl,
+            "main",
+            &BTreeMap::from([("pool".into(), "a".into())]),
+            &[json!({"key": "k", "operator": "Exists"})],
+            &owner,
+        )
+        .unwrap();
+        assert_eq!(pt["template"]["spec"]["nodeSelector"], json!({"pool": "a"}));
+        assert_eq!(
+            pt["template"]["spec"]["tolerations"],
+            json!([{"key": "k", "operator": "Exists"}])
+        );
+        assert_eq!(
+            pt["template"]["spec"]["containers"][0]["resources"]["requests"],
+            json!({"cpu": "2"})
+        );
+    }
+}
