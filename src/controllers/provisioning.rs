@@ -377,14 +377,7 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
             continue;
         };
         let spec = config.as_ref().map(|c| &c.spec);
-        if let Some(next) = core::next_state(
-            &new_states[i],
-            need,
-            spec,
-            &facts,
-            &now,
-            jitter(),
-        ) {
+        if let Some(next) = core::next_state(&new_states[i], need, spec, &facts, &now, jitter()) {
             if next.state != new_states[i].state {
                 messages.push(core::updated_message(check, &new_states[i].state, &next));
             }

@@ -62,11 +62,7 @@ pub fn limit_object_name(full: &str) -> String {
         return full.to_string();
     }
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, full.as_bytes());
-    let hex: String = digest
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     // Names are ASCII (DNS subdomains), so a byte cut is a char cut.
     let cut = full.get(..MAX_PREFIX_LENGTH).unwrap_or(full);
     format!("{cut}-{}", &hex[..HASH_LENGTH])
@@ -232,7 +228,13 @@ pub fn is_needed(
     wl: &Workload,
     config: &ProvisioningRequestConfigSpec,
 ) -> Result<bool, ProvisioningError> {
-    for ps in wl.spec.pod_sets.iter().flatten().filter(|ps| managed(ps, config)) {
+    for ps in wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .filter(|ps| managed(ps, config))
+    {
         match assigned_count(wl, ps) {
             None => return Err(ProvisioningError::MissingAssignment(ps.name.clone())),
             Some(n) if n > 0 => return Ok(true),
@@ -257,7 +259,13 @@ pub fn merged_pod_sets(
     config: &ProvisioningRequestConfigSpec,
 ) -> Result<Vec<MergedPodSet>, ProvisioningError> {
     let mut out: Vec<(MergedPodSet, &PodSet)> = Vec::new();
-    for ps in wl.spec.pod_sets.iter().flatten().filter(|ps| managed(ps, config)) {
+    for ps in wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .filter(|ps| managed(ps, config))
+    {
         let count = assigned_count(wl, ps).ok_or(ProvisioningError::Inconsistent)?;
         if count <= 0 {
             continue;
@@ -311,7 +319,8 @@ fn same_scheduling_requirements(a: &PodSet, b: &PodSet) -> bool {
         && requests(x.init_containers.as_deref().unwrap_or_default())
             == requests(y.init_containers.as_deref().unwrap_or_default())
         && x.resources == y.resources
-        && x.node_selector.clone().unwrap_or_default() == y.node_selector.clone().unwrap_or_default()
+        && x.node_selector.clone().unwrap_or_default()
+            == y.node_selector.clone().unwrap_or_default()
         && x.tolerations.clone().unwrap_or_default() == y.tolerations.clone().unwrap_or_default()
         && x.affinity == y.affinity
         && x.resource_claims.clone().unwrap_or_default()
@@ -533,7 +542,9 @@ pub fn pod_set_updates(
                     .iter()
                     .flatten()
                     .filter_map(|ns| {
-                        let v = pr.class_details.get(&ns.value_from_provisioning_class_detail)?;
+                        let v = pr
+                            .class_details
+                            .get(&ns.value_from_provisioning_class_detail)?;
                         Some((ns.key.clone(), v.clone()))
                     })
                     .collect::<BTreeMap<_, _>>()
@@ -745,7 +756,10 @@ pub fn parameters_error(parameters: Option<&AdmissionCheckParametersReference>) 
 
 /// The `AdmissionCheckUpdated` event's words when a state changes.
 pub fn updated_message(name: &str, from: &str, to: &AdmissionCheckState) -> String {
-    let mut m = format!("Admission check {name} updated state from {from} to {}", to.state);
+    let mut m = format!(
+        "Admission check {name} updated state from {from} to {}",
+        to.state
+    );
     if !to.message.is_empty() {
         m.push_str(&format!(" with message: {}", to.message));
     }
@@ -896,7 +910,10 @@ mod tests {
         );
         assert_eq!(attempt_to_create(Some(&after), None, "wl", false), Some(2));
         assert_eq!(request_name("wl", "check1", 2), "wl-check1-2");
-        assert_eq!(pod_template_name("wl-check1-2", "ps1"), "ppt-wl-check1-2-ps1");
+        assert_eq!(
+            pod_template_name("wl-check1-2", "ps1"),
+            "ppt-wl-check1-2-ps1"
+        );
     }
 
     /// Kueue v0.19.2 TestReconcile "when request fails, and there is no
@@ -905,7 +922,10 @@ mod tests {
     fn a_failed_request_past_the_limit_is_rejected() {
         let pr = request("wl-check1-1", &[("Failed", true, "By test")]);
         let got = next(&pending(None), &pr, &config(0), false, true).unwrap();
-        assert_eq!((got.state.as_str(), got.message.as_str()), ("Rejected", "By test"));
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str()),
+            ("Rejected", "By test")
+        );
         assert_eq!(
             updated_message("check1", "Pending", &got),
             "Admission check check1 updated state from Pending to Rejected with message: By test"
@@ -913,7 +933,10 @@ mod tests {
         // A Retry or Rejected check gets no new request.
         let mut retry = pending(None);
         retry.state = "Retry".into();
-        assert_eq!(attempt_to_create(Some(&retry), Some(&pr), "wl", false), None);
+        assert_eq!(
+            attempt_to_create(Some(&retry), Some(&pr), "wl", false),
+            None
+        );
     }
 
     /// Kueue v0.19.2 TestReconcile "when request is provisioned": Ready,
@@ -923,7 +946,10 @@ mod tests {
     fn a_provisioned_request_makes_the_check_ready() {
         let pr = request("wl-check1-1", &[("Provisioned", true, "By test")]);
         let got = next(&pending(None), &pr, &config(3), false, true).unwrap();
-        assert_eq!((got.state.as_str(), got.message.as_str()), ("Ready", "By test"));
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str()),
+            ("Ready", "By test")
+        );
         let updates = got.pod_set_updates.unwrap();
         assert_eq!(
             updates.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(),
@@ -974,10 +1000,17 @@ mod tests {
         let n = names();
         let f = facts(&n, false, true);
         let got = next_state(&pending(None), Need::NotNeeded, None, &f, &at(5), 0.0).unwrap();
-        assert_eq!((got.state.as_str(), got.message.as_str()), ("Ready", NO_REQUEST_NEEDED));
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str()),
+            ("Ready", NO_REQUEST_NEEDED)
+        );
         let got = next_state(&pending(None), Need::Inactive, None, &f, &at(5), 0.0).unwrap();
         assert_eq!(
-            (got.state.as_str(), got.message.as_str(), &got.last_transition_time),
+            (
+                got.state.as_str(),
+                got.message.as_str(),
+                &got.last_transition_time
+            ),
             ("Pending", CHECK_INACTIVE_MESSAGE, &at(1))
         );
         let mut stale = pending(None);
@@ -992,7 +1025,10 @@ mod tests {
             &[("Accepted", true, ""), ("Provisioned", false, "ETA 5m")],
         );
         let got = next(&pending(None), &pr, &config(3), false, true).unwrap();
-        assert_eq!((got.state.as_str(), got.message.as_str()), ("Pending", "ETA 5m"));
+        assert_eq!(
+            (got.state.as_str(), got.message.as_str()),
+            ("Pending", "ETA 5m")
+        );
     }
 
     /// Kueue v0.19.2 TestReconcile: CapacityRevoked rejects an active,
@@ -1044,8 +1080,16 @@ mod tests {
         assert_eq!(next(&ready, &pr, &config(1), true, true), None);
         let got = next(&pending(None), &pr, &config(1), false, true).unwrap();
         assert_eq!(
-            (got.state.as_str(), got.message.as_str(), got.requeue_after_seconds),
-            ("Retry", "Retrying after booking expired: Expired By test", Some(60))
+            (
+                got.state.as_str(),
+                got.message.as_str(),
+                got.requeue_after_seconds
+            ),
+            (
+                "Retry",
+                "Retrying after booking expired: Expired By test",
+                Some(60)
+            )
         );
         let got = next(&pending(None), &pr, &config(0), false, true).unwrap();
         assert_eq!(got.state, "Rejected");
@@ -1068,16 +1112,25 @@ mod tests {
         let cfg = config(3);
         let one = request("wl-check1-1", &[]);
         let two = request("wl-check1-2", &[]);
-        for rs in [vec![one.clone(), two.clone()], vec![two.clone(), one.clone()]] {
+        for rs in [
+            vec![one.clone(), two.clone()],
+            vec![two.clone(), one.clone()],
+        ] {
             assert_eq!(
                 active_or_last(&rs, "wl", "check1", true, &cfg).map(|r| r.name.as_str()),
                 Some("wl-check1-2")
             );
         }
-        assert_eq!(active_or_last(&[one.clone()], "wl", "check1", false, &cfg), None);
+        assert_eq!(
+            active_or_last(&[one.clone()], "wl", "check1", false, &cfg),
+            None
+        );
         let mut other = cfg.clone();
         other.provisioning_class_name = "class2".into();
-        assert_eq!(active_or_last(&[one.clone()], "wl", "check1", true, &other), None);
+        assert_eq!(
+            active_or_last(&[one.clone()], "wl", "check1", true, &other),
+            None
+        );
         // Another check's or Workload's requests never match.
         assert_eq!(attempt_of("wl-check1-1", "wl", "check"), None);
         assert_eq!(attempt_of("wl-check1-x", "wl", "check1"), None);
@@ -1189,14 +1242,22 @@ mod tests {
         };
         assert_eq!(
             active_condition(None, false),
-            (false, "BadParametersRef", "missing parameters reference".into())
-        );
-        assert_eq!(
-            active_condition(Some(&reference("bad.group", "ProvisioningRequestConfig")), true),
             (
                 false,
                 "BadParametersRef",
-                "wrong group \"bad.group\", expecting \"kueue.x-k8s.io\": bad parameters reference".into()
+                "missing parameters reference".into()
+            )
+        );
+        assert_eq!(
+            active_condition(
+                Some(&reference("bad.group", "ProvisioningRequestConfig")),
+                true
+            ),
+            (
+                false,
+                "BadParametersRef",
+                "wrong group \"bad.group\", expecting \"kueue.x-k8s.io\": bad parameters reference"
+                    .into()
             )
         );
         assert_eq!(
@@ -1238,7 +1299,12 @@ mod tests {
                 &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
                 format!("{long}-check-1").as_bytes(),
             );
-            format!("{:02x}{:02x}{:02x}", d.as_ref()[0], d.as_ref()[1], d.as_ref()[2])
+            format!(
+                "{:02x}{:02x}{:02x}",
+                d.as_ref()[0],
+                d.as_ref()[1],
+                d.as_ref()[2]
+            )
         };
         assert_eq!(&name[248..], &want[..5]);
     }
@@ -1252,7 +1318,10 @@ mod tests {
     fn the_request_and_its_templates() {
         let mut wl = base_workload();
         wl.metadata.annotations = Some(BTreeMap::from([
-            ("provreq.kueue.x-k8s.io/ValidUntilSeconds".into(), "0".into()),
+            (
+                "provreq.kueue.x-k8s.io/ValidUntilSeconds".into(),
+                "0".into(),
+            ),
             ("other".into(), "x".into()),
         ]));
         let owner = json!({"kind": "Workload", "name": "wl"});
@@ -1266,12 +1335,18 @@ mod tests {
                        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps1"}, "count": 4},
                        {"podTemplateRef": {"name": "ppt-wl-check1-1-ps2"}, "count": 3}]})
         );
-        assert_eq!(body["metadata"]["labels"], json!({"kueue.x-k8s.io/managed": "true"}));
+        assert_eq!(
+            body["metadata"]["labels"],
+            json!({"kueue.x-k8s.io/managed": "true"})
+        );
         assert_eq!(body["metadata"]["ownerReferences"], json!([owner]));
         let mut spec = WorkloadSpec::default();
-        spec.pod_sets = Some(vec![serde_json::from_value(json!({"name": "main", "count": 1,
+        spec.pod_sets = Some(vec![serde_json::from_value(
+            json!({"name": "main", "count": 1,
             "template": {"spec": {"containers": [{"name": "c",
-                "resources": {"limits": {"cpu": "2"}}}]}}})).unwrap()]);
+                "resources": {"limits": {"cpu": "2"}}}]}}}),
+        )
+        .unwrap()]);
         wl.spec = spec;
         let pt = pod_template_body(
             "ppt-x-main",

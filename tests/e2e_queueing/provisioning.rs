@@ -45,7 +45,10 @@ fn active(c: &LocalCluster) -> Option<Value> {
 }
 
 fn request(c: &LocalCluster, ns: &str, name: &str) -> Option<Value> {
-    get(c, &["provisioningrequests.autoscaling.x-k8s.io", name, "-n", ns])
+    get(
+        c,
+        &["provisioningrequests.autoscaling.x-k8s.io", name, "-n", ns],
+    )
 }
 
 /// The test provisioner answers a request: sets one condition True.
@@ -173,7 +176,10 @@ fn a_provisioning_request_check_admits_once_capacity_is_provisioned() {
         (pt["metadata"]["ownerReferences"][0]["kind"] == "ProvisioningRequest").then_some(pt)
     });
     assert_eq!(pt["template"]["spec"]["nodeSelector"]["e2e-pool"], "prov");
-    assert_eq!(pt["metadata"]["ownerReferences"][0]["name"], pr_name.as_str());
+    assert_eq!(
+        pt["metadata"]["ownerReferences"][0]["name"],
+        pr_name.as_str()
+    );
     // Held while the request is unanswered.
     let wl = workload_of(c, &ns, "provisioned").unwrap();
     assert!(!is_true(&wl, "Admitted"), "{wl}");
@@ -207,7 +213,9 @@ fn a_provisioning_request_check_admits_once_capacity_is_provisioned() {
         pr_name.as_str()
     );
     wait_for(Duration::from_secs(180), "the Job to complete", || {
-        jobs(c, &ns).into_iter().find(|j| j.0 == "provisioned" && j.2)
+        jobs(c, &ns)
+            .into_iter()
+            .find(|j| j.0 == "provisioned" && j.2)
     });
 
     // Failed: Retry with the config's backoff, then a second attempt.
