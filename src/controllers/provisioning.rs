@@ -222,7 +222,7 @@ async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
             .map(|w| ObjectRef::from_obj(&*w))
             .collect::<Vec<_>>()
     };
-    let with_checks2 = with_checks.clone();
+    let with_checks2 = with_checks;
     controller
         .owns_with(
             requests,

@@ -1122,13 +1122,13 @@ mod tests {
             );
         }
         assert_eq!(
-            active_or_last(&[one.clone()], "wl", "check1", false, &cfg),
+            active_or_last(std::slice::from_ref(&one), "wl", "check1", false, &cfg),
             None
         );
         let mut other = cfg.clone();
         other.provisioning_class_name = "class2".into();
         assert_eq!(
-            active_or_last(&[one.clone()], "wl", "check1", true, &other),
+            active_or_last(std::slice::from_ref(&one), "wl", "check1", true, &other),
             None
         );
         // Another check's or Workload's requests never match.
@@ -1340,14 +1340,15 @@ mod tests {
             json!({"kueue.x-k8s.io/managed": "true"})
         );
         assert_eq!(body["metadata"]["ownerReferences"], json!([owner]));
-        let mut spec = WorkloadSpec::default();
-        spec.pod_sets = Some(vec![serde_json::from_value(
-            json!({"name": "main", "count": 1,
-            "template": {"spec": {"containers": [{"name": "c",
-                "resources": {"limits": {"cpu": "2"}}}]}}}),
-        )
-        .unwrap()]);
-        wl.spec = spec;
+        wl.spec = WorkloadSpec {
+            pod_sets: Some(vec![serde_json::from_value(
+                json!({"name": "main", "count": 1,
+                "template": {"spec": {"containers": [{"name": "c",
+                    "resources": {"limits": {"cpu": "2"}}}]}}}),
+            )
+            .unwrap()]),
+            ..Default::default()
+        };
         let pt = pod_template_body(
             "ppt-x-main",
             &wl,
