@@ -22,11 +22,15 @@ use serde_json::{json, Value};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The upstream files, by the kind they define.
-const FIXTURES: [(&str, &str); 8] = [
+const FIXTURES: [(&str, &str); 9] = [
     ("AdmissionCheck", "kueue.x-k8s.io_admissionchecks.yaml"),
     ("ClusterQueue", "kueue.x-k8s.io_clusterqueues.yaml"),
     ("Cohort", "kueue.x-k8s.io_cohorts.yaml"),
     ("LocalQueue", "kueue.x-k8s.io_localqueues.yaml"),
+    (
+        "ProvisioningRequestConfig",
+        "kueue.x-k8s.io_provisioningrequestconfigs.yaml",
+    ),
     ("ResourceFlavor", "kueue.x-k8s.io_resourceflavors.yaml"),
     (
         "WorkloadPriorityClass",

@@ -163,6 +163,21 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
                 assert_eq!(description["maxLength"], 2048);
                 description.as_object_mut().unwrap().remove("maxLength");
             }
+            if kind == "ProvisioningRequestConfig" {
+                // v1beta2 alone bounds the class name below and keys the
+                // node selector list, as Kueue v0.19.2's CRD.
+                let spec = &mut v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
+                let class = spec["provisioningClassName"].as_object_mut().unwrap();
+                assert_eq!(class.remove("minLength"), Some(json!(1)));
+                let ns = spec["podSetUpdates"]["properties"]["nodeSelector"]
+                    .as_object_mut()
+                    .unwrap();
+                assert_eq!(ns.remove("x-kubernetes-list-type"), Some(json!("map")));
+                assert_eq!(
+                    ns.remove("x-kubernetes-list-map-keys"),
+                    Some(json!(["key"]))
+                );
+            }
             if kind == "AdmissionCheck" {
                 // v1beta1 keeps the deprecated retryDelayMinutes (default
                 // 15) and bounds fewer strings, as Kueue v0.19.2's CRD.
@@ -349,6 +364,13 @@ fn names_scope_subresources_and_columns_are_kueues() {
             "Cluster",
             &["ac"][..],
             true,
+        ),
+        (
+            "ProvisioningRequestConfig",
+            "provisioningrequestconfigs",
+            "Cluster",
+            &["prc"][..],
+            false,
         ),
     ];
     // Kueue's kinds, the AppWrapper (below), the PreScaledCronJob and the

@@ -28,7 +28,7 @@ use crate::api::{
         self,
         v1beta2::{
             workload_root_validation_rules, AdmissionCheck, ClusterQueue, Cohort, LocalQueue,
-            ResourceFlavor, Workload, WorkloadPriorityClass,
+            ProvisioningRequestConfig, ResourceFlavor, Workload, WorkloadPriorityClass,
         },
     },
     prescale::PreScaledCronJob,
@@ -112,6 +112,7 @@ pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
         finish(ClusterQueue::crd()),
         finish(Cohort::crd()),
         finish(LocalQueue::crd()),
+        finish(ProvisioningRequestConfig::crd()),
         finish(ResourceFlavor::crd()),
         priority_class,
         workload,

@@ -257,7 +257,7 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
         }
     }
     if !reserved {
-        return Ok(Action::await_change());
+        return finish_check_backoff(&wl_api, &wl, &conds, &states, &now).await;
     }
     match checks::verdict(&states, conds.is_true(condition::EVICTED)) {
         Some(Verdict::Deactivate { message }) => {
@@ -322,6 +322,16 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
                     s = r;
                 }
             }
+            // A retry delay (`requeueAfterSeconds`) holds the Workload out
+            // of the queue until then (Kueue's `NeedsRequeueAtUpdate`).
+            let requeue = status.requeue_state.clone().unwrap_or_default();
+            let current = requeue.requeue_at.as_ref().map(|t| t.0.as_millisecond());
+            if let Some(at) = checks::requeue_at(&states, current, now.0.as_millisecond()) {
+                let at = k8s_openapi::jiff::Timestamp::from_millisecond(at)
+                    .map(Time)
+                    .unwrap_or_else(|_| now.clone());
+                s["requeueState"] = json!({"count": requeue.count, "requeueAt": at});
+            }
             s["admissionChecks"] = json!(checks::reset_on_eviction(&states, &now));
             s["schedulingStats"] = json!({"evictions": evictions});
             write_workload_status(&wl_api, &wl, s).await?;
@@ -330,6 +340,40 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobE
         }
         None => {}
     }
+    Ok(Action::await_change())
+}
+
+/// Once a check's retry delay has passed, the Workload may queue again:
+/// `status.requeueState.requeueAt` is cleared. The job reconciler does the
+/// same for jobs; this covers Workloads it does not own (jobless, pods),
+/// and leaves a waitForPodsReady backoff (`Requeued` False with reason
+/// `PodsReadyTimeout`) to it.
+async fn finish_check_backoff(
+    wl_api: &Api<api::Workload>,
+    wl: &api::Workload,
+    conds: &Conditions,
+    states: &[api::AdmissionCheckState],
+    now: &Time,
+) -> Result<Action, JobError> {
+    let Some(state) = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref()) else {
+        return Ok(Action::await_change());
+    };
+    let Some(at) = &state.requeue_at else {
+        return Ok(Action::await_change());
+    };
+    let by_check = states.iter().any(|s| s.requeue_after_seconds.is_some());
+    let pods_ready = conds
+        .get(condition::REQUEUED)
+        .is_some_and(|r| r.status == "False" && r.reason == "PodsReadyTimeout");
+    if !by_check || pods_ready || wl.spec.active == Some(false) {
+        return Ok(Action::await_change());
+    }
+    let left = at.0.as_millisecond() - now.0.as_millisecond();
+    if left > 0 {
+        return Ok(Action::requeue(Duration::from_millis(left.unsigned_abs())));
+    }
+    let s = json!({"requeueState": {"count": state.count, "requeueAt": null}});
+    write_workload_status(wl_api, wl, s).await?;
     Ok(Action::await_change())
 }
 

@@ -21,6 +21,10 @@
 //! - [`checks`]: admission checks on Workloads (states in step with the
 //!   ClusterQueue's checks, admitted once all are Ready, Retry evicts,
 //!   Rejected deactivates).
+//! - [`provisioning`]: Kueue's ProvisioningRequest admission check
+//!   (`kueue.x-k8s.io/provisioning-request`): the check's `Active`
+//!   condition, a ProvisioningRequest per Workload and attempt, the check's
+//!   state from the request's conditions.
 //! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
 //!   PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -38,6 +42,7 @@ pub mod jobs;
 pub mod lease;
 pub mod pods;
 pub mod prescale;
+pub mod provisioning;
 pub mod queueing;
 pub mod throttle;
 pub mod translation;
@@ -97,6 +102,7 @@ pub async fn run(
     ));
     let shared = context::Shared::start(client).await;
     tokio::spawn(checks::run(shared.clone()));
+    tokio::spawn(provisioning::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
     // Kinds held by a scheduling gate (pods) have their own reconciler,

@@ -275,6 +275,23 @@ pub fn reset_on_eviction(states: &[AdmissionCheckState], now: &Time) -> Vec<Admi
         .collect()
 }
 
+/// Kueue's `NeedsRequeueAtUpdate` (with `GetMaxRetryTime`): the latest
+/// `lastTransitionTime + requeueAfterSeconds` of the checks in `Retry`
+/// (ms), when it is in the future and later than the Workload's
+/// `status.requeueState.requeueAt`. The Workload then waits until then
+/// before it queues again.
+pub fn requeue_at(states: &[AdmissionCheckState], current: Option<i64>, now: i64) -> Option<i64> {
+    let max = states
+        .iter()
+        .filter(|s| s.state == check_state::RETRY)
+        .filter_map(|s| {
+            let after = s.requeue_after_seconds?;
+            Some(s.last_transition_time.0.as_millisecond() + i64::from(after) * 1000)
+        })
+        .max()?;
+    (max > now && current.is_none_or(|c| c < max)).then_some(max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +476,26 @@ mod tests {
                 &at(9)
             )
         );
+    }
+
+    /// Kueue v0.19.2 pkg/workload/admissionchecks_test.go
+    /// TestGetMaxRetryTime (the latest retry time of the checks in Retry)
+    /// and `NeedsRequeueAtUpdate` (only when in the future and later than
+    /// the current requeueAt; no upstream unit test).
+    #[test]
+    fn a_retry_delay_becomes_the_requeue_time() {
+        let mut a = state("a", "Retry", "");
+        a.requeue_after_seconds = Some(10);
+        let mut b = state("b", "Retry", "");
+        b.requeue_after_seconds = Some(30);
+        let mut ready = state("c", "Ready", "");
+        ready.requeue_after_seconds = Some(100);
+        let states = [a, b, ready, state("d", "Retry", "")];
+        assert_eq!(requeue_at(&states, None, 2_000), Some(31_000));
+        assert_eq!(requeue_at(&states, Some(20_000), 2_000), Some(31_000));
+        assert_eq!(requeue_at(&states, Some(31_000), 2_000), None);
+        assert_eq!(requeue_at(&states, None, 31_000), None);
+        assert_eq!(requeue_at(&[state("a", "Retry", "")], None, 0), None);
     }
 
     /// Kueue v0.19.2 pkg/cache/scheduler/clusterqueue_test.go

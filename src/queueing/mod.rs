@@ -37,6 +37,7 @@ pub mod finalizers;
 pub mod flavors;
 mod partial_admission;
 mod preemption;
+pub mod provisioning;
 pub mod quantity;
 mod queues;
 pub mod quota;

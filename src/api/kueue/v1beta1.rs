@@ -284,6 +284,16 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
 /// (an object valid for v0.19.2's v1beta1 is valid here).
 const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
     (
+        "ProvisioningRequestConfig",
+        "spec.provisioningClassName",
+        &["minLength"],
+    ),
+    (
+        "ProvisioningRequestConfig",
+        "spec.podSetUpdates.nodeSelector",
+        &["x-kubernetes-list-type", "x-kubernetes-list-map-keys"],
+    ),
+    (
         "AdmissionCheck",
         "spec.controllerName",
         &["maxLength", "minLength"],

@@ -1,0 +1,571 @@
+//! Kueue's ProvisioningRequest admission check controller
+//! (`controllerName: kueue.x-k8s.io/provisioning-request`): sets the
+//! check's `Active` condition from its ProvisioningRequestConfig, and for
+//! each Workload holding quota with such a check creates the
+//! `autoscaling.x-k8s.io/v1` ProvisioningRequest and its PodTemplates, and
+//! sets the check's state from the request's conditions. The decisions are
+//! the pure [`crate::queueing::provisioning`]; this module reads and writes.
+//!
+//! It starts once the ProvisioningRequest API is served (the cluster
+//! autoscaler's CRD), as Kueue only runs it then.
+
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::{
+    api::core::v1::{ObjectReference, PodTemplate},
+    apimachinery::pkg::apis::meta::v1::Time,
+};
+use kube::{
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams},
+    runtime::{
+        controller::{Action, Controller},
+        events::{Event as KEvent, EventType},
+        reflector::{ObjectRef, Store},
+        watcher,
+    },
+    Api, Client, Resource, ResourceExt,
+};
+use serde_json::{json, Value};
+use tracing::{debug, info};
+
+use super::{
+    context::{admission_pod_set_infos, params, store, write_workload_status, JobError, Shared},
+    translation::Conditions,
+};
+use crate::{
+    api::kueue::v1beta2::{
+        self as api, condition, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
+        ADMISSION_CHECK_ACTIVE, PROVISIONING_REQUEST_CONTROLLER,
+    },
+    queueing::provisioning::{self as core, Need, Request, WorkloadFacts},
+};
+
+fn resource() -> ApiResource {
+    ApiResource {
+        group: core::GROUP.into(),
+        version: core::VERSION.into(),
+        api_version: format!("{}/{}", core::GROUP, core::VERSION),
+        kind: core::KIND.into(),
+        plural: core::PLURAL.into(),
+    }
+}
+
+struct Ctx {
+    shared: Shared,
+    checks: Store<AdmissionCheck>,
+    configs: Store<ProvisioningRequestConfig>,
+}
+
+/// Runs until the process ends.
+pub async fn run(shared: Shared) {
+    let client = shared.client.clone();
+    let requests = Api::<DynamicObject>::all_with(client.clone(), &resource());
+    let mut told = false;
+    while requests
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .is_err()
+    {
+        if !told {
+            info!("the ProvisioningRequest API (autoscaling.x-k8s.io/v1) is not served: the provisioning-request admission check waits for it");
+            told = true;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    info!("the provisioning-request admission check controller starts");
+    let checks = store(Api::<AdmissionCheck>::all(client.clone()));
+    let configs = store(Api::<ProvisioningRequestConfig>::all(client.clone()));
+    let _ = checks.wait_until_ready().await;
+    let _ = configs.wait_until_ready().await;
+    let ctx = Arc::new(Ctx {
+        shared,
+        checks,
+        configs,
+    });
+    tokio::join!(run_checks(ctx.clone()), run_workloads(ctx, requests));
+}
+
+/// The AdmissionChecks' `Active` condition, again when a config changes.
+async fn run_checks(ctx: Arc<Ctx>) {
+    let client = ctx.shared.client.clone();
+    let checks = ctx.checks.clone();
+    Controller::new(
+        Api::<AdmissionCheck>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<ProvisioningRequestConfig>::all(client),
+        watcher::Config::default(),
+        move |prc| {
+            let name = prc.name_any();
+            checks
+                .state()
+                .into_iter()
+                .filter(|ac| ac.spec.parameters.as_ref().is_some_and(|p| p.name == name))
+                .map(|ac| ObjectRef::from_obj(&*ac))
+                .collect::<Vec<_>>()
+        },
+    )
+    .run(reconcile_check, error_policy, ctx)
+    .for_each(|r| {
+        if let Err(e) = r {
+            debug!(error = %e, "provisioning admission check reconcile");
+        }
+        futures::future::ready(())
+    })
+    .await;
+}
+
+fn error_policy<K>(_: Arc<K>, _: &JobError, _: Arc<Ctx>) -> Action {
+    Action::requeue(Duration::from_secs(1))
+}
+
+fn now_time() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+impl Ctx {
+    /// The config an AdmissionCheck's parameters name, if valid and found.
+    fn config_of(&self, ac: &AdmissionCheck) -> Option<Arc<ProvisioningRequestConfig>> {
+        let p = ac.spec.parameters.as_ref();
+        if core::parameters_error(p).is_some() {
+            return None;
+        }
+        self.configs.get(&ObjectRef::new(&p?.name))
+    }
+
+    async fn event(&self, wl: &api::Workload, warning: bool, reason: &str, note: String) {
+        let reference = ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+            kind: Some("Workload".into()),
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            uid: wl.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note.chars().take(1024).collect()),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+}
+
+async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
+        return Ok(Action::await_change());
+    }
+    let found = ctx.config_of(&ac).is_some();
+    let (status, reason, message) = core::active_condition(ac.spec.parameters.as_ref(), found);
+    let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    let current = conds
+        .get(ADMISSION_CHECK_ACTIVE)
+        .map(|c| c.status == "True");
+    // Kueue writes only when the status flips.
+    if current == Some(status) {
+        return Ok(Action::await_change());
+    }
+    let mut c = conds.clone();
+    c.set(
+        ADMISSION_CHECK_ACTIVE,
+        status,
+        reason,
+        &message,
+        &now_time(),
+        ac.metadata.generation,
+    );
+    let api = Api::<AdmissionCheck>::all(ctx.shared.client.clone());
+    let patch = json!({
+        "metadata": {"resourceVersion": ac.resource_version()},
+        "status": {"conditions": c.0},
+    });
+    match api
+        .patch_status(&ac.name_any(), &params(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(Action::await_change())
+}
+
+/// The Workloads' requests and check states.
+async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
+    let client = ctx.shared.client.clone();
+    let controller = Controller::new(
+        Api::<api::Workload>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let all = controller.store();
+    let all2 = all.clone();
+    // A check or config changed: look again at the Workloads with checks.
+    let with_checks = move |all: &Store<api::Workload>| {
+        all.state()
+            .into_iter()
+            .filter(|w| {
+                w.status
+                    .as_ref()
+                    .and_then(|s| s.admission_checks.as_ref())
+                    .is_some_and(|c| !c.is_empty())
+            })
+            .map(|w| ObjectRef::from_obj(&*w))
+            .collect::<Vec<_>>()
+    };
+    let with_checks2 = with_checks;
+    controller
+        .owns_with(
+            requests,
+            resource(),
+            watcher::Config::default().labels(&format!(
+                "{}={}",
+                core::MANAGED_BY_LABEL,
+                core::MANAGED_BY_VALUE
+            )),
+        )
+        .watches(
+            Api::<AdmissionCheck>::all(client.clone()),
+            watcher::Config::default(),
+            move |_| with_checks(&all),
+        )
+        .watches(
+            Api::<ProvisioningRequestConfig>::all(client),
+            watcher::Config::default(),
+            move |_| with_checks2(&all2),
+        )
+        .run(reconcile_workload, error_policy, ctx)
+        .for_each(|r| {
+            if let Err(e) = r {
+                debug!(error = %e, "provisioning workload reconcile");
+            }
+            futures::future::ready(())
+        })
+        .await;
+}
+
+/// The Workload's own requests (controlled by it).
+async fn owned_requests(
+    api: &Api<DynamicObject>,
+    wl: &api::Workload,
+) -> Result<Vec<DynamicObject>, JobError> {
+    let uid = wl.metadata.uid.clone().unwrap_or_default();
+    let list = api
+        .list(&ListParams::default().labels(&format!(
+            "{}={}",
+            core::MANAGED_BY_LABEL,
+            core::MANAGED_BY_VALUE
+        )))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|pr| {
+            pr.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+        })
+        .collect())
+}
+
+async fn delete_request(api: &Api<DynamicObject>, name: &str) -> Result<(), JobError> {
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn owner_of<K: Resource<DynamicType = ()>>(obj: &K) -> Value {
+    json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "name": obj.meta().name,
+        "uid": obj.meta().uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    })
+}
+
+async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    let status = wl.status.clone().unwrap_or_default();
+    let conds = Conditions::of(status.conditions.as_ref());
+    let finished = conds.is_true(condition::FINISHED);
+    let evicted = conds.is_true(condition::EVICTED);
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    if !reserved && !finished && !evicted {
+        return Ok(Action::await_change());
+    }
+    let ns = wl.namespace().unwrap_or_default();
+    let name = wl.name_any();
+    let client = ctx.shared.client.clone();
+    let pr_api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &resource());
+    let states = status.admission_checks.clone().unwrap_or_default();
+    // The checks of this controller, with their configs. A Workload with
+    // none has no request to look for (its states outlive an eviction or
+    // its end, so the cleanup below still finds them).
+    let mut mine: BTreeMap<String, Option<Arc<ProvisioningRequestConfig>>> = BTreeMap::new();
+    for s in &states {
+        if let Some(ac) = ctx.checks.get(&ObjectRef::new(&s.name)) {
+            if ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER {
+                mine.insert(s.name.clone(), ctx.config_of(&ac));
+            }
+        }
+    }
+    if mine.is_empty() {
+        return Ok(Action::await_change());
+    }
+    let owned = owned_requests(&pr_api, &wl).await?;
+    // CleanupProvisioningRequestsOnEviction (on by default in v0.19.2).
+    if finished || evicted {
+        for pr in &owned {
+            delete_request(&pr_api, &pr.name_any()).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    let requests: Vec<Request> = owned
+        .iter()
+        .filter_map(|pr| serde_json::to_value(pr).ok())
+        .map(|v| Request::from_json(&v))
+        .collect();
+    let mut needed: BTreeMap<String, bool> = BTreeMap::new();
+    let mut last: BTreeMap<String, Request> = BTreeMap::new();
+    for (check, config) in &mine {
+        let Some(config) = config else { continue };
+        let need = core::is_needed(&wl, &config.spec).map_err(bad_workload)?;
+        needed.insert(check.clone(), need);
+        if let Some(r) = core::active_or_last(&requests, &name, check, need, &config.spec) {
+            last.insert(check.clone(), r.clone());
+        }
+    }
+
+    // syncCheckStates.
+    let pod_sets: Vec<String> = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|p| p.name.clone())
+        .collect();
+    let facts = WorkloadFacts {
+        name: &name,
+        pod_sets: &pod_sets,
+        admitted: conds.is_true(condition::ADMITTED),
+        active_unfinished: wl.spec.active != Some(false) && !finished,
+    };
+    let now = now_time();
+    let mut new_states = states.clone();
+    let mut messages = Vec::new();
+    for (check, config) in &mine {
+        let need = match config {
+            None => Need::Inactive,
+            Some(_) if !needed.get(check).copied().unwrap_or(false) => Need::NotNeeded,
+            Some(_) => Need::Request(last.get(check)),
+        };
+        let Some(i) = new_states.iter().position(|s| &s.name == check) else {
+            continue;
+        };
+        let spec = config.as_ref().map(|c| &c.spec);
+        if let Some(next) = core::next_state(&new_states[i], need, spec, &facts, &now, jitter()) {
+            if next.state != new_states[i].state {
+                messages.push(core::updated_message(check, &new_states[i].state, &next));
+            }
+            new_states[i] = next;
+        }
+    }
+    let wl_api = Api::<api::Workload>::namespaced(client.clone(), &ns);
+    if new_states != states {
+        write_workload_status(&wl_api, &wl, json!({ "admissionChecks": new_states })).await?;
+        for m in messages {
+            ctx.event(&wl, false, "AdmissionCheckUpdated", m).await;
+        }
+        // The next pass (on this write) creates what the new states ask.
+        return Ok(Action::await_change());
+    }
+
+    // Requests no check uses any more.
+    for pr in &owned {
+        let pr_name = pr.name_any();
+        if !last.values().any(|r| r.name == pr_name) {
+            delete_request(&pr_api, &pr_name).await?;
+        }
+    }
+
+    // syncOwnedProvisionRequest.
+    for (check, config) in &mine {
+        let Some(config) = config else { continue };
+        if !needed.get(check).copied().unwrap_or(false) {
+            continue;
+        }
+        let state = states.iter().find(|s| &s.name == check);
+        let prev = last.get(check);
+        let Some(attempt) = core::attempt_to_create(state, prev, &name, facts.admitted) else {
+            if let Some(pr) = prev {
+                adopt_templates(&client, &ns, &wl, pr, &pr_api).await?;
+            }
+            continue;
+        };
+        let req_name = core::request_name(&name, check, attempt);
+        let merged = core::merged_pod_sets(&wl, &config.spec).map_err(bad_workload)?;
+        let queue = wl.spec.queue_name.clone().unwrap_or_default();
+        let Some(infos) = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue) else {
+            // A flavor not in the cache yet.
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        };
+        let pt_api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
+        let owner = owner_of(&*wl);
+        for m in &merged {
+            let pt_name = core::pod_template_name(&req_name, &m.name);
+            if pt_api.get_opt(&pt_name).await?.is_some() {
+                continue;
+            }
+            let info = infos.iter().find(|i| i.name == m.name);
+            let body = core::pod_template_body(
+                &pt_name,
+                &wl,
+                &m.name,
+                &info.map(|i| i.node_selector.clone()).unwrap_or_default(),
+                info.map(|i| i.tolerations.as_slice()).unwrap_or_default(),
+                &owner,
+            )
+            .map_err(bad_workload)?;
+            let pt: PodTemplate = serde_json::from_value(body)?;
+            if let Err(e) = pt_api.create(&PostParams::default(), &pt).await {
+                let msg = format!("Error creating PodTemplate {pt_name:?}: {e}");
+                return failed_create(&ctx, &wl_api, &wl, state, msg, e).await;
+            }
+        }
+        let body = core::request_body(&req_name, &wl, &config.spec, &merged, &owner);
+        let obj: DynamicObject = serde_json::from_value(body)?;
+        match pr_api.create(&PostParams::default(), &obj).await {
+            Ok(created) => {
+                ctx.event(
+                    &wl,
+                    false,
+                    "ProvisioningRequestCreated",
+                    format!("Created ProvisioningRequest: {req_name:?}"),
+                )
+                .await;
+                let v = serde_json::to_value(&created)?;
+                adopt_templates(&client, &ns, &wl, &Request::from_json(&v), &pr_api).await?;
+            }
+            // Created by an earlier pass not seen yet: the next pass reads it.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                return Ok(Action::requeue(Duration::from_secs(1)));
+            }
+            Err(e) => {
+                let msg = format!("Error creating ProvisioningRequest {req_name:?}: {e}");
+                return failed_create(&ctx, &wl_api, &wl, state, msg, e).await;
+            }
+        }
+    }
+    Ok(Action::await_change())
+}
+
+fn bad_workload(e: core::ProvisioningError) -> JobError {
+    JobError::Kube(kube::Error::Service(e.to_string().into()))
+}
+
+/// Kueue's `handleError`: a Warning `FailedCreate` event and the error in
+/// the check's message.
+async fn failed_create(
+    ctx: &Ctx,
+    wl_api: &Api<api::Workload>,
+    wl: &api::Workload,
+    state: Option<&AdmissionCheckState>,
+    msg: String,
+    err: kube::Error,
+) -> Result<Action, JobError> {
+    ctx.event(wl, true, "FailedCreate", msg.clone()).await;
+    if let Some(s) = state {
+        let mut states = wl
+            .status
+            .as_ref()
+            .and_then(|st| st.admission_checks.clone())
+            .unwrap_or_default();
+        if let Some(t) = states.iter_mut().find(|t| t.name == s.name) {
+            t.message = msg.chars().take(32 * 1024).collect();
+        }
+        write_workload_status(wl_api, wl, json!({ "admissionChecks": states })).await?;
+    }
+    Err(err.into())
+}
+
+/// `syncProvisionRequestsPodTemplates`: the request's templates pass from
+/// the Workload's control to the request's (so they go with it).
+async fn adopt_templates(
+    client: &Client,
+    ns: &str,
+    wl: &api::Workload,
+    pr: &Request,
+    pr_api: &Api<DynamicObject>,
+) -> Result<(), JobError> {
+    let pt_api = Api::<PodTemplate>::namespaced(client.clone(), ns);
+    let mut pr_uid: Option<String> = None;
+    for (template, _) in &pr.pod_sets {
+        let Some(pt) = pt_api.get_opt(template).await? else {
+            continue;
+        };
+        let refs = pt.metadata.owner_references.clone().unwrap_or_default();
+        let wl_uid = wl.metadata.uid.clone().unwrap_or_default();
+        if pr_uid.is_none() {
+            let Some(obj) = pr_api.get_opt(&pr.name).await? else {
+                return Ok(());
+            };
+            pr_uid = obj.metadata.uid.clone();
+        }
+        let uid = pr_uid.clone().unwrap_or_default();
+        if refs
+            .iter()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+        {
+            continue;
+        }
+        let mut kept: Vec<Value> = refs
+            .iter()
+            .filter(|o| o.uid != wl_uid)
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .collect();
+        kept.push(json!({
+            "apiVersion": format!("{}/{}", core::GROUP, core::VERSION),
+            "kind": core::KIND,
+            "name": pr.name,
+            "uid": uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }));
+        let patch = json!({"metadata": {
+            "resourceVersion": pt.resource_version(),
+            "ownerReferences": kept,
+        }});
+        match pt_api
+            .patch(template, &params(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// A fraction in `[0, 1)` for the backoff's jitter.
+fn jitter() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    f64::from(nanos % 1_000_000) / 1_000_000.0
+}
