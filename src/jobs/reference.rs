@@ -463,4 +463,152 @@ mod tests {
             .collect();
         assert!(pointer_mut_or_create(&mut v, &missing).is_none());
     }
+
+    use crate::jobs::{
+        policy::{Policy, PolicySet},
+        workload::{self, PodSetInfo},
+    };
+    use std::sync::Arc;
+
+    fn trainjob_policy() -> Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("trainer.kubeflow.org", "v1alpha1", "TrainJob")
+            .unwrap()
+            .clone()
+    }
+
+    /// A runtime as the trainer ships them: an initializer job and the
+    /// trainer's "node" job.
+    fn runtime() -> Value {
+        json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+               "metadata": {"name": "torch"},
+               "spec": {"mlPolicy": {"numNodes": 2, "torch": {}},
+                        "template": {"spec": {"replicatedJobs": [
+            {"name": "dataset-initializer",
+             "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "dataset-initializer"}},
+                          "spec": {"template": {"spec": {"containers": [
+                              {"name": "dataset-initializer", "image": "init", "resources": {"requests": {"cpu": "1"}}}]}}}}},
+            {"name": "node",
+             "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                          "spec": {"parallelism": 5, "template": {"spec": {"containers": [
+                              {"name": "node", "image": "torch", "resources": {"requests": {"cpu": "2"}}}]}}}}}
+        ]}}}})
+    }
+
+    fn trainjob(trainer: Value) -> Value {
+        json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+               "metadata": {"name": "t", "namespace": "ns", "uid": "u-1", "resourceVersion": "7",
+                            "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+               "spec": {"runtimeRef": {"name": "torch"}, "suspend": true, "trainer": trainer,
+                        "runtimePatches": [{"manager": "kueue.x-k8s.io/manager",
+                                            "trainingRuntimeSpec": {"template": {"spec": {}}}}]}})
+    }
+
+    #[test]
+    fn trainjob_pod_sets_come_from_the_runtime_with_the_jobs_overrides() {
+        let p = trainjob_policy();
+        let rule = p.runtime_ref.as_ref().unwrap();
+        let job = trainjob(json!({"numNodes": 3, "resourcesPerNode": {"requests": {"cpu": "4"}}}));
+        let r = rule.reference(&job).unwrap();
+        assert_eq!((r.kind.kind.as_str(), r.name.as_str()), ("ClusterTrainingRuntime", "torch"));
+        assert!(!r.kind.namespaced);
+        let view = rule.view(&job, &runtime());
+        let sets = workload::pod_sets(&p, &view).unwrap();
+        let shape: Vec<(&str, i64)> = sets.iter().map(|s| (s.name.as_str(), s.count)).collect();
+        assert_eq!(shape, vec![("dataset-initializer", 1), ("node", 3)]);
+        assert_eq!(
+            sets[1].template["spec"]["containers"][0]["resources"],
+            json!({"requests": {"cpu": "4"}})
+        );
+        // Without numNodes: the runtime's mlPolicy, not the job's parallelism.
+        let view = rule.view(&trainjob(json!({})), &runtime());
+        assert_eq!(workload::pod_sets(&p, &view).unwrap()[1].count, 2);
+        // The user's runtime patches reach the templates.
+        let mut job = trainjob(json!({}));
+        job["spec"]["runtimePatches"].as_array_mut().unwrap().push(json!({
+            "manager": "example.com/me",
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [{"name": "node",
+                "template": {"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}}]}}}}));
+        let view = rule.view(&job, &runtime());
+        let sets = workload::pod_sets(&p, &view).unwrap();
+        assert_eq!(sets[1].template["spec"]["nodeSelector"], json!({"disk": "ssd"}));
+        assert_eq!(sets[1].template["spec"]["containers"][0]["image"], "torch");
+        // A namespaced runtime, and one the integration does not know.
+        let mut job = trainjob(json!({}));
+        job["spec"]["runtimeRef"]["kind"] = json!("TrainingRuntime");
+        assert!(rule.reference(&job).unwrap().kind.namespaced);
+        job["spec"]["runtimeRef"]["kind"] = json!("Other");
+        assert_eq!(
+            rule.reference(&job).unwrap_err().to_string(),
+            "unsupported runtime: Other.trainer.kubeflow.org"
+        );
+        assert_eq!(
+            ReferenceError::NotFound("torch".into()).to_string(),
+            "runtime 'torch' not found"
+        );
+    }
+
+    #[test]
+    fn trainjob_starts_through_its_own_patch_entry_and_stops_by_emptying_it() {
+        let p = trainjob_policy();
+        let job = trainjob(json!({"numNodes": 3}));
+        let view = p.runtime_ref.as_ref().unwrap().view(&job, &runtime());
+        let info = |name: &str| PodSetInfo {
+            name: name.into(),
+            labels: [("kueue.x-k8s.io/podset".to_string(), name.to_string())].into(),
+            node_selector: [("zone".to_string(), "a".to_string())].into(),
+            tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
+            ..Default::default()
+        };
+        let ops = workload::start_patch(&p, &view, &[info("dataset-initializer"), info("node")]).unwrap();
+        assert!(ops.iter().all(|o| !o.path.starts_with("/runtime")), "{ops:?}");
+        let started = workload::apply(&job, &ops).unwrap();
+        assert_eq!(started["spec"]["suspend"], false);
+        let entry = &started["spec"]["runtimePatches"][0];
+        assert_eq!(entry["manager"], "kueue.x-k8s.io/manager");
+        let items = &entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"];
+        assert_eq!(items[1]["name"], "node");
+        assert_eq!(
+            items[1]["template"]["spec"]["template"],
+            json!({"metadata": {"labels": {"kueue.x-k8s.io/podset": "node"}},
+                   "spec": {"nodeSelector": {"zone": "a"},
+                            "tolerations": [{"key": "spot", "operator": "Exists"}]}})
+        );
+        // The started job's pods, as the trainer would build them, carry it.
+        let view = p.runtime_ref.as_ref().unwrap().view(&started, &runtime());
+        let sets = workload::pod_sets(&p, &view).unwrap();
+        assert_eq!(sets[1].template["spec"]["nodeSelector"], json!({"zone": "a"}));
+        // Stopped and restored: back as queued.
+        let stopped = workload::apply(&started, &workload::suspend_patch(&p, &started)).unwrap();
+        let restored =
+            workload::apply(&stopped, &workload::restore_patch(&p, &stopped, &[])).unwrap();
+        assert_eq!(restored, job);
+        // Nothing to restore on a job never started.
+        assert!(workload::restore_patch(&p, &job, &[]).is_empty());
+    }
+
+    #[test]
+    fn the_trainjob_webhook_adds_kueues_patch_entry_once() {
+        let p = trainjob_policy();
+        let a = p.admission_patch.as_ref().unwrap();
+        let mut ops = Vec::new();
+        let bare = json!({"spec": {"runtimeRef": {"name": "torch"}}});
+        a.on_create(&bare, &mut ops);
+        let with = workload::apply(&bare, &ops).unwrap();
+        assert_eq!(
+            with["spec"]["runtimePatches"],
+            json!([{"manager": "kueue.x-k8s.io/manager",
+                    "trainingRuntimeSpec": {"template": {"spec": {}}}}])
+        );
+        let mut again = Vec::new();
+        a.on_create(&with, &mut again);
+        assert!(again.is_empty());
+        // Appended after the user's own entries.
+        let mut ops = Vec::new();
+        let users = json!({"spec": {"runtimePatches": [{"manager": "me"}]}});
+        a.on_create(&users, &mut ops);
+        let with = workload::apply(&users, &ops).unwrap();
+        assert_eq!(with["spec"]["runtimePatches"][1]["manager"], "kueue.x-k8s.io/manager");
+    }
 }
