@@ -1245,3 +1245,120 @@ mod tests {
         assert_eq!(started["spec"]["parallelism"], 3);
     }
 }
+
+#[cfg(test)]
+mod spark_tests {
+    use super::*;
+    use crate::jobs::policy::PolicySet;
+
+    fn policy() -> std::sync::Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("sparkoperator.k8s.io", "v1beta2", "SparkApplication")
+            .unwrap()
+            .clone()
+    }
+
+    fn app() -> Value {
+        json!({"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "pi", "namespace": "ns", "resourceVersion": "3"},
+               "spec": {"mode": "cluster", "suspend": true,
+                        "volumes": [{"name": "data", "emptyDir": {}}, {"name": "spark-local-dir-1", "emptyDir": {}}],
+                        "driver": {"coreRequest": "500m", "coreLimit": "1", "memory": "512m",
+                                   "labels": {"team": "a"},
+                                   "volumeMounts": [{"name": "data", "mountPath": "/d"},
+                                                    {"name": "spark-local-dir-1", "mountPath": "/tmp"}],
+                                   "template": {"metadata": {"annotations": {"x": "y"}},
+                                                "spec": {"containers": [{"name": "ignored"}]}}},
+                        "executor": {"instances": 3, "coreRequest": "1", "memory": "1g",
+                                     "gpu": {"name": "nvidia.com/gpu", "quantity": 1},
+                                     "nodeSelector": {"disk": "ssd"}}}})
+    }
+
+    /// Kueue's pod sets: driver (1) and executor (instances), each pod
+    /// built from the role's fields, not the template's spec.
+    #[test]
+    fn driver_and_executor_pods_are_built_as_kueue_builds_them() {
+        let sets = pod_sets(&policy(), &app()).unwrap();
+        let shape: Vec<(&str, i64)> = sets.iter().map(|s| (s.name.as_str(), s.count)).collect();
+        assert_eq!(shape, vec![("driver", 1), ("executor", 3)]);
+        assert_eq!(
+            sets[0].template,
+            json!({"metadata": {"labels": {"team": "a"}, "annotations": {"x": "y"}},
+                   "spec": {"containers": [{"name": "spark-kubernetes-driver",
+                                            "volumeMounts": [{"name": "data", "mountPath": "/d"}],
+                                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                                                          "limits": {"cpu": "1"}}}],
+                            "volumes": [{"name": "data", "emptyDir": {}}]}})
+        );
+        assert_eq!(
+            sets[1].template["spec"],
+            json!({"containers": [{"name": "spark-kubernetes-executor",
+                                   "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                 "limits": {"nvidia.com/gpu": "1"}}}],
+                   "nodeSelector": {"disk": "ssd"}})
+        );
+        let mut none = app();
+        none["spec"]["executor"]
+            .as_object_mut()
+            .unwrap()
+            .remove("instances");
+        assert_eq!(pod_sets(&policy(), &none).unwrap()[1].count, 0);
+        assert_eq!(java_memory("2G"), "2GGi");
+        assert_eq!(java_memory("512mb"), "512Mi");
+        assert_eq!(java_memory("100"), "100");
+    }
+
+    /// Started: each role's own fields get the info; stopped: put back.
+    #[test]
+    fn admission_goes_into_the_roles_fields_and_comes_back_out() {
+        let p = policy();
+        let job = app();
+        let recorded = pod_sets(&p, &job).unwrap();
+        let info = |name: &str| PodSetInfo {
+            name: name.into(),
+            labels: [("kueue.x-k8s.io/podset".to_string(), name.to_string())].into(),
+            node_selector: [("zone".to_string(), "a".to_string())].into(),
+            tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
+            ..Default::default()
+        };
+        let started = apply(
+            &job,
+            &start_patch(&p, &job, &[info("driver"), info("executor")]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(started["spec"]["suspend"], false);
+        assert_eq!(
+            started["spec"]["driver"]["labels"],
+            json!({"team": "a", "kueue.x-k8s.io/podset": "driver"})
+        );
+        assert_eq!(started["spec"]["driver"]["nodeSelector"], json!({"zone": "a"}));
+        assert_eq!(
+            started["spec"]["executor"]["nodeSelector"],
+            json!({"disk": "ssd", "zone": "a"})
+        );
+        assert_eq!(
+            started["spec"]["executor"]["tolerations"],
+            json!([{"key": "spot", "operator": "Exists"}])
+        );
+        // The template is left alone.
+        assert_eq!(started["spec"]["driver"]["template"], job["spec"]["driver"]["template"]);
+        // A node selector the role already sets otherwise is a conflict.
+        let mut clash = job.clone();
+        clash["spec"]["driver"]["nodeSelector"] = json!({"zone": "b"});
+        assert!(start_patch(&p, &clash, &[info("driver"), info("executor")]).is_err());
+
+        let stopped = apply(&started, &suspend_patch(&p, &started)).unwrap();
+        let restored = apply(&stopped, &restore_patch(&p, &stopped, &recorded)).unwrap();
+        // Kueue's restore writes the Workload's template values: the
+        // driver's labels now also hold its template's (none here), the
+        // admission's are gone.
+        assert_eq!(restored["spec"]["driver"]["labels"], json!({"team": "a"}));
+        assert!(restored["spec"]["driver"].get("nodeSelector").is_none());
+        assert!(restored["spec"]["executor"].get("tolerations").is_none());
+        assert_eq!(restored["spec"]["executor"]["nodeSelector"], json!({"disk": "ssd"}));
+        assert_eq!(restored["spec"]["suspend"], true);
+        // A queued application never started is not written.
+        assert!(restore_patch(&p, &job, &recorded).is_empty());
+    }
+}
