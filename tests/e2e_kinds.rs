@@ -610,6 +610,35 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     assert_eq!(node_info["spec"]["nodeSelector"]["instance-type"], ON_DEMAND);
     assert_eq!(node_info["metadata"]["labels"]["kueue.x-k8s.io/podset"], "node");
 
+    // A TrainJob whose runtime does not exist gets no Workload, and a
+    // Warning event in Kueue's words.
+    let mut orphan = train.clone();
+    orphan["metadata"]["name"] = json!("no-runtime");
+    orphan["spec"]["runtimeRef"]["name"] = json!("no-such-runtime");
+    let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&orphan.to_string()));
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the missing runtime's event", || {
+        let events = get(
+            c,
+            &[
+                "events.events.k8s.io",
+                "-n",
+                &ns,
+                "--field-selector",
+                "regarding.name=no-runtime",
+            ],
+        )?;
+        events["items"]
+            .as_array()?
+            .iter()
+            .find(|e| {
+                e["reason"] == "ErrWorkloadCompose"
+                    && e["note"] == "runtime 'no-such-runtime' not found"
+            })
+            .map(|_| ())
+    });
+    assert!(workload_of(c, &ns, "no-runtime").is_none());
+
     // Over quota while it runs: a SparkApplication (driver 1 cpu and two
     // 1-cpu executors) waits suspended with Kueue's reason.
     let spark = json!({
