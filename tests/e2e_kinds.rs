@@ -471,7 +471,13 @@ fn cpu_container(name: &str, cpu: &str) -> Value {
 /// Creates `count` pods `<prefix>-<i>` from a pod template (its labels,
 /// node selector, tolerations and containers), running `runtime` on a KWOK
 /// node; returns their names.
-fn play_pods(c: &LocalCluster, ns: &str, prefix: &str, count: i64, template: &Value) -> Vec<String> {
+fn play_pods(
+    c: &LocalCluster,
+    ns: &str,
+    prefix: &str,
+    count: i64,
+    template: &Value,
+) -> Vec<String> {
     (0..count)
         .map(|i| {
             let name = format!("{prefix}-{i}");
@@ -529,7 +535,10 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     install_runtime_kind_crds(batchgate_localcluster::shared());
     let c = kinds_env().cluster;
     let ns = namespace(c, "e2e-runtimes");
-    apply(c, &flavor("runtimes-od", json!({"instance-type": ON_DEMAND})));
+    apply(
+        c,
+        &flavor("runtimes-od", json!({"instance-type": ON_DEMAND})),
+    );
     apply(
         c,
         &cluster_queue("runtimes-cq", &[("runtimes-od", "4", None)], json!({})),
@@ -600,15 +609,24 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
         ]
     );
     let started = wait_for(WAIT, "the TrainJob started", || {
-        let t = get(c, &["trainjobs.trainer.kubeflow.org", "fine-tune", "-n", &ns])?;
+        let t = get(
+            c,
+            &["trainjobs.trainer.kubeflow.org", "fine-tune", "-n", &ns],
+        )?;
         (t["spec"]["suspend"] == false).then_some(t)
     });
     let patched = &started["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
         ["replicatedJobs"];
     assert_eq!(patched[1]["name"], "node");
     let node_info = &patched[1]["template"]["spec"]["template"];
-    assert_eq!(node_info["spec"]["nodeSelector"]["instance-type"], ON_DEMAND);
-    assert_eq!(node_info["metadata"]["labels"]["kueue.x-k8s.io/podset"], "node");
+    assert_eq!(
+        node_info["spec"]["nodeSelector"]["instance-type"],
+        ON_DEMAND
+    );
+    assert_eq!(
+        node_info["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        "node"
+    );
 
     // A TrainJob whose runtime does not exist gets no Workload, and a
     // Warning event in Kueue's words.
@@ -675,7 +693,8 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     let runtime_job = |i: usize| &runtime["spec"]["template"]["spec"]["replicatedJobs"][i];
     let mut init = runtime_job(0)["template"]["spec"]["template"].clone();
     init["metadata"] = patched[0]["template"]["spec"]["template"]["metadata"].clone();
-    init["spec"]["nodeSelector"] = patched[0]["template"]["spec"]["template"]["spec"]["nodeSelector"].clone();
+    init["spec"]["nodeSelector"] =
+        patched[0]["template"]["spec"]["template"]["spec"]["nodeSelector"].clone();
     let mut node = runtime_job(1)["template"]["spec"]["template"].clone();
     node["metadata"] = node_info["metadata"].clone();
     node["spec"]["nodeSelector"] = node_info["spec"]["nodeSelector"].clone();
@@ -702,7 +721,10 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     // Its quota back, the SparkApplication is admitted and started: the
     // roles' own fields carry the flavor (the operator builds pods from them).
     let started = wait_for(WAIT, "the SparkApplication started", || {
-        let s = get(c, &["sparkapplications.sparkoperator.k8s.io", "pi", "-n", &ns])?;
+        let s = get(
+            c,
+            &["sparkapplications.sparkoperator.k8s.io", "pi", "-n", &ns],
+        )?;
         (s["spec"]["suspend"] == false).then_some(s)
     });
     let wl = workload_of(c, &ns, "pi").unwrap();

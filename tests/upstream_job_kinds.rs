@@ -1719,7 +1719,12 @@ fn mk_trainjob() -> Value {
 /// topology cases are not ported, docs/job-kinds.md says why).
 fn trainjob_validate_create() -> Vec<Case> {
     vec![
-        case("base", TRAINJOB, queue(mk_trainjob(), "local-queue"), Want::Allow),
+        case(
+            "base",
+            TRAINJOB,
+            queue(mk_trainjob(), "local-queue"),
+            Want::Allow,
+        ),
         case(
             "invalid queue-name label",
             TRAINJOB,
@@ -1732,7 +1737,11 @@ fn trainjob_validate_create() -> Vec<Case> {
         case(
             "with prebuilt workload",
             TRAINJOB,
-            label(queue(mk_trainjob(), "local-queue"), PREBUILT, "prebuilt-workload"),
+            label(
+                queue(mk_trainjob(), "local-queue"),
+                PREBUILT,
+                "prebuilt-workload",
+            ),
             Want::Allow,
         ),
     ]
@@ -1811,15 +1820,21 @@ fn sparkapp_validate_create() -> Vec<Case> {
             ),
             deny(&[format!("spec.executor.annotations: Invalid value: {MORE_THAN_ONE}")]),
         ),
-        // Not in upstream's table: the mode rule of the same webhook.
+    ]
+}
+
+/// The mode rule of Kueue v0.19.2's `sparkapplication_webhook.go`
+/// (`validateCreate`), which upstream's unit table does not exercise.
+fn sparkapp_mode_rule() -> Vec<Case> {
+    vec![
         case(
-            "(webhook) client mode is refused for a queued application",
+            "client mode is refused for a queued application",
             SPARKAPP,
             set(queue(mk_sparkapp(), "local-queue"), "/spec/mode", json!("client")),
             deny(&["spec.mode: Invalid value: \"client\": only Cluster mode is supported for a kueue managed job".to_string()]),
         ),
         case(
-            "(webhook) an application without a queue name is not checked",
+            "an application without a queue name is not checked",
             SPARKAPP,
             set(mk_sparkapp(), "/spec/mode", json!("client")),
             Want::Allow,
@@ -2084,6 +2099,11 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
             sparkapp_validate_create(),
         ),
         (
+            "kueue sparkapplication_webhook.go mode rule (no upstream case)",
+            &spark,
+            sparkapp_mode_rule(),
+        ),
+        (
             "kueue sparkapplication_webhook_test.go TestValidateUpdate",
             &spark,
             sparkapp_validate_update(),
@@ -2317,16 +2337,22 @@ async fn upstream_trainjob_defaulting_answers_as_upstream() {
     for (name, server, obj, suspended) in cases {
         let (status, resp) = server
             .client()
-            .post("/mutate", review("m", "CREATE", TRAINJOB, obj.clone(), None))
+            .post(
+                "/mutate",
+                review("m", "CREATE", TRAINJOB, obj.clone(), None),
+            )
             .await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(resp["response"]["allowed"], true, "{name}: {resp}");
-        let ops: json_patch::Patch =
-            serde_json::from_value(patch_of(&resp).expect(name)).unwrap();
+        let ops: json_patch::Patch = serde_json::from_value(patch_of(&resp).expect(name)).unwrap();
         let mut after = obj.clone();
         json_patch::patch(&mut after, &ops).unwrap();
         assert_eq!(after["spec"]["suspend"], json!(suspended), "{name}");
-        assert_eq!(after["spec"]["runtimePatches"], json!([entry.clone()]), "{name}");
+        assert_eq!(
+            after["spec"]["runtimePatches"],
+            json!([entry.clone()]),
+            "{name}"
+        );
     }
     println!("kueue trainjob_webhook_test.go TestDefault: 3/3 as upstream");
 }

@@ -511,7 +511,10 @@ mod tests {
         let rule = p.runtime_ref.as_ref().unwrap();
         let job = trainjob(json!({"numNodes": 3, "resourcesPerNode": {"requests": {"cpu": "4"}}}));
         let r = rule.reference(&job).unwrap();
-        assert_eq!((r.kind.kind.as_str(), r.name.as_str()), ("ClusterTrainingRuntime", "torch"));
+        assert_eq!(
+            (r.kind.kind.as_str(), r.name.as_str()),
+            ("ClusterTrainingRuntime", "torch")
+        );
         assert!(!r.kind.namespaced);
         let view = rule.view(&job, &runtime());
         let sets = workload::pod_sets(&p, &view).unwrap();
@@ -532,7 +535,10 @@ mod tests {
                 "template": {"spec": {"template": {"spec": {"nodeSelector": {"disk": "ssd"}}}}}}]}}}}));
         let view = rule.view(&job, &runtime());
         let sets = workload::pod_sets(&p, &view).unwrap();
-        assert_eq!(sets[1].template["spec"]["nodeSelector"], json!({"disk": "ssd"}));
+        assert_eq!(
+            sets[1].template["spec"]["nodeSelector"],
+            json!({"disk": "ssd"})
+        );
         assert_eq!(sets[1].template["spec"]["containers"][0]["image"], "torch");
         // A namespaced runtime, and one the integration does not know.
         let mut job = trainjob(json!({}));
@@ -561,8 +567,12 @@ mod tests {
             tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
             ..Default::default()
         };
-        let ops = workload::start_patch(&p, &view, &[info("dataset-initializer"), info("node")]).unwrap();
-        assert!(ops.iter().all(|o| !o.path.starts_with("/runtime")), "{ops:?}");
+        let ops =
+            workload::start_patch(&p, &view, &[info("dataset-initializer"), info("node")]).unwrap();
+        assert!(
+            ops.iter().all(|o| !o.path.starts_with("/runtime")),
+            "{ops:?}"
+        );
         let started = workload::apply(&job, &ops).unwrap();
         assert_eq!(started["spec"]["suspend"], false);
         let entry = &started["spec"]["runtimePatches"][0];
@@ -578,7 +588,10 @@ mod tests {
         // The started job's pods, as the trainer would build them, carry it.
         let view = p.runtime_ref.as_ref().unwrap().view(&started, &runtime());
         let sets = workload::pod_sets(&p, &view).unwrap();
-        assert_eq!(sets[1].template["spec"]["nodeSelector"], json!({"zone": "a"}));
+        assert_eq!(
+            sets[1].template["spec"]["nodeSelector"],
+            json!({"zone": "a"})
+        );
         // Stopped and restored: back as queued.
         let stopped = workload::apply(&started, &workload::suspend_patch(&p, &started)).unwrap();
         let restored =
@@ -609,6 +622,9 @@ mod tests {
         let users = json!({"spec": {"runtimePatches": [{"manager": "me"}]}});
         a.on_create(&users, &mut ops);
         let with = workload::apply(&users, &ops).unwrap();
-        assert_eq!(with["spec"]["runtimePatches"][1]["manager"], "kueue.x-k8s.io/manager");
+        assert_eq!(
+            with["spec"]["runtimePatches"][1]["manager"],
+            "kueue.x-k8s.io/manager"
+        );
     }
 }

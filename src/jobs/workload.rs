@@ -286,14 +286,21 @@ fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
         .unwrap_or_default();
     let mut added: Vec<Value> = Vec::new();
     let mut mounts = Vec::new();
-    for m in get("volumeMounts").and_then(Value::as_array).into_iter().flatten() {
+    for m in get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let Some(name) = m.get("name").and_then(Value::as_str) else {
             continue;
         };
         if name.starts_with("spark-local-dir-") {
             continue;
         }
-        if let Some(v) = volumes.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(name)) {
+        if let Some(v) = volumes
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
+        {
             if !added.iter().any(|a| a.get("name") == v.get("name")) {
                 added.push(v.clone());
             }
@@ -335,7 +342,11 @@ fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
         c["resources"] = Value::Object(resources);
     }
     let mut containers = vec![c];
-    for s in get("sidecars").and_then(Value::as_array).into_iter().flatten() {
+    for s in get("sidecars")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let same = |x: &Value| x.get("name") == s.get("name") && x.get("image") == s.get("image");
         if !containers.iter().any(same) {
             containers.push(s.clone());
@@ -343,7 +354,11 @@ fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
     }
     spec.insert("containers".into(), Value::Array(containers));
     let mut inits: Vec<Value> = Vec::new();
-    for s in get("initContainers").and_then(Value::as_array).into_iter().flatten() {
+    for s in get("initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let same = |x: &Value| x.get("name") == s.get("name") && x.get("image") == s.get("image");
         if !inits.iter().any(same) {
             inits.push(s.clone());
@@ -355,7 +370,10 @@ fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
     if !added.is_empty() {
         spec.insert("volumes".into(), Value::Array(added));
     }
-    if let Some(p) = get("priorityClassName").and_then(Value::as_str).filter(|p| !p.is_empty()) {
+    if let Some(p) = get("priorityClassName")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
         spec.insert("priorityClassName".into(), json!(p));
     }
     for (from, to) in [
@@ -630,7 +648,8 @@ pub fn start_patch(
                     }
                 }
             }
-            if let Some(tolerations) = with_tolerations(t.tolerations.resolve(job), &info.tolerations)
+            if let Some(tolerations) =
+                with_tolerations(t.tolerations.resolve(job), &info.tolerations)
             {
                 let _ = patch::set(job, &t.tolerations, Value::Array(tolerations), &mut ops);
             }
@@ -734,7 +753,10 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
                 (&t.tolerations, "/spec/tolerations"),
             ] {
                 let want = orig.template.pointer(field).filter(|v| !is_empty(v));
-                let built = now.as_ref().and_then(|t| t.pointer(field)).filter(|v| !is_empty(v));
+                let built = now
+                    .as_ref()
+                    .and_then(|t| t.pointer(field))
+                    .filter(|v| !is_empty(v));
                 let have = ptr.resolve(job).filter(|v| !is_empty(v));
                 if want == built || want == have {
                     continue;
@@ -1332,7 +1354,10 @@ mod spark_tests {
             started["spec"]["driver"]["labels"],
             json!({"team": "a", "kueue.x-k8s.io/podset": "driver"})
         );
-        assert_eq!(started["spec"]["driver"]["nodeSelector"], json!({"zone": "a"}));
+        assert_eq!(
+            started["spec"]["driver"]["nodeSelector"],
+            json!({"zone": "a"})
+        );
         assert_eq!(
             started["spec"]["executor"]["nodeSelector"],
             json!({"disk": "ssd", "zone": "a"})
@@ -1342,7 +1367,10 @@ mod spark_tests {
             json!([{"key": "spot", "operator": "Exists"}])
         );
         // The template is left alone.
-        assert_eq!(started["spec"]["driver"]["template"], job["spec"]["driver"]["template"]);
+        assert_eq!(
+            started["spec"]["driver"]["template"],
+            job["spec"]["driver"]["template"]
+        );
         // A node selector the role already sets otherwise is a conflict.
         let mut clash = job.clone();
         clash["spec"]["driver"]["nodeSelector"] = json!({"zone": "b"});
@@ -1356,7 +1384,10 @@ mod spark_tests {
         assert_eq!(restored["spec"]["driver"]["labels"], json!({"team": "a"}));
         assert!(restored["spec"]["driver"].get("nodeSelector").is_none());
         assert!(restored["spec"]["executor"].get("tolerations").is_none());
-        assert_eq!(restored["spec"]["executor"]["nodeSelector"], json!({"disk": "ssd"}));
+        assert_eq!(
+            restored["spec"]["executor"]["nodeSelector"],
+            json!({"disk": "ssd"})
+        );
         assert_eq!(restored["spec"]["suspend"], true);
         // A queued application never started is not written.
         assert!(restore_patch(&p, &job, &recorded).is_empty());
