@@ -1027,7 +1027,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 .and_then(|()| workload::start_patch(policy, &view, &infos))
             {
                 Ok(ops) => {
-                    if ctx.patch_job(&ns, &name, &ops).await? {
+                    // A kind started in two writes (TrainJob) says so once.
+                    let starts = ops.iter().any(|o| o.path == policy.suspend.as_str());
+                    if ctx.patch_job(&ns, &name, &ops).await? && starts {
                         let cq = status
                             .admission
                             .as_ref()

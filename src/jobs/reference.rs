@@ -567,13 +567,24 @@ mod tests {
             tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
             ..Default::default()
         };
-        let ops =
-            workload::start_patch(&p, &view, &[info("dataset-initializer"), info("node")]).unwrap();
+        let infos = [info("dataset-initializer"), info("node")];
+        let ops = workload::start_patch(&p, &view, &infos).unwrap();
         assert!(
             ops.iter().all(|o| !o.path.starts_with("/runtime")),
             "{ops:?}"
         );
-        let started = workload::apply(&job, &ops).unwrap();
+        // First the entry, still suspended (the trainer's webhook allows
+        // runtimePatches to change only then), then the switch alone.
+        let filled = workload::apply(&job, &ops).unwrap();
+        assert_eq!(filled["spec"]["suspend"], true);
+        let view = p.runtime_ref.as_ref().unwrap().view(&filled, &runtime());
+        let ops = workload::start_patch(&p, &view, &infos).unwrap();
+        assert!(
+            ops.iter()
+                .all(|o| o.op == "test" || o.path == "/spec/suspend"),
+            "{ops:?}"
+        );
+        let started = workload::apply(&filled, &ops).unwrap();
         assert_eq!(started["spec"]["suspend"], false);
         let entry = &started["spec"]["runtimePatches"][0];
         assert_eq!(entry["manager"], "kueue.x-k8s.io/manager");

@@ -628,8 +628,14 @@ pub fn start_patch(
                 tolerations: &i.tolerations,
             })
             .collect();
+        // In two writes, as Kueue does: the trainer's webhook lets the
+        // patches change only while the new object is suspended, so the
+        // switch is turned off once the entry holds the infos.
+        let tested = ops.len();
         target.start(job, &entries, &mut ops);
-        let _ = patch::set(job, &policy.suspend, Value::Bool(false), &mut ops);
+        if ops.len() == tested {
+            let _ = patch::set(job, &policy.suspend, Value::Bool(false), &mut ops);
+        }
         return Ok(ops);
     }
     for (ps, info) in sets.iter().zip(infos) {
