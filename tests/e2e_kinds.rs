@@ -433,3 +433,336 @@ fn pods_and_pod_groups_are_gated_admitted_ungated_and_accounted() {
         workload(c, &ns, &long_wl).is_none().then_some(())
     });
 }
+
+// ---- TrainJob and SparkApplication -------------------------------------
+//
+// Their CRDs are test-only minimal ones (tests/fixtures/runtime-kinds-crds.yaml)
+// and no trainer or Spark operator runs: the test plays them, creating the
+// pods a started job asks for, with what batchgate wrote (the TrainJob's
+// runtime patch entry, the Spark roles' node selectors), on the flavor's
+// KWOK nodes, and reporting the job finished once they have.
+
+const ON_DEMAND: &str = "on-demand";
+
+fn install_runtime_kind_crds(c: &LocalCluster) {
+    let file = format!(
+        "{}/tests/fixtures/runtime-kinds-crds.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
+    assert!(ok, "{out}{err}");
+    c.wait_established(
+        &[
+            "crd/trainjobs.trainer.kubeflow.org",
+            "crd/trainingruntimes.trainer.kubeflow.org",
+            "crd/clustertrainingruntimes.trainer.kubeflow.org",
+            "crd/sparkapplications.sparkoperator.k8s.io",
+        ],
+        WAIT,
+    )
+    .unwrap();
+}
+
+fn cpu_container(name: &str, cpu: &str) -> Value {
+    json!({"name": name, "image": "busybox", "command": ["true"],
+           "resources": {"requests": {"cpu": cpu}}})
+}
+
+/// Creates `count` pods `<prefix>-<i>` from a pod template (its labels,
+/// node selector, tolerations and containers), running `runtime` on a KWOK
+/// node; returns their names.
+fn play_pods(
+    c: &LocalCluster,
+    ns: &str,
+    prefix: &str,
+    count: i64,
+    template: &Value,
+) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let name = format!("{prefix}-{i}");
+            let mut spec = template["spec"].clone();
+            spec["restartPolicy"] = json!("Never");
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns,
+                             "labels": template["metadata"]["labels"].clone(),
+                             "annotations": {POD_RUNTIME_ANNOTATION: "2s"}},
+                "spec": spec,
+            });
+            create_pod(c, &pod);
+            name
+        })
+        .collect()
+}
+
+/// Waits until every pod has run on an on-demand KWOK node and succeeded.
+fn wait_pods_done(c: &LocalCluster, ns: &str, pods: &[String]) {
+    for p in pods {
+        let done = wait_for(WAIT, &format!("pod {p} to run and succeed"), || {
+            let pod = pod_now(c, ns, p);
+            (pod["status"]["phase"] == "Succeeded").then_some(pod)
+        });
+        let node = done["spec"]["nodeName"].as_str().unwrap_or_default();
+        assert!(
+            node == "kwok-node-0" || node == "kwok-node-1",
+            "{p} ran on {node}, not on the flavor's nodes"
+        );
+    }
+}
+
+fn status_patch(c: &LocalCluster, resource: &str, ns: &str, name: &str, patch: Value) {
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            resource,
+            name,
+            "-n",
+            ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &patch.to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
+#[test]
+fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_return_quota() {
+    install_runtime_kind_crds(batchgate_localcluster::shared());
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-runtimes");
+    apply(
+        c,
+        &flavor("runtimes-od", json!({"instance-type": ON_DEMAND})),
+    );
+    apply(
+        c,
+        &cluster_queue("runtimes-cq", &[("runtimes-od", "4", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "train", "runtimes-cq"));
+
+    // A ClusterTrainingRuntime: an initializer job and the trainer's job.
+    let ancestor = "trainer.kubeflow.org/trainjob-ancestor-step";
+    let runtime = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+        "metadata": {"name": "e2e-torch"},
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}},
+                 "template": {"spec": {"replicatedJobs": [
+            {"name": "dataset-initializer", "replicas": 1,
+             "template": {"metadata": {"labels": {ancestor: "dataset-initializer"}},
+                          "spec": {"template": {"spec": {"containers": [cpu_container("dataset-initializer", "500m")]}}}}},
+            {"name": "node", "replicas": 1,
+             "template": {"metadata": {"labels": {ancestor: "trainer"}},
+                          "spec": {"template": {"spec": {"containers": [cpu_container("node", "250m")]}}}}}
+        ]}}}
+    });
+    apply(c, &runtime.to_string());
+    let train = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "fine-tune", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "train"}},
+        "spec": {"runtimeRef": {"name": "e2e-torch"},
+                 "trainer": {"numNodes": 2, "resourcesPerNode": {"requests": {"cpu": "1"}}}}
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&train.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stored["spec"]["suspend"], true, "{stored}");
+    assert_eq!(
+        stored["spec"]["runtimePatches"][0]["manager"],
+        "kueue.x-k8s.io/manager"
+    );
+
+    // Admitted with the runtime's pod sets and the job's overrides
+    // (2.5 cpu of 4), started through Kueue's patch entry.
+    let wl = wait_for(WAIT, "the TrainJob's Workload admitted", || {
+        workload_of(c, &ns, "fine-tune").filter(|w| is_true(w, "Admitted"))
+    });
+    let sets: Vec<(String, i64, String)> = wl["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().into(),
+                p["count"].as_i64().unwrap(),
+                p["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+                    .as_str()
+                    .unwrap()
+                    .into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sets,
+        vec![
+            ("dataset-initializer".into(), 1, "500m".into()),
+            ("node".into(), 2, "1".into())
+        ]
+    );
+    let started = wait_for(WAIT, "the TrainJob started", || {
+        let t = get(
+            c,
+            &["trainjobs.trainer.kubeflow.org", "fine-tune", "-n", &ns],
+        )?;
+        (t["spec"]["suspend"] == false).then_some(t)
+    });
+    let patched = &started["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+        ["replicatedJobs"];
+    assert_eq!(patched[1]["name"], "node");
+    let node_info = &patched[1]["template"]["spec"]["template"];
+    assert_eq!(
+        node_info["spec"]["nodeSelector"]["instance-type"],
+        ON_DEMAND
+    );
+    assert_eq!(
+        node_info["metadata"]["labels"]["kueue.x-k8s.io/podset"],
+        "node"
+    );
+
+    // A TrainJob whose runtime does not exist gets no Workload, and a
+    // Warning event in Kueue's words.
+    let mut orphan = train.clone();
+    orphan["metadata"]["name"] = json!("no-runtime");
+    orphan["spec"]["runtimeRef"]["name"] = json!("no-such-runtime");
+    let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&orphan.to_string()));
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the missing runtime's event", || {
+        let events = get(
+            c,
+            &[
+                "events.events.k8s.io",
+                "-n",
+                &ns,
+                "--field-selector",
+                "regarding.name=no-runtime",
+            ],
+        )?;
+        events["items"]
+            .as_array()?
+            .iter()
+            .find(|e| {
+                e["reason"] == "ErrWorkloadCompose"
+                    && e["note"] == "runtime 'no-such-runtime' not found"
+            })
+            .map(|_| ())
+    });
+    assert!(workload_of(c, &ns, "no-runtime").is_none());
+
+    // Over quota while it runs: a SparkApplication (driver 1 cpu and two
+    // 1-cpu executors) waits suspended with Kueue's reason.
+    let spark = json!({
+        "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+        "metadata": {"name": "pi", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "train"}},
+        "spec": {"type": "Scala", "mode": "cluster", "mainClass": "org.apache.spark.examples.SparkPi",
+                 "driver": {"coreRequest": "1", "labels": {"role": "driver"}},
+                 "executor": {"coreRequest": "1", "instances": 2, "labels": {"role": "executor"}}}
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&spark.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(stored["spec"]["suspend"], true, "{stored}");
+    let pending = wait_for(WAIT, "the SparkApplication's pending reason", || {
+        let w = workload_of(c, &ns, "pi")?;
+        let q = condition(&w, "QuotaReserved")?;
+        (q["status"] == "False").then(|| q.clone())
+    });
+    assert_eq!(pending["reason"], "Pending");
+    let msg = pending["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("couldn't assign flavors to pod set ")
+            && msg.contains("insufficient unused quota for cpu in flavor runtimes-od"),
+        "{msg}"
+    );
+
+    // The test plays the trainer: the runtime's jobs' pods with the
+    // TrainJob's overrides and Kueue's patch entry.
+    let runtime_job = |i: usize| &runtime["spec"]["template"]["spec"]["replicatedJobs"][i];
+    let mut init = runtime_job(0)["template"]["spec"]["template"].clone();
+    init["metadata"] = patched[0]["template"]["spec"]["template"]["metadata"].clone();
+    init["spec"]["nodeSelector"] =
+        patched[0]["template"]["spec"]["template"]["spec"]["nodeSelector"].clone();
+    let mut node = runtime_job(1)["template"]["spec"]["template"].clone();
+    node["metadata"] = node_info["metadata"].clone();
+    node["spec"]["nodeSelector"] = node_info["spec"]["nodeSelector"].clone();
+    node["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "1"}});
+    let mut pods = play_pods(c, &ns, "fine-tune-init", 1, &init);
+    pods.extend(play_pods(c, &ns, "fine-tune-node", 2, &node));
+    wait_pods_done(c, &ns, &pods);
+    status_patch(
+        c,
+        "trainjobs.trainer.kubeflow.org",
+        &ns,
+        "fine-tune",
+        json!({"status": {"conditions": [{"type": "Complete", "status": "True", "reason": "JobsCompleted",
+                 "message": "TrainJob is completed", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+    );
+    let done = wait_for(WAIT, "the TrainJob's Workload finished", || {
+        workload_of(c, &ns, "fine-tune").filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(
+        condition(&done, "Finished").unwrap()["message"],
+        "TrainJob is completed"
+    );
+
+    // Its quota back, the SparkApplication is admitted and started: the
+    // roles' own fields carry the flavor (the operator builds pods from them).
+    let started = wait_for(WAIT, "the SparkApplication started", || {
+        let s = get(
+            c,
+            &["sparkapplications.sparkoperator.k8s.io", "pi", "-n", &ns],
+        )?;
+        (s["spec"]["suspend"] == false).then_some(s)
+    });
+    let wl = workload_of(c, &ns, "pi").unwrap();
+    assert!(is_true(&wl, "Admitted"), "{wl}");
+    let counts: Vec<(&str, i64)> = wl["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["count"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(counts, vec![("driver", 1), ("executor", 2)]);
+    let mut pods = Vec::new();
+    for (role, count) in [("driver", 1), ("executor", 2)] {
+        let r = &started["spec"][role];
+        assert_eq!(r["nodeSelector"]["instance-type"], ON_DEMAND, "{role}: {r}");
+        assert_eq!(r["labels"]["kueue.x-k8s.io/podset"], role);
+        assert_eq!(r["labels"]["role"], role);
+        let template = json!({
+            "metadata": {"labels": r["labels"].clone()},
+            "spec": {"nodeSelector": r["nodeSelector"].clone(),
+                     "containers": [cpu_container("spark", r["coreRequest"].as_str().unwrap())]},
+        });
+        pods.extend(play_pods(c, &ns, &format!("pi-{role}"), count, &template));
+    }
+    wait_pods_done(c, &ns, &pods);
+    status_patch(
+        c,
+        "sparkapplications.sparkoperator.k8s.io",
+        &ns,
+        "pi",
+        json!({"status": {"applicationState": {"state": "COMPLETED"}}}),
+    );
+    let done = wait_for(WAIT, "the SparkApplication's Workload finished", || {
+        workload_of(c, &ns, "pi").filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(condition(&done, "Finished").unwrap()["reason"], "Succeeded");
+    wait_for(WAIT, "the ClusterQueue to hold nothing", || {
+        let (_, reserving, admitted, _) = cq_counts(c, "runtimes-cq")?;
+        (reserving == 0 && admitted == 0).then_some(())
+    });
+}

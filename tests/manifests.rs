@@ -174,6 +174,17 @@ fn rbac_covers_every_shipped_policy() {
                 policy.source
             );
         }
+        // A job whose pod templates live in a referenced object (a
+        // TrainJob's runtime): that object is read.
+        for k in policy.runtime_ref.iter().flat_map(|r| r.kinds.iter()) {
+            let group = &policy.runtime_ref.as_ref().unwrap().group;
+            assert!(
+                grants(group, &k.resource, "get"),
+                "manifests/rbac.yaml does not grant get on {}.{group} ({})",
+                k.resource,
+                policy.source
+            );
+        }
         // The AppWrapper controller writes the status.
         if policy.status.as_ref().is_some_and(|s| !s.reset.is_empty()) || t.kind == "AppWrapper" {
             assert!(

@@ -1699,6 +1699,205 @@ fn integration_validate() -> Vec<Case> {
     ]
 }
 
+// ---- TrainJob and SparkApplication ----------------------------------------
+
+const TRAINJOB: (&str, &str, &str) = ("trainer.kubeflow.org", "v1alpha1", "TrainJob");
+const SPARKAPP: (&str, &str, &str) = ("sparkoperator.k8s.io", "v1beta2", "SparkApplication");
+
+/// `testingjobs/trainjob.MakeTrainJob("trainjob", "ns")` referencing the
+/// ClusterTrainingRuntime `testCtr`, not suspended.
+fn mk_trainjob() -> Value {
+    json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": "trainjob", "namespace": "ns"},
+           "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
+                                   "name": "testCtr"},
+                    "suspend": false}})
+}
+
+/// Kueue v0.19.2 trainjob_webhook_test.go TestValidateCreate, the cases
+/// that need no runtime (batchgate's webhook does not read runtimes; the
+/// topology cases are not ported, docs/job-kinds.md says why).
+fn trainjob_validate_create() -> Vec<Case> {
+    vec![
+        case(
+            "base",
+            TRAINJOB,
+            queue(mk_trainjob(), "local-queue"),
+            Want::Allow,
+        ),
+        case(
+            "invalid queue-name label",
+            TRAINJOB,
+            queue(mk_trainjob(), "queue_name"),
+            deny(&[format!(
+                "{}: Invalid value: \"queue_name\": {RFC1123}",
+                label_path(QUEUE)
+            )]),
+        ),
+        case(
+            "with prebuilt workload",
+            TRAINJOB,
+            label(
+                queue(mk_trainjob(), "local-queue"),
+                PREBUILT,
+                "prebuilt-workload",
+            ),
+            Want::Allow,
+        ),
+    ]
+}
+
+/// `testingjobs/sparkapplication.MakeSparkApplication("test-sparkapp",
+/// "test")`, not suspended.
+fn mk_sparkapp() -> Value {
+    let role = |extra: Value| {
+        let mut r = json!({"memory": "512Mi", "serviceAccount": "spark-operator-spark", "coreRequest": "100m"});
+        if let (Value::Object(m), Value::Object(e)) = (&mut r, extra) {
+            m.extend(e);
+        }
+        r
+    };
+    json!({"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+           "metadata": {"name": "test-sparkapp", "namespace": "test"},
+           "spec": {"type": "Scala", "mode": "cluster",
+                    "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+                    "mainClass": "org.apache.spark.examples.SparkPi", "arguments": ["1000"],
+                    "driver": role(json!({})),
+                    "executor": role(json!({"instances": 1, "deleteOnTermination": false})),
+                    "suspend": false}})
+}
+
+fn dynamic_allocation(v: Value) -> Value {
+    set(
+        v,
+        "/spec/dynamicAllocation",
+        json!({"enabled": true, "minExecutors": 1, "initialExecutors": 2, "maxExecutors": 3}),
+    )
+}
+
+/// Kueue v0.19.2 sparkapplication_webhook_test.go TestValidateCreate (its
+/// gates are the defaults: ElasticJobsViaWorkloadSlices and
+/// TopologyAwareScheduling on).
+fn sparkapp_validate_create() -> Vec<Case> {
+    vec![
+        case("base", SPARKAPP, queue(mk_sparkapp(), "local-queue"), Want::Allow),
+        case(
+            "dynamicAllocation without elastic job feature",
+            SPARKAPP,
+            dynamic_allocation(queue(mk_sparkapp(), "local-queue")),
+            deny(&["spec.dynamicAllocation.enabled: Invalid value: true: a kueue managed job can use dynamicAllocation only when the ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job".to_string()]),
+        ),
+        case(
+            "dynamicAllocation with elastic job feature",
+            SPARKAPP,
+            dynamic_allocation(ann(queue(mk_sparkapp(), "local-queue"), ELASTIC, "true")),
+            deny(&[format!(
+                "{}: Forbidden: elastic job is not supported for \"sparkoperator.k8s.io/v1beta2, Kind=SparkApplication\"",
+                ann_path(ELASTIC)
+            )]),
+        ),
+        case(
+            "base with TAS",
+            SPARKAPP,
+            set(
+                queue(mk_sparkapp(), "local-queue"),
+                &format!("/spec/executor/annotations/{}", esc(REQUIRED)),
+                json!("cloud.com/block"),
+            ),
+            Want::Allow,
+        ),
+        case(
+            "invalid TAS configuration",
+            SPARKAPP,
+            set(
+                set(
+                    queue(mk_sparkapp(), "local-queue"),
+                    &format!("/spec/executor/annotations/{}", esc(REQUIRED)),
+                    json!("cloud.com/block"),
+                ),
+                &format!("/spec/executor/annotations/{}", esc(PREFERRED)),
+                json!("cloud.com/block"),
+            ),
+            deny(&[format!("spec.executor.annotations: Invalid value: {MORE_THAN_ONE}")]),
+        ),
+    ]
+}
+
+/// The mode rule of Kueue v0.19.2's `sparkapplication_webhook.go`
+/// (`validateCreate`), which upstream's unit table does not exercise.
+fn sparkapp_mode_rule() -> Vec<Case> {
+    vec![
+        case(
+            "client mode is refused for a queued application",
+            SPARKAPP,
+            set(queue(mk_sparkapp(), "local-queue"), "/spec/mode", json!("client")),
+            deny(&["spec.mode: Invalid value: \"client\": only Cluster mode is supported for a kueue managed job".to_string()]),
+        ),
+        case(
+            "an application without a queue name is not checked",
+            SPARKAPP,
+            set(mk_sparkapp(), "/spec/mode", json!("client")),
+            Want::Allow,
+        ),
+    ]
+}
+
+/// Kueue v0.19.2 sparkapplication_webhook_test.go TestValidateUpdate with
+/// the default gates (ValidateRayAndSparkJobUpdates on); the
+/// default-LocalQueue case is a cluster fact.
+fn sparkapp_validate_update() -> Vec<Case> {
+    let immutable = |v: &str| {
+        deny(&[format!(
+            "{}: Invalid value: \"{v}\": field is immutable",
+            label_path(QUEUE)
+        )])
+    };
+    vec![
+        update(
+            "queue name unchanged while unsuspended",
+            SPARKAPP,
+            queue(mk_sparkapp(), "local-queue"),
+            label(queue(mk_sparkapp(), "local-queue"), "test-label", "test-value"),
+            Want::Allow,
+        ),
+        update(
+            "queue name should not change while unsuspended",
+            SPARKAPP,
+            queue(mk_sparkapp(), "local-queue"),
+            queue(mk_sparkapp(), "local-queue-2"),
+            immutable("local-queue-2"),
+        ),
+        update(
+            "queue name can change while suspended",
+            SPARKAPP,
+            queue(suspend(mk_sparkapp(), true), "local-queue"),
+            queue(suspend(mk_sparkapp(), true), "local-queue-2"),
+            Want::Allow,
+        ),
+        update(
+            "queue name removal is rejected when the job is unsuspended and ValidateRayAndSparkJobUpdates is enabled",
+            SPARKAPP,
+            queue(mk_sparkapp(), "local-queue"),
+            mk_sparkapp(),
+            immutable(""),
+        ),
+        update(
+            "queue name removal is allowed when the job is suspended in a namespace without a default queue and ValidateRayAndSparkJobUpdates is enabled",
+            SPARKAPP,
+            queue(suspend(mk_sparkapp(), true), "local-queue"),
+            suspend(mk_sparkapp(), true),
+            Want::Allow,
+        ),
+        update(
+            "prebuilt workload name change is not validated when the job is unmanaged and ValidateRayAndSparkJobUpdates is enabled",
+            SPARKAPP,
+            label(mk_sparkapp(), PREBUILT, "wl1"),
+            label(mk_sparkapp(), PREBUILT, "wl2"),
+            Want::Allow,
+        ),
+    ]
+}
+
 // ---- the run ------------------------------------------------------------
 
 /// Posts each case to `/validate` and compares; returns (passed, differs,
@@ -1760,6 +1959,15 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
                     slice: &[(i64, &'static str)]| {
         kubeflow_validate(kind, field, types, valid, slice)
     };
+    // SparkApplication is off by default (Kueue's alpha gate): named here.
+    let spark_cfg = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        spark_cfg.path(),
+        "integrations:\n  frameworks: [\"sparkoperator.k8s.io/sparkapplication\"]\n",
+    )
+    .unwrap();
+    let spark_cfg_path = spark_cfg.path().display().to_string();
+    let spark = Server::start(&["--config", &spark_cfg_path]);
     let rb = (REQUIRED, "cloud.com/rack");
     let tables: Vec<(&str, &Server, Vec<Case>)> = vec![
         (
@@ -1879,6 +2087,26 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
             "appwrapper v1.2.1 appwrapper_webhook_test.go Validating Webhook",
             &appwrapper,
             appwrapper_validate(),
+        ),
+        (
+            "kueue trainjob_webhook_test.go TestValidateCreate",
+            &plain,
+            trainjob_validate_create(),
+        ),
+        (
+            "kueue sparkapplication_webhook_test.go TestValidateCreate",
+            &spark,
+            sparkapp_validate_create(),
+        ),
+        (
+            "kueue sparkapplication_webhook.go mode rule (no upstream case)",
+            &spark,
+            sparkapp_mode_rule(),
+        ),
+        (
+            "kueue sparkapplication_webhook_test.go TestValidateUpdate",
+            &spark,
+            sparkapp_validate_update(),
         ),
         (
             "kueue test/integration/singlecluster/webhook/jobs (validation)",
@@ -2075,4 +2303,56 @@ async fn appwrapper_creates_fail_closed_without_a_cluster_and_the_log_says_why()
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// Kueue v0.19.2 trainjob_webhook_test.go TestDefault (the cases that
+/// need no cluster fact): a queued TrainJob is suspended, and every
+/// TrainJob gets Kueue's runtime patch entry, queued or not.
+#[tokio::test]
+async fn upstream_trainjob_defaulting_answers_as_upstream() {
+    let plain = Server::start(&[]);
+    let manage_all = Server::start(&["--manage-jobs-without-queue-name"]);
+    let entry = json!({"manager": "kueue.x-k8s.io/manager",
+                       "trainingRuntimeSpec": {"template": {"spec": {}}}});
+    let cases: Vec<(&str, &Server, Value, bool)> = vec![
+        (
+            "should suspend a TrainJob with a queue label",
+            &plain,
+            queue(mk_trainjob(), "local-queue"),
+            true,
+        ),
+        (
+            "should not suspend a TrainJob without a queue label if manageJobsWithoutQueueName is not enabled",
+            &plain,
+            mk_trainjob(),
+            false,
+        ),
+        (
+            "should suspend a TrainJob without a queue label if manageJobsWithoutQueueName is enabled",
+            &manage_all,
+            mk_trainjob(),
+            true,
+        ),
+    ];
+    for (name, server, obj, suspended) in cases {
+        let (status, resp) = server
+            .client()
+            .post(
+                "/mutate",
+                review("m", "CREATE", TRAINJOB, obj.clone(), None),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(resp["response"]["allowed"], true, "{name}: {resp}");
+        let ops: json_patch::Patch = serde_json::from_value(patch_of(&resp).expect(name)).unwrap();
+        let mut after = obj.clone();
+        json_patch::patch(&mut after, &ops).unwrap();
+        assert_eq!(after["spec"]["suspend"], json!(suspended), "{name}");
+        assert_eq!(
+            after["spec"]["runtimePatches"],
+            json!([entry.clone()]),
+            "{name}"
+        );
+    }
+    println!("kueue trainjob_webhook_test.go TestDefault: 3/3 as upstream");
 }

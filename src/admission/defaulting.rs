@@ -65,6 +65,13 @@ pub fn default(
         }
     }
 
+    // Kueue's TrainJob defaulter adds the patch entry its admissions write
+    // to (the trainer's webhook allows runtimePatches to change only while
+    // suspended, and the entry's manager key is immutable).
+    if let Some(target) = &policy.admission_patch {
+        target.on_create(job.raw, &mut ops);
+    }
+
     Decision {
         patch: ops,
         ..Decision::allow()

@@ -39,13 +39,32 @@ pub fn validate(policy: &Policy, job: &JobObject<'_>) -> Result<Vec<FieldError>,
     let Ok(sets) = policy.pod_sets(job.raw) else {
         return Ok(Vec::new());
     };
+    // A pod the operator builds from more than the template (a Spark
+    // role) is checked as built, at the role's path (Kueue's
+    // `spec.executor.annotations`).
+    let built: Vec<Option<(Value, PodSet)>> = sets
+        .iter()
+        .map(|set| {
+            let hook = set.synthesize.filter(|h| h.always())?;
+            let mut at_root = set.clone();
+            at_root.template = Pointer::parse("").ok()?;
+            Some((crate::jobs::workload::synthesize(hook, job.raw), at_root))
+        })
+        .collect();
     let mut read = Vec::with_capacity(sets.len());
-    for set in &sets {
-        read.push((set, annotations(job.raw, set)?));
+    for (set, b) in sets.iter().zip(&built) {
+        match b {
+            Some((pod, at_root)) => read.push((set, annotations(pod, at_root)?)),
+            None => read.push((set, annotations(job.raw, set)?)),
+        }
     }
     let mut errs = Vec::new();
-    for (set, ann) in &read {
-        let meta = format!("{}.metadata", set.field);
+    for ((set, ann), b) in read.iter().zip(&built) {
+        let meta = if b.is_some() {
+            set.field.clone()
+        } else {
+            format!("{}.metadata", set.field)
+        };
         let request = pod_set_request(&meta, ann);
         // A Job (one pod set) stops at its first annotation errors.
         if policy.has(Invariant::JobTopology) {

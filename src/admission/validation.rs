@@ -25,6 +25,7 @@ type Errors = Result<Vec<FieldError>, DecodeError>;
 
 pub fn on_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Errors {
     let mut errs = ray_create(policy, job, ctx);
+    errs.extend(spark_create(policy, job, ctx));
     errs.extend(generic_create(policy, job));
     if policy.has(Invariant::JobPartialAdmission) {
         errs.extend(min_parallelism_create(policy, job)?);
@@ -142,6 +143,41 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
     errs
 }
 
+/// Kueue's SparkApplication rules for queued objects (with a queue name,
+/// or every object under `manageJobsWithoutQueueName`).
+fn spark_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if !policy.has(Invariant::SparkApplication)
+        || !(ctx.settings.manage_jobs_without_queue_name || job.queue_name().is_some())
+    {
+        return errs;
+    }
+    let mode = job
+        .raw
+        .pointer("/spec/mode")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if mode != "cluster" {
+        errs.push(FieldError::invalid(
+            "spec.mode",
+            BadValue::Str(mode.to_string()),
+            "only Cluster mode is supported for a kueue managed job",
+        ));
+    }
+    // An elastic job may allocate dynamically (ElasticJobsViaWorkloadSlices
+    // is on by default); its annotation is refused for this kind anyway.
+    if !elastic(job)
+        && job.raw.pointer("/spec/dynamicAllocation/enabled") == Some(&Value::Bool(true))
+    {
+        errs.push(FieldError::invalid(
+            "spec.dynamicAllocation.enabled",
+            BadValue::Bool(true),
+            "a kueue managed job can use dynamicAllocation only when the ElasticJobsViaWorkloadSlices feature gate is on and the job is an elastic job",
+        ));
+    }
+    errs
+}
+
 /// Go's `%#v` of a `map[string]string` (keys sorted, as fmt prints maps).
 fn go_string_map(v: Option<&Value>) -> String {
     let mut out = String::from("map[string]string{");
@@ -169,7 +205,9 @@ pub fn on_update(
 ) -> Errors {
     // Kueue's Ray webhooks run no update rule for an object it does not
     // manage before or after the update (gate ValidateRayAndSparkJobUpdates).
-    if (policy.has(Invariant::RayJob) || policy.has(Invariant::RayCluster))
+    if (policy.has(Invariant::RayJob)
+        || policy.has(Invariant::RayCluster)
+        || policy.has(Invariant::SparkApplication))
         && !ctx.settings.manage_jobs_without_queue_name
         && new.queue_name().is_none()
         && old.queue_name().is_none()
@@ -182,6 +220,7 @@ pub fn on_update(
         // update rules, then the topology annotations.
         UpdateRules::CreateFirst => {
             errs.extend(ray_create(policy, new, ctx));
+            errs.extend(spark_create(policy, new, ctx));
             errs.extend(generic_create(policy, new));
             if policy.has(Invariant::JobPartialAdmission)
                 && new.annotation(JOB_MIN_PARALLELISM_ANNOTATION)

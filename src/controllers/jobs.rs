@@ -39,6 +39,7 @@ use crate::{
     jobs::execution,
     jobs::policy::{Policy, PolicySet, Progress},
     jobs::readiness::{self, Expiry, Settings as Readiness, Timeout},
+    jobs::reference::ReferenceError,
     jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
 };
 
@@ -697,6 +698,51 @@ impl Ctx {
         }
     }
 
+    /// The job as its pod sets are read: itself, or for a kind whose
+    /// templates live in a referenced object (a TrainJob's runtime), itself
+    /// with that object mounted and patched (`jobs::reference`). `Ok(None)`
+    /// when the reference cannot be followed: a Warning event in Kueue's
+    /// words was sent, and the job is looked at again later.
+    async fn view(&self, job: &Value) -> Result<Option<Value>, JobError> {
+        let Some(rule) = &self.policy.runtime_ref else {
+            return Ok(Some(job.clone()));
+        };
+        let found = match rule.reference(job) {
+            Ok(r) => {
+                let resource = ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk(&rule.group, &rule.version, &r.kind.kind),
+                    &r.kind.resource,
+                );
+                let api = if r.kind.namespaced {
+                    let ns = job
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource)
+                } else {
+                    Api::<DynamicObject>::all_with(self.shared.client.clone(), &resource)
+                };
+                match api.get_opt(&r.name).await {
+                    Ok(Some(obj)) => Ok(serde_json::to_value(&obj)?),
+                    Ok(None) => Err(ReferenceError::NotFound(r.name).to_string()),
+                    Err(kube::Error::Api(e)) if e.code == 404 => {
+                        Err(ReferenceError::NotFound(r.name).to_string())
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match found {
+            Ok(referenced) => Ok(Some(rule.view(job, &referenced))),
+            Err(message) => {
+                self.job_event(job, EventType::Warning, "ErrWorkloadCompose", message)
+                    .await;
+                Ok(None)
+            }
+        }
+    }
+
     /// What the admission adds to each pod set's template.
     fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
         admission_pod_set_infos(&self.shared.flavors, wl, queue)
@@ -823,7 +869,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 return Ok(Action::requeue(Duration::from_secs(5)));
             }
         };
-        let body = workload::for_job(policy, &job, &prio)?;
+        let Some(view) = ctx.view(&job).await? else {
+            return Ok(Action::requeue(Duration::from_secs(5)));
+        };
+        let body = workload::for_job(policy, &view, &prio)?;
         if create_workload(&ctx.shared.client, &ns, body).await? {
             ctx.job_event(
                 &job,
@@ -971,11 +1020,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                 return Ok(Action::requeue(Duration::from_millis(200)));
             };
             let checks = status.admission_checks.as_deref().unwrap_or_default();
+            let Some(view) = ctx.view(&job).await? else {
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            };
             match workload::with_check_updates(&mut infos, checks)
-                .and_then(|()| workload::start_patch(policy, &job, &infos))
+                .and_then(|()| workload::start_patch(policy, &view, &infos))
             {
                 Ok(ops) => {
-                    if ctx.patch_job(&ns, &name, &ops).await? {
+                    // A kind started in two writes (TrainJob) says so once.
+                    let starts = ops.iter().any(|o| o.path == policy.suspend.as_str());
+                    if ctx.patch_job(&ns, &name, &ops).await? && starts {
                         let cq = status
                             .admission
                             .as_ref()
@@ -1016,7 +1070,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(next);
     }
     // Keep the Workload in step with the suspended job.
-    let current = workload::pod_sets(policy, &job)?;
+    let Some(view) = ctx.view(&job).await? else {
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    };
+    let current = workload::pod_sets(policy, &view)?;
     let recorded = recorded_pod_sets(&wl);
     let same_shape = current.len() == recorded.len()
         && current

@@ -3,7 +3,8 @@
 //! framework does with a job of that kind ([`workload`]: the Workload made
 //! from it, and the patches that start and stop it; [`execution`]: its
 //! maximum execution time; [`readiness`]: waitForPodsReady and dynamic
-//! reclaim). Read by the admission
+//! reclaim; [`reference`]: pod templates that live in a referenced object).
+//! Read by the admission
 //! core and by the job reconciler (`controllers::jobs`, the shell).
 //!
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
@@ -12,4 +13,5 @@ pub mod execution;
 pub mod pod;
 pub mod policy;
 pub mod readiness;
+pub mod reference;
 pub mod workload;

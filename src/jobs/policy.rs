@@ -11,6 +11,8 @@ use std::{collections::BTreeSet, fmt, sync::Arc};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use super::reference::{AdmissionPatch, RuntimeRef};
+
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_policies.rs"));
 }
@@ -337,6 +339,22 @@ pub struct PodSetRule {
     /// Workload allows `minCount` on one pod set only.
     #[serde(default)]
     pub partial_admission: Option<PartialAdmissionRule>,
+    /// Where an admission's pod set info is written when it does not go
+    /// into the template (a SparkApplication's `spec.driver.nodeSelector`
+    /// and siblings, from which its operator builds the pods); the same
+    /// fields are put back from the Workload's template when the job stops.
+    #[serde(default)]
+    pub pod_set_info: Option<InfoTargets>,
+}
+
+/// The object's fields that take a pod set's info (absolute pointers).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InfoTargets {
+    pub labels: Pointer,
+    pub annotations: Pointer,
+    pub node_selector: Pointer,
+    pub tolerations: Pointer,
 }
 
 /// How a kind asks for partial admission and runs with fewer pods: the
@@ -407,6 +425,20 @@ pub enum Synthesizer {
     /// KubeRay's default submitter pod: one container running the head's
     /// image, requesting 500m cpu and 200Mi memory (limits 1 cpu, 1Gi).
     RaySubmitter,
+    /// A SparkApplication's driver pod as Kueue builds it from
+    /// `spec.driver` (its template, cores, memory, labels, node selector,
+    /// tolerations...), whether or not the template is given.
+    SparkDriver,
+    /// The executor pod, from `spec.executor`.
+    SparkExecutor,
+}
+
+impl Synthesizer {
+    /// Built even when the object gives the template (the operator builds
+    /// the pod from more fields than the template).
+    pub fn always(self) -> bool {
+        matches!(self, Synthesizer::SparkDriver | Synthesizer::SparkExecutor)
+    }
 }
 
 /// A test on a string field: its value (or `default` when absent) must be
@@ -457,6 +489,8 @@ pub struct PodSet {
     pub min_count: Option<i64>,
     /// Where a reduced count is written, when the kind supports it.
     pub partial_admission: Option<PartialAdmissionRule>,
+    /// Where the admission's info goes when not into the template.
+    pub pod_set_info: Option<InfoTargets>,
 }
 
 /// Why pod sets could not be computed from an object.
@@ -492,6 +526,9 @@ pub enum Invariant {
     /// checks for JobSet, MPIJob, RayJob and RayCluster but not for a Job
     /// (one pod set) or the Kubeflow training kinds.
     PodSetGroups,
+    /// sparkoperator.k8s.io SparkApplication: a queued application runs in
+    /// cluster mode, without dynamic allocation unless elastic.
+    SparkApplication,
     /// batch/v1 Job's topology rules: the first pod-set annotation errors
     /// end the topology check, and an elastic Job may ask only for
     /// unconstrained topology.
@@ -525,6 +562,10 @@ struct PolicyFile {
     prebuilt_workloads: bool,
     #[serde(default)]
     update_rules: UpdateRules,
+    #[serde(default)]
+    runtime_ref: Option<RuntimeRef>,
+    #[serde(default)]
+    admission_patch: Option<AdmissionPatch>,
 }
 
 fn yes() -> bool {
@@ -817,6 +858,10 @@ pub struct Policy {
     pub prebuilt_workloads: bool,
     /// Which rules run on UPDATE.
     pub update_rules: UpdateRules,
+    /// The object the pod templates come from (a TrainJob's runtime).
+    pub runtime_ref: Option<RuntimeRef>,
+    /// Where an admission's pod set infos go instead of the templates.
+    pub admission_patch: Option<AdmissionPatch>,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -881,6 +926,20 @@ impl Policy {
                 _ => {}
             }
         }
+        if let Some(r) = &raw.runtime_ref {
+            if r.mount_at.tokens().len() != 1 {
+                return Err(invalid(format!(
+                    "runtimeRef.mountAt must be one top-level key such as /runtime, got {:?}",
+                    r.mount_at.as_str()
+                )));
+            }
+            if r.kinds.is_empty() || !r.kinds.iter().any(|k| k.kind == r.kind.default) {
+                return Err(invalid(format!(
+                    "runtimeRef.kinds must list the default kind {:?}",
+                    r.kind.default
+                )));
+            }
+        }
         if raw.pod_sets.len() > MAX_POD_SETS {
             return Err(invalid(format!(
                 "at most {MAX_POD_SETS} pod sets are allowed, got {}",
@@ -901,6 +960,8 @@ impl Policy {
             elastic_jobs: raw.elastic_jobs,
             prebuilt_workloads: raw.prebuilt_workloads,
             update_rules: raw.update_rules,
+            runtime_ref: raw.runtime_ref,
+            admission_patch: raw.admission_patch,
             source: file.to_string(),
         })
     }
@@ -949,6 +1010,7 @@ impl Policy {
                             .as_ref()
                             .and_then(|p| p.min_count(obj)),
                         partial_admission: rule.partial_admission.clone(),
+                        pod_set_info: rule.pod_set_info.clone(),
                     });
                 }
                 Some(list) => {
@@ -990,6 +1052,7 @@ impl Policy {
                             synthesize: rule.synthesize,
                             min_count: None,
                             partial_admission: None,
+                            pod_set_info: rule.pod_set_info.clone(),
                         });
                     }
                 }
@@ -1144,6 +1207,7 @@ impl Invariant {
                 "/spec/rayClusterSpec/enableInTreeAutoscaling",
             ],
             Invariant::RayCluster => &["/spec/enableInTreeAutoscaling"],
+            Invariant::SparkApplication => &["/spec/mode", "/spec/dynamicAllocation/enabled"],
             _ => &[],
         }
     }
@@ -1172,6 +1236,10 @@ impl Policy {
             if let NameRule::Field { path } = &rule.name {
                 node.whole(path);
             }
+            // A built pod's annotations also come from the role's own.
+            if let Some(info) = &rule.pod_set_info {
+                node.whole(&info.annotations);
+            }
             if let Some(w) = &rule.when {
                 node.whole(&w.path);
             }
@@ -1179,6 +1247,13 @@ impl Policy {
         }
         for p in &self.skip_when {
             root.whole(p);
+        }
+        if let Some(r) = &self.runtime_ref {
+            root.whole(&r.kind.path);
+            root.whole(&r.name);
+        }
+        if let Some(a) = &self.admission_patch {
+            root.whole(&a.list);
         }
         for inv in &self.invariants {
             for p in inv.reads() {

@@ -14,6 +14,7 @@ use crate::{
         patch::{self, PatchOp},
     },
     jobs::policy::{Pointer, Policy, Synthesizer},
+    jobs::reference::InfoEntry,
 };
 
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
@@ -204,6 +205,7 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
         .into_iter()
         .map(|ps| {
             let t = match (ps.template.resolve(job), ps.synthesize) {
+                (_, Some(hook)) if hook.always() => synthesize(hook, job),
                 (Some(t), _) => t.clone(),
                 (None, Some(hook)) => synthesize(hook, job),
                 (None, None) => Value::Null,
@@ -255,7 +257,177 @@ pub fn synthesize(hook: Synthesizer, job: &Value) -> Value {
                 "restartPolicy": "Never",
             }})
         }
+        Synthesizer::SparkDriver => spark_pod(job, "driver", "spark-kubernetes-driver"),
+        Synthesizer::SparkExecutor => spark_pod(job, "executor", "spark-kubernetes-executor"),
     }
+}
+
+/// A Spark pod as Kueue v0.19.2 builds it for the Workload
+/// (`sparkapplication_podset.go`, after the operator's pod defaulter): one
+/// container named as the operator names it, given the role's volumes
+/// (those its `volumeMounts` name, local dirs left out), init and sidecar
+/// containers, priority class, node selector, affinity, tolerations,
+/// `coreRequest`/`coreLimit` as cpu, `memory`/`memoryLimit` as memory
+/// (Java units: `512m` is `512Mi`) and a GPU limit; metadata from the
+/// role's template plus its `labels` and `annotations`. The template's own
+/// spec is not read (Kueue does not).
+fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
+    let r = job
+        .pointer(&format!("/spec/{role}"))
+        .cloned()
+        .unwrap_or(json!({}));
+    let get = |k: &str| r.get(k).filter(|v| !v.is_null());
+    let mut c = json!({"name": container});
+    let mut spec = Map::new();
+    let volumes: Vec<Value> = job
+        .pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut added: Vec<Value> = Vec::new();
+    let mut mounts = Vec::new();
+    for m in get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = m.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if name.starts_with("spark-local-dir-") {
+            continue;
+        }
+        if let Some(v) = volumes
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
+        {
+            if !added.iter().any(|a| a.get("name") == v.get("name")) {
+                added.push(v.clone());
+            }
+            mounts.push(m.clone());
+        }
+    }
+    if !mounts.is_empty() {
+        c["volumeMounts"] = Value::Array(mounts);
+    }
+    let mut requests = Map::new();
+    let mut limits = Map::new();
+    if let Some(v) = get("coreRequest").and_then(Value::as_str) {
+        requests.insert("cpu".into(), json!(v));
+    }
+    if let Some(v) = get("coreLimit").and_then(Value::as_str) {
+        limits.insert("cpu".into(), json!(v));
+    }
+    if let Some(v) = get("memory").and_then(Value::as_str) {
+        requests.insert("memory".into(), json!(java_memory(v)));
+    }
+    if let Some(v) = get("memoryLimit").and_then(Value::as_str) {
+        limits.insert("memory".into(), json!(java_memory(v)));
+    }
+    if let Some(gpu) = get("gpu") {
+        let name = gpu.get("name").and_then(Value::as_str).unwrap_or("");
+        let quantity = gpu.get("quantity").and_then(Value::as_i64).unwrap_or(0);
+        if !name.is_empty() && quantity > 0 {
+            limits.insert(name.into(), json!(quantity.to_string()));
+        }
+    }
+    let mut resources = Map::new();
+    if !limits.is_empty() {
+        resources.insert("limits".into(), Value::Object(limits));
+    }
+    if !requests.is_empty() {
+        resources.insert("requests".into(), Value::Object(requests));
+    }
+    if !resources.is_empty() {
+        c["resources"] = Value::Object(resources);
+    }
+    let mut containers = vec![c];
+    for s in get("sidecars")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let same = |x: &Value| x.get("name") == s.get("name") && x.get("image") == s.get("image");
+        if !containers.iter().any(same) {
+            containers.push(s.clone());
+        }
+    }
+    spec.insert("containers".into(), Value::Array(containers));
+    let mut inits: Vec<Value> = Vec::new();
+    for s in get("initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let same = |x: &Value| x.get("name") == s.get("name") && x.get("image") == s.get("image");
+        if !inits.iter().any(same) {
+            inits.push(s.clone());
+        }
+    }
+    if !inits.is_empty() {
+        spec.insert("initContainers".into(), Value::Array(inits));
+    }
+    if !added.is_empty() {
+        spec.insert("volumes".into(), Value::Array(added));
+    }
+    if let Some(p) = get("priorityClassName")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    {
+        spec.insert("priorityClassName".into(), json!(p));
+    }
+    for (from, to) in [
+        ("nodeSelector", "nodeSelector"),
+        ("affinity", "affinity"),
+        ("tolerations", "tolerations"),
+    ] {
+        if let Some(v) = get(from).filter(|v| !is_empty(v)) {
+            spec.insert(to.into(), v.clone());
+        }
+    }
+    let mut meta = r
+        .pointer("/template/metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for key in ["labels", "annotations"] {
+        if let Some(Value::Object(extra)) = get(key) {
+            let slot = meta.entry(key).or_insert_with(|| json!({}));
+            if let Value::Object(m) = slot {
+                for (k, v) in extra {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    json!({"metadata": meta, "spec": spec})
+}
+
+/// The operator's `ConvertJavaMemoryStringToK8sMemoryString`: a Java
+/// size suffix (`k`, `m`, `g`, `t`, `p`, with or without `b`, matched
+/// case-insensitively but trimmed as written) becomes a binary unit.
+fn java_memory(v: &str) -> String {
+    let lower = v.to_lowercase();
+    for (unit, k8s) in [
+        ("kb", "Ki"),
+        ("mb", "Mi"),
+        ("gb", "Gi"),
+        ("tb", "Ti"),
+        ("pb", "Pi"),
+        ("k", "Ki"),
+        ("m", "Mi"),
+        ("g", "Gi"),
+        ("t", "Ti"),
+        ("p", "Pi"),
+    ] {
+        if lower.ends_with(unit) {
+            return match v.strip_suffix(unit) {
+                Some(n) => format!("{n}{k8s}"),
+                None => format!("{v}{k8s}"),
+            };
+        }
+    }
+    v.to_string()
 }
 
 /// Kueue's finalizer on a job's Workload (and on ClusterQueues and
@@ -442,7 +614,53 @@ pub fn start_patch(
         });
     }
     let mut ops = version_test(job);
+    if let Some(target) = &policy.admission_patch {
+        // The templates are another object's: the infos go into the job's
+        // own patch entry (Kueue's TrainJob `RunWithPodSetsInfo`).
+        let entries: Vec<InfoEntry<'_>> = sets
+            .iter()
+            .zip(infos)
+            .map(|(ps, i)| InfoEntry {
+                name: &ps.name,
+                labels: &i.labels,
+                annotations: &i.annotations,
+                node_selector: &i.node_selector,
+                tolerations: &i.tolerations,
+            })
+            .collect();
+        // In two writes, as Kueue does: the trainer's webhook lets the
+        // patches change only while the new object is suspended, so the
+        // switch is turned off once the entry holds the infos.
+        let tested = ops.len();
+        target.start(job, &entries, &mut ops);
+        if ops.len() == tested {
+            let _ = patch::set(job, &policy.suspend, Value::Bool(false), &mut ops);
+        }
+        return Ok(ops);
+    }
     for (ps, info) in sets.iter().zip(infos) {
+        if let Some(t) = &ps.pod_set_info {
+            // Fields the operator builds the pods from (a Spark role's
+            // `nodeSelector`, `labels`...): merged as into a template.
+            for (ptr, what, add) in [
+                (&t.labels, "labels", &info.labels),
+                (&t.annotations, "annotations", &info.annotations),
+                (&t.node_selector, "nodeSelector", &info.node_selector),
+            ] {
+                for (k, v) in missing_entries(ptr.resolve(job), what, add)? {
+                    let escaped = k.replace('~', "~0").replace('/', "~1");
+                    if let Ok(p) = Pointer::parse(&format!("{}/{escaped}", ptr.as_str())) {
+                        let _ = patch::set(job, &p, Value::String(v.clone()), &mut ops);
+                    }
+                }
+            }
+            if let Some(tolerations) =
+                with_tolerations(t.tolerations.resolve(job), &info.tolerations)
+            {
+                let _ = patch::set(job, &t.tolerations, Value::Array(tolerations), &mut ops);
+            }
+            continue;
+        }
         // A synthesized template is the operator's to create: it counts for
         // quota but there is nothing in the object to merge into (as Kueue).
         let Some(template) = ps.template.resolve(job) else {
@@ -522,10 +740,46 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
     };
     let mut ops = version_test(job);
     let tested = ops.len();
+    if let Some(target) = &policy.admission_patch {
+        target.restore(job, &mut ops);
+    }
     for ps in &sets {
         let Some(orig) = recorded.iter().find(|r| r.name == ps.name) else {
             continue;
         };
+        if let Some(t) = &ps.pod_set_info {
+            // Kueue's Spark `RestorePodSetsInfo`: each field as the
+            // Workload's template has it, when the template built from the
+            // job now differs there (so a job never started is not written).
+            let now = ps.synthesize.map(|h| synthesize(h, job));
+            for (ptr, field) in [
+                (&t.labels, "/metadata/labels"),
+                (&t.annotations, "/metadata/annotations"),
+                (&t.node_selector, "/spec/nodeSelector"),
+                (&t.tolerations, "/spec/tolerations"),
+            ] {
+                let want = orig.template.pointer(field).filter(|v| !is_empty(v));
+                let built = now
+                    .as_ref()
+                    .and_then(|t| t.pointer(field))
+                    .filter(|v| !is_empty(v));
+                let have = ptr.resolve(job).filter(|v| !is_empty(v));
+                if want == built || want == have {
+                    continue;
+                }
+                match want {
+                    Some(v) => {
+                        let _ = patch::set(job, ptr, v.clone(), &mut ops);
+                    }
+                    None => ops.push(PatchOp {
+                        op: "remove",
+                        path: ptr.as_str().to_string(),
+                        value: Value::Null,
+                    }),
+                }
+            }
+            continue;
+        }
         // Kueue's `RestorePodSetsInfo`: a job started at a reduced count
         // gets the Workload's count back. Only when its count differs (Kueue
         // writes it whenever the field differs, which for a Job whose
@@ -1017,5 +1271,131 @@ mod tests {
         let j = job();
         let started = apply(&j, &start_patch(&p, &j, &[reduced(1)]).unwrap()).unwrap();
         assert_eq!(started["spec"]["parallelism"], 3);
+    }
+}
+
+#[cfg(test)]
+mod spark_tests {
+    use super::*;
+    use crate::jobs::policy::PolicySet;
+
+    fn policy() -> std::sync::Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("sparkoperator.k8s.io", "v1beta2", "SparkApplication")
+            .unwrap()
+            .clone()
+    }
+
+    fn app() -> Value {
+        json!({"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "pi", "namespace": "ns", "resourceVersion": "3"},
+               "spec": {"mode": "cluster", "suspend": true,
+                        "volumes": [{"name": "data", "emptyDir": {}}, {"name": "spark-local-dir-1", "emptyDir": {}}],
+                        "driver": {"coreRequest": "500m", "coreLimit": "1", "memory": "512m",
+                                   "labels": {"team": "a"},
+                                   "volumeMounts": [{"name": "data", "mountPath": "/d"},
+                                                    {"name": "spark-local-dir-1", "mountPath": "/tmp"}],
+                                   "template": {"metadata": {"annotations": {"x": "y"}},
+                                                "spec": {"containers": [{"name": "ignored"}]}}},
+                        "executor": {"instances": 3, "coreRequest": "1", "memory": "1g",
+                                     "gpu": {"name": "nvidia.com/gpu", "quantity": 1},
+                                     "nodeSelector": {"disk": "ssd"}}}})
+    }
+
+    /// Kueue's pod sets: driver (1) and executor (instances), each pod
+    /// built from the role's fields, not the template's spec.
+    #[test]
+    fn driver_and_executor_pods_are_built_as_kueue_builds_them() {
+        let sets = pod_sets(&policy(), &app()).unwrap();
+        let shape: Vec<(&str, i64)> = sets.iter().map(|s| (s.name.as_str(), s.count)).collect();
+        assert_eq!(shape, vec![("driver", 1), ("executor", 3)]);
+        assert_eq!(
+            sets[0].template,
+            json!({"metadata": {"labels": {"team": "a"}, "annotations": {"x": "y"}},
+                   "spec": {"containers": [{"name": "spark-kubernetes-driver",
+                                            "volumeMounts": [{"name": "data", "mountPath": "/d"}],
+                                            "resources": {"requests": {"cpu": "500m", "memory": "512Mi"},
+                                                          "limits": {"cpu": "1"}}}],
+                            "volumes": [{"name": "data", "emptyDir": {}}]}})
+        );
+        assert_eq!(
+            sets[1].template["spec"],
+            json!({"containers": [{"name": "spark-kubernetes-executor",
+                                   "resources": {"requests": {"cpu": "1", "memory": "1Gi"},
+                                                 "limits": {"nvidia.com/gpu": "1"}}}],
+                   "nodeSelector": {"disk": "ssd"}})
+        );
+        let mut none = app();
+        none["spec"]["executor"]
+            .as_object_mut()
+            .unwrap()
+            .remove("instances");
+        assert_eq!(pod_sets(&policy(), &none).unwrap()[1].count, 0);
+        assert_eq!(java_memory("2G"), "2GGi");
+        assert_eq!(java_memory("512mb"), "512Mi");
+        assert_eq!(java_memory("100"), "100");
+    }
+
+    /// Started: each role's own fields get the info; stopped: put back.
+    #[test]
+    fn admission_goes_into_the_roles_fields_and_comes_back_out() {
+        let p = policy();
+        let job = app();
+        let recorded = pod_sets(&p, &job).unwrap();
+        let info = |name: &str| PodSetInfo {
+            name: name.into(),
+            labels: [("kueue.x-k8s.io/podset".to_string(), name.to_string())].into(),
+            node_selector: [("zone".to_string(), "a".to_string())].into(),
+            tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
+            ..Default::default()
+        };
+        let started = apply(
+            &job,
+            &start_patch(&p, &job, &[info("driver"), info("executor")]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(started["spec"]["suspend"], false);
+        assert_eq!(
+            started["spec"]["driver"]["labels"],
+            json!({"team": "a", "kueue.x-k8s.io/podset": "driver"})
+        );
+        assert_eq!(
+            started["spec"]["driver"]["nodeSelector"],
+            json!({"zone": "a"})
+        );
+        assert_eq!(
+            started["spec"]["executor"]["nodeSelector"],
+            json!({"disk": "ssd", "zone": "a"})
+        );
+        assert_eq!(
+            started["spec"]["executor"]["tolerations"],
+            json!([{"key": "spot", "operator": "Exists"}])
+        );
+        // The template is left alone.
+        assert_eq!(
+            started["spec"]["driver"]["template"],
+            job["spec"]["driver"]["template"]
+        );
+        // A node selector the role already sets otherwise is a conflict.
+        let mut clash = job.clone();
+        clash["spec"]["driver"]["nodeSelector"] = json!({"zone": "b"});
+        assert!(start_patch(&p, &clash, &[info("driver"), info("executor")]).is_err());
+
+        let stopped = apply(&started, &suspend_patch(&p, &started)).unwrap();
+        let restored = apply(&stopped, &restore_patch(&p, &stopped, &recorded)).unwrap();
+        // Kueue's restore writes the Workload's template values: the
+        // driver's labels now also hold its template's (none here), the
+        // admission's are gone.
+        assert_eq!(restored["spec"]["driver"]["labels"], json!({"team": "a"}));
+        assert!(restored["spec"]["driver"].get("nodeSelector").is_none());
+        assert!(restored["spec"]["executor"].get("tolerations").is_none());
+        assert_eq!(
+            restored["spec"]["executor"]["nodeSelector"],
+            json!({"disk": "ssd"})
+        );
+        assert_eq!(restored["spec"]["suspend"], true);
+        // A queued application never started is not written.
+        assert!(restore_patch(&p, &job, &recorded).is_empty());
     }
 }

@@ -113,6 +113,8 @@ pub fn policy() -> &'static Policy {
             elastic_jobs: false,
             prebuilt_workloads: true,
             update_rules: UpdateRules::UpdateOnly,
+            runtime_ref: None,
+            admission_patch: None,
             source: "built in (src/admission/appwrapper)".into(),
         }
     })
