@@ -433,3 +433,140 @@ fn pods_and_pod_groups_are_gated_admitted_ungated_and_accounted() {
         workload(c, &ns, &long_wl).is_none().then_some(())
     });
 }
+
+/// The pods of `ns` whose labels match `selector`, by name.
+fn pods_of(c: &LocalCluster, ns: &str, selector: &str) -> Vec<Value> {
+    get(c, &["pods", "-n", ns, "-l", selector])
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn scale(c: &LocalCluster, what: &str, ns: &str, n: u32) {
+    let (ok, out, err) = kubectl(
+        c,
+        &["scale", what, "-n", ns, &format!("--replicas={n}")],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
+/// A Deployment (the `deployment` integration, which brings the pod one):
+/// its template carries the queue to every pod; each pod is its own
+/// Workload, admitted one by one within quota; scaled 0→3 with quota for
+/// two, the third waits gated with Kueue's pending message; scaled to 1,
+/// the quota comes back.
+#[test]
+fn a_deployments_pods_are_admitted_one_by_one() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-deploy");
+    apply(c, &flavor("deploy-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("deploy-cq", &[("deploy-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "deploy-cq"));
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+        "spec": {"replicas": 0,
+                 "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "main", "image": "nginx",
+                                  "resources": {"requests": {"cpu": "1"}}}]}}}
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&deployment.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    // Kueue's deployment webhook: the template marks every pod.
+    let t = &stored["spec"]["template"]["metadata"];
+    assert_eq!(t["labels"]["kueue.x-k8s.io/queue-name"], "serve");
+    assert_eq!(t["labels"]["kueue.x-k8s.io/managed"], "true");
+    assert_eq!(
+        t["annotations"]["kueue.x-k8s.io/pod-suspending-parent"],
+        "deployment"
+    );
+
+    scale(c, "deployment/web", &ns, 3);
+    let (running, waiting) = wait_for(WAIT, "two pods running and one gated", || {
+        let pods = pods_of(c, &ns, "app=web");
+        let running: Vec<Value> = pods
+            .iter()
+            .filter(|p| !gated(p) && p["status"]["phase"] == "Running")
+            .cloned()
+            .collect();
+        let waiting: Vec<Value> = pods.iter().filter(|p| gated(p)).cloned().collect();
+        (pods.len() == 3 && running.len() == 2 && waiting.len() == 1).then_some((running, waiting))
+    });
+    for p in &running {
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "spot", "{p}");
+        assert_eq!(p["spec"]["nodeName"], "kwok-node-2");
+        assert_eq!(p["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+        // Gated by the parent: no finalizer of its own.
+        assert!(p["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty));
+    }
+    // One Workload per pod, Kueue's name; the third pending with Kueue's words.
+    let w = &waiting[0];
+    let wl_name = batchgate::jobs::workload::name_for(
+        "Pod",
+        "",
+        w["metadata"]["name"].as_str().unwrap(),
+        w["metadata"]["uid"].as_str().unwrap(),
+    );
+    let pending = wait_for(WAIT, "the third pod's pending reason", || {
+        let wl = workload(c, &ns, &wl_name)?;
+        let q = condition(&wl, "QuotaReserved")?;
+        (q["status"] == "False" && q["reason"] == "Pending").then(|| q.clone())
+    });
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor deploy-spot, 1 more needed"
+    );
+    wait_for(WAIT, "the queue to count two admitted", || {
+        let (_, _, admitted, _) = cq_counts(c, "deploy-cq")?;
+        (admitted == 2).then_some(())
+    });
+    // The queue name is fixed while pods run (Kueue's deployment webhook).
+    let (ok, _, err) = kubectl(
+        c,
+        &[
+            "label",
+            "deployment/web",
+            "-n",
+            &ns,
+            "--overwrite",
+            "kueue.x-k8s.io/queue-name=other",
+        ],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"other\": field is immutable"),
+        "{err}"
+    );
+
+    // Scaled to one: the gated pod and one running pod go, and so does
+    // their quota.
+    scale(c, "deployment/web", &ns, 1);
+    wait_for(WAIT, "one pod left, running", || {
+        let pods = pods_of(c, &ns, "app=web");
+        let live: Vec<&Value> = pods
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        (pods.len() == 1 && live.len() == 1 && !gated(live[0])).then_some(())
+    });
+    wait_for(WAIT, "the queue to hold one pod's quota", || {
+        let (pending, reserving, admitted, used) = cq_counts(c, "deploy-cq")?;
+        (pending == 0 && reserving == 1 && admitted == 1 && used == "1").then_some(())
+    });
+    wait_for(WAIT, "the third pod's Workload gone", || {
+        workload(c, &ns, &wl_name).is_none().then_some(())
+    });
+}

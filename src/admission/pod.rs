@@ -60,6 +60,10 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
     let by_parent = pod.annotation(SUSPENDED_BY_PARENT_ANNOTATION).is_some();
     let mut ops = Vec::new();
     let mut hold = by_parent;
+    if gate.parents_only && !by_parent {
+        // Enabled only for the pods of a kind queued through its pods.
+        return Decision::allow();
+    }
     if !by_parent {
         if !ctx
             .facts

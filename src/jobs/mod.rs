@@ -10,6 +10,7 @@
 
 pub mod execution;
 pub mod pod;
+pub mod pod_owner;
 pub mod policy;
 pub mod readiness;
 pub mod workload;
