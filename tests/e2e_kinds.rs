@@ -570,3 +570,127 @@ fn a_deployments_pods_are_admitted_one_by_one() {
         workload(c, &ns, &wl_name).is_none().then_some(())
     });
 }
+
+/// A StatefulSet (the `statefulset` integration): one pod group with one
+/// Workload made from the set (pod set main, count = replicas), admitted
+/// as one; its pods ungated onto the flavor's KWOK node, kept running
+/// (serving mode: never finished), a deleted pod replaced and ungated
+/// without re-admission; a second set over quota waits with Kueue's reason,
+/// its pods gated.
+#[test]
+fn a_statefulset_is_one_serving_pod_group() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-sts");
+    apply(c, &flavor("sts-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("sts-cq", &[("sts-spot", "3", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "sts-cq"));
+    let sts = |name: &str, replicas: u32| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": replicas, "serviceName": name,
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": "redis",
+                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+        })
+    };
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&sts("db", 3).to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        stored["spec"]["template"]["metadata"]["annotations"]
+            ["kueue.x-k8s.io/pod-suspending-parent"],
+        "statefulset"
+    );
+    let uid = stored["metadata"]["uid"].as_str().unwrap();
+    // Kueue's name for the set's Workload: statefulset-<name>-<hash>.
+    let wl_name = batchgate::jobs::workload::name_for("StatefulSet", "apps", "db", uid);
+    let wl = wait_for(WAIT, "the set's Workload admitted", || {
+        workload(c, &ns, &wl_name).filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 3);
+    assert_eq!(wl["spec"]["queueName"], "serve");
+    assert_eq!(wl["metadata"]["ownerReferences"][0]["kind"], "StatefulSet");
+    let admitted_at = condition(&wl, "Admitted").unwrap()["lastTransitionTime"].clone();
+    let running = wait_for(WAIT, "the three pods ungated and running", || {
+        let pods = pods_of(c, &ns, "app=db");
+        (pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| !gated(p) && p["status"]["phase"] == "Running"))
+        .then_some(pods)
+    });
+    for p in &running {
+        let a = &p["metadata"]["annotations"];
+        assert_eq!(a["kueue.x-k8s.io/pod-group-name"], wl_name.as_str(), "{p}");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-total-count"], "3");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-serving"], "true");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-fast-admission"], "true");
+        assert_eq!(p["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "spot");
+        assert_eq!(p["spec"]["nodeName"], "kwok-node-2");
+    }
+
+    // Serving: a deleted pod is replaced and ungated into the same
+    // admission (no re-admission), and the group is never finished.
+    let old_uid = running
+        .iter()
+        .find(|p| p["metadata"]["name"] == "db-1")
+        .unwrap()["metadata"]["uid"]
+        .clone();
+    let (ok, out, err) = kubectl(c, &["delete", "pod", "db-1", "-n", &ns], None);
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "db-1 replaced, ungated and running", || {
+        let p = pod_now(c, &ns, "db-1");
+        (p["metadata"]["uid"] != old_uid
+            && !p["metadata"]["uid"].is_null()
+            && !gated(&p)
+            && p["status"]["phase"] == "Running")
+            .then_some(())
+    });
+    let wl = workload(c, &ns, &wl_name).unwrap();
+    assert!(is_true(&wl, "Admitted"), "{wl}");
+    assert_eq!(
+        condition(&wl, "Admitted").unwrap()["lastTransitionTime"],
+        admitted_at
+    );
+    assert!(!is_true(&wl, "Finished"), "{wl}");
+
+    // A second set over quota: its Workload waits with Kueue's reason, its
+    // pods stay gated.
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-f", "-"],
+        Some(&sts("cache", 2).to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let cache_uid = get(c, &["statefulset", "cache", "-n", &ns]).unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cache_wl = batchgate::jobs::workload::name_for("StatefulSet", "apps", "cache", &cache_uid);
+    let pending = wait_for(WAIT, "the second set's pending reason", || {
+        let w = workload(c, &ns, &cache_wl)?;
+        let q = condition(&w, "QuotaReserved")?;
+        (q["status"] == "False" && q["reason"] == "Pending").then(|| q.clone())
+    });
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor sts-spot, 2 more needed"
+    );
+    wait_for(WAIT, "the second set's pods created gated", || {
+        let pods = pods_of(c, &ns, "app=cache");
+        (pods.len() == 2 && pods.iter().all(gated)).then_some(())
+    });
+}
