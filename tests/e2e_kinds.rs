@@ -649,7 +649,13 @@ fn a_statefulset_is_one_serving_pod_group() {
         .find(|p| p["metadata"]["name"] == "db-1")
         .unwrap()["metadata"]["uid"]
         .clone();
-    let (ok, out, err) = kubectl(c, &["delete", "pod", "db-1", "-n", &ns], None);
+    // Not waited on: the StatefulSet recreates db-1 at once, under the
+    // same name.
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "pod", "db-1", "-n", &ns, "--wait=false"],
+        None,
+    );
     assert!(ok, "{out}{err}");
     wait_for(WAIT, "db-1 replaced, ungated and running", || {
         let p = pod_now(c, &ns, "db-1");
