@@ -11,6 +11,12 @@
 //! `integrations.frameworks`): created gated, their Workload admitted
 //! within quota, ungated onto the flavor's KWOK node, finished, quota
 //! returned; an over-quota pod waits gated with Kueue's pending reason.
+//!
+//! Deployments and StatefulSets (the `deployment` and `statefulset`
+//! integrations, also enabled here; KCM's own ReplicaSet and StatefulSet
+//! controllers create their pods): a Deployment's pods admitted one by one
+//! within quota while it is scaled 0→3→1; a StatefulSet admitted as one
+//! serving pod group whose replaced pods are ungated without re-admission.
 
 mod support;
 

@@ -423,7 +423,8 @@ mod tests {
         let no = &Facts { default_lq: false };
         let yes = &Facts { default_lq: true };
         // (case, object, facts, want template labels or None for untouched, want object labels)
-        let cases: Vec<(&str, Value, &dyn ClusterFacts, Option<Value>, Value)> = vec![
+        type Case<'a> = (&'a str, Value, &'a dyn ClusterFacts, Option<Value>, Value);
+        let cases: Vec<Case> = vec![
             (
                 "deployment without queue",
                 d(json!({}), json!({"app": "x"})),
