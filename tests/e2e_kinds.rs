@@ -11,6 +11,12 @@
 //! `integrations.frameworks`): created gated, their Workload admitted
 //! within quota, ungated onto the flavor's KWOK node, finished, quota
 //! returned; an over-quota pod waits gated with Kueue's pending reason.
+//!
+//! Deployments and StatefulSets (the `deployment` and `statefulset`
+//! integrations, also enabled here; KCM's own ReplicaSet and StatefulSet
+//! controllers create their pods): a Deployment's pods admitted one by one
+//! within quota while it is scaled 0→3→1; a StatefulSet admitted as one
+//! serving pod group whose replaced pods are ungated without re-admission.
 
 mod support;
 
@@ -764,5 +770,273 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     wait_for(WAIT, "the ClusterQueue to hold nothing", || {
         let (_, reserving, admitted, _) = cq_counts(c, "runtimes-cq")?;
         (reserving == 0 && admitted == 0).then_some(())
+    });
+}
+
+
+/// The pods of `ns` whose labels match `selector`, by name.
+fn pods_of(c: &LocalCluster, ns: &str, selector: &str) -> Vec<Value> {
+    get(c, &["pods", "-n", ns, "-l", selector])
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn scale(c: &LocalCluster, what: &str, ns: &str, n: u32) {
+    let (ok, out, err) = kubectl(
+        c,
+        &["scale", what, "-n", ns, &format!("--replicas={n}")],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
+/// A Deployment (the `deployment` integration, which brings the pod one):
+/// its template carries the queue to every pod; each pod is its own
+/// Workload, admitted one by one within quota; scaled 0→3 with quota for
+/// two, the third waits gated with Kueue's pending message; scaled to 1,
+/// the quota comes back.
+#[test]
+fn a_deployments_pods_are_admitted_one_by_one() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-deploy");
+    apply(c, &flavor("deploy-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("deploy-cq", &[("deploy-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "deploy-cq"));
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+        "spec": {"replicas": 0,
+                 "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "main", "image": "nginx",
+                                  "resources": {"requests": {"cpu": "1"}}}]}}}
+    });
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&deployment.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    // Kueue's deployment webhook: the template marks every pod.
+    let t = &stored["spec"]["template"]["metadata"];
+    assert_eq!(t["labels"]["kueue.x-k8s.io/queue-name"], "serve");
+    assert_eq!(t["labels"]["kueue.x-k8s.io/managed"], "true");
+    assert_eq!(
+        t["annotations"]["kueue.x-k8s.io/pod-suspending-parent"],
+        "deployment"
+    );
+
+    scale(c, "deployment/web", &ns, 3);
+    let (running, waiting) = wait_for(WAIT, "two pods running and one gated", || {
+        let pods = pods_of(c, &ns, "app=web");
+        let running: Vec<Value> = pods
+            .iter()
+            .filter(|p| !gated(p) && p["status"]["phase"] == "Running")
+            .cloned()
+            .collect();
+        let waiting: Vec<Value> = pods.iter().filter(|p| gated(p)).cloned().collect();
+        (pods.len() == 3 && running.len() == 2 && waiting.len() == 1).then_some((running, waiting))
+    });
+    for p in &running {
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "spot", "{p}");
+        assert_eq!(p["spec"]["nodeName"], "kwok-node-2");
+        assert_eq!(p["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main");
+        // Gated by the parent: no finalizer of its own.
+        assert!(p["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty));
+    }
+    // One Workload per pod, Kueue's name; the third pending with Kueue's words.
+    let w = &waiting[0];
+    let wl_name = batchgate::jobs::workload::name_for(
+        "Pod",
+        "",
+        w["metadata"]["name"].as_str().unwrap(),
+        w["metadata"]["uid"].as_str().unwrap(),
+    );
+    let pending = wait_for(WAIT, "the third pod's pending reason", || {
+        let wl = workload(c, &ns, &wl_name)?;
+        let q = condition(&wl, "QuotaReserved")?;
+        (q["status"] == "False" && q["reason"] == "Pending").then(|| q.clone())
+    });
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor deploy-spot, 1 more needed"
+    );
+    wait_for(WAIT, "the queue to count two admitted", || {
+        let (_, _, admitted, _) = cq_counts(c, "deploy-cq")?;
+        (admitted == 2).then_some(())
+    });
+    // The queue name is fixed while pods run (Kueue's deployment webhook).
+    let (ok, _, err) = kubectl(
+        c,
+        &[
+            "label",
+            "deployment/web",
+            "-n",
+            &ns,
+            "--overwrite",
+            "kueue.x-k8s.io/queue-name=other",
+        ],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"other\": field is immutable"),
+        "{err}"
+    );
+
+    // Scaled to one: the gated pod and one running pod go, and so does
+    // their quota.
+    scale(c, "deployment/web", &ns, 1);
+    wait_for(WAIT, "one pod left, running", || {
+        let pods = pods_of(c, &ns, "app=web");
+        let live: Vec<&Value> = pods
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        (pods.len() == 1 && live.len() == 1 && !gated(live[0])).then_some(())
+    });
+    wait_for(WAIT, "the queue to hold one pod's quota", || {
+        let (pending, reserving, admitted, used) = cq_counts(c, "deploy-cq")?;
+        (pending == 0 && reserving == 1 && admitted == 1 && used == "1").then_some(())
+    });
+    wait_for(WAIT, "the third pod's Workload gone", || {
+        workload(c, &ns, &wl_name).is_none().then_some(())
+    });
+}
+
+/// A StatefulSet (the `statefulset` integration): one pod group with one
+/// Workload made from the set (pod set main, count = replicas), admitted
+/// as one; its pods ungated onto the flavor's KWOK node, kept running
+/// (serving mode: never finished), a deleted pod replaced and ungated
+/// without re-admission; a second set over quota waits with Kueue's reason,
+/// its pods gated.
+#[test]
+fn a_statefulset_is_one_serving_pod_group() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-sts");
+    apply(c, &flavor("sts-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("sts-cq", &[("sts-spot", "3", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "sts-cq"));
+    let sts = |name: &str, replicas: u32| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": replicas, "serviceName": name,
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": "redis",
+                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+        })
+    };
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&sts("db", 3).to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let stored: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        stored["spec"]["template"]["metadata"]["annotations"]
+            ["kueue.x-k8s.io/pod-suspending-parent"],
+        "statefulset"
+    );
+    let uid = stored["metadata"]["uid"].as_str().unwrap();
+    // Kueue's name for the set's Workload: statefulset-<name>-<hash>.
+    let wl_name = batchgate::jobs::workload::name_for("StatefulSet", "apps", "db", uid);
+    let wl = wait_for(WAIT, "the set's Workload admitted", || {
+        workload(c, &ns, &wl_name).filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(wl["spec"]["podSets"][0]["name"], "main");
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 3);
+    assert_eq!(wl["spec"]["queueName"], "serve");
+    assert_eq!(wl["metadata"]["ownerReferences"][0]["kind"], "StatefulSet");
+    let admitted_at = condition(&wl, "Admitted").unwrap()["lastTransitionTime"].clone();
+    let running = wait_for(WAIT, "the three pods ungated and running", || {
+        let pods = pods_of(c, &ns, "app=db");
+        (pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| !gated(p) && p["status"]["phase"] == "Running"))
+        .then_some(pods)
+    });
+    for p in &running {
+        let a = &p["metadata"]["annotations"];
+        assert_eq!(a["kueue.x-k8s.io/pod-group-name"], wl_name.as_str(), "{p}");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-total-count"], "3");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-serving"], "true");
+        assert_eq!(a["kueue.x-k8s.io/pod-group-fast-admission"], "true");
+        assert_eq!(p["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "spot");
+        assert_eq!(p["spec"]["nodeName"], "kwok-node-2");
+    }
+
+    // Serving: a deleted pod is replaced and ungated into the same
+    // admission (no re-admission), and the group is never finished.
+    let old_uid = running
+        .iter()
+        .find(|p| p["metadata"]["name"] == "db-1")
+        .unwrap()["metadata"]["uid"]
+        .clone();
+    // Not waited on: the StatefulSet recreates db-1 at once, under the
+    // same name.
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "pod", "db-1", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "db-1 replaced, ungated and running", || {
+        let p = pod_now(c, &ns, "db-1");
+        (p["metadata"]["uid"] != old_uid
+            && !p["metadata"]["uid"].is_null()
+            && !gated(&p)
+            && p["status"]["phase"] == "Running")
+            .then_some(())
+    });
+    let wl = workload(c, &ns, &wl_name).unwrap();
+    assert!(is_true(&wl, "Admitted"), "{wl}");
+    assert_eq!(
+        condition(&wl, "Admitted").unwrap()["lastTransitionTime"],
+        admitted_at
+    );
+    assert!(!is_true(&wl, "Finished"), "{wl}");
+
+    // A second set over quota: its Workload waits with Kueue's reason, its
+    // pods stay gated.
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-f", "-"],
+        Some(&sts("cache", 2).to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    let cache_uid = get(c, &["statefulset", "cache", "-n", &ns]).unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cache_wl = batchgate::jobs::workload::name_for("StatefulSet", "apps", "cache", &cache_uid);
+    let pending = wait_for(WAIT, "the second set's pending reason", || {
+        let w = workload(c, &ns, &cache_wl)?;
+        let q = condition(&w, "QuotaReserved")?;
+        (q["status"] == "False" && q["reason"] == "Pending").then(|| q.clone())
+    });
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor sts-spot, 2 more needed"
+    );
+    wait_for(WAIT, "the second set's pods created gated", || {
+        let pods = pods_of(c, &ns, "app=cache");
+        (pods.len() == 2 && pods.iter().all(gated)).then_some(())
     });
 }

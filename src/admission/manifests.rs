@@ -86,7 +86,9 @@ pub fn webhook_name(prefix: char, policy: &Policy) -> String {
 }
 
 fn entry(opts: &WebhookOptions, policy: &Policy, mutating: bool) -> Value {
-    let operations: &[&str] = if mutating {
+    // Kinds queued through their pods are defaulted on UPDATE too (Kueue's
+    // deployment and statefulset webhooks: verbs=create;update).
+    let operations: &[&str] = if mutating && policy.pod_owner.is_none() {
         &["CREATE"]
     } else {
         &["CREATE", "UPDATE"]

@@ -20,6 +20,7 @@ pub mod manifests;
 pub mod object;
 pub mod patch;
 pub mod pod;
+pub mod pod_owner;
 pub mod prescale;
 pub mod review;
 pub mod router;

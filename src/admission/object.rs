@@ -164,9 +164,12 @@ impl<'a> JobObject<'a> {
             }
         }
         // A gated kind (a Pod) is suspended while gated or ended.
-        let suspend = match &policy.gate {
-            Some(g) => Some(g.holds(raw)),
-            None => read_bool(raw, &policy.suspend)?,
+        // A kind queued through its pods is "suspended" while none is ready
+        // (Kueue: `status.readyReplicas == 0`).
+        let suspend = match (&policy.gate, &policy.pod_owner) {
+            (Some(g), _) => Some(g.holds(raw)),
+            (None, Some(o)) => Some(o.ready.resolve(raw).and_then(Value::as_i64).unwrap_or(0) == 0),
+            (None, None) => read_bool(raw, &policy.suspend)?,
         };
         Ok(JobObject {
             raw,

@@ -60,6 +60,10 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
     let by_parent = pod.annotation(SUSPENDED_BY_PARENT_ANNOTATION).is_some();
     let mut ops = Vec::new();
     let mut hold = by_parent;
+    if gate.parents_only && !by_parent {
+        // Enabled only for the pods of a kind queued through its pods.
+        return Decision::allow();
+    }
     if !by_parent {
         if !ctx
             .facts
@@ -208,12 +212,21 @@ fn common(policy: &Policy, gate: &Gate, pod: &JobObject<'_>) -> Vec<FieldError> 
         }
     }
     if let Some(rule) = &gate.group {
+        // GetPodGroupName: the annotation of the same key first (gate
+        // WorkloadIdentifierAnnotations, on by default), then the label.
+        let by_annotation = pod.annotation(&rule.name_label).filter(|g| !g.is_empty());
         let detail = format!(
-            "both the '{}' annotation and the '{}' label should be set",
-            rule.total_count_annotation, rule.name_label
+            "both the '{}' annotation and the '{}' {} should be set",
+            rule.total_count_annotation,
+            rule.name_label,
+            if by_annotation.is_some() {
+                "annotation"
+            } else {
+                "label"
+            }
         );
         let total = pod.annotation(&rule.total_count_annotation);
-        let group = pod.label(&rule.name_label).filter(|g| !g.is_empty());
+        let group = by_annotation.or_else(|| pod.label(&rule.name_label).filter(|g| !g.is_empty()));
         let mut metadata_ok = true;
         match (group, total) {
             (None, Some(_)) => {
@@ -223,8 +236,18 @@ fn common(policy: &Policy, gate: &Gate, pod: &JobObject<'_>) -> Vec<FieldError> 
                 });
                 metadata_ok = false;
             }
-            (Some(_), gtc) => {
-                errs.extend(validation::dns_subdomain_label(pod, &rule.name_label));
+            (Some(g), gtc) => {
+                if by_annotation.is_some() {
+                    if let Err(msg) = validation::dns1123_subdomain(g) {
+                        errs.push(FieldError::invalid(
+                            annotation_path(&rule.name_label),
+                            BadValue::Str(g.to_string()),
+                            msg,
+                        ));
+                    }
+                } else {
+                    errs.extend(validation::dns_subdomain_label(pod, &rule.name_label));
+                }
                 if gtc.is_none() {
                     errs.push(FieldError {
                         kind: field::ErrorType::Required,
@@ -271,17 +294,24 @@ fn update_rules(gate: &Gate, old: &JobObject<'_>, new: &JobObject<'_>) -> Vec<Fi
     };
     let unretriable =
         |p: &JobObject<'_>| p.annotation(RETRIABLE_IN_GROUP_ANNOTATION) == Some("false");
-    let new_group = new.label(&rule.name_label).unwrap_or("");
+    let new_group = crate::jobs::pod::group_name(Some(rule), new.raw).unwrap_or("");
     if !new_group.is_empty() && unretriable(old) && !unretriable(new) {
         errs.push(FieldError::forbidden(
             annotation_path(RETRIABLE_IN_GROUP_ANNOTATION),
             "unretriable pod group can't be converted to retriable",
         ));
     }
-    let old_group = old.label(&rule.name_label).unwrap_or("");
+    let old_group = crate::jobs::pod::group_name(Some(rule), old.raw).unwrap_or("");
     if !old_group.is_empty() && new_group != old_group {
+        let by_annotation = new
+            .annotation(&rule.name_label)
+            .is_some_and(|g| !g.is_empty());
         errs.push(FieldError::invalid(
-            label_path(&rule.name_label),
+            if by_annotation {
+                annotation_path(&rule.name_label)
+            } else {
+                label_path(&rule.name_label)
+            },
             BadValue::Str(new_group.to_string()),
             FIELD_IMMUTABLE,
         ));
@@ -530,6 +560,19 @@ mod tests {
         assert_eq!(
             denial(&run("validate", name_only, None, "ns", false, &NoCluster)),
             "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: both the 'kueue.x-k8s.io/pod-group-total-count' annotation and the 'kueue.x-k8s.io/pod-group-name' label should be set"
+        );
+        // The group named by annotation (WorkloadIdentifierAnnotations).
+        let mut by_annotation = pod(json!({}));
+        by_annotation["metadata"]["annotations"] = json!({"kueue.x-k8s.io/pod-group-name": "g"});
+        assert_eq!(
+            denial(&run("validate", by_annotation.clone(), None, "ns", false, &NoCluster)),
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]: Required value: both the 'kueue.x-k8s.io/pod-group-total-count' annotation and the 'kueue.x-k8s.io/pod-group-name' annotation should be set"
+        );
+        by_annotation["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] =
+            json!("3");
+        assert_eq!(
+            run("validate", by_annotation, None, "ns", false, &NoCluster).verdict,
+            Verdict::Allow
         );
         let mut zero = pod(json!({"kueue.x-k8s.io/pod-group-name": "g"}));
         zero["metadata"]["annotations"] = json!({"kueue.x-k8s.io/pod-group-total-count": "0"});

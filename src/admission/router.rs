@@ -18,7 +18,7 @@ use tracing::debug;
 
 use super::{
     appwrapper::{self, ComponentCheck, ResourceNaming},
-    devices, kueue, object, patch, pod, prescale,
+    devices, kueue, object, patch, pod, pod_owner, prescale,
     review::{self, AdmissionRequest, AdmissionResponse, GroupVersionKind, Reading, Status},
     ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
 };
@@ -318,14 +318,20 @@ impl Router {
         );
         for (policy, label) in &self.names {
             let t = &policy.target;
-            let family: Box<dyn Family> = match &policy.gate {
+            let family: Box<dyn Family> = match (&policy.gate, &policy.pod_owner) {
                 // Held by a scheduling gate (pods): whole objects, its own rules.
-                Some(gate) => Box::new(pod::Gated {
+                (Some(gate), _) => Box::new(pod::Gated {
                     policy: policy.clone(),
                     gate: gate.clone(),
                     label,
                 }),
-                None => Box::new(Jobs {
+                // Queued through its pods (Deployment, StatefulSet).
+                (None, Some(owner)) => Box::new(pod_owner::Owners {
+                    policy: policy.clone(),
+                    owner: owner.clone(),
+                    label,
+                }),
+                (None, None) => Box::new(Jobs {
                     policy: policy.clone(),
                     label,
                 }),

@@ -73,7 +73,10 @@ pub async fn run(
     let mut all = Vec::new();
     let mut triggers = OwnerTriggers::default();
     triggers.kinds.extend(gated);
-    for policy in policies.iter().filter(|p| p.gate.is_none()) {
+    for policy in policies
+        .iter()
+        .filter(|p| p.gate.is_none() && p.pod_owner.is_none())
+    {
         let t = &policy.target;
         let resource = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),

@@ -18,6 +18,8 @@
 //!   is admitted and stopped when it is evicted.
 //! - [`pods`]: the reconciler of kinds held by a scheduling gate (Kueue's
 //!   pod integration: single pods and pod groups).
+//! - [`pod_owners`]: kinds queued through their pods as one group (Kueue's
+//!   StatefulSet integration): the group's Workload, its pods marked in.
 //! - [`checks`]: admission checks on Workloads (states in step with the
 //!   ClusterQueue's checks, admitted once all are Ready, Retry evicts,
 //!   Rejected deactivates).
@@ -40,6 +42,7 @@ pub mod events;
 pub mod fault;
 pub mod jobs;
 pub mod lease;
+pub mod pod_owners;
 pub mod pods;
 pub mod prescale;
 pub mod provisioning;
@@ -110,8 +113,24 @@ pub async fn run(
     let mut gated = Vec::new();
     for policy in policies.iter().filter(|p| p.gate.is_some()) {
         let (tx, rx) = futures::channel::mpsc::unbounded();
-        gated.push((pods::resource_of(policy), tx));
+        gated.push((pods::resource_of(policy), tx.clone()));
         tokio::spawn(pods::run(shared.clone(), policy.clone(), rx));
+        // Kinds queued through their pods as one group (StatefulSets) have
+        // a reconciler too, woken by their Workloads; it wakes the pods.
+        for owner in policies
+            .iter()
+            .filter(|p| p.pod_owner.as_ref().is_some_and(|o| o.group.is_some()))
+        {
+            let (otx, orx) = futures::channel::mpsc::unbounded();
+            gated.push((pods::resource_of(owner), otx));
+            tokio::spawn(pod_owners::run(
+                shared.clone(),
+                owner.clone(),
+                policy.clone(),
+                orx,
+                tx.clone(),
+            ));
+        }
     }
     jobs::run(shared, policies, appwrappers, readiness, gated).await;
     let _ = aw.await;

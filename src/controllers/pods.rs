@@ -34,7 +34,10 @@ use super::{
     translation::Conditions,
 };
 use crate::{
-    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
+    admission::{
+        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        patch::PatchOp,
+    },
     api::kueue::v1beta2::{self as api, condition},
     jobs::{
         pod::{self, GroupProblem},
@@ -197,18 +200,14 @@ impl Ctx {
         let Some(group) = pod::group_name(self.gate.group.as_ref(), pod) else {
             return vec![pod.clone()];
         };
-        let Some(rule) = &self.gate.group else {
-            return vec![pod.clone()];
-        };
+        let rule = self.gate.group.as_ref();
         let mut out: Vec<Value> = self
             .pods
             .state()
             .iter()
-            .filter(|p| {
-                p.metadata.namespace.as_deref() == Some(ns)
-                    && p.labels().get(&rule.name_label).map(String::as_str) == Some(group)
-            })
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns))
             .filter_map(|p| serde_json::to_value(&**p).ok())
+            .filter(|p| pod::group_name(rule, p) == Some(group))
             .collect();
         // Oldest first: the first pod speaks for the group (its queue,
         // priority and count).
@@ -269,6 +268,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             // Started without a Workload (its gate was taken off by hand):
             // nothing to queue.
             return Ok(Action::await_change());
+        }
+        if pod::annotation(&this, PREBUILT_WORKLOAD_LABEL)
+            .or_else(|| pod::label(&this, PREBUILT_WORKLOAD_LABEL))
+            .is_some_and(|n| !n.is_empty())
+        {
+            // A prebuilt Workload (a StatefulSet's) is made by its owner's
+            // reconciler, which wakes the pods once it is there.
+            return Ok(Action::requeue(Duration::from_secs(5)));
         }
         if let (true, Some(rule)) = (group, &gate.group) {
             match pod::check_group(rule, &pods) {

@@ -11,6 +11,7 @@
 
 pub mod execution;
 pub mod pod;
+pub mod pod_owner;
 pub mod policy;
 pub mod readiness;
 pub mod reference;

@@ -56,9 +56,46 @@ fn name_of(obj: &Value) -> &str {
         .unwrap_or("")
 }
 
-/// The group a pod belongs to (`None`: a single pod).
+/// The group a pod belongs to (`None`: a single pod): Kueue's
+/// `GetPodGroupName`, the annotation of the same key first (gate
+/// WorkloadIdentifierAnnotations, on by default), then the label.
 pub fn group_name<'a>(rule: Option<&GroupRule>, pod: &'a Value) -> Option<&'a str> {
-    label(pod, &rule?.name_label).filter(|g| !g.is_empty())
+    let key = &rule?.name_label;
+    annotation(pod, key)
+        .filter(|g| !g.is_empty())
+        .or_else(|| label(pod, key).filter(|g| !g.is_empty()))
+}
+
+/// `"true"`: the group keeps running; it is never finished by its pods and
+/// a replaced pod is ungated into the admitted Workload.
+pub const GROUP_SERVING_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-serving";
+/// `"true"`: the group's Workload is made without waiting for every pod.
+pub const GROUP_FAST_ADMISSION_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-fast-admission";
+/// The pod label that holds a pod's index in its group.
+pub const POD_INDEX_LABEL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-pod-index-label";
+
+/// Kueue's `isServing`: a group pod marked serving.
+pub fn is_serving(rule: Option<&GroupRule>, pod: &Value) -> bool {
+    group_name(rule, pod).is_some() && annotation(pod, GROUP_SERVING_ANNOTATION) == Some("true")
+}
+
+/// Kueue's `fastAdmission`.
+pub fn fast_admission(pod: &Value) -> bool {
+    annotation(pod, GROUP_FAST_ADMISSION_ANNOTATION) == Some("true")
+}
+
+/// Kueue's `constructGroupPodSetsFast`: the first runnable pod's role, with
+/// the group's total count.
+pub fn group_pod_sets_fast(pods: &[&Value], total: i64) -> Vec<RolePodSet> {
+    pods.iter()
+        .find(|p| is_runnable_or_succeeded(p))
+        .map(|p| RolePodSet {
+            name: role_of(p),
+            count: total,
+            template: template_of(p),
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Kueue's `groupTotalCount`, with its messages.
@@ -293,7 +330,7 @@ pub fn check_group(rule: &GroupRule, pods: &[&Value]) -> Result<i64, GroupProble
     let total = group_total_count(rule, first).map_err(GroupProblem::Inconsistent)?;
     let group = group_name(Some(rule), first).unwrap_or("");
     let runnable = pods.iter().filter(|p| is_runnable_or_succeeded(p)).count() as i64;
-    if runnable < total {
+    if !fast_admission(first) && runnable < total {
         return Err(GroupProblem::TooFew(format!(
             "'{group}' group has fewer runnable pods than expected"
         )));
@@ -352,10 +389,20 @@ pub fn workload_for(
     let group = group_name(gate.group.as_ref(), first).is_some();
     let prio: Priority = priority(policy, first, classes)?;
     let pod_sets: Vec<Value> = if group {
-        group_pod_sets(pods)
-            .into_iter()
-            .map(|ps| json!({"name": ps.name, "count": ps.count, "template": ps.template}))
-            .collect()
+        let fast = match gate.group.as_ref().filter(|_| fast_admission(first)) {
+            Some(rule) => Some(
+                group_total_count(rule, first)
+                    .map_err(|_| WorkloadError::Missing("metadata.annotations"))?,
+            ),
+            None => None,
+        };
+        match fast {
+            Some(total) => group_pod_sets_fast(pods, total),
+            None => group_pod_sets(pods),
+        }
+        .into_iter()
+        .map(|ps| json!({"name": ps.name, "count": ps.count, "template": ps.template}))
+        .collect()
     } else {
         vec![json!({"name": POD_SET_NAME, "count": 1, "template": template_of(first)})]
     };
@@ -538,6 +585,9 @@ pub fn release_patch(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
 /// the group is not retriable).
 pub fn finished(gate: &Gate, pods: &[&Value]) -> Option<(bool, String)> {
     let first = pods.first()?;
+    if is_serving(gate.group.as_ref(), first) {
+        return None;
+    }
     let Some(rule) = gate
         .group
         .as_ref()

@@ -544,6 +544,8 @@ struct PolicyFile {
     suspend: Option<Pointer>,
     #[serde(default)]
     gate: Option<Gate>,
+    #[serde(default)]
+    pod_owner: Option<PodOwner>,
     #[serde(default = "yes")]
     enabled_by_default: bool,
     #[serde(default)]
@@ -592,6 +594,62 @@ pub struct Gate {
     /// object.
     #[serde(default)]
     pub group: Option<GroupRule>,
+    /// Enabled only because a kind whose pods it queues is (Kueue's
+    /// `ImplicitlyEnabledFrameworkNames`): it then gates only pods whose
+    /// parent marked them, never a pod on its own.
+    #[serde(skip)]
+    pub parents_only: bool,
+}
+
+/// A kind that is queued through its pods (Kueue's Deployment,
+/// StatefulSet and LeaderWorkerSet integrations): no suspend switch and no
+/// Workload of its own from a policy; the webhook marks its pod template
+/// with Kueue's `kueue.x-k8s.io/pod-suspending-parent` annotation (valued
+/// with the policy's name) so the pods it creates are gated by the `gate`
+/// policy (the pod integration, enabled with it).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodOwner {
+    /// The pod template the webhook marks.
+    pub template: Pointer,
+    /// Also write the managed label, the queue name and the priority class
+    /// on the template, so that each pod is queued on its own (Deployment).
+    /// Without it, the pods are labelled by the reconciler as they appear.
+    #[serde(default)]
+    pub label_template: bool,
+    /// The count that says pods run: while it is zero (or absent) the queue
+    /// name may still change (Kueue: `status.readyReplicas`).
+    pub ready: Pointer,
+    /// The object's pods form one pod group with one Workload made from
+    /// the object (StatefulSet).
+    #[serde(default)]
+    pub group: Option<OwnerGroup>,
+}
+
+/// How an owner's pods form one pod group.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnerGroup {
+    /// The group's size (absent: 1), the Workload's count.
+    pub replicas: Pointer,
+    /// The label selector (a `LabelSelector`) that finds the object's pods.
+    pub selector: Pointer,
+    /// The status count of pods that still exist: while it is above zero a
+    /// scale up from zero is refused (Kueue: `status.replicas`).
+    pub existing: Pointer,
+    /// Marks each pod `kueue.x-k8s.io/pod-group-serving: "true"`: the
+    /// group keeps running, is never finished by its pods, and a replaced
+    /// pod is ungated into the admitted Workload without re-admission.
+    #[serde(default)]
+    pub serving: bool,
+    /// Marks each pod `kueue.x-k8s.io/pod-group-fast-admission: "true"`:
+    /// the Workload does not wait for the whole group to exist.
+    #[serde(default)]
+    pub fast_admission: bool,
+    /// The pod label holding the pod's index in the group, named in the
+    /// pod's `kueue.x-k8s.io/pod-group-pod-index-label` annotation.
+    #[serde(default)]
+    pub pod_index_label: Option<String>,
 }
 
 /// The keys that make several gated objects one Workload.
@@ -838,6 +896,8 @@ pub struct Policy {
     pub suspend: Pointer,
     /// How a kind without a suspend switch is held (a Pod).
     pub gate: Option<Gate>,
+    /// A kind queued through its pods (Deployment, StatefulSet).
+    pub pod_owner: Option<PodOwner>,
     /// Enabled when `integrations.frameworks` is not set (the pod
     /// integration is not: it puts every pod create on the webhook path).
     pub enabled_by_default: bool,
@@ -879,12 +939,12 @@ impl Policy {
             file: file.to_string(),
             message,
         };
-        let suspend = match (raw.suspend, &raw.gate) {
-            (Some(s), None) if !s.tokens().is_empty() => s,
-            (None, Some(_)) => Pointer::parse("").map_err(invalid)?,
-            (Some(_), Some(_)) => {
+        let suspend = match (raw.suspend, &raw.gate, &raw.pod_owner) {
+            (Some(s), None, None) if !s.tokens().is_empty() => s,
+            (None, Some(_), None) | (None, None, Some(_)) => Pointer::parse("").map_err(invalid)?,
+            (Some(_), _, _) | (_, Some(_), Some(_)) => {
                 return Err(invalid(
-                    "suspend and gate exclude each other: a kind is held either by its suspend field or by a scheduling gate".into(),
+                    "suspend, gate and podOwner exclude each other: a kind is held by its suspend field, by a scheduling gate, or through its pods".into(),
                 ))
             }
             _ => {
@@ -951,6 +1011,7 @@ impl Policy {
             target: raw.target,
             suspend,
             gate: raw.gate,
+            pod_owner: raw.pod_owner,
             enabled_by_default: raw.enabled_by_default,
             managed_by: raw.managed_by,
             pod_sets: raw.pod_sets,
@@ -1217,7 +1278,7 @@ impl Policy {
     /// Adds what this policy's rules read to `root`.
     pub fn note_interest(&self, root: &mut Interest) {
         // A gated kind's reviews read whole objects (their own family).
-        if self.gate.is_some() {
+        if self.gate.is_some() || self.pod_owner.is_some() {
             return;
         }
         root.whole(&self.suspend);
@@ -1307,7 +1368,26 @@ impl PolicySet {
 
     /// Keeps only the integrations named (Kueue's `integrations.frameworks`).
     pub fn retain_enabled(&mut self, names: &[String]) {
-        self.policies.retain(|p| names.iter().any(|n| n == &p.name));
+        let owners = self
+            .policies
+            .iter()
+            .any(|p| p.pod_owner.is_some() && names.iter().any(|n| n == &p.name));
+        self.policies
+            .retain(|p| names.iter().any(|n| n == &p.name) || (owners && p.gate.is_some()));
+        // Kueue's ImplicitlyEnabledFrameworkNames: a kind queued through its
+        // pods brings the pod integration, for its pods only.
+        for p in &mut self.policies {
+            if let Some(g) = &p.gate {
+                if !names.iter().any(|n| n == &p.name) {
+                    let mut q = (**p).clone();
+                    q.gate = Some(Gate {
+                        parents_only: true,
+                        ..g.clone()
+                    });
+                    *p = Arc::new(q);
+                }
+            }
+        }
     }
 
     /// Keeps the integrations enabled when `integrations.frameworks` is not
@@ -1514,12 +1594,42 @@ podSets:
         assert!(defaults.find("batch", "v1", "Job").is_some());
         let both = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\nsuspend: /spec/suspend\ngate: {schedulingGate: a, managedLabel: b, finalizer: c}\n";
         let err = Policy::from_yaml("x.yaml", both).unwrap_err().to_string();
-        assert!(err.contains("suspend and gate exclude each other"), "{err}");
+        assert!(
+            err.contains("suspend, gate and podOwner exclude each other"),
+            "{err}"
+        );
         let neither = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\n";
         let err = Policy::from_yaml("x.yaml", neither)
             .unwrap_err()
             .to_string();
         assert!(err.contains("or gate must name a scheduling gate"), "{err}");
+        // Kinds queued through their pods bring the pod integration along
+        // (Kueue's ImplicitlyEnabledFrameworkNames), for their pods only.
+        let mut owners = set.clone();
+        owners.retain_enabled(&["deployment".to_string()]);
+        assert_eq!(owners.len(), 2);
+        assert!(
+            owners
+                .find("", "v1", "Pod")
+                .unwrap()
+                .gate
+                .as_ref()
+                .unwrap()
+                .parents_only
+        );
+        let mut pods = set.clone();
+        pods.retain_enabled(&["pod".to_string(), "statefulset".to_string()]);
+        assert!(
+            !pods
+                .find("", "v1", "Pod")
+                .unwrap()
+                .gate
+                .as_ref()
+                .unwrap()
+                .parents_only
+        );
+        let owner_and_gate = "name: x\ntarget: {group: g, version: v1, kind: K, resource: ks}\ngate: {schedulingGate: a, managedLabel: b, finalizer: c}\npodOwner: {template: /spec/template, ready: /status/readyReplicas}\n";
+        assert!(Policy::from_yaml("x.yaml", owner_and_gate).is_err());
         // Held while gated, or once ended.
         let gated = serde_json::json!({"spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}});
         assert!(gate.holds(&gated));

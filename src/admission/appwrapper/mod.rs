@@ -99,6 +99,7 @@ pub fn policy() -> &'static Policy {
             },
             suspend: pointer("/spec/suspend"),
             gate: None,
+            pod_owner: None,
             enabled_by_default: true,
             managed_by: Some(pointer("/spec/managedBy")),
             pod_sets: Vec::new(),

@@ -1,0 +1,251 @@
+//! The reconciler of a kind queued through its pods as one pod group (a
+//! policy with `podOwner.group`: Kueue's StatefulSet reconcilers): it makes
+//! the group's Workload from the owner (replicas > 0, queued), keeps its
+//! queue name in step, marks each pod the owner creates into the group (the
+//! pod integration's reconciler then ungates it once the Workload is
+//! admitted, and keeps ungating replaced pods in serving mode), lets an
+//! old-revision pod go during a rollout, and wakes the group's pods when
+//! the Workload changes. What is written comes from `jobs::pod_owner`.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{
+    api::{DynamicObject, ListParams, Patch},
+    core::ApiResource,
+    runtime::{
+        controller::{Action, Controller},
+        events::{Event as KEvent, EventType},
+        reflector::ObjectRef,
+        watcher,
+    },
+    Api, ResourceExt,
+};
+use serde_json::{json, Value};
+use tracing::{debug, warn};
+
+use super::{
+    context::{create_workload, params, JobError, Shared},
+    pods::resource_of,
+    translation::Conditions,
+};
+use crate::{
+    admission::patch::PatchOp,
+    api::kueue::v1beta2::{self as api, condition},
+    jobs::{
+        pod::{self as core_pod},
+        pod_owner,
+        policy::{Gate, PodOwner, Policy},
+    },
+};
+
+struct Ctx {
+    shared: Shared,
+    policy: Arc<Policy>,
+    owner: PodOwner,
+    gate: Gate,
+    pods: ApiResource,
+    /// Wakes the pod integration's reconciler for a group's pods.
+    pod_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+}
+
+/// Runs the reconciler of `policy` (with `podOwner.group`) until the
+/// process ends, woken by the owners' changes and by `wakes` (their
+/// Workloads' changes); `pod_policy` is the pod integration whose
+/// reconciler `pod_wakes` reaches.
+pub async fn run(
+    shared: Shared,
+    policy: Arc<Policy>,
+    pod_policy: Arc<Policy>,
+    wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    pod_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+) {
+    let (Some(owner), Some(gate)) = (policy.pod_owner.clone(), pod_policy.gate.clone()) else {
+        return;
+    };
+    if owner.group.is_none() {
+        return;
+    }
+    let resource = resource_of(&policy);
+    let api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
+    let ctx = Arc::new(Ctx {
+        shared,
+        policy: policy.clone(),
+        owner,
+        gate,
+        pods: resource_of(&pod_policy),
+        pod_wakes,
+    });
+    let name = policy.name.clone();
+    Controller::new_with(api, watcher::Config::default(), resource)
+        .reconcile_on(wakes)
+        .run(reconcile, error_policy, ctx)
+        .for_each(move |r| {
+            if let Err(e) = r {
+                debug!(integration = %name, error = %e, "reconcile");
+            }
+            futures::future::ready(())
+        })
+        .await;
+}
+
+fn error_policy(obj: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Action {
+    warn!(object = %obj.name_any(), namespace = obj.namespace().unwrap_or_default(), error = %err, "reconcile failed; retrying");
+    Action::requeue(Duration::from_secs(2))
+}
+
+impl Ctx {
+    async fn event(&self, obj: &Value, reason: &str, note: String) {
+        let at = |p: &str| obj.pointer(p).and_then(Value::as_str).map(String::from);
+        let reference = ObjectReference {
+            api_version: Some(self.policy.target.api_version()),
+            kind: Some(self.policy.target.kind.clone()),
+            name: at("/metadata/name"),
+            namespace: at("/metadata/namespace"),
+            uid: at("/metadata/uid"),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(note),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+
+    async fn patch_pod(&self, ns: &str, pod: &Value, ops: &[PatchOp]) -> Result<(), JobError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let name = pod
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
+        let api = Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.pods);
+        match api.patch(name, &params(), &Patch::<()>::Json(p)).await {
+            Ok(_) => Ok(()),
+            // Changed or gone meanwhile: the next pass sees it again.
+            Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// The patch that takes the gates off an old-revision pod.
+fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
+    if !core_pod::is_gated(gate, pod) {
+        return Vec::new();
+    }
+    let rest: Vec<Value> = pod
+        .pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|g| {
+            let n = g.get("name").and_then(Value::as_str);
+            n != Some(gate.scheduling_gate.as_str()) && n != Some(core_pod::TOPOLOGY_GATE)
+        })
+        .cloned()
+        .collect();
+    vec![PatchOp {
+        op: "add",
+        path: "/spec/schedulingGates".into(),
+        value: Value::Array(rest),
+    }]
+}
+
+async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    let Some(ns) = obj.namespace() else {
+        return Ok(Action::await_change());
+    };
+    let this = serde_json::to_value(&*obj)?;
+    let (policy, owner) = (&ctx.policy, &ctx.owner);
+    let Some(group) = &owner.group else {
+        return Ok(Action::await_change());
+    };
+    if !pod_owner::marked(policy, owner, &this) {
+        return Ok(Action::await_change());
+    }
+    let replicas = pod_owner::replicas(group, &this);
+    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
+        .filter(|q| !q.is_empty())
+        .map(String::from);
+    let wl_name = pod_owner::workload_name(policy, &this);
+
+    // The owner's pods: marked into its group as they appear.
+    let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
+    let mut members = Vec::new();
+    if let Some(sel) = pod_owner::selector(group, &this) {
+        let list = pod_api.list(&ListParams::default().labels(&sel)).await?;
+        for p in list.items {
+            let pod = serde_json::to_value(&p)?;
+            if !pod_owner::from_owner(policy, &pod) {
+                continue;
+            }
+            if core_pod::is_terminated(&pod) || p.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            if pod_owner::old_revision(&this, &pod) {
+                ctx.patch_pod(&ns, &pod, &ungate_ops(&ctx.gate, &pod))
+                    .await?;
+                continue;
+            }
+            ctx.patch_pod(
+                &ns,
+                &pod,
+                &pod_owner::member_patch(&ctx.gate, owner, &this, &pod, false),
+            )
+            .await?;
+            members.push(p);
+        }
+    }
+
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
+    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
+        if replicas > 0 && queue.is_some() {
+            let body = pod_owner::workload_for(policy, owner, &this, &ctx.shared.classes())?;
+            if create_workload(&ctx.shared.client, &ns, body).await? {
+                ctx.event(
+                    &this,
+                    "CreatedWorkload",
+                    format!("Created Workload: {ns}/{wl_name}"),
+                )
+                .await;
+            }
+        }
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    };
+    if replicas > 0 {
+        if let Some(q) = &queue {
+            if wl.spec.queue_name.as_deref() != Some(q.as_str()) {
+                wl_api
+                    .patch(
+                        &wl_name,
+                        &params(),
+                        &Patch::Merge(json!({"spec": {"queueName": q}})),
+                    )
+                    .await?;
+            }
+        }
+    }
+    // The pod integration ungates the group's pods once admitted.
+    let status = wl.status.clone().unwrap_or_default();
+    if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
+        for p in &members {
+            let _ = ctx
+                .pod_wakes
+                .unbounded_send(ObjectRef::new_with(&p.name_any(), ctx.pods.clone()).within(&ns));
+        }
+    }
+    // Pods appear one by one: looked at again until the whole group is in.
+    if (members.len() as i64) < replicas {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
+    Ok(Action::await_change())
+}
