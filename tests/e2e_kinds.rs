@@ -773,7 +773,6 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     });
 }
 
-
 /// The pods of `ns` whose labels match `selector`, by name.
 fn pods_of(c: &LocalCluster, ns: &str, selector: &str) -> Vec<Value> {
     get(c, &["pods", "-n", ns, "-l", selector])
