@@ -15,14 +15,10 @@
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::{
-    api::core::v1::ObjectReference,
-    apimachinery::pkg::apis::meta::v1::{Condition, Time},
-};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{
     runtime::{
         controller::{Action, Controller},
-        events::{Event as KEvent, EventType},
         predicates,
         reflector::{self, reflector, ObjectRef, Store},
         watcher::{self, watcher},
@@ -132,28 +128,7 @@ impl Ctx {
     }
 
     async fn event(&self, wl: &api::Workload, warning: bool, reason: &str, note: String) {
-        let reference = ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            uid: wl.metadata.uid.clone(),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            note: Some(note.chars().take(1024).collect()),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
+        self.shared.workload_event(wl, warning, reason, note).await;
     }
 }
 

@@ -8,20 +8,20 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::{
-    api::scheduling::v1::PriorityClass,
+    api::{core::v1::ObjectReference, scheduling::v1::PriorityClass},
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
 };
 use kube::{
     api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
     runtime::{
-        events::{Recorder, Reporter},
+        events::{Event as KEvent, EventType, Recorder, Reporter},
         reflector::{self, ObjectRef, Store},
         watcher, WatchStreamExt,
     },
     Api, Client, Resource, ResourceExt,
 };
 use serde_json::{json, Value};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::translation::Conditions;
 use crate::{
@@ -127,6 +127,39 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// An event on a Workload (the admission-check controllers' events),
+    /// its note cut at 1,024 bytes' worth of characters as Kueue's are.
+    pub async fn workload_event(
+        &self,
+        wl: &api::Workload,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
+        let reference = ObjectReference {
+            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+            kind: Some("Workload".into()),
+            name: wl.metadata.name.clone(),
+            namespace: wl.metadata.namespace.clone(),
+            uid: wl.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let ev = KEvent {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note.chars().take(1024).collect()),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+
     /// Watches flavors and priority classes and waits for their first
     /// lists, so no Workload is written from an empty cache.
     pub async fn start(client: Client) -> Self {

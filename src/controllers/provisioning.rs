@@ -12,15 +12,11 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::{
-    api::core::v1::{ObjectReference, PodTemplate},
-    apimachinery::pkg::apis::meta::v1::Time,
-};
+use k8s_openapi::{api::core::v1::PodTemplate, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams},
     runtime::{
         controller::{Action, Controller},
-        events::{Event as KEvent, EventType},
         reflector::{ObjectRef, Store},
         watcher,
     },
@@ -136,28 +132,7 @@ impl Ctx {
     }
 
     async fn event(&self, wl: &api::Workload, warning: bool, reason: &str, note: String) {
-        let reference = ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            uid: wl.metadata.uid.clone(),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            note: Some(note.chars().take(1024).collect()),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
+        self.shared.workload_event(wl, warning, reason, note).await;
     }
 }
 
