@@ -249,6 +249,7 @@ impl QuotaTree {
     /// quota is added up its ancestors and their heights are updated.
     /// Returns false (and changes nothing) if the queue is already there:
     /// a changed queue needs a rebuild.
+    #[cfg(test)]
     pub fn insert_queue(&mut self, cq: &ClusterQueue) -> bool {
         if self.shape.queues.contains_key(&cq.name) {
             return false;
