@@ -17,6 +17,12 @@
 //! controllers create their pods): a Deployment's pods admitted one by one
 //! within quota while it is scaled 0→3→1; a StatefulSet admitted as one
 //! serving pod group whose replaced pods are ungated without re-admission.
+//!
+//! LeaderWorkerSets (the `leaderworkerset.x-k8s.io/leaderworkerset`
+//! integration): no LWS controller runs; the test plays it (and its pod
+//! webhook), creating the leader and worker StatefulSets an LWS controller
+//! would, whose pods KCM's StatefulSet controller creates; one Workload per
+//! replica group, admitted within quota, scaled 1→2→1 and deleted.
 
 mod support;
 
@@ -35,6 +41,10 @@ const ZONE_KEY: &str = "e2e.batchgate.dev/zone";
 
 /// batchgate with every shipped integration on, the pod one included.
 fn kinds_env() -> &'static Env {
+    // LWS's CRD is there before batchgate starts, so its LeaderWorkerSet
+    // watch starts at once (not after a failed list's backoff).
+    static LWS_CRD: std::sync::Once = std::sync::Once::new();
+    LWS_CRD.call_once(|| install_lws_crd(batchgate_localcluster::shared()));
     let names: Vec<String> = batchgate::jobs::policy::PolicySet::embedded()
         .unwrap()
         .iter()
@@ -1038,4 +1048,313 @@ fn a_statefulset_is_one_serving_pod_group() {
         let pods = pods_of(c, &ns, "app=cache");
         (pods.len() == 2 && pods.iter().all(gated)).then_some(())
     });
+}
+
+fn install_lws_crd(c: &LocalCluster) {
+    let file = format!(
+        "{}/tests/fixtures/leaderworkerset-crd.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
+    assert!(ok, "{out}{err}");
+    c.wait_established(&["crd/leaderworkersets.leaderworkerset.x-k8s.io"], WAIT)
+        .unwrap();
+}
+
+const LWS_NAME: &str = "leaderworkerset.sigs.k8s.io/name";
+const LWS_GROUP_INDEX: &str = "leaderworkerset.sigs.k8s.io/group-index";
+const LWS_WORKER_INDEX: &str = "leaderworkerset.sigs.k8s.io/worker-index";
+const LWS_LEADER_NAME: &str = "leaderworkerset.sigs.k8s.io/leader-name";
+
+fn create(c: &LocalCluster, obj: &Value) -> Value {
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-o", "json", "-f", "-"],
+        Some(&obj.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// A pod template of the stored LeaderWorkerSet with the labels (and
+/// annotations) the LWS controller adds to it.
+fn lws_template(t: &Value, labels: Value, annotations: Value) -> Value {
+    let mut t = t.clone();
+    for (section, add) in [("labels", labels), ("annotations", annotations)] {
+        for (k, v) in add.as_object().unwrap() {
+            t["metadata"][section][k] = v.clone();
+        }
+    }
+    t
+}
+
+/// Plays the LWS controller for group `i` once its leader pod exists: the
+/// workers' StatefulSet `<lws>-<i>` (size − 1 pods, from ordinal 1),
+/// owned by the leader pod, from the stored worker template.
+fn play_lws_workers(c: &LocalCluster, ns: &str, lws: &Value, i: usize) {
+    let name = lws["metadata"]["name"].as_str().unwrap();
+    let size = lws["spec"]["leaderWorkerTemplate"]["size"]
+        .as_i64()
+        .unwrap();
+    let leader = format!("{name}-{i}");
+    let leader_pod = wait_for(WAIT, "the leader pod", || {
+        get(c, &["pod", &leader, "-n", ns])
+    });
+    let labels = json!({LWS_NAME: name, LWS_GROUP_INDEX: i.to_string()});
+    create(
+        c,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": leader, "namespace": ns, "labels": labels,
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": leader,
+                                              "uid": leader_pod["metadata"]["uid"],
+                                              "controller": true}]},
+            "spec": {"replicas": size - 1, "serviceName": name,
+                     "podManagementPolicy": "Parallel",
+                     "ordinals": {"start": 1},
+                     "selector": {"matchLabels": labels},
+                     "template": lws_template(
+                         &lws["spec"]["leaderWorkerTemplate"]["workerTemplate"],
+                         labels.clone(),
+                         json!({LWS_LEADER_NAME: leader}),
+                     )}
+        }),
+    );
+}
+
+/// Plays LWS's pod webhook on the leaders: each leader pod gets its group
+/// index (its ordinal) as it appears.
+fn play_lws_leader_index(c: &LocalCluster, ns: &str, name: &str, i: usize) {
+    let leader = format!("{name}-{i}");
+    wait_for(WAIT, "the leader pod labelled", || {
+        get(c, &["pod", &leader, "-n", ns])?;
+        let (ok, _, _) = kubectl(
+            c,
+            &[
+                "label",
+                "pod",
+                &leader,
+                "-n",
+                ns,
+                "--overwrite",
+                &format!("{LWS_GROUP_INDEX}={i}"),
+            ],
+            None,
+        );
+        ok.then_some(())
+    });
+}
+
+/// A LeaderWorkerSet (the `leaderworkerset.x-k8s.io/leaderworkerset`
+/// integration, which brings the pod one): its leader and worker templates
+/// marked as Kueue's webhook marks them; one Workload per replica group
+/// (Kueue's name, pod sets leader 1 + worker size − 1), admitted within
+/// quota, the group's pods ungated onto the flavor's KWOK node; scaled to
+/// two with quota for one group, the new group's pods wait gated with
+/// Kueue's pending message; scaled back to one, that quota and Workload
+/// go; deleted, everything goes. The test plays the LWS controller: it
+/// creates the leader StatefulSet (owned by the LWS) and each group's
+/// worker StatefulSet (owned by the leader pod) from the stored templates,
+/// and labels each leader pod with its group index (LWS's pod webhook);
+/// KCM's StatefulSet controller creates the pods.
+#[test]
+fn a_leaderworkerset_is_one_serving_pod_group_per_replica() {
+    let started = std::time::Instant::now();
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-lws");
+    apply(c, &flavor("lws-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("lws-cq", &[("lws-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "lws-cq"));
+    let container = |name: &str| json!([{"name": name, "image": "vllm", "resources": {"requests": {"cpu": "1"}}}]);
+    let lws = create(
+        c,
+        &json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "infer", "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": 1,
+                     "leaderWorkerTemplate": {
+                         "size": 2,
+                         "leaderTemplate": {"metadata": {"labels": {"role": "leader"}},
+                                            "spec": {"containers": container("leader")}},
+                         "workerTemplate": {"metadata": {"labels": {"role": "worker"}},
+                                            "spec": {"containers": container("worker")}}}}
+        }),
+    );
+    // Kueue's LWS webhook: both templates carry the queue, the parent and
+    // serving mode; the workers their pod-index offset.
+    let lwt = &lws["spec"]["leaderWorkerTemplate"];
+    for (t, offset) in [("leaderTemplate", None), ("workerTemplate", Some("1"))] {
+        let m = &lwt[t]["metadata"];
+        assert_eq!(m["labels"]["kueue.x-k8s.io/queue-name"], "serve", "{t}");
+        assert_eq!(
+            m["annotations"]["kueue.x-k8s.io/pod-suspending-parent"],
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+            "{t}"
+        );
+        assert_eq!(m["annotations"]["kueue.x-k8s.io/pod-group-serving"], "true");
+        assert_eq!(
+            m["annotations"]["kueue.x-k8s.io/pod-index-offset"].as_str(),
+            offset
+        );
+    }
+    let uid = lws["metadata"]["uid"].as_str().unwrap().to_string();
+    let wl_name = |i: usize| {
+        batchgate::jobs::workload::name_for(
+            "LeaderWorkerSet",
+            "leaderworkerset.x-k8s.io",
+            &format!("infer-{i}"),
+            &uid,
+        )
+    };
+
+    // The LWS controller, played: the leaders' StatefulSet (owned by the LWS).
+    let leader_labels = json!({LWS_NAME: "infer", LWS_WORKER_INDEX: "0"});
+    create(
+        c,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "infer", "namespace": ns, "labels": {LWS_NAME: "infer"},
+                         "ownerReferences": [{"apiVersion": "leaderworkerset.x-k8s.io/v1",
+                                              "kind": "LeaderWorkerSet", "name": "infer",
+                                              "uid": uid, "controller": true}]},
+            "spec": {"replicas": 1, "serviceName": "infer",
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": leader_labels},
+                     "template": lws_template(&lwt["leaderTemplate"], leader_labels.clone(), json!({}))}
+        }),
+    );
+    play_lws_leader_index(c, &ns, "infer", 0);
+    play_lws_workers(c, &ns, &lws, 0);
+
+    // Group 0: its Workload (Kueue's name and pod sets) admitted, its two
+    // pods ungated onto the flavor's node.
+    let wl = wait_for(WAIT, "group 0's Workload admitted", || {
+        workload(c, &ns, &wl_name(0)).filter(|w| is_true(w, "Admitted"))
+    });
+    let sets: Vec<(String, i64)> = wl["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["count"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sets, vec![("leader".into(), 1), ("worker".into(), 1)]);
+    assert_eq!(wl["spec"]["queueName"], "serve");
+    assert_eq!(
+        wl["metadata"]["ownerReferences"][0]["kind"],
+        "LeaderWorkerSet"
+    );
+    assert_eq!(
+        wl["metadata"]["annotations"]["kueue.x-k8s.io/component-workload-index"],
+        "0"
+    );
+    let group0 = wait_for(WAIT, "group 0's pods ungated and running", || {
+        let pods = pods_of(c, &ns, &format!("{LWS_NAME}=infer,{LWS_GROUP_INDEX}=0"));
+        (pods.len() == 2
+            && pods
+                .iter()
+                .all(|p| !gated(p) && p["status"]["phase"] == "Running"))
+        .then_some(pods)
+    });
+    for p in &group0 {
+        let a = &p["metadata"]["annotations"];
+        assert_eq!(
+            a["kueue.x-k8s.io/pod-group-name"],
+            wl_name(0).as_str(),
+            "{p}"
+        );
+        assert_eq!(
+            a["kueue.x-k8s.io/prebuilt-workload-name"],
+            wl_name(0).as_str()
+        );
+        assert_eq!(a["kueue.x-k8s.io/pod-group-total-count"], "2");
+        let role = if p["metadata"]["name"] == "infer-0" {
+            "leader"
+        } else {
+            "worker"
+        };
+        assert_eq!(a["kueue.x-k8s.io/role-hash"], role, "{p}");
+        assert_eq!(p["metadata"]["labels"]["kueue.x-k8s.io/podset"], role);
+        assert_eq!(p["spec"]["nodeSelector"]["instance-type"], "spot");
+        assert_eq!(p["spec"]["nodeName"], "kwok-node-2");
+    }
+
+    // Scaled to two groups with quota for one: group 1's Workload pending
+    // with Kueue's words, its pods gated.
+    scale(c, "leaderworkerset/infer", &ns, 2);
+    scale(c, "statefulset/infer", &ns, 2);
+    play_lws_leader_index(c, &ns, "infer", 1);
+    play_lws_workers(c, &ns, &lws, 1);
+    let pending = wait_for(WAIT, "group 1's pending reason", || {
+        let w = workload(c, &ns, &wl_name(1))?;
+        let q = condition(&w, "QuotaReserved")?;
+        (q["status"] == "False" && q["reason"] == "Pending").then(|| q.clone())
+    });
+    assert_eq!(
+        pending["message"],
+        "couldn't assign flavors to pod set leader: insufficient unused quota for cpu in flavor lws-spot, 1 more needed"
+    );
+    wait_for(WAIT, "group 1's pods gated in their group", || {
+        let pods = pods_of(c, &ns, &format!("{LWS_NAME}=infer,{LWS_GROUP_INDEX}=1"));
+        (pods.len() == 2
+            && pods.iter().all(|p| {
+                gated(p)
+                    && p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-name"]
+                        == wl_name(1).as_str()
+            }))
+        .then_some(())
+    });
+    let (_, reserving, admitted, used) = cq_counts(c, "lws-cq").unwrap();
+    assert_eq!((reserving, admitted, used.as_str()), (1, 1, "2"));
+
+    // Back to one: group 1's Workload is deleted and its pods go.
+    scale(c, "leaderworkerset/infer", &ns, 1);
+    scale(c, "statefulset/infer", &ns, 1);
+    wait_for(WAIT, "group 1's Workload gone", || {
+        workload(c, &ns, &wl_name(1)).is_none().then_some(())
+    });
+    wait_for(WAIT, "group 1's pods gone", || {
+        pods_of(c, &ns, &format!("{LWS_NAME}=infer,{LWS_GROUP_INDEX}=1"))
+            .is_empty()
+            .then_some(())
+    });
+    wait_for(WAIT, "the queue to hold group 0 only", || {
+        let (pending, reserving, admitted, used) = cq_counts(c, "lws-cq")?;
+        (pending == 0 && reserving == 1 && admitted == 1 && used == "2").then_some(())
+    });
+    assert!(is_true(&workload(c, &ns, &wl_name(0)).unwrap(), "Admitted"));
+
+    // Deleted: its StatefulSets, pods and Workloads go, and all the quota.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "leaderworkerset",
+            "infer",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the LWS's Workloads gone", || {
+        workload(c, &ns, &wl_name(0)).is_none().then_some(())
+    });
+    wait_for(WAIT, "the ClusterQueue to hold nothing", || {
+        let (_, reserving, admitted, used) = cq_counts(c, "lws-cq")?;
+        (reserving == 0 && admitted == 0 && (used == "0" || used.is_empty())).then_some(())
+    });
+    eprintln!(
+        "a_leaderworkerset_is_one_serving_pod_group_per_replica: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -10,7 +10,7 @@
 //! class fixed while pods run, and for a group (StatefulSet) the replicas
 //! fixed but for a scale down to or up from zero.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{
     admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
@@ -23,8 +23,9 @@ use super::{
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
-    pod::SUSPENDED_BY_PARENT_ANNOTATION,
-    policy::{PodOwner, Pointer, Policy},
+    pod::{GROUP_SERVING_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION},
+    pod_owner::{self, PODSET_GROUP_NAME_ANNOTATION},
+    policy::{PodOwner, Pointer, Policy, ReplicaGroups},
 };
 
 /// Kueue's `ManagedByKueueLabel` and its one value, on a Deployment's pod
@@ -60,12 +61,16 @@ fn other_parent<'a>(policy: &Policy, owner: &PodOwner, obj: &'a Value) -> Option
 }
 
 fn template_key(owner: &PodOwner, section: &str, key: &str) -> Option<Pointer> {
+    key_in(&owner.template, section, key)
+}
+
+fn key_in(template: &Pointer, section: &str, key: &str) -> Option<Pointer> {
     let rel = Pointer::parse(&format!(
         "/metadata/{section}/{}",
         key.replace('~', "~0").replace('/', "~1")
     ))
     .ok()?;
-    Some(owner.template.child(&rel))
+    Some(template.child(&rel))
 }
 
 /// Kueue's `WorkloadShouldBeSuspended`: not under a managed owner; a queue
@@ -120,6 +125,9 @@ pub fn mutate(policy: &Policy, owner: &PodOwner, req: &Request<'_>, ctx: &Contex
             ..Decision::allow()
         };
     }
+    if let Some(groups) = &owner.replica_groups {
+        return mark_group_templates(policy, owner, groups, raw, queue, priority, ops);
+    }
     let mut marks = vec![(
         "annotations",
         SUSPENDED_BY_PARENT_ANNOTATION,
@@ -155,6 +163,282 @@ pub fn mutate(policy: &Policy, owner: &PodOwner, req: &Request<'_>, ctx: &Contex
     }
 }
 
+/// Kueue's LeaderWorkerSet `podTemplateSpecDefault`, on the leader
+/// template (when the object has one) and the workers' template: the queue
+/// name and priority class labels, the parent and serving annotations, and
+/// the workers' pod-index offset when there is a leader.
+fn mark_group_templates(
+    policy: &Policy,
+    owner: &PodOwner,
+    groups: &ReplicaGroups,
+    raw: &Value,
+    queue: Option<String>,
+    priority: Option<String>,
+    mut ops: Vec<PatchOp>,
+) -> Decision {
+    let leader = groups
+        .leader
+        .as_ref()
+        .filter(|_| pod_owner::leader_template(groups, raw).is_some());
+    let mut templates: Vec<(&Pointer, bool)> = Vec::new();
+    if let Some(l) = leader {
+        templates.push((&l.template, false));
+    }
+    templates.push((&owner.template, true));
+    for (template, workers) in templates {
+        let mut marks: Vec<(&str, &str, String)> = Vec::new();
+        if let Some(q) = queue.as_ref().filter(|q| !q.is_empty()) {
+            marks.push(("labels", QUEUE_NAME_LABEL, q.clone()));
+        }
+        if let Some(p) = priority.as_ref().filter(|p| !p.is_empty()) {
+            marks.push(("labels", PRIORITY_CLASS_LABEL, p.clone()));
+        }
+        marks.push((
+            "annotations",
+            SUSPENDED_BY_PARENT_ANNOTATION,
+            policy.name.clone(),
+        ));
+        if groups.serving {
+            marks.push(("annotations", GROUP_SERVING_ANNOTATION, "true".into()));
+        }
+        if let (true, Some(offset)) = (
+            workers,
+            leader.and_then(|l| l.index_offset_annotation.as_deref()),
+        ) {
+            let grouped = key_in(template, "annotations", PODSET_GROUP_NAME_ANNOTATION)
+                .and_then(|p| p.resolve(raw).cloned())
+                .is_some();
+            if !grouped {
+                marks.push(("annotations", offset, "1".into()));
+            }
+        }
+        for (section, key, value) in marks {
+            let Some(at) = key_in(template, section, key) else {
+                continue;
+            };
+            if let Err(path) = patch::set(raw, &at, Value::String(value), &mut ops) {
+                return Decision {
+                    verdict: Verdict::Malformed(format!(
+                        "cannot decode {}: {path}: must be an object to hold {}",
+                        policy.target,
+                        at.field_path()
+                    )),
+                    ..Decision::allow()
+                };
+            }
+        }
+    }
+    Decision {
+        patch: ops,
+        ..Decision::allow()
+    }
+}
+
+/// Kueue's `validateReplicasField`: `replicas` within [0, max].
+fn replicas_in_range(policy: &Policy, groups: &ReplicaGroups, obj: &Value) -> Vec<FieldError> {
+    let n = pod_owner::group_count(groups, obj);
+    let why = if n < 0 {
+        format!("must be >= 0, got {n}")
+    } else if n > groups.max_replicas {
+        format!("must be <= {}, got {n}", groups.max_replicas)
+    } else {
+        return Vec::new();
+    };
+    vec![FieldError::invalid(
+        groups.replicas.field_path(),
+        BadValue::Int(n),
+        format!("invalid {} replicas: {why}", policy.target.kind),
+    )]
+}
+
+/// A value as a field error prints it: strings quoted, numbers as they
+/// are, null, else its JSON (Go prints its `%#v`).
+fn bad_value(v: Option<&Value>) -> BadValue {
+    match v {
+        None | Some(Value::Null) => BadValue::Null,
+        Some(Value::String(s)) => BadValue::Str(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() => BadValue::Int(n.as_i64().unwrap_or(0)),
+        Some(Value::Bool(b)) => BadValue::Bool(*b),
+        Some(other) => BadValue::Raw(other.to_string()),
+    }
+}
+
+/// apimachinery's semantic equality on JSON: an absent, null, empty map or
+/// empty list are one; quantities compare by value.
+fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let empty = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(l)) => l.is_empty(),
+        _ => false,
+    };
+    if empty(a) && empty(b) {
+        return true;
+    }
+    match (a, b) {
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| same(Some(v), y.get(k)))
+        }
+        (Some(Value::Array(x)), Some(Value::Array(y))) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(Some(v), Some(w)))
+        }
+        (Some(Value::String(x)), Some(Value::String(y))) if x != y => {
+            match (
+                crate::queueing::quantity::parse(x),
+                crate::queueing::quantity::parse(y),
+            ) {
+                (Ok(p), Ok(q)) => p == q,
+                _ => false,
+            }
+        }
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Kueue's `ContainersShape`: what admission reads of each container.
+fn containers_shape(v: Option<&Value>) -> Vec<Value> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({
+                "resources": {"requests": c.pointer("/resources/requests").cloned().unwrap_or(Value::Null)},
+                "ports": c.get("ports").cloned().unwrap_or(Value::Null),
+            })
+        })
+        .collect()
+}
+
+/// Kueue's `ValidateImmutablePodGroupPodSpec`: the fields of the spec's
+/// shape (what the role hash reads) may not change; a field per error,
+/// lists of containers compared element by element (fields in sorted
+/// order; Go's order is a set's).
+fn immutable_spec_shape(new: &Value, old: &Value, at: &str, errs: &mut Vec<FieldError>) {
+    let plain = [
+        "affinity",
+        "nodeSelector",
+        "overhead",
+        "priority",
+        "resourceClaims",
+        "runtimeClassName",
+        "tolerations",
+        "topologySpreadConstraints",
+    ];
+    let mut fields: Vec<&str> = plain.to_vec();
+    fields.extend(["containers", "initContainers"]);
+    let resources = |s: &Value| s.get("resources").filter(|r| !r.is_null()).is_some();
+    if resources(new) || resources(old) {
+        fields.push("resources");
+    }
+    fields.sort_unstable();
+    for f in fields {
+        let path = format!("{at}.{f}");
+        match f {
+            "containers" | "initContainers" => {
+                let (n, o) = (containers_shape(new.get(f)), containers_shape(old.get(f)));
+                if n.len() != o.len() {
+                    if !same(new.get(f), old.get(f)) {
+                        errs.push(FieldError::invalid(
+                            path,
+                            bad_value(Some(&Value::Array(n))),
+                            FIELD_IMMUTABLE,
+                        ));
+                    }
+                    continue;
+                }
+                for (i, (nc, oc)) in n.iter().zip(&o).enumerate() {
+                    let p = format!("{path}[{i}]");
+                    if !same(nc.get("ports"), oc.get("ports")) {
+                        errs.push(FieldError::invalid(
+                            format!("{p}.ports"),
+                            bad_value(nc.get("ports")),
+                            FIELD_IMMUTABLE,
+                        ));
+                    }
+                    let (nr, or) = (
+                        nc.pointer("/resources/requests"),
+                        oc.pointer("/resources/requests"),
+                    );
+                    if !same(nr, or) {
+                        errs.push(FieldError::invalid(
+                            format!("{p}.resources.requests"),
+                            bad_value(nr),
+                            FIELD_IMMUTABLE,
+                        ));
+                    }
+                }
+            }
+            "resources" => {
+                let (nr, or) = (
+                    new.pointer("/resources/requests"),
+                    old.pointer("/resources/requests"),
+                );
+                if !same(nr, or) {
+                    errs.push(FieldError::invalid(path, bad_value(nr), FIELD_IMMUTABLE));
+                }
+            }
+            _ => {
+                if !same(new.get(f), old.get(f)) {
+                    errs.push(FieldError::invalid(
+                        path,
+                        bad_value(new.get(f)),
+                        FIELD_IMMUTABLE,
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Kueue's LeaderWorkerSet update rules while queued: each template's spec
+/// shape fixed (the leader template may not come or go), and the size.
+fn immutable_groups(
+    owner: &PodOwner,
+    groups: &ReplicaGroups,
+    old: &Value,
+    new: &Value,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut templates: Vec<&Pointer> = groups.leader.iter().map(|l| &l.template).collect();
+    templates.push(&owner.template);
+    for t in templates {
+        let (n, o) = (
+            t.resolve(new).filter(|v| !v.is_null()),
+            t.resolve(old).filter(|v| !v.is_null()),
+        );
+        match (n, o) {
+            (Some(n), Some(o)) => {
+                let empty = json!({});
+                immutable_spec_shape(
+                    n.get("spec").unwrap_or(&empty),
+                    o.get("spec").unwrap_or(&empty),
+                    &format!("{}.spec", t.field_path()),
+                    &mut errs,
+                );
+            }
+            (None, None) => {}
+            (n, _) => errs.push(FieldError::invalid(
+                t.field_path(),
+                bad_value(n),
+                FIELD_IMMUTABLE,
+            )),
+        }
+    }
+    let (ns, os) = (
+        pod_owner::group_size(groups, new),
+        pod_owner::group_size(groups, old),
+    );
+    if ns != os {
+        errs.push(FieldError::invalid(
+            groups.size.field_path(),
+            BadValue::Int(ns),
+            FIELD_IMMUTABLE,
+        ));
+    }
+    errs
+}
+
 /// `ValidateQueueName` and `ValidateElasticJobAnnotation`.
 fn common(policy: &Policy, obj: &JobObject<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -185,6 +469,13 @@ fn update(
     ctx: &Context<'_>,
 ) -> Vec<FieldError> {
     let mut errs = common(policy, new);
+    if let Some(groups) = &owner.replica_groups {
+        // Kueue's LeaderWorkerSet runs its create checks on update too.
+        errs.extend(replicas_in_range(policy, groups, new.raw));
+        errs.extend(admission_gates::on_create(
+            new.annotation(ADMISSION_GATED_BY_ANNOTATION),
+        ));
+    }
     let (oq, nq) = (
         old.label(QUEUE_NAME_LABEL).unwrap_or(""),
         new.label(QUEUE_NAME_LABEL).unwrap_or(""),
@@ -220,6 +511,11 @@ fn update(
         old.annotation(ADMISSION_GATED_BY_ANNOTATION),
         new.annotation(ADMISSION_GATED_BY_ANNOTATION),
     ));
+    if let Some(groups) = &owner.replica_groups {
+        if should_suspend(new, new.queue_name().is_some(), namespace, ctx) {
+            errs.extend(immutable_groups(owner, groups, old.raw, new.raw));
+        }
+    }
     if let Some(group) = &owner.group {
         if should_suspend(new, new.queue_name().is_some(), namespace, ctx) {
             let (o, n) = (
@@ -263,6 +559,9 @@ pub fn validate(
                 return Decision::allow();
             }
             let mut errs = common(policy, &new);
+            if let Some(groups) = &owner.replica_groups {
+                errs.extend(replicas_in_range(policy, groups, new.raw));
+            }
             errs.extend(admission_gates::on_create(
                 new.annotation(ADMISSION_GATED_BY_ANNOTATION),
             ));
@@ -678,5 +977,397 @@ mod tests {
             upd(sts(json!({}), 3), sts(json!({}), 4)).verdict,
             Verdict::Allow
         );
+    }
+
+    // ---- LeaderWorkerSet (Kueue v0.19.2 leaderworkerset_webhook_test.go) ----
+
+    const LWS_PARENT: &str = "leaderworkerset.x-k8s.io/leaderworkerset";
+    const SERVING: &str = "kueue.x-k8s.io/pod-group-serving";
+    const OFFSET: &str = "kueue.x-k8s.io/pod-index-offset";
+    const PARENT: &str = "kueue.x-k8s.io/pod-suspending-parent";
+
+    fn run_lws(obj: Value, old: Option<Value>, hook: &str, facts: &dyn ClusterFacts) -> Decision {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies
+            .find("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet")
+            .unwrap()
+            .clone();
+        let owner = policy.pod_owner.clone().unwrap();
+        let s = Settings {
+            manage_jobs_without_queue_name: false,
+            managed_namespaces: LabelSelector::excluding_namespaces(&[
+                "kube-system",
+                "batchgate-system",
+            ]),
+        };
+        let ctx = Context {
+            settings: &s,
+            facts,
+            policies: &policies,
+        };
+        let req = Request {
+            operation: if old.is_some() {
+                Operation::Update
+            } else {
+                Operation::Create
+            },
+            namespace: "default",
+            object: Some(&obj),
+            old_object: old.as_ref(),
+        };
+        if hook == "mutate" {
+            mutate(&policy, &owner, &req, &ctx)
+        } else {
+            validate(&policy, &owner, &req, &ctx)
+        }
+    }
+
+    /// testingleaderworkerset.MakeLeaderWorkerSet("test-lws", ns): one
+    /// replica of size 1, a worker template with one container, no leader.
+    fn lws() -> Value {
+        json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "test-lws", "namespace": "default"},
+               "spec": {"replicas": 1, "startupPolicy": "LeaderCreated",
+                        "leaderWorkerTemplate": {
+                            "size": 1,
+                            "workerTemplate": {"spec": {
+                                "containers": [{"name": "c", "image": "pause", "resources": {"requests": {}}}],
+                                "nodeSelector": {}}}}}})
+    }
+
+    /// Builder steps of the upstream wrapper.
+    fn with(mut l: Value, f: impl FnOnce(&mut Value)) -> Value {
+        f(&mut l);
+        l
+    }
+    fn leader(l: &mut Value) {
+        l["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = json!({});
+    }
+    fn queue(l: &mut Value, q: &str) {
+        l["metadata"]["labels"][Q] = json!(q);
+    }
+
+    /// Kueue v0.19.2 leaderworkerset_webhook_test.go TestDefault, every case.
+    #[test]
+    fn lws_defaulting_follows_kueue() {
+        let yes = &Facts { default_lq: true };
+        let no = &Facts { default_lq: false };
+        // (case, object, facts, want object labels, want leader (labels,
+        // annotations) or None, want worker (labels, annotations))
+        type Marks = (Value, Value);
+        type Case<'a> = (
+            &'a str,
+            Value,
+            &'a dyn ClusterFacts,
+            Value,
+            Option<Marks>,
+            Marks,
+        );
+        let marked = |labels: Value, extra: Value| -> Marks {
+            let mut a = json!({PARENT: LWS_PARENT, SERVING: "true"});
+            for (k, v) in extra.as_object().unwrap() {
+                a[k] = v.clone();
+            }
+            (labels, a)
+        };
+        let cases: Vec<Case> = vec![
+            (
+                "LeaderWorkerSet with WorkloadPriorityClass",
+                with(lws(), |l| {
+                    leader(l);
+                    l["metadata"]["labels"] = json!({PC: "high-priority"});
+                }),
+                yes,
+                json!({Q: "default", PC: "high-priority"}),
+                Some(marked(
+                    json!({Q: "default", PC: "high-priority"}),
+                    json!({}),
+                )),
+                marked(
+                    json!({Q: "default", PC: "high-priority"}),
+                    json!({OFFSET: "1"}),
+                ),
+            ),
+            (
+                "default lq is created, job doesn't have queue label",
+                with(lws(), leader),
+                yes,
+                json!({Q: "default"}),
+                Some(marked(json!({Q: "default"}), json!({}))),
+                marked(json!({Q: "default"}), json!({OFFSET: "1"})),
+            ),
+            (
+                "default lq is created, job has queue label",
+                with(lws(), |l| {
+                    leader(l);
+                    queue(l, "test-queue");
+                }),
+                yes,
+                json!({Q: "test-queue"}),
+                Some(marked(json!({Q: "test-queue"}), json!({}))),
+                marked(json!({Q: "test-queue"}), json!({OFFSET: "1"})),
+            ),
+            (
+                "worker-only LWS (no leader template), no offset annotation",
+                lws(),
+                yes,
+                json!({Q: "default"}),
+                None,
+                marked(json!({Q: "default"}), json!({})),
+            ),
+            (
+                "queue-name on templates overridden by top-level queue",
+                with(lws(), |l| {
+                    leader(l);
+                    queue(l, "test-queue");
+                    l["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["metadata"] =
+                        json!({"labels": {Q: "user-queue"}});
+                    l["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] =
+                        json!({"labels": {Q: "user-queue"}});
+                }),
+                yes,
+                json!({Q: "test-queue"}),
+                Some(marked(json!({Q: "test-queue"}), json!({}))),
+                marked(json!({Q: "test-queue"}), json!({OFFSET: "1"})),
+            ),
+            (
+                "queue-name on worker template overridden when no leader template",
+                with(lws(), |l| {
+                    queue(l, "test-queue");
+                    l["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] =
+                        json!({"labels": {Q: "user-queue"}});
+                }),
+                yes,
+                json!({Q: "test-queue"}),
+                None,
+                marked(json!({Q: "test-queue"}), json!({})),
+            ),
+            (
+                "LWS with PodSetGroupName set, no offset annotation",
+                with(lws(), |l| {
+                    leader(l);
+                    l["spec"]["leaderWorkerTemplate"]["workerTemplate"]["metadata"] =
+                        json!({"annotations": {"kueue.x-k8s.io/podset-group-name": "test-group"}});
+                }),
+                yes,
+                json!({Q: "default"}),
+                Some(marked(json!({Q: "default"}), json!({}))),
+                marked(
+                    json!({Q: "default"}),
+                    json!({"kueue.x-k8s.io/podset-group-name": "test-group"}),
+                ),
+            ),
+        ];
+        for (name, obj, facts, want_labels, want_leader, want_worker) in cases {
+            let out = mutated(&obj, &run_lws(obj.clone(), None, "mutate", facts));
+            assert_eq!(out["metadata"]["labels"], want_labels, "{name}");
+            let t = &out["spec"]["leaderWorkerTemplate"];
+            match want_leader {
+                None => assert!(t.get("leaderTemplate").is_none(), "{name}"),
+                Some((l, a)) => {
+                    assert_eq!(t["leaderTemplate"]["metadata"]["labels"], l, "{name}");
+                    assert_eq!(t["leaderTemplate"]["metadata"]["annotations"], a, "{name}");
+                }
+            }
+            assert_eq!(
+                t["workerTemplate"]["metadata"]["labels"], want_worker.0,
+                "{name}"
+            );
+            assert_eq!(
+                t["workerTemplate"]["metadata"]["annotations"], want_worker.1,
+                "{name}"
+            );
+            // Lossless: the specs are as they were.
+            assert_eq!(
+                t["workerTemplate"]["spec"],
+                obj["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"],
+                "{name}"
+            );
+        }
+        // "default lq isn't created, job doesn't have queue label": untouched.
+        let bare = with(lws(), leader);
+        assert!(run_lws(bare, None, "mutate", no).patch.is_empty());
+    }
+
+    /// Kueue v0.19.2 leaderworkerset_webhook_test.go TestValidateCreate
+    /// (the cases of its default gates; the topology cases are not ported:
+    /// batchgate does not check topology requests on LeaderWorkerSets).
+    #[test]
+    fn lws_create_validation_speaks_kueues_words() {
+        let no = &NoCluster;
+        let v = |l: Value| run_lws(l, None, "validate", no);
+        // "without queue", "valid queue name".
+        assert_eq!(v(with(lws(), leader)).verdict, Verdict::Allow);
+        assert_eq!(
+            v(with(lws(), |l| {
+                leader(l);
+                queue(l, "test-queue")
+            }))
+            .verdict,
+            Verdict::Allow
+        );
+        // "negative replicas", "replicas above maximum".
+        assert_eq!(
+            denial(&v(with(lws(), |l| {
+                leader(l);
+                queue(l, "test-queue");
+                l["spec"]["replicas"] = json!(-1);
+            }))),
+            "spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1"
+        );
+        assert_eq!(
+            denial(&v(with(lws(), |l| {
+                leader(l);
+                queue(l, "test-queue");
+                l["spec"]["replicas"] = json!(1_000_001);
+            }))),
+            "spec.replicas: Invalid value: 1000001: invalid LeaderWorkerSet replicas: must be <= 1000000, got 1000001"
+        );
+        // "invalid queue name".
+        assert!(denial(&v(with(lws(), |l| {
+            leader(l);
+            queue(l, "test/queue")
+        })))
+        .starts_with("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"test/queue\": a lowercase RFC 1123 subdomain"));
+        // "AdmissionGatedBy Annotation - single gate", "... - invalid format".
+        let gated = |g: &str| {
+            with(lws(), |l| {
+                leader(l);
+                queue(l, "test-queue");
+                l["metadata"]["annotations"] = json!({"kueue.x-k8s.io/admission-gated-by": g});
+            })
+        };
+        assert_eq!(v(gated("example.com/my-gate")).verdict, Verdict::Allow);
+        assert!(denial(&v(gated("invalid-gate-name")))
+            .starts_with("metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: \"invalid-gate-name\""));
+        // "elastic job annotation is rejected".
+        assert_eq!(
+            denial(&v(with(lws(), |l| {
+                leader(l);
+                l["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+            }))),
+            "metadata.annotations[kueue.x-k8s.io/elastic-job]: Forbidden: elastic job is not supported for \"leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet\""
+        );
+    }
+
+    /// Kueue v0.19.2 leaderworkerset_webhook_test.go TestValidateUpdate
+    /// (its default gates: LWSImmutableGroupSize and AdmissionGatedBy on).
+    #[test]
+    fn lws_update_validation_speaks_kueues_words() {
+        let no = &NoCluster;
+        let upd = |old: Value, new: Value| run_lws(new, Some(old), "validate", no);
+        let ok = |d: Decision| assert_eq!(d.verdict, Verdict::Allow);
+        let q = |name: &str| {
+            let name = name.to_string();
+            with(lws(), move |l| {
+                leader(l);
+                queue(l, &name);
+            })
+        };
+        // "no changes", "change queue name when suspended".
+        ok(upd(q("test-queue"), q("test-queue")));
+        ok(upd(q("test-queue"), q("new-test-queue")));
+        // "set invalid replicas", "set replicas above maximum".
+        let replicas = |n: i64| with(q("test-queue"), |l| l["spec"]["replicas"] = json!(n));
+        assert_eq!(
+            denial(&upd(q("test-queue"), replicas(-1))),
+            "spec.replicas: Invalid value: -1: invalid LeaderWorkerSet replicas: must be >= 0, got -1"
+        );
+        assert!(denial(&upd(q("test-queue"), replicas(1_000_001)))
+            .starts_with("spec.replicas: Invalid value: 1000001"));
+        // "change size when managed", "same size when managed", "change
+        // size when unmanaged".
+        let size =
+            |l: Value, n: i64| with(l, |l| l["spec"]["leaderWorkerTemplate"]["size"] = json!(n));
+        assert_eq!(
+            denial(&upd(size(q("test-queue"), 2), size(q("test-queue"), 10))),
+            "spec.leaderWorkerTemplate.size: Invalid value: 10: field is immutable"
+        );
+        ok(upd(size(q("test-queue"), 2), size(q("test-queue"), 2)));
+        ok(upd(
+            size(with(lws(), leader), 2),
+            size(with(lws(), leader), 10),
+        ));
+        // "change queue name when replicas ready", "delete queue name".
+        let ready = with(q("test-queue"), |l| {
+            l["status"] = json!({"readyReplicas": 1})
+        });
+        assert_eq!(
+            denial(&upd(ready, q("new-test-queue"))),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"new-test-queue\": field is immutable"
+        );
+        assert_eq!(
+            denial(&upd(q("test-queue"), with(lws(), leader))),
+            "metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"\": field is immutable"
+        );
+        // The priority-class cases.
+        let pc = |p: Option<&str>, ready: i64| {
+            with(q("test-queue"), |l| {
+                if let Some(p) = p {
+                    l["metadata"]["labels"][PC] = json!(p);
+                }
+                l["status"] = json!({"readyReplicas": ready});
+            })
+        };
+        ok(upd(pc(Some("test"), 0), pc(Some("new-test"), 0)));
+        assert!(denial(&upd(pc(None, 1), pc(Some("test"), 1)))
+            .ends_with("WorkloadPriorityClass cannot be added to a non-suspended workload"));
+        ok(upd(pc(Some("test"), 1), pc(Some("new-test"), 1)));
+        assert!(denial(&upd(pc(Some("test"), 1), pc(None, 1)))
+            .ends_with("WorkloadPriorityClass cannot be removed from a workload"));
+        ok(upd(pc(None, 0), pc(Some("test"), 0)));
+        assert!(denial(&upd(pc(Some("test"), 0), pc(None, 0)))
+            .ends_with("WorkloadPriorityClass cannot be removed from a workload"));
+        // "change image": not part of the shape.
+        let spec = |image: &str, cpu: Option<&str>, init_cpu: Option<&str>| {
+            let req = |c: Option<&str>| c.map_or(json!({}), |c| json!({"cpu": c}));
+            json!({"spec": {
+                "containers": [{"name": "c", "image": image, "resources": {"requests": req(cpu)}}],
+                "initContainers": [{"name": "ic", "image": image, "resources": {"requests": req(init_cpu)}}]}})
+        };
+        let templated = |leader_t: Value, worker_t: Value| {
+            with(q("test-queue"), |l| {
+                l["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = leader_t;
+                l["spec"]["leaderWorkerTemplate"]["workerTemplate"] = worker_t;
+            })
+        };
+        ok(upd(
+            templated(spec("pause", None, None), spec("pause:0.1.0", None, None)),
+            templated(spec("pause:0.1.1", None, None), spec("pause", None, None)),
+        ));
+        // "change resources in container", "... in init containers".
+        assert_eq!(
+            denial(&upd(
+                templated(spec("p", None, None), spec("p", None, None)),
+                templated(spec("p", Some("1"), None), spec("p", Some("1"), None)),
+            )),
+            "[spec.leaderWorkerTemplate.leaderTemplate.spec.containers[0].resources.requests: Invalid value: {\"cpu\":\"1\"}: field is immutable, spec.leaderWorkerTemplate.workerTemplate.spec.containers[0].resources.requests: Invalid value: {\"cpu\":\"1\"}: field is immutable]"
+        );
+        assert_eq!(
+            denial(&upd(
+                templated(spec("p", None, None), spec("p", None, None)),
+                templated(spec("p", None, Some("1")), spec("p", None, Some("1"))),
+            )),
+            "[spec.leaderWorkerTemplate.leaderTemplate.spec.initContainers[0].resources.requests: Invalid value: {\"cpu\":\"1\"}: field is immutable, spec.leaderWorkerTemplate.workerTemplate.spec.initContainers[0].resources.requests: Invalid value: {\"cpu\":\"1\"}: field is immutable]"
+        );
+        // The same quantity written otherwise is no change (semantic equality).
+        ok(upd(
+            templated(spec("p", Some("1"), None), spec("p", None, None)),
+            templated(spec("p", Some("1000m"), None), spec("p", None, None)),
+        ));
+        // "AdmissionGatedBy Annotation - reject adding gates after creation",
+        // "... - allow removing single gate".
+        let gated = |g: Option<&str>| {
+            with(q("test-queue"), |l| {
+                if let Some(g) = g {
+                    l["metadata"]["annotations"] = json!({"kueue.x-k8s.io/admission-gated-by": g});
+                }
+            })
+        };
+        assert_eq!(
+            denial(&upd(gated(None), gated(Some("example.com/my-gate")))),
+            "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Forbidden: cannot add admission gate after creation"
+        );
+        ok(upd(gated(Some("example.com/my-gate")), gated(None)));
     }
 }

@@ -117,10 +117,11 @@ pub async fn run(
         tokio::spawn(pods::run(shared.clone(), policy.clone(), rx));
         // Kinds queued through their pods as one group (StatefulSets) have
         // a reconciler too, woken by their Workloads; it wakes the pods.
-        for owner in policies
-            .iter()
-            .filter(|p| p.pod_owner.as_ref().is_some_and(|o| o.group.is_some()))
-        {
+        for owner in policies.iter().filter(|p| {
+            p.pod_owner
+                .as_ref()
+                .is_some_and(|o| o.group.is_some() || o.replica_groups.is_some())
+        }) {
             let (otx, orx) = futures::channel::mpsc::unbounded();
             gated.push((pods::resource_of(owner), otx));
             tokio::spawn(pod_owners::run(

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DynamicObject, ListParams, Patch},
-    core::ApiResource,
+    core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::{Action, Controller},
         events::{Event as KEvent, EventType},
@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use super::{
-    context::{create_workload, params, JobError, Shared},
+    context::{create_workload, params, remove_workload_finalizer, JobError, Shared},
     pods::resource_of,
     translation::Conditions,
 };
@@ -64,30 +64,60 @@ pub async fn run(
     let (Some(owner), Some(gate)) = (policy.pod_owner.clone(), pod_policy.gate.clone()) else {
         return;
     };
-    if owner.group.is_none() {
+    if owner.group.is_none() && owner.replica_groups.is_none() {
         return;
     }
     let resource = resource_of(&policy);
     let api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
+    let pods = resource_of(&pod_policy);
     let ctx = Arc::new(Ctx {
-        shared,
+        shared: shared.clone(),
         policy: policy.clone(),
-        owner,
+        owner: owner.clone(),
         gate,
-        pods: resource_of(&pod_policy),
+        pods: pods.clone(),
         pod_wakes,
     });
     let name = policy.name.clone();
-    Controller::new_with(api, watcher::Config::default(), resource)
-        .reconcile_on(wakes)
-        .run(reconcile, error_policy, ctx)
-        .for_each(move |r| {
-            if let Err(e) = r {
-                debug!(integration = %name, error = %e, "reconcile");
-            }
-            futures::future::ready(())
-        })
-        .await;
+    let log = move |r: Result<_, _>| {
+        if let Err(e) = r {
+            debug!(integration = %name, error = %e, "reconcile");
+        }
+        futures::future::ready(())
+    };
+    let controller =
+        Controller::new_with(api, watcher::Config::default(), resource.clone()).reconcile_on(wakes);
+    match owner.replica_groups {
+        // One group per replica (LeaderWorkerSet): the owner's pods wake it
+        // too (Kueue's lwsPodHandler: the pods its name label points to).
+        Some(groups) => {
+            let pod_api = Api::<DynamicObject>::all_with(shared.client.clone(), &pods);
+            let label = groups.owner_label.clone();
+            controller
+                .watches_with(
+                    pod_api,
+                    pods,
+                    watcher::Config::default().labels(&groups.owner_label),
+                    move |pod: DynamicObject| {
+                        let ns = pod.namespace();
+                        pod.labels()
+                            .get(&label)
+                            .cloned()
+                            .zip(ns)
+                            .map(|(n, ns)| ObjectRef::new_with(&n, resource.clone()).within(&ns))
+                    },
+                )
+                .run(reconcile_groups, error_policy, ctx)
+                .for_each(log)
+                .await
+        }
+        None => {
+            controller
+                .run(reconcile, error_policy, ctx)
+                .for_each(log)
+                .await
+        }
+    }
 }
 
 fn error_policy(obj: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Action {
@@ -245,6 +275,161 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     }
     // Pods appear one by one: looked at again until the whole group is in.
     if (members.len() as i64) < replicas {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
+    Ok(Action::await_change())
+}
+
+/// The reconciler of an owner with one pod group per replica (Kueue's
+/// LeaderWorkerSet reconciler): the groups' Workloads made, kept in step
+/// (queue name) and deleted beyond `replicas`; each pod of the owner
+/// marked into its group's Workload, or let go when its StatefulSet is not
+/// the owner's or rolls it out; the group's pods woken once admitted.
+async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    let Some(ns) = obj.namespace() else {
+        return Ok(Action::await_change());
+    };
+    let this = serde_json::to_value(&*obj)?;
+    let (policy, owner) = (&ctx.policy, &ctx.owner);
+    let Some(groups) = &owner.replica_groups else {
+        return Ok(Action::await_change());
+    };
+    // Kueue's predicate: only an object it would suspend (queued).
+    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
+        .filter(|q| !q.is_empty())
+        .map(String::from);
+    let Some(queue) = queue else {
+        return Ok(Action::await_change());
+    };
+    let uid = obj.uid().unwrap_or_default();
+    let name = obj.name_any();
+
+    // The Workloads, one per group: those the object owns (Kueue's owner
+    // index; older ones may lack the job-uid label).
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
+    let owned: Vec<api::Workload> = wl_api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|w| {
+            w.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid)
+        })
+        .collect();
+    let names: Vec<String> = owned.iter().map(ResourceExt::name_any).collect();
+    let (create, keep, delete) = pod_owner::group_plan(policy, groups, &this, &names);
+    for (wl_name, index) in create {
+        let body =
+            pod_owner::group_workload_for(policy, owner, &this, index, &ctx.shared.classes())?;
+        if create_workload(&ctx.shared.client, &ns, body).await? {
+            ctx.event(
+                &this,
+                "CreatedWorkload",
+                format!("Created Workload: {ns}/{wl_name}"),
+            )
+            .await;
+        }
+    }
+    let mut admitted = Vec::new();
+    for wl in owned.iter() {
+        let wl_name = wl.name_any();
+        if delete.contains(&wl_name) {
+            // Kueue's workload.Delete: the finalizer goes first, so the
+            // quota is returned at once.
+            remove_workload_finalizer(&wl_api, &wl.metadata).await?;
+            if wl.metadata.deletion_timestamp.is_none() {
+                match wl_api.delete(&wl_name, &Default::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            continue;
+        }
+        if keep.contains(&wl_name) {
+            if wl.spec.queue_name.as_deref() != Some(queue.as_str()) {
+                wl_api
+                    .patch(
+                        &wl_name,
+                        &params(),
+                        &Patch::Merge(json!({"spec": {"queueName": queue}})),
+                    )
+                    .await?;
+            }
+            let status = wl.status.clone().unwrap_or_default();
+            if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
+                admitted.push(wl_name);
+            }
+        }
+    }
+
+    // The owner's StatefulSets (their rollouts let old pods go) and pods.
+    let selector = format!("{}={name}", groups.owner_label);
+    let sts_resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apps", "v1", "StatefulSet"),
+        "statefulsets",
+    );
+    let sts_api =
+        Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &sts_resource);
+    let sets: Vec<Value> = sts_api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+        .iter()
+        .filter_map(|s| serde_json::to_value(s).ok())
+        .collect();
+    let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
+    let mut waiting = false;
+    for p in pod_api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items
+    {
+        let pod = serde_json::to_value(&p)?;
+        if !pod_owner::from_owner(policy, &pod) {
+            continue;
+        }
+        let sts = p
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")
+            .and_then(|o| {
+                sets.iter().find(|s| {
+                    s.pointer("/metadata/name").and_then(Value::as_str) == Some(o.name.as_str())
+                })
+            });
+        match pod_owner::group_pod(sts, &pod) {
+            pod_owner::GroupPod::LetGo => {
+                ctx.patch_pod(&ns, &pod, &ungate_ops(&ctx.gate, &pod))
+                    .await?;
+            }
+            pod_owner::GroupPod::Leave => {}
+            pod_owner::GroupPod::Mark => {
+                let ops = pod_owner::group_member_patch(&ctx.gate, policy, owner, &this, &pod);
+                if core_pod::label(&pod, &groups.index_label).is_none() {
+                    // The group index comes from the LWS pod webhook; Kueue
+                    // waits for it.
+                    waiting = true;
+                }
+                ctx.patch_pod(&ns, &pod, &ops).await?;
+                let in_admitted =
+                    core_pod::annotation(&pod, crate::admission::object::PREBUILT_WORKLOAD_LABEL)
+                        .is_some_and(|w| admitted.iter().any(|a| a == w));
+                if in_admitted && core_pod::is_gated(&ctx.gate, &pod) {
+                    let _ = ctx.pod_wakes.unbounded_send(
+                        ObjectRef::new_with(&p.name_any(), ctx.pods.clone()).within(&ns),
+                    );
+                }
+            }
+        }
+    }
+    if waiting {
         return Ok(Action::requeue(Duration::from_secs(2)));
     }
     Ok(Action::await_change())

@@ -14,7 +14,7 @@ use super::{
         GROUP_WORKLOAD_ANNOTATION, POD_INDEX_LABEL_ANNOTATION, POD_SET_NAME, ROLE_HASH_ANNOTATION,
         SUSPENDED_BY_PARENT_ANNOTATION,
     },
-    policy::{Gate, OwnerGroup, PodOwner, Policy},
+    policy::{Gate, OwnerGroup, PodOwner, Policy, ReplicaGroups},
     workload::{
         name_for, priority_of, set_priority, PriorityClasses, WorkloadError, JOB_UID_LABEL,
         RESOURCE_IN_USE_FINALIZER,
@@ -247,6 +247,318 @@ pub fn from_owner(policy: &Policy, pod: &Value) -> bool {
     annotation(pod, SUSPENDED_BY_PARENT_ANNOTATION) == Some(policy.name.as_str())
 }
 
+/// On a replica group's Workload: the group's index (Kueue's
+/// `ComponentWorkloadIndexAnnotation`).
+pub const COMPONENT_WORKLOAD_INDEX_ANNOTATION: &str = "kueue.x-k8s.io/component-workload-index";
+/// A pod set group named on a template (Kueue's `PodSetGroupName`): the
+/// workers' index offset is then not written.
+pub const PODSET_GROUP_NAME_ANNOTATION: &str = "kueue.x-k8s.io/podset-group-name";
+
+fn int_or(ptr: &crate::jobs::policy::Pointer, obj: &Value, default: i64) -> i64 {
+    ptr.resolve(obj).and_then(Value::as_i64).unwrap_or(default)
+}
+
+/// The number of replica groups (absent: 1, as the LWS API defaults it).
+pub fn group_count(groups: &ReplicaGroups, obj: &Value) -> i64 {
+    int_or(&groups.replicas, obj, 1)
+}
+
+/// The pods per group (absent: 1).
+pub fn group_size(groups: &ReplicaGroups, obj: &Value) -> i64 {
+    int_or(&groups.size, obj, 1)
+}
+
+/// The leader's template, when the object has one.
+pub fn leader_template<'a>(groups: &ReplicaGroups, obj: &'a Value) -> Option<&'a Value> {
+    groups
+        .leader
+        .as_ref()?
+        .template
+        .resolve(obj)
+        .filter(|t| !t.is_null())
+}
+
+/// Kueue's `GetWorkloadName` for a LeaderWorkerSet: the owner's name and
+/// the group index, hashed with the owner's kind, group and uid
+/// (`leaderworkerset-<name>-<index>-<hash>`).
+pub fn group_workload_name(policy: &Policy, obj: &Value, index: i64) -> String {
+    let t = &policy.target;
+    name_for(
+        &t.kind,
+        &t.group,
+        &format!("{}-{index}", str_at(obj, "/metadata/name")),
+        str_at(obj, "/metadata/uid"),
+    )
+}
+
+/// Kueue's `SanitizePodSet`: a container's env keeps one entry per name
+/// (the last value, at the first one's place).
+fn sanitize_env(template: &mut Value) {
+    for list in ["containers", "initContainers"] {
+        let Some(cs) = template
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in cs {
+            let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) else {
+                continue;
+            };
+            let mut order: Vec<String> = Vec::new();
+            let mut last: std::collections::HashMap<String, Value> = Default::default();
+            for e in env.iter() {
+                let n = e
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                if !last.contains_key(&n) {
+                    order.push(n.clone());
+                }
+                last.insert(n, e.clone());
+            }
+            *env = order.into_iter().filter_map(|n| last.remove(&n)).collect();
+        }
+    }
+}
+
+/// A pod set of a replica group's Workload: the template without the
+/// owner's own keys (Kueue's `dropLWSPrefixedKeys`, the name label kept),
+/// env de-duplicated.
+fn group_pod_set(groups: &ReplicaGroups, name: &str, count: i64, template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(prefix) = &groups.drop_template_prefix {
+        for section in ["labels", "annotations"] {
+            if let Some(m) = t
+                .pointer_mut(&format!("/metadata/{section}"))
+                .and_then(Value::as_object_mut)
+            {
+                m.retain(|k, _| !k.starts_with(prefix.as_str()) || *k == groups.owner_label);
+            }
+        }
+    }
+    sanitize_env(&mut t);
+    if t.get("spec").is_none() {
+        t["spec"] = json!({});
+    }
+    json!({"name": name, "count": count, "template": t})
+}
+
+/// Kueue's `podSets` for a LeaderWorkerSet: with a leader template,
+/// `leader` (1) and `worker` (size − 1); without, `main` (size).
+pub fn group_pod_sets(groups: &ReplicaGroups, owner: &PodOwner, obj: &Value) -> Vec<Value> {
+    let size = group_size(groups, obj);
+    let worker = owner.template.resolve(obj).unwrap_or(&Value::Null);
+    match (&groups.leader, leader_template(groups, obj)) {
+        (Some(role), Some(leader)) => vec![
+            group_pod_set(groups, &role.pod_set, 1, leader),
+            group_pod_set(groups, &role.others_pod_set, size - 1, worker),
+        ],
+        _ => vec![group_pod_set(groups, POD_SET_NAME, size, worker)],
+    }
+}
+
+/// Kueue's `constructWorkload` for one replica group of a LeaderWorkerSet:
+/// a group Workload (`is-group-workload`) owned (not controlled) by the
+/// object, with the owner's kind, name and the group's index.
+pub fn group_workload_for(
+    policy: &Policy,
+    owner: &PodOwner,
+    obj: &Value,
+    index: i64,
+    classes: &PriorityClasses,
+) -> Result<Value, WorkloadError> {
+    let groups = owner
+        .replica_groups
+        .as_ref()
+        .ok_or(WorkloadError::Missing("spec"))?;
+    let namespace = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or(WorkloadError::Missing("metadata.namespace"))?;
+    let t = &policy.target;
+    let mut templates: Vec<&Value> = leader_template(groups, obj).into_iter().collect();
+    templates.extend(owner.template.resolve(obj));
+    let prio = priority_of(obj, &templates, classes)?;
+    let uid = str_at(obj, "/metadata/uid");
+    let name = str_at(obj, "/metadata/name");
+    let mut spec = json!({
+        "queueName": label(obj, QUEUE_NAME_LABEL).unwrap_or(""),
+        "podSets": group_pod_sets(groups, owner, obj),
+        "active": true,
+    });
+    set_priority(&mut spec, &prio);
+    Ok(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": group_workload_name(policy, obj, index),
+            "namespace": namespace,
+            "labels": {JOB_UID_LABEL: uid},
+            "annotations": {
+                GROUP_WORKLOAD_ANNOTATION: "true",
+                JOB_OWNER_GVK_ANNOTATION: t.to_string(),
+                JOB_OWNER_NAME_ANNOTATION: name,
+                COMPONENT_WORKLOAD_INDEX_ANNOTATION: index.to_string(),
+            },
+            "finalizers": [RESOURCE_IN_USE_FINALIZER],
+            "ownerReferences": [{
+                "apiVersion": t.api_version(),
+                "kind": t.kind,
+                "name": name,
+                "uid": uid,
+            }],
+        },
+        "spec": spec,
+    }))
+}
+
+/// Kueue's `filterWorkloads`: of the object's Workloads (`existing`
+/// names), the groups to create (name, index), the ones kept and the ones
+/// to delete (beyond `replicas`).
+pub fn group_plan(
+    policy: &Policy,
+    groups: &ReplicaGroups,
+    obj: &Value,
+    existing: &[String],
+) -> (Vec<(String, i64)>, Vec<String>, Vec<String>) {
+    let mut create = Vec::new();
+    let mut keep = Vec::new();
+    for i in 0..group_count(groups, obj).max(0) {
+        let n = group_workload_name(policy, obj, i);
+        if existing.contains(&n) {
+            keep.push(n);
+        } else {
+            create.push((n, i));
+        }
+    }
+    let delete = existing
+        .iter()
+        .filter(|n| !keep.contains(n))
+        .cloned()
+        .collect();
+    (create, keep, delete)
+}
+
+/// Kueue's `setDefault` for a pod of a LeaderWorkerSet: a pod with its
+/// group index joins that group's Workload (managed, queued while gated,
+/// group and prebuilt Workload named, total count = size, role = the pod
+/// set it belongs to); a pod already managed only gets the queue name
+/// back-filled while gated. Empty when nothing changes or the pod has no
+/// group index yet.
+pub fn group_member_patch(
+    gate: &Gate,
+    policy: &Policy,
+    owner: &PodOwner,
+    obj: &Value,
+    pod: &Value,
+) -> Vec<PatchOp> {
+    let Some(groups) = &owner.replica_groups else {
+        return Vec::new();
+    };
+    let queue = label(obj, QUEUE_NAME_LABEL).filter(|q| !q.is_empty());
+    let gated = super::pod::is_gated(gate, pod);
+    let mut labels = BTreeEntries::of(pod, "labels");
+    let mut annotations = BTreeEntries::of(pod, "annotations");
+    if label(pod, &gate.managed_label).is_some() {
+        if let (Some(q), true) = (queue, gated) {
+            labels.set(QUEUE_NAME_LABEL, q);
+        }
+    } else {
+        let Some(index) = label(pod, &groups.index_label) else {
+            return Vec::new();
+        };
+        let wl_name = name_for(
+            &policy.target.kind,
+            &policy.target.group,
+            &format!("{}-{index}", str_at(obj, "/metadata/name")),
+            str_at(obj, "/metadata/uid"),
+        );
+        labels.set(&gate.managed_label, crate::admission::pod::MANAGED_VALUE);
+        if let (Some(q), true) = (queue, gated) {
+            labels.set(QUEUE_NAME_LABEL, q);
+        }
+        if let Some(rule) = &gate.group {
+            annotations.set(&rule.name_label, &wl_name);
+            annotations.set(
+                &rule.total_count_annotation,
+                &group_size(groups, obj).to_string(),
+            );
+        }
+        annotations.set(PREBUILT_WORKLOAD_LABEL, &wl_name);
+        let role = match (&groups.leader, leader_template(groups, obj)) {
+            (Some(r), Some(_)) if annotation(pod, &r.follower_annotation).is_some() => {
+                r.others_pod_set.as_str()
+            }
+            (Some(r), Some(_)) => r.pod_set.as_str(),
+            _ => POD_SET_NAME,
+        };
+        annotations.set(ROLE_HASH_ANNOTATION, role);
+    }
+    let mut ops = Vec::new();
+    for (at, m) in [
+        ("/metadata/labels", labels),
+        ("/metadata/annotations", annotations),
+    ] {
+        if m.changed {
+            ops.push(PatchOp {
+                op: "add",
+                path: at.into(),
+                value: Value::Object(m.map),
+            });
+        }
+    }
+    if !ops.is_empty() {
+        if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+            ops.insert(
+                0,
+                PatchOp {
+                    op: "test",
+                    path: "/metadata/resourceVersion".into(),
+                    value: rv.clone(),
+                },
+            );
+        }
+    }
+    ops
+}
+
+/// What the reconciler does with a pod of a LeaderWorkerSet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupPod {
+    /// Kueue's `UngateAndFinalizePod`: its controlling StatefulSet is not
+    /// one of the owner's (or it has none), or it rolls the pod out as an
+    /// old revision: the gates come off, no admission is waited for.
+    LetGo,
+    /// Ended or going: left alone.
+    Leave,
+    /// Marked into its group (`group_member_patch`).
+    Mark,
+}
+
+/// Kueue's `ShouldFinalizePod` / `shouldUngatePod` for a pod whose
+/// controlling StatefulSet among the owner's is `sts`.
+pub fn group_pod(sts: Option<&Value>, pod: &Value) -> GroupPod {
+    let let_go = match sts {
+        None => true,
+        Some(s) => old_revision(s, pod),
+    };
+    if let_go {
+        GroupPod::LetGo
+    } else if super::pod::is_terminated(pod)
+        || !matches!(
+            pod.pointer("/metadata/deletionTimestamp"),
+            None | Some(Value::Null)
+        )
+    {
+        GroupPod::Leave
+    } else {
+        GroupPod::Mark
+    }
+}
+
 /// A string map being edited, and whether it changed.
 struct BTreeEntries {
     map: Map<String, Value>,
@@ -407,5 +719,215 @@ mod tests {
         assert!(!old_revision(&s, &pod));
         s["status"]["updateRevision"] = json!("r2");
         assert!(old_revision(&s, &pod));
+    }
+
+    // ---- LeaderWorkerSet (Kueue v0.19.2 leaderworkerset_reconciler_test.go) ----
+
+    fn lws_policy() -> std::sync::Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet")
+            .unwrap()
+            .clone()
+    }
+
+    fn lws(size: i64, leader: bool) -> Value {
+        let mut l = json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "ns", "uid": "lws-uid",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {
+                "size": size,
+                "workerTemplate": {
+                    "metadata": {"labels": {"app": "w", "leaderworkerset.sigs.k8s.io/name": "lws",
+                                            "leaderworkerset.sigs.k8s.io/group-index": "0"},
+                                 "annotations": {"custom": "x",
+                                                 "leaderworkerset.sigs.k8s.io/size": "3"}},
+                    "spec": {"containers": [{"name": "c", "image": "i",
+                        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"},
+                                {"name": "A", "value": "3"}],
+                        "resources": {"requests": {"cpu": "1"}}}]}}}},
+        });
+        if leader {
+            l["spec"]["leaderWorkerTemplate"]["leaderTemplate"] = json!({
+                "spec": {"containers": [{"name": "l", "image": "i"}]}});
+        }
+        l
+    }
+
+    /// "should create prebuilt workload", "should create prebuilt workload
+    /// with leader template", "... with custom annotations propagated to
+    /// podsets": Kueue's name per group index, pod sets main (size) or
+    /// leader (1) + worker (size − 1), the owner's annotations, the LWS keys
+    /// dropped from the templates but the name label, env de-duplicated.
+    #[test]
+    fn each_replica_group_gets_kueues_workload() {
+        let p = lws_policy();
+        let owner = p.pod_owner.clone().unwrap();
+        let l = lws(3, false);
+        let wl = group_workload_for(&p, &owner, &l, 1, &PriorityClasses::default()).unwrap();
+        let name = name_for(
+            "LeaderWorkerSet",
+            "leaderworkerset.x-k8s.io",
+            "lws-1",
+            "lws-uid",
+        );
+        assert!(name.starts_with("leaderworkerset-lws-1-"), "{name}");
+        assert_eq!(wl["metadata"]["name"], name.as_str());
+        assert_eq!(group_workload_name(&p, &l, 1), name);
+        let a = &wl["metadata"]["annotations"];
+        assert_eq!(a[GROUP_WORKLOAD_ANNOTATION], "true");
+        assert_eq!(
+            a[JOB_OWNER_GVK_ANNOTATION],
+            "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet"
+        );
+        assert_eq!(a[JOB_OWNER_NAME_ANNOTATION], "lws");
+        assert_eq!(a[COMPONENT_WORKLOAD_INDEX_ANNOTATION], "1");
+        assert_eq!(wl["metadata"]["labels"][JOB_UID_LABEL], "lws-uid");
+        assert_eq!(
+            wl["metadata"]["finalizers"],
+            json!([RESOURCE_IN_USE_FINALIZER])
+        );
+        assert!(wl["metadata"]["ownerReferences"][0]["controller"].is_null());
+        assert_eq!(
+            wl["metadata"]["ownerReferences"][0]["kind"],
+            "LeaderWorkerSet"
+        );
+        assert_eq!(wl["spec"]["queueName"], "lq");
+        let sets = wl["spec"]["podSets"].as_array().unwrap();
+        assert_eq!(sets.len(), 1);
+        assert_eq!(sets[0]["name"], "main");
+        assert_eq!(sets[0]["count"], 3);
+        let t = &sets[0]["template"];
+        assert_eq!(
+            t["metadata"]["labels"],
+            json!({"app": "w", "leaderworkerset.sigs.k8s.io/name": "lws"})
+        );
+        assert_eq!(t["metadata"]["annotations"], json!({"custom": "x"}));
+        assert_eq!(
+            t["spec"]["containers"][0]["env"],
+            json!([{"name": "A", "value": "3"}, {"name": "B", "value": "2"}])
+        );
+
+        let l = lws(3, true);
+        let wl = group_workload_for(&p, &owner, &l, 0, &PriorityClasses::default()).unwrap();
+        let sets = wl["spec"]["podSets"].as_array().unwrap();
+        let got: Vec<(&str, i64)> = sets
+            .iter()
+            .map(|s| (s["name"].as_str().unwrap(), s["count"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(got, vec![("leader", 1), ("worker", 2)]);
+        assert_eq!(sets[0]["template"]["spec"]["containers"][0]["name"], "l");
+    }
+
+    /// "should delete excess workload on scale down ...": the groups below
+    /// replicas are kept or made, the rest deleted.
+    #[test]
+    fn groups_follow_replicas() {
+        let p = lws_policy();
+        let groups = p.pod_owner.clone().unwrap().replica_groups.unwrap();
+        let mut l = lws(2, true);
+        let w = |i| group_workload_name(&p, &l, i);
+        let existing = vec![w(0), w(2), "other".to_string()];
+        let (create, keep, delete) = group_plan(&p, &groups, &l, &existing);
+        assert_eq!(create, vec![(w(1), 1)]);
+        assert_eq!(keep, vec![w(0)]);
+        assert_eq!(delete, vec![w(2), "other".to_string()]);
+        l["spec"]["replicas"] = json!(0);
+        let (create, keep, delete) = group_plan(&p, &groups, &l, &existing);
+        assert!(create.is_empty() && keep.is_empty());
+        assert_eq!(delete.len(), 3);
+        // Absent: one group (the API's default).
+        l["spec"].as_object_mut().unwrap().remove("replicas");
+        assert_eq!(group_count(&groups, &l), 1);
+    }
+
+    fn lws_pod(name: &str, index: Option<&str>, follower: bool) -> Value {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": "3",
+                         "labels": {"leaderworkerset.sigs.k8s.io/name": "lws"},
+                         "annotations": {SUSPENDED_BY_PARENT_ANNOTATION: "leaderworkerset.x-k8s.io/leaderworkerset",
+                                         GROUP_SERVING_ANNOTATION: "true"}},
+            "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}});
+        if let Some(i) = index {
+            p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"] = json!(i);
+        }
+        if follower {
+            p["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/leader-name"] =
+                json!("lws-0");
+        }
+        p
+    }
+
+    /// "should set default values (leader+worker template, leader pod)",
+    /// "(... worker pod)", "(worker template, leader pod)", "shouldn't set
+    /// default values without group index label", "shouldn't set default
+    /// values with managed-by-kueue label", "should backfill queue-name on
+    /// an already adopted pod", "should not backfill queue-name on an
+    /// ungated pod".
+    #[test]
+    fn a_pod_joins_its_replica_group() {
+        let p = lws_policy();
+        let owner = p.pod_owner.clone().unwrap();
+        let g = gate();
+        let l = lws(3, true);
+        let wl = group_workload_name(&p, &l, 1);
+        let leader = lws_pod("lws-1", Some("1"), false);
+        assert!(from_owner(&p, &leader));
+        let out = apply(&leader, &group_member_patch(&g, &p, &owner, &l, &leader)).unwrap();
+        let (lb, an) = (&out["metadata"]["labels"], &out["metadata"]["annotations"]);
+        assert_eq!(lb["kueue.x-k8s.io/managed"], "true");
+        assert_eq!(lb["kueue.x-k8s.io/queue-name"], "lq");
+        assert_eq!(an["kueue.x-k8s.io/pod-group-name"], wl.as_str());
+        assert_eq!(an["kueue.x-k8s.io/prebuilt-workload-name"], wl.as_str());
+        assert_eq!(an["kueue.x-k8s.io/pod-group-total-count"], "3");
+        assert_eq!(an[ROLE_HASH_ANNOTATION], "leader");
+        assert_eq!(group_name(g.group.as_ref(), &out), Some(wl.as_str()));
+        // Marked once: nothing more.
+        assert!(group_member_patch(&g, &p, &owner, &l, &out).is_empty());
+        let worker = lws_pod("lws-1-1", Some("1"), true);
+        let out = apply(&worker, &group_member_patch(&g, &p, &owner, &l, &worker)).unwrap();
+        assert_eq!(
+            out["metadata"]["annotations"][ROLE_HASH_ANNOTATION],
+            "worker"
+        );
+        // Without a leader template every pod is main.
+        let solo = lws(3, false);
+        let out = apply(&worker, &group_member_patch(&g, &p, &owner, &solo, &worker)).unwrap();
+        assert_eq!(out["metadata"]["annotations"][ROLE_HASH_ANNOTATION], "main");
+        // No group index yet: left for later.
+        let early = lws_pod("lws-2", None, false);
+        assert!(group_member_patch(&g, &p, &owner, &l, &early).is_empty());
+        // Managed already: only the queue back-filled, and only while gated.
+        let mut adopted = lws_pod("lws-0", Some("0"), false);
+        adopted["metadata"]["labels"]["kueue.x-k8s.io/managed"] = json!("true");
+        let out = apply(&adopted, &group_member_patch(&g, &p, &owner, &l, &adopted)).unwrap();
+        assert_eq!(out["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], "lq");
+        assert!(out["metadata"]["annotations"]
+            .get("kueue.x-k8s.io/pod-group-name")
+            .is_none());
+        adopted["spec"]["schedulingGates"] = json!([]);
+        assert!(group_member_patch(&g, &p, &owner, &l, &adopted).is_empty());
+    }
+
+    /// "should finalize pods if statefulSet is deleted", "should finalize
+    /// succeeded pod", "should finalize deleted pod": a pod whose
+    /// StatefulSet is not the owner's is let go; ended ones left alone.
+    #[test]
+    fn a_pod_without_its_statefulset_is_let_go() {
+        let pod = lws_pod("lws-0", Some("0"), false);
+        assert_eq!(group_pod(None, &pod), GroupPod::LetGo);
+        let sts = json!({"status": {"currentRevision": "r1", "updateRevision": "r1"}});
+        assert_eq!(group_pod(Some(&sts), &pod), GroupPod::Mark);
+        let mut done = pod.clone();
+        done["status"] = json!({"phase": "Succeeded"});
+        assert_eq!(group_pod(Some(&sts), &done), GroupPod::Leave);
+        let mut going = pod.clone();
+        going["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(group_pod(Some(&sts), &going), GroupPod::Leave);
+        let mut old = pod.clone();
+        old["metadata"]["labels"][REVISION_LABEL] = json!("r1");
+        let rolling = json!({"status": {"currentRevision": "r1", "updateRevision": "r2"}});
+        assert_eq!(group_pod(Some(&rolling), &old), GroupPod::LetGo);
     }
 }

@@ -624,6 +624,68 @@ pub struct PodOwner {
     /// the object (StatefulSet).
     #[serde(default)]
     pub group: Option<OwnerGroup>,
+    /// The object's pods form one pod group per replica, each with a
+    /// Workload made from the object (LeaderWorkerSet). Excludes `group`.
+    #[serde(default)]
+    pub replica_groups: Option<ReplicaGroups>,
+}
+
+/// How an owner's pods form one pod group per replica (Kueue's
+/// LeaderWorkerSet integration): each replica is a group of `size` pods,
+/// found by the owner's name label and their group-index label; the
+/// reconciler makes one Workload per index below `replicas` and deletes the
+/// rest.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplicaGroups {
+    /// The number of groups (absent: 1).
+    pub replicas: Pointer,
+    /// The largest `replicas` accepted (Kueue's sanity bound); below zero
+    /// is refused too.
+    pub max_replicas: i64,
+    /// The pods per group (absent: 1): the group's total count; fixed while
+    /// the object is queued.
+    pub size: Pointer,
+    /// The pod label whose value is the owner's name (the owner's pods and
+    /// StatefulSets carry it).
+    pub owner_label: String,
+    /// The pod label holding the pod's group index; a pod without it is
+    /// left until it has one.
+    pub index_label: String,
+    /// An optional template for the first pod of each group (the leader):
+    /// when the object has one, the Workload has its pod set of 1 and the
+    /// other pods are the `template`'s pod set; without it, one pod set
+    /// `main` of `size` pods.
+    #[serde(default)]
+    pub leader: Option<LeaderRole>,
+    /// Template label and annotation keys starting with this are left out
+    /// of the Workload's pod set templates (but `ownerLabel`).
+    #[serde(default)]
+    pub drop_template_prefix: Option<String>,
+    /// Marks every template `kueue.x-k8s.io/pod-group-serving: "true"`:
+    /// the groups keep running, never finished by their pods.
+    #[serde(default)]
+    pub serving: bool,
+}
+
+/// The leader of each replica group (see [`ReplicaGroups`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaderRole {
+    /// The leader's pod template (optional in the object).
+    pub template: Pointer,
+    /// The leader's pod set name (count 1).
+    pub pod_set: String,
+    /// The other pods' pod set name when there is a leader (count
+    /// size − 1).
+    pub others_pod_set: String,
+    /// A pod carrying this annotation is not a leader.
+    pub follower_annotation: String,
+    /// Written `"1"` on the other pods' template when there is a leader
+    /// (Kueue's TAS pod-index offset), unless the template names a pod set
+    /// group (`kueue.x-k8s.io/podset-group-name`).
+    #[serde(default)]
+    pub index_offset_annotation: Option<String>,
 }
 
 /// How an owner's pods form one pod group.
@@ -999,6 +1061,15 @@ impl Policy {
                     r.kind.default
                 )));
             }
+        }
+        if raw
+            .pod_owner
+            .as_ref()
+            .is_some_and(|o| o.group.is_some() && o.replica_groups.is_some())
+        {
+            return Err(invalid(
+                "podOwner.group and podOwner.replicaGroups exclude each other: an owner's pods are one group, or one group per replica".into(),
+            ));
         }
         if raw.pod_sets.len() > MAX_POD_SETS {
             return Err(invalid(format!(
