@@ -1300,7 +1300,7 @@ fn a_leaderworkerset_is_one_serving_pod_group_per_replica() {
     });
     assert_eq!(
         pending["message"],
-        "couldn't assign flavors to pod set leader: insufficient unused quota for cpu in flavor lws-spot, 1 more needed"
+        "couldn't assign flavors to pod set leader: insufficient unused quota for cpu in flavor lws-spot, 1 more needed; couldn't assign flavors to pod set worker: insufficient unused quota for cpu in flavor lws-spot, 2 more needed"
     );
     wait_for(WAIT, "group 1's pods gated in their group", || {
         let pods = pods_of(c, &ns, &format!("{LWS_NAME}=infer,{LWS_GROUP_INDEX}=1"));
