@@ -415,6 +415,29 @@ pub fn group_workload_for(
     }))
 }
 
+/// How many groups keep a Workload: `replicas`, or during a rolling
+/// update with surge the groups that exist, when more (Kueue's
+/// `filterWorkloads` with `isRollingUpdateWithSurge`).
+pub fn groups_kept(groups: &ReplicaGroups, obj: &Value) -> i64 {
+    let replicas = group_count(groups, obj);
+    let Some(surge) = &groups.surge else {
+        return replicas;
+    };
+    // Go's IntOrString.IntValue: a string is read by Atoi (0 if it is not
+    // an integer, as "25%").
+    let max_surge = match surge.max_surge.resolve(obj) {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        Some(Value::String(s)) => crate::admission::validation::go_atoi(s).unwrap_or(0),
+        _ => 0,
+    };
+    let existing = int_or(&surge.existing, obj, 0);
+    if existing > replicas && max_surge > 0 && int_or(&surge.updated, obj, 0) < replicas {
+        existing
+    } else {
+        replicas
+    }
+}
+
 /// Kueue's `filterWorkloads`: of the object's Workloads (`existing`
 /// names), the groups to create (name, index), the ones kept and the ones
 /// to delete (beyond `replicas`).
@@ -426,7 +449,7 @@ pub fn group_plan(
 ) -> (Vec<(String, i64)>, Vec<String>, Vec<String>) {
     let mut create = Vec::new();
     let mut keep = Vec::new();
-    for i in 0..group_count(groups, obj).max(0) {
+    for i in 0..groups_kept(groups, obj).max(0) {
         let n = group_workload_name(policy, obj, i);
         if existing.contains(&n) {
             keep.push(n);
@@ -840,6 +863,34 @@ mod tests {
         // Absent: one group (the API's default).
         l["spec"].as_object_mut().unwrap().remove("replicas");
         assert_eq!(group_count(&groups, &l), 1);
+    }
+
+    /// "should keep surge workloads during active rolling update with
+    /// maxSurge", "should delete excess workload on scale down with
+    /// maxSurge configured but no active rolling update".
+    #[test]
+    fn surge_groups_keep_their_workloads_during_a_rollout() {
+        let p = lws_policy();
+        let groups = p.pod_owner.clone().unwrap().replica_groups.unwrap();
+        let mut l = lws(1, false);
+        l["spec"]["replicas"] = json!(2);
+        l["spec"]["rolloutStrategy"] = json!({"rollingUpdateConfiguration": {"maxSurge": 1}});
+        l["status"] = json!({"replicas": 3, "updatedReplicas": 1});
+        let existing: Vec<String> = (0..3).map(|i| group_workload_name(&p, &l, i)).collect();
+        let (create, keep, delete) = group_plan(&p, &groups, &l, &existing);
+        assert!(create.is_empty() && delete.is_empty());
+        assert_eq!(keep.len(), 3);
+        // No rollout going on (every group updated): back to replicas.
+        l["spec"]["replicas"] = json!(1);
+        l["status"] = json!({"replicas": 2, "updatedReplicas": 1});
+        let (_, keep, delete) = group_plan(&p, &groups, &l, &existing[..2]);
+        assert_eq!(keep, vec![existing[0].clone()]);
+        assert_eq!(delete, vec![existing[1].clone()]);
+        // A percentage reads as 0 (Go's IntValue): no surge.
+        l["spec"]["replicas"] = json!(2);
+        l["spec"]["rolloutStrategy"]["rollingUpdateConfiguration"]["maxSurge"] = json!("50%");
+        l["status"] = json!({"replicas": 3, "updatedReplicas": 1});
+        assert_eq!(groups_kept(&groups, &l), 2);
     }
 
     fn lws_pod(name: &str, index: Option<&str>, follower: bool) -> Value {

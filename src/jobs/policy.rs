@@ -666,6 +666,22 @@ pub struct ReplicaGroups {
     /// the groups keep running, never finished by their pods.
     #[serde(default)]
     pub serving: bool,
+    /// During a rolling update with surge, the groups that exist beyond
+    /// `replicas` keep their Workloads.
+    #[serde(default)]
+    pub surge: Option<Surge>,
+}
+
+/// Kueue's `isRollingUpdateWithSurge`: while `maxSurge` (an int-or-string,
+/// read as Go's `IntValue`) is above zero and fewer than `replicas` groups
+/// are updated, Workloads are kept for the `existing` groups when they
+/// are more than `replicas`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Surge {
+    pub max_surge: Pointer,
+    pub updated: Pointer,
+    pub existing: Pointer,
 }
 
 /// The leader of each replica group (see [`ReplicaGroups`]).
