@@ -351,13 +351,25 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
             continue;
         }
         if keep.contains(&wl_name) {
+            // Kueue's updateWorkload: the queue name, and the priority of a
+            // WorkloadPriorityClass (UpdateWorkloadPriority), follow the set.
+            let mut spec_patch = serde_json::Map::new();
             if wl.spec.queue_name.as_deref() != Some(queue.as_str()) {
+                spec_patch.insert("queueName".into(), json!(queue));
+            }
+            if let Ok(prio) = pod_owner::group_priority(owner, &this, &ctx.shared.classes()) {
+                if let crate::jobs::workload::PrioritySource::WorkloadPriorityClass(_) = prio.source
+                {
+                    if wl.spec.priority != Some(prio.value) {
+                        spec_patch.insert("priority".into(), json!(prio.value));
+                    }
+                }
+            }
+            if !spec_patch.is_empty() {
+                let patch = json!({"spec": spec_patch});
+                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
                 wl_api
-                    .patch(
-                        &wl_name,
-                        &params(),
-                        &Patch::Merge(json!({"spec": {"queueName": queue}})),
-                    )
+                    .patch(&wl_name, &params(), &Patch::Merge(&patch))
                     .await?;
             }
             let status = wl.status.clone().unwrap_or_default();

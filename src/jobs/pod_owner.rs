@@ -359,6 +359,23 @@ pub fn group_pod_sets(groups: &ReplicaGroups, owner: &PodOwner, obj: &Value) -> 
     }
 }
 
+/// A replica group's priority: the object's WorkloadPriorityClass, else
+/// the leader's or workers' `priorityClassName`, else the default.
+pub fn group_priority(
+    owner: &PodOwner,
+    obj: &Value,
+    classes: &PriorityClasses,
+) -> Result<super::workload::Priority, WorkloadError> {
+    let mut templates: Vec<&Value> = owner
+        .replica_groups
+        .as_ref()
+        .and_then(|g| leader_template(g, obj))
+        .into_iter()
+        .collect();
+    templates.extend(owner.template.resolve(obj));
+    priority_of(obj, &templates, classes)
+}
+
 /// Kueue's `constructWorkload` for one replica group of a LeaderWorkerSet:
 /// a group Workload (`is-group-workload`) owned (not controlled) by the
 /// object, with the owner's kind, name and the group's index.
@@ -379,9 +396,7 @@ pub fn group_workload_for(
         .filter(|s| !s.is_empty())
         .ok_or(WorkloadError::Missing("metadata.namespace"))?;
     let t = &policy.target;
-    let mut templates: Vec<&Value> = leader_template(groups, obj).into_iter().collect();
-    templates.extend(owner.template.resolve(obj));
-    let prio = priority_of(obj, &templates, classes)?;
+    let prio = group_priority(owner, obj, classes)?;
     let uid = str_at(obj, "/metadata/uid");
     let name = str_at(obj, "/metadata/name");
     let mut spec = json!({
