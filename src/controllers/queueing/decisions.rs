@@ -75,6 +75,7 @@ impl Controller {
                         preemptor = preemptor.as_deref().unwrap_or(""),
                         "admission withdrawn unsent for a preemption"
                     );
+                    self.status_due = true;
                     return;
                 }
                 // Kueue logs each preemption ("Preempted", V(3)).
