@@ -65,10 +65,24 @@ impl Controller {
                 preempted_reason,
                 preemptor,
             } => {
+                // A victim whose admission has not been sent yet is not
+                // evicted: the admission is withdrawn, so nobody ever sees
+                // it admitted, and its quota comes back as soon as the
+                // write task lets go (as a refused admission does).
+                if preempted_reason.is_some() && self.withdraw_unsent(&workload) {
+                    info!(
+                        workload = %workload,
+                        preemptor = preemptor.as_deref().unwrap_or(""),
+                        "admission withdrawn unsent for a preemption"
+                    );
+                    self.status_due = true;
+                    return;
+                }
                 // Kueue logs each preemption ("Preempted", V(3)).
                 info!(
                     workload = %workload,
                     preemptor = preemptor.as_deref().unwrap_or(""),
+                    admission_in_flight = self.unsent.contains_key(workload.as_str()),
                     reason = reason.as_str(),
                     preempted = preempted_reason.map_or("", |r| r.as_str()),
                     "evicting"
@@ -199,6 +213,12 @@ impl Controller {
         }
     }
 
+    /// Withdraws `k`'s admission if its write is still waiting for room in
+    /// the decision lane; false once it has been sent (or there is none).
+    fn withdraw_unsent(&mut self, k: &str) -> bool {
+        self.unsent.get(k).is_some_and(|u| u.withdraw())
+    }
+
     pub(super) fn next_write(&mut self, k: &str) {
         let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
             self.queued.remove(k);
@@ -229,8 +249,26 @@ impl Controller {
         let fact = self.landing(&k, &w, &meta, view.as_ref());
         let metrics = self.metrics.clone();
         let tally = self.tally.clone();
+        let unsent = matches!(w, Write::Admit(_)).then(|| {
+            let u = Arc::new(Unsent::default());
+            self.unsent.insert(k.clone(), u.clone());
+            u
+        });
         tokio::spawn(async move {
-            let _permit = lane.acquire_owned().await;
+            let room = match &unsent {
+                Some(u) => u.room(lane).await,
+                None => Ok(lane.acquire_owned().await.ok()),
+            };
+            let Ok(_permit) = room else {
+                // Withdrawn: nothing was written, the engine forgets it.
+                let _ = tx.send(Input::Written {
+                    key: k,
+                    outcome: Outcome::AdmissionRefused,
+                    written: None,
+                    based_on: meta.resource_version,
+                });
+                return;
+            };
             let based_on = meta.resource_version.clone();
             let (outcome, written) =
                 write_workload(&client, &k, meta.clone(), &w, devices, view).await;
@@ -252,6 +290,60 @@ impl Controller {
                 }
             }
         });
+    }
+}
+
+/// The admission write was withdrawn before it was sent.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Withdrawn;
+
+/// An admission write waiting for room in the decision lane. Either the
+/// write task claims it to send it, or the controller withdraws it (a
+/// preemption chose its Workload as a victim) and wakes the task, which
+/// then reports it refused without writing: exactly one of the two wins.
+#[derive(Debug, Default)]
+pub(super) struct Unsent {
+    state: std::sync::atomic::AtomicU8,
+    wake: tokio::sync::Notify,
+}
+
+impl Unsent {
+    const WAITING: u8 = 0;
+    const SENDING: u8 = 1;
+    const WITHDRAWN: u8 = 2;
+
+    fn flip(&self, to: u8) -> bool {
+        use std::sync::atomic::Ordering;
+        self.state
+            .compare_exchange(Self::WAITING, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// The task's side: waits for room in `lane`, then claims the write
+    /// for sending; `Err` if it was withdrawn first.
+    pub(super) async fn room(
+        &self,
+        lane: Arc<Semaphore>,
+    ) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, Withdrawn> {
+        let permit = tokio::select! {
+            p = lane.acquire_owned() => p.ok(),
+            () = self.wake.notified() => None,
+        };
+        if self.flip(Self::SENDING) {
+            Ok(permit)
+        } else {
+            Err(Withdrawn)
+        }
+    }
+
+    /// The controller's claim: true if the write will not go out.
+    pub(super) fn withdraw(&self) -> bool {
+        let won = self.flip(Self::WITHDRAWN);
+        if won {
+            // Stored if the task is not waiting yet; it then returns at once.
+            self.wake.notify_one();
+        }
+        won
     }
 }
 

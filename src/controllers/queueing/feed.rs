@@ -99,6 +99,7 @@ impl Controller {
                     }
                     Outcome::Done => {}
                 }
+                self.unsent.remove(&key);
                 self.busy.remove(&key);
                 self.next_write(&key);
             }

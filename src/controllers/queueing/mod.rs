@@ -269,6 +269,10 @@ pub struct Controller {
     pending_due: HashMap<Key, (Write, Instant)>,
     pending_order: VecDeque<(Instant, Key)>,
     busy: HashSet<Key>,
+    /// Admissions decided and still waiting for room in the decision
+    /// lane: a preemption of one withdraws it unsent (see
+    /// [`decisions::Unsent`]).
+    unsent: HashMap<Key, Arc<decisions::Unsent>>,
     decision_lane: Arc<Semaphore>,
     pending_lane: Arc<Semaphore>,
     tx: mpsc::UnboundedSender<Input>,
@@ -409,6 +413,7 @@ impl Controller {
             pending_due: HashMap::new(),
             pending_order: VecDeque::new(),
             busy: HashSet::new(),
+            unsent: HashMap::new(),
             decision_lane: Arc::new(Semaphore::new(DECISION_WRITES)),
             pending_lane: Arc::new(Semaphore::new(PENDING_WRITES)),
             tx,
@@ -550,6 +555,38 @@ mod tests {
             *sent.lock().unwrap(),
             ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
         );
+    }
+
+    /// An admission waiting for room in a full decision lane is withdrawn
+    /// by a preemption: the task gives up at once and sends nothing.
+    #[tokio::test]
+    async fn an_unsent_admission_is_withdrawn_and_a_sent_one_is_not() {
+        use decisions::{Unsent, Withdrawn};
+        let lane = Arc::new(Semaphore::new(1));
+        let busy = lane.clone().acquire_owned().await.unwrap();
+        let u = Arc::new(Unsent::default());
+        let waiting = tokio::spawn({
+            let (u, lane) = (u.clone(), lane.clone());
+            async move { u.room(lane).await.map(|p| p.is_some()) }
+        });
+        tokio::task::yield_now().await;
+        assert!(u.withdraw());
+        let got = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        assert_eq!(got.unwrap().unwrap(), Err(Withdrawn));
+        assert!(!u.withdraw(), "withdrawn once");
+        drop(busy);
+
+        // Withdrawn before the task even waits: it never takes the room.
+        let early = Unsent::default();
+        assert!(early.withdraw());
+        assert_eq!(early.room(lane.clone()).await.map(|_| ()), Err(Withdrawn));
+        assert_eq!(lane.available_permits(), 1);
+
+        // With room it is sent, and can no longer be withdrawn.
+        let sent = Unsent::default();
+        let permit = sent.room(lane.clone()).await;
+        assert!(matches!(permit, Ok(Some(_))));
+        assert!(!sent.withdraw());
     }
 
     #[test]
