@@ -8,7 +8,7 @@ use super::cycle::Entry;
 use super::{Decision, Engine};
 use crate::queueing::fair_sharing::{self, Contender, FairShape, FairSharing};
 use crate::queueing::preemption::Target;
-use crate::queueing::quota::{QuotaTree, Usage};
+use crate::queueing::quota::QuotaTree;
 
 impl Engine {
     /// Turns fair sharing on (`Some`: the Configuration's `fairSharing`
@@ -70,29 +70,34 @@ impl Engine {
             let root = self.quota.root_of(&e.cq).map(str::to_string);
             trees.entry(root).or_default().push(i);
         }
-        let empty = Usage::new();
-        for (root, mut left) in trees {
-            while !left.is_empty() {
-                let next = if root.is_none() {
-                    0
-                } else {
-                    let contenders: Vec<Contender<'_>> = left
-                        .iter()
-                        .map(|&i| {
-                            let e = &entries[i];
-                            let wl = self.workloads.get(&*e.order.key).map(|r| &r.wl);
-                            Contender {
-                                cluster_queue: &e.cq,
-                                usage: e.assignment.as_ref().map_or(&empty, |a| &a.usage),
-                                priority: wl.map_or(0, |w| w.priority),
-                                timestamp: wl.map_or(0, |w| w.created),
-                            }
-                        })
-                        .collect();
-                    fair_sharing::next_contender(snap, &contenders).unwrap_or(0)
-                };
-                let i = left.remove(next);
-                self.process(&mut entries[i], snap, preempted, now, out);
+        for (root, left) in trees {
+            if root.is_none() {
+                // Outside any cohort: nobody to compete with.
+                for i in left {
+                    self.process(&mut entries[i], snap, preempted, now, out);
+                }
+                continue;
+            }
+            let contenders = left
+                .iter()
+                .map(|&i| {
+                    let e = &entries[i];
+                    let wl = self.workloads.get(&*e.order.key).map(|r| &r.wl);
+                    Contender {
+                        cluster_queue: e.cq.clone(),
+                        usage: e
+                            .assignment
+                            .as_ref()
+                            .map(|a| a.usage.clone())
+                            .unwrap_or_default(),
+                        priority: wl.map_or(0, |w| w.priority),
+                        timestamp: wl.map_or(0, |w| w.created),
+                    }
+                })
+                .collect();
+            let mut round = fair_sharing::Round::new(snap, contenders);
+            while let Some(next) = round.pop(snap) {
+                self.process(&mut entries[left[next]], snap, preempted, now, out);
             }
         }
     }
