@@ -652,8 +652,20 @@ mod tests {
         old: Option<Value>,
         facts: &dyn ClusterFacts,
     ) -> Decision {
+        run_in("apps", kind, hook, obj, old, facts)
+    }
+
+    /// A review of `group`/v1 `kind` through its embedded policy.
+    fn run_in(
+        group: &str,
+        kind: &str,
+        hook: &str,
+        obj: Value,
+        old: Option<Value>,
+        facts: &dyn ClusterFacts,
+    ) -> Decision {
         let policies = PolicySet::embedded().unwrap();
-        let policy = policies.find("apps", "v1", kind).unwrap().clone();
+        let policy = policies.find(group, "v1", kind).unwrap().clone();
         let owner = policy.pod_owner.clone().unwrap();
         let s = Settings {
             manage_jobs_without_queue_name: false,
@@ -987,39 +999,14 @@ mod tests {
     const PARENT: &str = "kueue.x-k8s.io/pod-suspending-parent";
 
     fn run_lws(obj: Value, old: Option<Value>, hook: &str, facts: &dyn ClusterFacts) -> Decision {
-        let policies = PolicySet::embedded().unwrap();
-        let policy = policies
-            .find("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet")
-            .unwrap()
-            .clone();
-        let owner = policy.pod_owner.clone().unwrap();
-        let s = Settings {
-            manage_jobs_without_queue_name: false,
-            managed_namespaces: LabelSelector::excluding_namespaces(&[
-                "kube-system",
-                "batchgate-system",
-            ]),
-        };
-        let ctx = Context {
-            settings: &s,
+        run_in(
+            "leaderworkerset.x-k8s.io",
+            "LeaderWorkerSet",
+            hook,
+            obj,
+            old,
             facts,
-            policies: &policies,
-        };
-        let req = Request {
-            operation: if old.is_some() {
-                Operation::Update
-            } else {
-                Operation::Create
-            },
-            namespace: "default",
-            object: Some(&obj),
-            old_object: old.as_ref(),
-        };
-        if hook == "mutate" {
-            mutate(&policy, &owner, &req, &ctx)
-        } else {
-            validate(&policy, &owner, &req, &ctx)
-        }
+        )
     }
 
     /// testingleaderworkerset.MakeLeaderWorkerSet("test-lws", ns): one
