@@ -191,32 +191,7 @@ pub fn member_patch(
         }
         annotations.set(ROLE_HASH_ANNOTATION, POD_SET_NAME);
     }
-    let mut ops = Vec::new();
-    for (at, m) in [
-        ("/metadata/labels", labels),
-        ("/metadata/annotations", annotations),
-    ] {
-        if m.changed {
-            ops.push(PatchOp {
-                op: "add",
-                path: at.into(),
-                value: Value::Object(m.map),
-            });
-        }
-    }
-    if !ops.is_empty() {
-        if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
-            ops.insert(
-                0,
-                PatchOp {
-                    op: "test",
-                    path: "/metadata/resourceVersion".into(),
-                    value: rv.clone(),
-                },
-            );
-        }
-    }
-    ops
+    marking_ops(pod, labels, annotations)
 }
 
 /// The Workload name a pod of `obj` is put into.
@@ -535,32 +510,7 @@ pub fn group_member_patch(
         };
         annotations.set(ROLE_HASH_ANNOTATION, role);
     }
-    let mut ops = Vec::new();
-    for (at, m) in [
-        ("/metadata/labels", labels),
-        ("/metadata/annotations", annotations),
-    ] {
-        if m.changed {
-            ops.push(PatchOp {
-                op: "add",
-                path: at.into(),
-                value: Value::Object(m.map),
-            });
-        }
-    }
-    if !ops.is_empty() {
-        if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
-            ops.insert(
-                0,
-                PatchOp {
-                    op: "test",
-                    path: "/metadata/resourceVersion".into(),
-                    value: rv.clone(),
-                },
-            );
-        }
-    }
-    ops
+    marking_ops(pod, labels, annotations)
 }
 
 /// What the reconciler does with a pod of a LeaderWorkerSet.
@@ -595,6 +545,37 @@ pub fn group_pod(sts: Option<&Value>, pod: &Value) -> GroupPod {
     } else {
         GroupPod::Mark
     }
+}
+
+/// The patch that writes a pod's changed labels and annotations, guarded
+/// by its resourceVersion (a pod changed meanwhile is looked at again).
+fn marking_ops(pod: &Value, labels: BTreeEntries, annotations: BTreeEntries) -> Vec<PatchOp> {
+    let mut ops = Vec::new();
+    for (at, m) in [
+        ("/metadata/labels", labels),
+        ("/metadata/annotations", annotations),
+    ] {
+        if m.changed {
+            ops.push(PatchOp {
+                op: "add",
+                path: at.into(),
+                value: Value::Object(m.map),
+            });
+        }
+    }
+    if !ops.is_empty() {
+        if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+            ops.insert(
+                0,
+                PatchOp {
+                    op: "test",
+                    path: "/metadata/resourceVersion".into(),
+                    value: rv.clone(),
+                },
+            );
+        }
+    }
+    ops
 }
 
 /// A string map being edited, and whether it changed.
