@@ -60,6 +60,19 @@ fn other_parent<'a>(policy: &Policy, owner: &PodOwner, obj: &'a Value) -> Option
         .filter(|n| *n != policy.name)
 }
 
+/// A marking refused: the object's `path` is not an object that could
+/// hold the field at `at`.
+fn cannot_hold(policy: &Policy, path: &str, at: &Pointer) -> Decision {
+    Decision {
+        verdict: Verdict::Malformed(format!(
+            "cannot decode {}: {path}: must be an object to hold {}",
+            policy.target,
+            at.field_path()
+        )),
+        ..Decision::allow()
+    }
+}
+
 fn template_key(owner: &PodOwner, section: &str, key: &str) -> Option<Pointer> {
     key_in(&owner.template, section, key)
 }
@@ -147,14 +160,7 @@ pub fn mutate(policy: &Policy, owner: &PodOwner, req: &Request<'_>, ctx: &Contex
             continue;
         };
         if let Err(path) = patch::set(raw, &at, Value::String(value), &mut ops) {
-            return Decision {
-                verdict: Verdict::Malformed(format!(
-                    "cannot decode {}: {path}: must be an object to hold {}",
-                    policy.target,
-                    at.field_path()
-                )),
-                ..Decision::allow()
-            };
+            return cannot_hold(policy, &path, &at);
         }
     }
     Decision {
@@ -217,14 +223,7 @@ fn mark_group_templates(
                 continue;
             };
             if let Err(path) = patch::set(raw, &at, Value::String(value), &mut ops) {
-                return Decision {
-                    verdict: Verdict::Malformed(format!(
-                        "cannot decode {}: {path}: must be an object to hold {}",
-                        policy.target,
-                        at.field_path()
-                    )),
-                    ..Decision::allow()
-                };
+                return cannot_hold(policy, &path, &at);
             }
         }
     }
