@@ -93,16 +93,8 @@ pub fn workload_for(
     classes: &PriorityClasses,
 ) -> Result<Value, WorkloadError> {
     let group = owner.group.as_ref().ok_or(WorkloadError::Missing("spec"))?;
-    let namespace = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or(WorkloadError::Missing("metadata.namespace"))?;
-    let t = &policy.target;
     let template = owner.template.resolve(obj).unwrap_or(&Value::Null);
     let prio = priority_of(obj, &[template], classes)?;
-    let uid = str_at(obj, "/metadata/uid");
-    let name = str_at(obj, "/metadata/name");
     let mut spec = json!({
         "queueName": label(obj, QUEUE_NAME_LABEL).unwrap_or(""),
         "podSets": [{
@@ -113,18 +105,43 @@ pub fn workload_for(
         "active": true,
     });
     set_priority(&mut spec, &prio);
+    owned_workload(policy, obj, workload_name(policy, obj), spec, None)
+}
+
+/// A group Workload of the owner `obj` (`is-group-workload`, the owner's
+/// kind and name, and a replica group's index when there is one), owned
+/// (not controlled) by it and kept by the resource-in-use finalizer.
+fn owned_workload(
+    policy: &Policy,
+    obj: &Value,
+    wl_name: String,
+    spec: Value,
+    index: Option<i64>,
+) -> Result<Value, WorkloadError> {
+    let namespace = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or(WorkloadError::Missing("metadata.namespace"))?;
+    let t = &policy.target;
+    let uid = str_at(obj, "/metadata/uid");
+    let name = str_at(obj, "/metadata/name");
+    let mut annotations = json!({
+        GROUP_WORKLOAD_ANNOTATION: "true",
+        JOB_OWNER_GVK_ANNOTATION: t.to_string(),
+        JOB_OWNER_NAME_ANNOTATION: name,
+    });
+    if let Some(i) = index {
+        annotations[COMPONENT_WORKLOAD_INDEX_ANNOTATION] = json!(i.to_string());
+    }
     Ok(json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(policy, obj),
+            "name": wl_name,
             "namespace": namespace,
             "labels": {JOB_UID_LABEL: uid},
-            "annotations": {
-                GROUP_WORKLOAD_ANNOTATION: "true",
-                JOB_OWNER_GVK_ANNOTATION: t.to_string(),
-                JOB_OWNER_NAME_ANNOTATION: name,
-            },
+            "annotations": annotations,
             "finalizers": [RESOURCE_IN_USE_FINALIZER],
             "ownerReferences": [{
                 "apiVersion": t.api_version(),
@@ -365,44 +382,15 @@ pub fn group_workload_for(
         .replica_groups
         .as_ref()
         .ok_or(WorkloadError::Missing("spec"))?;
-    let namespace = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or(WorkloadError::Missing("metadata.namespace"))?;
-    let t = &policy.target;
     let prio = group_priority(owner, obj, classes)?;
-    let uid = str_at(obj, "/metadata/uid");
-    let name = str_at(obj, "/metadata/name");
     let mut spec = json!({
         "queueName": label(obj, QUEUE_NAME_LABEL).unwrap_or(""),
         "podSets": group_pod_sets(groups, owner, obj),
         "active": true,
     });
     set_priority(&mut spec, &prio);
-    Ok(json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {
-            "name": group_workload_name(policy, obj, index),
-            "namespace": namespace,
-            "labels": {JOB_UID_LABEL: uid},
-            "annotations": {
-                GROUP_WORKLOAD_ANNOTATION: "true",
-                JOB_OWNER_GVK_ANNOTATION: t.to_string(),
-                JOB_OWNER_NAME_ANNOTATION: name,
-                COMPONENT_WORKLOAD_INDEX_ANNOTATION: index.to_string(),
-            },
-            "finalizers": [RESOURCE_IN_USE_FINALIZER],
-            "ownerReferences": [{
-                "apiVersion": t.api_version(),
-                "kind": t.kind,
-                "name": name,
-                "uid": uid,
-            }],
-        },
-        "spec": spec,
-    }))
+    let wl_name = group_workload_name(policy, obj, index);
+    owned_workload(policy, obj, wl_name, spec, Some(index))
 }
 
 /// How many groups keep a Workload: `replicas`, or during a rolling
