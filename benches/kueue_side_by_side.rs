@@ -441,7 +441,12 @@ struct RunResult {
     manager_rss_mib: f64,
     requests: BTreeMap<ReqKey, ReqStat>,
     evictions: u64,
+    /// Workload watch events the runner's recorder dropped.
     dropped_events: u64,
+    /// Events batchgate's sink shed for want of apiserver time, as its log
+    /// reports them every 10 s (the last interval may be missing); Kueue's
+    /// broadcaster drops silently.
+    events_shed: Option<u64>,
     /// Workloads the recorder saw finish (wlStates.csv).
     finished: u64,
     /// Per ClusterQueue class: the checker's usage, the work-done usage and
@@ -878,6 +883,7 @@ fn one_run(
     stop(&mut manager);
 
     let summary: Value = serde_yaml::from_str(&std::fs::read_to_string(&summary_path)?)?;
+    let events_shed = (system == System::Batchgate).then(|| events_shed(&dir.join("manager.log")));
     let mut evictions = 0;
     if let Some(classes) = summary.get("workloadClasses").and_then(Value::as_mapping) {
         for c in classes.values() {
@@ -912,6 +918,7 @@ fn one_run(
         requests: requests_delta(&req_before, &req_after),
         evictions,
         dropped_events: u64_at(&summary, "droppedWorkloadEvents"),
+        events_shed,
         finished: held.finished,
         usage_pct,
         hold_ms: held.by_class,
@@ -919,6 +926,17 @@ fn one_run(
         load_before,
         load_after,
     })
+}
+
+/// Sums the `dropped=N` of batchgate's "events dropped" log lines.
+fn events_shed(log: &Path) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("events dropped"))
+        .filter_map(|l| l.split("dropped=").nth(1))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Copies the work dir next to it under a stable name (the TempDir itself is
@@ -944,7 +962,7 @@ fn work_keep(dir: &Path) -> String {
 fn print_run(i: usize, r: &RunResult) {
     let n = r.workloads.max(1) as f64;
     println!(
-        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (dropped events {}) | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (runner's dropped Workload events {}) | events shed {} | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
         r.system.name(),
         r.wall_s,
         r.apiserver_cpu_s,
@@ -954,6 +972,7 @@ fn print_run(i: usize, r: &RunResult) {
         r.conflicts(),
         r.evictions,
         r.dropped_events,
+        r.events_shed.map_or("not logged".to_string(), |n| format!(">= {n}")),
         r.usage(),
         r.held_usage(),
         r.work_usage(),

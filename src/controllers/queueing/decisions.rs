@@ -214,7 +214,7 @@ impl Controller {
     }
 
     /// Withdraws `k`'s admission if its write is still waiting for room in
-    /// the decision lane; false once it has been sent (or there is none).
+    /// the admission lane; false once it has been sent (or there is none).
     fn withdraw_unsent(&mut self, k: &str) -> bool {
         self.unsent.get(k).is_some_and(|u| u.withdraw())
     }
@@ -236,7 +236,8 @@ impl Controller {
         self.busy.insert(k.clone());
         let lane = match w {
             Write::Pending { .. } => self.pending_lane.clone(),
-            _ => self.decision_lane.clone(),
+            Write::Admit(_) => self.admission_lane.clone(),
+            Write::Evict { .. } | Write::Requeued { .. } => self.eviction_lane.clone(),
         };
         let client = self.client.clone();
         let tx = self.tx.clone();
@@ -297,7 +298,7 @@ impl Controller {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Withdrawn;
 
-/// An admission write waiting for room in the decision lane. Either the
+/// An admission write waiting for room in the admission lane. Either the
 /// write task claims it to send it, or the controller withdraws it (a
 /// preemption chose its Workload as a victim) and wakes the task, which
 /// then reports it refused without writing: exactly one of the two wins.
