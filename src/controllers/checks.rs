@@ -18,7 +18,7 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         predicates,
         reflector::{self, reflector, ObjectRef, Store},
         watcher::{self, watcher},
@@ -30,7 +30,7 @@ use serde_json::json;
 use tracing::debug;
 
 use super::{
-    context::{release, store, write_workload_status, JobError, Shared},
+    context::{release, store, workload_controller, write_workload_status, JobError, Shared},
     translation::Conditions,
 };
 use crate::{
@@ -67,8 +67,7 @@ pub async fn run(shared: Shared) {
         cluster_queues,
         local_queues,
     });
-    let workloads = Api::<api::Workload>::all(client.clone());
-    let controller = Controller::new(workloads, watcher::Config::default());
+    let controller = workload_controller(client.clone());
     let all = controller.store();
     // A queue's checks changed: look at its Workloads again.
     let by_queue = move |cq: api::ClusterQueue| {

@@ -233,6 +233,24 @@ where
     reader
 }
 
+/// A controller over every Workload, for the check controllers: its cache
+/// keeps each Workload without its managedFields. Three managers write a
+/// Workload, so they are most of it, and nothing that reads this cache
+/// looks at them (a status patch is vetted against the rest of the
+/// object). At 3,000 Workloads that is 58 MiB of the reconciler's RSS.
+pub fn workload_controller(client: Client) -> kube::runtime::Controller<api::Workload> {
+    let (all, writer) = reflector::store();
+    let workloads = watcher(
+        Api::<api::Workload>::all(client),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|w: &mut api::Workload| w.managed_fields_mut().clear())
+    .reflect(writer)
+    .touched_objects();
+    kube::runtime::Controller::for_stream(workloads, all)
+}
+
 /// Resolves once the kind is served, polling while its CRD is missing.
 pub async fn served(jobs: Api<DynamicObject>, integration: String) {
     let mut told = false;

@@ -26,7 +26,10 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use super::{
-    context::{admission_pod_set_infos, params, store, write_workload_status, JobError, Shared},
+    context::{
+        admission_pod_set_infos, params, store, workload_controller, write_workload_status,
+        JobError, Shared,
+    },
     translation::Conditions,
 };
 use crate::{
@@ -178,10 +181,7 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
 /// The Workloads' requests and check states.
 async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
     let client = ctx.shared.client.clone();
-    let controller = Controller::new(
-        Api::<api::Workload>::all(client.clone()),
-        watcher::Config::default(),
-    );
+    let controller = workload_controller(client.clone());
     let all = controller.store();
     let all2 = all.clone();
     // A check or config changed: look again at the Workloads with checks.
