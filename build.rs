@@ -14,14 +14,15 @@ fn main() {
     let mut out = String::from("/// (file name, contents) of every policy shipped in policies/.\npub const EMBEDDED: &[(&str, &str)] = &[\n");
     for f in &files {
         println!("cargo:rerun-if-changed={}", f.display());
-        let abs = fs::canonicalize(f).expect("policy path");
         let name = f
             .file_name()
             .and_then(|n| n.to_str())
             .expect("utf-8 file name");
+        // The path is made when the crate compiles, not here: a target
+        // directory shared by two checkouts (the image build's is) may keep
+        // this output from the other one, whose absolute paths are gone.
         out.push_str(&format!(
-            "    ({name:?}, include_str!({:?})),\n",
-            abs.display().to_string()
+            "    ({name:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/policies/\", {name:?}))),\n"
         ));
     }
     out.push_str("];\n");
