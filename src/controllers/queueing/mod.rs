@@ -90,10 +90,10 @@ use status::{cq_status_json, lq_status_json, queue_status_due};
 /// purpose: a deep pipeline of them takes the apiserver from the
 /// controllers that start and finish what was admitted, so quota stays held
 /// by work that is done but not yet marked so, and higher-priority arrivals
-/// preempt it. On Kueue's scheduler benchmark 32 in flight left 84 % of the
-/// quota held and 178 evictions; 2 left 36 % and 21, and finished sooner
-/// (BENCHMARKS.md, issue 17). An admission waiting for room is still
-/// withdrawn unsent by a preemption that picks it.
+/// preempt it. On Kueue's scheduler benchmark at 1/5 scale, 32 in flight
+/// kept ~84 % of the quota held with 135–226 evictions a run; 2 keep ~35 %
+/// with 20–110, and finish sooner (BENCHMARKS.md, issue 17). An admission
+/// waiting for room is still withdrawn unsent by a preemption that picks it.
 const ADMISSION_WRITES: usize = 2;
 /// Evictions (and requeue marks) have their own lane: a preemptor waits for
 /// them, so they never queue behind admissions.
