@@ -52,6 +52,8 @@
 //!                                  defaults (qps 300, burst 500), `harness` = minimalkueue's
 //!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
+//!   KUEUE_BENCH_RUST_LOG [info]    batchgate's RUST_LOG (`info,batchgate::controllers::queueing=debug`
+//!                                  adds a line per admission written, to read beside the evictions)
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
 //! batchgate run of 1 cohort × 2 ClusterQueues at 1/50 of the counts, with
@@ -559,7 +561,10 @@ fn start_manager(
                 ])
                 .arg(&cfg)
                 .env("KUBECONFIG", cluster.kubeconfig())
-                .env("RUST_LOG", "info");
+                .env(
+                    "RUST_LOG",
+                    std::env::var("KUEUE_BENCH_RUST_LOG").unwrap_or_else(|_| "info".into()),
+                );
             spawn_until(
                 cmd,
                 "batchgate serve",

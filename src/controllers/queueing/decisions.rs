@@ -282,6 +282,11 @@ impl Controller {
             });
             // After the engine has the outcome: the event never delays it.
             if landed {
+                if matches!(w, Write::Admit(_)) {
+                    // With the eviction log's lines, when each victim was
+                    // admitted (RUST_LOG=batchgate::controllers::queueing=debug).
+                    debug!(workload = %k, "admission written");
+                }
                 if let Ok(mut t) = tally.lock() {
                     *t.entry(write_kind(&w, &meta.conditions)).or_default() += 1;
                 }
