@@ -56,6 +56,7 @@ impl Controller {
                     self.status_due = true;
                     return;
                 }
+                debug!(%workload, "admission decided");
                 (workload, Write::Admit(admission))
             }
             Decision::Evict {
@@ -103,7 +104,10 @@ impl Controller {
                 workload,
                 reason,
                 message,
-            } => (workload, Write::Pending { reason, message }),
+            } => {
+                debug!(%workload, ?reason, %message, "pending");
+                (workload, Write::Pending { reason, message })
+            }
         };
         let k = self.shared_key(&k);
         self.status_due = true;
@@ -283,8 +287,9 @@ impl Controller {
             // After the engine has the outcome: the event never delays it.
             if landed {
                 if matches!(w, Write::Admit(_)) {
-                    // With the eviction log's lines, when each victim was
-                    // admitted (RUST_LOG=batchgate::controllers::queueing=debug).
+                    // With `admission decided`, `workload seen` and the
+                    // eviction log: when each victim was admitted against
+                    // when its preemptor arrived (BENCHMARKS.md, issue 17).
                     debug!(workload = %k, "admission written");
                 }
                 if let Ok(mut t) = tally.lock() {

@@ -263,7 +263,13 @@ impl Controller {
                 return;
             }
         };
-        self.meta.insert(k.clone(), Meta::of(wl, &engine_wl));
+        if self
+            .meta
+            .insert(k.clone(), Meta::of(wl, &engine_wl))
+            .is_none()
+        {
+            debug!(workload = %k, "workload seen");
+        }
         // Requeued after a PodsReadyTimeout, it may queue by when it was
         // evicted (after the Workload's metadata took its creation time).
         engine_wl.created = crate::jobs::readiness::queue_order_time(
