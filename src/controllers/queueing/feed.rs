@@ -263,11 +263,12 @@ impl Controller {
                 return;
             }
         };
-        if self
+        let first = self
             .meta
             .insert(k.clone(), Meta::of(wl, &engine_wl))
-            .is_none()
-        {
+            .is_none();
+        // Finished ones leave `meta`: their later events are not arrivals.
+        if first && !engine_wl.finished {
             debug!(workload = %k, "workload seen");
         }
         // Requeued after a PodsReadyTimeout, it may queue by when it was
