@@ -143,8 +143,18 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
     if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
         return Ok(Action::await_change());
     }
-    let found = ctx.config_of(&ac).is_some();
-    let (status, reason, message) = core::active_condition(ac.spec.parameters.as_ref(), found);
+    // Asked of the API, not of the config store: this reconcile may come
+    // from the config's own event, which a separate watch delivers before
+    // the store has it (then nothing would trigger it again).
+    let params_ref = ac.spec.parameters.as_ref();
+    let found = match params_ref.filter(|_| core::parameters_error(params_ref).is_none()) {
+        Some(p) => Api::<ProvisioningRequestConfig>::all(ctx.shared.client.clone())
+            .get_opt(&p.name)
+            .await?
+            .is_some(),
+        None => false,
+    };
+    let (status, reason, message) = core::active_condition(params_ref, found);
     let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
     let current = conds
         .get(ADMISSION_CHECK_ACTIVE)
