@@ -379,8 +379,16 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         }
     }
 
-    // The owner's StatefulSets (their rollouts let old pods go) and pods.
+    // The owner's pods, then its StatefulSets (their rollouts let old pods
+    // go). In this order a listed pod's StatefulSet, created before it, is
+    // listed too: the other way round, one created between the two lists
+    // would be missing, and its new pod let go unmarked.
     let selector = format!("{}={name}", groups.owner_label);
+    let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
+    let pods = pod_api
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items;
     let sts_resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apps", "v1", "StatefulSet"),
         "statefulsets",
@@ -394,13 +402,8 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         .iter()
         .filter_map(|s| serde_json::to_value(s).ok())
         .collect();
-    let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
     let mut waiting = false;
-    for p in pod_api
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-    {
+    for p in pods {
         let pod = serde_json::to_value(&p)?;
         if !pod_owner::from_owner(policy, &pod) {
             continue;
