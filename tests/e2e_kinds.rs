@@ -1312,8 +1312,11 @@ fn a_leaderworkerset_is_one_serving_pod_group_per_replica() {
             }))
         .then_some(())
     });
-    let (_, reserving, admitted, used) = cq_counts(c, "lws-cq").unwrap();
-    assert_eq!((reserving, admitted, used.as_str()), (1, 1, "2"));
+    // The ClusterQueue's status is written up to once a second: wait for it.
+    wait_for(WAIT, "lws-cq counting group 0 only", || {
+        let (_, reserving, admitted, used) = cq_counts(c, "lws-cq")?;
+        ((reserving, admitted, used.as_str()) == (1, 1, "2")).then_some(())
+    });
 
     // Back to one: group 1's Workload is deleted and its pods go.
     scale(c, "leaderworkerset/infer", &ns, 1);
