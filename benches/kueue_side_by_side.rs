@@ -53,7 +53,8 @@
 //!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
 //!   KUEUE_BENCH_RUST_LOG [info]    batchgate's RUST_LOG (`info,batchgate::controllers::queueing=debug`
-//!                                  adds a line per admission written, to read beside the evictions)
+//!                                  logs each Workload seen, admission decided and written and
+//!                                  pending reason decided, to read beside the evictions)
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
 //! batchgate run of 1 cohort × 2 ClusterQueues at 1/50 of the counts, with

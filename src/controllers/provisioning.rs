@@ -127,16 +127,22 @@ fn now_time() -> Time {
 impl Ctx {
     /// The config an AdmissionCheck's parameters name, if valid and found.
     fn config_of(&self, ac: &AdmissionCheck) -> Option<Arc<ProvisioningRequestConfig>> {
-        let p = ac.spec.parameters.as_ref();
-        if core::parameters_error(p).is_some() {
-            return None;
-        }
-        self.configs.get(&ObjectRef::new(&p?.name))
+        self.configs.get(&ObjectRef::new(config_name(ac)?))
     }
 
     async fn event(&self, wl: &api::Workload, warning: bool, reason: &str, note: String) {
         self.shared.workload_event(wl, warning, reason, note).await;
     }
+}
+
+/// The ProvisioningRequestConfig an AdmissionCheck's parameters name, if
+/// the reference is valid.
+fn config_name(ac: &AdmissionCheck) -> Option<&str> {
+    let p = ac.spec.parameters.as_ref();
+    if core::parameters_error(p).is_some() {
+        return None;
+    }
+    Some(&p?.name)
 }
 
 async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
@@ -146,15 +152,14 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
     // Asked of the API, not of the config store: this reconcile may come
     // from the config's own event, which a separate watch delivers before
     // the store has it (then nothing would trigger it again).
-    let params_ref = ac.spec.parameters.as_ref();
-    let found = match params_ref.filter(|_| core::parameters_error(params_ref).is_none()) {
-        Some(p) => Api::<ProvisioningRequestConfig>::all(ctx.shared.client.clone())
-            .get_opt(&p.name)
+    let found = match config_name(&ac) {
+        Some(name) => Api::<ProvisioningRequestConfig>::all(ctx.shared.client.clone())
+            .get_opt(name)
             .await?
             .is_some(),
         None => false,
     };
-    let (status, reason, message) = core::active_condition(params_ref, found);
+    let (status, reason, message) = core::active_condition(ac.spec.parameters.as_ref(), found);
     let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
     let current = conds
         .get(ADMISSION_CHECK_ACTIVE)
