@@ -21,7 +21,7 @@ use kube::{
     },
     Api, Client,
 };
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::{
     admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
@@ -105,7 +105,7 @@ impl ClusterFacts for ClusterCache {
 }
 
 /// Keeps `writer` in step with a watch stream, logging (not failing on) errors.
-fn drive<K, S>(stream: S)
+pub(crate) fn drive<K, S>(stream: S)
 where
     S: futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
     K: Send + 'static,
@@ -114,10 +114,32 @@ where
         futures::pin_mut!(stream);
         while let Some(ev) = stream.next().await {
             if let Err(e) = ev {
-                warn!(error = %e, "watch error; retrying");
+                log_watch_error(&e);
             }
         }
     });
+}
+
+/// Logs a watch stream's error; the watcher retries on its own. A 410
+/// (`too old resource version: … Expired`) is the apiserver saying the
+/// stream's resourceVersion left its window, routine on a busy start:
+/// the watcher relists, nothing is lost, so it is not a warning.
+pub fn log_watch_error(e: &watcher::Error) {
+    if expired(e) {
+        debug!(error = %e, "watch expired; relisting");
+    } else {
+        warn!(error = %e, "watch error; retrying");
+    }
+}
+
+/// Is this the apiserver's 410: the watch's resourceVersion is too old?
+fn expired(e: &watcher::Error) -> bool {
+    match e {
+        watcher::Error::WatchError(s) => s.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 410,
+        _ => false,
+    }
 }
 
 /// Is this Kueue kind served? Its caches are only waited for when it is; a
@@ -218,4 +240,31 @@ pub async fn connect() -> Result<
         Ok(())
     };
     Ok((client, Arc::new(cache), synced))
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    fn status(code: u16) -> Box<Status> {
+        Box::new(Status::failure("too old resource version: 324 (325)", "Expired").with_code(code))
+    }
+
+    #[test]
+    fn only_a_410_is_an_expired_watch() {
+        assert!(expired(&watcher::Error::WatchError(status(410))));
+        assert!(expired(&watcher::Error::WatchStartFailed(
+            kube::Error::Api(status(410))
+        )));
+        assert!(expired(&watcher::Error::WatchFailed(kube::Error::Api(
+            status(410)
+        ))));
+        assert!(!expired(&watcher::Error::WatchError(status(500))));
+        assert!(!expired(&watcher::Error::InitialListFailed(
+            kube::Error::Api(status(410))
+        )));
+        assert!(!expired(&watcher::Error::NoResourceVersion));
+    }
 }

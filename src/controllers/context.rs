@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::{
     api::{core::v1::ObjectReference, scheduling::v1::PriorityClass},
     apimachinery::pkg::apis::meta::v1::{Condition, Time},
@@ -21,7 +20,7 @@ use kube::{
     Api, Client, Resource, ResourceExt,
 };
 use serde_json::{json, Value};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::translation::Conditions;
 use crate::{
@@ -218,18 +217,12 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    tokio::spawn(async move {
-        let s = watcher(api, watcher::Config::default())
+    crate::cluster::drive(
+        watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
-            .touched_objects();
-        futures::pin_mut!(s);
-        while let Some(ev) = s.next().await {
-            if let Err(e) = ev {
-                warn!(error = %e, "watch error; retrying");
-            }
-        }
-    });
+            .touched_objects(),
+    );
     reader
 }
 

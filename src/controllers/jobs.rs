@@ -155,7 +155,7 @@ impl OwnerTriggers {
             let wl = match ev {
                 Ok(wl) => wl,
                 Err(e) => {
-                    warn!(error = %e, "Workload watch error; retrying");
+                    crate::cluster::log_watch_error(&e);
                     continue;
                 }
             };

@@ -343,7 +343,7 @@ where
                         return;
                     }
                 }
-                Err(e) => warn!(error = %e, "watch error; retrying"),
+                Err(e) => crate::cluster::log_watch_error(&e),
             }
         }
     });
