@@ -53,7 +53,6 @@ fn resource() -> ApiResource {
 struct Ctx {
     shared: Shared,
     checks: Store<AdmissionCheck>,
-    configs: Store<ProvisioningRequestConfig>,
 }
 
 /// Runs until the process ends.
@@ -74,14 +73,8 @@ pub async fn run(shared: Shared) {
     }
     info!("the provisioning-request admission check controller starts");
     let checks = store(Api::<AdmissionCheck>::all(client.clone()));
-    let configs = store(Api::<ProvisioningRequestConfig>::all(client.clone()));
     let _ = checks.wait_until_ready().await;
-    let _ = configs.wait_until_ready().await;
-    let ctx = Arc::new(Ctx {
-        shared,
-        checks,
-        configs,
-    });
+    let ctx = Arc::new(Ctx { shared, checks });
     tokio::join!(run_checks(ctx.clone()), run_workloads(ctx, requests));
 }
 
@@ -125,9 +118,31 @@ fn now_time() -> Time {
 }
 
 impl Ctx {
+    /// An AdmissionCheck by name: from the store, else from the API. The
+    /// reconcile may come from the check's own event, which a separate
+    /// watch delivers before the store has it (then nothing would trigger
+    /// it again); a check that does not exist costs a GET per reconcile.
+    async fn check(&self, name: &str) -> Result<Option<Arc<AdmissionCheck>>, JobError> {
+        if let Some(ac) = self.checks.get(&ObjectRef::new(name)) {
+            return Ok(Some(ac));
+        }
+        let api = Api::<AdmissionCheck>::all(self.shared.client.clone());
+        Ok(api.get_opt(name).await?.map(Arc::new))
+    }
+
     /// The config an AdmissionCheck's parameters name, if valid and found.
-    fn config_of(&self, ac: &AdmissionCheck) -> Option<Arc<ProvisioningRequestConfig>> {
-        self.configs.get(&ObjectRef::new(config_name(ac)?))
+    /// Asked of the API, not of a store: a reconcile may come from the
+    /// config's own event (created or deleted), which a separate watch
+    /// delivers before a store would have it.
+    async fn config_of(
+        &self,
+        ac: &AdmissionCheck,
+    ) -> Result<Option<ProvisioningRequestConfig>, JobError> {
+        let Some(name) = config_name(ac) else {
+            return Ok(None);
+        };
+        let api = Api::<ProvisioningRequestConfig>::all(self.shared.client.clone());
+        Ok(api.get_opt(name).await?)
     }
 
     async fn event(&self, wl: &api::Workload, warning: bool, reason: &str, note: String) {
@@ -149,16 +164,7 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
     if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
         return Ok(Action::await_change());
     }
-    // Asked of the API, not of the config store: this reconcile may come
-    // from the config's own event, which a separate watch delivers before
-    // the store has it (then nothing would trigger it again).
-    let found = match config_name(&ac) {
-        Some(name) => Api::<ProvisioningRequestConfig>::all(ctx.shared.client.clone())
-            .get_opt(name)
-            .await?
-            .is_some(),
-        None => false,
-    };
+    let found = ctx.config_of(&ac).await?.is_some();
     let (status, reason, message) = core::active_condition(ac.spec.parameters.as_ref(), found);
     let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
     let current = conds
@@ -305,11 +311,11 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     // The checks of this controller, with their configs. A Workload with
     // none has no request to look for (its states outlive an eviction or
     // its end, so the cleanup below still finds them).
-    let mut mine: BTreeMap<String, Option<Arc<ProvisioningRequestConfig>>> = BTreeMap::new();
+    let mut mine: BTreeMap<String, Option<ProvisioningRequestConfig>> = BTreeMap::new();
     for s in &states {
-        if let Some(ac) = ctx.checks.get(&ObjectRef::new(&s.name)) {
+        if let Some(ac) = ctx.check(&s.name).await? {
             if ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER {
-                mine.insert(s.name.clone(), ctx.config_of(&ac));
+                mine.insert(s.name.clone(), ctx.config_of(&ac).await?);
             }
         }
     }
