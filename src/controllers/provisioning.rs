@@ -121,7 +121,8 @@ impl Ctx {
     /// An AdmissionCheck by name: from the store, else from the API. The
     /// reconcile may come from the check's own event, which a separate
     /// watch delivers before the store has it (then nothing would trigger
-    /// it again); a check that does not exist costs a GET per reconcile.
+    /// it again). A check that does not exist costs a GET per reconcile of
+    /// a Workload holding quota.
     async fn check(&self, name: &str) -> Result<Option<Arc<AdmissionCheck>>, JobError> {
         if let Some(ac) = self.checks.get(&ObjectRef::new(name)) {
             return Ok(Some(ac));
@@ -310,21 +311,33 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     let states = status.admission_checks.clone().unwrap_or_default();
     // The checks of this controller, with their configs. A Workload with
     // none has no request to look for (its states outlive an eviction or
-    // its end, so the cleanup below still finds them).
+    // its end, so the cleanup below still finds them). The cleanup needs
+    // no config, and no check newer than the store.
+    let ending = finished || evicted;
     let mut mine: BTreeMap<String, Option<ProvisioningRequestConfig>> = BTreeMap::new();
     for s in &states {
-        if let Some(ac) = ctx.check(&s.name).await? {
-            if ac.spec.controller_name == PROVISIONING_REQUEST_CONTROLLER {
-                mine.insert(s.name.clone(), ctx.config_of(&ac).await?);
-            }
+        let ac = if ending {
+            ctx.checks.get(&ObjectRef::new(&s.name))
+        } else {
+            ctx.check(&s.name).await?
+        };
+        let Some(ac) = ac else { continue };
+        if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
+            continue;
         }
+        let config = if ending {
+            None
+        } else {
+            ctx.config_of(&ac).await?
+        };
+        mine.insert(s.name.clone(), config);
     }
     if mine.is_empty() {
         return Ok(Action::await_change());
     }
     let owned = owned_requests(&pr_api, &wl).await?;
     // CleanupProvisioningRequestsOnEviction (on by default in v0.19.2).
-    if finished || evicted {
+    if ending {
         for pr in &owned {
             delete_request(&pr_api, &pr.name_any()).await?;
         }
