@@ -8,6 +8,7 @@ test: lint
 	tests/cluster/build.sh >/dev/null
 	tests/cluster/build-helm.sh >/dev/null
 	tests/cluster/build-cert-manager.sh >/dev/null
+	tests/cluster/kueue/build.sh kueuectl >/dev/null
 	tests/cluster/build-image.sh --profile dev >/dev/null
 	tests/run-all.sh
 

@@ -546,19 +546,25 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     let fence = Arc::new(controllers::lease::Fence::default());
     // The queueing controller's pending queues, read by the visibility API.
     let positions = crate::cluster::positions::Positions::default();
+    let client_config = match &reconcile_client {
+        Some(_) => Some(
+            kube::Config::infer()
+                .await
+                .context("reading the kube client configuration")?,
+        ),
+        None => None,
+    };
     let elector = reconcile_client.as_ref().map(|c| {
         Arc::new(controllers::lease::Elector::new(
             c.clone(),
             cfg.namespace(),
             lease,
             fence.clone(),
+            client_config.clone(),
         ))
     });
-    let fenced = match &elector {
-        Some(_) => {
-            let config = kube::Config::infer()
-                .await
-                .context("reading the kube client configuration")?;
+    let fenced = match (&elector, client_config) {
+        (Some(_), Some(config)) => {
             Some(
                 kube::client::ClientBuilder::try_from(config)
                     .context("building the reconciler's kube client")?
@@ -572,7 +578,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                     .build(),
             )
         }
-        None => None,
+        _ => None,
     };
     let prescaler = prescaler_settings(&cfg, reconcile_client.as_ref()).await;
     match (elector.clone().zip(fenced), mode) {

@@ -982,16 +982,24 @@ fn golden(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Upstream kueuectl, when built (`tests/cluster/kueue/build.sh kueuectl`):
-/// then every golden is checked against it too, side by side.
-fn upstream_kueuectl() -> Option<PathBuf> {
-    std::env::var_os("BATCHGATE_UPSTREAM_KUEUECTL")
+/// Upstream kueuectl (`tests/cluster/kueue/build.sh kueuectl`, which
+/// `make test` runs): every golden is checked against it too, side by
+/// side. Missing, the test fails: a comparison that is not made must not
+/// pass as one that was.
+fn upstream_kueuectl() -> PathBuf {
+    let path = std::env::var_os("BATCHGATE_UPSTREAM_KUEUECTL")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("HOME")
                 .map(|h| PathBuf::from(h).join(".cache/batchgate/kueue/v0.17.1/kubectl-kueue"))
-        })
-        .filter(|p| p.is_file())
+        });
+    match path.filter(|p| p.is_file()) {
+        Some(p) => p,
+        None => panic!(
+            "upstream kueuectl is not built: run `tests/cluster/kueue/build.sh kueuectl` \
+             (or set BATCHGATE_UPSTREAM_KUEUECTL to its path)"
+        ),
+    }
 }
 
 /// Runs a plugin binary: (success, stdout, stderr).
@@ -1077,7 +1085,8 @@ fn both_print(c: &LocalCluster, args: &[&str], file: &str) {
         want,
         "kubectl-kueue {args:?} against {file}"
     );
-    if let Some(up) = upstream_kueuectl() {
+    {
+        let up = upstream_kueuectl();
         let (ok_, out, err) = run_plugin(&up, c, args);
         assert!(ok_, "upstream kueuectl {args:?}: {err}");
         assert_eq!(
@@ -1092,7 +1101,7 @@ fn both_print(c: &LocalCluster, args: &[&str], file: &str) {
 fn both_print_stderr(c: &LocalCluster, args: &[&str], file: &str) {
     let want = golden(file);
     let mut bins = vec![PathBuf::from(PLUGIN)];
-    bins.extend(upstream_kueuectl());
+    bins.push(upstream_kueuectl());
     for bin in bins {
         let (ok_, out, err) = run_plugin(&bin, c, args);
         assert!(ok_, "{} {args:?}: {err}", bin.display());
@@ -1149,7 +1158,8 @@ fn golden_outputs_match_upstreams_formats() {
         let dry = want.replace('\n', " (server dry run)\n");
         let mut with_dry = args.to_vec();
         with_dry.push("--dry-run=server");
-        if let Some(u) = &up {
+        {
+            let u = &up;
             let (ok_, out, err) = run_plugin(u, c, &with_dry);
             assert!(ok_, "{err}");
             assert_eq!(out, dry, "upstream {with_dry:?}");
@@ -1271,7 +1281,8 @@ fn golden_outputs_match_upstreams_formats() {
     );
 
     // delete: the owning Job goes (the Workload with it).
-    if let Some(u) = &up {
+    {
+        let u = &up;
         let args = [
             "-n",
             &ns,
@@ -1297,7 +1308,8 @@ fn golden_outputs_match_upstreams_formats() {
     let want = golden("version.txt");
     let out = ok(c, &["version"]);
     assert_eq!(normalize(out.lines().next().unwrap_or_default()), want);
-    if let Some(u) = &up {
+    {
+        let u = &up;
         let (_, out, _) = run_plugin(u, c, &["version"]);
         assert_eq!(normalize(&out), want);
     }

@@ -392,6 +392,56 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
 }
 
 /// Every incarnation's log, printed if the test fails.
+/// A leader whose async runtime is starved (every worker spinning for 12 s,
+/// three times its 4 s renew deadline: `BATCHGATE_STARVE`) keeps its Lease:
+/// the renewal has its own thread and connection. It then admits and runs
+/// a Job as before.
+#[test]
+fn a_leader_whose_runtime_is_starved_keeps_its_lease_and_goes_on() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (c, ns, _dir, certs, cfg) = prepare("e2e-starve");
+    let logs = Logs::default();
+    // Inherited by the child spawned next only (the tests of this binary
+    // run one at a time).
+    std::env::set_var("BATCHGATE_STARVE", "12");
+    let mut server = start(c, &certs, &cfg, &logs);
+    std::env::remove_var("BATCHGATE_STARVE");
+    let log = || server.stderr.lock().unwrap().clone();
+    // Premise: it took the Lease and its runtime was starved, then freed.
+    wait_for(Duration::from_secs(60), "the starvation to begin", || {
+        log().contains("BATCHGATE_STARVE: all").then_some(())
+    });
+    let holder = || {
+        get(c, &["lease", "batchgate-reconciler", "-n", "default"])
+            .and_then(|l| l["spec"]["holderIdentity"].as_str().map(String::from))
+            .unwrap_or_default()
+    };
+    let during = holder();
+    wait_for(Duration::from_secs(60), "the starvation to end", || {
+        log()
+            .contains("BATCHGATE_STARVE: the runtime workers are free again")
+            .then_some(())
+    });
+    thread::sleep(Duration::from_secs(3));
+    assert!(
+        server.is_running(),
+        "batchgate exited under starvation:\n{}",
+        log()
+    );
+    assert!(
+        !log().contains("not renewed in time"),
+        "the renewal was starved:\n{}",
+        log()
+    );
+    assert_eq!(holder(), during, "the Lease changed hands");
+    create(c, &job("after-starve", &ns, "lq", "1", "1s", json!({})));
+    wait_for(Duration::from_secs(60), "the Job to succeed", || {
+        get(c, &["job", "after-starve", "-n", &ns])
+            .filter(|j| j["status"]["succeeded"] == 1)
+            .map(|_| ())
+    });
+}
+
 #[derive(Default)]
 struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
 

@@ -62,12 +62,14 @@ impl DeviceCache {
         let (classes, cw) = reflector::store();
         if served {
             drive(
+                "devicedrivers.devmgmtproto.k8s.io".into(),
                 watcher(drivers_api, watcher::Config::default())
                     .default_backoff()
                     .reflect(dw)
                     .touched_objects(),
             );
             drive(
+                "deviceclasses.devmgmtproto.k8s.io".into(),
                 watcher(classes_api, watcher::Config::default())
                     .default_backoff()
                     .modify(|c: &mut DeviceClass| {

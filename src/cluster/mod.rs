@@ -8,10 +8,12 @@ pub mod devices;
 pub mod discovery;
 pub mod positions;
 pub mod sar;
+pub mod watch;
+
+pub(crate) use watch::drive;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{
     core::PartialObjectMeta,
@@ -21,7 +23,7 @@ use kube::{
     },
     Api, Client,
 };
-use tracing::{debug, info, warn};
+use tracing::info;
 
 use crate::{
     admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
@@ -104,44 +106,6 @@ impl ClusterFacts for ClusterCache {
     }
 }
 
-/// Keeps `writer` in step with a watch stream, logging (not failing on) errors.
-pub(crate) fn drive<K, S>(stream: S)
-where
-    S: futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static,
-    K: Send + 'static,
-{
-    tokio::spawn(async move {
-        futures::pin_mut!(stream);
-        while let Some(ev) = stream.next().await {
-            if let Err(e) = ev {
-                log_watch_error(&e);
-            }
-        }
-    });
-}
-
-/// Logs a watch stream's error; the watcher retries on its own. A 410
-/// (`too old resource version: … Expired`) is the apiserver saying the
-/// stream's resourceVersion left its window, routine on a busy start:
-/// the watcher relists, nothing is lost, so it is not a warning.
-pub fn log_watch_error(e: &watcher::Error) {
-    if expired(e) {
-        debug!(error = %e, "watch expired; relisting");
-    } else {
-        warn!(error = %e, "watch error; retrying");
-    }
-}
-
-/// Is this the apiserver's 410: the watch's resourceVersion is too old?
-fn expired(e: &watcher::Error) -> bool {
-    match e {
-        watcher::Error::WatchError(s) => s.code == 410,
-        watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 410,
-        _ => false,
-    }
-}
-
 /// Is this Kueue kind served? Its caches are only waited for when it is; a
 /// cluster without Kueue's CRDs has no LocalQueues to default to.
 async fn served<K>(api: &Api<K>) -> Result<bool, ClusterError>
@@ -168,6 +132,7 @@ pub async fn connect() -> Result<
     let client = Client::try_default().await?;
     let (namespaces, ns_writer) = reflector::store::<Namespace>();
     drive(
+        "namespaces".into(),
         watcher(
             Api::<Namespace>::all(client.clone()),
             watcher::Config::default(),
@@ -188,6 +153,7 @@ pub async fn connect() -> Result<
     }
     let (local_queues, lq_writer) = reflector::store();
     drive(
+        "localqueues.kueue.x-k8s.io".into(),
         watcher(lq_api, watcher::Config::default())
             .default_backoff()
             .modify(|lq: &mut LocalQueue| {
@@ -199,6 +165,7 @@ pub async fn connect() -> Result<
     );
     let (cluster_queues, cq_writer) = reflector::store();
     drive(
+        "clusterqueues.kueue.x-k8s.io".into(),
         watcher(cq_api, watcher::Config::default())
             .default_backoff()
             .reflect(cq_writer)
@@ -206,6 +173,7 @@ pub async fn connect() -> Result<
     );
     let (priority_classes, wpc_writer) = reflector::store();
     drive(
+        "workloadpriorityclasses.kueue.x-k8s.io".into(),
         watcher(wpc_api, watcher::Config::default())
             .default_backoff()
             .reflect(wpc_writer)
@@ -240,31 +208,4 @@ pub async fn connect() -> Result<
         Ok(())
     };
     Ok((client, Arc::new(cache), synced))
-}
-
-#[cfg(test)]
-mod tests {
-    use kube::core::Status;
-
-    use super::*;
-
-    fn status(code: u16) -> Box<Status> {
-        Box::new(Status::failure("too old resource version: 324 (325)", "Expired").with_code(code))
-    }
-
-    #[test]
-    fn only_a_410_is_an_expired_watch() {
-        assert!(expired(&watcher::Error::WatchError(status(410))));
-        assert!(expired(&watcher::Error::WatchStartFailed(
-            kube::Error::Api(status(410))
-        )));
-        assert!(expired(&watcher::Error::WatchFailed(kube::Error::Api(
-            status(410)
-        ))));
-        assert!(!expired(&watcher::Error::WatchError(status(500))));
-        assert!(!expired(&watcher::Error::InitialListFailed(
-            kube::Error::Api(status(410))
-        )));
-        assert!(!expired(&watcher::Error::NoResourceVersion));
-    }
 }

@@ -18,8 +18,11 @@ use crate::queueing::visibility::Snapshot;
 /// The queues as last snapshotted, shared between the queueing controller
 /// (which takes a snapshot on its status tick, only when one was asked for
 /// since the last) and the visibility listener (which asks, then waits for
-/// it). Nothing is computed while nobody reads. Empty until this replica
-/// leads and its engine has started: only the leader keeps the queues.
+/// it). Nothing is computed while nobody reads. Empty until this
+/// replica's engine has listed the cluster. Every replica keeps the
+/// queues: a standby's engine follows the watches without deciding, so
+/// its answer shows the leader's decisions once their writes come back
+/// through the watch.
 #[derive(Debug, Clone, Default)]
 pub struct Positions(Arc<Shared>);
 

@@ -23,7 +23,7 @@ use kube::{
     api::{DeleteParams, DynamicObject, ListParams, Patch, PostParams, PropagationPolicy},
     core::{ApiResource, GroupVersionKind},
     runtime::{
-        controller::{Action as Requeue, Controller},
+        controller::Action as Requeue,
         events::{Event as KEvent, EventType},
         reflector::ObjectRef,
         watcher,
@@ -113,9 +113,10 @@ pub async fn run(
         kueue,
     });
     let pods = Api::<Pod>::all(client.clone());
-    Controller::new(
+    crate::cluster::watch::controller(
         Api::<AppWrapperObject>::all(client.clone()),
         watcher::Config::default(),
+        (),
     )
     .reconcile_on(workloads)
     .watches(
@@ -399,6 +400,7 @@ impl Ctx {
 }
 
 async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue, AppWrapperError> {
+    ctx.shared.leading().await;
     let mut aw = to_core(&obj)?;
     let mut rv = obj.resource_version().unwrap_or_default();
     let mut observed = ctx.observe(&aw).await?;

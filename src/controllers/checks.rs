@@ -20,7 +20,7 @@ use kube::{
     runtime::{
         controller::Action,
         predicates,
-        reflector::{self, reflector, ObjectRef, Store},
+        reflector::{self, ObjectRef, Store},
         watcher::{self, watcher},
         WatchStreamExt,
     },
@@ -52,15 +52,18 @@ pub async fn run(shared: Shared) {
     // The ClusterQueue store is fed by the stream that triggers on a
     // queue's spec change (not on its status, written up to once a
     // second), so a reconcile it triggers reads the new spec.
-    let (cluster_queues, writer) = reflector::store();
-    let queue_changes = reflector(
-        writer,
+    let writer = reflector::store::Writer::default();
+    let cluster_queues = writer.as_reader();
+    let queue_changes = crate::cluster::watch::ready_objects(
+        "clusterqueues.kueue.x-k8s.io".into(),
         watcher(
             Api::<api::ClusterQueue>::all(client.clone()),
             watcher::Config::default(),
-        ),
+        )
+        .default_backoff(),
+        writer,
+        (),
     )
-    .touched_objects()
     .predicate_filter(predicates::generation, Default::default());
     let ctx = Arc::new(Ctx {
         shared,
@@ -149,6 +152,7 @@ fn cq_flavors(cq: &api::ClusterQueue) -> Vec<String> {
 }
 
 async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     if conds.is_true(condition::FINISHED) || wl.metadata.deletion_timestamp.is_some() {

@@ -123,6 +123,8 @@ pub struct Shared {
     workload_classes: Store<api::WorkloadPriorityClass>,
     pod_classes: Store<PriorityClass>,
     pub recorder: Recorder,
+    /// Whether this replica holds the reconciler Lease.
+    leading: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Shared {
@@ -161,13 +163,16 @@ impl Shared {
 
     /// Watches flavors and priority classes and waits for their first
     /// lists, so no Workload is written from an empty cache.
-    pub async fn start(client: Client) -> Self {
+    /// `leading`: whether this replica holds the Lease; the controllers
+    /// start on a standby too (their caches warm) and act once it leads.
+    pub async fn start(client: Client, leading: tokio::sync::watch::Receiver<bool>) -> Self {
         let shared = Shared {
             flavors: store(Api::all(client.clone())),
             workload_classes: store(Api::all(client.clone())),
             pod_classes: store(Api::all(client.clone())),
             recorder: job_recorder(&client),
             client,
+            leading,
         };
         let _ = shared.flavors.wait_until_ready().await;
         let _ = shared.workload_classes.wait_until_ready().await;
@@ -177,7 +182,7 @@ impl Shared {
 
     /// Without Kueue's caches (empty stores, never filled): for the
     /// AppWrapper controller alone under `admission: external`, which reads
-    /// no flavor or priority class.
+    /// no flavor or priority class. Started once the Lease is held.
     pub fn without_kueue(client: Client) -> Self {
         Shared {
             flavors: reflector::store().0,
@@ -185,7 +190,24 @@ impl Shared {
             pod_classes: reflector::store().0,
             recorder: job_recorder(&client),
             client,
+            leading: tokio::sync::watch::channel(true).1,
         }
+    }
+
+    /// Resolves once this replica leads: every reconcile waits here, so a
+    /// standby's controllers keep their caches and queues warm and write
+    /// nothing (the fence would refuse it anyway).
+    pub async fn leading(&self) {
+        let mut leading = self.leading.clone();
+        if leading.wait_for(|l| *l).await.is_err() {
+            // The elector is gone without this replica ever leading.
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// Whether this replica leads now.
+    pub fn leads(&self) -> bool {
+        *self.leading.borrow()
     }
 }
 
@@ -218,6 +240,7 @@ where
 {
     let (reader, writer) = reflector::store();
     crate::cluster::drive(
+        crate::cluster::watch::name_of::<K>(&()),
         watcher(api, watcher::Config::default())
             .default_backoff()
             .reflect(writer)
@@ -232,16 +255,21 @@ where
 /// looks at them (a status patch is vetted against the rest of the
 /// object). At 3,000 Workloads that is 58 MiB of the reconciler's RSS.
 pub fn workload_controller(client: Client) -> kube::runtime::Controller<api::Workload> {
-    let (all, writer) = reflector::store();
+    let writer = reflector::store::Writer::default();
+    let reader = writer.as_reader();
     let workloads = watcher(
         Api::<api::Workload>::all(client),
         watcher::Config::default(),
     )
     .default_backoff()
-    .modify(|w: &mut api::Workload| w.managed_fields_mut().clear())
-    .reflect(writer)
-    .touched_objects();
-    kube::runtime::Controller::for_stream(workloads, all)
+    .modify(|w: &mut api::Workload| w.managed_fields_mut().clear());
+    let triggers = crate::cluster::watch::ready_objects(
+        "workloads.kueue.x-k8s.io".into(),
+        workloads,
+        writer,
+        (),
+    );
+    kube::runtime::Controller::for_stream(triggers, reader)
 }
 
 /// Resolves once the kind is served, polling while its CRD is missing.

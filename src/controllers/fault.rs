@@ -86,6 +86,38 @@ pub fn reached(moment: Moment, workload: &str) {
     std::process::exit(EXIT_CODE);
 }
 
+/// `BATCHGATE_STARVE=<seconds>`, for tests only: once this replica holds
+/// the Lease, every worker of its async runtime spins for that long
+/// without yielding, as a reconciler busy with CPU-bound work on a starved
+/// node would. The Lease renewal runs on a thread of its own and must hold
+/// through it. Unset (as shipped), nothing happens.
+pub const STARVE_ENV: &str = "BATCHGATE_STARVE";
+
+pub fn starve_if_asked() {
+    let Some(seconds) = std::env::var(STARVE_ENV)
+        .ok()
+        .and_then(|t| t.parse::<u64>().ok())
+        .filter(|s| *s > 0)
+    else {
+        return;
+    };
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    eprintln!("{STARVE_ENV}: all {workers} runtime workers spin for {seconds} s");
+    let left = std::sync::Arc::new(AtomicUsize::new(workers));
+    for _ in 0..workers {
+        let left = left.clone();
+        tokio::spawn(async move {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            if left.fetch_sub(1, Ordering::SeqCst) == 1 {
+                eprintln!("{STARVE_ENV}: the runtime workers are free again");
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,21 +8,21 @@
 
 use std::{sync::Arc, time::Duration};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DynamicObject, Patch},
     core::{ApiResource, GroupVersionKind},
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         events::{Event as KEvent, EventType},
-        reflector::ObjectRef,
+        reflector::{self, ObjectRef, Store},
         watcher, WatchStreamExt,
     },
     Api, Client, ResourceExt,
 };
 use serde_json::{json, Value};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::{
     context::{
@@ -94,9 +94,17 @@ pub async fn run(
         // A kind whose CRD is not installed yet has nothing to reconcile;
         // its reconciler starts once the kind is served (Kueue's WaitForAPI).
         let served = served(jobs.clone(), name.clone());
-        let wakes = triggers.add(resource.clone());
-        let fut = Controller::new_with(jobs, watcher::Config::default(), resource)
-            .reconcile_on(wakes)
+        let (wake, wakes) = triggers.add(resource.clone());
+        let controller =
+            crate::cluster::watch::controller(jobs, watcher::Config::default(), resource.clone())
+                .reconcile_on(wakes);
+        triggers.resync.push(Resync {
+            policy: policy.clone(),
+            resource,
+            jobs: controller.store(),
+            wake,
+        });
+        let fut = controller
             .run(reconcile, error_policy, ctx)
             .for_each(move |r| {
                 if let Err(e) = r {
@@ -110,16 +118,32 @@ pub async fn run(
         }));
     }
     triggers.appwrappers = Some(appwrappers);
-    tokio::spawn(triggers.run(client));
+    triggers.policies = policies;
+    tokio::spawn(triggers.run(shared.clone()));
     for h in all {
         let _ = h.await;
     }
 }
 
+/// How often the backstop looks for queued jobs without a Workload
+/// ([`crate::jobs::resync`]), and how long a job may go without one before
+/// it is found: past the reconciler's own retries.
+const RESYNC_EVERY: Duration = Duration::from_secs(60);
+const RESYNC_GRACE: Duration = Duration::from_secs(30);
+
+/// One job kind as the backstop sees it.
+struct Resync {
+    policy: Arc<Policy>,
+    resource: ApiResource,
+    jobs: Store<DynamicObject>,
+    wake: futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+}
+
 /// One metadata-only watch of Workloads wakes the reconciler of each
 /// Workload's owner. `.owns()` per reconciler would open one full watch of
 /// every Workload per integrated kind — the same events decoded N times
-/// here and served N times by the apiserver.
+/// here and served N times by the apiserver. Its store (without
+/// managedFields) also tells the backstop which jobs own a Workload.
 #[derive(Default)]
 struct OwnerTriggers {
     kinds: Vec<(
@@ -129,6 +153,9 @@ struct OwnerTriggers {
     /// The AppWrapper controller's wake-ups (its Workloads are owned by
     /// AppWrappers, a kind without a policy).
     appwrappers: Option<futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapper>>>,
+    /// The job kinds the backstop looks through.
+    resync: Vec<Resync>,
+    policies: PolicySet,
 }
 
 impl OwnerTriggers {
@@ -137,25 +164,50 @@ impl OwnerTriggers {
     fn add(
         &mut self,
         resource: ApiResource,
-    ) -> futures::channel::mpsc::UnboundedReceiver<ObjectRef<DynamicObject>> {
+    ) -> (
+        futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+        futures::channel::mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    ) {
         let (tx, rx) = futures::channel::mpsc::unbounded();
-        self.kinds.push((resource, tx));
-        rx
+        self.kinds.push((resource, tx.clone()));
+        (tx, rx)
     }
 
-    async fn run(self, client: Client) {
+    async fn run(self, shared: Shared) {
+        let client = shared.client.clone();
+        let writer = reflector::store::Writer::default();
+        let workloads = writer.as_reader();
+        let mut health = crate::cluster::watch::Health::new("workloads.kueue.x-k8s.io");
         let stream = watcher(
             Api::<kube::core::PartialObjectMeta<api::Workload>>::all(client.clone()),
             watcher::Config::default(),
         )
         .default_backoff()
+        .modify(|w| w.metadata.managed_fields = None)
+        .reflect(writer)
         .touched_objects();
         futures::pin_mut!(stream);
-        while let Some(ev) = stream.next().await {
+        let mut tick = tokio::time::interval(RESYNC_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reported = std::collections::HashSet::new();
+        loop {
+            let ev = tokio::select! {
+                ev = stream.next() => ev,
+                _ = tick.tick() => {
+                    if shared.leads() {
+                        self.resync(&workloads, &mut reported);
+                    }
+                    continue;
+                }
+            };
+            let Some(ev) = ev else { return };
             let wl = match ev {
-                Ok(wl) => wl,
+                Ok(wl) => {
+                    health.delivered();
+                    wl
+                }
                 Err(e) => {
-                    crate::cluster::log_watch_error(&e);
+                    health.failed(&e);
                     continue;
                 }
             };
@@ -185,14 +237,75 @@ impl OwnerTriggers {
                     if wl.metadata.deletion_timestamp.is_some() {
                         // A job that is gone is never reconciled again: its
                         // Workload is let go here.
-                        tokio::spawn(release_orphan(
-                            client.clone(),
+                        let (shared, resource, owner, meta) = (
+                            shared.clone(),
                             resource.clone(),
                             owner.clone(),
                             wl.metadata.clone(),
-                        ));
+                        );
+                        tokio::spawn(async move {
+                            shared.leading().await;
+                            release_orphan(shared.client.clone(), resource, owner, meta).await
+                        });
                     }
                 }
+            }
+        }
+    }
+}
+
+impl OwnerTriggers {
+    /// The backstop: every queued job that has gone [`RESYNC_GRACE`]
+    /// without a Workload is counted, logged (once a job at info) and its
+    /// reconciler woken. Nothing is read from the API: the controllers'
+    /// stores and the Workload store have what it needs.
+    fn resync(
+        &self,
+        workloads: &Store<kube::core::PartialObjectMeta<api::Workload>>,
+        reported: &mut std::collections::HashSet<String>,
+    ) {
+        // Before the first list every job would look orphaned.
+        if workloads.wait_until_ready().now_or_never().is_none() {
+            return;
+        }
+        let all = workloads.state();
+        let owners: std::collections::HashSet<&str> = all
+            .iter()
+            .flat_map(|w| w.metadata.owner_references.iter().flatten())
+            .map(|o| o.uid.as_str())
+            .collect();
+        let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        let grace = RESYNC_GRACE.as_millis() as i64;
+        for kind in &self.resync {
+            for job in kind.jobs.state() {
+                // Cheap checks first: most jobs own a Workload.
+                let uid = job.metadata.uid.as_deref().unwrap_or_default();
+                if owners.contains(uid) || !job.labels().contains_key(QUEUE_NAME_LABEL) {
+                    continue;
+                }
+                let Ok(value) = serde_json::to_value(&*job) else {
+                    continue;
+                };
+                if !crate::jobs::resync::needs_workload(
+                    &kind.policy,
+                    &self.policies,
+                    &value,
+                    &owners,
+                    now,
+                    grace,
+                ) {
+                    continue;
+                }
+                crate::cluster::watch::found_by_resync(&kind.policy.name);
+                let (ns, name) = (job.namespace().unwrap_or_default(), job.name_any());
+                if reported.insert(uid.to_string()) {
+                    info!(integration = %kind.policy.name, namespace = %ns, job = %name, "queued job without a Workload found by the resync; reconciling it");
+                } else {
+                    debug!(integration = %kind.policy.name, namespace = %ns, job = %name, "queued job still without a Workload");
+                }
+                let _ = kind
+                    .wake
+                    .unbounded_send(ObjectRef::new_with(&name, kind.resource.clone()).within(&ns));
             }
         }
     }
@@ -812,6 +925,7 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let policy = &ctx.policy;
     let job = serde_json::to_value(&*obj)?;
     let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {

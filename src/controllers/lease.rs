@@ -268,8 +268,31 @@ struct Held {
     stopping: bool,
 }
 
+/// Notifies `changed` of every change of the reconciler Lease.
+async fn watch_lease(api: Api<Lease>, changed: Arc<tokio::sync::Notify>) {
+    use futures::StreamExt;
+    use kube::runtime::{watcher, WatchStreamExt};
+    let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
+    let mut health = crate::cluster::watch::Health::new("leases.coordination.k8s.io");
+    let events = watcher(api, config).default_backoff().applied_objects();
+    futures::pin_mut!(events);
+    while let Some(ev) = events.next().await {
+        match ev {
+            Ok(_) => {
+                health.delivered();
+                changed.notify_one();
+            }
+            Err(e) => health.failed(&e),
+        }
+    }
+}
+
 pub struct Elector {
     api: Api<Lease>,
+    namespace: String,
+    /// The renewals' own client configuration: renewing runs on a thread
+    /// and connection of its own (see [`Elector::acquire`]).
+    renewal: Option<kube::Config>,
     identity: String,
     timing: Timing,
     fence: Arc<Fence>,
@@ -279,10 +302,20 @@ pub struct Elector {
 
 impl Elector {
     /// `client` must not be fenced: the Lease is how the fence opens.
-    pub fn new(client: Client, namespace: &str, duration: Duration, fence: Arc<Fence>) -> Self {
+    /// `renewal`: the configuration renewals build their own client from;
+    /// `None` renews through `client` on the caller's runtime.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        duration: Duration,
+        fence: Arc<Fence>,
+        renewal: Option<kube::Config>,
+    ) -> Self {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "batchgate".into());
         Elector {
             api: Api::namespaced(client, namespace),
+            namespace: namespace.to_string(),
+            renewal,
             identity: format!("{host}_{}", std::process::id()),
             timing: Timing::new(duration),
             fence,
@@ -309,9 +342,9 @@ impl Elector {
     /// leader-election client): a request stuck on a dead connection must
     /// not hold up the next attempt. A timed-out take that landed anyway
     /// reads as ours at the next attempt.
-    async fn attempt(&self) -> Result<bool, kube::Error> {
+    async fn attempt(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
         let bound = self.timing.renew_deadline / 2;
-        match tokio::time::timeout(bound, self.try_hold()).await {
+        match tokio::time::timeout(bound, self.try_hold(api)).await {
             Ok(r) => r,
             // An error, not "not ours": a holder that times out keeps
             // trying until its renew deadline.
@@ -323,14 +356,14 @@ impl Elector {
     }
 
     /// One attempt to take or keep the lease; `true` when we hold it.
-    async fn try_hold(&self) -> Result<bool, kube::Error> {
+    async fn try_hold(&self, api: &Api<Lease>) -> Result<bool, kube::Error> {
         let mut held = self.held.lock().await;
         if held.stopping {
             return Ok(false);
         }
         let started = Instant::now();
         let now = Timestamp::now();
-        let Some(mut lease) = self.api.get_opt(LEASE_NAME).await? else {
+        let Some(mut lease) = api.get_opt(LEASE_NAME).await? else {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(LEASE_NAME.into()),
@@ -339,7 +372,7 @@ impl Elector {
                 },
                 spec: Some(self.spec(now, None, 0)),
             };
-            return match self.api.create(&PostParams::default(), &lease).await {
+            return match api.create(&PostParams::default(), &lease).await {
                 Ok(l) => {
                     held.lease = Some(l);
                     held.leading = true;
@@ -367,8 +400,7 @@ impl Elector {
             .get_or_insert_with(Default::default)
             .extend(version_annotations());
         // replace() carries the resourceVersion read: a concurrent taker loses.
-        match self
-            .api
+        match api
             .replace(LEASE_NAME, &PostParams::default(), &lease)
             .await
         {
@@ -388,36 +420,88 @@ impl Elector {
     /// renew deadline. Never returns once [`Elector::step_down`] has run.
     pub async fn acquire(self: Arc<Self>) {
         let retry = self.timing.retry;
+        // A change of the Lease (its release above all) is tried at once,
+        // not at the next retry: a handover on SIGTERM takes no retry
+        // period. The retry stays the backstop (an expiry sends no event).
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let watch = tokio::spawn(watch_lease(self.api.clone(), changed.clone()));
         loop {
-            match self.attempt().await {
+            match self.attempt(&self.api).await {
                 Ok(true) => break,
                 Ok(false) => {}
                 Err(e) => warn!(error = %e, "reading the reconciler lease"),
             }
-            tokio::time::sleep(retry).await;
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = changed.notified() => {}
+            }
         }
+        watch.abort();
         info!(lease = LEASE_NAME, identity = %self.identity, "reconciler lease acquired");
         let me = self.clone();
-        tokio::spawn(async move {
-            let mut last = Instant::now();
-            loop {
-                tokio::time::sleep(retry).await;
-                let attempt = Instant::now();
-                match me.attempt().await {
-                    Ok(true) => last = attempt,
-                    Ok(false) if me.held.lock().await.stopping => return,
-                    Ok(false) => {
-                        error!("reconciler lease lost to another replica; exiting");
-                        std::process::exit(1);
-                    }
-                    Err(e) => warn!(error = %e, "renewing the reconciler lease"),
-                }
-                if last.elapsed() > me.timing.renew_deadline {
-                    error!("reconciler lease not renewed in time; exiting");
+        match self.renewal.clone() {
+            // On a thread, runtime and connection of its own: a runtime busy
+            // with the reconciler's work (or a connection queued behind its
+            // requests) must not delay a renewal past the renew deadline.
+            Some(config) => {
+                let spawned = std::thread::Builder::new()
+                    .name("lease-renewal".into())
+                    .spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build();
+                        let runtime = match runtime {
+                            Ok(r) => r,
+                            Err(e) => {
+                                error!(error = %e, "starting the lease renewal's runtime; exiting");
+                                std::process::exit(1);
+                            }
+                        };
+                        runtime.block_on(async move {
+                            let client = match Client::try_from(config) {
+                                Ok(c) => c,
+                                Err(e) => {
+                                    error!(error = %e, "building the lease renewal's client; exiting");
+                                    std::process::exit(1);
+                                }
+                            };
+                            let api = Api::namespaced(client, &me.namespace);
+                            me.renew(&api).await
+                        })
+                    });
+                if let Err(e) = spawned {
+                    error!(error = %e, "starting the lease renewal's thread; exiting");
                     std::process::exit(1);
                 }
             }
-        });
+            None => {
+                tokio::spawn(async move { me.renew(&me.api).await });
+            }
+        }
+    }
+
+    /// Renews the held Lease every retry period through `api`; exits the
+    /// process when it is lost or not renewed within the renew deadline.
+    async fn renew(&self, api: &Api<Lease>) {
+        let retry = self.timing.retry;
+        let mut last = Instant::now();
+        loop {
+            tokio::time::sleep(retry).await;
+            let attempt = Instant::now();
+            match self.attempt(api).await {
+                Ok(true) => last = attempt,
+                Ok(false) if self.held.lock().await.stopping => return,
+                Ok(false) => {
+                    error!("reconciler lease lost to another replica; exiting");
+                    std::process::exit(1);
+                }
+                Err(e) => warn!(error = %e, "renewing the reconciler lease"),
+            }
+            if last.elapsed() > self.timing.renew_deadline {
+                error!("reconciler lease not renewed in time; exiting");
+                std::process::exit(1);
+            }
+        }
     }
 
     /// Shutdown: no more reconciler writes, then the Lease released so a

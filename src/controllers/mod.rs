@@ -58,10 +58,12 @@ use tracing::info;
 
 use crate::{api::kueue::v1beta2 as api, jobs::policy::PolicySet};
 
-/// Runs the reconciler for good: waits for the lease, starts the
-/// PreScaledCronJob controller (which needs no Kueue CRD), waits for
-/// Kueue's CRDs, then starts the queueing controller and a job reconciler
-/// per policy.
+/// Runs the reconciler for good. Once Kueue's CRDs are served, the
+/// queueing engine and every controller start at once, leader or not: a
+/// standby's engine follows the watches (and answers the visibility API)
+/// and its controllers fill their caches, deciding and writing nothing.
+/// Once the lease is held they act, and the PreScaledCronJob controller
+/// (which needs no Kueue CRD) starts.
 /// `client` is fenced by `elector`'s lease (see [`lease::FenceLayer`]).
 // One argument per setting the controllers take from the configuration.
 #[allow(clippy::too_many_arguments)]
@@ -76,25 +78,42 @@ pub async fn run(
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
 ) {
+    // A standby starts everything now: the engine follows the watches and
+    // the controllers fill their caches, and none of them decides or
+    // writes until this replica leads (`Shared::leading`).
+    let (leads, leading) = tokio::sync::watch::channel(false);
+    let reconcilers = tokio::spawn(reconcilers(
+        client.clone(),
+        policies,
+        leading,
+        positions,
+        metrics,
+        readiness,
+        fair_sharing,
+        admission_fair_sharing,
+    ));
     elector.acquire().await;
-    tokio::spawn(prescale::run(client.clone(), prescaler));
-    let workloads = Api::<api::Workload>::all(client.clone());
-    let mut told = false;
-    loop {
-        match workloads
-            .list_metadata(&kube::api::ListParams::default().limit(1))
-            .await
-        {
-            Ok(_) => break,
-            Err(e) => {
-                if !told {
-                    info!(error = %e, "Kueue's CRDs are not served yet: the reconciler waits for them");
-                    told = true;
-                }
-                tokio::time::sleep(Duration::from_secs(5)).await;
-            }
-        }
-    }
+    let _ = leads.send(true);
+    fault::starve_if_asked();
+    // The PreScaledCronJob controller needs no Kueue CRD.
+    tokio::spawn(prescale::run(client, prescaler));
+    let _ = reconcilers.await;
+}
+
+/// Once Kueue's CRDs are served: the queueing engine and every
+/// controller, acting once `leading` says so; runs for good.
+#[allow(clippy::too_many_arguments)]
+async fn reconcilers(
+    client: Client,
+    policies: PolicySet,
+    leading: tokio::sync::watch::Receiver<bool>,
+    positions: crate::cluster::positions::Positions,
+    metrics: Arc<crate::server::kueue_metrics::KueueMetrics>,
+    readiness: Option<crate::jobs::readiness::Settings>,
+    fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
+    admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
+) {
+    kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
         client.clone(),
         positions,
@@ -102,8 +121,9 @@ pub async fn run(
         readiness.clone(),
         fair_sharing,
         admission_fair_sharing,
+        leading.clone(),
     ));
-    let shared = context::Shared::start(client).await;
+    let shared = context::Shared::start(client, leading).await;
     tokio::spawn(checks::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
@@ -135,6 +155,22 @@ pub async fn run(
     }
     jobs::run(shared, policies, appwrappers, readiness, gated).await;
     let _ = aw.await;
+}
+
+/// Resolves once Kueue's CRDs are served (Workloads can be listed).
+async fn kueue_served(client: &Client) {
+    let workloads = Api::<api::Workload>::all(client.clone());
+    let mut told = false;
+    while let Err(e) = workloads
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await
+    {
+        if !told {
+            info!(error = %e, "Kueue's CRDs are not served yet: the reconciler waits for them");
+            told = true;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
 }
 
 /// `admission: external`: an upstream Kueue creates and admits the

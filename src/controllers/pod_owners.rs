@@ -15,7 +15,7 @@ use kube::{
     api::{DynamicObject, ListParams, Patch},
     core::{ApiResource, GroupVersionKind},
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         events::{Event as KEvent, EventType},
         reflector::ObjectRef,
         watcher,
@@ -86,7 +86,8 @@ pub async fn run(
         futures::future::ready(())
     };
     let controller =
-        Controller::new_with(api, watcher::Config::default(), resource.clone()).reconcile_on(wakes);
+        crate::cluster::watch::controller(api, watcher::Config::default(), resource.clone())
+            .reconcile_on(wakes);
     match owner.replica_groups {
         // One group per replica (LeaderWorkerSet): the owner's pods wake it
         // too (Kueue's lwsPodHandler: the pods its name label points to).
@@ -191,6 +192,7 @@ fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let Some(ns) = obj.namespace() else {
         return Ok(Action::await_change());
     };
@@ -286,6 +288,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
 /// marked into its group's Workload, or let go when its StatefulSet is not
 /// the owner's or rolls it out; the group's pods woken once admitted.
 async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let Some(ns) = obj.namespace() else {
         return Ok(Action::await_change());
     };

@@ -16,7 +16,7 @@ use kube::{
     api::{DeleteParams, DynamicObject, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         events::{Event as KEvent, EventType},
         reflector::{ObjectRef, Store},
         watcher,
@@ -81,7 +81,7 @@ pub async fn run(
         gate.managed_label,
         crate::admission::pod::MANAGED_VALUE
     );
-    let controller = Controller::new_with(
+    let controller = crate::cluster::watch::controller(
         api,
         watcher::Config::default().labels(&selector),
         resource.clone(),
@@ -234,6 +234,7 @@ impl Ctx {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let gate = &ctx.gate;
     if obj.labels().get(&gate.managed_label).map(String::as_str)
         != Some(crate::admission::pod::MANAGED_VALUE)

@@ -23,7 +23,7 @@ use kube::{
     api::{DynamicObject, Patch, PatchParams, PostParams},
     core::{ApiResource, GroupVersionKind},
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         events::{Event as KEvent, EventType, Recorder, Reporter},
         watcher,
     },
@@ -90,9 +90,10 @@ pub async fn run(client: Client, settings: Settings) {
         client: client.clone(),
         settings,
     });
-    Controller::new(
+    crate::cluster::watch::controller(
         Api::<PreScaledCronJob>::all(client.clone()),
         watcher::Config::default(),
+        (),
     )
     .owns_with(
         Api::<DynamicObject>::all_with(client.clone(), &cronjobs),

@@ -16,7 +16,7 @@ use k8s_openapi::{api::core::v1::PodTemplate, apimachinery::pkg::apis::meta::v1:
 use kube::{
     api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams},
     runtime::{
-        controller::{Action, Controller},
+        controller::Action,
         reflector::{ObjectRef, Store},
         watcher,
     },
@@ -82,9 +82,10 @@ pub async fn run(shared: Shared) {
 async fn run_checks(ctx: Arc<Ctx>) {
     let client = ctx.shared.client.clone();
     let checks = ctx.checks.clone();
-    Controller::new(
+    crate::cluster::watch::controller(
         Api::<AdmissionCheck>::all(client.clone()),
         watcher::Config::default(),
+        (),
     )
     .watches(
         Api::<ProvisioningRequestConfig>::all(client),
@@ -162,6 +163,7 @@ fn config_name(ac: &AdmissionCheck) -> Option<&str> {
 }
 
 async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
         return Ok(Action::await_change());
     }
@@ -296,6 +298,7 @@ fn owner_of<K: Resource<DynamicType = ()>>(obj: &K) -> Value {
 }
 
 async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
+    ctx.shared.leading().await;
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     let finished = conds.is_true(condition::FINISHED);

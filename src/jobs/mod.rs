@@ -3,7 +3,8 @@
 //! framework does with a job of that kind ([`workload`]: the Workload made
 //! from it, and the patches that start and stop it; [`execution`]: its
 //! maximum execution time; [`readiness`]: waitForPodsReady and dynamic
-//! reclaim; [`reference`]: pod templates that live in a referenced object).
+//! reclaim; [`reference`]: pod templates that live in a referenced object;
+//! [`resync`]: the queued jobs gone too long without a Workload).
 //! Read by the admission
 //! core and by the job reconciler (`controllers::jobs`, the shell).
 //!
@@ -15,4 +16,5 @@ pub mod pod_owner;
 pub mod policy;
 pub mod readiness;
 pub mod reference;
+pub mod resync;
 pub mod workload;

@@ -442,7 +442,7 @@ pub fn answer(
     let queues = || {
         snapshot.ok_or_else(|| {
             Error::Unavailable(
-                "the visibility API is served by the batchgate replica that holds the reconciler lease; this replica does not keep the queues: retry".into(),
+                "this batchgate replica keeps no queues yet: its queueing engine has not listed the cluster (or `admission: external` runs none); retry".into(),
             )
         })
     };

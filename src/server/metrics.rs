@@ -140,6 +140,21 @@ impl Metrics {
             "Connections the server closed, by reason: first_request_timeout, idle_timeout, write_timeout, response_not_read, evicted (gave its slot to a newcomer at the cap), drain, handshake_timeout, tls_error, no_slot",
             connections_closed.clone(),
         );
+        registry.register(
+            "watch_errors",
+            "Errors the reconciler's and the webhook caches' watches met, by watched resource (the watcher retries each)",
+            crate::cluster::watch::ERRORS.clone(),
+        );
+        registry.register(
+            "watch_recoveries",
+            "Runs of watch errors after which the watch delivered again, by watched resource",
+            crate::cluster::watch::RECOVERIES.clone(),
+        );
+        registry.register(
+            "resync_found",
+            "Queued jobs the periodic resync found without a Workload, by integration (each a trigger the watches lost)",
+            crate::cluster::watch::FOUND_BY_RESYNC.clone(),
+        );
         Metrics {
             connections_closed,
             registry: root,

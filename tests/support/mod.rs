@@ -512,6 +512,53 @@ pub mod e2e {
             .unwrap();
     }
 
+    /// A kubeconfig for batchgate's ServiceAccount (`batchgate-system/batchgate`),
+    /// bound to cluster-admin by the ClusterRoleBinding `binding`, with a
+    /// two-hour token: batchgate runs as it would in the cluster.
+    pub fn service_account_kubeconfig(
+        c: &LocalCluster,
+        dir: &Path,
+        binding: &str,
+    ) -> std::path::PathBuf {
+        let _ = c.run_kubectl(&["create", "namespace", "batchgate-system"]);
+        let _ = c.run_kubectl(&[
+            "create",
+            "serviceaccount",
+            "batchgate",
+            "-n",
+            "batchgate-system",
+        ]);
+        let _ = c.run_kubectl(&[
+            "create",
+            "clusterrolebinding",
+            binding,
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=batchgate-system:batchgate",
+        ]);
+        let token = c
+            .run_kubectl(&[
+                "create",
+                "token",
+                "batchgate",
+                "-n",
+                "batchgate-system",
+                "--duration=2h",
+            ])
+            .unwrap();
+        let ca = dir.join("apiserver-ca.crt");
+        std::fs::write(&ca, c.ca_cert_pem()).unwrap();
+        let path = dir.join("sa.kubeconfig");
+        let kc = serde_json::json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": c.server_url(), "certificate-authority": ca}}],
+            "users": [{"name": "sa", "user": {"token": token.trim()}}],
+            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
+            "current-context": "sa",
+        });
+        std::fs::write(&path, serde_json::to_string(&kc).unwrap()).unwrap();
+        path
+    }
+
     /// Polls a server-side dry run until a queued Job comes back suspended.
     pub fn wait_webhook_active(cluster: &LocalCluster, ns: &str) {
         let probe = queued_job("webhook-probe", ns, "probe-queue");

@@ -330,20 +330,28 @@ impl Controller {
 
 pub(super) fn watch<K>(api: Api<K>, tx: mpsc::UnboundedSender<Input>, wrap: fn(Event<K>) -> Input)
 where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     tokio::spawn(async move {
+        let mut health =
+            crate::cluster::watch::Health::new(crate::cluster::watch::name_of::<K>(&()));
         let stream =
             watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
         futures::pin_mut!(stream);
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(ev) => {
+                    health.delivered();
                     if tx.send(wrap(ev)).is_err() {
                         return;
                     }
                 }
-                Err(e) => crate::cluster::log_watch_error(&e),
+                Err(e) => health.failed(&e),
             }
         }
     });

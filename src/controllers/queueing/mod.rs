@@ -364,6 +364,7 @@ impl Controller {
         admission_fair_sharing: Option<
             crate::queueing::admission_fair_sharing::AdmissionFairSharing,
         >,
+        mut leading: tokio::sync::watch::Receiver<bool>,
     ) {
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -450,6 +451,10 @@ impl Controller {
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);
         pending_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // A standby keeps the engine in step with the watches (so it admits
+        // at once when it takes the Lease) and answers the visibility API
+        // from it; it decides and writes nothing until it leads.
+        let mut leads = *leading.borrow();
         loop {
             tokio::select! {
                 first = rx.recv() => {
@@ -459,27 +464,43 @@ impl Controller {
                     while let Ok(more) = rx.try_recv() {
                         c.input(more);
                     }
-                    c.cycle();
+                    if leads {
+                        c.cycle();
+                    }
+                }
+                changed = leading.changed(), if !leads => {
+                    if changed.is_err() {
+                        // The elector is gone: this replica never leads.
+                        std::future::pending::<()>().await;
+                    }
+                    leads = *leading.borrow_and_update();
+                    if leads {
+                        info!(started = c.started, "leading: the queueing engine admits from the state it kept");
+                        c.status_due = true;
+                        c.cycle();
+                    }
                 }
                 _ = status_tick.tick() => {
-                    // Admission fair sharing's sampling (the engine knows
-                    // which LocalQueues are due).
-                    if c.started && c.engine.sample_admission_fair_sharing(now_ms()) {
-                        c.status_due = true;
-                    }
-                    if c.status_due {
-                        c.publish_metrics();
-                        c.write_statuses();
-                    }
-                    c.log_tally();
-                    if c.started {
-                        c.sync_finalizers();
+                    if leads {
+                        // Admission fair sharing's sampling (the engine
+                        // knows which LocalQueues are due).
+                        if c.started && c.engine.sample_admission_fair_sharing(now_ms()) {
+                            c.status_due = true;
+                        }
+                        if c.status_due {
+                            c.publish_metrics();
+                            c.write_statuses();
+                        }
+                        c.log_tally();
+                        if c.started {
+                            c.sync_finalizers();
+                        }
                     }
                     if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::queueing::visibility::Snapshot::of(&c.engine));
                     }
                 }
-                _ = pending_tick.tick() => {
+                _ = pending_tick.tick(), if leads => {
                     c.flush_pending();
                     if c.devices.pools_changed() {
                         c.engine.requeue_set_aside();

@@ -248,6 +248,8 @@ pub struct LocalCluster {
     pki: Pki,
     nodes: Vec<NodeSpec>,
     components: Vec<Component>,
+    /// kube-apiserver's command line, to start it again after a fault.
+    apiserver_args: Vec<String>,
     watchdog: Option<Watchdog>,
     timings: Vec<(&'static str, Duration)>,
 }
@@ -336,6 +338,7 @@ impl LocalCluster {
             pki,
             nodes: opts.nodes.clone(),
             components: Vec::new(),
+            apiserver_args: Vec::new(),
             watchdog: Some(watchdog),
             timings: vec![("pki", t0.elapsed())],
         };
@@ -403,6 +406,7 @@ impl LocalCluster {
             format!("--proxy-client-key-file={}", p(&pki.front_proxy_client.key)),
         ];
         api_args.extend(opts.extra_apiserver_args.iter().cloned());
+        cluster.apiserver_args = api_args.clone();
         cluster.spawn("kube-apiserver", api_args)?;
         cluster.wait_until(deadline, "kube-apiserver /readyz", |k| {
             if TcpStream::connect((Ipv4Addr::LOCALHOST, api_port)).is_err() {
@@ -582,6 +586,45 @@ impl LocalCluster {
             }
             thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Kills kube-apiserver (SIGKILL: no graceful close of its watches and
+    /// connections), keeps it down for `down`, starts it again with the same
+    /// flags and waits up to `within` for its `/readyz`. etcd keeps the
+    /// state; the other components reconnect on their own. For fault tests
+    /// on a cluster of their own (the shared one is not `mut`).
+    pub fn restart_apiserver(&mut self, down: Duration, within: Duration) -> Result<(), Error> {
+        let Some(i) = self
+            .components
+            .iter()
+            .position(|c| c.name == "kube-apiserver")
+        else {
+            return Err(Error::Options("kube-apiserver is not running".into()));
+        };
+        let old = self.components.remove(i);
+        process::kill_all(&mut [old]);
+        thread::sleep(down);
+        let args = self.apiserver_args.clone();
+        self.spawn("kube-apiserver", args)?;
+        let port: u16 = self
+            .server_url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| Error::Options(format!("no port in {}", self.server_url)))?;
+        self.wait_until(
+            Instant::now() + within,
+            "kube-apiserver /readyz after a restart",
+            |k| {
+                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+                    return Ok(None);
+                }
+                Ok(k.run(&["get", "--raw=/readyz"])
+                    .ok()
+                    .filter(|out| out.trim() == "ok")
+                    .map(|_| ()))
+            },
+        )
     }
 
     /// Admin kubeconfig (client certificate in group `system:masters`).
