@@ -406,7 +406,8 @@ fn a_leader_whose_runtime_is_starved_keeps_its_lease_and_goes_on() {
     std::env::set_var("BATCHGATE_STARVE", "12");
     let mut server = start(c, &certs, &cfg, &logs);
     std::env::remove_var("BATCHGATE_STARVE");
-    let log = || server.stderr.lock().unwrap().clone();
+    let stderr = server.stderr.clone();
+    let log = || stderr.lock().unwrap().clone();
     // Premise: it took the Lease and its runtime was starved, then freed.
     wait_for(Duration::from_secs(60), "the starvation to begin", || {
         log().contains("BATCHGATE_STARVE: all").then_some(())
