@@ -195,23 +195,19 @@ pub struct AdmissionCheckStrategyRule {
 #[serde(rename_all = "camelCase")]
 pub struct ConcurrentAdmissionPolicy {
     /// Constraints on migrating an admitted Workload to a preferred flavor.
-    /// Required by the schema, yet read as empty when absent, as Kueue's
-    /// webhook does: the apiserver's schema check is the one to refuse it.
-    #[serde(default)]
-    #[schemars(required)]
     pub migration: ConcurrentAdmissionMigration,
 }
 
 /// How admitted Workloads migrate between flavors.
+// The released schema requires `mode`; the apiserver refuses it missing
+// before any validating webhook, so decoding takes it as empty, as Go does.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["mode"]))]
 pub struct ConcurrentAdmissionMigration {
-    /// TryPreferredFlavors or RetainFirstAdmission. Required by the schema;
-    /// Kueue's webhook takes an absent mode as empty (and allows
-    /// constraints with it), so it decodes as empty here too.
+    /// TryPreferredFlavors or RetainFirstAdmission.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(
-        required,
         length(max = 253),
         extend("enum" = ["TryPreferredFlavors", "RetainFirstAdmission"])
     )]
