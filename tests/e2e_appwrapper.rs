@@ -461,3 +461,156 @@ fn a_user_who_may_not_create_pods_is_refused_an_appwrapper_wrapping_one() {
         "{stored}"
     );
 }
+
+/// `metadata.uid` of each object, and that none is being deleted.
+fn uids_untouched(objs: &[Value]) -> Vec<String> {
+    objs.iter()
+        .map(|o| {
+            assert!(
+                o["metadata"]["deletionTimestamp"].is_null(),
+                "being deleted: {o}"
+            );
+            o["metadata"]["uid"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// A user's running Job `sample-job` (queued, admitted, its pods even
+/// carrying the AppWrapper label), then an AppWrapper wrapping a Job of the
+/// same name: the AppWrapper fails with upstream's words and its cleanup
+/// completes, and the user's Job, pods and Workload are the same objects,
+/// untouched, afterwards and after the AppWrapper is deleted too.
+#[test]
+fn an_appwrapper_never_deletes_a_same_named_object_it_does_not_own() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-foreign");
+    setup(c, &ns);
+
+    let mut user_job: Value = serde_json::from_str(&job(
+        "sample-job",
+        &ns,
+        "aw-queue",
+        "100m",
+        "10m",
+        json!({}),
+    ))
+    .unwrap();
+    user_job["spec"]["template"]["metadata"]["labels"] = json!({LABEL: "x"});
+    create(c, &user_job.to_string());
+    let user_pods = || {
+        get(
+            c,
+            &[
+                "pods",
+                "-n",
+                &ns,
+                "-l",
+                "batch.kubernetes.io/job-name=sample-job",
+            ],
+        )
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+    };
+    let running = wait_for(WAIT, "the user's Job admitted and its pod running", || {
+        let wl = workload_of(c, &ns, "sample-job").filter(|w| is_true(w, "Admitted"))?;
+        let ps = user_pods();
+        (ps.len() == 1 && ps[0]["status"]["phase"] == "Running").then_some((wl, ps))
+    });
+    let (wl_before, pods_before) = running;
+    let job_before = get(c, &["jobs", "sample-job", "-n", &ns]).unwrap();
+    let job_uid = uids_untouched(std::slice::from_ref(&job_before));
+    let wl_uid = uids_untouched(&[wl_before]);
+    let pod_uids = uids_untouched(&pods_before);
+
+    let mut wrapper: Value =
+        serde_json::from_str(&appwrapper("x", &ns, "aw-queue", "10m", false)).unwrap();
+    wrapper["spec"]["components"][0]["template"]["metadata"]["name"] = json!("sample-job");
+    create(c, &wrapper.to_string());
+
+    let failed = wait_for(WAIT, "the AppWrapper Failed", || {
+        aw(c, &ns, "x").filter(|a| a["status"]["phase"] == "Failed")
+    });
+    let unhealthy = condition(&failed, "Unhealthy").expect("an Unhealthy condition");
+    assert_eq!(unhealthy["status"], "True", "{failed}");
+    assert_eq!(unhealthy["reason"], "CreateFailed", "{failed}");
+    assert_eq!(
+        unhealthy["message"],
+        "error creating components: resource sample-job exists, but is not controlled by appwrapper",
+        "{failed}"
+    );
+    // The cleanup of the failed AppWrapper has run to its end.
+    let cleaned = wait_for(WAIT, "the failed AppWrapper's cleanup done", || {
+        aw(c, &ns, "x").filter(|a| {
+            condition(a, "ResourcesDeployed").is_some_and(|d| {
+                d["status"] == "False" && d["message"] == "Resources deleted for failed AppWrapper"
+            }) && condition(a, "QuotaReserved").is_some_and(|q| q["status"] == "False")
+        })
+    });
+    assert_eq!(
+        condition(&cleaned, "DeletingResources").map(|d| d["reason"].clone()),
+        Some(json!("DeletionComplete")),
+        "{cleaned}"
+    );
+    let component = &cleaned["status"]["componentStatus"][0];
+    let deployed = component["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "ResourcesDeployed"))
+        .unwrap_or_else(|| panic!("no component condition: {cleaned}"));
+    assert_eq!(deployed["status"], "False", "{cleaned}");
+
+    let check_untouched = |when: &str| {
+        let job_now = get(c, &["jobs", "sample-job", "-n", &ns])
+            .unwrap_or_else(|| panic!("{when}: the user's Job is gone"));
+        assert_eq!(
+            uids_untouched(std::slice::from_ref(&job_now)),
+            job_uid,
+            "{when}"
+        );
+        assert!(
+            job_now["metadata"]["ownerReferences"].is_null(),
+            "{when}: adopted: {job_now}"
+        );
+        assert_eq!(
+            job_now["metadata"]["labels"], job_before["metadata"]["labels"],
+            "{when}"
+        );
+        let wl_now = workload_of(c, &ns, "sample-job")
+            .unwrap_or_else(|| panic!("{when}: the user's Workload is gone"));
+        assert_eq!(
+            uids_untouched(std::slice::from_ref(&wl_now)),
+            wl_uid,
+            "{when}"
+        );
+        assert!(is_true(&wl_now, "Admitted"), "{when}: {wl_now}");
+        assert!(!is_true(&wl_now, "Finished"), "{when}: {wl_now}");
+        let mut now = uids_untouched(&user_pods());
+        let mut before = pod_uids.clone();
+        now.sort();
+        before.sort();
+        assert_eq!(now, before, "{when}: the user's pods");
+    };
+    check_untouched("after the cleanup");
+    // A delete sent during the cleanup would show by now.
+    std::thread::sleep(Duration::from_secs(5));
+    check_untouched("five seconds after the cleanup");
+
+    // Deleting the AppWrapper (its finalizer's cleanup) leaves them too.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "appwrappers.workload.codeflare.dev",
+            "x",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the AppWrapper gone", || {
+        aw(c, &ns, "x").is_none().then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    check_untouched("after the AppWrapper was deleted");
+}

@@ -126,6 +126,32 @@ async fn valid_kueue_objects_are_allowed() {
     assert_eq!(resp["allowed"], true, "{resp}");
 }
 
+/// Kueue's types read an absent `migration.mode` as empty and its webhook
+/// allows it; refusing it is the schema's job, in the apiserver, before any
+/// validating webhook.
+#[tokio::test]
+async fn concurrent_admission_policy_without_a_mode_is_decoded_and_allowed() {
+    let server = Server::start(&[]);
+    let spec = |policy: Value| {
+        json!({"namespaceSelector": {},
+               "resourceGroups": [quotas(&["cpu"], &[("flavor1", &["cpu"])])],
+               "concurrentAdmissionPolicy": policy})
+    };
+    for (uid, policy) in [
+        (
+            "ca-1",
+            json!({"migration": {"constraints": {"lastAcceptableFlavorName": "flavor1"}}}),
+        ),
+        ("ca-2", json!({"migration": {}})),
+    ] {
+        let cq = object("ClusterQueue", spec(policy));
+        let resp = validate(&server, review(uid, "CREATE", CQ, cq.clone(), None)).await;
+        assert_eq!(resp["allowed"], true, "{uid}: {resp}");
+        let resp = validate(&server, review(uid, "UPDATE", CQ, cq.clone(), Some(cq))).await;
+        assert_eq!(resp["allowed"], true, "{uid}: {resp}");
+    }
+}
+
 #[tokio::test]
 async fn cluster_queue_preemption_and_limits_are_checked() {
     let server = Server::start(&[]);

@@ -978,11 +978,17 @@ fn rule(name: &str, flavors: &[&str]) -> Value {
     json!({"name": name, "onFlavors": flavors})
 }
 
+/// An empty `mode` is left out, as Go's `omitempty` sends it.
 fn concurrent(cq: Value, mode: &str) -> Value {
+    let migration = if mode.is_empty() {
+        json!({})
+    } else {
+        json!({"mode": mode})
+    };
     with(
         cq,
         "/spec/concurrentAdmissionPolicy",
-        json!({"migration": {"mode": mode}}),
+        json!({ "migration": migration }),
     )
 }
 

@@ -22,7 +22,10 @@ use serde_json::Value;
 
 use super::config::{Behaviour, OperatorConfig, DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION};
 use super::duration::GoDuration;
-use super::observe::{go_set_string, no_execute_nodes, CreateResult, Observed, PodSummary};
+use super::observe::{
+    go_set_string, no_execute_nodes, CreateResult, Observed, ObservedComponent, ObservedPod,
+    PodSummary,
+};
 use super::podsets::{component_pod_sets, PodSet, PodSetInfo};
 use super::render::{render_component, Owner};
 use super::status::{
@@ -102,22 +105,35 @@ pub enum Action {
     /// `None`. On AlreadyExists, GET the object to report its controller.
     CreateComponents(Vec<CreateComponent>),
     /// Delete component `index` (identified by name, apiVersion and kind in
-    /// the AppWrapper's namespace). NotFound is success.
+    /// the AppWrapper's namespace) with the precondition `uid`: the object
+    /// observed and found to be this AppWrapper's, never a same-named
+    /// successor. NotFound and a failed precondition (Conflict) are success:
+    /// the next observation tells what is there.
     DeleteComponent {
         index: usize,
         name: String,
         api_version: String,
         kind: String,
+        uid: String,
         propagation: Propagation,
     },
-    /// Delete every labelled pod with `gracePeriodSeconds=0`.
-    DeletePodsForcefully,
+    /// Delete each of these pods with `gracePeriodSeconds=0` and its UID as
+    /// precondition; NotFound and Conflict are success. Only pods this
+    /// AppWrapper owns are listed (see [`pod_is_ours`]).
+    DeletePodsForcefully(Vec<PodRef>),
     /// Re-read every component with uncached GETs and call `reconcile`
     /// again with `components_read_live = true` (upstream issue #416: a
     /// stale cache must not fail the AppWrapper with MissingComponent).
     ReadComponentsLive,
     /// Record an event of type Normal on the AppWrapper.
     Event { reason: String, message: String },
+}
+
+/// A pod to delete: name and the UID observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRef {
+    pub name: String,
+    pub uid: String,
 }
 
 /// The outcome of one step.
@@ -159,6 +175,53 @@ struct Ctx<'a> {
     status: Status,
     actions: Vec<Action>,
     requeue_after: Option<Duration>,
+}
+
+/// A component object is this AppWrapper's only if it is live and its
+/// controller ownerReference carries this AppWrapper's UID. A same-named
+/// object of someone else's is never deleted, counted or adopted.
+fn is_ours(aw: &AppWrapper, o: &ObservedComponent) -> bool {
+    o.controlled_by(&aw.uid)
+}
+
+/// Whether the status says this AppWrapper created (or may have created)
+/// the component: what `deleteComponents` counts as present, plus a
+/// component already seen deleted.
+fn may_have_created(cs: &ComponentStatus) -> bool {
+    match super::status::find_condition(&cs.conditions, RESOURCES_DEPLOYED) {
+        None => false,
+        Some(c) => match c.status {
+            ConditionStatus::True => true,
+            ConditionStatus::Unknown => !cs.name.is_empty(),
+            ConditionStatus::False => c.reason == COMPONENT_DELETED,
+        },
+    }
+}
+
+/// Whether a labelled pod is this AppWrapper's: following its controllers
+/// upward reaches the AppWrapper's UID, or reaches an owner that is gone
+/// (so the garbage collector is removing its dependents) and that owner is
+/// one of the AppWrapper's components by apiVersion, kind and name. A pod
+/// with no controller, or whose chain ends at a live object that is not
+/// ours, is someone else's, whatever its labels say.
+pub fn pod_is_ours(pod: &ObservedPod, aw_uid: &str, components: &[ComponentStatus]) -> bool {
+    if aw_uid.is_empty() {
+        return false;
+    }
+    for link in &pod.owners {
+        if link.owner.uid == aw_uid {
+            return true;
+        }
+        if !link.found {
+            return components.iter().any(|cs| {
+                may_have_created(cs)
+                    && cs.name == link.owner.name
+                    && cs.kind == link.owner.kind
+                    && cs.api_version == link.owner.api_version
+            });
+        }
+    }
+    false
 }
 
 /// Nanoseconds of `ltt(type) + d`, or `None` when the condition is absent
@@ -285,48 +348,70 @@ impl Ctx<'_> {
         let now = self.now;
         let mut present = Vec::new();
         for (i, cs) in self.status.component_status.iter_mut().enumerate() {
-            let counts = match super::status::find_condition(&cs.conditions, RESOURCES_DEPLOYED) {
-                None => false,
-                Some(c) => match c.status {
-                    ConditionStatus::False => false,
-                    ConditionStatus::Unknown => !cs.name.is_empty(),
-                    ConditionStatus::True => true,
-                },
+            let Some(deployed) = super::status::find_condition(&cs.conditions, RESOURCES_DEPLOYED)
+            else {
+                continue;
+            };
+            let counts = match deployed.status {
+                ConditionStatus::False => false,
+                ConditionStatus::Unknown => !cs.name.is_empty(),
+                ConditionStatus::True => true,
             };
             if !counts {
                 continue;
             }
-            let obs = self.observed.components.get(i).copied().unwrap_or_default();
-            if obs.exists {
+            let initiated_only = deployed.status == ConditionStatus::Unknown;
+            let obs = self.observed.components.get(i).cloned().unwrap_or_default();
+            if is_ours(self.aw, &obs) {
                 present.push((
                     i,
                     cs.name.clone(),
                     cs.api_version.clone(),
                     cs.kind.clone(),
+                    obs.uid,
                     obs.deleting,
                 ));
             } else {
+                // Gone, or a same-named object of someone else's stands
+                // there: nothing of ours to delete. If the create was only
+                // initiated, that object was never ours.
+                let reason = if obs.exists && initiated_only {
+                    COMPONENT_CREATION_ERRORED
+                } else {
+                    COMPONENT_DELETED
+                };
                 set_condition(
                     &mut cs.conditions,
                     RESOURCES_DEPLOYED,
                     ConditionStatus::False,
-                    COMPONENT_DELETED,
+                    reason,
                     "",
                     now,
                 );
             }
         }
-        for (index, name, api_version, kind, deleting) in &present {
+        for (index, name, api_version, kind, uid, deleting) in &present {
             if !deleting {
                 self.actions.push(Action::DeleteComponent {
                     index: *index,
                     name: name.clone(),
                     api_version: api_version.clone(),
                     kind: kind.clone(),
+                    uid: uid.clone(),
                     propagation: Propagation::Background,
                 });
             }
         }
+        let pods: Vec<PodRef> = self
+            .observed
+            .pods
+            .iter()
+            .filter(|p| pod_is_ours(p, &self.aw.uid, &self.status.component_status))
+            .map(|p| PodRef {
+                name: p.name.clone(),
+                uid: p.uid.clone(),
+            })
+            .collect();
         // `now.After(initiated + grace)`
         let expired = deadline(
             &self.status,
@@ -337,20 +422,21 @@ impl Ctx<'_> {
         if !present.is_empty() && !expired {
             return false;
         }
-        if present.is_empty() && self.observed.pods.is_empty() {
+        if present.is_empty() && pods.is_empty() {
             self.clear(DELETING_RESOURCES, "DeletionComplete", "");
             return true;
         }
         if expired {
-            if !self.observed.pods.is_empty() {
-                self.actions.push(Action::DeletePodsForcefully);
+            if !pods.is_empty() {
+                self.actions.push(Action::DeletePodsForcefully(pods));
             } else {
-                for (index, name, api_version, kind, _) in present {
+                for (index, name, api_version, kind, uid, _) in present {
                     self.actions.push(Action::DeleteComponent {
                         index,
                         name,
                         api_version,
                         kind,
+                        uid,
                         propagation: Propagation::Forceful,
                     });
                 }
@@ -441,9 +527,23 @@ impl Ctx<'_> {
                 }
                 Some(CreateResult::AlreadyExists {
                     name,
-                    controller_owner,
+                    controller_uid,
                 }) => {
-                    if controller_owner.as_deref() != Some(self.aw.name.as_str()) {
+                    // Ours only by UID: a same-named AppWrapper's leftover or
+                    // a user's object is not adopted.
+                    let ours = !self.aw.uid.is_empty()
+                        && controller_uid.as_deref() == Some(self.aw.uid.as_str());
+                    if !ours {
+                        // Nothing was created; the status must not claim the
+                        // object, or a cleanup would delete it.
+                        set_condition(
+                            &mut cs.conditions,
+                            RESOURCES_DEPLOYED,
+                            ConditionStatus::False,
+                            COMPONENT_CREATION_ERRORED,
+                            "",
+                            now,
+                        );
                         error = Some((
                             format!("resource {name} exists, but is not controlled by appwrapper"),
                             true,
@@ -554,8 +654,8 @@ impl Ctx<'_> {
         let expected = self.status.component_status.len();
         let (mut deployed, mut failed) = (0usize, 0usize);
         for i in 0..expected {
-            let o = self.observed.components.get(i).copied().unwrap_or_default();
-            if o.exists && !o.deleting {
+            let o = self.observed.components.get(i).cloned().unwrap_or_default();
+            if is_ours(self.aw, &o) && !o.deleting {
                 deployed += 1;
                 if o.failed {
                     failed += 1;

@@ -35,7 +35,7 @@ pub mod render;
 pub mod status;
 
 pub use machine::{
-    reconcile, Action, AppWrapper, Component, LifecycleError, Propagation, Spec, Step,
+    reconcile, Action, AppWrapper, Component, LifecycleError, PodRef, Propagation, Spec, Step,
 };
 
 /// `workload.codeflare.dev/v1beta2`.

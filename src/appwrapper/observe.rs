@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 /// One component (indexed like `status.componentStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ObservedComponent {
     /// A GET found it (NotFound → false).
     pub exists: bool,
@@ -15,6 +15,11 @@ pub struct ObservedComponent {
     pub deleting: bool,
     /// Its own controller declared it failed; see [`component_failed`].
     pub failed: bool,
+    /// `metadata.uid` of the live object (empty when missing).
+    pub uid: String,
+    /// The UID in its controller ownerReference, if it has one. Whether
+    /// that makes it this AppWrapper's is the machine's call.
+    pub controller_uid: Option<String>,
 }
 
 impl ObservedComponent {
@@ -22,11 +27,8 @@ impl ObservedComponent {
         exists: false,
         deleting: false,
         failed: false,
-    };
-    pub const HEALTHY: ObservedComponent = ObservedComponent {
-        exists: true,
-        deleting: false,
-        failed: false,
+        uid: String::new(),
+        controller_uid: None,
     };
 
     /// Read a component object fetched by GET (`None` for NotFound).
@@ -39,9 +41,56 @@ impl ObservedComponent {
                     .pointer("/metadata/deletionTimestamp")
                     .is_some_and(|v| !v.is_null()),
                 failed: component_failed(api_version, kind, o),
+                uid: str_at(o, "/metadata/uid"),
+                controller_uid: controller_ref(o).map(|r| r.uid),
             },
         }
     }
+
+    /// Live, and controlled by the object with UID `owner`.
+    pub fn controlled_by(&self, owner: &str) -> bool {
+        self.exists && !owner.is_empty() && self.controller_uid.as_deref() == Some(owner)
+    }
+}
+
+fn str_at(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// An ownerReference with `controller: true`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// The controller ownerReference of an object, if any.
+pub fn controller_ref(obj: &Value) -> Option<OwnerRef> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|r| OwnerRef {
+            api_version: str_at(r, "/apiVersion"),
+            kind: str_at(r, "/kind"),
+            name: str_at(r, "/name"),
+            uid: str_at(r, "/uid"),
+        })
+}
+
+/// One step up a pod's chain of controllers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OwnerLink {
+    pub owner: OwnerRef,
+    /// A GET found an object of that name with that UID. `false` for an
+    /// owner that is gone (or replaced by a same-named object): its
+    /// dependents are the garbage collector's.
+    pub found: bool,
 }
 
 /// Upstream's `getComponentStatus` failure signals: a `batch/v1` Job or a
@@ -71,9 +120,17 @@ pub enum PodPhase {
     Unknown,
 }
 
-/// One pod carrying `workload.codeflare.dev/appwrapper=<name>`.
+/// One pod carrying `workload.codeflare.dev/appwrapper=<name>`. Anyone can
+/// put that label on a pod, so the label alone does not make it ours.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObservedPod {
+    pub name: String,
+    pub uid: String,
+    /// Its controller, that object's controller, and so on, as far as the
+    /// controller read them: up to the AppWrapper, an owner that is gone,
+    /// an object with no controller, or a depth limit. Empty: the pod has
+    /// no controller.
+    pub owners: Vec<OwnerLink>,
     pub phase: PodPhase,
     pub deleting: bool,
     /// `status.containerStatuses[].state.terminated.exitCode`, main
@@ -89,6 +146,9 @@ pub struct ObservedPod {
 impl ObservedPod {
     pub fn new(phase: PodPhase) -> ObservedPod {
         ObservedPod {
+            name: String::new(),
+            uid: String::new(),
+            owners: Vec::new(),
             phase,
             deleting: false,
             exit_codes: Vec::new(),
@@ -104,6 +164,8 @@ impl ObservedPod {
         }
     }
 
+    /// The pod's own facts; its controller chain (`owners`) needs reads of
+    /// other objects and is the controller's to fill in.
     pub fn from_pod(pod: &Value) -> ObservedPod {
         let phase = match pod.pointer("/status/phase").and_then(Value::as_str) {
             Some("Pending") => PodPhase::Pending,
@@ -125,6 +187,9 @@ impl ObservedPod {
             })
             .unwrap_or_default();
         ObservedPod {
+            name: str_at(pod, "/metadata/name"),
+            uid: str_at(pod, "/metadata/uid"),
+            owners: Vec::new(),
             phase,
             deleting: pod
                 .pointer("/metadata/deletionTimestamp")
@@ -249,11 +314,11 @@ impl PodSummary {
 pub enum CreateResult {
     /// Created; `name` is the server-assigned name (supports `generateName`).
     Created { name: String },
-    /// AlreadyExists, then a GET: the existing object's name and the name in
+    /// AlreadyExists, then a GET: the existing object's name and the UID in
     /// its controller owner reference, if any.
     AlreadyExists {
         name: String,
-        controller_owner: Option<String>,
+        controller_uid: Option<String>,
     },
     /// Any other error. `fatal` is upstream's rule: NoMatch (CRD not
     /// installed) or Invalid; everything else (Forbidden, webhook denial,
@@ -269,7 +334,7 @@ pub struct Observed {
     pub components: Vec<ObservedComponent>,
     /// Whether `components` came from uncached reads (upstream issue #416).
     pub components_read_live: bool,
-    /// Labelled pods in the AppWrapper's namespace.
+    /// Labelled pods in the AppWrapper's namespace, ours or not.
     pub pods: Vec<ObservedPod>,
     /// Outcomes of the create batch the previous step asked for, indexed by
     /// component; empty when no batch was just run.
@@ -402,7 +467,7 @@ mod tests {
 
     #[test]
     fn reads_pods_and_components() {
-        let pod = json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+        let pod = json!({"metadata": {"name": "p", "uid": "pu", "deletionTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"nodeName": "n1",
               "initContainers": [{"resources": {"limits": {"example.com/init": "1"}}}],
               "containers": [
@@ -414,6 +479,9 @@ mod tests {
         assert_eq!(
             ObservedPod::from_pod(&pod),
             ObservedPod {
+                name: "p".into(),
+                uid: "pu".into(),
+                owners: Vec::new(),
                 phase: PodPhase::Failed,
                 deleting: true,
                 exit_codes: vec![42],
@@ -421,7 +489,10 @@ mod tests {
                 resources: ["example.com/fpga".to_string(), "nvidia.com/gpu".to_string()].into(),
             }
         );
-        let job = json!({"status": {"conditions": [{"type": "Failed", "status": "True"}]}});
+        let job = json!({"metadata": {"uid": "ju", "ownerReferences": [
+                {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "xu"},
+                {"apiVersion": "a/v1", "kind": "Y", "name": "y", "uid": "yu", "controller": true}]},
+            "status": {"conditions": [{"type": "Failed", "status": "True"}]}});
         assert!(component_failed("batch/v1", "Job", &job));
         assert!(component_failed("kubeflow.org/v1", "PyTorchJob", &job));
         assert!(!component_failed("ray.io/v1", "RayCluster", &job));
@@ -439,8 +510,26 @@ mod tests {
             ObservedComponent {
                 exists: true,
                 deleting: false,
-                failed: true
+                failed: true,
+                uid: "ju".into(),
+                controller_uid: Some("yu".into()),
             }
         );
+        assert_eq!(
+            controller_ref(&job),
+            Some(OwnerRef {
+                api_version: "a/v1".into(),
+                kind: "Y".into(),
+                name: "y".into(),
+                uid: "yu".into()
+            })
+        );
+        // an ownerReference without `controller: true` is not a controller
+        let owned = json!({"metadata": {"ownerReferences": [{"uid": "xu", "controller": false}]}});
+        assert_eq!(controller_ref(&owned), None);
+        let o = ObservedComponent::from_object("v1", "Pod", Some(&owned));
+        assert!(!o.controlled_by("xu"));
+        let o = ObservedComponent::from_object("batch/v1", "Job", Some(&job));
+        assert!(o.controlled_by("yu") && !o.controlled_by("xu") && !o.controlled_by(""));
     }
 }

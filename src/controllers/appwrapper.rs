@@ -15,12 +15,15 @@
 //!    quota back once the core's `QuotaReserved` is False; finish the
 //!    Workload when the phase is Succeeded or Failed (Kueue's `Finished()`).
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{
-    api::{DeleteParams, DynamicObject, ListParams, Patch, PostParams, PropagationPolicy},
+    api::{
+        DeleteParams, DynamicObject, ListParams, Patch, PostParams, Preconditions,
+        PropagationPolicy,
+    },
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action as Requeue,
@@ -50,7 +53,10 @@ use crate::{
         self as core,
         config::OperatorConfig,
         kueue,
-        observe::{CreateResult, Observed, ObservedComponent, ObservedPod},
+        observe::{
+            controller_ref, CreateResult, Observed, ObservedComponent, ObservedPod, OwnerLink,
+            OwnerRef,
+        },
         podsets::{raw_template_at, PodSetInfo},
         status::Status,
         Action, Propagation, APPWRAPPER_CONTROLLER_NAME, APPWRAPPER_FINALIZER, APPWRAPPER_KIND,
@@ -86,6 +92,10 @@ struct Ctx {
 /// At most this many core steps per reconcile (a create batch and a live
 /// re-read each ask for one more).
 const MAX_STEPS: usize = 4;
+
+/// How many controllers up a pod's chain is read (a pod of a Job of a
+/// JobSet of an AppWrapper is three links).
+const MAX_OWNER_DEPTH: usize = 5;
 
 /// Runs the AppWrapper controller once the AppWrapper CRD is served.
 /// `workloads` wakes an AppWrapper when its Workload changes (sent by the
@@ -170,6 +180,16 @@ fn to_core(aw: &AppWrapperObject) -> Result<core::AppWrapper, AppWrapperError> {
     })
 }
 
+/// NotFound: already gone. Conflict: the UID precondition failed, so the
+/// name now belongs to another object, which is not ours to delete.
+fn delete_tolerating_gone<T>(r: Result<T, kube::Error>) -> Result<(), AppWrapperError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(a) if a.code == 409 || a.code == 422)
 }
@@ -202,12 +222,15 @@ impl Ctx {
     }
 
     /// Every component named in the status, by uncached GETs, and the
-    /// labelled pods.
+    /// labelled pods with their chains of controllers.
     async fn observe(&self, aw: &core::AppWrapper) -> Result<Observed, AppWrapperError> {
         let mut observed = Observed {
             components_read_live: true,
             ..Observed::default()
         };
+        // uid -> controller of every object read in this observation, so a
+        // pod's chain reuses the component GETs.
+        let mut read: HashMap<String, Option<OwnerRef>> = HashMap::new();
         for cs in &aw.status.component_status {
             if cs.name.is_empty() || cs.kind.is_empty() {
                 observed.components.push(ObservedComponent::MISSING);
@@ -218,21 +241,80 @@ impl Ctx {
                 None => None,
             };
             let value = found.map(|o| serde_json::to_value(&o)).transpose()?;
-            observed.components.push(ObservedComponent::from_object(
-                &cs.api_version,
-                &cs.kind,
-                value.as_ref(),
-            ));
+            let component =
+                ObservedComponent::from_object(&cs.api_version, &cs.kind, value.as_ref());
+            if let Some(v) = &value {
+                read.insert(component.uid.clone(), controller_ref(v));
+            }
+            observed.components.push(component);
         }
         let pods = Api::<Pod>::namespaced(self.client(), &aw.namespace)
             .list(&ListParams::default().labels(&format!("{APPWRAPPER_LABEL}={}", aw.name)))
             .await?;
         for p in &pods.items {
-            observed
-                .pods
-                .push(ObservedPod::from_pod(&serde_json::to_value(p)?));
+            let value = serde_json::to_value(p)?;
+            let mut pod = ObservedPod::from_pod(&value);
+            pod.owners = self
+                .owner_chain(&aw.namespace, &aw.uid, controller_ref(&value), &mut read)
+                .await?;
+            observed.pods.push(pod);
         }
         Ok(observed)
+    }
+
+    /// Follows controller ownerReferences upward from `first`: stops at the
+    /// AppWrapper's UID, at an owner that is gone (NotFound, a kind not
+    /// served, or a same-named object with another UID), at an object with
+    /// no controller, or after [`MAX_OWNER_DEPTH`] links.
+    async fn owner_chain(
+        &self,
+        ns: &str,
+        aw_uid: &str,
+        first: Option<OwnerRef>,
+        read: &mut HashMap<String, Option<OwnerRef>>,
+    ) -> Result<Vec<OwnerLink>, AppWrapperError> {
+        let mut chain = Vec::new();
+        let mut next = first;
+        while let Some(owner) = next.take() {
+            if chain.len() >= MAX_OWNER_DEPTH {
+                break;
+            }
+            if owner.uid == aw_uid {
+                chain.push(OwnerLink { owner, found: true });
+                break;
+            }
+            let controller = match read.get(&owner.uid) {
+                Some(c) => Some(c.clone()),
+                None => {
+                    let got = match self.api_of(ns, &owner.api_version, &owner.kind).await {
+                        Some(api) => api.get_opt(&owner.name).await?,
+                        None => None,
+                    };
+                    match got {
+                        Some(o) if o.uid().as_deref() == Some(owner.uid.as_str()) => {
+                            let c = controller_ref(&serde_json::to_value(&o)?);
+                            read.insert(owner.uid.clone(), c.clone());
+                            Some(c)
+                        }
+                        _ => None,
+                    }
+                }
+            };
+            match controller {
+                Some(c) => {
+                    chain.push(OwnerLink { owner, found: true });
+                    next = c;
+                }
+                None => {
+                    chain.push(OwnerLink {
+                        owner,
+                        found: false,
+                    });
+                    break;
+                }
+            }
+        }
+        Ok(chain)
     }
 
     async fn event(&self, aw: &AppWrapperObject, type_: EventType, reason: &str, note: String) {
@@ -304,11 +386,11 @@ impl Ctx {
                 match api.get(&name).await {
                     Ok(existing) => CreateResult::AlreadyExists {
                         name,
-                        controller_owner: existing
+                        controller_uid: existing
                             .owner_references()
                             .iter()
                             .find(|o| o.controller == Some(true))
-                            .map(|o| o.name.clone()),
+                            .map(|o| o.uid.clone()),
                     },
                     Err(e) => CreateResult::Failed {
                         message: e.to_string(),
@@ -446,37 +528,39 @@ async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue,
                     name,
                     api_version,
                     kind,
+                    uid,
                     propagation,
                     ..
                 } => {
                     if let Some(api) = ctx.api_of(&aw.namespace, &api_version, &kind).await {
-                        let dp = match propagation {
-                            Propagation::Background => DeleteParams {
-                                propagation_policy: Some(PropagationPolicy::Background),
-                                ..DeleteParams::default()
+                        let dp = DeleteParams {
+                            grace_period_seconds: match propagation {
+                                Propagation::Background => None,
+                                Propagation::Forceful => Some(0),
                             },
-                            Propagation::Forceful => DeleteParams {
-                                grace_period_seconds: Some(0),
-                                propagation_policy: Some(PropagationPolicy::Background),
-                                ..DeleteParams::default()
-                            },
+                            propagation_policy: Some(PropagationPolicy::Background),
+                            preconditions: Some(Preconditions {
+                                uid: Some(uid),
+                                resource_version: None,
+                            }),
+                            ..DeleteParams::default()
                         };
-                        match api.delete(&name, &dp).await {
-                            Ok(_) => {}
-                            Err(kube::Error::Api(e)) if e.code == 404 => {}
-                            Err(e) => return Err(e.into()),
-                        }
+                        delete_tolerating_gone(api.delete(&name, &dp).await)?;
                     }
                 }
-                Action::DeletePodsForcefully => {
+                Action::DeletePodsForcefully(pods) => {
                     let api = Api::<Pod>::namespaced(ctx.client(), &aw.namespace);
-                    let lp =
-                        ListParams::default().labels(&format!("{APPWRAPPER_LABEL}={}", aw.name));
-                    let dp = DeleteParams {
-                        grace_period_seconds: Some(0),
-                        ..DeleteParams::default()
-                    };
-                    api.delete_collection(&dp, &lp).await?;
+                    for pod in pods {
+                        let dp = DeleteParams {
+                            grace_period_seconds: Some(0),
+                            preconditions: Some(Preconditions {
+                                uid: Some(pod.uid),
+                                resource_version: None,
+                            }),
+                            ..DeleteParams::default()
+                        };
+                        delete_tolerating_gone(api.delete(&pod.name, &dp).await)?;
+                    }
                 }
                 Action::ReadComponentsLive => {
                     let results = std::mem::take(&mut observed.create_results);

@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    api::{DynamicObject, Patch},
+    api::{DeleteParams, DynamicObject, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action,
@@ -953,7 +953,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         // The job is going (jobframework's `finalize`): its Workload is
         // finished as orphaned and let go.
         if let Some(wl) = wl_api.get_opt(&wl_name).await? {
-            finalize_orphan(&wl_api, &wl).await?;
+            if workload::is_owned_by(wl.metadata.owner_references.as_deref(), &uid) {
+                finalize_orphan(&wl_api, &wl).await?;
+            }
         }
         return Ok(Action::await_change());
     }
@@ -1001,6 +1003,18 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         }
         return Ok(Action::await_change());
     };
+    if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), &uid) {
+        // The Workload's name is taken by an object that is not this job's:
+        // it is neither changed nor deleted, and the job stays suspended.
+        ctx.job_event(
+            &job,
+            EventType::Warning,
+            "ErrWorkloadCompose",
+            format!("Workload {ns}/{wl_name} exists, but is not owned by this job"),
+        )
+        .await;
+        return Ok(Action::await_change());
+    }
 
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
@@ -1199,9 +1213,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             .all(|(a, b)| a.name == b.name && a.count == b.count && a.min_count == b.min_count);
     if !same_shape {
         // Kueue re-creates an out-of-sync Workload; the next pass does.
-        match wl_api.delete(&wl.name_any(), &Default::default()).await {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: wl.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match wl_api.delete(&wl.name_any(), &dp).await {
             Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => return Err(e.into()),
         }
         return Ok(Action::requeue(Duration::from_millis(200)));

@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
-    api::{DynamicObject, ListParams, Patch},
+    api::{DeleteParams, DynamicObject, ListParams, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action,
@@ -253,6 +253,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         }
         return Ok(Action::requeue(Duration::from_secs(2)));
     };
+    if !crate::jobs::workload::is_owned_by(
+        wl.metadata.owner_references.as_deref(),
+        obj.uid().as_deref().unwrap_or_default(),
+    ) {
+        // The name is taken by a Workload that is not this object's: left
+        // alone, never changed on its behalf.
+        return Ok(Action::await_change());
+    }
     if replicas > 0 {
         if let Some(q) = &queue {
             if wl.spec.queue_name.as_deref() != Some(q.as_str()) {
@@ -316,11 +324,7 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         .items
         .into_iter()
         .filter(|w| {
-            w.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.uid == uid)
+            crate::jobs::workload::is_owned_by(w.metadata.owner_references.as_deref(), &uid)
         })
         .collect();
     let names: Vec<String> = owned.iter().map(ResourceExt::name_any).collect();
@@ -345,9 +349,16 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
             // quota is returned at once.
             remove_workload_finalizer(&wl_api, &wl.metadata).await?;
             if wl.metadata.deletion_timestamp.is_none() {
-                match wl_api.delete(&wl_name, &Default::default()).await {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: wl.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match wl_api.delete(&wl_name, &dp).await {
                     Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
                     Err(e) => return Err(e.into()),
                 }
             }

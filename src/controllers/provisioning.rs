@@ -14,7 +14,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use futures::StreamExt;
 use k8s_openapi::{api::core::v1::PodTemplate, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
-    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams},
+    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams, Preconditions},
     runtime::{
         controller::Action,
         reflector::{ObjectRef, Store},
@@ -278,10 +278,17 @@ async fn owned_requests(
         .collect())
 }
 
-async fn delete_request(api: &Api<DynamicObject>, name: &str) -> Result<(), JobError> {
-    match api.delete(name, &DeleteParams::background()).await {
+/// Deletes a request read as owned, with its UID as precondition, so a
+/// same-named successor is never hit (Conflict: not ours any more).
+async fn delete_request(api: &Api<DynamicObject>, pr: &DynamicObject) -> Result<(), JobError> {
+    let mut dp = DeleteParams::background();
+    dp.preconditions = Some(Preconditions {
+        uid: pr.uid(),
+        resource_version: None,
+    });
+    match api.delete(&pr.name_any(), &dp).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -342,7 +349,7 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     // CleanupProvisioningRequestsOnEviction (on by default in v0.19.2).
     if ending {
         for pr in &owned {
-            delete_request(&pr_api, &pr.name_any()).await?;
+            delete_request(&pr_api, pr).await?;
         }
         return Ok(Action::await_change());
     }
@@ -410,7 +417,7 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     for pr in &owned {
         let pr_name = pr.name_any();
         if !last.values().any(|r| r.name == pr_name) {
-            delete_request(&pr_api, &pr_name).await?;
+            delete_request(&pr_api, pr).await?;
         }
     }
 
@@ -531,6 +538,12 @@ async fn adopt_templates(
         };
         let refs = pt.metadata.owner_references.clone().unwrap_or_default();
         let wl_uid = wl.metadata.uid.clone().unwrap_or_default();
+        // Only a template made for this Workload is handed to its request:
+        // a same-named template of someone else's is not adopted.
+        let made_for_wl = !wl_uid.is_empty()
+            && refs
+                .iter()
+                .any(|o| o.uid == wl_uid && o.controller == Some(true));
         if pr_uid.is_none() {
             let Some(obj) = pr_api.get_opt(&pr.name).await? else {
                 return Ok(());
@@ -542,6 +555,9 @@ async fn adopt_templates(
             .iter()
             .any(|o| o.uid == uid && o.controller == Some(true))
         {
+            continue;
+        }
+        if !made_for_wl {
             continue;
         }
         let mut kept: Vec<Value> = refs

@@ -55,6 +55,18 @@ pub enum WorkloadError {
     },
 }
 
+/// Whether an object found by a name batchgate derives (a Workload, a
+/// ProvisioningRequest) is `owner_uid`'s: one of its ownerReferences carries
+/// that UID. The name alone can be taken by anyone's object, which is then
+/// never patched, finished or deleted on the owner's behalf.
+pub fn is_owned_by(
+    owner_references: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference]>,
+    owner_uid: &str,
+) -> bool {
+    !owner_uid.is_empty()
+        && owner_references.is_some_and(|refs| refs.iter().any(|r| r.uid == owner_uid))
+}
+
 /// Kueue's `GetWorkloadNameForOwnerWithGVK`: `<kind>-<job name>-<hash>`,
 /// where the hash is the first five hex digits of
 /// `sha1(kind \n group \n name \n uid)`, so a job re-created under the same
@@ -913,6 +925,21 @@ pub fn apply(doc: &Value, ops: &[PatchOp]) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn owned_only_by_an_owner_reference_with_the_uid() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let r = |uid: &str| OwnerReference {
+            uid: uid.into(),
+            name: "same-name".into(),
+            ..Default::default()
+        };
+        assert!(is_owned_by(Some(&[r("a"), r("b")]), "b"));
+        assert!(!is_owned_by(Some(&[r("a")]), "b"), "the name is not enough");
+        assert!(!is_owned_by(Some(&[]), "b"));
+        assert!(!is_owned_by(None, "b"));
+        assert!(!is_owned_by(Some(&[r("")]), ""), "no UID, no owner");
+    }
+
     use super::*;
     use crate::jobs::policy::PolicySet;
 

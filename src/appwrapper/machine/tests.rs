@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::appwrapper::config::*;
-use crate::appwrapper::observe::{ObservedComponent, ObservedPod, PodPhase};
-use crate::appwrapper::status::{Condition, ConditionStatus as CS};
+use crate::appwrapper::observe::{ObservedComponent, ObservedPod, OwnerLink, OwnerRef, PodPhase};
+use crate::appwrapper::status::{find_condition, Condition, ConditionStatus as CS};
 use crate::appwrapper::APPWRAPPER_LABEL;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
@@ -78,6 +78,16 @@ fn secs(s: u64) -> Option<Duration> {
     Some(Duration::from_secs(s))
 }
 
+/// A live component object with this UID and controller.
+fn live(uid: &str, controller_uid: &Option<String>) -> ObservedComponent {
+    ObservedComponent {
+        exists: true,
+        uid: uid.into(),
+        controller_uid: controller_uid.clone(),
+        ..Default::default()
+    }
+}
+
 /// A small simulated cluster that executes actions the way the controller
 /// contract says, so the machine can be driven through whole lifecycles.
 struct Sim {
@@ -85,7 +95,12 @@ struct Sim {
     config: OperatorConfig,
     now: i64,
     components: Vec<ObservedComponent>,
+    /// This AppWrapper's pods (given a name, UID and controller on the
+    /// first observation).
     pods: Vec<ObservedPod>,
+    /// Labelled pods that are not this AppWrapper's; deleting one fails
+    /// the test.
+    foreign_pods: Vec<ObservedPod>,
     /// Result the next create of each index returns instead of success.
     create_outcome: BTreeMap<usize, CreateResult>,
     /// Components ignore background deletes (a finalizer on them).
@@ -109,6 +124,7 @@ impl Sim {
             now: T0,
             components: vec![ObservedComponent::MISSING; n],
             pods: Vec::new(),
+            foreign_pods: Vec::new(),
             create_outcome: BTreeMap::new(),
             sticky: false,
             pods_survive_delete: false,
@@ -119,7 +135,27 @@ impl Sim {
         }
     }
 
-    fn observed(&self) -> Observed {
+    /// Names, UIDs and a controller (the AppWrapper) for the sim's own pods.
+    fn stamp_pods(&mut self) {
+        for (i, p) in self.pods.iter_mut().enumerate() {
+            if p.uid.is_empty() {
+                p.uid = format!("pod-uid-{i}");
+                p.name = format!("pod-{i}");
+            }
+            if p.owners.is_empty() {
+                p.owners = vec![OwnerLink {
+                    owner: OwnerRef {
+                        uid: self.aw.uid.clone(),
+                        ..Default::default()
+                    },
+                    found: true,
+                }];
+            }
+        }
+    }
+
+    fn observed(&mut self) -> Observed {
+        self.stamp_pods();
         Observed {
             components: if self.cache_lags {
                 vec![ObservedComponent::MISSING; self.components.len()]
@@ -127,7 +163,12 @@ impl Sim {
                 self.components.clone()
             },
             components_read_live: !self.cache_lags,
-            pods: self.pods.clone(),
+            pods: self
+                .pods
+                .iter()
+                .chain(&self.foreign_pods)
+                .cloned()
+                .collect(),
             create_results: Vec::new(),
             no_execute_nodes: self.no_execute.clone(),
         }
@@ -161,8 +202,9 @@ impl Sim {
                             match self.create_outcome.get(&cc.index).cloned() {
                                 Some(r) => {
                                     let stop = matches!(r, CreateResult::Failed { .. });
-                                    if matches!(r, CreateResult::AlreadyExists { .. }) {
-                                        self.components[cc.index] = ObservedComponent::HEALTHY;
+                                    if let CreateResult::AlreadyExists { controller_uid, .. } = &r {
+                                        self.components[cc.index] =
+                                            live(&format!("existing-{}", cc.index), controller_uid);
                                     }
                                     results[cc.index] = Some(r);
                                     if stop {
@@ -170,7 +212,10 @@ impl Sim {
                                     }
                                 }
                                 None => {
-                                    self.components[cc.index] = ObservedComponent::HEALTHY;
+                                    self.components[cc.index] = live(
+                                        &format!("created-{}", cc.index),
+                                        &Some(self.aw.uid.clone()),
+                                    );
                                     let name = cc.object["metadata"]["name"]
                                         .as_str()
                                         .unwrap_or("generated-x")
@@ -184,8 +229,17 @@ impl Sim {
                         follow_up = Some(o);
                     }
                     Action::DeleteComponent {
-                        index, propagation, ..
+                        index,
+                        propagation,
+                        uid,
+                        ..
                     } => {
+                        let target = &self.components[index];
+                        assert!(
+                            target.controlled_by(&self.aw.uid),
+                            "deleted a component that is not ours: {target:?}"
+                        );
+                        assert_eq!(target.uid, uid, "delete without the observed UID");
                         if self.sticky && propagation == Propagation::Background {
                             self.components[index].deleting = true;
                         } else {
@@ -195,7 +249,16 @@ impl Sim {
                             }
                         }
                     }
-                    Action::DeletePodsForcefully => self.pods.clear(),
+                    Action::DeletePodsForcefully(refs) => {
+                        for r in &refs {
+                            assert!(
+                                !self.foreign_pods.iter().any(|p| p.uid == r.uid),
+                                "deleted a pod that is not ours: {r:?}"
+                            );
+                            assert!(self.pods.iter().any(|p| p.uid == r.uid && p.name == r.name));
+                        }
+                        self.pods.retain(|p| !refs.iter().any(|r| r.uid == p.uid));
+                    }
                     Action::ReadComponentsLive => {
                         let mut o = self.observed();
                         o.components = self.components.clone();
@@ -488,13 +551,13 @@ fn resuming_records_generated_names() {
 
 #[test]
 fn resuming_already_exists() {
-    // owned by this AppWrapper (by name): success
+    // controlled by this AppWrapper's UID: success
     let mut sim = Sim::new(appwrapper(vec![pod("p")]));
     sim.create_outcome.insert(
         0,
         CreateResult::AlreadyExists {
             name: "p".into(),
-            controller_owner: Some("aw".into()),
+            controller_uid: Some("uid-1".into()),
         },
     );
     sim.step();
@@ -504,14 +567,15 @@ fn resuming_already_exists() {
     sim.step();
     assert_eq!(sim.phase(), Phase::Running);
 
-    // owned by someone else or no one: fatal
-    for owner in [Some("other".to_string()), None] {
+    // controlled by another object (a same-named AppWrapper of another UID
+    // too) or by none: fatal, and never recorded as ours
+    for owner in [Some("uid-of-another-aw".to_string()), None] {
         let mut sim = Sim::new(appwrapper(vec![pod("p")]));
         sim.create_outcome.insert(
             0,
             CreateResult::AlreadyExists {
                 name: "p".into(),
-                controller_owner: owner,
+                controller_uid: owner,
             },
         );
         sim.step();
@@ -529,7 +593,314 @@ fn resuming_already_exists() {
         assert!(step
             .actions
             .contains(&ev("Unhealthy", &format!("CreateFailed: {msg}"))));
+        let cs = &step.status.component_status[0];
+        let deployed = find_condition(&cs.conditions, RESOURCES_DEPLOYED).expect("condition");
+        assert_eq!(
+            (deployed.status, deployed.reason.as_str()),
+            (CS::False, COMPONENT_CREATION_ERRORED)
+        );
     }
+}
+
+/// A user's object of the component's name: the AppWrapper fails, its
+/// cleanup completes, and the object is never deleted (the sim fails the
+/// test on any delete of an object that is not ours).
+#[test]
+fn a_foreign_object_of_the_same_name_survives_the_failed_cleanup() {
+    for template in [job("sample-job", 1), pod("p")] {
+        let name = template["metadata"]["name"].as_str().unwrap().to_string();
+        let mut sim = Sim::new(appwrapper(vec![template]));
+        sim.create_outcome.insert(
+            0,
+            CreateResult::AlreadyExists {
+                name: name.clone(),
+                controller_uid: None,
+            },
+        );
+        // its pod carries the label, yet its controller is the user's Job
+        sim.foreign_pods = vec![ObservedPod {
+            name: "sample-job-abcde".into(),
+            uid: "user-pod".into(),
+            owners: vec![OwnerLink {
+                owner: OwnerRef {
+                    api_version: "batch/v1".into(),
+                    kind: "Job".into(),
+                    name: name.clone(),
+                    uid: "existing-0".into(),
+                },
+                found: true,
+            }],
+            ..ObservedPod::new(PodPhase::Running)
+        }];
+        sim.step();
+        sim.aw.spec.suspend = false;
+        for s in 0..5 {
+            sim.at(s).step();
+        }
+        assert_eq!(sim.phase(), Phase::Failed);
+        for s in 5..20 {
+            sim.at(s * 60).step();
+        }
+        assert!(
+            !sim.log.iter().any(|a| matches!(
+                a,
+                Action::DeleteComponent { .. } | Action::DeletePodsForcefully(_)
+            )),
+            "{:?}",
+            sim.log
+        );
+        assert!(sim.components[0].exists);
+        let st = &sim.aw.status;
+        assert_eq!(
+            c(st, RESOURCES_DEPLOYED).1,
+            "Failed",
+            "cleanup completed: {st:#?}"
+        );
+        assert_eq!(
+            c(st, RESOURCES_DEPLOYED).2,
+            "Resources deleted for failed AppWrapper"
+        );
+        assert_eq!(c(st, QUOTA_RESERVED).0, CS::False);
+        assert_eq!(c(st, DELETING_RESOURCES).1, "DeletionComplete");
+    }
+}
+
+/// Crash between recording "creation initiated" and learning the create
+/// failed: the status names an object that is not ours. Deleting the
+/// AppWrapper finishes without touching it.
+#[test]
+fn an_initiated_component_that_is_not_ours_is_not_deleted() {
+    let mut aw = appwrapper(vec![job("j", 1)]);
+    aw.spec.suspend = false;
+    aw.has_finalizer = true;
+    aw.deletion_requested = true;
+    aw.status.phase = Phase::Resuming;
+    for ty in [QUOTA_RESERVED, RESOURCES_DEPLOYED] {
+        set_condition(
+            &mut aw.status.conditions,
+            ty,
+            CS::True,
+            "Resuming",
+            "",
+            t(T0),
+        );
+    }
+    let mut cs = ComponentStatus {
+        name: "j".into(),
+        kind: "Job".into(),
+        api_version: "batch/v1".into(),
+        ..Default::default()
+    };
+    set_condition(
+        &mut cs.conditions,
+        RESOURCES_DEPLOYED,
+        CS::Unknown,
+        COMPONENT_CREATION_INITIATED,
+        "",
+        t(T0),
+    );
+    aw.status.component_status = vec![cs];
+    let obs = Observed {
+        components: vec![live("user-job", &Some("user-owner".into()))],
+        components_read_live: true,
+        ..Default::default()
+    };
+    let step = reconcile(&aw, &obs, &cfg(), t(T0 + 1)).unwrap();
+    assert!(
+        !step
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::DeleteComponent { .. })),
+        "{:?}",
+        step.actions
+    );
+    assert!(step.actions.contains(&Action::RemoveFinalizer));
+    let deployed = find_condition(
+        &step.status.component_status[0].conditions,
+        RESOURCES_DEPLOYED,
+    )
+    .unwrap();
+    assert_eq!(
+        (deployed.status, deployed.reason.as_str()),
+        (CS::False, COMPONENT_CREATION_ERRORED)
+    );
+}
+
+/// Our component was deleted by someone and a same-named object of another
+/// owner took its place: missing, so Failed, and that object is left alone.
+#[test]
+fn a_replaced_component_counts_as_missing_and_is_left_alone() {
+    let mut sim = Sim::running(vec![job("j", 1)]);
+    sim.components[0] = live("replacement", &Some("someone-else".into()));
+    let step = sim.at(1).step();
+    assert_eq!(step.status.phase, Phase::Failed);
+    assert_eq!(
+        c(&step.status, UNHEALTHY).2,
+        "Only found 0 deployed components, but was expecting 1"
+    );
+    for s in 2..10 {
+        sim.at(s * 60).step();
+    }
+    assert!(!sim
+        .log
+        .iter()
+        .any(|a| matches!(a, Action::DeleteComponent { .. })));
+    assert!(sim.components[0].exists);
+    let deployed = find_condition(
+        &sim.aw.status.component_status[0].conditions,
+        RESOURCES_DEPLOYED,
+    )
+    .unwrap();
+    assert_eq!(
+        (deployed.status, deployed.reason.as_str()),
+        (CS::False, COMPONENT_DELETED)
+    );
+    assert_eq!(c(&sim.aw.status, QUOTA_RESERVED).0, CS::False);
+}
+
+fn link(api_version: &str, kind: &str, name: &str, uid: &str, found: bool) -> OwnerLink {
+    OwnerLink {
+        owner: OwnerRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: uid.into(),
+        },
+        found,
+    }
+}
+
+#[test]
+fn which_labelled_pods_are_ours() {
+    let component = |name: &str, status: CS, reason: &str| {
+        let mut cs = ComponentStatus {
+            name: name.into(),
+            kind: "Deployment".into(),
+            api_version: "apps/v1".into(),
+            ..Default::default()
+        };
+        set_condition(
+            &mut cs.conditions,
+            RESOURCES_DEPLOYED,
+            status,
+            reason,
+            "",
+            t(T0),
+        );
+        cs
+    };
+    let components = vec![
+        component("d", CS::True, COMPONENT_CREATED_SUCCESSFULLY),
+        component("gone", CS::False, COMPONENT_DELETED),
+        component("never", CS::False, COMPONENT_CREATION_ERRORED),
+    ];
+    let rs = |found| link("apps/v1", "ReplicaSet", "d-1", "rs", found);
+    let dep = |name: &str, found| link("apps/v1", "Deployment", name, "dep", found);
+    let aw = link(
+        "workload.codeflare.dev/v1beta2",
+        "AppWrapper",
+        "aw",
+        "uid-1",
+        true,
+    );
+    let cases: Vec<(&str, Vec<OwnerLink>, bool)> = vec![
+        ("a pod component", vec![aw.clone()], true),
+        (
+            "pod -> rs -> deployment -> aw",
+            vec![rs(true), dep("d", true), aw.clone()],
+            true,
+        ),
+        ("no controller", vec![], false),
+        (
+            "controlled by a live stranger",
+            vec![link("batch/v1", "Job", "j", "x", true)],
+            false,
+        ),
+        (
+            "chain ends at a live object without controller",
+            vec![rs(true), dep("d", true)],
+            false,
+        ),
+        (
+            "owner gone, named like our component",
+            vec![rs(true), dep("d", false)],
+            true,
+        ),
+        (
+            "owner gone, our component already deleted",
+            vec![dep("gone", false)],
+            true,
+        ),
+        (
+            "owner gone, a component we never created",
+            vec![dep("never", false)],
+            false,
+        ),
+        (
+            "owner gone, named like no component",
+            vec![dep("other", false)],
+            false,
+        ),
+        (
+            "owner gone, other kind",
+            vec![link("batch/v1", "Job", "d", "j", false)],
+            false,
+        ),
+    ];
+    for (what, owners, want) in cases {
+        let pod = ObservedPod {
+            owners,
+            ..ObservedPod::new(PodPhase::Running)
+        };
+        assert_eq!(pod_is_ours(&pod, "uid-1", &components), want, "{what}");
+    }
+    // no UID to match: nothing is ours
+    let pod = ObservedPod {
+        owners: vec![link("", "", "", "", true)],
+        ..ObservedPod::new(PodPhase::Running)
+    };
+    assert!(!pod_is_ours(&pod, "", &components));
+}
+
+/// Deletion waits for our pods and forces only them; a stranger's pod with
+/// the label neither holds the deletion up nor is deleted.
+#[test]
+fn forceful_deletion_forces_only_our_pods() {
+    let mut sim = Sim::running(vec![job("j", 1)]);
+    sim.annotate(FORCEFUL_DELETION_GRACE_PERIOD_ANNOTATION, "30s");
+    sim.pods_survive_delete = true;
+    sim.set_pods(&[PodPhase::Running]);
+    sim.foreign_pods = vec![
+        ObservedPod {
+            name: "stray".into(),
+            uid: "stray-uid".into(),
+            ..ObservedPod::new(PodPhase::Running)
+        },
+        ObservedPod {
+            name: "someone-elses".into(),
+            uid: "else-uid".into(),
+            owners: vec![link("batch/v1", "Job", "other", "other-uid", true)],
+            ..ObservedPod::new(PodPhase::Running)
+        },
+    ];
+    // our pod's Job is gone (background delete): the garbage collector's,
+    // and still ours to wait for
+    sim.pods[0].owners = vec![link("batch/v1", "Job", "j", "created-0", false)];
+    sim.aw.spec.suspend = true;
+    sim.at(0).step(); // -> Suspending
+    let step = sim.at(10).step();
+    assert!(!sim.components[0].exists);
+    assert_eq!(step.status.phase, Phase::Suspending, "waits for our pod");
+    let step = sim.at(41).step();
+    assert_eq!(
+        step.actions,
+        vec![Action::DeletePodsForcefully(vec![PodRef {
+            name: "pod-0".into(),
+            uid: "pod-uid-0".into(),
+        }])]
+    );
+    assert_eq!(sim.at(46).step().status.phase, Phase::Suspended);
+    assert_eq!(sim.foreign_pods.len(), 2);
 }
 
 fn resuming_sim(outcome: CreateResult) -> Sim {
@@ -1340,7 +1711,13 @@ fn forceful_deletion_after_the_grace_period_pods_first() {
     let step = sim.at(40).step();
     assert!(step.actions.is_empty(), "{:?}", step.actions);
     let step = sim.at(41).step();
-    assert_eq!(step.actions, vec![Action::DeletePodsForcefully]);
+    assert_eq!(
+        step.actions,
+        vec![Action::DeletePodsForcefully(vec![PodRef {
+            name: "pod-0".into(),
+            uid: "pod-uid-0".into(),
+        }])]
+    );
     // pods gone, component still there: force the component
     let step = sim.at(46).step();
     assert!(

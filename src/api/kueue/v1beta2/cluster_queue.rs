@@ -199,10 +199,14 @@ pub struct ConcurrentAdmissionPolicy {
 }
 
 /// How admitted Workloads migrate between flavors.
+// The released schema requires `mode`; the apiserver refuses it missing
+// before any validating webhook, so decoding takes it as empty, as Go does.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(extend("required" = ["mode"]))]
 pub struct ConcurrentAdmissionMigration {
     /// TryPreferredFlavors or RetainFirstAdmission.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(
         length(max = 253),
         extend("enum" = ["TryPreferredFlavors", "RetainFirstAdmission"])
