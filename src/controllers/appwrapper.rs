@@ -482,7 +482,9 @@ impl Ctx {
 }
 
 async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue, AppWrapperError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Requeue::requeue(Duration::ZERO));
+    }
     let mut aw = to_core(&obj)?;
     let mut rv = obj.resource_version().unwrap_or_default();
     let mut observed = ctx.observe(&aw).await?;

@@ -152,7 +152,9 @@ fn cq_flavors(cq: &api::ClusterQueue) -> Vec<String> {
 }
 
 async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     if conds.is_true(condition::FINISHED) || wl.metadata.deletion_timestamp.is_some() {

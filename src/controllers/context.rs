@@ -196,13 +196,19 @@ impl Shared {
 
     /// Resolves once this replica leads: every reconcile waits here, so a
     /// standby's controllers keep their caches and queues warm and write
-    /// nothing (the fence would refuse it anyway).
-    pub async fn leading(&self) {
+    /// nothing (the fence would refuse it anyway). `true` when it had to
+    /// wait: the object the reconcile was handed may be long stale, so it
+    /// is reconciled again from the cache instead.
+    pub async fn leading(&self) -> bool {
         let mut leading = self.leading.clone();
+        if *leading.borrow() {
+            return false;
+        }
         if leading.wait_for(|l| *l).await.is_err() {
             // The elector is gone without this replica ever leading.
             std::future::pending::<()>().await;
         }
+        true
     }
 
     /// Whether this replica leads now.

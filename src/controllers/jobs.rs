@@ -244,7 +244,7 @@ impl OwnerTriggers {
                             wl.metadata.clone(),
                         );
                         tokio::spawn(async move {
-                            shared.leading().await;
+                            let _ = shared.leading().await;
                             release_orphan(shared.client.clone(), resource, owner, meta).await
                         });
                     }
@@ -925,7 +925,9 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let policy = &ctx.policy;
     let job = serde_json::to_value(&*obj)?;
     let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {

@@ -192,7 +192,9 @@ fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let Some(ns) = obj.namespace() else {
         return Ok(Action::await_change());
     };
@@ -296,7 +298,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
 /// marked into its group's Workload, or let go when its StatefulSet is not
 /// the owner's or rolls it out; the group's pods woken once admitted.
 async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let Some(ns) = obj.namespace() else {
         return Ok(Action::await_change());
     };

@@ -234,7 +234,9 @@ impl Ctx {
 }
 
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let gate = &ctx.gate;
     if obj.labels().get(&gate.managed_label).map(String::as_str)
         != Some(crate::admission::pod::MANAGED_VALUE)

@@ -163,7 +163,9 @@ fn config_name(ac: &AdmissionCheck) -> Option<&str> {
 }
 
 async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     if ac.spec.controller_name != PROVISIONING_REQUEST_CONTROLLER {
         return Ok(Action::await_change());
     }
@@ -305,7 +307,9 @@ fn owner_of<K: Resource<DynamicType = ()>>(obj: &K) -> Value {
 }
 
 async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
-    ctx.shared.leading().await;
+    if ctx.shared.leading().await {
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     let finished = conds.is_true(condition::FINISHED);

@@ -409,13 +409,7 @@ impl LocalCluster {
         cluster.apiserver_args = api_args.clone();
         cluster.spawn("kube-apiserver", api_args)?;
         cluster.wait_until(deadline, "kube-apiserver /readyz", |k| {
-            if TcpStream::connect((Ipv4Addr::LOCALHOST, api_port)).is_err() {
-                return Ok(None);
-            }
-            Ok(k.run(&["get", "--raw=/readyz"])
-                .ok()
-                .filter(|out| out.trim() == "ok")
-                .map(|_| ()))
+            Ok(apiserver_ready(k, api_port))
         })?;
         cluster.mark("kube-apiserver", t0);
 
@@ -615,15 +609,7 @@ impl LocalCluster {
         self.wait_until(
             Instant::now() + within,
             "kube-apiserver /readyz after a restart",
-            |k| {
-                if TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
-                    return Ok(None);
-                }
-                Ok(k.run(&["get", "--raw=/readyz"])
-                    .ok()
-                    .filter(|out| out.trim() == "ok")
-                    .map(|_| ()))
-            },
+            |k| Ok(apiserver_ready(k, port)),
         )
     }
 
@@ -751,6 +737,16 @@ impl Drop for LocalCluster {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// `Some` once kube-apiserver on `port` accepts connections and its
+/// `/readyz` says ok.
+fn apiserver_ready(k: &Kubectl, port: u16) -> Option<()> {
+    TcpStream::connect((Ipv4Addr::LOCALHOST, port)).ok()?;
+    k.run(&["get", "--raw=/readyz"])
+        .ok()
+        .filter(|out| out.trim() == "ok")
+        .map(|_| ())
 }
 
 /// One cluster per test binary with [`default_nodes`], started on first use.
