@@ -64,8 +64,17 @@ fn others_connections_to(port: u16) -> BTreeSet<u16> {
         .collect()
 }
 
+/// `batchgate_<name>` from the probe listener, which shares the server's
+/// runtime with the attack: a slow answer is waited for (30 s), not failed.
 fn metric(server: &Server, name: &str) -> f64 {
-    let (_, text) = server.probe_get("/metrics");
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(server.probe).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text)
+        .expect("/metrics answered within 30 s under attack");
     let prefix = format!("batchgate_{name} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&prefix))
