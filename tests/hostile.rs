@@ -83,6 +83,17 @@ fn sample_rss(pid: i32, until: Instant) -> std::thread::JoinHandle<u64> {
     })
 }
 
+/// A sample of the server's own metrics (`batchgate_<name>`); a metric the
+/// server does not export fails the test rather than reading as 0.
+fn metric(server: &Server, name: &str) -> f64 {
+    let (_, text) = server.probe_get("/metrics");
+    let prefix = format!("batchgate_{name} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the server exports no batchgate_{name}"))
+}
+
 fn closed_by_reason(server: &Server) -> String {
     server
         .probe_get("/metrics")
@@ -121,6 +132,15 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
     // handshakes, more than this shared machine's debug build handshakes
     // in that time); honest reviews start once it holds every slot.
     tokio::time::sleep(Duration::from_secs(20)).await;
+    // The premise: the attack holds every slot (newcomers find them all
+    // taken) before the honest reviews start, and still does after.
+    let full_before = metric(&server, "connection_slots_full_total");
+    assert!(
+        full_before > 0.0,
+        "the attack never filled the {} connection slots; closed so far: {}",
+        1024,
+        closed_by_reason(&server)
+    );
     let honest = Honest::run_apart(
         server.addr,
         server.ca_pem.clone(),
@@ -128,6 +148,12 @@ async fn a_minute_of_stalling_clients_does_not_starve_honest_reviews() {
         Duration::from_millis(50),
     )
     .await;
+    let full_after = metric(&server, "connection_slots_full_total");
+    eprintln!("connections accepted while every slot was taken: {full_before} before the honest reviews, {full_after} by their end");
+    assert!(
+        full_after > full_before,
+        "the slots were not full any more while honest reviews ran"
+    );
     let mut stats = Vec::new();
     for a in attacks {
         let kind = a.kind;
@@ -198,6 +224,16 @@ async fn bodies_held_open_stay_within_the_deployment_memory_limit() {
         Duration::from_secs(1),
     );
     tokio::time::sleep(Duration::from_secs(3)).await;
+    // The premise: held bodies fill the large share of the budget (no
+    // further 7 MiB body fits) and later ones wait in line, before the
+    // honest reviews start.
+    let large_share = 64.0 * 1024.0 * 1024.0 / 4.0 * 3.0;
+    let peak = metric(&server, "body_budget_peak_bytes");
+    let queued_before = metric(&server, "body_budget_queued_total");
+    assert!(
+        peak > large_share - 7.0 * 1024.0 * 1024.0 && queued_before > 0.0,
+        "the attack did not fill the body budget: peak {peak} bytes, {queued_before} bodies waited"
+    );
     let honest = Honest::run_apart(
         server.addr,
         server.ca_pem.clone(),
@@ -205,6 +241,12 @@ async fn bodies_held_open_stay_within_the_deployment_memory_limit() {
         Duration::from_millis(50),
     )
     .await;
+    let queued_after = metric(&server, "body_budget_queued_total");
+    eprintln!("held bodies filled the budget (peak {:.1} MiB); bodies that waited in line: {queued_before} before the honest reviews, {queued_after} by their end", peak / 1048576.0);
+    assert!(
+        queued_after > queued_before,
+        "the budget was not full any more while honest reviews ran"
+    );
     let stats = attack.join().await;
     let peak = rss.join().unwrap();
     let limit = deployment_memory_limit();
@@ -516,4 +558,207 @@ async fn sigterm_under_http1_and_http2_load_fails_nothing_and_exits_in_the_drain
         closed_at.is_some(),
         "the GOAWAY-ignoring client was never closed"
     );
+}
+
+/// A request body fed by the test, frame by frame; no length unless the
+/// request declares one.
+struct ChanBody(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChanBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|b| b.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+type H2Sender = hyper::client::conn::http2::SendRequest<ChanBody>;
+
+async fn h2_connect(server: &Server) -> H2Sender {
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"h2"]))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (sender, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+/// Starts a stream on `sender`; the body's sending half and the response.
+async fn h2_stream(
+    sender: &mut H2Sender,
+    content_length: Option<usize>,
+) -> (
+    tokio::sync::mpsc::Sender<Bytes>,
+    tokio::task::JoinHandle<Result<(hyper::StatusCode, String), String>>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let mut req =
+        hyper::Request::post("https://localhost/mutate").header("content-type", "application/json");
+    if let Some(n) = content_length {
+        req = req.header("content-length", n);
+    }
+    sender.ready().await.expect("the connection takes a stream");
+    let resp = sender.send_request(req.body(ChanBody(rx)).unwrap());
+    let answer = tokio::spawn(async move {
+        let r = resp.await.map_err(|e| format!("{e:?}"))?;
+        let status = r.status();
+        let body = r
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        Ok((
+            status,
+            String::from_utf8_lossy(&body.to_bytes()).into_owned(),
+        ))
+    });
+    (tx, answer)
+}
+
+/// A whole small review on a new stream of `sender`: its status.
+async fn h2_review(sender: &mut H2Sender, uid: &str) -> hyper::StatusCode {
+    let (tx, answer) = h2_stream(sender, None).await;
+    tx.send(small_review(uid)).await.unwrap();
+    drop(tx);
+    let (status, body) = answer.await.unwrap().expect("an answer on the stream");
+    assert_eq!(status, 200, "{body}");
+    status
+}
+
+/// A stream whose body never comes is answered 408 on that stream at the
+/// body deadline; the connection and its other streams go on. Both on a
+/// connection that has already completed a review (kube-apiserver's
+/// shared one) and on a fresh one, whose first-request deadline falls at
+/// the same instant and used to close it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_stream_whose_body_never_comes_is_answered_408_and_the_connection_kept() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    // Defaults: body 10 s, first request 10 s.
+    let server = Server::start(&[]);
+    let mut shared = h2_connect(&server).await;
+    h2_review(&mut shared, "before").await;
+    let mut fresh = h2_connect(&server).await;
+    let start = Instant::now();
+    // Content-Length promised, no byte sent.
+    let (_hold_shared, silent_shared) = h2_stream(&mut shared, Some(4096)).await;
+    let (_hold_fresh, silent_fresh) = h2_stream(&mut fresh, Some(4096)).await;
+    // Meanwhile the shared connection keeps serving.
+    for i in 0..5 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        h2_review(&mut shared, &format!("during-{i}")).await;
+    }
+    for (name, silent) in [("shared", silent_shared), ("fresh", silent_fresh)] {
+        let (status, body) = silent
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{name}: the silent stream got no answer: {e}"));
+        let waited = start.elapsed();
+        assert_eq!(status, 408, "{name}: {body}");
+        assert!(body.contains("request body not received within"), "{body}");
+        assert!(
+            waited >= Duration::from_secs(9) && waited < Duration::from_secs(20),
+            "{name}: answered after {waited:?}, the body deadline is 10 s"
+        );
+    }
+    // Both connections are still open and serve new streams.
+    h2_review(&mut shared, "after-shared").await;
+    h2_review(&mut fresh, "after-fresh").await;
+    let closed = closed_by_reason(&server);
+    assert!(
+        !closed.contains("first_request_timeout"),
+        "a connection was closed: {closed}"
+    );
+}
+
+/// A body with no Content-Length is refused with 413 as soon as it passes
+/// the 7 MiB limit, without waiting for its end: on HTTP/1.1 (the
+/// connection then closes: its unread rest cannot be skipped) and on
+/// HTTP/2 (on that stream; the connection serves the next one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_without_length_is_refused_413_as_soon_as_it_passes_the_limit() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = Server::start(&[]);
+    let limit = 7 << 20;
+    let chunk = Bytes::from(vec![b' '; 64 << 10]);
+
+    let mut h2 = h2_connect(&server).await;
+    let (tx, answer) = h2_stream(&mut h2, None).await;
+    // Just past the limit, then silence: the stream stays open.
+    let mut sent = 0;
+    while sent <= limit {
+        if tx.send(chunk.clone()).await.is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    let (status, body) = tokio::time::timeout(Duration::from_secs(5), answer)
+        .await
+        .expect("HTTP/2: an answer once the limit is passed, before the body ends")
+        .unwrap()
+        .expect("an answer on the stream");
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("7340032-byte limit"), "{body}");
+    drop(tx);
+    h2_review(&mut h2, "after-413").await;
+
+    let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(tls_config(&server.ca_pem, &[b"http/1.1"]))
+        .connect(
+            rustls::pki_types::ServerName::try_from("localhost").unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap();
+    let (mut rd, mut wr) = tokio::io::split(tls);
+    // Written aside: the last chunk's rest may never be read.
+    let writer = tokio::spawn(async move {
+        wr.write_all(
+            b"POST /mutate HTTP/1.1\r\nhost: localhost\r\ntransfer-encoding: chunked\r\n\r\n",
+        )
+        .await?;
+        let mut sent = 0;
+        while sent <= limit {
+            wr.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                .await?;
+            wr.write_all(&chunk).await?;
+            wr.write_all(b"\r\n").await?;
+            sent += chunk.len();
+        }
+        // Past the limit; the body's end never comes.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok::<_, std::io::Error>(wr)
+    });
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("byte limit") {
+        let n = tokio::time::timeout(Duration::from_secs(5), rd.read(&mut buf))
+            .await
+            .expect("HTTP/1.1: an answer once the limit is passed, before the body ends")
+            .unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    writer.abort();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert_still_serving(&server).await;
 }

@@ -31,6 +31,9 @@ pub struct Snapshot {
     pub accepted: Millis,
     /// A request has been received whole (or answered) on it.
     pub productive: bool,
+    /// HTTP/2: every stream has its own body deadline (answered 408 on the
+    /// stream), so the first-request deadline stops at a stream's headers.
+    pub http2: bool,
     /// Requests received (headers in) whose response is not fully sent.
     pub open: u32,
     /// Requests whose body is in and whose answer is being computed.
@@ -99,7 +102,11 @@ pub fn verdict(s: &Snapshot, now: Millis, t: &Timeouts) -> Verdict {
     {
         return Verdict::Close(r);
     }
-    if !s.productive {
+    // On HTTP/2 an open stream is under its own deadline (408 on that
+    // stream, whose answer makes the connection productive); closing the
+    // connection at the same instant would take that answer, and on a
+    // shared connection other streams, with it.
+    if !(s.productive || (s.http2 && s.open > 0)) {
         if let Some(r) = due(
             s.accepted.saturating_add(t.first_request),
             Reason::FirstRequest,
@@ -184,6 +191,30 @@ mod tests {
         let reading = Snapshot { open: 1, ..s };
         assert_eq!(
             verdict(&reading, 11_000, &T),
+            Verdict::Close(Reason::FirstRequest)
+        );
+    }
+
+    #[test]
+    fn an_http2_stream_waiting_for_its_body_keeps_the_connection() {
+        let s = Snapshot {
+            http2: true,
+            ..fresh(1_000)
+        };
+        // No stream yet: the first-request deadline holds as on HTTP/1.1.
+        assert_eq!(
+            verdict(&s, 11_000, &T),
+            Verdict::Close(Reason::FirstRequest)
+        );
+        // A stream open: its own body deadline answers it (408), not the
+        // connection's.
+        let reading = Snapshot { open: 1, ..s };
+        assert_eq!(verdict(&reading, 11_000, &T), Verdict::Keep(Millis::MAX));
+        // The stream reset by the client without an answer: the connection
+        // is still unproductive and past its deadline.
+        let reset = Snapshot { open: 0, ..reading };
+        assert_eq!(
+            verdict(&reset, 12_000, &T),
             Verdict::Close(Reason::FirstRequest)
         );
     }

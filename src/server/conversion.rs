@@ -21,7 +21,7 @@ pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Re
     let limit = s
         .limits
         .max_body_bytes
-        .max(usize::try_from(s.budget.cap() / 4 * 3).unwrap_or(usize::MAX));
+        .max(usize::try_from(s.budget.large_cap()).unwrap_or(usize::MAX));
     let too_large = format!("request body is larger than the {limit}-byte limit of /convert");
     let Received { body, conn, _held } = match receive(&s, req, limit, &too_large).await {
         Ok(r) => r,

@@ -64,6 +64,14 @@ pub struct Metrics {
     /// Connections the server closed, by reason (see README, Limits and
     /// bad input).
     pub connections_closed: Family<ReasonLabel, Counter>,
+    /// TCP connections accepted on the webhook port.
+    pub connections_accepted: Counter,
+    /// Newcomers that found every connection slot taken (and took one from
+    /// a connection that had not completed a request, or the longest idle,
+    /// or waited).
+    pub connection_slots_full: Counter,
+    /// The request body budget's line (see [`super::budget`]).
+    pub body_budget: super::budget::BudgetMetrics,
     /// Kueue's metrics, recorded by the queueing controller.
     pub kueue: Arc<KueueMetrics>,
 }
@@ -155,8 +163,39 @@ impl Metrics {
             "Queued jobs the periodic resync found without a Workload, by integration (each a trigger the watches lost)",
             crate::cluster::watch::FOUND_BY_RESYNC.clone(),
         );
+        let connections_accepted = Counter::default();
+        registry.register(
+            "connections_accepted",
+            "TCP connections accepted on the webhook port",
+            connections_accepted.clone(),
+        );
+        let connection_slots_full = Counter::default();
+        registry.register(
+            "connection_slots_full",
+            "Connections accepted while every connection slot was taken (webhook.maxConnections)",
+            connection_slots_full.clone(),
+        );
+        let body_budget = super::budget::BudgetMetrics::default();
+        registry.register(
+            "body_budget_queued",
+            "Request bodies that found the body budget (webhook.maxBodyBytesInFlight) full and waited in line",
+            body_budget.queued.clone(),
+        );
+        registry.register(
+            "body_budget_gave_up",
+            "Request bodies refused with 503 after waiting webhook.bodyBudgetWaitSeconds in line",
+            body_budget.gave_up.clone(),
+        );
+        registry.register(
+            "body_budget_peak_bytes",
+            "The most request body bytes reserved at once since the server started",
+            body_budget.peak_bytes.clone(),
+        );
         Metrics {
             connections_closed,
+            connections_accepted,
+            connection_slots_full,
+            body_budget,
             registry: root,
             kueue,
             reviews,

@@ -64,8 +64,10 @@ pub struct Limits {
     /// [`budget`]); sized with [`Limits::memory_bound`] against the
     /// Deployment's memory limit.
     pub max_body_bytes_in_flight: usize,
-    /// How long a body waits for room in that budget before it is refused
-    /// with 503.
+    /// How long a body waits in line for room in that budget before it is
+    /// refused with 503. Under the webhooks' timeoutSeconds (10 s), so a
+    /// body granted at the end of its wait is still read and answered
+    /// before the apiserver gives up.
     pub body_budget_wait: Duration,
     pub handshake_timeout: Duration,
     /// From accept until the first request is complete: TLS, the protocol
@@ -102,7 +104,7 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 7 * 1024 * 1024,
             max_body_bytes_in_flight: 64 * 1024 * 1024,
-            body_budget_wait: Duration::from_secs(5),
+            body_budget_wait: Duration::from_secs(8),
             handshake_timeout: Duration::from_secs(10),
             first_request_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
@@ -123,8 +125,8 @@ impl Default for Limits {
 
 /// What one connection may hold outside the body budget: rustls' record
 /// buffers (two 16 KiB records), hyper's HTTP/1.1 read buffer
-/// ([`H1_MAX_BUF`]) or the HTTP/2 receive window ([`H2_WINDOW`]), the task
-/// and its timers.
+/// ([`H1_MAX_BUF`]) or one HTTP/2 stream's receive window ([`H2_WINDOW`];
+/// the others are pinned in the budget), the task and its timers.
 pub const CONNECTION_BYTES: u64 = 96 * 1024;
 /// The process without traffic: runtime, caches of a mid-sized cluster,
 /// policies, allocator slack.
@@ -141,16 +143,34 @@ pub const SOCKET_RECV_BUFFER: usize = 16 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
 /// headers are well under 1 KiB.
 pub const H1_MAX_BUF: usize = 32 * 1024;
-/// HTTP/2 receive window per stream and per connection: what a client may
-/// send that is not yet read into a budgeted body.
+/// HTTP/2 receive window per stream: what a client may send on a stream
+/// that is not yet read into a budgeted body. Each stream pins it in the
+/// body budget from its arrival to its answer.
 pub const H2_WINDOW: u32 = 32 * 1024;
+
+/// The HTTP/2 connection window: every stream's window. A stream waiting in
+/// the budget's line is not read, and what it was sent holds the connection
+/// window; a smaller one lets waiting streams stall the reading ones on
+/// the same connection (kube-apiserver multiplexes a webhook's calls on
+/// one). Memory is bounded by the stream pins, not by this.
+pub fn h2_connection_window(max_streams: u32) -> u32 {
+    // HTTP/2's largest window is 2^31 - 1.
+    max_streams
+        .max(1)
+        .saturating_mul(H2_WINDOW)
+        .min((1 << 31) - 1)
+}
 
 impl Limits {
     /// The most memory the server is expected to use under any traffic:
-    /// the body budget, every connection slot full, and the baseline.
-    /// Checked against the Deployment's memory limit (tests/manifests.rs).
+    /// the body budget and its HTTP/2 stream pins (a quarter more, see
+    /// [`budget::Book::pin_cap`]), every connection slot full, and the
+    /// baseline. Checked against the Deployment's memory limit
+    /// (tests/manifests.rs).
     pub fn memory_bound(&self) -> u64 {
-        self.max_body_bytes_in_flight as u64
+        let budget = budget::Book::new(self.max_body_bytes_in_flight as u64);
+        budget.cap
+            + budget.pin_cap
             + self.max_connections as u64 * CONNECTION_BYTES
             + BASELINE_BYTES
     }
@@ -251,7 +271,10 @@ pub async fn bind(
         sar,
         metrics: metrics.clone(),
         limits: limits.clone(),
-        budget: Arc::new(Budget::new(limits.max_body_bytes_in_flight as u64)),
+        budget: Arc::new(Budget::with_metrics(
+            limits.max_body_bytes_in_flight as u64,
+            metrics.body_budget.clone(),
+        )),
     };
     let router = Router::new()
         .route("/mutate", post(mutate))
@@ -316,7 +339,11 @@ pub async fn bind(
             acceptor,
             builder,
             router,
-            slots: Slots::new(limits.max_connections, clock),
+            slots: Slots::new(
+                limits.max_connections,
+                clock,
+                metrics.connection_slots_full.clone(),
+            ),
             timeouts: limits.timeouts(),
             limits: limits.clone(),
             clock,
@@ -346,6 +373,7 @@ pub async fn bind(
                             }
                         },
                     };
+                    shared.metrics.connections_accepted.inc();
                     let _ = tcp.set_nodelay(true);
                     // Fixed kernel buffers instead of autotuning up to
                     // several MiB: what a client that does not read, or a
@@ -461,6 +489,9 @@ async fn serve_connection(
         }
     };
     let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+    if http2 {
+        conn.set_http2();
+    }
     let svc = TowerToHyperService::new(Tracking {
         inner: sh.router.clone(),
         conn: conn.clone(),
@@ -644,6 +675,12 @@ async fn receive<'s>(
     }
     let conn = req.extensions().get::<ConnHandle>().map(|c| c.0.clone());
     let mut held = s.budget.empty();
+    // An HTTP/2 stream may have been sent its window already: pinned until
+    // its answer, so streams waiting in line hold bounded memory. Out of
+    // pins: refused at once, which frees what it was sent.
+    if req.version() == axum::http::Version::HTTP_2 && !s.budget.pin(&mut held, H2_WINDOW.into()) {
+        return Err(budget_refusal(s, "its HTTP/2 stream pins are all taken"));
+    }
     let read = tokio::time::timeout(
         s.limits.body_timeout,
         read_body(
@@ -668,21 +705,10 @@ async fn receive<'s>(
             "body_too_large",
             too_large,
         )),
-        Ok(Err(BodyError::Budget)) => {
-            let mut r = reject(
-                s,
-                StatusCode::SERVICE_UNAVAILABLE,
-                "body_budget",
-                &format!(
-                    "request bodies in flight use the server's {}-byte budget (webhook.maxBodyBytesInFlight) and no room came free within {:?}; retry",
-                    s.budget.cap(),
-                    s.limits.body_budget_wait
-                ),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            Err(r)
-        }
+        Ok(Err(BodyError::Budget)) => Err(budget_refusal(
+            s,
+            &format!("no room came free within {:?}", s.limits.body_budget_wait),
+        )),
         Ok(Err(BodyError::Read(e))) => Err(reject(
             s,
             StatusCode::BAD_REQUEST,
@@ -701,10 +727,34 @@ async fn receive<'s>(
     }
 }
 
+fn budget_refusal(s: &AppState, why: &str) -> Response<Body> {
+    let mut r = reject(
+        s,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "body_budget",
+        &format!(
+            "request bodies in flight use the server's {}-byte budget (webhook.maxBodyBytesInFlight) and {why}; retry",
+            s.budget.cap(),
+        ),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 enum BodyError {
     TooLarge,
     Budget,
     Read(axum::Error),
+}
+
+impl From<budget::Refused> for BodyError {
+    fn from(r: budget::Refused) -> Self {
+        match r {
+            budget::Refused::Waited => BodyError::Budget,
+            budget::Refused::TooLarge => BodyError::TooLarge,
+        }
+    }
 }
 
 /// Reads a body no further than its reservation in the budget: all of a
@@ -719,9 +769,7 @@ async fn read_body<'b>(
 ) -> Result<Vec<u8>, BodyError> {
     let mut buf = Vec::new();
     if let Some(n) = declared {
-        if !budget.grow(held, n, wait).await {
-            return Err(BodyError::Budget);
-        }
+        budget.grow(held, n, wait).await.map_err(BodyError::from)?;
         buf.reserve_exact(n as usize);
     }
     while let Some(frame) = body.frame().await {
@@ -736,9 +784,10 @@ async fn read_body<'b>(
         if need > buf.capacity() {
             // Grow by doubling, within the limit, and reserve it first.
             let cap = need.max(buf.capacity() * 2).clamp(8 * 1024, limit);
-            if !budget.grow(held, cap as u64, wait).await {
-                return Err(BodyError::Budget);
-            }
+            budget
+                .grow(held, cap as u64, wait)
+                .await
+                .map_err(BodyError::from)?;
             buf.reserve_exact(cap - buf.len());
         }
         buf.extend_from_slice(&data);

@@ -54,6 +54,8 @@ pub struct Conn {
     clock: Clock,
     accepted: Millis,
     productive: AtomicBool,
+    /// Negotiated HTTP/2 (set once, after the handshake).
+    http2: AtomicBool,
     open: AtomicU32,
     computing: AtomicU32,
     sending: AtomicU32,
@@ -72,6 +74,7 @@ impl Conn {
             clock,
             accepted: now,
             productive: AtomicBool::new(false),
+            http2: AtomicBool::new(false),
             open: AtomicU32::new(0),
             computing: AtomicU32::new(0),
             sending: AtomicU32::new(0),
@@ -88,6 +91,7 @@ impl Conn {
         Snapshot {
             accepted: self.accepted,
             productive: self.productive.load(Ordering::Relaxed),
+            http2: self.http2.load(Ordering::Relaxed),
             open: self.open.load(Ordering::Relaxed),
             computing: self.computing.load(Ordering::Relaxed),
             sending: self.sending.load(Ordering::Relaxed),
@@ -97,6 +101,10 @@ impl Conn {
             write_blocked_since: (w != NONE).then_some(w),
             draining_since,
         }
+    }
+
+    pub fn set_http2(&self) {
+        self.http2.store(true, Ordering::Relaxed);
     }
 
     fn request_started(&self) {
@@ -139,6 +147,8 @@ pub struct Slots {
     waiting: AtomicUsize,
     freed: Notify,
     evictions: AtomicU64,
+    /// Admissions that found every slot taken.
+    full: prometheus_client::metrics::counter::Counter,
 }
 
 /// A connection's slot, given back on drop.
@@ -150,7 +160,11 @@ pub struct Slot {
 }
 
 impl Slots {
-    pub fn new(cap: usize, clock: Clock) -> Arc<Slots> {
+    pub fn new(
+        cap: usize,
+        clock: Clock,
+        full: prometheus_client::metrics::counter::Counter,
+    ) -> Arc<Slots> {
         Arc::new(Slots {
             cap: cap.max(1),
             clock,
@@ -159,6 +173,7 @@ impl Slots {
             waiting: AtomicUsize::new(0),
             freed: Notify::new(),
             evictions: AtomicU64::new(0),
+            full,
         })
     }
 
@@ -203,6 +218,7 @@ impl Slots {
     fn try_admit(self: &Arc<Self>) -> Option<Slot> {
         let mut live = self.lock();
         if live.len() >= self.cap {
+            self.full.inc();
             let victim = connection::victim(live.iter().map(|(id, c)| (*id, c.snapshot(None))))?;
             if let Some(v) = live.remove(&victim) {
                 v.evicted.notify_one();
