@@ -255,12 +255,13 @@ pub async fn bind(
             addr: opts.listen,
             source,
         })?;
-    let probe_listener = TcpListener::bind(opts.probe_listen)
-        .await
-        .map_err(|source| ServeError::Bind {
+    // A std listener: the probes are served by their own runtime (below).
+    let probe_listener =
+        std::net::TcpListener::bind(opts.probe_listen).map_err(|source| ServeError::Bind {
             addr: opts.probe_listen,
             source,
         })?;
+    probe_listener.set_nonblocking(true)?;
     let webhook_addr = listener.local_addr()?;
     let probe_addr = probe_listener.local_addr()?;
     info!(%webhook_addr, %probe_addr, "listening");
@@ -288,8 +289,9 @@ pub async fn bind(
         .route("/metrics", get(render_metrics))
         .with_state((readiness.clone(), metrics.clone()));
 
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let probe_task = serve_probes(probe_listener, probes, stop_rx.clone())?;
     let run = async move {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let watcher = store.dir().is_some().then(|| {
             let mut rx = stop_rx.clone();
             tokio::spawn(store.clone().watch(
@@ -299,16 +301,6 @@ pub async fn bind(
                     let _ = rx.wait_for(|s| *s).await;
                 },
             ))
-        });
-        let probe_task = tokio::spawn({
-            let mut rx = stop_rx.clone();
-            async move {
-                axum::serve(probe_listener, probes)
-                    .with_graceful_shutdown(async move {
-                        let _ = rx.wait_for(|s| *s).await;
-                    })
-                    .await
-            }
         });
 
         let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -415,8 +407,10 @@ pub async fn bind(
         if let Some(w) = watcher {
             let _ = w.await;
         }
-        if let Ok(Err(e)) = probe_task.await {
-            warn!(error = %e, "probe listener failed");
+        match probe_task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(error = %e, "probe listener failed"),
+            Err(_) => warn!("probe thread ended abnormally"),
         }
         info!("stopped");
         Ok(())
@@ -802,6 +796,37 @@ async fn not_found(State(s): State<AppState>, req: Request<Body>) -> Response<Bo
         req.uri().path()
     );
     reject(&s, StatusCode::NOT_FOUND, "not_found", &msg)
+}
+
+/// Serves `/healthz`, `/readyz` and `/metrics` on a thread of their own
+/// until `stop` turns true. A kubelet whose liveness probe times out while
+/// the webhook's workers are saturated (stalling clients, a burst of big
+/// reviews) would restart a replica that is serving, and a scrape would
+/// miss exactly the interval worth seeing.
+fn serve_probes(
+    listener: std::net::TcpListener,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<std::io::Result<()>>> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    let serve = move || -> std::io::Result<()> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(async move {
+            axum::serve(TcpListener::from_std(listener)?, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        })
+    };
+    std::thread::Builder::new()
+        .name("probes".into())
+        .spawn(move || {
+            let _ = done.send(serve());
+        })?;
+    Ok(result)
 }
 
 async fn ready(State((r, _)): State<(Arc<Readiness>, Arc<Metrics>)>) -> (StatusCode, &'static str) {
