@@ -3,9 +3,11 @@
 //! webhook URL (a readiness-aware TCP round-robin written here stands in
 //! for the Service), a ClusterQueue of 20 cpu and a stream of queued Jobs.
 //!
-//! Before (a), and again with the replica that replaces the old leader,
-//! the standby answers Kueue's visibility API through the apiserver (the
-//! APIService pointed at it alone) from its own warm queueing engine.
+//! Throughout (a), (b) and (c) Kueue's visibility API is asked through the
+//! apiserver twice a second, its APIService pointed at a readiness-aware
+//! proxy over every replica's visibility listener, each request on a new
+//! connection: it must list pending Workloads in every phase, and every
+//! replica, leader or standby, must have answered.
 //!
 //! (a) SIGTERM of the leader: it releases the Lease, the standby (which
 //!     watches the Lease and keeps its engine warm) admits within 2 s of
@@ -201,29 +203,99 @@ impl Proxy {
 }
 
 /// A kubeconfig that authenticates as batchgate-system/batchgate.
-/// Registers the visibility API to `replica` alone and waits until the
-/// apiserver, asking it, lists pending Workloads of `cq` (the stream keeps
-/// some pending); their number.
-fn pending_through(c: &LocalCluster, replica: &Server, cq: &str) -> usize {
-    let port = replica
-        .visibility
-        .expect("the replica serves the visibility API")
-        .port();
-    if let Err(e) = batchgate::cli::dev::register_visibility(c, port) {
-        panic!("the visibility API did not become available on port {port}: {e:#}");
+/// One answer (or not) of Kueue's visibility API through the apiserver.
+struct Sample {
+    at: SystemTime,
+    /// The replicas (visibility addresses) the proxy sent it to.
+    to: Vec<SocketAddr>,
+    /// Pending Workloads listed; `None` when the request failed.
+    listed: Option<usize>,
+    error: String,
+}
+
+/// Asks the apiserver for `cq`'s pending Workloads about twice a second
+/// until stopped, the APIService pointed at `proxy` (a Service's stand-in
+/// over every replica). Each request goes down a fresh connection (the
+/// previous ones are closed first), so the proxy picks a ready replica
+/// for it as kube-proxy would for a new connection.
+struct Visibility {
+    samples: Arc<Mutex<Vec<Sample>>>,
+    stop: Arc<AtomicBool>,
+    sampler: thread::JoinHandle<()>,
+}
+
+impl Visibility {
+    fn sample(c: &'static LocalCluster, proxy: Arc<Proxy>, cq: &str) -> Visibility {
+        let path =
+            format!("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads");
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (samples, stop) = (samples.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Acquire) {
+                    proxy.reset();
+                    let before = proxy.accepted_count();
+                    let at = SystemTime::now();
+                    let (ok, out, err) =
+                        kubectl(c, &["get", "--raw", &path, "--request-timeout=5s"], None);
+                    let listed = serde_json::from_str::<Value>(&out)
+                        .ok()
+                        .filter(|_| ok)
+                        .and_then(|v| Some(v["items"].as_array()?.len()));
+                    samples.lock().unwrap().push(Sample {
+                        at,
+                        to: proxy.connections_since(before).into_keys().collect(),
+                        listed,
+                        error: err.trim().chars().take(200).collect(),
+                    });
+                    thread::sleep(Duration::from_millis(400));
+                }
+            })
+        };
+        Visibility {
+            samples,
+            stop,
+            sampler,
+        }
     }
-    let path =
-        format!("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{cq}/pendingworkloads");
-    wait_for(
-        Duration::from_secs(30),
-        "pending Workloads listed through the apiserver",
-        || {
-            let (ok, out, _) = kubectl(c, &["get", "--raw", &path], None);
-            let v: Value = serde_json::from_str(&out).ok().filter(|_| ok)?;
-            let n = v["items"].as_array()?.len();
-            (n > 0).then_some(n)
-        },
-    )
+
+    /// Waits until `replica` (its visibility address) has listed pending
+    /// Workloads in a request sent after `since`.
+    fn wait_answered_by(&self, replica: &Server, since: SystemTime, name: &str) {
+        let addr = replica.visibility.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let samples = self.samples.lock().unwrap();
+            if samples
+                .iter()
+                .any(|s| s.at >= since && s.to.contains(&addr) && s.listed.is_some_and(|n| n > 0))
+            {
+                return;
+            }
+            if Instant::now() > deadline {
+                let last: Vec<_> = samples
+                    .iter()
+                    .rev()
+                    .take(12)
+                    .map(|s| format!("to {:?}: listed {:?} {}", s.to, s.listed, s.error))
+                    .collect();
+                panic!(
+                    "{name} ({addr}) did not answer the visibility API through the apiserver in 60 s; \
+                     {} requests, the last: {last:#?}",
+                    samples.len()
+                );
+            }
+            drop(samples);
+            thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn finish(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Release);
+        self.sampler.join().unwrap();
+        std::mem::take(&mut *self.samples.lock().unwrap())
+    }
 }
 
 /// A replica: HOSTNAME names it (its Lease identity and its events'
@@ -573,6 +645,16 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
     // replica (backend 0).
     let proxy = Proxy::start(backends.clone());
     let proxy_live = Proxy::start(backends.clone());
+    // Kueue's visibility API through the apiserver, as at a Service over
+    // the replicas' visibility listeners.
+    let vis_backends = Arc::new(Mutex::new(vec![
+        (a.visibility.unwrap(), a.probe),
+        (b.visibility.unwrap(), b.probe),
+    ]));
+    let proxy_vis = Arc::new(Proxy::start(vis_backends.clone()));
+    if let Err(e) = batchgate::cli::dev::register_visibility(c, proxy_vis.addr.port()) {
+        panic!("the visibility API did not become available: {e:#}");
+    }
     *proxy_live.pin.lock().unwrap() = Some(0);
     let ca = certs.join("ca.crt");
     let mut main_hooks = webhook_configurations(&format!("https://{}", proxy.addr), &ca);
@@ -639,10 +721,18 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
             .then_some(())
     });
 
-    // The standby answers Kueue's visibility API from its own engine,
-    // through the apiserver (the APIService points at replica-b alone).
-    let pending_b = pending_through(c, &b, CQ);
-    eprintln!("visibility through the standby replica-b: {pending_b} pending Workloads listed");
+    // From here to the end of (c), Kueue's visibility API is asked through
+    // the apiserver twice a second, each time of whichever replica is ready.
+    // A Job larger than the whole quota stays pending the whole run (it
+    // does not hold back the others: the queue is BestEffortFIFO), so
+    // every answer has something to list; a replica whose engine is cold
+    // lists nothing.
+    create(c, &job("too-big", &ns, "lq", "30", "1s", json!({})));
+    let before_a = SystemTime::now();
+    let vis = Visibility::sample(c, proxy_vis.clone(), CQ);
+    // Leader and standby both answer before anything is stopped.
+    vis.wait_answered_by(&a, before_a, "replica-a (leader)");
+    vis.wait_answered_by(&b, before_a, "replica-b (standby)");
 
     // (a) SIGTERM of the leader.
     let refused_before_a = creates.lock().unwrap().refused.len();
@@ -677,9 +767,10 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
     // A fresh standby replaces replica-a, as a rolling update would.
     let c_rep = replica("replica-c", &kubeconfig, &certs, &cfg);
     backends.lock().unwrap()[0] = (c_rep.addr, c_rep.probe);
-    // The new standby answers too, once its engine has listed the cluster.
-    let pending_c = pending_through(c, &c_rep, CQ);
-    eprintln!("visibility through the standby replica-c: {pending_c} pending Workloads listed");
+    vis_backends.lock().unwrap()[0] = (c_rep.visibility.unwrap(), c_rep.probe);
+    // The new standby answers once its engine has listed the cluster.
+    vis.wait_answered_by(&c_rep, SystemTime::now(), "replica-c (standby)");
+    let after_a = SystemTime::now();
 
     // (b) The apiserver's webhook connections all go to the leader, which is
     // then frozen.
@@ -840,7 +931,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         );
     }
     let _ = lease_watch.join();
-    if handover_stop > (LEASE_SECONDS + 5) as f64 {
+    if handover_stop > (LEASE_SECONDS + 2) as f64 {
         eprintln!("SIGSTOP at {sigstop:?}");
         for l in lease_seen.lock().unwrap().iter() {
             eprintln!("lease: {l}");
@@ -868,7 +959,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         }
     }
     assert!(
-        handover_stop <= (LEASE_SECONDS + 5) as f64,
+        handover_stop <= (LEASE_SECONDS + 2) as f64,
         "the standby admitted {handover_stop:.1} s after SIGSTOP (lease {LEASE_SECONDS} s)"
     );
     // Creates whose reviews reach a live replica succeed.
@@ -887,6 +978,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
     // replicas again.
     let d_rep = replica("replica-d", &kubeconfig, &certs, &cfg);
     backends.lock().unwrap()[1] = (d_rep.addr, d_rep.probe);
+    vis_backends.lock().unwrap()[1] = (d_rep.visibility.unwrap(), d_rep.probe);
     *proxy.pin.lock().unwrap() = None;
     proxy.reset();
     assert!(holder(c).starts_with("replica-c_"), "{}", holder(c));
@@ -924,8 +1016,87 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         handover_kill <= (LEASE_SECONDS + 5) as f64,
         "the standby admitted {handover_kill:.1} s after SIGKILL (lease {LEASE_SECONDS} s)"
     );
+
+    // The visibility API answered in every phase, from whichever replica
+    // was ready: leaders, standbys, the one whose leader was frozen or
+    // killed.
+    thread::sleep(Duration::from_secs(2));
+    let vis = vis.finish();
+    let name_of = |addr: &SocketAddr| {
+        [
+            ("replica-a", &a),
+            ("replica-b", &b),
+            ("replica-c", &c_rep),
+            ("replica-d", &d_rep),
+        ]
+        .into_iter()
+        .find(|(_, r)| r.visibility.as_ref() == Some(addr))
+        .map_or("?", |(n, _)| n)
+    };
+    let at = |t: SystemTime, secs: f64| t + Duration::from_secs_f64(secs);
+    let phases = [
+        ("both replicas up", before_a, sigterm),
+        (
+            "(a) SIGTERM to the old leader's exit",
+            sigterm,
+            at(sigterm, exited),
+        ),
+        ("a fresh standby joins", at(sigterm, exited), after_a),
+        ("(b) the freeze", sigstop, sigcont),
+        (
+            "(c) SIGKILL to the first admission after",
+            sigkill,
+            at(sigkill, handover_kill),
+        ),
+    ];
+    let mut answered_by = std::collections::BTreeSet::new();
+    for (phase, from, to) in phases {
+        let inside: Vec<&Sample> = vis.iter().filter(|s| s.at >= from && s.at < to).collect();
+        let ok: Vec<&Sample> = inside
+            .iter()
+            .copied()
+            .filter(|s| s.listed.is_some_and(|n| n > 0))
+            .collect();
+        let by: std::collections::BTreeSet<&str> =
+            ok.iter().flat_map(|s| s.to.iter().map(&name_of)).collect();
+        eprintln!(
+            "visibility, {phase}: {} of {} requests listed pending Workloads, answered by {by:?}; failures: {:?}",
+            ok.len(),
+            inside.len(),
+            inside.iter().filter(|s| s.listed.is_none()).map(|s| (s.to.iter().map(&name_of).collect::<Vec<_>>(), s.error.as_str())).collect::<Vec<_>>()
+        );
+        assert!(
+            !ok.is_empty(),
+            "the visibility API listed nothing during {phase}"
+        );
+        answered_by.extend(by);
+    }
+    // Every replica answered at some point: replica-b and replica-d as
+    // standby and as leader, replica-a as leader, replica-c as standby.
+    assert_eq!(
+        answered_by.into_iter().collect::<Vec<_>>(),
+        ["replica-a", "replica-b", "replica-c", "replica-d"],
+        "replicas whose visibility API answered"
+    );
     // That replica-d took the Lease first is checked below: its admissions
     // must fall within its tenure.
+
+    // The too-big Job goes (the rest must all finish), and its Workload
+    // with it.
+    let (ok, _, err) = kubectl(c, &["delete", "job", "too-big", "-n", &ns, "--wait"], None);
+    assert!(ok, "deleting the too-big Job: {err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the too-big Job's Workload to go",
+        || {
+            let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])?;
+            (!list["items"]
+                .as_array()?
+                .iter()
+                .any(|w| w["metadata"]["ownerReferences"][0]["name"] == "too-big"))
+            .then_some(())
+        },
+    );
 
     // The stream ends; every Job runs to completion.
     stop.store(true, Ordering::Release);
@@ -956,6 +1127,19 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
     assert!(
         split_brain.is_empty(),
         "admissions by a replica not holding the Lease: {split_brain:?}"
+    );
+    // How much of each handover was the Lease (its expiry) and how much
+    // the first admission after it.
+    let taken = |who: &str, signal: SystemTime| {
+        holders
+            .iter()
+            .find(|(h, _)| h.starts_with(who))
+            .map(|(_, t)| (t - unix_micros(signal)) as f64 / 1e6)
+    };
+    eprintln!(
+        "Lease taken after the signal: SIGSTOP {:?} s (first admission {handover_stop:.2} s), SIGKILL {:?} s (first admission {handover_kill:.2} s)",
+        taken("replica-c_", sigstop),
+        taken("replica-d_", sigkill)
     );
     for n in [ns.as_str(), live_ns.as_str()] {
         let per = reservations_per_workload(c, n);

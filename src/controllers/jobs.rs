@@ -930,21 +930,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     }
     let policy = &ctx.policy;
     let job = serde_json::to_value(&*obj)?;
-    let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
-        return Ok(Action::await_change());
-    };
-    if policy.skips(&job) {
+    if !ctx.policies.governs(policy, &job) {
         return Ok(Action::await_change());
     }
-    // A child of an integrated kind (a JobSet's Jobs, an AppWrapper's
-    // components) is governed by its parent's Workload, as in the webhook.
-    if obj
-        .owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true) && ctx.policies.is_integrated(&o.api_version, &o.kind))
-    {
-        return Ok(Action::await_change());
-    }
+    let queue = obj
+        .labels()
+        .get(QUEUE_NAME_LABEL)
+        .cloned()
+        .unwrap_or_default();
     let (Some(ns), name, Some(uid)) = (obj.namespace(), obj.name_any(), obj.uid()) else {
         return Ok(Action::await_change());
     };

@@ -92,16 +92,35 @@ pub fn decide(spec: &LeaseSpec, me: &str, now: Timestamp) -> Step {
     if holder == me && !me.is_empty() {
         return Step::Renew;
     }
-    let expired = match (&spec.renew_time, spec.lease_duration_seconds) {
-        (Some(t), Some(d)) => t.0.as_millisecond() + i64::from(d) * 1000 < now.as_millisecond(),
-        _ => true,
-    };
+    let expired = expiry(spec).is_none_or(|at| at < now.as_millisecond());
     if holder.is_empty() || expired {
         Step::Take {
             transitions: spec.lease_transitions.unwrap_or(0) + 1,
         }
     } else {
         Step::Wait
+    }
+}
+
+/// The last moment (ms since the epoch) the Lease as read still binds
+/// others: its renewTime plus its duration; `None` without them.
+pub fn expiry(spec: &LeaseSpec) -> Option<i64> {
+    let (t, d) = (spec.renew_time.as_ref()?, spec.lease_duration_seconds?);
+    Some(t.0.as_millisecond() + i64::from(d) * 1000)
+}
+
+/// How long a standby that found another's live Lease sleeps before it
+/// looks again: until just past its expiry when that comes before the
+/// next retry, so a holder that stopped renewing (frozen, killed, cut
+/// off) is replaced a lease after its last renewal, not up to a retry
+/// period later.
+pub fn next_look(expires: Option<i64>, now: Timestamp, retry: Duration) -> Duration {
+    match expires {
+        Some(at) => {
+            let left = (at + 1 - now.as_millisecond()).max(0) as u64;
+            retry.min(Duration::from_millis(left))
+        }
+        None => retry,
     }
 }
 
@@ -266,6 +285,8 @@ struct Held {
     lease: Option<Lease>,
     leading: bool,
     stopping: bool,
+    /// The expiry of the other holder's Lease we last read.
+    others_expiry: Option<i64>,
 }
 
 /// Notifies `changed` of every change of the reconciler Lease.
@@ -385,7 +406,10 @@ impl Elector {
         };
         let spec = lease.spec.clone().unwrap_or_default();
         let next = match decide(&spec, &self.identity, now) {
-            Step::Wait => return Ok(false),
+            Step::Wait => {
+                held.others_expiry = expiry(&spec);
+                return Ok(false);
+            }
             Step::Renew => self.spec(
                 now,
                 spec.acquire_time.clone(),
@@ -426,13 +450,19 @@ impl Elector {
         let changed = Arc::new(tokio::sync::Notify::new());
         let watch = tokio::spawn(watch_lease(self.api.clone(), changed.clone()));
         loop {
-            match self.attempt(&self.api).await {
+            let wait = match self.attempt(&self.api).await {
                 Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => warn!(error = %e, "reading the reconciler lease"),
-            }
+                Ok(false) => {
+                    let expires = self.held.lock().await.others_expiry.take();
+                    next_look(expires, Timestamp::now(), retry)
+                }
+                Err(e) => {
+                    warn!(error = %e, "reading the reconciler lease");
+                    retry
+                }
+            };
             tokio::select! {
-                _ = tokio::time::sleep(retry) => {}
+                _ = tokio::time::sleep(wait) => {}
                 _ = changed.notified() => {}
             }
         }
@@ -571,6 +601,26 @@ mod tests {
         let spec = held_by("other", 0, 15);
         assert_eq!(decide(&spec, "me", at(15)), Step::Wait);
         assert_eq!(decide(&spec, "me", at(16)), Step::Take { transitions: 4 });
+    }
+
+    #[test]
+    fn a_standby_looks_again_just_after_the_lease_it_waits_for_expires() {
+        let retry = Duration::from_millis(1600);
+        let spec = held_by("other", 0, 8);
+        let expires = expiry(&spec);
+        assert_eq!(expires, Some(at(8).as_millisecond()));
+        // Far from expiry: the usual retry.
+        assert_eq!(next_look(expires, at(1), retry), retry);
+        // Within a retry of it: just past it, when `decide` says Take.
+        let now = Timestamp::from_millisecond(at(8).as_millisecond() - 700).unwrap();
+        let wait = next_look(expires, now, retry);
+        assert_eq!(wait, Duration::from_millis(701));
+        let then =
+            Timestamp::from_millisecond(now.as_millisecond() + wait.as_millis() as i64).unwrap();
+        assert_eq!(decide(&spec, "me", then), Step::Take { transitions: 4 });
+        // Already past (a slow read): at once.
+        assert_eq!(next_look(expires, at(9), retry), Duration::ZERO);
+        assert_eq!(next_look(None, at(9), retry), retry);
     }
 
     #[test]

@@ -1502,6 +1502,29 @@ impl PolicySet {
         self.find(group, version, kind).is_some()
     }
 
+    /// Does the job reconciler govern `job`, of `policy`'s kind: queued (a
+    /// non-empty queue name), not skipped by its policy, and not a child of
+    /// an integrated kind (a JobSet's Jobs, an AppWrapper's components are
+    /// governed by their parent's Workload, as in the webhook)?
+    pub fn governs(&self, policy: &Policy, job: &Value) -> bool {
+        let meta = &job["metadata"];
+        let queued = meta["labels"][crate::admission::object::QUEUE_NAME_LABEL]
+            .as_str()
+            .is_some_and(|q| !q.is_empty());
+        let child = meta["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|o| {
+                o["controller"] == Value::Bool(true)
+                    && self.is_integrated(
+                        o["apiVersion"].as_str().unwrap_or(""),
+                        o["kind"].as_str().unwrap_or(""),
+                    )
+            });
+        queued && !child && !policy.skips(job)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
         self.policies.iter()
     }

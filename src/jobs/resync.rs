@@ -7,15 +7,14 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::admission::object::QUEUE_NAME_LABEL;
 use crate::jobs::policy::{Policy, PolicySet, Progress};
 
 /// Does `job`, of `policy`'s kind, need a Workload it has not had for
 /// `grace_ms`? `owners`: the UIDs that own a Workload now; `now_ms` and
 /// the job's `creationTimestamp` in Unix milliseconds.
 ///
-/// The same jobs the reconciler makes a Workload for: queued, not skipped,
-/// not a child of an integrated kind, not being deleted, not finished.
+/// The same jobs the reconciler makes a Workload for: governed
+/// ([`PolicySet::governs`]), not being deleted, not finished.
 pub fn needs_workload(
     policy: &Policy,
     policies: &PolicySet,
@@ -25,27 +24,13 @@ pub fn needs_workload(
     grace_ms: i64,
 ) -> bool {
     let meta = &job["metadata"];
-    let queued = meta["labels"][QUEUE_NAME_LABEL]
-        .as_str()
-        .is_some_and(|q| !q.is_empty());
     let Some(uid) = meta["uid"].as_str() else {
         return false;
     };
-    if !queued || owners.contains(uid) || !meta["deletionTimestamp"].is_null() {
-        return false;
-    }
-    let child = meta["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|o| {
-            o["controller"] == Value::Bool(true)
-                && policies.is_integrated(
-                    o["apiVersion"].as_str().unwrap_or(""),
-                    o["kind"].as_str().unwrap_or(""),
-                )
-        });
-    if child || policy.skips(job) {
+    if !policies.governs(policy, job)
+        || owners.contains(uid)
+        || !meta["deletionTimestamp"].is_null()
+    {
         return false;
     }
     let running = policy
@@ -64,6 +49,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::admission::object::QUEUE_NAME_LABEL;
 
     const CREATED_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
     const GRACE: i64 = 30_000;
