@@ -148,19 +148,6 @@ pub const H1_MAX_BUF: usize = 32 * 1024;
 /// body budget from its arrival to its answer.
 pub const H2_WINDOW: u32 = 32 * 1024;
 
-/// The HTTP/2 connection window: every stream's window. A stream waiting in
-/// the budget's line is not read, and what it was sent holds the connection
-/// window; a smaller one lets waiting streams stall the reading ones on
-/// the same connection (kube-apiserver multiplexes a webhook's calls on
-/// one). Memory is bounded by the stream pins, not by this.
-pub fn h2_connection_window(max_streams: u32) -> u32 {
-    // HTTP/2's largest window is 2^31 - 1.
-    max_streams
-        .max(1)
-        .saturating_mul(H2_WINDOW)
-        .min((1 << 31) - 1)
-}
-
 impl Limits {
     /// The most memory the server is expected to use under any traffic:
     /// the body budget and its HTTP/2 stream pins (a quarter more, see
