@@ -36,13 +36,11 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::{
-    context::{
-        admission_pod_set_infos, params, release, served, write_workload_status, JobError, Shared,
-        MANAGER,
-    },
-    translation::Conditions,
+use super::context::{
+    admission_pod_set_infos, params, served, write_workload_status, JobError, Shared, MANAGER,
 };
+use crate::api::kueue::v1beta2::Conditions;
+use crate::jobs::machine::release;
 use crate::{
     admission::{appwrapper::ComponentCheck, object::QUEUE_NAME_LABEL},
     api::{

@@ -29,10 +29,9 @@ use kube::{
 use serde_json::json;
 use tracing::debug;
 
-use super::{
-    context::{release, store, workload_controller, write_workload_status, JobError, Shared},
-    translation::Conditions,
-};
+use super::context::{store, workload_controller, write_workload_status, JobError, Shared};
+use crate::api::kueue::v1beta2::Conditions;
+use crate::jobs::machine::release;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, eviction_reason},
     queueing::checks::{self, Verdict},

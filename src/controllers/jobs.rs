@@ -24,23 +24,20 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
-use super::{
-    context::{
-        admission_pod_set_infos, create_workload, finish_failed_to_start, params, release,
-        remove_workload_finalizer, served, write_workload_status, JobError, Shared,
-    },
-    translation::Conditions,
+use super::context::{
+    admission_pod_set_infos, create_workload, params, remove_workload_finalizer, served,
+    write_workload_status, JobError, Shared,
 };
 use crate::{
     admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
     api::appwrapper::v1beta2::AppWrapper,
-    api::kueue::v1beta2::{self as api, condition},
+    api::kueue::v1beta2 as api,
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
-    jobs::execution,
-    jobs::policy::{Policy, PolicySet, Progress},
-    jobs::readiness::{self, Expiry, Settings as Readiness, Timeout},
+    jobs::machine::{self, Facts, Note, Step, Subject, Then, Write},
+    jobs::policy::{Policy, PolicySet},
+    jobs::readiness::Settings as Readiness,
     jobs::reference::ReferenceError,
-    jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+    jobs::workload,
 };
 
 struct Ctx {
@@ -351,33 +348,16 @@ fn error_policy(job: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Acti
 }
 
 impl Ctx {
-    fn classes(&self) -> PriorityClasses {
-        self.shared.classes()
-    }
-
-    async fn job_event(&self, job: &Value, type_: EventType, reason: &str, note: String) {
-        let reference = ObjectReference {
-            api_version: Some(self.policy.target.api_version()),
-            kind: Some(self.policy.target.kind.clone()),
-            name: job
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .map(String::from),
-            namespace: job
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .map(String::from),
-            uid: job
-                .pointer("/metadata/uid")
-                .and_then(Value::as_str)
-                .map(String::from),
-            ..Default::default()
-        };
+    async fn event(&self, reference: ObjectReference, note: Note) {
         let ev = KEvent {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            action: note.reason.clone(),
+            reason: note.reason,
+            note: Some(note.message),
             secondary: None,
         };
         if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
@@ -385,14 +365,33 @@ impl Ctx {
         }
     }
 
+    fn job_reference(&self, job: &Value) -> ObjectReference {
+        let text = |p: &str| job.pointer(p).and_then(Value::as_str).map(String::from);
+        ObjectReference {
+            api_version: Some(self.policy.target.api_version()),
+            kind: Some(self.policy.target.kind.clone()),
+            name: text("/metadata/name"),
+            namespace: text("/metadata/namespace"),
+            uid: text("/metadata/uid"),
+            ..Default::default()
+        }
+    }
+
+    fn jobs(&self, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.shared.client.clone(), ns, &self.resource)
+    }
+
+    /// `true` when the patch applied.
     async fn patch_job(&self, ns: &str, name: &str, ops: &[PatchOp]) -> Result<bool, JobError> {
         if ops.is_empty() {
             return Ok(false);
         }
-        let api =
-            Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
         let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
-        match api.patch(name, &params(), &Patch::<()>::Json(p)).await {
+        match self
+            .jobs(ns)
+            .patch(name, &params(), &Patch::<()>::Json(p))
+            .await
+        {
             Ok(_) => Ok(true),
             // The `test` of resourceVersion failed: the job changed; the
             // watch brings the new version and we decide again.
@@ -404,473 +403,143 @@ impl Ctx {
         }
     }
 
-    /// Suspends a job running without an admission (the webhook was
-    /// bypassed, or the admission was taken back), as Kueue does.
-    async fn stop_unadmitted(&self, ns: &str, name: &str, job: &Value) -> Result<(), JobError> {
-        if self
-            .patch_job(ns, name, &workload::suspend_patch(&self.policy, job))
-            .await?
-        {
-            self.job_event(
-                job,
-                EventType::Normal,
-                "Stopped",
-                "Not admitted by cluster queue".into(),
-            )
-            .await;
-        }
-        Ok(())
-    }
-
-    /// Puts a suspended job's templates back as its Workload recorded them
-    /// (clearing the status fields that block it first). `Some` with when
-    /// to look again while there was something to do.
-    async fn restore_templates(
-        &self,
-        ns: &str,
-        name: &str,
-        job: &Value,
-        wl: &api::Workload,
-    ) -> Result<Option<Action>, JobError> {
-        let restore = workload::restore_patch(&self.policy, job, &recorded_pod_sets(wl));
-        if restore.is_empty() {
-            return Ok(None);
-        }
-        if self.reset_status(ns, name, job).await? {
-            return Ok(Some(Action::requeue(Duration::from_millis(100))));
-        }
-        self.patch_job(ns, name, &restore).await?;
-        Ok(Some(Action::requeue(Duration::from_secs(1))))
-    }
-
-    /// Clears the policy's `reset` status fields of a suspended job, so its
-    /// templates may be restored. `true` when a write was made.
-    async fn reset_status(&self, ns: &str, name: &str, job: &Value) -> Result<bool, JobError> {
-        let Some(rule) = &self.policy.status else {
-            return Ok(false);
+    /// The object a job's pod templates live in, mounted into the job
+    /// (`jobs::reference`); `Ok(Err)` with Kueue's words when the
+    /// reference cannot be followed.
+    async fn view(&self, job: &Value) -> Result<Result<Value, String>, JobError> {
+        let Some(rule) = &self.policy.runtime_ref else {
+            return Ok(Ok(job.clone()));
         };
-        let mut status = serde_json::Map::new();
-        for p in &rule.reset {
-            if p.resolve(job).is_some_and(|v| !v.is_null()) {
-                if let [first, leaf] = p.tokens() {
-                    if first == "status" {
-                        status.insert(leaf.clone(), Value::Null);
-                    }
-                }
+        let r = match rule.reference(job) {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&rule.group, &rule.version, &r.kind.kind),
+            &r.kind.resource,
+        );
+        let api = if r.kind.namespaced {
+            let ns = job
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource)
+        } else {
+            Api::<DynamicObject>::all_with(self.shared.client.clone(), &resource)
+        };
+        match api.get_opt(&r.name).await {
+            Ok(Some(obj)) => Ok(Ok(rule.view(job, &serde_json::to_value(&obj)?))),
+            Ok(None) => Ok(Err(ReferenceError::NotFound(r.name).to_string())),
+            Err(kube::Error::Api(e)) if e.code == 404 => {
+                Ok(Err(ReferenceError::NotFound(r.name).to_string()))
             }
-        }
-        if status.is_empty() {
-            return Ok(false);
-        }
-        let api =
-            Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &self.resource);
-        let patch = json!({"status": status});
-        match api
-            .patch_status(name, &params(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: when
-    /// to look again while time is left, and once it has run out, the
-    /// Workload marked `DeactivationTarget` (its accumulated time cleared)
-    /// with Kueue's Warning event.
-    async fn check_execution_time(
+    /// Makes a step's writes in order; the first error ends the pass (the
+    /// controller retries it).
+    async fn execute(
         &self,
-        api: &Api<api::Workload>,
-        wl: &api::Workload,
-        conds: &Conditions,
-        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-    ) -> Result<Option<Duration>, JobError> {
-        let (Some(max), Some(admitted)) = (
-            wl.spec.maximum_execution_time_seconds,
-            conds.get(condition::ADMITTED),
-        ) else {
-            return Ok(None);
-        };
-        if conds.is_true(condition::DEACTIVATION_TARGET) {
-            return Ok(None);
-        }
-        let accumulated = wl
-            .status
-            .as_ref()
-            .and_then(|s| s.accumulated_past_execution_time_seconds)
-            .unwrap_or(0);
-        let left = execution::remaining_ms(
-            max,
-            accumulated,
-            admitted.last_transition_time.0.as_millisecond(),
-            now.0.as_millisecond(),
-        );
-        if left > 0 {
-            return Ok(Some(Duration::from_millis(left.unsigned_abs())));
-        }
-        let mut c = conds.clone();
-        c.set(
-            condition::DEACTIVATION_TARGET,
-            true,
-            execution::EXCEEDED_REASON,
-            execution::EXCEEDED_MESSAGE,
-            now,
-            wl.metadata.generation,
-        );
-        let status = json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null});
-        write_workload_status(api, wl, status).await?;
-        let reference = ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            uid: wl.metadata.uid.clone(),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: EventType::Warning,
-            reason: execution::EXCEEDED_REASON.into(),
-            note: Some(execution::exceeded_note(max)),
-            action: execution::EXCEEDED_REASON.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
-        Ok(None)
-    }
-
-    /// Kueue's jobframework steps 4 and 5: `status.reclaimablePods` from
-    /// the job's status (its policy's `reclaimablePods`), then the
-    /// `PodsReady` condition (its policy's `podsReady`, with waitForPodsReady
-    /// on). Written only when changed; `true` when a write was made.
-    async fn sync_readiness(
-        &self,
-        api: &Api<api::Workload>,
-        wl: &api::Workload,
+        subject: &Subject,
         job: &Value,
-        conds: &Conditions,
-        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-    ) -> Result<bool, JobError> {
-        let Some(rule) = &self.policy.status else {
-            return Ok(false);
-        };
-        let counts: Vec<(String, i64)> = wl
-            .spec
-            .pod_sets
-            .iter()
-            .flatten()
-            .map(|ps| (ps.name.clone(), i64::from(ps.count)))
-            .collect();
-        if let Some(reclaim) = &rule.reclaimable_pods {
-            let want = readiness::limit_reclaimable(&[reclaim.reclaimable(job)], &counts);
-            let have: Vec<(String, i32)> = wl
-                .status
-                .as_ref()
-                .and_then(|s| s.reclaimable_pods.as_ref())
-                .into_iter()
-                .flatten()
-                .filter(|r| r.count > 0)
-                .map(|r| (r.name.clone(), r.count))
-                .collect();
-            if want != have {
-                let list: Vec<Value> = want
-                    .iter()
-                    .map(|(n, c)| json!({"name": n, "count": c}))
-                    .collect();
-                let value = if list.is_empty() {
-                    Value::Null
-                } else {
-                    json!(list)
-                };
-                write_workload_status(api, wl, json!({ "reclaimablePods": value })).await?;
-                return Ok(true);
-            }
-        }
-        let (Some(_), Some(ready_rule)) = (&self.readiness, &rule.pods_ready) else {
-            return Ok(false);
-        };
-        let admitted = conds.is_true(condition::ADMITTED);
-        let current = conds.get(condition::PODS_READY);
-        if !admitted && current.is_none() {
-            // Kueue writes WaitForStart on every Workload; here it waits
-            // for the first admission (one write less per Workload that
-            // never runs; the timeout reads a missing condition the same).
-            return Ok(false);
-        }
-        let total: i64 = counts.iter().map(|(_, c)| c).sum();
-        let (status, reason, message) = readiness::pods_ready_condition(
-            admitted,
-            current.map(|c| (c.status == "True", c.reason.as_str())),
-            ready_rule.ready(job) >= total,
-        );
-        let mut c = conds.clone();
-        if !c.set(
-            condition::PODS_READY,
-            status,
-            reason,
-            message,
-            now,
-            wl.metadata.generation,
-        ) {
-            return Ok(false);
-        }
-        write_workload_status(api, wl, json!({"conditions": c.0})).await?;
-        Ok(true)
-    }
-
-    /// Kueue's `reconcileNotReadyTimeout` for an admitted Workload of a kind
-    /// that reports readiness: `After` while time is left; once it ran
-    /// out, either `DeactivationTarget` (`RequeuingLimitExceeded`) or the
-    /// eviction (`PodsReadyTimeout`, with `status.requeueState` moved on
-    /// by the backoff), then `Done`.
-    async fn check_pods_ready(
-        &self,
-        api: &Api<api::Workload>,
-        wl: &api::Workload,
-        conds: &Conditions,
-        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-    ) -> Result<Option<Recheck>, JobError> {
-        let (Some(settings), Some(_)) = (
-            &self.readiness,
-            self.policy
-                .status
-                .as_ref()
-                .and_then(|s| s.pods_ready.as_ref()),
-        ) else {
-            return Ok(None);
-        };
-        if wl.spec.active == Some(false)
-            || conds.is_true(condition::EVICTED)
-            || conds.is_true(condition::DEACTIVATION_TARGET)
-        {
-            return Ok(None);
-        }
-        let ms = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time| t.0.as_millisecond();
-        let admitted_at = conds
-            .get(condition::ADMITTED)
-            .filter(|c| c.status == "True")
-            .map(|c| ms(&c.last_transition_time));
-        let pods_ready = conds.get(condition::PODS_READY).map(|c| {
-            (
-                c.status == "True",
-                c.reason.as_str(),
-                ms(&c.last_transition_time),
-            )
-        });
-        let now_ms = ms(now);
-        let cause = match readiness::timeout(settings, admitted_at, pods_ready, now_ms) {
-            Timeout::None => return Ok(None),
-            Timeout::Running { left_ms, .. } => {
-                return Ok(Some(Recheck::After(Duration::from_millis(
-                    left_ms.unsigned_abs(),
-                ))))
-            }
-            Timeout::Expired { cause } => cause,
-        };
-        let state = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref());
-        let expiry = readiness::on_expiry(
-            settings,
-            state.and_then(|r| r.count),
-            state.and_then(|r| r.requeue_at.as_ref()).map(ms),
-            now_ms,
-            jitter(),
-        );
-        let mut c = conds.clone();
-        match expiry {
-            Expiry::Deactivate => {
-                c.set(
-                    condition::DEACTIVATION_TARGET,
-                    true,
-                    readiness::LIMIT_REASON,
-                    readiness::LIMIT_MESSAGE,
-                    now,
-                    wl.metadata.generation,
-                );
-                write_workload_status(api, wl, json!({"conditions": c.0})).await?;
-            }
-            Expiry::Requeue { count, requeue_at } => {
-                let (ns, name) = (
-                    wl.metadata.namespace.as_deref().unwrap_or_default(),
-                    wl.metadata.name.as_deref().unwrap_or_default(),
-                );
-                let message = readiness::timeout_message(ns, name);
-                c.set(
-                    condition::EVICTED,
-                    true,
-                    readiness::TIMEOUT_REASON,
-                    &message,
-                    now,
-                    wl.metadata.generation,
-                );
-                let at = k8s_openapi::jiff::Timestamp::from_millisecond(requeue_at)
-                    .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
-                    .unwrap_or_else(|_| now.clone());
-                let mut evictions = wl
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.scheduling_stats.as_ref())
-                    .and_then(|s| s.evictions.clone())
-                    .unwrap_or_default();
-                match evictions
-                    .iter_mut()
-                    .find(|e| e.reason == readiness::TIMEOUT_REASON && e.underlying_cause == cause)
-                {
-                    Some(e) => e.count += 1,
-                    None => evictions.push(api::WorkloadSchedulingStatsEviction {
-                        reason: readiness::TIMEOUT_REASON.into(),
-                        underlying_cause: cause.into(),
-                        count: 1,
-                    }),
-                }
-                let status = json!({
-                    "conditions": c.0,
-                    "requeueState": {"count": count, "requeueAt": at},
-                    "schedulingStats": {"evictions": evictions},
-                });
-                write_workload_status(api, wl, status).await?;
-                let reason = format!("{}DueTo{}", condition::EVICTED, readiness::TIMEOUT_REASON);
-                self.workload_event(wl, EventType::Normal, &reason, message)
-                    .await;
-            }
-        }
-        Ok(Some(Recheck::Done))
-    }
-
-    /// Once `status.requeueState.requeueAt` has passed, the Workload may
-    /// queue again: `requeueAt` is cleared and, after a `PodsReadyTimeout`
-    /// eviction, `Requeued=True` (`BackoffFinished`), as Kueue's workload
-    /// controller does. `Some` while there was something to wait for or
-    /// write.
-    async fn finish_backoff(
-        &self,
-        api: &Api<api::Workload>,
-        wl: &api::Workload,
-        conds: &Conditions,
-        now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-    ) -> Result<Option<Action>, JobError> {
-        let Some(state) = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref()) else {
-            return Ok(None);
-        };
-        let Some(at) = &state.requeue_at else {
-            return Ok(None);
-        };
-        if wl.spec.active == Some(false) {
-            return Ok(None);
-        }
-        let left = at.0.as_millisecond() - now.0.as_millisecond();
-        if left > 0 {
-            return Ok(Some(Action::requeue(Duration::from_millis(
-                left.unsigned_abs(),
-            ))));
-        }
-        let mut c = conds.clone();
-        let timed_out = c
-            .get(condition::REQUEUED)
-            .is_some_and(|r| r.status == "False" && r.reason == readiness::TIMEOUT_REASON);
-        if timed_out {
-            c.set(
-                condition::REQUEUED,
-                true,
-                readiness::BACKOFF_FINISHED_REASON,
-                readiness::BACKOFF_FINISHED_MESSAGE,
-                now,
-                wl.metadata.generation,
-            );
-        }
-        let status = json!({
-            "conditions": c.0,
-            "requeueState": {"count": state.count, "requeueAt": null},
-        });
-        write_workload_status(api, wl, status).await?;
-        Ok(Some(Action::await_change()))
-    }
-
-    async fn workload_event(
-        &self,
-        wl: &api::Workload,
-        type_: EventType,
-        reason: &str,
-        note: String,
-    ) {
-        let reference = ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            uid: wl.metadata.uid.clone(),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
-    }
-
-    /// The job as its pod sets are read: itself, or for a kind whose
-    /// templates live in a referenced object (a TrainJob's runtime), itself
-    /// with that object mounted and patched (`jobs::reference`). `Ok(None)`
-    /// when the reference cannot be followed: a Warning event in Kueue's
-    /// words was sent, and the job is looked at again later.
-    async fn view(&self, job: &Value) -> Result<Option<Value>, JobError> {
-        let Some(rule) = &self.policy.runtime_ref else {
-            return Ok(Some(job.clone()));
-        };
-        let found = match rule.reference(job) {
-            Ok(r) => {
-                let resource = ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(&rule.group, &rule.version, &r.kind.kind),
-                    &r.kind.resource,
-                );
-                let api = if r.kind.namespaced {
-                    let ns = job
-                        .pointer("/metadata/namespace")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource)
-                } else {
-                    Api::<DynamicObject>::all_with(self.shared.client.clone(), &resource)
-                };
-                match api.get_opt(&r.name).await {
-                    Ok(Some(obj)) => Ok(serde_json::to_value(&obj)?),
-                    Ok(None) => Err(ReferenceError::NotFound(r.name).to_string()),
-                    Err(kube::Error::Api(e)) if e.code == 404 => {
-                        Err(ReferenceError::NotFound(r.name).to_string())
+        wl: Option<&api::Workload>,
+        step: Step,
+    ) -> Result<Action, JobError> {
+        let ns = subject.namespace.as_str();
+        let wl_api = Api::<api::Workload>::namespaced(self.shared.client.clone(), ns);
+        for write in step.writes {
+            match write {
+                Write::CreateWorkload { body, event } => {
+                    if create_workload(&self.shared.client, ns, body).await? {
+                        self.event(self.job_reference(job), event).await;
                     }
+                }
+                Write::PatchJob { ops, event } => {
+                    if self.patch_job(ns, &subject.name, &ops).await? {
+                        if let Some(event) = event {
+                            self.event(self.job_reference(job), event).await;
+                        }
+                    }
+                }
+                Write::ResetJobStatus(patch) => {
+                    match self
+                        .jobs(ns)
+                        .patch_status(&subject.name, &params(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Write::JobEvent(note) => self.event(self.job_reference(job), note).await,
+                // The rest are the Workload's: a step names them only with
+                // the Workload it was given.
+                write => {
+                    let Some(wl) = wl else {
+                        warn!(job = %subject.name, ?write, "a Workload write without a Workload; skipped");
+                        continue;
+                    };
+                    self.write_workload(&wl_api, wl, write).await?;
+                }
+            }
+        }
+        Ok(match step.then {
+            Then::Wait | Then::ReadView => Action::await_change(),
+            Then::After(d) => Action::requeue(d),
+        })
+    }
+
+    async fn write_workload(
+        &self,
+        api: &Api<api::Workload>,
+        wl: &api::Workload,
+        write: Write,
+    ) -> Result<(), JobError> {
+        match write {
+            Write::WorkloadStatus(status) => write_workload_status(api, wl, status).await?,
+            Write::WorkloadSpec(spec) => {
+                let patch = json!({ "spec": spec });
+                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
+                api.patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            Write::DeleteWorkload => {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: wl.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(&wl.name_any(), &dp).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
                     Err(e) => return Err(e.into()),
                 }
             }
-            Err(e) => Err(e.to_string()),
-        };
-        match found {
-            Ok(referenced) => Ok(Some(rule.view(job, &referenced))),
-            Err(message) => {
-                self.job_event(job, EventType::Warning, "ErrWorkloadCompose", message)
-                    .await;
-                Ok(None)
+            Write::RemoveFinalizer => {
+                remove_workload_finalizer(api, &wl.metadata).await?;
             }
+            Write::WorkloadEvent(note) => {
+                let reference = ObjectReference {
+                    api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+                    kind: Some("Workload".into()),
+                    name: wl.metadata.name.clone(),
+                    namespace: wl.metadata.namespace.clone(),
+                    uid: wl.metadata.uid.clone(),
+                    ..Default::default()
+                };
+                self.event(reference, note).await;
+            }
+            Write::CreateWorkload { .. }
+            | Write::PatchJob { .. }
+            | Write::ResetJobStatus(_)
+            | Write::JobEvent(_) => unreachable!("the job's writes are made by execute"),
         }
+        Ok(())
     }
-
-    /// What the admission adds to each pod set's template.
-    fn pod_set_infos(&self, wl: &api::Workload, queue: &str) -> Option<Vec<PodSetInfo>> {
-        admission_pod_set_infos(&self.shared.flavors, wl, queue)
-    }
-}
-
-/// What [`Ctx::check_pods_ready`] asks of the reconcile.
-enum Recheck {
-    /// Something was written: look again once the watch brings it.
-    Done,
-    /// Not ready yet: look again after this long.
-    After(Duration),
 }
 
 /// The backoff's random jitter in [0, 1), from the clock's nanoseconds
@@ -883,362 +552,310 @@ fn jitter() -> f64 {
     f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
-/// Kueue's `FinalizeOrphanedWorkload` for a Workload whose job is going:
-/// finished (`OwnerNotFound`) unless already finished or being deleted,
-/// then its `resource-in-use` finalizer removed.
-async fn finalize_orphan(api: &Api<api::Workload>, wl: &api::Workload) -> Result<(), JobError> {
-    let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
-    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {
-        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::now(),
-        );
-        let mut c = conds.clone();
-        c.set(
-            condition::FINISHED,
-            true,
-            "OwnerNotFound",
-            "The workload's owner no longer exists",
-            &now,
-            wl.metadata.generation,
-        );
-        write_workload_status(api, wl, json!({"conditions": c.0})).await?;
-        // The finalizer goes on the next pass, from the Workload as the
-        // write left it.
-        return Ok(());
-    }
-    remove_workload_finalizer(api, &wl.metadata).await?;
-    Ok(())
-}
-
-fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
-    wl.spec
-        .pod_sets
-        .iter()
-        .flatten()
-        .map(|ps| JobPodSet {
-            name: ps.name.clone(),
-            count: i64::from(ps.count),
-            min_count: ps.min_count.map(i64::from),
-            template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
-        })
-        .collect()
-}
-
+/// One pass: the job and its Workload read, the step decided in the core
+/// (`jobs::machine`), its writes made.
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
     }
-    let policy = &ctx.policy;
     let job = serde_json::to_value(&*obj)?;
-    if !ctx.policies.governs(policy, &job) {
-        return Ok(Action::await_change());
-    }
-    let queue = obj
-        .labels()
-        .get(QUEUE_NAME_LABEL)
-        .cloned()
-        .unwrap_or_default();
-    let (Some(ns), name, Some(uid)) = (obj.namespace(), obj.name_any(), obj.uid()) else {
+    let Some(subject) = machine::subject(&ctx.policy, &ctx.policies, &job) else {
         return Ok(Action::await_change());
     };
-    let t = &policy.target;
-    let wl_name = workload::name_for(&t.kind, &t.group, &name, &uid);
-    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
-    if obj.metadata.deletion_timestamp.is_some() {
-        // The job is going (jobframework's `finalize`): its Workload is
-        // finished as orphaned and let go.
-        if let Some(wl) = wl_api.get_opt(&wl_name).await? {
-            if workload::is_owned_by(wl.metadata.owner_references.as_deref(), &uid) {
-                finalize_orphan(&wl_api, &wl).await?;
-            }
-        }
-        return Ok(Action::await_change());
-    }
-    let suspended = matches!(policy.suspend.resolve(&job), Some(Value::Bool(true)));
-    let progress = policy
-        .status
-        .as_ref()
-        .map_or(Progress::Running, |s| s.progress(&job));
-    let active = policy.status.as_ref().is_some_and(|s| s.is_active(&job));
-
-    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
-        if progress != Progress::Running {
-            return Ok(Action::await_change());
-        }
-        if !suspended {
-            // Started without an admission (the webhook was bypassed).
-            ctx.stop_unadmitted(&ns, &name, &job).await?;
-            return Ok(Action::await_change());
-        }
-        let prio = match workload::priority(policy, &job, &ctx.classes()) {
-            Ok(p) => p,
-            Err(e) => {
-                ctx.job_event(
-                    &job,
-                    EventType::Warning,
-                    "ErrWorkloadCompose",
-                    e.to_string(),
-                )
-                .await;
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            }
-        };
-        let Some(view) = ctx.view(&job).await? else {
-            return Ok(Action::requeue(Duration::from_secs(5)));
-        };
-        let body = workload::for_job(policy, &view, &prio)?;
-        if create_workload(&ctx.shared.client, &ns, body).await? {
-            ctx.job_event(
-                &job,
-                EventType::Normal,
-                "CreatedWorkload",
-                format!("Created Workload: {ns}/{wl_name}"),
-            )
-            .await;
-        }
-        return Ok(Action::await_change());
-    };
-    if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), &uid) {
-        // The Workload's name is taken by an object that is not this job's:
-        // it is neither changed nor deleted, and the job stays suspended.
-        ctx.job_event(
-            &job,
-            EventType::Warning,
-            "ErrWorkloadCompose",
-            format!("Workload {ns}/{wl_name} exists, but is not owned by this job"),
-        )
-        .await;
-        return Ok(Action::await_change());
-    }
-
-    let status = wl.status.clone().unwrap_or_default();
-    let conds = Conditions::of(status.conditions.as_ref());
-    if conds.is_true(condition::FINISHED) {
-        // Kueue's job reconciler lets go of a finished Workload.
-        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
-        return Ok(Action::await_change());
-    }
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &subject.namespace);
+    let wl = wl_api.get_opt(&subject.workload).await?;
     let now =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
-    if wl.metadata.deletion_timestamp.is_some() {
-        // The Workload is being deleted (jobframework: "The workload is
-        // marked for deletion"): the job is stopped, its templates put
-        // back, and the Workload let go; a new one queues the job again.
-        if !suspended {
-            if ctx
-                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
-                .await?
-            {
-                ctx.job_event(
-                    &job,
-                    EventType::Normal,
-                    "Stopped",
-                    "Workload is deleted".into(),
-                )
-                .await;
-            }
-            return Ok(Action::requeue(Duration::from_millis(200)));
-        }
-        if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
-            return Ok(next);
-        }
-        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
-        return Ok(Action::await_change());
-    }
-    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
-        // Kueue's workload controller deactivates a DeactivationTarget;
-        // the queueing engine then evicts it for the target's reason.
-        let patch = json!({"spec": {"active": false}});
-        super::vetting::merge_patch(&serde_json::to_value(&wl)?, &patch)?;
-        wl_api
-            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-            .await?;
-        return Ok(Action::await_change());
-    }
-    let finished = match &progress {
-        Progress::Running => None,
-        Progress::Succeeded(m) => Some((
-            "Succeeded",
-            if m.is_empty() {
-                "Job finished successfully"
-            } else {
-                m.as_str()
-            },
-        )),
-        Progress::Failed(m) => Some((
-            "Failed",
-            if m.is_empty() {
-                "Job failed"
-            } else {
-                m.as_str()
-            },
-        )),
+    let classes = ctx.shared.classes();
+    let flavors = &ctx.shared.flavors;
+    let infos = |wl: &api::Workload, queue: &str| admission_pod_set_infos(flavors, wl, queue);
+    let facts = Facts {
+        policy: &ctx.policy,
+        policies: &ctx.policies,
+        classes: &classes,
+        readiness: ctx.readiness.as_deref(),
+        infos: &infos,
+        now: &now,
+        jitter: jitter(),
     };
-    if let Some((reason, message)) = finished {
-        let mut c = conds.clone();
-        c.set(
-            condition::FINISHED,
-            true,
-            reason,
-            message,
-            &now,
-            wl.metadata.generation,
-        );
-        write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
-        ctx.job_event(
-            &job,
-            EventType::Normal,
-            "FinishedWorkload",
-            format!("Workload '{ns}/{wl_name}' is declared finished"),
-        )
-        .await;
-        return Ok(Action::await_change());
+    let mut read = None;
+    loop {
+        let step = machine::step(&facts, &subject, &job, wl.as_ref(), read.as_ref())?;
+        if step.then == Then::ReadView && read.is_none() {
+            read = Some(ctx.view(&job).await?);
+            continue;
+        }
+        return ctx.execute(&subject, &job, wl.as_ref(), step).await;
+    }
+}
+
+/// The executor against a scripted apiserver: each case asserts the exact
+/// requests a pass sends (the decisions themselves are `jobs::machine`'s
+/// tests).
+#[cfg(test)]
+mod tests {
+    use kube::runtime::watcher;
+    use serde_json::json;
+
+    use super::*;
+    use crate::controllers::vetting::testing::{scripted_client, status, Script};
+
+    const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
+
+    fn job() -> Value {
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "sample", "namespace": "ns", "uid": UID, "resourceVersion": "42",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"parallelism": 2, "completions": 2, "suspend": true,
+                     "template": {"spec": {"containers": [{"name": "c", "image": "i",
+                         "resources": {"requests": {"cpu": "1"}}}]}}}
+        })
     }
 
-    if ctx.sync_readiness(&wl_api, &wl, &job, &conds, &now).await? {
-        // Looked at again with the Workload as the write left it.
-        return Ok(Action::await_change());
-    }
-
-    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
-    let evicted = conds.is_true(condition::EVICTED);
-    if reserved && evicted {
-        if !suspended {
-            let msg = conds
-                .get(condition::EVICTED)
-                .map(|c| c.message.clone())
-                .unwrap_or_default();
-            if ctx
-                .patch_job(&ns, &name, &workload::suspend_patch(policy, &job))
-                .await?
-            {
-                ctx.job_event(&job, EventType::Normal, "Stopped", msg).await;
-            }
-            return Ok(Action::await_change());
-        }
-        if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
-            return Ok(next);
-        }
-        if active {
-            // Pods are still stopping; their quota is not free yet.
-            return Ok(Action::requeue(Duration::from_millis(500)));
-        }
-        let accumulated = status.accumulated_past_execution_time_seconds;
-        if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
-            write_workload_status(&wl_api, &wl, s).await?;
-        }
-        return Ok(Action::await_change());
-    }
-
-    if reserved && conds.is_true(condition::ADMITTED) {
-        let exec = ctx.check_execution_time(&wl_api, &wl, &conds, &now).await?;
-        let ready = match ctx.check_pods_ready(&wl_api, &wl, &conds, &now).await? {
-            Some(Recheck::Done) => return Ok(Action::await_change()),
-            Some(Recheck::After(d)) => Some(d),
-            None => None,
-        };
-        let next = match exec.into_iter().chain(ready).min() {
-            Some(d) => Action::requeue(d),
-            None => Action::await_change(),
-        };
-        if suspended {
-            let Some(mut infos) = ctx.pod_set_infos(&wl, &queue) else {
-                return Ok(Action::requeue(Duration::from_millis(200)));
-            };
-            let checks = status.admission_checks.as_deref().unwrap_or_default();
-            let Some(view) = ctx.view(&job).await? else {
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            };
-            match workload::with_check_updates(&mut infos, checks)
-                .and_then(|()| workload::start_patch(policy, &view, &infos))
-            {
-                Ok(ops) => {
-                    // A kind started in two writes (TrainJob) says so once.
-                    let starts = ops.iter().any(|o| o.path == policy.suspend.as_str());
-                    if ctx.patch_job(&ns, &name, &ops).await? && starts {
-                        let cq = status
-                            .admission
-                            .as_ref()
-                            .and_then(|a| a.cluster_queue.clone())
-                            .unwrap_or_default();
-                        ctx.job_event(
-                            &job,
-                            EventType::Normal,
-                            "Started",
-                            format!("Admitted by clusterQueue {cq}"),
-                        )
-                        .await;
-                    }
-                }
-                Err(e) => {
-                    finish_failed_to_start(&wl_api, &wl, &conds, &e.to_string(), &now).await?;
-                    ctx.job_event(&job, EventType::Warning, "FailedToStart", e.to_string())
-                        .await;
-                }
-            }
-        }
-        return Ok(next);
-    }
-    if reserved {
-        // Quota reserved, admission checks pending: nothing to do yet.
-        return Ok(Action::await_change());
-    }
-
-    // Not admitted.
-    if !suspended {
-        ctx.stop_unadmitted(&ns, &name, &job).await?;
-        return Ok(Action::await_change());
-    }
-    if let Some(next) = ctx.restore_templates(&ns, &name, &job, &wl).await? {
-        return Ok(next);
-    }
-    if let Some(next) = ctx.finish_backoff(&wl_api, &wl, &conds, &now).await? {
-        return Ok(next);
-    }
-    // Keep the Workload in step with the suspended job.
-    let Some(view) = ctx.view(&job).await? else {
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    };
-    let current = workload::pod_sets(policy, &view)?;
-    let recorded = recorded_pod_sets(&wl);
-    let same_shape = current.len() == recorded.len()
-        && current
+    fn ctx(client: Client) -> Arc<Ctx> {
+        let policies = PolicySet::embedded().unwrap();
+        let policy = policies
             .iter()
-            .zip(&recorded)
-            .all(|(a, b)| a.name == b.name && a.count == b.count && a.min_count == b.min_count);
-    if !same_shape {
-        // Kueue re-creates an out-of-sync Workload; the next pass does.
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: wl.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
+            .find(|p| p.target.kind == "Job")
+            .unwrap()
+            .clone();
+        let t = &policy.target;
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
+            &t.resource,
+        );
+        let mut shared = Shared::without_kueue(client);
+        // The flavor the admissions below name, as the watch would have it.
+        let (flavors, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Apply(
+            serde_json::from_value(json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor", "metadata": {"name": "default"}, "spec": {}}))
+            .unwrap(),
+        ));
+        shared.flavors = flavors;
+        Arc::new(Ctx {
+            shared,
+            policy,
+            resource,
+            policies,
+            readiness: None,
+        })
+    }
+
+    fn wl_name() -> String {
+        workload::name_for("Job", "batch", "sample", UID)
+    }
+
+    fn wl_path() -> String {
+        format!(
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{}",
+            wl_name()
+        )
+    }
+
+    const JOB_PATH: &str = "/apis/batch/v1/namespaces/ns/jobs/sample";
+    const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+    /// The Workload of `job()` as the apiserver holds it, with `status`.
+    fn workload(status: Value) -> Value {
+        let set = PolicySet::embedded().unwrap();
+        let p = set.iter().find(|p| p.target.kind == "Job").unwrap();
+        let prio = workload::priority(p, &job(), &Default::default()).unwrap();
+        let mut wl = workload::for_job(p, &job(), &prio).unwrap();
+        wl["metadata"]["uid"] = json!("wl-uid");
+        wl["metadata"]["resourceVersion"] = json!("7");
+        wl["metadata"]["finalizers"] = json!([workload::RESOURCE_IN_USE_FINALIZER]);
+        wl["status"] = status;
+        wl
+    }
+
+    fn admitted() -> Value {
+        let c = |ty: &str| {
+            json!({"type": ty, "status": "True", "reason": ty, "message": "m",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"})
         };
-        match wl_api.delete(&wl.name_any(), &dp).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-            Err(e) => return Err(e.into()),
+        json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "count": 2, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}}]},
+               "conditions": [c("QuotaReserved"), c("Admitted")]})
+    }
+
+    /// An apiserver holding `wl` (or none), answering writes with `write`.
+    fn apiserver(
+        wl: Option<Value>,
+        write: u16,
+    ) -> impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static {
+        move |method, path, body| match (method, path) {
+            ("GET", p) if p == wl_path() => match &wl {
+                Some(w) => (200, w.clone()),
+                None => (404, status(404, "NotFound")),
+            },
+            ("POST", p) if p.ends_with("/events") => (201, body.clone()),
+            ("POST", _) if write < 300 => (201, body.clone()),
+            ("PATCH", p) if write < 300 && p.starts_with("/apis/batch") => (200, job()),
+            ("PATCH", _) if write < 300 => (200, wl.clone().unwrap_or_default()),
+            ("DELETE", _) if write < 300 => (200, status(200, "Success")),
+            _ => (write, status(write, "Failure")),
         }
-        return Ok(Action::requeue(Duration::from_millis(200)));
     }
-    let mut spec_patch = serde_json::Map::new();
-    if wl.spec.queue_name.as_deref() != Some(queue.as_str()) {
-        spec_patch.insert("queueName".into(), json!(queue));
+
+    async fn pass(
+        obj: Value,
+        sent_by: (Client, Script),
+    ) -> (Result<Action, JobError>, Vec<(String, Value)>) {
+        let (client, sent) = sent_by;
+        let obj: DynamicObject = serde_json::from_value(obj).unwrap();
+        let out = reconcile(Arc::new(obj), ctx(client)).await;
+        let requests = sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| (r.line.clone(), r.body.clone()))
+            .collect();
+        (out, requests)
     }
-    if let Ok(prio) = workload::priority(policy, &job, &ctx.classes()) {
-        if let workload::PrioritySource::WorkloadPriorityClass(_) = prio.source {
-            if wl.spec.priority != Some(prio.value) {
-                spec_patch.insert("priority".into(), json!(prio.value));
-            }
-        }
+
+    fn lines(requests: &[(String, Value)]) -> Vec<String> {
+        requests.iter().map(|(l, _)| l.clone()).collect()
     }
-    if !spec_patch.is_empty() {
-        let patch = json!({"spec": spec_patch});
-        super::vetting::merge_patch(&serde_json::to_value(&wl)?, &patch)?;
-        wl_api
-            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-            .await?;
+
+    #[tokio::test]
+    async fn a_queued_job_reads_then_creates_its_workload_and_says_so() {
+        let (out, sent) = pass(job(), scripted_client(apiserver(None, 200))).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                "POST /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?&fieldManager=batchgate"
+                    .into(),
+                format!("POST {EVENTS}"),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["name"], json!(wl_name()));
+        assert_eq!(sent[2].1["reason"], "CreatedWorkload");
     }
-    Ok(Action::await_change())
+
+    #[tokio::test]
+    async fn a_workload_that_exists_already_is_not_announced() {
+        let (out, sent) = pass(job(), scripted_client(apiserver(None, 409))).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(sent.len(), 2, "{sent:?}");
+    }
+
+    #[tokio::test]
+    async fn an_admitted_job_is_started_by_one_conditioned_patch_then_the_event() {
+        let api = apiserver(Some(workload(admitted())), 200);
+        let (out, sent) = pass(job(), scripted_client(api)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {JOB_PATH}?&fieldManager=batchgate"),
+                format!("POST {EVENTS}"),
+            ]
+        );
+        let ops = sent[1].1.as_array().unwrap();
+        assert_eq!(
+            ops[0],
+            json!({"op": "test", "path": "/metadata/resourceVersion", "value": "42"})
+        );
+        assert_eq!(
+            ops.last(),
+            Some(&json!({"op": "add", "path": "/spec/suspend", "value": false})),
+            "{ops:?}"
+        );
+        assert_eq!(sent[2].1["note"], "Admitted by clusterQueue cq");
+    }
+
+    #[tokio::test]
+    async fn a_start_that_lost_the_race_is_not_announced() {
+        // The job changed since it was read: the test op fails (422).
+        let api = apiserver(Some(workload(admitted())), 422);
+        let (out, sent) = pass(job(), scripted_client(api)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            sent.len(),
+            2,
+            "no event after a patch that did not apply: {sent:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_changed_job_deletes_its_workload_on_the_condition_of_its_uid() {
+        let mut wider = job();
+        wider["spec"]["parallelism"] = json!(4);
+        wider["spec"]["completions"] = json!(4);
+        let api = apiserver(Some(workload(json!({}))), 200);
+        let (out, sent) = pass(wider, scripted_client(api)).await;
+        assert_eq!(out.unwrap(), Action::requeue(Duration::from_millis(200)));
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("DELETE {}", wl_path())
+            ]
+        );
+        assert_eq!(sent[1].1["preconditions"]["uid"], "wl-uid");
+    }
+
+    #[tokio::test]
+    async fn a_workload_of_another_owner_gets_no_write() {
+        let mut theirs = workload(admitted());
+        theirs["metadata"]["ownerReferences"][0]["uid"] = json!("someone-else");
+        let (out, sent) = pass(running(), scripted_client(apiserver(Some(theirs), 200))).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [format!("GET {}", wl_path()), format!("POST {EVENTS}")]
+        );
+        assert_eq!(sent[1].1["type"], "Warning");
+    }
+
+    fn running() -> Value {
+        let mut j = job();
+        j["spec"]["suspend"] = json!(false);
+        j
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_ends_the_pass_with_the_error() {
+        // A finished job: the Workload's status write fails (500); the
+        // event that follows it is not sent, and the controller retries.
+        let mut done = running();
+        done["status"] = json!({"conditions": [{"type": "Complete", "status": "True"}]});
+        let api = apiserver(Some(workload(admitted())), 500);
+        let (out, sent) = pass(done, scripted_client(api)).await;
+        assert!(matches!(out, Err(JobError::Kube(_))), "{out:?}");
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {}/status?&fieldManager=batchgate", wl_path()),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["resourceVersion"], "7");
+    }
+
+    #[tokio::test]
+    async fn a_finished_workload_lets_go_of_its_finalizer_only() {
+        let done = json!({"conditions": [{"type": "Finished", "status": "True", "reason": "Succeeded",
+            "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        let api = apiserver(Some(workload(done)), 200);
+        let (out, sent) = pass(job(), scripted_client(api)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {}?&fieldManager=batchgate", wl_path())
+            ]
+        );
+        assert_eq!(
+            sent[1].1,
+            json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                   {"op": "add", "path": "/metadata/finalizers", "value": []}])
+        );
+    }
 }

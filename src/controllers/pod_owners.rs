@@ -28,8 +28,8 @@ use tracing::{debug, warn};
 use super::{
     context::{create_workload, params, remove_workload_finalizer, JobError, Shared},
     pods::resource_of,
-    translation::Conditions,
 };
+use crate::api::kueue::v1beta2::Conditions;
 use crate::{
     admission::patch::PatchOp,
     api::kueue::v1beta2::{self as api, condition},

@@ -26,13 +26,12 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
-use super::{
-    context::{
-        admission_pod_set_infos, create_workload, finish_failed_to_start, params, release,
-        remove_workload_finalizer, write_workload_status, JobError, Shared,
-    },
-    translation::Conditions,
+use super::context::{
+    admission_pod_set_infos, create_workload, finish_failed_to_start, params,
+    remove_workload_finalizer, write_workload_status, JobError, Shared,
 };
+use crate::api::kueue::v1beta2::Conditions;
+use crate::jobs::machine::release;
 use crate::{
     admission::{
         object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},

@@ -25,13 +25,11 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info};
 
-use super::{
-    context::{
-        admission_pod_set_infos, params, store, workload_controller, write_workload_status,
-        JobError, Shared,
-    },
-    translation::Conditions,
+use super::context::{
+    admission_pod_set_infos, params, store, workload_controller, write_workload_status, JobError,
+    Shared,
 };
+use crate::api::kueue::v1beta2::Conditions;
 use crate::{
     api::kueue::v1beta2::{
         self as api, condition, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,

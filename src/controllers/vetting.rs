@@ -117,6 +117,64 @@ pub(crate) mod testing {
         (kube::Client::new(svc, "default"), sent)
     }
 
+    /// A request as the scripted apiserver saw it.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Request {
+        /// `METHOD path?query`.
+        pub line: String,
+        /// The body, parsed (`Null` when empty or not JSON).
+        pub body: serde_json::Value,
+    }
+
+    pub type Script = Arc<Mutex<Vec<Request>>>;
+
+    /// A kube client whose apiserver is `answer` (method, path, body →
+    /// status and body); every request is recorded, to assert the exact
+    /// requests a caller sends (as kube-rs's controller examples do).
+    pub fn scripted_client(
+        answer: impl Fn(&str, &str, &serde_json::Value) -> (u16, serde_json::Value)
+            + Send
+            + Sync
+            + 'static,
+    ) -> (kube::Client, Script) {
+        use http_body_util::BodyExt;
+        let sent: Script = Arc::default();
+        let seen = sent.clone();
+        let answer = Arc::new(answer);
+        let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let (seen, answer) = (seen.clone(), answer.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let bytes = body
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                let path = parts.uri.path().to_string();
+                let line = match parts.uri.query() {
+                    Some(q) if !q.is_empty() => format!("{} {path}?{q}", parts.method),
+                    _ => format!("{} {path}", parts.method),
+                };
+                let (status, reply) = answer(parts.method.as_str(), &path, &body);
+                seen.lock().unwrap().push(Request { line, body });
+                http::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(
+                        serde_json::to_vec(&reply).unwrap(),
+                    ))
+            }
+        });
+        (kube::Client::new(svc, "default"), sent)
+    }
+
+    /// The apiserver's body for an error `code`.
+    pub fn status(code: u16, reason: &str) -> serde_json::Value {
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": reason, "reason": reason, "code": code})
+    }
+
     /// `ns/wl` with one pod set `main` of 2 pods.
     pub fn view() -> queueing::Workload {
         queueing::Workload {

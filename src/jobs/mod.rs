@@ -4,13 +4,15 @@
 //! from it, and the patches that start and stop it; [`execution`]: its
 //! maximum execution time; [`readiness`]: waitForPodsReady and dynamic
 //! reclaim; [`reference`]: pod templates that live in a referenced object;
-//! [`resync`]: the queued jobs gone too long without a Workload).
+//! [`resync`]: the queued jobs gone too long without a Workload;
+//! [`machine`]: the job reconciler's decisions, one step a pass).
 //! Read by the admission
 //! core and by the job reconciler (`controllers::jobs`, the shell).
 //!
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
 pub mod execution;
+pub mod machine;
 pub mod pod;
 pub mod pod_owner;
 pub mod policy;

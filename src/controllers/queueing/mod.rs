@@ -53,13 +53,14 @@ use tokio::sync::{mpsc, Semaphore};
 use tracing::{debug, info, warn};
 
 use super::{
-    context::{params, release},
+    context::params,
     devices::{Gate, Verdict},
     events::{Events, Occurrence},
-    translation::{self, Conditions},
+    translation,
 };
 use crate::{
-    api::kueue::v1beta2::{self as api, condition},
+    api::kueue::v1beta2::{self as api, condition, Conditions},
+    jobs::machine::release,
     queueing::{
         quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
         LocalQueueStatus, PendingReason, PreemptedReason,

@@ -43,6 +43,67 @@ pub mod condition {
     pub const DEACTIVATION_TARGET: &str = "DeactivationTarget";
 }
 
+/// Conditions as written back: `meta.SetStatusCondition` semantics (the
+/// transition time moves only when the status does).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conditions(pub Vec<Condition>);
+
+impl Conditions {
+    pub fn of(conds: Option<&Vec<Condition>>) -> Self {
+        Conditions(conds.cloned().unwrap_or_default())
+    }
+
+    pub fn get(&self, ty: &str) -> Option<&Condition> {
+        self.0.iter().find(|c| c.type_ == ty)
+    }
+
+    pub fn is_true(&self, ty: &str) -> bool {
+        self.get(ty).is_some_and(|c| c.status == "True")
+    }
+
+    /// Returns whether anything changed.
+    pub fn set(
+        &mut self,
+        ty: &str,
+        status: bool,
+        reason: &str,
+        message: &str,
+        now: &Time,
+        generation: Option<i64>,
+    ) -> bool {
+        let status = if status { "True" } else { "False" };
+        // Kueue truncates condition messages to the API's 32 KiB limit.
+        let message: String = message.chars().take(32 * 1024).collect();
+        match self.0.iter_mut().find(|c| c.type_ == ty) {
+            Some(c) => {
+                let changed = c.status != status
+                    || c.reason != reason
+                    || c.message != message
+                    || c.observed_generation != generation;
+                if c.status != status {
+                    c.last_transition_time = now.clone();
+                }
+                c.status = status.into();
+                c.reason = reason.into();
+                c.message = message;
+                c.observed_generation = generation;
+                changed
+            }
+            None => {
+                self.0.push(Condition {
+                    type_: ty.into(),
+                    status: status.into(),
+                    reason: reason.into(),
+                    message,
+                    last_transition_time: now.clone(),
+                    observed_generation: generation,
+                });
+                true
+            }
+        }
+    }
+}
+
 /// Reasons of the `Evicted` condition (and of `Requeued`).
 pub mod eviction_reason {
     pub const PREEMPTED: &str = "Preempted";

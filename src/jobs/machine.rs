@@ -1,0 +1,941 @@
+//! The job reconciler's decisions (Kueue's `ReconcileGenericJob`), pure:
+//! the job, its Workload as read and the facts of the moment in, the
+//! writes to make and when to look again out. `controllers::jobs` reads
+//! what a step needs and executes what it returns; nothing here does I/O
+//! or reads the clock.
+//!
+//! One step decides one pass. A pass that writes waits for the watch to
+//! bring the written object back and decides again from it, so a step
+//! never stacks a second write on the outcome of the first (a status write
+//! carries the Workload's resourceVersion and would conflict anyway).
+
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use serde_json::{json, Value};
+
+use super::{
+    execution,
+    policy::{Policy, PolicySet, Progress},
+    readiness::{self, Expiry, Settings as Readiness, Timeout},
+    workload::{self, JobPodSet, PodSetInfo, PriorityClasses, WorkloadError},
+};
+use crate::{
+    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
+    api::kueue::v1beta2::{self as api, condition, Conditions},
+};
+
+/// What a step knows besides the job and its Workload: the kind's policy,
+/// the cluster's priority classes and flavors as cached, the settings, the
+/// time and the backoff's jitter.
+pub struct Facts<'a> {
+    pub policy: &'a Policy,
+    /// Every integrated kind, to recognise a job whose parent is one.
+    pub policies: &'a PolicySet,
+    pub classes: &'a PriorityClasses,
+    /// waitForPodsReady in force (`None`: turned off).
+    pub readiness: Option<&'a Readiness>,
+    /// What an admission adds to each pod set's template, from the cached
+    /// flavors; `None` while one of its flavors is not cached yet.
+    pub infos: &'a (dyn Fn(&api::Workload, &str) -> Option<Vec<PodSetInfo>> + Sync),
+    pub now: &'a Time,
+    /// In [0, 1): the requeue backoff's jitter.
+    pub jitter: f64,
+}
+
+/// The job a step is about, as the reconciler names things.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    /// The queue it names (`kueue.x-k8s.io/queue-name`).
+    pub queue: String,
+    /// The name its Workload has (`workload::name_for`).
+    pub workload: String,
+}
+
+/// The job this policy governs, named, or `None`: not queued, not this
+/// reconciler's (a child of an integrated kind), or not yet named.
+pub fn subject(policy: &Policy, policies: &PolicySet, job: &Value) -> Option<Subject> {
+    if !policies.governs(policy, job) {
+        return None;
+    }
+    let text = |p: &str| job.pointer(p).and_then(Value::as_str).map(String::from);
+    let (namespace, name, uid) = (
+        text("/metadata/namespace")?,
+        text("/metadata/name")?,
+        text("/metadata/uid")?,
+    );
+    let queue = job
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(QUEUE_NAME_LABEL))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let t = &policy.target;
+    let workload = workload::name_for(&t.kind, &t.group, &name, &uid);
+    Some(Subject {
+        namespace,
+        name,
+        uid,
+        queue,
+        workload,
+    })
+}
+
+/// An event's type, reason and note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Note {
+    fn normal(reason: &str, message: impl Into<String>) -> Self {
+        Note {
+            warning: false,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    fn warning(reason: &str, message: impl Into<String>) -> Self {
+        Note {
+            warning: true,
+            ..Note::normal(reason, message)
+        }
+    }
+}
+
+/// One write of a step, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Create the job's Workload from this body; `event` on the job once
+    /// created (not when one of its name exists already).
+    CreateWorkload { body: Value, event: Note },
+    /// JSON-patch the job; `event` on it when the patch applied.
+    PatchJob {
+        ops: Vec<PatchOp>,
+        event: Option<Note>,
+    },
+    /// Merge-patch the job's status subresource with this status.
+    ResetJobStatus(Value),
+    /// Merge-patch the Workload's status (conditioned on the
+    /// resourceVersion read).
+    WorkloadStatus(Value),
+    /// Merge-patch the Workload's `spec` with this object.
+    WorkloadSpec(Value),
+    /// Delete the Workload, on the condition of its UID.
+    DeleteWorkload,
+    /// Let go of the Workload's `resource-in-use` finalizer.
+    RemoveFinalizer,
+    /// An event on the job.
+    JobEvent(Note),
+    /// An event on the Workload.
+    WorkloadEvent(Note),
+}
+
+/// When to look at the job again after the writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// When the job or its Workload changes.
+    Wait,
+    /// After this long (or on a change, whichever is first).
+    After(Duration),
+    /// Read the object the job's pod templates live in (its policy's
+    /// `runtime_ref`) and step again with it; nothing was decided.
+    ReadView,
+}
+
+/// A step's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub writes: Vec<Write>,
+    pub then: Then,
+}
+
+impl Step {
+    fn wait(writes: Vec<Write>) -> Self {
+        Step {
+            writes,
+            then: Then::Wait,
+        }
+    }
+
+    fn after(writes: Vec<Write>, d: Duration) -> Self {
+        Step {
+            writes,
+            then: Then::After(d),
+        }
+    }
+}
+
+/// How long a job whose Workload cannot be composed waits before the next
+/// try (an unknown priority class, a reference that cannot be followed).
+const COMPOSE_RETRY: Duration = Duration::from_secs(5);
+
+/// The job as its pod sets are read, for a step that needs it: the job
+/// itself, or for a kind whose templates live in a referenced object, the
+/// view read (`Err`: why it could not be). `None`: not read yet.
+fn view<'v>(
+    policy: &Policy,
+    job: &'v Value,
+    read: Option<&'v Result<Value, String>>,
+) -> Result<&'v Value, Step> {
+    if policy.runtime_ref.is_none() {
+        return Ok(job);
+    }
+    match read {
+        None => Err(Step {
+            writes: Vec::new(),
+            then: Then::ReadView,
+        }),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(message)) => Err(Step::after(
+            vec![Write::JobEvent(Note::warning(
+                "ErrWorkloadCompose",
+                message.clone(),
+            ))],
+            COMPOSE_RETRY,
+        )),
+    }
+}
+
+/// One reconcile of a governed job: `wl` is the Workload of
+/// `subject.workload` as read (`None`: there is none); `read` the view
+/// asked for by an earlier step of this pass ([`Then::ReadView`]).
+pub fn step(
+    facts: &Facts,
+    subject: &Subject,
+    job: &Value,
+    wl: Option<&api::Workload>,
+    read: Option<&Result<Value, String>>,
+) -> Result<Step, WorkloadError> {
+    match decide(facts, subject, job, wl, read) {
+        Ok(s) | Err(Decided::Step(s)) => Ok(s),
+        Err(Decided::Failed(e)) => Err(e),
+    }
+}
+
+/// A step decided early (`?` on [`view`]) or an error.
+enum Decided {
+    Step(Step),
+    Failed(WorkloadError),
+}
+
+impl From<Step> for Decided {
+    fn from(s: Step) -> Self {
+        Decided::Step(s)
+    }
+}
+
+impl From<WorkloadError> for Decided {
+    fn from(e: WorkloadError) -> Self {
+        Decided::Failed(e)
+    }
+}
+
+fn decide(
+    facts: &Facts,
+    subject: &Subject,
+    job: &Value,
+    wl: Option<&api::Workload>,
+    read: Option<&Result<Value, String>>,
+) -> Result<Step, Decided> {
+    let policy = facts.policy;
+    let owned = |wl: &api::Workload| {
+        workload::is_owned_by(wl.metadata.owner_references.as_deref(), &subject.uid)
+    };
+    if job.pointer("/metadata/deletionTimestamp").is_some() {
+        // The job is going (jobframework's `finalize`): its Workload is
+        // finished as orphaned and let go.
+        return Ok(Step::wait(
+            wl.filter(|wl| owned(wl))
+                .map(|wl| orphaned(wl, facts.now))
+                .unwrap_or_default(),
+        ));
+    }
+    let suspended = matches!(policy.suspend.resolve(job), Some(Value::Bool(true)));
+    let progress = policy
+        .status
+        .as_ref()
+        .map_or(Progress::Running, |s| s.progress(job));
+    let stop = |message: &str| Write::PatchJob {
+        ops: workload::suspend_patch(policy, job),
+        event: Some(Note::normal("Stopped", message)),
+    };
+
+    let Some(wl) = wl else {
+        if progress != Progress::Running {
+            return Ok(Step::wait(Vec::new()));
+        }
+        if !suspended {
+            // Started without an admission (the webhook was bypassed).
+            return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
+        }
+        let prio = match workload::priority(policy, job, facts.classes) {
+            Ok(p) => p,
+            Err(e) => {
+                return Ok(Step::after(
+                    vec![Write::JobEvent(Note::warning(
+                        "ErrWorkloadCompose",
+                        e.to_string(),
+                    ))],
+                    COMPOSE_RETRY,
+                ))
+            }
+        };
+        let view = view(policy, job, read)?;
+        let body = workload::for_job(policy, view, &prio)?;
+        let event = Note::normal(
+            "CreatedWorkload",
+            format!(
+                "Created Workload: {}/{}",
+                subject.namespace, subject.workload
+            ),
+        );
+        return Ok(Step::wait(vec![Write::CreateWorkload { body, event }]));
+    };
+    if !owned(wl) {
+        // The Workload's name is taken by an object that is not this job's:
+        // it is neither changed nor deleted, and the job stays suspended.
+        return Ok(Step::wait(vec![Write::JobEvent(Note::warning(
+            "ErrWorkloadCompose",
+            format!(
+                "Workload {}/{} exists, but is not owned by this job",
+                subject.namespace, subject.workload
+            ),
+        ))]));
+    }
+
+    let status = wl.status.clone().unwrap_or_default();
+    let conds = Conditions::of(status.conditions.as_ref());
+    let now = facts.now;
+    if conds.is_true(condition::FINISHED) {
+        // Kueue's job reconciler lets go of a finished Workload.
+        return Ok(Step::wait(held(wl)));
+    }
+    if wl.metadata.deletion_timestamp.is_some() {
+        // The Workload is being deleted (jobframework: "The workload is
+        // marked for deletion"): the job is stopped, its templates put
+        // back, and the Workload let go; a new one queues the job again.
+        if !suspended {
+            return Ok(Step::after(
+                vec![stop("Workload is deleted")],
+                Duration::from_millis(200),
+            ));
+        }
+        if let Some(s) = restore(policy, job, wl) {
+            return Ok(s);
+        }
+        return Ok(Step::wait(held(wl)));
+    }
+    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
+        // Kueue's workload controller deactivates a DeactivationTarget;
+        // the queueing engine then evicts it for the target's reason.
+        return Ok(Step::wait(vec![Write::WorkloadSpec(
+            json!({"active": false}),
+        )]));
+    }
+    let finished = match &progress {
+        Progress::Running => None,
+        Progress::Succeeded(m) => Some(("Succeeded", or(m, "Job finished successfully"))),
+        Progress::Failed(m) => Some(("Failed", or(m, "Job failed"))),
+    };
+    if let Some((reason, message)) = finished {
+        let mut c = conds.clone();
+        c.set(
+            condition::FINISHED,
+            true,
+            reason,
+            message,
+            now,
+            wl.metadata.generation,
+        );
+        return Ok(Step::wait(vec![
+            Write::WorkloadStatus(json!({"conditions": c.0})),
+            Write::JobEvent(Note::normal(
+                "FinishedWorkload",
+                format!(
+                    "Workload '{}/{}' is declared finished",
+                    subject.namespace, subject.workload
+                ),
+            )),
+        ]));
+    }
+    if let Some(status) = readiness_status(facts, wl, job, &conds) {
+        return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));
+    }
+
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    if reserved && conds.is_true(condition::EVICTED) {
+        if !suspended {
+            let message = conds
+                .get(condition::EVICTED)
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            return Ok(Step::wait(vec![stop(&message)]));
+        }
+        if let Some(s) = restore(policy, job, wl) {
+            return Ok(s);
+        }
+        if policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
+            // Pods are still stopping; their quota is not free yet.
+            return Ok(Step::after(Vec::new(), Duration::from_millis(500)));
+        }
+        let released = release(
+            &conds.0,
+            wl.metadata.generation,
+            now,
+            status.accumulated_past_execution_time_seconds,
+        );
+        return Ok(Step::wait(
+            released.map(Write::WorkloadStatus).into_iter().collect(),
+        ));
+    }
+
+    if reserved && conds.is_true(condition::ADMITTED) {
+        let exec = match execution_timer(wl, &conds, now) {
+            Timer::Expired(writes) => return Ok(Step::wait(writes)),
+            Timer::Left(d) => Some(d),
+            Timer::Idle => None,
+        };
+        let ready = match pods_ready_timer(facts, wl, &conds) {
+            Timer::Expired(writes) => return Ok(Step::wait(writes)),
+            Timer::Left(d) => Some(d),
+            Timer::Idle => None,
+        };
+        let then = match exec.into_iter().chain(ready).min() {
+            Some(d) => Then::After(d),
+            None => Then::Wait,
+        };
+        if !suspended {
+            return Ok(Step {
+                writes: Vec::new(),
+                then,
+            });
+        }
+        let Some(mut infos) = (facts.infos)(wl, &subject.queue) else {
+            return Ok(Step::after(Vec::new(), Duration::from_millis(200)));
+        };
+        let view = view(policy, job, read)?;
+        let checks = status.admission_checks.as_deref().unwrap_or_default();
+        let writes = match workload::with_check_updates(&mut infos, checks)
+            .and_then(|()| workload::start_patch(policy, view, &infos))
+        {
+            Ok(ops) => {
+                // A kind started in two writes (TrainJob) says so once.
+                let starts = ops.iter().any(|o| o.path == policy.suspend.as_str());
+                let cq = status
+                    .admission
+                    .as_ref()
+                    .and_then(|a| a.cluster_queue.clone())
+                    .unwrap_or_default();
+                vec![Write::PatchJob {
+                    ops,
+                    event: starts
+                        .then(|| Note::normal("Started", format!("Admitted by clusterQueue {cq}"))),
+                }]
+            }
+            Err(e) => {
+                let mut c = conds.clone();
+                c.set(
+                    condition::FINISHED,
+                    true,
+                    "FailedToStart",
+                    &e.to_string(),
+                    now,
+                    wl.metadata.generation,
+                );
+                vec![
+                    Write::WorkloadStatus(json!({"conditions": c.0})),
+                    Write::JobEvent(Note::warning("FailedToStart", e.to_string())),
+                ]
+            }
+        };
+        return Ok(Step { writes, then });
+    }
+    if reserved {
+        // Quota reserved, admission checks pending: nothing to do yet.
+        return Ok(Step::wait(Vec::new()));
+    }
+
+    // Not admitted.
+    if !suspended {
+        return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
+    }
+    if let Some(s) = restore(policy, job, wl) {
+        return Ok(s);
+    }
+    if let Some(s) = backoff(wl, &conds, now) {
+        return Ok(s);
+    }
+    // Keep the Workload in step with the suspended job.
+    let view = view(policy, job, read)?;
+    let current = workload::pod_sets(policy, view)?;
+    let recorded = recorded_pod_sets(wl);
+    let same_shape = current.len() == recorded.len()
+        && current
+            .iter()
+            .zip(&recorded)
+            .all(|(a, b)| a.name == b.name && a.count == b.count && a.min_count == b.min_count);
+    if !same_shape {
+        // Kueue re-creates an out-of-sync Workload; the next pass does.
+        return Ok(Step::after(
+            vec![Write::DeleteWorkload],
+            Duration::from_millis(200),
+        ));
+    }
+    let mut spec = serde_json::Map::new();
+    if wl.spec.queue_name.as_deref() != Some(subject.queue.as_str()) {
+        spec.insert("queueName".into(), json!(subject.queue));
+    }
+    if let Ok(prio) = workload::priority(policy, job, facts.classes) {
+        if let workload::PrioritySource::WorkloadPriorityClass(_) = prio.source {
+            if wl.spec.priority != Some(prio.value) {
+                spec.insert("priority".into(), json!(prio.value));
+            }
+        }
+    }
+    if spec.is_empty() {
+        return Ok(Step::wait(Vec::new()));
+    }
+    Ok(Step::wait(vec![Write::WorkloadSpec(Value::Object(spec))]))
+}
+
+/// Kueue's note on a job stopped because it runs without an admission.
+const NOT_ADMITTED: &str = "Not admitted by cluster queue";
+
+fn or<'a>(message: &'a str, default: &'a str) -> &'a str {
+    if message.is_empty() {
+        default
+    } else {
+        message
+    }
+}
+
+/// The finalizer let go, when the Workload holds it.
+fn held(wl: &api::Workload) -> Vec<Write> {
+    let holds = wl
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+    if holds {
+        vec![Write::RemoveFinalizer]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Kueue's `FinalizeOrphanedWorkload` for a Workload whose job is going:
+/// finished (`OwnerNotFound`) unless already finished or being deleted;
+/// once it is, its `resource-in-use` finalizer removed.
+fn orphaned(wl: &api::Workload, now: &Time) -> Vec<Write> {
+    let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {
+        let mut c = conds;
+        c.set(
+            condition::FINISHED,
+            true,
+            "OwnerNotFound",
+            "The workload's owner no longer exists",
+            now,
+            wl.metadata.generation,
+        );
+        return vec![Write::WorkloadStatus(json!({"conditions": c.0}))];
+    }
+    held(wl)
+}
+
+/// A suspended job's templates put back as its Workload recorded them,
+/// the status fields that block that cleared first; `None` when they
+/// are as recorded.
+fn restore(policy: &Policy, job: &Value, wl: &api::Workload) -> Option<Step> {
+    let ops = workload::restore_patch(policy, job, &recorded_pod_sets(wl));
+    if ops.is_empty() {
+        return None;
+    }
+    if let Some(status) = status_reset(policy, job) {
+        return Some(Step::after(
+            vec![Write::ResetJobStatus(status)],
+            Duration::from_millis(100),
+        ));
+    }
+    Some(Step::after(
+        vec![Write::PatchJob { ops, event: None }],
+        Duration::from_secs(1),
+    ))
+}
+
+/// The policy's `reset` status fields the job has set, as the status to
+/// merge (each `null`); `None` when there are none.
+fn status_reset(policy: &Policy, job: &Value) -> Option<Value> {
+    let rule = policy.status.as_ref()?;
+    let mut status = serde_json::Map::new();
+    for p in &rule.reset {
+        if p.resolve(job).is_some_and(|v| !v.is_null()) {
+            if let [first, leaf] = p.tokens() {
+                if first == "status" {
+                    status.insert(leaf.clone(), Value::Null);
+                }
+            }
+        }
+    }
+    (!status.is_empty()).then(|| json!({ "status": status }))
+}
+
+/// The pod sets a Workload recorded, as a job's are read.
+pub fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
+    wl.spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| JobPodSet {
+            name: ps.name.clone(),
+            count: i64::from(ps.count),
+            min_count: ps.min_count.map(i64::from),
+            template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
+        })
+        .collect()
+}
+
+/// Kueue's jobframework steps 4 and 5 as the status to write:
+/// `status.reclaimablePods` from the job's status (its policy's
+/// `reclaimablePods`), then the `PodsReady` condition (its policy's
+/// `podsReady`, with waitForPodsReady on). `None` when nothing changed.
+fn readiness_status(
+    facts: &Facts,
+    wl: &api::Workload,
+    job: &Value,
+    conds: &Conditions,
+) -> Option<Value> {
+    let rule = facts.policy.status.as_ref()?;
+    let counts: Vec<(String, i64)> = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| (ps.name.clone(), i64::from(ps.count)))
+        .collect();
+    if let Some(reclaim) = &rule.reclaimable_pods {
+        let want = readiness::limit_reclaimable(&[reclaim.reclaimable(job)], &counts);
+        let have: Vec<(String, i32)> = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.reclaimable_pods.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|r| r.count > 0)
+            .map(|r| (r.name.clone(), r.count))
+            .collect();
+        if want != have {
+            let list: Vec<Value> = want
+                .iter()
+                .map(|(n, c)| json!({"name": n, "count": c}))
+                .collect();
+            let value = if list.is_empty() {
+                Value::Null
+            } else {
+                json!(list)
+            };
+            return Some(json!({ "reclaimablePods": value }));
+        }
+    }
+    let (Some(_), Some(ready_rule)) = (facts.readiness, &rule.pods_ready) else {
+        return None;
+    };
+    let admitted = conds.is_true(condition::ADMITTED);
+    let current = conds.get(condition::PODS_READY);
+    if !admitted && current.is_none() {
+        // Kueue writes WaitForStart on every Workload; here it waits for
+        // the first admission (one write less per Workload that never
+        // runs; the timeout reads a missing condition the same).
+        return None;
+    }
+    let total: i64 = counts.iter().map(|(_, c)| c).sum();
+    let (status, reason, message) = readiness::pods_ready_condition(
+        admitted,
+        current.map(|c| (c.status == "True", c.reason.as_str())),
+        ready_rule.ready(job) >= total,
+    );
+    let mut c = conds.clone();
+    c.set(
+        condition::PODS_READY,
+        status,
+        reason,
+        message,
+        facts.now,
+        wl.metadata.generation,
+    )
+    .then(|| json!({"conditions": c.0}))
+}
+
+/// A deadline of an admitted Workload.
+enum Timer {
+    /// None runs.
+    Idle,
+    /// This long is left.
+    Left(Duration),
+    /// It ran out: these writes.
+    Expired(Vec<Write>),
+}
+
+/// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: the time
+/// left, or once it has run out, the Workload marked `DeactivationTarget`
+/// (its accumulated time cleared) with Kueue's Warning event.
+fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
+    let (Some(max), Some(admitted)) = (
+        wl.spec.maximum_execution_time_seconds,
+        conds.get(condition::ADMITTED),
+    ) else {
+        return Timer::Idle;
+    };
+    if conds.is_true(condition::DEACTIVATION_TARGET) {
+        return Timer::Idle;
+    }
+    let accumulated = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.accumulated_past_execution_time_seconds)
+        .unwrap_or(0);
+    let left = execution::remaining_ms(
+        max,
+        accumulated,
+        admitted.last_transition_time.0.as_millisecond(),
+        now.0.as_millisecond(),
+    );
+    if left > 0 {
+        return Timer::Left(Duration::from_millis(left.unsigned_abs()));
+    }
+    let mut c = conds.clone();
+    c.set(
+        condition::DEACTIVATION_TARGET,
+        true,
+        execution::EXCEEDED_REASON,
+        execution::EXCEEDED_MESSAGE,
+        now,
+        wl.metadata.generation,
+    );
+    Timer::Expired(vec![
+        Write::WorkloadStatus(
+            json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}),
+        ),
+        Write::WorkloadEvent(Note::warning(
+            execution::EXCEEDED_REASON,
+            execution::exceeded_note(max),
+        )),
+    ])
+}
+
+/// Kueue's `reconcileNotReadyTimeout` for an admitted Workload of a kind
+/// that reports readiness: the time left, or once it ran out, either
+/// `DeactivationTarget` (`RequeuingLimitExceeded`) or the eviction
+/// (`PodsReadyTimeout`, with `status.requeueState` moved on by the
+/// backoff).
+fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Timer {
+    let (Some(settings), Some(_)) = (
+        facts.readiness,
+        facts
+            .policy
+            .status
+            .as_ref()
+            .and_then(|s| s.pods_ready.as_ref()),
+    ) else {
+        return Timer::Idle;
+    };
+    if wl.spec.active == Some(false)
+        || conds.is_true(condition::EVICTED)
+        || conds.is_true(condition::DEACTIVATION_TARGET)
+    {
+        return Timer::Idle;
+    }
+    let now = facts.now;
+    let ms = |t: &Time| t.0.as_millisecond();
+    let admitted_at = conds
+        .get(condition::ADMITTED)
+        .filter(|c| c.status == "True")
+        .map(|c| ms(&c.last_transition_time));
+    let pods_ready = conds.get(condition::PODS_READY).map(|c| {
+        (
+            c.status == "True",
+            c.reason.as_str(),
+            ms(&c.last_transition_time),
+        )
+    });
+    let cause = match readiness::timeout(settings, admitted_at, pods_ready, ms(now)) {
+        Timeout::None => return Timer::Idle,
+        Timeout::Running { left_ms, .. } => {
+            return Timer::Left(Duration::from_millis(left_ms.unsigned_abs()))
+        }
+        Timeout::Expired { cause } => cause,
+    };
+    let state = wl.status.as_ref().and_then(|s| s.requeue_state.as_ref());
+    let expiry = readiness::on_expiry(
+        settings,
+        state.and_then(|r| r.count),
+        state.and_then(|r| r.requeue_at.as_ref()).map(ms),
+        ms(now),
+        facts.jitter,
+    );
+    let mut c = conds.clone();
+    let (count, requeue_at) = match expiry {
+        Expiry::Deactivate => {
+            c.set(
+                condition::DEACTIVATION_TARGET,
+                true,
+                readiness::LIMIT_REASON,
+                readiness::LIMIT_MESSAGE,
+                now,
+                wl.metadata.generation,
+            );
+            return Timer::Expired(vec![Write::WorkloadStatus(json!({"conditions": c.0}))]);
+        }
+        Expiry::Requeue { count, requeue_at } => (count, requeue_at),
+    };
+    let (ns, name) = (
+        wl.metadata.namespace.as_deref().unwrap_or_default(),
+        wl.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let message = readiness::timeout_message(ns, name);
+    c.set(
+        condition::EVICTED,
+        true,
+        readiness::TIMEOUT_REASON,
+        &message,
+        now,
+        wl.metadata.generation,
+    );
+    let at = k8s_openapi::jiff::Timestamp::from_millisecond(requeue_at)
+        .map(Time)
+        .unwrap_or_else(|_| now.clone());
+    let mut evictions = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.scheduling_stats.as_ref())
+        .and_then(|s| s.evictions.clone())
+        .unwrap_or_default();
+    match evictions
+        .iter_mut()
+        .find(|e| e.reason == readiness::TIMEOUT_REASON && e.underlying_cause == cause)
+    {
+        Some(e) => e.count += 1,
+        None => evictions.push(api::WorkloadSchedulingStatsEviction {
+            reason: readiness::TIMEOUT_REASON.into(),
+            underlying_cause: cause.into(),
+            count: 1,
+        }),
+    }
+    let status = json!({
+        "conditions": c.0,
+        "requeueState": {"count": count, "requeueAt": at},
+        "schedulingStats": {"evictions": evictions},
+    });
+    let reason = format!("{}DueTo{}", condition::EVICTED, readiness::TIMEOUT_REASON);
+    Timer::Expired(vec![
+        Write::WorkloadStatus(status),
+        Write::WorkloadEvent(Note::normal(&reason, message)),
+    ])
+}
+
+/// Once `status.requeueState.requeueAt` has passed, the Workload may queue
+/// again: `requeueAt` is cleared and, after a `PodsReadyTimeout` eviction,
+/// `Requeued=True` (`BackoffFinished`), as Kueue's workload controller
+/// does. `None` when there is nothing to wait for or write.
+fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
+    let state = wl.status.as_ref()?.requeue_state.as_ref()?;
+    let at = state.requeue_at.as_ref()?;
+    if wl.spec.active == Some(false) {
+        return None;
+    }
+    let left = at.0.as_millisecond() - now.0.as_millisecond();
+    if left > 0 {
+        return Some(Step::after(
+            Vec::new(),
+            Duration::from_millis(left.unsigned_abs()),
+        ));
+    }
+    let mut c = conds.clone();
+    let timed_out = c
+        .get(condition::REQUEUED)
+        .is_some_and(|r| r.status == "False" && r.reason == readiness::TIMEOUT_REASON);
+    if timed_out {
+        c.set(
+            condition::REQUEUED,
+            true,
+            readiness::BACKOFF_FINISHED_REASON,
+            readiness::BACKOFF_FINISHED_MESSAGE,
+            now,
+            wl.metadata.generation,
+        );
+    }
+    Some(Step::wait(vec![Write::WorkloadStatus(json!({
+        "conditions": c.0,
+        "requeueState": {"count": state.count, "requeueAt": null},
+    }))]))
+}
+
+/// An evicted Workload with no job to stop gives its quota back at once
+/// (Kueue's workload controller does the same for jobless Workloads).
+/// The admission's whole seconds are added to `accumulated`
+/// (`status.accumulatedPastExecutionTimeSeconds`, Kueue's
+/// `SyncAdmittedCondition`).
+pub fn release(
+    conds: &[Condition],
+    generation: Option<i64>,
+    now: &Time,
+    accumulated: Option<i32>,
+) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let admitted_at = c
+        .get(condition::ADMITTED)
+        .filter(|a| a.status == "True")
+        .map(|a| a.last_transition_time.0.as_millisecond());
+    let ev = c
+        .get(condition::EVICTED)
+        .filter(|e| e.status == "True")?
+        .clone();
+    if !c.is_true(condition::QUOTA_RESERVED) {
+        return None;
+    }
+    c.set(
+        condition::QUOTA_RESERVED,
+        false,
+        "Pending",
+        &ev.message,
+        now,
+        generation,
+    );
+    c.set(
+        condition::ADMITTED,
+        false,
+        "NoReservation",
+        "The workload has no reservation",
+        now,
+        generation,
+    );
+    let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
+    c.set(
+        condition::REQUEUED,
+        requeued,
+        &ev.reason,
+        &ev.message,
+        now,
+        generation,
+    );
+    let mut out = json!({"admission": null, "conditions": c.0});
+    if let Some(at) = admitted_at {
+        out["accumulatedPastExecutionTimeSeconds"] = json!(execution::accumulated(
+            accumulated,
+            at,
+            now.0.as_millisecond()
+        ));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
