@@ -6,10 +6,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::{
-    api::{core::v1::ObjectReference, scheduling::v1::PriorityClass},
-    apimachinery::pkg::apis::meta::v1::Time,
-};
+use k8s_openapi::api::{core::v1::ObjectReference, scheduling::v1::PriorityClass};
 use kube::{
     api::{ApiResource, DynamicObject, Patch, PatchParams, PostParams},
     runtime::{
@@ -22,9 +19,8 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info};
 
-use crate::api::kueue::v1beta2::Conditions;
 use crate::{
-    api::kueue::v1beta2::{self as api, condition},
+    api::kueue::v1beta2 as api,
     devices::allocation,
     jobs::workload::{self, PodSetInfo, PriorityClasses},
 };
@@ -262,27 +258,6 @@ pub async fn create_workload(client: &Client, ns: &str, body: Value) -> Result<b
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
         Err(e) => Err(e.into()),
     }
-}
-
-/// A job (or pod) that can never start with its admission: its Workload is
-/// finished (`FailedToStart`), so the quota goes back.
-pub async fn finish_failed_to_start(
-    api: &Api<api::Workload>,
-    wl: &api::Workload,
-    conds: &Conditions,
-    message: &str,
-    now: &Time,
-) -> Result<(), JobError> {
-    let mut c = conds.clone();
-    c.set(
-        condition::FINISHED,
-        true,
-        "FailedToStart",
-        message,
-        now,
-        wl.metadata.generation,
-    );
-    write_workload_status(api, wl, json!({"conditions": c.0})).await
 }
 
 pub async fn write_workload_status(

@@ -23,23 +23,19 @@ use kube::{
     },
     Api, ResourceExt,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::{debug, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, finish_failed_to_start, params,
-    remove_workload_finalizer, write_workload_status, JobError, Shared,
+    admission_pod_set_infos, create_workload, params, remove_workload_finalizer,
+    write_workload_status, JobError, Shared,
 };
-use crate::api::kueue::v1beta2::Conditions;
-use crate::jobs::machine::release;
 use crate::{
-    admission::{
-        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
-        patch::PatchOp,
-    },
-    api::kueue::v1beta2::{self as api, condition},
+    admission::patch::PatchOp,
+    api::kueue::v1beta2 as api,
     jobs::{
-        pod::{self, GroupProblem},
+        machine::{pods, Note, Then},
+        pod,
         policy::{Gate, Policy},
     },
 };
@@ -115,7 +111,7 @@ impl Ctx {
         Api::namespaced_with(self.shared.client.clone(), ns, &self.resource)
     }
 
-    async fn event(&self, pod: &Value, type_: EventType, reason: &str, note: String) {
+    async fn event(&self, pod: &Value, note: Note) {
         let at = |p: &str| pod.pointer(p).and_then(Value::as_str).map(String::from);
         let reference = ObjectReference {
             api_version: Some(self.policy.target.api_version()),
@@ -126,10 +122,14 @@ impl Ctx {
             ..Default::default()
         };
         let ev = KEvent {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            action: note.reason.clone(),
+            reason: note.reason,
+            note: Some(note.message),
             secondary: None,
         };
         if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
@@ -160,15 +160,6 @@ impl Ctx {
             }
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// Lets go of the finalizer of each pod in `pods` that holds it.
-    async fn release_pods(&self, ns: &str, pods: &[&Value]) -> Result<(), JobError> {
-        for p in pods {
-            self.patch(ns, p, &pod::release_patch(&self.gate, p))
-                .await?;
-        }
-        Ok(())
     }
 
     /// Deletes a pod (this uid only).
@@ -232,235 +223,162 @@ impl Ctx {
     }
 }
 
+/// One pass: the pod, its group's members and their Workload read, the
+/// step decided in the core (`jobs::machine::pods`), its writes made.
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
     }
-    let gate = &ctx.gate;
-    if obj.labels().get(&gate.managed_label).map(String::as_str)
-        != Some(crate::admission::pod::MANAGED_VALUE)
-    {
-        return Ok(Action::await_change());
-    }
-    let Some(ns) = obj.namespace() else {
-        return Ok(Action::await_change());
-    };
     let this = serde_json::to_value(&*obj)?;
+    if !pods::managed(&ctx.gate, &this) {
+        return Ok(Action::await_change());
+    }
+    let ns = obj.namespace().unwrap_or_default();
     let members = ctx.members(&ns, &this);
-    let pods: Vec<&Value> = members.iter().collect();
-    let group = pod::group_name(gate.group.as_ref(), &this).is_some();
-    let wl_name = pod::workload_name(gate, &this);
+    let wl_name = pod::workload_name(&ctx.gate, &this);
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
-
-    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
-        // Pods that ended or are going without a Workload hold nothing.
-        let done: Vec<&Value> = pods
-            .iter()
-            .copied()
-            .filter(|p| {
-                !pod::is_runnable_or_succeeded(p)
-                    || (!group && (pod::is_terminated(p) || deleting(p)))
-            })
-            .collect();
-        ctx.release_pods(&ns, &done).await?;
-        if !group && (pod::is_terminated(&this) || deleting(&this)) {
-            return Ok(Action::await_change());
-        }
-        if !pods.iter().any(|p| pod::is_gated(gate, p)) {
-            // Started without a Workload (its gate was taken off by hand):
-            // nothing to queue.
-            return Ok(Action::await_change());
-        }
-        if pod::annotation(&this, PREBUILT_WORKLOAD_LABEL)
-            .or_else(|| pod::label(&this, PREBUILT_WORKLOAD_LABEL))
-            .is_some_and(|n| !n.is_empty())
-        {
-            // A prebuilt Workload (a StatefulSet's) is made by its owner's
-            // reconciler, which wakes the pods once it is there.
-            return Ok(Action::requeue(Duration::from_secs(5)));
-        }
-        if let (true, Some(rule)) = (group, &gate.group) {
-            match pod::check_group(rule, &pods) {
-                Ok(_) => {}
-                Err(GroupProblem::TooFew(_)) => {
-                    // Kueue waits for the rest of the group.
-                    return Ok(Action::await_change());
-                }
-                Err(GroupProblem::Inconsistent(m)) => {
-                    ctx.event(&this, EventType::Warning, "ErrWorkloadCompose", m)
-                        .await;
-                    return Ok(Action::await_change());
-                }
-            }
-        }
-        let runnable: Vec<&Value> = pods
-            .iter()
-            .copied()
-            .filter(|p| pod::is_runnable_or_succeeded(p))
-            .collect();
-        let body = match pod::workload_for(&ctx.policy, gate, &runnable, &ctx.shared.classes()) {
-            Ok(b) => b,
-            Err(e) => {
-                ctx.event(
-                    &this,
-                    EventType::Warning,
-                    "ErrWorkloadCompose",
-                    e.to_string(),
-                )
-                .await;
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            }
-        };
-        if create_workload(&ctx.shared.client, &ns, body).await? {
-            ctx.event(
-                &this,
-                EventType::Normal,
-                "CreatedWorkload",
-                format!("Created Workload: {ns}/{wl_name}"),
-            )
-            .await;
-        }
-        return Ok(Action::await_change());
-    };
-
-    let status = wl.status.clone().unwrap_or_default();
-    let conds = Conditions::of(status.conditions.as_ref());
-    if conds.is_true(condition::FINISHED) {
-        // Accounted for: the pods and the Workload are let go.
-        ctx.release_pods(&ns, &pods).await?;
-        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
-        return Ok(Action::await_change());
-    }
-    if wl.metadata.deletion_timestamp.is_some() {
-        // The Workload is going: its pods stop with it (Kueue's
-        // StopReasonWorkloadDeleted deletes even gated ones).
-        for p in pods.iter().filter(|p| !deleting(p)) {
-            ctx.delete(&ns, p).await?;
-        }
-        ctx.release_pods(&ns, &pods).await?;
-        remove_workload_finalizer(&wl_api, &wl.metadata).await?;
-        return Ok(Action::await_change());
-    }
+    let wl = wl_api.get_opt(&wl_name).await?;
     let now =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
-    if let Some((succeeded, message)) = pod::finished(gate, &pods) {
-        let reason = if succeeded { "Succeeded" } else { "Failed" };
-        let mut c = conds.clone();
-        c.set(
-            condition::FINISHED,
-            true,
-            reason,
-            &message,
-            &now,
-            wl.metadata.generation,
-        );
-        write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
-        ctx.event(
-            &this,
-            EventType::Normal,
-            "FinishedWorkload",
-            format!("Workload '{ns}/{wl_name}' is declared finished"),
-        )
-        .await;
-        return Ok(Action::await_change());
-    }
-    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
-    if reserved && conds.is_true(condition::EVICTED) {
-        // A pod cannot be suspended: the running ones are deleted (gated
-        // ones stay gated), and the quota goes back once none runs.
-        let msg = conds
-            .get(condition::EVICTED)
-            .map(|c| c.message.clone())
-            .unwrap_or_default();
-        let mut waiting = false;
-        for p in &pods {
-            if pod::is_gated(gate, p) || pod::is_terminated(p) || deleting(p) {
-                continue;
-            }
-            ctx.delete(&ns, p).await?;
-            ctx.event(p, EventType::Normal, "Stopped", msg.clone())
-                .await;
-            waiting = true;
-        }
-        if waiting {
-            // Looked at again once the deletions are seen.
-            return Ok(Action::requeue(Duration::from_millis(500)));
-        }
-        let accumulated = status.accumulated_past_execution_time_seconds;
-        if let Some(s) = release(&conds.0, wl.metadata.generation, &now, accumulated) {
-            write_workload_status(&wl_api, &wl, s).await?;
-        }
-        // Accounted for: the deleted pods may go.
-        let going: Vec<&Value> = pods.iter().copied().filter(|p| deleting(p)).collect();
-        ctx.release_pods(&ns, &going).await?;
-        return Ok(Action::await_change());
-    }
-    if !group && deleting(&this) {
-        // A single pod deleted before it finished: its Workload goes with
-        // it (garbage collected); the pod is let go now.
-        ctx.release_pods(&ns, &pods).await?;
-        return Ok(Action::await_change());
-    }
-    if reserved && conds.is_true(condition::ADMITTED) {
-        let queue = this
-            .pointer(&format!(
-                "/metadata/labels/{}",
-                QUEUE_NAME_LABEL.replace('/', "~1")
-            ))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let Some(infos) = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue) else {
-            return Ok(Action::requeue(Duration::from_millis(200)));
-        };
-        let cq = status
-            .admission
-            .as_ref()
-            .and_then(|a| a.cluster_queue.clone())
-            .unwrap_or_default();
-        for p in pods.iter().filter(|p| pod::is_gated(gate, p)) {
-            let info = if group {
-                let role = pod::role_of(p);
-                infos.iter().find(|i| i.name == role)
-            } else {
-                infos.first()
-            };
-            let started = match info {
-                Some(info) => pod::ungate_patch(gate, p, info),
-                None => Err(crate::jobs::workload::WorkloadError::PodSetCount {
-                    expected: 1,
-                    got: 0,
-                }),
-            };
-            match started {
-                Ok(ops) => {
-                    if ctx.patch(&ns, p, &ops).await? {
-                        ctx.event(
-                            p,
-                            EventType::Normal,
-                            "Started",
-                            format!("Admitted by clusterQueue {cq}"),
-                        )
-                        .await;
+    let classes = ctx.shared.classes();
+    let flavors = &ctx.shared.flavors;
+    let infos = |wl: &api::Workload, queue: &str| admission_pod_set_infos(flavors, wl, queue);
+    let facts = pods::Facts {
+        policy: &ctx.policy,
+        gate: &ctx.gate,
+        classes: &classes,
+        infos: &infos,
+        now: &now,
+    };
+    let step = pods::step(&facts, &this, &members, wl.as_ref());
+    let pod_of = |p: pods::Pod| match p {
+        pods::Pod::This => &this,
+        pods::Pod::Member(i) => &members[i],
+    };
+    for write in step.writes {
+        match write {
+            pods::Write::Patch { pod, ops, event } => {
+                if ctx.patch(&ns, pod_of(pod), &ops).await? {
+                    if let Some(note) = event {
+                        ctx.event(pod_of(pod), note).await;
                     }
                 }
-                Err(e) => {
-                    finish_failed_to_start(&wl_api, &wl, &conds, &e.to_string(), &now).await?;
-                    ctx.event(p, EventType::Warning, "FailedToStart", e.to_string())
-                        .await;
-                    return Ok(Action::await_change());
+            }
+            pods::Write::Delete { pod, event } => {
+                ctx.delete(&ns, pod_of(pod)).await?;
+                if let Some(note) = event {
+                    ctx.event(pod_of(pod), note).await;
+                }
+            }
+            pods::Write::CreateWorkload { body, event } => {
+                if create_workload(&ctx.shared.client, &ns, body).await? {
+                    ctx.event(&this, event).await;
+                }
+            }
+            pods::Write::Event { pod, note } => ctx.event(pod_of(pod), note).await,
+            pods::Write::WorkloadStatus(status) => {
+                if let Some(wl) = &wl {
+                    write_workload_status(&wl_api, wl, status).await?;
+                }
+            }
+            pods::Write::RemoveFinalizer => {
+                if let Some(wl) = &wl {
+                    remove_workload_finalizer(&wl_api, &wl.metadata).await?;
                 }
             }
         }
-        return Ok(Action::await_change());
     }
-    // Pending: the pods stay gated.
-    Ok(Action::await_change())
+    Ok(match step.then {
+        Then::Wait | Then::ReadView => Action::await_change(),
+        Then::After(d) => Action::requeue(d),
+    })
 }
 
-fn deleting(p: &Value) -> bool {
-    !matches!(
-        p.pointer("/metadata/deletionTimestamp"),
-        None | Some(Value::Null)
-    )
+/// The executor against a scripted apiserver: the exact requests of a
+/// pass (the decisions are `jobs::machine::pods`'s tests).
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{
+        controllers::vetting::testing::{scripted_client, status},
+        jobs::policy::PolicySet,
+    };
+
+    fn pod() -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "uid-a", "resourceVersion": "7",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"},
+                         "finalizers": ["kueue.x-k8s.io/managed"]},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                                     "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"phase": "Running"},
+        })
+    }
+
+    fn ctx(client: kube::Client) -> Arc<Ctx> {
+        let policy = PolicySet::embedded()
+            .unwrap()
+            .find("", "v1", "Pod")
+            .unwrap()
+            .clone();
+        let resource = resource_of(&policy);
+        Arc::new(Ctx {
+            shared: Shared::without_kueue(client),
+            gate: policy.gate.clone().unwrap(),
+            pods: reflector::store::Writer::new(resource.clone()).as_reader(),
+            resource,
+            policy,
+        })
+    }
+
+    #[tokio::test]
+    async fn an_evicted_running_pod_is_deleted_on_its_uid_then_told_why() {
+        let policy = PolicySet::embedded()
+            .unwrap()
+            .find("", "v1", "Pod")
+            .unwrap()
+            .clone();
+        let gate = policy.gate.clone().unwrap();
+        let this = pod();
+        let mut wl = pod::workload_for(&policy, &gate, &[&this], &Default::default()).unwrap();
+        let c = |ty: &str, m: &str| {
+            json!({"type": ty, "status": "True", "reason": ty, "message": m,
+            "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        wl["metadata"]["uid"] = json!("wl-uid");
+        wl["metadata"]["resourceVersion"] = json!("3");
+        wl["status"] = json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+            "conditions": [c("QuotaReserved", "m"), c("Admitted", "m"), c("Evicted", "Preempted here")]});
+        let wl_path = format!(
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{}",
+            wl["metadata"]["name"].as_str().unwrap()
+        );
+        let path = wl_path.clone();
+        let (client, sent) = scripted_client(move |method, p, body| match method {
+            "GET" if p == path => (200, wl.clone()),
+            "DELETE" => (200, status(200, "Success")),
+            "POST" => (201, body.clone()),
+            _ => (500, status(500, "unexpected")),
+        });
+        let obj: DynamicObject = serde_json::from_value(pod()).unwrap();
+        let out = reconcile(Arc::new(obj), ctx(client)).await.unwrap();
+        assert_eq!(out, Action::requeue(Duration::from_millis(500)));
+        let sent = sent.lock().unwrap().clone();
+        let lines: Vec<&str> = sent.iter().map(|r| r.line.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                format!("GET {wl_path}").as_str(),
+                "DELETE /api/v1/namespaces/ns/pods/a",
+                "POST /apis/events.k8s.io/v1/namespaces/ns/events",
+            ]
+        );
+        assert_eq!(sent[1].body["preconditions"]["uid"], "uid-a");
+        assert_eq!(sent[2].body["note"], "Preempted here");
+    }
 }

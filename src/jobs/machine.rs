@@ -93,7 +93,7 @@ pub struct Note {
 }
 
 impl Note {
-    fn normal(reason: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn normal(reason: &str, message: impl Into<String>) -> Self {
         Note {
             warning: false,
             reason: reason.into(),
@@ -101,7 +101,7 @@ impl Note {
         }
     }
 
-    fn warning(reason: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn warning(reason: &str, message: impl Into<String>) -> Self {
         Note {
             warning: true,
             ..Note::normal(reason, message)
@@ -936,6 +936,8 @@ pub fn release(
     }
     Some(out)
 }
+
+pub mod pods;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,669 @@
+//! The gated kind's reconciler's decisions (Kueue's pod integration),
+//! pure: a managed pod, the pods of its group (the watch's cache, oldest
+//! first) and their Workload in; the writes, each naming the pod it is
+//! about, and when to look again out. `controllers::pods` executes them.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{release, Note, Then};
+use crate::{
+    admission::{
+        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        patch::PatchOp,
+    },
+    api::kueue::v1beta2::{self as api, condition, Conditions},
+    jobs::{
+        pod::{self, GroupProblem},
+        policy::{Gate, Policy},
+        workload::{PodSetInfo, PriorityClasses, WorkloadError},
+    },
+};
+
+/// What a step knows besides the pods and their Workload.
+pub struct Facts<'a> {
+    pub policy: &'a Policy,
+    pub gate: &'a Gate,
+    pub classes: &'a PriorityClasses,
+    /// What an admission adds to each pod set's template, from the cached
+    /// flavors; `None` while one of its flavors is not cached yet.
+    pub infos: &'a (dyn Fn(&api::Workload, &str) -> Option<Vec<PodSetInfo>> + Sync),
+    pub now: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+}
+
+/// Which pod a write is about: the one reconciled, or a member of its
+/// group (an index into the members given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pod {
+    This,
+    Member(usize),
+}
+
+/// One write of a step, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// JSON-patch the pod; `event` on it when the patch applied.
+    Patch {
+        pod: Pod,
+        ops: Vec<PatchOp>,
+        event: Option<Note>,
+    },
+    /// Delete the pod (on the condition of its UID), then `event` on it.
+    Delete { pod: Pod, event: Option<Note> },
+    /// Create the Workload from this body; `event` on the reconciled pod
+    /// once created.
+    CreateWorkload { body: Value, event: Note },
+    /// Merge-patch the Workload's status (on the resourceVersion read).
+    WorkloadStatus(Value),
+    /// Let go of the Workload's `resource-in-use` finalizer.
+    RemoveFinalizer,
+    /// An event on a pod.
+    Event { pod: Pod, note: Note },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub writes: Vec<Write>,
+    pub then: Then,
+}
+
+fn wait(writes: Vec<Write>) -> Step {
+    Step {
+        writes,
+        then: Then::Wait,
+    }
+}
+
+fn after(writes: Vec<Write>, d: Duration) -> Step {
+    Step {
+        writes,
+        then: Then::After(d),
+    }
+}
+
+/// Whether the reconciler looks at this pod: a managed one, with a
+/// namespace.
+pub fn managed(gate: &Gate, this: &Value) -> bool {
+    pod::label(this, &gate.managed_label) == Some(crate::admission::pod::MANAGED_VALUE)
+        && this.pointer("/metadata/namespace").is_some()
+}
+
+pub fn deleting(p: &Value) -> bool {
+    !matches!(
+        p.pointer("/metadata/deletionTimestamp"),
+        None | Some(Value::Null)
+    )
+}
+
+/// The finalizer of each pod that holds it let go.
+fn let_go<'a>(gate: &Gate, pods: impl Iterator<Item = (usize, &'a Value)>) -> Vec<Write> {
+    pods.filter_map(|(i, p)| {
+        let ops = pod::release_patch(gate, p);
+        (!ops.is_empty()).then_some(Write::Patch {
+            pod: Pod::Member(i),
+            ops,
+            event: None,
+        })
+    })
+    .collect()
+}
+
+/// One reconcile of a managed pod: `members` the pods of its group (the
+/// pod itself when it has none), oldest first; `wl` their Workload as read.
+pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Workload>) -> Step {
+    let gate = facts.gate;
+    let group = pod::group_name(gate.group.as_ref(), this).is_some();
+    let pods: Vec<&Value> = members.iter().collect();
+    let all = || members.iter().enumerate();
+    let ns = this
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let wl_name = pod::workload_name(gate, this);
+
+    let Some(wl) = wl else {
+        // Pods that ended or are going without a Workload hold nothing.
+        let mut writes = let_go(
+            gate,
+            all().filter(|(_, p)| {
+                !pod::is_runnable_or_succeeded(p)
+                    || (!group && (pod::is_terminated(p) || deleting(p)))
+            }),
+        );
+        if !group && (pod::is_terminated(this) || deleting(this)) {
+            return wait(writes);
+        }
+        if !pods.iter().any(|p| pod::is_gated(gate, p)) {
+            // Started without a Workload (its gate was taken off by hand):
+            // nothing to queue.
+            return wait(writes);
+        }
+        if pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
+            .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
+            .is_some_and(|n| !n.is_empty())
+        {
+            // A prebuilt Workload (a StatefulSet's) is made by its owner's
+            // reconciler, which wakes the pods once it is there.
+            return after(writes, Duration::from_secs(5));
+        }
+        if let (true, Some(rule)) = (group, &gate.group) {
+            match pod::check_group(rule, &pods) {
+                Ok(_) => {}
+                // Kueue waits for the rest of the group.
+                Err(GroupProblem::TooFew(_)) => return wait(writes),
+                Err(GroupProblem::Inconsistent(m)) => {
+                    writes.push(Write::Event {
+                        pod: Pod::This,
+                        note: Note::warning("ErrWorkloadCompose", m),
+                    });
+                    return wait(writes);
+                }
+            }
+        }
+        let runnable: Vec<&Value> = pods
+            .iter()
+            .copied()
+            .filter(|p| pod::is_runnable_or_succeeded(p))
+            .collect();
+        match pod::workload_for(facts.policy, gate, &runnable, facts.classes) {
+            Ok(body) => {
+                let event = Note::normal(
+                    "CreatedWorkload",
+                    format!("Created Workload: {ns}/{wl_name}"),
+                );
+                writes.push(Write::CreateWorkload { body, event });
+                return wait(writes);
+            }
+            Err(e) => {
+                writes.push(Write::Event {
+                    pod: Pod::This,
+                    note: Note::warning("ErrWorkloadCompose", e.to_string()),
+                });
+                return after(writes, Duration::from_secs(5));
+            }
+        }
+    };
+
+    let status = wl.status.clone().unwrap_or_default();
+    let conds = Conditions::of(status.conditions.as_ref());
+    let now = facts.now;
+    if conds.is_true(condition::FINISHED) {
+        // Accounted for: the pods and the Workload are let go.
+        let mut writes = let_go(gate, all());
+        writes.push(Write::RemoveFinalizer);
+        return wait(writes);
+    }
+    if wl.metadata.deletion_timestamp.is_some() {
+        // The Workload is going: its pods stop with it (Kueue's
+        // StopReasonWorkloadDeleted deletes even gated ones).
+        let mut writes: Vec<Write> = all()
+            .filter(|(_, p)| !deleting(p))
+            .map(|(i, _)| Write::Delete {
+                pod: Pod::Member(i),
+                event: None,
+            })
+            .collect();
+        writes.extend(let_go(gate, all()));
+        writes.push(Write::RemoveFinalizer);
+        return wait(writes);
+    }
+    if let Some((succeeded, message)) = pod::finished(gate, &pods) {
+        let reason = if succeeded { "Succeeded" } else { "Failed" };
+        let mut c = conds.clone();
+        c.set(
+            condition::FINISHED,
+            true,
+            reason,
+            &message,
+            now,
+            wl.metadata.generation,
+        );
+        return wait(vec![
+            Write::WorkloadStatus(json!({"conditions": c.0})),
+            Write::Event {
+                pod: Pod::This,
+                note: Note::normal(
+                    "FinishedWorkload",
+                    format!("Workload '{ns}/{wl_name}' is declared finished"),
+                ),
+            },
+        ]);
+    }
+    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
+    if reserved && conds.is_true(condition::EVICTED) {
+        // A pod cannot be suspended: the running ones are deleted (gated
+        // ones stay gated), and the quota goes back once none runs.
+        let msg = conds
+            .get(condition::EVICTED)
+            .map(|c| c.message.clone())
+            .unwrap_or_default();
+        let stops: Vec<Write> = all()
+            .filter(|(_, p)| !(pod::is_gated(gate, p) || pod::is_terminated(p) || deleting(p)))
+            .map(|(i, _)| Write::Delete {
+                pod: Pod::Member(i),
+                event: Some(Note::normal("Stopped", msg.clone())),
+            })
+            .collect();
+        if !stops.is_empty() {
+            // Looked at again once the deletions are seen.
+            return after(stops, Duration::from_millis(500));
+        }
+        let mut writes: Vec<Write> = release(
+            &conds.0,
+            wl.metadata.generation,
+            now,
+            status.accumulated_past_execution_time_seconds,
+        )
+        .map(Write::WorkloadStatus)
+        .into_iter()
+        .collect();
+        // Accounted for: the deleted pods may go.
+        writes.extend(let_go(gate, all().filter(|(_, p)| deleting(p))));
+        return wait(writes);
+    }
+    if !group && deleting(this) {
+        // A single pod deleted before it finished: its Workload goes with
+        // it (garbage collected); the pod is let go now.
+        return wait(let_go(gate, all()));
+    }
+    if !(reserved && conds.is_true(condition::ADMITTED)) {
+        // Pending: the pods stay gated.
+        return wait(Vec::new());
+    }
+    let queue = pod::label(this, QUEUE_NAME_LABEL).unwrap_or_default();
+    let Some(infos) = (facts.infos)(wl, queue) else {
+        return after(Vec::new(), Duration::from_millis(200));
+    };
+    let cq = status
+        .admission
+        .as_ref()
+        .and_then(|a| a.cluster_queue.clone())
+        .unwrap_or_default();
+    let mut writes = Vec::new();
+    for (i, p) in all().filter(|(_, p)| pod::is_gated(gate, p)) {
+        let info = if group {
+            let role = pod::role_of(p);
+            infos.iter().find(|info| info.name == role)
+        } else {
+            infos.first()
+        };
+        let started = match info {
+            Some(info) => pod::ungate_patch(gate, p, info),
+            None => Err(WorkloadError::PodSetCount {
+                expected: 1,
+                got: 0,
+            }),
+        };
+        match started {
+            Ok(ops) => writes.push(Write::Patch {
+                pod: Pod::Member(i),
+                ops,
+                event: Some(Note::normal(
+                    "Started",
+                    format!("Admitted by clusterQueue {cq}"),
+                )),
+            }),
+            Err(e) => {
+                let mut c = conds.clone();
+                c.set(
+                    condition::FINISHED,
+                    true,
+                    "FailedToStart",
+                    &e.to_string(),
+                    now,
+                    wl.metadata.generation,
+                );
+                writes.push(Write::WorkloadStatus(json!({"conditions": c.0})));
+                writes.push(Write::Event {
+                    pod: Pod::Member(i),
+                    note: Note::warning("FailedToStart", e.to_string()),
+                });
+                break;
+            }
+        }
+    }
+    wait(writes)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::jobs::policy::PolicySet;
+
+    fn policy() -> Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find("", "v1", "Pod")
+            .unwrap()
+            .clone()
+    }
+
+    /// A gated managed pod in queue `lq`.
+    fn pod(name: &str) -> Value {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("uid-{name}"),
+                         "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq", "kueue.x-k8s.io/managed": "true"},
+                         "finalizers": ["kueue.x-k8s.io/managed"]},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                                     "resources": {"requests": {"cpu": "1"}}}],
+                     "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        })
+    }
+
+    fn grouped(name: &str, total: u32) -> Value {
+        let mut p = pod(name);
+        p["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = json!("g");
+        p["metadata"]["annotations"] =
+            json!({"kueue.x-k8s.io/pod-group-total-count": total.to_string()});
+        p
+    }
+
+    fn ungated(mut p: Value) -> Value {
+        p["spec"]["schedulingGates"] = json!([]);
+        p["status"] = json!({"phase": "Running"});
+        p
+    }
+
+    fn phase(mut p: Value, phase: &str) -> Value {
+        p["status"] = json!({"phase": phase});
+        p
+    }
+
+    fn at(secs: i64) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_767_225_600 + secs).unwrap(),
+        )
+    }
+
+    fn cond(ty: &str, status: bool, message: &str) -> Value {
+        json!({"type": ty, "status": if status {"True"} else {"False"}, "reason": ty,
+               "message": message, "lastTransitionTime": at(0)})
+    }
+
+    /// The Workload of `members` with `status`.
+    fn workload(members: &[Value], status: Value) -> api::Workload {
+        let p = policy();
+        let gate = p.gate.clone().unwrap();
+        let refs: Vec<&Value> = members.iter().collect();
+        let mut body = pod::workload_for(&p, &gate, &refs, &PriorityClasses::default()).unwrap();
+        body["metadata"]["uid"] = json!("wl-uid");
+        body["metadata"]["resourceVersion"] = json!("3");
+        body["status"] = status;
+        serde_json::from_value(body).unwrap()
+    }
+
+    fn admitted() -> Value {
+        json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+               "conditions": [cond("QuotaReserved", true, "m"), cond("Admitted", true, "m")]})
+    }
+
+    fn step_with(
+        this: &Value,
+        members: &[Value],
+        wl: Option<&api::Workload>,
+        flavors_known: bool,
+    ) -> Step {
+        let p = policy();
+        let gate = p.gate.clone().unwrap();
+        let classes = PriorityClasses::default();
+        let infos = move |wl: &api::Workload, _: &str| {
+            flavors_known.then(|| {
+                wl.status
+                    .iter()
+                    .flat_map(|s| s.admission.iter())
+                    .flat_map(|a| a.pod_set_assignments.iter().flatten())
+                    .map(|psa| PodSetInfo {
+                        name: psa.name.clone(),
+                        count: psa.count.map(i64::from),
+                        ..PodSetInfo::default()
+                    })
+                    .collect()
+            })
+        };
+        let now = at(100);
+        let facts = Facts {
+            policy: &p,
+            gate: &gate,
+            classes: &classes,
+            infos: &infos,
+            now: &now,
+        };
+        step(&facts, this, members, wl)
+    }
+
+    fn run(this: &Value, members: &[Value], wl: Option<&api::Workload>) -> Step {
+        step_with(this, members, wl, true)
+    }
+
+    fn releases(w: &Write) -> bool {
+        matches!(w, Write::Patch { ops, event: None, .. }
+            if ops.iter().any(|o| o.path.starts_with("/metadata/finalizers")))
+    }
+
+    #[test]
+    fn only_managed_pods_are_the_reconcilers() {
+        let gate = policy().gate.clone().unwrap();
+        assert!(managed(&gate, &pod("a")));
+        let mut p = pod("a");
+        p["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "lq"});
+        assert!(!managed(&gate, &p));
+    }
+
+    #[test]
+    fn a_gated_pod_gets_its_workload() {
+        let p = pod("a");
+        let s = run(&p, std::slice::from_ref(&p), None);
+        let [Write::CreateWorkload { body, event }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(body["spec"]["queueName"], "lq");
+        assert!(
+            event.message.starts_with("Created Workload: ns/pod-a-"),
+            "{event:?}"
+        );
+    }
+
+    #[test]
+    fn a_pod_ungated_by_hand_or_ended_without_a_workload_holds_nothing() {
+        let free = ungated(pod("a"));
+        assert_eq!(run(&free, std::slice::from_ref(&free), None).writes, []);
+        let failed = phase(pod("a"), "Failed");
+        let s = run(&failed, std::slice::from_ref(&failed), None);
+        assert!(s.writes.len() == 1 && releases(&s.writes[0]), "{s:?}");
+    }
+
+    #[test]
+    fn a_group_waits_for_all_its_pods_and_refuses_inconsistent_ones() {
+        let a = grouped("a", 2);
+        assert_eq!(run(&a, std::slice::from_ref(&a), None), wait(Vec::new()));
+        let b = grouped("b", 3);
+        let s = run(&a, &[a.clone(), b], None);
+        let [Write::Event { note, .. }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert!(
+            note.warning && note.reason == "ErrWorkloadCompose",
+            "{note:?}"
+        );
+        let both = [a.clone(), grouped("b", 2)];
+        assert!(matches!(
+            run(&a, &both, None).writes.as_slice(),
+            [Write::CreateWorkload { .. }]
+        ));
+    }
+
+    #[test]
+    fn a_prebuilt_workload_is_waited_for() {
+        let mut p = pod("a");
+        p["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = json!("sts-wl");
+        assert_eq!(
+            run(&p, std::slice::from_ref(&p), None),
+            after(Vec::new(), Duration::from_secs(5))
+        );
+    }
+
+    #[test]
+    fn an_admitted_pod_is_ungated_and_told_where() {
+        let p = pod("a");
+        let wl = workload(std::slice::from_ref(&p), admitted());
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        let [Write::Patch {
+            pod,
+            ops,
+            event: Some(n),
+        }] = s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        assert_eq!(*pod, Pod::Member(0));
+        assert!(
+            ops.iter()
+                .any(|o| o.path.starts_with("/spec/schedulingGates")),
+            "{ops:?}"
+        );
+        assert_eq!(n.message, "Admitted by clusterQueue cq");
+        // A flavor not cached yet: nothing now, soon again.
+        let s = step_with(&p, std::slice::from_ref(&p), Some(&wl), false);
+        assert_eq!(s, after(Vec::new(), Duration::from_millis(200)));
+        // Pending: the pod stays gated.
+        let pending = workload(std::slice::from_ref(&p), json!({}));
+        assert_eq!(
+            run(&p, std::slice::from_ref(&p), Some(&pending)),
+            wait(Vec::new())
+        );
+    }
+
+    #[test]
+    fn an_evicted_pod_is_deleted_and_the_quota_goes_back_once_it_is_gone() {
+        let running = ungated(pod("a"));
+        let mut st = admitted();
+        st["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(cond("Evicted", true, "Preempted here"));
+        let wl = workload(std::slice::from_ref(&running), st);
+        let s = run(&running, std::slice::from_ref(&running), Some(&wl));
+        let [Write::Delete {
+            pod: Pod::Member(0),
+            event: Some(n),
+        }] = s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        assert_eq!(
+            (n.reason.as_str(), n.message.as_str()),
+            ("Stopped", "Preempted here")
+        );
+        assert_eq!(s.then, Then::After(Duration::from_millis(500)));
+        // Going: the quota is released, then the pod let go.
+        let mut going = running.clone();
+        going["metadata"]["deletionTimestamp"] = json!(at(50));
+        let s = run(&going, std::slice::from_ref(&going), Some(&wl));
+        let [Write::WorkloadStatus(st), last] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(st["admission"], Value::Null);
+        assert!(releases(last), "{last:?}");
+    }
+
+    #[test]
+    fn finished_pods_finish_their_workload_then_everything_is_let_go() {
+        let done = phase(ungated(pod("a")), "Succeeded");
+        let wl = workload(std::slice::from_ref(&done), admitted());
+        let s = run(&done, std::slice::from_ref(&done), Some(&wl));
+        let [Write::WorkloadStatus(st), Write::Event { note, .. }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(
+            st["conditions"].as_array().unwrap().last().unwrap()["reason"],
+            "Succeeded"
+        );
+        assert_eq!(note.reason, "FinishedWorkload");
+        let mut st = admitted();
+        st["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(cond("Finished", true, "done"));
+        let finished = workload(std::slice::from_ref(&done), st);
+        let s = run(&done, std::slice::from_ref(&done), Some(&finished));
+        assert!(releases(&s.writes[0]), "{s:?}");
+        assert_eq!(s.writes.last(), Some(&Write::RemoveFinalizer));
+    }
+
+    #[test]
+    fn a_deleted_workload_takes_its_pods_with_it() {
+        let p = pod("a");
+        let mut wl = workload(std::slice::from_ref(&p), admitted());
+        wl.metadata.deletion_timestamp = Some(at(40));
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        assert_eq!(
+            s.writes[0],
+            Write::Delete {
+                pod: Pod::Member(0),
+                event: None
+            }
+        );
+        assert!(releases(&s.writes[1]));
+        assert_eq!(s.writes[2], Write::RemoveFinalizer);
+    }
+
+    #[test]
+    fn a_single_pod_deleted_before_it_finished_is_let_go() {
+        let mut p = ungated(pod("a"));
+        p["metadata"]["deletionTimestamp"] = json!(at(50));
+        let wl = workload(std::slice::from_ref(&p), admitted());
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        assert!(s.writes.len() == 1 && releases(&s.writes[0]), "{s:?}");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Whatever the states: a pod is deleted only when its Workload is
+        /// going or evicted with quota, and ungated only with a live
+        /// admission.
+        #[test]
+        fn pods_are_deleted_or_started_only_by_their_workloads_state(
+            flags in proptest::collection::vec(any::<bool>(), 4),
+            gated in any::<bool>(),
+            going in any::<bool>(),
+            has_admission in any::<bool>(),
+            wl_going in any::<bool>(),
+        ) {
+            let mut p = if gated { pod("a") } else { ungated(pod("a")) };
+            if going {
+                p["metadata"]["deletionTimestamp"] = json!(at(1));
+            }
+            let types = ["QuotaReserved", "Admitted", "Evicted", "Finished"];
+            let conds: Vec<Value> = types.iter().zip(&flags).map(|(t, on)| cond(t, *on, "m")).collect();
+            let mut st = json!({"conditions": conds});
+            if has_admission {
+                st["admission"] = admitted()["admission"].clone();
+            }
+            let mut wl = workload(std::slice::from_ref(&p), st);
+            if wl_going {
+                wl.metadata.deletion_timestamp = Some(at(2));
+            }
+            let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+            let [reserved, admitted, evicted, finished] = flags[..] else { unreachable!() };
+            for w in &s.writes {
+                if matches!(w, Write::Delete { .. }) {
+                    prop_assert!(!finished && (wl_going || (reserved && has_admission && evicted)), "{w:?} {flags:?}");
+                }
+                if let Write::Patch { event: Some(n), .. } = w {
+                    prop_assert!(n.reason == "Started");
+                    prop_assert!(reserved && admitted && has_admission && !evicted && !finished && !wl_going);
+                }
+                prop_assert!(!matches!(w, Write::CreateWorkload { .. }), "a second Workload");
+            }
+        }
+    }
+}
