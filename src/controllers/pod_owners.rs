@@ -29,14 +29,14 @@ use super::{
     context::{create_workload, params, remove_workload_finalizer, JobError, Shared},
     pods::resource_of,
 };
-use crate::api::kueue::v1beta2::Conditions;
 use crate::{
     admission::patch::PatchOp,
-    api::kueue::v1beta2::{self as api, condition},
+    api::kueue::v1beta2 as api,
     jobs::{
-        pod::{self as core_pod},
+        machine::{owners, Note, Then},
         pod_owner,
         policy::{Gate, PodOwner, Policy},
+        workload::PriorityClasses,
     },
 };
 
@@ -127,7 +127,7 @@ fn error_policy(obj: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Acti
 }
 
 impl Ctx {
-    async fn event(&self, obj: &Value, reason: &str, note: String) {
+    async fn event(&self, obj: &Value, note: Note) {
         let at = |p: &str| obj.pointer(p).and_then(Value::as_str).map(String::from);
         let reference = ObjectReference {
             api_version: Some(self.policy.target.api_version()),
@@ -139,9 +139,9 @@ impl Ctx {
         };
         let ev = KEvent {
             type_: EventType::Normal,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
+            action: note.reason.clone(),
+            reason: note.reason,
+            note: Some(note.message),
             secondary: None,
         };
         if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
@@ -168,29 +168,93 @@ impl Ctx {
     }
 }
 
-/// The patch that takes the gates off an old-revision pod.
-fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
-    if !core_pod::is_gated(gate, pod) {
-        return Vec::new();
+/// Makes a step's writes in order: `pods` and `workloads` are the lists
+/// its indices name.
+async fn execute(
+    ctx: &Ctx,
+    obj: &Value,
+    ns: &str,
+    pods: &[Value],
+    workloads: &[&api::Workload],
+    step: owners::Step,
+) -> Result<Action, JobError> {
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), ns);
+    for write in step.writes {
+        match write {
+            owners::Write::PatchPod { pod, ops } => ctx.patch_pod(ns, &pods[pod], &ops).await?,
+            owners::Write::CreateWorkload { body, event } => {
+                if create_workload(&ctx.shared.client, ns, body).await? {
+                    ctx.event(obj, event).await;
+                }
+            }
+            owners::Write::WorkloadSpec { workload, spec } => {
+                let wl = workloads[workload];
+                let patch = json!({ "spec": spec });
+                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
+                wl_api
+                    .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            owners::Write::RemoveFinalizer { workload } => {
+                remove_workload_finalizer(&wl_api, &workloads[workload].metadata).await?;
+            }
+            owners::Write::DeleteWorkload { workload } => {
+                let wl = workloads[workload];
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: wl.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match wl_api.delete(&wl.name_any(), &dp).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            owners::Write::WakePod { pod } => {
+                let name = pods[pod]
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let _ = ctx
+                    .pod_wakes
+                    .unbounded_send(ObjectRef::new_with(name, ctx.pods.clone()).within(ns));
+            }
+        }
     }
-    let rest: Vec<Value> = pod
-        .pointer("/spec/schedulingGates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|g| {
-            let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str()) && n != Some(core_pod::TOPOLOGY_GATE)
-        })
-        .cloned()
-        .collect();
-    vec![PatchOp {
-        op: "add",
-        path: "/spec/schedulingGates".into(),
-        value: Value::Array(rest),
-    }]
+    Ok(match step.then {
+        Then::Wait | Then::ReadView => Action::await_change(),
+        Then::After(d) => Action::requeue(d),
+    })
 }
 
+impl Ctx {
+    fn facts<'a>(&'a self, classes: &'a PriorityClasses) -> owners::Facts<'a> {
+        owners::Facts {
+            policy: &self.policy,
+            owner: &self.owner,
+            gate: &self.gate,
+            classes,
+        }
+    }
+
+    async fn list(&self, api: Api<DynamicObject>, selector: &str) -> Result<Vec<Value>, JobError> {
+        let items = api
+            .list(&ListParams::default().labels(selector))
+            .await?
+            .items;
+        Ok(items
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?)
+    }
+}
+
+/// One pass of the one-group reconciler: the owner's pods and its Workload
+/// read, the step decided in the core (`jobs::machine::owners`), its
+/// writes made.
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
@@ -199,104 +263,29 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     };
     let this = serde_json::to_value(&*obj)?;
-    let (policy, owner) = (&ctx.policy, &ctx.owner);
-    let Some(group) = &owner.group else {
+    let classes = ctx.shared.classes();
+    let facts = ctx.facts(&classes);
+    let Some(selector) = owners::group_selector(&facts, &this) else {
         return Ok(Action::await_change());
     };
-    if !pod_owner::marked(policy, owner, &this) {
-        return Ok(Action::await_change());
-    }
-    let replicas = pod_owner::replicas(group, &this);
-    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
-        .filter(|q| !q.is_empty())
-        .map(String::from);
-    let wl_name = pod_owner::workload_name(policy, &this);
-
-    // The owner's pods: marked into its group as they appear.
     let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
-    let mut members = Vec::new();
-    if let Some(sel) = pod_owner::selector(group, &this) {
-        let list = pod_api.list(&ListParams::default().labels(&sel)).await?;
-        for p in list.items {
-            let pod = serde_json::to_value(&p)?;
-            if !pod_owner::from_owner(policy, &pod) {
-                continue;
-            }
-            if core_pod::is_terminated(&pod) || p.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            if pod_owner::old_revision(&this, &pod) {
-                ctx.patch_pod(&ns, &pod, &ungate_ops(&ctx.gate, &pod))
-                    .await?;
-                continue;
-            }
-            ctx.patch_pod(
-                &ns,
-                &pod,
-                &pod_owner::member_patch(&ctx.gate, owner, &this, &pod, false),
-            )
-            .await?;
-            members.push(p);
-        }
-    }
-
-    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
-    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
-        if replicas > 0 && queue.is_some() {
-            let body = pod_owner::workload_for(policy, owner, &this, &ctx.shared.classes())?;
-            if create_workload(&ctx.shared.client, &ns, body).await? {
-                ctx.event(
-                    &this,
-                    "CreatedWorkload",
-                    format!("Created Workload: {ns}/{wl_name}"),
-                )
-                .await;
-            }
-        }
-        return Ok(Action::requeue(Duration::from_secs(2)));
+    let pods = match selector {
+        Some(sel) => ctx.list(pod_api, &sel).await?,
+        None => Vec::new(),
     };
-    if !crate::jobs::workload::is_owned_by(
-        wl.metadata.owner_references.as_deref(),
-        obj.uid().as_deref().unwrap_or_default(),
-    ) {
-        // The name is taken by a Workload that is not this object's: left
-        // alone, never changed on its behalf.
-        return Ok(Action::await_change());
-    }
-    if replicas > 0 {
-        if let Some(q) = &queue {
-            if wl.spec.queue_name.as_deref() != Some(q.as_str()) {
-                wl_api
-                    .patch(
-                        &wl_name,
-                        &params(),
-                        &Patch::Merge(json!({"spec": {"queueName": q}})),
-                    )
-                    .await?;
-            }
-        }
-    }
-    // The pod integration ungates the group's pods once admitted.
-    let status = wl.status.clone().unwrap_or_default();
-    if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
-        for p in &members {
-            let _ = ctx
-                .pod_wakes
-                .unbounded_send(ObjectRef::new_with(&p.name_any(), ctx.pods.clone()).within(&ns));
-        }
-    }
-    // Pods appear one by one: looked at again until the whole group is in.
-    if (members.len() as i64) < replicas {
-        return Ok(Action::requeue(Duration::from_secs(2)));
-    }
-    Ok(Action::await_change())
+    let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
+    let wl = wl_api
+        .get_opt(&pod_owner::workload_name(&ctx.policy, &this))
+        .await?;
+    let step = owners::group_step(&facts, &this, &pods, wl.as_ref())?;
+    let workloads: Vec<&api::Workload> = wl.iter().collect();
+    execute(&ctx, &this, &ns, &pods, &workloads, step).await
 }
 
-/// The reconciler of an owner with one pod group per replica (Kueue's
-/// LeaderWorkerSet reconciler): the groups' Workloads made, kept in step
-/// (queue name) and deleted beyond `replicas`; each pod of the owner
-/// marked into its group's Workload, or let go when its StatefulSet is not
-/// the owner's or rolls it out; the group's pods woken once admitted.
+/// One pass of the reconciler of an owner with one pod group per replica
+/// (Kueue's LeaderWorkerSet reconciler): the Workloads it owns, its pods
+/// and its StatefulSets listed, the step decided in the core, its writes
+/// made.
 async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
@@ -304,21 +293,11 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
     let Some(ns) = obj.namespace() else {
         return Ok(Action::await_change());
     };
+    let Some(groups) = &ctx.owner.replica_groups else {
+        return Ok(Action::await_change());
+    };
     let this = serde_json::to_value(&*obj)?;
-    let (policy, owner) = (&ctx.policy, &ctx.owner);
-    let Some(groups) = &owner.replica_groups else {
-        return Ok(Action::await_change());
-    };
-    // Kueue's predicate: only an object it would suspend (queued).
-    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
-        .filter(|q| !q.is_empty())
-        .map(String::from);
-    let Some(queue) = queue else {
-        return Ok(Action::await_change());
-    };
     let uid = obj.uid().unwrap_or_default();
-    let name = obj.name_any();
-
     // The Workloads, one per group: those the object owns (Kueue's owner
     // index; older ones may lack the job-uid label).
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
@@ -331,139 +310,22 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
             crate::jobs::workload::is_owned_by(w.metadata.owner_references.as_deref(), &uid)
         })
         .collect();
-    let names: Vec<String> = owned.iter().map(ResourceExt::name_any).collect();
-    let (create, keep, delete) = pod_owner::group_plan(policy, groups, &this, &names);
-    for (wl_name, index) in create {
-        let body =
-            pod_owner::group_workload_for(policy, owner, &this, index, &ctx.shared.classes())?;
-        if create_workload(&ctx.shared.client, &ns, body).await? {
-            ctx.event(
-                &this,
-                "CreatedWorkload",
-                format!("Created Workload: {ns}/{wl_name}"),
-            )
-            .await;
-        }
-    }
-    let mut admitted = Vec::new();
-    for wl in owned.iter() {
-        let wl_name = wl.name_any();
-        if delete.contains(&wl_name) {
-            // Kueue's workload.Delete: the finalizer goes first, so the
-            // quota is returned at once.
-            remove_workload_finalizer(&wl_api, &wl.metadata).await?;
-            if wl.metadata.deletion_timestamp.is_none() {
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: wl.metadata.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match wl_api.delete(&wl_name, &dp).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            continue;
-        }
-        if keep.contains(&wl_name) {
-            // Kueue's updateWorkload: the queue name, and the priority of a
-            // WorkloadPriorityClass (UpdateWorkloadPriority), follow the set.
-            let mut spec_patch = serde_json::Map::new();
-            if wl.spec.queue_name.as_deref() != Some(queue.as_str()) {
-                spec_patch.insert("queueName".into(), json!(queue));
-            }
-            if let Ok(prio) = pod_owner::group_priority(owner, &this, &ctx.shared.classes()) {
-                if let crate::jobs::workload::PrioritySource::WorkloadPriorityClass(_) = prio.source
-                {
-                    if wl.spec.priority != Some(prio.value) {
-                        spec_patch.insert("priority".into(), json!(prio.value));
-                    }
-                }
-            }
-            if !spec_patch.is_empty() {
-                let patch = json!({"spec": spec_patch});
-                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
-                wl_api
-                    .patch(&wl_name, &params(), &Patch::Merge(&patch))
-                    .await?;
-            }
-            let status = wl.status.clone().unwrap_or_default();
-            if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
-                admitted.push(wl_name);
-            }
-        }
-    }
-
     // The owner's pods, then its StatefulSets (their rollouts let old pods
     // go). In this order a listed pod's StatefulSet, created before it, is
     // listed too: the other way round, one created between the two lists
     // would be missing, and its new pod let go unmarked.
-    let selector = format!("{}={name}", groups.owner_label);
+    let selector = format!("{}={}", groups.owner_label, obj.name_any());
     let pod_api = Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &ctx.pods);
-    let pods = pod_api
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items;
+    let pods = ctx.list(pod_api, &selector).await?;
     let sts_resource = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("apps", "v1", "StatefulSet"),
         "statefulsets",
     );
     let sts_api =
         Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &sts_resource);
-    let sets: Vec<Value> = sts_api
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items
-        .iter()
-        .filter_map(|s| serde_json::to_value(s).ok())
-        .collect();
-    let mut waiting = false;
-    for p in pods {
-        let pod = serde_json::to_value(&p)?;
-        if !pod_owner::from_owner(policy, &pod) {
-            continue;
-        }
-        let sts = p
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")
-            .and_then(|o| {
-                sets.iter().find(|s| {
-                    s.pointer("/metadata/name").and_then(Value::as_str) == Some(o.name.as_str())
-                })
-            });
-        match pod_owner::group_pod(sts, &pod) {
-            pod_owner::GroupPod::LetGo => {
-                ctx.patch_pod(&ns, &pod, &ungate_ops(&ctx.gate, &pod))
-                    .await?;
-            }
-            pod_owner::GroupPod::Leave => {}
-            pod_owner::GroupPod::Mark => {
-                let ops = pod_owner::group_member_patch(&ctx.gate, policy, owner, &this, &pod);
-                if core_pod::label(&pod, &groups.index_label).is_none() {
-                    // The group index comes from the LWS pod webhook; Kueue
-                    // waits for it.
-                    waiting = true;
-                }
-                ctx.patch_pod(&ns, &pod, &ops).await?;
-                let in_admitted =
-                    core_pod::annotation(&pod, crate::admission::object::PREBUILT_WORKLOAD_LABEL)
-                        .is_some_and(|w| admitted.iter().any(|a| a == w));
-                if in_admitted && core_pod::is_gated(&ctx.gate, &pod) {
-                    let _ = ctx.pod_wakes.unbounded_send(
-                        ObjectRef::new_with(&p.name_any(), ctx.pods.clone()).within(&ns),
-                    );
-                }
-            }
-        }
-    }
-    if waiting {
-        return Ok(Action::requeue(Duration::from_secs(2)));
-    }
-    Ok(Action::await_change())
+    let sets = ctx.list(sts_api, &selector).await?;
+    let classes = ctx.shared.classes();
+    let step = owners::groups_step(&ctx.facts(&classes), groups, &this, &owned, &pods, &sets)?;
+    let workloads: Vec<&api::Workload> = owned.iter().collect();
+    execute(&ctx, &this, &ns, &pods, &workloads, step).await
 }

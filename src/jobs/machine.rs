@@ -937,6 +937,7 @@ pub fn release(
     Some(out)
 }
 
+pub mod owners;
 pub mod pods;
 
 #[cfg(test)]

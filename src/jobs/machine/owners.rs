@@ -1,0 +1,556 @@
+//! The decisions of the reconcilers of kinds queued through their pods
+//! (`podOwner`: Kueue's StatefulSet and LeaderWorkerSet reconcilers),
+//! pure: the owner, the pods and Workloads listed for it in; the writes,
+//! each naming the object it is about by its index in those lists, out.
+//! `controllers::pod_owners` lists and executes.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{Note, Then};
+use crate::{
+    admission::{
+        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        patch::PatchOp,
+    },
+    api::kueue::v1beta2::{self as api, condition, Conditions},
+    jobs::{
+        pod::{self as core_pod},
+        pod_owner,
+        policy::{Gate, PodOwner, Policy, ReplicaGroups},
+        workload::{self, PriorityClasses, WorkloadError},
+    },
+};
+
+/// What a step knows besides the objects listed.
+pub struct Facts<'a> {
+    pub policy: &'a Policy,
+    pub owner: &'a PodOwner,
+    /// The pod integration's gate.
+    pub gate: &'a Gate,
+    pub classes: &'a PriorityClasses,
+}
+
+/// One write of a step, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// JSON-patch the listed pod (changed or gone meanwhile: left to the
+    /// next pass).
+    PatchPod { pod: usize, ops: Vec<PatchOp> },
+    /// Create a Workload; `event` on the owner once created.
+    CreateWorkload { body: Value, event: Note },
+    /// Merge-patch the listed Workload's `spec` with this object.
+    WorkloadSpec { workload: usize, spec: Value },
+    /// Let go of the listed Workload's `resource-in-use` finalizer.
+    RemoveFinalizer { workload: usize },
+    /// Delete the listed Workload, on the condition of its UID.
+    DeleteWorkload { workload: usize },
+    /// Wake the pod integration's reconciler for the listed pod.
+    WakePod { pod: usize },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub writes: Vec<Write>,
+    pub then: Then,
+}
+
+/// Pods appear one by one: how soon an owner whose group is not whole yet
+/// is looked at again.
+const GROUP_FILLING: Duration = Duration::from_secs(2);
+
+fn queue_of(obj: &Value) -> Option<&str> {
+    core_pod::label(obj, QUEUE_NAME_LABEL).filter(|q| !q.is_empty())
+}
+
+/// The patch that takes the gates off an old-revision pod.
+pub fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
+    if !core_pod::is_gated(gate, pod) {
+        return Vec::new();
+    }
+    let rest: Vec<Value> = pod
+        .pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|g| {
+            let n = g.get("name").and_then(Value::as_str);
+            n != Some(gate.scheduling_gate.as_str()) && n != Some(core_pod::TOPOLOGY_GATE)
+        })
+        .cloned()
+        .collect();
+    vec![PatchOp {
+        op: "add",
+        path: "/spec/schedulingGates".into(),
+        value: Value::Array(rest),
+    }]
+}
+
+fn patch(pod: usize, ops: Vec<PatchOp>) -> Option<Write> {
+    (!ops.is_empty()).then_some(Write::PatchPod { pod, ops })
+}
+
+/// Whether the one-group reconciler looks at `obj`: its pod template is
+/// marked as queued by the webhook. `None` otherwise; the label selector
+/// of its pods when it has one.
+pub fn group_selector(facts: &Facts, obj: &Value) -> Option<Option<String>> {
+    let group = facts.owner.group.as_ref()?;
+    if !pod_owner::marked(facts.policy, facts.owner, obj) {
+        return None;
+    }
+    Some(pod_owner::selector(group, obj))
+}
+
+/// One pass of the one-group reconciler (a StatefulSet): `pods` the pods
+/// its selector lists, `wl` the group's Workload as read.
+pub fn group_step(
+    facts: &Facts,
+    obj: &Value,
+    pods: &[Value],
+    wl: Option<&api::Workload>,
+) -> Result<Step, WorkloadError> {
+    let Some(group) = &facts.owner.group else {
+        return Ok(Step {
+            writes: Vec::new(),
+            then: Then::Wait,
+        });
+    };
+    let replicas = pod_owner::replicas(group, obj);
+    let queue = queue_of(obj);
+    // The owner's pods: marked into its group as they appear.
+    let mut writes = Vec::new();
+    let mut members = Vec::new();
+    for (i, pod) in pods.iter().enumerate() {
+        if !pod_owner::from_owner(facts.policy, pod)
+            || core_pod::is_terminated(pod)
+            || super::pods::deleting(pod)
+        {
+            continue;
+        }
+        if pod_owner::old_revision(obj, pod) {
+            writes.extend(patch(i, ungate_ops(facts.gate, pod)));
+            continue;
+        }
+        writes.extend(patch(
+            i,
+            pod_owner::member_patch(facts.gate, facts.owner, obj, pod, false),
+        ));
+        members.push(i);
+    }
+    let Some(wl) = wl else {
+        if replicas > 0 && queue.is_some() {
+            let body = pod_owner::workload_for(facts.policy, facts.owner, obj, facts.classes)?;
+            writes.push(Write::CreateWorkload {
+                event: created(obj, &body),
+                body,
+            });
+        }
+        return Ok(Step {
+            writes,
+            then: Then::After(GROUP_FILLING),
+        });
+    };
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid) {
+        // The name is taken by a Workload that is not this object's: left
+        // alone, never changed on its behalf.
+        return Ok(Step {
+            writes,
+            then: Then::Wait,
+        });
+    }
+    if let (true, Some(q)) = (replicas > 0, queue) {
+        if wl.spec.queue_name.as_deref() != Some(q) {
+            writes.push(Write::WorkloadSpec {
+                workload: 0,
+                spec: json!({ "queueName": q }),
+            });
+        }
+    }
+    // The pod integration ungates the group's pods once admitted.
+    let status = wl.status.clone().unwrap_or_default();
+    if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
+        writes.extend(members.iter().map(|&pod| Write::WakePod { pod }));
+    }
+    let then = if (members.len() as i64) < replicas {
+        Then::After(GROUP_FILLING)
+    } else {
+        Then::Wait
+    };
+    Ok(Step { writes, then })
+}
+
+fn created(obj: &Value, body: &Value) -> Note {
+    let ns = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = body
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Note::normal("CreatedWorkload", format!("Created Workload: {ns}/{name}"))
+}
+
+/// One pass of the reconciler of an owner with one pod group per replica
+/// (Kueue's LeaderWorkerSet reconciler): `workloads` the Workloads the
+/// object owns, `pods` its pods, `sets` its StatefulSets. The groups'
+/// Workloads made, kept in step (queue name, priority) and deleted beyond
+/// `replicas`; each pod marked into its group's Workload, or let go when
+/// its StatefulSet is not the owner's or rolls it out; the gated pods of
+/// an admitted group woken.
+pub fn groups_step(
+    facts: &Facts,
+    groups: &ReplicaGroups,
+    obj: &Value,
+    workloads: &[api::Workload],
+    pods: &[Value],
+    sets: &[Value],
+) -> Result<Step, WorkloadError> {
+    let mut writes = Vec::new();
+    // Kueue's predicate: only an object it would suspend (queued).
+    let Some(queue) = queue_of(obj) else {
+        return Ok(Step {
+            writes,
+            then: Then::Wait,
+        });
+    };
+    let names: Vec<String> = workloads
+        .iter()
+        .map(|w| w.metadata.name.clone().unwrap_or_default())
+        .collect();
+    let (create, keep, delete) = pod_owner::group_plan(facts.policy, groups, obj, &names);
+    for (_, index) in create {
+        let body =
+            pod_owner::group_workload_for(facts.policy, facts.owner, obj, index, facts.classes)?;
+        writes.push(Write::CreateWorkload {
+            event: created(obj, &body),
+            body,
+        });
+    }
+    let mut admitted = Vec::new();
+    for (i, wl) in workloads.iter().enumerate() {
+        let name = &names[i];
+        if delete.contains(name) {
+            // Kueue's workload.Delete: the finalizer goes first, so the
+            // quota is returned at once.
+            let holds = wl
+                .metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+            if holds {
+                writes.push(Write::RemoveFinalizer { workload: i });
+            }
+            if wl.metadata.deletion_timestamp.is_none() {
+                writes.push(Write::DeleteWorkload { workload: i });
+            }
+            continue;
+        }
+        if !keep.contains(name) {
+            continue;
+        }
+        // Kueue's updateWorkload: the queue name, and the priority of a
+        // WorkloadPriorityClass (UpdateWorkloadPriority), follow the set.
+        let mut spec = serde_json::Map::new();
+        if wl.spec.queue_name.as_deref() != Some(queue) {
+            spec.insert("queueName".into(), json!(queue));
+        }
+        if let Ok(prio) = pod_owner::group_priority(facts.owner, obj, facts.classes) {
+            if let workload::PrioritySource::WorkloadPriorityClass(_) = prio.source {
+                if wl.spec.priority != Some(prio.value) {
+                    spec.insert("priority".into(), json!(prio.value));
+                }
+            }
+        }
+        if !spec.is_empty() {
+            writes.push(Write::WorkloadSpec {
+                workload: i,
+                spec: Value::Object(spec),
+            });
+        }
+        let status = wl.status.clone().unwrap_or_default();
+        if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
+            admitted.push(name.as_str());
+        }
+    }
+    let mut waiting = false;
+    for (i, pod) in pods.iter().enumerate() {
+        if !pod_owner::from_owner(facts.policy, pod) {
+            continue;
+        }
+        let sts = pod
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|o| o["controller"] == json!(true) && o["kind"] == "StatefulSet")
+            .and_then(|o| {
+                sets.iter()
+                    .find(|s| s.pointer("/metadata/name") == o.get("name"))
+            });
+        match pod_owner::group_pod(sts, pod) {
+            pod_owner::GroupPod::LetGo => writes.extend(patch(i, ungate_ops(facts.gate, pod))),
+            pod_owner::GroupPod::Leave => {}
+            pod_owner::GroupPod::Mark => {
+                if core_pod::label(pod, &groups.index_label).is_none() {
+                    // The group index comes from the LWS pod webhook; Kueue
+                    // waits for it.
+                    waiting = true;
+                }
+                let ops =
+                    pod_owner::group_member_patch(facts.gate, facts.policy, facts.owner, obj, pod);
+                writes.extend(patch(i, ops));
+                let in_admitted = core_pod::annotation(pod, PREBUILT_WORKLOAD_LABEL)
+                    .is_some_and(|w| admitted.contains(&w));
+                if in_admitted && core_pod::is_gated(facts.gate, pod) {
+                    writes.push(Write::WakePod { pod: i });
+                }
+            }
+        }
+    }
+    let then = if waiting {
+        Then::After(GROUP_FILLING)
+    } else {
+        Then::Wait
+    };
+    Ok(Step { writes, then })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::jobs::policy::PolicySet;
+
+    fn policy(group: &str, kind: &str) -> Arc<Policy> {
+        PolicySet::embedded()
+            .unwrap()
+            .find(group, "v1", kind)
+            .unwrap()
+            .clone()
+    }
+
+    fn gate() -> Gate {
+        policy("", "Pod").gate.clone().unwrap()
+    }
+
+    fn sts() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "sts-uid",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"},
+                                  "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}},
+                                  "spec": {"containers": [{"name": "c", "image": "i",
+                                           "resources": {"requests": {"cpu": "1"}}}]}}},
+        })
+    }
+
+    fn sts_pod(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": "4",
+                         "labels": {"app": "web"},
+                         "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"}},
+            "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}})
+    }
+
+    fn run(obj: &Value, pods: &[Value], wl: Option<&api::Workload>) -> Step {
+        let p = policy("apps", "StatefulSet");
+        let owner = p.pod_owner.clone().unwrap();
+        let (gate, classes) = (gate(), PriorityClasses::default());
+        let facts = Facts {
+            policy: &p,
+            owner: &owner,
+            gate: &gate,
+            classes: &classes,
+        };
+        group_step(&facts, obj, pods, wl).unwrap()
+    }
+
+    fn workload_of(obj: &Value, status: Value) -> api::Workload {
+        let p = policy("apps", "StatefulSet");
+        let owner = p.pod_owner.clone().unwrap();
+        let mut body =
+            pod_owner::workload_for(&p, &owner, obj, &PriorityClasses::default()).unwrap();
+        body["metadata"]["uid"] = json!("wl-uid");
+        body["status"] = status;
+        serde_json::from_value(body).unwrap()
+    }
+
+    fn admitted() -> Value {
+        let c = |ty: &str| {
+            json!({"type": ty, "status": "True", "reason": ty, "message": "m",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "count": 2, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}}]},
+               "conditions": [c("QuotaReserved"), c("Admitted")]})
+    }
+
+    #[test]
+    fn an_unmarked_owner_is_not_looked_at() {
+        let p = policy("apps", "StatefulSet");
+        let owner = p.pod_owner.clone().unwrap();
+        let (g, classes) = (gate(), PriorityClasses::default());
+        let facts = Facts {
+            policy: &p,
+            owner: &owner,
+            gate: &g,
+            classes: &classes,
+        };
+        assert_eq!(group_selector(&facts, &sts()), Some(Some("app=web".into())));
+        let mut bare = sts();
+        bare["spec"]["template"]["metadata"]["annotations"] = json!({});
+        assert_eq!(group_selector(&facts, &bare), None);
+    }
+
+    #[test]
+    fn the_groups_workload_is_created_and_its_pods_marked_as_they_appear() {
+        let pods = [sts_pod("web-0")];
+        let s = run(&sts(), &pods, None);
+        let [Write::PatchPod { pod: 0, ops }, Write::CreateWorkload { body, event }] =
+            s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        assert_eq!(ops[0].op, "test");
+        assert_eq!(body["spec"]["podSets"][0]["count"], 2);
+        assert!(event
+            .message
+            .starts_with("Created Workload: ns/statefulset-web-"));
+        assert_eq!(s.then, Then::After(GROUP_FILLING));
+        // Scaled to zero or not queued: no Workload.
+        let mut zero = sts();
+        zero["spec"]["replicas"] = json!(0);
+        assert!(run(&zero, &[], None).writes.is_empty());
+    }
+
+    #[test]
+    fn an_admitted_group_wakes_its_pods_and_follows_the_queue() {
+        let s0 = sts();
+        let wl = workload_of(&s0, admitted());
+        let marked: Vec<Value> = ["web-0", "web-1"]
+            .iter()
+            .map(|n| {
+                let p = sts_pod(n);
+                let g = gate();
+                let o = policy("apps", "StatefulSet").pod_owner.clone().unwrap();
+                crate::jobs::workload::apply(&p, &pod_owner::member_patch(&g, &o, &s0, &p, false))
+                    .unwrap()
+            })
+            .collect();
+        let s = run(&s0, &marked, Some(&wl));
+        assert_eq!(
+            s.writes,
+            [Write::WakePod { pod: 0 }, Write::WakePod { pod: 1 }]
+        );
+        assert_eq!(s.then, Then::Wait);
+        let mut moved = s0.clone();
+        moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("other");
+        let s = run(&moved, &[], Some(&wl));
+        assert_eq!(
+            s.writes[0],
+            Write::WorkloadSpec {
+                workload: 0,
+                spec: json!({"queueName": "other"})
+            }
+        );
+        assert_eq!(s.then, Then::After(GROUP_FILLING), "2 replicas, no pod yet");
+    }
+
+    #[test]
+    fn a_workload_of_another_owner_is_left_alone() {
+        let mut wl = workload_of(&sts(), admitted());
+        wl.metadata.owner_references.as_mut().unwrap()[0].uid = "x".into();
+        let mut moved = sts();
+        moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("other");
+        assert_eq!(run(&moved, &[], Some(&wl)).writes, []);
+    }
+
+    #[test]
+    fn an_old_revision_pod_is_ungated_not_marked() {
+        let mut s0 = sts();
+        s0["status"] = json!({"currentRevision": "r1", "updateRevision": "r2"});
+        let mut old = sts_pod("web-0");
+        old["metadata"]["labels"]["controller-revision-hash"] = json!("r1");
+        let wl = workload_of(&s0, json!({}));
+        let s = run(&s0, &[old], Some(&wl));
+        assert_eq!(
+            s.writes,
+            [Write::PatchPod {
+                pod: 0,
+                ops: vec![PatchOp {
+                    op: "add",
+                    path: "/spec/schedulingGates".into(),
+                    value: json!([])
+                }]
+            }]
+        );
+    }
+
+    fn lws(replicas: i64) -> Value {
+        json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": "ns", "uid": "lws-uid",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 2,
+                "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "i",
+                    "resources": {"requests": {"cpu": "1"}}}]}}}},
+        })
+    }
+
+    #[test]
+    fn replica_groups_beyond_the_replicas_lose_their_workload_finalizer_first() {
+        let p = policy("leaderworkerset.x-k8s.io", "LeaderWorkerSet");
+        let owner = p.pod_owner.clone().unwrap();
+        let groups = owner.replica_groups.clone().unwrap();
+        let (g, classes) = (gate(), PriorityClasses::default());
+        let facts = Facts {
+            policy: &p,
+            owner: &owner,
+            gate: &g,
+            classes: &classes,
+        };
+        let two = lws(2);
+        let wls: Vec<api::Workload> = (0..2)
+            .map(|i| {
+                let mut b = pod_owner::group_workload_for(&p, &owner, &two, i, &classes).unwrap();
+                b["metadata"]["uid"] = json!(format!("wl-{i}"));
+                serde_json::from_value(b).unwrap()
+            })
+            .collect();
+        // Scaled to one: the second group's Workload goes.
+        let s = groups_step(&facts, &groups, &lws(1), &wls, &[], &[]).unwrap();
+        assert_eq!(
+            s.writes,
+            [
+                Write::RemoveFinalizer { workload: 1 },
+                Write::DeleteWorkload { workload: 1 }
+            ]
+        );
+        // Scaled to three: one more is created, none deleted.
+        let s = groups_step(&facts, &groups, &lws(3), &wls, &[], &[]).unwrap();
+        let [Write::CreateWorkload { body, .. }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(
+            body["metadata"]["annotations"]["kueue.x-k8s.io/component-workload-index"],
+            "2"
+        );
+        // Not queued: nothing at all.
+        let mut bare = lws(1);
+        bare["metadata"]["labels"] = json!({});
+        assert!(groups_step(&facts, &groups, &bare, &wls, &[], &[])
+            .unwrap()
+            .writes
+            .is_empty());
+    }
+}
