@@ -7,8 +7,10 @@ FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
 # --target keeps build scripts and proc macros dynamic; only batchgate is static.
+# No default features: the image has no `batchgate dev` (the local
+# control-plane launcher).
 RUN RUSTFLAGS='-C target-feature=+crt-static' \
-    cargo build --release --locked --target x86_64-unknown-linux-gnu --bin batchgate \
+    cargo build --release --locked --no-default-features --target x86_64-unknown-linux-gnu --bin batchgate \
     && cp target/x86_64-unknown-linux-gnu/release/batchgate /batchgate
 
 FROM scratch

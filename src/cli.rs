@@ -1,5 +1,6 @@
 //! The `batchgate` command line.
 
+#[cfg(feature = "dev")]
 pub mod dev;
 pub mod prescale_wait;
 pub mod schedule;
@@ -69,7 +70,8 @@ pub enum Command {
     PrescaleWait(crate::cli::prescale_wait::WaitArgs),
     /// Start a local control plane (built from Go modules on first use), run
     /// batchgate against it set up as Kueue's quick start, and print a tour
-    /// (what `make dev` runs).
+    /// (what `make dev` runs; not in the container image's build).
+    #[cfg(feature = "dev")]
     Dev(dev::DevArgs),
 }
 

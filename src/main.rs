@@ -6,6 +6,7 @@ fn main() -> std::process::ExitCode {
     let args = Cli::parse();
     // `batchgate dev` is an interactive session: only what is wrong is logged.
     let filter = match &args.command {
+        #[cfg(feature = "dev")]
         Command::Dev(_) => "warn",
         _ => cli::DEFAULT_LOG_FILTER,
     };
@@ -20,6 +21,7 @@ fn main() -> std::process::ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|rt| rt.block_on(cli::schedule::run(*a))),
         Command::PrescaleWait(a) => batchgate::cli::prescale_wait::run(a),
+        #[cfg(feature = "dev")]
         Command::Dev(a) => cli::dev::run(a),
         Command::Serve(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -249,6 +249,14 @@ fn image_is_static_nonroot_shell_free_and_matches_the_dockerfile() {
     assert!(made.status.success(), "{made:?}");
     let crt = std::fs::read_to_string(certs.join("tls.crt")).unwrap();
     assert!(crt.starts_with("-----BEGIN CERTIFICATE-----"), "{crt}");
+    // The image's binary has no local control-plane launcher (`batchgate
+    // dev` is a default feature the image is built without).
+    let dev = as_user(&["dev", "--no-demo"]);
+    assert!(!dev.status.success(), "{dev:?}");
+    assert!(
+        String::from_utf8_lossy(&dev.stderr).contains("unrecognized subcommand 'dev'"),
+        "{dev:?}"
+    );
 }
 
 /// README's push command, against a registry on loopback (crane's own, in

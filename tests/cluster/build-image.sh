@@ -97,7 +97,9 @@ clean_env=(env -i "HOME=$HOME" "PATH=$cargo_dir:/usr/local/bin:/usr/bin:/bin"
 	"CARGO_TARGET_DIR=$target_dir" CARGO_INCREMENTAL=0
 	"RUSTFLAGS=${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static")
 # --target keeps build scripts and proc macros dynamic; only the binary is static.
-(cd "$repo" && "${clean_env[@]}" cargo build --locked --profile "$profile" --target "$target" --bin batchgate)
+# No default features: the image has no `batchgate dev` (the local
+# control-plane launcher), as the Dockerfile builds it.
+(cd "$repo" && "${clean_env[@]}" cargo build --locked --no-default-features --profile "$profile" --target "$target" --bin batchgate)
 dir="$profile"; [[ "$profile" == dev ]] && dir=debug
 bin="$target_dir/$target/$dir/batchgate"
 log "  batchgate built in $((SECONDS - t))s"
