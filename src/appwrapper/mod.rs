@@ -1,4 +1,4 @@
-//! The AppWrapper lifecycle core (issue 6, item 3): a pure state machine
+//! The AppWrapper lifecycle core: a pure state machine
 //! `(appwrapper, observed components and pods, operator config, now) ->
 //! (next status, actions)` with upstream project-codeflare/appwrapper's
 //! phases, conditions, reasons, messages and timers.

@@ -1,4 +1,4 @@
-//! The AppWrapper controller (issue 6, items 3 and 4): a thin shell around
+//! The AppWrapper controller: a thin shell around
 //! the pure lifecycle core ([`crate::appwrapper::reconcile`]) and Kueue's
 //! AppWrapper integration, in one reconcile per AppWrapper:
 //!

@@ -1,4 +1,4 @@
-//! The PreScaledCronJob controller (issue 7): keeps one CronJob
+//! The PreScaledCronJob controller: keeps one CronJob
 //! `autogen-<name>` per PreScaledCronJob in step with it.
 //!
 //! One reconcile: check the spec and compute the primer schedule

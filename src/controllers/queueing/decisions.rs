@@ -289,7 +289,7 @@ impl Controller {
                 if matches!(w, Write::Admit(_)) {
                     // With `admission decided`, `workload seen` and the
                     // eviction log: when each victim was admitted against
-                    // when its preemptor arrived (BENCHMARKS.md, issue 17).
+                    // when its preemptor arrived (see BENCHMARKS.md).
                     debug!(workload = %k, "admission written");
                 }
                 if let Ok(mut t) = tally.lock() {

@@ -11,7 +11,7 @@
 //! (before its write lands), and every Workload status write carries the
 //! `resourceVersion` it was computed from, so a stale decision never lands.
 //!
-//! What each Workload costs the apiserver (issue 17): an admission is one
+//! What each Workload costs the apiserver: an admission is one
 //! merge patch (`status.admission`, `QuotaReserved` and `Admitted` together);
 //! a pending reason is written only when its condition would change
 //! (status, reason or message — Kueue's `SetStatusCondition` rule), only
@@ -91,9 +91,9 @@ use status::{cq_status_json, lq_status_json, queue_status_due};
 /// purpose: a deep pipeline of them takes the apiserver from the
 /// controllers that start and finish what was admitted, so quota stays held
 /// by work that is done but not yet marked so, and higher-priority arrivals
-/// preempt it. On Kueue's scheduler benchmark at 1/5 scale, 32 in flight
-/// kept ~84 % of the quota held with 135–226 evictions a run; 2 keep ~35 %
-/// with 20–110, and finish sooner (BENCHMARKS.md, issue 17). An admission
+/// preempt it: many in flight keep most of the quota held and multiply
+/// the evictions on Kueue's scheduler benchmark (the figures are in
+/// BENCHMARKS.md, Preemption, and its history). An admission
 /// waiting for room is still withdrawn unsent by a preemption that picks it.
 const ADMISSION_WRITES: usize = 2;
 /// Evictions (and requeue marks) have their own lane: a preemptor waits for

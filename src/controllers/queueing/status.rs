@@ -5,7 +5,7 @@ use super::*;
 
 impl Controller {
     /// Logs the Workload status writes so far when a thousand more landed
-    /// (what each kind costs the apiserver, issue 17).
+    /// (what each kind costs the apiserver).
     pub(super) fn log_tally(&mut self) {
         let Ok(t) = self.tally.lock() else { return };
         let total: u64 = t.values().sum();
