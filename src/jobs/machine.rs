@@ -457,8 +457,11 @@ fn decide(
         };
         return Ok(Step { writes, then });
     }
-    if reserved {
-        // Quota reserved, admission checks pending: nothing to do yet.
+    if reserved && suspended {
+        // Quota reserved, admission checks pending: nothing to do yet (the
+        // Workload is not re-created under its reservation). A running job
+        // is stopped below, as Kueue stops any job whose Workload is not
+        // admitted.
         return Ok(Step::wait(Vec::new()));
     }
 

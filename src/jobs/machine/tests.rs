@@ -571,6 +571,24 @@ fn a_changed_job_recreates_its_workload() {
 }
 
 #[test]
+fn while_admission_checks_are_pending_the_workload_stays_and_a_running_job_stops() {
+    let w = World::new("Job");
+    let reserved = json!({"admission": admission(), "conditions": [
+        cond("QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue cq", 0)]});
+    let wl = workload_of(&job(), reserved);
+    // The job changed under its reservation: the Workload is kept.
+    let mut wider = job();
+    wider["spec"]["parallelism"] = json!(4);
+    wider["spec"]["completions"] = json!(4);
+    assert_eq!(w.step(&wider, Some(&wl)), Step::wait(Vec::new()));
+    // Running without an admission: stopped, as Kueue does.
+    let s = w.step(&running(job()), Some(&wl));
+    let (ops, event) = job_patch(&s);
+    assert!(suspends(ops));
+    assert_eq!(event.unwrap().message, "Not admitted by cluster queue");
+}
+
+#[test]
 fn a_moved_job_moves_its_workload() {
     let w = World::new("Job");
     let wl = workload_of(&job(), json!({}));
