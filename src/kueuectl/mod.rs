@@ -6,15 +6,20 @@
 //! syntax and resource-group merging), [`taint`] (taints and tolerations),
 //! [`listing`] (rows, statuses, exec time and positions with `now` as a
 //! parameter) and [`table`] (kubectl's table layout). The shell: [`run`]
-//! (kubeconfig, apiserver calls, the kubectl exec for pass-through).
+//! (the commands and their apiserver calls), `session` (the kubeconfig with
+//! kubectl's flags, the client), `output` (printing objects, paged lists
+//! and tables) and `passthrough` (the commands exec'd as kubectl).
 
 pub mod args;
 pub mod error;
 pub mod help;
 pub mod listing;
+mod output;
+mod passthrough;
 pub mod positions;
 pub mod quota;
 pub mod run;
+mod session;
 pub mod table;
 pub mod taint;
 

@@ -1,5 +1,5 @@
-//! The shell: reads the kubeconfig, talks to the apiserver, execs kubectl
-//! for pass-through commands, and prints what the core computes.
+//! The commands: each parsed command run against the apiserver (create,
+//! list, stop, resume, delete) and its result printed.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -7,18 +7,13 @@ use std::{
 };
 
 use k8s_openapi::{
-    api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::Namespace},
-    apimachinery::pkg::apis::meta::v1::LabelSelector as K8sLabelSelector,
+    api::core::v1::Namespace, apimachinery::pkg::apis::meta::v1::LabelSelector as K8sLabelSelector,
 };
 use kube::{
-    api::{
-        DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams, PostParams,
-        Preconditions,
-    },
-    config::{KubeConfigOptions, Kubeconfig},
+    api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions},
     core::GroupVersionKind,
     discovery::{self, ApiResource, Scope},
-    Api, Client, Config, Resource, ResourceExt,
+    Api, Resource, ResourceExt,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -26,12 +21,19 @@ use serde_json::{json, Value};
 use super::{
     args::{
         self, Cli, Command, CreateClusterQueue, CreateCommand, CreateLocalQueue,
-        CreateResourceFlavor, DeleteCommand, DeleteWorkload, DryRun, KubeFlags, ListCommand,
-        ListFlags, ListWorkload, PassThrough, ResumeCommand, StopCommand, WriteFlags,
+        CreateResourceFlavor, DeleteCommand, DeleteWorkload, DryRun, ListCommand, ListFlags,
+        ListWorkload, PassThrough, ResumeCommand, StopCommand, WriteFlags,
     },
     error::Error,
     listing::{self, StatusFilter, WorkloadFacts, WorkloadFilter},
+    output::{
+        list_limit, list_output, list_pages, list_params, no_resources, print_object,
+        print_structured_pages, qualified_name, server_table, stream_list, ListOutput, Pages,
+        TableSink,
+    },
+    passthrough::pass_through,
     positions, quota,
+    session::{server_versions, Session},
     table::Table,
     taint,
 };
@@ -41,219 +43,10 @@ use crate::{
         LocalQueueSpec, ResourceFlavor, ResourceFlavorSpec, Workload,
     },
     api::selector::LabelSelector,
-    controllers::lease::{LEASE_NAME, VERSION_ANNOTATION},
 };
 
-/// Page size of every list (upstream's `KUEUECTL_LIST_REQUEST_LIMIT`).
-pub const LIST_LIMIT_ENV: &str = "KUEUECTL_LIST_REQUEST_LIMIT";
-const DEFAULT_LIST_LIMIT: u32 = 100;
-
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_second()
-}
-
-fn list_limit() -> Result<u32, Error> {
-    match std::env::var(LIST_LIMIT_ENV) {
-        Ok(v) if !v.is_empty() => v.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
-            Error::Usage(format!(
-                "{LIST_LIMIT_ENV} must be a positive integer, got {v:?}"
-            ))
-        }),
-        _ => Ok(DEFAULT_LIST_LIMIT),
-    }
-}
-
-/// A client and the namespace of the request (`-n`, else the context's).
-pub struct Session {
-    pub client: Client,
-    pub namespace: String,
-}
-
-/// The name given to the context, cluster and user kubectl's flags make
-/// when the kubeconfig has none to override.
-const FLAGS_ENTRY: &str = "kubectl-kueue-flags";
-
-/// `--request-timeout` as kubectl reads it: `0` (none), whole seconds, or
-/// a Go duration (`1s`, `2m`, `1h30m`, `500ms`).
-pub fn request_timeout(v: &str) -> Result<Option<std::time::Duration>, Error> {
-    let bad = || {
-        Error::Usage(
-            "invalid timeout value. Timeout must be a single integer in seconds, or an integer followed by a corresponding time unit (e.g. 1s | 2m | 3h)".into(),
-        )
-    };
-    let v = v.trim();
-    if v.is_empty() || v == "0" {
-        return Ok(None);
-    }
-    if let Ok(secs) = v.parse::<u64>() {
-        return Ok(Some(std::time::Duration::from_secs(secs)));
-    }
-    let mut total = 0f64;
-    let mut rest = v;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += n * scale;
-        rest = &rest[unit_end..];
-    }
-    Ok((total > 0.0).then(|| std::time::Duration::from_secs_f64(total)))
-}
-
-/// kubectl's global flags applied over the kubeconfig, as clientcmd's
-/// overrides: the context, cluster and user chosen, then the flags set on
-/// the chosen cluster and user.
-pub fn apply_flags(kc: &mut Kubeconfig, flags: &KubeFlags) -> KubeConfigOptions {
-    use kube::config::{AuthInfo, Cluster, Context, NamedAuthInfo, NamedCluster, NamedContext};
-    let context_name = flags
-        .context
-        .clone()
-        .or_else(|| kc.current_context.clone())
-        .filter(|c| kc.contexts.iter().any(|n| n.name == *c))
-        .unwrap_or_else(|| {
-            kc.contexts.push(NamedContext {
-                name: FLAGS_ENTRY.into(),
-                context: Some(Context::default()),
-                other: Default::default(),
-            });
-            FLAGS_ENTRY.into()
-        });
-    let context = kc
-        .contexts
-        .iter()
-        .find(|n| n.name == context_name)
-        .and_then(|n| n.context.clone())
-        .unwrap_or_default();
-    let cluster_name = flags
-        .cluster
-        .clone()
-        .or_else(|| Some(context.cluster.clone()).filter(|c| !c.is_empty()))
-        .unwrap_or_else(|| FLAGS_ENTRY.into());
-    let user_name = flags
-        .user
-        .clone()
-        .or(context.user.clone())
-        .unwrap_or_else(|| FLAGS_ENTRY.into());
-    if !kc.clusters.iter().any(|c| c.name == cluster_name) {
-        kc.clusters.push(NamedCluster {
-            name: cluster_name.clone(),
-            cluster: Some(Cluster::default()),
-            other: Default::default(),
-        });
-    }
-    if !kc.auth_infos.iter().any(|a| a.name == user_name) {
-        kc.auth_infos.push(NamedAuthInfo {
-            name: user_name.clone(),
-            auth_info: Some(AuthInfo::default()),
-            other: Default::default(),
-        });
-    }
-    if let Some(named) = kc.clusters.iter_mut().find(|c| c.name == cluster_name) {
-        let c = named.cluster.get_or_insert_with(Cluster::default);
-        if let Some(s) = &flags.server {
-            c.server = Some(s.clone());
-        }
-        if let Some(ca) = &flags.certificate_authority {
-            c.certificate_authority = Some(ca.clone());
-            c.certificate_authority_data = None;
-        }
-        if let Some(n) = &flags.tls_server_name {
-            c.tls_server_name = Some(n.clone());
-        }
-        if let Some(insecure) = flags.insecure_skip_tls_verify {
-            c.insecure_skip_tls_verify = Some(insecure);
-            if insecure {
-                // As clientcmd: skipping verification drops the CA.
-                c.certificate_authority = None;
-                c.certificate_authority_data = None;
-            }
-        }
-    }
-    if let Some(named) = kc.auth_infos.iter_mut().find(|a| a.name == user_name) {
-        let a = named.auth_info.get_or_insert_with(AuthInfo::default);
-        if let Some(t) = &flags.token {
-            a.token = Some(t.clone().into());
-            a.token_file = None;
-        }
-        if let Some(c) = &flags.client_certificate {
-            a.client_certificate = Some(c.clone());
-            a.client_certificate_data = None;
-        }
-        if let Some(k) = &flags.client_key {
-            a.client_key = Some(k.clone());
-            a.client_key_data = None;
-        }
-        if let Some(u) = &flags.as_user {
-            a.impersonate = Some(u.clone());
-        }
-        if let Some(u) = &flags.as_uid {
-            a.impersonate_uid = Some(u.clone());
-        }
-        if !flags.as_group.is_empty() {
-            a.impersonate_groups = Some(flags.as_group.clone());
-        }
-    }
-    KubeConfigOptions {
-        context: Some(context_name),
-        cluster: Some(cluster_name),
-        user: Some(user_name),
-    }
-}
-
-impl Session {
-    pub async fn connect(flags: &KubeFlags) -> Result<Session, Error> {
-        let timeout = request_timeout(&flags.request_timeout)?;
-        let kc = match &flags.kubeconfig {
-            Some(path) => {
-                Some(Kubeconfig::read_from(path).map_err(|e| Error::Config(e.to_string()))?)
-            }
-            None => Kubeconfig::read().ok(),
-        };
-        let mut config = match kc {
-            Some(mut kc) => {
-                let opts = apply_flags(&mut kc, flags);
-                Config::from_custom_kubeconfig(kc, &opts)
-                    .await
-                    .map_err(|e| Error::Config(e.to_string()))?
-            }
-            // No kubeconfig: the flags alone (`--server`), else in-cluster.
-            None if flags.server.is_some() => {
-                let mut kc = Kubeconfig::default();
-                let opts = apply_flags(&mut kc, flags);
-                Config::from_custom_kubeconfig(kc, &opts)
-                    .await
-                    .map_err(|e| Error::Config(e.to_string()))?
-            }
-            None => Config::infer()
-                .await
-                .map_err(|e| Error::Config(e.to_string()))?,
-        };
-        if timeout.is_some() {
-            config.connect_timeout = timeout;
-            config.read_timeout = timeout;
-            config.write_timeout = timeout;
-        }
-        let namespace = flags
-            .namespace
-            .clone()
-            .unwrap_or_else(|| config.default_namespace.clone());
-        let client = Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?;
-        Ok(Session { client, namespace })
-    }
 }
 
 /// Runs a parsed command line; what it prints goes to `out`.
@@ -376,340 +169,6 @@ fn stop_value(keep_already_running: bool) -> &'static str {
 }
 
 // ---------------------------------------------------------------- printing
-
-/// `kind.group/name`, lower-cased as kubectl's name printer writes it.
-fn qualified_name<K: Resource<DynamicType = ()>>(name: &str) -> String {
-    let kind = K::kind(&()).to_lowercase();
-    let group = K::group(&());
-    if group.is_empty() {
-        format!("{kind}/{name}")
-    } else {
-        format!("{kind}.{group}/{name}")
-    }
-}
-
-/// An object as upstream's printers take it: JSON with managedFields
-/// dropped (kubectl's default, `--show-managed-fields` keeps them).
-fn printable<T: Serialize>(obj: &T, show_managed_fields: bool) -> Result<Value, Error> {
-    let mut v = serde_json::to_value(obj)?;
-    if !show_managed_fields {
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
-    }
-    Ok(v)
-}
-
-/// kubectl's JSON printer: four-space indentation, a newline after.
-fn write_json(v: &Value, out: &mut dyn Write) -> Result<(), Error> {
-    let mut ser = serde_json::Serializer::with_formatter(
-        &mut *out,
-        serde_json::ser::PrettyFormatter::with_indent(b"    "),
-    );
-    v.serialize(&mut ser)?;
-    writeln!(out)?;
-    Ok(())
-}
-
-/// kubectl's YAML printer (sigs.k8s.io/yaml: keys sorted, as a
-/// `serde_json::Value` keeps them); `---` before every document after the
-/// first.
-fn write_yaml(v: &Value, first: bool, out: &mut dyn Write) -> Result<(), Error> {
-    if !first {
-        writeln!(out, "---")?;
-    }
-    write!(out, "{}", serde_yaml::to_string(v)?)?;
-    Ok(())
-}
-
-/// Prints an object as `-o` asks: json, yaml, name, or (none) the name
-/// with the operation and the dry-run suffix.
-fn print_object<K: Resource<DynamicType = ()> + Serialize>(
-    obj: &K,
-    write: &WriteFlags,
-    operation: &str,
-    dry: DryRun,
-    out: &mut dyn Write,
-) -> Result<(), Error> {
-    let name = obj.meta().name.clone().unwrap_or_default();
-    match write.output.as_deref() {
-        Some("json") => write_json(&printable(obj, write.show_managed_fields)?, out)?,
-        Some("yaml") => write_yaml(&printable(obj, write.show_managed_fields)?, true, out)?,
-        Some("name") => writeln!(out, "{}", qualified_name::<K>(&name))?,
-        None | Some("") => {
-            let op = if operation.is_empty() {
-                String::new()
-            } else {
-                format!(" {operation}")
-            };
-            writeln!(out, "{}{op}{}", qualified_name::<K>(&name), dry.suffix())?
-        }
-        Some(other) => {
-            return Err(Error::Usage(format!(
-                "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,yaml"
-            )))
-        }
-    }
-    Ok(())
-}
-
-enum ListOutput {
-    Table { wide: bool },
-    Structured(String),
-    Name,
-}
-
-fn list_output(flags: &ListFlags) -> Result<ListOutput, Error> {
-    match flags.output.as_deref() {
-        None | Some("") => Ok(ListOutput::Table { wide: false }),
-        Some("wide") => Ok(ListOutput::Table { wide: true }),
-        Some(o @ ("json" | "yaml")) => Ok(ListOutput::Structured(o.to_string())),
-        Some("name") => Ok(ListOutput::Name),
-        Some(other) => Err(Error::Usage(format!(
-            "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,wide,yaml"
-        ))),
-    }
-}
-
-fn no_resources(namespace: Option<&str>) {
-    match namespace {
-        Some(ns) => eprintln!("No resources found in {ns} namespace."),
-        None => eprintln!("No resources found"),
-    }
-}
-
-/// The list parameters of `-l`/`--field-selector` (and a selector of the
-/// command's own), a page of `KUEUECTL_LIST_REQUEST_LIMIT`.
-fn list_params(flags: &ListFlags, extra_labels: Option<&str>) -> Result<ListParams, Error> {
-    let labels = match (flags.selector.as_deref(), extra_labels) {
-        (Some(a), Some(b)) if !a.is_empty() => Some(format!("{a},{b}")),
-        (Some(a), None) => Some(a.to_string()),
-        (_, Some(b)) => Some(b.to_string()),
-        _ => None,
-    };
-    let mut lp = ListParams::default().limit(list_limit()?);
-    if let Some(l) = &labels {
-        lp = lp.labels(l);
-    }
-    if let Some(f) = &flags.field_selector {
-        lp = lp.fields(f);
-    }
-    Ok(lp)
-}
-
-/// One list request's pages, read one at a time (limit/continue), so a
-/// page is printed and dropped before the next is read.
-struct Pages<K: Clone> {
-    api: Api<K>,
-    lp: ListParams,
-    done: bool,
-}
-
-impl<K> Pages<K>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    fn new(api: Api<K>, lp: ListParams) -> Self {
-        Pages {
-            api,
-            lp,
-            done: false,
-        }
-    }
-
-    async fn next(&mut self) -> Result<Option<ObjectList<K>>, Error> {
-        if self.done {
-            return Ok(None);
-        }
-        let page = self.api.list(&self.lp).await?;
-        match page.metadata.continue_.clone().filter(|c| !c.is_empty()) {
-            Some(c) => self.lp = self.lp.clone().continue_token(&c),
-            None => self.done = true,
-        }
-        Ok(Some(page))
-    }
-}
-
-/// Every page of a list (for the commands that need them all at once).
-async fn list_pages<K>(api: &Api<K>, lp: ListParams) -> Result<Vec<K>, Error>
-where
-    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let mut pages = Pages::new(api.clone(), lp);
-    let mut items = Vec::new();
-    while let Some(page) = pages.next().await? {
-        items.extend(page.items);
-    }
-    Ok(items)
-}
-
-/// `-o json|yaml` of a list, as upstream prints it: each page as the typed
-/// list of its group version (`WorkloadList`, ...) with the page's list
-/// metadata, items as the server sent them (managedFields dropped), the
-/// command's filters applied to the page. Returns how many items passed.
-async fn print_structured_pages<K>(
-    api: &Api<K>,
-    lp: ListParams,
-    keep: impl Fn(&K) -> bool,
-    output: &str,
-    show_managed_fields: bool,
-    out: &mut dyn Write,
-) -> Result<usize, Error>
-where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let ar = ApiResource::erase::<K>(&());
-    let raw: Api<DynamicObject> = Api::all_with(api.clone().into_client(), &ar);
-    // The typed Api's URL carries the namespace; the raw one must too.
-    let raw = match api.namespace() {
-        Some(ns) => Api::namespaced_with(raw.into_client(), ns, &ar),
-        None => raw,
-    };
-    let mut pages = Pages::new(raw, lp);
-    let mut total = 0;
-    let mut first = true;
-    while let Some(page) = pages.next().await? {
-        let mut items = Vec::with_capacity(page.items.len());
-        for obj in page.items {
-            let mut v = printable(&obj, show_managed_fields)?;
-            let typed: K = serde_json::from_value(v.clone())?;
-            if !keep(&typed) {
-                continue;
-            }
-            if let Some(o) = v.as_object_mut() {
-                o.entry("apiVersion")
-                    .or_insert_with(|| Value::String(ar.api_version.clone()));
-                o.entry("kind")
-                    .or_insert_with(|| Value::String(ar.kind.clone()));
-            }
-            items.push(v);
-        }
-        total += items.len();
-        // ListMeta as Go prints it: empty fields omitted.
-        let mut meta = serde_json::Map::new();
-        let m = &page.metadata;
-        for (key, value) in [
-            ("resourceVersion", m.resource_version.clone()),
-            ("continue", m.continue_.clone()),
-        ] {
-            if let Some(v) = value.filter(|v| !v.is_empty()) {
-                meta.insert(key.into(), Value::String(v));
-            }
-        }
-        if let Some(n) = m.remaining_item_count {
-            meta.insert("remainingItemCount".into(), json!(n));
-        }
-        let list = json!({
-            "apiVersion": ar.api_version,
-            "kind": format!("{}List", ar.kind),
-            "metadata": meta,
-            "items": items,
-        });
-        if output == "json" {
-            write_json(&list, out)?;
-        } else {
-            write_yaml(&list, first, out)?;
-        }
-        first = false;
-    }
-    Ok(total)
-}
-
-/// A table filled page by page: only the cells are kept (column widths
-/// need every row, as kubectl's tabwriter buffers until its flush), the
-/// objects are dropped with their page.
-struct TableSink {
-    table: Table,
-    all_namespaces: bool,
-}
-
-impl TableSink {
-    fn new(table: Table, all_namespaces: bool) -> Self {
-        TableSink {
-            table,
-            all_namespaces,
-        }
-    }
-
-    fn push(&mut self, namespace: Option<&str>, mut row: Vec<String>) {
-        if self.all_namespaces {
-            row.insert(0, namespace.unwrap_or_default().to_string());
-        }
-        self.table.rows.push(row);
-    }
-
-    fn finish(mut self, out: &mut dyn Write) -> Result<(), Error> {
-        if self.all_namespaces {
-            self.table.columns.insert(0, "Namespace".to_string());
-        }
-        write!(out, "{}", self.table.render(true))?;
-        Ok(())
-    }
-}
-
-/// `list clusterqueue|localqueue|resourceflavor`: pages streamed, each
-/// filtered, its rows (or names) kept; `rows` makes a table of a page.
-async fn stream_list<K>(
-    api: Api<K>,
-    flags: &ListFlags,
-    keep: impl Fn(&K) -> bool,
-    rows: impl Fn(&[&K], bool) -> Table,
-    namespaced: Option<Option<&str>>,
-    out: &mut dyn Write,
-) -> Result<(), Error>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + Serialize
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    let output = list_output(flags)?;
-    let lp = list_params(flags, None)?;
-    let all = matches!(namespaced, Some(None));
-    let total = match &output {
-        ListOutput::Structured(o) => {
-            print_structured_pages(&api, lp, keep, o, flags.show_managed_fields, out).await?
-        }
-        ListOutput::Name => {
-            let mut pages = Pages::new(api, lp);
-            let mut total = 0;
-            while let Some(page) = pages.next().await? {
-                for i in page.items.iter().filter(|i| keep(i)) {
-                    total += 1;
-                    writeln!(
-                        out,
-                        "{}",
-                        qualified_name::<K>(&i.meta().name.clone().unwrap_or_default())
-                    )?;
-                }
-            }
-            total
-        }
-        ListOutput::Table { wide } => {
-            let mut pages = Pages::new(api, lp);
-            let mut sink = TableSink::new(rows(&[], *wide), all);
-            while let Some(page) = pages.next().await? {
-                let kept: Vec<&K> = page.items.iter().filter(|i| keep(i)).collect();
-                let t = rows(&kept, *wide);
-                for (i, row) in kept.iter().zip(t.rows) {
-                    sink.push(i.meta().namespace.as_deref(), row);
-                }
-            }
-            let total = sink.table.rows.len();
-            if total > 0 {
-                sink.finish(out)?;
-            }
-            total
-        }
-    };
-    if total == 0 {
-        no_resources(namespaced.flatten());
-    }
-    Ok(())
-}
-
-// ------------------------------------------------------------------ create
 
 async fn create_cluster_queue(
     s: &Session,
@@ -1208,39 +667,6 @@ async fn list_pods(
     }
 }
 
-/// A server-side `meta.k8s.io/v1` Table as kubectl prints it (columns of
-/// priority 0, or all with `wide`).
-pub fn server_table(table: &Value, wide: bool) -> Table {
-    let defs = table["columnDefinitions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let keep: Vec<usize> = defs
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| wide || d["priority"].as_i64().unwrap_or(0) == 0)
-        .map(|(i, _)| i)
-        .collect();
-    let mut t = Table::new(
-        keep.iter()
-            .map(|i| defs[*i]["name"].as_str().unwrap_or_default().to_string())
-            .collect::<Vec<String>>(),
-    );
-    for row in table["rows"].as_array().into_iter().flatten() {
-        let cells = row["cells"].as_array().cloned().unwrap_or_default();
-        t.rows.push(
-            keep.iter()
-                .map(|i| match cells.get(*i) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Null) | None => String::new(),
-                    Some(v) => v.to_string(),
-                })
-                .collect(),
-        );
-    }
-    t
-}
-
 fn form_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
@@ -1497,83 +923,16 @@ async fn delete_workloads(
 
 // ------------------------------------------------------------ pass-through
 
-/// Hands `verb KIND args...` to kubectl, with the kubeconfig flags given
-/// before the verb; replaces this process.
-fn pass_through(verb: &str, what: &PassThrough, kube: &KubeFlags) -> Result<(), Error> {
-    let (kind, rest) = what.split();
-    let mut argv: Vec<String> = vec![verb.to_string(), kind.resource().to_string()];
-    argv.extend(rest.iter().cloned());
-    if let Some(k) = &kube.kubeconfig {
-        argv.push(format!("--kubeconfig={}", k.display()));
-    }
-    if let Some(c) = &kube.context {
-        argv.push(format!("--context={c}"));
-    }
-    if let Some(n) = &kube.namespace {
-        argv.push(format!("--namespace={n}"));
-    }
-    exec_kubectl(&argv)
-}
-
-fn find_on_path(program: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-fn exec_kubectl(argv: &[String]) -> Result<(), Error> {
-    let Some(kubectl) = find_on_path("kubectl") else {
-        return Err(Error::Usage(format!(
-            "pass-through command are not available: exec: \"kubectl\": executable file not found in $PATH, PATH={:?}",
-            std::env::var("PATH").unwrap_or_default()
-        )));
-    };
-    use std::os::unix::process::CommandExt;
-    let e = std::process::Command::new(&kubectl).args(argv).exec();
-    Err(Error::Io(e))
-}
-
-// ----------------------------------------------------------------- version
-
-/// The batchgate found in the cluster: the Deployment's image (as upstream
-/// reports Kueue's) and the version the reconciler wrote on its Lease.
-async fn server_versions(client: &Client) -> Result<Vec<String>, Error> {
-    let mut lines = Vec::new();
-    let deployments = Api::<Deployment>::namespaced(client.clone(), "batchgate-system");
-    if let Some(d) = deployments.get_opt("batchgate").await? {
-        let image = d
-            .spec
-            .and_then(|s| s.template.spec)
-            .and_then(|p| p.containers.into_iter().find(|c| c.name == "batchgate"))
-            .and_then(|c| c.image);
-        if let Some(image) = image {
-            lines.push(format!("Batchgate Image: {image}"));
-        }
-    }
-    let leases = Api::<Lease>::all(client.clone());
-    let lp = ListParams::default().fields(&format!("metadata.name={LEASE_NAME}"));
-    if let Ok(list) = leases.list(&lp).await {
-        for l in list.items {
-            if let Some(v) = l.annotations().get(VERSION_ANNOTATION) {
-                let holder = l
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.holder_identity.clone())
-                    .unwrap_or_default();
-                lines.push(format!(
-                    "Batchgate Reconciler Version: v{v} (lease {}/{LEASE_NAME}, holder {holder})",
-                    l.namespace().unwrap_or_default()
-                ));
-            }
-        }
-    }
-    Ok(lines)
-}
-
 #[cfg(test)]
 mod tests {
+    use kube::config::Kubeconfig;
+
     use super::*;
+    use crate::kueuectl::{
+        args::KubeFlags,
+        output::{printable, write_json, write_yaml},
+        session::{apply_flags, request_timeout, FLAGS_ENTRY},
+    };
 
     #[test]
     fn a_server_table_keeps_priority_zero_columns_unless_wide() {
