@@ -4,7 +4,8 @@
 //! 1. A pure-core module imports no shell module (`server`, `cluster`,
 //!    `controllers`, `cli`, `kueuectl`) and no I/O: kube client types
 //!    (`kube::Client`, `kube::Api`, `kube::runtime`, …), tokio's or std's
-//!    network, file and process modules, timers, HTTP stacks.
+//!    network, file and process modules, timers, HTTP stacks; and reads no
+//!    clock (`Utc::now`, `Timestamp::now`, `UNIX_EPOCH.elapsed()`, …).
 //! 2. `server/` names no admission family's module: families are reached
 //!    through `admission::router` only.
 //! 3. `controllers/` has no import cycle between its modules.
@@ -78,6 +79,17 @@ const CLOCKS: &[&str] = &[
     "SystemTime::now",
     "Instant::now",
     "tokio::time::Instant::now",
+    "chrono::offset::Utc::now",
+    "chrono::offset::Local::now",
+    "k8s_openapi::chrono::Utc::now",
+    "jiff::Timestamp::now",
+    "k8s_openapi::jiff::Timestamp::now",
+    "Timestamp::now",
+    // `elapsed()` on the epoch reads now (`named` spells the call `.elapsed`).
+    "UNIX_EPOCH.elapsed",
+    "SystemTime::UNIX_EPOCH.elapsed",
+    "std::time::UNIX_EPOCH.elapsed",
+    "std::time::SystemTime::UNIX_EPOCH.elapsed",
 ];
 
 /// What a core module may not name: the paths, what naming one does, and
@@ -349,8 +361,9 @@ fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// Expands a `use` tree (`a::{b, c::{d as e}}`) into its paths.
-fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+/// Expands a `use` tree (`a::{b, c::{d as e}}`) into its paths, each
+/// with the name it brings into scope (`*` for a glob).
+fn expand(tree: &str, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
     let tree = tree.trim();
     // Split at the first top-level `{`.
     if let Some(open) = tree.find('{') {
@@ -383,7 +396,9 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
     if tree.is_empty() {
         return;
     }
-    let tree = tree.split(" as ").next().unwrap_or(tree).trim();
+    let mut parts = tree.split(" as ");
+    let tree = parts.next().unwrap_or(tree).trim();
+    let alias = parts.next().map(str::trim);
     let mut p = prefix.to_vec();
     for seg in tree.split("::").map(str::trim) {
         if seg == "self" {
@@ -391,7 +406,11 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
         }
         p.push(seg.to_string());
     }
-    out.push(p);
+    let name = alias
+        .map(String::from)
+        .or_else(|| p.last().cloned())
+        .unwrap_or_default();
+    out.push((p, name));
 }
 
 /// Resolves `crate::`, `super::`, `self::` against `module`; other paths
@@ -415,11 +434,45 @@ fn resolve(module: &[String], path: &[String]) -> Vec<String> {
     }
 }
 
-/// Every path a file names: its `use` trees, and inline `a::b::c` paths.
+/// Every path a file names: its `use` trees, and inline `a::b::c` paths
+/// (read through the file's `use` names and `mod` declarations, so
+/// `use crate::jobs::policy; policy::Pointer` names `jobs::policy::Pointer`).
+/// A path whose value calls `.elapsed()` is also named as `path.elapsed`.
 fn named(s: &Source) -> Vec<Named> {
     let code = &s.code;
     let mut out = Vec::new();
     let mut rest = code.clone();
+    // Child modules declared here (`mod x;`, `mod x { .. }`).
+    let mut mods = BTreeSet::new();
+    let mut from = 0;
+    while let Some(n) = find_word(&code[from..], "mod") {
+        let at = from + n + 3;
+        let name: String = code[at..]
+            .trim_start()
+            .chars()
+            .take_while(|c| is_ident(*c))
+            .collect();
+        if !name.is_empty() {
+            mods.insert(name);
+        }
+        from = at;
+    }
+    let mut scope: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let local = |scope: &BTreeMap<String, Vec<String>>, p: &[String]| -> Vec<String> {
+        match p.first() {
+            Some(first) if scope.contains_key(first) => {
+                let mut full = scope[first].clone();
+                full.extend_from_slice(&p[1..]);
+                full
+            }
+            Some(first) if mods.contains(first) => {
+                let mut full = s.module.clone();
+                full.extend_from_slice(p);
+                full
+            }
+            _ => resolve(&s.module, p),
+        }
+    };
     // `use` statements first (then blanked, so they are not read twice).
     let mut from = 0;
     while let Some(n) = find_word(&rest[from..], "use") {
@@ -430,11 +483,12 @@ fn named(s: &Source) -> Vec<Named> {
         let mut paths = Vec::new();
         expand(&rest[at + 3..end].replace('\n', " "), &[], &mut paths);
         let line = line_of(code, at);
-        for p in paths {
-            out.push(Named {
-                path: resolve(&s.module, &p),
-                line,
-            });
+        for (p, name) in paths {
+            let path = local(&scope, &p);
+            if name != "*" && !name.is_empty() {
+                scope.insert(name, path.clone());
+            }
+            out.push(Named { path, line });
         }
         let blanked: String = rest[at..end]
             .chars()
@@ -468,11 +522,20 @@ fn named(s: &Source) -> Vec<Named> {
                     break;
                 }
             }
+            let line = line_of(code, start);
             if segs.len() > 1 {
                 out.push(Named {
-                    path: resolve(&s.module, &segs),
-                    line: line_of(code, start),
+                    path: local(&scope, &segs),
+                    line,
                 });
+            }
+            // `UNIX_EPOCH.elapsed()` reads the clock as surely as `now()`.
+            if rest[i..].trim_start().starts_with(".elapsed(") {
+                let mut called = local(&scope, &segs);
+                if let Some(last) = called.last_mut() {
+                    last.push_str(".elapsed");
+                }
+                out.push(Named { path: called, line });
             }
             if i == start {
                 i += 1;
@@ -705,4 +768,65 @@ fn the_checks_catch_violations() {
         c.contains("jobs -> appwrapper") && c.contains("appwrapper -> jobs"),
         "{c}"
     );
+}
+
+/// Every way of reading the clock is caught, spelled in full, through a
+/// `use`, or as the epoch's `elapsed()`; named in a comment or a string,
+/// it is not.
+#[test]
+fn every_clock_read_is_caught() {
+    let src = |module: &str, code: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        module: module.split("::").map(String::from).collect(),
+        code: strip_tests(&blank(code)),
+    };
+    let reads = [
+        ("fn f() { jiff::Timestamp::now(); }", "jiff::Timestamp::now"),
+        (
+            "fn f() { k8s_openapi::jiff::Timestamp::now(); }",
+            "k8s_openapi::jiff::Timestamp::now",
+        ),
+        (
+            "use k8s_openapi::jiff::Timestamp;\nfn f() { Timestamp::now(); }",
+            "k8s_openapi::jiff::Timestamp::now",
+        ),
+        ("fn f() { Timestamp::now(); }", "Timestamp::now"),
+        (
+            "fn f() { chrono::offset::Utc::now(); }",
+            "chrono::offset::Utc::now",
+        ),
+        (
+            "use chrono::offset::Local;\nfn f() { Local::now(); }",
+            "chrono::offset::Local::now",
+        ),
+        (
+            "use std::time::UNIX_EPOCH;\nfn f() { UNIX_EPOCH.elapsed(); }",
+            "std::time::UNIX_EPOCH.elapsed",
+        ),
+        (
+            "use std::time::SystemTime;\nfn f() { SystemTime::UNIX_EPOCH\n    .elapsed(); }",
+            "std::time::SystemTime::UNIX_EPOCH.elapsed",
+        ),
+        (
+            "fn f() { std::time::SystemTime::UNIX_EPOCH.elapsed(); }",
+            "std::time::SystemTime::UNIX_EPOCH.elapsed",
+        ),
+        ("fn f() { UNIX_EPOCH.elapsed(); }", "UNIX_EPOCH.elapsed"),
+    ];
+    for (code, shown) in reads {
+        let bad = layering(&[src("prescale::instant", code)]);
+        let joined = bad.join("\n");
+        assert!(
+            bad.len() == 1 && joined.contains(&format!("reads the clock: `{shown}`")),
+            "{code:?} not caught as `{shown}`: {joined}"
+        );
+        assert!(joined.contains("src/prescale/instant.rs:"), "{joined}");
+    }
+    let named_only = layering(&[src(
+        "prescale::instant",
+        "// jiff::Timestamp::now, chrono::offset::Utc::now, UNIX_EPOCH.elapsed()\n\
+         fn f() { let s = \"Timestamp::now() SystemTime::UNIX_EPOCH.elapsed()\"; \
+         let t = std::time::UNIX_EPOCH; let d = t.duration_since(t); }",
+    )]);
+    assert!(named_only.is_empty(), "{}", named_only.join("\n"));
 }
