@@ -46,3 +46,4 @@ pub mod prescale;
 pub mod queueing;
 pub mod server;
 pub mod testing;
+pub mod vocabulary;

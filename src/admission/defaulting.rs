@@ -6,9 +6,10 @@ use serde_json::Value;
 
 use super::{
     object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    patch, Context, Decision, Verdict,
+    Context, Decision, Verdict,
 };
 use crate::jobs::policy::Policy;
+use crate::vocabulary::patch;
 
 pub fn default(
     policy: &Policy,

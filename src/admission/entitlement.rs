@@ -21,11 +21,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::admission::{
-    field::{go_quote, label_path},
+    field::label_path,
     object::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
     review::UserInfo,
     ClusterFacts, Operation,
 };
+use crate::vocabulary::go::go_quote;
 
 /// On a LocalQueue, or on a ClusterQueue (then for every LocalQueue pointing
 /// at it): `"true"` makes submitting to the queue need verb `submit` on

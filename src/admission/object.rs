@@ -7,7 +7,8 @@
 use serde_json::{Map, Value};
 
 use super::field::{annotation_path, label_path};
-use crate::jobs::policy::{json_type, Interest, Pointer, Policy, PolicySet};
+use crate::jobs::policy::{json_type, Interest, Policy, PolicySet};
+use crate::vocabulary::pointer::Pointer;
 
 pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
 pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use super::{
     field::{self, annotation_path, label_path, BadValue, FieldError},
     object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    patch::{self, PatchOp},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
@@ -24,8 +23,10 @@ use crate::jobs::{
         group_total_count, role_hash, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
         SUSPENDED_BY_PARENT_ANNOTATION,
     },
-    policy::{Gate, Pointer, Policy},
+    policy::{Gate, Policy},
 };
+use crate::vocabulary::patch::{self, PatchOp};
+use crate::vocabulary::pointer::Pointer;
 
 /// The managed label's one allowed value.
 pub const MANAGED_VALUE: &str = "true";

@@ -14,18 +14,22 @@ use serde_json::{json, Value};
 
 use super::{
     admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
-    field::{self, annotation_path, go_quote, label_path, BadValue, FieldError},
+    field::{self, annotation_path, label_path, BadValue, FieldError},
     object::{
         JobObject, DEFAULT_NAME, ELASTIC_JOB_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
-    patch::{self, PatchOp},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
     pod::{GROUP_SERVING_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION},
     pod_owner::{self, PODSET_GROUP_NAME_ANNOTATION},
-    policy::{PodOwner, Pointer, Policy, ReplicaGroups},
+    policy::{PodOwner, Policy, ReplicaGroups},
+};
+use crate::vocabulary::pointer::Pointer;
+use crate::vocabulary::{
+    go::go_quote,
+    patch::{self, PatchOp},
 };
 
 /// Kueue's `ManagedByKueueLabel` and its one value, on a Deployment's pod

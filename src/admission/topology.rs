@@ -11,12 +11,13 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{
-    field::{go_quote, BadValue, FieldError},
+    field::{BadValue, FieldError},
     kueue::labels::qualified_name,
     object::{DecodeError, JobObject, ELASTIC_JOB_ANNOTATION},
-    validation::go_parse_bool,
 };
-use crate::jobs::policy::{json_type, Invariant, PodSet, Pointer, Policy};
+use crate::jobs::policy::{json_type, Invariant, PodSet, Policy};
+use crate::vocabulary::go::{go_parse_bool, go_quote};
+use crate::vocabulary::pointer::Pointer;
 
 pub const REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
 pub const PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";

@@ -140,7 +140,7 @@ impl AdmissionFairSharingConfig {
     pub fn settings(
         &self,
     ) -> Result<crate::queueing::admission_fair_sharing::AdmissionFairSharing, String> {
-        use crate::appwrapper::duration::GoDuration;
+        use crate::vocabulary::duration::GoDuration;
         let mut errs = Vec::new();
         let mut seconds = |field: &str, v: &Option<String>, default: f64| match v {
             None => default,

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::duration::GoDuration;
+use crate::vocabulary::duration::GoDuration;
 
 pub const ADMISSION_GRACE_PERIOD_ANNOTATION: &str =
     "workload.codeflare.dev.appwrapper/admissionGracePeriodDuration";

@@ -31,16 +31,21 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::patch::PatchOp;
 use crate::{
-    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
-    api::appwrapper::v1beta2::AppWrapper,
-    api::kueue::v1beta2::{self as api, condition},
+    admission::object::QUEUE_NAME_LABEL,
+    api::{
+        appwrapper::v1beta2::AppWrapper,
+        kueue::v1beta2::{self as api, condition},
+    },
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
-    jobs::execution,
-    jobs::policy::{Policy, PolicySet, Progress},
-    jobs::readiness::{self, Expiry, Settings as Readiness, Timeout},
-    jobs::reference::ReferenceError,
-    jobs::workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+    jobs::{
+        execution,
+        policy::{Policy, PolicySet, Progress},
+        readiness::{self, Expiry, Settings as Readiness, Timeout},
+        reference::ReferenceError,
+        workload::{self, JobPodSet, PodSetInfo, PriorityClasses},
+    },
 };
 
 struct Ctx {

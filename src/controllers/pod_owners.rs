@@ -30,12 +30,11 @@ use super::{
     pods::resource_of,
     translation::Conditions,
 };
+use crate::vocabulary::patch::PatchOp;
 use crate::{
-    admission::patch::PatchOp,
     api::kueue::v1beta2::{self as api, condition},
     jobs::{
-        pod::{self as core_pod},
-        pod_owner,
+        pod as core_pod, pod_owner,
         policy::{Gate, PodOwner, Policy},
     },
 };

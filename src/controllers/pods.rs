@@ -33,11 +33,9 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::patch::PatchOp;
 use crate::{
-    admission::{
-        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
-        patch::PatchOp,
-    },
+    admission::object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
     api::kueue::v1beta2::{self as api, condition},
     jobs::{
         pod::{self, GroupProblem},

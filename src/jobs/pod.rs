@@ -18,10 +18,8 @@ use super::{
         JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER,
     },
 };
-use crate::admission::{
-    object::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
-    patch::PatchOp,
-};
+use crate::admission::object::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::patch::PatchOp;
 
 /// Set on a pod whose parent (a Deployment's or StatefulSet's
 /// integration) gated it: the pod is gated without a finalizer of its own.
@@ -109,7 +107,7 @@ pub fn group_total_count(rule: &GroupRule, pod: &Value) -> Result<i64, String> {
             rule.total_count_annotation
         ));
     };
-    let n = crate::admission::validation::go_atoi(v)?;
+    let n = crate::vocabulary::go::go_atoi(v)?;
     if n < 1 {
         return Err(format!(
             "incorrect annotation value '{}={v}': group total count should be greater than zero",
@@ -346,7 +344,7 @@ pub fn check_group(rule: &GroupRule, pods: &[&Value]) -> Result<i64, GroupProble
             )));
         }
         let tc = annotation(p, &rule.total_count_annotation).unwrap_or("");
-        match crate::admission::validation::go_atoi(tc) {
+        match crate::vocabulary::go::go_atoi(tc) {
             Ok(n) if n == total => {}
             Ok(n) => {
                 return Err(GroupProblem::Inconsistent(format!(

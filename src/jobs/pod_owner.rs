@@ -20,10 +20,8 @@ use super::{
         RESOURCE_IN_USE_FINALIZER,
     },
 };
-use crate::admission::{
-    object::{PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    patch::PatchOp,
-};
+use crate::admission::object::{PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::patch::PatchOp;
 
 /// On the owner's Workload: the owner's kind and name.
 pub const JOB_OWNER_GVK_ANNOTATION: &str = "kueue.x-k8s.io/job-owner-gvk";
@@ -246,7 +244,7 @@ pub const COMPONENT_WORKLOAD_INDEX_ANNOTATION: &str = "kueue.x-k8s.io/component-
 /// workers' index offset is then not written.
 pub const PODSET_GROUP_NAME_ANNOTATION: &str = "kueue.x-k8s.io/podset-group-name";
 
-fn int_or(ptr: &crate::jobs::policy::Pointer, obj: &Value, default: i64) -> i64 {
+fn int_or(ptr: &crate::vocabulary::pointer::Pointer, obj: &Value, default: i64) -> i64 {
     ptr.resolve(obj).and_then(Value::as_i64).unwrap_or(default)
 }
 
@@ -405,7 +403,7 @@ pub fn groups_kept(groups: &ReplicaGroups, obj: &Value) -> i64 {
     // an integer, as "25%").
     let max_surge = match surge.max_surge.resolve(obj) {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        Some(Value::String(s)) => crate::admission::validation::go_atoi(s).unwrap_or(0),
+        Some(Value::String(s)) => crate::vocabulary::go::go_atoi(s).unwrap_or(0),
         _ => 0,
     };
     let existing = int_or(&surge.existing, obj, 0);

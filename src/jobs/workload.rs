@@ -8,13 +8,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use crate::vocabulary::{
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 use crate::{
-    admission::{
-        object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-        patch::{self, PatchOp},
+    admission::object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    jobs::{
+        policy::{Policy, Synthesizer},
+        reference::InfoEntry,
     },
-    jobs::policy::{Pointer, Policy, Synthesizer},
-    jobs::reference::InfoEntry,
 };
 
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";

@@ -1,0 +1,16 @@
+//! The vocabulary: the words every room speaks, defined once at the
+//! bottom so no room borrows them from a peer (which is how the
+//! admission and job rooms came to import each other). It imports nothing
+//! from the crate's other rooms.
+//!
+//! - [`pointer`]: JSON Pointers, naming a field of a raw object.
+//! - [`patch`]: JSON Patch operations built from owned fields.
+//! - [`go`]: Go's `strconv` parsing and quoting.
+//! - [`duration`]: Go's `time.Duration`.
+//! - [`quantity`]: apimachinery's `resource.Quantity`.
+
+pub mod duration;
+pub mod go;
+pub mod patch;
+pub mod pointer;
+pub mod quantity;
