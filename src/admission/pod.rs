@@ -14,22 +14,21 @@ use serde_json::{json, Value};
 
 use super::{
     field::{self, annotation_path, label_path, BadValue, FieldError},
-    object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    object::{JobObject, DEFAULT_NAME},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
-    pod::{
-        group_total_count, role_hash, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
-        SUSPENDED_BY_PARENT_ANNOTATION,
-    },
+    pod::{group_total_count, role_hash},
     policy::{Gate, Policy},
+};
+use crate::vocabulary::keys::MANAGED_VALUE;
+use crate::vocabulary::keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::keys::{
+    RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
 };
 use crate::vocabulary::patch::{self, PatchOp};
 use crate::vocabulary::pointer::Pointer;
-
-/// The managed label's one allowed value.
-pub const MANAGED_VALUE: &str = "true";
 
 fn read<'a>(
     policy: &Policy,

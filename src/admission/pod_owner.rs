@@ -13,28 +13,28 @@
 use serde_json::{json, Value};
 
 use super::{
-    admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
+    admission_gates,
     field::{self, annotation_path, label_path, BadValue, FieldError},
-    object::{
-        JobObject, DEFAULT_NAME, ELASTIC_JOB_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
-    },
+    object::{JobObject, DEFAULT_NAME},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
-    pod::{GROUP_SERVING_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION},
-    pod_owner::{self, PODSET_GROUP_NAME_ANNOTATION},
+    pod_owner,
     policy::{PodOwner, Policy, ReplicaGroups},
+};
+use crate::vocabulary::keys::MANAGED_LABEL;
+use crate::vocabulary::keys::{
+    ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+};
+use crate::vocabulary::keys::{
+    GROUP_SERVING_ANNOTATION, PODSET_GROUP_NAME_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
 };
 use crate::vocabulary::pointer::Pointer;
 use crate::vocabulary::{
     go::go_quote,
     patch::{self, PatchOp},
 };
-
-/// Kueue's `ManagedByKueueLabel` and its one value, on a Deployment's pod
-/// template.
-pub const MANAGED_LABEL: &str = "kueue.x-k8s.io/managed";
 
 fn read<'a>(
     policy: &Policy,

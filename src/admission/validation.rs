@@ -3,17 +3,18 @@
 //! batch/v1 Job webhook).
 
 use super::{
-    admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
+    admission_gates,
     field::{annotation_path, label_path, BadValue, FieldError},
-    object::{
-        DecodeError, JobObject, ELASTIC_JOB_ANNOTATION,
-        JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
-        MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
-    },
+    object::{DecodeError, JobObject},
     topology, Context,
 };
 use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
 use crate::vocabulary::go::{go_atoi, go_parse_bool, go_quote};
+use crate::vocabulary::keys::{
+    ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION,
+    JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
+    MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+};
 use serde_json::Value;
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";

@@ -43,8 +43,9 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::keys::QUEUE_NAME_LABEL;
 use crate::{
-    admission::{appwrapper::ComponentCheck, object::QUEUE_NAME_LABEL},
+    admission::appwrapper::ComponentCheck,
     api::{
         appwrapper::{v1beta2::AppWrapper as AppWrapperObject, GROUP},
         kueue::v1beta2::{self as api, condition},
@@ -624,7 +625,7 @@ pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priorit
         "metadata": {
             "name": workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid),
             "namespace": aw.namespace,
-            "labels": { workload::JOB_UID_LABEL: aw.uid },
+            "labels": { crate::vocabulary::keys::JOB_UID_LABEL: aw.uid },
             "ownerReferences": [{
                 "apiVersion": core::APPWRAPPER_API_VERSION,
                 "kind": APPWRAPPER_KIND,

@@ -431,15 +431,21 @@ pub fn admission_pod_set_infos(
                 count: psa.count.map(i64::from),
                 ..PodSetInfo::default()
             };
-            info.labels
-                .insert(workload::PODSET_LABEL.into(), psa.name.clone());
+            info.labels.insert(
+                crate::vocabulary::keys::PODSET_LABEL.into(),
+                psa.name.clone(),
+            );
             if !queue.is_empty() {
-                info.labels
-                    .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+                info.labels.insert(
+                    crate::vocabulary::keys::LOCAL_QUEUE_LABEL.into(),
+                    queue.to_string(),
+                );
             }
             if is_dns1123_label(&cq) {
-                info.labels
-                    .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
+                info.labels.insert(
+                    crate::vocabulary::keys::CLUSTER_QUEUE_LABEL.into(),
+                    cq.clone(),
+                );
             }
             // Pods with devices go to the node holding them.
             if let Some(node) = pinned_node(wl, &psa.name) {

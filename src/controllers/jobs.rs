@@ -31,9 +31,9 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::keys::QUEUE_NAME_LABEL;
 use crate::vocabulary::patch::PatchOp;
 use crate::{
-    admission::object::QUEUE_NAME_LABEL,
     api::{
         appwrapper::v1beta2::AppWrapper,
         kueue::v1beta2::{self as api, condition},

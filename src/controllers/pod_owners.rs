@@ -206,7 +206,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     }
     let replicas = pod_owner::replicas(group, &this);
-    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
+    let queue = core_pod::label(&this, crate::vocabulary::keys::QUEUE_NAME_LABEL)
         .filter(|q| !q.is_empty())
         .map(String::from);
     let wl_name = pod_owner::workload_name(policy, &this);
@@ -309,7 +309,7 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         return Ok(Action::await_change());
     };
     // Kueue's predicate: only an object it would suspend (queued).
-    let queue = core_pod::label(&this, crate::admission::object::QUEUE_NAME_LABEL)
+    let queue = core_pod::label(&this, crate::vocabulary::keys::QUEUE_NAME_LABEL)
         .filter(|q| !q.is_empty())
         .map(String::from);
     let Some(queue) = queue else {
@@ -451,7 +451,7 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
                 }
                 ctx.patch_pod(&ns, &pod, &ops).await?;
                 let in_admitted =
-                    core_pod::annotation(&pod, crate::admission::object::PREBUILT_WORKLOAD_LABEL)
+                    core_pod::annotation(&pod, crate::vocabulary::keys::PREBUILT_WORKLOAD_LABEL)
                         .is_some_and(|w| admitted.iter().any(|a| a == w));
                 if in_admitted && core_pod::is_gated(&ctx.gate, &pod) {
                     let _ = ctx.pod_wakes.unbounded_send(

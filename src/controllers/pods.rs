@@ -33,9 +33,9 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use crate::vocabulary::patch::PatchOp;
 use crate::{
-    admission::object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
     api::kueue::v1beta2::{self as api, condition},
     jobs::{
         pod::{self, GroupProblem},
@@ -77,7 +77,7 @@ pub async fn run(
     let selector = format!(
         "{}={}",
         gate.managed_label,
-        crate::admission::pod::MANAGED_VALUE
+        crate::vocabulary::keys::MANAGED_VALUE
     );
     let controller = crate::cluster::watch::controller(
         api,
@@ -237,7 +237,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     }
     let gate = &ctx.gate;
     if obj.labels().get(&gate.managed_label).map(String::as_str)
-        != Some(crate::admission::pod::MANAGED_VALUE)
+        != Some(crate::vocabulary::keys::MANAGED_VALUE)
     {
         return Ok(Action::await_change());
     }

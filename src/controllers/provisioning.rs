@@ -230,8 +230,8 @@ async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
             resource(),
             watcher::Config::default().labels(&format!(
                 "{}={}",
-                core::MANAGED_BY_LABEL,
-                core::MANAGED_BY_VALUE
+                crate::vocabulary::keys::MANAGED_LABEL,
+                crate::vocabulary::keys::MANAGED_VALUE
             )),
         )
         .watches(
@@ -263,8 +263,8 @@ async fn owned_requests(
     let list = api
         .list(&ListParams::default().labels(&format!(
             "{}={}",
-            core::MANAGED_BY_LABEL,
-            core::MANAGED_BY_VALUE
+            crate::vocabulary::keys::MANAGED_LABEL,
+            crate::vocabulary::keys::MANAGED_VALUE
         )))
         .await?;
     Ok(list

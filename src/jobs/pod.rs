@@ -15,21 +15,17 @@ use super::{
     policy::{Gate, GroupRule, Policy},
     workload::{
         name_for, priority, set_priority, PodSetInfo, Priority, PriorityClasses, WorkloadError,
-        JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER,
+        RESOURCE_IN_USE_FINALIZER,
     },
 };
-use crate::admission::object::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::keys::JOB_UID_LABEL;
+use crate::vocabulary::keys::{
+    GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
+    RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
+};
+use crate::vocabulary::keys::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
 use crate::vocabulary::patch::PatchOp;
 
-/// Set on a pod whose parent (a Deployment's or StatefulSet's
-/// integration) gated it: the pod is gated without a finalizer of its own.
-pub const SUSPENDED_BY_PARENT_ANNOTATION: &str = "kueue.x-k8s.io/pod-suspending-parent";
-/// The pod's role: a hash of what admission looks at in its spec.
-pub const ROLE_HASH_ANNOTATION: &str = "kueue.x-k8s.io/role-hash";
-/// `"false"`: a failed pod of the group is not replaced; the group ends.
-pub const RETRIABLE_IN_GROUP_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
-/// On a group's Workload: made by the pod group integration.
-pub const GROUP_WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/is-group-workload";
 /// Kueue's pod set name for a single pod.
 pub const POD_SET_NAME: &str = "main";
 /// Kueue's `prepare`: the topology gate goes too when no topology was
@@ -63,14 +59,6 @@ pub fn group_name<'a>(rule: Option<&GroupRule>, pod: &'a Value) -> Option<&'a st
         .filter(|g| !g.is_empty())
         .or_else(|| label(pod, key).filter(|g| !g.is_empty()))
 }
-
-/// `"true"`: the group keeps running; it is never finished by its pods and
-/// a replaced pod is ungated into the admitted Workload.
-pub const GROUP_SERVING_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-serving";
-/// `"true"`: the group's Workload is made without waiting for every pod.
-pub const GROUP_FAST_ADMISSION_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-fast-admission";
-/// The pod label that holds a pod's index in its group.
-pub const POD_INDEX_LABEL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-pod-index-label";
 
 /// Kueue's `isServing`: a group pod marked serving.
 pub fn is_serving(rule: Option<&GroupRule>, pod: &Value) -> bool {

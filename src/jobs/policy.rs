@@ -1363,7 +1363,7 @@ impl PolicySet {
     /// governed by their parent's Workload, as in the webhook)?
     pub fn governs(&self, policy: &Policy, job: &Value) -> bool {
         let meta = &job["metadata"];
-        let queued = meta["labels"][crate::admission::object::QUEUE_NAME_LABEL]
+        let queued = meta["labels"][crate::vocabulary::keys::QUEUE_NAME_LABEL]
             .as_str()
             .is_some_and(|q| !q.is_empty());
         let child = meta["ownerReferences"]

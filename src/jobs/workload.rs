@@ -8,22 +8,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
+use crate::jobs::{
+    policy::{Policy, Synthesizer},
+    reference::InfoEntry,
+};
+use crate::vocabulary::keys::JOB_UID_LABEL;
+use crate::vocabulary::keys::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 use crate::vocabulary::{
     patch::{self, PatchOp},
     pointer::Pointer,
 };
-use crate::{
-    admission::object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    jobs::{
-        policy::{Policy, Synthesizer},
-        reference::InfoEntry,
-    },
-};
-
-pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
-pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";
-pub const LOCAL_QUEUE_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
-pub const CLUSTER_QUEUE_LABEL: &str = "kueue.x-k8s.io/cluster-queue-name";
 
 const HASH_LENGTH: usize = 5;
 /// 253 (the longest object name) less the `-` and the hash.
@@ -945,6 +939,7 @@ mod tests {
 
     use super::*;
     use crate::jobs::policy::PolicySet;
+    use crate::vocabulary::keys::PODSET_LABEL;
 
     fn job_policy() -> std::sync::Arc<Policy> {
         let set = PolicySet::embedded().unwrap();

@@ -3,6 +3,7 @@
 //! admission and job rooms came to import each other). It imports nothing
 //! from the crate's other rooms.
 //!
+//! - [`keys`]: Kueue's label and annotation keys.
 //! - [`pointer`]: JSON Pointers, naming a field of a raw object.
 //! - [`patch`]: JSON Patch operations built from owned fields.
 //! - [`go`]: Go's `strconv` parsing and quoting.
@@ -11,6 +12,7 @@
 
 pub mod duration;
 pub mod go;
+pub mod keys;
 pub mod patch;
 pub mod pointer;
 pub mod quantity;

@@ -35,11 +35,12 @@ use serde_json::Value;
 
 use super::{
     field::{aggregate, label_path, BadValue, FieldError},
-    object::{DecodeError, JobObject, QUEUE_NAME_LABEL},
+    object::{DecodeError, JobObject},
     review::UserInfo,
     router::{Checks, Decided, Family, Hook, Review},
     validation, Context, Decision, Operation, Request, Verdict,
 };
+use crate::vocabulary::keys::QUEUE_NAME_LABEL;
 use crate::vocabulary::patch::{self, PatchOp};
 use crate::vocabulary::pointer::Pointer;
 use crate::{
