@@ -16,12 +16,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
+use crate::config::{AdmissionMode, Config};
 use crate::{
-    admission::manifests::{self, Endpoint, WebhookOptions},
-    admission::{router::Router, ClusterFacts, NoCluster, Settings},
-    api::config::{AdmissionMode, Config},
-    certs::rotation::Timing,
-    certs::{self, CertOptions},
+    admission::{
+        manifests::{self, Endpoint, WebhookOptions},
+        router::Router,
+        ClusterFacts, NoCluster, Settings,
+    },
+    certs::{self, rotation::Timing, CertOptions},
     cluster::{
         self,
         certsecret::{CertSecret, Managed},
@@ -84,7 +86,7 @@ pub struct CrdsArgs {
     /// A PEM CA file to put in the conversion webhook's caBundle.
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -104,7 +106,7 @@ pub struct CertsArgs {
     /// Service name the apiserver dials.
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Extra DNS names (repeatable).
     #[arg(long = "dns")]
@@ -184,7 +186,7 @@ pub struct WebhooksArgs {
     pub ca_file: Option<PathBuf>,
     #[arg(long, default_value = "Fail")]
     pub failure_policy: String,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -787,13 +789,12 @@ async fn wait_for_signal() {
 
 /// Reads and parses the configuration file (the file read is the shell's;
 /// the parse is [`Config::parse`]).
-fn read_config(path: &std::path::Path) -> Result<Config, crate::api::config::ConfigError> {
+fn read_config(path: &std::path::Path) -> Result<Config, crate::config::ConfigError> {
     let p = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|source| crate::api::config::ConfigError::Io {
-            path: p.clone(),
-            source,
-        })?;
+    let text = std::fs::read_to_string(path).map_err(|source| crate::config::ConfigError::Io {
+        path: p.clone(),
+        source,
+    })?;
     Config::parse(&p, &text)
 }
 

@@ -13,11 +13,11 @@ use std::sync::OnceLock;
 use chrono::{DateTime, Timelike};
 use serde_json::Value;
 
+use crate::config::Config;
 use crate::vocabulary::{duration::GoDuration, quantity::Quantity};
 use crate::{
     admission::review::{self, AdmissionRequest, AdmissionResponse, ParseError},
     api::{
-        config::Config,
         devices::v1alpha1::Attribute,
         selector::{LabelSelector, NamespaceNameOnly},
     },
