@@ -9,13 +9,19 @@
 //! 2. `server/` names no admission family's module: families are reached
 //!    through `admission::router` only.
 //! 3. `controllers/` has no import cycle between its modules.
+//! 4. The rooms (top-level modules) stand in the layers of [`LAYERS`],
+//!    bottom to top: the `vocabulary` floor, `api`, the core rooms, the
+//!    shell, the binaries. No room imports from a room above it (but for
+//!    the arrows listed in [`UPWARD_DEBT`], which may only go), and no
+//!    rooms import each other in a circle.
 //!
 //! Test code (`#[cfg(test)]` modules, `tests.rs` files) is not checked: a
 //! core module's tests may drive it through the shell.
 //!
 //! The checks read the code with a small lexer (comments, strings and test
 //! modules blanked out, `use` trees expanded, `crate::`/`super::` paths
-//! resolved), so a path named in a comment is not an import.
+//! and `use` names resolved), so a path named in a comment is not an
+//! import.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -26,13 +32,15 @@ use std::{
 /// The pure core: top-level modules of the library.
 const CORE: &[&str] = &[
     "admission",  // the router, every family's rules, entitlement, webhook configurations
-    "api",        // wire types, CRDs, conversion, selectors, the configuration file
+    "api",        // wire types, CRDs, conversion, selectors
     "appwrapper", // the AppWrapper state machine
     "certs",      // certificate making and rotation decisions
     "devices",    // claim matching and scoring
     "jobs",       // the job framework: policies, job -> Workload
     "prescale",   // cron, primer schedules, the wait-until instant
     "queueing",   // the quota engine and the visibility API computed from it
+    "config",     // the configuration file, read into each room's settings
+    "vocabulary", // Kueue's keys, JSON pointers and patches, Go parsing, quantities
 ];
 
 /// The shell.
@@ -109,6 +117,55 @@ const CORE_RULES: [(&[&str], &str, &str); 3] = [
         FORBIDDEN_IN_CORE,
         "does I/O",
         "belongs in the shell; pass the data in",
+    ),
+];
+
+/// The rooms (top-level modules), bottom to top. A room imports only from
+/// rooms in lower layers or its own: an arrow up is a room borrowing from
+/// one built on it, and the beginning of a circle.
+const LAYERS: &[&[&str]] = &[
+    // The floor: words every room speaks; it imports no other room.
+    &["vocabulary"],
+    // Wire types.
+    &["api"],
+    // The pure core, from the rooms that stand alone up to the router that
+    // calls them all and the configuration file that configures them all.
+    &["certs"],
+    &["prescale"],
+    &["devices"],
+    &["queueing"],
+    &["appwrapper"],
+    &["jobs"],
+    &["admission"],
+    &["config"],
+    // The shell.
+    &["cluster"],
+    &["server"],
+    &["controllers"],
+    &["cli", "kueuectl"],
+    // The binaries (`src/main.rs`, `src/bin/`) and the fuzz targets' bodies:
+    // nothing imports them.
+    &["main", "testing"],
+];
+
+/// Arrows that still point up: (file, imported path, why it is there).
+/// Each is a debt: the room check fails on an arrow up that is not listed
+/// and on an entry that no longer occurs, so the list only shrinks.
+const UPWARD_DEBT: &[(&str, &str, &str)] = &[
+    (
+        "src/cluster/certsecret.rs",
+        "server::tls",
+        "the serving-certificate Secret's watcher hands new certificates to the listener's CertStore and reuses its reload loop; the store belongs in a room below both",
+    ),
+    (
+        "src/cluster/certsecret.rs",
+        "server::metrics",
+        "the Secret's reloads are counted in the server's metrics registry, which belongs below both",
+    ),
+    (
+        "src/cluster/sar.rs",
+        "server::metrics",
+        "the SubjectAccessReview client counts its calls and cache hits in the server's metrics registry",
     ),
 ];
 
@@ -194,6 +251,21 @@ fn sources() -> Vec<Source> {
             }
         })
         .collect()
+}
+
+/// The library's files (as [`sources`]) and the binaries' (`src/main.rs`,
+/// `src/bin/`), which stand in the room `main`.
+fn room_sources() -> Vec<Source> {
+    let root = src();
+    let mut bins = vec![root.join("main.rs")];
+    walk(&root.join("bin"), &mut bins);
+    let mut all = sources();
+    all.extend(bins.into_iter().map(|f| Source {
+        module: vec!["main".to_string()],
+        code: strip_tests(&blank(&fs::read_to_string(&f).unwrap())),
+        file: f,
+    }));
+    all
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -417,7 +489,8 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
 /// (external crates) are returned as written.
 fn resolve(module: &[String], path: &[String]) -> Vec<String> {
     match path.first().map(String::as_str) {
-        Some("crate") => path[1..].to_vec(),
+        // The binaries name the library by its crate name.
+        Some("crate") | Some("batchgate") => path[1..].to_vec(),
         Some("super") | Some("self") => {
             let mut base = module.to_vec();
             let mut i = 0;
@@ -675,6 +748,109 @@ fn cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<String> {
     None
 }
 
+/// One arrow between rooms: `file:line` names `path`, which lives in the
+/// room `to`.
+struct Arrow {
+    from: String,
+    to: String,
+    file: String,
+    line: usize,
+    path: String,
+}
+
+/// Every arrow between rooms: a path one room's file names (a `use`, or
+/// inline) that starts with another room.
+fn room_arrows(sources: &[Source]) -> Vec<Arrow> {
+    let rooms: BTreeSet<&str> = sources
+        .iter()
+        .filter_map(|s| s.module.first().map(String::as_str))
+        .chain(LAYERS.iter().flat_map(|l| l.iter().copied()))
+        .collect();
+    let mut arrows = Vec::new();
+    for s in sources {
+        let Some(from) = s.module.first() else {
+            continue; // lib.rs
+        };
+        for n in named(s) {
+            match n.path.first() {
+                Some(to) if to != from && rooms.contains(to.as_str()) => arrows.push(Arrow {
+                    from: from.clone(),
+                    to: to.clone(),
+                    file: rel(&s.file),
+                    line: n.line,
+                    path: n.path.join("::"),
+                }),
+                _ => {}
+            }
+        }
+    }
+    arrows
+}
+
+fn layer_of(room: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&room))
+}
+
+/// Violations of the room order, one line each: a room in no layer, an
+/// arrow up that is not a listed debt, a debt entry that no longer occurs,
+/// a circle between rooms.
+fn room_violations(sources: &[Source], debt: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let placed: BTreeSet<&str> = sources
+        .iter()
+        .filter_map(|s| s.module.first().map(String::as_str))
+        .collect();
+    for room in placed.iter().filter(|r| layer_of(r).is_none()) {
+        bad.push(format!(
+            "src/{room}: the room `{room}` is in no layer; place it in LAYERS (tests/architecture.rs), above every room it imports"
+        ));
+    }
+    let mut paid = vec![false; debt.len()];
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for a in room_arrows(sources) {
+        let (Some(from), Some(to)) = (layer_of(&a.from), layer_of(&a.to)) else {
+            continue;
+        };
+        if to > from {
+            let listed = debt.iter().position(|(file, path, _)| {
+                a.file == *file
+                    && starts_with(
+                        &a.path.split("::").map(String::from).collect::<Vec<_>>(),
+                        path,
+                    )
+            });
+            if let Some(i) = listed {
+                // A listed debt stands outside the circle check too.
+                paid[i] = true;
+                continue;
+            }
+            bad.push(format!(
+                "{}:{}: the room `{}` imports `{}` from `{}`, a room above it; move what it needs down (into `{}` or the vocabulary floor), or move the caller up",
+                a.file, a.line, a.from, a.path, a.to, a.from,
+            ));
+        }
+        graph.entry(a.to.clone()).or_default();
+        graph
+            .entry(a.from.clone())
+            .or_default()
+            .entry(a.to.clone())
+            .or_insert_with(|| format!("{}:{} `{}`", a.file, a.line, a.path));
+    }
+    for ((file, path, _), seen) in debt.iter().zip(paid) {
+        if !seen {
+            bad.push(format!(
+                "{file}: the debt entry `{path}` no longer occurs; remove it from UPWARD_DEBT (tests/architecture.rs)"
+            ));
+        }
+    }
+    if let Some(c) = cycle(&graph) {
+        bad.push(format!(
+            "the rooms import each other in a circle: {c}; move what one borrows from the other down into the lower room or the vocabulary floor"
+        ));
+    }
+    bad
+}
+
 #[test]
 fn the_core_imports_no_shell_and_the_server_names_no_family() {
     let sources = sources();
@@ -710,6 +886,28 @@ fn controllers_import_each_other_without_a_cycle() {
         context.is_empty(),
         "controllers/context.rs imports controllers {context:?}; it must depend on none"
     );
+}
+
+#[test]
+fn the_rooms_stand_in_layers_without_a_circle() {
+    let sources = room_sources();
+    for room in LAYERS.iter().flat_map(|l| l.iter()) {
+        assert!(
+            sources
+                .iter()
+                .any(|s| s.module.first().map(String::as_str) == Some(room)),
+            "no source file of room `{room}` found under src/"
+        );
+    }
+    // The walk reads arrows (an unreadable tree would pass vacuously).
+    assert!(
+        room_arrows(&sources)
+            .iter()
+            .any(|a| a.from == "admission" && a.to == "jobs"),
+        "no arrow admission -> jobs found"
+    );
+    let bad = room_violations(&sources, UPWARD_DEBT);
+    assert!(bad.is_empty(), "rooms out of order:\n{}", bad.join("\n"));
 }
 
 /// The checks themselves catch what they are for (on made-up sources, so a
@@ -829,4 +1027,114 @@ fn every_clock_read_is_caught() {
          let t = std::time::UNIX_EPOCH; let d = t.duration_since(t); }",
     )]);
     assert!(named_only.is_empty(), "{}", named_only.join("\n"));
+}
+
+/// The room check catches a new arrow up, a circle (through an arrow up or
+/// within one layer), a room in no layer and a stale debt entry, on
+/// made-up sources.
+#[test]
+fn the_room_check_catches_arrows_up_and_circles() {
+    let src = |module: &str, code: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        module: module.split("::").map(String::from).collect(),
+        code: strip_tests(&blank(code)),
+    };
+    let today = || {
+        vec![
+            src(
+                "vocabulary::keys",
+                "pub const QUEUE_NAME_LABEL: &str = \"q\";",
+            ),
+            src(
+                "jobs::workload",
+                "use crate::vocabulary::keys::QUEUE_NAME_LABEL;",
+            ),
+            src(
+                "admission::object",
+                "use crate::{jobs::workload, vocabulary::keys::QUEUE_NAME_LABEL};",
+            ),
+        ]
+    };
+    let ok = room_violations(&today(), &[]);
+    assert!(ok.is_empty(), "{}", ok.join("\n"));
+
+    // jobs borrows from admission again: an arrow up, and a circle.
+    let mut up = today();
+    up.push(src(
+        "jobs::policy",
+        "// crate::admission in a comment\nfn f() { super::super::admission::object::parse(); }",
+    ));
+    let bad = room_violations(&up, &[]);
+    let joined = bad.join("\n");
+    assert_eq!(bad.len(), 2, "{joined}");
+    assert!(
+        joined.contains("src/jobs/policy.rs:2: the room `jobs` imports `admission::object::parse` from `admission`, a room above it"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("in a circle")
+            && joined.contains("admission -> jobs (src/admission/object.rs:1")
+            && joined.contains("jobs -> admission (src/jobs/policy.rs:2"),
+        "{joined}"
+    );
+
+    // The floor imports no room.
+    let bad = room_violations(
+        &[src(
+            "vocabulary::go",
+            "use crate::api::selector::LabelSelector;",
+        )],
+        &[],
+    );
+    assert!(
+        bad.len() == 1
+            && bad[0].contains("the room `vocabulary` imports `api::selector::LabelSelector`"),
+        "{bad:?}"
+    );
+
+    // A circle within one layer has no arrow up, and is still caught.
+    let bad = room_violations(
+        &[
+            src("cli::dev", "use crate::kueuectl::run;"),
+            src("kueuectl::run", "fn f() { crate::cli::dev::register(); }"),
+        ],
+        &[],
+    );
+    assert!(
+        bad.len() == 1
+            && bad[0].contains("cli -> kueuectl (src/cli/dev.rs:1 `kueuectl::run`)")
+            && bad[0].contains("kueuectl -> cli (src/kueuectl/run.rs:1 `cli::dev::register`)"),
+        "{bad:?}"
+    );
+
+    // A new room must be placed in a layer.
+    let bad = room_violations(&[src("garage::tools", "")], &[]);
+    assert!(
+        bad.len() == 1 && bad[0].contains("`garage` is in no layer"),
+        "{bad:?}"
+    );
+
+    // A listed debt passes (and its circle with it); an entry that no
+    // longer occurs fails, so the list only shrinks.
+    let debt = [
+        (
+            "src/cluster/sar.rs",
+            "server::metrics",
+            "counted in the server's registry",
+        ),
+        ("src/cluster/watch.rs", "server::tls", "paid off"),
+    ];
+    let shell = [
+        src("cluster::sar", "use crate::server::metrics::Metrics;"),
+        src("server::mod", "use crate::cluster::sar::SarClient;"),
+    ];
+    let bad = room_violations(&shell, &debt);
+    assert!(
+        bad.len() == 1
+            && bad[0]
+                .contains("src/cluster/watch.rs: the debt entry `server::tls` no longer occurs"),
+        "{bad:?}"
+    );
+    let bad = room_violations(&shell, &[]);
+    assert_eq!(bad.len(), 2, "{bad:?}");
 }
