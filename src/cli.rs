@@ -32,8 +32,9 @@ use crate::{
     },
     controllers,
     jobs::policy::{PolicyError, PolicySet},
-    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
+    server::{self, Limits, Readiness, ServeOptions},
 };
+use crate::{metrics::Metrics, tls::CertStore};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -237,7 +238,7 @@ pub fn certs(a: CertsArgs) -> Result<()> {
         ..CertOptions::default()
     };
     let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
-    server::tls::write(&a.out, &bundle)?;
+    crate::tls::write(&a.out, &bundle)?;
     if a.print_ca_bundle {
         println!("{}", certs::ca_bundle(&bundle.ca_pem));
     } else {
@@ -452,7 +453,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     let cert_dir = if a.self_signed {
         let dir = tempfile::tempdir().context("creating a temporary cert directory")?;
         let bundle = certs::generate(&CertOptions::default(), OffsetDateTime::now_utc())?;
-        server::tls::write(dir.path(), &bundle)?;
+        crate::tls::write(dir.path(), &bundle)?;
         println!("caBundle: {}", certs::ca_bundle(&bundle.ca_pem));
         println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
         let p = dir.path().to_path_buf();
@@ -501,7 +502,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         "policies loaded"
     );
 
-    let metrics = Arc::new(Metrics::with_kueue(crate::server::kueue_metrics::Options {
+    let metrics = Arc::new(Metrics::with_kueue(crate::metrics::kueue::Options {
         cluster_queue_resources: cfg.metrics.enable_cluster_queue_resources.unwrap_or(false),
         local_queues: cfg.metrics.local_queue_metrics.enable.unwrap_or(true),
     }));

@@ -24,8 +24,10 @@
 //!
 //! The shell talks to the world and stays thin:
 //!
-//! - [`server`]: HTTPS, limits, TLS reload, probes, metrics, the
-//!   resolution of the checks the router asks for. It names no family.
+//! - [`metrics`], [`tls`]: the Prometheus registry and the serving
+//!   certificate (its store and hot reload), used by `cluster` and `server`.
+//! - [`server`]: HTTPS, limits, probes, the resolution of the checks the
+//!   router asks for. It names no family.
 //! - [`cluster`]: kube glue — SubjectAccessReviews, discovery, watch-backed
 //!   facts, the serving-certificate Secret.
 //! - [`controllers`]: kube-runtime controllers on one shared context
@@ -50,8 +52,10 @@ pub mod controllers;
 pub mod devices;
 pub mod jobs;
 pub mod kueuectl;
+pub mod metrics;
 pub mod prescale;
 pub mod queueing;
 pub mod server;
 pub mod testing;
+pub mod tls;
 pub mod vocabulary;

@@ -69,7 +69,7 @@ pub fn run(a: DevArgs) -> Result<()> {
 
     let certs_dir = tempfile::tempdir()?;
     let bundle = certs::generate(&CertOptions::default(), time::OffsetDateTime::now_utc())?;
-    crate::server::tls::write(certs_dir.path(), &bundle)?;
+    crate::tls::write(certs_dir.path(), &bundle)?;
     let (port, probe_port, visibility_port) = (free_port()?, free_port()?, free_port()?);
     let ca_bundle = certs::ca_bundle(&bundle.ca_pem);
 

@@ -58,13 +58,13 @@ use super::{
     events::{Events, Occurrence},
     translation::{self, Conditions},
 };
+use crate::metrics::kueue::KueueMetrics;
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     queueing::{
         quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
         LocalQueueStatus, PendingReason, PreemptedReason,
     },
-    server::kueue_metrics::KueueMetrics,
 };
 
 mod checks;
