@@ -758,7 +758,7 @@ struct Arrow {
     to: String,
     file: String,
     line: usize,
-    path: String,
+    path: Vec<String>,
 }
 
 /// Every arrow between rooms: a path one room's file names (a `use`, or
@@ -781,7 +781,7 @@ fn room_arrows(sources: &[Source]) -> Vec<Arrow> {
                     to: to.clone(),
                     file: rel(&s.file),
                     line: n.line,
-                    path: n.path.join("::"),
+                    path: n.path.clone(),
                 }),
                 _ => {}
             }
@@ -815,13 +815,9 @@ fn room_violations(sources: &[Source], debt: &[(&str, &str, &str)]) -> Vec<Strin
             continue;
         };
         if to > from {
-            let listed = debt.iter().position(|(file, path, _)| {
-                a.file == *file
-                    && starts_with(
-                        &a.path.split("::").map(String::from).collect::<Vec<_>>(),
-                        path,
-                    )
-            });
+            let listed = debt
+                .iter()
+                .position(|(file, path, _)| a.file == *file && starts_with(&a.path, path));
             if let Some(i) = listed {
                 // A listed debt stands outside the circle check too.
                 paid[i] = true;
@@ -829,7 +825,12 @@ fn room_violations(sources: &[Source], debt: &[(&str, &str, &str)]) -> Vec<Strin
             }
             bad.push(format!(
                 "{}:{}: the room `{}` imports `{}` from `{}`, a room above it; move what it needs down (into `{}` or the vocabulary floor), or move the caller up",
-                a.file, a.line, a.from, a.path, a.to, a.from,
+                a.file,
+                a.line,
+                a.from,
+                a.path.join("::"),
+                a.to,
+                a.from,
             ));
         }
         graph.entry(a.to.clone()).or_default();
@@ -837,7 +838,7 @@ fn room_violations(sources: &[Source], debt: &[(&str, &str, &str)]) -> Vec<Strin
             .entry(a.from.clone())
             .or_default()
             .entry(a.to.clone())
-            .or_insert_with(|| format!("{}:{} `{}`", a.file, a.line, a.path));
+            .or_insert_with(|| format!("{}:{} `{}`", a.file, a.line, a.path.join("::")));
     }
     for ((file, path, _), seen) in debt.iter().zip(paid) {
         if !seen {
