@@ -9,8 +9,10 @@ use super::{
     Context, Decision, Verdict,
 };
 use crate::jobs::policy::Policy;
-use crate::vocabulary::keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
-use crate::vocabulary::patch;
+use crate::vocabulary::{
+    keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    patch,
+};
 
 pub fn default(
     policy: &Policy,

@@ -21,8 +21,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::admission::{field::label_path, review::UserInfo, ClusterFacts, Operation};
-use crate::vocabulary::go::go_quote;
-use crate::vocabulary::keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
+use crate::vocabulary::{
+    go::go_quote,
+    keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+};
 
 /// On a LocalQueue, or on a ClusterQueue (then for every LocalQueue pointing
 /// at it): `"true"` makes submitting to the queue need verb `submit` on

@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 
 use super::field::{annotation_path, label_path};
 use crate::jobs::policy::{json_type, Interest, Policy, PolicySet};
-use crate::vocabulary::keys::{QUEUE_NAME_LABEL, STOPPING_ANNOTATION};
-use crate::vocabulary::pointer::Pointer;
+use crate::vocabulary::{
+    keys::{QUEUE_NAME_LABEL, STOPPING_ANNOTATION},
+    pointer::Pointer,
+};
 
 /// Name of the LocalQueue (and WorkloadPriorityClass) used when none is named.
 pub const DEFAULT_NAME: &str = "default";

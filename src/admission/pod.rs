@@ -22,13 +22,14 @@ use crate::jobs::{
     pod::{group_total_count, role_hash},
     policy::{Gate, Policy},
 };
-use crate::vocabulary::keys::MANAGED_VALUE;
-use crate::vocabulary::keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
-use crate::vocabulary::keys::{
-    RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
+use crate::vocabulary::{
+    keys::{
+        MANAGED_VALUE, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RETRIABLE_IN_GROUP_ANNOTATION,
+        ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
+    },
+    patch::{self, PatchOp},
+    pointer::Pointer,
 };
-use crate::vocabulary::patch::{self, PatchOp};
-use crate::vocabulary::pointer::Pointer;
 
 fn read<'a>(
     policy: &Policy,

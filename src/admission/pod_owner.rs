@@ -23,17 +23,15 @@ use crate::jobs::{
     pod_owner,
     policy::{PodOwner, Policy, ReplicaGroups},
 };
-use crate::vocabulary::keys::MANAGED_LABEL;
-use crate::vocabulary::keys::{
-    ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
-};
-use crate::vocabulary::keys::{
-    GROUP_SERVING_ANNOTATION, PODSET_GROUP_NAME_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
-};
-use crate::vocabulary::pointer::Pointer;
 use crate::vocabulary::{
     go::go_quote,
+    keys::{
+        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION, GROUP_SERVING_ANNOTATION,
+        MANAGED_LABEL, PODSET_GROUP_NAME_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        SUSPENDED_BY_PARENT_ANNOTATION,
+    },
     patch::{self, PatchOp},
+    pointer::Pointer,
 };
 
 fn read<'a>(

@@ -16,15 +16,16 @@ use super::{
     object::{DecodeError, JobObject},
 };
 use crate::jobs::policy::{json_type, Invariant, PodSet, Policy};
-use crate::vocabulary::go::{go_parse_bool, go_quote};
-use crate::vocabulary::keys::ELASTIC_JOB_ANNOTATION;
-use crate::vocabulary::keys::{
-    PODSET_GROUP_NAME_ANNOTATION, PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
-    PODSET_REQUIRED_TOPOLOGY_ANNOTATION, PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
-    PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION, PODSET_SLICE_SIZE_ANNOTATION,
-    PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+use crate::vocabulary::{
+    go::{go_parse_bool, go_quote},
+    keys::{
+        ELASTIC_JOB_ANNOTATION, PODSET_GROUP_NAME_ANNOTATION, PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+        PODSET_REQUIRED_TOPOLOGY_ANNOTATION, PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+        PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION, PODSET_SLICE_SIZE_ANNOTATION,
+        PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    },
+    pointer::Pointer,
 };
-use crate::vocabulary::pointer::Pointer;
 
 /// A pod template's annotations.
 type Annotations<'a> = BTreeMap<&'a str, &'a str>;

@@ -9,11 +9,13 @@ use super::{
     topology, Context,
 };
 use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
-use crate::vocabulary::go::{go_atoi, go_parse_bool, go_quote};
-use crate::vocabulary::keys::{
-    ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION,
-    JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
-    MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+use crate::vocabulary::{
+    go::{go_atoi, go_parse_bool, go_quote},
+    keys::{
+        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION,
+        JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
+        MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+    },
 };
 use serde_json::Value;
 

@@ -379,13 +379,13 @@ pub async fn remove_workload_finalizer(
     let finalizers = meta.finalizers.clone().unwrap_or_default();
     if !finalizers
         .iter()
-        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER)
+        .any(|f| f == crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER)
     {
         return Ok(false);
     }
     let rest: Vec<&String> = finalizers
         .iter()
-        .filter(|f| *f != workload::RESOURCE_IN_USE_FINALIZER)
+        .filter(|f| *f != crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER)
         .collect();
     let patch: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version},

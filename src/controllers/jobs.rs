@@ -31,8 +31,7 @@ use super::{
     },
     translation::Conditions,
 };
-use crate::vocabulary::keys::QUEUE_NAME_LABEL;
-use crate::vocabulary::patch::PatchOp;
+use crate::vocabulary::{keys::QUEUE_NAME_LABEL, patch::PatchOp};
 use crate::{
     api::{
         appwrapper::v1beta2::AppWrapper,
@@ -329,7 +328,7 @@ async fn release_orphan(
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+        .any(|f| f == crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER);
     let Some(ns) = meta.namespace.clone().filter(|_| held) else {
         return;
     };

@@ -179,7 +179,8 @@ fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
         .flatten()
         .filter(|g| {
             let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str()) && n != Some(core_pod::TOPOLOGY_GATE)
+            n != Some(gate.scheduling_gate.as_str())
+                && n != Some(crate::vocabulary::keys::TOPOLOGY_GATE)
         })
         .cloned()
         .collect();

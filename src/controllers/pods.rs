@@ -33,8 +33,10 @@ use super::{
     },
     translation::Conditions,
 };
-use crate::vocabulary::keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
-use crate::vocabulary::patch::PatchOp;
+use crate::vocabulary::{
+    keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+    patch::PatchOp,
+};
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     jobs::{

@@ -15,22 +15,20 @@ use super::{
     policy::{Gate, GroupRule, Policy},
     workload::{
         name_for, priority, set_priority, PodSetInfo, Priority, PriorityClasses, WorkloadError,
-        RESOURCE_IN_USE_FINALIZER,
     },
 };
-use crate::vocabulary::keys::JOB_UID_LABEL;
-use crate::vocabulary::keys::{
-    GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
-    RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
+use crate::vocabulary::{
+    keys::{
+        GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL,
+        RESOURCE_IN_USE_FINALIZER, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
+        TOPOLOGY_GATE,
+    },
+    patch::PatchOp,
 };
-use crate::vocabulary::keys::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL};
-use crate::vocabulary::patch::PatchOp;
 
 /// Kueue's pod set name for a single pod.
 pub const POD_SET_NAME: &str = "main";
-/// Kueue's `prepare`: the topology gate goes too when no topology was
-/// assigned (batchgate assigns none).
-pub const TOPOLOGY_GATE: &str = "kueue.x-k8s.io/topology";
 
 fn meta<'a>(obj: &'a Value, section: &str, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(section)?.get(key)?.as_str()

@@ -11,21 +11,18 @@ use serde_json::{json, Map, Value};
 use super::{
     pod::{annotation, group_name, label, POD_SET_NAME},
     policy::{Gate, OwnerGroup, PodOwner, Policy, ReplicaGroups},
-    workload::{
-        name_for, priority_of, set_priority, PriorityClasses, WorkloadError,
-        RESOURCE_IN_USE_FINALIZER,
+    workload::{name_for, priority_of, set_priority, PriorityClasses, WorkloadError},
+};
+use crate::vocabulary::{
+    keys::{
+        COMPONENT_WORKLOAD_INDEX_ANNOTATION, GROUP_FAST_ADMISSION_ANNOTATION,
+        GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION, JOB_OWNER_GVK_ANNOTATION,
+        JOB_OWNER_NAME_ANNOTATION, JOB_UID_LABEL, POD_INDEX_LABEL_ANNOTATION,
+        PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER,
+        ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
     },
+    patch::PatchOp,
 };
-use crate::vocabulary::keys::{
-    COMPONENT_WORKLOAD_INDEX_ANNOTATION, JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION,
-};
-use crate::vocabulary::keys::{
-    GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
-    JOB_UID_LABEL, POD_INDEX_LABEL_ANNOTATION, ROLE_HASH_ANNOTATION,
-    SUSPENDED_BY_PARENT_ANNOTATION,
-};
-use crate::vocabulary::keys::{PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
-use crate::vocabulary::patch::PatchOp;
 
 /// The label of a pod's controller revision (set by the StatefulSet
 /// controller).

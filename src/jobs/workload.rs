@@ -12,9 +12,11 @@ use crate::jobs::{
     policy::{Policy, Synthesizer},
     reference::InfoEntry,
 };
-use crate::vocabulary::keys::JOB_UID_LABEL;
-use crate::vocabulary::keys::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL};
 use crate::vocabulary::{
+    keys::{
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        RESOURCE_IN_USE_FINALIZER,
+    },
     patch::{self, PatchOp},
     pointer::Pointer,
 };
@@ -438,12 +440,6 @@ fn java_memory(v: &str) -> String {
     }
     v.to_string()
 }
-
-/// Kueue's finalizer on a job's Workload (and on ClusterQueues and
-/// ResourceFlavors in use): the job reconciler lets go of it once the
-/// Workload is finished, or being deleted with its job stopped, or the job
-/// is gone.
-pub const RESOURCE_IN_USE_FINALIZER: &str = crate::queueing::finalizers::RESOURCE_IN_USE;
 
 /// The Workload for a queued job: owned by it (controller reference, so it
 /// is garbage-collected with the job), labelled with the job's uid, and

@@ -1,4 +1,5 @@
-//! Kueue's label and annotation keys (`kueue.x-k8s.io/…`), spelled once:
+//! Kueue's label and annotation keys (`kueue.x-k8s.io/…`), and the
+//! finalizer and scheduling gate it puts on objects, spelled once:
 //! the webhook writes and checks them, the reconciler reads and sets them,
 //! the CLI prints them, and all must agree with upstream.
 
@@ -73,3 +74,14 @@ pub const JOB_OWNER_NAME_ANNOTATION: &str = "kueue.x-k8s.io/job-owner-name";
 pub const COMPONENT_WORKLOAD_INDEX_ANNOTATION: &str = "kueue.x-k8s.io/component-workload-index";
 /// `workloadslicing.WorkloadSliceReplacementFor`.
 pub const SLICE_REPLACEMENT_FOR_ANNOTATION: &str = "kueue.x-k8s.io/workload-slice-replacement-for";
+
+// ---- Finalizers and scheduling gates ----
+
+/// Kueue's finalizer on a job's Workload, and on ClusterQueues and
+/// ResourceFlavors in use: the job reconciler lets go of it once the
+/// Workload is finished, or being deleted with its job stopped, or the job
+/// is gone; the queueing engine once nothing uses the queue or flavor.
+pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
+/// Kueue's `prepare`: the topology gate goes too when no topology was
+/// assigned (batchgate assigns none).
+pub const TOPOLOGY_GATE: &str = "kueue.x-k8s.io/topology";

@@ -40,9 +40,11 @@ use super::{
     router::{Checks, Decided, Family, Hook, Review},
     validation, Context, Decision, Operation, Request, Verdict,
 };
-use crate::vocabulary::keys::QUEUE_NAME_LABEL;
-use crate::vocabulary::patch::{self, PatchOp};
-use crate::vocabulary::pointer::Pointer;
+use crate::vocabulary::{
+    keys::QUEUE_NAME_LABEL,
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 use crate::{
     admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
     api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},

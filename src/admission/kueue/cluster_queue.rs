@@ -13,8 +13,7 @@ use super::{
     decode, json_in_go_order, labels, parse_quantity, semantic, Violation, FIELD_IMMUTABLE,
     IS_NEGATIVE,
 };
-use crate::vocabulary::go::go_quote;
-use crate::vocabulary::quantity;
+use crate::vocabulary::{go::go_quote, quantity};
 use crate::{
     admission::object::DecodeError,
     api::kueue::v1beta2::{

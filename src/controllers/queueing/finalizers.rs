@@ -37,7 +37,7 @@ impl Controller {
             let has = g
                 .finalizers
                 .iter()
-                .any(|f| f == finalizers::RESOURCE_IN_USE);
+                .any(|f| f == crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER);
             if let Some(c) = finalizers::change(&self.engine, *kind, name, has, g.deleting) {
                 due.push((*kind, name.clone(), g.clone(), c));
             }
