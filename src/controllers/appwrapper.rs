@@ -43,7 +43,7 @@ use super::{
     },
     translation::Conditions,
 };
-use crate::vocabulary::keys::QUEUE_NAME_LABEL;
+use crate::vocabulary::keys::{self, QUEUE_NAME_LABEL};
 use crate::{
     admission::appwrapper::ComponentCheck,
     api::{
@@ -625,7 +625,7 @@ pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priorit
         "metadata": {
             "name": workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid),
             "namespace": aw.namespace,
-            "labels": { crate::vocabulary::keys::JOB_UID_LABEL: aw.uid },
+            "labels": { keys::JOB_UID_LABEL: aw.uid },
             "ownerReferences": [{
                 "apiVersion": core::APPWRAPPER_API_VERSION,
                 "kind": APPWRAPPER_KIND,

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use super::translation::Conditions;
+use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     devices::allocation,
@@ -379,13 +380,13 @@ pub async fn remove_workload_finalizer(
     let finalizers = meta.finalizers.clone().unwrap_or_default();
     if !finalizers
         .iter()
-        .any(|f| f == crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER)
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER)
     {
         return Ok(false);
     }
     let rest: Vec<&String> = finalizers
         .iter()
-        .filter(|f| *f != crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER)
+        .filter(|f| *f != keys::RESOURCE_IN_USE_FINALIZER)
         .collect();
     let patch: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version},
@@ -431,21 +432,15 @@ pub fn admission_pod_set_infos(
                 count: psa.count.map(i64::from),
                 ..PodSetInfo::default()
             };
-            info.labels.insert(
-                crate::vocabulary::keys::PODSET_LABEL.into(),
-                psa.name.clone(),
-            );
+            info.labels
+                .insert(keys::PODSET_LABEL.into(), psa.name.clone());
             if !queue.is_empty() {
-                info.labels.insert(
-                    crate::vocabulary::keys::LOCAL_QUEUE_LABEL.into(),
-                    queue.to_string(),
-                );
+                info.labels
+                    .insert(keys::LOCAL_QUEUE_LABEL.into(), queue.to_string());
             }
             if is_dns1123_label(&cq) {
-                info.labels.insert(
-                    crate::vocabulary::keys::CLUSTER_QUEUE_LABEL.into(),
-                    cq.clone(),
-                );
+                info.labels
+                    .insert(keys::CLUSTER_QUEUE_LABEL.into(), cq.clone());
             }
             // Pods with devices go to the node holding them.
             if let Some(node) = pinned_node(wl, &psa.name) {

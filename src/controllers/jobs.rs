@@ -31,7 +31,10 @@ use super::{
     },
     translation::Conditions,
 };
-use crate::vocabulary::{keys::QUEUE_NAME_LABEL, patch::PatchOp};
+use crate::vocabulary::{
+    keys::{self, QUEUE_NAME_LABEL},
+    patch::PatchOp,
+};
 use crate::{
     api::{
         appwrapper::v1beta2::AppWrapper,
@@ -328,7 +331,7 @@ async fn release_orphan(
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER);
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
     let Some(ns) = meta.namespace.clone().filter(|_| held) else {
         return;
     };

@@ -30,7 +30,7 @@ use super::{
     pods::resource_of,
     translation::Conditions,
 };
-use crate::vocabulary::patch::PatchOp;
+use crate::vocabulary::{keys, patch::PatchOp};
 use crate::{
     api::kueue::v1beta2::{self as api, condition},
     jobs::{
@@ -179,8 +179,7 @@ fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
         .flatten()
         .filter(|g| {
             let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str())
-                && n != Some(crate::vocabulary::keys::TOPOLOGY_GATE)
+            n != Some(gate.scheduling_gate.as_str()) && n != Some(keys::TOPOLOGY_GATE)
         })
         .cloned()
         .collect();
@@ -207,7 +206,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     }
     let replicas = pod_owner::replicas(group, &this);
-    let queue = core_pod::label(&this, crate::vocabulary::keys::QUEUE_NAME_LABEL)
+    let queue = core_pod::label(&this, keys::QUEUE_NAME_LABEL)
         .filter(|q| !q.is_empty())
         .map(String::from);
     let wl_name = pod_owner::workload_name(policy, &this);
@@ -310,7 +309,7 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         return Ok(Action::await_change());
     };
     // Kueue's predicate: only an object it would suspend (queued).
-    let queue = core_pod::label(&this, crate::vocabulary::keys::QUEUE_NAME_LABEL)
+    let queue = core_pod::label(&this, keys::QUEUE_NAME_LABEL)
         .filter(|q| !q.is_empty())
         .map(String::from);
     let Some(queue) = queue else {
@@ -451,9 +450,8 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
                     waiting = true;
                 }
                 ctx.patch_pod(&ns, &pod, &ops).await?;
-                let in_admitted =
-                    core_pod::annotation(&pod, crate::vocabulary::keys::PREBUILT_WORKLOAD_LABEL)
-                        .is_some_and(|w| admitted.iter().any(|a| a == w));
+                let in_admitted = core_pod::annotation(&pod, keys::PREBUILT_WORKLOAD_LABEL)
+                    .is_some_and(|w| admitted.iter().any(|a| a == w));
                 if in_admitted && core_pod::is_gated(&ctx.gate, &pod) {
                     let _ = ctx.pod_wakes.unbounded_send(
                         ObjectRef::new_with(&p.name_any(), ctx.pods.clone()).within(&ns),

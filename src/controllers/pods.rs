@@ -34,7 +34,7 @@ use super::{
     translation::Conditions,
 };
 use crate::vocabulary::{
-    keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+    keys::{self, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
     patch::PatchOp,
 };
 use crate::{
@@ -76,11 +76,7 @@ pub async fn run(
     };
     let resource = resource_of(&policy);
     let api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
-    let selector = format!(
-        "{}={}",
-        gate.managed_label,
-        crate::vocabulary::keys::MANAGED_VALUE
-    );
+    let selector = format!("{}={}", gate.managed_label, keys::MANAGED_VALUE);
     let controller = crate::cluster::watch::controller(
         api,
         watcher::Config::default().labels(&selector),
@@ -238,9 +234,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::requeue(Duration::ZERO));
     }
     let gate = &ctx.gate;
-    if obj.labels().get(&gate.managed_label).map(String::as_str)
-        != Some(crate::vocabulary::keys::MANAGED_VALUE)
-    {
+    if obj.labels().get(&gate.managed_label).map(String::as_str) != Some(keys::MANAGED_VALUE) {
         return Ok(Action::await_change());
     }
     let Some(ns) = obj.namespace() else {

@@ -32,6 +32,7 @@ use super::{
     },
     translation::Conditions,
 };
+use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2::{
         self as api, condition, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
@@ -230,8 +231,8 @@ async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
             resource(),
             watcher::Config::default().labels(&format!(
                 "{}={}",
-                crate::vocabulary::keys::MANAGED_LABEL,
-                crate::vocabulary::keys::MANAGED_VALUE
+                keys::MANAGED_LABEL,
+                keys::MANAGED_VALUE
             )),
         )
         .watches(
@@ -263,8 +264,8 @@ async fn owned_requests(
     let list = api
         .list(&ListParams::default().labels(&format!(
             "{}={}",
-            crate::vocabulary::keys::MANAGED_LABEL,
-            crate::vocabulary::keys::MANAGED_VALUE
+            keys::MANAGED_LABEL,
+            keys::MANAGED_VALUE
         )))
         .await?;
     Ok(list

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::vocabulary::{
     keys::{
-        COMPONENT_WORKLOAD_INDEX_ANNOTATION, GROUP_FAST_ADMISSION_ANNOTATION,
+        self, COMPONENT_WORKLOAD_INDEX_ANNOTATION, GROUP_FAST_ADMISSION_ANNOTATION,
         GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION, JOB_OWNER_GVK_ANNOTATION,
         JOB_OWNER_NAME_ANNOTATION, JOB_UID_LABEL, POD_INDEX_LABEL_ANNOTATION,
         PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER,
@@ -178,7 +178,7 @@ pub fn member_patch(
         if queue.is_none() && !manage_all {
             return Vec::new();
         }
-        labels.set(&gate.managed_label, crate::vocabulary::keys::MANAGED_VALUE);
+        labels.set(&gate.managed_label, keys::MANAGED_VALUE);
         if let Some(q) = queue {
             labels.set(QUEUE_NAME_LABEL, q);
         }
@@ -466,7 +466,7 @@ pub fn group_member_patch(
             &format!("{}-{index}", str_at(obj, "/metadata/name")),
             str_at(obj, "/metadata/uid"),
         );
-        labels.set(&gate.managed_label, crate::vocabulary::keys::MANAGED_VALUE);
+        labels.set(&gate.managed_label, keys::MANAGED_VALUE);
         if let (Some(q), true) = (queue, gated) {
             labels.set(QUEUE_NAME_LABEL, q);
         }

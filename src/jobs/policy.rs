@@ -11,7 +11,7 @@ use std::{collections::BTreeSet, fmt, sync::Arc};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::vocabulary::pointer::Pointer;
+use crate::vocabulary::{keys, pointer::Pointer};
 
 pub use super::reference::{AdmissionPatch, RuntimeRef};
 
@@ -1363,7 +1363,7 @@ impl PolicySet {
     /// governed by their parent's Workload, as in the webhook)?
     pub fn governs(&self, policy: &Policy, job: &Value) -> bool {
         let meta = &job["metadata"];
-        let queued = meta["labels"][crate::vocabulary::keys::QUEUE_NAME_LABEL]
+        let queued = meta["labels"][keys::QUEUE_NAME_LABEL]
             .as_str()
             .is_some_and(|q| !q.is_empty());
         let child = meta["ownerReferences"]
