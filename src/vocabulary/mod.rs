@@ -3,7 +3,8 @@
 //! admission and job rooms came to import each other). It imports nothing
 //! from the crate's other rooms.
 //!
-//! - [`keys`]: Kueue's label and annotation keys.
+//! - [`keys`]: Kueue's label and annotation keys, its finalizer and
+//!   scheduling gate.
 //! - [`pointer`]: JSON Pointers, naming a field of a raw object.
 //! - [`patch`]: JSON Patch operations built from owned fields.
 //! - [`go`]: Go's `strconv` parsing and quoting.
