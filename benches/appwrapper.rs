@@ -49,9 +49,12 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use batchgate::{
-    admission::entitlement::{self, CacheLimits, Check, Outcome},
-    admission::router::{Hook, Reviewed, Router},
-    admission::{appwrapper, NoCluster, Settings},
+    admission::{
+        appwrapper,
+        entitlement::{self, CacheLimits, Check, Outcome},
+        router::{Hook, Reviewed, Router},
+        NoCluster, Settings,
+    },
     api::selector::LabelSelector,
     certs::{self, CertOptions},
     cluster::{
@@ -59,8 +62,9 @@ use batchgate::{
         sar::{Authorizer, SarClient, SarError},
     },
     jobs::policy::PolicySet,
-    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
+    server::{self, Limits, Readiness, ServeOptions},
 };
+use batchgate::{metrics::Metrics, tls::CertStore};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

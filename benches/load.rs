@@ -610,7 +610,7 @@ fn bench_webhook() -> Result<Router, BoxError> {
         manage_jobs_without_queue_name: false,
         managed_namespaces: LabelSelector::excluding_namespaces(&[
             "kube-system",
-            batchgate::api::config::DEFAULT_NAMESPACE,
+            batchgate::api::DEFAULT_NAMESPACE,
         ]),
     };
     Ok(Router::new(

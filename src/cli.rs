@@ -17,12 +17,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use time::OffsetDateTime;
 use tracing::{error, info, warn};
 
+use crate::config::{AdmissionMode, Config};
 use crate::{
-    admission::manifests::{self, Endpoint, WebhookOptions},
-    admission::{router::Router, ClusterFacts, NoCluster, Settings},
-    api::config::{AdmissionMode, Config},
-    certs::rotation::Timing,
-    certs::{self, CertOptions},
+    admission::{
+        manifests::{self, Endpoint, WebhookOptions},
+        router::Router,
+        ClusterFacts, NoCluster, Settings,
+    },
+    certs::{self, rotation::Timing, CertOptions},
     cluster::{
         self,
         certsecret::{CertSecret, Managed},
@@ -31,8 +33,9 @@ use crate::{
     },
     controllers,
     jobs::policy::{PolicyError, PolicySet},
-    server::{self, metrics::Metrics, tls::CertStore, Limits, Readiness, ServeOptions},
+    server::{self, Limits, Readiness, ServeOptions},
 };
+use crate::{metrics::Metrics, tls::CertStore};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -86,7 +89,7 @@ pub struct CrdsArgs {
     /// A PEM CA file to put in the conversion webhook's caBundle.
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -106,7 +109,7 @@ pub struct CertsArgs {
     /// Service name the apiserver dials.
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Extra DNS names (repeatable).
     #[arg(long = "dns")]
@@ -186,7 +189,7 @@ pub struct WebhooksArgs {
     pub ca_file: Option<PathBuf>,
     #[arg(long, default_value = "Fail")]
     pub failure_policy: String,
-    #[arg(long, default_value = crate::api::config::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = crate::api::DEFAULT_NAMESPACE)]
     pub namespace: String,
     #[arg(long, default_value = "batchgate-webhook")]
     pub service: String,
@@ -237,7 +240,7 @@ pub fn certs(a: CertsArgs) -> Result<()> {
         ..CertOptions::default()
     };
     let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
-    server::tls::write(&a.out, &bundle)?;
+    crate::tls::write(&a.out, &bundle)?;
     if a.print_ca_bundle {
         println!("{}", certs::ca_bundle(&bundle.ca_pem));
     } else {
@@ -452,7 +455,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
     let cert_dir = if a.self_signed {
         let dir = tempfile::tempdir().context("creating a temporary cert directory")?;
         let bundle = certs::generate(&CertOptions::default(), OffsetDateTime::now_utc())?;
-        server::tls::write(dir.path(), &bundle)?;
+        crate::tls::write(dir.path(), &bundle)?;
         println!("caBundle: {}", certs::ca_bundle(&bundle.ca_pem));
         println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
         let p = dir.path().to_path_buf();
@@ -501,7 +504,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         "policies loaded"
     );
 
-    let metrics = Arc::new(Metrics::with_kueue(crate::server::kueue_metrics::Options {
+    let metrics = Arc::new(Metrics::with_kueue(crate::metrics::kueue::Options {
         cluster_queue_resources: cfg.metrics.enable_cluster_queue_resources.unwrap_or(false),
         local_queues: cfg.metrics.local_queue_metrics.enable.unwrap_or(true),
     }));
@@ -789,13 +792,12 @@ async fn wait_for_signal() {
 
 /// Reads and parses the configuration file (the file read is the shell's;
 /// the parse is [`Config::parse`]).
-fn read_config(path: &std::path::Path) -> Result<Config, crate::api::config::ConfigError> {
+fn read_config(path: &std::path::Path) -> Result<Config, crate::config::ConfigError> {
     let p = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|source| crate::api::config::ConfigError::Io {
-            path: p.clone(),
-            source,
-        })?;
+    let text = std::fs::read_to_string(path).map_err(|source| crate::config::ConfigError::Io {
+        path: p.clone(),
+        source,
+    })?;
     Config::parse(&p, &text)
 }
 

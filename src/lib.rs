@@ -15,21 +15,30 @@
 //! - [`appwrapper`], [`prescale`], [`devices`]: the other capabilities' state
 //!   machines and rules.
 //! - [`api`]: wire types (Kueue, AppWrapper, PreScaledCronJob, device kinds,
-//!   label selectors, the configuration file), CRDs and conversion.
+//!   label selectors), CRDs and conversion.
 //! - [`certs`]: certificate making and rotation decisions.
+//! - [`config`]: the configuration file, read into each room's settings.
+//! - [`vocabulary`]: the floor — Kueue's label and annotation keys, JSON
+//!   pointers and patches, Go's parsing, quantities — which every room may
+//!   speak and which imports no other room.
 //!
 //! The shell talks to the world and stays thin:
 //!
-//! - [`server`]: HTTPS, limits, TLS reload, probes, metrics, the
-//!   resolution of the checks the router asks for. It names no family.
+//! - [`metrics`], [`tls`]: the Prometheus registry and the serving
+//!   certificate (its store and hot reload), used by `cluster` and `server`.
+//! - [`server`]: HTTPS, limits, probes, the resolution of the checks the
+//!   router asks for. It names no family.
 //! - [`cluster`]: kube glue — SubjectAccessReviews, discovery, watch-backed
 //!   facts, the serving-certificate Secret.
 //! - [`controllers`]: kube-runtime controllers on one shared context
 //!   ([`controllers::context`]); they never import each other in a cycle.
 //! - [`cli`], [`kueuectl`]: the `batchgate` and `kubectl-kueue` commands.
 //!
-//! The core never imports the shell; `tests/architecture.rs` checks it, and
-//! `docs/architecture.md` walks one review and one queued Job through.
+//! The core never imports the shell, and the top-level modules stand in
+//! layers (the vocabulary floor, `api`, the core rooms, the shell) with no
+//! import from a lower layer to a higher one; `tests/architecture.rs`
+//! checks both, and `docs/architecture.md` gives the order and walks one
+//! review and one queued Job through.
 //! [`testing`] holds the fuzz targets' bodies, outside both layers.
 
 pub mod admission;
@@ -38,11 +47,15 @@ pub mod appwrapper;
 pub mod certs;
 pub mod cli;
 pub mod cluster;
+pub mod config;
 pub mod controllers;
 pub mod devices;
 pub mod jobs;
 pub mod kueuectl;
+pub mod metrics;
 pub mod prescale;
 pub mod queueing;
 pub mod server;
 pub mod testing;
+pub mod tls;
+pub mod vocabulary;

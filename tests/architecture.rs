@@ -4,17 +4,25 @@
 //! 1. A pure-core module imports no shell module (`server`, `cluster`,
 //!    `controllers`, `cli`, `kueuectl`) and no I/O: kube client types
 //!    (`kube::Client`, `kube::Api`, `kube::runtime`, …), tokio's or std's
-//!    network, file and process modules, timers, HTTP stacks.
-//! 2. `server/` names no admission family's module: families are reached
-//!    through `admission::router` only.
+//!    network, file and process modules, timers, HTTP stacks; and reads no
+//!    clock (`Utc::now`, `Timestamp::now`, `UNIX_EPOCH.elapsed()`, …).
+//! 2. The listener's rooms (`server`, `metrics`, `tls`) name no admission
+//!    family's module: families are reached through `admission::router`
+//!    only.
 //! 3. `controllers/` has no import cycle between its modules.
+//! 4. The rooms (top-level modules) stand in the layers of [`LAYERS`],
+//!    bottom to top: the `vocabulary` floor, `api`, the core rooms, the
+//!    shell, the binaries. No room imports from a room above it (but for
+//!    the arrows listed in [`UPWARD_DEBT`], which may only go), and no
+//!    rooms import each other in a circle.
 //!
 //! Test code (`#[cfg(test)]` modules, `tests.rs` files) is not checked: a
 //! core module's tests may drive it through the shell.
 //!
 //! The checks read the code with a small lexer (comments, strings and test
 //! modules blanked out, `use` trees expanded, `crate::`/`super::` paths
-//! resolved), so a path named in a comment is not an import.
+//! and `use` names resolved), so a path named in a comment is not an
+//! import.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -25,17 +33,31 @@ use std::{
 /// The pure core: top-level modules of the library.
 const CORE: &[&str] = &[
     "admission",  // the router, every family's rules, entitlement, webhook configurations
-    "api",        // wire types, CRDs, conversion, selectors, the configuration file
+    "api",        // wire types, CRDs, conversion, selectors
     "appwrapper", // the AppWrapper state machine
     "certs",      // certificate making and rotation decisions
     "devices",    // claim matching and scoring
     "jobs",       // the job framework: policies, job -> Workload
     "prescale",   // cron, primer schedules, the wait-until instant
     "queueing",   // the quota engine and the visibility API computed from it
+    "config",     // the configuration file, read into each room's settings
+    "vocabulary", // Kueue's keys, JSON pointers and patches, Go parsing, quantities
 ];
 
 /// The shell.
-const SHELL: &[&str] = &["server", "cluster", "controllers", "cli", "kueuectl"];
+const SHELL: &[&str] = &[
+    "metrics",
+    "tls",
+    "server",
+    "cluster",
+    "controllers",
+    "cli",
+    "kueuectl",
+];
+
+/// The rooms that serve the webhook: they reach the admission families
+/// through `admission::router` only.
+const LISTENER: &[&str] = &["server", "metrics", "tls"];
 
 /// Paths a core module may not name: kube's client side, I/O, timers.
 const FORBIDDEN_IN_CORE: &[&str] = &[
@@ -78,6 +100,17 @@ const CLOCKS: &[&str] = &[
     "SystemTime::now",
     "Instant::now",
     "tokio::time::Instant::now",
+    "chrono::offset::Utc::now",
+    "chrono::offset::Local::now",
+    "k8s_openapi::chrono::Utc::now",
+    "jiff::Timestamp::now",
+    "k8s_openapi::jiff::Timestamp::now",
+    "Timestamp::now",
+    // `elapsed()` on the epoch reads now (`named` spells the call `.elapsed`).
+    "UNIX_EPOCH.elapsed",
+    "SystemTime::UNIX_EPOCH.elapsed",
+    "std::time::UNIX_EPOCH.elapsed",
+    "std::time::SystemTime::UNIX_EPOCH.elapsed",
 ];
 
 /// What a core module may not name: the paths, what naming one does, and
@@ -98,6 +131,45 @@ const CORE_RULES: [(&[&str], &str, &str); 3] = [
         "does I/O",
         "belongs in the shell; pass the data in",
     ),
+];
+
+/// The rooms (top-level modules), bottom to top. A room imports only from
+/// rooms in lower layers or its own: an arrow up is a room borrowing from
+/// one built on it, and the beginning of a circle.
+const LAYERS: &[&[&str]] = &[
+    // The floor: words every room speaks; it imports no other room.
+    &["vocabulary"],
+    // Wire types.
+    &["api"],
+    // The pure core, from the rooms that stand alone up to the router that
+    // calls them all and the configuration file that configures them all.
+    &["certs"],
+    &["prescale"],
+    &["devices"],
+    &["queueing"],
+    &["appwrapper"],
+    &["jobs"],
+    &["admission"],
+    &["config"],
+    // The shell: the metrics registry and the serving certificate, which
+    // the kube glue and the listener both use; then those two.
+    &["metrics"],
+    &["tls"],
+    &["cluster"],
+    &["server"],
+    &["controllers"],
+    &["cli", "kueuectl"],
+    // The binaries (`src/main.rs`, `src/bin/`) and the fuzz targets' bodies:
+    // nothing imports them.
+    &["main", "testing"],
+];
+
+/// Arrows that still point up: (file, imported path, why it is there).
+/// Each is a debt: the room check fails on an arrow up that is not listed
+/// and on an entry that no longer occurs, so the list only shrinks.
+const UPWARD_DEBT: &[(&str, &str, &str)] = &[
+    // Paid off: `cluster` used to borrow the server's metrics registry and
+    // certificate store, now the `metrics` and `tls` rooms below both.
 ];
 
 /// Admission families' modules (and the cores behind them) that the
@@ -182,6 +254,21 @@ fn sources() -> Vec<Source> {
             }
         })
         .collect()
+}
+
+/// The library's files (as [`sources`]) and the binaries' (`src/main.rs`,
+/// `src/bin/`), which stand in the room `main`.
+fn room_sources() -> Vec<Source> {
+    let root = src();
+    let mut bins = vec![root.join("main.rs")];
+    walk(&root.join("bin"), &mut bins);
+    let mut all = sources();
+    all.extend(bins.into_iter().map(|f| Source {
+        module: vec!["main".to_string()],
+        code: strip_tests(&blank(&fs::read_to_string(&f).unwrap())),
+        file: f,
+    }));
+    all
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -349,8 +436,9 @@ fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// Expands a `use` tree (`a::{b, c::{d as e}}`) into its paths.
-fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
+/// Expands a `use` tree (`a::{b, c::{d as e}}`) into its paths, each
+/// with the name it brings into scope (`*` for a glob).
+fn expand(tree: &str, prefix: &[String], out: &mut Vec<(Vec<String>, String)>) {
     let tree = tree.trim();
     // Split at the first top-level `{`.
     if let Some(open) = tree.find('{') {
@@ -383,7 +471,9 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
     if tree.is_empty() {
         return;
     }
-    let tree = tree.split(" as ").next().unwrap_or(tree).trim();
+    let mut parts = tree.split(" as ");
+    let tree = parts.next().unwrap_or(tree).trim();
+    let alias = parts.next().map(str::trim);
     let mut p = prefix.to_vec();
     for seg in tree.split("::").map(str::trim) {
         if seg == "self" {
@@ -391,14 +481,19 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
         }
         p.push(seg.to_string());
     }
-    out.push(p);
+    let name = alias
+        .map(String::from)
+        .or_else(|| p.last().cloned())
+        .unwrap_or_default();
+    out.push((p, name));
 }
 
 /// Resolves `crate::`, `super::`, `self::` against `module`; other paths
 /// (external crates) are returned as written.
 fn resolve(module: &[String], path: &[String]) -> Vec<String> {
     match path.first().map(String::as_str) {
-        Some("crate") => path[1..].to_vec(),
+        // The binaries name the library by its crate name.
+        Some("crate") | Some("batchgate") => path[1..].to_vec(),
         Some("super") | Some("self") => {
             let mut base = module.to_vec();
             let mut i = 0;
@@ -415,11 +510,45 @@ fn resolve(module: &[String], path: &[String]) -> Vec<String> {
     }
 }
 
-/// Every path a file names: its `use` trees, and inline `a::b::c` paths.
+/// Every path a file names: its `use` trees, and inline `a::b::c` paths
+/// (read through the file's `use` names and `mod` declarations, so
+/// `use crate::jobs::policy; policy::Pointer` names `jobs::policy::Pointer`).
+/// A path whose value calls `.elapsed()` is also named as `path.elapsed`.
 fn named(s: &Source) -> Vec<Named> {
     let code = &s.code;
     let mut out = Vec::new();
     let mut rest = code.clone();
+    // Child modules declared here (`mod x;`, `mod x { .. }`).
+    let mut mods = BTreeSet::new();
+    let mut from = 0;
+    while let Some(n) = find_word(&code[from..], "mod") {
+        let at = from + n + 3;
+        let name: String = code[at..]
+            .trim_start()
+            .chars()
+            .take_while(|c| is_ident(*c))
+            .collect();
+        if !name.is_empty() {
+            mods.insert(name);
+        }
+        from = at;
+    }
+    let mut scope: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let local = |scope: &BTreeMap<String, Vec<String>>, p: &[String]| -> Vec<String> {
+        match p.first() {
+            Some(first) if scope.contains_key(first) => {
+                let mut full = scope[first].clone();
+                full.extend_from_slice(&p[1..]);
+                full
+            }
+            Some(first) if mods.contains(first) => {
+                let mut full = s.module.clone();
+                full.extend_from_slice(p);
+                full
+            }
+            _ => resolve(&s.module, p),
+        }
+    };
     // `use` statements first (then blanked, so they are not read twice).
     let mut from = 0;
     while let Some(n) = find_word(&rest[from..], "use") {
@@ -430,11 +559,12 @@ fn named(s: &Source) -> Vec<Named> {
         let mut paths = Vec::new();
         expand(&rest[at + 3..end].replace('\n', " "), &[], &mut paths);
         let line = line_of(code, at);
-        for p in paths {
-            out.push(Named {
-                path: resolve(&s.module, &p),
-                line,
-            });
+        for (p, name) in paths {
+            let path = local(&scope, &p);
+            if name != "*" && !name.is_empty() {
+                scope.insert(name, path.clone());
+            }
+            out.push(Named { path, line });
         }
         let blanked: String = rest[at..end]
             .chars()
@@ -468,11 +598,20 @@ fn named(s: &Source) -> Vec<Named> {
                     break;
                 }
             }
+            let line = line_of(code, start);
             if segs.len() > 1 {
                 out.push(Named {
-                    path: resolve(&s.module, &segs),
-                    line: line_of(code, start),
+                    path: local(&scope, &segs),
+                    line,
                 });
+            }
+            // `UNIX_EPOCH.elapsed()` reads the clock as surely as `now()`.
+            if rest[i..].trim_start().starts_with(".elapsed(") {
+                let mut called = local(&scope, &segs);
+                if let Some(last) = called.last_mut() {
+                    last.push_str(".elapsed");
+                }
+                out.push(Named { path: called, line });
             }
             if i == start {
                 i += 1;
@@ -529,10 +668,10 @@ fn layering(sources: &[Source]) -> Vec<String> {
                     }
                 }
             }
-            if top == "server" {
+            if LISTENER.contains(&top) {
                 if let Some(f) = FAMILIES.iter().find(|m| starts_with(&n.path, m)) {
                     bad.push(format!(
-                        "{}:{}: server/ names the admission family module `{f}` (`{shown}`); route it through `admission::router` (a Family in the table)",
+                        "{}:{}: {top}/ names the admission family module `{f}` (`{shown}`); route it through `admission::router` (a Family in the table)",
                         rel(&s.file),
                         n.line,
                     ));
@@ -612,6 +751,110 @@ fn cycle(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Option<String> {
     None
 }
 
+/// One arrow between rooms: `file:line` names `path`, which lives in the
+/// room `to`.
+struct Arrow {
+    from: String,
+    to: String,
+    file: String,
+    line: usize,
+    path: Vec<String>,
+}
+
+/// Every arrow between rooms: a path one room's file names (a `use`, or
+/// inline) that starts with another room.
+fn room_arrows(sources: &[Source]) -> Vec<Arrow> {
+    let rooms: BTreeSet<&str> = sources
+        .iter()
+        .filter_map(|s| s.module.first().map(String::as_str))
+        .chain(LAYERS.iter().flat_map(|l| l.iter().copied()))
+        .collect();
+    let mut arrows = Vec::new();
+    for s in sources {
+        let Some(from) = s.module.first() else {
+            continue; // lib.rs
+        };
+        for n in named(s) {
+            match n.path.first() {
+                Some(to) if to != from && rooms.contains(to.as_str()) => arrows.push(Arrow {
+                    from: from.clone(),
+                    to: to.clone(),
+                    file: rel(&s.file),
+                    line: n.line,
+                    path: n.path.clone(),
+                }),
+                _ => {}
+            }
+        }
+    }
+    arrows
+}
+
+fn layer_of(room: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&room))
+}
+
+/// Violations of the room order, one line each: a room in no layer, an
+/// arrow up that is not a listed debt, a debt entry that no longer occurs,
+/// a circle between rooms.
+fn room_violations(sources: &[Source], debt: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let placed: BTreeSet<&str> = sources
+        .iter()
+        .filter_map(|s| s.module.first().map(String::as_str))
+        .collect();
+    for room in placed.iter().filter(|r| layer_of(r).is_none()) {
+        bad.push(format!(
+            "src/{room}: the room `{room}` is in no layer; place it in LAYERS (tests/architecture.rs), above every room it imports"
+        ));
+    }
+    let mut paid = vec![false; debt.len()];
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for a in room_arrows(sources) {
+        let (Some(from), Some(to)) = (layer_of(&a.from), layer_of(&a.to)) else {
+            continue;
+        };
+        if to > from {
+            let listed = debt
+                .iter()
+                .position(|(file, path, _)| a.file == *file && starts_with(&a.path, path));
+            if let Some(i) = listed {
+                // A listed debt stands outside the circle check too.
+                paid[i] = true;
+                continue;
+            }
+            bad.push(format!(
+                "{}:{}: the room `{}` imports `{}` from `{}`, a room above it; move what it needs down (into `{}` or the vocabulary floor), or move the caller up",
+                a.file,
+                a.line,
+                a.from,
+                a.path.join("::"),
+                a.to,
+                a.from,
+            ));
+        }
+        graph.entry(a.to.clone()).or_default();
+        graph
+            .entry(a.from.clone())
+            .or_default()
+            .entry(a.to.clone())
+            .or_insert_with(|| format!("{}:{} `{}`", a.file, a.line, a.path.join("::")));
+    }
+    for ((file, path, _), seen) in debt.iter().zip(paid) {
+        if !seen {
+            bad.push(format!(
+                "{file}: the debt entry `{path}` no longer occurs; remove it from UPWARD_DEBT (tests/architecture.rs)"
+            ));
+        }
+    }
+    if let Some(c) = cycle(&graph) {
+        bad.push(format!(
+            "the rooms import each other in a circle: {c}; move what one borrows from the other down into the lower room or the vocabulary floor"
+        ));
+    }
+    bad
+}
+
 #[test]
 fn the_core_imports_no_shell_and_the_server_names_no_family() {
     let sources = sources();
@@ -649,6 +892,28 @@ fn controllers_import_each_other_without_a_cycle() {
     );
 }
 
+#[test]
+fn the_rooms_stand_in_layers_without_a_circle() {
+    let sources = room_sources();
+    for room in LAYERS.iter().flat_map(|l| l.iter()) {
+        assert!(
+            sources
+                .iter()
+                .any(|s| s.module.first().map(String::as_str) == Some(room)),
+            "no source file of room `{room}` found under src/"
+        );
+    }
+    // The walk reads arrows (an unreadable tree would pass vacuously).
+    assert!(
+        room_arrows(&sources)
+            .iter()
+            .any(|a| a.from == "admission" && a.to == "jobs"),
+        "no arrow admission -> jobs found"
+    );
+    let bad = room_violations(&sources, UPWARD_DEBT);
+    assert!(bad.is_empty(), "rooms out of order:\n{}", bad.join("\n"));
+}
+
 /// The checks themselves catch what they are for (on made-up sources, so a
 /// lexer or resolver that found nothing would fail here).
 #[test]
@@ -666,6 +931,7 @@ fn the_checks_catch_violations() {
         src("jobs::workload", "use kube::{Api, Client};"),
         src("appwrapper::machine", "fn f() { super::super::cluster::sar::check(); }"),
         src("server::mod", "use crate::admission::{router::Router, kueue::Kind};"),
+        src("metrics::mod", "fn f() { crate::jobs::workload::name_for(); }"),
         src(
             "devices::x",
             "#[cfg(test)]\nmod tests {\n    use crate::server::Limits;\n}\n",
@@ -676,7 +942,11 @@ fn the_checks_catch_violations() {
         ),
     ]);
     let joined = bad.join("\n");
-    assert_eq!(bad.len(), 6, "{joined}");
+    assert_eq!(bad.len(), 7, "{joined}");
+    assert!(
+        joined.contains("src/metrics/mod.rs:1: metrics/ names the admission family module `jobs`"),
+        "{joined}"
+    );
     assert!(
         joined.contains("reads the clock: `chrono::Utc::now`"),
         "{joined}"
@@ -705,4 +975,175 @@ fn the_checks_catch_violations() {
         c.contains("jobs -> appwrapper") && c.contains("appwrapper -> jobs"),
         "{c}"
     );
+}
+
+/// Every way of reading the clock is caught, spelled in full, through a
+/// `use`, or as the epoch's `elapsed()`; named in a comment or a string,
+/// it is not.
+#[test]
+fn every_clock_read_is_caught() {
+    let src = |module: &str, code: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        module: module.split("::").map(String::from).collect(),
+        code: strip_tests(&blank(code)),
+    };
+    let reads = [
+        ("fn f() { jiff::Timestamp::now(); }", "jiff::Timestamp::now"),
+        (
+            "fn f() { k8s_openapi::jiff::Timestamp::now(); }",
+            "k8s_openapi::jiff::Timestamp::now",
+        ),
+        (
+            "use k8s_openapi::jiff::Timestamp;\nfn f() { Timestamp::now(); }",
+            "k8s_openapi::jiff::Timestamp::now",
+        ),
+        ("fn f() { Timestamp::now(); }", "Timestamp::now"),
+        (
+            "fn f() { chrono::offset::Utc::now(); }",
+            "chrono::offset::Utc::now",
+        ),
+        (
+            "use chrono::offset::Local;\nfn f() { Local::now(); }",
+            "chrono::offset::Local::now",
+        ),
+        (
+            "use std::time::UNIX_EPOCH;\nfn f() { UNIX_EPOCH.elapsed(); }",
+            "std::time::UNIX_EPOCH.elapsed",
+        ),
+        (
+            "use std::time::SystemTime;\nfn f() { SystemTime::UNIX_EPOCH\n    .elapsed(); }",
+            "std::time::SystemTime::UNIX_EPOCH.elapsed",
+        ),
+        (
+            "fn f() { std::time::SystemTime::UNIX_EPOCH.elapsed(); }",
+            "std::time::SystemTime::UNIX_EPOCH.elapsed",
+        ),
+        ("fn f() { UNIX_EPOCH.elapsed(); }", "UNIX_EPOCH.elapsed"),
+    ];
+    for (code, shown) in reads {
+        let bad = layering(&[src("prescale::instant", code)]);
+        let joined = bad.join("\n");
+        assert!(
+            bad.len() == 1 && joined.contains(&format!("reads the clock: `{shown}`")),
+            "{code:?} not caught as `{shown}`: {joined}"
+        );
+        assert!(joined.contains("src/prescale/instant.rs:"), "{joined}");
+    }
+    let named_only = layering(&[src(
+        "prescale::instant",
+        "// jiff::Timestamp::now, chrono::offset::Utc::now, UNIX_EPOCH.elapsed()\n\
+         fn f() { let s = \"Timestamp::now() SystemTime::UNIX_EPOCH.elapsed()\"; \
+         let t = std::time::UNIX_EPOCH; let d = t.duration_since(t); }",
+    )]);
+    assert!(named_only.is_empty(), "{}", named_only.join("\n"));
+}
+
+/// The room check catches a new arrow up, a circle (through an arrow up or
+/// within one layer), a room in no layer and a stale debt entry, on
+/// made-up sources.
+#[test]
+fn the_room_check_catches_arrows_up_and_circles() {
+    let src = |module: &str, code: &str| Source {
+        file: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        module: module.split("::").map(String::from).collect(),
+        code: strip_tests(&blank(code)),
+    };
+    let today = || {
+        vec![
+            src(
+                "vocabulary::keys",
+                "pub const QUEUE_NAME_LABEL: &str = \"q\";",
+            ),
+            src(
+                "jobs::workload",
+                "use crate::vocabulary::keys::QUEUE_NAME_LABEL;",
+            ),
+            src(
+                "admission::object",
+                "use crate::{jobs::workload, vocabulary::keys::QUEUE_NAME_LABEL};",
+            ),
+        ]
+    };
+    let ok = room_violations(&today(), &[]);
+    assert!(ok.is_empty(), "{}", ok.join("\n"));
+
+    // jobs borrows from admission again: an arrow up, and a circle.
+    let mut up = today();
+    up.push(src(
+        "jobs::policy",
+        "// crate::admission in a comment\nfn f() { super::super::admission::object::parse(); }",
+    ));
+    let bad = room_violations(&up, &[]);
+    let joined = bad.join("\n");
+    assert_eq!(bad.len(), 2, "{joined}");
+    assert!(
+        joined.contains("src/jobs/policy.rs:2: the room `jobs` imports `admission::object::parse` from `admission`, a room above it"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("in a circle")
+            && joined.contains("admission -> jobs (src/admission/object.rs:1")
+            && joined.contains("jobs -> admission (src/jobs/policy.rs:2"),
+        "{joined}"
+    );
+
+    // The floor imports no room.
+    let bad = room_violations(
+        &[src(
+            "vocabulary::go",
+            "use crate::api::selector::LabelSelector;",
+        )],
+        &[],
+    );
+    assert!(
+        bad.len() == 1
+            && bad[0].contains("the room `vocabulary` imports `api::selector::LabelSelector`"),
+        "{bad:?}"
+    );
+
+    // A circle within one layer has no arrow up, and is still caught.
+    let bad = room_violations(
+        &[
+            src("cli::dev", "use crate::kueuectl::run;"),
+            src("kueuectl::run", "fn f() { crate::cli::dev::register(); }"),
+        ],
+        &[],
+    );
+    assert!(
+        bad.len() == 1
+            && bad[0].contains("cli -> kueuectl (src/cli/dev.rs:1 `kueuectl::run`)")
+            && bad[0].contains("kueuectl -> cli (src/kueuectl/run.rs:1 `cli::dev::register`)"),
+        "{bad:?}"
+    );
+
+    // A new room must be placed in a layer.
+    let bad = room_violations(&[src("garage::tools", "")], &[]);
+    assert!(
+        bad.len() == 1 && bad[0].contains("`garage` is in no layer"),
+        "{bad:?}"
+    );
+
+    // A listed debt passes (and its circle with it); an entry that no
+    // longer occurs fails, so the list only shrinks.
+    let debt = [
+        (
+            "src/cluster/sar.rs",
+            "server::metrics",
+            "counted in the server's registry",
+        ),
+        ("src/cluster/watch.rs", "server::tls", "paid off"),
+    ];
+    let shell = [
+        src("cluster::sar", "use crate::server::metrics::Metrics;"),
+        src("server::mod", "use crate::cluster::sar::SarClient;"),
+    ];
+    let bad = room_violations(&shell, &debt);
+    assert!(
+        bad.len() == 1
+            && bad[0]
+                .contains("src/cluster/watch.rs: the debt entry `server::tls` no longer occurs"),
+        "{bad:?}"
+    );
+    let bad = room_violations(&shell, &[]);
+    assert_eq!(bad.len(), 2, "{bad:?}");
 }

@@ -305,7 +305,8 @@ fn decide_on_whole_objects(
     case: &Case,
     old: Option<&Value>,
 ) -> Value {
-    use batchgate::admission::{self, patch, review::AdmissionResponse, Context, Request, Verdict};
+    use batchgate::admission::{self, review::AdmissionResponse, Context, Request, Verdict};
+    use batchgate::vocabulary::patch;
     let policies = PolicySet::embedded().unwrap();
     let settings = Settings {
         manage_jobs_without_queue_name: case.manage_all,

@@ -254,7 +254,7 @@ fn deployment_memory_limit_covers_the_body_budget_and_the_connection_cap() {
     };
     let config_map: serde_yaml::Value =
         serde_yaml::from_str(&committed("manifests/config.yaml")).unwrap();
-    let cfg = batchgate::api::config::Config::parse(
+    let cfg = batchgate::config::Config::parse(
         "manifests/config.yaml",
         config_map["data"]["config.yaml"].as_str().unwrap(),
     )

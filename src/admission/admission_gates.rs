@@ -8,8 +8,7 @@ use super::{
     field::{annotation_path, BadValue, FieldError},
     kueue::labels::dns1123_subdomain,
 };
-
-pub const ADMISSION_GATED_BY_ANNOTATION: &str = "kueue.x-k8s.io/admission-gated-by";
+use crate::vocabulary::keys::ADMISSION_GATED_BY_ANNOTATION;
 
 /// Same limit as a Job's `spec.managedBy`.
 pub const MAX_GATE_NAME_LENGTH: usize = 63;

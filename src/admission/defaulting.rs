@@ -5,10 +5,14 @@
 use serde_json::Value;
 
 use super::{
-    object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    patch, Context, Decision, Verdict,
+    object::{JobObject, DEFAULT_NAME},
+    Context, Decision, Verdict,
 };
 use crate::jobs::policy::Policy;
+use crate::vocabulary::{
+    keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    patch,
+};
 
 pub fn default(
     policy: &Policy,

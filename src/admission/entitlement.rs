@@ -20,11 +20,10 @@ use std::{
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::admission::{
-    field::{go_quote, label_path},
-    object::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    review::UserInfo,
-    ClusterFacts, Operation,
+use crate::admission::{field::label_path, review::UserInfo, ClusterFacts, Operation};
+use crate::vocabulary::{
+    go::go_quote,
+    keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
 };
 
 /// On a LocalQueue, or on a ClusterQueue (then for every LocalQueue pointing

@@ -4,6 +4,8 @@
 
 use std::fmt::{self, Write};
 
+use crate::vocabulary::go::go_quote;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorType {
     Invalid,
@@ -153,34 +155,6 @@ pub fn aggregate(errors: &[FieldError]) -> String {
     }
 }
 
-/// Go's `strconv.Quote`.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// `metadata.labels[<key>]`
 pub fn label_path(key: &str) -> String {
     format!("metadata.labels[{key}]")
@@ -229,11 +203,5 @@ mod tests {
         let b = FieldError::forbidden("b", "y");
         assert_eq!(aggregate(std::slice::from_ref(&a)), "a: Forbidden: x");
         assert_eq!(aggregate(&[a, b]), "[a: Forbidden: x, b: Forbidden: y]");
-    }
-
-    #[test]
-    fn quotes_like_go() {
-        assert_eq!(go_quote("a\"b\\c\n\u{1}"), r#""a\"b\\c\n\x01""#);
-        assert_eq!(go_quote("ünï"), "\"ünï\"");
     }
 }

@@ -18,7 +18,6 @@ pub mod field;
 pub mod kueue;
 pub mod manifests;
 pub mod object;
-pub mod patch;
 pub mod pod;
 pub mod pod_owner;
 pub mod prescale;
@@ -29,12 +28,12 @@ pub mod validation;
 
 use serde_json::Value;
 
+use crate::vocabulary::patch::PatchOp;
 use crate::{
     api::selector::{LabelSelector, NamespaceNameOnly},
     jobs::policy::{Policy, PolicySet},
 };
 use object::{DecodeError, JobObject};
-use patch::PatchOp;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {

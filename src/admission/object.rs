@@ -7,17 +7,12 @@
 use serde_json::{Map, Value};
 
 use super::field::{annotation_path, label_path};
-use crate::jobs::policy::{json_type, Interest, Pointer, Policy, PolicySet};
+use crate::jobs::policy::{json_type, Interest, Policy, PolicySet};
+use crate::vocabulary::{
+    keys::{QUEUE_NAME_LABEL, STOPPING_ANNOTATION},
+    pointer::Pointer,
+};
 
-pub const QUEUE_NAME_LABEL: &str = "kueue.x-k8s.io/queue-name";
-pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
-pub const MAX_EXEC_TIME_LABEL: &str = "kueue.x-k8s.io/max-exec-time-seconds";
-pub const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";
-pub const STOPPING_ANNOTATION: &str = "kueue.x-k8s.io/stopping";
-pub const ELASTIC_JOB_ANNOTATION: &str = "kueue.x-k8s.io/elastic-job";
-pub const JOB_MIN_PARALLELISM_ANNOTATION: &str = "kueue.x-k8s.io/job-min-parallelism";
-pub const JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION: &str =
-    "kueue.x-k8s.io/job-completions-equal-parallelism";
 /// Name of the LocalQueue (and WorkloadPriorityClass) used when none is named.
 pub const DEFAULT_NAME: &str = "default";
 

@@ -14,21 +14,22 @@ use serde_json::{json, Value};
 
 use super::{
     field::{self, annotation_path, label_path, BadValue, FieldError},
-    object::{JobObject, DEFAULT_NAME, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-    patch::{self, PatchOp},
+    object::{JobObject, DEFAULT_NAME},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
-    pod::{
-        group_total_count, role_hash, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
-        SUSPENDED_BY_PARENT_ANNOTATION,
-    },
-    policy::{Gate, Pointer, Policy},
+    pod::{group_total_count, role_hash},
+    policy::{Gate, Policy},
 };
-
-/// The managed label's one allowed value.
-pub const MANAGED_VALUE: &str = "true";
+use crate::vocabulary::{
+    keys::{
+        MANAGED_VALUE, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RETRIABLE_IN_GROUP_ANNOTATION,
+        ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
+    },
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 
 fn read<'a>(
     policy: &Policy,

@@ -13,24 +13,26 @@
 use serde_json::{json, Value};
 
 use super::{
-    admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
-    field::{self, annotation_path, go_quote, label_path, BadValue, FieldError},
-    object::{
-        JobObject, DEFAULT_NAME, ELASTIC_JOB_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
-    },
-    patch::{self, PatchOp},
+    admission_gates,
+    field::{self, annotation_path, label_path, BadValue, FieldError},
+    object::{JobObject, DEFAULT_NAME},
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
 use crate::jobs::{
-    pod::{GROUP_SERVING_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION},
-    pod_owner::{self, PODSET_GROUP_NAME_ANNOTATION},
-    policy::{PodOwner, Pointer, Policy, ReplicaGroups},
+    pod_owner,
+    policy::{PodOwner, Policy, ReplicaGroups},
 };
-
-/// Kueue's `ManagedByKueueLabel` and its one value, on a Deployment's pod
-/// template.
-pub const MANAGED_LABEL: &str = "kueue.x-k8s.io/managed";
+use crate::vocabulary::{
+    go::go_quote,
+    keys::{
+        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION, GROUP_SERVING_ANNOTATION,
+        MANAGED_LABEL, PODSET_GROUP_NAME_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        SUSPENDED_BY_PARENT_ANNOTATION,
+    },
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 
 fn read<'a>(
     policy: &Policy,

@@ -18,10 +18,11 @@ use tracing::debug;
 
 use super::{
     appwrapper::{self, ComponentCheck, ResourceNaming},
-    devices, kueue, object, patch, pod, pod_owner, prescale,
+    devices, kueue, object, pod, pod_owner, prescale,
     review::{self, AdmissionRequest, AdmissionResponse, GroupVersionKind, Reading, Status},
     ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
 };
+use crate::vocabulary::patch;
 use crate::{
     admission::entitlement::{self, Check, Identity, Need, OnError, Outcome},
     api::kueue::conversion,

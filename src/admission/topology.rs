@@ -11,20 +11,21 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{
-    field::{go_quote, BadValue, FieldError},
+    field::{BadValue, FieldError},
     kueue::labels::qualified_name,
-    object::{DecodeError, JobObject, ELASTIC_JOB_ANNOTATION},
-    validation::go_parse_bool,
+    object::{DecodeError, JobObject},
 };
-use crate::jobs::policy::{json_type, Invariant, PodSet, Pointer, Policy};
-
-pub const REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
-pub const PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";
-pub const UNCONSTRAINED: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
-pub const SLICE_REQUIRED: &str = "kueue.x-k8s.io/podset-slice-required-topology";
-pub const SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
-pub const SLICE_CONSTRAINTS: &str = "kueue.x-k8s.io/podset-slice-required-topology-constraints";
-pub const GROUP_NAME: &str = "kueue.x-k8s.io/podset-group-name";
+use crate::jobs::policy::{json_type, Invariant, PodSet, Policy};
+use crate::vocabulary::{
+    go::{go_parse_bool, go_quote},
+    keys::{
+        ELASTIC_JOB_ANNOTATION, PODSET_GROUP_NAME_ANNOTATION, PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+        PODSET_REQUIRED_TOPOLOGY_ANNOTATION, PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+        PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION, PODSET_SLICE_SIZE_ANNOTATION,
+        PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+    },
+    pointer::Pointer,
+};
 
 /// A pod template's annotations.
 type Annotations<'a> = BTreeMap<&'a str, &'a str>;
@@ -72,7 +73,10 @@ pub fn validate(policy: &Policy, job: &JobObject<'_>) -> Result<Vec<FieldError>,
                 return Ok(request);
             }
             if policy.elastic_jobs && job.annotation(ELASTIC_JOB_ANNOTATION) == Some("true") {
-                for (key, what) in [(REQUIRED, "required"), (PREFERRED, "preferred")] {
+                for (key, what) in [
+                    (PODSET_REQUIRED_TOPOLOGY_ANNOTATION, "required"),
+                    (PODSET_PREFERRED_TOPOLOGY_ANNOTATION, "preferred"),
+                ] {
                     if ann.contains_key(key) {
                         return Ok(vec![FieldError::forbidden(
                             format!("{meta}.annotations.{key}"),
@@ -140,12 +144,12 @@ fn label_name(value: &str, path: String) -> Vec<FieldError> {
 pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
     let annotations = format!("{meta}.annotations");
     let key = |k: &str| format!("{annotations}[{k}]");
-    let required = ann.get(REQUIRED);
-    let preferred = ann.get(PREFERRED);
-    let unconstrained = ann.get(UNCONSTRAINED);
-    let slice_required = ann.get(SLICE_REQUIRED);
-    let slice_size = ann.get(SLICE_SIZE);
-    let group = ann.get(GROUP_NAME);
+    let required = ann.get(PODSET_REQUIRED_TOPOLOGY_ANNOTATION);
+    let preferred = ann.get(PODSET_PREFERRED_TOPOLOGY_ANNOTATION);
+    let unconstrained = ann.get(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION);
+    let slice_required = ann.get(PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION);
+    let slice_size = ann.get(PODSET_SLICE_SIZE_ANNOTATION);
+    let group = ann.get(PODSET_GROUP_NAME_ANNOTATION);
     let mut errs = Vec::new();
 
     let found = [required, preferred, unconstrained]
@@ -158,16 +162,16 @@ pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
             BadValue::Omit,
             format!(
                 "must not contain more than one topology annotation: [{}, {}, {}]",
-                go_quote(REQUIRED),
-                go_quote(PREFERRED),
-                go_quote(UNCONSTRAINED)
+                go_quote(PODSET_REQUIRED_TOPOLOGY_ANNOTATION),
+                go_quote(PODSET_PREFERRED_TOPOLOGY_ANNOTATION),
+                go_quote(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION)
             ),
         ));
     }
     for (k, v) in [
-        (REQUIRED, required),
-        (PREFERRED, preferred),
-        (SLICE_REQUIRED, slice_required),
+        (PODSET_REQUIRED_TOPOLOGY_ANNOTATION, required),
+        (PODSET_PREFERRED_TOPOLOGY_ANNOTATION, preferred),
+        (PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION, slice_required),
     ] {
         if let Some(v) = v {
             errs.extend(label_name(v, key(k)));
@@ -176,34 +180,34 @@ pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
     if let Some(g) = group {
         if g.parse::<u64>().is_ok() && !g.starts_with('+') {
             errs.push(FieldError::invalid(
-                key(GROUP_NAME),
+                key(PODSET_GROUP_NAME_ANNOTATION),
                 BadValue::Str((*g).into()),
                 "must not be a number",
             ));
         }
         if slice_size.is_some() {
             errs.push(FieldError::forbidden(
-                key(GROUP_NAME),
-                format!("may not be set when '{SLICE_SIZE}' is specified"),
+                key(PODSET_GROUP_NAME_ANNOTATION),
+                format!("may not be set when '{PODSET_SLICE_SIZE_ANNOTATION}' is specified"),
             ));
         }
         if slice_required.is_some() {
             errs.push(FieldError::forbidden(
-                key(GROUP_NAME),
-                format!("may not be set when '{SLICE_REQUIRED}' is specified"),
+                key(PODSET_GROUP_NAME_ANNOTATION),
+                format!("may not be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"),
             ));
         }
         if preferred.is_none() && required.is_none() {
             errs.push(FieldError::forbidden(
-                key(GROUP_NAME),
-                format!("may not be set when neither '{PREFERRED}' nor '{REQUIRED}' is specified"),
+                key(PODSET_GROUP_NAME_ANNOTATION),
+                format!("may not be set when neither '{PODSET_PREFERRED_TOPOLOGY_ANNOTATION}' nor '{PODSET_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"),
             ));
         }
     }
     if let Some(v) = unconstrained {
         if go_parse_bool(v).is_err() {
             errs.push(FieldError::invalid(
-                key(UNCONSTRAINED),
+                key(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION),
                 BadValue::Str((*v).into()),
                 "must be a boolean value",
             ));
@@ -212,12 +216,12 @@ pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
     if let Some(v) = slice_size {
         match parse_int32(v) {
             None => errs.push(FieldError::invalid(
-                key(SLICE_SIZE),
+                key(PODSET_SLICE_SIZE_ANNOTATION),
                 BadValue::Str((*v).into()),
                 "must be a numeric value",
             )),
             Some(n) if n < 1 => errs.push(FieldError::invalid(
-                key(SLICE_SIZE),
+                key(PODSET_SLICE_SIZE_ANNOTATION),
                 BadValue::Str((*v).into()),
                 "must be greater than or equal to 1",
             )),
@@ -226,16 +230,16 @@ pub fn pod_set_request(meta: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
     }
     match (slice_required.is_some(), slice_size.is_some()) {
         (true, false) => errs.push(FieldError::required(
-            key(SLICE_SIZE),
-            format!("must be set when '{SLICE_REQUIRED}' is specified"),
+            key(PODSET_SLICE_SIZE_ANNOTATION),
+            format!("must be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"),
         )),
         (false, true) => errs.push(FieldError::forbidden(
-            key(SLICE_SIZE),
-            format!("may not be set when '{SLICE_REQUIRED}' is not specified"),
+            key(PODSET_SLICE_SIZE_ANNOTATION),
+            format!("may not be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is not specified"),
         )),
         _ => {}
     }
-    if let Some(json) = ann.get(SLICE_CONSTRAINTS) {
+    if let Some(json) = ann.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION) {
         errs.extend(slice_constraints(&annotations, json, ann));
     }
     errs
@@ -262,24 +266,26 @@ struct Constraint {
 /// The multi-layer slice constraints (gate TASMultiLayerTopology, on by
 /// default), checked for syntax only, as Kueue does at admission.
 fn slice_constraints(annotations: &str, json: &str, ann: &Annotations<'_>) -> Vec<FieldError> {
-    let path = format!("{annotations}[{SLICE_CONSTRAINTS}]");
+    let path = format!("{annotations}[{PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION}]");
     let mut errs = Vec::new();
-    if ann.contains_key(SLICE_REQUIRED) {
+    if ann.contains_key(PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION) {
         errs.push(FieldError::forbidden(
             path.clone(),
-            format!("may not be set when '{SLICE_REQUIRED}' is specified"),
+            format!(
+                "may not be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION}' is specified"
+            ),
         ));
     }
-    if ann.contains_key(SLICE_SIZE) {
+    if ann.contains_key(PODSET_SLICE_SIZE_ANNOTATION) {
         errs.push(FieldError::forbidden(
             path.clone(),
-            format!("may not be set when '{SLICE_SIZE}' is specified"),
+            format!("may not be set when '{PODSET_SLICE_SIZE_ANNOTATION}' is specified"),
         ));
     }
-    if ann.contains_key(GROUP_NAME) {
+    if ann.contains_key(PODSET_GROUP_NAME_ANNOTATION) {
         errs.push(FieldError::forbidden(
-            format!("{annotations}[{GROUP_NAME}]"),
-            format!("may not be set when '{SLICE_CONSTRAINTS}' is specified"),
+            format!("{annotations}[{PODSET_GROUP_NAME_ANNOTATION}]"),
+            format!("may not be set when '{PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION}' is specified"),
         ));
     }
     let constraints: Vec<Constraint> = match serde_json::from_str(json) {
@@ -343,8 +349,8 @@ fn slice_constraints(annotations: &str, json: &str, ann: &Annotations<'_>) -> Ve
 pub fn slice_size_upper_bound(meta: &str, ann: &Annotations<'_>, count: i64) -> Vec<FieldError> {
     let annotations = format!("{meta}.annotations");
     let mut errs = Vec::new();
-    if let Some(v) = ann.get(SLICE_SIZE) {
-        let path = format!("{annotations}[{SLICE_SIZE}]");
+    if let Some(v) = ann.get(PODSET_SLICE_SIZE_ANNOTATION) {
+        let path = format!("{annotations}[{PODSET_SLICE_SIZE_ANNOTATION}]");
         match parse_int32(v) {
             None => {
                 return vec![FieldError::invalid(
@@ -361,12 +367,12 @@ pub fn slice_size_upper_bound(meta: &str, ann: &Annotations<'_>, count: i64) -> 
             Some(_) => {}
         }
     }
-    if let Some(json) = ann.get(SLICE_CONSTRAINTS) {
+    if let Some(json) = ann.get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION) {
         if let Ok(c) = serde_json::from_str::<Vec<Constraint>>(json) {
             if let Some(first) = c.first() {
                 if i64::from(first.size) > count {
                     errs.push(FieldError::invalid(
-                        format!("{annotations}[{SLICE_CONSTRAINTS}]"),
+                        format!("{annotations}[{PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION}]"),
                         BadValue::Int(first.size.into()),
                         format!("must not be greater than pod set count {count}"),
                     ));
@@ -385,10 +391,12 @@ fn groups(sets: &[(&PodSet, Annotations<'_>)]) -> Vec<FieldError> {
     let mut order: Vec<&str> = Vec::new();
     let mut members: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, (_, ann)) in sets.iter().enumerate() {
-        let Some(g) = ann.get(GROUP_NAME) else {
+        let Some(g) = ann.get(PODSET_GROUP_NAME_ANNOTATION) else {
             continue;
         };
-        if !ann.contains_key(REQUIRED) && !ann.contains_key(PREFERRED) {
+        if !ann.contains_key(PODSET_REQUIRED_TOPOLOGY_ANNOTATION)
+            && !ann.contains_key(PODSET_PREFERRED_TOPOLOGY_ANNOTATION)
+        {
             continue;
         }
         if !members.contains_key(g) {
@@ -400,7 +408,7 @@ fn groups(sets: &[(&PodSet, Annotations<'_>)]) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for g in order {
         let idx = &members[g];
-        let group_path = |i: usize| format!("{}[{GROUP_NAME}]", annotations(i));
+        let group_path = |i: usize| format!("{}[{PODSET_GROUP_NAME_ANNOTATION}]", annotations(i));
         if idx.len() != 2 {
             for &i in idx {
                 errs.push(FieldError::invalid(
@@ -434,15 +442,15 @@ fn groups(sets: &[(&PodSet, Annotations<'_>)]) -> Vec<FieldError> {
         // Kueue's request holds the required topology, else the preferred.
         let request = |i: usize| {
             let ann = &sets[i].1;
-            match ann.get(REQUIRED) {
+            match ann.get(PODSET_REQUIRED_TOPOLOGY_ANNOTATION) {
                 Some(r) => (Some(*r), None),
-                None => (None, ann.get(PREFERRED).copied()),
+                None => (None, ann.get(PODSET_PREFERRED_TOPOLOGY_ANNOTATION).copied()),
             }
         };
         if request(a) != request(b) {
             let msg = |other: usize| {
                 format!(
-                    "must specify '{REQUIRED}' or '{PREFERRED}' topology consistent with '{}' in group '{g}'",
+                    "must specify '{PODSET_REQUIRED_TOPOLOGY_ANNOTATION}' or '{PODSET_PREFERRED_TOPOLOGY_ANNOTATION}' topology consistent with '{}' in group '{g}'",
                     annotations(other)
                 )
             };

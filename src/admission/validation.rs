@@ -3,16 +3,20 @@
 //! batch/v1 Job webhook).
 
 use super::{
-    admission_gates::{self, ADMISSION_GATED_BY_ANNOTATION},
-    field::{annotation_path, go_quote, label_path, BadValue, FieldError},
-    object::{
-        DecodeError, JobObject, ELASTIC_JOB_ANNOTATION,
-        JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
-        MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
-    },
+    admission_gates,
+    field::{annotation_path, label_path, BadValue, FieldError},
+    object::{DecodeError, JobObject},
     topology, Context,
 };
 use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
+use crate::vocabulary::{
+    go::{go_atoi, go_parse_bool, go_quote},
+    keys::{
+        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION,
+        JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
+        MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+    },
+};
 use serde_json::Value;
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
@@ -585,32 +589,6 @@ pub fn dns1123_subdomain(v: &str) -> Result<(), String> {
     }
 }
 
-/// Go's `strconv.Atoi` on 64-bit, with its error text.
-pub fn go_atoi(s: &str) -> Result<i64, String> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "strconv.Atoi: parsing {}: invalid syntax",
-            go_quote(s)
-        ));
-    }
-    s.trim_start_matches('+')
-        .parse::<i64>()
-        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
-}
-
-/// Go's `strconv.ParseBool`, with its error text.
-pub fn go_parse_bool(s: &str) -> Result<bool, String> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(format!(
-            "strconv.ParseBool: parsing {}: invalid syntax",
-            go_quote(s)
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
@@ -1108,20 +1086,6 @@ mod tests {
             check_kind(kind, Operation::Update, Some(rc("a", Some("q"))), rc("a", None)),
             Verdict::Deny(m) if m.contains("queue-name")
         ));
-    }
-
-    #[test]
-    fn go_number_parsing() {
-        assert_eq!(go_atoi("+7"), Ok(7));
-        assert_eq!(go_atoi("007"), Ok(7));
-        assert_eq!(go_atoi("-3"), Ok(-3));
-        assert!(go_atoi(" 7").is_err());
-        assert_eq!(
-            go_atoi("99999999999999999999"),
-            Err(r#"strconv.Atoi: parsing "99999999999999999999": value out of range"#.into())
-        );
-        assert_eq!(go_parse_bool("T"), Ok(true));
-        assert!(go_parse_bool("yes").is_err());
     }
 
     #[test]

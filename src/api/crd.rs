@@ -60,7 +60,7 @@ impl Default for Conversion {
     fn default() -> Self {
         Conversion {
             client_config: json!({"service": {
-                "namespace": crate::api::config::DEFAULT_NAMESPACE,
+                "namespace": crate::api::DEFAULT_NAMESPACE,
                 "name": "batchgate-webhook",
                 "path": "/convert",
                 "port": 443,

@@ -9,7 +9,6 @@
 //! the YAML kept in `manifests/crds/`.
 
 pub mod appwrapper;
-pub mod config;
 pub mod crd;
 pub mod devices;
 pub mod fields;
@@ -17,3 +16,7 @@ pub mod kueue;
 pub mod prescale;
 pub mod schema;
 pub mod selector;
+
+/// batchgate's own namespace unless configured: where the shipped
+/// manifests install it, and where the CRDs' conversion webhook points.
+pub const DEFAULT_NAMESPACE: &str = "batchgate-system";

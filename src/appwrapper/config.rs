@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::duration::GoDuration;
+use crate::vocabulary::{duration::GoDuration, go::go_atoi};
 
 pub const ADMISSION_GRACE_PERIOD_ANNOTATION: &str =
     "workload.codeflare.dev.appwrapper/admissionGracePeriodDuration";
@@ -266,7 +266,7 @@ impl Behaviour {
             "Malformed deletion on failure grace period annotation; using default of 0",
         );
         let retry_limit = match annotations.get(RETRY_LIMIT_ANNOTATION) {
-            Some(v) => match go_atoi(v) {
+            Some(v) => match go_atoi(v).ok() {
                 // Go converts with int32(limit): wrap, never clamp.
                 Some(n) => n as i32,
                 None => {
@@ -310,20 +310,10 @@ impl Behaviour {
     }
 }
 
-/// Go's `strconv.Atoi` on a 64-bit platform: optional sign, ASCII digits
-/// only (no spaces, no underscores), range-checked to i64.
-pub fn go_atoi(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<i64>().ok()
-}
-
 /// Comma-separated exit codes; entries `strconv.Atoi` rejects are dropped.
 pub fn exit_codes(value: Option<&String>) -> Vec<i64> {
     match value {
-        Some(v) => v.split(',').filter_map(go_atoi).collect(),
+        Some(v) => v.split(',').filter_map(|c| go_atoi(c).ok()).collect(),
         None => Vec::new(),
     }
 }

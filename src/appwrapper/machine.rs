@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::{Behaviour, OperatorConfig, DELETION_ON_FAILURE_GRACE_PERIOD_ANNOTATION};
-use super::duration::GoDuration;
 use super::observe::{
     go_set_string, no_execute_nodes, CreateResult, Observed, ObservedComponent, ObservedPod,
     PodSummary,
@@ -33,6 +32,7 @@ use super::status::{
     DELETING_RESOURCES, PODS_READY, QUOTA_RESERVED, RESOURCES_DEPLOYED, UNHEALTHY,
 };
 use super::APPWRAPPER_CONTROLLER_NAME;
+use crate::vocabulary::duration::GoDuration;
 
 /// `spec.components[i]`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

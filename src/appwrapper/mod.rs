@@ -26,7 +26,6 @@
 //! which nothing upstream reads any more.
 
 pub mod config;
-pub mod duration;
 pub mod kueue;
 pub mod machine;
 pub mod observe;

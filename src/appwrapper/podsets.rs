@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::vocabulary::go::go_atoi;
+
 /// TAS annotations written by inference (read by Kueue).
 pub const TAS_POD_INDEX_LABEL: &str = "workload.codeflare.dev.appwrapper/tas-pod-index-label";
 pub const TAS_SUB_GROUP_INDEX_LABEL: &str =
@@ -75,7 +77,7 @@ pub fn value_at_path<'a>(obj: &'a Value, path: &str) -> Result<&'a Value, String
                 ));
             };
             let expr = &remaining[1..end];
-            let Some(index) = super::config::go_atoi(expr) else {
+            let Some(index) = go_atoi(expr).ok() else {
                 return Err(format!(
                     "at path position '{processed}' invalid index expression '{expr}'"
                 ));
@@ -137,7 +139,7 @@ pub fn value_at_path_mut<'a>(obj: &'a mut Value, path: &str) -> Result<&'a mut V
     while !remaining.is_empty() {
         if remaining.starts_with('[') {
             let end = remaining.find(']').unwrap_or(remaining.len() - 1);
-            let index = super::config::go_atoi(&remaining[1..end]).unwrap_or(0) as usize;
+            let index = go_atoi(&remaining[1..end]).unwrap_or(0) as usize;
             cursor = match cursor {
                 Value::Array(a) => a
                     .get_mut(index)

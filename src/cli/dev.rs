@@ -69,7 +69,7 @@ pub fn run(a: DevArgs) -> Result<()> {
 
     let certs_dir = tempfile::tempdir()?;
     let bundle = certs::generate(&CertOptions::default(), time::OffsetDateTime::now_utc())?;
-    crate::server::tls::write(certs_dir.path(), &bundle)?;
+    crate::tls::write(certs_dir.path(), &bundle)?;
     let (port, probe_port, visibility_port) = (free_port()?, free_port()?, free_port()?);
     let ca_bundle = certs::ca_bundle(&bundle.ca_pem);
 
@@ -78,7 +78,7 @@ pub fn run(a: DevArgs) -> Result<()> {
     cluster.apply(
         &json!({
             "apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": crate::api::config::DEFAULT_NAMESPACE,
+            "metadata": {"name": crate::api::DEFAULT_NAMESPACE,
                          "labels": {"app.kubernetes.io/name": "batchgate"}},
         })
         .to_string(),
@@ -115,7 +115,7 @@ pub fn run(a: DevArgs) -> Result<()> {
             ca_bundle: Some(ca_bundle.clone()),
             failure_policy: "Fail".into(),
             timeout_seconds: 10,
-            namespace: crate::api::config::DEFAULT_NAMESPACE.into(),
+            namespace: crate::api::DEFAULT_NAMESPACE.into(),
             inject_ca_from: None,
             // batchgate runs as the kubeconfig's user, who is also the one
             // trying things out: nobody is exempt.
@@ -172,12 +172,12 @@ pub fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
     }
     cluster.apply(
         &json!({"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": crate::api::config::DEFAULT_NAMESPACE}})
+                 "metadata": {"name": crate::api::DEFAULT_NAMESPACE}})
         .to_string(),
     )?;
     let service = json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "batchgate-visibility", "namespace": crate::api::config::DEFAULT_NAMESPACE},
+        "metadata": {"name": "batchgate-visibility", "namespace": crate::api::DEFAULT_NAMESPACE},
         "spec": {"type": "ExternalName", "externalName": "localhost",
                  "ports": [{"name": "https", "port": port, "protocol": "TCP"}]},
     });

@@ -39,10 +39,10 @@ use crate::{
         rotation::{self, Step, Stored, Timing},
         CertOptions,
     },
-    server::{
-        metrics::Metrics,
-        tls::{poll_until, record_reload, CertStore},
-    },
+};
+use crate::{
+    metrics::Metrics,
+    tls::{poll_until, record_reload, CertStore},
 };
 
 #[derive(Debug, thiserror::Error)]

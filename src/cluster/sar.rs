@@ -25,10 +25,8 @@ use k8s_openapi::api::authorization::v1::{
 use kube::{api::PostParams, Api, Client};
 use tracing::{debug, warn};
 
-use crate::{
-    admission::entitlement::{Check, DecisionCache, OnError, Outcome, Settings},
-    server::metrics::{Metrics, ResultLabel},
-};
+use crate::admission::entitlement::{Check, DecisionCache, OnError, Outcome, Settings};
+use crate::metrics::{Metrics, ResultLabel};
 
 /// Why a check has no answer. Never cached.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

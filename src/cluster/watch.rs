@@ -13,7 +13,6 @@
 
 use std::{
     borrow::Cow,
-    sync::LazyLock,
     time::{Duration, Instant},
 };
 
@@ -26,33 +25,9 @@ use kube::{
     },
     Api, Resource,
 };
-use prometheus_client::{
-    encoding::EncodeLabelSet,
-    metrics::{counter::Counter, family::Family},
-};
 use tracing::{debug, info, warn};
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WatchLabel {
-    /// The watched resource, `plural.group` (`jobs.batch`).
-    pub watch: String,
-}
-
-/// Errors each watch met (`batchgate_watch_errors_total`).
-pub static ERRORS: LazyLock<Family<WatchLabel, Counter>> = LazyLock::new(Family::default);
-/// Runs of errors after which a watch delivered again
-/// (`batchgate_watch_recoveries_total`).
-pub static RECOVERIES: LazyLock<Family<WatchLabel, Counter>> = LazyLock::new(Family::default);
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct IntegrationLabel {
-    pub integration: String,
-}
-
-/// Queued jobs the job reconciler's backstop found without a Workload
-/// (`batchgate_resync_found_total`): each one a trigger the watches lost.
-pub static FOUND_BY_RESYNC: LazyLock<Family<IntegrationLabel, Counter>> =
-    LazyLock::new(Family::default);
+use crate::metrics::watch::{IntegrationLabel, WatchLabel, ERRORS, FOUND_BY_RESYNC, RECOVERIES};
 
 pub fn found_by_resync(integration: &str) {
     FOUND_BY_RESYNC

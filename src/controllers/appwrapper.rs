@@ -41,8 +41,9 @@ use super::context::{
 };
 use crate::api::kueue::v1beta2::Conditions;
 use crate::jobs::machine::release;
+use crate::vocabulary::keys::{self, QUEUE_NAME_LABEL};
 use crate::{
-    admission::{appwrapper::ComponentCheck, object::QUEUE_NAME_LABEL},
+    admission::appwrapper::ComponentCheck,
     api::{
         appwrapper::{v1beta2::AppWrapper as AppWrapperObject, GROUP},
         kueue::v1beta2::{self as api, condition},
@@ -622,7 +623,7 @@ pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priorit
         "metadata": {
             "name": workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid),
             "namespace": aw.namespace,
-            "labels": { workload::JOB_UID_LABEL: aw.uid },
+            "labels": { keys::JOB_UID_LABEL: aw.uid },
             "ownerReferences": [{
                 "apiVersion": core::APPWRAPPER_API_VERSION,
                 "kind": APPWRAPPER_KIND,

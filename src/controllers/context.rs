@@ -19,6 +19,7 @@ use kube::{
 use serde_json::{json, Value};
 use tracing::{debug, info};
 
+use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2 as api,
     devices::allocation,
@@ -292,13 +293,13 @@ pub async fn remove_workload_finalizer(
     let finalizers = meta.finalizers.clone().unwrap_or_default();
     if !finalizers
         .iter()
-        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER)
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER)
     {
         return Ok(false);
     }
     let rest: Vec<&String> = finalizers
         .iter()
-        .filter(|f| *f != workload::RESOURCE_IN_USE_FINALIZER)
+        .filter(|f| *f != keys::RESOURCE_IN_USE_FINALIZER)
         .collect();
     let patch: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta.resource_version},
@@ -345,14 +346,14 @@ pub fn admission_pod_set_infos(
                 ..PodSetInfo::default()
             };
             info.labels
-                .insert(workload::PODSET_LABEL.into(), psa.name.clone());
+                .insert(keys::PODSET_LABEL.into(), psa.name.clone());
             if !queue.is_empty() {
                 info.labels
-                    .insert(workload::LOCAL_QUEUE_LABEL.into(), queue.to_string());
+                    .insert(keys::LOCAL_QUEUE_LABEL.into(), queue.to_string());
             }
             if is_dns1123_label(&cq) {
                 info.labels
-                    .insert(workload::CLUSTER_QUEUE_LABEL.into(), cq.clone());
+                    .insert(keys::CLUSTER_QUEUE_LABEL.into(), cq.clone());
             }
             // Pods with devices go to the node holding them.
             if let Some(node) = pinned_node(wl, &psa.name) {

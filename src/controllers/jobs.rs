@@ -29,7 +29,6 @@ use super::context::{
     write_workload_status, JobError, Shared,
 };
 use crate::{
-    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2 as api,
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
@@ -37,7 +36,10 @@ use crate::{
     jobs::policy::{Policy, PolicySet},
     jobs::readiness::Settings as Readiness,
     jobs::reference::ReferenceError,
-    jobs::workload,
+    vocabulary::{
+        keys::{self, QUEUE_NAME_LABEL},
+        patch::PatchOp,
+    },
 };
 
 struct Ctx {
@@ -321,7 +323,7 @@ async fn release_orphan(
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
     let Some(ns) = meta.namespace.clone().filter(|_| held) else {
         return;
     };
@@ -599,6 +601,7 @@ mod tests {
 
     use super::*;
     use crate::controllers::vetting::testing::{scripted_client, status, Script};
+    use crate::jobs::workload;
 
     const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
 
@@ -665,7 +668,7 @@ mod tests {
         let mut wl = workload::for_job(p, &job(), &prio).unwrap();
         wl["metadata"]["uid"] = json!("wl-uid");
         wl["metadata"]["resourceVersion"] = json!("7");
-        wl["metadata"]["finalizers"] = json!([workload::RESOURCE_IN_USE_FINALIZER]);
+        wl["metadata"]["finalizers"] = json!([keys::RESOURCE_IN_USE_FINALIZER]);
         wl["status"] = status;
         wl
     }

@@ -30,7 +30,6 @@ use super::{
     pods::resource_of,
 };
 use crate::{
-    admission::patch::PatchOp,
     api::kueue::v1beta2 as api,
     jobs::{
         machine::{owners, Note, Then},
@@ -38,6 +37,7 @@ use crate::{
         policy::{Gate, PodOwner, Policy},
         workload::PriorityClasses,
     },
+    vocabulary::patch::PatchOp,
 };
 
 struct Ctx {

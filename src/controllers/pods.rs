@@ -31,13 +31,13 @@ use super::context::{
     write_workload_status, JobError, Shared,
 };
 use crate::{
-    admission::patch::PatchOp,
     api::kueue::v1beta2 as api,
     jobs::{
         machine::{pods, Note, Then},
         pod,
         policy::{Gate, Policy},
     },
+    vocabulary::{keys, patch::PatchOp},
 };
 
 struct Ctx {
@@ -71,11 +71,7 @@ pub async fn run(
     };
     let resource = resource_of(&policy);
     let api = Api::<DynamicObject>::all_with(shared.client.clone(), &resource);
-    let selector = format!(
-        "{}={}",
-        gate.managed_label,
-        crate::admission::pod::MANAGED_VALUE
-    );
+    let selector = format!("{}={}", gate.managed_label, keys::MANAGED_VALUE);
     let controller = crate::cluster::watch::controller(
         api,
         watcher::Config::default().labels(&selector),

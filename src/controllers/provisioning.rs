@@ -30,6 +30,7 @@ use super::context::{
     Shared,
 };
 use crate::api::kueue::v1beta2::Conditions;
+use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2::{
         self as api, condition, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
@@ -228,8 +229,8 @@ async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
             resource(),
             watcher::Config::default().labels(&format!(
                 "{}={}",
-                core::MANAGED_BY_LABEL,
-                core::MANAGED_BY_VALUE
+                keys::MANAGED_LABEL,
+                keys::MANAGED_VALUE
             )),
         )
         .watches(
@@ -261,8 +262,8 @@ async fn owned_requests(
     let list = api
         .list(&ListParams::default().labels(&format!(
             "{}={}",
-            core::MANAGED_BY_LABEL,
-            core::MANAGED_BY_VALUE
+            keys::MANAGED_LABEL,
+            keys::MANAGED_VALUE
         )))
         .await?;
     Ok(list

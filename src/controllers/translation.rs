@@ -10,6 +10,7 @@ use k8s_openapi::{
 };
 use serde_json::{json, Value};
 
+use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2 as api,
     api::selector::LabelSelector,
@@ -397,7 +398,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(crate::jobs::workload::JOB_UID_LABEL).cloned()),
+            .and_then(|l| l.get(keys::JOB_UID_LABEL).cloned()),
         queue_name: wl.spec.queue_name.as_deref().unwrap_or_default().into(),
         priority: wl.spec.priority.unwrap_or(0),
         created: wl

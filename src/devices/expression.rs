@@ -23,7 +23,8 @@
 
 use std::{cmp::Ordering, fmt};
 
-use crate::{admission::kueue::quantity::Quantity, api::devices::v1alpha1::Attribute};
+use crate::api::devices::v1alpha1::Attribute;
+use crate::vocabulary::quantity::Quantity;
 
 /// Why an expression does not parse: where and what.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

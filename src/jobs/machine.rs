@@ -21,8 +21,11 @@ use super::{
     workload::{self, JobPodSet, PodSetInfo, PriorityClasses, WorkloadError},
 };
 use crate::{
-    admission::{object::QUEUE_NAME_LABEL, patch::PatchOp},
     api::kueue::v1beta2::{self as api, condition, Conditions},
+    vocabulary::{
+        keys::{self, QUEUE_NAME_LABEL},
+        patch::PatchOp,
+    },
 };
 
 /// What a step knows besides the job and its Workload: the kind's policy,
@@ -526,7 +529,7 @@ fn held(wl: &api::Workload) -> Vec<Write> {
         .finalizers
         .iter()
         .flatten()
-        .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
     if holds {
         vec![Write::RemoveFinalizer]
     } else {

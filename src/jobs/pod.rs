@@ -15,28 +15,20 @@ use super::{
     policy::{Gate, GroupRule, Policy},
     workload::{
         name_for, priority, set_priority, PodSetInfo, Priority, PriorityClasses, WorkloadError,
-        JOB_UID_LABEL, RESOURCE_IN_USE_FINALIZER,
     },
 };
-use crate::admission::{
-    object::{MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+use crate::vocabulary::{
+    keys::{
+        GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL,
+        RESOURCE_IN_USE_FINALIZER, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
+        TOPOLOGY_GATE,
+    },
     patch::PatchOp,
 };
 
-/// Set on a pod whose parent (a Deployment's or StatefulSet's
-/// integration) gated it: the pod is gated without a finalizer of its own.
-pub const SUSPENDED_BY_PARENT_ANNOTATION: &str = "kueue.x-k8s.io/pod-suspending-parent";
-/// The pod's role: a hash of what admission looks at in its spec.
-pub const ROLE_HASH_ANNOTATION: &str = "kueue.x-k8s.io/role-hash";
-/// `"false"`: a failed pod of the group is not replaced; the group ends.
-pub const RETRIABLE_IN_GROUP_ANNOTATION: &str = "kueue.x-k8s.io/retriable-in-group";
-/// On a group's Workload: made by the pod group integration.
-pub const GROUP_WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/is-group-workload";
 /// Kueue's pod set name for a single pod.
 pub const POD_SET_NAME: &str = "main";
-/// Kueue's `prepare`: the topology gate goes too when no topology was
-/// assigned (batchgate assigns none).
-pub const TOPOLOGY_GATE: &str = "kueue.x-k8s.io/topology";
 
 fn meta<'a>(obj: &'a Value, section: &str, key: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(section)?.get(key)?.as_str()
@@ -65,14 +57,6 @@ pub fn group_name<'a>(rule: Option<&GroupRule>, pod: &'a Value) -> Option<&'a st
         .filter(|g| !g.is_empty())
         .or_else(|| label(pod, key).filter(|g| !g.is_empty()))
 }
-
-/// `"true"`: the group keeps running; it is never finished by its pods and
-/// a replaced pod is ungated into the admitted Workload.
-pub const GROUP_SERVING_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-serving";
-/// `"true"`: the group's Workload is made without waiting for every pod.
-pub const GROUP_FAST_ADMISSION_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-fast-admission";
-/// The pod label that holds a pod's index in its group.
-pub const POD_INDEX_LABEL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-pod-index-label";
 
 /// Kueue's `isServing`: a group pod marked serving.
 pub fn is_serving(rule: Option<&GroupRule>, pod: &Value) -> bool {
@@ -109,7 +93,7 @@ pub fn group_total_count(rule: &GroupRule, pod: &Value) -> Result<i64, String> {
             rule.total_count_annotation
         ));
     };
-    let n = crate::admission::validation::go_atoi(v)?;
+    let n = crate::vocabulary::go::go_atoi(v)?;
     if n < 1 {
         return Err(format!(
             "incorrect annotation value '{}={v}': group total count should be greater than zero",
@@ -346,7 +330,7 @@ pub fn check_group(rule: &GroupRule, pods: &[&Value]) -> Result<i64, GroupProble
             )));
         }
         let tc = annotation(p, &rule.total_count_annotation).unwrap_or("");
-        match crate::admission::validation::go_atoi(tc) {
+        match crate::vocabulary::go::go_atoi(tc) {
             Ok(n) if n == total => {}
             Ok(n) => {
                 return Err(GroupProblem::Inconsistent(format!(

@@ -9,25 +9,21 @@
 use serde_json::{json, Map, Value};
 
 use super::{
-    pod::{
-        annotation, group_name, label, GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION,
-        GROUP_WORKLOAD_ANNOTATION, POD_INDEX_LABEL_ANNOTATION, POD_SET_NAME, ROLE_HASH_ANNOTATION,
-        SUSPENDED_BY_PARENT_ANNOTATION,
-    },
+    pod::{annotation, group_name, label, POD_SET_NAME},
     policy::{Gate, OwnerGroup, PodOwner, Policy, ReplicaGroups},
-    workload::{
-        name_for, priority_of, set_priority, PriorityClasses, WorkloadError, JOB_UID_LABEL,
-        RESOURCE_IN_USE_FINALIZER,
-    },
+    workload::{name_for, priority_of, set_priority, PriorityClasses, WorkloadError},
 };
-use crate::admission::{
-    object::{PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+use crate::vocabulary::{
+    keys::{
+        self, COMPONENT_WORKLOAD_INDEX_ANNOTATION, GROUP_FAST_ADMISSION_ANNOTATION,
+        GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION, JOB_OWNER_GVK_ANNOTATION,
+        JOB_OWNER_NAME_ANNOTATION, JOB_UID_LABEL, POD_INDEX_LABEL_ANNOTATION,
+        PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER,
+        ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
+    },
     patch::PatchOp,
 };
 
-/// On the owner's Workload: the owner's kind and name.
-pub const JOB_OWNER_GVK_ANNOTATION: &str = "kueue.x-k8s.io/job-owner-gvk";
-pub const JOB_OWNER_NAME_ANNOTATION: &str = "kueue.x-k8s.io/job-owner-name";
 /// The label of a pod's controller revision (set by the StatefulSet
 /// controller).
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -182,7 +178,7 @@ pub fn member_patch(
         if queue.is_none() && !manage_all {
             return Vec::new();
         }
-        labels.set(&gate.managed_label, crate::admission::pod::MANAGED_VALUE);
+        labels.set(&gate.managed_label, keys::MANAGED_VALUE);
         if let Some(q) = queue {
             labels.set(QUEUE_NAME_LABEL, q);
         }
@@ -239,14 +235,7 @@ pub fn from_owner(policy: &Policy, pod: &Value) -> bool {
     annotation(pod, SUSPENDED_BY_PARENT_ANNOTATION) == Some(policy.name.as_str())
 }
 
-/// On a replica group's Workload: the group's index (Kueue's
-/// `ComponentWorkloadIndexAnnotation`).
-pub const COMPONENT_WORKLOAD_INDEX_ANNOTATION: &str = "kueue.x-k8s.io/component-workload-index";
-/// A pod set group named on a template (Kueue's `PodSetGroupName`): the
-/// workers' index offset is then not written.
-pub const PODSET_GROUP_NAME_ANNOTATION: &str = "kueue.x-k8s.io/podset-group-name";
-
-fn int_or(ptr: &crate::jobs::policy::Pointer, obj: &Value, default: i64) -> i64 {
+fn int_or(ptr: &crate::vocabulary::pointer::Pointer, obj: &Value, default: i64) -> i64 {
     ptr.resolve(obj).and_then(Value::as_i64).unwrap_or(default)
 }
 
@@ -405,7 +394,7 @@ pub fn groups_kept(groups: &ReplicaGroups, obj: &Value) -> i64 {
     // an integer, as "25%").
     let max_surge = match surge.max_surge.resolve(obj) {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
-        Some(Value::String(s)) => crate::admission::validation::go_atoi(s).unwrap_or(0),
+        Some(Value::String(s)) => crate::vocabulary::go::go_atoi(s).unwrap_or(0),
         _ => 0,
     };
     let existing = int_or(&surge.existing, obj, 0);
@@ -477,7 +466,7 @@ pub fn group_member_patch(
             &format!("{}-{index}", str_at(obj, "/metadata/name")),
             str_at(obj, "/metadata/uid"),
         );
-        labels.set(&gate.managed_label, crate::admission::pod::MANAGED_VALUE);
+        labels.set(&gate.managed_label, keys::MANAGED_VALUE);
         if let (Some(q), true) = (queue, gated) {
             labels.set(QUEUE_NAME_LABEL, q);
         }

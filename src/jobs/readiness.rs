@@ -8,7 +8,7 @@
 //! succeeded pods. Time (ms since the Unix epoch) and the backoff's random
 //! jitter are parameters.
 
-use crate::appwrapper::duration::GoDuration;
+use crate::vocabulary::duration::GoDuration;
 
 /// `PodsReady` reasons (Kueue's `WorkloadWaitForStart` ...).
 pub const WAIT_FOR_START: &str = "WaitForStart";

@@ -15,8 +15,11 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::policy::{Match, Pointer};
-use crate::admission::patch::{self, PatchOp};
+use super::policy::Match;
+use crate::vocabulary::{
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 
 /// Where a job names the object its pod templates come from.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -49,7 +49,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::admission::object::QUEUE_NAME_LABEL;
+    use crate::vocabulary::keys::QUEUE_NAME_LABEL;
 
     const CREATED_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
     const GRACE: i64 = 30_000;

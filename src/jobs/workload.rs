@@ -8,19 +8,18 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::{
-    admission::{
-        object::{MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
-        patch::{self, PatchOp},
-    },
-    jobs::policy::{Pointer, Policy, Synthesizer},
-    jobs::reference::InfoEntry,
+use crate::jobs::{
+    policy::{Policy, Synthesizer},
+    reference::InfoEntry,
 };
-
-pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
-pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";
-pub const LOCAL_QUEUE_LABEL: &str = "kueue.x-k8s.io/local-queue-name";
-pub const CLUSTER_QUEUE_LABEL: &str = "kueue.x-k8s.io/cluster-queue-name";
+use crate::vocabulary::{
+    keys::{
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        RESOURCE_IN_USE_FINALIZER,
+    },
+    patch::{self, PatchOp},
+    pointer::Pointer,
+};
 
 const HASH_LENGTH: usize = 5;
 /// 253 (the longest object name) less the `-` and the hash.
@@ -441,12 +440,6 @@ fn java_memory(v: &str) -> String {
     }
     v.to_string()
 }
-
-/// Kueue's finalizer on a job's Workload (and on ClusterQueues and
-/// ResourceFlavors in use): the job reconciler lets go of it once the
-/// Workload is finished, or being deleted with its job stopped, or the job
-/// is gone.
-pub const RESOURCE_IN_USE_FINALIZER: &str = crate::queueing::finalizers::RESOURCE_IN_USE;
 
 /// The Workload for a queued job: owned by it (controller reference, so it
 /// is garbage-collected with the job), labelled with the job's uid, and
@@ -942,6 +935,7 @@ mod tests {
 
     use super::*;
     use crate::jobs::policy::PolicySet;
+    use crate::vocabulary::keys::PODSET_LABEL;
 
     fn job_policy() -> std::sync::Arc<Policy> {
         let set = PolicySet::embedded().unwrap();

@@ -12,7 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use super::{Plan, NAME_PREFIX};
-use crate::admission::kueue::quantity::Quantity;
+use crate::vocabulary::quantity::Quantity;
 
 /// On the generated CronJob: the PreScaledCronJob's name.
 pub const LABEL: &str = "psc.cronprimer.local/prescaledcronjob";

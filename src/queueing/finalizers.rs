@@ -5,9 +5,7 @@
 //! no ClusterQueue names it (`ClusterQueuesUsingFlavor`).
 
 use super::Engine;
-
-/// The finalizer's name, as Kueue spells it.
-pub const RESOURCE_IN_USE: &str = "kueue.x-k8s.io/resource-in-use";
+use crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER;
 
 /// The kinds the finalizer guards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,11 +49,11 @@ pub fn change(
 pub fn apply(finalizers: &[String], change: Change) -> Vec<String> {
     let mut out: Vec<String> = finalizers
         .iter()
-        .filter(|f| *f != RESOURCE_IN_USE)
+        .filter(|f| *f != RESOURCE_IN_USE_FINALIZER)
         .cloned()
         .collect();
     if change == Change::Add {
-        out.push(RESOURCE_IN_USE.to_string());
+        out.push(RESOURCE_IN_USE_FINALIZER.to_string());
     }
     out
 }

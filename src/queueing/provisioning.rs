@@ -21,6 +21,7 @@ use crate::api::kueue::v1beta2::{
     PodSet, PodSetUpdate, ProvisioningRequestConfigSpec, Workload,
     PROVISIONING_REQUEST_CONFIG_KIND,
 };
+use crate::vocabulary::keys::{MANAGED_LABEL, MANAGED_VALUE};
 
 /// The ProvisioningRequest's group, version and plural.
 pub const GROUP: &str = "autoscaling.x-k8s.io";
@@ -618,7 +619,7 @@ pub fn request_body(
         "metadata": {
             "name": name,
             "namespace": wl.metadata.namespace,
-            "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+            "labels": {MANAGED_LABEL: MANAGED_VALUE},
             "ownerReferences": [owner],
         },
         "spec": {
@@ -628,10 +629,6 @@ pub fn request_body(
         },
     })
 }
-
-/// `kueue.x-k8s.io/managed` on what the check creates.
-pub const MANAGED_BY_LABEL: &str = "kueue.x-k8s.io/managed";
-pub const MANAGED_BY_VALUE: &str = "true";
 
 /// `createPodTemplate`: the pod set's template with the admission's node
 /// selector and tolerations merged in and limits standing in for missing
@@ -682,7 +679,7 @@ pub fn pod_template_body(
         "metadata": {
             "name": name,
             "namespace": wl.metadata.namespace,
-            "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+            "labels": {MANAGED_LABEL: MANAGED_VALUE},
             "ownerReferences": [owner],
         },
         "template": template,

@@ -30,8 +30,9 @@ use std::{
     time::Duration,
 };
 
-use prometheus_client::metrics::{counter::Counter, gauge::Gauge};
 use tokio::sync::Notify;
+
+use crate::metrics::BudgetMetrics;
 
 /// Bodies up to this size are small.
 pub const SMALL_BODY: u64 = 64 * 1024;
@@ -227,17 +228,6 @@ impl Book {
     pub fn unpin(&mut self, bytes: u64) {
         self.pinned -= bytes.min(self.pinned);
     }
-}
-
-/// What the budget reports to `/metrics`.
-#[derive(Debug, Clone, Default)]
-pub struct BudgetMetrics {
-    /// Requests that found the budget full and waited in line.
-    pub queued: Counter,
-    /// Of those, refused after waiting too long.
-    pub gave_up: Counter,
-    /// The most bytes reserved at once since the server started.
-    pub peak_bytes: Gauge,
 }
 
 #[derive(Debug)]

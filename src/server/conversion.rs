@@ -10,7 +10,8 @@ use axum::{
     http::{Request, Response, StatusCode},
 };
 
-use super::{json_response, metrics::WebhookLabel, receive, reject, AppState, Received};
+use super::{json_response, receive, reject, AppState, Received};
+use crate::metrics::WebhookLabel;
 
 pub(super) async fn convert(State(s): State<AppState>, req: Request<Body>) -> Response<Body> {
     let start = Instant::now();

@@ -9,10 +9,7 @@
 pub mod budget;
 pub mod connection;
 mod conversion;
-pub mod kueue_metrics;
-pub mod metrics;
 pub mod slots;
-pub mod tls;
 pub mod visibility;
 
 use std::{
@@ -47,11 +44,11 @@ use tracing::{debug, info, warn};
 
 use crate::admission::router::{self as admission, error_body, Hook, Reviewed};
 use crate::cluster::sar::SarClient;
+use crate::metrics::{Metrics, ReasonLabel, WebhookLabel};
+use crate::tls::CertStore;
 use budget::Budget;
 use connection::{Millis, Timeouts, Verdict};
-use metrics::{Metrics, ReasonLabel, WebhookLabel};
 use slots::{Clock, ConnHandle, Slots, TrackedIo, Tracking};
-use tls::CertStore;
 
 /// Bounds on what one client may cost the server.
 #[derive(Debug, Clone)]

@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use super::tls::CertStore;
+use crate::tls::CertStore;
 use crate::{
     admission::entitlement::{Check, Identity, Outcome, ResourceAttributes},
     cluster::{positions::Positions, sar::SarClient},

@@ -13,15 +13,14 @@ use std::sync::OnceLock;
 use chrono::{DateTime, Timelike};
 use serde_json::Value;
 
+use crate::config::Config;
+use crate::vocabulary::{duration::GoDuration, quantity::Quantity};
 use crate::{
-    admission::{
-        kueue::quantity::Quantity,
-        review::{self, AdmissionRequest, AdmissionResponse, ParseError},
+    admission::review::{self, AdmissionRequest, AdmissionResponse, ParseError},
+    api::{
+        devices::v1alpha1::Attribute,
+        selector::{LabelSelector, NamespaceNameOnly},
     },
-    api::config::Config,
-    api::devices::v1alpha1::Attribute,
-    api::selector::{LabelSelector, NamespaceNameOnly},
-    appwrapper::duration::GoDuration,
     devices::expression,
     jobs::policy::{Interest, Policy, PolicySet},
     kueuectl::{quota, taint},

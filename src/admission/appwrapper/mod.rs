@@ -35,17 +35,21 @@ use serde_json::Value;
 
 use super::{
     field::{aggregate, label_path, BadValue, FieldError},
-    object::{DecodeError, JobObject, QUEUE_NAME_LABEL},
-    patch::{self, PatchOp},
+    object::{DecodeError, JobObject},
     review::UserInfo,
     router::{Checks, Decided, Family, Hook, Review},
     validation, Context, Decision, Operation, Request, Verdict,
+};
+use crate::vocabulary::{
+    keys::QUEUE_NAME_LABEL,
+    patch::{self, PatchOp},
+    pointer::Pointer,
 };
 use crate::{
     admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
     api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
-    jobs::policy::{Invariant, Pointer, Policy, Target, UpdateRules},
+    jobs::policy::{Invariant, Policy, Target, UpdateRules},
 };
 
 /// The group and version routed here.

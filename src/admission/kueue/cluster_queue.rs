@@ -10,11 +10,12 @@ use std::collections::{BTreeSet, HashSet};
 use serde_json::Value;
 
 use super::{
-    decode, json_in_go_order, labels, parse_quantity, quantity, semantic, Violation,
-    FIELD_IMMUTABLE, IS_NEGATIVE,
+    decode, json_in_go_order, labels, parse_quantity, semantic, Violation, FIELD_IMMUTABLE,
+    IS_NEGATIVE,
 };
+use crate::vocabulary::{go::go_quote, quantity};
 use crate::{
-    admission::{field::go_quote, object::DecodeError},
+    admission::object::DecodeError,
     api::kueue::v1beta2::{
         flavor_fungibility, preemption_policy, ClusterQueue, ClusterQueuePreemption, Cohort,
         FairSharing, FlavorFungibility, FlavorQuotas, ResourceGroup,

@@ -11,7 +11,6 @@
 
 pub mod cluster_queue;
 pub mod labels;
-pub mod quantity;
 pub mod resource_flavor;
 pub mod semantic;
 pub mod warnings;
@@ -23,11 +22,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{
-    field::{go_quote, BadValue, ErrorType, FieldError},
+    field::{BadValue, ErrorType, FieldError},
     object::DecodeError,
     router::{Decided, Family, Review},
     Decision, Operation, Verdict,
 };
+use crate::vocabulary::{go::go_quote, quantity};
 
 /// The API group and version validated here.
 pub const GROUP: &str = "kueue.x-k8s.io";

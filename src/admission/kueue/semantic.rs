@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::quantity::Quantity;
+use crate::vocabulary::quantity::Quantity;
 
 /// Keys whose values are `corev1.ResourceList`s.
 const RESOURCE_LISTS: &[&str] = &["requests", "limits", "overhead", "resourceUsage"];

@@ -21,6 +21,7 @@ use super::{
     decode, labels, parse_quantity, resource_flavor::tolerations, semantic, Shown, Violation,
     FIELD_IMMUTABLE, IS_NEGATIVE,
 };
+use crate::vocabulary::keys::{self, ELASTIC_JOB_ANNOTATION, SLICE_REPLACEMENT_FOR_ANNOTATION};
 use crate::{
     admission::{admission_gates, object::DecodeError},
     api::kueue::v1beta2::{
@@ -33,10 +34,6 @@ type Checked = Result<Vec<Violation>, (&'static str, DecodeError)>;
 
 /// The resource name Kueue counts pods with.
 pub const PODS_RESOURCE: &str = "pods";
-/// `workloadslicing.EnabledAnnotationKey`.
-pub const ELASTIC_JOB_ANNOTATION: &str = "kueue.x-k8s.io/elastic-job";
-/// `workloadslicing.WorkloadSliceReplacementFor`.
-pub const SLICE_REPLACEMENT_FOR_ANNOTATION: &str = "kueue.x-k8s.io/workload-slice-replacement-for";
 
 const RESERVED_KEY: &str = "the key is reserved for internal kueue use";
 
@@ -55,7 +52,7 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Checked {
         errs.extend(admission_update(new, old));
         errs.extend(immutable_pod_set_updates(new, old));
         errs.extend(cluster_name_update(&wl, old_wl));
-        let gates = admission_gates::ADMISSION_GATED_BY_ANNOTATION;
+        let gates = keys::ADMISSION_GATED_BY_ANNOTATION;
         errs.extend(
             admission_gates::on_update(annotation(old_wl, gates), annotation(&wl, gates))
                 .into_iter()
@@ -150,12 +147,9 @@ fn workload(wl: &Workload, old: Option<&Workload>) -> Checked {
     errs.extend(reclaimable_pods(wl, old));
     errs.extend(admission_checks(wl));
     errs.extend(
-        admission_gates::on_create(annotation(
-            wl,
-            admission_gates::ADMISSION_GATED_BY_ANNOTATION,
-        ))
-        .into_iter()
-        .map(Violation::Field),
+        admission_gates::on_create(annotation(wl, keys::ADMISSION_GATED_BY_ANNOTATION))
+            .into_iter()
+            .map(Violation::Field),
     );
     Ok(errs)
 }

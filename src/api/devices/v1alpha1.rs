@@ -382,7 +382,7 @@ impl Attribute {
             }
         }
         if let (Some(a), Some(b)) = (&self.quantity_value, &other.quantity_value) {
-            let parse = |q: &Quantity| crate::admission::kueue::quantity::Quantity::parse(&q.0);
+            let parse = |q: &Quantity| crate::vocabulary::quantity::Quantity::parse(&q.0);
             if let (Ok(a), Ok(b)) = (parse(a), parse(b)) {
                 if a.cmp_value(&b).is_eq() {
                     return true;

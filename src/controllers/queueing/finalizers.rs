@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::queueing::finalizers::{self, Guarded};
+use crate::vocabulary::keys;
 
 /// What the controller keeps of a guarded object: what a finalizer write
 /// needs.
@@ -37,7 +38,7 @@ impl Controller {
             let has = g
                 .finalizers
                 .iter()
-                .any(|f| f == finalizers::RESOURCE_IN_USE);
+                .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
             if let Some(c) = finalizers::change(&self.engine, *kind, name, has, g.deleting) {
                 due.push((*kind, name.clone(), g.clone(), c));
             }

@@ -1,9 +1,9 @@
 //! The facts Kueue's metrics are recorded from (see
-//! [`crate::server::kueue_metrics`]): what a landed Workload write was,
+//! [`crate::metrics::kueue`]): what a landed Workload write was,
 //! and the queues as the engine holds them.
 
 use super::*;
-use crate::server::kueue_metrics::{
+use crate::metrics::kueue::{
     ClusterQueueSample, CohortSample, LocalQueueSample, QueueSnapshot, ResourceSample,
     WorkloadLabels,
 };

@@ -58,6 +58,7 @@ use super::{
     events::{Events, Occurrence},
     translation,
 };
+use crate::metrics::kueue::KueueMetrics;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::machine::release,
@@ -65,7 +66,6 @@ use crate::{
         quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
         LocalQueueStatus, PendingReason, PreemptedReason,
     },
-    server::kueue_metrics::KueueMetrics,
 };
 
 mod checks;

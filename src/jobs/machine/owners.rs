@@ -10,16 +10,16 @@ use serde_json::{json, Value};
 
 use super::{Note, Then};
 use crate::{
-    admission::{
-        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
-        patch::PatchOp,
-    },
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
         pod::{self as core_pod},
         pod_owner,
         policy::{Gate, PodOwner, Policy, ReplicaGroups},
         workload::{self, PriorityClasses, WorkloadError},
+    },
+    vocabulary::{
+        keys::{self, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        patch::PatchOp,
     },
 };
 
@@ -76,7 +76,7 @@ pub fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
         .flatten()
         .filter(|g| {
             let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str()) && n != Some(core_pod::TOPOLOGY_GATE)
+            n != Some(gate.scheduling_gate.as_str()) && n != Some(keys::TOPOLOGY_GATE)
         })
         .cloned()
         .collect();
@@ -243,7 +243,7 @@ pub fn groups_step(
                 .finalizers
                 .iter()
                 .flatten()
-                .any(|f| f == workload::RESOURCE_IN_USE_FINALIZER);
+                .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
             if holds {
                 writes.push(Write::RemoveFinalizer { workload: i });
             }

@@ -9,15 +9,15 @@ use serde_json::{json, Value};
 
 use super::{release, Note, Then};
 use crate::{
-    admission::{
-        object::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
-        patch::PatchOp,
-    },
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
         pod::{self, GroupProblem},
         policy::{Gate, Policy},
         workload::{PodSetInfo, PriorityClasses, WorkloadError},
+    },
+    vocabulary::{
+        keys::{self, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        patch::PatchOp,
     },
 };
 
@@ -85,7 +85,7 @@ fn after(writes: Vec<Write>, d: Duration) -> Step {
 /// Whether the reconciler looks at this pod: a managed one, with a
 /// namespace.
 pub fn managed(gate: &Gate, this: &Value) -> bool {
-    pod::label(this, &gate.managed_label) == Some(crate::admission::pod::MANAGED_VALUE)
+    pod::label(this, &gate.managed_label) == Some(keys::MANAGED_VALUE)
         && this.pointer("/metadata/namespace").is_some()
 }
 

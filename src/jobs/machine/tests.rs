@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::jobs::{policy::PolicySet, readiness::Settings as Readiness};
+use crate::vocabulary::keys;
 
 const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
 
@@ -49,7 +50,7 @@ fn workload_of(job: &Value, status: Value) -> api::Workload {
     let mut body = workload::for_job(&p, job, &prio).unwrap();
     body["metadata"]["uid"] = json!("wl-uid");
     body["metadata"]["resourceVersion"] = json!("7");
-    body["metadata"]["finalizers"] = json!([workload::RESOURCE_IN_USE_FINALIZER]);
+    body["metadata"]["finalizers"] = json!([keys::RESOURCE_IN_USE_FINALIZER]);
     body["status"] = status;
     serde_json::from_value(body).unwrap()
 }

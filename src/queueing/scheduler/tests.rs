@@ -993,7 +993,8 @@ fn pending_workloads_are_split_as_kueues_metrics_count_them() {
 
 mod finalizers {
     use super::*;
-    use crate::queueing::finalizers::{apply, change, Change, Guarded, RESOURCE_IN_USE};
+    use crate::queueing::finalizers::{apply, change, Change, Guarded};
+    use crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER;
 
     /// Kueue's ClusterQueue and ResourceFlavor reconcilers add the
     /// finalizer to one not being deleted (clusterqueue_controller.go,
@@ -1011,11 +1012,11 @@ mod finalizers {
         }
         assert_eq!(
             apply(&["someone/else".into()], Change::Add),
-            ["someone/else", RESOURCE_IN_USE]
+            ["someone/else", RESOURCE_IN_USE_FINALIZER]
         );
         assert_eq!(
             apply(
-                &[RESOURCE_IN_USE.into(), "someone/else".into()],
+                &[RESOURCE_IN_USE_FINALIZER.into(), "someone/else".into()],
                 Change::Remove
             ),
             ["someone/else"]

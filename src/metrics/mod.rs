@@ -1,10 +1,14 @@
 //! Prometheus metrics served on the probe listener at `/metrics`:
 //! batchgate's own (`batchgate_*`) and Kueue's (`kueue_*`, see
-//! [`super::kueue_metrics`]).
+//! [`kueue`]). A room of the shell below `cluster`, `server` and
+//! `controllers`, which all count into it.
+
+pub mod kueue;
+pub mod watch;
 
 use std::sync::Arc;
 
-use super::kueue_metrics::{self, KueueMetrics};
+use kueue::KueueMetrics;
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -71,7 +75,7 @@ pub struct Metrics {
     /// or waited).
     pub connection_slots_full: Counter,
     /// The request body budget's line (see [`super::budget`]).
-    pub body_budget: super::budget::BudgetMetrics,
+    pub body_budget: BudgetMetrics,
     /// Kueue's metrics, recorded by the queueing controller.
     pub kueue: Arc<KueueMetrics>,
 }
@@ -84,12 +88,12 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        Self::with_kueue(kueue_metrics::Options::default())
+        Self::with_kueue(kueue::Options::default())
     }
 
     /// With Kueue's `metrics` options (`metrics.enableClusterQueueResources`,
     /// `metrics.localQueueMetrics.enable`).
-    pub fn with_kueue(options: kueue_metrics::Options) -> Self {
+    pub fn with_kueue(options: kueue::Options) -> Self {
         let mut root = Registry::default();
         let kueue = KueueMetrics::register(&mut root, options);
         let registry = root.sub_registry_with_prefix("batchgate");
@@ -151,17 +155,17 @@ impl Metrics {
         registry.register(
             "watch_errors",
             "Errors the reconciler's and the webhook caches' watches met, by watched resource (the watcher retries each)",
-            crate::cluster::watch::ERRORS.clone(),
+            crate::metrics::watch::ERRORS.clone(),
         );
         registry.register(
             "watch_recoveries",
             "Runs of watch errors after which the watch delivered again, by watched resource",
-            crate::cluster::watch::RECOVERIES.clone(),
+            crate::metrics::watch::RECOVERIES.clone(),
         );
         registry.register(
             "resync_found",
             "Queued jobs the periodic resync found without a Workload, by integration (each a trigger the watches lost)",
-            crate::cluster::watch::FOUND_BY_RESYNC.clone(),
+            crate::metrics::watch::FOUND_BY_RESYNC.clone(),
         );
         let connections_accepted = Counter::default();
         registry.register(
@@ -175,7 +179,7 @@ impl Metrics {
             "Connections accepted while every connection slot was taken (webhook.maxConnections)",
             connection_slots_full.clone(),
         );
-        let body_budget = super::budget::BudgetMetrics::default();
+        let body_budget = BudgetMetrics::default();
         registry.register(
             "body_budget_queued",
             "Request bodies that found the body budget (webhook.maxBodyBytesInFlight) full and waited in line",
@@ -214,4 +218,15 @@ impl Metrics {
         let _ = encode(&mut out, &self.registry);
         out
     }
+}
+
+/// What the budget reports to `/metrics`.
+#[derive(Debug, Clone, Default)]
+pub struct BudgetMetrics {
+    /// Requests that found the budget full and waited in line.
+    pub queued: Counter,
+    /// Of those, refused after waiting too long.
+    pub gave_up: Counter,
+    /// The most bytes reserved at once since the server started.
+    pub peak_bytes: Gauge,
 }

@@ -651,7 +651,7 @@ impl Collector for BuildInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::metrics::Metrics;
+    use crate::metrics::Metrics;
     use std::collections::BTreeMap;
 
     const CQ: &[&str] = &["cluster_queue", "replica_role"];

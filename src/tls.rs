@@ -6,6 +6,9 @@
 //! a new `..<timestamp>` directory swapped in under the `..data` symlink,
 //! which inotify watches on the old inodes would miss. New handshakes get the
 //! new pair; connections already open keep theirs, so nothing in flight fails.
+//!
+//! A room of the shell below `cluster` and `server`: the listener reads the
+//! store, and the serving-certificate Secret's watcher (`cluster`) fills it.
 
 use std::{
     io::Write,
@@ -24,8 +27,8 @@ use rustls::{
 };
 use tracing::{error, info};
 
-use super::metrics::{Metrics, ResultLabel};
 use crate::certs::{self, CertError, CertInfo};
+use crate::metrics::{Metrics, ResultLabel};
 
 /// The serving certificate in use, swapped atomically on reload.
 pub struct CertStore {

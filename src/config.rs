@@ -1,11 +1,16 @@
 //! The configuration file (`--config`), shaped after Kueue's Configuration
 //! where the two overlap. Command-line flags override it.
+//!
+//! Each section is read into the settings of the room it configures
+//! (`queueing`'s fair sharing, `jobs`' waitForPodsReady, `prescale`,
+//! `admission`'s AppWrapper and entitlement rules), which is why the file
+//! is a room of its own above them rather than a wire type in `api`.
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use serde::Deserialize;
 
-use crate::api::selector::LabelSelector;
+use crate::api::{selector::LabelSelector, DEFAULT_NAMESPACE};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -140,7 +145,7 @@ impl AdmissionFairSharingConfig {
     pub fn settings(
         &self,
     ) -> Result<crate::queueing::admission_fair_sharing::AdmissionFairSharing, String> {
-        use crate::appwrapper::duration::GoDuration;
+        use crate::vocabulary::duration::GoDuration;
         let mut errs = Vec::new();
         let mut seconds = |field: &str, v: &Option<String>, default: f64| match v {
             None => default,
@@ -477,8 +482,6 @@ mod opt_secs {
     }
 }
 
-pub const DEFAULT_NAMESPACE: &str = "batchgate-system";
-
 impl Config {
     pub fn parse(path: &str, text: &str) -> Result<Config, ConfigError> {
         let cfg: Config = serde_yaml::from_str(text).map_err(|source| ConfigError::Yaml {
@@ -684,7 +687,7 @@ probes:
     /// takes (its waitForPodsReady block shows Kueue's defaults).
     #[test]
     fn the_documented_sample_parses() {
-        let doc = include_str!("../../docs/running.md");
+        let doc = include_str!("../docs/running.md");
         let block = doc
             .split("```yaml\n")
             .map(|b| b.split("```").next().unwrap_or(""))

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::jobs::policy::Pointer;
+use crate::vocabulary::pointer::Pointer;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PatchOp {
