@@ -52,7 +52,8 @@ use batchgate::{
     admission::{
         appwrapper,
         entitlement::{self, CacheLimits, Check, Outcome},
-        router::{Hook, Reviewed, Router},
+        family::Hook,
+        router::{Reviewed, Router},
         NoCluster, Settings,
     },
     api::selector::LabelSelector,

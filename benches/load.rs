@@ -66,7 +66,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use batchgate::{
-    admission::router::{Hook, Router},
+    admission::{family::Hook, router::Router},
     admission::{NoCluster, Settings},
     api::selector::LabelSelector,
     jobs::policy::PolicySet,

@@ -11,7 +11,7 @@
 use std::{hint::black_box, sync::Arc};
 
 use batchgate::{
-    admission::router::{Hook, Router},
+    admission::{family::Hook, router::Router},
     admission::{NoCluster, Settings},
     api::selector::LabelSelector,
     jobs::policy::PolicySet,

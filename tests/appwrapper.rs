@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use batchgate::{
-    admission::router::{Hook, Router},
     admission::{appwrapper, Settings},
+    admission::{family::Hook, router::Router},
     api::selector::LabelSelector,
     cluster::discovery::ResourceNames,
     jobs::policy::PolicySet,

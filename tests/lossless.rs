@@ -10,8 +10,8 @@
 use std::sync::Arc;
 
 use batchgate::{
-    admission::router::{Hook, Router},
     admission::Settings,
+    admission::{family::Hook, router::Router},
     api::selector::LabelSelector,
     jobs::policy::PolicySet,
 };

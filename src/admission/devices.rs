@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{
+    family::{Decided, Family, Review},
     field::{aggregate, BadValue, ErrorType, FieldError},
     kueue::decode,
     object::DecodeError,
-    router::{Decided, Family, Review},
     Decision, Operation, Verdict,
 };
 /// The group and version routed here.

@@ -17,6 +17,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -567,6 +568,43 @@ pub fn job_checks(review: &JobReview<'_>, facts: &dyn ClusterFacts) -> Vec<Need>
         }
     }
     needs
+}
+
+/// One component the requester must be allowed to create: its index and
+/// kind; the resource name comes from discovery.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ComponentCheck {
+    pub index: usize,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+/// The resource name of a component's kind, for its check (`*` of its
+/// group until known). The shell's discovery cache implements it
+/// (`cluster::discovery::ResourceNames`); the router only reads.
+pub trait ResourceNaming: Send + Sync + std::fmt::Debug {
+    /// The resource name, if already known.
+    fn cached(&self, c: &ComponentCheck) -> Option<String>;
+    /// The resource name: known, discovered, or [`ANY_RESOURCE`].
+    fn resolve<'a>(&'a self, c: &'a ComponentCheck) -> BoxFuture<'a, String>;
+}
+
+/// What a check asks for when the component's resource name is unknown.
+pub const ANY_RESOURCE: &str = "*";
+
+/// No resource names known, none to discover: every component is checked
+/// as [`ANY_RESOURCE`] of its group.
+#[derive(Debug)]
+pub struct NoResourceNames;
+
+impl ResourceNaming for NoResourceNames {
+    fn cached(&self, _: &ComponentCheck) -> Option<String> {
+        None
+    }
+    fn resolve<'a>(&'a self, _: &'a ComponentCheck) -> BoxFuture<'a, String> {
+        Box::pin(std::future::ready(ANY_RESOURCE.to_string()))
+    }
 }
 
 #[cfg(test)]

@@ -329,22 +329,22 @@ pub struct Gated {
     pub label: &'static str,
 }
 
-impl super::router::Family for Gated {
+impl super::family::Family for Gated {
     fn label(&self) -> &'static str {
         self.label
     }
     fn decide(
         &self,
-        review: &super::router::Review<'_>,
+        review: &super::family::Review<'_>,
         ctx: &Context<'_>,
-    ) -> super::router::Decided {
-        use super::{entitlement, router::Hook};
+    ) -> super::family::Decided {
+        use super::{entitlement, family::Hook};
         let req = review.core();
         let decision = match review.hook {
             Hook::Mutate => mutate(&self.policy, &self.gate, &req, ctx),
             Hook::Validate => validate(&self.policy, &self.gate, &req, ctx),
         };
-        let mut checks = super::router::Checks::default();
+        let mut checks = super::family::Checks::default();
         if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
             checks.needs = entitlement::job_checks(
                 &entitlement::JobReview {
@@ -359,7 +359,7 @@ impl super::router::Family for Gated {
                 ctx.facts,
             );
         }
-        super::router::Decided { decision, checks }
+        super::family::Decided { decision, checks }
     }
 }
 

@@ -600,24 +600,24 @@ pub struct Owners {
     pub label: &'static str,
 }
 
-impl super::router::Family for Owners {
+impl super::family::Family for Owners {
     fn label(&self) -> &'static str {
         self.label
     }
     fn decide(
         &self,
-        review: &super::router::Review<'_>,
+        review: &super::family::Review<'_>,
         ctx: &Context<'_>,
-    ) -> super::router::Decided {
-        use super::router::Hook;
+    ) -> super::family::Decided {
+        use super::family::Hook;
         let req = review.core();
         let decision = match review.hook {
             Hook::Mutate => mutate(&self.policy, &self.owner, &req, ctx),
             Hook::Validate => validate(&self.policy, &self.owner, &req, ctx),
         };
-        super::router::Decided {
+        super::family::Decided {
             decision,
-            checks: super::router::Checks::default(),
+            checks: super::family::Checks::default(),
         }
     }
 }

@@ -12,8 +12,8 @@ use chrono::NaiveDate;
 use serde_json::Value;
 
 use super::{
+    family::{Decided, Family, Hook, Review},
     field::{BadValue, FieldError},
-    router::{Decided, Family, Hook, Review},
     Decision, Verdict,
 };
 use crate::prescale::{self, Bad, Spec, Violation};
@@ -71,7 +71,7 @@ pub fn validate(object: &Value, today: NaiveDate) -> Vec<FieldError> {
 /// validated whole by [`validate`] from today's date (UTC), as the shell's
 /// clock gives it.
 pub struct PreScaledCronJobs {
-    pub today: super::router::Today,
+    pub today: super::family::Today,
 }
 
 impl Family for PreScaledCronJobs {

@@ -17,10 +17,13 @@ use http::StatusCode;
 use tracing::debug;
 
 use super::{
-    appwrapper::{self, ComponentCheck, ResourceNaming},
-    devices, kueue, object, pod, pod_owner, prescale,
-    review::{self, AdmissionRequest, AdmissionResponse, GroupVersionKind, Reading, Status},
-    ClusterFacts, Context, Decision, Operation, Request, Settings, Verdict,
+    appwrapper,
+    entitlement::{ComponentCheck, ResourceNaming},
+    family::{Decided, Hook, Reads, Review, Today},
+    object,
+    registry::{self, Route},
+    review::{self, AdmissionResponse, GroupVersionKind, Reading, Status},
+    ClusterFacts, Context, Settings, Verdict,
 };
 use crate::vocabulary::patch;
 use crate::{
@@ -28,25 +31,6 @@ use crate::{
     api::kueue::conversion,
     jobs::policy::{Interest, Policy, PolicySet},
 };
-
-/// The webhook path a review came on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    Mutate,
-    Validate,
-}
-
-impl Hook {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Hook::Mutate => "mutate",
-            Hook::Validate => "validate",
-        }
-    }
-}
-
-const BOTH: &[Hook] = &[Hook::Mutate, Hook::Validate];
-const VALIDATE: &[Hook] = &[Hook::Validate];
 
 /// The metric labels of one answered review (the server counts them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,135 +70,6 @@ impl From<Answer> for Reviewed {
     }
 }
 
-/// How much of a review's objects a family reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reads {
-    /// Only what the loaded job policies look at (the fast path of every
-    /// job kind: most of a 4 KB Job is skipped, not built).
-    Policies,
-    /// The whole objects.
-    Whole,
-}
-
-/// One decoded review as a family sees it.
-pub struct Review<'a> {
-    pub hook: Hook,
-    pub operation: Operation,
-    pub request: &'a AdmissionRequest,
-}
-
-impl Review<'_> {
-    /// The parts the core rules read.
-    pub fn core(&self) -> Request<'_> {
-        Request {
-            operation: self.operation,
-            namespace: self.request.namespace.as_deref().unwrap_or(""),
-            object: self.request.object.as_ref(),
-            old_object: self.request.old_object.as_ref(),
-        }
-    }
-
-    /// `request.name`, or empty.
-    pub fn name(&self) -> &str {
-        self.request.name.as_deref().unwrap_or("")
-    }
-}
-
-/// The entitlement checks a decision still needs before it is the answer.
-#[derive(Debug, Default)]
-pub struct Checks {
-    pub needs: Vec<Need>,
-    /// Needs whose resource name was not known yet (they ask for `*` until
-    /// [`Pending::resolve`]): index into `needs`, and what to look up.
-    pub unresolved: Vec<(usize, ComponentCheck)>,
-    /// Where to look them up.
-    pub resources: Option<Arc<dyn ResourceNaming>>,
-}
-
-/// What a family decided: the core's decision and the checks still to
-/// resolve (asked only when the decision allows).
-pub struct Decided {
-    pub decision: Decision,
-    pub checks: Checks,
-}
-
-impl From<Decision> for Decided {
-    fn from(decision: Decision) -> Self {
-        Decided {
-            decision,
-            checks: Checks::default(),
-        }
-    }
-}
-
-/// One family of kinds the webhook answers for: decode (how much of the
-/// objects to read), decide (the core's decision and the checks it still
-/// needs); the router turns that into the response.
-pub trait Family: Send + Sync {
-    /// The metric label of the kind (`batch/job`,
-    /// `kueue.x-k8s.io/workload`).
-    fn label(&self) -> &'static str;
-    /// How much of the objects the decision reads.
-    fn reads(&self) -> Reads {
-        Reads::Whole
-    }
-    /// The decision on one review, and the checks it still needs.
-    fn decide(&self, review: &Review<'_>, ctx: &Context<'_>) -> Decided;
-}
-
-/// Job kinds, one route per integration policy: defaulting on /mutate,
-/// invariants then the queue and priority-class opt-ins on /validate.
-struct Jobs {
-    policy: Arc<Policy>,
-    label: &'static str,
-}
-
-impl Family for Jobs {
-    fn label(&self) -> &'static str {
-        self.label
-    }
-    fn reads(&self) -> Reads {
-        Reads::Policies
-    }
-    fn decide(&self, review: &Review<'_>, ctx: &Context<'_>) -> Decided {
-        let req = review.core();
-        let decision = match review.hook {
-            Hook::Mutate => super::mutate(&self.policy, &req, ctx),
-            Hook::Validate => super::validate(&self.policy, &req, ctx),
-        };
-        // Entitlement runs after the invariants, on what they allowed: an
-        // object refused anyway costs no SubjectAccessReview, and a user
-        // sees the fix for the object before being told about permissions.
-        // (Defaulting ran before, on /mutate: a defaulted queue name is
-        // checked like a written one.)
-        let mut checks = Checks::default();
-        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
-            checks.needs = entitlement::job_checks(
-                &entitlement::JobReview {
-                    operation: req.operation,
-                    kind: &self.policy.target.kind,
-                    namespace: req.namespace,
-                    name: review.name(),
-                    new: entitlement::JobLabels::of(req.object),
-                    old: entitlement::JobLabels::of(req.old_object),
-                    deleting: entitlement::deleting(req.object),
-                },
-                ctx.facts,
-            );
-        }
-        Decided { decision, checks }
-    }
-}
-
-/// One row of the table: the kind, the hooks it is routed on, its family.
-struct Route {
-    group: String,
-    version: String,
-    kind: String,
-    hooks: &'static [Hook],
-    family: Box<dyn Family>,
-}
-
 /// From a review's bytes to the answer: the table of families and what
 /// their decisions read.
 pub struct Router {
@@ -235,9 +90,6 @@ pub struct Router {
     routes: Vec<Route>,
     today: Today,
 }
-
-/// Today's date (UTC), from the shell's clock: the core reads none.
-pub type Today = Arc<dyn Fn() -> chrono::NaiveDate + Send + Sync>;
 
 impl Router {
     pub fn new(
@@ -264,7 +116,7 @@ impl Router {
             settings,
             facts,
             appwrapper: appwrapper::Settings::default(),
-            resources: Arc::new(appwrapper::NoResourceNames),
+            resources: Arc::new(entitlement::NoResourceNames),
             routes: Vec::new(),
             today,
         };
@@ -286,78 +138,8 @@ impl Router {
         self
     }
 
-    /// The table: group/version/kind and hooks → family. Earlier rows win.
     fn table(&self) -> Vec<Route> {
-        let mut routes = Vec::new();
-        let mut add = |group: &str, version: &str, kind: &str, hooks, family: Box<dyn Family>| {
-            routes.push(Route {
-                group: group.into(),
-                version: version.into(),
-                kind: kind.into(),
-                hooks,
-                family,
-            })
-        };
-        add(
-            appwrapper::GROUP,
-            appwrapper::VERSION,
-            appwrapper::KIND,
-            BOTH,
-            Box::new(appwrapper::AppWrappers {
-                settings: self.appwrapper.clone(),
-                resources: self.resources.clone(),
-            }),
-        );
-        add(
-            prescale::GROUP,
-            prescale::VERSION,
-            prescale::KIND,
-            BOTH,
-            Box::new(prescale::PreScaledCronJobs {
-                today: self.today.clone(),
-            }),
-        );
-        for (policy, label) in &self.names {
-            let t = &policy.target;
-            let family: Box<dyn Family> = match (&policy.gate, &policy.pod_owner) {
-                // Held by a scheduling gate (pods): whole objects, its own rules.
-                (Some(gate), _) => Box::new(pod::Gated {
-                    policy: policy.clone(),
-                    gate: gate.clone(),
-                    label,
-                }),
-                // Queued through its pods (Deployment, StatefulSet).
-                (None, Some(owner)) => Box::new(pod_owner::Owners {
-                    policy: policy.clone(),
-                    owner: owner.clone(),
-                    label,
-                }),
-                (None, None) => Box::new(Jobs {
-                    policy: policy.clone(),
-                    label,
-                }),
-            };
-            add(&t.group, &t.version, &t.kind, BOTH, family);
-        }
-        for kind in kueue::Kind::ALL {
-            add(
-                kueue::GROUP,
-                kueue::VERSION,
-                kind.name(),
-                VALIDATE,
-                Box::new(kueue::KueueKind(kind)),
-            );
-        }
-        for kind in devices::Kind::ALL {
-            add(
-                devices::GROUP,
-                devices::VERSION,
-                kind.name(),
-                VALIDATE,
-                Box::new(devices::DeviceKind(kind)),
-            );
-        }
-        routes
+        registry::table(&self.names, &self.appwrapper, &self.resources, &self.today)
     }
 
     fn route(&self, hook: Hook, gvk: &GroupVersionKind) -> Option<usize> {

@@ -19,10 +19,10 @@ use futures::{future::BoxFuture, FutureExt};
 use kube::Client;
 use tracing::debug;
 
-use crate::admission::appwrapper::{ComponentCheck, ResourceNaming};
+use crate::admission::entitlement::{ComponentCheck, ResourceNaming};
 
 /// The answer when discovery cannot tell.
-pub use crate::admission::appwrapper::ANY_RESOURCE;
+pub use crate::admission::entitlement::ANY_RESOURCE;
 
 /// Reads one group/version's resource list: `(name, kind)` pairs.
 pub trait Discovery: Send + Sync + 'static {

@@ -43,7 +43,7 @@ use crate::api::kueue::v1beta2::Conditions;
 use crate::jobs::machine::release;
 use crate::vocabulary::keys::{self, QUEUE_NAME_LABEL};
 use crate::{
-    admission::appwrapper::ComponentCheck,
+    admission::entitlement::ComponentCheck,
     api::{
         appwrapper::{v1beta2::AppWrapper as AppWrapperObject, GROUP},
         kueue::v1beta2::{self as api, condition},

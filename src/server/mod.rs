@@ -42,7 +42,10 @@ use tokio::{
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use crate::admission::router::{self as admission, error_body, Hook, Reviewed};
+use crate::admission::{
+    family::Hook,
+    router::{self as admission, error_body, Reviewed},
+};
 use crate::cluster::sar::SarClient;
 use crate::metrics::{Metrics, ReasonLabel, WebhookLabel};
 use crate::tls::CertStore;

@@ -30,14 +30,13 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{
+    family::{Checks, Decided, Family, Hook, Review},
     field::{aggregate, label_path, BadValue, FieldError},
     object::{DecodeError, JobObject},
     review::UserInfo,
-    router::{Checks, Decided, Family, Hook, Review},
     validation, Context, Decision, Operation, Request, Verdict,
 };
 use crate::vocabulary::{
@@ -46,7 +45,10 @@ use crate::vocabulary::{
     pointer::Pointer,
 };
 use crate::{
-    admission::entitlement::{self, Need, ResourceAttributes, Subject, Wording},
+    admission::entitlement::{
+        self, ComponentCheck, Need, ResourceAttributes, ResourceNaming, Subject, Wording,
+        ANY_RESOURCE,
+    },
     api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
     jobs::policy::{Invariant, Policy, Target, UpdateRules},
@@ -534,16 +536,6 @@ pub fn on_update(old: &Value, new: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// One component the requester must be allowed to create: its index and
-/// kind; the resource name comes from discovery.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ComponentCheck {
-    pub index: usize,
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-}
-
 /// The per-component entitlement checks of a create (upstream's
 /// `userRBACAdmissionCheck`): every component with a readable template,
 /// including those without pods (a Service). Nothing on other operations
@@ -594,33 +586,6 @@ pub fn need(check: &ComponentCheck, resource: &str, namespace: &str, name: &str)
         },
         because: "",
         wording: Wording::AppWrapperComponent,
-    }
-}
-
-/// The resource name of a component's kind, for its check (`*` of its
-/// group until known). The shell's discovery cache implements it
-/// (`cluster::discovery::ResourceNames`); the router only reads.
-pub trait ResourceNaming: Send + Sync + std::fmt::Debug {
-    /// The resource name, if already known.
-    fn cached(&self, c: &ComponentCheck) -> Option<String>;
-    /// The resource name: known, discovered, or [`ANY_RESOURCE`].
-    fn resolve<'a>(&'a self, c: &'a ComponentCheck) -> BoxFuture<'a, String>;
-}
-
-/// What a check asks for when the component's resource name is unknown.
-pub const ANY_RESOURCE: &str = "*";
-
-/// No resource names known, none to discover: every component is checked
-/// as [`ANY_RESOURCE`] of its group.
-#[derive(Debug)]
-pub struct NoResourceNames;
-
-impl ResourceNaming for NoResourceNames {
-    fn cached(&self, _: &ComponentCheck) -> Option<String> {
-        None
-    }
-    fn resolve<'a>(&'a self, _: &'a ComponentCheck) -> BoxFuture<'a, String> {
-        Box::pin(std::future::ready(ANY_RESOURCE.to_string()))
     }
 }
 

@@ -9,8 +9,9 @@ use super::*;
 use crate::{
     admission::entitlement::{OnError, Outcome},
     admission::{
+        family::Hook,
         review::UserInfo,
-        router::{Hook, Reviewed, Router},
+        router::{Reviewed, Router},
         ClusterFacts, Context, NoCluster, Request, Settings as Core,
     },
     api::selector::LabelSelector,

@@ -22,9 +22,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{
+    family::{Decided, Family, Review},
     field::{BadValue, ErrorType, FieldError},
     object::DecodeError,
-    router::{Decided, Family, Review},
     Decision, Operation, Verdict,
 };
 use crate::vocabulary::{go::go_quote, quantity};

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Mutation check of the reconcilers' steps (jobs::machine and its pods and
+owners modules): each rule is removed in turn and `cargo test --lib
+jobs::machine` must fail. Not part of `make test` (one build per mutation,
+about a minute each); run it after changing a step:
+
+    python3 tests/mutants/reconciler_steps.py [NAME ...]
+
+It works on a copy of the checkout (git archive of HEAD plus the working
+tree's changes to src/jobs/machine*) with a target directory of its own:
+cargo hashes a workspace crate by its path relative to the workspace, so a
+copy sharing this checkout's target would overwrite its artifacts.
+Prints one line per mutation; exits 1 if any mutation is not caught.
+"""
+import os, shutil, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/owners.rs"
+
+# (file, name, the rule as written, the rule removed)
+MUTATIONS = [
+    (J, "another owner's Workload", "    if !owned(wl) {", "    if false && !owned(wl) {"),
+    (J, "a going job", 'if job.pointer("/metadata/deletionTimestamp").is_some() {', "if false {"),
+    (J, "a job started without a Workload is stopped", "        if !suspended {\n            // Started without an admission", "        if false {\n            // Started without an admission"),
+    (J, "a finished Workload is let go", "    if conds.is_true(condition::FINISHED) {\n        // Kueue's job reconciler", "    if false {\n        // Kueue's job reconciler"),
+    (J, "a Workload being deleted", "    if wl.metadata.deletion_timestamp.is_some() {", "    if false {"),
+    (J, "a deactivation target", "    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {", "    if false {"),
+    (J, "a finished job", "    if let Some((reason, message)) = finished {", "    if let Some((reason, message)) = finished.filter(|_| false) {"),
+    (J, "readiness written", "        return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));", "        let _ = status;"),
+    (J, "an evicted job", "    if reserved && conds.is_true(condition::EVICTED) {", "    if false {"),
+    (J, "pods still stopping", "        if policy.status.as_ref().is_some_and(|s| s.is_active(job)) {", "        if false {"),
+    (J, "execution time expiry", "    if left > 0 {\n        return Timer::Left", "    if true {\n        return Timer::Left"),
+    (J, "pods not ready in time evict", "        Expiry::Requeue { count, requeue_at } => (count, requeue_at),", "        Expiry::Requeue { .. } => return Timer::Idle,"),
+    (J, "past the requeuing limit deactivate", '            return Timer::Expired(vec![Write::WorkloadStatus(json!({"conditions": c.0}))]);', "            return Timer::Idle;"),
+    (J, "a flavor not cached", "    let Some(mut infos) = (facts.infos)(wl, &subject.queue) else {", "    let Some(mut infos) = (facts.infos)(wl, &subject.queue).or(Some(Vec::new())) else {"),
+    (J, "failed to start", "        let writes = match workload::with_check_updates(&mut infos, checks)\n", "        let writes = match workload::with_check_updates(&mut infos, checks).or(Ok(()))\n"),
+    (J, "checks pending", "    if reserved && suspended {", "    if false {"),
+    (J, "an unadmitted run is stopped", "    // Not admitted.\n    if !suspended {", "    // Not admitted.\n    if false {"),
+    (J, "templates restored", "    if ops.is_empty() {\n        return None;\n    }\n    if let Some(status)", "    if true || ops.is_empty() {\n        return None;\n    }\n    if let Some(status)"),
+    (J, "status reset first", "    if let Some(status) = status_reset(policy, job) {", "    if let Some(status) = status_reset(policy, job).filter(|_| false) {"),
+    (J, "the requeue backoff", "    if let Some(s) = backoff(wl, &conds, now) {", "    if let Some(s) = backoff(wl, &conds, now).filter(|_| false) {"),
+    (J, "a changed job re-creates its Workload", "    if !same_shape {", "    if false {"),
+    (J, "the queue name follows", "    if wl.spec.queue_name.as_deref() != Some(subject.queue.as_str()) {", "    if false {"),
+    (J, "the priority follows", "            if wl.spec.priority != Some(prio.value) {", "            if false {"),
+    (J, "the referenced view is read first", "    if policy.runtime_ref.is_none() {\n        return Ok(job);", "    if true {\n        return Ok(job);"),
+    (J, "the finalizer only when held", "    if holds {", "    if true {"),
+    (J, "an orphan is finished first", "    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {", "    if false {"),
+    (J, "an unknown priority class is told", "            Ok(p) => p,\n            Err(e) => {", "            Ok(p) => p,\n            Err(_) if true => workload::priority(policy, &json!({}), facts.classes).unwrap(),\n            Err(e) => {"),
+    (P, "pods: a finished Workload lets its pods go", "    if conds.is_true(condition::FINISHED) {\n        // Accounted for", "    if false {\n        // Accounted for"),
+    (P, "pods: a deleted Workload deletes its pods", "    if wl.metadata.deletion_timestamp.is_some() {\n        // The Workload is going", "    if false {\n        // The Workload is going"),
+    (P, "pods: finished pods finish the Workload", "    if let Some((succeeded, message)) = pod::finished(gate, &pods) {", "    if let Some((succeeded, message)) = pod::finished(gate, &pods).filter(|_| false) {"),
+    (P, "pods: an eviction deletes running pods", "        if !stops.is_empty() {", "        if false {"),
+    (P, "pods: only an admission ungates", "    if !(reserved && conds.is_true(condition::ADMITTED)) {", "    if !reserved {"),
+    (P, "pods: a group waits for its pods", "                Err(GroupProblem::TooFew(_)) => return wait(writes),", "                Err(GroupProblem::TooFew(_)) => {}"),
+    (P, "pods: a prebuilt Workload is waited for", "            return after(writes, Duration::from_secs(5));\n        }\n        if let (true", "            let _ = &writes;\n        }\n        if let (true"),
+    (P, "pods: a deleted single pod is let go", "    if !group && deleting(this) {", "    if false {"),
+    (P, "pods: a flavor not cached", "    let Some(infos) = (facts.infos)(wl, queue) else {", "    let Some(infos) = (facts.infos)(wl, queue).or(Some(Vec::new())) else {"),
+    (O, "owners: an old revision is ungated", "        if pod_owner::old_revision(obj, pod) {", "        if false {"),
+    (O, "owners: another owner's Workload", "    if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid) {", "    if false {"),
+    (O, "owners: an admitted group wakes its pods", "        writes.extend(members.iter().map(|&pod| Write::WakePod { pod }));", ""),
+    (O, "owners: groups beyond the replicas deleted", "            if wl.metadata.deletion_timestamp.is_none() {\n                writes.push(Write::DeleteWorkload", "            if false {\n                writes.push(Write::DeleteWorkload"),
+    (O, "owners: the finalizer first", "            if holds {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
+    (O, "owners: the queue follows", "        if wl.spec.queue_name.as_deref() != Some(q) {", "        if false {"),
+    (O, "owners: the group's Workload created", "        if replicas > 0 && queue.is_some() {", "        if false {"),
+]
+
+
+def main():
+    only = set(sys.argv[1:])
+    work = tempfile.mkdtemp(prefix="batchgate-mutants-")
+    tree = os.path.join(work, "tree")
+    os.mkdir(tree)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", "HEAD"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
+    for f in (J, P, O, "src/jobs/machine/tests.rs"):
+        shutil.copy(os.path.join(ROOT, f), os.path.join(tree, f))
+    env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"))
+    missed = 0
+    try:
+        for f, name, rule, removed in MUTATIONS:
+            if only and name not in only:
+                continue
+            path = os.path.join(tree, f)
+            original = open(path).read()
+            if original.count(rule) != 1:
+                print(f"{name}: the rule is not found once in {f}; update this list")
+                missed += 1
+                continue
+            open(path, "w").write(original.replace(rule, removed))
+            r = subprocess.run(["cargo", "test", "--lib", "jobs::machine", "--", "--quiet"],
+                               cwd=tree, env=env, capture_output=True, text=True)
+            open(path, "w").write(original)
+            out = r.stdout + r.stderr
+            if "test result" not in out:
+                print(f"{name}: the mutation does not compile; update this list")
+                missed += 1
+            elif r.returncode == 0:
+                print(f"{name}: NOT CAUGHT")
+                missed += 1
+            else:
+                failed = sorted({l.split()[0].split("::")[-1] for l in out.splitlines()
+                                 if l.startswith("    jobs::machine")})
+                print(f"{name}: caught by {', '.join(failed)}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()
