@@ -35,7 +35,7 @@
 //!   purpose, for crash tests).
 
 pub mod appwrapper;
-pub mod checks;
+pub mod check_states;
 pub mod context;
 pub mod devices;
 pub mod events;
@@ -124,7 +124,7 @@ async fn reconcilers(
         leading.clone(),
     ));
     let shared = context::Shared::start(client, leading).await;
-    tokio::spawn(checks::run(shared.clone()));
+    tokio::spawn(check_states::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));

@@ -28,8 +28,8 @@
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
+pub mod admission_checks;
 pub mod admission_fair_sharing;
-pub mod checks;
 pub mod cluster_queue;
 pub mod cohort;
 pub mod fair_sharing;

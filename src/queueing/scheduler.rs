@@ -266,8 +266,8 @@ pub struct Engine {
     /// See [`Engine::set_block_admission`].
     block_admission: bool,
     /// The AdmissionChecks that exist, and each ClusterQueue's
-    /// `admissionChecksStrategy` rules (see [`super::checks`]).
-    admission_checks: BTreeMap<String, super::checks::CheckInfo>,
+    /// `admissionChecksStrategy` rules (see [`super::admission_checks`]).
+    admission_checks: BTreeMap<String, super::admission_checks::CheckInfo>,
     cq_checks: BTreeMap<String, Vec<(String, Vec<String>)>>,
     /// Fair sharing's settings, while it is on (see [`fair`]).
     fair: Option<super::fair_sharing::FairSharing>,
@@ -1307,7 +1307,7 @@ impl Engine {
     }
 }
 
-mod checks;
+mod check_gate;
 mod cycle;
 mod fair;
 

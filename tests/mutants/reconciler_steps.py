@@ -30,7 +30,7 @@ MUTATIONS = [
     (J, "an evicted job", "    if reserved && conds.is_true(condition::EVICTED) {", "    if false {"),
     (J, "pods still stopping", "        if policy.status.as_ref().is_some_and(|s| s.is_active(job)) {", "        if false {"),
     (J, "execution time expiry", "    if left > 0 {\n        return Timer::Left", "    if true {\n        return Timer::Left"),
-    (J, "pods not ready in time evict", "        Expiry::Requeue { count, requeue_at } => (count, requeue_at),", "        Expiry::Requeue { .. } => return Timer::Idle,"),
+    (J, "pods not ready in time evict", "    Timer::Expired(vec![\n        Write::WorkloadStatus(status),\n        Write::WorkloadEvent(Note::normal(&reason, message)),\n    ])", "    let _ = (status, reason, message);\n    Timer::Idle"),
     (J, "past the requeuing limit deactivate", '            return Timer::Expired(vec![Write::WorkloadStatus(json!({"conditions": c.0}))]);', "            return Timer::Idle;"),
     (J, "a flavor not cached", "    let Some(mut infos) = (facts.infos)(wl, &subject.queue) else {", "    let Some(mut infos) = (facts.infos)(wl, &subject.queue).or(Some(Vec::new())) else {"),
     (J, "failed to start", "        let writes = match workload::with_check_updates(&mut infos, checks)\n", "        let writes = match workload::with_check_updates(&mut infos, checks).or(Ok(()))\n"),

@@ -550,7 +550,7 @@ pub(super) async fn write_workload(
             return (refused, None);
         };
         if meta.held_by_checks {
-            super::checks::hold_for_checks(&mut status, &meta.conditions);
+            super::check_feed::hold_for_checks(&mut status, &meta.conditions);
         }
         if let (Write::Evict { .. }, false) = (w, meta.owned) {
             // No job: release in the same write.

@@ -68,7 +68,7 @@ use crate::{
     },
 };
 
-mod checks;
+mod check_feed;
 mod decisions;
 mod fair;
 mod feed;
@@ -319,7 +319,7 @@ pub struct Controller {
     guarded: BTreeMap<(crate::queueing::finalizers::Guarded, String), finalizers::Guard>,
     guard_in_flight: HashSet<(crate::queueing::finalizers::Guarded, String)>,
     /// AdmissionChecks and ClusterQueue check rules (see [`checks`]).
-    checks: checks::Feed,
+    checks: check_feed::Feed,
     /// Fair sharing's settings and the weights seen so far; `None` while
     /// it is off (see [`fair`]).
     fair: Option<crate::queueing::fair_sharing::FairSharing>,
@@ -443,7 +443,7 @@ impl Controller {
             finished: HashMap::new(),
             guarded: BTreeMap::new(),
             guard_in_flight: HashSet::new(),
-            checks: checks::Feed::default(),
+            checks: check_feed::Feed::default(),
             fair,
             cohort_written: BTreeMap::new(),
         };

@@ -1,7 +1,7 @@
 //! A ClusterQueue's admission checks in the engine.
 
 use super::*;
-use crate::queueing::checks::CheckInfo;
+use crate::queueing::admission_checks::CheckInfo;
 
 fn known(checks: &[(&str, bool)]) -> BTreeMap<String, CheckInfo> {
     checks

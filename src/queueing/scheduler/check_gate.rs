@@ -1,13 +1,13 @@
 //! The engine's part in admission checks: a ClusterQueue whose checks are
 //! missing or inactive admits nothing (Kueue's `AdmissionCheckNotFound`,
 //! `AdmissionCheckInactive`), and which checks an admission needs. The
-//! per-Workload states are kept by the shell (see [`crate::queueing::checks`]).
+//! per-Workload states are kept by the shell (see [`crate::queueing::admission_checks`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Engine;
 use crate::queueing::{
-    checks::{self, CheckInfo, Strategy},
+    admission_checks::{self as checks, CheckInfo, Strategy},
     Admission, ClusterQueue,
 };
 

@@ -3,11 +3,11 @@
 //! whose checks are missing or inactive admits nothing), and an admission
 //! that needs checks is written as a quota reservation only: `Admitted`
 //! waits until every check is Ready (the checks controller,
-//! [`crate::controllers::checks`], writes it then, as Kueue's workload
+//! [`crate::controllers::check_states`], writes it then, as Kueue's workload
 //! controller does).
 
 use super::*;
-use crate::queueing::checks::CheckInfo;
+use crate::queueing::admission_checks::CheckInfo;
 
 /// The AdmissionChecks seen, and the rules of each ClusterQueue, kept here
 /// so they outlive the engine's rebuild.

@@ -6,11 +6,11 @@
 //! goes back, the Workload queues again, its checks reset to `Pending`) and
 //! marks it `DeactivationTarget` when a check is `Rejected` (the job
 //! reconciler then deactivates it). The decisions are the pure
-//! [`crate::queueing::checks`]; this module reads and writes.
+//! [`crate::queueing::admission_checks`]; this module reads and writes.
 //!
 //! The checks' own controllers (an external one, or the ProvisioningRequest
 //! check) set each state; the queueing engine reserves the quota without
-//! `Admitted` (see `queueing::checks`).
+//! `Admitted` (see `queueing::admission_checks`).
 
 use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
@@ -34,7 +34,7 @@ use crate::api::kueue::v1beta2::Conditions;
 use crate::jobs::machine::release;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, eviction_reason},
-    queueing::checks::{self, Verdict},
+    queueing::admission_checks::{self as checks, Verdict},
 };
 
 struct Ctx {
