@@ -24,6 +24,7 @@ use crate::{
     api::kueue::v1beta2 as api,
     devices::allocation,
     jobs::workload::{self, PodSetInfo, PriorityClasses},
+    jobs::{machine::Note, policy::Target},
 };
 
 /// Field manager of every write.
@@ -63,8 +64,27 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// An event on a Workload (the admission-check controllers' events),
-    /// its note cut at 1,024 bytes' worth of characters as Kueue's are.
+    /// Records an event on `reference`, its note cut at 1,024 bytes' worth
+    /// of characters as Kueue's are. A failure is logged, not returned: an
+    /// event is never worth a retried reconcile.
+    pub async fn publish(&self, reference: &ObjectReference, note: Note) {
+        let ev = KEvent {
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            action: note.reason.clone(),
+            reason: note.reason,
+            note: Some(note.message.chars().take(1024).collect()),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, reference).await {
+            debug!(error = %e, "event not recorded");
+        }
+    }
+
+    /// An event on a Workload (the admission-check controllers' events).
     pub async fn workload_event(
         &self,
         wl: &api::Workload,
@@ -72,28 +92,12 @@ impl Shared {
         reason: &str,
         note: String,
     ) {
-        let reference = ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: wl.metadata.name.clone(),
-            namespace: wl.metadata.namespace.clone(),
-            uid: wl.metadata.uid.clone(),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
+        let note = Note {
+            warning,
             reason: reason.into(),
-            note: Some(note.chars().take(1024).collect()),
-            action: reason.into(),
-            secondary: None,
+            message: note,
         };
-        if let Err(e) = self.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
+        self.publish(&workload_reference(wl), note).await
     }
 
     /// Watches flavors and priority classes and waits for their first
@@ -166,6 +170,31 @@ impl Shared {
             c.pod.insert(p.name_any(), p.value);
         }
         c
+    }
+}
+
+/// The reference of an object of `target`'s kind, read from its JSON.
+pub fn reference_of(target: &Target, obj: &Value) -> ObjectReference {
+    let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(String::from);
+    ObjectReference {
+        api_version: Some(target.api_version()),
+        kind: Some(target.kind.clone()),
+        name: text("/metadata/name"),
+        namespace: text("/metadata/namespace"),
+        uid: text("/metadata/uid"),
+        ..Default::default()
+    }
+}
+
+/// The reference of a Workload.
+pub fn workload_reference(wl: &api::Workload) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+        kind: Some("Workload".into()),
+        name: wl.metadata.name.clone(),
+        namespace: wl.metadata.namespace.clone(),
+        uid: wl.metadata.uid.clone(),
+        ..Default::default()
     }
 }
 

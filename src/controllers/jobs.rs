@@ -9,13 +9,11 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DeleteParams, DynamicObject, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action,
-        events::{Event as KEvent, EventType},
         reflector::{self, ObjectRef, Store},
         watcher, WatchStreamExt,
     },
@@ -25,8 +23,8 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, params, remove_workload_finalizer, served,
-    write_workload_status, JobError, Shared,
+    admission_pod_set_infos, create_workload, params, reference_of, remove_workload_finalizer,
+    served, workload_reference, write_workload_status, JobError, Shared,
 };
 use crate::{
     api::appwrapper::v1beta2::AppWrapper,
@@ -350,33 +348,9 @@ fn error_policy(job: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Acti
 }
 
 impl Ctx {
-    async fn event(&self, reference: ObjectReference, note: Note) {
-        let ev = KEvent {
-            type_: if note.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            action: note.reason.clone(),
-            reason: note.reason,
-            note: Some(note.message),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
-    }
-
-    fn job_reference(&self, job: &Value) -> ObjectReference {
-        let text = |p: &str| job.pointer(p).and_then(Value::as_str).map(String::from);
-        ObjectReference {
-            api_version: Some(self.policy.target.api_version()),
-            kind: Some(self.policy.target.kind.clone()),
-            name: text("/metadata/name"),
-            namespace: text("/metadata/namespace"),
-            uid: text("/metadata/uid"),
-            ..Default::default()
-        }
+    async fn job_event(&self, job: &Value, note: Note) {
+        let reference = reference_of(&self.policy.target, job);
+        self.shared.publish(&reference, note).await
     }
 
     fn jobs(&self, ns: &str) -> Api<DynamicObject> {
@@ -454,13 +428,13 @@ impl Ctx {
             match write {
                 Write::CreateWorkload { body, event } => {
                     if create_workload(&self.shared.client, ns, body).await? {
-                        self.event(self.job_reference(job), event).await;
+                        self.job_event(job, event).await;
                     }
                 }
                 Write::PatchJob { ops, event } => {
                     if self.patch_job(ns, &subject.name, &ops).await? {
                         if let Some(event) = event {
-                            self.event(self.job_reference(job), event).await;
+                            self.job_event(job, event).await;
                         }
                     }
                 }
@@ -475,7 +449,7 @@ impl Ctx {
                         Err(e) => return Err(e.into()),
                     }
                 }
-                Write::JobEvent(note) => self.event(self.job_reference(job), note).await,
+                Write::JobEvent(note) => self.job_event(job, note).await,
                 // The rest are the Workload's: a step names them only with
                 // the Workload it was given.
                 write => {
@@ -525,15 +499,7 @@ impl Ctx {
                 remove_workload_finalizer(api, &wl.metadata).await?;
             }
             Write::WorkloadEvent(note) => {
-                let reference = ObjectReference {
-                    api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-                    kind: Some("Workload".into()),
-                    name: wl.metadata.name.clone(),
-                    namespace: wl.metadata.namespace.clone(),
-                    uid: wl.metadata.uid.clone(),
-                    ..Default::default()
-                };
-                self.event(reference, note).await;
+                self.shared.publish(&workload_reference(wl), note).await;
             }
             Write::CreateWorkload { .. }
             | Write::PatchJob { .. }

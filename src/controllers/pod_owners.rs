@@ -10,23 +10,17 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DeleteParams, DynamicObject, ListParams, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
-    runtime::{
-        controller::Action,
-        events::{Event as KEvent, EventType},
-        reflector::ObjectRef,
-        watcher,
-    },
+    runtime::{controller::Action, reflector::ObjectRef, watcher},
     Api, ResourceExt,
 };
 use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use super::{
-    context::{create_workload, params, remove_workload_finalizer, JobError, Shared},
+    context::{create_workload, params, reference_of, remove_workload_finalizer, JobError, Shared},
     pods::resource_of,
 };
 use crate::{
@@ -128,25 +122,8 @@ fn error_policy(obj: Arc<DynamicObject>, err: &JobError, _ctx: Arc<Ctx>) -> Acti
 
 impl Ctx {
     async fn event(&self, obj: &Value, note: Note) {
-        let at = |p: &str| obj.pointer(p).and_then(Value::as_str).map(String::from);
-        let reference = ObjectReference {
-            api_version: Some(self.policy.target.api_version()),
-            kind: Some(self.policy.target.kind.clone()),
-            name: at("/metadata/name"),
-            namespace: at("/metadata/namespace"),
-            uid: at("/metadata/uid"),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: EventType::Normal,
-            action: note.reason.clone(),
-            reason: note.reason,
-            note: Some(note.message),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
+        let reference = reference_of(&self.policy.target, obj);
+        self.shared.publish(&reference, note).await
     }
 
     async fn patch_pod(&self, ns: &str, pod: &Value, ops: &[PatchOp]) -> Result<(), JobError> {

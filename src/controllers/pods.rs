@@ -11,13 +11,11 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     api::{DeleteParams, DynamicObject, Patch, Preconditions},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action,
-        events::{Event as KEvent, EventType},
         reflector::{ObjectRef, Store},
         watcher,
     },
@@ -27,7 +25,7 @@ use serde_json::Value;
 use tracing::{debug, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, params, remove_workload_finalizer,
+    admission_pod_set_infos, create_workload, params, reference_of, remove_workload_finalizer,
     write_workload_status, JobError, Shared,
 };
 use crate::{
@@ -108,29 +106,8 @@ impl Ctx {
     }
 
     async fn event(&self, pod: &Value, note: Note) {
-        let at = |p: &str| pod.pointer(p).and_then(Value::as_str).map(String::from);
-        let reference = ObjectReference {
-            api_version: Some(self.policy.target.api_version()),
-            kind: Some(self.policy.target.kind.clone()),
-            name: at("/metadata/name"),
-            namespace: at("/metadata/namespace"),
-            uid: at("/metadata/uid"),
-            ..Default::default()
-        };
-        let ev = KEvent {
-            type_: if note.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            action: note.reason.clone(),
-            reason: note.reason,
-            note: Some(note.message),
-            secondary: None,
-        };
-        if let Err(e) = self.shared.recorder.publish(&ev, &reference).await {
-            debug!(error = %e, "event not recorded");
-        }
+        let reference = reference_of(&self.policy.target, pod);
+        self.shared.publish(&reference, note).await
     }
 
     /// Sends a JSON patch; `false` when the pod changed or went meanwhile

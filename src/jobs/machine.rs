@@ -152,22 +152,23 @@ pub enum Then {
     ReadView,
 }
 
-/// A step's outcome.
+/// A step's outcome: its writes, in order (a job's, or those of
+/// [`pods`] and [`owners`]), then when to look again.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub writes: Vec<Write>,
+pub struct Step<W = Write> {
+    pub writes: Vec<W>,
     pub then: Then,
 }
 
-impl Step {
-    fn wait(writes: Vec<Write>) -> Self {
+impl<W> Step<W> {
+    pub(crate) fn wait(writes: Vec<W>) -> Self {
         Step {
             writes,
             then: Then::Wait,
         }
     }
 
-    fn after(writes: Vec<Write>, d: Duration) -> Self {
+    pub(crate) fn after(writes: Vec<W>, d: Duration) -> Self {
         Step {
             writes,
             then: Then::After(d),
@@ -524,17 +525,20 @@ fn or<'a>(message: &'a str, default: &'a str) -> &'a str {
 
 /// The finalizer let go, when the Workload holds it.
 fn held(wl: &api::Workload) -> Vec<Write> {
-    let holds = wl
-        .metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
-    if holds {
+    if holds_quota_finalizer(wl) {
         vec![Write::RemoveFinalizer]
     } else {
         Vec::new()
     }
+}
+
+/// Whether the Workload holds Kueue's `resource-in-use` finalizer.
+pub(crate) fn holds_quota_finalizer(wl: &api::Workload) -> bool {
+    wl.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER)
 }
 
 /// Kueue's `FinalizeOrphanedWorkload` for a Workload whose job is going:

@@ -43,7 +43,7 @@ MUTATIONS = [
     (J, "the queue name follows", "    if wl.spec.queue_name.as_deref() != Some(subject.queue.as_str()) {", "    if false {"),
     (J, "the priority follows", "            if wl.spec.priority != Some(prio.value) {", "            if false {"),
     (J, "the referenced view is read first", "    if policy.runtime_ref.is_none() {\n        return Ok(job);", "    if true {\n        return Ok(job);"),
-    (J, "the finalizer only when held", "    if holds {", "    if true {"),
+    (J, "the finalizer only when held", "    if holds_quota_finalizer(wl) {", "    if true {"),
     (J, "an orphan is finished first", "    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {", "    if false {"),
     (J, "an unknown priority class is told", "            Ok(p) => p,\n            Err(e) => {", "            Ok(p) => p,\n            Err(_) if true => workload::priority(policy, &json!({}), facts.classes).unwrap(),\n            Err(e) => {"),
     (P, "pods: a finished Workload lets its pods go", "    if conds.is_true(condition::FINISHED) {\n        // Accounted for", "    if false {\n        // Accounted for"),
@@ -59,7 +59,7 @@ MUTATIONS = [
     (O, "owners: another owner's Workload", "    if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid) {", "    if false {"),
     (O, "owners: an admitted group wakes its pods", "        writes.extend(members.iter().map(|&pod| Write::WakePod { pod }));", ""),
     (O, "owners: groups beyond the replicas deleted", "            if wl.metadata.deletion_timestamp.is_none() {\n                writes.push(Write::DeleteWorkload", "            if false {\n                writes.push(Write::DeleteWorkload"),
-    (O, "owners: the finalizer first", "            if holds {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
+    (O, "owners: the finalizer first", "            if super::holds_quota_finalizer(wl) {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
     (O, "owners: the queue follows", "        if wl.spec.queue_name.as_deref() != Some(q) {", "        if false {"),
     (O, "owners: the group's Workload created", "        if replicas > 0 && queue.is_some() {", "        if false {"),
 ]

@@ -50,11 +50,7 @@ pub enum Write {
     WakePod { pod: usize },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub writes: Vec<Write>,
-    pub then: Then,
-}
+pub type Step = super::Step<Write>;
 
 /// Pods appear one by one: how soon an owner whose group is not whole yet
 /// is looked at again.
@@ -238,13 +234,7 @@ pub fn groups_step(
         if delete.contains(name) {
             // Kueue's workload.Delete: the finalizer goes first, so the
             // quota is returned at once.
-            let holds = wl
-                .metadata
-                .finalizers
-                .iter()
-                .flatten()
-                .any(|f| f == keys::RESOURCE_IN_USE_FINALIZER);
-            if holds {
+            if super::holds_quota_finalizer(wl) {
                 writes.push(Write::RemoveFinalizer { workload: i });
             }
             if wl.metadata.deletion_timestamp.is_none() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{release, Note, Then};
+use super::{release, Note};
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
@@ -62,25 +62,7 @@ pub enum Write {
     Event { pod: Pod, note: Note },
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub writes: Vec<Write>,
-    pub then: Then,
-}
-
-fn wait(writes: Vec<Write>) -> Step {
-    Step {
-        writes,
-        then: Then::Wait,
-    }
-}
-
-fn after(writes: Vec<Write>, d: Duration) -> Step {
-    Step {
-        writes,
-        then: Then::After(d),
-    }
-}
+pub type Step = super::Step<Write>;
 
 /// Whether the reconciler looks at this pod: a managed one, with a
 /// namespace.
@@ -132,12 +114,12 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             }),
         );
         if !group && (pod::is_terminated(this) || deleting(this)) {
-            return wait(writes);
+            return Step::wait(writes);
         }
         if !pods.iter().any(|p| pod::is_gated(gate, p)) {
             // Started without a Workload (its gate was taken off by hand):
             // nothing to queue.
-            return wait(writes);
+            return Step::wait(writes);
         }
         if pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
             .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
@@ -145,19 +127,19 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         {
             // A prebuilt Workload (a StatefulSet's) is made by its owner's
             // reconciler, which wakes the pods once it is there.
-            return after(writes, Duration::from_secs(5));
+            return Step::after(writes, Duration::from_secs(5));
         }
         if let (true, Some(rule)) = (group, &gate.group) {
             match pod::check_group(rule, &pods) {
                 Ok(_) => {}
                 // Kueue waits for the rest of the group.
-                Err(GroupProblem::TooFew(_)) => return wait(writes),
+                Err(GroupProblem::TooFew(_)) => return Step::wait(writes),
                 Err(GroupProblem::Inconsistent(m)) => {
                     writes.push(Write::Event {
                         pod: Pod::This,
                         note: Note::warning("ErrWorkloadCompose", m),
                     });
-                    return wait(writes);
+                    return Step::wait(writes);
                 }
             }
         }
@@ -173,14 +155,14 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
                     format!("Created Workload: {ns}/{wl_name}"),
                 );
                 writes.push(Write::CreateWorkload { body, event });
-                return wait(writes);
+                return Step::wait(writes);
             }
             Err(e) => {
                 writes.push(Write::Event {
                     pod: Pod::This,
                     note: Note::warning("ErrWorkloadCompose", e.to_string()),
                 });
-                return after(writes, Duration::from_secs(5));
+                return Step::after(writes, Duration::from_secs(5));
             }
         }
     };
@@ -192,7 +174,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         // Accounted for: the pods and the Workload are let go.
         let mut writes = let_go(gate, all());
         writes.push(Write::RemoveFinalizer);
-        return wait(writes);
+        return Step::wait(writes);
     }
     if wl.metadata.deletion_timestamp.is_some() {
         // The Workload is going: its pods stop with it (Kueue's
@@ -206,7 +188,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             .collect();
         writes.extend(let_go(gate, all()));
         writes.push(Write::RemoveFinalizer);
-        return wait(writes);
+        return Step::wait(writes);
     }
     if let Some((succeeded, message)) = pod::finished(gate, &pods) {
         let reason = if succeeded { "Succeeded" } else { "Failed" };
@@ -219,7 +201,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             now,
             wl.metadata.generation,
         );
-        return wait(vec![
+        return Step::wait(vec![
             Write::WorkloadStatus(json!({"conditions": c.0})),
             Write::Event {
                 pod: Pod::This,
@@ -247,7 +229,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             .collect();
         if !stops.is_empty() {
             // Looked at again once the deletions are seen.
-            return after(stops, Duration::from_millis(500));
+            return Step::after(stops, Duration::from_millis(500));
         }
         let mut writes: Vec<Write> = release(
             &conds.0,
@@ -260,20 +242,20 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         .collect();
         // Accounted for: the deleted pods may go.
         writes.extend(let_go(gate, all().filter(|(_, p)| deleting(p))));
-        return wait(writes);
+        return Step::wait(writes);
     }
     if !group && deleting(this) {
         // A single pod deleted before it finished: its Workload goes with
         // it (garbage collected); the pod is let go now.
-        return wait(let_go(gate, all()));
+        return Step::wait(let_go(gate, all()));
     }
     if !(reserved && conds.is_true(condition::ADMITTED)) {
         // Pending: the pods stay gated.
-        return wait(Vec::new());
+        return Step::wait(Vec::new());
     }
     let queue = pod::label(this, QUEUE_NAME_LABEL).unwrap_or_default();
     let Some(infos) = (facts.infos)(wl, queue) else {
-        return after(Vec::new(), Duration::from_millis(200));
+        return Step::after(Vec::new(), Duration::from_millis(200));
     };
     let cq = status
         .admission
@@ -323,7 +305,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             }
         }
     }
-    wait(writes)
+    Step::wait(writes)
 }
 
 #[cfg(test)]
@@ -333,6 +315,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::jobs::machine::Then;
     use crate::jobs::policy::PolicySet;
 
     fn policy() -> Arc<Policy> {
@@ -483,7 +466,10 @@ mod tests {
     #[test]
     fn a_group_waits_for_all_its_pods_and_refuses_inconsistent_ones() {
         let a = grouped("a", 2);
-        assert_eq!(run(&a, std::slice::from_ref(&a), None), wait(Vec::new()));
+        assert_eq!(
+            run(&a, std::slice::from_ref(&a), None),
+            Step::wait(Vec::new())
+        );
         let b = grouped("b", 3);
         let s = run(&a, &[a.clone(), b], None);
         let [Write::Event { note, .. }] = s.writes.as_slice() else {
@@ -506,7 +492,7 @@ mod tests {
         p["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = json!("sts-wl");
         assert_eq!(
             run(&p, std::slice::from_ref(&p), None),
-            after(Vec::new(), Duration::from_secs(5))
+            Step::after(Vec::new(), Duration::from_secs(5))
         );
     }
 
@@ -532,12 +518,12 @@ mod tests {
         assert_eq!(n.message, "Admitted by clusterQueue cq");
         // A flavor not cached yet: nothing now, soon again.
         let s = step_with(&p, std::slice::from_ref(&p), Some(&wl), false);
-        assert_eq!(s, after(Vec::new(), Duration::from_millis(200)));
+        assert_eq!(s, Step::after(Vec::new(), Duration::from_millis(200)));
         // Pending: the pod stays gated.
         let pending = workload(std::slice::from_ref(&p), json!({}));
         assert_eq!(
             run(&p, std::slice::from_ref(&p), Some(&pending)),
-            wait(Vec::new())
+            Step::wait(Vec::new())
         );
     }
 
