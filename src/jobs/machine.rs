@@ -349,17 +349,8 @@ fn decide(
         Progress::Failed(m) => Some(("Failed", or(m, "Job failed"))),
     };
     if let Some((reason, message)) = finished {
-        let mut c = conds.clone();
-        c.set(
-            condition::FINISHED,
-            true,
-            reason,
-            message,
-            now,
-            wl.metadata.generation,
-        );
         return Ok(Step::wait(vec![
-            Write::WorkloadStatus(json!({"conditions": c.0})),
+            finish(wl, &conds, reason, message, now),
             Write::JobEvent(Note::normal(
                 "FinishedWorkload",
                 format!(
@@ -444,17 +435,8 @@ fn decide(
                 }]
             }
             Err(e) => {
-                let mut c = conds.clone();
-                c.set(
-                    condition::FINISHED,
-                    true,
-                    "FailedToStart",
-                    &e.to_string(),
-                    now,
-                    wl.metadata.generation,
-                );
                 vec![
-                    Write::WorkloadStatus(json!({"conditions": c.0})),
+                    finish(wl, &conds, "FailedToStart", &e.to_string(), now),
                     Write::JobEvent(Note::warning("FailedToStart", e.to_string())),
                 ]
             }
@@ -523,6 +505,36 @@ fn or<'a>(message: &'a str, default: &'a str) -> &'a str {
     }
 }
 
+/// The Workload marked `Finished` for `reason`: the status to write.
+pub(crate) fn finished_status(
+    wl: &api::Workload,
+    conds: &Conditions,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) -> Value {
+    let mut c = conds.clone();
+    c.set(
+        condition::FINISHED,
+        true,
+        reason,
+        message,
+        now,
+        wl.metadata.generation,
+    );
+    json!({"conditions": c.0})
+}
+
+fn finish(
+    wl: &api::Workload,
+    conds: &Conditions,
+    reason: &str,
+    message: &str,
+    now: &Time,
+) -> Write {
+    Write::WorkloadStatus(finished_status(wl, conds, reason, message, now))
+}
+
 /// The finalizer let go, when the Workload holds it.
 fn held(wl: &api::Workload) -> Vec<Write> {
     if holds_quota_finalizer(wl) {
@@ -547,16 +559,8 @@ pub(crate) fn holds_quota_finalizer(wl: &api::Workload) -> bool {
 fn orphaned(wl: &api::Workload, now: &Time) -> Vec<Write> {
     let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
     if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {
-        let mut c = conds;
-        c.set(
-            condition::FINISHED,
-            true,
-            "OwnerNotFound",
-            "The workload's owner no longer exists",
-            now,
-            wl.metadata.generation,
-        );
-        return vec![Write::WorkloadStatus(json!({"conditions": c.0}))];
+        let owner_gone = "The workload's owner no longer exists";
+        return vec![finish(wl, &conds, "OwnerNotFound", owner_gone, now)];
     }
     held(wl)
 }

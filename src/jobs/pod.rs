@@ -434,6 +434,21 @@ pub fn workload_for(
     }))
 }
 
+/// The pod's scheduling gates other than Kueue's admission and topology
+/// gates: what stays once Kueue lets the pod go.
+pub fn other_gates(gate: &Gate, pod: &Value) -> Vec<Value> {
+    pod.pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|g| {
+            let n = g.get("name").and_then(Value::as_str);
+            n != Some(gate.scheduling_gate.as_str()) && n != Some(TOPOLOGY_GATE)
+        })
+        .cloned()
+        .collect()
+}
+
 /// The patch that starts an admitted, gated pod (Kueue's `prepare`): its
 /// pod set's labels, node selector and tolerations merged in (a different
 /// value already there is a conflict, in Kueue's words), then the gate
@@ -477,17 +492,7 @@ pub fn ungate_patch(
             value: Value::Array(tolerations),
         });
     }
-    let gates: Vec<Value> = pod
-        .pointer("/spec/schedulingGates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|g| {
-            let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str()) && n != Some(TOPOLOGY_GATE)
-        })
-        .cloned()
-        .collect();
+    let gates = other_gates(gate, pod);
     if gates.is_empty() {
         ops.push(PatchOp {
             op: "remove",

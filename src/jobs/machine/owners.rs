@@ -18,7 +18,7 @@ use crate::{
         workload::{self, PriorityClasses, WorkloadError},
     },
     vocabulary::{
-        keys::{self, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
         patch::PatchOp,
     },
 };
@@ -65,21 +65,10 @@ pub fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
     if !core_pod::is_gated(gate, pod) {
         return Vec::new();
     }
-    let rest: Vec<Value> = pod
-        .pointer("/spec/schedulingGates")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|g| {
-            let n = g.get("name").and_then(Value::as_str);
-            n != Some(gate.scheduling_gate.as_str()) && n != Some(keys::TOPOLOGY_GATE)
-        })
-        .cloned()
-        .collect();
     vec![PatchOp {
         op: "add",
         path: "/spec/schedulingGates".into(),
-        value: Value::Array(rest),
+        value: Value::Array(core_pod::other_gates(gate, pod)),
     }]
 }
 

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{release, Note};
+use super::{finished_status, release, Note};
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
@@ -192,17 +192,8 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
     }
     if let Some((succeeded, message)) = pod::finished(gate, &pods) {
         let reason = if succeeded { "Succeeded" } else { "Failed" };
-        let mut c = conds.clone();
-        c.set(
-            condition::FINISHED,
-            true,
-            reason,
-            &message,
-            now,
-            wl.metadata.generation,
-        );
         return Step::wait(vec![
-            Write::WorkloadStatus(json!({"conditions": c.0})),
+            Write::WorkloadStatus(finished_status(wl, &conds, reason, &message, now)),
             Write::Event {
                 pod: Pod::This,
                 note: Note::normal(
@@ -287,16 +278,9 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
                 )),
             }),
             Err(e) => {
-                let mut c = conds.clone();
-                c.set(
-                    condition::FINISHED,
-                    true,
-                    "FailedToStart",
-                    &e.to_string(),
-                    now,
-                    wl.metadata.generation,
-                );
-                writes.push(Write::WorkloadStatus(json!({"conditions": c.0})));
+                let message = e.to_string();
+                let status = finished_status(wl, &conds, "FailedToStart", &message, now);
+                writes.push(Write::WorkloadStatus(status));
                 writes.push(Write::Event {
                     pod: Pod::Member(i),
                     note: Note::warning("FailedToStart", e.to_string()),
@@ -315,6 +299,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use serde_json::json;
+
     use crate::jobs::machine::Then;
     use crate::jobs::policy::PolicySet;
 
