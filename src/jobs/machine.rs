@@ -331,7 +331,7 @@ fn decide(
                 Duration::from_millis(200),
             ));
         }
-        if let Some(s) = restore(policy, job, wl) {
+        if let Some(s) = restore(policy, job, &recorded_pod_sets(wl)) {
             return Ok(s);
         }
         return Ok(Step::wait(held(wl)));
@@ -373,7 +373,7 @@ fn decide(
                 .unwrap_or_default();
             return Ok(Step::wait(vec![stop(&message)]));
         }
-        if let Some(s) = restore(policy, job, wl) {
+        if let Some(s) = restore(policy, job, &recorded_pod_sets(wl)) {
             return Ok(s);
         }
         if policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
@@ -455,7 +455,8 @@ fn decide(
     if !suspended {
         return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
     }
-    if let Some(s) = restore(policy, job, wl) {
+    let recorded = recorded_pod_sets(wl);
+    if let Some(s) = restore(policy, job, &recorded) {
         return Ok(s);
     }
     if let Some(s) = backoff(wl, &conds, now) {
@@ -464,7 +465,6 @@ fn decide(
     // Keep the Workload in step with the suspended job.
     let view = view(policy, job, read)?;
     let current = workload::pod_sets(policy, view)?;
-    let recorded = recorded_pod_sets(wl);
     let same_shape = current.len() == recorded.len()
         && current
             .iter()
@@ -568,8 +568,8 @@ fn orphaned(wl: &api::Workload, now: &Time) -> Vec<Write> {
 /// A suspended job's templates put back as its Workload recorded them,
 /// the status fields that block that cleared first; `None` when they
 /// are as recorded.
-fn restore(policy: &Policy, job: &Value, wl: &api::Workload) -> Option<Step> {
-    let ops = workload::restore_patch(policy, job, &recorded_pod_sets(wl));
+fn restore(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Option<Step> {
+    let ops = workload::restore_patch(policy, job, recorded);
     if ops.is_empty() {
         return None;
     }
@@ -603,7 +603,7 @@ fn status_reset(policy: &Policy, job: &Value) -> Option<Value> {
 }
 
 /// The pod sets a Workload recorded, as a job's are read.
-pub fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
+fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
     wl.spec
         .pod_sets
         .iter()

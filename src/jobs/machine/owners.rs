@@ -61,7 +61,7 @@ fn queue_of(obj: &Value) -> Option<&str> {
 }
 
 /// The patch that takes the gates off an old-revision pod.
-pub fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
+fn ungate_ops(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
     if !core_pod::is_gated(gate, pod) {
         return Vec::new();
     }
