@@ -15,10 +15,7 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::{
-    apimachinery::pkg::apis::meta::v1::{Condition, Time},
-    jiff::Timestamp,
-};
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kube::{
     api::{DynamicObject, Patch, PatchParams, PostParams},
     core::{ApiResource, GroupVersionKind},
@@ -29,23 +26,16 @@ use kube::{
     },
     Api, Client, Resource, ResourceExt,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 use tracing::{debug, info, warn};
 
 use super::context::served;
 use crate::{
-    admission::prescale::spec_of,
-    api::prescale::{PreScaledCronJob, PreScaledCronJobStatus},
-    prescale::{
-        self,
-        cronjob::{self, Owner, HASH_ANNOTATION},
-    },
+    api::prescale::PreScaledCronJob,
+    prescale::sync::{self, Note, Outcome, Step, Then, Write},
 };
 
 pub use crate::prescale::{Settings, DEFAULT_IMAGE};
-
-/// The condition written to status.
-pub const READY: &str = "Ready";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PrescaleError {
@@ -115,34 +105,17 @@ fn error_policy(psc: Arc<PreScaledCronJob>, err: &PrescaleError, _ctx: Arc<Ctx>)
     Action::requeue(Duration::from_secs(2))
 }
 
-/// An Event note is at most 1 KiB.
-fn note(s: String) -> String {
-    if s.len() <= 1000 {
-        return s;
-    }
-    let mut cut = 1000;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
-}
-
-/// What the status says after a reconcile.
-struct Outcome {
-    ready: bool,
-    reason: &'static str,
-    message: String,
-    primer: Option<String>,
-    hash: Option<String>,
-}
-
 impl Ctx {
-    async fn event(&self, psc: &PreScaledCronJob, type_: EventType, reason: &str, message: String) {
+    async fn event(&self, psc: &PreScaledCronJob, note: Note) {
         let ev = KEvent {
-            type_,
-            reason: reason.into(),
-            note: Some(note(message)),
-            action: reason.into(),
+            type_: if note.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: note.reason.into(),
+            note: Some(cut(note.message)),
+            action: note.reason.into(),
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&ev, &psc.object_ref(&())).await {
@@ -152,50 +125,8 @@ impl Ctx {
 
     /// Writes the status when anything but the timestamps changed.
     async fn status(&self, psc: &PreScaledCronJob, o: Outcome) -> Result<(), PrescaleError> {
-        let old = psc.status.clone().unwrap_or_default();
-        let now = Time(Timestamp::now());
-        let status_word = if o.ready { "True" } else { "False" };
-        let previous = old
-            .conditions
-            .as_ref()
-            .and_then(|cs| cs.iter().find(|c| c.type_ == READY));
-        let same_condition = previous.is_some_and(|c| {
-            c.status == status_word
-                && c.reason == o.reason
-                && c.message == o.message
-                && c.observed_generation == psc.metadata.generation
-        });
-        let cron_job_name = Some(cronjob::name_of(&psc.name_any()));
-        if same_condition
-            && old.primer_schedule == o.primer
-            && old.hash == o.hash
-            && old.cron_job_name == cron_job_name
-            && old.observed_generation == psc.metadata.generation
-        {
+        let Some(status) = sync::status(psc, o, Time(Timestamp::now())) else {
             return Ok(());
-        }
-        let condition = Condition {
-            type_: READY.into(),
-            status: status_word.into(),
-            reason: o.reason.into(),
-            message: o.message,
-            observed_generation: psc.metadata.generation,
-            last_transition_time: match previous {
-                Some(c) if c.status == status_word => c.last_transition_time.clone(),
-                _ => now.clone(),
-            },
-        };
-        let status = PreScaledCronJobStatus {
-            cron_job_name,
-            primer_schedule: o.primer,
-            hash: o.hash,
-            conditions: Some(vec![condition]),
-            last_sync_time: if o.ready {
-                Some(now)
-            } else {
-                old.last_sync_time
-            },
-            observed_generation: psc.metadata.generation,
         };
         let api: Api<PreScaledCronJob> =
             Api::namespaced(self.client.clone(), &psc.namespace().unwrap_or_default());
@@ -207,188 +138,313 @@ impl Ctx {
         .await?;
         Ok(())
     }
+
+    /// Records and reports a pass that wrote nothing to the CronJob.
+    async fn settle(
+        &self,
+        psc: &PreScaledCronJob,
+        note: Option<Note>,
+        outcome: Outcome,
+        then: Then,
+    ) -> Result<Action, PrescaleError> {
+        if let Some(note) = note {
+            self.event(psc, note).await;
+        }
+        self.status(psc, outcome).await?;
+        Ok(match then {
+            Then::AwaitChange => Action::await_change(),
+            // The calendar checks start from today: look again now and then.
+            Then::Recheck => Action::requeue(Duration::from_secs(6 * 3600)),
+        })
+    }
 }
 
-async fn reconcile(psc: Arc<PreScaledCronJob>, ctx: Arc<Ctx>) -> Result<Action, PrescaleError> {
-    if psc.metadata.deletion_timestamp.is_some() {
-        // The garbage collector deletes the CronJob (owner reference).
-        return Ok(Action::await_change());
+/// An Event note is at most 1 KiB.
+fn cut(s: String) -> String {
+    if s.len() <= 1000 {
+        return s;
     }
-    let name = psc.name_any();
-    let ns = psc.namespace().unwrap_or_default();
-    let uid = psc.uid().unwrap_or_default();
-    let object = serde_json::to_value(psc.as_ref())?;
+    let mut cut = 1000;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+/// One pass: decide what the CronJob needs ([`sync`]), read it only when
+/// the spec holds, write it, record and report.
+async fn reconcile(psc: Arc<PreScaledCronJob>, ctx: Arc<Ctx>) -> Result<Action, PrescaleError> {
     let today = chrono::Utc::now().date_naive();
-    let plan = match prescale::plan(&spec_of(&object), today) {
-        Ok(p) => p,
-        Err(violations) => {
-            let message = violations
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ");
-            ctx.event(
-                &psc,
-                EventType::Warning,
-                "Invalid cron schedule",
-                format!("Failed to generate cronjob: {message}"),
-            )
-            .await;
-            ctx.status(
-                &psc,
-                Outcome {
-                    ready: false,
-                    reason: "InvalidSchedule",
-                    message,
-                    primer: None,
-                    hash: None,
-                },
-            )
-            .await?;
-            return Ok(Action::await_change());
-        }
+    let desired = match sync::desired(&psc, today, &ctx.settings.image) {
+        Ok(d) => d,
+        Err(step) => return ctx.execute(&psc, *step).await,
     };
-    let owner = Owner {
-        name: &name,
-        namespace: &ns,
-        uid: &uid,
-    };
-    let (want, hash) = cronjob::desired(&owner, &psc.spec.cron_job, &plan, &ctx.settings.image);
-    let cj_name = cronjob::name_of(&name);
+    let ns = psc.namespace().unwrap_or_default();
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &ctx.cronjobs);
-    let synced = |reason: &'static str, message: String| Outcome {
-        ready: true,
-        reason,
-        message,
-        primer: Some(plan.primer.clone()),
-        hash: Some(hash.clone()),
+    let live = match api.get_opt(&desired.name).await? {
+        Some(live) => Some(serde_json::to_value(&live)?),
+        None => None,
     };
-    let outcome = match api.get_opt(&cj_name).await? {
-        None => {
-            let obj: DynamicObject = serde_json::from_value(want)?;
-            match api.create(&PostParams::default(), &obj).await {
-                Ok(_) => {
-                    info!(prescaledcronjob = %name, namespace = %ns, cronjob = %cj_name, schedule = %plan.primer, "created");
-                    ctx.event(
-                        &psc,
-                        EventType::Normal,
-                        "Create cronjob successful",
-                        format!("Created associated cronjob: {cj_name}"),
-                    )
-                    .await;
-                    synced(
-                        "Created",
-                        format!("created CronJob {cj_name} on schedule {:?}", plan.primer),
-                    )
+    let step = sync::step(&psc, desired, live.as_ref());
+    ctx.execute(&psc, step).await
+}
+
+impl Ctx {
+    async fn execute(&self, psc: &PreScaledCronJob, step: Step) -> Result<Action, PrescaleError> {
+        let (write, done, outcome) = match step {
+            // The garbage collector deletes the CronJob (owner reference).
+            Step::Gone => return Ok(Action::await_change()),
+            Step::Settle {
+                note,
+                outcome,
+                then,
+            } => return self.settle(psc, note, outcome, then).await,
+            Step::Write {
+                ref write,
+                ref done,
+                ref outcome,
+            } => (write, done, outcome),
+        };
+        let ns = psc.namespace().unwrap_or_default();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &ns, &self.cronjobs);
+        let written = match write {
+            Write::Create(want) => {
+                let obj: DynamicObject = serde_json::from_value(want.clone())?;
+                api.create(&PostParams::default(), &obj).await
+            }
+            Write::Replace(replacement) => {
+                let obj: DynamicObject = serde_json::from_value(replacement.clone())?;
+                api.replace(&obj.name_any(), &PostParams::default(), &obj)
+                    .await
+            }
+        };
+        match written {
+            Ok(_) => {
+                info!(prescaledcronjob = %psc.name_any(), namespace = %ns, reason = outcome.reason, "{}", outcome.message);
+                self.settle(psc, Some(done.clone()), outcome.clone(), Then::Recheck)
+                    .await
+            }
+            Err(e) => {
+                let conflict = matches!(&e, kube::Error::Api(s) if s.code == 409);
+                let refusal = step.refused(conflict, &e.to_string());
+                if let Some(note) = refusal.note {
+                    self.event(psc, note).await;
                 }
-                Err(e) => {
-                    ctx.event(
-                        &psc,
-                        EventType::Warning,
-                        "Create cronjob failed",
-                        format!("Failed to create cronjob: {e}"),
-                    )
-                    .await;
-                    ctx.status(
-                        &psc,
-                        Outcome {
-                            ready: false,
-                            reason: "CreateFailed",
-                            message: format!("Failed to create cronjob: {e}"),
-                            primer: Some(plan.primer.clone()),
-                            hash: Some(hash.clone()),
-                        },
-                    )
-                    .await?;
-                    return Err(e.into());
+                if let Some(outcome) = refusal.outcome {
+                    self.status(psc, outcome).await?;
                 }
+                Err(e.into())
             }
         }
-        Some(live) => {
-            let live = serde_json::to_value(&live)?;
-            if !cronjob::controlled_by(&live, &uid) {
-                let message = format!("A cronjob with this name already exists, and was not created by this operator : {cj_name}");
-                ctx.event(
-                    &psc,
-                    EventType::Warning,
-                    "Cronjob already exists",
-                    message.clone(),
-                )
-                .await;
-                ctx.status(
-                    &psc,
-                    Outcome {
-                        ready: false,
-                        reason: "CronJobExists",
-                        message,
-                        primer: Some(plan.primer.clone()),
-                        hash: Some(hash.clone()),
-                    },
-                )
-                .await?;
-                return Ok(Action::await_change());
-            }
-            match cronjob::drift(&live, &want, &uid) {
-                None => synced(
-                    "Synced",
-                    format!("CronJob {cj_name} runs on schedule {:?}", plan.primer),
-                ),
-                Some(path) => {
-                    let spec_changed = live
-                        .pointer(&format!("/metadata/annotations/{HASH_ANNOTATION}"))
-                        .and_then(Value::as_str)
-                        != Some(hash.as_str());
-                    let obj: DynamicObject =
-                        serde_json::from_value(cronjob::replacement(&live, &want))?;
-                    match api.replace(&cj_name, &PostParams::default(), &obj).await {
-                        Ok(_) if spec_changed => {
-                            info!(prescaledcronjob = %name, namespace = %ns, cronjob = %cj_name, "updated");
-                            ctx.event(
-                                &psc,
-                                EventType::Normal,
-                                "Update of cronjob successful",
-                                format!("Updated associated cronjob: {cj_name}"),
-                            )
-                            .await;
-                            synced(
-                                "Updated",
-                                format!("updated CronJob {cj_name} to schedule {:?}", plan.primer),
-                            )
-                        }
-                        Ok(_) => {
-                            info!(prescaledcronjob = %name, namespace = %ns, cronjob = %cj_name, %path, "manual change reverted");
-                            ctx.event(
-                                &psc,
-                                EventType::Warning,
-                                "Reverted cronjob change",
-                                format!("Reverted a change to associated cronjob {cj_name}: {path} differed from what this PreScaledCronJob asks for; edit the PreScaledCronJob instead"),
-                            )
-                            .await;
-                            synced(
-                                "Reverted",
-                                format!("reverted a change to {path} of CronJob {cj_name}"),
-                            )
-                        }
-                        Err(kube::Error::Api(e)) if e.code == 409 => {
-                            // Changed under us: read again.
-                            return Err(kube::Error::Api(e).into());
-                        }
-                        Err(e) => {
-                            ctx.event(
-                                &psc,
-                                EventType::Warning,
-                                "Update of cronjob failed",
-                                format!("Failed to update cronjob: {e}"),
-                            )
-                            .await;
-                            return Err(e.into());
-                        }
-                    }
-                }
-            }
+    }
+}
+
+/// The executor against a scripted apiserver: the exact requests of each
+/// kind of pass.
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::controllers::vetting::testing::{scripted_client, status};
+
+    const CRONJOB: &str = "/apis/batch/v1/namespaces/ns/cronjobs/autogen-nightly";
+    const CRONJOBS: &str = "/apis/batch/v1/namespaces/ns/cronjobs";
+    const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+    const STATUS: &str =
+        "/apis/psc.cronprimer.local/v1alpha1/namespaces/ns/prescaledcronjobs/nightly/status";
+
+    fn psc() -> PreScaledCronJob {
+        serde_json::from_value(json!({
+            "apiVersion": "psc.cronprimer.local/v1alpha1", "kind": "PreScaledCronJob",
+            "metadata": {"name": "nightly", "namespace": "ns", "uid": "psc-uid", "generation": 1},
+            "spec": {"warmUpTimeMins": 5, "cronJob": {"spec": {"schedule": "0 2 * * *",
+                "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "i"}]}}}}}}}
+        }))
+        .unwrap()
+    }
+
+    /// What batchgate writes for `psc()`, as the apiserver returns it.
+    fn ours() -> Value {
+        let today = chrono::Utc::now().date_naive();
+        let mut cj = sync::desired(&psc(), today, DEFAULT_IMAGE).unwrap().cronjob;
+        cj["metadata"]["resourceVersion"] = json!("7");
+        cj
+    }
+
+    /// An apiserver holding `live` as the CronJob; writes to it answer `write`.
+    fn apiserver(
+        live: Option<Value>,
+        write: u16,
+    ) -> impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static {
+        move |method, path, body| match (method, path) {
+            ("GET", CRONJOB) => match &live {
+                Some(cj) => (200, cj.clone()),
+                None => (404, status(404, "NotFound")),
+            },
+            ("POST", EVENTS) => (201, body.clone()),
+            ("PATCH", STATUS) => (200, serde_json::to_value(psc()).unwrap()),
+            ("POST", CRONJOBS) | ("PUT", CRONJOB) if write < 300 => (200, body.clone()),
+            _ => (write, status(write, "Forbidden")),
         }
-    };
-    ctx.status(&psc, outcome).await?;
-    // The calendar checks start from today: look again now and then.
-    Ok(Action::requeue(Duration::from_secs(6 * 3600)))
+    }
+
+    async fn pass(
+        p: PreScaledCronJob,
+        api: impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> (Result<Action, PrescaleError>, Vec<(String, Value)>) {
+        let (client, sent) = scripted_client(api);
+        let ctx = Arc::new(Ctx {
+            recorder: Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: "prescaledcronjob-controller".into(),
+                    instance: None,
+                },
+            ),
+            cronjobs: cronjob_resource(),
+            client,
+            settings: Settings::default(),
+        });
+        let out = reconcile(Arc::new(p), ctx).await;
+        let sent = sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.line.split('?').next().unwrap().to_string(),
+                    r.body.clone(),
+                )
+            })
+            .collect();
+        (out, sent)
+    }
+
+    fn lines(sent: &[(String, Value)]) -> Vec<&str> {
+        sent.iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_missing_cronjob_is_read_created_announced_and_reported() {
+        let (out, sent) = pass(psc(), apiserver(None, 200)).await;
+        assert_eq!(out.unwrap(), Action::requeue(Duration::from_secs(6 * 3600)));
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CRONJOB}"),
+                format!("POST {CRONJOBS}"),
+                format!("POST {EVENTS}"),
+                format!("PATCH {STATUS}"),
+            ]
+        );
+        assert_eq!(sent[1].1["spec"]["schedule"], "55 1 * * *");
+        assert_eq!(sent[2].1["reason"], "Create cronjob successful");
+        assert_eq!(sent[3].1["status"]["conditions"][0]["reason"], "Created");
+    }
+
+    #[tokio::test]
+    async fn a_cronjob_in_step_costs_one_read_and_a_status_only_when_it_changes() {
+        let (_, sent) = pass(psc(), apiserver(Some(ours()), 200)).await;
+        assert_eq!(
+            lines(&sent),
+            [format!("GET {CRONJOB}"), format!("PATCH {STATUS}")]
+        );
+        // Once the status says so, a pass only reads.
+        let mut p = psc();
+        p.status = serde_json::from_value(sent[1].1["status"].clone()).unwrap();
+        let (_, sent) = pass(p, apiserver(Some(ours()), 200)).await;
+        assert_eq!(lines(&sent), [format!("GET {CRONJOB}")]);
+    }
+
+    #[tokio::test]
+    async fn a_foreign_cronjob_is_only_reported() {
+        let mut foreign = ours();
+        foreign["metadata"]["ownerReferences"] = json!([]);
+        let (out, sent) = pass(psc(), apiserver(Some(foreign), 200)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CRONJOB}"),
+                format!("POST {EVENTS}"),
+                format!("PATCH {STATUS}"),
+            ]
+        );
+        assert_eq!(sent[1].1["reason"], "Cronjob already exists");
+    }
+
+    #[tokio::test]
+    async fn an_edited_cronjob_is_replaced_with_its_resource_version() {
+        let mut edited = ours();
+        edited["spec"]["suspend"] = json!(true);
+        let (_, sent) = pass(psc(), apiserver(Some(edited), 200)).await;
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CRONJOB}"),
+                format!("PUT {CRONJOB}"),
+                format!("POST {EVENTS}"),
+                format!("PATCH {STATUS}"),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["resourceVersion"], "7");
+        assert_eq!(sent[1].1["spec"].get("suspend"), None);
+        assert_eq!(sent[2].1["reason"], "Reverted cronjob change");
+    }
+
+    #[tokio::test]
+    async fn refused_writes_are_recorded_as_upstream_words_them() {
+        let (out, sent) = pass(psc(), apiserver(None, 403)).await;
+        assert!(out.is_err());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CRONJOB}"),
+                format!("POST {CRONJOBS}"),
+                format!("POST {EVENTS}"),
+                format!("PATCH {STATUS}"),
+            ]
+        );
+        assert_eq!(sent[2].1["reason"], "Create cronjob failed");
+        assert_eq!(
+            sent[3].1["status"]["conditions"][0]["reason"],
+            "CreateFailed"
+        );
+
+        let mut edited = ours();
+        edited["spec"]["suspend"] = json!(true);
+        let (out, sent) = pass(psc(), apiserver(Some(edited.clone()), 409)).await;
+        assert!(out.is_err());
+        assert_eq!(
+            lines(&sent),
+            [format!("GET {CRONJOB}"), format!("PUT {CRONJOB}")],
+            "a conflict is read again on the retry, without a word"
+        );
+        let (_, sent) = pass(psc(), apiserver(Some(edited), 403)).await;
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CRONJOB}"),
+                format!("PUT {CRONJOB}"),
+                format!("POST {EVENTS}"),
+            ]
+        );
+        assert_eq!(sent[2].1["reason"], "Update of cronjob failed");
+    }
+
+    #[tokio::test]
+    async fn a_broken_spec_reads_nothing() {
+        let mut p = psc();
+        p.spec.cron_job["spec"]["schedule"] = json!("61 * * * *");
+        let (out, sent) = pass(p, apiserver(None, 200)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [format!("POST {EVENTS}"), format!("PATCH {STATUS}")]
+        );
+        assert_eq!(sent[0].1["reason"], "Invalid cron schedule");
+    }
 }

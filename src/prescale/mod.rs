@@ -9,13 +9,16 @@
 //! - [`calendar`]: schedules laid out on wall-clock minutes, for the
 //!   shortest gap and the "a primer fires before each run" rule;
 //! - [`instant`]: robfig/cron's `Next` in a time zone (daylight saving
-//!   included) and the wait of a primed pod.
+//!   included) and the wait of a primed pod;
+//! - [`sync`]: one pass of the controller that keeps the generated
+//!   CronJob in step.
 
 pub mod calendar;
 pub mod cron;
 pub mod cronjob;
 pub mod instant;
 pub mod primer;
+pub mod sync;
 
 use chrono::NaiveDate;
 use chrono_tz::Tz;

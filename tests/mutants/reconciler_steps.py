@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules): each rule is removed in turn and `cargo test --lib
-jobs::machine` must fail. Not part of `make test` (one build per mutation,
+owners modules, prescale::sync): each rule is removed in turn and `cargo
+test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
 
     python3 tests/mutants/reconciler_steps.py [NAME ...]
 
 It works on a copy of the checkout (git archive of HEAD plus the working
-tree's changes to src/jobs/machine*) with a target directory of its own:
+tree's changed and new files under src/) with a target directory of its own:
 cargo hashes a workspace crate by its path relative to the workspace, so a
 copy sharing this checkout's target would overwrite its artifacts.
 Prints one line per mutation; exits 1 if any mutation is not caught.
@@ -16,6 +16,9 @@ import os, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/owners.rs"
+S = "src/prescale/sync.rs"
+# The tests that must catch a mutation of each file.
+TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -62,6 +65,14 @@ MUTATIONS = [
     (O, "owners: the finalizer first", "            if super::holds_quota_finalizer(wl) {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
     (O, "owners: the queue follows", "        if wl.spec.queue_name.as_deref() != Some(q) {", "        if false {"),
     (O, "owners: the group's Workload created", "        if replicas > 0 && queue.is_some() {", "        if false {"),
+    (S, "prescale: a deleted object", "    if psc.metadata.deletion_timestamp.is_some() {", "    if false {"),
+    (S, "prescale: a foreign CronJob is left alone", "    if !cronjob::controlled_by(live, uid) {", "    if false {"),
+    (S, "prescale: a CronJob in step is not written", "    let Some(path) = cronjob::drift(live, &d.cronjob, uid) else {", "    let Some(path) = cronjob::drift(live, &d.cronjob, uid).or(Some(String::new())) else {"),
+    (S, "prescale: a changed spec is an update", "    let (done, outcome) = if spec_changed {", "    let (done, outcome) = if false && spec_changed {"),
+    (S, "prescale: a conflict is silent", "            Write::Replace(_) if conflict => Refusal {", "            Write::Replace(_) if false && conflict => Refusal {"),
+    (S, "prescale: an unchanged status is not written", "    if same_condition\n", "    if false && same_condition\n"),
+    (S, "prescale: the transition time kept", "            Some(c) if c.status == word => c.last_transition_time.clone(),", "            Some(c) if false && c.status == word => c.last_transition_time.clone(),"),
+    (S, "prescale: the last sync kept when not ready", "        last_sync_time: if o.ready {", "        last_sync_time: if true {"),
 ]
 
 
@@ -72,7 +83,10 @@ def main():
     os.mkdir(tree)
     archive = subprocess.run(["git", "-C", ROOT, "archive", "HEAD"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
-    for f in (J, P, O, "src/jobs/machine/tests.rs"):
+    changed = subprocess.run(["git", "-C", ROOT, "ls-files", "-m", "-o", "--exclude-standard", "src"],
+                             check=True, capture_output=True, text=True).stdout.split()
+    for f in changed:
+        os.makedirs(os.path.dirname(os.path.join(tree, f)), exist_ok=True)
         shutil.copy(os.path.join(ROOT, f), os.path.join(tree, f))
     env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(work, "target"))
     missed = 0
@@ -87,7 +101,7 @@ def main():
                 missed += 1
                 continue
             open(path, "w").write(original.replace(rule, removed))
-            r = subprocess.run(["cargo", "test", "--lib", "jobs::machine", "--", "--quiet"],
+            r = subprocess.run(["cargo", "test", "--lib", TESTS[f], "--", "--quiet"],
                                cwd=tree, env=env, capture_output=True, text=True)
             open(path, "w").write(original)
             out = r.stdout + r.stderr
@@ -99,7 +113,7 @@ def main():
                 missed += 1
             else:
                 failed = sorted({l.split()[0].split("::")[-1] for l in out.splitlines()
-                                 if l.startswith("    jobs::machine")})
+                                 if l.startswith("    " + TESTS[f])})
                 print(f"{name}: caught by {', '.join(failed)}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
