@@ -42,7 +42,7 @@
 //!
 //! Knobs (environment; defaults in brackets):
 //!   KUEUE_BENCH_SCALE [0.2]        multiplies every workloadsSet's count (0.2 = 3,000 Workloads)
-//!   KUEUE_BENCH_ORDER [KBKBBKKB]   the runs, K = minimalkueue, B = batchgate
+//!   KUEUE_BENCH_ORDER [KBKBBKKB]   the runs, K = minimalkueue, B = batchgate, A = batchgate A
 //!   KUEUE_BENCH_PAIRS              instead of ORDER: this many pairs in the K B B K pattern
 //!   KUEUE_BENCH_SYSTEM             `kueue` or `batchgate`: keep only that system's runs
 //!   KUEUE_BENCH_TIMEOUT_SECS [900] give up on a run after this long
@@ -52,6 +52,8 @@
 //!                                  defaults (qps 300, burst 500), `harness` = minimalkueue's
 //!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
+//!   BATCHGATE_BENCH_BIN_A          another batchgate build, run as `A` (a before/after A/B
+//!                                  across commits; the summary adds B against A)
 //!   KUEUE_BENCH_RUST_LOG [info]    batchgate's RUST_LOG (`info,batchgate::controllers::queueing=debug`
 //!                                  logs each Workload seen, admission decided and written and
 //!                                  pending reason decided, to read beside the evictions)
@@ -89,13 +91,24 @@ const APISERVER_ARGS: [&str; 2] = [
 enum System {
     Kueue,
     Batchgate,
+    /// Another batchgate build (`BATCHGATE_BENCH_BIN_A`).
+    BatchgateA,
 }
 
 impl System {
+    fn letter(self) -> char {
+        match self {
+            System::Kueue => 'K',
+            System::Batchgate => 'B',
+            System::BatchgateA => 'A',
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             System::Kueue => "Kueue",
             System::Batchgate => "batchgate",
+            System::BatchgateA => "batchgate A",
         }
     }
 }
@@ -112,6 +125,7 @@ struct Knobs {
     /// batchgate's `clientConnection` (qps, burst).
     client: (f32, u32),
     bin: PathBuf,
+    bin_a: Option<PathBuf>,
 }
 
 fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
@@ -137,9 +151,10 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
         order.push(match c.to_ascii_uppercase() {
             'K' => System::Kueue,
             'B' => System::Batchgate,
+            'A' => System::BatchgateA,
             _ => {
                 return Err(format!(
-                    "KUEUE_BENCH_ORDER={order_s:?}: use K (minimalkueue) and B (batchgate)"
+                    "KUEUE_BENCH_ORDER={order_s:?}: use K (minimalkueue), B (batchgate) and A (BATCHGATE_BENCH_BIN_A)"
                 )
                 .into())
             }
@@ -148,7 +163,7 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
     match std::env::var("KUEUE_BENCH_SYSTEM").as_deref() {
         Err(_) => {}
         Ok("kueue") => order.retain(|s| *s == System::Kueue),
-        Ok("batchgate") => order.retain(|s| *s == System::Batchgate),
+        Ok("batchgate") => order.retain(|s| *s != System::Kueue),
         Ok(v) => {
             return Err(format!("KUEUE_BENCH_SYSTEM={v:?}: use `kueue` or `batchgate`").into())
         }
@@ -175,7 +190,11 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
         bin: std::env::var_os("BATCHGATE_BENCH_BIN")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate"))),
+        bin_a: std::env::var_os("BATCHGATE_BENCH_BIN_A").map(PathBuf::from),
     };
+    if k.order.contains(&System::BatchgateA) && k.bin_a.is_none() {
+        return Err("KUEUE_BENCH_ORDER has A runs: set BATCHGATE_BENCH_BIN_A to that build".into());
+    }
     if k.scale.is_nan() || k.scale <= 0.0 {
         return Err("KUEUE_BENCH_SCALE must be > 0".into());
     }
@@ -526,15 +545,19 @@ fn start_manager(
                 Duration::from_secs(120),
             )
         }
-        System::Batchgate => {
+        System::Batchgate | System::BatchgateA => {
+            let bin = match system {
+                System::BatchgateA => k.bin_a.as_ref().expect("checked in knobs"),
+                _ => &k.bin,
+            };
             let cert_dir = dir.join("certs");
-            let status = Command::new(&k.bin)
+            let status = Command::new(bin)
                 .args(["certs", "--out"])
                 .arg(&cert_dir)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
-                .map_err(|e| format!("running {} certs: {e}", k.bin.display()))?;
+                .map_err(|e| format!("running {} certs: {e}", bin.display()))?;
             if !status.success() {
                 return Err(format!("batchgate certs failed: {status}").into());
             }
@@ -547,7 +570,7 @@ fn start_manager(
                      clientConnection:\n  qps: {qps}\n  burst: {burst}\n"
                 ),
             )?;
-            let mut cmd = Command::new(&k.bin);
+            let mut cmd = Command::new(bin);
             cmd.args(["serve", "--cert-dir"])
                 .arg(&cert_dir)
                 .args([
@@ -769,7 +792,9 @@ fn one_run(
             .join("config/components/crd/bases")
             .display()
             .to_string(),
-        System::Batchgate => concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds").to_string(),
+        System::Batchgate | System::BatchgateA => {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds").to_string()
+        }
     };
     // Server-side: the Workload CRD is larger than client-side apply's annotation limit.
     cluster.run_kubectl(&["apply", "--server-side", "-f", &crds])?;
@@ -889,7 +914,7 @@ fn one_run(
     stop(&mut manager);
 
     let summary: Value = serde_yaml::from_str(&std::fs::read_to_string(&summary_path)?)?;
-    let events_shed = (system == System::Batchgate).then(|| events_shed(&dir.join("manager.log")));
+    let events_shed = (system != System::Kueue).then(|| events_shed(&dir.join("manager.log")));
     let mut evictions = 0;
     if let Some(classes) = summary.get("workloadClasses").and_then(Value::as_mapping) {
         for c in classes.values() {
@@ -1019,9 +1044,11 @@ fn stats(v: &[f64]) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
-fn summarise(results: &[RunResult]) {
+/// The metrics of `b`'s runs against `a`'s, and the wall ratio of each
+/// adjacent pair.
+fn compare(results: &[RunResult], a: System, b: System) {
     let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
-    let (kq, bg) = (by(System::Kueue), by(System::Batchgate));
+    let (kq, bg) = (by(a), by(b));
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
     let metrics: [Metric; 11] = [
         ("runner wall", "s", |r| r.wall_s),
@@ -1038,12 +1065,16 @@ fn summarise(results: &[RunResult]) {
         ("work done / (nominal x span)", "%", |r| r.work_usage()),
         ("finished Workloads", "", |r| r.finished as f64),
     ];
-    println!("summary (mean, min-max over runs; ratio = batchgate / Kueue of the means):");
+    println!(
+        "summary (mean, min-max over runs; ratio = {} / {} of the means):",
+        b.name(),
+        a.name()
+    );
     println!(
         "  | {:<26} | {:<24} | {:<24} | {:>6} |",
         "metric",
-        format!("Kueue ({} runs)", kq.len()),
-        format!("batchgate ({} runs)", bg.len()),
+        format!("{} ({} runs)", a.name(), kq.len()),
+        format!("{} ({} runs)", b.name(), bg.len()),
         "ratio"
     );
     let cell = |rs: &[&RunResult], f: fn(&RunResult) -> f64, unit: &str| -> (String, f64) {
@@ -1070,13 +1101,10 @@ fn summarise(results: &[RunResult]) {
     let mut pending: Option<&RunResult> = None;
     for r in results {
         match pending {
+            _ if r.system != a && r.system != b => {}
             Some(p) if p.system != r.system => {
-                let (k, b) = if p.system == System::Kueue {
-                    (p, r)
-                } else {
-                    (r, p)
-                };
-                pairs.push(b.wall_s / k.wall_s);
+                let (x, y) = if p.system == a { (p, r) } else { (r, p) };
+                pairs.push(y.wall_s / x.wall_s);
                 pending = None;
             }
             _ => pending = Some(r),
@@ -1085,11 +1113,34 @@ fn summarise(results: &[RunResult]) {
     if !pairs.is_empty() {
         let s: Vec<String> = pairs.iter().map(|p| format!("{p:.2}")).collect();
         println!(
-            "  runner wall ratio per adjacent pair (batchgate / Kueue): {}",
+            "  runner wall ratio per adjacent pair ({} / {}): {}",
+            b.name(),
+            a.name(),
             s.join(", ")
         );
     }
-    // Requests per Workload by verb and resource, averaged over each system's runs.
+}
+
+fn summarise(results: &[RunResult]) {
+    let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
+    let (kq, bg, ba) = (
+        by(System::Kueue),
+        by(System::Batchgate),
+        by(System::BatchgateA),
+    );
+    if !kq.is_empty() || ba.is_empty() {
+        compare(results, System::Kueue, System::Batchgate);
+    }
+    if !ba.is_empty() {
+        compare(results, System::BatchgateA, System::Batchgate);
+    }
+    // Requests per Workload by verb and resource, averaged over each system's
+    // runs; without Kueue runs, batchgate A takes its column.
+    let (kq, first) = if kq.is_empty() && !ba.is_empty() {
+        (ba, "batchgate A")
+    } else {
+        (kq, "Kueue")
+    };
     let mut keys: Vec<ReqKey> = results
         .iter()
         .flat_map(|r| r.requests.keys().cloned())
@@ -1122,7 +1173,12 @@ fn summarise(results: &[RunResult]) {
     println!("apiserver requests per Workload by verb and resource (non-watch, all clients, runner included; mean of runs):");
     println!(
         "  | {:<7} | {:<34} | {:>7} | {:>9} | {:>11} | {:>13} |",
-        "verb", "resource", "Kueue", "batchgate", "Kueue 409s", "batchgate 409s"
+        "verb",
+        "resource",
+        first,
+        "batchgate",
+        format!("{first} 409s"),
+        "batchgate 409s"
     );
     for ((verb, res, sub), a, b, ac, bc) in rows {
         let r = if sub.is_empty() {
@@ -1152,17 +1208,16 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         .tempdir()?;
     let generator = gen_dir.path().join("generator.yaml");
     std::fs::write(&generator, &gen_yaml)?;
-    let order: String = k
-        .order
-        .iter()
-        .map(|s| if *s == System::Kueue { 'K' } else { 'B' })
-        .collect();
+    let order: String = k.order.iter().map(|s| s.letter()).collect();
     println!(
         "kueue_side_by_side: Kueue {KUEUE_VERSION}'s scheduler benchmark (baseline generator x {}: {total} Workloads), runs {order}{}",
         k.scale,
         if k.smoke { " [smoke run without --bench: numbers are not meaningful]" } else { "" },
     );
     println!("  batchgate: {}", k.bin.display());
+    if let Some(a) = &k.bin_a {
+        println!("  batchgate A: {}", a.display());
+    }
     let mut results = Vec::new();
     for (i, system) in k.order.iter().enumerate() {
         let r = one_run(i + 1, *system, &k, &up, &generator, &made)?;

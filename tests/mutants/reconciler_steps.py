@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules, prescale::sync): each rule is removed in turn and `cargo
+owners modules, prescale::sync, queueing::check_states): each rule is removed in turn and `cargo
 test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
 
@@ -16,9 +16,9 @@ import os, shutil, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/owners.rs"
-S = "src/prescale/sync.rs"
+S, C = "src/prescale/sync.rs", "src/queueing/check_states.rs"
 # The tests that must catch a mutation of each file.
-TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync"}
+TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -73,8 +73,15 @@ MUTATIONS = [
     (S, "prescale: an unchanged status is not written", "    if same_condition\n", "    if false && same_condition\n"),
     (S, "prescale: the transition time kept", "            Some(c) if c.status == word => c.last_transition_time.clone(),", "            Some(c) if false && c.status == word => c.last_transition_time.clone(),"),
     (S, "prescale: the last sync kept when not ready", "        last_sync_time: if o.ready {", "        last_sync_time: if true {"),
+    (C, "checks: a finished or going Workload", "    if conds.is_true(condition::FINISHED) || wl.metadata.deletion_timestamp.is_some() {", "    if false {"),
+    (C, "checks: the states follow the queue first", "    if let Some(synced) = checks::sync(&states, &required, now) {", "    if let Some(synced) = checks::sync(&states, &required, now).filter(|_| false) {"),
+    (C, "checks: every check ready admits", "    if !admitted {", "    if false {"),
+    (C, "checks: deactivation marked once", "        Some(Verdict::Deactivate { .. }) if conds.is_true(condition::DEACTIVATION_TARGET) => {", "        Some(Verdict::Deactivate { .. }) if false => {"),
+    (C, "checks: a jobless Workload's quota released", "    if !owned {", "    if false {"),
+    (C, "checks: a retry delay held", "    if let Some(at) = checks::requeue_at(states, current, now.0.as_millisecond()) {", "    if let Some(at) = checks::requeue_at(states, current, now.0.as_millisecond()).filter(|_| false) {"),
+    (C, "checks: a delay waited out", "    if left > 0 {", "    if false {"),
+    (C, "checks: a pods-ready backoff left to the job reconciler", "    if !by_check || pods_ready || wl.spec.active == Some(false) {", "    if !by_check || wl.spec.active == Some(false) {"),
 ]
-
 
 def main():
     only = set(sys.argv[1:])
