@@ -1147,3 +1147,29 @@ fn the_room_check_catches_arrows_up_and_circles() {
     let bad = room_violations(&shell, &[]);
     assert_eq!(bad.len(), 2, "{bad:?}");
 }
+
+/// The mutation check of the reconcilers' steps (`tests/mutants/`) names
+/// each rule by its text: a step rewritten without the list following
+/// would make the next mutation run report stale rules instead of
+/// checking them. This keeps the list current without the builds.
+#[test]
+fn the_mutation_rules_are_current() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mutants/reconciler_steps.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .arg("--check")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "python3 {}: {e} (python3 runs the mutation list's check)",
+                script.display()
+            )
+        });
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains(" rules, 0 stale"), "{said}");
+}

@@ -40,7 +40,7 @@ use super::context::{
     admission_pod_set_infos, params, served, write_workload_status, JobError, Shared, MANAGER,
 };
 use crate::api::kueue::v1beta2::Conditions;
-use crate::jobs::machine::release;
+use crate::queueing::reservation::release;
 use crate::vocabulary::keys::{self, QUEUE_NAME_LABEL};
 use crate::{
     admission::entitlement::ComponentCheck,

@@ -33,10 +33,14 @@ use crate::api::kueue::v1beta2::Conditions;
 use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2::{
-        self as api, condition, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
+        self as api, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
         ADMISSION_CHECK_ACTIVE, PROVISIONING_REQUEST_CONTROLLER,
     },
-    queueing::provisioning::{self as core, Need, Request, WorkloadFacts},
+    queueing::provisioning::{
+        self as core,
+        pass::{self, Facts, Pass, Provision, Stage},
+        Request,
+    },
 };
 
 fn resource() -> ApiResource {
@@ -309,25 +313,24 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
     }
-    let status = wl.status.clone().unwrap_or_default();
-    let conds = Conditions::of(status.conditions.as_ref());
-    let finished = conds.is_true(condition::FINISHED);
-    let evicted = conds.is_true(condition::EVICTED);
-    let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
-    if !reserved && !finished && !evicted {
+    let stage = pass::stage(&wl);
+    if stage == Stage::Idle {
         return Ok(Action::await_change());
     }
     let ns = wl.namespace().unwrap_or_default();
-    let name = wl.name_any();
     let client = ctx.shared.client.clone();
     let pr_api = Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &resource());
-    let states = status.admission_checks.clone().unwrap_or_default();
+    let states = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.admission_checks.clone())
+        .unwrap_or_default();
     // The checks of this controller, with their configs. A Workload with
     // none has no request to look for (its states outlive an eviction or
-    // its end, so the cleanup below still finds them). The cleanup needs
-    // no config, and no check newer than the store.
-    let ending = finished || evicted;
-    let mut mine: BTreeMap<String, Option<ProvisioningRequestConfig>> = BTreeMap::new();
+    // its end, so the cleanup still finds them). The cleanup needs no
+    // config, and no check newer than the store.
+    let ending = stage == Stage::Ending;
+    let mut checks = BTreeMap::new();
     for s in &states {
         let ac = if ending {
             ctx.checks.get(&ObjectRef::new(&s.name))
@@ -341,109 +344,65 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
         let config = if ending {
             None
         } else {
-            ctx.config_of(&ac).await?
+            ctx.config_of(&ac).await?.map(|c| c.spec)
         };
-        mine.insert(s.name.clone(), config);
+        checks.insert(s.name.clone(), config);
     }
-    if mine.is_empty() {
+    if checks.is_empty() {
         return Ok(Action::await_change());
     }
     let owned = owned_requests(&pr_api, &wl).await?;
-    // CleanupProvisioningRequestsOnEviction (on by default in v0.19.2).
-    if ending {
-        for pr in &owned {
-            delete_request(&pr_api, pr).await?;
-        }
-        return Ok(Action::await_change());
-    }
     let requests: Vec<Request> = owned
         .iter()
         .filter_map(|pr| serde_json::to_value(pr).ok())
         .map(|v| Request::from_json(&v))
         .collect();
-    let mut needed: BTreeMap<String, bool> = BTreeMap::new();
-    let mut last: BTreeMap<String, Request> = BTreeMap::new();
-    for (check, config) in &mine {
-        let Some(config) = config else { continue };
-        let need = core::is_needed(&wl, &config.spec).map_err(bad_workload)?;
-        needed.insert(check.clone(), need);
-        if let Some(r) = core::active_or_last(&requests, &name, check, need, &config.spec) {
-            last.insert(check.clone(), r.clone());
-        }
-    }
-
-    // syncCheckStates.
-    let pod_sets: Vec<String> = wl
-        .spec
-        .pod_sets
-        .iter()
-        .flatten()
-        .map(|p| p.name.clone())
-        .collect();
-    let facts = WorkloadFacts {
-        name: &name,
-        pod_sets: &pod_sets,
-        admitted: conds.is_true(condition::ADMITTED),
-        active_unfinished: wl.spec.active != Some(false) && !finished,
-    };
-    let now = now_time();
-    let mut new_states = states.clone();
-    let mut messages = Vec::new();
-    for (check, config) in &mine {
-        let need = match config {
-            None => Need::Inactive,
-            Some(_) if !needed.get(check).copied().unwrap_or(false) => Need::NotNeeded,
-            Some(_) => Need::Request(last.get(check)),
-        };
-        let Some(i) = new_states.iter().position(|s| &s.name == check) else {
-            continue;
-        };
-        let spec = config.as_ref().map(|c| &c.spec);
-        if let Some(next) = core::next_state(&new_states[i], need, spec, &facts, &now, jitter()) {
-            if next.state != new_states[i].state {
-                messages.push(core::updated_message(check, &new_states[i].state, &next));
-            }
-            new_states[i] = next;
-        }
-    }
+    let decided = pass::pass(&Facts {
+        wl: &wl,
+        checks: &checks,
+        owned: &requests,
+        now: &now_time(),
+        jitter: jitter(),
+    })
+    .map_err(bad_workload)?;
     let wl_api = Api::<api::Workload>::namespaced(client.clone(), &ns);
-    if new_states != states {
-        write_workload_status(&wl_api, &wl, json!({ "admissionChecks": new_states })).await?;
-        for m in messages {
-            ctx.event(&wl, false, "AdmissionCheckUpdated", m).await;
+    let (delete, provision) = match decided {
+        Pass::Nothing => return Ok(Action::await_change()),
+        Pass::Clean { delete } => (delete, Vec::new()),
+        Pass::States { states, updated } => {
+            write_workload_status(&wl_api, &wl, json!({ "admissionChecks": states })).await?;
+            for m in updated {
+                ctx.event(&wl, false, "AdmissionCheckUpdated", m).await;
+            }
+            return Ok(Action::await_change());
         }
-        // The next pass (on this write) creates what the new states ask.
-        return Ok(Action::await_change());
-    }
-
-    // Requests no check uses any more.
-    for pr in &owned {
-        let pr_name = pr.name_any();
-        if !last.values().any(|r| r.name == pr_name) {
+        Pass::Sync { delete, provision } => (delete, provision),
+    };
+    for name in &delete {
+        if let Some(pr) = owned.iter().find(|pr| pr.name_any() == *name) {
             delete_request(&pr_api, pr).await?;
         }
     }
-
-    // syncOwnedProvisionRequest.
-    for (check, config) in &mine {
-        let Some(config) = config else { continue };
-        if !needed.get(check).copied().unwrap_or(false) {
-            continue;
-        }
-        let state = states.iter().find(|s| &s.name == check);
-        let prev = last.get(check);
-        let Some(attempt) = core::attempt_to_create(state, prev, &name, facts.admitted) else {
-            if let Some(pr) = prev {
-                adopt_templates(&client, &ns, &wl, pr, &pr_api).await?;
+    for p in provision {
+        let (check, req_name, merged) = match p {
+            Provision::Adopt { request, templates } => {
+                adopt_templates(&client, &ns, &wl, &request, &templates, &pr_api).await?;
+                continue;
             }
-            continue;
+            Provision::Create {
+                check,
+                name,
+                pod_sets,
+            } => (check, name, pod_sets),
         };
-        let req_name = core::request_name(&name, check, attempt);
-        let merged = core::merged_pod_sets(&wl, &config.spec).map_err(bad_workload)?;
+        let state = states.iter().find(|s| s.name == check);
         let queue = wl.spec.queue_name.clone().unwrap_or_default();
         let Some(infos) = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue) else {
             // A flavor not in the cache yet.
             return Ok(Action::requeue(Duration::from_secs(1)));
+        };
+        let Some(Some(config)) = checks.get(&check) else {
+            continue;
         };
         let pt_api = Api::<PodTemplate>::namespaced(client.clone(), &ns);
         let owner = owner_of(&*wl);
@@ -468,7 +427,7 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
                 return failed_create(&ctx, &wl_api, &wl, state, msg, e).await;
             }
         }
-        let body = core::request_body(&req_name, &wl, &config.spec, &merged, &owner);
+        let body = core::request_body(&req_name, &wl, config, &merged, &owner);
         let obj: DynamicObject = serde_json::from_value(body)?;
         match pr_api.create(&PostParams::default(), &obj).await {
             Ok(created) => {
@@ -479,8 +438,10 @@ async fn reconcile_workload(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Act
                     format!("Created ProvisioningRequest: {req_name:?}"),
                 )
                 .await;
-                let v = serde_json::to_value(&created)?;
-                adopt_templates(&client, &ns, &wl, &Request::from_json(&v), &pr_api).await?;
+                let created = Request::from_json(&serde_json::to_value(&created)?);
+                let templates: Vec<String> =
+                    created.pod_sets.iter().map(|(t, _)| t.clone()).collect();
+                adopt_templates(&client, &ns, &wl, &created.name, &templates, &pr_api).await?;
             }
             // Created by an earlier pass not seen yet: the next pass reads it.
             Err(kube::Error::Api(e)) if e.code == 409 => {
@@ -530,12 +491,13 @@ async fn adopt_templates(
     client: &Client,
     ns: &str,
     wl: &api::Workload,
-    pr: &Request,
+    request: &str,
+    templates: &[String],
     pr_api: &Api<DynamicObject>,
 ) -> Result<(), JobError> {
     let pt_api = Api::<PodTemplate>::namespaced(client.clone(), ns);
     let mut pr_uid: Option<String> = None;
-    for (template, _) in &pr.pod_sets {
+    for template in templates {
         let Some(pt) = pt_api.get_opt(template).await? else {
             continue;
         };
@@ -548,7 +510,7 @@ async fn adopt_templates(
                 .iter()
                 .any(|o| o.uid == wl_uid && o.controller == Some(true));
         if pr_uid.is_none() {
-            let Some(obj) = pr_api.get_opt(&pr.name).await? else {
+            let Some(obj) = pr_api.get_opt(request).await? else {
                 return Ok(());
             };
             pr_uid = obj.metadata.uid.clone();
@@ -571,7 +533,7 @@ async fn adopt_templates(
         kept.push(json!({
             "apiVersion": format!("{}/{}", core::GROUP, core::VERSION),
             "kind": core::KIND,
-            "name": pr.name,
+            "name": request,
             "uid": uid,
             "controller": true,
             "blockOwnerDeletion": true,

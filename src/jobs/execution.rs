@@ -17,14 +17,6 @@ pub fn remaining_ms(max_secs: i32, accumulated_secs: i32, admitted_at: i64, now:
     (i64::from(max_secs) - i64::from(accumulated_secs)) * 1000 - (now - admitted_at)
 }
 
-/// `status.accumulatedPastExecutionTimeSeconds` once an admission that
-/// began at `admitted_at` ends at `now` (Kueue's `SyncAdmittedCondition`:
-/// whole seconds, truncated, added to what was there).
-pub fn accumulated(prev: Option<i32>, admitted_at: i64, now: i64) -> i32 {
-    let secs = i32::try_from((now - admitted_at).max(0) / 1000).unwrap_or(i32::MAX);
-    prev.unwrap_or(0).saturating_add(secs)
-}
-
 /// The Warning event Kueue records on the Workload when it is exceeded.
 pub fn exceeded_note(max_secs: i32) -> String {
     format!("The maximum execution time ({max_secs}s) exceeded")
@@ -70,17 +62,6 @@ mod tests {
         // Time used by earlier admissions counts.
         assert_eq!(remaining_ms(120, 50, now - MIN, now), 10_000);
         assert!(remaining_ms(120, 60, now - MIN, now) <= 0);
-    }
-
-    /// Kueue v0.19.2 pkg/workload/admissionchecks_test.go,
-    /// TestSyncAdmittedCondition: losing the admission adds the whole
-    /// seconds it lasted to what earlier admissions left.
-    #[test]
-    fn an_admission_that_ends_adds_its_seconds() {
-        assert_eq!(accumulated(None, 0, 1_999), 1);
-        assert_eq!(accumulated(Some(1), 0, 2_000), 3);
-        // A clock that went backwards adds nothing.
-        assert_eq!(accumulated(Some(4), 5_000, 1_000), 4);
     }
 
     /// Kueue v0.19.2 workload_controller.go (the deactivation of an

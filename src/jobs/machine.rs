@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
 
 use super::{
@@ -22,6 +22,7 @@ use super::{
 };
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
+    queueing::reservation::release,
     vocabulary::{
         keys::{self, QUEUE_NAME_LABEL},
         patch::PatchOp,
@@ -890,65 +891,6 @@ fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
         "conditions": c.0,
         "requeueState": {"count": state.count, "requeueAt": null},
     }))]))
-}
-
-/// An evicted Workload with no job to stop gives its quota back at once
-/// (Kueue's workload controller does the same for jobless Workloads).
-/// The admission's whole seconds are added to `accumulated`
-/// (`status.accumulatedPastExecutionTimeSeconds`, Kueue's
-/// `SyncAdmittedCondition`).
-pub fn release(
-    conds: &[Condition],
-    generation: Option<i64>,
-    now: &Time,
-    accumulated: Option<i32>,
-) -> Option<Value> {
-    let mut c = Conditions(conds.to_vec());
-    let admitted_at = c
-        .get(condition::ADMITTED)
-        .filter(|a| a.status == "True")
-        .map(|a| a.last_transition_time.0.as_millisecond());
-    let ev = c
-        .get(condition::EVICTED)
-        .filter(|e| e.status == "True")?
-        .clone();
-    if !c.is_true(condition::QUOTA_RESERVED) {
-        return None;
-    }
-    c.set(
-        condition::QUOTA_RESERVED,
-        false,
-        "Pending",
-        &ev.message,
-        now,
-        generation,
-    );
-    c.set(
-        condition::ADMITTED,
-        false,
-        "NoReservation",
-        "The workload has no reservation",
-        now,
-        generation,
-    );
-    let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
-    c.set(
-        condition::REQUEUED,
-        requeued,
-        &ev.reason,
-        &ev.message,
-        now,
-        generation,
-    );
-    let mut out = json!({"admission": null, "conditions": c.0});
-    if let Some(at) = admitted_at {
-        out["accumulatedPastExecutionTimeSeconds"] = json!(execution::accumulated(
-            accumulated,
-            at,
-            now.0.as_millisecond()
-        ));
-    }
-    Some(out)
 }
 
 pub mod owners;

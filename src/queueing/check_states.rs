@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::admission_checks::{self as checks, Verdict};
 use crate::{
     api::kueue::v1beta2::{self as api, condition, eviction_reason, Conditions},
-    jobs::machine::release,
+    queueing::reservation::release,
 };
 
 /// An Event on the Workload.

@@ -42,6 +42,7 @@ pub mod provisioning;
 pub mod quantity;
 mod queues;
 pub mod quota;
+pub mod reservation;
 pub mod scheduler;
 pub mod visibility;
 pub mod workload;

@@ -11,6 +11,8 @@
 //! Plain data in and out: ProvisioningRequests are read from raw JSON into
 //! [`Request`]; time and jitter are parameters.
 
+pub mod pass;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

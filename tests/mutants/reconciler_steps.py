@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules, prescale::sync, queueing::check_states): each rule is removed in turn and `cargo
+owners modules, prescale::sync, queueing::check_states,
+queueing::provisioning::pass): each rule is removed in turn and `cargo
 test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
 
     python3 tests/mutants/reconciler_steps.py [NAME ...]
+    python3 tests/mutants/reconciler_steps.py --check   # each rule still found once (no build; make test runs it)
 
 It works on a copy of the checkout (git archive of HEAD plus the working
 tree's changed and new files under src/) with a target directory of its own:
@@ -17,8 +19,10 @@ import os, shutil, subprocess, sys, tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/owners.rs"
 S, C = "src/prescale/sync.rs", "src/queueing/check_states.rs"
+V = "src/queueing/provisioning/pass.rs"
 # The tests that must catch a mutation of each file.
-TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states"}
+TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states",
+         V: "queueing::provisioning::pass"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -54,8 +58,8 @@ MUTATIONS = [
     (P, "pods: finished pods finish the Workload", "    if let Some((succeeded, message)) = pod::finished(gate, &pods) {", "    if let Some((succeeded, message)) = pod::finished(gate, &pods).filter(|_| false) {"),
     (P, "pods: an eviction deletes running pods", "        if !stops.is_empty() {", "        if false {"),
     (P, "pods: only an admission ungates", "    if !(reserved && conds.is_true(condition::ADMITTED)) {", "    if !reserved {"),
-    (P, "pods: a group waits for its pods", "                Err(GroupProblem::TooFew(_)) => return wait(writes),", "                Err(GroupProblem::TooFew(_)) => {}"),
-    (P, "pods: a prebuilt Workload is waited for", "            return after(writes, Duration::from_secs(5));\n        }\n        if let (true", "            let _ = &writes;\n        }\n        if let (true"),
+    (P, "pods: a group waits for its pods", "                Err(GroupProblem::TooFew(_)) => return Step::wait(writes),", "                Err(GroupProblem::TooFew(_)) => {}"),
+    (P, "pods: a prebuilt Workload is waited for", "            return Step::after(writes, Duration::from_secs(5));\n        }\n        if let (true", "            let _ = &writes;\n        }\n        if let (true"),
     (P, "pods: a deleted single pod is let go", "    if !group && deleting(this) {", "    if false {"),
     (P, "pods: a flavor not cached", "    let Some(infos) = (facts.infos)(wl, queue) else {", "    let Some(infos) = (facts.infos)(wl, queue).or(Some(Vec::new())) else {"),
     (O, "owners: an old revision is ungated", "        if pod_owner::old_revision(obj, pod) {", "        if false {"),
@@ -81,9 +85,33 @@ MUTATIONS = [
     (C, "checks: a retry delay held", "    if let Some(at) = checks::requeue_at(states, current, now.0.as_millisecond()) {", "    if let Some(at) = checks::requeue_at(states, current, now.0.as_millisecond()).filter(|_| false) {"),
     (C, "checks: a delay waited out", "    if left > 0 {", "    if false {"),
     (C, "checks: a pods-ready backoff left to the job reconciler", "    if !by_check || pods_ready || wl.spec.active == Some(false) {", "    if !by_check || wl.spec.active == Some(false) {"),
+    (V, "provisioning: nothing without its checks", "    if f.checks.is_empty() {\n        return Ok(Pass::Nothing);", "    if false {\n        return Ok(Pass::Nothing);"),
+    (V, "provisioning: an ending Workload's requests go", "    if stage(f.wl) == Stage::Ending {", "    if false {"),
+    (V, "provisioning: an evicted Workload is ending", "    if conds.is_true(condition::FINISHED) || conds.is_true(condition::EVICTED) {", "    if conds.is_true(condition::FINISHED) {"),
+    (V, "provisioning: the states first", "    if new_states != states {", "    if false {"),
+    (V, "provisioning: unused requests deleted", "        .filter(|r| !last.values().any(|l| l.name == r.name))", "        .filter(|_| false)"),
+    (V, "provisioning: an inactive check", "            None => Need::Inactive,", "            None => continue,"),
 ]
 
+
+def check():
+    """Each rule is found once in its file, as written now."""
+    stale = 0
+    for f, name, rule, _ in MUTATIONS:
+        n = open(os.path.join(ROOT, f)).read().count(rule)
+        if n != 1:
+            print(f"{name}: the rule is found {n} times in {f}; update this list")
+            stale += 1
+        if f not in TESTS:
+            print(f"{name}: no tests named for {f} in TESTS")
+            stale += 1
+    print(f"{len(MUTATIONS)} rules, {stale} stale")
+    sys.exit(1 if stale else 0)
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        check()
     only = set(sys.argv[1:])
     work = tempfile.mkdtemp(prefix="batchgate-mutants-")
     tree = os.path.join(work, "tree")

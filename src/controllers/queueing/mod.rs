@@ -61,7 +61,7 @@ use super::{
 use crate::metrics::kueue::KueueMetrics;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
-    jobs::machine::release,
+    queueing::reservation::release,
     queueing::{
         quantity, ClusterObjects, ClusterQueueStatus, Decision, Engine, EvictionReason,
         LocalQueueStatus, PendingReason, PreemptedReason,

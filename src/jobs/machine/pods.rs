@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{finished_status, release, Note};
+use super::{finished_status, Note};
+use crate::queueing::reservation::release;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
