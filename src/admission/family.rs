@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use super::{
-    entitlement::{ComponentCheck, Need, ResourceNaming},
+    entitlement::{self, ComponentCheck, Need, ResourceNaming},
     review::AdmissionRequest,
-    Context, Decision, Operation, Request,
+    Context, Decision, Operation, Request, Verdict,
 };
 
 /// The webhook path a review came on.
@@ -81,6 +81,34 @@ pub struct Checks {
 pub struct Decided {
     pub decision: Decision,
     pub checks: Checks,
+}
+
+impl Decided {
+    /// A job kind's decision. On /validate, once the invariants allowed the
+    /// object, the entitlement checks its queue labels ask for are added:
+    /// an object refused anyway costs no SubjectAccessReview, and a user
+    /// sees the fix for the object before being told about permissions.
+    /// (Defaulting ran before, on /mutate: a defaulted queue name is
+    /// checked like a written one.)
+    pub fn job(review: &Review<'_>, ctx: &Context<'_>, kind: &str, decision: Decision) -> Decided {
+        let mut checks = Checks::default();
+        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
+            let req = review.core();
+            checks.needs = entitlement::job_checks(
+                &entitlement::JobReview {
+                    operation: req.operation,
+                    kind,
+                    namespace: req.namespace,
+                    name: review.name(),
+                    new: entitlement::JobLabels::of(req.object),
+                    old: entitlement::JobLabels::of(req.old_object),
+                    deleting: entitlement::deleting(req.object),
+                },
+                ctx.facts,
+            );
+        }
+        Decided { decision, checks }
+    }
 }
 
 impl From<Decision> for Decided {

@@ -338,28 +338,13 @@ impl super::family::Family for Gated {
         review: &super::family::Review<'_>,
         ctx: &Context<'_>,
     ) -> super::family::Decided {
-        use super::{entitlement, family::Hook};
+        use super::family::{Decided, Hook};
         let req = review.core();
         let decision = match review.hook {
             Hook::Mutate => mutate(&self.policy, &self.gate, &req, ctx),
             Hook::Validate => validate(&self.policy, &self.gate, &req, ctx),
         };
-        let mut checks = super::family::Checks::default();
-        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
-            checks.needs = entitlement::job_checks(
-                &entitlement::JobReview {
-                    operation: req.operation,
-                    kind: &self.policy.target.kind,
-                    namespace: req.namespace,
-                    name: review.name(),
-                    new: entitlement::JobLabels::of(req.object),
-                    old: entitlement::JobLabels::of(req.old_object),
-                    deleting: entitlement::deleting(req.object),
-                },
-                ctx.facts,
-            );
-        }
-        super::family::Decided { decision, checks }
+        Decided::job(review, ctx, &self.policy.target.kind, decision)
     }
 }
 

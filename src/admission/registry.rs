@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::{
     appwrapper, devices, entitlement,
-    family::{Checks, Decided, Family, Hook, Reads, Review, Today, BOTH, VALIDATE},
-    kueue, pod, pod_owner, prescale, Context, Verdict,
+    family::{Decided, Family, Hook, Reads, Review, Today, BOTH, VALIDATE},
+    kueue, pod, pod_owner, prescale, Context,
 };
 use crate::jobs::policy::Policy;
 
@@ -122,26 +122,6 @@ impl Family for Jobs {
             Hook::Mutate => super::mutate(&self.policy, &req, ctx),
             Hook::Validate => super::validate(&self.policy, &req, ctx),
         };
-        // Entitlement runs after the invariants, on what they allowed: an
-        // object refused anyway costs no SubjectAccessReview, and a user
-        // sees the fix for the object before being told about permissions.
-        // (Defaulting ran before, on /mutate: a defaulted queue name is
-        // checked like a written one.)
-        let mut checks = Checks::default();
-        if review.hook == Hook::Validate && decision.verdict == Verdict::Allow {
-            checks.needs = entitlement::job_checks(
-                &entitlement::JobReview {
-                    operation: req.operation,
-                    kind: &self.policy.target.kind,
-                    namespace: req.namespace,
-                    name: review.name(),
-                    new: entitlement::JobLabels::of(req.object),
-                    old: entitlement::JobLabels::of(req.old_object),
-                    deleting: entitlement::deleting(req.object),
-                },
-                ctx.facts,
-            );
-        }
-        Decided { decision, checks }
+        Decided::job(review, ctx, &self.policy.target.kind, decision)
     }
 }
