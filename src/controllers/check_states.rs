@@ -159,7 +159,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::controllers::vetting::testing::{scripted_client, status, Script};
+    use crate::controllers::vetting::testing::{scripted_client, sent as requests, status, Script};
 
     const STATUS: &str = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status";
     const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
@@ -217,17 +217,7 @@ mod tests {
             local_queues,
         });
         let out = reconcile(Arc::new(wl), ctx).await.unwrap();
-        let sent = sent
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r.line.split('?').next().unwrap().to_string(),
-                    r.body.clone(),
-                )
-            })
-            .collect();
+        let sent = requests(&sent);
         (out, sent)
     }
 

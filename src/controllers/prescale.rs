@@ -247,7 +247,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::controllers::vetting::testing::{scripted_client, status};
+    use crate::controllers::vetting::testing::{scripted_client, sent as requests, status};
 
     const CRONJOB: &str = "/apis/batch/v1/namespaces/ns/cronjobs/autogen-nightly";
     const CRONJOBS: &str = "/apis/batch/v1/namespaces/ns/cronjobs";
@@ -309,17 +309,7 @@ mod tests {
             settings: Settings::default(),
         });
         let out = reconcile(Arc::new(p), ctx).await;
-        let sent = sent
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                (
-                    r.line.split('?').next().unwrap().to_string(),
-                    r.body.clone(),
-                )
-            })
-            .collect();
+        let sent = requests(&sent);
         (out, sent)
     }
 

@@ -169,6 +169,22 @@ pub(crate) mod testing {
         (kube::Client::new(svc, "default"), sent)
     }
 
+    /// What the scripted apiserver was sent, in order: `METHOD path`
+    /// (the query left out) and the body.
+    pub fn sent(script: &Script) -> Vec<(String, serde_json::Value)> {
+        script
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r.line.split('?').next().unwrap().to_string(),
+                    r.body.clone(),
+                )
+            })
+            .collect()
+    }
+
     /// The apiserver's body for an error `code`.
     pub fn status(code: u16, reason: &str) -> serde_json::Value {
         serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
