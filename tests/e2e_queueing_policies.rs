@@ -163,9 +163,12 @@ fn a_cluster_queue_reclaims_the_quota_its_cohort_borrowed() {
     apply(c, &local_queue(&ns_a, "lq", "reclaim-a"));
     apply(c, &local_queue(&ns_b, "lq", "reclaim-b"));
 
+    // Long enough that A's two unpreempted Jobs and B's Jobs still run
+    // while the checks below read them (each a kubectl call, slow under
+    // load): the statuses asserted are those of that window.
     let a_jobs: Vec<String> = (0..4).map(|i| format!("a-{i}")).collect();
     for name in &a_jobs {
-        create(c, &job(name, &ns_a, "lq", "1", "30s", json!({})));
+        create(c, &job(name, &ns_a, "lq", "1", "60s", json!({})));
     }
     // All four run: 2 cpu of A's own, 2 borrowed from B.
     wait_for(SHORT, "A's four Jobs to run", || {
@@ -183,7 +186,7 @@ fn a_cluster_queue_reclaims_the_quota_its_cohort_borrowed() {
     // B's own Jobs take their quota back.
     let b_jobs = ["b-0", "b-1"];
     for name in b_jobs {
-        create(c, &job(name, &ns_b, "lq", "1", "10s", json!({})));
+        create(c, &job(name, &ns_b, "lq", "1", "40s", json!({})));
     }
     wait_for(SHORT, "B's Jobs to run", || {
         b_jobs.iter().all(|j| running(c, &ns_b, j)).then_some(())
@@ -260,7 +263,7 @@ fn a_cluster_queue_reclaims_the_quota_its_cohort_borrowed() {
     );
 
     // When B's Jobs are done, A's preempted Jobs run again; all finish.
-    wait_for(LONG, "all six Jobs to succeed", || {
+    wait_for(2 * LONG, "all six Jobs to succeed", || {
         (a_jobs.iter().all(|j| succeeded(c, &ns_a, j))
             && b_jobs.iter().all(|j| succeeded(c, &ns_b, j)))
         .then_some(())
@@ -326,7 +329,9 @@ fn fifo_setup(tag: &str, strategy: &str) -> String {
     // creationTimestamp has one-second resolution: make the next Job
     // strictly newer so the queue order is not left to the UIDs.
     std::thread::sleep(Duration::from_millis(1100));
-    create(c, &job("small", &ns, "lq", "1", "3s", json!({})));
+    // small runs long enough for the queue's status (written at most once
+    // a second, later under load) to be read while it runs.
+    create(c, &job("small", &ns, "lq", "1", "20s", json!({})));
     let small = wait_for(SHORT, "small's Workload", || workload_of(c, &ns, "small"));
     let big = workload_of(c, &ns, "big").unwrap();
     assert!(
@@ -709,7 +714,9 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
         },
     );
 
-    create(c, &job("held", &ns, "lq", "1", "12s", json!({})));
+    // held runs through every check below (each a kubectl call, slow
+    // under load) and past them.
+    create(c, &job("held", &ns, "lq", "1", "60s", json!({})));
     wait_for(SHORT, "held to run", || {
         running(c, &ns, "held").then_some(())
     });
