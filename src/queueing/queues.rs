@@ -41,6 +41,9 @@ pub(crate) struct PendingQueue {
     inadmissible: BTreeSet<QueueOrder>,
     /// A BestEffortFIFO preemptor waiting for its victims: popped first.
     sticky: Option<String>,
+    /// The preemptor waiting for its victims, whatever the strategy (see
+    /// [`Self::is_preemptor`]).
+    preemptor: Option<String>,
 }
 
 impl PendingQueue {
@@ -56,18 +59,32 @@ impl PendingQueue {
     pub fn remove(&mut self, order: &QueueOrder) {
         self.queued.remove(order);
         self.inadmissible.remove(order);
-        if self.sticky.as_deref() == Some(&*order.key) {
-            self.sticky = None;
-        }
+        self.clear_sticky(&order.key);
     }
 
     pub fn make_sticky(&mut self, key: &str) {
         self.sticky = Some(key.to_string());
     }
 
+    /// `key` issued preemptions and waits for its victims to go.
+    pub fn mark_preemptor(&mut self, key: &str) {
+        self.preemptor = Some(key.to_string());
+    }
+
+    /// Whether `key` is the queue's preemptor still waiting for its
+    /// victims: in the cycle it goes ahead of the heads that borrow as much
+    /// (after Kueue's `PrioritizePreemptorWorkloads`), so the quota its
+    /// victims free is not taken back by one it then preempts again.
+    pub fn is_preemptor(&self, key: &str) -> bool {
+        self.preemptor.as_deref() == Some(key)
+    }
+
     pub fn clear_sticky(&mut self, key: &str) {
         if self.sticky.as_deref() == Some(key) {
             self.sticky = None;
+        }
+        if self.preemptor.as_deref() == Some(key) {
+            self.preemptor = None;
         }
     }
 

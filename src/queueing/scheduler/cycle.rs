@@ -130,11 +130,17 @@ impl Engine {
             );
         } else {
             let mut fed: BTreeSet<String> = BTreeSet::new();
-            // 4. Less borrowing, then higher priority, then older.
+            // 4. Less borrowing, then a preemptor waiting for its victims,
+            // then higher priority, then older.
             entries.sort_by(|a, b| {
                 let key = |e: &Entry| {
                     let wl = &self.workloads[&*e.order.key].wl;
-                    (e.borrowing(), std::cmp::Reverse(wl.priority), wl.created)
+                    (
+                        e.borrowing(),
+                        !self.is_preemptor(e),
+                        std::cmp::Reverse(wl.priority),
+                        wl.created,
+                    )
                 };
                 key(a).cmp(&key(b))
             });
@@ -262,8 +268,11 @@ impl Engine {
             // Nobody may be preempted yet. Unless the queue can always
             // reclaim its quota later (reclaimWithinCohort: Any), keep the
             // room it needs from the entries after it in this cycle, so that
-            // lower-priority borrowers do not take it first.
-            if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any {
+            // lower-priority borrowers do not take it first; a preemptor
+            // waiting for its victims keeps it in any case.
+            if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any
+                || self.is_preemptor(entry)
+            {
                 reserve(snap, &entry.cq, assignment);
             }
             entry.outcome = pending(
@@ -400,6 +409,11 @@ impl Engine {
                     }
                     (Some(QueueingStrategy::BestEffortFIFO), Requeue::Sticky) => {
                         q.make_sticky(&key);
+                        q.mark_preemptor(&key);
+                        q.push(order.clone());
+                    }
+                    (_, Requeue::Sticky) => {
+                        q.mark_preemptor(&key);
                         q.push(order.clone());
                     }
                     _ => q.push(order.clone()),
@@ -512,6 +526,15 @@ pub(super) struct Entry {
     pub(super) assignment: Option<Assignment>,
     targets: Vec<Target>,
     outcome: Outcome,
+}
+
+impl Engine {
+    /// Whether the entry is its queue's preemptor waiting for its victims.
+    pub(super) fn is_preemptor(&self, e: &Entry) -> bool {
+        self.queues
+            .get(&e.cq)
+            .is_some_and(|q| q.is_preemptor(&e.order.key))
+    }
 }
 
 impl Entry {

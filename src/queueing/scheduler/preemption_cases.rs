@@ -741,6 +741,40 @@ fn a_preemptor_keeps_its_turn_after_a_skip() {
     );
 }
 
+#[test]
+fn a_preemptor_is_admitted_before_its_victim_comes_back() {
+    // `in` (two 2-cpu pods, one at least) does not fit whole; one pod fits
+    // within `a`'s nominal quota if `high` (borrowing in `b`) goes, so it
+    // reclaims. Once `high` has stopped, both are heads of the next cycle,
+    // and both borrow alike (`in` fits whole now, by borrowing): by
+    // priority `high` would go first, fit again, and be preempted again by
+    // the cycle after, without end (Kueue#13662; Kueue's
+    // `PrioritizePreemptorWorkloads` is off in v0.19.2). Among heads that
+    // borrow alike the preemptor waiting for its victims goes first.
+    let queues = [
+        q("a", Some("c"), 3).reclaim(Any),
+        q("b", Some("c"), 0),
+        q("d", Some("c"), 1),
+    ];
+    let mut e = setup(&queues, &[("high", "b", 2, 3)]);
+    let mut w = workload(&("in", "a", 1, 2), 100, false);
+    w.pod_sets[0].count = 2;
+    w.pod_sets[0].min_count = Some(1);
+    e.upsert_workload(w);
+    assert_eq!(
+        outcome(&e.schedule(1_000)),
+        (vec![("high".to_string(), Reclaim)], vec![])
+    );
+    e.confirm_eviction("ns/high");
+    assert_eq!(
+        outcome(&e.schedule(1_001)),
+        (vec![], vec!["in".to_string()])
+    );
+    for t in 1_002..1_005 {
+        assert_eq!(outcome(&e.schedule(t)), (vec![], vec![]), "at {t}");
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
 
