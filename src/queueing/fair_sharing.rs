@@ -5,11 +5,7 @@
 //! preempt by the preemption strategies (`pkg/scheduler/preemption`,
 //! `fairsharing/*`), with Kueue's default feature gates
 //! (`FairSharingPrioritizeNonBorrowing`, `FairSharingPreemptWithinNominal`,
-//! `PrioritySortingWithinCohort` on). One rule of batchgate's own, after
-//! Kueue's alpha `PrioritizePreemptorWorkloads` (off in v0.19.2): among
-//! heads that borrow alike, a preemptor waiting for its victims goes first;
-//! otherwise a victim can take back the quota it freed before its preemptor
-//! is admitted, and be preempted again, without end (Kueue#13662).
+//! `PrioritySortingWithinCohort` on; `PrioritizePreemptorWorkloads` off).
 //!
 //! A node's share is what it uses above its subtree quota, per resource
 //! (summed over flavors), over what its parent could lend of that resource
@@ -265,8 +261,6 @@ pub(crate) struct Contender {
     pub priority: i32,
     /// Queue order timestamp (FIFO).
     pub timestamp: i64,
-    /// Waiting for the victims of its preemptions (`PrioritizePreemptorWorkloads`).
-    pub preemptor: bool,
 }
 
 /// `fairSharingIterator` over the heads of one cohort tree, for a whole
@@ -475,10 +469,6 @@ fn less((a_drs, ca): (&Drs, &Contender), (b_drs, cb): (&Drs, &Contender)) -> boo
     let b_borrows = b_drs.is_borrowing_on(&cb.usage);
     if a_borrows != b_borrows {
         return !a_borrows;
-    }
-    // A preemptor waiting for its victims (see the module doc).
-    if ca.preemptor != cb.preemptor {
-        return ca.preemptor;
     }
     match compare(a_drs, b_drs) {
         Ordering::Less => return true,

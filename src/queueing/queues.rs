@@ -72,9 +72,8 @@ impl PendingQueue {
     }
 
     /// Whether `key` is the queue's preemptor still waiting for its
-    /// victims: in the cycle it goes ahead of the heads that borrow as much
-    /// (after Kueue's `PrioritizePreemptorWorkloads`), so the quota its
-    /// victims free is not taken back by one it then preempts again.
+    /// victims: in the cycle it goes ahead of them, so the quota they free
+    /// is not taken back by one it then preempts again.
     pub fn is_preemptor(&self, key: &str) -> bool {
         self.preemptor.as_deref() == Some(key)
     }

@@ -275,6 +275,9 @@ pub struct Engine {
     afs: Option<super::admission_fair_sharing::AdmissionFairSharing>,
     /// The usage ledger of admission fair sharing, by (namespace, name).
     lq_usage: BTreeMap<(String, String), super::admission_fair_sharing::LocalQueueUsage>,
+    /// Each preemption victim's preemptor, until the victim holds quota
+    /// again or is gone (see `preemptors_before_their_victims`).
+    preempted_by: BTreeMap<Arc<str>, Arc<str>>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -643,6 +646,7 @@ impl Engine {
         if !self.workloads.contains_key(key) {
             return;
         }
+        self.preempted_by.remove(key);
         self.unqueue(key);
         self.release(key);
         self.workloads.remove(key);
@@ -1208,6 +1212,7 @@ impl Engine {
         let Some(key) = self.shared_key(key) else {
             return;
         };
+        self.preempted_by.remove(&key);
         self.unqueue(&key);
         let usage = match self.workloads.get(&key) {
             Some(rec) => rec.wl.held_usage(&admission),

@@ -448,7 +448,6 @@ fn a_round_pops_in_the_order_of_tournaments_worked_out_from_nothing() {
                     usage: usage(&mut rng),
                     priority: rng.below(3) as i32,
                     timestamp: rng.below(4) as i64,
-                    preemptor: rng.below(8) == 0,
                 });
             }
         }

@@ -130,20 +130,16 @@ impl Engine {
             );
         } else {
             let mut fed: BTreeSet<String> = BTreeSet::new();
-            // 4. Less borrowing, then a preemptor waiting for its victims,
-            // then higher priority, then older.
+            // 4. Less borrowing, then higher priority, then older; no
+            // victim ahead of the preemptor waiting for it.
             entries.sort_by(|a, b| {
                 let key = |e: &Entry| {
                     let wl = &self.workloads[&*e.order.key].wl;
-                    (
-                        e.borrowing(),
-                        !self.is_preemptor(e),
-                        std::cmp::Reverse(wl.priority),
-                        wl.created,
-                    )
+                    (e.borrowing(), std::cmp::Reverse(wl.priority), wl.created)
                 };
                 key(a).cmp(&key(b))
             });
+            self.preemptors_before_their_victims(&mut entries);
 
             // 5. Admit in order on the shared snapshot. A queue taking its
             // nominal quota goes before the borrowers of its cohort: in a cycle
@@ -268,11 +264,8 @@ impl Engine {
             // Nobody may be preempted yet. Unless the queue can always
             // reclaim its quota later (reclaimWithinCohort: Any), keep the
             // room it needs from the entries after it in this cycle, so that
-            // lower-priority borrowers do not take it first; a preemptor
-            // waiting for its victims keeps it in any case.
-            if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any
-                || self.is_preemptor(entry)
-            {
+            // lower-priority borrowers do not take it first.
+            if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any {
                 reserve(snap, &entry.cq, assignment);
             }
             entry.outcome = pending(
@@ -321,6 +314,9 @@ impl Engine {
             let mut evictions = Vec::new();
             for t in &entry.targets {
                 preempted.insert(t.key.clone(), t.clone());
+                if let Some(victim) = self.shared_key(&t.key) {
+                    self.preempted_by.insert(victim, entry.order.key.clone());
+                }
                 let already = matches!(
                     self.workloads.get(&*t.key).map(|r| &r.state),
                     Some(State::Holding(h)) if h.evicting
@@ -530,10 +526,37 @@ pub(super) struct Entry {
 
 impl Engine {
     /// Whether the entry is its queue's preemptor waiting for its victims.
-    pub(super) fn is_preemptor(&self, e: &Entry) -> bool {
+    fn is_preemptor(&self, e: &Entry) -> bool {
         self.queues
             .get(&e.cq)
             .is_some_and(|q| q.is_preemptor(&e.order.key))
+    }
+
+    /// Moves each preemptor still waiting for its victims ahead of the
+    /// first of them in the cycle's order. Otherwise a victim of higher
+    /// priority, back in its queue once stopped, fits first, is admitted,
+    /// and is preempted again the cycle after, without end (Kueue#13662;
+    /// Kueue v0.19.2 puts every preemptor first behind its alpha
+    /// `PrioritizePreemptorWorkloads` gate, off by default). The rest of
+    /// the order stays Kueue's.
+    fn preemptors_before_their_victims(&self, entries: &mut Vec<Entry>) {
+        // Each move takes a preemptor from behind to ahead: bounded.
+        let mut moves = entries.len();
+        let mut i = 0;
+        while i < entries.len() {
+            let ahead = self.preempted_by.get(&*entries[i].order.key).and_then(|p| {
+                let j = entries.iter().position(|e| e.order.key == *p)?;
+                (j > i && self.is_preemptor(&entries[j])).then_some(j)
+            });
+            match ahead {
+                Some(j) if moves > 0 => {
+                    moves -= 1;
+                    let p = entries.remove(j);
+                    entries.insert(i, p);
+                }
+                _ => i += 1,
+            }
+        }
     }
 }
 

@@ -92,7 +92,6 @@ impl Engine {
                             .unwrap_or_default(),
                         priority: wl.map_or(0, |w| w.priority),
                         timestamp: wl.map_or(0, |w| w.created),
-                        preemptor: self.is_preemptor(e),
                     }
                 })
                 .collect();
