@@ -39,11 +39,10 @@ pub(crate) struct PendingQueue {
     queued: BTreeSet<QueueOrder>,
     /// Set aside after failing to fit (BestEffortFIFO), until quota frees up.
     inadmissible: BTreeSet<QueueOrder>,
-    /// A BestEffortFIFO preemptor waiting for its victims: popped first.
-    sticky: Option<String>,
-    /// The preemptor waiting for its victims, whatever the strategy (see
-    /// [`Self::is_preemptor`]).
+    /// The preemptor waiting for its victims (see [`Self::is_preemptor`]).
     preemptor: Option<String>,
+    /// In a BestEffortFIFO queue the preemptor is also popped first.
+    sticky: bool,
 }
 
 impl PendingQueue {
@@ -59,16 +58,14 @@ impl PendingQueue {
     pub fn remove(&mut self, order: &QueueOrder) {
         self.queued.remove(order);
         self.inadmissible.remove(order);
-        self.clear_sticky(&order.key);
+        self.clear_preemptor(&order.key);
     }
 
-    pub fn make_sticky(&mut self, key: &str) {
-        self.sticky = Some(key.to_string());
-    }
-
-    /// `key` issued preemptions and waits for its victims to go.
-    pub fn mark_preemptor(&mut self, key: &str) {
+    /// `key` issued preemptions and waits for its victims to go; `sticky`:
+    /// it is popped first until it is admitted or leaves (BestEffortFIFO).
+    pub fn mark_preemptor(&mut self, key: &str, sticky: bool) {
         self.preemptor = Some(key.to_string());
+        self.sticky = sticky;
     }
 
     /// Whether `key` is the queue's preemptor still waiting for its
@@ -78,20 +75,21 @@ impl PendingQueue {
         self.preemptor.as_deref() == Some(key)
     }
 
-    pub fn clear_sticky(&mut self, key: &str) {
-        if self.sticky.as_deref() == Some(key) {
-            self.sticky = None;
-        }
+    pub fn clear_preemptor(&mut self, key: &str) {
         if self.preemptor.as_deref() == Some(key) {
             self.preemptor = None;
         }
     }
 
+    fn sticky(&self) -> Option<&str> {
+        self.preemptor.as_deref().filter(|_| self.sticky)
+    }
+
     /// The next workload to try: the sticky preemptor if it is queued, else
     /// the first in order.
     pub fn pop(&mut self) -> Option<QueueOrder> {
-        if let Some(key) = &self.sticky {
-            if let Some(order) = self.queued.iter().find(|o| *o.key == **key).cloned() {
+        if let Some(key) = self.sticky() {
+            if let Some(order) = self.queued.iter().find(|o| &*o.key == key).cloned() {
                 self.queued.remove(&order);
                 return Some(order);
             }
@@ -104,7 +102,7 @@ impl PendingQueue {
     /// sharing's order: the LocalQueue's usage comes before the rest, and
     /// changes as the usage does, so it is not kept sorted).
     pub fn pop_ranked(&mut self, rank: impl Fn(&QueueOrder) -> f64) -> Option<QueueOrder> {
-        let sticky = self.sticky.as_deref();
+        let sticky = self.sticky();
         let not_sticky = |o: &QueueOrder| sticky != Some(&*o.key);
         let best = self
             .queued
@@ -210,7 +208,7 @@ mod tests {
         let mut q = PendingQueue::default();
         q.push(order("a", 5, 1, "a"));
         q.push(order("b", 1, 1, "b"));
-        q.make_sticky("ns/b");
+        q.mark_preemptor("ns/b", true);
         assert_eq!(&*q.pop().unwrap().key, "ns/b");
         let a = q.pop().unwrap();
         q.set_aside(a.clone());

@@ -374,7 +374,7 @@ impl Engine {
         };
         match outcome {
             Outcome::Admitted => {
-                q.clear_sticky(&key);
+                q.clear_preemptor(&key);
                 false // counted by its Admit decision
             }
             Outcome::Undecided => {
@@ -403,13 +403,8 @@ impl Engine {
                         q.set_aside(order.clone());
                         moved = true;
                     }
-                    (Some(QueueingStrategy::BestEffortFIFO), Requeue::Sticky) => {
-                        q.make_sticky(&key);
-                        q.mark_preemptor(&key);
-                        q.push(order.clone());
-                    }
-                    (_, Requeue::Sticky) => {
-                        q.mark_preemptor(&key);
+                    (strategy, Requeue::Sticky) => {
+                        q.mark_preemptor(&key, strategy == Some(QueueingStrategy::BestEffortFIFO));
                         q.push(order.clone());
                     }
                     _ => q.push(order.clone()),
