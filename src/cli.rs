@@ -603,6 +603,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 cfg.admission_fair_sharing
                     .as_ref()
                     .and_then(|a| a.settings().ok()),
+                cfg.claims().unwrap_or_default(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -77,6 +77,154 @@ pub struct Config {
     /// UsageBasedAdmissionFairSharing`.
     #[serde(default)]
     pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
+    /// Kueue's `resources`: `deviceClassMappings`, which DRA DeviceClasses
+    /// are charged as which quota resource.
+    #[serde(default)]
+    pub resources: ResourcesConfig,
+    /// Kueue's `featureGates`, for the DRA gates batchgate acts on.
+    #[serde(default)]
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
+}
+
+/// Kueue's `Resources`, as far as batchgate acts on it.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourcesConfig {
+    #[serde(default)]
+    pub device_class_mappings: Vec<DeviceClassMappingConfig>,
+}
+
+/// Kueue's `DeviceClassMapping`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceClassMappingConfig {
+    pub name: String,
+    #[serde(default)]
+    pub device_class_names: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<DeviceClassSourceConfig>,
+}
+
+/// Kueue's `DeviceClassSourceConfig` (read to be refused with a reason:
+/// see [`Config::claims`]).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceClassSourceConfig {
+    pub counter: Option<serde_json::Value>,
+    pub capacity: Option<serde_json::Value>,
+}
+
+/// The DRA gates of Kueue v0.19.2 (all on by default) batchgate reads.
+const DRA_GATES: [&str; 4] = [
+    "KueueDRAIntegration",
+    "KueueDRARejectWorkloadsWhenDRADisabled",
+    "KueueDRAIntegrationExtendedResource",
+    "KueueDRAIntegrationPartitionableDevices",
+];
+
+impl Config {
+    /// The DRA quota settings: the gates and Kueue's `validateDeviceClassMappings`,
+    /// with its messages. Counter and capacity sources are refused: batchgate
+    /// does not charge them yet, and a mapping it cannot honour must not
+    /// let devices through uncounted.
+    pub fn claims(&self) -> Result<crate::queueing::claims::Settings, String> {
+        use crate::admission::kueue::labels::qualified_name;
+        for gate in self.feature_gates.keys() {
+            if !DRA_GATES.contains(&gate.as_str()) {
+                return Err(format!(
+                    "featureGates.{gate}: batchgate acts on {} only; remove {gate}",
+                    DRA_GATES.join(", ")
+                ));
+            }
+        }
+        let gate = |g: &str| self.feature_gates.get(g).copied().unwrap_or(true);
+        let mut s = crate::queueing::claims::Settings {
+            integration: gate("KueueDRAIntegration"),
+            reject_when_disabled: gate("KueueDRARejectWorkloadsWhenDRADisabled"),
+            classes: Default::default(),
+        };
+        const PATH: &str = "resources.deviceClassMappings";
+        let mappings = &self.resources.device_class_mappings;
+        let mut errs: Vec<String> = Vec::new();
+        if mappings.len() > 16 {
+            errs.push(format!(
+                "{PATH}: Too many: {}: must have at most 16 items",
+                mappings.len()
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, m) in mappings.iter().enumerate() {
+            let at = format!("{PATH}[{i}]");
+            let problems = qualified_name(&m.name);
+            if !problems.is_empty() {
+                errs.push(format!(
+                    "{at}.name: Invalid value: {:?}: {}",
+                    m.name,
+                    problems.join("; ")
+                ));
+            }
+            if !names.insert(m.name.as_str()) {
+                errs.push(format!("{at}.name: Duplicate value: {:?}", m.name));
+            }
+            if m.device_class_names.is_empty() {
+                errs.push(format!(
+                    "{at}.deviceClassNames: Required value: at least one device class name is required"
+                ));
+            }
+            if m.device_class_names.len() > 8 {
+                errs.push(format!(
+                    "{at}.deviceClassNames: Too many: {}: must have at most 8 items",
+                    m.device_class_names.len()
+                ));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (j, class) in m.device_class_names.iter().enumerate() {
+                let at = format!("{at}.deviceClassNames[{j}]");
+                let problems = qualified_name(class);
+                if !problems.is_empty() {
+                    errs.push(format!(
+                        "{at}: Invalid value: {class:?}: {}",
+                        problems.join("; ")
+                    ));
+                }
+                if !seen.insert(class.as_str()) {
+                    errs.push(format!("{at}: Duplicate value: {class:?}"));
+                    continue;
+                }
+                match s.classes.get(class) {
+                    Some(existing) if *existing != m.name => errs.push(format!(
+                        "{at}: Invalid value: {class:?}: device class already mapped to resource {existing}"
+                    )),
+                    Some(_) => {}
+                    None => {
+                        s.classes.insert(class.clone(), m.name.clone());
+                    }
+                }
+            }
+            for (k, src) in m.sources.iter().enumerate() {
+                let at = format!("{at}.sources[{k}]");
+                match (&src.counter, &src.capacity) {
+                    (None, None) => errs.push(format!(
+                        "{at}: Required value: exactly one source type must be set per entry"
+                    )),
+                    (Some(_), Some(_)) => errs.push(format!(
+                        "{at}: Invalid value: \"counter+capacity\": exactly one source type must be set per entry"
+                    )),
+                    (Some(_), None) => errs.push(format!(
+                        "{at}.counter: counter sources (partitionable devices) are not charged by batchgate yet; remove the source to charge whole devices, or admit with Kueue"
+                    )),
+                    (None, Some(_)) => errs.push(format!(
+                        "{at}.capacity: Invalid value: true: capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled"
+                    )),
+                }
+            }
+        }
+        match errs.len() {
+            0 => Ok(s),
+            1 => Err(errs.remove(0)),
+            _ => Err(format!("[{}]", errs.join(", "))),
+        }
+    }
 }
 
 /// Kueue's `FairSharing`: `preemptionStrategies` (v1beta2 requires them;
@@ -512,6 +660,10 @@ impl Config {
                 message,
             })?;
         }
+        cfg.claims().map_err(|message| ConfigError::Invalid {
+            path: path.to_string(),
+            message,
+        })?;
         Ok(cfg)
     }
 
@@ -545,6 +697,53 @@ mod tests {
         assert!(!s.user_rbac_admission_check);
         assert_eq!(s.default_queue_name.as_deref(), Some("team-queue"));
         assert!(Config::parse("c.yaml", "appwrapper:\n  userRbacAdmissionCheck: false\n").is_err());
+    }
+
+    /// Kueue v0.19.2's `validateDeviceClassMappings`
+    /// (`pkg/config/validation_test.go`, the device class mapping cases),
+    /// with its messages; the DRA gates default on.
+    #[test]
+    fn device_class_mappings_are_read_and_checked_as_kueue_does() {
+        let ok = Config::parse(
+            "c.yaml",
+            "resources:\n  deviceClassMappings:\n  - name: example.com/gpu\n    deviceClassNames: [gpu.example.com, big-gpu.example.com]\n",
+        )
+        .unwrap()
+        .claims()
+        .unwrap();
+        assert!(ok.integration && ok.reject_when_disabled);
+        assert_eq!(ok.classes["big-gpu.example.com"], "example.com/gpu");
+        let err = |yaml: &str| Config::parse("c.yaml", yaml).unwrap_err().to_string();
+        assert_eq!(
+            err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n  - name: b\n    deviceClassNames: [x]\n"),
+            "c.yaml: resources.deviceClassMappings[1].deviceClassNames[0]: Invalid value: \"x\": device class already mapped to resource a"
+        );
+        assert_eq!(
+            err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: []\n"),
+            "c.yaml: resources.deviceClassMappings[0].deviceClassNames: Required value: at least one device class name is required"
+        );
+        assert_eq!(
+            err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n  - name: a\n    deviceClassNames: [y]\n"),
+            "c.yaml: resources.deviceClassMappings[1].name: Duplicate value: \"a\""
+        );
+        assert!(err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{counter: {name: memory, driver: d, deviceSelector: {cel: {expression: \"true\"}}}}]\n")
+            .contains("sources[0].counter: counter sources (partitionable devices) are not charged by batchgate yet"));
+        assert!(err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{}]\n")
+            .contains("sources[0]: Required value: exactly one source type must be set per entry"));
+        assert!(err(
+            "resources:\n  deviceClassMappings:\n  - name: \"a b\"\n    deviceClassNames: [x]\n"
+        )
+        .starts_with("c.yaml: resources.deviceClassMappings[0].name: Invalid value: \"a b\": "));
+        let off = Config::parse("c.yaml", "featureGates:\n  KueueDRAIntegration: false\n")
+            .unwrap()
+            .claims()
+            .unwrap();
+        assert!(!off.integration && off.reject_when_disabled);
+        assert!(
+            err("featureGates:\n  TopologyAwareScheduling: false\n").contains(
+                "featureGates.TopologyAwareScheduling: batchgate acts on KueueDRAIntegration"
+            )
+        );
     }
 
     #[test]

@@ -7,6 +7,14 @@
 //! `batchgate schedule` against the cluster prints the same choices. The
 //! webhook refuses a class naming a missing driver and a claim whose
 //! constraints do not parse.
+//!
+//! Kubernetes DRA on the same control plane (kube-scheduler allocates,
+//! kube-controller-manager makes each pod's ResourceClaim from its
+//! template); the test plays the DRA driver, publishing ResourceSlices of 4
+//! GPUs on each of two KWOK nodes. batchgate charges the GPUs a Job's
+//! ResourceClaimTemplates ask for as `example.com/gpu` (Kueue's
+//! `deviceClassMappings`) and holds what it cannot count with Kueue's
+//! words.
 
 mod support;
 
@@ -22,6 +30,8 @@ use support::{
 const BIN: &str = env!("CARGO_BIN_EXE_batchgate");
 const CLAIMS: &str = "devmgmtproto.k8s.io/device-claims";
 const ALLOCATION: &str = "devmgmtproto.k8s.io/device-allocation";
+/// batchgate's configuration for this binary: the DRA class mapping.
+const CONFIG: &str = "resources:\n  deviceClassMappings:\n  - name: example.com/gpu\n    deviceClassNames: [gpu.example.com]\n";
 
 fn device_job(name: &str, ns: &str, runtime: &str) -> String {
     json!({
@@ -93,7 +103,7 @@ fn schedule(c: &batchgate_localcluster::LocalCluster, ns: &str, job: &str) -> (i
 
 #[test]
 fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
-    let e = env();
+    let e = env_with(CONFIG);
     let c = e.cluster;
     let ns = namespace(c, "e2e-devices");
 
@@ -309,4 +319,232 @@ fn jobs_claiming_devices_are_admitted_while_pools_hold_them() {
         let _ = kubectl(c, &["delete", "devicepool", p], None);
     }
     let _ = kubectl(c, &["delete", "namespace", &ns, "--wait=false"], None);
+}
+
+/// A queued Job of one pod whose `resourceClaims` are `claims` (the
+/// container uses each), running `runtime` on a KWOK node.
+fn dra_job(name: &str, ns: &str, runtime: &str, claims: Value) -> String {
+    let uses: Vec<Value> = claims
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| json!({"name": c["name"]}))
+        .collect();
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                 "template": {
+                    "metadata": {"annotations": {POD_RUNTIME_ANNOTATION: runtime}},
+                    "spec": {"restartPolicy": "Never",
+                             "resourceClaims": claims,
+                             "containers": [{"name": "main", "image": "busybox", "command": ["true"],
+                                             "resources": {"requests": {"cpu": "100m"}, "claims": uses}}]}}}
+    })
+    .to_string()
+}
+
+fn claim_template(name: &str, ns: &str, class: &str, count: i64) -> String {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+           "metadata": {"name": name, "namespace": ns},
+           "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+               "deviceClassName": class, "allocationMode": "ExactCount", "count": count}}]}}}})
+    .to_string()
+}
+
+/// The QuotaReserved condition's message of a Job's Workload, once it has
+/// one that is False.
+fn pending_message(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    job: &str,
+) -> Option<String> {
+    let wl = workload_of(c, ns, job)?;
+    let qr = condition(&wl, "QuotaReserved")?;
+    (qr["status"] == "False").then(|| qr["message"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
+    let e = env_with(CONFIG);
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-dra");
+
+    // The test plays the DRA driver `gpu.example.com`: a DeviceClass and,
+    // per node, a ResourceSlice of 4 GPUs with attributes and capacity.
+    apply(
+        c,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": "gpu.example.com"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}})
+        .to_string(),
+    );
+    for node in ["kwok-node-0", "kwok-node-1"] {
+        let devices: Vec<Value> = (0..4)
+            .map(|i| {
+                json!({"name": format!("gpu-{i}"),
+                       "attributes": {"model": {"string": "e2e-a100"}, "index": {"int": i}},
+                       "capacity": {"memory": {"value": "40Gi"}}})
+            })
+            .collect();
+        apply(
+            c,
+            &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                    "metadata": {"name": format!("{node}-gpu.example.com")},
+                    "spec": {"driver": "gpu.example.com", "nodeName": node,
+                             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                             "devices": devices}})
+            .to_string(),
+        );
+    }
+    apply(c, &flavor("dra-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue(
+            "dra-cq",
+            &[],
+            json!({"resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
+                "flavors": [{"name": "dra-flavor", "resources": [
+                    {"name": "cpu", "nominalQuota": "10"},
+                    {"name": "example.com/gpu", "nominalQuota": "4"}]}]}]}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "dra-cq"));
+    apply(c, &claim_template("four-gpus", &ns, "gpu.example.com", 4));
+    apply(
+        c,
+        &claim_template("other-gpus", &ns, "other.example.com", 1),
+    );
+
+    let gpus = json!([{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]);
+    create(c, &dra_job("first", &ns, "20s", gpus.clone()));
+    let first = wait_for(
+        Duration::from_secs(60),
+        "the first GPU Job admitted",
+        || {
+            let wl = workload_of(c, &ns, "first")?;
+            is_true(&wl, "QuotaReserved").then_some(wl)
+        },
+    );
+    let usage = &first["status"]["admission"]["podSetAssignments"][0]["resourceUsage"];
+    assert_eq!(usage["example.com/gpu"], "4", "{usage}");
+    create(c, &dra_job("second", &ns, "1s", gpus));
+    let message = wait_for(
+        Duration::from_secs(60),
+        "the second GPU Job pending",
+        || pending_message(c, &ns, "second").filter(|m| !m.is_empty()),
+    );
+    assert!(
+        message.contains("example.com/gpu"),
+        "the second Job waits for GPU quota: {message}"
+    );
+    let wl = workload_of(c, &ns, "second").unwrap();
+    assert!(
+        !is_true(&wl, "QuotaReserved"),
+        "never admitted on CPU alone"
+    );
+
+    // kube-scheduler allocated the admitted pod's claim: 4 GPUs on one node.
+    let allocated = wait_for(
+        Duration::from_secs(60),
+        "the first Job's claim allocated",
+        || {
+            let claims = get(c, &["resourceclaims", "-n", &ns])?;
+            claims["items"].as_array()?.iter().find_map(|cl| {
+                let results = cl["status"]["allocation"]["devices"]["results"].as_array()?;
+                (results.len() == 4).then(|| results.clone())
+            })
+        },
+    );
+    let pools: std::collections::BTreeSet<&str> = allocated
+        .iter()
+        .filter_map(|r| r["pool"].as_str())
+        .collect();
+    assert_eq!(pools.len(), 1, "4 GPUs of one node: {allocated:?}");
+    wait_for(
+        Duration::from_secs(60),
+        "the first Job's pod running",
+        || {
+            let pods = get(c, &["pods", "-n", &ns, "-l", "job-name=first"])?;
+            pods["items"]
+                .as_array()?
+                .iter()
+                .find(|p| matches!(p["status"]["phase"].as_str(), Some("Running" | "Succeeded")))?;
+            Some(())
+        },
+    );
+
+    // What Kueue does not count is held with its words.
+    create(
+        c,
+        &dra_job(
+            "direct",
+            &ns,
+            "1s",
+            json!([{"name": "shared", "resourceClaimName": "shared-gpu"}]),
+        ),
+    );
+    create(
+        c,
+        &dra_job(
+            "unmapped",
+            &ns,
+            "1s",
+            json!([{"name": "gpus", "resourceClaimTemplateName": "other-gpus"}]),
+        ),
+    );
+    let direct = wait_for(Duration::from_secs(60), "the direct claim held", || {
+        pending_message(c, &ns, "direct")
+    });
+    assert_eq!(
+        direct,
+        "KueueDRAIntegration feature does not support use of resource claims"
+    );
+    let unmapped = wait_for(Duration::from_secs(60), "the unmapped class held", || {
+        pending_message(c, &ns, "unmapped")
+    });
+    assert_eq!(
+        unmapped,
+        "spec.podSets[0].template.spec.resourceClaims[0].resourceClaimTemplateName: Not found: \"DeviceClass other.example.com is not mapped in DRA configuration for podset main\""
+    );
+    // A template that does not exist yet: held, then counted when it is
+    // created.
+    create(
+        c,
+        &dra_job(
+            "later",
+            &ns,
+            "1s",
+            json!([{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]),
+        ),
+    );
+    let later = wait_for(Duration::from_secs(60), "the missing template held", || {
+        pending_message(c, &ns, "later").filter(|m| m.contains("two-gpus"))
+    });
+    assert!(later.contains("not found"), "{later}");
+
+    // The first finishes: the second gets its GPUs.
+    wait_for(
+        Duration::from_secs(120),
+        "the second GPU Job admitted",
+        || {
+            let wl = workload_of(c, &ns, "second")?;
+            is_true(&wl, "QuotaReserved").then_some(())
+        },
+    );
+    apply(c, &claim_template("two-gpus", &ns, "gpu.example.com", 2));
+    let wl = wait_for(Duration::from_secs(120), "the later Job counted", || {
+        let wl = workload_of(c, &ns, "later")?;
+        let m = pending_message(c, &ns, "later").unwrap_or_default();
+        (is_true(&wl, "QuotaReserved") || m.contains("example.com/gpu")).then_some(wl)
+    });
+    if is_true(&wl, "QuotaReserved") {
+        let usage = &wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"];
+        assert_eq!(usage["example.com/gpu"], "2", "{usage}");
+    }
+    for held in ["direct", "unmapped"] {
+        let wl = workload_of(c, &ns, held).unwrap();
+        assert!(!is_true(&wl, "QuotaReserved"), "{held} never admitted");
+    }
 }

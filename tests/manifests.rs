@@ -319,3 +319,16 @@ fn rbac_covers_the_conversion_ca_bundle() {
         .collect();
     assert_eq!(names, batchgate::api::crd::CONVERTED_CRDS);
 }
+
+/// The queueing controller counts the devices of the ResourceClaimTemplates
+/// Workloads name (DRA quota): it lists and watches them.
+#[test]
+fn rbac_lets_the_queueing_controller_read_claim_templates() {
+    let grants = cluster_role_grants();
+    for verb in ["list", "watch"] {
+        assert!(
+            grants("resource.k8s.io", "resourceclaimtemplates", verb),
+            "manifests/rbac.yaml does not grant {verb} on resourceclaimtemplates.resource.k8s.io"
+        );
+    }
+}

@@ -77,6 +77,7 @@ pub async fn run(
     readiness: Option<crate::jobs::readiness::Settings>,
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
+    claims: crate::queueing::claims::Settings,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -91,6 +92,7 @@ pub async fn run(
         readiness,
         fair_sharing,
         admission_fair_sharing,
+        claims,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -112,15 +114,19 @@ async fn reconcilers(
     readiness: Option<crate::jobs::readiness::Settings>,
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
+    claims: crate::queueing::claims::Settings,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
         client.clone(),
         positions,
         metrics,
-        readiness.clone(),
-        fair_sharing,
-        admission_fair_sharing,
+        queueing::Settings {
+            readiness: readiness.clone(),
+            fair: fair_sharing,
+            admission_fair_sharing,
+            claims,
+        },
         leading.clone(),
     ));
     let shared = context::Shared::start(client, leading).await;

@@ -31,6 +31,7 @@
 pub mod admission_checks;
 pub mod admission_fair_sharing;
 pub mod check_states;
+pub mod claims;
 pub mod cluster_queue;
 pub mod cohort;
 pub mod fair_sharing;

@@ -66,6 +66,14 @@ impl Controller {
                 c.status_due = true;
             }),
             Input::AdmissionCheck(ev) => self.on_admission_check(ev),
+            Input::ClaimTemplate(ev) => self.on_event(TEMPLATES, ev, |c, t| {
+                let named = c.claims.template(
+                    t.metadata.namespace.as_deref().unwrap_or_default(),
+                    &t.name_any(),
+                    Some(&t.spec.spec),
+                );
+                c.recount(named);
+            }),
             Input::Written {
                 key,
                 outcome,
@@ -124,6 +132,16 @@ impl Controller {
         }
         if !self.started && self.listings.iter().all(|l| l.done) {
             let mut initial = std::mem::take(&mut self.initial);
+            // Workloads with claims are counted once every template is
+            // known (see `on_workload`).
+            let mut held = Vec::new();
+            for k in self.claims.keys() {
+                match self.claims.count(&k) {
+                    Some(claims::Counted::Queue(v)) if !v.finished => initial.workloads.push(*v),
+                    Some(claims::Counted::Held(message)) => held.push((k, message)),
+                    _ => {}
+                }
+            }
             // Only Workloads that claim devices need their ClusterQueue
             // found (a scan) to be charged their devices.
             for wl in &mut initial.workloads {
@@ -150,6 +168,9 @@ impl Controller {
             self.engine.set_admission_fair_sharing(afs);
             self.apply_checks();
             self.started = true;
+            for (k, message) in held {
+                self.hold_for_claims(k, message);
+            }
             info!(
                 workloads = self.meta.len(),
                 "queueing engine rebuilt from the API"
@@ -238,11 +259,17 @@ impl Controller {
             }
             NAMESPACES => self.engine.delete_namespace(k),
             COHORTS => self.engine.delete_cohort(k),
+            TEMPLATES => {
+                let (ns, name) = split_key(k);
+                let named = self.claims.template(ns, name, None);
+                self.recount(named);
+            }
             _ => {
                 if self.devices.forget(k) {
                     self.engine.requeue_set_aside();
                 }
                 self.engine.delete_workload(k);
+                self.claims.forget(k);
                 self.meta.remove(k);
                 self.finished.remove(k);
                 self.queued.remove(k);
@@ -319,11 +346,48 @@ impl Controller {
             self.queued.remove(&k);
             self.drained.remove(&k);
         }
+        let engine_wl = match self.claims.observe(&k, wl, engine_wl) {
+            claims::Counted::Queue(v) => *v,
+            // Before the first lists are in, a template may not be known
+            // yet: counted when the engine is rebuilt.
+            claims::Counted::Held(_) if !self.started => return,
+            claims::Counted::Held(message) => {
+                self.hold_for_claims(k, message);
+                return;
+            }
+        };
         if self.started {
             self.engine.upsert_workload(engine_wl);
-        } else if !engine_wl.finished {
+        } else if !engine_wl.finished && !self.claims.uses(&k) {
             self.initial.workloads.push(engine_wl);
         }
+        self.status_due = true;
+    }
+
+    /// Counts again the Workloads whose templates changed.
+    fn recount(&mut self, named: Vec<Key>) {
+        if !self.started {
+            return;
+        }
+        for k in named {
+            match self.claims.count(&k) {
+                Some(claims::Counted::Queue(v)) if !v.finished => self.engine.upsert_workload(*v),
+                Some(claims::Counted::Held(message)) => self.hold_for_claims(k, message),
+                _ => {}
+            }
+        }
+        self.status_due = true;
+    }
+
+    /// Keeps a Workload whose claims cannot be counted out of the engine,
+    /// pending with Kueue's message (written only when it changes).
+    fn hold_for_claims(&mut self, k: Key, message: String) {
+        self.engine.delete_workload(&k);
+        self.decide(Decision::Pending {
+            workload: k.to_string(),
+            reason: PendingReason::Misconfigured,
+            message,
+        });
         self.status_due = true;
     }
 }

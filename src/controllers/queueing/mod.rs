@@ -69,6 +69,7 @@ use crate::{
 };
 
 mod check_feed;
+mod claims;
 mod decisions;
 mod fair;
 mod feed;
@@ -124,6 +125,7 @@ enum Input {
     Workload(Event<api::Workload>),
     Cohort(Event<api::Cohort>),
     AdmissionCheck(Event<api::AdmissionCheck>),
+    ClaimTemplate(Event<k8s_openapi::api::resource::v1::ResourceClaimTemplate>),
     Written {
         key: Key,
         outcome: Outcome,
@@ -266,8 +268,8 @@ pub struct Controller {
     block_admission: bool,
     started: bool,
     initial: ClusterObjects,
-    listings: [Listing; 6],
-    known: [HashSet<Key>; 6],
+    listings: [Listing; 7],
+    known: [HashSet<Key>; 7],
     meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
     /// it to run again.
@@ -325,6 +327,8 @@ pub struct Controller {
     fair: Option<crate::queueing::fair_sharing::FairSharing>,
     /// Cohort statuses (`fairSharing.weightedShare`) last written.
     cohort_written: BTreeMap<String, Value>,
+    /// DRA claims counted as quota (see [`claims`]).
+    claims: claims::Claims,
 }
 
 const FLAVORS: usize = 0;
@@ -333,6 +337,7 @@ const LOCAL_QUEUES: usize = 2;
 const NAMESPACES: usize = 3;
 const WORKLOADS: usize = 4;
 const COHORTS: usize = 5;
+const TEMPLATES: usize = 6;
 
 fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -354,19 +359,33 @@ fn split_key(key: &str) -> (&str, &str) {
     key.split_once('/').unwrap_or(("", key))
 }
 
+/// What the configuration sets for the queueing controller.
+pub struct Settings {
+    /// waitForPodsReady (`None`: off).
+    pub readiness: Option<crate::jobs::readiness::Settings>,
+    /// Fair sharing (`None`: off).
+    pub fair: Option<crate::queueing::fair_sharing::FairSharing>,
+    pub admission_fair_sharing:
+        Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
+    /// DRA claims as quota.
+    pub claims: crate::queueing::claims::Settings,
+}
+
 impl Controller {
     /// Starts the watches and runs until the process ends.
     pub async fn run(
         client: Client,
         positions: crate::cluster::positions::Positions,
         metrics: Arc<KueueMetrics>,
-        readiness: Option<crate::jobs::readiness::Settings>,
-        fair: Option<crate::queueing::fair_sharing::FairSharing>,
-        admission_fair_sharing: Option<
-            crate::queueing::admission_fair_sharing::AdmissionFairSharing,
-        >,
+        settings: Settings,
         mut leading: tokio::sync::watch::Receiver<bool>,
     ) {
+        let Settings {
+            readiness,
+            fair,
+            admission_fair_sharing,
+            claims,
+        } = settings;
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
             Api::<api::ResourceFlavor>::all(client.clone()),
@@ -403,6 +422,19 @@ impl Controller {
             tx.clone(),
             Input::AdmissionCheck,
         );
+        let templates =
+            Api::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>::all(client.clone());
+        // A cluster that does not serve resource.k8s.io/v1 has no claims
+        // to count: nothing to wait for before the engine starts.
+        let dra_served = !matches!(
+            templates.list(&kube::api::ListParams::default().limit(1)).await,
+            Err(kube::Error::Api(ref e)) if e.code == 404
+        );
+        if dra_served {
+            watch(templates, tx.clone(), Input::ClaimTemplate);
+        } else {
+            info!("resource.k8s.io/v1 is not served: no ResourceClaimTemplates to count");
+        }
         let mut c = Controller {
             recorder: Events::start(client.clone()),
             tally: Arc::default(),
@@ -446,7 +478,9 @@ impl Controller {
             checks: check_feed::Feed::default(),
             fair,
             cohort_written: BTreeMap::new(),
+            claims: claims::Claims::new(claims),
         };
+        c.listings[TEMPLATES].done = !dra_served;
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
