@@ -365,14 +365,9 @@ fn pending_message(
     (qr["status"] == "False").then(|| qr["message"].as_str().unwrap_or_default().to_string())
 }
 
-#[test]
-fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
-    let e = env_with(CONFIG);
-    let c = e.cluster;
-    let ns = namespace(c, "e2e-dra");
-
-    // The test plays the DRA driver `gpu.example.com`: a DeviceClass and,
-    // per node, a ResourceSlice of 4 GPUs with attributes and capacity.
+/// The test plays the DRA driver `gpu.example.com`: a DeviceClass and, per
+/// node, a ResourceSlice of 4 GPUs with attributes and capacity.
+fn publish_gpus(c: &batchgate_localcluster::LocalCluster) {
     apply(
         c,
         &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -398,6 +393,15 @@ fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
             .to_string(),
         );
     }
+}
+
+#[test]
+fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
+    let e = env_with(CONFIG);
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-dra");
+
+    publish_gpus(c);
     apply(c, &flavor("dra-flavor", json!({})));
     apply(
         c,
@@ -547,4 +551,73 @@ fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
         let wl = workload_of(c, &ns, held).unwrap();
         assert!(!is_true(&wl, "QuotaReserved"), "{held} never admitted");
     }
+}
+
+/// GPU quota borrowed in a cohort, and reclaimed by its lender, which
+/// preempts the borrower: DRA devices go through cohorts and preemption
+/// like any resource.
+#[test]
+fn dra_gpu_quota_is_borrowed_and_reclaimed_in_a_cohort() {
+    let e = env_with(CONFIG);
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-dra-cohort");
+    publish_gpus(c);
+    apply(c, &flavor("dra-cohort-flavor", json!({})));
+    let cq = |name: &str, gpus: &str| {
+        cluster_queue(
+            name,
+            &[],
+            json!({"cohortName": "dra-cohort",
+                   "preemption": {"reclaimWithinCohort": "Any"},
+                   "resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
+                "flavors": [{"name": "dra-cohort-flavor", "resources": [
+                    {"name": "cpu", "nominalQuota": "10"},
+                    {"name": "example.com/gpu", "nominalQuota": gpus}]}]}]}),
+        )
+    };
+    apply(c, &cq("dra-lender", "4"));
+    apply(c, &cq("dra-borrower", "0"));
+    apply(c, &local_queue(&ns, "lq", "dra-borrower"));
+    apply(c, &local_queue(&ns, "lend", "dra-lender"));
+    apply(c, &claim_template("four-gpus", &ns, "gpu.example.com", 4));
+    let gpus = json!([{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]);
+
+    create(c, &dra_job("borrows", &ns, "300s", gpus.clone()));
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "the borrowing Job admitted",
+        || {
+            let wl = workload_of(c, &ns, "borrows")?;
+            is_true(&wl, "QuotaReserved").then_some(wl)
+        },
+    );
+    assert_eq!(wl["status"]["admission"]["clusterQueue"], "dra-borrower");
+    assert_eq!(
+        wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["example.com/gpu"],
+        "4"
+    );
+
+    let mut reclaim: Value = serde_json::from_str(&dra_job("reclaims", &ns, "1s", gpus)).unwrap();
+    reclaim["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("lend");
+    create(c, &reclaim.to_string());
+    let preempted = wait_for(Duration::from_secs(60), "the borrower preempted", || {
+        let wl = workload_of(c, &ns, "borrows")?;
+        let p = condition(&wl, "Preempted")?;
+        (p["status"] == "True").then(|| p["reason"].as_str().unwrap_or_default().to_string())
+    });
+    assert_eq!(preempted, "InCohortReclamation");
+    wait_for(Duration::from_secs(60), "the lender's Job admitted", || {
+        let wl = workload_of(c, &ns, "reclaims")?;
+        is_true(&wl, "QuotaReserved").then_some(())
+    });
+    // The borrower waits for GPU quota again, not admitted on CPU alone.
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "the borrower pending again",
+        || {
+            let wl = workload_of(c, &ns, "borrows")?;
+            (!is_true(&wl, "QuotaReserved")).then_some(wl)
+        },
+    );
+    assert!(wl["status"]["admission"].is_null(), "{wl}");
 }

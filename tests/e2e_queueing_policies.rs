@@ -1,7 +1,9 @@
 //! Queueing policies end to end on the local cluster, checked with kubectl
 //! as a user would: borrowing within a cohort and reclaiming it back,
 //! StrictFIFO against BestEffortFIFO, and stopping (Hold, HoldAndDrain) and
-//! resuming a ClusterQueue or a LocalQueue. Each test has its own flavor,
+//! resuming a ClusterQueue or a LocalQueue; and, with Kueue's DRA
+//! integration turned off in batchgate's configuration, Jobs that use DRA
+//! refused as Kueue refuses them. Each test has its own flavor,
 //! ClusterQueues and namespaces, so they run side by side.
 
 mod support;
@@ -17,6 +19,10 @@ use support::{
 
 const LONG: Duration = Duration::from_secs(120);
 const SHORT: Duration = Duration::from_secs(60);
+/// batchgate's configuration for this binary: Kueue's DRA integration off
+/// (`KueueDRARejectWorkloadsWhenDRADisabled` stays on, its default). No
+/// other test here uses DRA.
+const CONFIG: &str = "featureGates:\n  KueueDRAIntegration: false\n";
 
 fn job_obj(c: &LocalCluster, ns: &str, name: &str) -> Value {
     get(c, &["job", name, "-n", ns]).unwrap_or(Value::Null)
@@ -140,7 +146,7 @@ fn assert_stopped_and_restored(c: &LocalCluster, ns: &str, name: &str) {
 /// again once B's are done.
 #[test]
 fn a_cluster_queue_reclaims_the_quota_its_cohort_borrowed() {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns_a = namespace(c, "e2e-reclaim-a");
     let ns_b = namespace(c, "e2e-reclaim-b");
     apply(c, &flavor("reclaim-spot", json!({"instance-type": "spot"})));
@@ -290,7 +296,7 @@ fn a_cluster_queue_reclaims_the_quota_its_cohort_borrowed() {
 /// (older) that does not fit and a 1-cpu Job (newer) that would. Returns
 /// the namespace once both waiting Jobs have Workloads in the queue.
 fn fifo_setup(tag: &str, strategy: &str) -> String {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = namespace(c, &format!("e2e-{tag}"));
     let cq = format!("{tag}-cq");
     let rf = format!("{tag}-on-demand");
@@ -352,7 +358,7 @@ fn wait_all_succeed(c: &LocalCluster, ns: &str, names: &[&str]) {
 /// big one goes first when the long one is done, then the small one.
 #[test]
 fn strict_fifo_blocks_behind_a_head_that_does_not_fit() {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = fifo_setup("strict", "StrictFIFO");
     // The ClusterQueue counts both as pending.
     wait_for(SHORT, "big and small pending", || {
@@ -394,7 +400,7 @@ fn strict_fifo_blocks_behind_a_head_that_does_not_fit() {
 /// 1-cpu Job is admitted beside the long one; the big one runs last.
 #[test]
 fn best_effort_fifo_admits_past_a_head_that_does_not_fit() {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = fifo_setup("besteffort", "BestEffortFIFO");
     wait_for(SHORT, "small to run", || {
         running(c, &ns, "small").then_some(())
@@ -432,7 +438,7 @@ enum Stopped {
 /// running ones (suspended, templates restored); None admits everything
 /// again and all Jobs finish.
 fn hold_drain_resume(tag: &str, which: Stopped) {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = namespace(c, &format!("e2e-{tag}"));
     let other_ns = namespace(c, &format!("e2e-{tag}-other"));
     let cq = format!("{tag}-cq");
@@ -660,7 +666,7 @@ fn finalizers_of(obj: &Value) -> Vec<String> {
 #[test]
 fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
     const FIN: &str = "kueue.x-k8s.io/resource-in-use";
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = namespace(c, "e2e-finalizers");
     let (cq, rf) = ("finalizers-cq", "finalizers-rf");
     apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
@@ -743,7 +749,7 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
         SHORT,
         "kueue_cluster_queue_status to say terminating",
         || {
-            let (_, m) = env().server.probe_get("/metrics");
+            let (_, m) = env_with(CONFIG).server.probe_get("/metrics");
             (sample(
                 &m,
                 "kueue_cluster_queue_status",
@@ -817,7 +823,7 @@ fn a_cluster_queue_in_use_is_not_deleted_until_its_workloads_finish() {
 /// admitted seconds recorded.
 #[test]
 fn a_job_past_its_maximum_execution_time_is_deactivated() {
-    let c = env().cluster;
+    let c = env_with(CONFIG).cluster;
     let ns = namespace(c, "e2e-max-exec");
     let (cq, rf) = ("max-exec-cq", "max-exec-rf");
     apply(c, &flavor(rf, json!({"instance-type": "on-demand"})));
@@ -884,4 +890,74 @@ fn a_job_past_its_maximum_execution_time_is_deactivated() {
         ),
         "{ev}"
     );
+}
+
+/// With `KueueDRAIntegration` off, a Job whose pods use DRA (a
+/// ResourceClaimTemplate, or a ResourceClaim by name) is never admitted on
+/// CPU alone: its Workload stays pending with Kueue's message, while a Job
+/// without claims in the same queue runs.
+#[test]
+fn with_the_dra_integration_off_jobs_using_dra_are_refused_as_kueue_refuses_them() {
+    let c = env_with(CONFIG).cluster;
+    let ns = namespace(c, "e2e-dra-off");
+    apply(c, &flavor("dra-off-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("dra-off", &[("dra-off-flavor", "10", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "dra-off"));
+    apply(
+        c,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "gpus", "namespace": ns},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                    "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}]}}}})
+        .to_string(),
+    );
+    let with_claims = |name: &str, claim: Value| {
+        let mut j: Value =
+            serde_json::from_str(&job(name, &ns, "lq", "100m", "1s", json!({}))).unwrap();
+        j["spec"]["template"]["spec"]["resourceClaims"] = json!([claim]);
+        j["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] =
+            json!([{"name": claim["name"]}]);
+        create(c, &j.to_string());
+    };
+    with_claims(
+        "template",
+        json!({"name": "gpus", "resourceClaimTemplateName": "gpus"}),
+    );
+    with_claims(
+        "direct",
+        json!({"name": "shared", "resourceClaimName": "shared-gpu"}),
+    );
+    create(c, &job("plain", &ns, "lq", "100m", "1s", json!({})));
+    for name in ["template", "direct"] {
+        let (reason, message) = wait_for(SHORT, "the DRA Job refused", || {
+            let wl = workload_of(c, &ns, name)?;
+            let qr = condition(&wl, "QuotaReserved")?;
+            (qr["status"] == "False").then(|| (s(&qr["reason"]), s(&qr["message"])))
+        });
+        assert_eq!(
+            (reason.as_str(), message.as_str()),
+            (
+                "Inadmissible",
+                "Workload uses DRA resources but the KueueDRAIntegration feature gate is not enabled"
+            ),
+            "{name}"
+        );
+    }
+    // The queue admits: the plain Job runs; the refused ones stay so.
+    wait_for(LONG, "the plain Job admitted", || {
+        let wl = workload_of(c, &ns, "plain")?;
+        is_true(&wl, "QuotaReserved").then_some(())
+    });
+    for name in ["template", "direct"] {
+        let wl = workload_of(c, &ns, name).unwrap();
+        assert!(
+            !is_true(&wl, "QuotaReserved"),
+            "{name} never admitted: {wl}"
+        );
+        let job = job_obj(c, &ns, name);
+        assert_eq!(job["spec"]["suspend"], true, "{name} stays suspended");
+    }
 }
