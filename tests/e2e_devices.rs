@@ -621,3 +621,82 @@ fn dra_gpu_quota_is_borrowed_and_reclaimed_in_a_cohort() {
     );
     assert!(wl["status"]["admission"].is_null(), "{wl}");
 }
+
+/// A request whose CEL selector no published device matches is held with
+/// Kueue's words (its `validateCELSelectorsAgainstDevices`), and counted
+/// again when the driver (played by the test) publishes a ResourceSlice
+/// with such a device: then it is admitted and kube-scheduler allocates
+/// that device.
+#[test]
+fn dra_a_selector_no_device_matches_waits_for_a_slice_that_does() {
+    let e = env_with(CONFIG);
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-dra-cel");
+    publish_gpus(c);
+    apply(c, &flavor("dra-cel-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue(
+            "dra-cel",
+            &[],
+            json!({"resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
+                "flavors": [{"name": "dra-cel-flavor", "resources": [
+                    {"name": "cpu", "nominalQuota": "10"},
+                    {"name": "example.com/gpu", "nominalQuota": "4"}]}]}]}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "dra-cel"));
+    apply(
+        c,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": "one-h100", "namespace": ns},
+                "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                    "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1,
+                    "selectors": [{"cel": {"expression":
+                        "device.attributes['gpu.example.com'].model == 'e2e-h100'"}}]}}]}}}})
+        .to_string(),
+    );
+    create(
+        c,
+        &dra_job(
+            "h100",
+            &ns,
+            "1s",
+            json!([{"name": "gpus", "resourceClaimTemplateName": "one-h100"}]),
+        ),
+    );
+    let held = wait_for(Duration::from_secs(60), "the h100 Job held", || {
+        pending_message(c, &ns, "h100").filter(|m| !m.is_empty())
+    });
+    assert_eq!(
+        held,
+        "spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0].exactly.selectors: Internal error: ResourceClaimTemplate one-h100: insufficient matching devices for CEL selector in DeviceClass gpu.example.com: 0 device(s) match in the cluster but 1 requested"
+    );
+    // The driver publishes an h100 on another node.
+    apply(
+        c,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": "kwok-node-2-gpu.example.com"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "kwok-node-2",
+                         "pool": {"name": "kwok-node-2", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0",
+                                      "attributes": {"model": {"string": "e2e-h100"}}}]}})
+        .to_string(),
+    );
+    let wl = wait_for(Duration::from_secs(60), "the h100 Job admitted", || {
+        let wl = workload_of(c, &ns, "h100")?;
+        is_true(&wl, "QuotaReserved").then_some(wl)
+    });
+    assert_eq!(
+        wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["example.com/gpu"],
+        "1"
+    );
+    let pool = wait_for(Duration::from_secs(60), "the h100 claim allocated", || {
+        let claims = get(c, &["resourceclaims", "-n", &ns])?;
+        claims["items"].as_array()?.iter().find_map(|cl| {
+            let r = &cl["status"]["allocation"]["devices"]["results"][0];
+            r["pool"].as_str().map(String::from)
+        })
+    });
+    assert_eq!(pool, "kwok-node-2", "the one h100 was allocated");
+}

@@ -325,10 +325,12 @@ fn rbac_covers_the_conversion_ca_bundle() {
 #[test]
 fn rbac_lets_the_queueing_controller_read_claim_templates() {
     let grants = cluster_role_grants();
-    for verb in ["list", "watch"] {
-        assert!(
-            grants("resource.k8s.io", "resourceclaimtemplates", verb),
-            "manifests/rbac.yaml does not grant {verb} on resourceclaimtemplates.resource.k8s.io"
-        );
+    for resource in ["resourceclaimtemplates", "resourceslices", "deviceclasses"] {
+        for verb in ["list", "watch"] {
+            assert!(
+                grants("resource.k8s.io", resource, verb),
+                "manifests/rbac.yaml does not grant {verb} on {resource}.resource.k8s.io"
+            );
+        }
     }
 }

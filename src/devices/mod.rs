@@ -31,6 +31,7 @@
 pub mod allocation;
 pub mod expression;
 pub mod podclaims;
+pub mod selectors;
 pub mod shapes;
 
 #[cfg(test)]

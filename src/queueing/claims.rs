@@ -6,15 +6,34 @@
 //! maps it to. What cannot be counted is not admitted on CPU and memory
 //! alone: the Workload stays pending, inadmissible, with Kueue's message.
 //!
+//! A request's CEL selectors must compile, and (Kueue's
+//! `validateCELSelectorsAgainstDevices`) the cluster's ResourceSlices must
+//! hold as many devices matching them and their DeviceClass's selectors
+//! as it asks for; else the Workload waits, counted again when slices
+//! change.
+//!
 //! Not done yet (the Workload is held, never under-charged, where it
-//! matters): CEL selectors are neither compiled nor checked against
-//! ResourceSlices; counter (partitionable devices) and capacity sources are
+//! matters): counter (partitionable devices) and capacity sources are
 //! refused in the configuration; extended resources backed by a DeviceClass
 //! are not charged.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::{core::v1::PodResourceClaim, resource::v1::ResourceClaimSpec};
+use k8s_openapi::api::{
+    core::v1::PodResourceClaim,
+    resource::v1::{DeviceRequest, ResourceClaimSpec},
+};
+
+use crate::devices::selectors::{self, Device};
+
+/// The cluster's DeviceClasses and devices, as the CEL check reads them.
+#[derive(Debug, Default)]
+pub struct DeviceView {
+    /// Each DeviceClass's CEL selector expressions.
+    pub classes: BTreeMap<String, Vec<String>>,
+    /// Every device of every ResourceSlice.
+    pub devices: Vec<Device>,
+}
 
 /// Kueue's `KueueDRAIntegration` gates and `resources.deviceClassMappings`,
 /// as the engine uses them.
@@ -82,6 +101,7 @@ pub const RESOURCE_CLAIMS: &str =
 pub fn charge<'a>(
     pod_sets: &[PodSetClaims],
     template: impl Fn(&str) -> Option<&'a ResourceClaimSpec>,
+    view: &DeviceView,
     settings: &Settings,
 ) -> Charge {
     let any = |direct: bool| {
@@ -129,6 +149,19 @@ pub fn charge<'a>(
                     ))
                 }
             };
+            let errors = check_selectors(spec, view);
+            if !errors.is_empty() {
+                let errors: Vec<String> = errors
+                    .into_iter()
+                    .map(|(field, body)| {
+                        format!(
+                            "{path}.{field}: {}",
+                            body.replace("{template}", &format!("ResourceClaimTemplate {name}"))
+                        )
+                    })
+                    .collect();
+                return Charge::Inadmissible(aggregate(errors));
+            }
             for (class, n) in counts {
                 let Some(resource) = settings.classes.get(&class) else {
                     return Charge::Inadmissible(format!(
@@ -177,6 +210,19 @@ fn devices_per_class(spec: &ResourceClaimSpec) -> Result<BTreeMap<String, i64>, 
                 "Exactly must be set if FirstAvailable is nil",
             ));
         };
+        for (i, sel) in exactly.selectors.iter().flatten().enumerate() {
+            let Some(cel) = &sel.cel else { continue };
+            if let Err(e) = selectors::compile(&cel.expression) {
+                return Err(invalid(
+                    format!("{at}.exactly.selectors"),
+                    "null",
+                    &format!(
+                        "{at}.exactly.selectors[{i}].cel.expression: Invalid value: {:?}: CEL compilation failed: {e}",
+                        cel.expression
+                    ),
+                ));
+            }
+        }
         // The apiserver defaults the mode to ExactCount and the count to 1.
         let mode = exactly.allocation_mode.as_deref().unwrap_or("ExactCount");
         if exactly.admin_access == Some(true) {
@@ -211,6 +257,122 @@ fn devices_per_class(spec: &ResourceClaimSpec) -> Result<BTreeMap<String, i64>, 
         *e = e.saturating_add(count);
     }
     Ok(out)
+}
+
+/// The CEL expressions of a request's selectors.
+fn cel_of(req: &DeviceRequest) -> Vec<&str> {
+    req.exactly
+        .iter()
+        .flat_map(|e| e.selectors.iter().flatten())
+        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.as_str()))
+        .collect()
+}
+
+/// Go's error aggregate: one error as itself, several in brackets.
+fn aggregate(mut errors: Vec<String>) -> String {
+    let mut seen = BTreeSet::new();
+    errors.retain(|e| seen.insert(e.clone()));
+    match errors.len() {
+        1 => errors.remove(0),
+        _ => format!("[{}]", errors.join(", ")),
+    }
+}
+
+/// Kueue's `validateCELSelectorsAgainstDevices`: each request with CEL
+/// selectors needs as many devices matching its class's and its own
+/// selectors as it asks for, no device counted for two requests of the
+/// claim. Errors as (field below the claim, body with `{template}`).
+fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
+    let requests: Vec<(usize, &DeviceRequest)> = spec
+        .devices
+        .iter()
+        .flat_map(|d| d.requests.iter().flatten())
+        .enumerate()
+        .filter(|(_, r)| !cel_of(r).is_empty())
+        .collect();
+    if requests.is_empty() {
+        return Vec::new();
+    }
+    let ctx = selectors::context();
+    let mut taken = BTreeSet::new();
+    let mut errors = Vec::new();
+    for (k, req) in requests {
+        let at = format!("devices.requests[{k}]");
+        let exactly = req.exactly.as_ref().expect("selectors are on exactly");
+        let class = exactly.device_class_name.as_str();
+        let class_exprs: &[String] = if class.is_empty() {
+            &[]
+        } else {
+            match view.classes.get(class) {
+                Some(e) => e,
+                None => {
+                    errors.push((
+                        at,
+                        format!("Internal error: {{template}}: failed to get DeviceClass {class}: deviceclasses.resource.k8s.io {class:?} not found"),
+                    ));
+                    continue;
+                }
+            }
+        };
+        let mut class_selectors = Vec::new();
+        let mut bad_class = None;
+        for (i, e) in class_exprs.iter().enumerate() {
+            match selectors::compile(e) {
+                Ok(s) => class_selectors.push(s),
+                Err(err) => {
+                    bad_class = Some((
+                        format!("{at}[{i}].cel.expression"),
+                        format!("Invalid value: {e:?}: {{template}}: DeviceClass {class} has invalid CEL selector: {err}"),
+                    ));
+                    break;
+                }
+            }
+        }
+        if let Some(e) = bad_class {
+            errors.push(e);
+            continue;
+        }
+        // Compiled once already by `devices_per_class`.
+        let own: Vec<selectors::Selector> = cel_of(req)
+            .into_iter()
+            .filter_map(|e| selectors::compile(e).ok())
+            .collect();
+        let needed = exactly.count.unwrap_or(1);
+        let mut matched = 0i64;
+        let mut failed = None;
+        'devices: for (d, device) in view.devices.iter().enumerate() {
+            if taken.contains(&d) {
+                continue;
+            }
+            for s in class_selectors.iter().chain(&own) {
+                match s.matches(&ctx, device) {
+                    Ok(true) => {}
+                    Ok(false) => continue 'devices,
+                    Err(e) => {
+                        failed = Some(e);
+                        break 'devices;
+                    }
+                }
+            }
+            taken.insert(d);
+            matched += 1;
+            if matched >= needed {
+                break;
+            }
+        }
+        if let Some(e) = failed {
+            errors.push((
+                format!("{at}.exactly.selectors"),
+                format!("Invalid value: null: {{template}}: CEL evaluation failed for DeviceClass {class}: {e}"),
+            ));
+        } else if matched < needed {
+            errors.push((
+                format!("{at}.exactly.selectors"),
+                format!("Internal error: {{template}}: insufficient matching devices for CEL selector in DeviceClass {class}: {matched} device(s) match in the cluster but {needed} requested"),
+            ));
+        }
+    }
+    errors
 }
 
 /// Adds a [`Charge::Devices`] to the engine's pod sets: each device is

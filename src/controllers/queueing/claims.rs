@@ -11,14 +11,16 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::resource::v1::ResourceClaimSpec;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::resource::v1::{DeviceClassSpec, ResourceClaimSpec, ResourceSliceSpec};
 
 use super::Key;
 use crate::{
     api::kueue::v1beta2 as api,
     queueing::{
         self,
-        claims::{add_to, charge, Charge, PodSetClaims, Settings},
+        claims::{add_to, charge, Charge, DeviceView, PodSetClaims, Settings},
     },
 };
 
@@ -34,6 +36,11 @@ pub(super) struct Claims {
     settings: Settings,
     /// `spec.spec` of each ResourceClaimTemplate, by namespace and name.
     templates: HashMap<(String, String), ResourceClaimSpec>,
+    /// ResourceSlices and DeviceClasses by name, and the view the CEL
+    /// check reads, built again (when next read) after either changes.
+    slices: BTreeMap<String, ResourceSliceSpec>,
+    classes: BTreeMap<String, Vec<String>>,
+    view: Option<DeviceView>,
     using: HashMap<Key, Using>,
 }
 
@@ -93,6 +100,45 @@ impl Claims {
             .collect()
     }
 
+    /// A ResourceSlice as the watch shows it (`None`: deleted). The
+    /// pending Workloads, to be counted again.
+    pub(super) fn slice(&mut self, name: &str, spec: Option<&ResourceSliceSpec>) -> Vec<Key> {
+        match spec {
+            Some(s) => self.slices.insert(name.to_string(), s.clone()),
+            None => self.slices.remove(name),
+        };
+        self.view = None;
+        self.pending()
+    }
+
+    /// A DeviceClass as the watch shows it (`None`: deleted). The pending
+    /// Workloads, to be counted again.
+    pub(super) fn class(&mut self, name: &str, spec: Option<&DeviceClassSpec>) -> Vec<Key> {
+        match spec {
+            Some(s) => {
+                let exprs = s
+                    .selectors
+                    .iter()
+                    .flatten()
+                    .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+                    .collect();
+                self.classes.insert(name.to_string(), exprs)
+            }
+            None => self.classes.remove(name),
+        };
+        self.view = None;
+        self.pending()
+    }
+
+    /// The Workloads using claims that are not admitted or finished.
+    fn pending(&self) -> Vec<Key> {
+        self.using
+            .iter()
+            .filter(|(_, u)| u.base.admission.is_none() && !u.base.finished)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Whether `key` uses claims.
     pub(super) fn uses(&self, key: &str) -> bool {
         self.using.contains_key(key)
@@ -134,7 +180,15 @@ impl Claims {
 
     /// Counts the claims of a Workload noted by [`Claims::observe`], from
     /// the templates known now.
-    pub(super) fn count(&self, key: &str) -> Option<Counted> {
+    pub(super) fn count(&mut self, key: &str) -> Option<Counted> {
+        if self.view.is_none() {
+            let slices: Vec<&ResourceSliceSpec> = self.slices.values().collect();
+            self.view = Some(DeviceView {
+                classes: self.classes.clone(),
+                devices: crate::devices::selectors::devices(&slices),
+            });
+        }
+        let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;
         let mut view = u.base.clone();
         if view.admission.is_some() || view.finished {
@@ -144,6 +198,7 @@ impl Claims {
         let found = charge(
             &u.pod_sets,
             |name| self.templates.get(&(ns.clone(), name.to_string())),
+            devices,
             &self.settings,
         );
         Some(match found {

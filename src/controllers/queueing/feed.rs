@@ -74,6 +74,14 @@ impl Controller {
                 );
                 c.recount(named);
             }),
+            Input::ResourceSlice(ev) => self.on_event(SLICES, ev, |c, sl| {
+                let pending = c.claims.slice(&sl.name_any(), Some(&sl.spec));
+                c.recount(pending);
+            }),
+            Input::DeviceClass(ev) => self.on_event(CLASSES, ev, |c, dc| {
+                let pending = c.claims.class(&dc.name_any(), Some(&dc.spec));
+                c.recount(pending);
+            }),
             Input::Written {
                 key,
                 outcome,
@@ -263,6 +271,14 @@ impl Controller {
                 let (ns, name) = split_key(k);
                 let named = self.claims.template(ns, name, None);
                 self.recount(named);
+            }
+            SLICES => {
+                let pending = self.claims.slice(k, None);
+                self.recount(pending);
+            }
+            CLASSES => {
+                let pending = self.claims.class(k, None);
+                self.recount(pending);
             }
             _ => {
                 if self.devices.forget(k) {

@@ -126,6 +126,8 @@ enum Input {
     Cohort(Event<api::Cohort>),
     AdmissionCheck(Event<api::AdmissionCheck>),
     ClaimTemplate(Event<k8s_openapi::api::resource::v1::ResourceClaimTemplate>),
+    ResourceSlice(Event<k8s_openapi::api::resource::v1::ResourceSlice>),
+    DeviceClass(Event<k8s_openapi::api::resource::v1::DeviceClass>),
     Written {
         key: Key,
         outcome: Outcome,
@@ -268,8 +270,8 @@ pub struct Controller {
     block_admission: bool,
     started: bool,
     initial: ClusterObjects,
-    listings: [Listing; 7],
-    known: [HashSet<Key>; 7],
+    listings: [Listing; 9],
+    known: [HashSet<Key>; 9],
     meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
     /// it to run again.
@@ -338,6 +340,8 @@ const NAMESPACES: usize = 3;
 const WORKLOADS: usize = 4;
 const COHORTS: usize = 5;
 const TEMPLATES: usize = 6;
+const SLICES: usize = 7;
+const CLASSES: usize = 8;
 
 fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -432,6 +436,8 @@ impl Controller {
         );
         if dra_served {
             watch(templates, tx.clone(), Input::ClaimTemplate);
+            watch(Api::all(client.clone()), tx.clone(), Input::ResourceSlice);
+            watch(Api::all(client.clone()), tx.clone(), Input::DeviceClass);
         } else {
             info!("resource.k8s.io/v1 is not served: no ResourceClaimTemplates to count");
         }
@@ -480,7 +486,9 @@ impl Controller {
             cohort_written: BTreeMap::new(),
             claims: claims::Claims::new(claims),
         };
-        c.listings[TEMPLATES].done = !dra_served;
+        for kind in [TEMPLATES, SLICES, CLASSES] {
+            c.listings[kind].done = !dra_served;
+        }
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -5,7 +5,8 @@
 //! as tables. Kueue's table skips a pod's direct ResourceClaim because its
 //! controller refused it one step earlier; here both steps are one
 //! function, so the cases that are about templates name templates only.
-//! The CEL cases are not ported: CEL is not evaluated yet (see the module).
+//! The CEL cases run against a [`DeviceView`] built from the same
+//! ResourceSlices and DeviceClasses.
 
 use std::collections::BTreeMap;
 
@@ -84,7 +85,7 @@ fn settings(classes: &[(&str, &str)]) -> Settings {
 
 fn run(pod_sets: &[PodSetClaims], s: &Settings) -> Charge {
     let t = templates();
-    charge(pod_sets, |n| t.get(n), s)
+    charge(pod_sets, |n| t.get(n), &DeviceView::default(), s)
 }
 
 fn devices(per_pod_set: &[&[(&str, i64)]]) -> Charge {
@@ -295,4 +296,173 @@ fn devices_are_charged_per_pod_on_top_of_container_requests() {
     assert_eq!(engine[0].requests.get("res-1"), None);
     assert_eq!(engine[1].requests.get("res-1"), Some(3000));
     assert_eq!(engine[1].total_requests_at(3)["res-1"], 9000);
+}
+
+fn cel_request(name: &str, class: &str, count: i64, expr: &str) -> Value {
+    json!({"name": name, "exactly": {"deviceClassName": class, "allocationMode": "ExactCount",
+        "count": count, "selectors": [{"cel": {"expression": expr}}]}})
+}
+
+fn view(classes: &[(&str, &[&str])], slices: &[(&str, &[&str])]) -> DeviceView {
+    let slices: Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> = slices
+        .iter()
+        .map(|(driver, devices)| {
+            let devices: Vec<Value> = devices.iter().map(|d| json!({"name": d})).collect();
+            serde_json::from_value(json!({"driver": driver,
+                "pool": {"name": "pool-1", "generation": 1, "resourceSliceCount": 1},
+                "devices": devices}))
+            .unwrap()
+        })
+        .collect();
+    DeviceView {
+        classes: classes
+            .iter()
+            .map(|(c, e)| (c.to_string(), e.iter().map(|e| e.to_string()).collect()))
+            .collect(),
+        devices: crate::devices::selectors::devices(&slices.iter().collect::<Vec<_>>()),
+    }
+}
+
+fn run_cel(requests: Value, v: &DeviceView, s: &Settings) -> Charge {
+    let t = template(requests);
+    let ps = main_with(json!([{"name": "r", "resourceClaimTemplateName": "claim-tmpl-cel"}]));
+    charge(&ps, |_| Some(&t), v, s)
+}
+
+const DRIVER: &str = "device.driver == \"test-driver\"";
+
+/// "CEL selectors with DeviceClassName counts correctly".
+#[test]
+fn cel_selectors_with_a_device_class_count_correctly() {
+    let v = view(
+        &[("test-deviceclass-1", &[])],
+        &[("test-driver", &["dev-0", "dev-1"])],
+    );
+    let got = run_cel(
+        json!([cel_request("req", "test-deviceclass-1", 1, DRIVER)]),
+        &v,
+        &settings(ONE),
+    );
+    assert_eq!(got, devices(&[&[("res-1", 1)]]));
+}
+
+/// "CEL selectors pre-filtered by DeviceClass selectors".
+#[test]
+fn cel_selectors_are_prefiltered_by_the_class_selectors() {
+    let v = view(
+        &[("gpu-class", &["device.driver == \"gpu-driver\""])],
+        &[
+            ("gpu-driver", &["gpu-0"]),
+            ("nic-driver", &["nic-0", "nic-1", "nic-2"]),
+        ],
+    );
+    let got = run_cel(
+        json!([cel_request(
+            "req",
+            "gpu-class",
+            1,
+            "device.driver == \"gpu-driver\""
+        )]),
+        &v,
+        &settings(&[("gpu-class", "res-1")]),
+    );
+    assert_eq!(got, devices(&[&[("res-1", 1)]]));
+}
+
+/// "CEL selectors with unsatisfiable expression returns error" and "with
+/// insufficient matching devices returns error": held until slices hold
+/// enough.
+#[test]
+fn too_few_matching_devices_hold_the_workload() {
+    let v = view(
+        &[("test-deviceclass-1", &[])],
+        &[("test-driver", &["dev-0", "dev-1"])],
+    );
+    let unsat = run_cel(
+        json!([cel_request(
+            "req",
+            "test-deviceclass-1",
+            2,
+            "device.driver == \"nonexistent-driver\""
+        )]),
+        &v,
+        &settings(ONE),
+    );
+    assert_eq!(unsat, Charge::Inadmissible("spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0].exactly.selectors: Internal error: ResourceClaimTemplate claim-tmpl-cel: insufficient matching devices for CEL selector in DeviceClass test-deviceclass-1: 0 device(s) match in the cluster but 2 requested".into()));
+    let short = run_cel(
+        json!([cel_request("req", "test-deviceclass-1", 3, DRIVER)]),
+        &v,
+        &settings(ONE),
+    );
+    assert!(
+        matches!(&short, Charge::Inadmissible(m) if m.ends_with("2 device(s) match in the cluster but 3 requested")),
+        "{short:?}"
+    );
+}
+
+/// "Multi-request CEL selectors do not double-count devices".
+#[test]
+fn two_requests_do_not_count_one_device_twice() {
+    let v = view(
+        &[("test-deviceclass-1", &[])],
+        &[("test-driver", &["dev-0"])],
+    );
+    let got = run_cel(
+        json!([
+            cel_request("req-a", "test-deviceclass-1", 1, DRIVER),
+            cel_request("req-b", "test-deviceclass-1", 1, DRIVER)
+        ]),
+        &v,
+        &settings(ONE),
+    );
+    assert!(
+        matches!(&got, Charge::Inadmissible(m) if m.starts_with("spec.podSets[0].template.spec.resourceClaims[0].devices.requests[1].exactly.selectors: Internal error: ")
+            && m.ends_with("0 device(s) match in the cluster but 1 requested")),
+        "{got:?}"
+    );
+}
+
+/// "Invalid CEL selector returns error".
+#[test]
+fn a_selector_that_does_not_compile_holds_the_workload() {
+    let v = view(&[("test-deviceclass-1", &[])], &[]);
+    let got = run_cel(
+        json!([cel_request(
+            "req",
+            "test-deviceclass-1",
+            1,
+            "this is not valid CEL!!!"
+        )]),
+        &v,
+        &settings(ONE),
+    );
+    assert!(
+        matches!(&got, Charge::Inadmissible(m) if m.starts_with("spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0].exactly.selectors: Invalid value: null: ResourceClaimTemplate claim-tmpl-cel: devices.requests[0].exactly.selectors[0].cel.expression: Invalid value: \"this is not valid CEL!!!\": CEL compilation failed: ")),
+        "{got:?}"
+    );
+}
+
+/// "CEL selectors with nonexistent DeviceClass returns error".
+#[test]
+fn a_device_class_not_there_holds_the_workload() {
+    let v = view(&[], &[("test-driver", &["dev-0"])]);
+    let got = run_cel(
+        json!([cel_request("req", "nonexistent-class", 1, DRIVER)]),
+        &v,
+        &settings(&[("nonexistent-class", "res-1")]),
+    );
+    assert_eq!(got, Charge::Inadmissible("spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0]: Internal error: ResourceClaimTemplate claim-tmpl-cel: failed to get DeviceClass nonexistent-class: deviceclasses.resource.k8s.io \"nonexistent-class\" not found".into()));
+}
+
+/// "CEL selectors with empty DeviceClassName succeeds" (nothing to
+/// charge: no class, no mapping).
+#[test]
+fn cel_selectors_without_a_class_succeed() {
+    let v = view(&[], &[("test-driver", &["dev-0"])]);
+    let got = run_cel(
+        json!([cel_request("req", "", 1, DRIVER)]),
+        &v,
+        &settings(ONE),
+    );
+    assert_eq!(got, Charge::Nothing);
 }

@@ -1,0 +1,278 @@
+//! DRA claims as quota, against the same shapes without DRA: 1,000
+//! ClusterQueues (100 cohorts of 10; cpu 100 and `example.com/gpu` 8 each)
+//! and 50,000 pending Workloads (50 per ClusterQueue, one pod set of 2 pods
+//! of 1 cpu and 2 GPUs).
+//!
+//!     cargo bench --bench claims
+//!
+//! `dra`: each Workload's pods name a ResourceClaimTemplate of 2 GPUs (one
+//! per namespace); its claims are counted (`queueing::claims::charge`, as
+//! the queueing controller does on every Workload event) into the engine's
+//! pod sets. `plain`: the same GPUs asked as a container request. Both
+//! then rebuild the engine and run one admission cycle (a head per
+//! ClusterQueue admitted). Measured: counting + rebuild + the cycle; the
+//! ratio dra / plain is printed after the criterion runs.
+//!
+//! Without `--bench` (as under `cargo test --benches`) it runs both once at
+//! 1/50 of the size and checks that they admit the same Workloads.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion};
+use k8s_openapi::api::resource::v1::ResourceClaimSpec;
+use serde_json::json;
+
+use batchgate::queueing::{
+    claims::{add_to, charge, Charge, DeviceView, PodSetClaims, Settings},
+    ClusterObjects, ClusterQueue, Cohort, Decision, Engine, FlavorQuotas, LocalQueue, PodSet,
+    Preemption, QueueingStrategy, ResourceFlavor, ResourceGroup, ResourceQuota, StopPolicy,
+    Workload,
+};
+
+const GPU: &str = "example.com/gpu";
+
+struct Shape {
+    queues: usize,
+    per_queue: usize,
+}
+
+fn cluster_queue(i: usize) -> ClusterQueue {
+    ClusterQueue {
+        name: format!("cq-{i}"),
+        cohort: Some(format!("cohort-{}", i / 10)),
+        queueing_strategy: QueueingStrategy::BestEffortFIFO,
+        namespace_selector: Some(Default::default()),
+        resource_groups: vec![ResourceGroup {
+            covered_resources: vec!["cpu".into(), GPU.into()],
+            flavors: vec![FlavorQuotas {
+                name: "default".into(),
+                resources: vec![
+                    ResourceQuota {
+                        name: "cpu".into(),
+                        nominal: 100_000,
+                        borrowing_limit: None,
+                        lending_limit: None,
+                    },
+                    ResourceQuota {
+                        name: GPU.into(),
+                        nominal: 8_000,
+                        borrowing_limit: None,
+                        lending_limit: None,
+                    },
+                ],
+            }],
+        }],
+        preemption: Preemption::default(),
+        flavor_fungibility: Default::default(),
+        stop_policy: StopPolicy::None,
+        admission_fair_sharing: false,
+        terminating: false,
+    }
+}
+
+fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
+    let mut requests = vec![("cpu".to_string(), 1000)];
+    if gpus_in_requests {
+        requests.push((GPU.to_string(), 2000));
+    }
+    Workload {
+        namespace: format!("ns-{q}").into(),
+        name: format!("w-{k}"),
+        uid: format!("{q}-{k}").into(),
+        job_uid: None,
+        queue_name: "lq".into(),
+        priority: 0,
+        created: k as i64,
+        active: true,
+        finished: false,
+        readiness: Default::default(),
+        pod_sets: vec![PodSet {
+            name: "main".into(),
+            count: 2,
+            min_count: None,
+            requests: requests.into_iter().collect(),
+            node_selector: BTreeMap::new(),
+            tolerations: vec![],
+        }],
+        admission: None,
+    }
+}
+
+fn objects(s: &Shape) -> ClusterObjects {
+    ClusterObjects {
+        flavors: vec![ResourceFlavor {
+            name: "default".into(),
+            node_labels: BTreeMap::new(),
+            node_taints: vec![],
+            tolerations: vec![],
+        }],
+        cluster_queues: (0..s.queues).map(cluster_queue).collect(),
+        cohorts: (0..s.queues.div_ceil(10))
+            .map(|c| Cohort {
+                name: format!("cohort-{c}"),
+                parent: None,
+                resource_groups: vec![],
+            })
+            .collect(),
+        local_queues: (0..s.queues)
+            .map(|q| LocalQueue {
+                namespace: format!("ns-{q}"),
+                name: "lq".into(),
+                cluster_queue: format!("cq-{q}"),
+                stop_policy: StopPolicy::None,
+                fair_sharing: Default::default(),
+            })
+            .collect(),
+        namespaces: (0..s.queues)
+            .map(|q| (format!("ns-{q}"), BTreeMap::new()))
+            .collect(),
+        workloads: Vec::new(),
+    }
+}
+
+/// What the controller holds before counting: each Workload's pod sets'
+/// claims and its view, and the templates by (namespace, name).
+struct Input {
+    views: Vec<Workload>,
+    claims: Vec<PodSetClaims>,
+    templates: BTreeMap<(String, String), ResourceClaimSpec>,
+    view: DeviceView,
+    settings: Settings,
+}
+
+fn input(s: &Shape, dra: bool) -> Input {
+    let spec: ResourceClaimSpec = serde_json::from_value(json!({"devices": {"requests": [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.example.com",
+                                     "allocationMode": "ExactCount", "count": 2}}]}}))
+    .unwrap();
+    let claims = vec![PodSetClaims {
+        name: "main".into(),
+        claims: serde_json::from_value(
+            json!([{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]),
+        )
+        .unwrap(),
+    }];
+    Input {
+        views: (0..s.queues)
+            .flat_map(|q| (0..s.per_queue).map(move |k| base(q, k, !dra)))
+            .collect(),
+        claims,
+        templates: (0..s.queues)
+            .map(|q| ((format!("ns-{q}"), "two-gpus".to_string()), spec.clone()))
+            .collect(),
+        view: DeviceView::default(),
+        settings: Settings {
+            classes: [("gpu.example.com".to_string(), GPU.to_string())].into(),
+            ..Settings::default()
+        },
+    }
+}
+
+/// Counting (for `dra`), rebuild, one cycle: the Workloads admitted.
+fn run(s: &Shape, inp: &Input, dra: bool) -> Vec<String> {
+    let mut objs = objects(s);
+    objs.workloads.reserve(inp.views.len());
+    for v in &inp.views {
+        let mut v = v.clone();
+        if dra {
+            let ns = v.namespace.to_string();
+            match charge(
+                &inp.claims,
+                |n| inp.templates.get(&(ns.clone(), n.to_string())),
+                &inp.view,
+                &inp.settings,
+            ) {
+                Charge::Devices(per) => add_to(&mut v.pod_sets, &per),
+                other => panic!("counted: {other:?}"),
+            }
+        }
+        objs.workloads.push(v);
+    }
+    let mut e = Engine::rebuild(objs);
+    let mut admitted: Vec<String> = e
+        .schedule(0)
+        .decisions
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::Admit { workload, .. } => Some(workload),
+            _ => None,
+        })
+        .collect();
+    admitted.sort();
+    admitted
+}
+
+const FULL: Shape = Shape {
+    queues: 1000,
+    per_queue: 50,
+};
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("claims");
+    g.sample_size(10).measurement_time(Duration::from_secs(40));
+    for dra in [false, true] {
+        let inp = input(&FULL, dra);
+        g.bench_function(if dra { "dra" } else { "plain" }, |b| {
+            b.iter(|| run(&FULL, &inp, dra))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+
+/// Alternated timings outside criterion (≥ 4 pairs), for the ratio and
+/// its spread.
+fn pairs() {
+    let plain = input(&FULL, false);
+    let dra = input(&FULL, true);
+    let mut ratios = Vec::new();
+    for pair in 0..6 {
+        let order = if pair % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut t = [0.0f64; 2];
+        for d in order {
+            let start = Instant::now();
+            let admitted = run(&FULL, if d { &dra } else { &plain }, d);
+            t[d as usize] = start.elapsed().as_secs_f64();
+            assert_eq!(admitted.len(), FULL.queues, "one head per ClusterQueue");
+        }
+        println!(
+            "pair {pair}: plain {:.3} s, dra {:.3} s, dra/plain {:.3}",
+            t[0],
+            t[1],
+            t[1] / t[0]
+        );
+        ratios.push(t[1] / t[0]);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "dra/plain over {} alternated pairs: median {:.3}, min {:.3}, max {:.3}",
+        ratios.len(),
+        ratios[ratios.len() / 2],
+        ratios[0],
+        ratios[ratios.len() - 1]
+    );
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        let small = Shape {
+            queues: 20,
+            per_queue: 50,
+        };
+        let a = run(&small, &input(&small, false), false);
+        let b = run(&small, &input(&small, true), true);
+        assert_eq!(a.len(), small.queues);
+        assert_eq!(a, b, "DRA and plain shapes admit the same Workloads");
+        println!("claims smoke: {} admitted alike", a.len());
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    pairs();
+}
