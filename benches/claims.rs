@@ -8,10 +8,14 @@
 //! `dra`: each Workload's pods name a ResourceClaimTemplate of 2 GPUs (one
 //! per namespace); its claims are counted (`queueing::claims::charge`, as
 //! the queueing controller does on every Workload event) into the engine's
-//! pod sets. `plain`: the same GPUs asked as a container request. Both
-//! then rebuild the engine and run one admission cycle (a head per
-//! ClusterQueue admitted). Measured: counting + rebuild + the cycle; the
-//! ratio dra / plain is printed after the criterion runs.
+//! pod sets. `dra_cel`: the same with a CEL selector on the request
+//! (`device.attributes['gpu.example.com'].model == 'a100'`) and on the
+//! DeviceClass (`device.driver == 'gpu.example.com'`), checked against
+//! 8,000 devices (1,000 ResourceSlices of 8 GPUs, a quarter of them not
+//! a100s, first in the list). `plain`: the same GPUs asked as a container
+//! request. Each then rebuilds the engine and runs one admission cycle (a
+//! head per ClusterQueue admitted). Measured: counting + rebuild + the
+//! cycle; the ratios to plain are printed after the criterion runs.
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs both once at
 //! 1/50 of the size and checks that they admit the same Workloads.
@@ -141,11 +145,48 @@ struct Input {
     settings: Settings,
 }
 
-fn input(s: &Shape, dra: bool) -> Input {
-    let spec: ResourceClaimSpec = serde_json::from_value(json!({"devices": {"requests": [
-        {"name": "gpus", "exactly": {"deviceClassName": "gpu.example.com",
-                                     "allocationMode": "ExactCount", "count": 2}}]}}))
-    .unwrap();
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    Plain,
+    Dra,
+    DraCel,
+}
+
+fn slices(nodes: usize) -> Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> {
+    (0..nodes)
+        .map(|n| {
+            let model = if n < nodes / 4 { "h100" } else { "a100" };
+            let devices: Vec<serde_json::Value> = (0..8)
+                .map(|i| json!({"name": format!("gpu-{i}"), "attributes": {"model": {"string": model}}}))
+                .collect();
+            serde_json::from_value(json!({"driver": "gpu.example.com", "nodeName": format!("node-{n}"),
+                "pool": {"name": format!("node-{n}"), "generation": 1, "resourceSliceCount": 1},
+                "devices": devices}))
+            .unwrap()
+        })
+        .collect()
+}
+
+fn input(s: &Shape, variant: Variant) -> Input {
+    let dra = variant != Variant::Plain;
+    let mut request = json!({"name": "gpus", "exactly": {"deviceClassName": "gpu.example.com",
+                                                         "allocationMode": "ExactCount", "count": 2}});
+    let view = if variant == Variant::DraCel {
+        request["exactly"]["selectors"] = json!([{"cel": {"expression": "device.attributes['gpu.example.com'].model == 'a100'"}}]);
+        let slices = slices(1000);
+        DeviceView::new(
+            [(
+                "gpu.example.com".to_string(),
+                vec!["device.driver == 'gpu.example.com'".to_string()],
+            )]
+            .into(),
+            batchgate::devices::selectors::devices(&slices.iter().collect::<Vec<_>>()),
+        )
+    } else {
+        DeviceView::default()
+    };
+    let spec: ResourceClaimSpec =
+        serde_json::from_value(json!({"devices": {"requests": [request]}})).unwrap();
     let claims = vec![PodSetClaims {
         name: "main".into(),
         claims: serde_json::from_value(
@@ -161,7 +202,7 @@ fn input(s: &Shape, dra: bool) -> Input {
         templates: (0..s.queues)
             .map(|q| ((format!("ns-{q}"), "two-gpus".to_string()), spec.clone()))
             .collect(),
-        view: DeviceView::default(),
+        view,
         settings: Settings {
             classes: [("gpu.example.com".to_string(), GPU.to_string())].into(),
             ..Settings::default()
@@ -170,7 +211,8 @@ fn input(s: &Shape, dra: bool) -> Input {
 }
 
 /// Counting (for `dra`), rebuild, one cycle: the Workloads admitted.
-fn run(s: &Shape, inp: &Input, dra: bool) -> Vec<String> {
+fn run(s: &Shape, inp: &Input, variant: Variant) -> Vec<String> {
+    let dra = variant != Variant::Plain;
     let mut objs = objects(s);
     objs.workloads.reserve(inp.views.len());
     for v in &inp.views {
@@ -211,52 +253,55 @@ const FULL: Shape = Shape {
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("claims");
     g.sample_size(10).measurement_time(Duration::from_secs(40));
-    for dra in [false, true] {
-        let inp = input(&FULL, dra);
-        g.bench_function(if dra { "dra" } else { "plain" }, |b| {
-            b.iter(|| run(&FULL, &inp, dra))
-        });
+    for (variant, name) in [
+        (Variant::Plain, "plain"),
+        (Variant::Dra, "dra"),
+        (Variant::DraCel, "dra_cel"),
+    ] {
+        let inp = input(&FULL, variant);
+        g.bench_function(name, |b| b.iter(|| run(&FULL, &inp, variant)));
     }
     g.finish();
 }
 
 criterion_group!(benches, bench);
 
-/// Alternated timings outside criterion (≥ 4 pairs), for the ratio and
-/// its spread.
+/// Alternated timings outside criterion (6 rounds, the order rotated), for
+/// the ratios and their spread.
 fn pairs() {
-    let plain = input(&FULL, false);
-    let dra = input(&FULL, true);
-    let mut ratios = Vec::new();
-    for pair in 0..6 {
-        let order = if pair % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        let mut t = [0.0f64; 2];
-        for d in order {
+    let variants = [Variant::Plain, Variant::Dra, Variant::DraCel];
+    let inputs: Vec<Input> = variants.iter().map(|v| input(&FULL, *v)).collect();
+    let mut ratios = [Vec::new(), Vec::new()];
+    for round in 0..6 {
+        let mut t = [0.0f64; 3];
+        for k in 0..3 {
+            let i = (round + k) % 3;
             let start = Instant::now();
-            let admitted = run(&FULL, if d { &dra } else { &plain }, d);
-            t[d as usize] = start.elapsed().as_secs_f64();
+            let admitted = run(&FULL, &inputs[i], variants[i]);
+            t[i] = start.elapsed().as_secs_f64();
             assert_eq!(admitted.len(), FULL.queues, "one head per ClusterQueue");
         }
         println!(
-            "pair {pair}: plain {:.3} s, dra {:.3} s, dra/plain {:.3}",
+            "round {round}: plain {:.3} s, dra {:.3} s ({:.3}), dra_cel {:.3} s ({:.3})",
             t[0],
             t[1],
-            t[1] / t[0]
+            t[1] / t[0],
+            t[2],
+            t[2] / t[0]
         );
-        ratios.push(t[1] / t[0]);
+        ratios[0].push(t[1] / t[0]);
+        ratios[1].push(t[2] / t[0]);
     }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "dra/plain over {} alternated pairs: median {:.3}, min {:.3}, max {:.3}",
-        ratios.len(),
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
-    );
+    for (name, r) in ["dra/plain", "dra_cel/plain"].iter().zip(ratios.iter_mut()) {
+        r.sort_by(f64::total_cmp);
+        println!(
+            "{name} over {} rounds: median {:.3}, min {:.3}, max {:.3}",
+            r.len(),
+            r[r.len() / 2],
+            r[0],
+            r[r.len() - 1]
+        );
+    }
 }
 
 fn main() {
@@ -265,10 +310,12 @@ fn main() {
             queues: 20,
             per_queue: 50,
         };
-        let a = run(&small, &input(&small, false), false);
-        let b = run(&small, &input(&small, true), true);
+        let a = run(&small, &input(&small, Variant::Plain), Variant::Plain);
+        let b = run(&small, &input(&small, Variant::Dra), Variant::Dra);
+        let c = run(&small, &input(&small, Variant::DraCel), Variant::DraCel);
         assert_eq!(a.len(), small.queues);
         assert_eq!(a, b, "DRA and plain shapes admit the same Workloads");
+        assert_eq!(a, c, "with CEL selectors too");
         println!("claims smoke: {} admitted alike", a.len());
         return;
     }

@@ -17,7 +17,10 @@
 //! refused in the configuration; extended resources backed by a DeviceClass
 //! are not charged.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use k8s_openapi::api::{
     core::v1::PodResourceClaim,
@@ -33,6 +36,31 @@ pub struct DeviceView {
     pub classes: BTreeMap<String, Vec<String>>,
     /// Every device of every ResourceSlice.
     pub devices: Vec<Device>,
+    /// Expressions compiled so far: every pending Workload of a template
+    /// is checked again when slices change, so each is parsed once.
+    compiled: std::sync::Mutex<BTreeMap<String, Arc<Result<selectors::Selector, String>>>>,
+    /// The check's answer per claim's requests: the Workloads of one
+    /// template (often thousands) ask the same question of the same
+    /// devices, and scanning them is the cost.
+    checked: std::sync::Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
+}
+
+impl DeviceView {
+    pub fn new(classes: BTreeMap<String, Vec<String>>, devices: Vec<Device>) -> DeviceView {
+        DeviceView {
+            classes,
+            devices,
+            compiled: Default::default(),
+            checked: Default::default(),
+        }
+    }
+
+    fn compile(&self, expression: &str) -> Arc<Result<selectors::Selector, String>> {
+        let mut c = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        c.entry(expression.to_string())
+            .or_insert_with(|| Arc::new(selectors::compile(expression)))
+            .clone()
+    }
 }
 
 /// Kueue's `KueueDRAIntegration` gates and `resources.deviceClassMappings`,
@@ -140,7 +168,7 @@ pub fn charge<'a>(
                     ps.name
                 ));
             };
-            let counts = match devices_per_class(spec) {
+            let counts = match devices_per_class(spec, view) {
                 Ok(c) => c,
                 Err((field, body)) => {
                     return Charge::Inadmissible(format!(
@@ -185,7 +213,10 @@ pub fn charge<'a>(
 /// DeviceClass (sorted), or the first request it cannot count, as (field
 /// below the claim, error body with `{template}` where the template's name
 /// goes).
-fn devices_per_class(spec: &ResourceClaimSpec) -> Result<BTreeMap<String, i64>, (String, String)> {
+fn devices_per_class(
+    spec: &ResourceClaimSpec,
+    view: &DeviceView,
+) -> Result<BTreeMap<String, i64>, (String, String)> {
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
     let requests = spec.devices.as_ref().map(|d| &d.requests);
     for (k, req) in requests.into_iter().flatten().flatten().enumerate() {
@@ -212,7 +243,7 @@ fn devices_per_class(spec: &ResourceClaimSpec) -> Result<BTreeMap<String, i64>, 
         };
         for (i, sel) in exactly.selectors.iter().flatten().enumerate() {
             let Some(cel) = &sel.cel else { continue };
-            if let Err(e) = selectors::compile(&cel.expression) {
+            if let Err(e) = view.compile(&cel.expression).as_ref() {
                 return Err(invalid(
                     format!("{at}.exactly.selectors"),
                     "null",
@@ -283,6 +314,32 @@ fn aggregate(mut errors: Vec<String>) -> String {
 /// selectors as it asks for, no device counted for two requests of the
 /// claim. Errors as (field below the claim, body with `{template}`).
 fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
+    let any = spec
+        .devices
+        .iter()
+        .flat_map(|d| d.requests.iter().flatten())
+        .any(|r| !cel_of(r).is_empty());
+    if !any {
+        return Vec::new();
+    }
+    let key = serde_json::to_string(&spec.devices).unwrap_or_default();
+    if let Some(known) = view
+        .checked
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
+        return known.clone();
+    }
+    let errors = scan(spec, view);
+    view.checked
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, errors.clone());
+    errors
+}
+
+fn scan(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
     let requests: Vec<(usize, &DeviceRequest)> = spec
         .devices
         .iter()
@@ -317,8 +374,9 @@ fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, 
         let mut class_selectors = Vec::new();
         let mut bad_class = None;
         for (i, e) in class_exprs.iter().enumerate() {
-            match selectors::compile(e) {
-                Ok(s) => class_selectors.push(s),
+            let compiled = view.compile(e);
+            match compiled.as_ref() {
+                Ok(_) => class_selectors.push(compiled.clone()),
                 Err(err) => {
                     bad_class = Some((
                         format!("{at}[{i}].cel.expression"),
@@ -333,10 +391,7 @@ fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, 
             continue;
         }
         // Compiled once already by `devices_per_class`.
-        let own: Vec<selectors::Selector> = cel_of(req)
-            .into_iter()
-            .filter_map(|e| selectors::compile(e).ok())
-            .collect();
+        let own: Vec<_> = cel_of(req).into_iter().map(|e| view.compile(e)).collect();
         let needed = exactly.count.unwrap_or(1);
         let mut matched = 0i64;
         let mut failed = None;
@@ -345,6 +400,7 @@ fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, 
                 continue;
             }
             for s in class_selectors.iter().chain(&own) {
+                let Ok(s) = s.as_ref() else { continue };
                 match s.matches(&ctx, device) {
                     Ok(true) => {}
                     Ok(false) => continue 'devices,

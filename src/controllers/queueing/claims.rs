@@ -183,10 +183,10 @@ impl Claims {
     pub(super) fn count(&mut self, key: &str) -> Option<Counted> {
         if self.view.is_none() {
             let slices: Vec<&ResourceSliceSpec> = self.slices.values().collect();
-            self.view = Some(DeviceView {
-                classes: self.classes.clone(),
-                devices: crate::devices::selectors::devices(&slices),
-            });
+            self.view = Some(DeviceView::new(
+                self.classes.clone(),
+                crate::devices::selectors::devices(&slices),
+            ));
         }
         let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;

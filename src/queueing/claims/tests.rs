@@ -205,12 +205,18 @@ fn constraints_and_config_pass_through() {
 #[test]
 fn device_counts_sum_and_saturate() {
     let sum = template(json!([exact("r0", "gpu", 2), exact("r1", "gpu", 3)]));
-    assert_eq!(devices_per_class(&sum).unwrap()["gpu"], 5);
+    assert_eq!(
+        devices_per_class(&sum, &DeviceView::default()).unwrap()["gpu"],
+        5
+    );
     let huge = template(json!([
         exact("r0", "gpu", i64::MAX),
         exact("r1", "gpu", i64::MAX)
     ]));
-    assert_eq!(devices_per_class(&huge).unwrap()["gpu"], i64::MAX);
+    assert_eq!(
+        devices_per_class(&huge, &DeviceView::default()).unwrap()["gpu"],
+        i64::MAX
+    );
 }
 
 /// The workload controller: a pod naming a ResourceClaim is refused first,
@@ -314,13 +320,13 @@ fn view(classes: &[(&str, &[&str])], slices: &[(&str, &[&str])]) -> DeviceView {
             .unwrap()
         })
         .collect();
-    DeviceView {
-        classes: classes
+    DeviceView::new(
+        classes
             .iter()
             .map(|(c, e)| (c.to_string(), e.iter().map(|e| e.to_string()).collect()))
             .collect(),
-        devices: crate::devices::selectors::devices(&slices.iter().collect::<Vec<_>>()),
-    }
+        crate::devices::selectors::devices(&slices.iter().collect::<Vec<_>>()),
+    )
 }
 
 fn run_cel(requests: Value, v: &DeviceView, s: &Settings) -> Charge {
