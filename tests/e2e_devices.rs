@@ -366,8 +366,15 @@ fn pending_message(
 }
 
 /// The test plays the DRA driver `gpu.example.com`: a DeviceClass and, per
-/// node, a ResourceSlice of 4 GPUs with attributes and capacity.
+/// node, a ResourceSlice of 4 GPUs with attributes and capacity. Once per
+/// binary: the tests run side by side, and two `kubectl apply`s creating
+/// the same object at once race to AlreadyExists.
 fn publish_gpus(c: &batchgate_localcluster::LocalCluster) {
+    static PUBLISHED: std::sync::Once = std::sync::Once::new();
+    PUBLISHED.call_once(|| publish_gpus_now(c));
+}
+
+fn publish_gpus_now(c: &batchgate_localcluster::LocalCluster) {
     apply(
         c,
         &json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
@@ -395,6 +402,28 @@ fn publish_gpus(c: &batchgate_localcluster::LocalCluster) {
     }
 }
 
+/// Flavor `flavor_name`, a ClusterQueue `cq` of 10 cpu and `gpus`
+/// `example.com/gpu` on it (`extra` merged into its spec), and LocalQueue
+/// `lq` in `ns` pointing at it.
+fn gpu_queue(
+    c: &batchgate_localcluster::LocalCluster,
+    (ns, lq): (&str, &str),
+    (cq, flavor_name): (&str, &str),
+    gpus: &str,
+    extra: Value,
+) {
+    apply(c, &flavor(flavor_name, json!({})));
+    let mut spec = json!({"resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
+        "flavors": [{"name": flavor_name, "resources": [
+            {"name": "cpu", "nominalQuota": "10"},
+            {"name": "example.com/gpu", "nominalQuota": gpus}]}]}]});
+    if let (Value::Object(s), Value::Object(e)) = (&mut spec, extra) {
+        s.extend(e);
+    }
+    apply(c, &cluster_queue(cq, &[], spec));
+    apply(c, &local_queue(ns, lq, cq));
+}
+
 #[test]
 fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
     let e = env_with(CONFIG);
@@ -402,19 +431,7 @@ fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
     let ns = namespace(c, "e2e-dra");
 
     publish_gpus(c);
-    apply(c, &flavor("dra-flavor", json!({})));
-    apply(
-        c,
-        &cluster_queue(
-            "dra-cq",
-            &[],
-            json!({"resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
-                "flavors": [{"name": "dra-flavor", "resources": [
-                    {"name": "cpu", "nominalQuota": "10"},
-                    {"name": "example.com/gpu", "nominalQuota": "4"}]}]}]}),
-        ),
-    );
-    apply(c, &local_queue(&ns, "lq", "dra-cq"));
+    gpu_queue(c, (&ns, "lq"), ("dra-cq", "dra-flavor"), "4", json!({}));
     apply(c, &claim_template("four-gpus", &ns, "gpu.example.com", 4));
     apply(
         c,
@@ -562,23 +579,17 @@ fn dra_gpu_quota_is_borrowed_and_reclaimed_in_a_cohort() {
     let c = e.cluster;
     let ns = namespace(c, "e2e-dra-cohort");
     publish_gpus(c);
-    apply(c, &flavor("dra-cohort-flavor", json!({})));
-    let cq = |name: &str, gpus: &str| {
-        cluster_queue(
-            name,
-            &[],
-            json!({"cohortName": "dra-cohort",
-                   "preemption": {"reclaimWithinCohort": "Any"},
-                   "resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
-                "flavors": [{"name": "dra-cohort-flavor", "resources": [
-                    {"name": "cpu", "nominalQuota": "10"},
-                    {"name": "example.com/gpu", "nominalQuota": gpus}]}]}]}),
-        )
-    };
-    apply(c, &cq("dra-lender", "4"));
-    apply(c, &cq("dra-borrower", "0"));
-    apply(c, &local_queue(&ns, "lq", "dra-borrower"));
-    apply(c, &local_queue(&ns, "lend", "dra-lender"));
+    let cohort = json!({"cohortName": "dra-cohort",
+                        "preemption": {"reclaimWithinCohort": "Any"}});
+    let shared = "dra-cohort-flavor";
+    gpu_queue(
+        c,
+        (&ns, "lend"),
+        ("dra-lender", shared),
+        "4",
+        cohort.clone(),
+    );
+    gpu_queue(c, (&ns, "lq"), ("dra-borrower", shared), "0", cohort);
     apply(c, &claim_template("four-gpus", &ns, "gpu.example.com", 4));
     let gpus = json!([{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]);
 
@@ -633,19 +644,13 @@ fn dra_a_selector_no_device_matches_waits_for_a_slice_that_does() {
     let c = e.cluster;
     let ns = namespace(c, "e2e-dra-cel");
     publish_gpus(c);
-    apply(c, &flavor("dra-cel-flavor", json!({})));
-    apply(
+    gpu_queue(
         c,
-        &cluster_queue(
-            "dra-cel",
-            &[],
-            json!({"resourceGroups": [{"coveredResources": ["cpu", "example.com/gpu"],
-                "flavors": [{"name": "dra-cel-flavor", "resources": [
-                    {"name": "cpu", "nominalQuota": "10"},
-                    {"name": "example.com/gpu", "nominalQuota": "4"}]}]}]}),
-        ),
+        (&ns, "lq"),
+        ("dra-cel", "dra-cel-flavor"),
+        "4",
+        json!({}),
     );
-    apply(c, &local_queue(&ns, "lq", "dra-cel"));
     apply(
         c,
         &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",

@@ -150,8 +150,9 @@ impl Claims {
     }
 
     /// Notes `wl` (with `view`, the engine's translation of it) and counts
-    /// its claims. An admitted or finished Workload is not counted: what
-    /// it holds is its `status.admission`.
+    /// its claims. An admitted Workload holds its `status.admission`; its
+    /// view is charged all the same, so that if the engine evicts it and
+    /// requeues it before the watch says so, it queues with its devices.
     pub(super) fn observe(
         &mut self,
         key: &Key,
@@ -191,9 +192,7 @@ impl Claims {
         let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;
         let mut view = u.base.clone();
-        if view.admission.is_some() || view.finished {
-            return Some(Counted::Queue(Box::new(view)));
-        }
+        let admitted = view.admission.is_some() || view.finished;
         let ns = view.namespace.to_string();
         let found = charge(
             &u.pod_sets,
@@ -207,6 +206,8 @@ impl Claims {
                 add_to(&mut view.pod_sets, &per_pod_set);
                 Counted::Queue(Box::new(view))
             }
+            // What it holds stays held; counted again once pending.
+            Charge::Inadmissible(_) if admitted => Counted::Queue(Box::new(view)),
             Charge::Inadmissible(message) => Counted::Held(message),
         })
     }
@@ -285,17 +286,23 @@ mod tests {
     }
 
     #[test]
-    fn an_admitted_workload_holds_its_admission_not_a_recount() {
+    fn an_admitted_workload_keeps_its_admission_and_queues_with_its_devices_if_evicted() {
         let mut c = claims();
         let wl = workload(
             json!([{"name": "g", "resourceClaimTemplateName": "gpus"}]),
             true,
         );
+        // Its template not known: still admitted, never held.
         let Counted::Queue(view) = observe(&mut c, &wl) else {
             panic!("queued")
         };
         assert!(view.admission.is_some());
-        assert_eq!(view.pod_sets[0].requests.get("example.com/gpu"), None);
+        c.template("ns", "gpus", Some(&spec(4)));
+        let Some(Counted::Queue(view)) = c.count("ns/w") else {
+            panic!("queued")
+        };
+        assert!(view.admission.is_some());
+        assert_eq!(view.pod_sets[0].requests.get("example.com/gpu"), Some(4000));
     }
 
     #[test]
