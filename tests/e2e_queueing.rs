@@ -68,12 +68,20 @@ fn a_cluster_queue_admits_up_to_its_quota_then_the_rest() {
         (pending, reserving, admitted, used.as_str()),
         (2, 4, 4, "4")
     );
+    // Started: four at least (the quota's), and never more than four
+    // running at once. One that has finished may have made room for a
+    // fifth by the time a loaded machine lists the Jobs.
     let running: Vec<_> = [&ns_a, &ns_b]
         .iter()
         .flat_map(|ns| jobs(c, ns).into_iter().map(move |j| (ns.to_string(), j)))
         .filter(|(_, j)| !j.1)
         .collect();
-    assert_eq!(running.len(), 4, "{running:?}");
+    let now = running.iter().filter(|(_, j)| !j.2).count();
+    let finished = running.len() - now;
+    assert!(
+        running.len() >= 4 && now <= 4 && running.len() <= 4 + finished,
+        "{running:?}"
+    );
 
     // Their pods run on nodes carrying the flavor's labels.
     let nodes = get(c, &["nodes"]).unwrap();
