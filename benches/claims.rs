@@ -193,6 +193,7 @@ fn input(s: &Shape, variant: Variant) -> Input {
             json!([{"name": "gpus", "resourceClaimTemplateName": "two-gpus"}]),
         )
         .unwrap(),
+        ..PodSetClaims::default()
     }];
     Input {
         views: (0..s.queues)

@@ -105,13 +105,25 @@ pub struct DeviceClassMappingConfig {
     pub sources: Vec<DeviceClassSourceConfig>,
 }
 
-/// Kueue's `DeviceClassSourceConfig` (read to be refused with a reason:
-/// see [`Config::claims`]).
+/// Kueue's `DeviceClassSourceConfig` (a capacity source is read to be
+/// refused: see [`Config::claims`]).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeviceClassSourceConfig {
-    pub counter: Option<serde_json::Value>,
+    pub counter: Option<CounterSourceConfig>,
     pub capacity: Option<serde_json::Value>,
+}
+
+/// Kueue's `DeviceClassCounterSource`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CounterSourceConfig {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub driver: String,
+    #[serde(default)]
+    pub device_selector: k8s_openapi::api::resource::v1::DeviceSelector,
 }
 
 /// The DRA gates of Kueue v0.19.2 (all on by default) batchgate reads.
@@ -124,9 +136,9 @@ const DRA_GATES: [&str; 4] = [
 
 impl Config {
     /// The DRA quota settings: the gates and Kueue's `validateDeviceClassMappings`,
-    /// with its messages. Counter and capacity sources are refused: batchgate
-    /// does not charge them yet, and a mapping it cannot honour must not
-    /// let devices through uncounted.
+    /// with its messages. Capacity sources are refused, as Kueue refuses
+    /// them with its `KueueDRAIntegrationConsumableCapacity` gate off (its
+    /// default): batchgate does not charge them yet.
     pub fn claims(&self) -> Result<crate::queueing::claims::Settings, String> {
         use crate::admission::kueue::labels::qualified_name;
         for gate in self.feature_gates.keys() {
@@ -141,11 +153,28 @@ impl Config {
         let mut s = crate::queueing::claims::Settings {
             integration: gate("KueueDRAIntegration"),
             reject_when_disabled: gate("KueueDRARejectWorkloadsWhenDRADisabled"),
+            extended: gate("KueueDRAIntegrationExtendedResource"),
+            partitionable: gate("KueueDRAIntegrationPartitionableDevices"),
             classes: Default::default(),
+            counters: Default::default(),
         };
+        let mut errs: Vec<String> = Vec::new();
+        for (on, name) in [
+            (s.extended, "KueueDRAIntegrationExtendedResource"),
+            (s.partitionable, "KueueDRAIntegrationPartitionableDevices"),
+        ] {
+            if on && !s.integration {
+                errs.push(format!(
+                    "featureGates: Invalid value: {name:?}: {name} requires KueueDRAIntegration to be enabled"
+                ));
+            }
+        }
         const PATH: &str = "resources.deviceClassMappings";
         let mappings = &self.resources.device_class_mappings;
-        let mut errs: Vec<String> = Vec::new();
+        // Each class's counter names so far: a class may be in two
+        // mappings only when both count different counters.
+        let mut counted: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+            Default::default();
         if mappings.len() > 16 {
             errs.push(format!(
                 "{PATH}: Too many: {}: must have at most 16 items",
@@ -191,13 +220,31 @@ impl Config {
                     errs.push(format!("{at}: Duplicate value: {class:?}"));
                     continue;
                 }
+                let counter = m
+                    .sources
+                    .first()
+                    .and_then(|src| src.counter.as_ref())
+                    .map_or("", |c| c.name.as_str());
                 match s.classes.get(class) {
-                    Some(existing) if *existing != m.name => errs.push(format!(
-                        "{at}: Invalid value: {class:?}: device class already mapped to resource {existing}"
-                    )),
+                    Some(existing) if *existing != m.name => {
+                        let known = counted.entry(class).or_default();
+                        if counter.is_empty() || known.is_empty() {
+                            errs.push(format!(
+                                "{at}: Invalid value: {class:?}: device class already mapped to resource {existing}"
+                            ))
+                        } else if !known.insert(counter) {
+                            errs.push(format!(
+                                "{at}: Invalid value: {class:?}: device class already has a counter source for counter {counter:?}"
+                            ))
+                        }
+                    }
                     Some(_) => {}
                     None => {
                         s.classes.insert(class.clone(), m.name.clone());
+                        let known = counted.entry(class).or_default();
+                        if !counter.is_empty() {
+                            known.insert(counter);
+                        }
                     }
                 }
             }
@@ -210,9 +257,33 @@ impl Config {
                     (Some(_), Some(_)) => errs.push(format!(
                         "{at}: Invalid value: \"counter+capacity\": exactly one source type must be set per entry"
                     )),
-                    (Some(_), None) => errs.push(format!(
-                        "{at}.counter: counter sources (partitionable devices) are not charged by batchgate yet; remove the source to charge whole devices, or admit with Kueue"
+                    (Some(_), None) if !s.partitionable => errs.push(format!(
+                        "{at}.counter: Invalid value: true: counter sources require KueueDRAIntegrationPartitionableDevices to be enabled"
                     )),
+                    (Some(c), None) => {
+                        let at = format!("{at}.counter");
+                        let before = errs.len();
+                        errs.extend(counter_source(c, &at));
+                        if errs.len() == before {
+                            let source = crate::queueing::claims::CounterSource {
+                                resource: m.name.clone(),
+                                driver: c.driver.clone(),
+                                counter: c.name.clone(),
+                                selector: c
+                                    .device_selector
+                                    .cel
+                                    .as_ref()
+                                    .map(|c| c.expression.clone())
+                                    .unwrap_or_default(),
+                            };
+                            for class in &m.device_class_names {
+                                s.counters
+                                    .entry(class.clone())
+                                    .or_default()
+                                    .push(source.clone());
+                            }
+                        }
+                    }
                     (None, Some(_)) => errs.push(format!(
                         "{at}.capacity: Invalid value: true: capacity sources require KueueDRAIntegrationConsumableCapacity to be enabled"
                     )),
@@ -225,6 +296,59 @@ impl Config {
             _ => Err(format!("[{}]", errs.join(", "))),
         }
     }
+}
+
+/// Kueue's checks of a counter source (`validateDeviceClassSource` and the
+/// counter's name), with its messages.
+fn counter_source(c: &CounterSourceConfig, at: &str) -> Vec<String> {
+    use crate::admission::kueue::labels::{dns1123_label, dns1123_subdomain};
+    let mut errs = Vec::new();
+    if c.name.is_empty() {
+        errs.push(format!("{at}.name: Required value"));
+    } else {
+        let problems = dns1123_label(&c.name);
+        if !problems.is_empty() {
+            errs.push(format!(
+                "{at}.name: Invalid value: {:?}: {}",
+                c.name,
+                problems.join(",")
+            ));
+        }
+    }
+    if c.driver.is_empty() {
+        errs.push(format!("{at}.driver: Required value"));
+    } else if c.driver.len() > 63 {
+        errs.push(format!(
+            "{at}.driver: Invalid value: {:?}: must not exceed 63 characters",
+            c.driver
+        ));
+    } else {
+        let problems = dns1123_subdomain(&c.driver);
+        if !problems.is_empty() {
+            errs.push(format!(
+                "{at}.driver: Invalid value: {:?}: {}",
+                c.driver,
+                problems.join(",")
+            ));
+        }
+    }
+    let at = format!("{at}.deviceSelector.cel.expression");
+    match c
+        .device_selector
+        .cel
+        .as_ref()
+        .map(|c| c.expression.as_str())
+    {
+        None | Some("") => errs.push(format!("{at}: Required value")),
+        Some(e) => {
+            if let Err(err) = crate::devices::selectors::compile(e) {
+                errs.push(format!(
+                    "{at}: Invalid value: {e:?}: CEL compilation failed: {err}"
+                ));
+            }
+        }
+    }
+    errs
 }
 
 /// Kueue's `FairSharing`: `preemptionStrategies` (v1beta2 requires them;
@@ -726,16 +850,63 @@ mod tests {
             err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n  - name: a\n    deviceClassNames: [y]\n"),
             "c.yaml: resources.deviceClassMappings[1].name: Duplicate value: \"a\""
         );
-        assert!(err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{counter: {name: memory, driver: d, deviceSelector: {cel: {expression: \"true\"}}}}]\n")
-            .contains("sources[0].counter: counter sources (partitionable devices) are not charged by batchgate yet"));
+        // Counter sources (partitionable devices), as Kueue validates them.
+        let counter = |name: &str, sel: &str| {
+            format!("{{counter: {{name: {name}, driver: gpu.nvidia.com, deviceSelector: {{cel: {{expression: '{sel}'}}}}}}}}")
+        };
+        let ok = Config::parse("c.yaml", &format!(
+            "resources:\n  deviceClassMappings:\n  - name: gpu.memory\n    deviceClassNames: [mig.nvidia.com]\n    sources: [{}]\n  - name: gpu.compute\n    deviceClassNames: [mig.nvidia.com]\n    sources: [{}]\n",
+            counter("memory", "true"),
+            counter("multiprocessors", "true")
+        ))
+        .unwrap()
+        .claims()
+        .unwrap();
+        assert_eq!(ok.classes["mig.nvidia.com"], "gpu.memory");
+        let sources: Vec<_> = ok.counters["mig.nvidia.com"]
+            .iter()
+            .map(|c| (c.resource.as_str(), c.counter.as_str()))
+            .collect();
+        assert_eq!(
+            sources,
+            [("gpu.memory", "memory"), ("gpu.compute", "multiprocessors")]
+        );
+        assert_eq!(
+            err(&format!(
+                "resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{}]\n  - name: b\n    deviceClassNames: [x]\n    sources: [{}]\n",
+                counter("memory", "true"),
+                counter("memory", "true")
+            )),
+            "c.yaml: resources.deviceClassMappings[1].deviceClassNames[0]: Invalid value: \"x\": device class already has a counter source for counter \"memory\""
+        );
+        assert_eq!(
+            err(&format!(
+                "resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{}]\n",
+                counter("Memory", "device.driver ==")
+            )),
+            "c.yaml: [resources.deviceClassMappings[0].sources[0].counter.name: Invalid value: \"Memory\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'), resources.deviceClassMappings[0].sources[0].counter.deviceSelector.cel.expression: Invalid value: \"device.driver ==\": CEL compilation failed: ".to_string()
+                + &crate::devices::selectors::compile("device.driver ==").unwrap_err()
+                + "]"
+        );
+        assert!(err("featureGates:\n  KueueDRAIntegrationPartitionableDevices: false\nresources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{counter: {name: m, driver: d, deviceSelector: {cel: {expression: 'true'}}}}]\n")
+            .contains("sources[0].counter: Invalid value: true: counter sources require KueueDRAIntegrationPartitionableDevices to be enabled"));
+        // Kueue's gate dependencies: turning the integration off alone is
+        // refused, as Kueue refuses it.
+        assert_eq!(
+            err("featureGates:\n  KueueDRAIntegration: false\n"),
+            "c.yaml: [featureGates: Invalid value: \"KueueDRAIntegrationExtendedResource\": KueueDRAIntegrationExtendedResource requires KueueDRAIntegration to be enabled, featureGates: Invalid value: \"KueueDRAIntegrationPartitionableDevices\": KueueDRAIntegrationPartitionableDevices requires KueueDRAIntegration to be enabled]"
+        );
         assert!(err("resources:\n  deviceClassMappings:\n  - name: a\n    deviceClassNames: [x]\n    sources: [{}]\n")
             .contains("sources[0]: Required value: exactly one source type must be set per entry"));
         assert!(err(
             "resources:\n  deviceClassMappings:\n  - name: \"a b\"\n    deviceClassNames: [x]\n"
         )
         .starts_with("c.yaml: resources.deviceClassMappings[0].name: Invalid value: \"a b\": "));
-        let off = Config::parse("c.yaml", "featureGates:\n  KueueDRAIntegration: false\n")
-            .unwrap()
+        let off = Config::parse(
+            "c.yaml",
+            "featureGates:\n  KueueDRAIntegration: false\n  KueueDRAIntegrationExtendedResource: false\n  KueueDRAIntegrationPartitionableDevices: false\n",
+        )
+        .unwrap()
             .claims()
             .unwrap();
         assert!(!off.integration && off.reject_when_disabled);

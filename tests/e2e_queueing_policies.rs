@@ -22,7 +22,7 @@ const SHORT: Duration = Duration::from_secs(60);
 /// batchgate's configuration for this binary: Kueue's DRA integration off
 /// (`KueueDRARejectWorkloadsWhenDRADisabled` stays on, its default). No
 /// other test here uses DRA.
-const CONFIG: &str = "featureGates:\n  KueueDRAIntegration: false\n";
+const CONFIG: &str = "featureGates:\n  KueueDRAIntegration: false\n  KueueDRAIntegrationExtendedResource: false\n  KueueDRAIntegrationPartitionableDevices: false\n";
 
 fn job_obj(c: &LocalCluster, ns: &str, name: &str) -> Value {
     get(c, &["job", name, "-n", ns]).unwrap_or(Value::Null)

@@ -12,10 +12,11 @@
 //! as it asks for; else the Workload waits, counted again when slices
 //! change.
 //!
-//! Not done yet (the Workload is held, never under-charged, where it
-//! matters): counter (partitionable devices) and capacity sources are
-//! refused in the configuration; extended resources backed by a DeviceClass
-//! are not charged.
+//! Extended resources a DeviceClass backs (`extendedResourceName`) are
+//! charged as that class's quota resource ([`extended`]), and classes
+//! mapped with counter sources by the counters their devices consume
+//! ([`counters`]). Not done yet: capacity sources (consumable capacity,
+//! off by default in Kueue too) are refused in the configuration.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -24,10 +25,16 @@ use std::{
 
 use k8s_openapi::api::{
     core::v1::PodResourceClaim,
-    resource::v1::{DeviceRequest, ResourceClaimSpec},
+    resource::v1::{DeviceRequest, ResourceClaimSpec, ResourceSliceSpec},
 };
 
 use crate::devices::selectors::{self, Device};
+
+mod counters;
+mod extended;
+
+pub use counters::CounterSource;
+pub use extended::{is_extended, selected_class, ExtendedRequest};
 
 /// The cluster's DeviceClasses and devices, as the CEL check reads them.
 #[derive(Debug, Default)]
@@ -36,6 +43,11 @@ pub struct DeviceView {
     pub classes: BTreeMap<String, Vec<String>>,
     /// Every device of every ResourceSlice.
     pub devices: Vec<Device>,
+    /// Per device, in the same order: what the counter charge reads.
+    pub meta: Vec<DeviceMeta>,
+    /// Extended resource name → the DeviceClass that backs it (see
+    /// [`selected_class`]).
+    pub extended: BTreeMap<String, String>,
     /// Expressions compiled so far: every pending Workload of a template
     /// is checked again when slices change, so each is parsed once.
     compiled: std::sync::Mutex<BTreeMap<String, Arc<Result<selectors::Selector, String>>>>,
@@ -50,9 +62,21 @@ impl DeviceView {
         DeviceView {
             classes,
             devices,
+            meta: Vec::new(),
+            extended: BTreeMap::new(),
             compiled: Default::default(),
             checked: Default::default(),
         }
+    }
+
+    /// The view of `slices`' devices, with what counters need of each.
+    pub fn with_slices(
+        classes: BTreeMap<String, Vec<String>>,
+        slices: &[&ResourceSliceSpec],
+    ) -> DeviceView {
+        let mut v = DeviceView::new(classes, selectors::devices(slices));
+        v.meta = counters::meta(slices);
+        v
     }
 
     fn compile(&self, expression: &str) -> Arc<Result<selectors::Selector, String>> {
@@ -63,6 +87,18 @@ impl DeviceView {
     }
 }
 
+/// A device as the counter charge reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceMeta {
+    pub name: String,
+    pub driver: String,
+    /// In its pool's newest generation, every slice of which is published.
+    pub complete: bool,
+    /// The largest value of each counter over its counter sets, in whole
+    /// units.
+    pub counters: BTreeMap<String, i64>,
+}
+
 /// Kueue's `KueueDRAIntegration` gates and `resources.deviceClassMappings`,
 /// as the engine uses them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,8 +107,14 @@ pub struct Settings {
     pub integration: bool,
     /// `KueueDRARejectWorkloadsWhenDRADisabled` (on by default).
     pub reject_when_disabled: bool,
+    /// `KueueDRAIntegrationExtendedResource` (on by default).
+    pub extended: bool,
+    /// `KueueDRAIntegrationPartitionableDevices` (on by default).
+    pub partitionable: bool,
     /// DeviceClass name → the quota resource it is charged as.
     pub classes: BTreeMap<String, String>,
+    /// DeviceClass name → its mappings' counter sources.
+    pub counters: BTreeMap<String, Vec<CounterSource>>,
 }
 
 impl Default for Settings {
@@ -80,16 +122,21 @@ impl Default for Settings {
         Settings {
             integration: true,
             reject_when_disabled: true,
+            extended: true,
+            partitionable: true,
             classes: BTreeMap::new(),
+            counters: BTreeMap::new(),
         }
     }
 }
 
-/// One pod set's `template.spec.resourceClaims`.
-#[derive(Debug, Clone, PartialEq)]
+/// One pod set's `template.spec.resourceClaims`, and its containers'
+/// extended resource requests.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodSetClaims {
     pub name: String,
     pub claims: Vec<PodResourceClaim>,
+    pub extended: Vec<ExtendedRequest>,
 }
 
 impl PodSetClaims {
@@ -108,12 +155,22 @@ pub enum Charge {
     /// No claims, or the integration off with rejection off: nothing to
     /// charge (Kueue then counts CPU and memory only).
     Nothing,
-    /// Per pod set (in `spec.podSets` order): per pod, each quota
-    /// resource's device count.
-    Devices(Vec<BTreeMap<String, i64>>),
+    /// Per pod set (in `spec.podSets` order): what each pod is charged.
+    Devices(Vec<PodSetCharge>),
     /// Not admissible as it is: Kueue's message, for `QuotaReserved=False`
     /// (reason `Inadmissible`).
     Inadmissible(String),
+}
+
+/// One pod's DRA charge in a pod set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodSetCharge {
+    /// Quota resource → whole units (devices, counter units, extended
+    /// resources), added to what the containers ask under that name.
+    pub devices: BTreeMap<String, i64>,
+    /// Extended resources charged through DRA: dropped from the pod's
+    /// requests first, as Kueue replaces them.
+    pub replaced: BTreeSet<String>,
 }
 
 /// The message when the integration is off and a Workload uses DRA.
@@ -148,15 +205,15 @@ pub fn charge<'a>(
             Charge::Nothing
         };
     }
-    if !any(false) {
-        return Charge::Nothing;
-    }
     if any(true) {
         return Charge::Inadmissible(RESOURCE_CLAIMS.into());
     }
-    let mut out = Vec::with_capacity(pod_sets.len());
+    let mut out: Vec<PodSetCharge> = vec![PodSetCharge::default(); pod_sets.len()];
+    // Kueue's order: the claim templates' device counts, then extended
+    // resources, then counters; the first two stop at their first failing
+    // pod set, extended resources report every error.
     for (i, ps) in pod_sets.iter().enumerate() {
-        let mut per_pod: BTreeMap<String, i64> = BTreeMap::new();
+        let per_pod = &mut out[i].devices;
         for (j, prc) in ps.claims.iter().enumerate() {
             let Some(name) = prc.resource_claim_template_name.as_deref() else {
                 continue;
@@ -177,7 +234,7 @@ pub fn charge<'a>(
                     ))
                 }
             };
-            let errors = check_selectors(spec, view);
+            let errors = check_selectors(spec, view, settings);
             if !errors.is_empty() {
                 let errors: Vec<String> = errors
                     .into_iter()
@@ -197,13 +254,55 @@ pub fn charge<'a>(
                         ps.name
                     ));
                 };
+                if settings.partitionable && settings.counters.contains_key(&class) {
+                    continue;
+                }
                 let e = per_pod.entry(resource.clone()).or_default();
                 *e = e.saturating_add(n);
             }
         }
-        out.push(per_pod);
     }
-    if out.iter().all(BTreeMap::is_empty) {
+    if settings.extended {
+        let mut errors = Vec::new();
+        for (i, ps) in pod_sets.iter().enumerate() {
+            let r = extended::resolve(i, &ps.extended, view, settings, &mut errors);
+            for (resource, n) in r.charged {
+                let e = out[i].devices.entry(resource).or_default();
+                *e = e.saturating_add(n);
+            }
+            out[i].replaced = r.replaced;
+        }
+        if !errors.is_empty() {
+            return Charge::Inadmissible(aggregate(errors));
+        }
+    }
+    if settings.partitionable && !settings.counters.is_empty() {
+        for (i, ps) in pod_sets.iter().enumerate() {
+            for (j, prc) in ps.claims.iter().enumerate() {
+                let Some(spec) = prc
+                    .resource_claim_template_name
+                    .as_deref()
+                    .and_then(&template)
+                else {
+                    continue;
+                };
+                let path = format!("spec.podSets[{i}].template.spec.resourceClaims[{j}]");
+                match counters::charge(spec, &path, view, settings) {
+                    Ok(charged) => {
+                        for (resource, n) in charged {
+                            let e = out[i].devices.entry(resource).or_default();
+                            *e = e.saturating_add(n);
+                        }
+                    }
+                    Err(message) => return Charge::Inadmissible(message),
+                }
+            }
+        }
+    }
+    if out
+        .iter()
+        .all(|c| c.devices.is_empty() && c.replaced.is_empty())
+    {
         return Charge::Nothing;
     }
     Charge::Devices(out)
@@ -313,7 +412,11 @@ fn aggregate(mut errors: Vec<String>) -> String {
 /// selectors needs as many devices matching its class's and its own
 /// selectors as it asks for, no device counted for two requests of the
 /// claim. Errors as (field below the claim, body with `{template}`).
-fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
+fn check_selectors(
+    spec: &ResourceClaimSpec,
+    view: &DeviceView,
+    settings: &Settings,
+) -> Vec<(String, String)> {
     let any = spec
         .devices
         .iter()
@@ -331,7 +434,7 @@ fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, 
     {
         return known.clone();
     }
-    let errors = scan(spec, view);
+    let errors = scan(spec, view, settings);
     view.checked
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -339,7 +442,7 @@ fn check_selectors(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, 
     errors
 }
 
-fn scan(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
+fn scan(spec: &ResourceClaimSpec, view: &DeviceView, settings: &Settings) -> Vec<(String, String)> {
     let requests: Vec<(usize, &DeviceRequest)> = spec
         .devices
         .iter()
@@ -350,6 +453,25 @@ fn scan(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
     if requests.is_empty() {
         return Vec::new();
     }
+    // When every such request's class is charged by counters, only the
+    // counter sources' drivers' devices are read (Kueue lists those).
+    let counted = |r: &DeviceRequest| {
+        let class = r
+            .exactly
+            .as_ref()
+            .map_or("", |e| e.device_class_name.as_str());
+        settings
+            .partitionable
+            .then(|| settings.counters.get(class))
+            .flatten()
+    };
+    let drivers: Option<BTreeSet<&str>> = requests
+        .iter()
+        .map(|(_, r)| counted(r).map(|s| s.iter().map(|c| c.driver.as_str())))
+        .try_fold(BTreeSet::new(), |mut all, d| {
+            all.extend(d?);
+            Some(all)
+        });
     let ctx = selectors::context();
     let mut taken = BTreeSet::new();
     let mut errors = Vec::new();
@@ -399,6 +521,11 @@ fn scan(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
             if taken.contains(&d) {
                 continue;
             }
+            if let (Some(drivers), Some(m)) = (&drivers, view.meta.get(d)) {
+                if !drivers.contains(m.driver.as_str()) {
+                    continue;
+                }
+            }
             for s in class_selectors.iter().chain(&own) {
                 let Ok(s) = s.as_ref() else { continue };
                 match s.matches(&ctx, device) {
@@ -431,12 +558,16 @@ fn scan(spec: &ResourceClaimSpec, view: &DeviceView) -> Vec<(String, String)> {
     errors
 }
 
-/// Adds a [`Charge::Devices`] to the engine's pod sets: each device is
-/// 1000 milli-units of its quota resource, per pod, on top of what the
+/// Adds a [`Charge::Devices`] to the engine's pod sets: the extended
+/// resources charged through DRA are dropped, then each unit is 1000
+/// milli-units of its quota resource, per pod, on top of what the
 /// containers request under the same name (Kueue adds them).
-pub fn add_to(pod_sets: &mut [crate::queueing::PodSet], per_pod_set: &[BTreeMap<String, i64>]) {
-    for (ps, devices) in pod_sets.iter_mut().zip(per_pod_set) {
-        for (resource, n) in devices {
+pub fn add_to(pod_sets: &mut [crate::queueing::PodSet], per_pod_set: &[PodSetCharge]) {
+    for (ps, charge) in pod_sets.iter_mut().zip(per_pod_set) {
+        for name in &charge.replaced {
+            ps.requests.remove(name);
+        }
+        for (resource, n) in &charge.devices {
             let before = ps.requests.get(resource).unwrap_or(0);
             ps.requests
                 .insert(resource, before.saturating_add(n.saturating_mul(1000)));

@@ -41,6 +41,11 @@ impl Requests {
         }
     }
 
+    /// Drops `resource`; returns its quantity.
+    pub fn remove(&mut self, resource: &str) -> Option<i64> {
+        self.find(resource).ok().map(|i| self.0.remove(i).1)
+    }
+
     /// In name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> + '_ {
         self.0.iter().map(|(r, q)| (&**r, *q))

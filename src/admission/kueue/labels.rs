@@ -82,6 +82,28 @@ pub fn dns1123_subdomain(v: &str) -> Vec<String> {
     errs
 }
 
+/// `validation.IsDNS1123Label`.
+pub fn dns1123_label(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    let b = v.as_bytes();
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let ok = !b.is_empty()
+        && edge(&b[0])
+        && edge(&b[b.len() - 1])
+        && b.iter().all(|c| edge(c) || *c == b'-');
+    if !ok {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            "[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
+}
+
 /// `validation.IsQualifiedName`.
 pub fn qualified_name(v: &str) -> Vec<String> {
     let mut errs = Vec::new();

@@ -20,8 +20,12 @@ use crate::{
     api::kueue::v1beta2 as api,
     queueing::{
         self,
-        claims::{add_to, charge, Charge, DeviceView, PodSetClaims, Settings},
+        claims::{
+            add_to, charge, is_extended, selected_class, Charge, DeviceView, ExtendedRequest,
+            PodSetClaims, Settings,
+        },
     },
+    vocabulary::quantity::Quantity,
 };
 
 /// A Workload that uses claims.
@@ -39,9 +43,18 @@ pub(super) struct Claims {
     /// ResourceSlices and DeviceClasses by name, and the view the CEL
     /// check reads, built again (when next read) after either changes.
     slices: BTreeMap<String, ResourceSliceSpec>,
-    classes: BTreeMap<String, Vec<String>>,
+    classes: BTreeMap<String, Class>,
     view: Option<DeviceView>,
     using: HashMap<Key, Using>,
+}
+
+/// A DeviceClass as counting reads it.
+struct Class {
+    selectors: Vec<String>,
+    extended_resource_name: Option<String>,
+    /// Seconds since the epoch: of two classes backing one extended
+    /// resource, Kubernetes allocates from the later.
+    created: i64,
 }
 
 /// What a Workload's claims decide for the engine.
@@ -53,19 +66,57 @@ pub(super) enum Counted {
     Held(String),
 }
 
-fn pod_set_claims(wl: &api::Workload) -> Vec<PodSetClaims> {
+/// Each pod set's claims and, when `extended`, its containers' extended
+/// resource requests.
+fn pod_set_claims(wl: &api::Workload, extended: bool) -> Vec<PodSetClaims> {
     wl.spec
         .pod_sets
         .iter()
         .flatten()
-        .map(|ps| PodSetClaims {
-            name: ps.name.clone(),
-            claims: ps
-                .template
-                .spec
-                .as_ref()
-                .and_then(|s| s.resource_claims.clone())
-                .unwrap_or_default(),
+        .map(|ps| {
+            let spec = ps.template.spec.as_ref();
+            let mut requests = Vec::new();
+            let containers = spec.map(|s| {
+                [
+                    (
+                        "initContainers",
+                        s.init_containers.as_deref().unwrap_or(&[]),
+                    ),
+                    ("containers", &s.containers[..]),
+                ]
+            });
+            for (kind, list) in containers.into_iter().flatten().filter(|_| extended) {
+                for (j, c) in list.iter().enumerate() {
+                    let asked = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+                    for (name, q) in asked.into_iter().flatten() {
+                        if !is_extended(name) {
+                            continue;
+                        }
+                        let Ok(parsed) = Quantity::parse(&q.0) else {
+                            continue;
+                        };
+                        let n = parsed.nanos();
+                        if n <= 0 {
+                            continue;
+                        }
+                        let fraction = n.rem_euclid(1_000_000_000);
+                        requests.push(ExtendedRequest {
+                            container: format!("{kind}[{j}]"),
+                            name: name.clone(),
+                            quantity: q.0.clone(),
+                            units: n.div_euclid(1_000_000_000) + i128::from(fraction != 0),
+                            integer: fraction == 0,
+                        });
+                    }
+                }
+            }
+            PodSetClaims {
+                name: ps.name.clone(),
+                claims: spec
+                    .and_then(|s| s.resource_claims.clone())
+                    .unwrap_or_default(),
+                extended: requests,
+            }
         })
         .collect()
 }
@@ -111,20 +162,35 @@ impl Claims {
         self.pending()
     }
 
-    /// A DeviceClass as the watch shows it (`None`: deleted). The pending
-    /// Workloads, to be counted again.
-    pub(super) fn class(&mut self, name: &str, spec: Option<&DeviceClassSpec>) -> Vec<Key> {
+    /// A DeviceClass as the watch shows it (`None`: deleted), created at
+    /// `created` (seconds). The pending Workloads, to be counted again.
+    pub(super) fn class(
+        &mut self,
+        name: &str,
+        spec: Option<&DeviceClassSpec>,
+        created: i64,
+    ) -> Vec<Key> {
         match spec {
             Some(s) => {
-                let exprs = s
+                let selectors = s
                     .selectors
                     .iter()
                     .flatten()
                     .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
                     .collect();
-                self.classes.insert(name.to_string(), exprs)
+                let class = Class {
+                    selectors,
+                    extended_resource_name: s
+                        .extended_resource_name
+                        .clone()
+                        .filter(|n| !n.is_empty()),
+                    created,
+                };
+                self.classes.insert(name.to_string(), class);
             }
-            None => self.classes.remove(name),
+            None => {
+                self.classes.remove(name);
+            }
         };
         self.view = None;
         self.pending()
@@ -159,8 +225,12 @@ impl Claims {
         wl: &api::Workload,
         view: queueing::Workload,
     ) -> Counted {
-        let pod_sets = pod_set_claims(wl);
-        if pod_sets.iter().all(|ps| ps.claims.is_empty()) {
+        let extended = self.settings.integration && self.settings.extended;
+        let pod_sets = pod_set_claims(wl, extended);
+        if pod_sets
+            .iter()
+            .all(|ps| ps.claims.is_empty() && ps.extended.is_empty())
+        {
             self.using.remove(key);
             return Counted::Queue(Box::new(view));
         }
@@ -184,10 +254,25 @@ impl Claims {
     pub(super) fn count(&mut self, key: &str) -> Option<Counted> {
         if self.view.is_none() {
             let slices: Vec<&ResourceSliceSpec> = self.slices.values().collect();
-            self.view = Some(DeviceView::new(
-                self.classes.clone(),
-                crate::devices::selectors::devices(&slices),
-            ));
+            let selectors = self
+                .classes
+                .iter()
+                .map(|(n, c)| (n.clone(), c.selectors.clone()))
+                .collect();
+            let mut view = DeviceView::with_slices(selectors, &slices);
+            let mut backing: BTreeMap<&str, Vec<(&str, i64)>> = BTreeMap::new();
+            for (n, c) in &self.classes {
+                if let Some(e) = &c.extended_resource_name {
+                    backing.entry(e).or_default().push((n, c.created));
+                }
+            }
+            for (resource, classes) in backing {
+                if let Some(class) = selected_class(classes) {
+                    view.extended
+                        .insert(resource.to_string(), class.to_string());
+                }
+            }
+            self.view = Some(view);
         }
         let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;
@@ -303,6 +388,62 @@ mod tests {
         };
         assert!(view.admission.is_some());
         assert_eq!(view.pod_sets[0].requests.get("example.com/gpu"), Some(4000));
+    }
+
+    /// Kueue's `NeedsDRAReconcile` and the DeviceClass handler: a
+    /// Workload asking an extended resource is counted again when a class
+    /// starts (or stops) backing it, and charged as the class's mapping.
+    #[test]
+    fn an_extended_resource_is_charged_as_the_class_backing_it_from_when_it_appears() {
+        let mut c = claims();
+        let mut wl = workload(json!([]), false);
+        let ps = &mut wl.spec.pod_sets.as_mut().unwrap()[0];
+        let spec = ps.template.spec.as_mut().unwrap();
+        spec.containers[0].resources = serde_json::from_value(json!({"requests": {
+            "cpu": "1", "example.com/device-gpu": "2", "example.com/not-backed": "-1"}}))
+        .unwrap();
+        let Counted::Queue(view) = observe(&mut c, &wl) else {
+            panic!("queued")
+        };
+        assert_eq!(
+            view.pod_sets[0].requests.get("example.com/device-gpu"),
+            Some(2000)
+        );
+        assert!(
+            c.uses("ns/w"),
+            "kept, to be counted again if a class backs it"
+        );
+        let class: DeviceClassSpec =
+            serde_json::from_value(json!({"extendedResourceName": "example.com/device-gpu"}))
+                .unwrap();
+        assert_eq!(
+            c.class("gpu.example.com", Some(&class), 100),
+            vec![Key::from("ns/w")]
+        );
+        let Some(Counted::Queue(view)) = c.count("ns/w") else {
+            panic!("counted")
+        };
+        assert_eq!(
+            view.pod_sets[0].requests.get("example.com/device-gpu"),
+            None
+        );
+        assert_eq!(view.pod_sets[0].requests.get("example.com/gpu"), Some(2000));
+        assert_eq!(view.pod_sets[0].requests.get("cpu"), Some(1000));
+        c.class("gpu.example.com", None, 0);
+        let Some(Counted::Queue(view)) = c.count("ns/w") else {
+            panic!("counted")
+        };
+        assert_eq!(
+            view.pod_sets[0].requests.get("example.com/device-gpu"),
+            Some(2000)
+        );
+        // With the gate off it is a plain extended resource, not kept.
+        let mut off = Claims::new(Settings {
+            extended: false,
+            ..c.settings.clone()
+        });
+        assert!(matches!(observe(&mut off, &wl), Counted::Queue(_)));
+        assert!(!off.uses("ns/w"));
     }
 
     #[test]

@@ -79,7 +79,12 @@ impl Controller {
                 c.recount(pending);
             }),
             Input::DeviceClass(ev) => self.on_event(CLASSES, ev, |c, dc| {
-                let pending = c.claims.class(&dc.name_any(), Some(&dc.spec));
+                let created = dc
+                    .metadata
+                    .creation_timestamp
+                    .as_ref()
+                    .map_or(0, |t| t.0.as_second());
+                let pending = c.claims.class(&dc.name_any(), Some(&dc.spec), created);
                 c.recount(pending);
             }),
             Input::Written {
@@ -277,7 +282,7 @@ impl Controller {
                 self.recount(pending);
             }
             CLASSES => {
-                let pending = self.claims.class(k, None);
+                let pending = self.claims.class(k, None, 0);
                 self.recount(pending);
             }
             _ => {

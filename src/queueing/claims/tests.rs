@@ -26,6 +26,7 @@ fn pod_set(name: &str, claims: Value) -> PodSetClaims {
     PodSetClaims {
         name: name.into(),
         claims: serde_json::from_value(claims).unwrap(),
+        ..PodSetClaims::default()
     }
 }
 
@@ -92,7 +93,10 @@ fn devices(per_pod_set: &[&[(&str, i64)]]) -> Charge {
     Charge::Devices(
         per_pod_set
             .iter()
-            .map(|m| m.iter().map(|(r, n)| (r.to_string(), *n)).collect())
+            .map(|m| PodSetCharge {
+                devices: m.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+                ..PodSetCharge::default()
+            })
             .collect(),
     )
 }
@@ -471,4 +475,541 @@ fn cel_selectors_without_a_class_succeed() {
         &settings(ONE),
     );
     assert_eq!(got, Charge::Nothing);
+}
+
+// Extended resources backed by DRA: Kueue v0.19.2's
+// `pkg/dra/extended_resources_test.go` (`TestIsExtendedResourceName`,
+// `TestSelectedDeviceClass`, `TestResolveExtendedResourceQuota`).
+
+#[test]
+fn extended_resource_names_are_qualified_and_not_native() {
+    for (name, want) in [
+        ("cpu", false),
+        ("memory", false),
+        ("ephemeral-storage", false),
+        ("nvidia.com/gpu", true),
+        ("example.com/gpu", true),
+        ("gpu", false),
+        ("hugepages-2Mi", false),
+        ("kubernetes.io/something", false),
+    ] {
+        assert_eq!(is_extended(name), want, "{name}");
+    }
+}
+
+#[test]
+fn the_class_created_last_backs_an_extended_resource_ties_to_the_first_name() {
+    type Case<'a> = (&'a str, &'a [(&'a str, i64)], &'a str);
+    let cases: &[Case] = &[
+        ("one class is the one", &[("a", 100)], "a"),
+        (
+            "the class created later wins",
+            &[("a", 100), ("b", 200)],
+            "b",
+        ),
+        (
+            "and wins from either end of the list",
+            &[("b", 200), ("a", 100)],
+            "b",
+        ),
+        (
+            "created together, the lexicographically first name wins",
+            &[("b", 100), ("a", 100)],
+            "a",
+        ),
+        (
+            "and that tie does not depend on the list order either",
+            &[("a", 100), ("b", 100)],
+            "a",
+        ),
+        (
+            "a later class beats an earlier one with a smaller name",
+            &[("a", 100), ("z", 200)],
+            "z",
+        ),
+        (
+            "the tie-break applies among the latest only",
+            &[("a", 300), ("z", 100), ("b", 300)],
+            "a",
+        ),
+    ];
+    for (name, classes, want) in cases {
+        assert_eq!(
+            selected_class(classes.iter().copied()),
+            Some(*want),
+            "{name}"
+        );
+    }
+}
+
+fn ext(container: &str, name: &str, quantity: &str) -> ExtendedRequest {
+    let q = crate::vocabulary::quantity::Quantity::parse(quantity).unwrap();
+    let n = q.nanos();
+    ExtendedRequest {
+        container: container.into(),
+        name: name.into(),
+        quantity: quantity.into(),
+        units: n.div_euclid(1_000_000_000) + i128::from(n.rem_euclid(1_000_000_000) != 0),
+        integer: n.rem_euclid(1_000_000_000) == 0,
+    }
+}
+
+/// Kueue's fixture classes: gpu.nvidia.com backs example.com/gpu,
+/// mig.nvidia.com backs nvidia.com/mig-1g.10gb, class-a and class-b back
+/// vendor.example/a and /b.
+fn extended_view(backing: &[(&str, &str)]) -> DeviceView {
+    let mut v = DeviceView::default();
+    for (resource, class) in backing {
+        v.extended.insert(resource.to_string(), class.to_string());
+    }
+    v
+}
+
+fn run_extended(requests: Vec<ExtendedRequest>, v: &DeviceView, s: &Settings) -> Charge {
+    let ps = vec![PodSetClaims {
+        name: "main".into(),
+        extended: requests,
+        ..PodSetClaims::default()
+    }];
+    charge(&ps, |_| None, v, s)
+}
+
+fn replacing(charged: &[(&str, i64)], replaced: &[&str]) -> Charge {
+    Charge::Devices(vec![PodSetCharge {
+        devices: charged.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
+        replaced: replaced.iter().map(|r| r.to_string()).collect(),
+    }])
+}
+
+const GPU_BACKED: &[(&str, &str)] = &[
+    ("example.com/gpu", "gpu.nvidia.com"),
+    ("nvidia.com/mig-1g.10gb", "mig.nvidia.com"),
+];
+
+#[test]
+fn an_extended_resource_backed_by_dra_is_charged_and_replaced() {
+    let v = extended_view(GPU_BACKED);
+    let s = settings(&[]);
+    // "workload with extended resource backed by DRA"
+    assert_eq!(
+        run_extended(vec![ext("containers[0]", "example.com/gpu", "2")], &v, &s),
+        replacing(&[("example.com/gpu", 2)], &["example.com/gpu"])
+    );
+    // "workload with multiple extended resources"
+    assert_eq!(
+        run_extended(
+            vec![
+                ext("containers[0]", "example.com/gpu", "1"),
+                ext("containers[0]", "nvidia.com/mig-1g.10gb", "2"),
+            ],
+            &v,
+            &s
+        ),
+        replacing(
+            &[("example.com/gpu", 1), ("nvidia.com/mig-1g.10gb", 2)],
+            &["example.com/gpu", "nvidia.com/mig-1g.10gb"]
+        )
+    );
+    // "workload with multiple containers"
+    assert_eq!(
+        run_extended(
+            vec![
+                ext("containers[0]", "example.com/gpu", "1"),
+                ext("containers[1]", "example.com/gpu", "2"),
+            ],
+            &v,
+            &s
+        ),
+        replacing(&[("example.com/gpu", 3)], &["example.com/gpu"])
+    );
+    // "init containers use max, regular containers use sum"
+    assert_eq!(
+        run_extended(
+            vec![
+                ext("initContainers[0]", "example.com/gpu", "4"),
+                ext("initContainers[1]", "example.com/gpu", "1"),
+                ext("containers[0]", "example.com/gpu", "1"),
+                ext("containers[1]", "example.com/gpu", "2"),
+            ],
+            &v,
+            &s
+        ),
+        replacing(&[("example.com/gpu", 4)], &["example.com/gpu"])
+    );
+}
+
+#[test]
+fn an_extended_resource_no_class_backs_is_left_to_the_plain_quota() {
+    let s = settings(&[]);
+    // "... not backed by DRA (no matching DeviceClass)", and its
+    // fractional variant: not DRA's to refuse.
+    for q in ["2", "500m"] {
+        assert_eq!(
+            run_extended(
+                vec![ext("containers[0]", "example.com/gpu", q)],
+                &DeviceView::default(),
+                &s
+            ),
+            Charge::Nothing
+        );
+    }
+    // "workload with no extended resources"
+    assert_eq!(
+        run_extended(vec![], &extended_view(GPU_BACKED), &s),
+        Charge::Nothing
+    );
+}
+
+#[test]
+fn names_sharing_a_quota_key_each_aggregate_before_they_are_summed() {
+    let v = extended_view(&[
+        ("vendor.example/a", "class-a"),
+        ("vendor.example/b", "class-b"),
+    ]);
+    let s = settings(&[("class-a", "gpu-claims"), ("class-b", "gpu-claims")]);
+    // "two extended resource names sharing a quota key are not collapsed
+    // by cross-container aggregation": 5 + 5, not max(5, 5).
+    assert_eq!(
+        run_extended(
+            vec![
+                ext("initContainers[0]", "vendor.example/a", "5"),
+                ext("containers[0]", "vendor.example/b", "5"),
+            ],
+            &v,
+            &s
+        ),
+        replacing(
+            &[("gpu-claims", 10)],
+            &["vendor.example/a", "vendor.example/b"]
+        )
+    );
+}
+
+#[test]
+fn a_mapped_class_charges_its_quota_resource_and_the_later_class_decides() {
+    let s = settings(&[("gpu.nvidia.com", "gpu-claims")]);
+    // "extended resource uses deviceClassMappings logical name when
+    // DeviceClass is mapped"
+    assert_eq!(
+        run_extended(
+            vec![ext("containers[0]", "example.com/gpu", "1")],
+            &extended_view(GPU_BACKED),
+            &s
+        ),
+        replacing(&[("gpu-claims", 1)], &["example.com/gpu"])
+    );
+    // "the mapping of the later DeviceClass decides the quota key": the
+    // shell picks omega (created later) with `selected_class`.
+    let s = settings(&[("omega.example.com", "omega-claims")]);
+    let later = selected_class([("alpha.example.com", 100), ("omega.example.com", 200)]).unwrap();
+    let v = extended_view(&[("example.com/gpu", later)]);
+    assert_eq!(
+        run_extended(vec![ext("containers[0]", "example.com/gpu", "1")], &v, &s),
+        replacing(&[("omega-claims", 1)], &["example.com/gpu"])
+    );
+    // "an unmapped later DeviceClass leaves the extended resource name as
+    // the quota key"
+    let s = settings(&[("alpha.example.com", "alpha-claims")]);
+    assert_eq!(
+        run_extended(vec![ext("containers[0]", "example.com/gpu", "1")], &v, &s),
+        replacing(&[("example.com/gpu", 1)], &["example.com/gpu"])
+    );
+}
+
+#[test]
+fn a_fractional_or_overflowing_dra_backed_request_is_refused_with_kueues_words() {
+    let v = extended_view(GPU_BACKED);
+    let s = settings(&[]);
+    assert_eq!(
+        run_extended(vec![ext("containers[0]", "example.com/gpu", "500m")], &v, &s),
+        Charge::Inadmissible("spec.podSets[0].template.spec.containers[0].resources.requests.example.com/gpu: Invalid value: \"500m\": extended resource quantity must be an integer".into())
+    );
+    // Two halves making a whole do not hide each other.
+    let Charge::Inadmissible(m) = run_extended(
+        vec![
+            ext("containers[0]", "example.com/gpu", "500m"),
+            ext("containers[1]", "example.com/gpu", "500m"),
+        ],
+        &v,
+        &s,
+    ) else {
+        panic!("refused")
+    };
+    assert!(m.starts_with("[spec.podSets[0].template.spec.containers[0]"));
+    assert!(m.contains(
+        "spec.podSets[0].template.spec.containers[1].resources.requests.example.com/gpu"
+    ));
+    let Charge::Inadmissible(m) = run_extended(
+        vec![
+            ext("containers[0]", "example.com/gpu", "9e18"),
+            ext("containers[1]", "example.com/gpu", "9e18"),
+        ],
+        &v,
+        &s,
+    ) else {
+        panic!("refused")
+    };
+    assert!(
+        m.starts_with("spec.podSets[0].template.spec.containers[0].resources.requests.example.com/gpu: Invalid value: ")
+            && m.ends_with("total extended resource quantity overflows int64"),
+        "{m}"
+    );
+}
+
+#[test]
+fn an_extended_resource_whose_class_is_charged_by_counters_is_refused() {
+    let mut s = settings(&[("mig.nvidia.com", "gpu.memory")]);
+    s.counters
+        .insert("mig.nvidia.com".into(), vec![memory_source()]);
+    assert_eq!(
+        run_extended(
+            vec![ext("containers[0]", "nvidia.com/mig-1g.10gb", "1")],
+            &extended_view(GPU_BACKED),
+            &s
+        ),
+        Charge::Inadmissible("spec.podSets[0].template.spec.containers[0]: Invalid value: \"nvidia.com/mig-1g.10gb\": extended resource nvidia.com/mig-1g.10gb resolves to DeviceClass mig.nvidia.com with counters configured; use ResourceClaimTemplates with CEL selectors for counter-based quota".into())
+    );
+    // With the gate off the class is charged per device as mapped.
+    s.partitionable = false;
+    assert_eq!(
+        run_extended(
+            vec![ext("containers[0]", "nvidia.com/mig-1g.10gb", "1")],
+            &extended_view(GPU_BACKED),
+            &s
+        ),
+        replacing(&[("gpu.memory", 1)], &["nvidia.com/mig-1g.10gb"])
+    );
+}
+
+#[test]
+fn replaced_extended_resources_leave_the_pod_requests_before_the_charge_is_added() {
+    let mut engine = vec![crate::queueing::PodSet {
+        name: "main".into(),
+        count: 2,
+        min_count: None,
+        requests: [("cpu", 1000), ("example.com/gpu", 2000)].into(),
+        node_selector: Default::default(),
+        tolerations: vec![],
+    }];
+    let Charge::Devices(per) = replacing(&[("gpu-claims", 2)], &["example.com/gpu"]) else {
+        unreachable!()
+    };
+    add_to(&mut engine, &per);
+    assert_eq!(engine[0].requests.get("example.com/gpu"), None);
+    assert_eq!(engine[0].requests.get("gpu-claims"), Some(2000));
+    assert_eq!(engine[0].requests.get("cpu"), Some(1000));
+}
+
+// Partitionable devices charged by counters: Kueue v0.19.2's
+// `pkg/dra/counters_test.go` (`TestComputeCounterCharges`,
+// `TestGroupSlicesByPool`) and the charge end to end over a view.
+
+fn memory_source() -> CounterSource {
+    CounterSource {
+        resource: "gpu.memory".into(),
+        driver: "gpu.nvidia.com".into(),
+        counter: "memory".into(),
+        selector: "device.driver == \"gpu.nvidia.com\"".into(),
+    }
+}
+
+#[test]
+fn a_counter_charges_its_largest_value_times_the_count_saturating() {
+    let mi = 1024 * 1024;
+    let cases: &[(&str, &[&str], i64, Option<i64>)] = &[
+        ("single device, count=1", &["9856Mi"], 1, Some(9856 * mi)),
+        (
+            "single device, count=3",
+            &["9856Mi"],
+            3,
+            Some(9856 * mi * 3),
+        ),
+        (
+            "multiple devices same value, MAX is same",
+            &["9856Mi", "9856Mi", "9856Mi"],
+            1,
+            Some(9856 * mi),
+        ),
+        (
+            "multiple devices different values, MAX wins",
+            &["9856Mi", "40Gi"],
+            1,
+            Some(40 * 1024 * mi),
+        ),
+        ("no consumesCounters", &[], 1, None),
+        (
+            "count multiplication saturates instead of overflowing int64",
+            &["8000000000000000000"],
+            2,
+            Some(i64::MAX),
+        ),
+        (
+            "counter that Value() would truncate is clamped before multiply",
+            &["10000000000000000000"],
+            2,
+            Some(i64::MAX),
+        ),
+        (
+            "counter above int64 is clamped at count=1",
+            &["9223372036854775808"],
+            1,
+            Some(i64::MAX),
+        ),
+        ("negative counter is clamped to zero", &["-5"], 3, Some(0)),
+        (
+            "fractional counter rounds up at count=1",
+            &["1500m"],
+            1,
+            Some(2),
+        ),
+        (
+            "sub-integer negative counter is clamped to zero",
+            &["-500m"],
+            1,
+            Some(0),
+        ),
+    ];
+    for (name, values, count, want) in cases {
+        let got = counters::largest_times(values.iter().map(|v| Some(counters::units(v))), *count);
+        assert_eq!(got, *want, "{name}");
+    }
+}
+
+/// A ResourceSlice of MIG partitions: (name, profile, memory) each.
+fn mig_slice(pool: &str, generation: i64, count: i64, devices: &[(&str, &str, &str)]) -> Value {
+    let devices: Vec<Value> = devices
+        .iter()
+        .map(|(n, profile, memory)| {
+            json!({"name": n, "attributes": {"gpu.nvidia.com/profile": {"string": profile}},
+                "consumesCounters": [{"counterSet": "gpu-counter-set",
+                    "counters": {"memory": {"value": memory}}}]})
+        })
+        .collect();
+    json!({"driver": "gpu.nvidia.com",
+        "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+        "devices": devices})
+}
+
+fn counter_view(slices: &[Value]) -> DeviceView {
+    let slices: Vec<k8s_openapi::api::resource::v1::ResourceSliceSpec> = slices
+        .iter()
+        .map(|s| serde_json::from_value(s.clone()).unwrap())
+        .collect();
+    DeviceView::with_slices(
+        [("mig.nvidia.com".to_string(), vec![])].into(),
+        &slices.iter().collect::<Vec<_>>(),
+    )
+}
+
+#[test]
+fn a_pool_counts_at_its_newest_generation_once_complete() {
+    let complete = |slices: &[Value]| -> Vec<bool> {
+        counter_view(slices)
+            .meta
+            .iter()
+            .map(|m| m.complete)
+            .collect()
+    };
+    let d = |n: &'static str| [(n, "1g.10gb", "10Gi")];
+    // "single pool, complete" / "single pool, incomplete"
+    assert_eq!(
+        complete(&[mig_slice("p", 1, 2, &d("a")), mig_slice("p", 1, 2, &d("b"))]),
+        [true, true]
+    );
+    assert_eq!(complete(&[mig_slice("p", 1, 2, &d("a"))]), [false]);
+    // "higher generation replaces older"
+    assert_eq!(
+        complete(&[
+            mig_slice("p", 1, 2, &d("old-a")),
+            mig_slice("p", 1, 2, &d("old-b")),
+            mig_slice("p", 2, 2, &d("new-a")),
+            mig_slice("p", 2, 2, &d("new-b")),
+        ]),
+        [false, false, true, true]
+    );
+    // "mixed generation, incomplete new"
+    assert_eq!(
+        complete(&[
+            mig_slice("p", 1, 2, &d("old-a")),
+            mig_slice("p", 1, 2, &d("old-b")),
+            mig_slice("p", 2, 2, &d("new-a")),
+        ]),
+        [false, false, false]
+    );
+}
+
+fn mig_settings() -> Settings {
+    let mut s = settings(&[("mig.nvidia.com", "gpu.memory")]);
+    s.counters
+        .insert("mig.nvidia.com".into(), vec![memory_source()]);
+    s
+}
+
+fn mig_request(profile: &str, count: i64) -> Value {
+    cel_request(
+        "mig",
+        "mig.nvidia.com",
+        count,
+        &format!("device.attributes[\"gpu.nvidia.com\"].profile == \"{profile}\""),
+    )
+}
+
+#[test]
+fn a_mig_partition_is_charged_its_memory_not_a_device() {
+    let v = counter_view(&[mig_slice(
+        "node-1-gpu-0",
+        1,
+        1,
+        &[
+            ("mig-1g-0", "1g.10gb", "9856Mi"),
+            ("mig-1g-1", "1g.10gb", "9856Mi"),
+            ("mig-3g-0", "3g.40gb", "40Gi"),
+        ],
+    )]);
+    let got = run_cel(json!([mig_request("1g.10gb", 2)]), &v, &mig_settings());
+    assert_eq!(got, devices(&[&[("gpu.memory", 2 * 9856 * 1024 * 1024)]]));
+    let got = run_cel(json!([mig_request("3g.40gb", 1)]), &v, &mig_settings());
+    assert_eq!(got, devices(&[&[("gpu.memory", 40 * 1024 * 1024 * 1024)]]));
+}
+
+#[test]
+fn a_counter_charge_it_cannot_make_holds_the_workload_with_kueues_words() {
+    let s = mig_settings();
+    let at = "spec.podSets[0].template.spec.resourceClaims[0].devices.requests[0]";
+    // Fewer partitions than asked, in a complete pool: Kueue's CEL check
+    // speaks first.
+    let v = counter_view(&[mig_slice("p", 1, 1, &[("mig-1g-0", "1g.10gb", "9856Mi")])]);
+    let Charge::Inadmissible(m) = run_cel(json!([mig_request("1g.10gb", 2)]), &v, &s) else {
+        panic!("held")
+    };
+    assert!(
+        m.contains("insufficient matching devices for CEL selector in DeviceClass mig.nvidia.com: 1 device(s) match in the cluster but 2 requested"),
+        "{m}"
+    );
+    // A pool still being published offers nothing to the counter charge.
+    let v = counter_view(&[mig_slice("p", 1, 2, &[("mig-1g-0", "1g.10gb", "9856Mi")])]);
+    assert_eq!(
+        run_cel(json!([mig_request("1g.10gb", 1)]), &v, &s),
+        Charge::Inadmissible(format!("{at}: Internal error: insufficient matching devices for counter driver: 0 device(s) match but 1 requested"))
+    );
+    // Devices without the counter.
+    let no_counter = json!({"driver": "gpu.nvidia.com",
+        "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": "whole-0", "attributes": {"gpu.nvidia.com/profile": {"string": "1g.10gb"}}}]});
+    let v = counter_view(&[no_counter]);
+    assert_eq!(
+        run_cel(json!([mig_request("1g.10gb", 1)]), &v, &s),
+        Charge::Inadmissible(format!("{at}: Internal error: matched devices have no consumesCounters entry for counter \"memory\""))
+    );
+}
+
+#[test]
+fn with_partitionable_devices_off_a_counter_class_is_charged_per_device() {
+    let mut s = mig_settings();
+    s.partitionable = false;
+    let v = counter_view(&[mig_slice("p", 1, 1, &[("mig-1g-0", "1g.10gb", "9856Mi")])]);
+    assert_eq!(
+        run_cel(json!([mig_request("1g.10gb", 1)]), &v, &s),
+        devices(&[&[("gpu.memory", 1)]])
+    );
 }
