@@ -84,6 +84,10 @@ pub struct Config {
     /// Kueue's `featureGates`, for the DRA gates batchgate acts on.
     #[serde(default)]
     pub feature_gates: std::collections::BTreeMap<String, bool>,
+    /// batchgate's: before quota is reserved, a Workload using DRA claims
+    /// waits while no node's free devices can hold its pods' claims
+    /// (default true; Kueue counts devices cluster-wide only).
+    pub dra_placement: Option<bool>,
 }
 
 /// Kueue's `Resources`, as far as batchgate acts on it.
@@ -157,6 +161,7 @@ impl Config {
             partitionable: gate("KueueDRAIntegrationPartitionableDevices"),
             classes: Default::default(),
             counters: Default::default(),
+            placement: self.dra_placement.unwrap_or(true),
         };
         let mut errs: Vec<String> = Vec::new();
         for (on, name) in [

@@ -705,3 +705,84 @@ fn dra_a_selector_no_device_matches_waits_for_a_slice_that_does() {
     });
     assert_eq!(pool, "kwok-node-2", "the one h100 was allocated");
 }
+
+/// batchgate's second gate (`draPlacement`, on by default): a pod asking
+/// six GPUs fits the ClusterQueue's quota and the cluster's count (Kueue
+/// would admit it) but no node has six, so it waits with the placement's
+/// words instead of being admitted to sit unschedulable; when the test's
+/// driver publishes two more GPUs on one node, it is admitted and
+/// kube-scheduler allocates its claim there.
+#[test]
+fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
+    let e = env_with(CONFIG);
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-dra-place");
+    publish_gpus(c);
+    gpu_queue(
+        c,
+        (&ns, "lq"),
+        ("dra-place", "dra-place-flavor"),
+        "8",
+        json!({}),
+    );
+    apply(c, &claim_template("six-gpus", &ns, "gpu.example.com", 6));
+    create(
+        c,
+        &dra_job(
+            "six",
+            &ns,
+            "1s",
+            json!([{"name": "gpus", "resourceClaimTemplateName": "six-gpus"}]),
+        ),
+    );
+    let held = wait_for(Duration::from_secs(60), "the six-GPU Job held", || {
+        pending_message(c, &ns, "six").filter(|m| !m.is_empty())
+    });
+    assert!(
+        held.starts_with(
+            "no node can hold the devices of pod set main: ResourceClaimTemplate six-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com'; at most 4 are free on one node"
+        ),
+        "{held}"
+    );
+    let wl = workload_of(c, &ns, "six").expect("its Workload");
+    assert!(wl["status"]["admission"].is_null(), "not admitted: {wl}");
+    // The driver publishes a second pool of two GPUs on kwok-node-1.
+    apply(
+        c,
+        &json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": "kwok-node-1-extra-gpu.example.com"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "kwok-node-1",
+                         "pool": {"name": "kwok-node-1-extra", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-4", "attributes": {"model": {"string": "e2e-a100"}}},
+                                     {"name": "gpu-5", "attributes": {"model": {"string": "e2e-a100"}}}]}})
+        .to_string(),
+    );
+    let wl = wait_for(Duration::from_secs(60), "the six-GPU Job admitted", || {
+        let wl = workload_of(c, &ns, "six")?;
+        is_true(&wl, "QuotaReserved").then_some(wl)
+    });
+    assert_eq!(
+        wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["example.com/gpu"],
+        "6"
+    );
+    // Other tests' Jobs may hold kwok-node-1's GPUs for a while.
+    let pools = wait_for(Duration::from_secs(180), "the six GPUs allocated", || {
+        let claims = get(c, &["resourceclaims", "-n", &ns])?;
+        claims["items"].as_array()?.iter().find_map(|cl| {
+            let results = cl["status"]["allocation"]["devices"]["results"].as_array()?;
+            let pools: std::collections::BTreeSet<String> = results
+                .iter()
+                .filter_map(|r| r["pool"].as_str().map(String::from))
+                .collect();
+            (results.len() == 6).then_some(pools)
+        })
+    });
+    assert_eq!(
+        pools,
+        ["kwok-node-1", "kwok-node-1-extra"]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+        "all six on the one node that has them"
+    );
+}

@@ -33,6 +33,7 @@ pub mod expression;
 pub mod podclaims;
 pub mod selectors;
 pub mod shapes;
+pub mod slices;
 
 #[cfg(test)]
 mod tests;

@@ -115,6 +115,10 @@ pub struct Settings {
     pub classes: BTreeMap<String, String>,
     /// DeviceClass name → its mappings' counter sources.
     pub counters: BTreeMap<String, Vec<CounterSource>>,
+    /// batchgate's second gate (`draPlacement`, on by default): a pending
+    /// Workload waits while no node's free devices hold its pods' claims
+    /// (see [`crate::devices::slices`]).
+    pub placement: bool,
 }
 
 impl Default for Settings {
@@ -126,6 +130,7 @@ impl Default for Settings {
             partitionable: true,
             classes: BTreeMap::new(),
             counters: BTreeMap::new(),
+            placement: true,
         }
     }
 }

@@ -3,21 +3,28 @@
 //! uses claims with the engine's view of it before charging, so that when a
 //! template it names appears or changes, its pending view is counted again.
 //!
+//! With `draPlacement` on, a pending Workload whose claims are counted is
+//! also placed over the devices the cluster's ResourceSlices publish
+//! ([`crate::devices::slices`]); while no node can hold a pod's claims it
+//! is held with the placement's message, and counted again when slices or
+//! classes change. Devices other claims hold count as there: a Workload
+//! held before quota is reserved could not preempt to make room, and the
+//! quota already bounds what is in use.
+//!
 //! A Workload held inadmissible (a claim it names directly, an unmapped
 //! DeviceClass, a template not there yet, the integration turned off) is
 //! kept out of the engine, as Kueue keeps it out of its queues: it is never
 //! admitted on CPU and memory alone, and its `QuotaReserved=False`
 //! condition carries Kueue's message.
 
-use std::collections::HashMap;
-
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClassSpec, ResourceClaimSpec, ResourceSliceSpec};
 
 use super::Key;
 use crate::{
     api::kueue::v1beta2 as api,
+    devices::slices::{self, Inventory},
     queueing::{
         self,
         claims::{
@@ -46,6 +53,12 @@ pub(super) struct Claims {
     classes: BTreeMap<String, Class>,
     view: Option<DeviceView>,
     using: HashMap<Key, Using>,
+    /// The placement's inventory, built again (when next read) after
+    /// slices change.
+    inventory: Option<Inventory>,
+    /// Placement answers per (namespace, templates and pod counts): the
+    /// Workloads of one job template ask the same question.
+    placed: HashMap<String, Result<(), String>>,
 }
 
 /// A DeviceClass as counting reads it.
@@ -142,6 +155,7 @@ impl Claims {
             Some(spec) => self.templates.insert(at, spec.clone()),
             None => self.templates.remove(&at),
         };
+        self.placed.clear();
         self.using
             .iter()
             .filter(|(_, u)| {
@@ -159,6 +173,8 @@ impl Claims {
             None => self.slices.remove(name),
         };
         self.view = None;
+        self.inventory = None;
+        self.placed.clear();
         self.pending()
     }
 
@@ -193,6 +209,7 @@ impl Claims {
             }
         };
         self.view = None;
+        self.placed.clear();
         self.pending()
     }
 
@@ -249,6 +266,62 @@ impl Claims {
         self.using.remove(key);
     }
 
+    /// Whether the free devices hold every pod of `key`'s claims (see
+    /// [`slices::place`]); memoized per question until anything changes.
+    fn place(&mut self, key: &str) -> Result<(), String> {
+        let Some(u) = self.using.get(key) else {
+            return Ok(());
+        };
+        let ns = u.base.namespace.to_string();
+        let mut question = ns.clone();
+        for (ps, base) in u.pod_sets.iter().zip(&u.base.pod_sets) {
+            let names = PodSetClaims::templates(std::slice::from_ref(ps));
+            question.push_str(&format!("|{}:{}", ps.name, base.count));
+            for n in names {
+                question.push(',');
+                question.push_str(n);
+            }
+        }
+        if let Some(known) = self.placed.get(&question) {
+            return known.clone();
+        }
+        if self.inventory.is_none() {
+            let all: Vec<&ResourceSliceSpec> = self.slices.values().collect();
+            self.inventory = Some(Inventory::new(&all));
+        }
+        let inv = self.inventory.as_ref().expect("just built");
+        let mut demands = Vec::new();
+        for (ps, base) in u.pod_sets.iter().zip(&u.base.pod_sets) {
+            let claims: Vec<(&str, &ResourceClaimSpec)> =
+                PodSetClaims::templates(std::slice::from_ref(ps))
+                    .filter_map(|n| {
+                        self.templates
+                            .get(&(ns.clone(), n.to_string()))
+                            .map(|spec| (n, spec))
+                    })
+                    .collect();
+            if !claims.is_empty() {
+                demands.push(slices::Demand {
+                    pod_set: &ps.name,
+                    pods: i64::from(base.count),
+                    claims,
+                });
+            }
+        }
+        let selectors: BTreeMap<String, Vec<String>> = self
+            .classes
+            .iter()
+            .map(|(n, c)| (n.clone(), c.selectors.clone()))
+            .collect();
+        let answer = if demands.is_empty() {
+            Ok(())
+        } else {
+            slices::place(&demands, &selectors, inv, &mut HashSet::new()).map(|_| ())
+        };
+        self.placed.insert(question, answer.clone());
+        answer
+    }
+
     /// Counts the claims of a Workload noted by [`Claims::observe`], from
     /// the templates known now.
     pub(super) fn count(&mut self, key: &str) -> Option<Counted> {
@@ -276,15 +349,24 @@ impl Claims {
         }
         let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;
-        let mut view = u.base.clone();
-        let admitted = view.admission.is_some() || view.finished;
-        let ns = view.namespace.to_string();
+        let admitted = u.base.admission.is_some() || u.base.finished;
+        let ns = u.base.namespace.to_string();
         let found = charge(
             &u.pod_sets,
             |name| self.templates.get(&(ns.clone(), name.to_string())),
             devices,
             &self.settings,
         );
+        let placement = match &found {
+            Charge::Inadmissible(_) => Ok(()),
+            _ if admitted || !self.settings.placement || !self.settings.integration => Ok(()),
+            _ => self.place(key),
+        };
+        if let Err(message) = placement {
+            return Some(Counted::Held(message));
+        }
+        let u = self.using.get(key)?;
+        let mut view = u.base.clone();
         Some(match found {
             Charge::Nothing => Counted::Queue(Box::new(view)),
             Charge::Devices(per_pod_set) => {
@@ -327,11 +409,18 @@ mod tests {
         .unwrap()
     }
 
-    fn claims() -> Claims {
+    fn bare() -> Claims {
         Claims::new(Settings {
             classes: [("gpu.example.com".to_string(), "example.com/gpu".to_string())].into(),
             ..Settings::default()
         })
+    }
+
+    /// With a node of 16 devices, so that placement never decides.
+    fn claims() -> Claims {
+        let mut c = bare();
+        c.slice("big", Some(&node_slice("big", 16)));
+        c
     }
 
     fn observe(c: &mut Claims, wl: &api::Workload) -> Counted {
@@ -444,6 +533,46 @@ mod tests {
         });
         assert!(matches!(observe(&mut off, &wl), Counted::Queue(_)));
         assert!(!off.uses("ns/w"));
+    }
+
+    fn node_slice(node: &str, gpus: usize) -> ResourceSliceSpec {
+        let devices: Vec<serde_json::Value> = (0..gpus)
+            .map(|i| json!({"name": format!("gpu-{i}")}))
+            .collect();
+        serde_json::from_value(json!({"driver": "gpu.example.com", "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}))
+        .unwrap()
+    }
+
+    /// batchgate's second gate: counted, but no node holds a pod's claims,
+    /// so it waits with the placement's words; a node published with room
+    /// lets it queue.
+    #[test]
+    fn a_workload_no_node_can_hold_waits_for_a_node_that_can() {
+        let mut c = bare();
+        c.slice("node-a", Some(&node_slice("node-a", 4)));
+        c.template("ns", "gpus", Some(&spec(3)));
+        let wl = workload(
+            json!([{"name": "g", "resourceClaimTemplateName": "gpus"}]),
+            false,
+        );
+        // Two pods of three: one fits, the second does not.
+        let Counted::Held(m) = observe(&mut c, &wl) else {
+            panic!("held")
+        };
+        assert_eq!(m, "no node can hold the devices of pod set main: ResourceClaimTemplate gpus request gpu asks 3 device(s) of DeviceClass gpu.example.com; at most 1 are free on one node (node-a)");
+        assert_eq!(
+            c.slice("node-b", Some(&node_slice("node-b", 4))),
+            vec![Key::from("ns/w")]
+        );
+        assert!(matches!(c.count("ns/w"), Some(Counted::Queue(_))));
+        // Switched off, only the count decides.
+        let mut off = Claims::new(Settings {
+            placement: false,
+            ..c.settings.clone()
+        });
+        off.template("ns", "gpus", Some(&spec(8)));
+        assert!(matches!(observe(&mut off, &wl), Counted::Queue(_)));
     }
 
     #[test]

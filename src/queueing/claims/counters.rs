@@ -30,26 +30,13 @@ pub struct CounterSource {
 /// generation and once all its slices are published (Kueue's
 /// `groupSlicesByPool`), so a half-published pool charges nothing.
 pub(super) fn meta(slices: &[&ResourceSliceSpec]) -> Vec<DeviceMeta> {
-    // (driver, pool) → (newest generation, slices expected, slices seen there)
-    let mut pools: BTreeMap<(&str, &str), (i64, i64, i64)> = BTreeMap::new();
-    for s in slices {
-        let p = pools.entry((&s.driver, &s.pool.name)).or_insert((
-            s.pool.generation,
-            s.pool.resource_slice_count,
-            0,
-        ));
-        if s.pool.generation > p.0 {
-            *p = (s.pool.generation, s.pool.resource_slice_count, 0);
-        }
-        if s.pool.generation == p.0 {
-            p.2 += 1;
-        }
-    }
-    let mut out = Vec::new();
-    for s in slices {
-        let (generation, expected, seen) = pools[&(s.driver.as_str(), s.pool.name.as_str())];
-        let complete = s.pool.generation == generation && seen == expected;
-        for d in s.devices.iter().flatten() {
+    let usable = crate::devices::slices::usable(slices);
+    let devices = slices
+        .iter()
+        .flat_map(|s| s.devices.iter().flatten().map(move |d| (s, d)));
+    devices
+        .zip(usable)
+        .map(|((s, d), complete)| {
             let mut counters: BTreeMap<String, i64> = BTreeMap::new();
             for set in d.consumes_counters.iter().flatten() {
                 for (name, c) in &set.counters {
@@ -58,15 +45,14 @@ pub(super) fn meta(slices: &[&ResourceSliceSpec]) -> Vec<DeviceMeta> {
                     *e = (*e).max(v);
                 }
             }
-            out.push(DeviceMeta {
+            DeviceMeta {
                 name: d.name.clone(),
                 driver: s.driver.clone(),
                 complete,
                 counters,
-            });
-        }
-    }
-    out
+            }
+        })
+        .collect()
 }
 
 /// A counter's value in whole units, as Kueue's `SafeValue`: rounded up,
@@ -208,10 +194,12 @@ fn matching<'v>(
                 match s.matches(&ctx, device) {
                     Ok(true) => {}
                     Ok(false) => continue 'devices,
-                    Err(e) => return Err(format!(
+                    Err(e) => {
+                        return Err(format!(
                         "{at}: Internal error: CEL evaluation error in {what} for device {}: {e}",
                         m.name
-                    )),
+                    ))
+                    }
                 }
             }
         }
