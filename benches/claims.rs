@@ -140,7 +140,9 @@ fn objects(s: &Shape) -> ClusterObjects {
 struct Input {
     views: Vec<Workload>,
     claims: Vec<PodSetClaims>,
-    templates: BTreeMap<(String, String), ResourceClaimSpec>,
+    /// Namespace → template name → spec, as the controller keeps them.
+    templates:
+        std::collections::HashMap<String, std::collections::HashMap<String, ResourceClaimSpec>>,
     view: DeviceView,
     settings: Settings,
 }
@@ -201,7 +203,10 @@ fn input(s: &Shape, variant: Variant) -> Input {
             .collect(),
         claims,
         templates: (0..s.queues)
-            .map(|q| ((format!("ns-{q}"), "two-gpus".to_string()), spec.clone()))
+            .map(|q| {
+                let one = [("two-gpus".to_string(), spec.clone())].into();
+                (format!("ns-{q}"), one)
+            })
             .collect(),
         view,
         settings: Settings {
@@ -219,10 +224,10 @@ fn run(s: &Shape, inp: &Input, variant: Variant) -> Vec<String> {
     for v in &inp.views {
         let mut v = v.clone();
         if dra {
-            let ns = v.namespace.to_string();
+            let in_ns = inp.templates.get(&*v.namespace);
             match charge(
                 &inp.claims,
-                |n| inp.templates.get(&(ns.clone(), n.to_string())),
+                |n| in_ns.and_then(|t| t.get(n)),
                 &inp.view,
                 &inp.settings,
             ) {

@@ -608,7 +608,9 @@ fn dra_gpu_quota_is_borrowed_and_reclaimed_in_a_cohort() {
         "4"
     );
 
-    let mut reclaim: Value = serde_json::from_str(&dra_job("reclaims", &ns, "1s", gpus)).unwrap();
+    // The lender's Job runs long enough for the borrower to be seen
+    // waiting: after it finishes, the borrower borrows again.
+    let mut reclaim: Value = serde_json::from_str(&dra_job("reclaims", &ns, "30s", gpus)).unwrap();
     reclaim["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("lend");
     create(c, &reclaim.to_string());
     let preempted = wait_for(Duration::from_secs(60), "the borrower preempted", || {
@@ -746,6 +748,14 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
     );
     let wl = workload_of(c, &ns, "six").expect("its Workload");
     assert!(wl["status"]["admission"].is_null(), "not admitted: {wl}");
+    // `batchgate schedule` reads the same objects from the cluster and
+    // says the same.
+    let (code, out) = schedule(c, &ns, "six");
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("UNSCHEDULABLE: no node can hold the devices of pod set main: ResourceClaimTemplate six-gpus request gpus asks 6 device(s)"),
+        "{out}"
+    );
     // The driver publishes a second pool of two GPUs on kwok-node-1.
     apply(
         c,

@@ -131,3 +131,96 @@ fn unknown_and_malformed_fields_are_all_reported_with_their_paths() {
         "{err}"
     );
 }
+
+/// DRA objects: the pods of a Job whose template names a
+/// ResourceClaimTemplate, placed over ResourceSlices as the queueing
+/// controller's `draPlacement` gate places them.
+#[test]
+fn a_job_with_claim_templates_is_placed_over_resource_slices() {
+    let files = [
+        "-f",
+        "examples/dra/cluster.yaml",
+        "-f",
+        "examples/dra/job.yaml",
+    ];
+    let (code, out, err) = schedule(&files);
+    assert_eq!(code, 0, "{err}");
+    // Two pods of two GPUs on one NUMA node each: both fit on node-0,
+    // first fit, and never share a device.
+    assert_eq!(
+        out,
+        "ALLOCATIONS\n-----------\n\
+         - devices:\n  - devices:\n    - gpu.example.com/node-0/gpu-0\n    - gpu.example.com/node-0/gpu-1\n    request: gpus\n    template: two-gpus\n  node: node-0\n\
+         - devices:\n  - devices:\n    - gpu.example.com/node-0/gpu-2\n    - gpu.example.com/node-0/gpu-3\n    request: gpus\n    template: two-gpus\n  node: node-0\n\
+         \nNODE: node-0 (2 pods)\n"
+    );
+
+    // A claim a ResourceClaim already holds takes gpu-0 of node-0: the
+    // first pod's NUMA pair moves on, the second pod goes to node-1.
+    let dir = std::env::temp_dir().join(format!("bg-schedule-dra-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let held = dir.join("held.yaml");
+    std::fs::write(
+        &held,
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: other, namespace: default}\n\
+         spec: {devices: {requests: [{name: g, exactly: {deviceClassName: gpu.example.com}}]}}\n\
+         status: {allocation: {devices: {results: [{request: g, driver: gpu.example.com, pool: node-0, device: gpu-0}]}}}\n",
+    )
+    .unwrap();
+    let mut args = files.to_vec();
+    args.extend(["-f", held.to_str().unwrap(), "-o", "json"]);
+    let (code, out, err) = schedule(&args);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let nodes: Vec<&str> = v["placement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["node-0", "node-1"]);
+    assert_eq!(
+        v["placement"][0]["devices"][0]["devices"],
+        serde_json::json!([
+            "gpu.example.com/node-0/gpu-2",
+            "gpu.example.com/node-0/gpu-3"
+        ])
+    );
+
+    // Six GPUs in one pod: no node has them; exit 2 with the gate's words.
+    let six = dir.join("six.yaml");
+    std::fs::write(
+        &six,
+        std::fs::read_to_string(format!("{ROOT}/examples/dra/job.yaml"))
+            .unwrap()
+            .replace("count: 2", "count: 6")
+            .replace("parallelism: 2", "parallelism: 1"),
+    )
+    .unwrap();
+    let (code, out, _) = schedule(&[
+        "-f",
+        "examples/dra/cluster.yaml",
+        "-f",
+        six.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        out.contains("UNSCHEDULABLE: no node can hold the devices of pod set main: ResourceClaimTemplate two-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com' with one value of gpu.example.com/numa; at most 2 are free on one node (node-0)"),
+        "{out}"
+    );
+
+    // A ResourceSlice the apiserver would refuse is reported, not placed.
+    let bad = dir.join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: broken}\nspec: {driver: d, pool: {name: p, generation: one, resourceSliceCount: 1}}\n",
+    )
+    .unwrap();
+    let (code, _, err) = schedule(&["-f", bad.to_str().unwrap(), "-f", "examples/dra/job.yaml"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("ResourceSlice \"broken\": ResourceSlice in version \"v1\" cannot be handled as a ResourceSlice: spec.pool.generation"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

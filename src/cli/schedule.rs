@@ -3,12 +3,25 @@
 //! DevicePools, DeviceClasses and DeviceClaims, with the devices admitted
 //! Workloads and allocated claims already hold deducted. Prints the
 //! prototype's ALLOCATIONS and NODE RESULTS.
+//!
+//! A Pod or Job whose template has `spec.resourceClaims` is placed over
+//! DRA objects instead (`resource.k8s.io/v1` DeviceClasses, ResourceSlices,
+//! ResourceClaimTemplates, and allocated ResourceClaims, whose devices are
+//! taken), with the placement the queueing controller's `draPlacement`
+//! gate uses ([`crate::devices::slices`]).
 
 use std::{collections::BTreeMap, path::PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::{Args, ValueEnum};
-use k8s_openapi::api::{batch::v1::Job, core::v1::Pod};
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::Pod,
+    resource::v1::{
+        DeviceClass as DraClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate,
+        ResourceSlice, ResourceSliceSpec,
+    },
+};
 use kube::{
     api::{ListParams, Patch, PatchParams},
     config::{KubeConfigOptions, Kubeconfig},
@@ -25,8 +38,8 @@ use crate::{
         kueue::v1beta2::Workload,
     },
     devices::{
-        allocation, place_group, podclaims, select_node, shapes, Catalog, Claim, ClaimAllocation,
-        GroupPlacement, NodeResult, Pool, Usage,
+        allocation, place_group, podclaims, select_node, shapes, slices, Catalog, Claim,
+        ClaimAllocation, GroupPlacement, NodeResult, Pool, Usage,
     },
 };
 
@@ -42,7 +55,10 @@ pub struct ScheduleArgs {
     /// DeviceClaims, DevicePools, and at most one Pod or Job whose pod
     /// template names its claims (annotation devmgmtproto.k8s.io/device-claims
     /// or the prototype's spec.deviceClaims). Without a Pod or Job, every
-    /// DeviceClaim read is one claim of a single pod.
+    /// DeviceClaim read is one claim of a single pod. A Pod or Job with
+    /// spec.resourceClaims is placed over DRA objects instead
+    /// (resource.k8s.io/v1 DeviceClasses, ResourceSlices,
+    /// ResourceClaimTemplates, allocated ResourceClaims).
     #[arg(short = 'f', long = "file")]
     pub files: Vec<PathBuf>,
     /// Generated nodes, SHAPE:COUNT (shape-zero, shape-one, shape-two,
@@ -89,6 +105,28 @@ struct Inputs {
     drivers_given: bool,
     /// Objects the apiserver would refuse, one line each (all reported).
     errors: Vec<String>,
+    dra: Dra,
+}
+
+/// The DRA objects read.
+#[derive(Default)]
+struct Dra {
+    /// DeviceClass → its CEL selectors.
+    classes: BTreeMap<String, Vec<String>>,
+    slices: Vec<ResourceSliceSpec>,
+    /// (namespace, name) → the claim spec of a ResourceClaimTemplate.
+    templates: BTreeMap<(String, String), ResourceClaimSpec>,
+    /// Devices allocated to ResourceClaims.
+    allocated: Vec<slices::DeviceId>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DraReport<'a> {
+    pods: usize,
+    placement: &'a [slices::PodPlacement],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -149,6 +187,14 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
         }
         None => None,
     };
+    if let Some((t, pods, _)) = &inputs.template {
+        if t.pointer("/spec/resourceClaims")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+        {
+            return place_dra(&a, &inputs, t, *pods);
+        }
+    }
     if !inputs.drivers_given {
         eprintln!("note: no DeviceDriver given; assuming the prototype's testdata drivers (example.com-foozer: gpu; example.com-barzer: gpu, sriov-nic; sriov-nic; vlan)");
         for (d, types) in shapes::prototype_drivers() {
@@ -295,6 +341,158 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
     Ok(())
 }
 
+/// Places the pods of `template` (its `spec.resourceClaims`) over the DRA
+/// objects read; exits 2 when no node can hold them.
+fn place_dra(a: &ScheduleArgs, inputs: &Inputs, template: &Value, pods: usize) -> Result<()> {
+    let dra = &inputs.dra;
+    let mut claims: Vec<(&str, &ResourceClaimSpec)> = Vec::new();
+    for c in template["spec"]["resourceClaims"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let name = c["name"].as_str().unwrap_or_default();
+        if let Some(t) = c["resourceClaimTemplateName"].as_str() {
+            let spec = dra
+                .templates
+                .get(&(a.namespace.clone(), t.to_string()))
+                .ok_or_else(|| {
+                    anyhow!(
+                        "spec.resourceClaims[{name}]: ResourceClaimTemplate {}/{t} not found: give it with -f, or create it",
+                        a.namespace
+                    )
+                })?;
+            claims.push((t, spec));
+        } else if let Some(n) = c["resourceClaimName"].as_str() {
+            eprintln!("note: spec.resourceClaims[{name}] names ResourceClaim {n}: a shared claim is allocated once, for all its pods, and is not placed here");
+        }
+    }
+    let slices: Vec<&ResourceSliceSpec> = dra.slices.iter().collect();
+    let inventory = slices::Inventory::new(&slices);
+    let mut taken = inventory.indices(&dra.allocated);
+    let demand = slices::Demand {
+        pod_set: "main",
+        pods: pods as i64,
+        claims,
+    };
+    let (placement, reason) = match slices::place(&[demand], &dra.classes, &inventory, &mut taken) {
+        Ok(mut p) => (p.pop().map(|(_, pods)| pods).unwrap_or_default(), None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let report = DraReport {
+        pods,
+        placement: &placement,
+        reason: reason.as_deref(),
+    };
+    match a.output {
+        Some(Format::Json) => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some(Format::Yaml) => print!(
+            "{}",
+            serde_yaml::to_string(&serde_json::to_value(&report)?)?
+        ),
+        None => {
+            println!("ALLOCATIONS\n-----------");
+            if placement.is_empty() {
+                println!("null");
+            } else {
+                print!(
+                    "{}",
+                    serde_yaml::to_string(&serde_json::to_value(&placement)?)?
+                );
+            }
+            match &reason {
+                Some(r) => println!("\nUNSCHEDULABLE: {r}"),
+                None => {
+                    let nodes: std::collections::BTreeSet<&str> =
+                        placement.iter().map(|p| p.node.as_str()).collect();
+                    let nodes: Vec<&str> = nodes.into_iter().collect();
+                    println!(
+                        "\nNODE{}: {} ({pods} pod{})",
+                        if nodes.len() == 1 { "" } else { "S" },
+                        nodes.join(", "),
+                        if pods == 1 { "" } else { "s" }
+                    );
+                }
+            }
+        }
+    }
+    if a.write {
+        bail!(
+            "--write records DeviceClaim allocations; DRA claims are allocated by kube-scheduler"
+        );
+    }
+    if reason.is_some() {
+        std::process::exit(2);
+    }
+    Ok(())
+}
+
+/// A `resource.k8s.io/v1` object, decoded as the apiserver would.
+fn add_dra(v: Value, kind: &str, name: String, ns: String, inputs: &mut Inputs) {
+    fn read<T: serde::de::DeserializeOwned>(
+        v: Value,
+        kind: &str,
+        name: &str,
+        errors: &mut Vec<String>,
+    ) -> Option<T> {
+        serde_path_to_error::deserialize::<_, T>(v)
+            .map_err(|e| {
+                errors.push(format!(
+                    "{kind} \"{name}\": {kind} in version \"v1\" cannot be handled as a {kind}: {}: {}",
+                    e.path(),
+                    e.inner()
+                ))
+            })
+            .ok()
+    }
+    let errors = &mut inputs.errors;
+    let dra = &mut inputs.dra;
+    match kind {
+        "DeviceClass" => {
+            if let Some(c) = read::<DraClass>(v, kind, &name, errors) {
+                let exprs = c.spec.selectors.iter().flatten();
+                dra.classes.insert(
+                    name,
+                    exprs
+                        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+                        .collect(),
+                );
+            }
+        }
+        "ResourceSlice" => {
+            if let Some(s) = read::<ResourceSlice>(v, kind, &name, errors) {
+                dra.slices.push(s.spec);
+            }
+        }
+        "ResourceClaimTemplate" => {
+            if let Some(t) = read::<ResourceClaimTemplate>(v, kind, &name, errors) {
+                dra.templates.insert((ns, name), t.spec.spec);
+            }
+        }
+        "ResourceClaim" => {
+            if let Some(c) = read::<ResourceClaim>(v, kind, &name, errors) {
+                dra.allocated.extend(allocated(&c));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The devices a ResourceClaim's allocation holds.
+fn allocated(c: &ResourceClaim) -> Vec<slices::DeviceId> {
+    let results = c
+        .status
+        .as_ref()
+        .and_then(|s| s.allocation.as_ref())
+        .and_then(|a| a.devices.as_ref())
+        .and_then(|d| d.results.as_ref());
+    results
+        .into_iter()
+        .flatten()
+        .map(|r| (r.driver.clone(), r.pool.clone(), r.device.clone()))
+        .collect()
+}
+
 fn read_documents(text: &str, namespace: &str, inputs: &mut Inputs) -> Result<()> {
     use serde::Deserialize as _;
     for doc in serde_yaml::Deserializer::from_str(text) {
@@ -319,6 +517,13 @@ fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
         .and_then(Value::as_str)
         .unwrap_or(namespace)
         .to_string();
+    if v["apiVersion"]
+        .as_str()
+        .is_some_and(|a| a.starts_with("resource.k8s.io/"))
+    {
+        add_dra(v, &kind, name, ns, inputs);
+        return Ok(());
+    }
     match kind.as_str() {
         "DeviceDriver" => {
             if let Some(d) = decode::<DeviceDriver>(v, &kind, &name, inputs) {
@@ -418,6 +623,32 @@ fn is_true(
 
 async fn read_cluster(client: &Client, a: &ScheduleArgs, inputs: &mut Inputs) -> Result<()> {
     let lp = ListParams::default();
+    // DRA objects, where resource.k8s.io/v1 is served.
+    if let Ok(list) = Api::<ResourceSlice>::all(client.clone()).list(&lp).await {
+        inputs.dra.slices = list.items.into_iter().map(|s| s.spec).collect();
+        for c in Api::<DraClass>::all(client.clone()).list(&lp).await? {
+            let exprs = c.spec.selectors.iter().flatten();
+            let exprs = exprs.filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()));
+            inputs.dra.classes.insert(c.name_any(), exprs.collect());
+        }
+        let templates = Api::<ResourceClaimTemplate>::namespaced(client.clone(), &a.namespace);
+        for t in templates.list(&lp).await? {
+            inputs
+                .dra
+                .templates
+                .insert((a.namespace.clone(), t.name_any()), t.spec.spec);
+        }
+        for c in Api::<ResourceClaim>::all(client.clone()).list(&lp).await? {
+            // The pod being placed again: what it holds is what it asks.
+            let own = c.namespace().as_deref() == Some(a.namespace.as_str())
+                && c.owner_references()
+                    .iter()
+                    .any(|o| o.kind == "Pod" && a.pod.as_deref() == Some(o.name.as_str()));
+            if !own {
+                inputs.dra.allocated.extend(allocated(&c));
+            }
+        }
+    }
     let drivers = Api::<DeviceDriver>::all(client.clone())
         .list(&lp)
         .await

@@ -175,6 +175,8 @@ struct Want<'a> {
     request: &'a str,
     class: &'a str,
     selectors: Vec<&'a str>,
+    /// The `matchAttribute`s its devices must agree on.
+    agree: Vec<&'a str>,
     count: i64,
 }
 
@@ -202,11 +204,23 @@ fn wants<'a>(
                     .flatten()
                     .filter_map(|s| s.cel.as_ref().map(|c| c.expression.as_str())),
             );
+            let agree = spec
+                .devices
+                .iter()
+                .flat_map(|d| d.constraints.iter().flatten())
+                .filter(|c| {
+                    c.requests
+                        .as_ref()
+                        .is_none_or(|n| n.is_empty() || n.contains(&r.name))
+                })
+                .filter_map(|c| c.match_attribute.as_deref())
+                .collect();
             Some(Want {
                 template,
                 request: &r.name,
                 class: &e.device_class_name,
                 selectors,
+                agree,
                 count: e.count.unwrap_or(1),
             })
         })
@@ -311,11 +325,14 @@ fn refusal(
         );
     };
     let w = all[k];
-    let matching = if w.selectors.is_empty() {
+    let mut matching = if w.selectors.is_empty() {
         String::new()
     } else {
         format!(" matching {}", w.selectors.join(" && "))
     };
+    if !w.agree.is_empty() {
+        matching.push_str(&format!(" with one value of {}", w.agree.join(" and ")));
+    }
     format!(
         "no node can hold the devices of pod set {}: ResourceClaimTemplate {} request {} asks {} device(s) of DeviceClass {}{matching}; at most {free} are free on one node ({node})",
         d.pod_set, w.template, w.request, w.count, w.class

@@ -223,10 +223,12 @@ pub fn charge<'a>(
             let Some(name) = prc.resource_claim_template_name.as_deref() else {
                 continue;
             };
-            let path = format!("spec.podSets[{i}].template.spec.resourceClaims[{j}]");
+            // Formatted only for a message: most Workloads need none.
+            let path = || format!("spec.podSets[{i}].template.spec.resourceClaims[{j}]");
             let Some(spec) = template(name) else {
                 return Charge::Inadmissible(format!(
-                    "{path}: Internal error: failed to get claim spec for ResourceClaimTemplate {name} in podset {}: resourceclaimtemplates.resource.k8s.io {name:?} not found",
+                    "{}: Internal error: failed to get claim spec for ResourceClaimTemplate {name} in podset {}: resourceclaimtemplates.resource.k8s.io {name:?} not found",
+                    path(),
                     ps.name
                 ));
             };
@@ -234,7 +236,8 @@ pub fn charge<'a>(
                 Ok(c) => c,
                 Err((field, body)) => {
                     return Charge::Inadmissible(format!(
-                        "{path}.{field}: {}",
+                        "{}.{field}: {}",
+                        path(),
                         body.replace("{template}", &format!("ResourceClaimTemplate {name}"))
                     ))
                 }
@@ -245,7 +248,8 @@ pub fn charge<'a>(
                     .into_iter()
                     .map(|(field, body)| {
                         format!(
-                            "{path}.{field}: {}",
+                            "{}.{field}: {}",
+                            path(),
                             body.replace("{template}", &format!("ResourceClaimTemplate {name}"))
                         )
                     })
@@ -255,7 +259,8 @@ pub fn charge<'a>(
             for (class, n) in counts {
                 let Some(resource) = settings.classes.get(&class) else {
                     return Charge::Inadmissible(format!(
-                        "{path}.resourceClaimTemplateName: Not found: \"DeviceClass {class} is not mapped in DRA configuration for podset {}\"",
+                        "{}.resourceClaimTemplateName: Not found: \"DeviceClass {class} is not mapped in DRA configuration for podset {}\"",
+                        path(),
                         ps.name
                     ));
                 };

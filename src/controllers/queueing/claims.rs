@@ -45,8 +45,9 @@ struct Using {
 #[derive(Default)]
 pub(super) struct Claims {
     settings: Settings,
-    /// `spec.spec` of each ResourceClaimTemplate, by namespace and name.
-    templates: HashMap<(String, String), ResourceClaimSpec>,
+    /// `spec.spec` of each ResourceClaimTemplate, by namespace, then name
+    /// (looked up by `&str`, without building a key per Workload).
+    templates: HashMap<String, HashMap<String, ResourceClaimSpec>>,
     /// ResourceSlices and DeviceClasses by name, and the view the CEL
     /// check reads, built again (when next read) after either changes.
     slices: BTreeMap<String, ResourceSliceSpec>,
@@ -150,10 +151,21 @@ impl Claims {
         name: &str,
         spec: Option<&ResourceClaimSpec>,
     ) -> Vec<Key> {
-        let at = (ns.to_string(), name.to_string());
         match spec {
-            Some(spec) => self.templates.insert(at, spec.clone()),
-            None => self.templates.remove(&at),
+            Some(spec) => {
+                self.templates
+                    .entry(ns.to_string())
+                    .or_default()
+                    .insert(name.to_string(), spec.clone());
+            }
+            None => {
+                if let Some(in_ns) = self.templates.get_mut(ns) {
+                    in_ns.remove(name);
+                    if in_ns.is_empty() {
+                        self.templates.remove(ns);
+                    }
+                }
+            }
         };
         self.placed.clear();
         self.using
@@ -296,7 +308,8 @@ impl Claims {
                 PodSetClaims::templates(std::slice::from_ref(ps))
                     .filter_map(|n| {
                         self.templates
-                            .get(&(ns.clone(), n.to_string()))
+                            .get(&ns)
+                            .and_then(|t| t.get(n))
                             .map(|spec| (n, spec))
                     })
                     .collect();
@@ -350,10 +363,10 @@ impl Claims {
         let devices = self.view.as_ref().expect("just built");
         let u = self.using.get(key)?;
         let admitted = u.base.admission.is_some() || u.base.finished;
-        let ns = u.base.namespace.to_string();
+        let in_ns = self.templates.get(&*u.base.namespace);
         let found = charge(
             &u.pod_sets,
-            |name| self.templates.get(&(ns.clone(), name.to_string())),
+            |name| in_ns.and_then(|t| t.get(name)),
             devices,
             &self.settings,
         );
