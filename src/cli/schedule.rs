@@ -258,11 +258,7 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
         node_results: &selection.results,
     };
     match a.output {
-        Some(Format::Json) => println!("{}", serde_json::to_string_pretty(&report)?),
-        Some(Format::Yaml) => print!(
-            "{}",
-            serde_yaml::to_string(&serde_json::to_value(&report)?)?
-        ),
+        Some(format) => print_as(format, &report)?,
         None => {
             let flat: Vec<Value> = allocations
                 .iter()
@@ -385,11 +381,7 @@ fn place_dra(a: &ScheduleArgs, inputs: &Inputs, template: &Value, pods: usize) -
         reason: reason.as_deref(),
     };
     match a.output {
-        Some(Format::Json) => println!("{}", serde_json::to_string_pretty(&report)?),
-        Some(Format::Yaml) => print!(
-            "{}",
-            serde_yaml::to_string(&serde_json::to_value(&report)?)?
-        ),
+        Some(format) => print_as(format, &report)?,
         None => {
             println!("ALLOCATIONS\n-----------");
             if placement.is_empty() {
@@ -423,6 +415,15 @@ fn place_dra(a: &ScheduleArgs, inputs: &Inputs, template: &Value, pods: usize) -
     }
     if reason.is_some() {
         std::process::exit(2);
+    }
+    Ok(())
+}
+
+/// `-o json` or `-o yaml`.
+fn print_as(format: Format, report: &impl Serialize) -> Result<()> {
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(report)?),
+        Format::Yaml => print!("{}", serde_yaml::to_string(&serde_json::to_value(report)?)?),
     }
     Ok(())
 }

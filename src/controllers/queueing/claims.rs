@@ -60,6 +60,10 @@ pub(super) struct Claims {
     /// Placement answers per (namespace, templates and pod counts): the
     /// Workloads of one job template ask the same question.
     placed: HashMap<String, Result<(), String>>,
+    /// What each Workload's last count came to (a hash of its pod sets'
+    /// requests, or of the message it is held with), so that a slice or
+    /// class event that changes nothing for it moves nothing in the engine.
+    last: HashMap<Key, u64>,
 }
 
 /// A DeviceClass as counting reads it.
@@ -78,6 +82,21 @@ pub(super) enum Counted {
     Queue(Box<queueing::Workload>),
     /// Kept out, pending with this message.
     Held(String),
+}
+
+/// A hash of what a count decided: the pod sets' requests, or the message.
+fn outcome(c: &Counted) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match c {
+        Counted::Queue(v) => {
+            for ps in &v.pod_sets {
+                ps.requests.hash(&mut h);
+            }
+        }
+        Counted::Held(m) => m.hash(&mut h),
+    }
+    h.finish()
 }
 
 /// Each pod set's claims and, when `extended`, its containers' extended
@@ -276,6 +295,15 @@ impl Claims {
     /// The Workload is gone.
     pub(super) fn forget(&mut self, key: &str) {
         self.using.remove(key);
+        self.last.remove(key);
+    }
+
+    /// [`Claims::count`], `None` also when the outcome is the one the
+    /// engine already has.
+    pub(super) fn recount(&mut self, key: &str) -> Option<Counted> {
+        let before = self.last.get(key).copied();
+        let counted = self.count(key)?;
+        (self.last.get(key).copied() != before).then_some(counted)
     }
 
     /// Whether the free devices hold every pod of `key`'s claims (see
@@ -376,11 +404,13 @@ impl Claims {
             _ => self.place(key),
         };
         if let Err(message) = placement {
-            return Some(Counted::Held(message));
+            let counted = Counted::Held(message);
+            self.last.insert(Key::from(key), outcome(&counted));
+            return Some(counted);
         }
         let u = self.using.get(key)?;
         let mut view = u.base.clone();
-        Some(match found {
+        let counted = match found {
             Charge::Nothing => Counted::Queue(Box::new(view)),
             Charge::Devices(per_pod_set) => {
                 add_to(&mut view.pod_sets, &per_pod_set);
@@ -389,7 +419,9 @@ impl Claims {
             // What it holds stays held; counted again once pending.
             Charge::Inadmissible(_) if admitted => Counted::Queue(Box::new(view)),
             Charge::Inadmissible(message) => Counted::Held(message),
-        })
+        };
+        self.last.insert(Key::from(key), outcome(&counted));
+        Some(counted)
     }
 }
 
@@ -578,7 +610,10 @@ mod tests {
             c.slice("node-b", Some(&node_slice("node-b", 4))),
             vec![Key::from("ns/w")]
         );
-        assert!(matches!(c.count("ns/w"), Some(Counted::Queue(_))));
+        assert!(matches!(c.recount("ns/w"), Some(Counted::Queue(_))));
+        // A slice that changes nothing for it: nothing to move.
+        c.slice("node-c", Some(&node_slice("node-c", 1)));
+        assert_eq!(c.recount("ns/w"), None);
         // Switched off, only the count decides.
         let mut off = Claims::new(Settings {
             placement: false,

@@ -391,7 +391,9 @@ impl Controller {
             return;
         }
         for k in named {
-            match self.claims.count(&k) {
+            // Only what changed: a slice event recounts every pending
+            // DRA Workload, most of them to the same answer.
+            match self.claims.recount(&k) {
                 Some(claims::Counted::Queue(v)) if !v.finished => self.engine.upsert_workload(*v),
                 Some(claims::Counted::Held(message)) => self.hold_for_claims(k, message),
                 _ => {}
