@@ -742,7 +742,7 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
     });
     assert!(
         held.starts_with(
-            "no node can hold the devices of pod set main: ResourceClaimTemplate six-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com'; at most 4 are free on one node"
+            "no node can hold the devices of pod set main: ResourceClaimTemplate six-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com'; at most 4 match on one node"
         ),
         "{held}"
     );

@@ -205,7 +205,7 @@ fn a_job_with_claim_templates_is_placed_over_resource_slices() {
     ]);
     assert_eq!(code, 2);
     assert!(
-        out.contains("UNSCHEDULABLE: no node can hold the devices of pod set main: ResourceClaimTemplate two-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com' with one value of gpu.example.com/numa; at most 2 are free on one node (node-0)"),
+        out.contains("UNSCHEDULABLE: no node can hold the devices of pod set main: ResourceClaimTemplate two-gpus request gpus asks 6 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com' with one value of gpu.example.com/numa; at most 2 match on one node (node-0)"),
         "{out}"
     );
 

@@ -311,7 +311,7 @@ fn pod_placement(
 }
 
 /// Why a pod of `d` has no node: the request that failed where it got
-/// furthest, and how many matching devices that node had free.
+/// furthest, and how many devices there match it (not taken).
 fn refusal(
     d: &Demand,
     claims: &[(Vec<Want>, &ResourceClaimSpec)],
@@ -334,7 +334,7 @@ fn refusal(
         matching.push_str(&format!(" with one value of {}", w.agree.join(" and ")));
     }
     format!(
-        "no node can hold the devices of pod set {}: ResourceClaimTemplate {} request {} asks {} device(s) of DeviceClass {}{matching}; at most {free} are free on one node ({node})",
+        "no node can hold the devices of pod set {}: ResourceClaimTemplate {} request {} asks {} device(s) of DeviceClass {}{matching}; at most {free} match on one node ({node})",
         d.pod_set, w.template, w.request, w.count, w.class
     )
 }
@@ -559,7 +559,7 @@ mod tests {
         let err = place(&demand(1, &spec), &classes(), &inv, &mut taken).unwrap_err();
         assert_eq!(
             err,
-            "no node can hold the devices of pod set main: ResourceClaimTemplate gpus request gpu asks 3 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com'; at most 1 are free on one node (node-a)"
+            "no node can hold the devices of pod set main: ResourceClaimTemplate gpus request gpu asks 3 device(s) of DeviceClass gpu.example.com matching device.driver == 'gpu.example.com'; at most 1 match on one node (node-a)"
         );
     }
 
@@ -570,7 +570,7 @@ mod tests {
         let err = place(&demand(1, &spec), &classes(), &inv, &mut HashSet::new()).unwrap_err();
         assert!(
             err.contains("asks 6 device(s)")
-                && err.contains("at most 4 are free on one node (node-a)"),
+                && err.contains("at most 4 match on one node (node-a)"),
             "{err}"
         );
     }
@@ -621,7 +621,7 @@ mod tests {
             json!([]),
         );
         let err = place(&demand(1, &spec), &classes(), &inv, &mut HashSet::new()).unwrap_err();
-        assert!(err.contains("matching device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].numa == 3; at most 0 are free"), "{err}");
+        assert!(err.contains("matching device.driver == 'gpu.example.com' && device.attributes['gpu.example.com'].numa == 3; at most 0 match"), "{err}");
     }
 
     #[test]

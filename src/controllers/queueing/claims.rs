@@ -605,7 +605,7 @@ mod tests {
         let Counted::Held(m) = observe(&mut c, &wl) else {
             panic!("held")
         };
-        assert_eq!(m, "no node can hold the devices of pod set main: ResourceClaimTemplate gpus request gpu asks 3 device(s) of DeviceClass gpu.example.com; at most 1 are free on one node (node-a)");
+        assert_eq!(m, "no node can hold the devices of pod set main: ResourceClaimTemplate gpus request gpu asks 3 device(s) of DeviceClass gpu.example.com; at most 1 match on one node (node-a)");
         assert_eq!(
             c.slice("node-b", Some(&node_slice("node-b", 4))),
             vec![Key::from("ns/w")]
