@@ -353,6 +353,25 @@ fn claim_template(name: &str, ns: &str, class: &str, count: i64) -> String {
     .to_string()
 }
 
+/// The pool of each device allocated to a ResourceClaim in `ns` that has
+/// `devices` of them, once kube-scheduler has allocated one.
+fn allocated_pools(
+    c: &batchgate_localcluster::LocalCluster,
+    ns: &str,
+    devices: usize,
+) -> Option<Vec<String>> {
+    let claims = get(c, &["resourceclaims", "-n", ns])?;
+    claims["items"].as_array()?.iter().find_map(|cl| {
+        let results = cl["status"]["allocation"]["devices"]["results"].as_array()?;
+        (results.len() == devices).then(|| {
+            results
+                .iter()
+                .filter_map(|r| r["pool"].as_str().map(String::from))
+                .collect()
+        })
+    })
+}
+
 /// The QuotaReserved condition's message of a Job's Workload, once it has
 /// one that is False.
 fn pending_message(
@@ -470,18 +489,9 @@ fn dra_gpus_are_charged_as_quota_and_what_cannot_be_counted_waits() {
     let allocated = wait_for(
         Duration::from_secs(60),
         "the first Job's claim allocated",
-        || {
-            let claims = get(c, &["resourceclaims", "-n", &ns])?;
-            claims["items"].as_array()?.iter().find_map(|cl| {
-                let results = cl["status"]["allocation"]["devices"]["results"].as_array()?;
-                (results.len() == 4).then(|| results.clone())
-            })
-        },
+        || allocated_pools(c, &ns, 4),
     );
-    let pools: std::collections::BTreeSet<&str> = allocated
-        .iter()
-        .filter_map(|r| r["pool"].as_str())
-        .collect();
+    let pools: std::collections::BTreeSet<&String> = allocated.iter().collect();
     assert_eq!(pools.len(), 1, "4 GPUs of one node: {allocated:?}");
     wait_for(
         Duration::from_secs(60),
@@ -698,14 +708,10 @@ fn dra_a_selector_no_device_matches_waits_for_a_slice_that_does() {
         wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["example.com/gpu"],
         "1"
     );
-    let pool = wait_for(Duration::from_secs(60), "the h100 claim allocated", || {
-        let claims = get(c, &["resourceclaims", "-n", &ns])?;
-        claims["items"].as_array()?.iter().find_map(|cl| {
-            let r = &cl["status"]["allocation"]["devices"]["results"][0];
-            r["pool"].as_str().map(String::from)
-        })
+    let pools = wait_for(Duration::from_secs(60), "the h100 claim allocated", || {
+        allocated_pools(c, &ns, 1)
     });
-    assert_eq!(pool, "kwok-node-2", "the one h100 was allocated");
+    assert_eq!(pools, ["kwok-node-2"], "the one h100 was allocated");
 }
 
 /// batchgate's second gate (`draPlacement`, on by default): a pod asking
@@ -776,23 +782,13 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
         "6"
     );
     // Other tests' Jobs may hold kwok-node-1's GPUs for a while.
-    let pools = wait_for(Duration::from_secs(180), "the six GPUs allocated", || {
-        let claims = get(c, &["resourceclaims", "-n", &ns])?;
-        claims["items"].as_array()?.iter().find_map(|cl| {
-            let results = cl["status"]["allocation"]["devices"]["results"].as_array()?;
-            let pools: std::collections::BTreeSet<String> = results
-                .iter()
-                .filter_map(|r| r["pool"].as_str().map(String::from))
-                .collect();
-            (results.len() == 6).then_some(pools)
-        })
+    let allocated = wait_for(Duration::from_secs(180), "the six GPUs allocated", || {
+        allocated_pools(c, &ns, 6)
     });
+    let pools: std::collections::BTreeSet<&str> = allocated.iter().map(String::as_str).collect();
     assert_eq!(
         pools,
-        ["kwok-node-1", "kwok-node-1-extra"]
-            .into_iter()
-            .map(String::from)
-            .collect(),
+        ["kwok-node-1", "kwok-node-1-extra"].into(),
         "all six on the one node that has them"
     );
 }

@@ -38,7 +38,7 @@ use crate::{
         kueue::v1beta2::Workload,
     },
     devices::{
-        allocation, place_group, podclaims, select_node, shapes, slices, Catalog, Claim,
+        allocation, place_group, podclaims, select_node, selectors, shapes, slices, Catalog, Claim,
         ClaimAllocation, GroupPlacement, NodeResult, Pool, Usage,
     },
 };
@@ -451,13 +451,8 @@ fn add_dra(v: Value, kind: &str, name: String, ns: String, inputs: &mut Inputs) 
     match kind {
         "DeviceClass" => {
             if let Some(c) = read::<DraClass>(v, kind, &name, errors) {
-                let exprs = c.spec.selectors.iter().flatten();
-                dra.classes.insert(
-                    name,
-                    exprs
-                        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
-                        .collect(),
-                );
+                dra.classes
+                    .insert(name, selectors::class_selectors(&c.spec));
             }
         }
         "ResourceSlice" => {
@@ -628,9 +623,8 @@ async fn read_cluster(client: &Client, a: &ScheduleArgs, inputs: &mut Inputs) ->
     if let Ok(list) = Api::<ResourceSlice>::all(client.clone()).list(&lp).await {
         inputs.dra.slices = list.items.into_iter().map(|s| s.spec).collect();
         for c in Api::<DraClass>::all(client.clone()).list(&lp).await? {
-            let exprs = c.spec.selectors.iter().flatten();
-            let exprs = exprs.filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()));
-            inputs.dra.classes.insert(c.name_any(), exprs.collect());
+            let exprs = selectors::class_selectors(&c.spec);
+            inputs.dra.classes.insert(c.name_any(), exprs);
         }
         let templates = Api::<ResourceClaimTemplate>::namespaced(client.clone(), &a.namespace);
         for t in templates.list(&lp).await? {

@@ -29,6 +29,14 @@ impl std::fmt::Debug for Selector {
     }
 }
 
+/// A DeviceClass's CEL selector expressions, in order.
+pub fn class_selectors(spec: &k8s_openapi::api::resource::v1::DeviceClassSpec) -> Vec<String> {
+    let selectors = spec.selectors.iter().flatten();
+    selectors
+        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+        .collect()
+}
+
 /// Compiles one CEL expression; the parser's message if it does not.
 pub fn compile(expression: &str) -> Result<Selector, String> {
     Program::compile(expression)

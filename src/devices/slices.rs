@@ -70,7 +70,19 @@ pub fn usable(slices: &[&ResourceSliceSpec]) -> Vec<bool> {
 impl Inventory {
     /// The inventory of `slices`.
     pub fn new(slices: &[&ResourceSliceSpec]) -> Inventory {
-        let devices = selectors::devices(slices);
+        Inventory::with_devices(slices, selectors::devices(slices))
+    }
+
+    /// The inventory of `slices`, whose devices as CEL reads them
+    /// ([`selectors::devices`] of the same slices) are already built.
+    pub fn with_devices(slices: &[&ResourceSliceSpec], devices: Vec<Device>) -> Inventory {
+        debug_assert_eq!(
+            devices.len(),
+            slices
+                .iter()
+                .map(|s| s.devices.iter().flatten().count())
+                .sum::<usize>()
+        );
         let ok = usable(slices);
         let mut inv = Inventory {
             devices,

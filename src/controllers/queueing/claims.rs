@@ -32,7 +32,6 @@ use crate::{
             PodSetClaims, Settings,
         },
     },
-    vocabulary::quantity::Quantity,
 };
 
 /// A Workload that uses claims.
@@ -121,26 +120,10 @@ fn pod_set_claims(wl: &api::Workload, extended: bool) -> Vec<PodSetClaims> {
             for (kind, list) in containers.into_iter().flatten().filter(|_| extended) {
                 for (j, c) in list.iter().enumerate() {
                     let asked = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-                    for (name, q) in asked.into_iter().flatten() {
-                        if !is_extended(name) {
-                            continue;
-                        }
-                        let Ok(parsed) = Quantity::parse(&q.0) else {
-                            continue;
-                        };
-                        let n = parsed.nanos();
-                        if n <= 0 {
-                            continue;
-                        }
-                        let fraction = n.rem_euclid(1_000_000_000);
-                        requests.push(ExtendedRequest {
-                            container: format!("{kind}[{j}]"),
-                            name: name.clone(),
-                            quantity: q.0.clone(),
-                            units: n.div_euclid(1_000_000_000) + i128::from(fraction != 0),
-                            integer: fraction == 0,
-                        });
-                    }
+                    let extended = asked.into_iter().flatten().filter(|(n, _)| is_extended(n));
+                    requests.extend(extended.filter_map(|(name, q)| {
+                        ExtendedRequest::new(format!("{kind}[{j}]"), name, &q.0)
+                    }));
                 }
             }
             PodSetClaims {
@@ -219,14 +202,8 @@ impl Claims {
     ) -> Vec<Key> {
         match spec {
             Some(s) => {
-                let selectors = s
-                    .selectors
-                    .iter()
-                    .flatten()
-                    .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
-                    .collect();
                 let class = Class {
-                    selectors,
+                    selectors: crate::devices::selectors::class_selectors(s),
                     extended_resource_name: s
                         .extended_resource_name
                         .clone()
@@ -306,8 +283,9 @@ impl Claims {
         (self.last.get(key).copied() != before).then_some(counted)
     }
 
-    /// Whether the free devices hold every pod of `key`'s claims (see
+    /// Whether the published devices hold every pod of `key`'s claims (see
     /// [`slices::place`]); memoized per question until anything changes.
+    /// Called by [`Claims::count`], after the device view is built.
     fn place(&mut self, key: &str) -> Result<(), String> {
         let Some(u) = self.using.get(key) else {
             return Ok(());
@@ -325,11 +303,15 @@ impl Claims {
         if let Some(known) = self.placed.get(&question) {
             return known.clone();
         }
-        if self.inventory.is_none() {
+        let Some(view) = self.view.as_ref() else {
+            return Ok(());
+        };
+        // The devices the CEL check reads, reused: built once per slice
+        // change.
+        let inv = self.inventory.get_or_insert_with(|| {
             let all: Vec<&ResourceSliceSpec> = self.slices.values().collect();
-            self.inventory = Some(Inventory::new(&all));
-        }
-        let inv = self.inventory.as_ref().expect("just built");
+            Inventory::with_devices(&all, view.devices.clone())
+        });
         let mut demands = Vec::new();
         for (ps, base) in u.pod_sets.iter().zip(&u.base.pod_sets) {
             let claims: Vec<(&str, &ResourceClaimSpec)> =
@@ -349,15 +331,10 @@ impl Claims {
                 });
             }
         }
-        let selectors: BTreeMap<String, Vec<String>> = self
-            .classes
-            .iter()
-            .map(|(n, c)| (n.clone(), c.selectors.clone()))
-            .collect();
         let answer = if demands.is_empty() {
             Ok(())
         } else {
-            slices::place(&demands, &selectors, inv, &mut HashSet::new()).map(|_| ())
+            slices::place(&demands, &view.classes, inv, &mut HashSet::new()).map(|_| ())
         };
         self.placed.insert(question, answer.clone());
         answer

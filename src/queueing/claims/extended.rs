@@ -24,6 +24,26 @@ pub struct ExtendedRequest {
 }
 
 impl ExtendedRequest {
+    /// A container's request for `name` (`container` is `containers[j]`
+    /// or `initContainers[j]`); `None` unless it is a positive quantity,
+    /// which is all Kueue charges.
+    pub fn new(container: String, name: &str, quantity: &str) -> Option<ExtendedRequest> {
+        let n = crate::vocabulary::quantity::Quantity::parse(quantity)
+            .ok()?
+            .nanos();
+        if n <= 0 {
+            return None;
+        }
+        let fraction = n.rem_euclid(1_000_000_000);
+        Some(ExtendedRequest {
+            container,
+            name: name.to_string(),
+            quantity: quantity.to_string(),
+            units: n.div_euclid(1_000_000_000) + i128::from(fraction != 0),
+            integer: fraction == 0,
+        })
+    }
+
     fn init(&self) -> bool {
         self.container.starts_with("init")
     }

@@ -543,15 +543,7 @@ fn the_class_created_last_backs_an_extended_resource_ties_to_the_first_name() {
 }
 
 fn ext(container: &str, name: &str, quantity: &str) -> ExtendedRequest {
-    let q = crate::vocabulary::quantity::Quantity::parse(quantity).unwrap();
-    let n = q.nanos();
-    ExtendedRequest {
-        container: container.into(),
-        name: name.into(),
-        quantity: quantity.into(),
-        units: n.div_euclid(1_000_000_000) + i128::from(n.rem_euclid(1_000_000_000) != 0),
-        integer: n.rem_euclid(1_000_000_000) == 0,
-    }
+    ExtendedRequest::new(container.into(), name, quantity).expect("a positive quantity")
 }
 
 /// Kueue's fixture classes: gpu.nvidia.com backs example.com/gpu,
