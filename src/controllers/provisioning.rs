@@ -29,12 +29,11 @@ use super::context::{
     admission_pod_set_infos, params, store, workload_controller, write_workload_status, JobError,
     Shared,
 };
-use crate::api::kueue::v1beta2::Conditions;
 use crate::vocabulary::keys;
 use crate::{
     api::kueue::v1beta2::{
         self as api, AdmissionCheck, AdmissionCheckState, ProvisioningRequestConfig,
-        ADMISSION_CHECK_ACTIVE, PROVISIONING_REQUEST_CONTROLLER,
+        PROVISIONING_REQUEST_CONTROLLER,
     },
     queueing::provisioning::{
         self as core,
@@ -173,24 +172,9 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
         return Ok(Action::await_change());
     }
     let found = ctx.config_of(&ac).await?.is_some();
-    let (status, reason, message) = core::active_condition(ac.spec.parameters.as_ref(), found);
-    let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
-    let current = conds
-        .get(ADMISSION_CHECK_ACTIVE)
-        .map(|c| c.status == "True");
-    // Kueue writes only when the status flips.
-    if current == Some(status) {
+    let Some(c) = pass::active(&ac, found, &now_time()) else {
         return Ok(Action::await_change());
-    }
-    let mut c = conds.clone();
-    c.set(
-        ADMISSION_CHECK_ACTIVE,
-        status,
-        reason,
-        &message,
-        &now_time(),
-        ac.metadata.generation,
-    );
+    };
     let api = Api::<AdmissionCheck>::all(ctx.shared.client.clone());
     let patch = json!({
         "metadata": {"resourceVersion": ac.resource_version()},
@@ -471,15 +455,7 @@ async fn failed_create(
     err: kube::Error,
 ) -> Result<Action, JobError> {
     ctx.event(wl, true, "FailedCreate", msg.clone()).await;
-    if let Some(s) = state {
-        let mut states = wl
-            .status
-            .as_ref()
-            .and_then(|st| st.admission_checks.clone())
-            .unwrap_or_default();
-        if let Some(t) = states.iter_mut().find(|t| t.name == s.name) {
-            t.message = msg.chars().take(32 * 1024).collect();
-        }
+    if let Some(states) = state.and_then(|s| pass::failed(wl, &s.name, &msg)) {
         write_workload_status(wl_api, wl, json!({ "admissionChecks": states })).await?;
     }
     Err(err.into())
@@ -501,43 +477,18 @@ async fn adopt_templates(
         let Some(pt) = pt_api.get_opt(template).await? else {
             continue;
         };
-        let refs = pt.metadata.owner_references.clone().unwrap_or_default();
-        let wl_uid = wl.metadata.uid.clone().unwrap_or_default();
-        // Only a template made for this Workload is handed to its request:
-        // a same-named template of someone else's is not adopted.
-        let made_for_wl = !wl_uid.is_empty()
-            && refs
-                .iter()
-                .any(|o| o.uid == wl_uid && o.controller == Some(true));
         if pr_uid.is_none() {
             let Some(obj) = pr_api.get_opt(request).await? else {
                 return Ok(());
             };
             pr_uid = obj.metadata.uid.clone();
         }
-        let uid = pr_uid.clone().unwrap_or_default();
-        if refs
-            .iter()
-            .any(|o| o.uid == uid && o.controller == Some(true))
-        {
+        let refs = pt.metadata.owner_references.as_deref().unwrap_or_default();
+        let wl_uid = wl.metadata.uid.as_deref().unwrap_or_default();
+        let uid = pr_uid.as_deref().unwrap_or_default();
+        let Some(kept) = pass::handed_over(refs, wl_uid, request, uid) else {
             continue;
-        }
-        if !made_for_wl {
-            continue;
-        }
-        let mut kept: Vec<Value> = refs
-            .iter()
-            .filter(|o| o.uid != wl_uid)
-            .filter_map(|o| serde_json::to_value(o).ok())
-            .collect();
-        kept.push(json!({
-            "apiVersion": format!("{}/{}", core::GROUP, core::VERSION),
-            "kind": core::KIND,
-            "name": request,
-            "uid": uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
-        }));
+        };
         let patch = json!({"metadata": {
             "resourceVersion": pt.resource_version(),
             "ownerReferences": kept,
@@ -561,4 +512,304 @@ fn jitter() -> f64 {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     f64::from(nanos % 1_000_000) / 1_000_000.0
+}
+
+/// The executor against a scripted apiserver: the exact requests of a pass.
+#[cfg(test)]
+mod tests {
+    use kube::runtime::{reflector, watcher::Event};
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::controllers::vetting::testing::{scripted_client, sent as requests, status};
+
+    const CONFIG: &str = "/apis/kueue.x-k8s.io/v1beta2/provisioningrequestconfigs/prc";
+    const REQUESTS: &str = "/apis/autoscaling.x-k8s.io/v1/namespaces/ns/provisioningrequests";
+    const REQUEST: &str =
+        "/apis/autoscaling.x-k8s.io/v1/namespaces/ns/provisioningrequests/wl-prov-1";
+    const TEMPLATES: &str = "/api/v1/namespaces/ns/podtemplates";
+    const TEMPLATE: &str = "/api/v1/namespaces/ns/podtemplates/ppt-wl-prov-1-main";
+    const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+    const WL_STATUS: &str = "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status";
+    const CHECK_STATUS: &str = "/apis/kueue.x-k8s.io/v1beta2/admissionchecks/prov/status";
+
+    fn check(status: Option<Value>) -> AdmissionCheck {
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+            "metadata": {"name": "prov", "resourceVersion": "7", "generation": 1},
+            "spec": {"controllerName": PROVISIONING_REQUEST_CONTROLLER,
+                "parameters": {"apiGroup": "kueue.x-k8s.io",
+                    "kind": "ProvisioningRequestConfig", "name": "prc"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn ctx(client: Client) -> Arc<Ctx> {
+        let mut shared = Shared::without_kueue(client);
+        let (flavors, mut w) = reflector::store();
+        w.apply_watcher_event(&Event::Apply(
+            serde_json::from_value(json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor", "metadata": {"name": "f"}, "spec": {}}))
+            .unwrap(),
+        ));
+        shared.flavors = flavors;
+        let (checks, mut w) = reflector::store();
+        w.apply_watcher_event(&Event::Apply(check(None)));
+        Arc::new(Ctx { shared, checks })
+    }
+
+    /// `ns/wl` (uid `wl-uid`) holding quota on `cq`, its check `prov`
+    /// Pending, and `extra` conditions set.
+    fn wl(extra: &[&str]) -> api::Workload {
+        let mut conds = vec!["QuotaReserved"];
+        conds.extend(extra);
+        let conds: Vec<Value> = conds
+            .iter()
+            .map(|t| {
+                json!({"type": t, "status": "True", "reason": t, "message": "",
+                "lastTransitionTime": "2026-11-28T12:00:00Z"})
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "wl", "namespace": "ns", "uid": "wl-uid",
+                "generation": 1, "resourceVersion": "5"},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2,
+                "template": {"spec": {"containers": [{"name": "c", "image": "i",
+                    "resources": {"requests": {"cpu": "1"}}}]}}}]},
+            "status": {"conditions": conds,
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                    "count": 2, "flavors": {"cpu": "f"}}]},
+                "admissionChecks": [{"name": "prov", "state": "Pending", "message": "",
+                    "lastTransitionTime": "2026-11-28T12:00:00Z"}]}
+        }))
+        .unwrap()
+    }
+
+    fn owned_by(uid: &str) -> Value {
+        json!([{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": "wl",
+            "uid": uid, "controller": true, "blockOwnerDeletion": true}])
+    }
+
+    fn template(owner_uid: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "PodTemplate",
+            "metadata": {"name": "ppt-wl-prov-1-main", "namespace": "ns",
+                "resourceVersion": "9", "ownerReferences": owned_by(owner_uid)},
+            "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}})
+    }
+
+    fn request(name: &str, owner_uid: &str) -> Value {
+        json!({"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid"),
+                "labels": {"kueue.x-k8s.io/managed": "true"},
+                "ownerReferences": owned_by(owner_uid)},
+            "spec": {"provisioningClassName": "class1",
+                "podSets": [{"podTemplateRef": {"name": "ppt-wl-prov-1-main"}, "count": 2}]}})
+    }
+
+    /// The apiserver of these tests: the config exists, the Workload owns
+    /// `owned` requests, the template reads as `existing` (404 if `None`),
+    /// and a request create answers `create`.
+    fn apiserver(
+        owned: Vec<Value>,
+        existing: Option<Value>,
+        create: u16,
+    ) -> impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static {
+        move |method, path, body| match (method, path) {
+            ("GET", CONFIG) => (
+                200,
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "ProvisioningRequestConfig", "metadata": {"name": "prc"},
+                    "spec": {"provisioningClassName": "class1"}}),
+            ),
+            ("GET", REQUESTS) => (
+                200,
+                json!({"apiVersion": "autoscaling.x-k8s.io/v1",
+                    "kind": "ProvisioningRequestList", "metadata": {}, "items": owned}),
+            ),
+            ("GET", TEMPLATE) => match &existing {
+                Some(t) => (200, t.clone()),
+                None => (404, status(404, "NotFound")),
+            },
+            ("GET", REQUEST) => (200, request("wl-prov-1", "wl-uid")),
+            ("POST", REQUESTS) if create == 201 => {
+                let mut created = body.clone();
+                created["metadata"]["uid"] = json!("wl-prov-1-uid");
+                (201, created)
+            }
+            ("POST", REQUESTS) => (create, status(create, "Forbidden")),
+            ("POST", TEMPLATES) | ("POST", EVENTS) => (201, body.clone()),
+            ("PATCH", CHECK_STATUS) => (200, serde_json::to_value(check(None)).unwrap()),
+            ("PATCH", _) => (200, body.clone()),
+            ("DELETE", _) => (200, status(200, "Success")),
+            _ => (404, status(404, "NotFound")),
+        }
+    }
+
+    fn lines(sent: &[(String, Value)]) -> Vec<&str> {
+        sent.iter().map(|(l, _)| l.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_held_workload_gets_its_templates_then_its_request_which_then_owns_them() {
+        // The template reads as missing for the create, then as made for
+        // the Workload for the hand-over (the script is stateless).
+        let (client, sent) = scripted_client(apiserver(vec![], None, 201));
+        let out = reconcile_workload(Arc::new(wl(&[])), ctx(client))
+            .await
+            .unwrap();
+        assert_eq!(out, Action::await_change());
+        let sent = requests(&sent);
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CONFIG}"),
+                format!("GET {REQUESTS}"),
+                format!("GET {TEMPLATE}"),
+                format!("POST {TEMPLATES}"),
+                format!("POST {REQUESTS}"),
+                format!("POST {EVENTS}"),
+                format!("GET {TEMPLATE}"),
+            ]
+        );
+        let pt = &sent[3].1;
+        assert_eq!(pt["metadata"]["name"], "ppt-wl-prov-1-main");
+        assert_eq!(pt["metadata"]["ownerReferences"][0]["uid"], "wl-uid");
+        let pr = &sent[4].1;
+        assert_eq!(pr["metadata"]["name"], "wl-prov-1");
+        assert_eq!(pr["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
+        assert_eq!(pr["spec"]["provisioningClassName"], "class1");
+        assert_eq!(sent[5].1["reason"], "ProvisioningRequestCreated");
+        assert_eq!(
+            sent[5].1["note"],
+            "Created ProvisioningRequest: \"wl-prov-1\""
+        );
+    }
+
+    #[tokio::test]
+    async fn the_templates_made_for_the_workload_are_handed_to_its_request() {
+        let (client, sent) = scripted_client(apiserver(vec![], Some(template("wl-uid")), 201));
+        reconcile_workload(Arc::new(wl(&[])), ctx(client))
+            .await
+            .unwrap();
+        let sent = requests(&sent);
+        // The template exists, so it is not created again; the request is,
+        // and then it controls the template (guarded by its version).
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CONFIG}"),
+                format!("GET {REQUESTS}"),
+                format!("GET {TEMPLATE}"),
+                format!("POST {REQUESTS}"),
+                format!("POST {EVENTS}"),
+                format!("GET {TEMPLATE}"),
+                format!("GET {REQUEST}"),
+                format!("PATCH {TEMPLATE}"),
+            ]
+        );
+        let patch = &sent[7].1["metadata"];
+        assert_eq!(patch["resourceVersion"], "9");
+        assert_eq!(
+            patch["ownerReferences"],
+            json!([{
+            "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+            "name": "wl-prov-1", "uid": "wl-prov-1-uid",
+            "controller": true, "blockOwnerDeletion": true}])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_same_named_template_of_someone_else_is_neither_replaced_nor_adopted() {
+        let (client, sent) = scripted_client(apiserver(vec![], Some(template("other")), 201));
+        reconcile_workload(Arc::new(wl(&[])), ctx(client))
+            .await
+            .unwrap();
+        let sent = requests(&sent);
+        let lines = lines(&sent);
+        assert!(
+            lines
+                .iter()
+                .all(|l| !l.starts_with("PATCH") && !l.starts_with("DELETE")),
+            "{lines:?}"
+        );
+        assert!(
+            !lines.contains(&format!("POST {TEMPLATES}").as_str()),
+            "{lines:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_ending_workload_deletes_only_its_own_requests_on_their_uid() {
+        let owned = vec![
+            request("wl-prov-1", "wl-uid"),
+            request("wl-prov-2", "other"),
+        ];
+        let (client, sent) = scripted_client(apiserver(owned, None, 201));
+        let out = reconcile_workload(Arc::new(wl(&["Finished"])), ctx(client))
+            .await
+            .unwrap();
+        assert_eq!(out, Action::await_change());
+        let sent = requests(&sent);
+        // No config is read for a cleanup.
+        assert_eq!(
+            lines(&sent),
+            [format!("GET {REQUESTS}"), format!("DELETE {REQUEST}")]
+        );
+        assert_eq!(sent[1].1["preconditions"]["uid"], "wl-prov-1-uid");
+    }
+
+    #[tokio::test]
+    async fn a_refused_request_is_a_warning_and_the_checks_message() {
+        let (client, sent) = scripted_client(apiserver(vec![], None, 403));
+        let out = reconcile_workload(Arc::new(wl(&[])), ctx(client)).await;
+        assert!(out.is_err(), "retried with backoff");
+        let sent = requests(&sent);
+        let n = sent.len();
+        assert_eq!(
+            lines(&sent)[n - 3..],
+            [
+                format!("POST {REQUESTS}"),
+                format!("POST {EVENTS}"),
+                format!("PATCH {WL_STATUS}"),
+            ]
+        );
+        assert_eq!(sent[n - 2].1["type"], "Warning");
+        assert_eq!(sent[n - 2].1["reason"], "FailedCreate");
+        let message = sent[n - 1].1["status"]["admissionChecks"][0]["message"]
+            .as_str()
+            .unwrap();
+        assert!(
+            message.starts_with("Error creating ProvisioningRequest \"wl-prov-1\": "),
+            "{message}"
+        );
+        assert_eq!(sent[n - 1].1["metadata"]["resourceVersion"], "5");
+    }
+
+    #[tokio::test]
+    async fn the_check_is_marked_active_once_with_its_version() {
+        let (client, sent) = scripted_client(apiserver(vec![], None, 201));
+        let c = ctx(client);
+        reconcile_check(Arc::new(check(None)), c.clone())
+            .await
+            .unwrap();
+        let active = json!({"conditions": [{"type": "Active", "status": "True",
+            "reason": "Active", "message": "The admission check is active",
+            "lastTransitionTime": "2026-11-28T12:00:00Z", "observedGeneration": 1}]});
+        reconcile_check(Arc::new(check(Some(active))), c)
+            .await
+            .unwrap();
+        let sent = requests(&sent);
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CONFIG}"),
+                format!("PATCH {CHECK_STATUS}"),
+                format!("GET {CONFIG}"),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["resourceVersion"], "7");
+        assert_eq!(sent[1].1["status"]["conditions"][0]["status"], "True");
+    }
 }

@@ -91,6 +91,11 @@ MUTATIONS = [
     (V, "provisioning: the states first", "    if new_states != states {", "    if false {"),
     (V, "provisioning: unused requests deleted", "        .filter(|r| !last.values().any(|l| l.name == r.name))", "        .filter(|_| false)"),
     (V, "provisioning: an inactive check", "            None => Need::Inactive,", "            None => continue,"),
+    (V, "provisioning: a template not made for the Workload is not adopted", "    if controls(request_uid) || !controls(workload_uid) {", "    if controls(request_uid) {"),
+    (V, "provisioning: a template its request controls is left", "    if controls(request_uid) || !controls(workload_uid) {", "    if !controls(workload_uid) {"),
+    (V, "provisioning: the Workload's reference goes", "        .filter(|o| o.uid != workload_uid)", "        .filter(|_| true)"),
+    (V, "provisioning: Active written only when it flips", "        == Some(status)\n    {\n        return None;", "        == Some(status) && false\n    {\n        return None;"),
+    (V, "provisioning: a refused create in the check's message", "    s.message = message.chars().take(32 * 1024).collect();", "    let _ = message;"),
 ]
 
 

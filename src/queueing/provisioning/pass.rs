@@ -3,19 +3,24 @@
 //! Kueue's controller): what the controller read (the Workload, this
 //! controller's checks with their configs, the Workload's own requests)
 //! and the time in; the check states to write, the requests to delete and
-//! the requests to create or whose templates to hand over out.
-//! `controllers::provisioning` reads and executes it.
+//! the requests to create or whose templates to hand over out. Beside it,
+//! the smaller decisions of the same controller: a template's hand-over
+//! ([`handed_over`]), the AdmissionCheck's `Active` condition ([`active`])
+//! and the states after a refused create ([`failed`]).
+//! `controllers::provisioning` reads and executes them.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use serde_json::{json, Value};
 
 use super::{
     active_or_last, attempt_to_create, is_needed, merged_pod_sets, next_state, request_name,
     updated_message, MergedPodSet, Need, ProvisioningError, Request, WorkloadFacts,
 };
 use crate::api::kueue::v1beta2::{
-    condition, AdmissionCheckState, Conditions, ProvisioningRequestConfigSpec, Workload,
+    condition, AdmissionCheck, AdmissionCheckState, Conditions, ProvisioningRequestConfigSpec,
+    Workload, ADMISSION_CHECK_ACTIVE,
 };
 
 /// Where a Workload stands for this controller, before anything is read.
@@ -197,6 +202,83 @@ pub fn pass(f: &Facts<'_>) -> Result<Pass, ProvisioningError> {
         }
     }
     Ok(Pass::Sync { delete, provision })
+}
+
+/// A pod template's owner references once handed from the Workload
+/// (`workload_uid`) to its request (`request`, `request_uid`), Kueue's
+/// `syncProvisionRequestsPodTemplates`; `None` when there is nothing to
+/// write: the request controls it already, or it was not made for this
+/// Workload (a same-named template of someone else's is never adopted).
+pub fn handed_over(
+    refs: &[OwnerReference],
+    workload_uid: &str,
+    request: &str,
+    request_uid: &str,
+) -> Option<Vec<Value>> {
+    let controls = |uid: &str| {
+        !uid.is_empty()
+            && refs
+                .iter()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+    };
+    if controls(request_uid) || !controls(workload_uid) {
+        return None;
+    }
+    let mut kept: Vec<Value> = refs
+        .iter()
+        .filter(|o| o.uid != workload_uid)
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect();
+    kept.push(json!({
+        "apiVersion": format!("{}/{}", super::GROUP, super::VERSION),
+        "kind": super::KIND,
+        "name": request,
+        "uid": request_uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }));
+    Some(kept)
+}
+
+/// The AdmissionCheck's conditions with `Active` set as
+/// [`super::active_condition`] says, or `None` when its status would not
+/// flip (Kueue writes only then). `config_found`: the config it names
+/// exists.
+pub fn active(ac: &AdmissionCheck, config_found: bool, now: &Time) -> Option<Conditions> {
+    let (status, reason, message) =
+        super::active_condition(ac.spec.parameters.as_ref(), config_found);
+    let conds = Conditions::of(ac.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    if conds
+        .get(ADMISSION_CHECK_ACTIVE)
+        .map(|c| c.status == "True")
+        == Some(status)
+    {
+        return None;
+    }
+    let mut c = conds.clone();
+    c.set(
+        ADMISSION_CHECK_ACTIVE,
+        status,
+        reason,
+        &message,
+        now,
+        ac.metadata.generation,
+    );
+    Some(c)
+}
+
+/// Kueue's `handleError` after a refused create: the Workload's check
+/// states with `check`'s message replaced by the error (cut at 32 KiB), or
+/// `None` when the Workload has no such state.
+pub fn failed(wl: &Workload, check: &str, message: &str) -> Option<Vec<AdmissionCheckState>> {
+    let mut states = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.admission_checks.clone())
+        .unwrap_or_default();
+    let s = states.iter_mut().find(|s| s.name == check)?;
+    s.message = message.chars().take(32 * 1024).collect();
+    Some(states)
 }
 
 #[cfg(test)]

@@ -223,3 +223,124 @@ fn requests_no_check_uses_are_deleted() {
         "{provision:?}"
     );
 }
+
+fn owner(uid: &str, controller: bool) -> OwnerReference {
+    OwnerReference {
+        api_version: "kueue.x-k8s.io/v1beta2".into(),
+        kind: "Workload".into(),
+        name: "wl".into(),
+        uid: uid.into(),
+        controller: Some(controller),
+        block_owner_deletion: Some(true),
+    }
+}
+
+#[test]
+fn a_template_made_for_the_workload_passes_to_its_request() {
+    let other = OwnerReference {
+        kind: "ConfigMap".into(),
+        uid: "cm-1".into(),
+        controller: None,
+        ..owner("", false)
+    };
+    let refs = [other, owner("wl-uid", true)];
+    let kept = handed_over(&refs, "wl-uid", "wl-check1-1", "pr-uid").expect("handed over");
+    // The Workload's reference goes; the request controls; others stay.
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert_eq!(kept[0]["uid"], "cm-1");
+    assert_eq!(kept[1]["uid"], "pr-uid");
+    assert_eq!(kept[1]["kind"], "ProvisioningRequest");
+    assert_eq!(kept[1]["apiVersion"], "autoscaling.x-k8s.io/v1");
+    assert_eq!(kept[1]["name"], "wl-check1-1");
+    assert_eq!(kept[1]["controller"], true);
+}
+
+#[test]
+fn a_template_not_made_for_the_workload_is_never_adopted() {
+    // Someone else's same-named template, a template only referencing the
+    // Workload, and one the request already controls: nothing written.
+    assert_eq!(
+        handed_over(&[owner("other", true)], "wl-uid", "r", "pr-uid"),
+        None
+    );
+    assert_eq!(
+        handed_over(&[owner("wl-uid", false)], "wl-uid", "r", "pr-uid"),
+        None
+    );
+    assert_eq!(handed_over(&[], "wl-uid", "r", "pr-uid"), None);
+    assert_eq!(
+        handed_over(&[owner("wl-uid", true)], "", "r", "pr-uid"),
+        None
+    );
+    let done = [owner("pr-uid", true)];
+    assert_eq!(handed_over(&done, "wl-uid", "r", "pr-uid"), None);
+}
+
+fn check(params: Value, active: Option<bool>) -> AdmissionCheck {
+    let status = active.map(|a| {
+        json!({"conditions": [{"type": "Active", "status": if a { "True" } else { "False" },
+            "reason": "r", "message": "m", "lastTransitionTime": at(1).0.to_string()}]})
+    });
+    serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+        "metadata": {"name": "check1", "generation": 3},
+        "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request", "parameters": params},
+        "status": status,
+    }))
+    .unwrap()
+}
+
+fn params() -> Value {
+    json!({"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": "prc"})
+}
+
+#[test]
+fn the_active_condition_is_written_only_when_it_flips() {
+    let c = active(&check(params(), None), true, &at(5)).expect("first set");
+    let a = c.get(ADMISSION_CHECK_ACTIVE).unwrap();
+    assert_eq!((a.status.as_str(), a.reason.as_str()), ("True", "Active"));
+    assert_eq!(a.message, "The admission check is active");
+    assert_eq!(a.observed_generation, Some(3));
+    assert_eq!(active(&check(params(), Some(true)), true, &at(5)), None);
+
+    let c = active(&check(params(), Some(true)), false, &at(5)).expect("the config went");
+    let a = c.get(ADMISSION_CHECK_ACTIVE).unwrap();
+    assert_eq!(
+        (a.status.as_str(), a.reason.as_str()),
+        ("False", "BadParametersRef")
+    );
+    assert_eq!(
+        a.message,
+        "provisioningrequestconfigs.kueue.x-k8s.io \"prc\" not found"
+    );
+    assert_eq!(active(&check(params(), Some(false)), false, &at(5)), None);
+
+    let bad =
+        json!({"apiGroup": "example.com", "kind": "ProvisioningRequestConfig", "name": "prc"});
+    let c = active(&check(bad, Some(true)), true, &at(5)).expect("a bad reference");
+    assert_eq!(
+        c.get(ADMISSION_CHECK_ACTIVE).unwrap().message,
+        "wrong group \"example.com\", expecting \"kueue.x-k8s.io\": bad parameters reference"
+    );
+}
+
+#[test]
+fn a_refused_create_is_told_in_the_checks_message() {
+    let w = wl(4, "Pending", &[]);
+    let states = failed(
+        &w,
+        "check1",
+        "Error creating ProvisioningRequest \"x\": quota",
+    )
+    .unwrap();
+    assert_eq!(states.len(), 1);
+    assert_eq!(
+        states[0].message,
+        "Error creating ProvisioningRequest \"x\": quota"
+    );
+    assert_eq!(states[0].state, "Pending");
+    let long = "é".repeat(40 * 1024);
+    let states = failed(&w, "check1", &long).unwrap();
+    assert_eq!(states[0].message.chars().count(), 32 * 1024);
+    assert_eq!(failed(&w, "check2", "m"), None, "no state of that name");
+}
