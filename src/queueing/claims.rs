@@ -54,7 +54,19 @@ pub struct DeviceView {
     /// The check's answer per claim's requests: the Workloads of one
     /// template (often thousands) ask the same question of the same
     /// devices, and scanning them is the cost.
-    checked: std::sync::Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
+    checked: std::sync::Mutex<std::collections::HashMap<u64, Vec<Checked>>>,
+}
+
+/// What [`scan`] reads of one request with CEL selectors: its place, class,
+/// expressions and count.
+type Asked = (usize, String, Vec<String>, Option<i64>);
+
+/// One memoised answer of [`check_selectors`], with the question it
+/// answers (compared in full: the key is only a hash).
+#[derive(Debug)]
+struct Checked {
+    asked: Vec<Asked>,
+    errors: Vec<(String, String)>,
 }
 
 impl DeviceView {
@@ -81,6 +93,10 @@ impl DeviceView {
 
     fn compile(&self, expression: &str) -> Arc<Result<selectors::Selector, String>> {
         let mut c = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        // Looked up by `&str` first: a hit allocates nothing.
+        if let Some(known) = c.get(expression) {
+            return known.clone();
+        }
         c.entry(expression.to_string())
             .or_insert_with(|| Arc::new(selectors::compile(expression)))
             .clone()
@@ -257,18 +273,22 @@ pub fn charge<'a>(
                 return Charge::Inadmissible(aggregate(errors));
             }
             for (class, n) in counts {
-                let Some(resource) = settings.classes.get(&class) else {
+                let Some(resource) = settings.classes.get(class) else {
                     return Charge::Inadmissible(format!(
                         "{}.resourceClaimTemplateName: Not found: \"DeviceClass {class} is not mapped in DRA configuration for podset {}\"",
                         path(),
                         ps.name
                     ));
                 };
-                if settings.partitionable && settings.counters.contains_key(&class) {
+                if settings.partitionable && settings.counters.contains_key(class) {
                     continue;
                 }
-                let e = per_pod.entry(resource.clone()).or_default();
-                *e = e.saturating_add(n);
+                match per_pod.get_mut(resource) {
+                    Some(e) => *e = e.saturating_add(n),
+                    None => {
+                        per_pod.insert(resource.clone(), n);
+                    }
+                }
             }
         }
     }
@@ -322,14 +342,15 @@ pub fn charge<'a>(
 /// DeviceClass (sorted), or the first request it cannot count, as (field
 /// below the claim, error body with `{template}` where the template's name
 /// goes).
-fn devices_per_class(
-    spec: &ResourceClaimSpec,
+fn devices_per_class<'s>(
+    spec: &'s ResourceClaimSpec,
     view: &DeviceView,
-) -> Result<BTreeMap<String, i64>, (String, String)> {
-    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+) -> Result<BTreeMap<&'s str, i64>, (String, String)> {
+    let mut out: BTreeMap<&str, i64> = BTreeMap::new();
     let requests = spec.devices.as_ref().map(|d| &d.requests);
     for (k, req) in requests.into_iter().flatten().flatten().enumerate() {
-        let at = format!("devices.requests[{k}]");
+        // Formatted only for a message.
+        let at = || format!("devices.requests[{k}]");
         let invalid = |field: String, value: &str, detail: &str| {
             (
                 field,
@@ -338,14 +359,14 @@ fn devices_per_class(
         };
         if req.first_available.is_some() {
             return Err(invalid(
-                at,
+                at(),
                 "null",
                 "FirstAvailable device selection is not supported",
             ));
         }
         let Some(exactly) = &req.exactly else {
             return Err(invalid(
-                at,
+                at(),
                 "null",
                 "Exactly must be set if FirstAvailable is nil",
             ));
@@ -354,10 +375,11 @@ fn devices_per_class(
             let Some(cel) = &sel.cel else { continue };
             if let Err(e) = view.compile(&cel.expression).as_ref() {
                 return Err(invalid(
-                    format!("{at}.exactly.selectors"),
+                    format!("{}.exactly.selectors", at()),
                     "null",
                     &format!(
-                        "{at}.exactly.selectors[{i}].cel.expression: Invalid value: {:?}: CEL compilation failed: {e}",
+                        "{}.exactly.selectors[{i}].cel.expression: Invalid value: {:?}: CEL compilation failed: {e}",
+                        at(),
                         cel.expression
                     ),
                 ));
@@ -367,7 +389,7 @@ fn devices_per_class(
         let mode = exactly.allocation_mode.as_deref().unwrap_or("ExactCount");
         if exactly.admin_access == Some(true) {
             return Err(invalid(
-                format!("{at}.exactly.adminAccess"),
+                format!("{}.exactly.adminAccess", at()),
                 "null",
                 "AdminAccess is not supported",
             ));
@@ -375,7 +397,7 @@ fn devices_per_class(
         let count = match mode {
             "All" => {
                 return Err(invalid(
-                    format!("{at}.exactly.allocationMode"),
+                    format!("{}.exactly.allocationMode", at()),
                     "\"All\"",
                     "AllocationMode 'All' is not supported",
                 ))
@@ -383,7 +405,7 @@ fn devices_per_class(
             "ExactCount" => exactly.count.unwrap_or(1),
             other => {
                 return Err(invalid(
-                    format!("{at}.exactly.allocationMode"),
+                    format!("{}.exactly.allocationMode", at()),
                     &format!("{other:?}"),
                     &format!("unsupported allocation mode: {other}"),
                 ))
@@ -393,19 +415,18 @@ fn devices_per_class(
             continue;
         }
         // User-controlled and unbounded: saturate, as Kueue does.
-        let e = out.entry(exactly.device_class_name.clone()).or_default();
+        let e = out.entry(exactly.device_class_name.as_str()).or_default();
         *e = e.saturating_add(count);
     }
     Ok(out)
 }
 
 /// The CEL expressions of a request's selectors.
-fn cel_of(req: &DeviceRequest) -> Vec<&str> {
+fn cel_of(req: &DeviceRequest) -> impl Iterator<Item = &str> {
     req.exactly
         .iter()
         .flat_map(|e| e.selectors.iter().flatten())
         .filter_map(|s| s.cel.as_ref().map(|c| c.expression.as_str()))
-        .collect()
 }
 
 /// Go's error aggregate: one error as itself, several in brackets.
@@ -431,35 +452,71 @@ fn check_selectors(
         .devices
         .iter()
         .flat_map(|d| d.requests.iter().flatten())
-        .any(|r| !cel_of(r).is_empty());
+        .any(|r| cel_of(r).next().is_some());
     if !any {
         return Vec::new();
     }
-    let key = serde_json::to_string(&spec.devices).unwrap_or_default();
-    if let Some(known) = view
-        .checked
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&key)
-    {
-        return known.clone();
+    // Keyed by a hash of what `scan` reads, the question compared in full
+    // on a hit: no allocation for the Workloads of a template already seen.
+    let key = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (k, req) in asked(spec) {
+            k.hash(&mut h);
+            let e = req.exactly.as_ref();
+            e.map(|e| &e.device_class_name).hash(&mut h);
+            cel_of(req).for_each(|c| c.hash(&mut h));
+            e.and_then(|e| e.count).hash(&mut h);
+        }
+        h.finish()
+    };
+    let same = |c: &Checked| {
+        c.asked.len() == asked(spec).count()
+            && c.asked.iter().zip(asked(spec)).all(|(a, (k, req))| {
+                let e = req.exactly.as_ref();
+                a.0 == k
+                    && Some(&a.1) == e.map(|e| &e.device_class_name)
+                    && a.2.iter().map(String::as_str).eq(cel_of(req))
+                    && a.3 == e.and_then(|e| e.count)
+            })
+    };
+    let mut checked = view.checked.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = checked.get(&key).and_then(|cs| cs.iter().find(|c| same(c))) {
+        return known.errors.clone();
     }
+    drop(checked);
     let errors = scan(spec, view, settings);
-    view.checked
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, errors.clone());
+    let asked = asked(spec)
+        .map(|(k, req)| {
+            let e = req.exactly.as_ref();
+            (
+                k,
+                e.map(|e| e.device_class_name.clone()).unwrap_or_default(),
+                cel_of(req).map(String::from).collect(),
+                e.and_then(|e| e.count),
+            )
+        })
+        .collect();
+    checked = view.checked.lock().unwrap_or_else(|p| p.into_inner());
+    checked.entry(key).or_default().push(Checked {
+        asked,
+        errors: errors.clone(),
+    });
     errors
 }
 
-fn scan(spec: &ResourceClaimSpec, view: &DeviceView, settings: &Settings) -> Vec<(String, String)> {
-    let requests: Vec<(usize, &DeviceRequest)> = spec
-        .devices
+/// The requests with CEL selectors, with their place among the claim's
+/// requests: all that [`scan`] reads of a claim.
+fn asked(spec: &ResourceClaimSpec) -> impl Iterator<Item = (usize, &DeviceRequest)> {
+    spec.devices
         .iter()
         .flat_map(|d| d.requests.iter().flatten())
         .enumerate()
-        .filter(|(_, r)| !cel_of(r).is_empty())
-        .collect();
+        .filter(|(_, r)| cel_of(r).next().is_some())
+}
+
+fn scan(spec: &ResourceClaimSpec, view: &DeviceView, settings: &Settings) -> Vec<(String, String)> {
+    let requests: Vec<(usize, &DeviceRequest)> = asked(spec).collect();
     if requests.is_empty() {
         return Vec::new();
     }
@@ -523,7 +580,7 @@ fn scan(spec: &ResourceClaimSpec, view: &DeviceView, settings: &Settings) -> Vec
             continue;
         }
         // Compiled once already by `devices_per_class`.
-        let own: Vec<_> = cel_of(req).into_iter().map(|e| view.compile(e)).collect();
+        let own: Vec<_> = cel_of(req).map(|e| view.compile(e)).collect();
         let needed = exactly.count.unwrap_or(1);
         let mut matched = 0i64;
         let mut failed = None;

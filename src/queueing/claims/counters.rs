@@ -173,7 +173,7 @@ fn matching<'v>(
         &format!("DeviceClass {class} has invalid CEL selector"),
     )?;
     let of_request = compile(
-        &super::cel_of(req),
+        &super::cel_of(req).collect::<Vec<_>>(),
         format!("{at}.exactly.selectors"),
         "CEL compilation failed",
     )?;
