@@ -32,6 +32,15 @@
 //!   BATCHGATE_BENCH_PROTO        h2 (default) or h1 (one connection per
 //!                                review; CONNECTIONS is ignored)
 //!   BATCHGATE_BENCH_ROUNDS       rounds, each on a fresh server (default 4)
+//!   BATCHGATE_BENCH_CLIENT       go (default when `go` is found, else
+//!                                hyper, said so): Go's net/http client, whose
+//!                                HTTP/2 is kube-apiserver's, built from
+//!                                benches/support/go_client with the local
+//!                                `go` (PATH or /usr/local/go/bin); the
+//!                                transport opens its own connections past
+//!                                the server's stream limit, so CONNECTIONS
+//!                                applies to `hyper` only. hyper: the Rust
+//!                                client, on CONNECTIONS connections.
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a short smoke
 //! pass: 20 reviews, one round.
@@ -380,6 +389,89 @@ async fn round_h1(
     Ok(out)
 }
 
+/// The uid the Go client replaces per review.
+const PLACEHOLDER_UID: &str = "ffffffff-ffff-4fff-8fff-ffffffffffff";
+
+/// Builds the Go client (once per target directory; `go build` caches).
+fn go_tool() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain([PathBuf::from("/usr/local/go/bin")])
+        .map(|d| d.join("go"))
+        .find(|p| p.is_file())
+}
+
+fn go_client() -> Result<PathBuf, BoxError> {
+    let go = go_tool().ok_or("BATCHGATE_BENCH_CLIENT=go: no `go` on PATH or in /usr/local/go/bin (BATCHGATE_BENCH_CLIENT=hyper runs without it)")?;
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("big-reviews-go-client");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/go_client");
+    let status = Command::new(go)
+        .current_dir(&src)
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg("main.go")
+        .env("GOFLAGS", "")
+        .env("GO111MODULE", "off")
+        .status()?;
+    if !status.success() {
+        return Err(format!("go build of {} failed: {status}", src.display()).into());
+    }
+    Ok(out)
+}
+
+/// A round sent by the Go client: every review at once, as kube-apiserver
+/// would send them; outcomes in review order, and the wall time.
+fn round_go(
+    client: &Path,
+    addr: SocketAddr,
+    cert_dir: &Path,
+    body: &Path,
+    reviews: usize,
+    h2: bool,
+) -> Result<(Vec<Outcome>, Duration), BoxError> {
+    let mut cmd = Command::new(client);
+    cmd.arg("-addr")
+        .arg(addr.to_string())
+        .arg("-ca")
+        .arg(cert_dir.join(batchgate::certs::CA_FILE))
+        .arg("-body")
+        .arg(body)
+        .args(["-uid", PLACEHOLDER_UID, "-n", &reviews.to_string()])
+        .arg(format!("-timeout={}s", APISERVER_TIMEOUT.as_secs()));
+    if !h2 {
+        cmd.arg("-h1");
+    }
+    die_with_parent(&mut cmd);
+    let out = cmd.stderr(Stdio::inherit()).output()?;
+    if !out.status.success() {
+        return Err(format!("the Go client failed: {}", out.status).into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    let mut outcomes = Vec::new();
+    let mut wall = None;
+    for line in text.lines() {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        let ms = |s: &str| s.parse().map(Duration::from_millis);
+        match f[..] {
+            ["wall", t] => wall = Some(ms(t)?),
+            [_, "ok", t] => outcomes.push(Outcome::Ok(ms(t)?)),
+            [_, "status", code, _] => {
+                outcomes.push(Outcome::Status(StatusCode::from_u16(code.parse()?)?))
+            }
+            [_, "timeout", _] => outcomes.push(Outcome::TimedOut),
+            [_, "error", _, e] => outcomes.push(Outcome::Error(e.to_string())),
+            _ => return Err(format!("the Go client said {line:?}").into()),
+        }
+    }
+    if outcomes.len() != reviews {
+        return Err(format!(
+            "the Go client reported {} outcomes for {reviews} reviews",
+            outcomes.len()
+        )
+        .into());
+    }
+    Ok((outcomes, wall.ok_or("the Go client reported no wall time")?))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -398,6 +490,16 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         Ok("h1") => false,
         Ok(other) => return Err(format!("BATCHGATE_BENCH_PROTO={other:?}: h2 or h1").into()),
     };
+    let go = match std::env::var("BATCHGATE_BENCH_CLIENT").as_deref() {
+        Ok("go") => true,
+        Ok("hyper") => false,
+        Err(_) if go_tool().is_none() => {
+            println!("big_reviews: no `go` on PATH or in /usr/local/go/bin: the hyper client sends instead (BATCHGATE_BENCH_CLIENT=go insists)");
+            false
+        }
+        Err(_) => true,
+        Ok(other) => return Err(format!("BATCHGATE_BENCH_CLIENT={other:?}: go or hyper").into()),
+    };
     let limit = deployment_memory_limit()?;
     let bin = std::env::var_os("BATCHGATE_BENCH_BIN")
         .map(PathBuf::from)
@@ -405,21 +507,31 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let cert_dir = dir.path().join("certs");
 
-    let bodies: Vec<(String, Bytes)> = (0..reviews)
+    // The Go client makes its own from one file.
+    let bodies: Vec<(String, Bytes)> = (0..if go { 0 } else { reviews })
         .map(|i| {
             let uid = format!("00000000-0000-4000-8000-{i:012}");
             big_update_review(mib << 20, &uid).map(|b| (uid, Bytes::from(b)))
         })
         .collect::<Result<_, _>>()?;
-    let size = bodies.first().map(|b| b.1.len()).unwrap_or(0);
+    let one = big_update_review(mib << 20, PLACEHOLDER_UID)?;
+    let size = one.len();
+    let go_client = if go {
+        let body = dir.path().join("review.json");
+        std::fs::write(&body, one)?;
+        Some((go_client()?, body))
+    } else {
+        None
+    };
     println!(
-        "{reviews} UPDATE reviews of {:.2} MiB each at once over {}, {rounds} round(s), each on a fresh server; load {}",
+        "{reviews} UPDATE reviews of {:.2} MiB each at once over {}, sent by {}, {rounds} round(s), each on a fresh server; load {}",
         size as f64 / (1 << 20) as f64,
-        if h2 {
-            format!("HTTP/2 on {connections} connection(s)")
-        } else {
-            "HTTP/1.1, one connection each".to_string()
+        match (h2, go) {
+            (true, true) => "HTTP/2".to_string(),
+            (true, false) => format!("HTTP/2 on {connections} connection(s)"),
+            (false, _) => "HTTP/1.1, one connection each".to_string(),
         },
+        if go { "Go's net/http (kube-apiserver's HTTP/2)" } else { "hyper" },
         loadavg()
     );
 
@@ -439,12 +551,16 @@ fn run(smoke: bool) -> Result<(), BoxError> {
             metric(server.probe, &["connections_accepted_total"]).await?;
             let idle_kib = status_kib(pid, "VmRSS:").unwrap_or(0);
             let t = Instant::now();
-            let outcomes = if h2 {
-                round_h2(server.addr, tls, &bodies, connections).await?
-            } else {
-                round_h1(server.addr, tls, &bodies).await?
+            let (outcomes, wall) = match &go_client {
+                Some((client, body)) => {
+                    round_go(client, server.addr, &cert_dir, body, reviews, h2)?
+                }
+                None if h2 => (
+                    round_h2(server.addr, tls, &bodies, connections).await?,
+                    t.elapsed(),
+                ),
+                None => (round_h1(server.addr, tls, &bodies).await?, t.elapsed()),
             };
-            let wall = t.elapsed();
             let budget = metric(
                 server.probe,
                 &[

@@ -272,13 +272,19 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 
-/// Alternated timings outside criterion (6 rounds, the order rotated), for
-/// the ratios and their spread.
+/// Alternated timings outside criterion (`BATCHGATE_BENCH_ROUNDS`, 12 by
+/// default, the order rotated), for the ratios and their spread: criterion
+/// times each variant in its own stretch of minutes, over which this shared
+/// host's speed drifts by more than the counting costs.
 fn pairs() {
     let variants = [Variant::Plain, Variant::Dra, Variant::DraCel];
     let inputs: Vec<Input> = variants.iter().map(|v| input(&FULL, *v)).collect();
     let mut ratios = [Vec::new(), Vec::new()];
-    for round in 0..6 {
+    let rounds = std::env::var("BATCHGATE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(12);
+    for round in 0..rounds {
         let mut t = [0.0f64; 3];
         for k in 0..3 {
             let i = (round + k) % 3;
@@ -300,10 +306,13 @@ fn pairs() {
     }
     for (name, r) in ["dra/plain", "dra_cel/plain"].iter().zip(ratios.iter_mut()) {
         r.sort_by(f64::total_cmp);
+        let q = |p: usize| r[(r.len() - 1) * p / 4];
         println!(
-            "{name} over {} rounds: median {:.3}, min {:.3}, max {:.3}",
+            "{name} over {} rounds: median {:.3}, quartiles {:.3}-{:.3}, min {:.3}, max {:.3}",
             r.len(),
-            r[r.len() / 2],
+            q(2),
+            q(1),
+            q(3),
             r[0],
             r[r.len() - 1]
         );

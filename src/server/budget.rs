@@ -20,9 +20,10 @@
 //!
 //! An HTTP/2 stream also pins its receive window ([`Book::pin`]) from its
 //! arrival until its answer: what the client may have sent on it that the
-//! server has not read. The connection's window is sized so that streams
-//! waiting in line cannot block the reading ones (see `H2_CONNECTION_WINDOW`);
-//! the pins bound what those waiting streams hold across all connections.
+//! server has not read. The pins bound what streams waiting in line hold
+//! across all connections. The connection's window is one stream's, so a
+//! waiting stream can hold up the reading ones on its connection
+//! (BENCHMARKS.md, Big reviews, says what that costs).
 
 use std::{
     collections::{HashMap, VecDeque},

@@ -85,6 +85,9 @@ pub(super) fn resolve(
     errors: &mut Vec<String>,
 ) -> Resolved {
     let mut out = Resolved::default();
+    if requests.is_empty() {
+        return out;
+    }
     let base = format!("spec.podSets[{i}].template.spec");
     // name → (first container, max of init, sum of the others)
     let mut per_name: BTreeMap<&str, (&str, i128, i128)> = BTreeMap::new();

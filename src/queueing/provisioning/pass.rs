@@ -207,8 +207,10 @@ pub fn pass(f: &Facts<'_>) -> Result<Pass, ProvisioningError> {
 /// A pod template's owner references once handed from the Workload
 /// (`workload_uid`) to its request (`request`, `request_uid`), Kueue's
 /// `syncProvisionRequestsPodTemplates`; `None` when there is nothing to
-/// write: the request controls it already, or it was not made for this
-/// Workload (a same-named template of someone else's is never adopted).
+/// write: the Workload does not control it, because it was not made for
+/// this Workload (a same-named template of someone else's is never
+/// adopted) or the request controls it already (an object has one
+/// controller).
 pub fn handed_over(
     refs: &[OwnerReference],
     workload_uid: &str,
@@ -221,7 +223,7 @@ pub fn handed_over(
                 .iter()
                 .any(|o| o.uid == uid && o.controller == Some(true))
     };
-    if controls(request_uid) || !controls(workload_uid) {
+    if !controls(workload_uid) {
         return None;
     }
     let mut kept: Vec<Value> = refs
