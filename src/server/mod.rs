@@ -136,10 +136,12 @@ pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
 /// stops reading blocks the server's writes within a few hundred answers,
 /// so the write deadline applies, and a body waiting for the budget parks
 /// little in the kernel. Kernel buffers are charged to the pod's memory
-/// cgroup: at most 96 KiB a connection. Still tens of MB/s per connection
-/// at in-cluster round trips.
+/// cgroup: at most 128 KiB a connection. The receive side holds at least
+/// two of HTTP/2's 16 KiB DATA frames with their TLS records: at 16 KiB
+/// several streams' bodies on one connection arrived a window per delayed
+/// ACK, and with a wider connection window not at all.
 pub const SOCKET_SEND_BUFFER: usize = 32 * 1024;
-pub const SOCKET_RECV_BUFFER: usize = 16 * 1024;
+pub const SOCKET_RECV_BUFFER: usize = 32 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
 /// headers are well under 1 KiB.
 pub const H1_MAX_BUF: usize = 32 * 1024;
