@@ -138,8 +138,8 @@ pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
 /// little in the kernel. Kernel buffers are charged to the pod's memory
 /// cgroup: at most 128 KiB a connection. The receive side holds at least
 /// two of HTTP/2's 16 KiB DATA frames with their TLS records: at 16 KiB
-/// several streams' bodies on one connection arrived a window per delayed
-/// ACK, and with a wider connection window not at all.
+/// several streams' bodies on one connection crawled, and with a wider
+/// connection window stalled (BENCHMARKS.md, Big reviews).
 pub const SOCKET_SEND_BUFFER: usize = 32 * 1024;
 pub const SOCKET_RECV_BUFFER: usize = 32 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
