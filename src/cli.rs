@@ -242,11 +242,28 @@ pub fn certs(a: CertsArgs) -> Result<()> {
     let bundle = certs::generate(&opts, OffsetDateTime::now_utc())?;
     crate::tls::write(&a.out, &bundle)?;
     if a.print_ca_bundle {
-        println!("{}", certs::ca_bundle(&bundle.ca_pem));
+        emit(&format!("{}\n", certs::ca_bundle(&bundle.ca_pem)))?;
     } else {
         eprintln!("wrote {}/{{ca.crt,tls.crt,tls.key}}", a.out.display());
     }
     Ok(())
+}
+
+/// Writes a command's output to stdout. A reader that stopped reading
+/// (`batchgate crds | head`) ends the command quietly, as it would end `cat`.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// A line for whoever watches the server start; lost if no one reads.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }
 
 fn load_config(path: Option<&PathBuf>) -> Result<Config> {
@@ -312,11 +329,10 @@ pub fn webhooks(a: WebhooksArgs) -> Result<()> {
         namespace: a.namespace,
         inject_ca_from: a.inject_ca_from,
     };
-    print!(
-        "{}",
-        manifests::to_yaml("", &manifests::webhook_configurations(&policies, &opts))
-    );
-    Ok(())
+    emit(&manifests::to_yaml(
+        "",
+        &manifests::webhook_configurations(&policies, &opts),
+    ))
 }
 
 pub fn crds(a: CrdsArgs) -> Result<()> {
@@ -350,7 +366,7 @@ pub fn crds(a: CrdsArgs) -> Result<()> {
         }
         None => {
             for g in &crds {
-                print!("{}", crate::api::crd::to_yaml(&g.crd));
+                emit(&crate::api::crd::to_yaml(&g.crd))?;
             }
         }
     }
@@ -456,8 +472,14 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         let dir = tempfile::tempdir().context("creating a temporary cert directory")?;
         let bundle = certs::generate(&CertOptions::default(), OffsetDateTime::now_utc())?;
         crate::tls::write(dir.path(), &bundle)?;
-        println!("caBundle: {}", certs::ca_bundle(&bundle.ca_pem));
-        println!("CA file:  {}", dir.path().join(certs::CA_FILE).display());
+        say(format_args!(
+            "caBundle: {}",
+            certs::ca_bundle(&bundle.ca_pem)
+        ));
+        say(format_args!(
+            "CA file:  {}",
+            dir.path().join(certs::CA_FILE).display()
+        ));
         let p = dir.path().to_path_buf();
         _self_signed_dir = Some(dir);
         Some(p)
@@ -656,7 +678,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
             positions,
         )
         .await?;
-        println!("visibility API listening on https://{addr}");
+        say(format_args!("visibility API listening on https://{addr}"));
     }
     let opts = ServeOptions {
         listen: a
@@ -689,8 +711,14 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         let _ = sig_rx.await;
     })
     .await?;
-    println!("webhook listening on https://{}", bound.webhook_addr);
-    println!("probes listening on http://{}", bound.probe_addr);
+    say(format_args!(
+        "webhook listening on https://{}",
+        bound.webhook_addr
+    ));
+    say(format_args!(
+        "probes listening on http://{}",
+        bound.probe_addr
+    ));
     bound.run.await?;
     Ok(())
 }

@@ -38,10 +38,15 @@ fn helm() -> &'static str {
 const COMBINATIONS: &[(&str, &str, &[&str])] = &[
     ("defaults", "batchgate-system", &[]),
     (
-        "own Secret with its CA, Ignore, more namespaces skipped, required spread",
+        "own Secret with its CA, Ignore, more namespaces skipped, required spread, wrapped kinds",
         "batchgate-system",
         &[
+            "certificates.mode=secret",
             "webhook.caBundle=Q0EgYnVuZGxl",
+            "appwrapper.wrappedKinds[0].apiGroups={batch}",
+            "appwrapper.wrappedKinds[0].resources={jobs}",
+            "appwrapper.wrappedKinds[1].apiGroups={ray.io}",
+            "appwrapper.wrappedKinds[1].resources={rayclusters,rayjobs}",
             "webhook.failurePolicy=Ignore",
             "webhook.excludedNamespaces={team-infra,monitoring}",
             "antiAffinity=required",
@@ -160,6 +165,7 @@ fn manifests() -> BTreeMap<(String, String, String), Value> {
         "service.yaml",
         "webhooks.yaml",
         "visibility.yaml",
+        "apiservices.yaml",
     ]
     .iter()
     .map(|f| format!("{ROOT}/manifests/{f}"))
@@ -251,6 +257,31 @@ fn the_values_reach_the_objects() {
     assert!(d["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
         ["requiredDuringSchedulingIgnoredDuringExecution"]
         .is_array());
+    // Your own Secret: read through the API, never written.
+    let cfg = &get(&o, "ConfigMap", "batchgate-config")["data"]["config.yaml"];
+    assert_eq!(cfg["certificates"]["manage"], false, "{cfg}");
+    assert_eq!(
+        cfg["certificates"]["secret"],
+        "batchgate-system/batchgate-webhook-server-cert"
+    );
+    // The kinds AppWrappers wrap, granted to batchgate's ServiceAccount.
+    let role = get(&o, "ClusterRole", "batchgate-appwrapper-components");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
+            {"apiGroups": ["ray.io"], "resources": ["rayclusters", "rayjobs"], "verbs": ["get", "create", "delete"]},
+        ])
+    );
+    let binding = get(&o, "ClusterRoleBinding", "batchgate-appwrapper-components");
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "batchgate-appwrapper-components"
+    );
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "batchgate", "namespace": "batchgate-system"}])
+    );
 
     let (_, ns, sets) = COMBINATIONS[2];
     let o = objects(&template(ns, sets));
@@ -350,6 +381,18 @@ fn the_values_reach_the_objects() {
         err.contains(
             "certificates.mode: \"selfSigned\" is not one of secret, certManager, managed"
         ),
+        "{err}"
+    );
+    let (ok, _, err) = run_helm(&[
+        "template",
+        "batchgate",
+        &chart,
+        "--set",
+        "appwrapper.wrappedKinds[0].apiGroups={batch}",
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("appwrapper.wrappedKinds[0]: needs apiGroups and resources"),
         "{err}"
     );
 }

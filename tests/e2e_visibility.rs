@@ -1,5 +1,5 @@
 //! Kueue's visibility API end to end: batchgate registered through the
-//! shipped APIServices (manifests/visibility.yaml) on the local cluster's
+//! shipped APIServices (manifests/apiservices.yaml) on the local cluster's
 //! aggregation layer; pending Workloads of real Jobs read back with the
 //! real kubectl (`get --raw`, discovery), `kubectl kueue list workload`,
 //! and straight on batchgate's port as the front proxy (authentication and

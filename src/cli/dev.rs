@@ -160,14 +160,14 @@ pub fn run(a: DevArgs) -> Result<()> {
 pub fn register_visibility(cluster: &LocalCluster, port: u16) -> Result<()> {
     const SERVICE: &str =
         "  service:\n    name: batchgate-visibility\n    namespace: batchgate-system\n";
-    let api_services: Vec<String> = include_str!("../../manifests/visibility.yaml")
+    let api_services: Vec<String> = include_str!("../../manifests/apiservices.yaml")
         .split("\n---\n")
         .filter(|d| d.contains("kind: APIService") && d.contains(SERVICE))
         .map(|d| d.replace(SERVICE, &format!("{SERVICE}    port: {port}\n")))
         .collect();
     if api_services.len() != 2 {
         bail!(
-            "manifests/visibility.yaml: expected two APIServices of Service batchgate-visibility"
+            "manifests/apiservices.yaml: expected two APIServices of Service batchgate-visibility"
         );
     }
     cluster.apply(

@@ -73,6 +73,9 @@ pub struct Managed {
 /// hand is repaired then): 6 GETs a poll per replica otherwise.
 const RECHECK_SETTLED: Duration = Duration::from_secs(60);
 
+/// How often a start waits on a Secret not filled yet.
+const BOOTSTRAP_POLL: Duration = Duration::from_secs(2);
+
 pub struct CertSecret {
     api: Api<Secret>,
     client: Client,
@@ -197,11 +200,23 @@ impl CertSecret {
     }
 
     /// The first reconcile, before the listener starts: a serving pair to
-    /// start with.
+    /// start with. A Secret someone else fills (cert-manager) is waited for,
+    /// as a kubelet waits for a Secret volume, rather than failing the start.
     pub async fn bootstrap(&self) -> Result<(Stored, Arc<CertStore>), CertSecretError> {
-        let stored = self
-            .reconcile(OffsetDateTime::now_utc().unix_timestamp())
-            .await?;
+        let mut told = false;
+        let stored = loop {
+            let stored = self
+                .reconcile(OffsetDateTime::now_utc().unix_timestamp())
+                .await?;
+            if stored.serving_pair().is_some() || self.managed.is_some() {
+                break stored;
+            }
+            if !told {
+                info!(secret = %self.name, namespace = %self.namespace, "waiting for the serving certificate (tls.crt, tls.key) in the Secret");
+                told = true;
+            }
+            tokio::time::sleep(BOOTSTRAP_POLL).await;
+        };
         let (c, k) = stored
             .serving_pair()
             .ok_or_else(|| CertSecretError::Empty(format!("{}/{}", self.namespace, self.name)))?;

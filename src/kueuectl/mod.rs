@@ -70,8 +70,14 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> i32 {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match rt.block_on(run::run(cli, &mut out)) {
+    let result = rt
+        .block_on(run::run(cli, &mut out))
+        .and_then(|()| std::io::Write::flush(&mut out).map_err(Error::from));
+    match result {
         Ok(()) => 0,
+        // The reader stopped reading (`completion bash | head`): nothing
+        // went wrong that a user could fix.
+        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
             use std::io::Write;
             let _ = out.flush();

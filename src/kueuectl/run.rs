@@ -59,7 +59,10 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
             let name = cmd.get_name().to_string();
-            clap_complete::generate(shell, &mut cmd, name, out);
+            // Generated whole first: clap_complete panics on a failed write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, name, &mut script);
+            out.write_all(&script)?;
             Ok(())
         }
         Command::Get { what } => pass_through("get", &what, &cli.kube),

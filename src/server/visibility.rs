@@ -40,6 +40,7 @@ use crate::{
 
 const AUTH_CONFIG_MAP: (&str, &str) = ("kube-system", "extension-apiserver-authentication");
 const RELOAD_EVERY: Duration = Duration::from_secs(60);
+const RETRY_UNREAD: Duration = Duration::from_secs(2);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Its only rightful client is the apiserver's aggregator, which keeps a
 /// few connections: past this many, new ones are closed at accept, so a
@@ -157,6 +158,10 @@ struct Shared {
     slots: Arc<tokio::sync::Semaphore>,
     acceptor: ArcSwap<TlsAcceptor>,
     front_proxy: ArcSwap<Option<FrontProxy>>,
+    /// Bumped when the front-proxy CA changes: connections made under the
+    /// old one (perhaps with no client certificate asked, so every request
+    /// on them is refused) are closed, and the aggregator reconnects.
+    generation: tokio::sync::watch::Sender<u64>,
     positions: Positions,
     sar: SarClient,
 }
@@ -184,12 +189,18 @@ fn acceptor(store: &Arc<CertStore>, fp: Option<&FrontProxy>) -> Result<TlsAccept
     Ok(TlsAcceptor::from(Arc::new(cfg)))
 }
 
-async fn read_front_proxy(client: &Client) -> Option<FrontProxy> {
+/// The front proxy's CA and header names; `None` (said once at `warn`)
+/// while they cannot be read.
+async fn read_front_proxy(client: &Client, loud: bool) -> Option<FrontProxy> {
     let api = Api::<ConfigMap>::namespaced(client.clone(), AUTH_CONFIG_MAP.0);
     match api.get(AUTH_CONFIG_MAP.1).await {
         Ok(cm) => FrontProxy::from_data(&cm.data.unwrap_or_default()),
-        Err(e) => {
+        Err(e) if loud => {
             warn!(error = %e, "visibility API: cannot read kube-system/extension-apiserver-authentication (bind the extension-apiserver-authentication-reader Role to batchgate's ServiceAccount); requests are refused with 401 until it can be read");
+            None
+        }
+        Err(e) => {
+            debug!(error = %e, "visibility API: front-proxy CA still unreadable");
             None
         }
     }
@@ -210,7 +221,7 @@ pub async fn serve(
             source,
         })?;
     let addr = listener.local_addr()?;
-    let fp = read_front_proxy(&client).await;
+    let fp = read_front_proxy(&client, true).await;
     let first = acceptor(&store, fp.as_ref())
         .map_err(|e| super::ServeError::Tls(rustls::Error::General(e)))?;
     info!(%addr, front_proxy = fp.is_some(), "visibility API listening");
@@ -218,6 +229,7 @@ pub async fn serve(
         slots: Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS)),
         acceptor: ArcSwap::from_pointee(first),
         front_proxy: ArcSwap::from_pointee(fp),
+        generation: tokio::sync::watch::Sender::new(0),
         positions,
         sar,
     });
@@ -225,8 +237,12 @@ pub async fn serve(
         let shared = shared.clone();
         async move {
             loop {
-                tokio::time::sleep(RELOAD_EVERY).await;
-                let fp = read_front_proxy(&client).await;
+                // Until it is read (the RoleBinding granting it is often
+                // applied after the Deployment), every request is refused:
+                // look again soon.
+                let known = shared.front_proxy.load().is_some();
+                tokio::time::sleep(if known { RELOAD_EVERY } else { RETRY_UNREAD }).await;
+                let fp = read_front_proxy(&client, known).await;
                 if fp.is_none() || **shared.front_proxy.load() == fp {
                     continue;
                 }
@@ -235,6 +251,7 @@ pub async fn serve(
                         info!("visibility API: front-proxy CA reloaded");
                         shared.acceptor.store(Arc::new(a));
                         shared.front_proxy.store(Arc::new(fp));
+                        shared.generation.send_modify(|g| *g += 1);
                     }
                     Err(e) => warn!(error = %e, "visibility API: new front-proxy CA rejected"),
                 }
@@ -267,6 +284,7 @@ pub async fn serve(
 }
 
 async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, sh: Arc<Shared>) {
+    let mut generation = sh.generation.subscribe();
     let acceptor = sh.acceptor.load_full();
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(t)) => t,
@@ -296,7 +314,17 @@ async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, sh: Arc<Shared
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HANDSHAKE_TIMEOUT);
-    if let Err(e) = builder.serve_connection(TokioIo::new(tls), svc).await {
+    let conn = builder.serve_connection(TokioIo::new(tls), svc);
+    tokio::pin!(conn);
+    let ended = tokio::select! {
+        ended = conn.as_mut() => ended,
+        _ = generation.changed() => {
+            debug!(%peer, "visibility API: front-proxy CA changed; closing the connection");
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = ended {
         debug!(%peer, error = %e, "visibility API: connection ended with an error");
     }
 }

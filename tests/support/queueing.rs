@@ -101,7 +101,7 @@ pub fn start_with(c: &'static LocalCluster, extra: &str) -> Server {
 }
 
 /// Registers batchgate's visibility API with the shipped APIServices
-/// (manifests/visibility.yaml) behind an ExternalName Service to
+/// (manifests/apiservices.yaml) behind an ExternalName Service to
 /// `localhost` on the test server's port (the apiserver routes to a
 /// Service's clusterIP, which nothing on this host answers; an ExternalName
 /// it dials by name), and waits until the aggregator finds it available.

@@ -18,6 +18,11 @@ manifests/ cannot drift apart (tests/e2e_helm.rs).
 {{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) }}
 {{- fail (printf "webhook.failurePolicy: %q is not one of Fail, Ignore" .Values.webhook.failurePolicy) }}
 {{- end }}
+{{- range $i, $k := .Values.appwrapper.wrappedKinds }}
+{{- if not (and (kindIs "slice" $k.apiGroups) (kindIs "slice" $k.resources) $k.resources) }}
+{{- fail (printf "appwrapper.wrappedKinds[%d]: needs apiGroups and resources, as lists (apiGroups: [\"batch\"], resources: [\"jobs\"])" $i) }}
+{{- end }}
+{{- end }}
 {{- if and .Values.config.admission (not (has .Values.config.admission (list "builtin" "external"))) }}
 {{- fail (printf "config.admission: %q is not one of builtin, external" .Values.config.admission) }}
 {{- end }}
