@@ -83,6 +83,11 @@ const COMBINATIONS: &[(&str, &str, &[&str])] = &[
         "batchgate-system",
         &["crds.install=false", "visibility.enabled=false"],
     ),
+    (
+        "beside an upstream Kueue, cert-manager",
+        "batchgate-system",
+        &["besideKueue=true", "certificates.mode=certManager"],
+    ),
 ];
 
 fn run_helm(args: &[&str]) -> (bool, String, String) {
@@ -367,6 +372,29 @@ fn the_values_reach_the_objects() {
         .keys()
         .any(|(k, ..)| k == "CustomResourceDefinition" || k == "APIService"));
 
+    // Beside Kueue: only AppWrapper's webhooks and CRD, no visibility API,
+    // Kueue admits.
+    let (_, ns, sets) = COMBINATIONS[5];
+    let o = objects(&template(ns, sets));
+    let names: Vec<Value> = webhooks(&o).iter().map(|w| w["name"].clone()).collect();
+    assert_eq!(
+        names,
+        serde_json::json!(["mappwrapper.kb.io", "vappwrapper.kb.io"])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    let crds: Vec<&String> = o
+        .keys()
+        .filter(|(k, ..)| k == "CustomResourceDefinition")
+        .map(|(_, _, n)| n)
+        .collect();
+    assert_eq!(crds, ["appwrappers.workload.codeflare.dev"]);
+    assert!(!o.keys().any(|(k, ..)| k == "APIService"));
+    let cfg = &get(&o, "ConfigMap", "batchgate-config")["data"]["config.yaml"];
+    assert_eq!(cfg["admission"], "external");
+    assert_eq!(cfg["integrations"]["frameworks"], serde_json::json!([]));
+
     // A value the chart cannot render is refused with what would be right.
     let chart = chart();
     let (ok, _, err) = run_helm(&[
@@ -393,6 +421,20 @@ fn the_values_reach_the_objects() {
     assert!(!ok);
     assert!(
         err.contains("appwrapper.wrappedKinds[0]: needs apiGroups and resources"),
+        "{err}"
+    );
+    let (ok, _, err) = run_helm(&[
+        "template",
+        "batchgate",
+        &chart,
+        "--set",
+        "besideKueue=true",
+        "--set",
+        "config.admission=builtin",
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("besideKueue: Kueue admits; config.admission must be external or unset"),
         "{err}"
     );
 }

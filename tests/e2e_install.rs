@@ -195,8 +195,8 @@ fn every_block_of_the_install_doc_is_run_or_says_why_not() {
         }
     }
     assert_eq!(
-        not_run, 1,
-        "one block (building and pushing the image) is not run"
+        not_run, 2,
+        "two blocks are not run: building and pushing the image, and the install beside Kueue"
     );
 }
 

@@ -279,8 +279,12 @@ impl CertSecret {
         let mut settled = patch_ca_bundle(&m, MUTATING_NAME, &want, cas).await;
         settled &= patch_ca_bundle(&v, VALIDATING_NAME, &want, cas).await;
         let crds: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        let ours = self
+            .managed
+            .as_ref()
+            .map(|m| (m.names.service.as_str(), m.names.namespace.as_str()));
         for name in CONVERTED_CRDS {
-            settled &= patch_conversion_ca_bundle(&crds, name, &want, cas).await;
+            settled &= patch_conversion_ca_bundle(&crds, name, ours, &want, cas).await;
         }
         if let Ok(mut s) = self.settled.lock() {
             // Not settled (a target missing, converted otherwise, or a
@@ -291,11 +295,14 @@ impl CertSecret {
 }
 
 /// Sets the conversion webhook's `caBundle` of the named CRD where it
-/// differs; a CRD not installed, or converted otherwise, is left alone.
-/// True when the CRD now holds `want_b64`.
+/// differs; a CRD not installed, or converted otherwise, is left alone, and
+/// so is one converted by another Service than `ours` (Kueue's own CRDs
+/// when batchgate runs beside Kueue: their CA is Kueue's). True when the
+/// CRD now holds `want_b64`, or is not batchgate's to keep.
 async fn patch_conversion_ca_bundle(
     api: &Api<CustomResourceDefinition>,
     name: &str,
+    ours: Option<(&str, &str)>,
     want_b64: &str,
     cas: usize,
 ) -> bool {
@@ -322,6 +329,19 @@ async fn patch_conversion_ca_bundle(
     else {
         return false;
     };
+    let service = webhook
+        .client_config
+        .as_ref()
+        .and_then(|cc| cc.service.as_ref())
+        .map(|svc| (svc.name.as_str(), svc.namespace.as_str()));
+    if service.is_none() || service != ours {
+        debug!(
+            crd = name,
+            ?service,
+            "converted by another Service; its caBundle is not ours"
+        );
+        return true;
+    }
     let current = webhook
         .client_config
         .as_ref()
@@ -330,8 +350,11 @@ async fn patch_conversion_ca_bundle(
     if current.as_deref() == Some(want_b64) {
         return true;
     }
+    let (svc_name, svc_namespace) = service.unwrap_or_default();
     let patch = json!([
         {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
+        {"op": "test", "path": "/spec/conversion/webhook/clientConfig/service/name", "value": svc_name},
+        {"op": "test", "path": "/spec/conversion/webhook/clientConfig/service/namespace", "value": svc_namespace},
         {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": want_b64},
     ]);
     let patch: json_patch::Patch = match serde_json::from_value(patch) {
@@ -410,5 +433,76 @@ where
             warn!(config = name, error = %e, "publishing caBundle; will retry");
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::vetting::testing::{scripted_client, sent};
+
+    /// A CRD converted by `service` in `namespace`, with no caBundle yet.
+    fn crd(name: &str, service: &str, namespace: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": "kueue.x-k8s.io", "scope": "Namespaced",
+                     "names": {"plural": "workloads", "kind": "Workload"},
+                     "versions": [],
+                     "conversion": {"strategy": "Webhook", "webhook": {
+                         "conversionReviewVersions": ["v1"],
+                         "clientConfig": {"service": {"name": service, "namespace": namespace,
+                                                       "path": "/convert", "port": 443}}}}}
+        })
+    }
+
+    async fn publish(service: &str, namespace: &str) -> (bool, Vec<(String, Value)>) {
+        let (service, namespace) = (service.to_string(), namespace.to_string());
+        let (client, script) = scripted_client(move |_, _, _| {
+            (200, crd("workloads.kueue.x-k8s.io", &service, &namespace))
+        });
+        let api: Api<CustomResourceDefinition> = Api::all(client);
+        let settled = patch_conversion_ca_bundle(
+            &api,
+            "workloads.kueue.x-k8s.io",
+            Some(("batchgate-webhook", "batchgate-system")),
+            "Q0E=",
+            1,
+        )
+        .await;
+        (settled, sent(&script))
+    }
+
+    #[tokio::test]
+    async fn its_own_crds_conversion_ca_is_published_guarded_by_its_service() {
+        let (settled, requests) = publish("batchgate-webhook", "batchgate-system").await;
+        assert!(settled);
+        let path =
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/workloads.kueue.x-k8s.io";
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        assert_eq!(requests[0].0, format!("GET {path}"));
+        assert_eq!(requests[1].0, format!("PATCH {path}"));
+        assert_eq!(
+            requests[1].1,
+            json!([
+                {"op": "test", "path": "/spec/conversion/strategy", "value": "Webhook"},
+                {"op": "test", "path": "/spec/conversion/webhook/clientConfig/service/name", "value": "batchgate-webhook"},
+                {"op": "test", "path": "/spec/conversion/webhook/clientConfig/service/namespace", "value": "batchgate-system"},
+                {"op": "add", "path": "/spec/conversion/webhook/clientConfig/caBundle", "value": "Q0E="},
+            ])
+        );
+    }
+
+    /// Beside Kueue, Kueue's CRDs have the same names and are converted by
+    /// Kueue's webhook: batchgate reads them and writes nothing.
+    #[tokio::test]
+    async fn a_crd_converted_by_another_service_is_not_patched() {
+        let (settled, requests) = publish("kueue-webhook-service", "kueue-system").await;
+        assert!(settled, "nothing of batchgate's to keep in step");
+        let lines: Vec<&str> = requests.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            lines,
+            ["GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/workloads.kueue.x-k8s.io"]
+        );
     }
 }

@@ -18,6 +18,9 @@ manifests/ cannot drift apart (tests/e2e_helm.rs).
 {{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) }}
 {{- fail (printf "webhook.failurePolicy: %q is not one of Fail, Ignore" .Values.webhook.failurePolicy) }}
 {{- end }}
+{{- if and .Values.besideKueue (eq .Values.config.admission "builtin") }}
+{{- fail "besideKueue: Kueue admits; config.admission must be external or unset, not builtin" }}
+{{- end }}
 {{- range $i, $k := .Values.appwrapper.wrappedKinds }}
 {{- if not (and (kindIs "slice" $k.apiGroups) (kindIs "slice" $k.resources) $k.resources) }}
 {{- fail (printf "appwrapper.wrappedKinds[%d]: needs apiGroups and resources, as lists (apiGroups: [\"batch\"], resources: [\"jobs\"])" $i) }}
