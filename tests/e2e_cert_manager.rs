@@ -28,7 +28,7 @@ use base64::Engine;
 use batchgate_localcluster::{shared_with, ClusterOptions, LocalCluster};
 use rustls::pki_types::ServerName;
 use serde_json::Value;
-use support::{e2e::*, serial_of, tls_config, Server};
+use support::{e2e::*, serial_of, tls_config, wait_for, Server};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
@@ -119,18 +119,6 @@ fn metric(server: &Server, prefix: &str) -> f64 {
         .filter(|l| l.starts_with(prefix))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
-}
-
-/// Polls `probe` every 200 ms until it yields `Some`, for at most `within`.
-fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

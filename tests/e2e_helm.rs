@@ -397,46 +397,27 @@ fn the_values_reach_the_objects() {
 
     // A value the chart cannot render is refused with what would be right.
     let chart = chart();
-    let (ok, _, err) = run_helm(&[
-        "template",
-        "batchgate",
-        &chart,
-        "--set",
-        "certificates.mode=selfSigned",
-    ]);
-    assert!(!ok);
-    assert!(
-        err.contains(
-            "certificates.mode: \"selfSigned\" is not one of secret, certManager, managed"
+    for (sets, message) in [
+        (
+            &["certificates.mode=selfSigned"][..],
+            "certificates.mode: \"selfSigned\" is not one of secret, certManager, managed",
         ),
-        "{err}"
-    );
-    let (ok, _, err) = run_helm(&[
-        "template",
-        "batchgate",
-        &chart,
-        "--set",
-        "appwrapper.wrappedKinds[0].apiGroups={batch}",
-    ]);
-    assert!(!ok);
-    assert!(
-        err.contains("appwrapper.wrappedKinds[0]: needs apiGroups and resources"),
-        "{err}"
-    );
-    let (ok, _, err) = run_helm(&[
-        "template",
-        "batchgate",
-        &chart,
-        "--set",
-        "besideKueue=true",
-        "--set",
-        "config.admission=builtin",
-    ]);
-    assert!(!ok);
-    assert!(
-        err.contains("besideKueue: Kueue admits; config.admission must be external or unset"),
-        "{err}"
-    );
+        (
+            &["appwrapper.wrappedKinds[0].apiGroups={batch}"][..],
+            "appwrapper.wrappedKinds[0]: needs apiGroups and resources",
+        ),
+        (
+            &["besideKueue=true", "config.admission=builtin"][..],
+            "besideKueue: Kueue admits; config.admission must be external or unset",
+        ),
+    ] {
+        let mut args = vec!["template".to_string(), "batchgate".into(), chart.clone()];
+        args.extend(set_args(sets));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, _, err) = run_helm(&args);
+        assert!(!ok, "{sets:?} rendered");
+        assert!(err.contains(message), "{sets:?}: {err}");
+    }
 }
 
 /// Every combination, rendered, is accepted by the apiserver

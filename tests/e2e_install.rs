@@ -29,6 +29,8 @@
 //! nothing): the one block that does it is marked so, and the test checks
 //! every other block is run by some procedure.
 
+mod support;
+
 use std::{
     collections::BTreeSet,
     io::Read,
@@ -40,6 +42,7 @@ use std::{
 
 use batchgate_localcluster::{shared_with, ClusterOptions, LocalCluster};
 use serde_json::{json, Value};
+use support::wait_for;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BATCHGATE: &str = env!("CARGO_BIN_EXE_batchgate");
@@ -276,6 +279,8 @@ struct Played {
 struct PodState {
     running: Option<Played>,
     starts: usize,
+    /// Times the process exited without being told to.
+    crashes: usize,
     log: String,
 }
 
@@ -301,15 +306,33 @@ impl Pod {
         self.0.lock().unwrap().starts
     }
 
+    fn crashes(&self) -> usize {
+        self.0.lock().unwrap().crashes
+    }
+
+    /// The pod played now.
+    fn playing(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap()
+            .running
+            .as_ref()
+            .map(|p| p.pod.clone())
+    }
+
     /// One pass: the Services pointed at the process's addresses, the
     /// process stopped if its pod is gone, started if a pod has none.
     fn settle(&self) {
         let mut st = self.0.lock().unwrap_or_else(|p| p.into_inner());
         route_services();
         let live = live_pods();
-        if let Some(p) = &mut st.running {
-            let exited = p.child.try_wait().ok().flatten();
-            if !live.contains(&p.pod) || exited.is_some() {
+        let ended = st.running.as_mut().map(|p| {
+            let exited = p.child.try_wait().ok().flatten().is_some();
+            (exited, exited || !live.contains(&p.pod))
+        });
+        if let Some((exited, ended)) = ended {
+            st.crashes += usize::from(exited);
+            if ended {
                 let mut p = st.running.take().unwrap();
                 let status = stop_process(&mut p.child);
                 let log = read_log(&p.dir);
@@ -528,6 +551,14 @@ fn play(pod: &str) -> Option<Played> {
         };
         cmd.env(e["name"].as_str().unwrap(), value);
     }
+    // Gone with the test: a failed procedure leaves no server behind.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let log = std::fs::File::create(dir.path().join("log")).unwrap();
     let child = cmd
         .stdin(Stdio::null())
@@ -570,17 +601,6 @@ fn snapshot() -> BTreeSet<String> {
     out.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()
-}
-
-fn wait_for<T>(what: &str, within: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 fn reviews(pod: &Pod, webhook: &str) -> f64 {
@@ -724,7 +744,7 @@ fn procedure(name: &str) {
     assert!(!can_i(&["create", "deployments.apps"]), "and no other");
 
     env.extend(environment("upgrade"));
-    let starts = pod.starts();
+    let before_upgrade = pod.playing();
     for b in steps(name, "upgrade") {
         run(&b, &env, &pod);
     }
@@ -734,7 +754,11 @@ fn procedure(name: &str) {
         image(&env),
         "the upgrade named the new image"
     );
-    assert!(pod.starts() > starts, "the upgrade replaced the pod");
+    let after_upgrade = pod.playing();
+    assert!(
+        after_upgrade.is_some() && after_upgrade != before_upgrade,
+        "the upgrade replaced the pod ({before_upgrade:?} -> {after_upgrade:?})"
+    );
     assert!(
         can_i(&["create", "jobs.batch"]),
         "the upgrade kept the wrapped kinds"
@@ -751,6 +775,7 @@ fn procedure(name: &str) {
     looping.store(true, std::sync::atomic::Ordering::Relaxed);
     assert!(live_pods().is_empty(), "batchgate's pods are gone");
     pod.stop();
+    assert_eq!(pod.crashes(), 0, "batchgate never exited unasked");
     // The user's Job stays; it is theirs to delete.
     let job = kubectl_json(&["get", "job", "sample-job", "-n", "default"]);
     assert!(job["metadata"]["ownerReferences"].is_null());

@@ -25,7 +25,7 @@ fi
 if [[ -x "$target/release/batchgate" ]]; then
 	cargo_plan="batchgate (cargo build --release): only what changed since the last build, seconds to a few minutes"
 else
-	cargo_plan="batchgate (cargo build --release): its first release build (~235 crates; about 7 min on 2 idle cores), once"
+	cargo_plan="batchgate (cargo build --release): its first release build (~235 crates; about 23 min on 2 cores), once"
 fi
 say "about to build"
 say "  1. $cluster_plan"

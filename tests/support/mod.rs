@@ -456,6 +456,26 @@ pub async fn assert_still_serving(server: &Server) {
     assert!(patch_of(&resp).is_some());
 }
 
+/// Polls `probe` every 200 ms until it yields `Some`; panics naming `what`
+/// after `within`.
+pub fn wait_for<T>(
+    what: &str,
+    within: std::time::Duration,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// End-to-end helpers over the real local control plane.
 pub mod e2e {
     use std::{path::Path, process::Command, time::Duration};
