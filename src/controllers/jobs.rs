@@ -192,7 +192,7 @@ impl OwnerTriggers {
                 ev = stream.next() => ev,
                 _ = tick.tick() => {
                     if shared.leads() {
-                        self.resync(&workloads, &mut reported);
+                        self.resync(&client, &workloads, &mut reported).await;
                     }
                     continue;
                 }
@@ -254,10 +254,12 @@ impl OwnerTriggers {
 impl OwnerTriggers {
     /// The backstop: every queued job that has gone [`RESYNC_GRACE`]
     /// without a Workload is counted, logged (once a job at info) and its
-    /// reconciler woken. Nothing is read from the API: the controllers'
-    /// stores and the Workload store have what it needs.
-    fn resync(
+    /// reconciler woken. The stores say which jobs to suspect; the API
+    /// confirms each (a Workload store still catching up after a watch
+    /// error would otherwise report jobs nothing lost).
+    async fn resync(
         &self,
+        client: &Client,
         workloads: &Store<kube::core::PartialObjectMeta<api::Workload>>,
         reported: &mut std::collections::HashSet<String>,
     ) {
@@ -293,8 +295,16 @@ impl OwnerTriggers {
                 ) {
                     continue;
                 }
-                crate::cluster::watch::found_by_resync(&kind.policy.name);
                 let (ns, name) = (job.namespace().unwrap_or_default(), job.name_any());
+                match without_workload(client, &ns, uid).await {
+                    Some(true) => {}
+                    Some(false) => {
+                        info!(namespace = %ns, job = %name, "its Workload exists; the Workload watch is catching up");
+                        continue;
+                    }
+                    None => continue,
+                }
+                crate::cluster::watch::found_by_resync(&kind.policy.name);
                 if reported.insert(uid.to_string()) {
                     info!(integration = %kind.policy.name, namespace = %ns, job = %name, "queued job without a Workload found by the resync; reconciling it");
                 } else {
@@ -510,6 +520,22 @@ impl Ctx {
     }
 }
 
+/// Does the API hold no Workload of the job `uid` in `ns`? `None` when it
+/// cannot tell (the apiserver did not answer): asked again next time.
+async fn without_workload(client: &Client, ns: &str, uid: &str) -> Option<bool> {
+    let api = Api::<api::Workload>::namespaced(client.clone(), ns);
+    let lp = kube::api::ListParams::default()
+        .labels(&format!("{}={uid}", keys::JOB_UID_LABEL))
+        .limit(1);
+    match api.list_metadata(&lp).await {
+        Ok(list) => Some(list.items.is_empty()),
+        Err(e) => {
+            debug!(namespace = %ns, error = %e, "confirming a job without a Workload");
+            None
+        }
+    }
+}
+
 /// The backoff's random jitter in [0, 1), from the clock's nanoseconds
 /// (the core takes it as a parameter; no randomness crate is needed for
 /// 0.0001 of a wait).
@@ -570,6 +596,48 @@ mod tests {
     use crate::jobs::workload;
 
     const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
+
+    /// The backstop asks the API before it reports a job lost: one list of
+    /// the job's Workloads by its UID label, metadata only.
+    #[tokio::test]
+    async fn a_suspect_job_is_confirmed_with_one_list_before_it_is_reported() {
+        for (code, items, want) in [
+            (
+                200,
+                json!([{"metadata": {"name": "job-sample-1"}}]),
+                Some(false),
+            ),
+            (200, json!([]), Some(true)),
+            (503, json!([]), None),
+        ] {
+            let (client, script) = scripted_client(move |_, _, _| {
+                if code == 200 {
+                    (
+                        200,
+                        json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                                 "metadata": {}, "items": items.clone()}),
+                    )
+                } else {
+                    (code, status(code, "ServiceUnavailable"))
+                }
+            });
+            assert_eq!(without_workload(&client, "ns", UID).await, want);
+            let lines: Vec<String> = script
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| r.line.clone())
+                .collect();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(
+                lines[0].starts_with("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?")
+                    && lines[0]
+                        .contains(&format!("labelSelector=kueue.x-k8s.io%2Fjob-uid%3D{UID}"))
+                    && lines[0].contains("limit=1"),
+                "{lines:?}"
+            );
+        }
+    }
 
     fn job() -> Value {
         json!({
