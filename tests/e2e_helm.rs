@@ -7,31 +7,12 @@
 
 mod support;
 
-use std::{
-    collections::BTreeMap,
-    process::{Command, Stdio},
-    sync::OnceLock,
-    time::Duration,
-};
+use std::{collections::BTreeMap, process::Command, time::Duration};
 
 use serde_json::Value;
-use support::e2e::kubectl;
+use support::e2e::{helm, kubectl};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The helm binary, built (or found in the cache) by the project's script.
-fn helm() -> &'static str {
-    static HELM: OnceLock<String> = OnceLock::new();
-    HELM.get_or_init(|| {
-        let out = Command::new(format!("{ROOT}/tests/cluster/build-helm.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running tests/cluster/build-helm.sh");
-        assert!(out.status.success(), "tests/cluster/build-helm.sh failed");
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        stdout.lines().last().unwrap().trim().to_string()
-    })
-}
 
 /// The supported combinations: a name, the release namespace, and `--set`
 /// arguments.

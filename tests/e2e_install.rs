@@ -34,9 +34,8 @@ mod support;
 use std::{
     collections::BTreeSet,
     io::Read,
-    path::PathBuf,
     process::{Child, Command, Stdio},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -69,18 +68,10 @@ fn cluster() -> &'static LocalCluster {
 /// time (a failed one leaves its objects, and the next says so).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn helm_dir() -> &'static str {
-    static DIR: OnceLock<String> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let out = Command::new(format!("{ROOT}/tests/cluster/build-helm.sh"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running tests/cluster/build-helm.sh");
-        assert!(out.status.success(), "tests/cluster/build-helm.sh failed");
-        let helm = String::from_utf8(out.stdout).unwrap();
-        let helm = PathBuf::from(helm.lines().last().unwrap().trim());
-        helm.parent().unwrap().display().to_string()
-    })
+/// The directory of the helm binary the project's script builds.
+fn helm_dir() -> String {
+    let helm = std::path::Path::new(support::e2e::helm());
+    helm.parent().unwrap().display().to_string()
 }
 
 // ---------------------------------------------------------------------------
@@ -220,11 +211,9 @@ fn kubectl(args: &[&str]) -> Result<String, String> {
     }
 }
 
-fn kubectl_json(args: &[&str]) -> Value {
-    let mut a = args.to_vec();
-    a.extend(["-o", "json"]);
-    let out = kubectl(&a).unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"));
-    serde_json::from_str(&out).unwrap()
+/// `kubectl get ARGS -o json`.
+fn get_json(args: &[&str]) -> Value {
+    support::e2e::get_json(cluster(), args)
 }
 
 /// Runs one block as a user would paste it: bash with `-e` and `pipefail`,
@@ -480,7 +469,6 @@ fn route_services() {
 /// Starts batchgate as the pod `pod` would run it, or `None` while what it
 /// needs (its Deployment, ConfigMap, ServiceAccount) is not there yet.
 fn play(pod: &str) -> Option<Played> {
-    let c = cluster();
     let d: Value = serde_json::from_str(
         &kubectl(&["get", "deployment", "batchgate", "-n", NS, "-o", "json"]).ok()?,
     )
@@ -524,16 +512,7 @@ fn play(pod: &str) -> Option<Played> {
     // The ServiceAccount's token, as the kubelet projects it.
     let sa = spec["serviceAccountName"].as_str().unwrap();
     let token = kubectl(&["create", "token", sa, "-n", NS, "--duration=2h"]).ok()?;
-    let kubeconfig = json!({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {
-            "server": c.server_url(),
-            "certificate-authority-data": base64(c.ca_cert_pem().as_bytes())}}],
-        "users": [{"name": sa, "user": {"token": token.trim()}}],
-        "contexts": [{"name": "pod", "context": {"cluster": "local", "user": sa, "namespace": NS}}],
-        "current-context": "pod",
-    });
-    std::fs::write(dir.path().join("kubeconfig"), kubeconfig.to_string()).unwrap();
+    let kubeconfig = support::e2e::token_kubeconfig(cluster(), dir.path(), &token, Some(NS));
     let mut cmd = Command::new(BATCHGATE);
     cmd.args(&args)
         // The pod network: the Services' port on the addresses they name.
@@ -541,7 +520,7 @@ fn play(pod: &str) -> Option<Played> {
         .args(["--probe-listen", &format!("{WEBHOOK_IP}:8081")])
         .args(["--visibility-listen", &format!("{VISIBILITY_IP}:443")])
         .env_clear()
-        .env("KUBECONFIG", dir.path().join("kubeconfig"));
+        .env("KUBECONFIG", kubeconfig);
     for e in container["env"].as_array().into_iter().flatten() {
         let value = match e["valueFrom"]["fieldRef"]["fieldPath"].as_str() {
             Some("metadata.name") => pod.to_string(),
@@ -571,11 +550,6 @@ fn play(pod: &str) -> Option<Played> {
         child,
         dir,
     })
-}
-
-fn base64(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 // ---------------------------------------------------------------------------
@@ -616,11 +590,10 @@ fn reviews(pod: &Pod, webhook: &str) -> f64 {
 /// After the check's blocks: the sample Job was queued through the
 /// webhook the procedure registered, and its Workload admitted.
 fn assert_admitted_through_the_webhook(pod: &Pod, mutations_before: f64) {
-    let job = kubectl_json(&["get", "job", "sample-job", "-n", "default"]);
+    let job = get_json(&["job", "sample-job", "-n", "default"]);
     assert_eq!(job["spec"]["suspend"], false, "the Job runs");
     let uid = job["metadata"]["uid"].as_str().unwrap();
-    let wls = kubectl_json(&[
-        "get",
+    let wls = get_json(&[
         "workloads.kueue.x-k8s.io",
         "-n",
         "default",
@@ -702,7 +675,7 @@ fn procedure(name: &str) {
         let get = |k: &str| env.iter().rev().find(|(n, _)| n == k).unwrap().1.clone();
         format!("{}:{}", get("IMAGE_REPOSITORY"), get("IMAGE_TAG"))
     };
-    let d = kubectl_json(&["get", "deployment", "batchgate", "-n", NS]);
+    let d = get_json(&["deployment", "batchgate", "-n", NS]);
     assert_eq!(
         d["spec"]["template"]["spec"]["containers"][0]["image"],
         image(&env),
@@ -748,7 +721,7 @@ fn procedure(name: &str) {
     for b in steps(name, "upgrade") {
         run(&b, &env, &pod);
     }
-    let d = kubectl_json(&["get", "deployment", "batchgate", "-n", NS]);
+    let d = get_json(&["deployment", "batchgate", "-n", NS]);
     assert_eq!(
         d["spec"]["template"]["spec"]["containers"][0]["image"],
         image(&env),
@@ -777,7 +750,7 @@ fn procedure(name: &str) {
     pod.stop();
     assert_eq!(pod.crashes(), 0, "batchgate never exited unasked");
     // The user's Job stays; it is theirs to delete.
-    let job = kubectl_json(&["get", "job", "sample-job", "-n", "default"]);
+    let job = get_json(&["job", "sample-job", "-n", "default"]);
     assert!(job["metadata"]["ownerReferences"].is_null());
     kubectl(&[
         "delete",

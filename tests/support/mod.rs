@@ -565,18 +565,50 @@ pub mod e2e {
                 "--duration=2h",
             ])
             .unwrap();
+        token_kubeconfig(c, dir, &token, None)
+    }
+
+    /// `dir/sa.kubeconfig`: the cluster's server and CA with `token`, its
+    /// context's namespace `namespace` (a pod's, as in-cluster config
+    /// gives it) or none.
+    pub fn token_kubeconfig(
+        c: &LocalCluster,
+        dir: &Path,
+        token: &str,
+        namespace: Option<&str>,
+    ) -> std::path::PathBuf {
         let ca = dir.join("apiserver-ca.crt");
         std::fs::write(&ca, c.ca_cert_pem()).unwrap();
         let path = dir.join("sa.kubeconfig");
+        let mut context = serde_json::json!({"cluster": "local", "user": "sa"});
+        if let Some(ns) = namespace {
+            context["namespace"] = serde_json::json!(ns);
+        }
         let kc = serde_json::json!({
             "apiVersion": "v1", "kind": "Config",
             "clusters": [{"name": "local", "cluster": {"server": c.server_url(), "certificate-authority": ca}}],
             "users": [{"name": "sa", "user": {"token": token.trim()}}],
-            "contexts": [{"name": "sa", "context": {"cluster": "local", "user": "sa"}}],
+            "contexts": [{"name": "sa", "context": context}],
             "current-context": "sa",
         });
         std::fs::write(&path, serde_json::to_string(&kc).unwrap()).unwrap();
         path
+    }
+
+    /// The helm binary, built (or found in the cache) by the project's
+    /// script.
+    pub fn helm() -> &'static str {
+        static HELM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        HELM.get_or_init(|| {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cluster/build-helm.sh");
+            let out = Command::new(script)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .expect("running tests/cluster/build-helm.sh");
+            assert!(out.status.success(), "tests/cluster/build-helm.sh failed");
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            stdout.lines().last().unwrap().trim().to_string()
+        })
     }
 
     /// Polls a server-side dry run until a queued Job comes back suspended.
