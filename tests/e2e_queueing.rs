@@ -166,7 +166,11 @@ fn kubectl_ok(c: &batchgate_localcluster::LocalCluster, args: &[&str]) {
 
 /// `spec.active: false` evicts the Workload: the Job is suspended, its pod
 /// template loses what the admission added, the quota is released; set
-/// back to true, the Job is admitted again and finishes.
+/// back to true, the Job is admitted again and finishes. The conditions
+/// follow Kueue v0.19.2 test/integration/singlecluster/controller/jobs/job/
+/// job_controller_test.go ("checking the first job becomes unsuspended
+/// after we update the Active field back to true"): `Requeued=False`
+/// (`Deactivated`) while inactive, then `Requeued=True` (`Reactivated`).
 #[test]
 fn deactivating_a_workload_stops_its_job_and_restores_the_template() {
     let e = env();
@@ -223,6 +227,16 @@ fn deactivating_a_workload_stops_its_job_and_restores_the_template() {
     assert_eq!(ev["reason"], "Deactivated");
     assert_eq!(ev["message"], "The workload is deactivated");
     assert!(wl["status"]["admission"].is_null(), "{wl}");
+    let rq = condition(&wl, "Requeued").unwrap();
+    assert_eq!(
+        (&rq["status"], &rq["reason"], &rq["message"]),
+        (
+            &json!("False"),
+            &json!("Deactivated"),
+            &json!("The workload is deactivated")
+        ),
+        "{wl}"
+    );
     let j = get(c, &["job", "long", "-n", &ns]).unwrap();
     assert_eq!(j["spec"]["suspend"], true);
     // The manifest had no node selector and no pod set label.
@@ -254,6 +268,34 @@ fn deactivating_a_workload_stops_its_job_and_restores_the_template() {
             "-p",
             r#"{"spec":{"active":true}}"#,
         ],
+    );
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "Requeued=True (Reactivated) and the quota reserved again",
+        || {
+            let w = get(c, &["workload", &name, "-n", &ns])?;
+            let rq = condition(&w, "Requeued")?;
+            (rq["status"] == "True" && is_true(&w, "QuotaReserved")).then_some(w)
+        },
+    );
+    let rq = condition(&wl, "Requeued").unwrap();
+    assert_eq!(
+        (&rq["reason"], &rq["message"]),
+        (
+            &json!("Reactivated"),
+            &json!("The workload was reactivated")
+        ),
+        "{wl}"
+    );
+    let ev = condition(&wl, "Evicted").unwrap();
+    assert_eq!(
+        (&ev["status"], &ev["reason"], &ev["message"]),
+        (
+            &json!("False"),
+            &json!("QuotaReserved"),
+            &json!("Previously: The workload is deactivated")
+        ),
+        "{wl}"
     );
     wait_for(
         Duration::from_secs(90),
@@ -650,8 +692,12 @@ fn kueues_metrics_match_the_cluster_state() {
 /// stops a queued Job that runs without an admission (README: "Workload
 /// bookkeeping"):
 ///
-/// 1. its pod sets change (parallelism 1 → 3): the Workload is re-created
-///    (new uid) with the new count, one Workload for the Job;
+/// 1. its pod sets change (parallelism 1 → 3): the Workload is updated to
+///    match in place (same uid, event `UpdatedWorkload`), one Workload for
+///    the Job, as Kueue
+///    v0.19.2's `EquivalentToWorkload` and `updateWorkloadToMatchJob` do
+///    (test/integration/singlecluster/controller/jobs/job/
+///    job_controller_test.go);
 /// 2. its queue name and WorkloadPriorityClass change: both are copied to
 ///    that Workload (same uid);
 /// 3. a queued Job created unsuspended where the webhooks do not look
@@ -711,7 +757,7 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
             .unwrap_or(0)
     };
 
-    // 1. Pod sets change while suspended: the Workload is re-created.
+    // 1. Pod sets change while suspended: the Workload follows.
     let (ok, out, err) = kubectl(
         c,
         &[
@@ -729,15 +775,24 @@ fn the_reconciler_keeps_a_suspended_jobs_workload_in_step_and_stops_an_unadmitte
     assert!(ok, "{out}{err}");
     let second = wait_for(
         Duration::from_secs(60),
-        "a re-created Workload with 3 pods",
-        || {
-            workload_of(c, &ns, "reshape").filter(|w| {
-                w["metadata"]["uid"] != first_uid.as_str() && w["spec"]["podSets"][0]["count"] == 3
-            })
-        },
+        "the Workload updated to 3 pods",
+        || workload_of(c, &ns, "reshape").filter(|w| w["spec"]["podSets"][0]["count"] == 3),
     );
+    assert_eq!(second["metadata"]["uid"], first_uid.as_str(), "{second}");
     assert_eq!(owned_by_reshape(), 1, "one Workload for the Job");
     let second_uid = second["metadata"]["uid"].as_str().unwrap().to_string();
+    let selector = "involvedObject.name=reshape,reason=UpdatedWorkload";
+    let ev = wait_for(Duration::from_secs(30), "the UpdatedWorkload event", || {
+        get(c, &["events", "-n", &ns, "--field-selector", selector])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert!(
+        ev["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("Updated not matching Workload for suspended job: "),
+        "{ev}"
+    );
 
     // 2. Queue name and priority class changed while suspended: copied.
     for label in [

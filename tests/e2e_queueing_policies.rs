@@ -3,10 +3,14 @@
 //! StrictFIFO against BestEffortFIFO, and stopping (Hold, HoldAndDrain) and
 //! resuming a ClusterQueue or a LocalQueue; and, with Kueue's DRA
 //! integration turned off in batchgate's configuration, Jobs that use DRA
-//! refused as Kueue refuses them. Each test has its own flavor,
-//! ClusterQueues and namespaces, so they run side by side.
+//! refused as Kueue refuses them; and the Workload lifecycle rules of
+//! [`lifecycle`]. Each test has its own flavor, ClusterQueues and
+//! namespaces, so they run side by side.
 
 mod support;
+
+#[path = "e2e_queueing_policies/lifecycle.rs"]
+mod lifecycle;
 
 use std::time::Duration;
 

@@ -178,6 +178,27 @@ fn kueue_entry(opts: &WebhookOptions, kind: kueue::Kind) -> Value {
     )
 }
 
+/// The defaulting webhook of one of Kueue's kinds that has one upstream:
+/// create only, at `/mutate`.
+fn kueue_defaulting_entry(opts: &WebhookOptions, kind: kueue::Kind, name: &str) -> Value {
+    json!({
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": client_config(opts, "/mutate"),
+        "failurePolicy": opts.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": opts.timeout_seconds,
+        "rules": [{
+            "apiGroups": [kueue::GROUP],
+            "apiVersions": [kueue::VERSION],
+            "operations": ["CREATE"],
+            "resources": kind.resources(),
+            "scope": if kind.namespaced() { "Namespaced" } else { "Cluster" },
+        }],
+    })
+}
+
 /// The validating webhook of a device kind: create and update, every
 /// namespace.
 fn device_entry(opts: &WebhookOptions, kind: devices::Kind) -> Value {
@@ -226,6 +247,10 @@ pub fn webhook_configurations(policies: &PolicySet, opts: &WebhookOptions) -> Ve
                 // AppWrappers are always served (their own module, not a
                 // policy): `mappwrapper.kb.io`, CREATE, as upstream.
                 .chain([entry(opts, appwrapper::policy(), true)])
+                .chain(kueue::Kind::ALL.into_iter().filter_map(|k| {
+                    k.defaulting_webhook_name()
+                        .map(|n| kueue_defaulting_entry(opts, k, n))
+                }))
                 .collect::<Vec<_>>(),
         }),
         json!({
@@ -279,7 +304,8 @@ mod tests {
         );
         let m = &docs[0]["webhooks"];
         let v = &docs[1]["webhooks"];
-        assert_eq!(m.as_array().unwrap().len(), policies.len() + 1);
+        // Each policy, AppWrappers, and Kueue's two defaulted kinds.
+        assert_eq!(m.as_array().unwrap().len(), policies.len() + 3);
         let job_m = m
             .as_array()
             .unwrap()
@@ -339,12 +365,22 @@ mod tests {
         assert_eq!(kueue[0]["rules"][0]["scope"], "Cluster");
         assert_eq!(wl["clientConfig"]["url"], "https://h/validate");
         assert!(wl.get("namespaceSelector").is_none());
-        // Nothing is mutated for them: the resource-in-use finalizer is not added.
-        assert!(docs[0]["webhooks"]
+        // ClusterQueues and ResourceFlavors are defaulted on create (the
+        // resource-in-use finalizer), as upstream's markers register them.
+        let m: Vec<&Value> = docs[0]["webhooks"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|w| w["rules"][0]["apiGroups"][0] != "kueue.x-k8s.io"));
+            .filter(|w| w["rules"][0]["apiGroups"][0] == "kueue.x-k8s.io")
+            .collect();
+        let names: Vec<&str> = m.iter().map(|w| w["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["mclusterqueue.kb.io", "mresourceflavor.kb.io"]);
+        assert_eq!(m[0]["rules"][0]["operations"], json!(["CREATE"]));
+        assert_eq!(m[0]["rules"][0]["resources"], json!(["clusterqueues"]));
+        assert_eq!(m[1]["rules"][0]["resources"], json!(["resourceflavors"]));
+        assert_eq!(m[0]["rules"][0]["scope"], "Cluster");
+        assert_eq!(m[0]["clientConfig"]["url"], "https://h/mutate");
+        assert!(m[0].get("matchConditions").is_none());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The families the admission router dispatches to, built here and handed
 //! to it: AppWrapper and PreScaledCronJob (both hooks), one row per job
 //! policy (both hooks; gated pods and pod owners have families of their
-//! own), Kueue's kinds and the device kinds (validate). The router names
+//! own), Kueue's kinds (validate; ClusterQueues and ResourceFlavors are
+//! defaulted too) and the device kinds (validate). The router names
 //! no family; a new one is a row here.
 
 use std::sync::Arc;
@@ -82,11 +83,15 @@ pub fn table(
         add(&t.group, &t.version, &t.kind, BOTH, family);
     }
     for kind in kueue::Kind::ALL {
+        let hooks = match kind.defaulting_webhook_name() {
+            Some(_) => BOTH,
+            None => VALIDATE,
+        };
         add(
             kueue::GROUP,
             kueue::VERSION,
             kind.name(),
-            VALIDATE,
+            hooks,
             Box::new(kueue::KueueKind(kind)),
         );
     }

@@ -10,7 +10,7 @@ use std::{sync::Arc, time::Duration};
 
 use futures::{FutureExt, StreamExt};
 use kube::{
-    api::{DeleteParams, DynamicObject, Patch, Preconditions},
+    api::{DynamicObject, Patch},
     core::{ApiResource, GroupVersionKind},
     runtime::{
         controller::Action,
@@ -491,20 +491,6 @@ impl Ctx {
                 api.patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
                     .await?;
             }
-            Write::DeleteWorkload => {
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: wl.metadata.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match api.delete(&wl.name_any(), &dp).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
             Write::RemoveFinalizer => {
                 remove_workload_finalizer(api, &wl.metadata).await?;
             }
@@ -819,22 +805,26 @@ mod tests {
         );
     }
 
+    /// A suspended job whose pod sets changed: its Workload (holding no
+    /// quota) is patched to match in place, and the job told so.
     #[tokio::test]
-    async fn a_changed_job_deletes_its_workload_on_the_condition_of_its_uid() {
+    async fn a_changed_job_updates_its_workload_in_place() {
         let mut wider = job();
         wider["spec"]["parallelism"] = json!(4);
         wider["spec"]["completions"] = json!(4);
         let api = apiserver(Some(workload(json!({}))), 200);
         let (out, sent) = pass(wider, scripted_client(api)).await;
-        assert_eq!(out.unwrap(), Action::requeue(Duration::from_millis(200)));
+        assert_eq!(out.unwrap(), Action::await_change());
         assert_eq!(
             lines(&sent),
             [
                 format!("GET {}", wl_path()),
-                format!("DELETE {}", wl_path())
+                format!("PATCH {}?&fieldManager=batchgate", wl_path()),
+                format!("POST {EVENTS}")
             ]
         );
-        assert_eq!(sent[1].1["preconditions"]["uid"], "wl-uid");
+        assert_eq!(sent[1].1["spec"]["podSets"][0]["count"], 4);
+        assert_eq!(sent[2].1["reason"], "UpdatedWorkload");
     }
 
     #[tokio::test]

@@ -11,10 +11,73 @@
 pub const EXCEEDED_REASON: &str = "MaximumExecutionTimeExceeded";
 pub const EXCEEDED_MESSAGE: &str = "exceeding the maximum execution time";
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::{json, Value};
+
+use crate::api::kueue::v1beta2::{condition, Conditions};
+
 /// Milliseconds left of the maximum execution time of a Workload admitted
 /// since `admitted_at`; zero or less once it is exceeded.
 pub fn remaining_ms(max_secs: i32, accumulated_secs: i32, admitted_at: i64, now: i64) -> i64 {
     (i64::from(max_secs) - i64::from(accumulated_secs)) * 1000 - (now - admitted_at)
+}
+
+/// Where an admitted Workload stands with its maximum execution time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Clock {
+    /// No maximum, not admitted, or already marked.
+    Idle,
+    /// This many milliseconds are left.
+    Left(i64),
+    /// It ran out: the status that marks it `DeactivationTarget` (its
+    /// accumulated time cleared), and the maximum for the Warning event.
+    Expired { status: Value, max_secs: i32 },
+}
+
+/// Kueue's `reconcileMaxExecutionTime`, for any Workload (its job
+/// reconciler's and its workload controller's share): counted from the
+/// `Admitted=True` condition's transition, less what earlier admissions
+/// used.
+pub fn clock(
+    max_secs: Option<i32>,
+    accumulated_secs: Option<i32>,
+    conds: &Conditions,
+    generation: Option<i64>,
+    now: &Time,
+) -> Clock {
+    let (Some(max), Some(admitted)) = (
+        max_secs,
+        conds
+            .get(condition::ADMITTED)
+            .filter(|c| c.status == "True"),
+    ) else {
+        return Clock::Idle;
+    };
+    if conds.is_true(condition::DEACTIVATION_TARGET) {
+        return Clock::Idle;
+    }
+    let left = remaining_ms(
+        max,
+        accumulated_secs.unwrap_or(0),
+        admitted.last_transition_time.0.as_millisecond(),
+        now.0.as_millisecond(),
+    );
+    if left > 0 {
+        return Clock::Left(left);
+    }
+    let mut c = conds.clone();
+    c.set(
+        condition::DEACTIVATION_TARGET,
+        true,
+        EXCEEDED_REASON,
+        EXCEEDED_MESSAGE,
+        now,
+        generation,
+    );
+    Clock::Expired {
+        status: json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}),
+        max_secs: max,
+    }
 }
 
 /// The Warning event Kueue records on the Workload when it is exceeded.

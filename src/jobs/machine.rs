@@ -131,8 +131,6 @@ pub enum Write {
     WorkloadStatus(Value),
     /// Merge-patch the Workload's `spec` with this object.
     WorkloadSpec(Value),
-    /// Delete the Workload, on the condition of its UID.
-    DeleteWorkload,
     /// Let go of the Workload's `resource-in-use` finalizer.
     RemoveFinalizer,
     /// An event on the job.
@@ -337,6 +335,30 @@ fn decide(
         }
         return Ok(Step::wait(held(wl)));
     }
+    match workload::priority_update(policy, job, facts.classes, wl) {
+        Ok(Some(spec)) => {
+            return Ok(Step::wait(vec![
+                Write::WorkloadSpec(spec),
+                Write::JobEvent(Note::normal(
+                    "UpdatedWorkload",
+                    format!(
+                        "Updated workload priority class: {}/{}",
+                        subject.namespace, subject.workload
+                    ),
+                )),
+            ]))
+        }
+        Ok(None) => {}
+        Err(e) => {
+            return Ok(Step::after(
+                vec![Write::JobEvent(Note::warning(
+                    "ErrWorkloadCompose",
+                    e.to_string(),
+                ))],
+                COMPOSE_RETRY,
+            ))
+        }
+    }
     if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
         // Kueue's workload controller deactivates a DeactivationTarget;
         // the queueing engine then evicts it for the target's reason.
@@ -463,36 +485,47 @@ fn decide(
     if let Some(s) = backoff(wl, &conds, now) {
         return Ok(s);
     }
-    // Keep the Workload in step with the suspended job.
+    // Keep the Workload in step with the suspended job: one that no longer
+    // matches it (a pod set's count, containers, tolerations…) is brought
+    // up to date in place, as Kueue's `updateWorkloadToMatchJob` does for
+    // a Workload not holding quota.
     let view = view(policy, job, read)?;
     let current = workload::pod_sets(policy, view)?;
-    let same_shape = current.len() == recorded.len()
-        && current
-            .iter()
-            .zip(&recorded)
-            .all(|(a, b)| a.name == b.name && a.count == b.count && a.min_count == b.min_count);
-    if !same_shape {
-        // Kueue re-creates an out-of-sync Workload; the next pass does.
-        return Ok(Step::after(
-            vec![Write::DeleteWorkload],
-            Duration::from_millis(200),
-        ));
-    }
-    let mut spec = serde_json::Map::new();
-    if wl.spec.queue_name.as_deref() != Some(subject.queue.as_str()) {
-        spec.insert("queueName".into(), json!(subject.queue));
-    }
-    if let Ok(prio) = workload::priority(policy, job, facts.classes) {
-        if let workload::PrioritySource::WorkloadPriorityClass(_) = prio.source {
-            if wl.spec.priority != Some(prio.value) {
-                spec.insert("priority".into(), json!(prio.value));
-            }
+    let max_exec = workload::max_execution_time(job);
+    if !workload::equivalent(
+        &current,
+        max_exec,
+        &recorded,
+        wl.spec.maximum_execution_time_seconds,
+    ) {
+        let mut spec = json!({
+            "queueName": subject.queue,
+            "podSets": workload::pod_sets_json(current),
+            "maximumExecutionTimeSeconds": max_exec,
+        });
+        if let Ok(prio) = workload::priority(policy, job, facts.classes) {
+            workload::set_priority(&mut spec, &prio);
         }
+        return Ok(Step::wait(vec![
+            Write::WorkloadSpec(spec),
+            Write::JobEvent(Note::normal(
+                "UpdatedWorkload",
+                format!(
+                    "Updated not matching Workload for suspended job: {}/{}",
+                    subject.namespace, subject.workload
+                ),
+            )),
+        ]));
     }
-    if spec.is_empty() {
+    // A class's new value reaches the Workload through the queueing
+    // controller (Kueue's WorkloadPriorityClass controller), a new class
+    // through `priority_update` above.
+    if wl.spec.queue_name.as_deref() == Some(subject.queue.as_str()) {
         return Ok(Step::wait(Vec::new()));
     }
-    Ok(Step::wait(vec![Write::WorkloadSpec(Value::Object(spec))]))
+    Ok(Step::wait(vec![Write::WorkloadSpec(
+        json!({"queueName": subject.queue}),
+    )]))
 }
 
 /// Kueue's note on a job stopped because it runs without an admission.
@@ -703,47 +736,27 @@ enum Timer {
 /// left, or once it has run out, the Workload marked `DeactivationTarget`
 /// (its accumulated time cleared) with Kueue's Warning event.
 fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
-    let (Some(max), Some(admitted)) = (
-        wl.spec.maximum_execution_time_seconds,
-        conds.get(condition::ADMITTED),
-    ) else {
-        return Timer::Idle;
-    };
-    if conds.is_true(condition::DEACTIVATION_TARGET) {
-        return Timer::Idle;
-    }
     let accumulated = wl
         .status
         .as_ref()
-        .and_then(|s| s.accumulated_past_execution_time_seconds)
-        .unwrap_or(0);
-    let left = execution::remaining_ms(
-        max,
+        .and_then(|s| s.accumulated_past_execution_time_seconds);
+    match execution::clock(
+        wl.spec.maximum_execution_time_seconds,
         accumulated,
-        admitted.last_transition_time.0.as_millisecond(),
-        now.0.as_millisecond(),
-    );
-    if left > 0 {
-        return Timer::Left(Duration::from_millis(left.unsigned_abs()));
-    }
-    let mut c = conds.clone();
-    c.set(
-        condition::DEACTIVATION_TARGET,
-        true,
-        execution::EXCEEDED_REASON,
-        execution::EXCEEDED_MESSAGE,
-        now,
+        conds,
         wl.metadata.generation,
-    );
-    Timer::Expired(vec![
-        Write::WorkloadStatus(
-            json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}),
-        ),
-        Write::WorkloadEvent(Note::warning(
-            execution::EXCEEDED_REASON,
-            execution::exceeded_note(max),
-        )),
-    ])
+        now,
+    ) {
+        execution::Clock::Idle => Timer::Idle,
+        execution::Clock::Left(ms) => Timer::Left(Duration::from_millis(ms.unsigned_abs())),
+        execution::Clock::Expired { status, max_secs } => Timer::Expired(vec![
+            Write::WorkloadStatus(status),
+            Write::WorkloadEvent(Note::warning(
+                execution::EXCEEDED_REASON,
+                execution::exceeded_note(max_secs),
+            )),
+        ]),
+    }
 }
 
 /// Kueue's `reconcileNotReadyTimeout` for an admitted Workload of a kind

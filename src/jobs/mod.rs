@@ -2,7 +2,8 @@
 //! ([`policy`], loaded from `policies/*.yaml`), and what Kueue's job
 //! framework does with a job of that kind ([`workload`]: the Workload made
 //! from it, and the patches that start and stop it; [`execution`]: its
-//! maximum execution time; [`readiness`]: waitForPodsReady and dynamic
+//! maximum execution time; [`deactivation`]: the same and a deactivation
+//! target for a Workload made without a job; [`readiness`]: waitForPodsReady and dynamic
 //! reclaim; [`reference`]: pod templates that live in a referenced object;
 //! [`resync`]: the queued jobs gone too long without a Workload;
 //! [`machine`]: the job reconciler's decisions, one step a pass).
@@ -11,6 +12,7 @@
 //!
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
+pub mod deactivation;
 pub mod execution;
 pub mod machine;
 pub mod pod;

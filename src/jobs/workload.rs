@@ -451,24 +451,14 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
     let uid = meta_str(job, "uid")?;
     let queue = label(job, QUEUE_NAME_LABEL).unwrap_or("");
     let t = &policy.target;
-    let pod_sets: Vec<Value> = pod_sets(policy, job)?
-        .into_iter()
-        .map(|ps| {
-            let mut v = json!({"name": ps.name, "count": ps.count, "template": ps.template});
-            if let Some(min) = ps.min_count {
-                v["minCount"] = json!(min);
-            }
-            v
-        })
-        .collect();
     let mut spec = json!({
         "queueName": queue,
-        "podSets": pod_sets,
+        "podSets": pod_sets_json(pod_sets(policy, job)?),
         "priority": prio.value,
         "active": true,
     });
     set_priority(&mut spec, prio);
-    if let Some(secs) = label(job, MAX_EXEC_TIME_LABEL).and_then(|s| s.parse::<i32>().ok()) {
+    if let Some(secs) = max_execution_time(job) {
         spec["maximumExecutionTimeSeconds"] = json!(secs);
     }
     Ok(json!({
@@ -490,6 +480,115 @@ pub fn for_job(policy: &Policy, job: &Value, prio: &Priority) -> Result<Value, W
         },
         "spec": spec,
     }))
+}
+
+/// `spec.podSets` of a Workload with these pod sets.
+pub fn pod_sets_json(sets: Vec<JobPodSet>) -> Vec<Value> {
+    sets.into_iter()
+        .map(|ps| {
+            let mut v = json!({"name": ps.name, "count": ps.count, "template": ps.template});
+            if let Some(min) = ps.min_count {
+                v["minCount"] = json!(min);
+            }
+            v
+        })
+        .collect()
+}
+
+/// The job's `kueue.x-k8s.io/max-exec-time-seconds`, as its Workload's
+/// `spec.maximumExecutionTimeSeconds`.
+pub fn max_execution_time(job: &Value) -> Option<i32> {
+    label(job, MAX_EXEC_TIME_LABEL).and_then(|s| s.parse::<i32>().ok())
+}
+
+/// What Kueue's `EquivalentToWorkload` compares of a pod template: its
+/// containers, init containers and tolerations, read through the typed
+/// API so both sides drop what the types do not know alike; empty and
+/// missing lists are the same.
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Compared {
+    #[serde(default)]
+    containers: Vec<k8s_openapi::api::core::v1::Container>,
+    #[serde(default)]
+    init_containers: Vec<k8s_openapi::api::core::v1::Container>,
+    #[serde(default)]
+    tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
+}
+
+fn same_template(a: &Value, b: &Value) -> bool {
+    let typed = |t: &Value| serde_json::from_value::<Compared>(t.get("spec")?.clone()).ok();
+    match (typed(a), typed(b)) {
+        (Some(x), Some(y)) => x == y,
+        // Not readable as the API's types: the text must match.
+        _ => ["containers", "initContainers", "tolerations"]
+            .iter()
+            .all(|k| {
+                let v = |t: &Value| {
+                    t.pointer(&format!("/spec/{k}"))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                v(a) == v(b)
+            }),
+    }
+}
+
+/// Kueue's `EquivalentToWorkload` for a Workload not holding quota: the
+/// same maximum execution time and, pod set by pod set, the same count,
+/// `minCount`, containers, init containers and tolerations.
+pub fn equivalent(
+    job_sets: &[JobPodSet],
+    job_max_exec: Option<i32>,
+    wl_sets: &[JobPodSet],
+    wl_max_exec: Option<i32>,
+) -> bool {
+    job_max_exec == wl_max_exec
+        && job_sets.len() == wl_sets.len()
+        && job_sets.iter().zip(wl_sets).all(|(a, b)| {
+            a.count == b.count
+                && a.min_count == b.min_count
+                && same_template(&a.template, &b.template)
+        })
+}
+
+/// What a Workload's spec needs when its job's
+/// `kueue.x-k8s.io/priority-class` label names another class than its
+/// `priorityClassRef` (Kueue's `UpdateWorkloadPriority`, run on every pass
+/// of its job reconciler, admitted or not): the ref and the value,
+/// resolved again from the job. `None` when nothing changes, and for a
+/// Workload whose priority came from a pod PriorityClass or that reserved
+/// quota without a ref (the CRD's rules refuse adding one then). A class
+/// whose value alone changed is the WorkloadPriorityClass controller's
+/// part, not this.
+pub fn priority_update(
+    policy: &Policy,
+    job: &Value,
+    classes: &PriorityClasses,
+    wl: &crate::api::kueue::v1beta2::Workload,
+) -> Result<Option<Value>, WorkloadError> {
+    use crate::api::kueue::v1beta2::{condition, Conditions};
+    let reserved = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
+        .is_true(condition::QUOTA_RESERVED);
+    let current = match &wl.spec.priority_class_ref {
+        None if reserved => return Ok(None),
+        None => "",
+        Some(r) if r.group == "kueue.x-k8s.io" && r.kind == "WorkloadPriorityClass" => &r.name,
+        Some(_) => return Ok(None),
+    };
+    if current == label(job, PRIORITY_CLASS_LABEL).unwrap_or("") {
+        return Ok(None);
+    }
+    let prio = priority(policy, job, classes)?;
+    let mut spec = json!({});
+    set_priority(&mut spec, &prio);
+    if prio.source == PrioritySource::None {
+        if reserved {
+            return Ok(None);
+        }
+        spec["priorityClassRef"] = Value::Null;
+    }
+    Ok(Some(spec))
 }
 
 /// A Workload spec's `priority` and `priorityClassRef`, as Kueue writes them.

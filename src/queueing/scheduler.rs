@@ -46,8 +46,15 @@ pub enum PendingReason {
     /// The ClusterQueue or LocalQueue is stopped or inactive.
     Suspended,
     /// The queue setup does not admit it (missing LocalQueue or
-    /// ClusterQueue, namespace not selected).
+    /// ClusterQueue).
     Misconfigured,
+    /// The ClusterQueue's namespace selector does not select the
+    /// Workload's namespace (found by Kueue's scheduler, not its workload
+    /// controller: so `Pending`, not `Inadmissible`, with the gate off).
+    NamespaceMismatch,
+    /// waitForPodsReady's `blockAdmission` holds it back while an
+    /// admitted workload's pods are not ready.
+    WaitingForPodsReady,
 }
 
 impl PendingReason {
@@ -59,16 +66,18 @@ impl PendingReason {
             PendingReason::ExceedsMaxQuota => "ExceedsMaxQuota",
             PendingReason::WaitingForPreemptedWorkloads => "WaitingForPreemptedWorkloads",
             PendingReason::Suspended => "Suspended",
-            PendingReason::Misconfigured => "Misconfigured",
+            PendingReason::Misconfigured | PendingReason::NamespaceMismatch => "Misconfigured",
+            PendingReason::WaitingForPodsReady => "WaitingForPodsReady",
         }
     }
 
     /// The reason Kueue writes while that feature gate is off (its default
     /// up to v0.19): `Pending` from the scheduler, `Inadmissible` from the
-    /// queue setup.
+    /// queue setup, `Waiting` from blockAdmission.
     pub fn legacy_str(self) -> &'static str {
         match self {
             PendingReason::Suspended | PendingReason::Misconfigured => "Inadmissible",
+            PendingReason::WaitingForPodsReady => "Waiting",
             _ => "Pending",
         }
     }
@@ -1262,8 +1271,10 @@ impl Engine {
     }
 
     /// waitForPodsReady's `blockAdmission`: while it is set, no workload is
-    /// admitted as long as one holding quota reports `PodsReady=False`
-    /// (Kueue's scheduler waits in `waitForPodsReadyIfNeeded`).
+    /// admitted as long as one holding quota is not `PodsReady=True`
+    /// (Kueue's scheduler waits in `waitForPodsReadyIfNeeded`; its cache
+    /// counts every reserving workload without the condition as not ready,
+    /// one admitted a moment ago included).
     pub fn set_block_admission(&mut self, block: bool) {
         self.block_admission = block;
     }
@@ -1274,7 +1285,7 @@ impl Engine {
             && self.holders.values().flatten().any(|k| {
                 self.workloads
                     .get(k)
-                    .is_some_and(|r| r.wl.readiness.pods_ready == Some(false))
+                    .is_some_and(|r| r.wl.readiness.pods_ready != Some(true))
             })
     }
 

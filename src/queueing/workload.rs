@@ -248,6 +248,23 @@ impl Workload {
         usage
     }
 
+    /// What it asks for when it is not admitted: each pod set's count less
+    /// its reclaimable pods (Kueue's `podSetsCountsAfterReclaim`, which
+    /// `NewInfo` applies to every workload it queues), `min_count` kept
+    /// within it.
+    pub fn after_reclaim(&self) -> std::borrow::Cow<'_, Workload> {
+        if self.readiness.reclaimable.iter().all(|(_, c)| *c == 0) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut wl = self.clone();
+        for ps in &mut wl.pod_sets {
+            let r = self.readiness.reclaimable_of(&ps.name).min(ps.count);
+            ps.count -= r;
+            ps.min_count = ps.min_count.map(|m| m.min(ps.count));
+        }
+        std::borrow::Cow::Owned(wl)
+    }
+
     /// `namespace/name`, how decisions name a workload.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
@@ -268,6 +285,8 @@ impl Workload {
         let mut h = DefaultHasher::new();
         self.namespace.hash(&mut h);
         self.pod_sets.hash(&mut h);
+        // Reclaimable pods change what it asks for (`after_reclaim`).
+        self.readiness.reclaimable.hash(&mut h);
         h.finish()
     }
 }
@@ -313,6 +332,27 @@ mod tests {
             }],
         };
         (wl, admission)
+    }
+
+    /// Kueue v0.19.2 pkg/workload/workload_test.go, TestNewInfo: "pending
+    /// with reclaim; reclaimablePods on" (5 pods, 2 reclaimable: it asks
+    /// for 3 pods' worth); a stale count never goes below zero, and a
+    /// `min_count` stays within what is left.
+    #[test]
+    fn a_pending_workload_asks_for_its_pods_less_the_reclaimable_ones() {
+        let (mut wl, _) = admitted(5, 5, 2);
+        let asked = wl.after_reclaim();
+        assert_eq!(asked.pod_sets[0].count, 3);
+        assert_eq!(asked.pod_sets[0].total_requests_at(3)["cpu"], 30);
+        wl.readiness.reclaimable = vec![("main".into(), 9)];
+        wl.pod_sets[0].min_count = Some(4);
+        let asked = wl.after_reclaim();
+        assert_eq!(
+            (asked.pod_sets[0].count, asked.pod_sets[0].min_count),
+            (0, Some(0))
+        );
+        wl.readiness.reclaimable.clear();
+        assert!(matches!(wl.after_reclaim(), std::borrow::Cow::Borrowed(_)));
     }
 
     /// Kueue v0.19.2 pkg/workload/workload_test.go, TestNewInfo:

@@ -27,7 +27,7 @@ use super::{
     object::DecodeError,
     Decision, Operation, Verdict,
 };
-use crate::vocabulary::{go::go_quote, quantity};
+use crate::vocabulary::{go::go_quote, keys::RESOURCE_IN_USE_FINALIZER, patch::PatchOp, quantity};
 
 /// The API group and version validated here.
 pub const GROUP: &str = "kueue.x-k8s.io";
@@ -79,6 +79,19 @@ impl Kind {
             Kind::Cohort => "vcohort.kb.io",
             Kind::ResourceFlavor => "vresourceflavor.kb.io",
             Kind::Workload => "vworkload.kb.io",
+        }
+    }
+
+    /// Upstream's defaulting webhook, for the kinds it adds the
+    /// `resource-in-use` finalizer to on create
+    /// (`clusterqueue_webhook.go`, `resourceflavor_webhook.go`). Kueue's
+    /// Workload defaulter only drops `minCount` with PartialAdmission off,
+    /// which it is not by default, so it has none here.
+    pub fn defaulting_webhook_name(self) -> Option<&'static str> {
+        match self {
+            Kind::ClusterQueue => Some("mclusterqueue.kb.io"),
+            Kind::ResourceFlavor => Some("mresourceflavor.kb.io"),
+            Kind::Cohort | Kind::Workload => None,
         }
     }
 
@@ -380,12 +393,48 @@ pub fn aggregate(errors: &[Violation]) -> String {
 /// validated whole.
 pub struct KueueKind(pub Kind);
 
+/// The defaulting of a kind with a defaulting webhook: the
+/// `resource-in-use` finalizer added on create, after the others (Kueue's
+/// `controllerutil.AddFinalizer`), so a ClusterQueue or ResourceFlavor is
+/// guarded from its first moment, before the reconciler has seen it.
+pub fn defaults(kind: Kind, operation: super::Operation, object: Option<&Value>) -> Vec<PatchOp> {
+    let (Some(obj), super::Operation::Create) = (object, operation) else {
+        return Vec::new();
+    };
+    if kind.defaulting_webhook_name().is_none() {
+        return Vec::new();
+    }
+    let finalizer = Value::from(RESOURCE_IN_USE_FINALIZER);
+    match obj.pointer("/metadata/finalizers") {
+        Some(Value::Array(list)) if list.contains(&finalizer) => Vec::new(),
+        Some(Value::Array(_)) => vec![PatchOp {
+            op: "add",
+            path: "/metadata/finalizers/-".into(),
+            value: finalizer,
+        }],
+        _ if obj.get("metadata").is_some_and(Value::is_object) => vec![PatchOp {
+            op: "add",
+            path: "/metadata/finalizers".into(),
+            value: Value::Array(vec![finalizer]),
+        }],
+        _ => Vec::new(),
+    }
+}
+
 impl Family for KueueKind {
     fn label(&self) -> &'static str {
         self.0.metric_label()
     }
     fn decide(&self, review: &Review<'_>, _: &super::Context<'_>) -> Decided {
         let (kind, req) = (self.0, review.request);
+        if review.hook == super::family::Hook::Mutate {
+            return Decision {
+                verdict: Verdict::Allow,
+                patch: defaults(kind, review.operation, req.object.as_ref()),
+                warnings: Vec::new(),
+            }
+            .into();
+        }
         // Warnings go with the answer, allowed or denied, as
         // controller-runtime sends a validator's warnings.
         let warnings = warnings::for_object(kind, review.operation, req.object.as_ref());
@@ -433,6 +482,38 @@ mod tests {
             Kind::ClusterQueue.to_string(),
             "kueue.x-k8s.io/v1beta2, Kind=ClusterQueue"
         );
+    }
+
+    /// Kueue v0.19.2 test/integration/singlecluster/webhook/core/
+    /// clusterqueue_test.go ("Defaulting on creation": every entry gets
+    /// `kueue.x-k8s.io/resource-in-use`) and resourceflavor_test.go
+    /// ("Should have a finalizer"): added on create, after any finalizer
+    /// already there, once; nothing on update or for the other kinds.
+    #[test]
+    fn cluster_queues_and_flavors_get_the_resource_in_use_finalizer_on_create() {
+        use crate::admission::Operation::{Create, Update};
+        let bare = json!({"metadata": {"name": "foo"}, "spec": {}});
+        let want = vec![PatchOp {
+            op: "add",
+            path: "/metadata/finalizers".into(),
+            value: json!(["kueue.x-k8s.io/resource-in-use"]),
+        }];
+        assert_eq!(defaults(Kind::ClusterQueue, Create, Some(&bare)), want);
+        assert_eq!(defaults(Kind::ResourceFlavor, Create, Some(&bare)), want);
+        let theirs = json!({"metadata": {"name": "foo", "finalizers": ["example.com/keep"]}});
+        assert_eq!(
+            defaults(Kind::ClusterQueue, Create, Some(&theirs)),
+            vec![PatchOp {
+                op: "add",
+                path: "/metadata/finalizers/-".into(),
+                value: json!("kueue.x-k8s.io/resource-in-use"),
+            }]
+        );
+        let ours = json!({"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}});
+        assert!(defaults(Kind::ClusterQueue, Create, Some(&ours)).is_empty());
+        assert!(defaults(Kind::ClusterQueue, Update, Some(&bare)).is_empty());
+        assert!(defaults(Kind::Cohort, Create, Some(&bare)).is_empty());
+        assert!(defaults(Kind::Workload, Create, Some(&bare)).is_empty());
     }
 
     #[test]

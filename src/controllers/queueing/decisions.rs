@@ -126,6 +126,11 @@ impl Controller {
             }
             return;
         }
+        self.push_write(k, w);
+    }
+
+    /// Queues a status write behind the Workload's write in flight, if any.
+    pub(super) fn push_write(&mut self, k: Key, w: Write) {
         // An admission or eviction makes an unwritten pending reason moot.
         self.pending_due.remove(&k);
         let q = self.queued.entry(k.clone()).or_default();
@@ -137,7 +142,8 @@ impl Controller {
 
     /// Kueue's workload controller sets `Requeued=True` on a Workload a
     /// stopped queue drained once that queue runs again
-    /// (`ClusterQueueRestarted`, `LocalQueueRestarted`).
+    /// (`ClusterQueueRestarted`, `LocalQueueRestarted`), and on a
+    /// deactivated one once it is active again (`Reactivated`).
     pub(super) fn requeue_drained(&mut self) {
         let keys: Vec<Key> = self.drained.iter().cloned().collect();
         for k in keys {
@@ -150,6 +156,16 @@ impl Controller {
                 .workload(&k)
                 .and_then(|wl| self.engine.local_queue(&wl.namespace, &wl.queue_name));
             let w = match drained_by(&m.conditions) {
+                Some(from @ DEACTIVATED) => {
+                    self.engine
+                        .workload(&k)
+                        .filter(|wl| wl.active)
+                        .map(|_| Write::Requeued {
+                            from,
+                            reason: "Reactivated",
+                            message: "The workload was reactivated",
+                        })
+                }
                 Some(from @ "ClusterQueueStopped") => lq
                     .and_then(|lq| self.engine.cluster_queue(&lq.cluster_queue))
                     .filter(|cq| !cq.stop_policy.is_stopped())
@@ -241,7 +257,9 @@ impl Controller {
         let lane = match w {
             Write::Pending { .. } => self.pending_lane.clone(),
             Write::Admit(_) => self.admission_lane.clone(),
-            Write::Evict { .. } | Write::Requeued { .. } => self.eviction_lane.clone(),
+            Write::Evict { .. } | Write::Requeued { .. } | Write::Exceeded { .. } => {
+                self.eviction_lane.clone()
+            }
         };
         let client = self.client.clone();
         let tx = self.tx.clone();
@@ -358,13 +376,15 @@ impl Unsent {
     }
 }
 
-/// The stopped queue that drained the Workload (`Requeued=False` with
-/// reason `ClusterQueueStopped` or `LocalQueueStopped`), if one did.
+/// What took the Workload's quota and keeps it from queueing until it
+/// ends (`Requeued=False` with reason `ClusterQueueStopped`,
+/// `LocalQueueStopped` or, for a plain deactivation, `Deactivated`), if
+/// anything did.
 pub(super) fn drained_by(conds: &[Condition]) -> Option<&'static str> {
     let c = conds
         .iter()
         .find(|c| c.type_ == condition::REQUEUED && c.status == "False")?;
-    ["ClusterQueueStopped", "LocalQueueStopped"]
+    ["ClusterQueueStopped", "LocalQueueStopped", DEACTIVATED]
         .into_iter()
         .find(|r| c.reason == *r)
 }
@@ -401,6 +421,11 @@ pub(super) fn deactivation_cause(conds: &[Condition]) -> Option<(String, String)
         .find(|c| c.type_ == condition::DEACTIVATION_TARGET && c.status == "True")
         .map(|c| (c.reason.clone(), c.message.clone()))
 }
+
+/// The `Requeued=False` reason a plain deactivation leaves (one for a
+/// cause reads `DeactivatedDueTo<cause>`, and Kueue does not mark it
+/// reactivated).
+const DEACTIVATED: &str = "Deactivated";
 
 /// The status a write leaves, computed from the Workload as last seen;
 /// `None` when the write no longer applies (already admitted, finished…).
@@ -498,6 +523,20 @@ pub(super) fn render(
             }
             c.set(condition::REQUEUED, true, reason, message, now, generation);
             Some(json!({"conditions": c.0}))
+        }
+        Write::Exceeded { .. } => {
+            if c.is_true(condition::DEACTIVATION_TARGET) || !c.is_true(condition::ADMITTED) {
+                return None;
+            }
+            c.set(
+                condition::DEACTIVATION_TARGET,
+                true,
+                execution::EXCEEDED_REASON,
+                execution::EXCEEDED_MESSAGE,
+                now,
+                generation,
+            );
+            Some(json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}))
         }
         Write::Pending { reason, message } => {
             if reserved {
@@ -706,6 +745,11 @@ pub(super) fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence
             vec![o(reason.legacy_str().to_string(), true, message.clone())]
         }
         Write::Requeued { .. } => Vec::new(),
+        Write::Exceeded { max_secs } => vec![o(
+            execution::EXCEEDED_REASON.into(),
+            true,
+            execution::exceeded_note(*max_secs),
+        )],
     }
 }
 
@@ -746,6 +790,7 @@ pub(super) fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
         Write::Admit(_) => "admission",
         Write::Evict { .. } => "eviction",
         Write::Requeued { .. } => "requeued",
+        Write::Exceeded { .. } => "execution time",
         Write::Pending { reason, message } => {
             let prev = before
                 .iter()

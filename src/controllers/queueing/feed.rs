@@ -66,6 +66,9 @@ impl Controller {
                 c.status_due = true;
             }),
             Input::AdmissionCheck(ev) => self.on_admission_check(ev),
+            Input::PriorityClass(ev) => self.priorities.on_class(ev),
+            Input::PriorityRecheck(k) => self.priorities.recheck_one(&k),
+            Input::Deactivate(k, rv) => self.deactivate_again(k, rv),
             Input::ClaimTemplate(ev) => self.on_event(TEMPLATES, ev, |c, t| {
                 let named = c.claims.template(
                     t.metadata.namespace.as_deref().unwrap_or_default(),
@@ -295,6 +298,8 @@ impl Controller {
                 self.finished.remove(k);
                 self.queued.remove(k);
                 self.drained.remove(k);
+                self.priorities.forget(k);
+                self.jobless.forget(k);
             }
         }
         self.status_due = true;
@@ -315,6 +320,9 @@ impl Controller {
             .meta
             .insert(k.clone(), Meta::of(wl, &engine_wl))
             .is_none();
+        self.priorities.observe(&k, wl);
+        let owned = self.meta.get(&k).is_some_and(|m| m.owned);
+        self.observe_jobless(&k, wl, owned);
         // Finished ones leave `meta`: their later events are not arrivals.
         if first && !engine_wl.finished {
             debug!(workload = %k, "workload seen");

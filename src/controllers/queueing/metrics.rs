@@ -122,7 +122,7 @@ impl Controller {
                     preempted: preempted.and_then(|p| Some((preempting?, p.as_str()))),
                 })
             }
-            Write::Pending { .. } | Write::Requeued { .. } => None,
+            Write::Pending { .. } | Write::Requeued { .. } | Write::Exceeded { .. } => None,
         }
     }
 

@@ -74,7 +74,9 @@ mod decisions;
 mod fair;
 mod feed;
 mod finalizers;
+mod jobless;
 mod metrics;
+mod priorities;
 mod status;
 
 // The children name their siblings and the other controllers' modules
@@ -125,6 +127,11 @@ enum Input {
     Workload(Event<api::Workload>),
     Cohort(Event<api::Cohort>),
     AdmissionCheck(Event<api::AdmissionCheck>),
+    PriorityClass(Event<api::WorkloadPriorityClass>),
+    /// A priority write failed: check the Workload again.
+    PriorityRecheck(Key),
+    /// A jobless Workload's deactivation failed: try it again.
+    Deactivate(Key, String),
     ClaimTemplate(Event<k8s_openapi::api::resource::v1::ResourceClaimTemplate>),
     ResourceSlice(Event<k8s_openapi::api::resource::v1::ResourceSlice>),
     DeviceClass(Event<k8s_openapi::api::resource::v1::DeviceClass>),
@@ -246,6 +253,11 @@ enum Write {
         reason: &'static str,
         message: &'static str,
     },
+    /// A Workload made without a job ran out of its maximum execution
+    /// time: `DeactivationTarget` (see [`jobless`]).
+    Exceeded {
+        max_secs: i32,
+    },
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object. A Workload's
@@ -273,8 +285,9 @@ pub struct Controller {
     listings: [Listing; 9],
     known: [HashSet<Key>; 9],
     meta: HashMap<Key, Meta>,
-    /// Workloads drained by a stopped queue (`Requeued=False`), waiting for
-    /// it to run again.
+    /// Workloads drained by a stopped queue or deactivated
+    /// (`Requeued=False`), waiting for the queue to run again or the
+    /// Workload to be active again.
     drained: HashSet<Key>,
     /// Per Workload, the writes waiting for the one in flight.
     queued: HashMap<Key, VecDeque<Write>>,
@@ -331,6 +344,12 @@ pub struct Controller {
     cohort_written: BTreeMap<String, Value>,
     /// DRA claims counted as quota (see [`claims`]).
     claims: claims::Claims,
+    /// Workloads following a WorkloadPriorityClass's value (see
+    /// [`priorities`]).
+    priorities: priorities::Priorities,
+    /// Deadlines and deactivations of Workloads made without a job (see
+    /// [`jobless`]).
+    jobless: jobless::Jobless,
 }
 
 const FLAVORS: usize = 0;
@@ -426,6 +445,11 @@ impl Controller {
             tx.clone(),
             Input::AdmissionCheck,
         );
+        watch(
+            Api::<api::WorkloadPriorityClass>::all(client.clone()),
+            tx.clone(),
+            Input::PriorityClass,
+        );
         let templates =
             Api::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>::all(client.clone());
         // A cluster that does not serve resource.k8s.io/v1 has no claims
@@ -485,6 +509,8 @@ impl Controller {
             fair,
             cohort_written: BTreeMap::new(),
             claims: claims::Claims::new(claims),
+            priorities: priorities::Priorities::default(),
+            jobless: jobless::Jobless::default(),
         };
         for kind in [TEMPLATES, SLICES, CLASSES] {
             c.listings[kind].done = !dra_served;
@@ -509,6 +535,8 @@ impl Controller {
                     }
                     if leads {
                         c.cycle();
+                        c.sync_priorities();
+                        c.sync_jobless();
                     }
                 }
                 changed = leading.changed(), if !leads => {
@@ -521,6 +549,8 @@ impl Controller {
                         info!(started = c.started, "leading: the queueing engine admits from the state it kept");
                         c.status_due = true;
                         c.cycle();
+                        c.priorities.recheck();
+                        c.sync_priorities();
                     }
                 }
                 _ = status_tick.tick() => {
@@ -537,6 +567,7 @@ impl Controller {
                         c.log_tally();
                         if c.started {
                             c.sync_finalizers();
+                            c.sync_jobless();
                         }
                     }
                     if c.started && c.visibility.wanted() {
@@ -824,6 +855,60 @@ mod tests {
             message: "The LocalQueue was restarted after being stopped",
         };
         assert!(render(&lq, &released, None, &at(5)).is_none());
+    }
+
+    /// Kueue v0.19.2 pkg/controller/core/workload_controller_requeue_test.go
+    /// and test/integration/singlecluster/controller/jobs/job/
+    /// job_controller_test.go ("...the Active field back to true"): a
+    /// Workload deactivated and released reads `Requeued=False`
+    /// (`Deactivated`); reactivated, `Requeued=True` (`Reactivated`, "The
+    /// workload was reactivated"). A deactivation for a cause is not
+    /// marked reactivated (its reason is `DeactivatedDueTo<cause>`).
+    #[test]
+    fn a_deactivated_workload_is_marked_reactivated() {
+        let admitted = conds(&render(&Write::Admit(admission()), &[], None, &at(1)).unwrap());
+        let evict = Write::Evict {
+            reason: EvictionReason::Deactivated,
+            message: "The workload is deactivated".into(),
+            preempted: None,
+        };
+        let evicted = conds(&render(&evict, &admitted, None, &at(2)).unwrap());
+        let released = conds(&release(&evicted, None, &at(3), None).unwrap());
+        let rq = Conditions(released.clone())
+            .get("Requeued")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (rq.status.as_str(), rq.reason.as_str(), rq.message.as_str()),
+            ("False", "Deactivated", "The workload is deactivated")
+        );
+        assert_eq!(drained_by(&released), Some("Deactivated"));
+        let reactivated = Write::Requeued {
+            from: "Deactivated",
+            reason: "Reactivated",
+            message: "The workload was reactivated",
+        };
+        let c = Conditions(conds(
+            &render(&reactivated, &released, None, &at(4)).unwrap(),
+        ));
+        let rq = c.get("Requeued").unwrap();
+        assert_eq!(
+            (rq.status.as_str(), rq.reason.as_str(), rq.message.as_str()),
+            ("True", "Reactivated", "The workload was reactivated")
+        );
+        assert!(render(&reactivated, &c.0, None, &at(5)).is_none());
+        let mut caused = Conditions(admitted);
+        caused.set(
+            "DeactivationTarget",
+            true,
+            "MaximumExecutionTimeExceeded",
+            "exceeding the maximum execution time",
+            &at(2),
+            None,
+        );
+        let evicted = conds(&render(&evict, &caused.0, None, &at(3)).unwrap());
+        let released = conds(&release(&evicted, None, &at(4), None).unwrap());
+        assert_eq!(drained_by(&released), None);
     }
 
     #[test]

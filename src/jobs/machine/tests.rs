@@ -555,19 +555,58 @@ fn a_requeued_workload_waits_out_its_backoff_then_queues_again() {
     );
 }
 
+/// Kueue v0.19.2 jobframework `EquivalentToWorkload` and
+/// `updateWorkloadToMatchJob` (pkg/util/equality/podset.go compares count,
+/// minCount, containers, init containers and tolerations), as
+/// test/integration/singlecluster/controller/jobs/job/job_controller_test.go
+/// exercises them: a suspended Job whose pod count or container request
+/// changes has its Workload, holding no quota, updated in place with an
+/// `UpdatedWorkload` event; no change writes nothing.
 #[test]
-fn a_changed_job_recreates_its_workload() {
+fn a_changed_job_updates_its_workload_to_match() {
     let w = World::new("Job");
     let wl = workload_of(&job(), json!({}));
+    let expect_update = |changed: &Value, what: &str| {
+        let s = w.step(changed, Some(&wl));
+        let [Write::WorkloadSpec(spec), Write::JobEvent(n)] = s.writes.as_slice() else {
+            panic!("{what}: {s:?}");
+        };
+        assert_eq!(n.reason, "UpdatedWorkload", "{what}");
+        assert!(
+            n.message
+                .starts_with("Updated not matching Workload for suspended job: ns/"),
+            "{what}: {}",
+            n.message
+        );
+        assert!(spec["maximumExecutionTimeSeconds"].is_null(), "{what}");
+        spec.clone()
+    };
     let mut wider = job();
     wider["spec"]["parallelism"] = json!(4);
     wider["spec"]["completions"] = json!(4);
-    let s = w.step(&wider, Some(&wl));
+    assert_eq!(expect_update(&wider, "count")["podSets"][0]["count"], 4);
+    let mut bigger = job();
+    bigger["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] =
+        json!("3");
+    let spec = expect_update(&bigger, "request");
     assert_eq!(
-        s,
-        Step::after(vec![Write::DeleteWorkload], Duration::from_millis(200))
+        spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "3"
     );
-    // The same shape: nothing.
+    // Tolerations Kueue compares too, but a pending job's are first put
+    // back as its Workload recorded them (what an admission added is
+    // taken off again), so a change there is undone, not followed.
+    let mut tolerant = job();
+    tolerant["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]);
+    let restored = w.step(&tolerant, Some(&wl));
+    let (ops, _) = job_patch(&restored);
+    assert!(
+        ops.iter()
+            .any(|o| o.op == "remove" && o.path.ends_with("/tolerations")),
+        "{ops:?}"
+    );
+    // The same job: nothing.
     assert_eq!(w.step(&job(), Some(&wl)), Step::wait(Vec::new()));
 }
 
@@ -602,15 +641,78 @@ fn a_moved_job_moves_its_workload() {
     );
 }
 
+/// Kueue v0.19.2 test/integration/singlecluster/controller/jobs/job/
+/// job_controller_test.go ("running workload priority is decreased…": the
+/// label of a running Job changes from high to low and its Workload
+/// follows, ref and value) and jobframework's `UpdateWorkloadPriority`: a
+/// class whose value alone changed is left to the WorkloadPriorityClass
+/// controller, a pod PriorityClass is not followed, and a Workload that
+/// reserved quota without a ref is not given one.
 #[test]
-fn a_workload_priority_class_change_reaches_the_workload() {
+fn a_priority_class_label_change_reaches_the_workload_admitted_or_not() {
     let mut w = World::new("Job");
     w.classes.workload.insert("high".into(), 1000);
+    w.classes.workload.insert("low".into(), 100);
+    let with_class = |status: Value, class: &str, value: i32| {
+        let mut wl = workload_of(&job(), status);
+        wl.spec.priority_class_ref = Some(api::PriorityClassRef {
+            group: "kueue.x-k8s.io".into(),
+            kind: "WorkloadPriorityClass".into(),
+            name: class.into(),
+        });
+        wl.spec.priority = Some(value);
+        wl
+    };
     let mut j = job();
-    j["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = json!("high");
-    let wl = workload_of(&job(), json!({}));
-    let s = w.step(&j, Some(&wl));
-    assert_eq!(s.writes, [Write::WorkloadSpec(json!({"priority": 1000}))]);
+    j["spec"]["suspend"] = json!(false);
+    j["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = json!("low");
+    let running = with_class(admitted(), "high", 1000);
+    let s = w.step(&j, Some(&running));
+    let [Write::WorkloadSpec(spec), Write::JobEvent(n)] = s.writes.as_slice() else {
+        panic!("{s:?}");
+    };
+    assert_eq!(
+        *spec,
+        json!({"priority": 100, "priorityClassRef":
+            {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}})
+    );
+    assert_eq!(
+        (n.reason.as_str(), n.message.as_str()),
+        (
+            "UpdatedWorkload",
+            format!(
+                "Updated workload priority class: ns/{}",
+                running.metadata.name.clone().unwrap()
+            )
+            .as_str()
+        )
+    );
+    // Same class, another value: not the job reconciler's write.
+    let stale = with_class(admitted(), "low", 7);
+    assert!(w.step(&j, Some(&stale)).writes.is_empty());
+    // Pending and moved to a class: followed too.
+    let mut pending = job();
+    pending["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = json!("high");
+    let s = w.step(&pending, Some(&workload_of(&job(), json!({}))));
+    assert!(
+        matches!(&s.writes[..], [Write::WorkloadSpec(spec), _] if spec["priority"] == 1000),
+        "{s:?}"
+    );
+    // Reserved without a ref: none can be added.
+    let mut running_high = j.clone();
+    running_high["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = json!("high");
+    assert!(w
+        .step(&running_high, Some(&workload_of(&job(), admitted())))
+        .writes
+        .is_empty());
+    // A pod PriorityClass's Workload does not follow the label.
+    let mut pod_class = with_class(json!({}), "p", 5);
+    pod_class.spec.priority_class_ref = Some(api::PriorityClassRef {
+        group: "scheduling.k8s.io".into(),
+        kind: "PriorityClass".into(),
+        name: "p".into(),
+    });
+    assert!(w.step(&pending, Some(&pod_class)).writes.is_empty());
 }
 
 #[test]
@@ -713,8 +815,11 @@ proptest! {
                     "started with {flags:?} admission={has_admission} going={wl_going}"
                 );
             }
-            if matches!(w, Write::DeleteWorkload) {
-                prop_assert!(!(reserved && has_admission), "deleted a Workload holding quota");
+            if let Write::WorkloadSpec(spec) = w {
+                prop_assert!(
+                    !(reserved && has_admission) || spec.get("podSets").is_none(),
+                    "changed the pod sets of a Workload holding quota"
+                );
             }
             prop_assert!(!matches!(w, Write::CreateWorkload { .. }), "a second Workload");
         }

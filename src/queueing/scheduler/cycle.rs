@@ -92,11 +92,9 @@ impl Engine {
         let mut cycle = Cycle::default();
         self.issue_due_evictions(&mut cycle.decisions);
 
-        // 1. One head per active ClusterQueue (none while blockAdmission
-        // waits for an admitted workload's pods to be ready).
+        // 1. One head per active ClusterQueue.
         let mut heads = Vec::new();
-        let blocked = self.admission_blocked();
-        for (name, cq) in self.cluster_queues.iter().filter(|_| !blocked) {
+        for (name, cq) in self.cluster_queues.iter() {
             if !self.is_active(cq) {
                 continue;
             }
@@ -201,8 +199,8 @@ impl Engine {
                 assignment: None,
                 targets: Vec::new(),
                 outcome: Outcome::Pending {
-                    reason: PendingReason::Misconfigured,
-                    message: "Workload namespace doesn't match ClusterQueue selector".into(),
+                    reason: PendingReason::NamespaceMismatch,
+                    message: "workload namespace doesn't match ClusterQueue selector".into(),
                     requeue: Requeue::SetAside,
                 },
             };
@@ -214,9 +212,10 @@ impl Engine {
             priority: rec.wl.priority,
             created: rec.wl.created,
         };
-        // Full counts, or (partial admission) the largest that fit.
+        // Full counts (less what is reclaimable already), or (partial
+        // admission) the largest that fit.
         let (assignment, targets) = partial_admission::initial_assignment(
-            &rec.wl,
+            &rec.wl.after_reclaim(),
             cq,
             &self.flavors,
             snap,
@@ -349,6 +348,16 @@ impl Engine {
                 self.mark_evicting(&key);
                 out.push(eviction);
             }
+            return;
+        }
+        if self.admission_blocked() {
+            // Kueue's scheduler waits here (`waitForPodsReadyIfNeeded`),
+            // after any preemption: the head keeps its place and says why.
+            entry.outcome = pending(
+                PendingReason::WaitingForPodsReady,
+                "waiting for all admitted workloads to be in PodsReady condition".into(),
+                Requeue::Immediately,
+            );
             return;
         }
         // Fit: admit.

@@ -669,6 +669,10 @@ fn inactive_workloads_are_not_admitted_and_deactivation_evicts() {
     assert_eq!(settle(&mut e, 4), [key("idle")]);
 }
 
+/// The scheduler's answer for an unselected namespace (Kueue v0.19.2
+/// pkg/scheduler/scheduler_test.go "failed to match clusterQueue
+/// selector"): reason `Misconfigured`, written `Pending` while the
+/// unadmitted-workloads observability gate is off, as it is by default.
 #[test]
 fn namespace_selector_decides_who_may_queue() {
     let mut a = cq("a", None, &[("default", 4)]);
@@ -683,9 +687,16 @@ fn namespace_selector_decides_who_may_queue() {
     assert_eq!(
         pending(&c, "w"),
         Some((
-            PendingReason::Misconfigured,
-            "Workload namespace doesn't match ClusterQueue selector".into()
+            PendingReason::NamespaceMismatch,
+            "workload namespace doesn't match ClusterQueue selector".into()
         ))
+    );
+    assert_eq!(
+        (
+            PendingReason::NamespaceMismatch.as_str(),
+            PendingReason::NamespaceMismatch.legacy_str()
+        ),
+        ("Misconfigured", "Pending")
     );
     assert!(settle(&mut e, 1).is_empty());
     e.upsert_namespace(NS, [("team".to_string(), "a".to_string())].into());
@@ -1165,9 +1176,10 @@ fn a_workload_backing_off_is_not_queued() {
 /// blockAdmission (Kueue v0.19.2 test/integration/singlecluster/scheduler/
 /// podsready/scheduler_test.go "Should unblock admission of new workloads
 /// once the admitted workload is deleted" and the "...NonblockingMode"
-/// twin): while an admitted workload reports PodsReady=False nothing else
-/// is admitted, even where there is room; once it is ready, or with
-/// blocking off, admissions go on.
+/// twin): while an admitted workload is not PodsReady=True nothing else
+/// is admitted, even where there is room, and the head says it waits;
+/// once it is ready, or with blocking off, admissions go on. One
+/// admitted in the same cycle counts as not ready yet.
 #[test]
 fn block_admission_waits_for_admitted_workloads_to_be_ready() {
     let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
@@ -1180,6 +1192,18 @@ fn block_admission_waits_for_admitted_workloads_to_be_ready() {
     first.readiness.pods_ready = Some(false);
     e.upsert_workload(first.clone());
     e.upsert_workload(wl("second", "a", 0, 2, 1));
+    // scheduler.go waitForPodsReadyIfNeeded: QuotaReserved=False, `Waiting`
+    // with the gate off.
+    let c = run(&mut e, 2);
+    assert!(admitted(&c).is_empty(), "blocked while first is not ready");
+    assert_eq!(
+        pending(&c, "second"),
+        Some((
+            PendingReason::WaitingForPodsReady,
+            "waiting for all admitted workloads to be in PodsReady condition".into()
+        ))
+    );
+    assert_eq!(PendingReason::WaitingForPodsReady.legacy_str(), "Waiting");
     assert!(
         settle(&mut e, 2).is_empty(),
         "blocked while first is not ready"
@@ -1191,4 +1215,30 @@ fn block_admission_waits_for_admitted_workloads_to_be_ready() {
     first.readiness.pods_ready = Some(true);
     e.upsert_workload(first);
     assert_eq!(settle(&mut e, 3), [key("second")]);
+
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 4)])]);
+    e.set_block_admission(true);
+    e.upsert_workload(wl("one", "a", 0, 1, 1));
+    e.upsert_workload(wl("two", "a", 0, 2, 1));
+    assert_eq!(settle(&mut e, 1), [key("one")]);
+}
+
+/// Kueue v0.19.2 test/integration/singlecluster/scheduler/scheduler_test.go
+/// "Should admit workloads when resources are dynamically reclaimed": a
+/// workload waiting with reclaimable pods asks only for the rest, and its
+/// admission counts that many pods.
+#[test]
+fn a_pending_workloads_reclaimable_pods_are_not_asked_for() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 2)])]);
+    let mut w = wl("w", "a", 0, 1, 1);
+    w.pod_sets[0].count = 3;
+    e.upsert_workload(w.clone());
+    assert!(settle(&mut e, 1).is_empty(), "3 cpu do not fit in 2");
+    w.readiness.reclaimable = vec![("main".into(), 1)];
+    e.upsert_workload(w);
+    let c = run(&mut e, 2);
+    assert_eq!(admitted(&c), [key("w")]);
+    let a = admission_of(&c, "w");
+    assert_eq!(a.pod_set_assignments[0].count, 2);
+    assert_eq!(a.pod_set_assignments[0].resource_usage["cpu"], 2000);
 }
