@@ -1409,3 +1409,130 @@ fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
         assert!(ok, "{out}{err}");
     }
 }
+
+/// waitForPodsReady for kinds other than the Job (issue 43), each read as
+/// Kueue v0.19.2's integration reads it: a JobSet (ready and succeeded
+/// replicated jobs against its replicas) and an MPIJob (its `Running`
+/// condition). No JobSet or MPI operator runs here, so, like a job whose
+/// pods cannot be scheduled, neither ever reports readiness: each is
+/// admitted, gets `PodsReady=False` (`WaitForStart`), is evicted with
+/// `PodsReadyTimeout` once the timeout passes, stopped, and queued again
+/// after its backoff (`Requeued=True`, `BackoffFinished`) — as Kueue's
+/// test/integration/singlecluster/controller/jobs/jobset/
+/// jobset_controller_test.go ("No progress") and the podsready scheduler
+/// tests have it.
+#[test]
+fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
+    let e = env();
+    let c = e.cluster;
+    let file = format!(
+        "{}/tests/fixtures/job-kinds-crds.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
+    assert!(ok, "{out}{err}");
+    c.wait_established(
+        &["crd/jobsets.jobset.x-k8s.io", "crd/mpijobs.kubeflow.org"],
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let ns = namespace(c, "e2e-kinds-ready");
+    apply(c, &flavor("kinds-ready-flavor", json!({})));
+    // The samples' pods ask for memory too.
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+                "metadata": {"name": "kinds-ready-cq"},
+                "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [{"name": "kinds-ready-flavor", "resources": [
+                        {"name": "cpu", "nominalQuota": "4"},
+                        {"name": "memory", "nominalQuota": "4Gi"}]}]}]}})
+        .to_string(),
+    );
+    apply(c, &local_queue(&ns, "lq", "kinds-ready-cq"));
+    let samples = [support::kinds::jobset(), support::kinds::mpijob()];
+    for s in &samples {
+        // The kind's reconciler starts once its CRD is served (polled).
+        let obj = s.object(&s.kind.to_lowercase(), &ns, "lq");
+        wait_for(
+            Duration::from_secs(60),
+            &format!("{} created", s.kind),
+            || {
+                let (ok, _, _) = kubectl(c, &["create", "-f", "-"], Some(&obj.to_string()));
+                ok.then_some(())
+            },
+        );
+    }
+    let owned_by = |kind: &str| {
+        let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])?;
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|w| w["metadata"]["ownerReferences"][0]["kind"] == kind)
+            .cloned()
+    };
+    for s in &samples {
+        let w = wait_for(
+            Duration::from_secs(90),
+            &format!("{}'s Workload admitted with PodsReady=False", s.kind),
+            || {
+                owned_by(s.kind)
+                    .filter(|w| is_true(w, "Admitted") && condition(w, "PodsReady").is_some())
+            },
+        );
+        let pr = condition(&w, "PodsReady").unwrap();
+        assert_eq!(
+            (&pr["status"], &pr["reason"], &pr["message"]),
+            (
+                &json!("False"),
+                &json!("WaitForStart"),
+                &json!("Not all pods are ready or succeeded")
+            ),
+            "{} {w}",
+            s.kind
+        );
+    }
+    for s in &samples {
+        let w = wait_for(
+            Duration::from_secs(90),
+            &format!("{} evicted for PodsReadyTimeout and requeued", s.kind),
+            || {
+                owned_by(s.kind).filter(|w| {
+                    w["status"]["requeueState"]["count"] == 1
+                        && condition(w, "Requeued").is_some_and(|r| {
+                            r["status"] == "True" && r["reason"] == "BackoffFinished"
+                        })
+                })
+            },
+        );
+        let name = w["metadata"]["name"].as_str().unwrap();
+        let selector = format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout");
+        let ev = wait_for(Duration::from_secs(30), "the eviction event", || {
+            get(c, &["events", "-n", &ns, "--field-selector", &selector])
+                .and_then(|l| l["items"].as_array()?.first().cloned())
+        });
+        assert_eq!(
+            ev["message"],
+            format!("Exceeded the PodsReady timeout {ns}/{name}"),
+            "{ev}"
+        );
+    }
+    // Done with them: no more timeouts to churn through.
+    for s in &samples {
+        let name = s.kind.to_lowercase();
+        let (ok, out, err) = kubectl(
+            c,
+            &[
+                "delete",
+                &format!("{}.{}", s.resource, s.group),
+                &name,
+                "-n",
+                &ns,
+                "--wait=false",
+            ],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+    }
+}

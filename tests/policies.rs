@@ -729,3 +729,117 @@ proptest! {
         }
     }
 }
+
+/// waitForPodsReady per kind, as Kueue v0.19.2's integrations answer
+/// `PodsReady`: the JobSet counts ready and succeeded replicated jobs
+/// against its replicas (test/integration/singlecluster/controller/jobs/
+/// jobset/jobset_controller_test.go, "Single job at different stages of
+/// progress towards completion": "No progress" not ready, "Running
+/// JobSet" with 1 + (2 ready, 1 succeeded) of 1 + 3 ready); MPIJob and
+/// the Kubeflow jobs by their `Running` condition (mpijob_controller.go,
+/// kubeflowjob_controller.go); RayCluster and RayJob by the cluster state
+/// `ready` (raycluster_controller.go, rayjob_controller.go).
+#[test]
+fn pods_ready_per_kind_reads_as_kueues() {
+    let set = policies();
+    let rule = |s: &Sample| policy_of(&set, s).status.clone().unwrap();
+    let with_status = |s: &Sample, status: Value| {
+        let mut o = s.object("t", "ns", "q");
+        o["status"] = status;
+        o
+    };
+    let mut js = kinds::jobset();
+    js.body_mut()["spec"]["replicatedJobs"] = json!([
+        {"name": "replicated-job-1", "replicas": 1, "template": {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": {"containers": []}}}}},
+        {"name": "replicated-job-2", "replicas": 3, "template": {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": {"containers": []}}}}},
+    ]);
+    let r = rule(&js);
+    // The pod count (here 4 as well) is not what a JobSet is measured by.
+    let pods = 99;
+    assert_eq!(
+        r.pods_ready(&js.object("t", "ns", "q"), pods),
+        Some(false),
+        "no progress"
+    );
+    let running = with_status(
+        &js,
+        json!({"replicatedJobsStatus": [
+            {"name": "replicated-job-1", "ready": 1, "succeeded": 0},
+            {"name": "replicated-job-2", "ready": 2, "succeeded": 1}]}),
+    );
+    assert_eq!(r.pods_ready(&running, pods), Some(true), "running JobSet");
+    let short = with_status(
+        &js,
+        json!({"replicatedJobsStatus": [
+            {"name": "replicated-job-1", "ready": 1, "succeeded": 0},
+            {"name": "replicated-job-2", "ready": 2, "succeeded": 0}]}),
+    );
+    assert_eq!(r.pods_ready(&short, pods), Some(false));
+
+    for s in [
+        kinds::mpijob(),
+        kinds::pytorchjob(),
+        kinds::tfjob(),
+        kinds::paddlejob(),
+        kinds::xgboostjob(),
+        kinds::jaxjob(),
+    ] {
+        let r = rule(&s);
+        let created = with_status(
+            &s,
+            json!({"conditions": [{"type": "Created", "status": "True"}]}),
+        );
+        assert_eq!(r.pods_ready(&created, 4), Some(false), "{}", s.kind);
+        let running = with_status(
+            &s,
+            json!({"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}),
+        );
+        assert_eq!(r.pods_ready(&running, 4), Some(true), "{}", s.kind);
+        let stopped = with_status(
+            &s,
+            json!({"conditions": [{"type": "Running", "status": "False"}]}),
+        );
+        assert_eq!(r.pods_ready(&stopped, 4), Some(false), "{}", s.kind);
+    }
+
+    let rc = kinds::raycluster();
+    let r = rule(&rc);
+    assert_eq!(
+        r.pods_ready(&with_status(&rc, json!({"state": "ready"})), 3),
+        Some(true)
+    );
+    assert_eq!(
+        r.pods_ready(&with_status(&rc, json!({"state": "suspended"})), 3),
+        Some(false)
+    );
+    let rj = kinds::rayjob();
+    let r = rule(&rj);
+    assert_eq!(
+        r.pods_ready(
+            &with_status(&rj, json!({"rayClusterStatus": {"state": "ready"}})),
+            3
+        ),
+        Some(true)
+    );
+    assert_eq!(
+        r.pods_ready(
+            &with_status(&rj, json!({"jobDeploymentStatus": "Initializing"})),
+            3
+        ),
+        Some(false)
+    );
+
+    // The Job still counts its pods: ready plus succeeded reach them.
+    let job = set
+        .find("batch", "v1", "Job")
+        .unwrap()
+        .status
+        .clone()
+        .unwrap();
+    let j = |status: Value| json!({"spec": {}, "status": status});
+    assert_eq!(
+        job.pods_ready(&j(json!({"ready": 2, "succeeded": 1})), 3),
+        Some(true)
+    );
+    assert_eq!(job.pods_ready(&j(json!({"ready": 2})), 3), Some(false));
+}

@@ -693,7 +693,8 @@ fn readiness_status(
             return Some(json!({ "reclaimablePods": value }));
         }
     }
-    let (Some(_), Some(ready_rule)) = (facts.readiness, &rule.pods_ready) else {
+    let total: i64 = counts.iter().map(|(_, c)| c).sum();
+    let (Some(_), Some(all_ready)) = (facts.readiness, rule.pods_ready(job, total)) else {
         return None;
     };
     let admitted = conds.is_true(condition::ADMITTED);
@@ -704,11 +705,10 @@ fn readiness_status(
         // runs; the timeout reads a missing condition the same).
         return None;
     }
-    let total: i64 = counts.iter().map(|(_, c)| c).sum();
     let (status, reason, message) = readiness::pods_ready_condition(
         admitted,
         current.map(|c| (c.status == "True", c.reason.as_str())),
-        ready_rule.ready(job) >= total,
+        all_ready,
     );
     let mut c = conds.clone();
     c.set(

@@ -673,33 +673,81 @@ pub struct StatusRule {
     pub reclaimable_pods: Option<ReclaimRule>,
 }
 
+/// When a job's pods are all ready, as its kind tells it (Kueue's
+/// `PodsReady` of each integration): counted (`count` and `lengths`
+/// against `of`, or the pod count), a condition of the job that is
+/// `"True"`, or a field's value.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodsReadyRule {
-    /// Integer fields summed (`/status/ready`, `/status/succeeded`).
+    /// Integer fields summed (`/status/ready`, `/status/succeeded`; `*`
+    /// stands for each element, as in `/status/replicatedJobsStatus/*/ready`).
     #[serde(default)]
     pub count: Vec<Pointer>,
     /// Lists whose lengths are added
     /// (`/status/uncountedTerminatedPods/succeeded`).
     #[serde(default)]
     pub lengths: Vec<Pointer>,
+    /// What the count must reach, summed as `count` is (a JobSet counts
+    /// its jobs: `/spec/replicatedJobs/*/replicas`); without it, the pods
+    /// of the job's pod sets.
+    #[serde(default)]
+    pub of: Vec<Pointer>,
+    /// Ready once this condition type of the job (the status rule's
+    /// `conditions`) is `"True"` (Kubeflow's and MPI's `Running`).
+    #[serde(default)]
+    pub condition: Option<String>,
+    /// Ready once this field holds (RayCluster's `state: ready`).
+    #[serde(default)]
+    pub when: Option<Match>,
+}
+
+fn sum_each(pointers: &[Pointer], obj: &Value) -> i64 {
+    pointers
+        .iter()
+        .flat_map(|p| p.resolve_each(obj))
+        .filter_map(Value::as_i64)
+        .sum()
 }
 
 impl PodsReadyRule {
-    /// Pods ready or done, as the job reports them.
+    /// Pods (or jobs) ready or done, as the job reports them.
     pub fn ready(&self, obj: &Value) -> i64 {
-        let counts: i64 = self
-            .count
-            .iter()
-            .filter_map(|p| p.resolve(obj).and_then(Value::as_i64))
-            .sum();
         let lengths: i64 = self
             .lengths
             .iter()
-            .filter_map(|p| p.resolve(obj).and_then(Value::as_array))
+            .flat_map(|p| p.resolve_each(obj))
+            .filter_map(Value::as_array)
             .map(|a| a.len() as i64)
             .sum();
-        counts + lengths
+        sum_each(&self.count, obj) + lengths
+    }
+}
+
+impl StatusRule {
+    /// Whether all the job's pods are ready, the job having `pods` pods;
+    /// `None` for a kind that reports no readiness.
+    pub fn pods_ready(&self, obj: &Value, pods: i64) -> Option<bool> {
+        let rule = self.pods_ready.as_ref()?;
+        if let Some(ty) = &rule.condition {
+            let conds = self.conditions.as_ref().and_then(|c| c.resolve(obj));
+            let holds = conds.and_then(Value::as_array).is_some_and(|list| {
+                list.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some(ty.as_str())
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            });
+            return Some(holds);
+        }
+        if let Some(m) = &rule.when {
+            return Some(m.holds(obj));
+        }
+        let target = if rule.of.is_empty() {
+            pods
+        } else {
+            sum_each(&rule.of, obj)
+        };
+        Some(rule.ready(obj) >= target)
     }
 }
 

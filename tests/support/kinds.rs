@@ -18,6 +18,11 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The object, to change before [`Sample::object`] names it.
+    pub fn body_mut(&mut self) -> &mut Value {
+        &mut self.body
+    }
+
     pub fn api_version(&self) -> String {
         format!("{}/{}", self.group, self.version)
     }
