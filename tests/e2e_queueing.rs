@@ -1425,17 +1425,7 @@ fn a_burst_borrows_through_the_cohort_tree_and_the_tenants_reclaim_it() {
 fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
     let e = env();
     let c = e.cluster;
-    let file = format!(
-        "{}/tests/fixtures/job-kinds-crds.yaml",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
-    assert!(ok, "{out}{err}");
-    c.wait_established(
-        &["crd/jobsets.jobset.x-k8s.io", "crd/mpijobs.kubeflow.org"],
-        Duration::from_secs(120),
-    )
-    .unwrap();
+    install_kind_crds(c);
     let ns = namespace(c, "e2e-kinds-ready");
     apply(c, &flavor("kinds-ready-flavor", json!({})));
     // The samples' pods ask for memory too.
@@ -1527,6 +1517,167 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
                 "delete",
                 &format!("{}.{}", s.resource, s.group),
                 &name,
+                "-n",
+                &ns,
+                "--wait=false",
+            ],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+    }
+}
+
+/// The job kinds' test CRDs (tests/fixtures), once per binary; no
+/// operator for them runs.
+fn install_kind_crds(c: &batchgate_localcluster::LocalCluster) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let file = format!(
+            "{}/tests/fixtures/job-kinds-crds.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
+        assert!(ok, "{out}{err}");
+        c.wait_established(
+            &["crd/jobsets.jobset.x-k8s.io", "crd/mpijobs.kubeflow.org"],
+            Duration::from_secs(120),
+        )
+        .unwrap();
+    });
+}
+
+/// A JobSet of replicated jobs (name, replicas, parallelism, completions),
+/// each pod asking for `cpu`.
+fn jobset(name: &str, ns: &str, jobs: &[(&str, u32, u32, u32)], cpu: &str) -> Value {
+    let replicated: Vec<Value> = jobs
+        .iter()
+        .map(|(n, replicas, parallelism, completions)| {
+            json!({"name": n, "replicas": replicas, "template": {"spec": {
+                "parallelism": parallelism, "completions": completions,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu}}}]}}}}})
+        })
+        .collect();
+    json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+           "metadata": {"name": name, "namespace": ns,
+                        "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+           "spec": {"replicatedJobs": replicated}})
+}
+
+/// Dynamic reclaim for a JobSet (issue 43), following Kueue v0.19.2
+/// test/integration/singlecluster/controller/jobs/jobset/
+/// jobset_controller_test.go ("Should allow reclaim of resources that are
+/// no longer needed"): dev-jobset1 takes the whole 5 cpu; dev-jobset2 (3
+/// cpu) waits; once dev-jobset1's status says 2 replicas of
+/// replicated-job-1 and 1 of replicated-job-2 succeeded, its Workload
+/// reclaims 8 and 4 pods, holds 2 cpu, and dev-jobset2 starts while it
+/// still runs. The test plays the JobSet controller: it writes
+/// dev-jobset1's status (all replicated jobs ready, so waitForPodsReady's
+/// short timeout here is met, then the succeeded counts).
+#[test]
+fn a_jobsets_finished_replicated_jobs_give_their_quota_back() {
+    let e = env();
+    let c = e.cluster;
+    install_kind_crds(c);
+    let ns = namespace(c, "e2e-jobset-reclaim");
+    apply(c, &flavor("jobset-reclaim-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue(
+            "jobset-reclaim-cq",
+            &[("jobset-reclaim-flavor", "5", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "jobset-reclaim-cq"));
+    let first = jobset(
+        "dev-jobset1",
+        &ns,
+        &[("replicated-job-1", 2, 4, 8), ("replicated-job-2", 3, 4, 4)],
+        "250m",
+    );
+    wait_for(Duration::from_secs(60), "dev-jobset1 created", || {
+        let (ok, _, _) = kubectl(c, &["create", "-f", "-"], Some(&first.to_string()));
+        ok.then_some(())
+    });
+    let status = |body: Value| {
+        let (ok, out, err) = kubectl(
+            c,
+            &[
+                "patch",
+                "jobsets.jobset.x-k8s.io",
+                "dev-jobset1",
+                "-n",
+                &ns,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &json!({"status": body}).to_string(),
+            ],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+    };
+    wait_for(Duration::from_secs(60), "dev-jobset1 started", || {
+        get(c, &["jobsets.jobset.x-k8s.io", "dev-jobset1", "-n", &ns])
+            .filter(|j| j["spec"]["suspend"] == false)
+    });
+    status(json!({"replicatedJobsStatus": [
+        {"name": "replicated-job-1", "ready": 2, "succeeded": 0},
+        {"name": "replicated-job-2", "ready": 3, "succeeded": 0}]}));
+    let second = jobset(
+        "dev-jobset2",
+        &ns,
+        &[("replicated-job-1", 2, 1, 1), ("replicated-job-2", 1, 1, 1)],
+        "1",
+    );
+    create(c, &second.to_string());
+    let jobset_wl = |name: &str| {
+        let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])?;
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|w| w["metadata"]["ownerReferences"][0]["name"] == name)
+            .cloned()
+    };
+    wait_for(
+        Duration::from_secs(60),
+        "dev-jobset2 waiting for quota",
+        || {
+            jobset_wl("dev-jobset2")
+                .filter(|w| condition(w, "QuotaReserved").is_some_and(|q| q["status"] == "False"))
+        },
+    );
+    let js1 = jobset_wl("dev-jobset1").unwrap();
+    assert!(is_true(&js1, "Admitted"), "{js1}");
+    // Succeeded replicas (ready + succeeded still cover every job).
+    status(json!({"replicatedJobsStatus": [
+        {"name": "replicated-job-1", "ready": 0, "succeeded": 2},
+        {"name": "replicated-job-2", "ready": 2, "succeeded": 1}]}));
+    let js1 = wait_for(
+        Duration::from_secs(60),
+        "dev-jobset1's reclaimable pods",
+        || jobset_wl("dev-jobset1").filter(|w| w["status"]["reclaimablePods"].is_array()),
+    );
+    assert_eq!(
+        js1["status"]["reclaimablePods"],
+        json!([{"name": "replicated-job-1", "count": 8}, {"name": "replicated-job-2", "count": 4}]),
+        "{js1}"
+    );
+    wait_for(Duration::from_secs(60), "dev-jobset2 started", || {
+        get(c, &["jobsets.jobset.x-k8s.io", "dev-jobset2", "-n", &ns])
+            .filter(|j| j["spec"]["suspend"] == false)
+    });
+    let js1 = jobset_wl("dev-jobset1").unwrap();
+    assert!(is_true(&js1, "Admitted"), "dev-jobset1 still runs: {js1}");
+    for name in ["dev-jobset1", "dev-jobset2"] {
+        let (ok, out, err) = kubectl(
+            c,
+            &[
+                "delete",
+                "jobsets.jobset.x-k8s.io",
+                name,
                 "-n",
                 &ns,
                 "--wait=false",

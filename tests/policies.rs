@@ -843,3 +843,42 @@ fn pods_ready_per_kind_reads_as_kueues() {
     );
     assert_eq!(job.pods_ready(&j(json!({"ready": 2})), 3), Some(false));
 }
+
+/// Dynamic reclaim for a JobSet, as Kueue v0.19.2's JobSet
+/// `ReclaimablePods` (test/integration/singlecluster/controller/jobs/
+/// jobset/jobset_controller_test.go, "Should allow reclaim of resources
+/// that are no longer needed"): replicated-job-1 (2 replicas of
+/// min(parallelism 4, completions 8) = 4 pods) with 2 succeeded gives
+/// back 8 pods, replicated-job-2 (3 × 4) with 1 succeeded gives back 4;
+/// nothing before any succeeds, nor for a count past the replicas.
+#[test]
+fn a_jobsets_succeeded_replicated_jobs_are_reclaimable() {
+    let set = policies();
+    let mut js = kinds::jobset();
+    js.body_mut()["spec"]["replicatedJobs"] = json!([
+        {"name": "replicated-job-1", "replicas": 2, "template": {"spec": {"parallelism": 4, "completions": 8, "template": {"spec": {"containers": []}}}}},
+        {"name": "replicated-job-2", "replicas": 3, "template": {"spec": {"parallelism": 4, "completions": 4, "template": {"spec": {"containers": []}}}}},
+    ]);
+    let rule = policy_of(&set, &js)
+        .status
+        .clone()
+        .unwrap()
+        .reclaimable_pods
+        .unwrap();
+    let mut o = js.object("t", "ns", "q");
+    assert!(rule.reclaimable(&o).is_empty(), "no status yet");
+    o["status"] = json!({"replicatedJobsStatus": [
+        {"name": "replicated-job-1", "succeeded": 2},
+        {"name": "replicated-job-2", "succeeded": 1}]});
+    assert_eq!(
+        rule.reclaimable(&o),
+        [
+            ("replicated-job-1".to_string(), 8),
+            ("replicated-job-2".to_string(), 4)
+        ]
+    );
+    o["status"] = json!({"replicatedJobsStatus": [
+        {"name": "replicated-job-1", "succeeded": 0},
+        {"name": "replicated-job-2", "succeeded": 4}]});
+    assert!(rule.reclaimable(&o).is_empty());
+}

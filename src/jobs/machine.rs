@@ -670,7 +670,7 @@ fn readiness_status(
         .map(|ps| (ps.name.clone(), i64::from(ps.count)))
         .collect();
     if let Some(reclaim) = &rule.reclaimable_pods {
-        let want = readiness::limit_reclaimable(&[reclaim.reclaimable(job)], &counts);
+        let want = readiness::limit_reclaimable(&reclaim.reclaimable(job), &counts);
         let have: Vec<(String, i32)> = wl
             .status
             .as_ref()

@@ -751,11 +751,21 @@ impl StatusRule {
     }
 }
 
+/// How many pods no longer need their quota while the job still runs
+/// (`status.reclaimablePods`): one pod set counted as Kueue's Job does, or
+/// a list of them counted as Kueue's JobSet does.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ReclaimRule {
+    Job(JobReclaim),
+    Each(EachReclaim),
+}
+
 /// Kueue's Job `ReclaimablePods`: once pods have succeeded and fewer
 /// completions remain than `parallelism`, the idle slots of `podSet`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReclaimRule {
+pub struct JobReclaim {
     /// The pod set the pods belong to.
     pub pod_set: String,
     /// Pods run at once (default 1 when unset).
@@ -766,16 +776,61 @@ pub struct ReclaimRule {
     pub succeeded: Pointer,
 }
 
+/// Kueue's JobSet `ReclaimablePods`: for each element of `each` (a pod
+/// set, named by its `name` in lower case), once its status in `statuses`
+/// (matched by `name`) reports `succeeded` replicas, no more than its
+/// `replicas`, those replicas' pods (each replica runs
+/// min(`parallelism` (default 1), `completions` (default parallelism))).
+/// The pointers after `each` and `statuses` are relative to the element.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EachReclaim {
+    pub each: Pointer,
+    pub statuses: Pointer,
+    pub succeeded: Pointer,
+    pub replicas: Pointer,
+    pub parallelism: Pointer,
+    pub completions: Pointer,
+}
+
 impl ReclaimRule {
-    /// `(pod set, reclaimable pods)`; zero when nothing is reclaimable.
-    pub fn reclaimable(&self, obj: &Value) -> (String, i64) {
-        let int = |p: &Pointer| p.resolve(obj).and_then(Value::as_i64);
-        let n = crate::jobs::readiness::job_reclaimable(
-            int(&self.parallelism).unwrap_or(1),
-            int(&self.completions),
-            int(&self.succeeded).unwrap_or(0),
-        );
-        (self.pod_set.clone(), n)
+    /// `(pod set, reclaimable pods)` for each pod set with any.
+    pub fn reclaimable(&self, obj: &Value) -> Vec<(String, i64)> {
+        let int = |p: &Pointer, v: &Value| p.resolve(v).and_then(Value::as_i64);
+        match self {
+            ReclaimRule::Job(r) => {
+                let n = crate::jobs::readiness::job_reclaimable(
+                    int(&r.parallelism, obj).unwrap_or(1),
+                    int(&r.completions, obj),
+                    int(&r.succeeded, obj).unwrap_or(0),
+                );
+                vec![(r.pod_set.clone(), n)]
+            }
+            ReclaimRule::Each(r) => {
+                let statuses = r.statuses.resolve(obj).and_then(Value::as_array);
+                let name = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
+                r.each
+                    .resolve(obj)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|spec| {
+                        let n = name(spec)?;
+                        let status = statuses?.iter().find(|s| name(s).as_deref() == Some(&n))?;
+                        let succeeded = int(&r.succeeded, status).unwrap_or(0);
+                        let replicas = int(&r.replicas, spec).unwrap_or(1);
+                        if succeeded <= 0 || succeeded > replicas {
+                            return None;
+                        }
+                        let parallelism = int(&r.parallelism, spec).unwrap_or(1);
+                        let per_replica = int(&r.completions, spec)
+                            .unwrap_or(parallelism)
+                            .min(parallelism);
+                        Some((n.to_lowercase(), succeeded * per_replica))
+                    })
+                    .collect()
+            }
+        }
     }
 }
 
