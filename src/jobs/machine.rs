@@ -336,18 +336,7 @@ fn decide(
         return Ok(Step::wait(held(wl)));
     }
     match workload::priority_update(policy, job, facts.classes, wl) {
-        Ok(Some(spec)) => {
-            return Ok(Step::wait(vec![
-                Write::WorkloadSpec(spec),
-                Write::JobEvent(Note::normal(
-                    "UpdatedWorkload",
-                    format!(
-                        "Updated workload priority class: {}/{}",
-                        subject.namespace, subject.workload
-                    ),
-                )),
-            ]))
-        }
+        Ok(Some(spec)) => return Ok(updated(spec, "Updated workload priority class", subject)),
         Ok(None) => {}
         Err(e) => {
             return Ok(Step::after(
@@ -506,16 +495,11 @@ fn decide(
         if let Ok(prio) = workload::priority(policy, job, facts.classes) {
             workload::set_priority(&mut spec, &prio);
         }
-        return Ok(Step::wait(vec![
-            Write::WorkloadSpec(spec),
-            Write::JobEvent(Note::normal(
-                "UpdatedWorkload",
-                format!(
-                    "Updated not matching Workload for suspended job: {}/{}",
-                    subject.namespace, subject.workload
-                ),
-            )),
-        ]));
+        return Ok(updated(
+            spec,
+            "Updated not matching Workload for suspended job",
+            subject,
+        ));
     }
     // A class's new value reaches the Workload through the queueing
     // controller (Kueue's WorkloadPriorityClass controller), a new class
@@ -526,6 +510,18 @@ fn decide(
     Ok(Step::wait(vec![Write::WorkloadSpec(
         json!({"queueName": subject.queue}),
     )]))
+}
+
+/// The Workload's spec patched, and the job told (Kueue's `UpdatedWorkload`
+/// event: "<what>: ns/name").
+fn updated(spec: Value, what: &str, subject: &Subject) -> Step {
+    Step::wait(vec![
+        Write::WorkloadSpec(spec),
+        Write::JobEvent(Note::normal(
+            "UpdatedWorkload",
+            format!("{what}: {}/{}", subject.namespace, subject.workload),
+        )),
+    ])
 }
 
 /// Kueue's note on a job stopped because it runs without an admission.

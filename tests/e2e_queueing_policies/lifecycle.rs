@@ -38,6 +38,24 @@ fn direct_workload(
     .to_string()
 }
 
+/// A namespace `ns` with LocalQueue `lq` into ClusterQueue `cq` (its own
+/// flavor, `cpu` of quota, `extra` spec fields); the namespace's name.
+fn queue(c: &LocalCluster, ns: &str, cq: &str, cpu: &str, extra: Value) -> String {
+    let ns = namespace(c, ns);
+    let rf = format!("{cq}-rf");
+    apply(c, &flavor(&rf, json!({})));
+    apply(c, &cluster_queue(cq, &[(&rf, cpu, None)], extra));
+    apply(c, &local_queue(&ns, "lq", cq));
+    ns
+}
+
+fn priority_class(c: &LocalCluster, name: &str, value: i32) {
+    apply(
+        c,
+        &format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\n"),
+    );
+}
+
 fn workload(c: &LocalCluster, ns: &str, name: &str) -> Option<Value> {
     get(c, &["workloads.kueue.x-k8s.io", name, "-n", ns])
 }
@@ -108,18 +126,13 @@ fn cluster_queues_and_flavors_carry_the_finalizer_from_their_create() {
 #[test]
 fn a_job_in_a_namespace_its_cluster_queue_does_not_select_is_pending() {
     let c = env_with(CONFIG).cluster;
-    let ns = namespace(c, "e2e-ns-unselected");
-    let (cq, rf) = ("ns-selector-cq", "ns-selector-rf");
-    apply(c, &flavor(rf, json!({})));
-    apply(
+    let ns = queue(
         c,
-        &cluster_queue(
-            cq,
-            &[(rf, "2", None)],
-            json!({"namespaceSelector": {"matchLabels": {"e2e-selected": "yes"}}}),
-        ),
+        "e2e-ns-unselected",
+        "ns-selector-cq",
+        "2",
+        json!({"namespaceSelector": {"matchLabels": {"e2e-selected": "yes"}}}),
     );
-    apply(c, &local_queue(&ns, "lq", cq));
     create(c, &job("unselected", &ns, "lq", "1", "2s", json!({})));
     let wl = wait_for(SHORT, "the namespace mismatch on QuotaReserved", || {
         workload_of(c, &ns, "unselected").filter(|w| condition(w, "QuotaReserved").is_some())
@@ -148,11 +161,8 @@ fn a_job_in_a_namespace_its_cluster_queue_does_not_select_is_pending() {
 #[test]
 fn a_workload_made_without_a_job_is_deactivated_past_its_maximum_execution_time() {
     let c = env_with(CONFIG).cluster;
-    let ns = namespace(c, "e2e-jobless-max-exec");
-    let (cq, rf) = ("jobless-exec-cq", "jobless-exec-rf");
-    apply(c, &flavor(rf, json!({})));
-    apply(c, &cluster_queue(cq, &[(rf, "2", None)], json!({})));
-    apply(c, &local_queue(&ns, "lq", cq));
+    let cq = "jobless-exec-cq";
+    let ns = queue(c, "e2e-jobless-max-exec", cq, "2", json!({}));
     create(
         c,
         &direct_workload(
@@ -209,18 +219,9 @@ fn a_workload_made_without_a_job_is_deactivated_past_its_maximum_execution_time(
 #[test]
 fn a_waiting_workload_asks_only_for_the_pods_it_has_not_reclaimed() {
     let c = env_with(CONFIG).cluster;
-    let ns = namespace(c, "e2e-reclaim-pending");
-    let (cq, rf) = ("reclaim-pending-cq", "reclaim-pending-rf");
-    apply(c, &flavor(rf, json!({})));
-    apply(
-        c,
-        &cluster_queue(
-            cq,
-            &[(rf, "3", None)],
-            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
-        ),
-    );
-    apply(c, &local_queue(&ns, "lq", cq));
+    let cq = "reclaim-pending-cq";
+    let preempt = json!({"preemption": {"withinClusterQueue": "LowerPriority"}});
+    let ns = queue(c, "e2e-reclaim-pending", cq, "3", preempt);
     let sets = [("first", 1, "1"), ("second", 1, "1"), ("third", 1, "1")];
     let reclaim = |name: &str, pods: Value| {
         kubectl_ok(
@@ -300,16 +301,9 @@ fn a_waiting_workload_asks_only_for_the_pods_it_has_not_reclaimed() {
 #[test]
 fn a_priority_class_value_change_reaches_every_workload_naming_it() {
     let c = env_with(CONFIG).cluster;
-    let ns = namespace(c, "e2e-wpc-value");
-    let (cq, rf) = ("wpc-value-cq", "wpc-value-rf");
     let class = "e2e-wpc-value";
-    apply(
-        c,
-        &format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: {class}}}\nvalue: 200\n"),
-    );
-    apply(c, &flavor(rf, json!({})));
-    apply(c, &cluster_queue(cq, &[(rf, "2", None)], json!({})));
-    apply(c, &local_queue(&ns, "lq", cq));
+    priority_class(c, class, 200);
+    let ns = queue(c, "e2e-wpc-value", "wpc-value-cq", "2", json!({}));
     create(
         c,
         &direct_workload(
@@ -369,24 +363,10 @@ fn a_priority_class_value_change_reaches_every_workload_naming_it() {
 #[test]
 fn a_running_job_moved_to_a_lower_class_is_preempted_by_a_waiting_one() {
     let c = env_with(CONFIG).cluster;
-    let ns = namespace(c, "e2e-label-priority");
-    let (cq, rf) = ("label-priority-cq", "label-priority-rf");
-    for (class, value) in [("e2e-label-low", 100), ("e2e-label-high", 1000)] {
-        apply(
-            c,
-            &format!("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {{name: {class}}}\nvalue: {value}\n"),
-        );
-    }
-    apply(c, &flavor(rf, json!({})));
-    apply(
-        c,
-        &cluster_queue(
-            cq,
-            &[(rf, "2", None)],
-            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
-        ),
-    );
-    apply(c, &local_queue(&ns, "lq", cq));
+    priority_class(c, "e2e-label-low", 100);
+    priority_class(c, "e2e-label-high", 1000);
+    let preempt = json!({"preemption": {"withinClusterQueue": "LowerPriority"}});
+    let ns = queue(c, "e2e-label-priority", "label-priority-cq", "2", preempt);
     let high = json!({"kueue.x-k8s.io/priority-class": "e2e-label-high"});
     for name in ["job-1", "job-2"] {
         create(c, &job(name, &ns, "lq", "1", "600s", high.clone()));
