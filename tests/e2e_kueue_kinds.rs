@@ -329,8 +329,21 @@ fn resource_path(obj: &Value) -> String {
     }
 }
 
+/// Deletes an object a table case made. The defaulting webhook gave a
+/// ClusterQueue or ResourceFlavor Kueue's `resource-in-use` finalizer and
+/// no reconciler runs here to let it go, so it is taken off first (as
+/// Kueue's own webhook tests do).
 fn delete(c: &LocalCluster, obj: &Value) {
     let path = resource_path(obj);
+    let mut args: Vec<&str> = vec![
+        "patch",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ];
+    args.extend(path.split(' '));
+    let (ok, out, err) = kubectl(c, &args, None);
+    assert!(ok || err.contains("NotFound"), "{out}{err}");
     let mut args: Vec<&str> = vec!["delete", "--wait=true", "--ignore-not-found"];
     args.extend(path.split(' '));
     let (ok, out, err) = kubectl(c, &args, None);
