@@ -269,15 +269,37 @@ async fn workload_status_writes_are_validated() {
     assert!(message.ends_with(": field is immutable"), "{message}");
 }
 
+/// On /mutate a ClusterQueue's create gets Kueue's `resource-in-use`
+/// finalizer and nothing else (its spec, even one /validate refuses, is
+/// not read: Kueue's defaulter adds only the finalizer); its update and a
+/// Cohort's create are not mutated.
 #[tokio::test]
-async fn kueue_kinds_are_not_mutated() {
+async fn kueue_kinds_are_defaulted_with_the_finalizer_only() {
     let server = Server::start(&[]);
     let cq = object("ClusterQueue", json!({"resourceGroups": "not a list"}));
     let (status, resp) = server
         .client()
-        .post("/mutate", review("m-1", "CREATE", CQ, cq, None))
+        .post("/mutate", review("m-1", "CREATE", CQ, cq.clone(), None))
         .await;
     assert_eq!(status, StatusCode::OK);
+    assert_eq!(resp["response"]["allowed"], true);
+    assert_eq!(
+        patch_of(&resp),
+        Some(json!([{"op": "add", "path": "/metadata/finalizers",
+                     "value": ["kueue.x-k8s.io/resource-in-use"]}])),
+        "{resp}"
+    );
+    let (_, resp) = server
+        .client()
+        .post("/mutate", review("m-2", "UPDATE", CQ, cq.clone(), Some(cq)))
+        .await;
+    assert_eq!(resp["response"]["allowed"], true);
+    assert!(resp["response"].get("patch").is_none(), "{resp}");
+    let cohort = object("Cohort", json!({}));
+    let (_, resp) = server
+        .client()
+        .post("/mutate", review("m-3", "CREATE", COHORT, cohort, None))
+        .await;
     assert_eq!(resp["response"]["allowed"], true);
     assert!(resp["response"].get("patch").is_none(), "{resp}");
 }
@@ -398,7 +420,28 @@ fn e2e_invalid_cluster_queue_is_refused_by_the_apiserver() {
             r#"{"name": "default", "resources": [{"name": "example.com/gpu""#,
             r#"{"name": "gpu", "resources": [{"name": "example.com/gpu""#,
         );
-    let (ok, out, err) = kubectl(c, &["apply", "-f", "-"], Some(&valid));
+    let (ok, out, err) = kubectl(c, &["apply", "-f", "-", "-o", "json"], Some(&valid));
+    assert!(ok, "{out}{err}");
+    // Defaulted as Kueue's mclusterqueue.kb.io does; no reconciler runs
+    // here to let the finalizer go, so the test takes it off itself.
+    let applied: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        applied["metadata"]["finalizers"],
+        serde_json::json!(["kueue.x-k8s.io/resource-in-use"]),
+        "{applied}"
+    );
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "clusterqueue",
+            "e2e-valid",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+        None,
+    );
     assert!(ok, "{out}{err}");
     let (ok, out, err) = kubectl(c, &["delete", "clusterqueue", "e2e-valid"], None);
     assert!(ok, "{out}{err}");
