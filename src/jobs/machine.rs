@@ -280,15 +280,7 @@ fn decide(
         }
         let prio = match workload::priority(policy, job, facts.classes) {
             Ok(p) => p,
-            Err(e) => {
-                return Ok(Step::after(
-                    vec![Write::JobEvent(Note::warning(
-                        "ErrWorkloadCompose",
-                        e.to_string(),
-                    ))],
-                    COMPOSE_RETRY,
-                ))
-            }
+            Err(e) => return Ok(compose_error(&e)),
         };
         let view = view(policy, job, read)?;
         let body = workload::for_job(policy, view, &prio)?;
@@ -338,15 +330,7 @@ fn decide(
     match workload::priority_update(policy, job, facts.classes, wl) {
         Ok(Some(spec)) => return Ok(updated(spec, "Updated workload priority class", subject)),
         Ok(None) => {}
-        Err(e) => {
-            return Ok(Step::after(
-                vec![Write::JobEvent(Note::warning(
-                    "ErrWorkloadCompose",
-                    e.to_string(),
-                ))],
-                COMPOSE_RETRY,
-            ))
-        }
+        Err(e) => return Ok(compose_error(&e)),
     }
     if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
         // Kueue's workload controller deactivates a DeactivationTarget;
@@ -510,6 +494,18 @@ fn decide(
     Ok(Step::wait(vec![Write::WorkloadSpec(
         json!({"queueName": subject.queue}),
     )]))
+}
+
+/// The job told why its Workload cannot be made as it asks (a priority
+/// class that does not exist), and looked at again later.
+fn compose_error(e: &WorkloadError) -> Step {
+    Step::after(
+        vec![Write::JobEvent(Note::warning(
+            "ErrWorkloadCompose",
+            e.to_string(),
+        ))],
+        COMPOSE_RETRY,
+    )
 }
 
 /// The Workload's spec patched, and the job told (Kueue's `UpdatedWorkload`
