@@ -4,11 +4,9 @@
 //! maximum execution time marks it a target once it runs out. A job's
 //! Workload gets the same from its job's step. Time is a parameter.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
-use serde_json::Value;
-
 use super::execution::{self, Clock};
 use crate::api::kueue::v1beta2::{condition, Conditions};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 /// What a jobless Workload needs now.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,9 +17,10 @@ pub enum Step {
     At(i64),
     /// `spec.active: false`.
     Deactivate,
-    /// Its maximum execution time ran out: this status (a
-    /// `DeactivationTarget`), and Kueue's Warning event for `max_secs`.
-    Exceeded { status: Value, max_secs: i32 },
+    /// Its maximum execution time ran out: a `DeactivationTarget` (see
+    /// [`execution::exceeded_status`]), and Kueue's Warning event for
+    /// `max_secs`.
+    Exceeded { max_secs: i32 },
 }
 
 /// The step of a jobless Workload: `active` is `spec.active`, `max_secs`
@@ -32,7 +31,6 @@ pub fn step(
     max_secs: Option<i32>,
     accumulated: Option<i32>,
     conds: &[Condition],
-    generation: Option<i64>,
     now: &Time,
 ) -> Step {
     if !active {
@@ -45,10 +43,10 @@ pub fn step(
     if c.is_true(condition::DEACTIVATION_TARGET) {
         return Step::Deactivate;
     }
-    match execution::clock(max_secs, accumulated, &c, generation, now) {
+    match execution::clock(max_secs, accumulated, &c, now) {
         Clock::Idle => Step::Idle,
         Clock::Left(ms) => Step::At(now.0.as_millisecond() + ms),
-        Clock::Expired { status, max_secs } => Step::Exceeded { status, max_secs },
+        Clock::Expired { max_secs } => Step::Exceeded { max_secs },
     }
 }
 
@@ -84,15 +82,14 @@ mod tests {
     fn a_jobless_workload_runs_out_of_time_and_is_deactivated() {
         let conds = admitted(1_000);
         assert_eq!(
-            step(true, Some(2), None, &conds, Some(1), &at(1_500)),
+            step(true, Some(2), None, &conds, &at(1_500)),
             Step::At(3_000)
         );
-        let Step::Exceeded { status, max_secs } =
-            step(true, Some(2), Some(0), &conds, Some(1), &at(3_000))
-        else {
-            panic!("not exceeded");
-        };
-        assert_eq!(max_secs, 2);
+        assert_eq!(
+            step(true, Some(2), Some(0), &conds, &at(3_000)),
+            Step::Exceeded { max_secs: 2 }
+        );
+        let status = execution::exceeded_status(Conditions(conds.clone()), Some(1), &at(3_000));
         assert!(status["accumulatedPastExecutionTimeSeconds"].is_null());
         let marked: Vec<Condition> = serde_json::from_value(status["conditions"].clone()).unwrap();
         let dt = Conditions(marked.clone())
@@ -108,21 +105,12 @@ mod tests {
             )
         );
         assert_eq!(
-            step(true, Some(2), None, &marked, Some(1), &at(3_100)),
+            step(true, Some(2), None, &marked, &at(3_100)),
             Step::Deactivate
         );
         // Inactive, without a maximum, or not admitted: nothing.
-        assert_eq!(
-            step(false, Some(2), None, &marked, Some(1), &at(3_100)),
-            Step::Idle
-        );
-        assert_eq!(
-            step(true, None, None, &conds, Some(1), &at(9_000)),
-            Step::Idle
-        );
-        assert_eq!(
-            step(true, Some(2), None, &[], Some(1), &at(9_000)),
-            Step::Idle
-        );
+        assert_eq!(step(false, Some(2), None, &marked, &at(3_100)), Step::Idle);
+        assert_eq!(step(true, None, None, &conds, &at(9_000)), Step::Idle);
+        assert_eq!(step(true, Some(2), None, &[], &at(9_000)), Step::Idle);
     }
 }

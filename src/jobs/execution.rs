@@ -29,9 +29,9 @@ pub enum Clock {
     Idle,
     /// This many milliseconds are left.
     Left(i64),
-    /// It ran out: the status that marks it `DeactivationTarget` (its
-    /// accumulated time cleared), and the maximum for the Warning event.
-    Expired { status: Value, max_secs: i32 },
+    /// It ran out (the maximum, for the Warning event): the Workload is to
+    /// be marked as [`exceeded_status`] says.
+    Expired { max_secs: i32 },
 }
 
 /// Kueue's `reconcileMaxExecutionTime`, for any Workload (its job
@@ -42,7 +42,6 @@ pub fn clock(
     max_secs: Option<i32>,
     accumulated_secs: Option<i32>,
     conds: &Conditions,
-    generation: Option<i64>,
     now: &Time,
 ) -> Clock {
     let (Some(max), Some(admitted)) = (
@@ -65,8 +64,14 @@ pub fn clock(
     if left > 0 {
         return Clock::Left(left);
     }
-    let mut c = conds.clone();
-    c.set(
+    Clock::Expired { max_secs: max }
+}
+
+/// The status that marks a Workload whose maximum execution time ran out:
+/// `DeactivationTarget` (`MaximumExecutionTimeExceeded`) set on `conds`,
+/// its accumulated time cleared (Kueue's `reconcileMaxExecutionTime`).
+pub fn exceeded_status(mut conds: Conditions, generation: Option<i64>, now: &Time) -> Value {
+    conds.set(
         condition::DEACTIVATION_TARGET,
         true,
         EXCEEDED_REASON,
@@ -74,10 +79,7 @@ pub fn clock(
         now,
         generation,
     );
-    Clock::Expired {
-        status: json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}),
-        max_secs: max,
-    }
+    json!({"conditions": conds.0, "accumulatedPastExecutionTimeSeconds": null})
 }
 
 /// The Warning event Kueue records on the Workload when it is exceeded.

@@ -327,7 +327,8 @@ fn decide(
         }
         return Ok(Step::wait(held(wl)));
     }
-    match workload::priority_update(policy, job, facts.classes, wl) {
+    let reserved_now = conds.is_true(condition::QUOTA_RESERVED);
+    match workload::priority_update(policy, job, facts.classes, wl, reserved_now) {
         Ok(Some(spec)) => return Ok(updated(spec, "Updated workload priority class", subject)),
         Ok(None) => {}
         Err(e) => return Ok(compose_error(&e)),
@@ -736,13 +737,16 @@ fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer 
         wl.spec.maximum_execution_time_seconds,
         accumulated,
         conds,
-        wl.metadata.generation,
         now,
     ) {
         execution::Clock::Idle => Timer::Idle,
         execution::Clock::Left(ms) => Timer::Left(Duration::from_millis(ms.unsigned_abs())),
-        execution::Clock::Expired { status, max_secs } => Timer::Expired(vec![
-            Write::WorkloadStatus(status),
+        execution::Clock::Expired { max_secs } => Timer::Expired(vec![
+            Write::WorkloadStatus(execution::exceeded_status(
+                conds.clone(),
+                wl.metadata.generation,
+                now,
+            )),
             Write::WorkloadEvent(Note::warning(
                 execution::EXCEEDED_REASON,
                 execution::exceeded_note(max_secs),

@@ -516,21 +516,24 @@ struct Compared {
     tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
 }
 
+/// A template's `spec.<k>`, absent when missing or null.
+fn spec_field<'v>(t: &'v Value, k: &str) -> Option<&'v Value> {
+    t.get("spec")
+        .and_then(|s| s.get(k))
+        .filter(|v| !v.is_null())
+}
+
 fn same_template(a: &Value, b: &Value) -> bool {
-    let typed = |t: &Value| serde_json::from_value::<Compared>(t.get("spec")?.clone()).ok();
+    let fields = ["containers", "initContainers", "tolerations"];
+    // The same text is the same template (a job that did not change).
+    if fields.iter().all(|k| spec_field(a, k) == spec_field(b, k)) {
+        return true;
+    }
+    let typed = |t: &Value| <Compared as serde::Deserialize>::deserialize(t.get("spec")?).ok();
     match (typed(a), typed(b)) {
         (Some(x), Some(y)) => x == y,
-        // Not readable as the API's types: the text must match.
-        _ => ["containers", "initContainers", "tolerations"]
-            .iter()
-            .all(|k| {
-                let v = |t: &Value| {
-                    t.pointer(&format!("/spec/{k}"))
-                        .cloned()
-                        .unwrap_or(Value::Null)
-                };
-                v(a) == v(b)
-            }),
+        // Not readable as the API's types: the text, which differs, decides.
+        _ => false,
     }
 }
 
@@ -558,7 +561,8 @@ pub fn equivalent(
 /// of its job reconciler, admitted or not): the ref and the value,
 /// resolved again from the job. `None` when nothing changes, and for a
 /// Workload whose priority came from a pod PriorityClass or that reserved
-/// quota without a ref (the CRD's rules refuse adding one then). A class
+/// quota without a ref (`reserved`: its `QuotaReserved` is true; the CRD's
+/// rules refuse adding one then). A class
 /// whose value alone changed is the WorkloadPriorityClass controller's
 /// part, not this.
 pub fn priority_update(
@@ -566,10 +570,8 @@ pub fn priority_update(
     job: &Value,
     classes: &PriorityClasses,
     wl: &crate::api::kueue::v1beta2::Workload,
+    reserved: bool,
 ) -> Result<Option<Value>, WorkloadError> {
-    use crate::api::kueue::v1beta2::{condition, Conditions};
-    let reserved = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
-        .is_true(condition::QUOTA_RESERVED);
     let current = match &wl.spec.priority_class_ref {
         None if reserved => return Ok(None),
         None => "",

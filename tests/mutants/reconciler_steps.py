@@ -48,7 +48,7 @@ MUTATIONS = [
     (J, "the requeue backoff", "    if let Some(s) = backoff(wl, &conds, now) {", "    if let Some(s) = backoff(wl, &conds, now).filter(|_| false) {"),
     (J, "a changed job updates its Workload", "    if !workload::equivalent(", "    if false && !workload::equivalent("),
     (J, "the queue name follows", "    if wl.spec.queue_name.as_deref() == Some(subject.queue.as_str()) {", "    if true {"),
-    (J, "the priority class follows", "    match workload::priority_update(policy, job, facts.classes, wl) {", "    match workload::priority_update(policy, job, facts.classes, wl).map(|_| None::<Value>) {"),
+    (J, "the priority class follows", "    match workload::priority_update(policy, job, facts.classes, wl, reserved_now) {", "    match workload::priority_update(policy, job, facts.classes, wl, reserved_now).map(|_| None::<Value>) {"),
     (J, "the referenced view is read first", "    if policy.runtime_ref.is_none() {\n        return Ok(job);", "    if true {\n        return Ok(job);"),
     (J, "the finalizer only when held", "    if holds_quota_finalizer(wl) {", "    if true {"),
     (J, "an orphan is finished first", "    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {", "    if false {"),

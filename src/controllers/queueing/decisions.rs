@@ -528,15 +528,7 @@ pub(super) fn render(
             if c.is_true(condition::DEACTIVATION_TARGET) || !c.is_true(condition::ADMITTED) {
                 return None;
             }
-            c.set(
-                condition::DEACTIVATION_TARGET,
-                true,
-                execution::EXCEEDED_REASON,
-                execution::EXCEEDED_MESSAGE,
-                now,
-                generation,
-            );
-            Some(json!({"conditions": c.0, "accumulatedPastExecutionTimeSeconds": null}))
+            Some(execution::exceeded_status(c, generation, now))
         }
         Write::Pending { reason, message } => {
             if reserved {

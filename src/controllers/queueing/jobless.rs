@@ -49,7 +49,6 @@ impl Controller {
             max,
             status.and_then(|s| s.accumulated_past_execution_time_seconds),
             conds,
-            wl.metadata.generation,
             &now,
         ) {
             Step::Idle => {}
@@ -58,7 +57,7 @@ impl Controller {
                     .deadlines
                     .insert(k.clone(), (at, max.unwrap_or_default()));
             }
-            Step::Exceeded { max_secs, .. } => {
+            Step::Exceeded { max_secs } => {
                 self.jobless
                     .deadlines
                     .insert(k.clone(), (now.0.as_millisecond(), max_secs));
