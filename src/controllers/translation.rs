@@ -412,6 +412,11 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
         pod_sets,
         admission,
         readiness: readiness(wl),
+        replaces: wl
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(keys::SLICE_REPLACEMENT_FOR_ANNOTATION).cloned()),
     })
 }
 

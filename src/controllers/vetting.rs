@@ -204,6 +204,7 @@ pub(crate) mod testing {
             active: true,
             finished: false,
             readiness: Default::default(),
+            replaces: None,
             pod_sets: vec![queueing::PodSet {
                 name: Arc::from("main"),
                 count: 2,

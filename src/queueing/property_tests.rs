@@ -327,6 +327,7 @@ impl Model {
                     active: true,
                     finished: false,
                     readiness: Default::default(),
+                    replaces: None,
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: pods,

@@ -287,6 +287,10 @@ pub struct Engine {
     /// Each preemption victim's preemptor, until the victim holds quota
     /// again or is gone (see `preemptors_before_their_victims`).
     preempted_by: BTreeMap<Arc<str>, Arc<str>>,
+    /// Workload slices replaced by a slice that holds quota now, each with
+    /// its replacement: they count for nothing and queue nowhere until the
+    /// job reconciler finishes them (or the replacement lets go).
+    superseded: BTreeMap<String, Arc<str>>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -652,6 +656,7 @@ impl Engine {
     /// The workload finished (or is gone): its quota is released and it is
     /// forgotten.
     pub fn finish_workload(&mut self, key: &str) {
+        self.superseded.remove(key);
         if !self.workloads.contains_key(key) {
             return;
         }
@@ -1114,7 +1119,7 @@ impl Engine {
         let Some(rec) = self.workloads.get(key) else {
             return;
         };
-        if matches!(rec.state, State::Holding(_)) {
+        if matches!(rec.state, State::Holding(_)) || self.superseded.contains_key(key) {
             return;
         }
         let wl = &rec.wl;
@@ -1223,6 +1228,14 @@ impl Engine {
         };
         self.preempted_by.remove(&key);
         self.unqueue(&key);
+        if self.superseded.contains_key(&*key) {
+            // Its replacement holds the quota of both.
+            return;
+        }
+        if let Some(old) = self.workloads.get(&key).and_then(|r| r.wl.replaces.clone()) {
+            self.superseded.insert(old.clone(), key.clone());
+            self.release(&old);
+        }
         let usage = match self.workloads.get(&key) {
             Some(rec) => rec.wl.held_usage(&admission),
             None => admission.usage(),
@@ -1298,11 +1311,25 @@ impl Engine {
         let State::Holding(h) = std::mem::replace(&mut rec.state, State::Parked) else {
             return;
         };
+        // A replacement letting go before the slice it replaced finished
+        // (its admission refused): that slice holds its quota again.
+        let replaced = rec.wl.replaces.clone().filter(|old| {
+            self.superseded.get(old.as_str()).map(|k| &**k) == Some(key)
+        });
         self.quota.remove(&h.cq, &h.usage);
         if let Some(set) = self.holders.get_mut(&*h.cq) {
             set.remove(key);
             if set.is_empty() {
                 self.holders.remove(&*h.cq);
+            }
+        }
+        if let Some(old) = replaced {
+            self.superseded.remove(&old);
+            if let Some(rec) = self.workloads.get(old.as_str()) {
+                if let (State::Parked, Some(a)) = (&rec.state, rec.wl.admission.clone()) {
+                    let at = rec.wl.created;
+                    self.hold(&old, a, at, true);
+                }
             }
         }
         self.requeue_tree_of(&h.cq);

@@ -193,6 +193,11 @@ pub struct Workload {
     pub admission: Option<Admission>,
     /// What waitForPodsReady and dynamic reclaim tell the engine.
     pub readiness: Readiness,
+    /// `kueue.x-k8s.io/workload-slice-replacement-for`: the key of the
+    /// admitted slice of the same elastic job this one replaces once
+    /// admitted (KEP-77). It asks only for what it adds to that slice,
+    /// on the same flavors.
+    pub replaces: Option<String>,
 }
 
 /// A Workload's `PodsReady` condition, `status.requeueState.requeueAt` and
@@ -321,6 +326,7 @@ mod tests {
                 reclaimable: vec![("main".into(), reclaimable)],
                 ..Readiness::default()
             },
+            replaces: None,
         };
         let admission = Admission {
             cluster_queue: "cq".into(),

@@ -239,6 +239,24 @@ impl Controller {
         self.unsent.get(k).is_some_and(|u| u.withdraw())
     }
 
+    /// Once a replacement slice's admission has landed, the slice it
+    /// replaces is finished (Kueue's `replaceWorkloadSlice`, in its words).
+    pub(super) fn finish_replaced(&mut self, key: &str) {
+        let Some(wl) = self.engine.workload(key) else {
+            return;
+        };
+        let Some(old) = wl.replaces.as_deref().filter(|o| self.meta.contains_key(*o)) else {
+            return;
+        };
+        let message = format!(
+            "Replaced to accommodate a workload (UID: {}, JobUID: {}) due to workload slice aggregation",
+            wl.uid,
+            wl.job_uid.as_deref().unwrap_or_default()
+        );
+        let k = self.shared_key(old);
+        self.push_write(k, Write::Replaced { message });
+    }
+
     pub(super) fn next_write(&mut self, k: &str) {
         let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
             self.queued.remove(k);
@@ -257,7 +275,10 @@ impl Controller {
         let lane = match w {
             Write::Pending { .. } => self.pending_lane.clone(),
             Write::Admit(_) => self.admission_lane.clone(),
-            Write::Evict { .. } | Write::Requeued { .. } | Write::Exceeded { .. } => {
+            Write::Evict { .. }
+            | Write::Requeued { .. }
+            | Write::Exceeded { .. }
+            | Write::Replaced { .. } => {
                 self.eviction_lane.clone()
             }
         };
@@ -422,6 +443,9 @@ pub(super) fn deactivation_cause(conds: &[Condition]) -> Option<(String, String)
         .map(|c| (c.reason.clone(), c.message.clone()))
 }
 
+/// The `Finished` reason of a workload slice another one replaced.
+pub(super) const SLICE_REPLACED: &str = "WorkloadSliceReplaced";
+
 /// The `Requeued=False` reason a plain deactivation leaves (one for a
 /// cause reads `DeactivatedDueTo<cause>`, and Kueue does not mark it
 /// reactivated).
@@ -522,6 +546,17 @@ pub(super) fn render(
                 return None;
             }
             c.set(condition::REQUEUED, true, reason, message, now, generation);
+            Some(json!({"conditions": c.0}))
+        }
+        Write::Replaced { message } => {
+            c.set(
+                condition::FINISHED,
+                true,
+                SLICE_REPLACED,
+                message,
+                now,
+                generation,
+            );
             Some(json!({"conditions": c.0}))
         }
         Write::Exceeded { .. } => {
@@ -737,6 +772,7 @@ pub(super) fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence
             vec![o(reason.legacy_str().to_string(), true, message.clone())]
         }
         Write::Requeued { .. } => Vec::new(),
+        Write::Replaced { message } => vec![o(SLICE_REPLACED.into(), false, message.clone())],
         Write::Exceeded { max_secs } => vec![o(
             execution::EXCEEDED_REASON.into(),
             true,
@@ -783,6 +819,7 @@ pub(super) fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
         Write::Evict { .. } => "eviction",
         Write::Requeued { .. } => "requeued",
         Write::Exceeded { .. } => "execution time",
+        Write::Replaced { .. } => "slice replaced",
         Write::Pending { reason, message } => {
             let prev = before
                 .iter()

@@ -116,7 +116,10 @@ impl Controller {
                     }
                 }
                 match outcome {
-                    Outcome::Admitted => self.engine.confirm_admission(&key),
+                    Outcome::Admitted => {
+                        self.engine.confirm_admission(&key);
+                        self.finish_replaced(&key);
+                    }
                     Outcome::AdmissionRefused => {
                         self.devices.refused(&key);
                         self.engine.reject_admission(&key)

@@ -122,7 +122,10 @@ impl Controller {
                     preempted: preempted.and_then(|p| Some((preempting?, p.as_str()))),
                 })
             }
-            Write::Pending { .. } | Write::Requeued { .. } | Write::Exceeded { .. } => None,
+            Write::Pending { .. }
+            | Write::Requeued { .. }
+            | Write::Exceeded { .. }
+            | Write::Replaced { .. } => None,
         }
     }
 

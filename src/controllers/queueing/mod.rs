@@ -258,6 +258,12 @@ enum Write {
     Exceeded {
         max_secs: i32,
     },
+    /// A workload slice whose replacement was admitted: `Finished=True`,
+    /// reason `WorkloadSliceReplaced` (Kueue's scheduler writes it right
+    /// after the replacement's admission).
+    Replaced {
+        message: String,
+    },
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object. A Workload's

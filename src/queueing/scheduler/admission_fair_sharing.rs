@@ -276,6 +276,7 @@ mod tests {
             active: true,
             finished: false,
             readiness: Default::default(),
+            replaces: None,
             pod_sets: vec![PodSet {
                 name: "main".into(),
                 count: 1,

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, Record, State};
+use super::{
+    Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, PreemptedReason, Record, State,
+};
 use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 use crate::queueing::{
     cluster_queue::{
@@ -16,6 +18,7 @@ use crate::queueing::{
     preemption::{Holder, Holdings, Preemptor, Target},
     queues::{PendingQueue, QueueOrder},
     quota::{QuotaTree, Usage},
+    workload::Workload,
 };
 
 impl Engine {
@@ -198,6 +201,7 @@ impl Engine {
                 order,
                 assignment: None,
                 targets: Vec::new(),
+                replaces: None,
                 outcome: Outcome::Pending {
                     reason: PendingReason::NamespaceMismatch,
                     message: "workload namespace doesn't match ClusterQueue selector".into(),
@@ -205,7 +209,24 @@ impl Engine {
                 },
             };
         }
-        let holdings = HoldingsView(self);
+        // A replacement slice is sized as if the slice it replaces were
+        // gone, on that slice's flavors, and never preempts it (Kueue's
+        // `ReplacedWorkloadSlice`: the old slice is a target that is
+        // finished, not evicted, once the new one is admitted).
+        let replaces = self.replaced_slice(&rec.wl, &cq_name);
+        let pinned;
+        let cq = match &replaces {
+            Some(r) => {
+                snap.remove(&cq_name, &r.usage);
+                pinned = pinned_to(cq, &r.flavors);
+                &pinned
+            }
+            None => cq,
+        };
+        let holdings = HoldingsView {
+            engine: self,
+            except: replaces.as_ref().map(|r| r.key.as_str()),
+        };
         let preemptor = Preemptor {
             key: &order.key,
             cq,
@@ -222,13 +243,43 @@ impl Engine {
             &holdings,
             &preemptor,
         );
+        if let Some(r) = &replaces {
+            snap.add(&cq_name, &r.usage);
+        }
         Entry {
             cq: cq_name,
             order,
             assignment: Some(assignment),
             targets,
+            replaces,
             outcome: Outcome::Undecided,
         }
+    }
+
+    /// The admitted slice `wl` replaces, if it holds quota in `cq` (a
+    /// slice of another queue or namespace, or one being evicted, is not
+    /// replaced: the new slice then asks for all it needs).
+    fn replaced_slice(&self, wl: &Workload, cq: &str) -> Option<Replaced> {
+        let key = wl.replaces.as_deref()?;
+        let rec = self.workloads.get(key)?;
+        let State::Holding(h) = &rec.state else {
+            return None;
+        };
+        if h.evicting || &*h.cq != cq || rec.wl.namespace != wl.namespace {
+            return None;
+        }
+        let flavors = h
+            .admission
+            .pod_set_assignments
+            .iter()
+            .flat_map(|psa| psa.flavors.iter())
+            .map(|(r, f)| (r.clone(), f.clone()))
+            .collect();
+        Some(Replaced {
+            key: key.to_string(),
+            usage: h.usage.clone(),
+            flavors,
+        })
     }
 
     pub(super) fn process(
@@ -282,11 +333,17 @@ impl Engine {
             );
             return;
         }
+        let replaced = entry.replaces.as_ref().map(|r| Target {
+            key: r.key.clone(),
+            cluster_queue: entry.cq.clone(),
+            usage: r.usage.clone(),
+            reason: PreemptedReason::InClusterQueue,
+        });
         if !fits_without(
             snap,
             &entry.cq,
             &assignment.usage,
-            preempted.values().chain(&entry.targets),
+            preempted.values().chain(&entry.targets).chain(&replaced),
         ) {
             entry.outcome = pending(
                 PendingReason::WaitingForQuota,
@@ -296,6 +353,10 @@ impl Engine {
             return;
         }
         snap.add(&entry.cq, &assignment.usage);
+        if let Some(r) = &entry.replaces {
+            // Only what it adds to the slice it replaces is new.
+            snap.remove(&entry.cq, &r.usage);
+        }
         if mode == AssignmentMode::Preempt {
             let rec = &self.workloads[&*entry.order.key];
             let uid = if rec.wl.uid.is_empty() {
@@ -525,7 +586,36 @@ pub(super) struct Entry {
     pub(super) order: QueueOrder,
     pub(super) assignment: Option<Assignment>,
     targets: Vec<Target>,
+    /// The admitted slice this entry replaces (see `replaced_slice`).
+    replaces: Option<Replaced>,
     outcome: Outcome,
+}
+
+/// An admitted workload slice a pending one replaces: its key, the quota
+/// it holds and the flavor of each resource.
+#[derive(Debug)]
+struct Replaced {
+    key: String,
+    usage: Usage,
+    flavors: BTreeMap<String, String>,
+}
+
+/// `cq` with each resource group offering only the flavors `flavors`
+/// names for its resources (Kueue keeps a new slice on the flavors of
+/// the slice it replaces).
+fn pinned_to(cq: &ClusterQueue, flavors: &BTreeMap<String, String>) -> ClusterQueue {
+    let mut cq = cq.clone();
+    for g in &mut cq.resource_groups {
+        let wanted: Vec<&String> = g
+            .covered_resources
+            .iter()
+            .filter_map(|r| flavors.get(r))
+            .collect();
+        if !wanted.is_empty() {
+            g.flavors.retain(|f| wanted.contains(&&f.name));
+        }
+    }
+    cq
 }
 
 impl Engine {
@@ -570,15 +660,21 @@ impl Entry {
     }
 }
 
-struct HoldingsView<'a>(&'a Engine);
+/// The holders preemption may choose from: all but `except` (the slice
+/// a replacement replaces).
+struct HoldingsView<'a> {
+    engine: &'a Engine,
+    except: Option<&'a str>,
+}
 
 impl Holdings for HoldingsView<'_> {
     fn holders<'s>(&'s self, cluster_queue: &str) -> Vec<Holder<'s>> {
-        let e = self.0;
+        let e = self.engine;
         e.holders
             .get(cluster_queue)
             .into_iter()
             .flatten()
+            .filter(|key| Some(&***key) != self.except)
             .filter_map(|key| {
                 let rec = e.workloads.get(key)?;
                 let State::Holding(h) = &rec.state else {

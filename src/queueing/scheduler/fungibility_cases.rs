@@ -82,6 +82,7 @@ fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>)
         active: true,
         finished: false,
         readiness: Default::default(),
+        replaces: None,
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,

@@ -118,6 +118,7 @@ fn workload(ns: &str, name: &str, priority: i32, resource: &str, sets: &[Set]) -
             .collect(),
         admission: None,
         readiness: Default::default(),
+        replaces: None,
     }
 }
 

@@ -122,6 +122,7 @@ pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
         active: true,
         finished: false,
         readiness: Default::default(),
+        replaces: None,
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,

@@ -12,6 +12,7 @@ use crate::queueing::{
 };
 
 mod checks_cases;
+mod slice_cases;
 
 const NS: &str = "ns";
 
@@ -79,6 +80,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
         active: true,
         finished: false,
         readiness: Default::default(),
+        replaces: None,
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 1,

@@ -161,6 +161,7 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
             active: true,
             finished: false,
             readiness: Default::default(),
+            replaces: None,
             pod_sets: vec![PodSet {
                 name: "main".into(),
                 count: 1,

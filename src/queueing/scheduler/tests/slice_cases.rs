@@ -1,0 +1,150 @@
+//! Workload slices (KEP-77, ElasticJobsViaWorkloadSlices): a slice that
+//! replaces an admitted one asks only for what it adds, on the same
+//! flavors, never preempts it, and takes over its quota once admitted.
+//! Follows Kueue v0.19.2 `pkg/scheduler/scheduler_test.go` ("workload-slice
+//! fits in single clusterQueue") and `flavorassigner.go`'s slice rules.
+
+use super::*;
+use crate::queueing::quota::FlavorResource;
+
+/// `count` pods of one cpu each, as slice `name` of the job.
+fn slice(name: &str, count: u32, replaces: Option<&str>) -> Workload {
+    let mut w = wl(name, "cq", 0, 1, 1);
+    w.pod_sets[0].count = count;
+    w.replaces = replaces.map(key);
+    w
+}
+
+fn admission_on(flavor: &str, count: u32) -> Admission {
+    Admission {
+        cluster_queue: "cq".into(),
+        pod_set_assignments: vec![crate::queueing::workload::PodSetAssignment {
+            name: "main".into(),
+            flavors: [("cpu".to_string(), flavor.to_string())].into(),
+            resource_usage: [("cpu".to_string(), i64::from(count) * 1000)].into(),
+            count,
+        }],
+    }
+}
+
+fn used(e: &Engine, flavor: &str) -> i64 {
+    e.quota.usage("cq", &FlavorResource::new(flavor, "cpu"))
+}
+
+/// `foo-1` holds `count` cpus on `flavor`.
+fn with_admitted(e: &mut Engine, flavor: &str, count: u32) {
+    let mut old = slice("foo-1", count, None);
+    old.admission = Some(admission_on(flavor, count));
+    e.upsert_workload(old);
+}
+
+/// Kueue: "workload-slice fits in single clusterQueue" — 10 admitted, the
+/// 15-pod replacement fits by its 5 more, and is admitted for all 15.
+#[test]
+fn a_replacement_that_fits_by_what_it_adds_is_admitted_for_all_of_it() {
+    let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+    with_admitted(&mut e, "default", 10);
+    e.upsert_workload(slice("foo-2", 15, Some("foo-1")));
+    let c = run(&mut e, 10);
+    assert_eq!(admitted(&c), vec![key("foo-2")]);
+    let a = c
+        .decisions
+        .iter()
+        .find_map(|d| match d {
+            Decision::Admit { admission, .. } => Some(admission.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(a, admission_on("default", 15));
+    // The old slice's 10 are the new one's now: 15 in use, not 25.
+    assert_eq!(used(&e, "default"), 15_000);
+}
+
+#[test]
+fn a_replacement_whose_addition_does_not_fit_waits_and_the_old_slice_keeps_running() {
+    let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+    with_admitted(&mut e, "default", 10);
+    let mut other = slice("other", 8, None);
+    other.admission = Some(admission_on("default", 8));
+    e.upsert_workload(other);
+    e.upsert_workload(slice("foo-2", 15, Some("foo-1")));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert!(evictions(&c).is_empty(), "the old slice is never preempted");
+    assert_eq!(pending(&c, "foo-2").map(|p| p.0), Some(PendingReason::WaitingForQuota));
+    assert_eq!(used(&e, "default"), 18_000);
+    // Once the other workload is done, the 5 more fit.
+    e.finish_workload(&key("other"));
+    assert_eq!(settle(&mut e, 20), vec![key("foo-2")]);
+    assert_eq!(used(&e, "default"), 15_000);
+}
+
+/// flavorassigner.go: "Ensure the same resource flavor is used for the
+/// workload slice as in the original admitted slice."
+#[test]
+fn a_replacement_stays_on_the_flavor_of_the_slice_it_replaces() {
+    let mut e = engine(
+        &["small", "big"],
+        vec![cq("cq", None, &[("small", 10), ("big", 100)])],
+    );
+    with_admitted(&mut e, "small", 8);
+    e.upsert_workload(slice("foo-2", 12, Some("foo-1")));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty(), "not moved to `big`");
+    assert_eq!(used(&e, "big"), 0);
+    e.upsert_workload(slice("foo-2", 10, Some("foo-1")));
+    let c = run(&mut e, 20);
+    assert_eq!(flavor_of(&c, "foo-2").as_deref(), Some("small"));
+}
+
+#[test]
+fn a_replacement_never_preempts_the_slice_it_replaces() {
+    let mut q = cq("cq", None, &[("default", 12)]);
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerOrNewerEqualPriority;
+    let mut e = engine(&["default"], vec![q]);
+    with_admitted(&mut e, "default", 10);
+    let mut new = slice("foo-2", 15, Some("foo-1"));
+    new.priority = 100;
+    e.upsert_workload(new);
+    let c = run(&mut e, 10);
+    assert!(evictions(&c).is_empty());
+    assert!(admitted(&c).is_empty());
+}
+
+#[test]
+fn a_refused_admission_gives_the_old_slice_its_quota_back() {
+    let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+    with_admitted(&mut e, "default", 10);
+    e.upsert_workload(slice("foo-2", 15, Some("foo-1")));
+    assert_eq!(settle(&mut e, 10), vec![key("foo-2")]);
+    e.reject_admission(&key("foo-2"));
+    assert_eq!(used(&e, "default"), 10_000);
+}
+
+/// After a restart both may come back admitted (the old slice not yet
+/// finished): whichever order they arrive in, only the replacement counts,
+/// and a later update of the old slice does not bring it back.
+#[test]
+fn a_rebuild_counts_only_the_replacement_whatever_the_order() {
+    for old_first in [true, false] {
+        let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+        let mut old = slice("foo-1", 10, None);
+        old.admission = Some(admission_on("default", 10));
+        let mut new = slice("foo-2", 15, Some("foo-1"));
+        new.admission = Some(admission_on("default", 15));
+        if old_first {
+            e.upsert_workload(old.clone());
+            e.upsert_workload(new);
+        } else {
+            e.upsert_workload(new);
+            e.upsert_workload(old.clone());
+        }
+        assert_eq!(used(&e, "default"), 15_000, "old first: {old_first}");
+        old.priority = 1;
+        e.upsert_workload(old);
+        assert_eq!(used(&e, "default"), 15_000, "old first: {old_first}");
+        assert!(run(&mut e, 10).decisions.is_empty());
+        e.finish_workload(&key("foo-1"));
+        assert_eq!(used(&e, "default"), 15_000);
+    }
+}
