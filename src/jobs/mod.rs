@@ -21,4 +21,5 @@ pub mod policy;
 pub mod readiness;
 pub mod reference;
 pub mod resync;
+pub mod slices;
 pub mod workload;

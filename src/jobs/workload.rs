@@ -71,6 +71,13 @@ pub fn is_owned_by(
 /// `sha1(kind \n group \n name \n uid)`, so a job re-created under the same
 /// name gets a new Workload.
 pub fn name_for(kind: &str, group: &str, job_name: &str, uid: &str) -> String {
+    name_with_extra(kind, group, job_name, uid, "")
+}
+
+/// Kueue's `GenerateWorkloadNameWithExtra`: as [`name_for`], with `extra`
+/// (an elastic job's generation) hashed in when not empty, so each slice
+/// of a job has its own name.
+pub fn name_with_extra(kind: &str, group: &str, job_name: &str, uid: &str, extra: &str) -> String {
     let mut prefix = format!("{}-{}", kind.to_lowercase(), job_name);
     if prefix.len() > MAX_PREFIX_LENGTH {
         let mut cut = MAX_PREFIX_LENGTH;
@@ -79,7 +86,11 @@ pub fn name_for(kind: &str, group: &str, job_name: &str, uid: &str) -> String {
         }
         prefix.truncate(cut);
     }
-    let input = format!("{kind}\n{group}\n{job_name}\n{uid}");
+    let mut input = format!("{kind}\n{group}\n{job_name}\n{uid}");
+    if !extra.is_empty() {
+        input.push('\n');
+        input.push_str(extra);
+    }
     let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, input.as_bytes());
     let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
     format!("{prefix}-{}", &hex[..HASH_LENGTH])
