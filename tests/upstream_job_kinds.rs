@@ -1162,14 +1162,8 @@ fn rayjob_validate_create() -> Vec<Case> {
             "invalid managed - has auto scaler",
             k,
             ann(set(queue(mk_rayjob(), "queue"), "/spec/rayClusterSpec/enableInTreeAutoscaling", json!(true)), ELASTIC, "true"),
-            // Kueue admits an elastic RayJob that autoscales (workload
-            // slices); batchgate has no workload slices.
-            Differs {
-                ours: Box::new(deny(&[format!(
-                    "spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: {}",
-                    batchgate::admission::validation::ELASTIC_AUTOSCALING_UNSUPPORTED
-                )])),
-            },
+            // An elastic RayJob autoscales through workload slices.
+            Allow,
         ),
         case(
             "valid managed - max worker groups with gcs fault tolerance",
@@ -1233,14 +1227,7 @@ fn raycluster_validate_create() -> Vec<Case> {
             "invalid managed - elastic MultiKueue job with auto scaler",
             k,
             elastic_mk(autoscaling()),
-            // Kueue refuses only because MultiKueue cannot autoscale yet;
-            // batchgate refuses any elastic autoscaling (no workload slices).
-            Differs {
-                ours: Box::new(deny(&[format!(
-                    "spec.enableInTreeAutoscaling: Invalid value: true: {}",
-                    batchgate::admission::validation::ELASTIC_AUTOSCALING_UNSUPPORTED
-                )])),
-            },
+            deny(&["spec.enableInTreeAutoscaling: Forbidden: in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster".into()]),
         ),
         case("valid managed - elastic MultiKueue job without auto scaler", k, elastic_mk(queue(mk_raycluster(), "queue")), Allow),
     ];

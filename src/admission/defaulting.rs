@@ -10,8 +10,12 @@ use super::{
 };
 use crate::jobs::policy::Policy;
 use crate::vocabulary::{
-    keys::{PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL},
+    keys::{
+        ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, PRIORITY_CLASS_LABEL,
+        QUEUE_NAME_LABEL,
+    },
     patch,
+    pointer::Pointer,
 };
 
 pub fn default(
@@ -66,6 +70,16 @@ pub fn default(
                 )),
                 ..Decision::allow()
             };
+        }
+    }
+
+    // Kueue's Job and RayCluster defaulters: an elastic job's pods wait
+    // behind the elastic-job scheduling gate until a slice admits them.
+    if policy.elastic_pods.is_some() && job.annotation(ELASTIC_JOB_ANNOTATION) == Some("true") {
+        let gates = Pointer::parse("/spec/schedulingGates").expect("a valid pointer");
+        for set in policy.pod_sets(job.raw).unwrap_or_default() {
+            let gate = serde_json::json!({ "name": ELASTIC_JOB_SCHEDULING_GATE });
+            let _ = patch::add_to_list(job.raw, &set.template.child(&gates), gate, &mut ops);
         }
     }
 

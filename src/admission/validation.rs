@@ -12,18 +12,18 @@ use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
 use crate::vocabulary::{
     go::{go_atoi, go_parse_bool, go_quote},
     keys::{
-        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION,
+        ADMISSION_GATED_BY_ANNOTATION, ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE,
         JOB_COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, JOB_MIN_PARALLELISM_ANNOTATION,
         MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
 };
 use serde_json::Value;
 
+/// Kueue's MultiKueue controller name (`spec.managedBy`).
+const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
+
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
 
-/// batchgate's refusal of Ray autoscaling for an elastic job, which Kueue
-/// would admit (batchgate has no workload slices).
-pub const ELASTIC_AUTOSCALING_UNSUPPORTED: &str = "batchgate does not implement elastic jobs (workload slices), so a queued Ray cluster cannot autoscale: set enableInTreeAutoscaling to false";
 
 type Errors = Result<Vec<FieldError>, DecodeError>;
 
@@ -96,19 +96,53 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
         let base = cluster_spec.trim_start_matches('/').replace('/', ".");
         format!("{base}.{rel}")
     };
-    // Kueue lets an elastic job (the `kueue.x-k8s.io/elastic-job: "true"`
-    // annotation) autoscale through workload slices. batchgate does not
-    // implement workload slices, so it refuses autoscaling either way, in
-    // Kueue's words when Kueue refuses too and in its own when Kueue would
-    // admit the object.
-    if job
+    let autoscaling = job
         .raw
         .pointer(&format!("{cluster_spec}/enableInTreeAutoscaling"))
-        == Some(&Value::Bool(true))
-    {
-        let detail = if elastic(job) {
-            ELASTIC_AUTOSCALING_UNSUPPORTED.to_string()
-        } else if policy.has(Invariant::RayCluster) {
+        == Some(&Value::Bool(true));
+    if elastic(job) {
+        // An elastic job autoscales through workload slices. Kueue's
+        // RayCluster webhook (`validateElasticJob`) wants the elastic-job
+        // scheduling gate on every template (its defaulter adds it), and
+        // MultiKueue cannot autoscale one yet.
+        if policy.has(Invariant::RayCluster) {
+            let templates = job
+                .raw
+                .pointer(&format!("{cluster_spec}/workerGroupSpecs"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, w)| (format!("workerGroupSpecs[{i}].template.spec.schedulingGates"), w.pointer("/template/spec/schedulingGates")))
+                .chain(std::iter::once((
+                    "headGroupSpec.template.spec.schedulingGates".to_string(),
+                    job.raw.pointer(&format!("{cluster_spec}/headGroupSpec/template/spec/schedulingGates")),
+                )));
+            for (at, gates) in templates {
+                let list = gates.and_then(Value::as_array);
+                let gated = list.is_some_and(|l| {
+                    l.iter().any(|g| g.get("name").and_then(Value::as_str) == Some(ELASTIC_JOB_SCHEDULING_GATE))
+                });
+                if !gated {
+                    errs.push(FieldError::invalid(
+                        path(&at),
+                        BadValue::Raw(go_scheduling_gates(list)),
+                        "an elastic job must have the ElasticJobSchedulingGate",
+                    ));
+                }
+            }
+            if autoscaling
+                && job.raw.pointer(&format!("{cluster_spec}/managedBy")).and_then(Value::as_str)
+                    == Some(MULTIKUEUE_CONTROLLER)
+            {
+                errs.push(FieldError::forbidden(
+                    path("enableInTreeAutoscaling"),
+                    "in-tree autoscaling is not supported for a MultiKueue-managed elastic RayCluster",
+                ));
+            }
+        }
+    } else if autoscaling {
+        let detail = if policy.has(Invariant::RayCluster) {
             format!(
                 "a kueue-managed RayCluster can use autoscaling only as an elastic job: enable the ElasticJobsViaWorkloadSlices feature gate and set the {}: {} annotation",
                 go_quote(ELASTIC_JOB_ANNOTATION),
@@ -364,6 +398,24 @@ fn job_update(policy: &Policy, old: &JobObject<'_>, new: &JobObject<'_>) -> Erro
         ));
     }
     Ok(errs)
+}
+
+/// Go's `%#v` of a pod template's scheduling gates, as field.Invalid
+/// prints them.
+fn go_scheduling_gates(list: Option<&Vec<Value>>) -> String {
+    match list {
+        None => "[]v1.PodSchedulingGate(nil)".into(),
+        Some(l) => format!(
+            "[]v1.PodSchedulingGate{{{}}}",
+            l.iter()
+                .map(|g| format!(
+                    "v1.PodSchedulingGate{{Name:{}}}",
+                    go_quote(g.get("name").and_then(Value::as_str).unwrap_or_default())
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// `workloadslicing.Enabled` (gate ElasticJobsViaWorkloadSlices, on by

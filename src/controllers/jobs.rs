@@ -539,13 +539,32 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::requeue(Duration::ZERO));
     }
     let job = serde_json::to_value(&*obj)?;
-    let Some(subject) = machine::subject(&ctx.policy, &ctx.policies, &job) else {
+    let Some(mut subject) = machine::subject(&ctx.policy, &ctx.policies, &job) else {
         return Ok(Action::await_change());
     };
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &subject.namespace);
-    let wl = wl_api.get_opt(&subject.workload).await?;
     let now =
         k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let mut slices = Vec::new();
+    let wl = if subject.slice.is_some() {
+        slices = job_slices(&wl_api, &subject.uid).await?;
+        match machine::slice_pass(&ctx.policy, &mut subject, &job, &slices, &now) {
+            Ok(machine::SlicePass::Writes(writes)) => {
+                for (i, w) in writes {
+                    ctx.write_workload(&wl_api, &slices[i], w).await?;
+                }
+                return Ok(Action::await_change());
+            }
+            Ok(machine::SlicePass::Step(i)) => i.map(|i| slices[i].clone()),
+            Err(e) => {
+                ctx.job_event(&job, Note::warning("ErrWorkloadCompose", e.to_string()))
+                    .await;
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            }
+        }
+    } else {
+        wl_api.get_opt(&subject.workload).await?
+    };
     let classes = ctx.shared.classes();
     let flavors = &ctx.shared.flavors;
     let infos = |wl: &api::Workload, queue: &str| admission_pod_set_infos(flavors, wl, queue);
@@ -565,8 +584,118 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             read = Some(ctx.view(&job).await?);
             continue;
         }
-        return ctx.execute(&subject, &job, wl.as_ref(), step).await;
+        let action = ctx.execute(&subject, &job, wl.as_ref(), step).await?;
+        if subject.slice.is_some() {
+            if let Some(again) = ctx.ungate(&job, &slices).await? {
+                return Ok(again);
+            }
+        }
+        return Ok(action);
     }
+}
+
+/// An elastic job's unfinished Workloads (by its UID label, owned by it),
+/// oldest first: creation time, then UID (Kueue's
+/// `FindNotFinishedWorkloads`).
+async fn job_slices(api: &Api<api::Workload>, uid: &str) -> Result<Vec<api::Workload>, JobError> {
+    let lp = kube::api::ListParams::default().labels(&format!("{}={uid}", keys::JOB_UID_LABEL));
+    let mut list: Vec<api::Workload> = api
+        .list(&lp)
+        .await?
+        .items
+        .into_iter()
+        .filter(|wl| {
+            crate::jobs::workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid)
+                && !api::Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
+                    .is_true(api::condition::FINISHED)
+        })
+        .collect();
+    list.sort_by(|a, b| {
+        let at = |w: &api::Workload| w.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        at(a)
+            .cmp(&at(b))
+            .then_with(|| a.metadata.uid.cmp(&b.metadata.uid))
+    });
+    Ok(list)
+}
+
+impl Ctx {
+    /// Kueue's ElasticJobUngater: the job's pods still behind the
+    /// elastic-job scheduling gate are let go, as many as its admitted
+    /// slice grants beyond those already running
+    /// ([`crate::jobs::slices::to_ungate`]). `Some`: look again soon (pods
+    /// were let go, or not all are there yet).
+    async fn ungate(&self, job: &Value, slices: &[api::Workload]) -> Result<Option<Action>, JobError> {
+        use crate::jobs::slices;
+        let (Some(selector), Some(active)) = (
+            self.policy.elastic_pods.as_deref(),
+            slices::latest_active(&slices.iter().map(slices::Slice::of).collect::<Vec<_>>())
+                .map(|i| &slices[i]),
+        ) else {
+            return Ok(None);
+        };
+        let admitted = api::Conditions::of(active.status.as_ref().and_then(|s| s.conditions.as_ref()))
+            .is_true(api::condition::ADMITTED);
+        if !admitted {
+            return Ok(None);
+        }
+        let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let selector = selector
+            .replace("{uid}", text("/metadata/uid"))
+            .replace("{name}", text("/metadata/name"));
+        let ns = text("/metadata/namespace");
+        let pods_api = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(self.shared.client.clone(), ns);
+        let pods = pods_api
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await?
+            .items;
+        let facts: Vec<slices::PodFacts> = pods
+            .iter()
+            .map(|p| {
+                let spec = p.spec.as_ref();
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                slices::PodFacts {
+                    name: p.name_any(),
+                    pod_set: p.labels().get(keys::PODSET_LABEL).cloned(),
+                    gated: gate_index(spec).is_some(),
+                    terminated: matches!(phase, Some("Succeeded" | "Failed")),
+                }
+            })
+            .collect();
+        let granted = slices::counts_of(active);
+        let names = slices::to_ungate(&granted, &facts);
+        for name in &names {
+            let Some(pod) = pods.iter().find(|p| p.name_any() == *name) else {
+                continue;
+            };
+            let Some(i) = gate_index(pod.spec.as_ref()) else {
+                continue;
+            };
+            // Removes exactly that gate, on the pod as read.
+            let p: json_patch::Patch = serde_json::from_value(json!([
+                {"op": "test", "path": format!("/spec/schedulingGates/{i}/name"),
+                 "value": keys::ELASTIC_JOB_SCHEDULING_GATE},
+                {"op": "remove", "path": format!("/spec/schedulingGates/{i}")},
+            ]))?;
+            match pods_api.patch(name, &params(), &Patch::<()>::Json(p)).await {
+                Ok(_) => debug!(pod = %name, "elastic pod ungated"),
+                Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let live = facts.iter().filter(|p| !p.terminated).count() as i64;
+        let wanted: i64 = granted.values().sum();
+        Ok((!names.is_empty() || live < wanted).then(|| Action::requeue(Duration::from_secs(1))))
+    }
+}
+
+/// Where the elastic-job scheduling gate is in a pod's gates.
+fn gate_index(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Option<usize> {
+    spec?
+        .scheduling_gates
+        .as_ref()?
+        .iter()
+        .position(|g| g.name == keys::ELASTIC_JOB_SCHEDULING_GATE)
 }
 
 /// The executor against a scripted apiserver: each case asserts the exact

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
 
 use super::{
-    execution,
+    execution, slices,
     policy::{Policy, PolicySet, Progress},
     readiness::{self, Expiry, Settings as Readiness, Timeout},
     workload::{self, JobPodSet, PodSetInfo, PriorityClasses, WorkloadError},
@@ -55,8 +55,23 @@ pub struct Subject {
     pub uid: String,
     /// The queue it names (`kueue.x-k8s.io/queue-name`).
     pub queue: String,
-    /// The name its Workload has (`workload::name_for`).
+    /// The name its Workload has (`workload::name_for`); an elastic job's
+    /// next slice's (its generation hashed in).
     pub workload: String,
+    /// An elastic job's (`kueue.x-k8s.io/elastic-job: "true"` on a kind
+    /// that allows it): what its Workloads are, as the reconciler found
+    /// them (see [`super::slices`]).
+    pub slice: Option<SliceChain>,
+}
+
+/// Where an elastic job's new slice goes in its chain of slices.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SliceChain {
+    /// The chain's first slice's name (`kueue.x-k8s.io/workload-slice-name`
+    /// of the slice a new one replaces); `None`: a new slice starts it.
+    pub origin: Option<String>,
+    /// `namespace/name` of the admitted slice a new one replaces.
+    pub replaces: Option<String>,
 }
 
 /// The job this policy governs, named, or `None`: not queued, not this
@@ -78,13 +93,30 @@ pub fn subject(policy: &Policy, policies: &PolicySet, job: &Value) -> Option<Sub
         .unwrap_or_default()
         .to_string();
     let t = &policy.target;
-    let workload = workload::name_for(&t.kind, &t.group, &name, &uid);
+    let elastic = policy.elastic_jobs
+        && job
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("true");
+    // Kueue's `newWorkloadName`: an elastic job's slices are told apart
+    // by the job's generation.
+    let workload = if elastic {
+        let generation = job
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        workload::name_with_extra(&t.kind, &t.group, &name, &uid, &generation.to_string())
+    } else {
+        workload::name_for(&t.kind, &t.group, &name, &uid)
+    };
     Some(Subject {
         namespace,
         name,
         uid,
         queue,
         workload,
+        slice: elastic.then(SliceChain::default),
     })
 }
 
@@ -274,7 +306,10 @@ fn decide(
         if progress != Progress::Running {
             return Ok(Step::wait(Vec::new()));
         }
-        if !suspended {
+        // A running elastic job that outgrew its admitted slice asks for
+        // a new one and runs on the old one meanwhile.
+        let scaling_up = subject.slice.as_ref().is_some_and(|c| c.replaces.is_some());
+        if !suspended && !scaling_up {
             // Started without an admission (the webhook was bypassed).
             return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
         }
@@ -283,7 +318,10 @@ fn decide(
             Err(e) => return Ok(compose_error(&e)),
         };
         let view = view(policy, job, read)?;
-        let body = workload::for_job(policy, view, &prio)?;
+        let mut body = workload::for_job(policy, view, &prio)?;
+        if let Some(chain) = &subject.slice {
+            slice_metadata(&mut body, &subject.workload, chain);
+        }
         let event = Note::normal(
             "CreatedWorkload",
             format!(
@@ -412,6 +450,15 @@ fn decide(
         let Some(mut infos) = (facts.infos)(wl, &subject.queue) else {
             return Ok(Step::after(Vec::new(), Duration::from_millis(200)));
         };
+        if subject.slice.is_some() {
+            // Every pod of the chain carries its first slice's name
+            // (Kueue's `getPodSetsInfoFromStatus`).
+            let origin = slice_name(wl);
+            for info in &mut infos {
+                info.annotations
+                    .insert(keys::WORKLOAD_SLICE_NAME_ANNOTATION.into(), origin.clone());
+            }
+        }
         let view = view(policy, job, read)?;
         let checks = status.admission_checks.as_deref().unwrap_or_default();
         let writes = match workload::with_check_updates(&mut infos, checks)
@@ -448,8 +495,12 @@ fn decide(
         return Ok(Step::wait(Vec::new()));
     }
 
-    // Not admitted.
+    // Not admitted. An elastic job is not stopped: its pods wait behind
+    // the elastic-job scheduling gate (Kueue's reconciler step 8).
     if !suspended {
+        if subject.slice.is_some() {
+            return Ok(Step::wait(Vec::new()));
+        }
         return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
     }
     let recorded = recorded_pod_sets(wl);
@@ -495,6 +546,101 @@ fn decide(
     Ok(Step::wait(vec![Write::WorkloadSpec(
         json!({"queueName": subject.queue}),
     )]))
+}
+
+/// What an elastic job's slices call for before its step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlicePass {
+    /// Writes on the job's slices (by index), first: slices finished, a
+    /// slice resized. The watch brings them back and the pass decides
+    /// again.
+    Writes(Vec<(usize, Write)>),
+    /// The step is about the slice at this index (`None`: a new slice,
+    /// placed in its chain in `subject.slice`).
+    Step(Option<usize>),
+}
+
+/// Kueue's `EnsureWorkloadSlices` for an elastic job: `list` holds its
+/// unfinished Workloads, oldest first.
+pub fn slice_pass(
+    policy: &Policy,
+    subject: &mut Subject,
+    job: &Value,
+    list: &[api::Workload],
+    now: &Time,
+) -> Result<SlicePass, WorkloadError> {
+    let counts: slices::Counts = workload::pod_sets(policy, job)?
+        .into_iter()
+        .map(|ps| (ps.name, ps.count))
+        .collect();
+    let facts: Vec<slices::Slice> = list.iter().map(slices::Slice::of).collect();
+    let plan = slices::plan(&counts, &facts);
+    if !plan.finish.is_empty() {
+        return Ok(SlicePass::Writes(
+            plan.finish
+                .iter()
+                .map(|&(i, reason, message)| {
+                    let wl = &list[i];
+                    let conds =
+                        Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
+                    (i, finish(wl, &conds, reason, message, now))
+                })
+                .collect(),
+        ));
+    }
+    Ok(match plan.pick {
+        slices::Pick::New { replaces } => {
+            if let (Some(r), Some(chain)) = (replaces, subject.slice.as_mut()) {
+                chain.replaces = Some(facts[r].key.clone());
+                chain.origin = Some(slice_name(&list[r]));
+            }
+            SlicePass::Step(None)
+        }
+        slices::Pick::Keep(i) => SlicePass::Step(Some(i)),
+        slices::Pick::Resize(i) => {
+            let mut sets = serde_json::to_value(list[i].spec.pod_sets.clone().unwrap_or_default())
+                .unwrap_or_default();
+            for ps in sets.as_array_mut().into_iter().flatten() {
+                let name = ps["name"].as_str().unwrap_or_default().to_string();
+                if let Some(n) = counts.get(&name) {
+                    ps["count"] = json!(n);
+                }
+            }
+            SlicePass::Writes(vec![(i, Write::WorkloadSpec(json!({ "podSets": sets })))])
+        }
+        // Not a matter of counts: the newest slice is the job's Workload,
+        // kept in step by the ordinary rules.
+        slices::Pick::Incompatible => SlicePass::Step(list.len().checked_sub(1)),
+    })
+}
+
+/// Kueue's `prepareWorkloadSlice`: the elastic-job annotation, the
+/// chain's first slice's name, and the slice a new one replaces.
+fn slice_metadata(body: &mut Value, name: &str, chain: &SliceChain) {
+    body["metadata"]["name"] = json!(name);
+    let mut ann = body["metadata"]["annotations"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    ann.insert(keys::ELASTIC_JOB_ANNOTATION.into(), json!("true"));
+    ann.insert(
+        keys::WORKLOAD_SLICE_NAME_ANNOTATION.into(),
+        json!(chain.origin.as_deref().unwrap_or(name)),
+    );
+    if let Some(old) = &chain.replaces {
+        ann.insert(keys::SLICE_REPLACEMENT_FOR_ANNOTATION.into(), json!(old));
+    }
+    body["metadata"]["annotations"] = Value::Object(ann);
+}
+
+/// Kueue's `SliceName`: the chain's first slice's name, or the Workload's.
+pub fn slice_name(wl: &api::Workload) -> String {
+    wl.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::WORKLOAD_SLICE_NAME_ANNOTATION))
+        .cloned()
+        .unwrap_or_else(|| wl.metadata.name.clone().unwrap_or_default())
 }
 
 /// The job told why its Workload cannot be made as it asks (a priority

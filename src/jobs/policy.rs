@@ -415,6 +415,8 @@ struct PolicyFile {
     skip_when: Vec<Pointer>,
     #[serde(default)]
     elastic_jobs: bool,
+    #[serde(default)]
+    elastic_pods: Option<String>,
     #[serde(default = "yes")]
     prebuilt_workloads: bool,
     #[serde(default)]
@@ -949,6 +951,10 @@ pub struct Policy {
     /// Kueue accepts the `kueue.x-k8s.io/elastic-job` annotation on this
     /// kind (its `supportedElasticJobGVKs`); elsewhere it is forbidden.
     pub elastic_jobs: bool,
+    /// The label selector of an elastic job's pods, `{uid}` and `{name}`
+    /// standing for the job's: the pods whose `kueue.x-k8s.io/elastic-job`
+    /// scheduling gate is removed as their slice is admitted.
+    pub elastic_pods: Option<String>,
     /// Kueue runs prebuilt Workloads for this kind (its
     /// `supportedPrebuiltWlJobGVKs`); elsewhere naming one is forbidden.
     pub prebuilt_workloads: bool,
@@ -1064,6 +1070,7 @@ impl Policy {
             status: raw.status,
             skip_when: raw.skip_when,
             elastic_jobs: raw.elastic_jobs,
+            elastic_pods: raw.elastic_pods,
             prebuilt_workloads: raw.prebuilt_workloads,
             update_rules: raw.update_rules,
             runtime_ref: raw.runtime_ref,

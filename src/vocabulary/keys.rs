@@ -74,6 +74,12 @@ pub const JOB_OWNER_NAME_ANNOTATION: &str = "kueue.x-k8s.io/job-owner-name";
 pub const COMPONENT_WORKLOAD_INDEX_ANNOTATION: &str = "kueue.x-k8s.io/component-workload-index";
 /// `workloadslicing.WorkloadSliceReplacementFor`.
 pub const SLICE_REPLACEMENT_FOR_ANNOTATION: &str = "kueue.x-k8s.io/workload-slice-replacement-for";
+/// The first slice's name in an elastic job's chain of Workload slices, on
+/// every slice and every pod of the chain.
+pub const WORKLOAD_SLICE_NAME_ANNOTATION: &str = "kueue.x-k8s.io/workload-slice-name";
+/// The scheduling gate an elastic job's pods wait behind until a slice
+/// admits them.
+pub const ELASTIC_JOB_SCHEDULING_GATE: &str = "kueue.x-k8s.io/elastic-job";
 
 // ---- Finalizers and scheduling gates ----
 

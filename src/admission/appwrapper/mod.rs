@@ -118,6 +118,7 @@ pub fn policy() -> &'static Policy {
             status: None,
             skip_when: Vec::new(),
             elastic_jobs: false,
+            elastic_pods: None,
             prebuilt_workloads: true,
             update_rules: UpdateRules::UpdateOnly,
             runtime_ref: None,
