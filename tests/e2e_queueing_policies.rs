@@ -12,6 +12,9 @@ mod support;
 #[path = "e2e_queueing_policies/lifecycle.rs"]
 mod lifecycle;
 
+#[path = "e2e_queueing_policies/elastic.rs"]
+mod elastic;
+
 use std::time::Duration;
 
 use batchgate_localcluster::LocalCluster;

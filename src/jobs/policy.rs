@@ -1319,7 +1319,7 @@ impl Invariant {
                 "/spec/shutdownAfterJobFinishes",
                 "/spec/rayClusterSpec/enableInTreeAutoscaling",
             ],
-            Invariant::RayCluster => &["/spec/enableInTreeAutoscaling"],
+            Invariant::RayCluster => &["/spec/enableInTreeAutoscaling", "/spec/managedBy"],
             Invariant::SparkApplication => &["/spec/mode", "/spec/dynamicAllocation/enabled"],
             _ => &[],
         }
@@ -1355,6 +1355,12 @@ impl Policy {
             }
             if let Some(w) = &rule.when {
                 node.whole(&w.path);
+            }
+            // An elastic job's templates get the elastic-job scheduling gate.
+            if self.elastic_pods.is_some() {
+                if let Ok(gates) = Pointer::parse("/spec/schedulingGates") {
+                    node.whole(&rule.template.child(&gates));
+                }
             }
             node.count(&rule.count);
         }
