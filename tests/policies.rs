@@ -829,6 +829,51 @@ fn pods_ready_per_kind_reads_as_kueues() {
         Some(false)
     );
 
+    // SparkApplication (sparkapplication_controller_test.go, "PodsReady
+    // stays False/WaitForStart while AppState=Running but no executors
+    // reported ready", "PodsReady becomes True/Started after AppState=Running
+    // and all executors reach Running"): the driver running and every
+    // requested executor running or completed.
+    let spark = set
+        .find("sparkoperator.k8s.io", "v1beta2", "SparkApplication")
+        .unwrap()
+        .status
+        .clone()
+        .unwrap();
+    let app = |instances: Value, status: Value| json!({"spec": {"executor": {"instances": instances}}, "status": status});
+    let running = json!({"applicationState": {"state": "RUNNING"}});
+    assert_eq!(
+        spark.pods_ready(&app(json!(2), running.clone()), 3),
+        Some(false),
+        "driver only"
+    );
+    let all = json!({"applicationState": {"state": "RUNNING"},
+                     "executorState": {"a-exec-1": "RUNNING", "a-exec-2": "RUNNING"}});
+    assert_eq!(
+        spark.pods_ready(&app(json!(2), all.clone()), 3),
+        Some(true),
+        "all executors"
+    );
+    let one = json!({"applicationState": {"state": "RUNNING"},
+                     "executorState": {"a-exec-1": "COMPLETED", "a-exec-2": "PENDING"}});
+    assert_eq!(
+        spark.pods_ready(&app(json!(2), one), 3),
+        Some(false),
+        "one pending"
+    );
+    let submitted = json!({"applicationState": {"state": "SUBMITTED"},
+                           "executorState": {"a-exec-1": "RUNNING", "a-exec-2": "RUNNING"}});
+    assert_eq!(
+        spark.pods_ready(&app(json!(2), submitted), 3),
+        Some(false),
+        "driver not running"
+    );
+    assert_eq!(
+        spark.pods_ready(&app(Value::Null, running), 3),
+        Some(true),
+        "no executors asked"
+    );
+
     // The Job still counts its pods: ready plus succeeded reach them.
     let job = set
         .find("batch", "v1", "Job")

@@ -11,8 +11,7 @@ use super::{
 use crate::jobs::policy::Policy;
 use crate::vocabulary::{
     keys::{
-        ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, PRIORITY_CLASS_LABEL,
-        QUEUE_NAME_LABEL,
+        ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
     patch,
     pointer::Pointer,

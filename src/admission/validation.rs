@@ -24,7 +24,6 @@ const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
 
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
 
-
 type Errors = Result<Vec<FieldError>, DecodeError>;
 
 pub fn on_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Errors {
@@ -113,15 +112,24 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
                 .into_iter()
                 .flatten()
                 .enumerate()
-                .map(|(i, w)| (format!("workerGroupSpecs[{i}].template.spec.schedulingGates"), w.pointer("/template/spec/schedulingGates")))
+                .map(|(i, w)| {
+                    (
+                        format!("workerGroupSpecs[{i}].template.spec.schedulingGates"),
+                        w.pointer("/template/spec/schedulingGates"),
+                    )
+                })
                 .chain(std::iter::once((
                     "headGroupSpec.template.spec.schedulingGates".to_string(),
-                    job.raw.pointer(&format!("{cluster_spec}/headGroupSpec/template/spec/schedulingGates")),
+                    job.raw.pointer(&format!(
+                        "{cluster_spec}/headGroupSpec/template/spec/schedulingGates"
+                    )),
                 )));
             for (at, gates) in templates {
                 let list = gates.and_then(Value::as_array);
                 let gated = list.is_some_and(|l| {
-                    l.iter().any(|g| g.get("name").and_then(Value::as_str) == Some(ELASTIC_JOB_SCHEDULING_GATE))
+                    l.iter().any(|g| {
+                        g.get("name").and_then(Value::as_str) == Some(ELASTIC_JOB_SCHEDULING_GATE)
+                    })
                 });
                 if !gated {
                     errs.push(FieldError::invalid(
@@ -132,7 +140,10 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
                 }
             }
             if autoscaling
-                && job.raw.pointer(&format!("{cluster_spec}/managedBy")).and_then(Value::as_str)
+                && job
+                    .raw
+                    .pointer(&format!("{cluster_spec}/managedBy"))
+                    .and_then(Value::as_str)
                     == Some(MULTIKUEUE_CONTROLLER)
             {
                 errs.push(FieldError::forbidden(

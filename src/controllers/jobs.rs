@@ -625,7 +625,11 @@ impl Ctx {
     /// slice grants beyond those already running
     /// ([`crate::jobs::slices::to_ungate`]). `Some`: look again soon (pods
     /// were let go, or not all are there yet).
-    async fn ungate(&self, job: &Value, slices: &[api::Workload]) -> Result<Option<Action>, JobError> {
+    async fn ungate(
+        &self,
+        job: &Value,
+        slices: &[api::Workload],
+    ) -> Result<Option<Action>, JobError> {
         use crate::jobs::slices;
         let (Some(selector), Some(active)) = (
             self.policy.elastic_pods.as_deref(),
@@ -634,8 +638,9 @@ impl Ctx {
         ) else {
             return Ok(None);
         };
-        let admitted = api::Conditions::of(active.status.as_ref().and_then(|s| s.conditions.as_ref()))
-            .is_true(api::condition::ADMITTED);
+        let admitted =
+            api::Conditions::of(active.status.as_ref().and_then(|s| s.conditions.as_ref()))
+                .is_true(api::condition::ADMITTED);
         if !admitted {
             return Ok(None);
         }
@@ -644,7 +649,8 @@ impl Ctx {
             .replace("{uid}", text("/metadata/uid"))
             .replace("{name}", text("/metadata/name"));
         let ns = text("/metadata/namespace");
-        let pods_api = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(self.shared.client.clone(), ns);
+        let pods_api =
+            Api::<k8s_openapi::api::core::v1::Pod>::namespaced(self.shared.client.clone(), ns);
         let pods = pods_api
             .list(&kube::api::ListParams::default().labels(&selector))
             .await?

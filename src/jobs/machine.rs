@@ -15,9 +15,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{json, Value};
 
 use super::{
-    execution, slices,
+    execution,
     policy::{Policy, PolicySet, Progress},
     readiness::{self, Expiry, Settings as Readiness, Timeout},
+    slices,
     workload::{self, JobPodSet, PodSetInfo, PriorityClasses, WorkloadError},
 };
 use crate::{

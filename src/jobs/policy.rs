@@ -699,9 +699,14 @@ pub struct PodsReadyRule {
     /// `conditions`) is `"True"` (Kubeflow's and MPI's `Running`).
     #[serde(default)]
     pub condition: Option<String>,
-    /// Ready once this field holds (RayCluster's `state: ready`).
+    /// Ready once this field holds (RayCluster's `state: ready`); with
+    /// counts as well, only while it holds.
     #[serde(default)]
     pub when: Option<Match>,
+    /// The values of the object at `path` that are `in` the list, counted
+    /// (a SparkApplication's `executorState` entries RUNNING or COMPLETED).
+    #[serde(default)]
+    pub values: Option<Match>,
 }
 
 fn sum_each(pointers: &[Pointer], obj: &Value) -> i64 {
@@ -722,7 +727,18 @@ impl PodsReadyRule {
             .filter_map(Value::as_array)
             .map(|a| a.len() as i64)
             .sum();
-        sum_each(&self.count, obj) + lengths
+        let values = self.values.as_ref().map_or(0, |m| {
+            m.path
+                .resolve(obj)
+                .and_then(Value::as_object)
+                .map_or(0, |o| {
+                    o.values()
+                        .filter_map(Value::as_str)
+                        .filter(|v| m.any_of.iter().any(|a| a == v))
+                        .count() as i64
+                })
+        });
+        sum_each(&self.count, obj) + lengths + values
     }
 }
 
@@ -742,7 +758,11 @@ impl StatusRule {
             return Some(holds);
         }
         if let Some(m) = &rule.when {
-            return Some(m.holds(obj));
+            let counted =
+                !rule.count.is_empty() || !rule.lengths.is_empty() || rule.values.is_some();
+            if !m.holds(obj) || !counted {
+                return Some(m.holds(obj));
+            }
         }
         let target = if rule.of.is_empty() {
             pods

@@ -19,8 +19,7 @@ pub type Counts = BTreeMap<String, i64>;
 /// Kueue's `HasFewerReplicasThan`: some pod set of `a` that `b` also has
 /// has fewer pods in `a`.
 fn fewer(a: &Counts, b: &Counts) -> bool {
-    a.iter()
-        .any(|(name, n)| b.get(name).is_some_and(|m| n < m))
+    a.iter().any(|(name, n)| b.get(name).is_some_and(|m| n < m))
 }
 
 /// Kueue's `ScaledDown`: some pod set has fewer pods in `new` and none
@@ -216,7 +215,9 @@ pub struct PodFacts {
 /// no more run than the admitted slice grants. A pod without a pod set
 /// label belongs to the only pod set, if there is one.
 pub fn to_ungate<'p>(granted: &Counts, pods: &'p [PodFacts]) -> Vec<&'p str> {
-    let only = (granted.len() == 1).then(|| granted.keys().next().cloned()).flatten();
+    let only = (granted.len() == 1)
+        .then(|| granted.keys().next().cloned())
+        .flatten();
     let mut gated: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let mut running: BTreeMap<String, i64> = BTreeMap::new();
     for p in pods.iter().filter(|p| !p.terminated) {

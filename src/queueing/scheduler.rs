@@ -1313,9 +1313,11 @@ impl Engine {
         };
         // A replacement letting go before the slice it replaced finished
         // (its admission refused): that slice holds its quota again.
-        let replaced = rec.wl.replaces.clone().filter(|old| {
-            self.superseded.get(old.as_str()).map(|k| &**k) == Some(key)
-        });
+        let replaced = rec
+            .wl
+            .replaces
+            .clone()
+            .filter(|old| self.superseded.get(old.as_str()).map(|k| &**k) == Some(key));
         self.quota.remove(&h.cq, &h.usage);
         if let Some(set) = self.holders.get_mut(&*h.cq) {
             set.remove(key);

@@ -134,7 +134,12 @@ pub fn set_label(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
 /// Appends `item` to the list at `ptr` unless the list already holds it,
 /// creating the list (and missing parents) when there is none. A non-list
 /// there is left alone and reported as `Err(field path)`.
-pub fn add_to_list(obj: &Value, ptr: &Pointer, item: Value, ops: &mut Vec<PatchOp>) -> Result<(), String> {
+pub fn add_to_list(
+    obj: &Value,
+    ptr: &Pointer,
+    item: Value,
+    ops: &mut Vec<PatchOp>,
+) -> Result<(), String> {
     match ptr.resolve(obj) {
         None | Some(Value::Null) => set(obj, ptr, Value::Array(vec![item]), ops),
         Some(Value::Array(items)) if items.contains(&item) => Ok(()),

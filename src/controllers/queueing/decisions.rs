@@ -245,7 +245,11 @@ impl Controller {
         let Some(wl) = self.engine.workload(key) else {
             return;
         };
-        let Some(old) = wl.replaces.as_deref().filter(|o| self.meta.contains_key(*o)) else {
+        let Some(old) = wl
+            .replaces
+            .as_deref()
+            .filter(|o| self.meta.contains_key(*o))
+        else {
             return;
         };
         let message = format!(
@@ -278,9 +282,7 @@ impl Controller {
             Write::Evict { .. }
             | Write::Requeued { .. }
             | Write::Exceeded { .. }
-            | Write::Replaced { .. } => {
-                self.eviction_lane.clone()
-            }
+            | Write::Replaced { .. } => self.eviction_lane.clone(),
         };
         let client = self.client.clone();
         let tx = self.tx.clone();

@@ -10,6 +10,8 @@ use super::*;
 use crate::jobs::{policy::PolicySet, readiness::Settings as Readiness};
 use crate::vocabulary::keys;
 
+mod elastic;
+
 const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
 
 fn policies() -> PolicySet {
@@ -128,7 +130,46 @@ impl World {
             jitter: 0.5,
         };
         let subject = subject(&self.policy, &self.set, job).expect("a governed job");
-        step(&facts, &subject, job, wl, read).expect("a step")
+        self.step_with(&facts, &subject, job, wl, read)
+    }
+
+    fn step_with(
+        &self,
+        facts: &Facts,
+        subject: &Subject,
+        job: &Value,
+        wl: Option<&api::Workload>,
+        read: Option<&Result<Value, String>>,
+    ) -> Step {
+        step(facts, subject, job, wl, read).expect("a step")
+    }
+
+    /// A step about `subject` as a slice pass left it.
+    fn step_subject(&self, subject: &Subject, job: &Value, wl: Option<&api::Workload>) -> Step {
+        let infos = |wl: &api::Workload, _: &str| {
+            Some(
+                wl.status
+                    .iter()
+                    .flat_map(|s| s.admission.iter())
+                    .flat_map(|a| a.pod_set_assignments.iter().flatten())
+                    .map(|psa| PodSetInfo {
+                        name: psa.name.clone(),
+                        count: psa.count.map(i64::from),
+                        ..PodSetInfo::default()
+                    })
+                    .collect(),
+            )
+        };
+        let facts = Facts {
+            policy: &self.policy,
+            policies: &self.set,
+            classes: &self.classes,
+            readiness: self.readiness.as_ref(),
+            infos: &infos,
+            now: &self.now,
+            jitter: 0.5,
+        };
+        self.step_with(&facts, subject, job, wl, None)
     }
 
     fn step(&self, job: &Value, wl: Option<&api::Workload>) -> Step {

@@ -44,11 +44,36 @@ fn replacing(mut x: Slice, target: &str) -> Slice {
 fn scaled_down_as_kueue() {
     let cases = [
         ("EmptyCounts", counts(&[]), counts(&[]), false),
-        ("OnePodSetScaledDown", counts(&[("foo", 3), ("bar", 5)]), counts(&[("foo", 3), ("bar", 4)]), true),
-        ("AllPodSetsScaledDown", counts(&[("foo", 3), ("bar", 5)]), counts(&[("foo", 2), ("bar", 4)]), true),
-        ("OnePodSetScaledDownAndOnePodSetScaledUp", counts(&[("foo", 3), ("bar", 5)]), counts(&[("foo", 2), ("bar", 6)]), false),
-        ("ExtraneousPodSetScaledUp", counts(&[("foo", 3), ("bar", 5)]), counts(&[("foo", 2), ("baz", 6)]), true),
-        ("ExtraneousPodSetScaledDown", counts(&[("foo", 3), ("bar", 5)]), counts(&[("foo", 2), ("baz", 1)]), true),
+        (
+            "OnePodSetScaledDown",
+            counts(&[("foo", 3), ("bar", 5)]),
+            counts(&[("foo", 3), ("bar", 4)]),
+            true,
+        ),
+        (
+            "AllPodSetsScaledDown",
+            counts(&[("foo", 3), ("bar", 5)]),
+            counts(&[("foo", 2), ("bar", 4)]),
+            true,
+        ),
+        (
+            "OnePodSetScaledDownAndOnePodSetScaledUp",
+            counts(&[("foo", 3), ("bar", 5)]),
+            counts(&[("foo", 2), ("bar", 6)]),
+            false,
+        ),
+        (
+            "ExtraneousPodSetScaledUp",
+            counts(&[("foo", 3), ("bar", 5)]),
+            counts(&[("foo", 2), ("baz", 6)]),
+            true,
+        ),
+        (
+            "ExtraneousPodSetScaledDown",
+            counts(&[("foo", 3), ("bar", 5)]),
+            counts(&[("foo", 2), ("baz", 1)]),
+            true,
+        ),
     ];
     for (name, old, new, want) in cases {
         assert_eq!(scaled_down(&old, &new), want, "{name}");
@@ -95,7 +120,10 @@ fn normalize_as_kueue() {
         ),
         (
             "all evicted, survivor is nil",
-            vec![evicted(admitted(s("wl-a", 1))), evicted(admitted(s("wl-b", 2)))],
+            vec![
+                evicted(admitted(s("wl-a", 1))),
+                evicted(admitted(s("wl-b", 2))),
+            ],
             None,
             None,
         ),
@@ -165,13 +193,23 @@ fn a_slice_is_finished_as_replaced_only_when_another_replaces_it() {
         s("c", 2),
     ];
     let (finish, selected) = normalize(&slices);
-    assert_eq!(selected, Some(1), "b replaced a and holds quota; c replaces nothing");
+    assert_eq!(
+        selected,
+        Some(1),
+        "b replaced a and holds quota; c replaces nothing"
+    );
     assert_eq!(
         finish,
-        vec![(0, REPLACED.0, REPLACED.1), (2, OUT_OF_SYNC.0, OUT_OF_SYNC.1)]
+        vec![
+            (0, REPLACED.0, REPLACED.1),
+            (2, OUT_OF_SYNC.0, OUT_OF_SYNC.1)
+        ]
     );
     let slices = vec![admitted(s("a", 1)), admitted(s("b", 2))];
-    assert_eq!(normalize(&slices).0, vec![(0, OUT_OF_SYNC.0, OUT_OF_SYNC.1)]);
+    assert_eq!(
+        normalize(&slices).0,
+        vec![(0, OUT_OF_SYNC.0, OUT_OF_SYNC.1)]
+    );
 }
 
 /// TestEnsureWorkloadSlices, case by case (the pod set is Kueue's `main`).
@@ -180,7 +218,13 @@ fn ensure_as_kueue() {
     use Pick::*;
     let two = |a: Slice, b: Slice| vec![a, b];
     let cases: Vec<(&str, Vec<Slice>, Counts, Vec<usize>, Pick)> = vec![
-        ("NoWorkloadSlices", vec![], one(1), vec![], New { replaces: None }),
+        (
+            "NoWorkloadSlices",
+            vec![],
+            one(1),
+            vec![],
+            New { replaces: None },
+        ),
         (
             "OneWorkloadSlice_IncompatibleWithJob",
             vec![s("1", 1)],
@@ -188,7 +232,13 @@ fn ensure_as_kueue() {
             vec![],
             Incompatible,
         ),
-        ("OneWorkloadSlice_CurrentWorkload", vec![s("1", 1)], one(1), vec![], Keep(0)),
+        (
+            "OneWorkloadSlice_CurrentWorkload",
+            vec![s("1", 1)],
+            one(1),
+            vec![],
+            Keep(0),
+        ),
         (
             "OneWorkloadSlice_ReservedQuota_ScaleUp",
             vec![admitted(s("1", 1))],
@@ -223,8 +273,20 @@ fn ensure_as_kueue() {
             vec![],
             Resize(0),
         ),
-        ("OneWorkloadSlice_UnreservedQuota_ScaleUp", vec![s("1", 1)], one(3), vec![], Resize(0)),
-        ("OneWorkloadSlice_UnreservedQuota_ScaleDown", vec![s("1", 3)], one(1), vec![], Resize(0)),
+        (
+            "OneWorkloadSlice_UnreservedQuota_ScaleUp",
+            vec![s("1", 1)],
+            one(3),
+            vec![],
+            Resize(0),
+        ),
+        (
+            "OneWorkloadSlice_UnreservedQuota_ScaleDown",
+            vec![s("1", 3)],
+            one(1),
+            vec![],
+            Resize(0),
+        ),
         (
             "TwoWorkloads_BothUnreserved_NewIsCurrent",
             two(s("1", 1), s("2", 3)),

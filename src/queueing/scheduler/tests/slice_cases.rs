@@ -71,7 +71,10 @@ fn a_replacement_whose_addition_does_not_fit_waits_and_the_old_slice_keeps_runni
     let c = run(&mut e, 10);
     assert!(admitted(&c).is_empty());
     assert!(evictions(&c).is_empty(), "the old slice is never preempted");
-    assert_eq!(pending(&c, "foo-2").map(|p| p.0), Some(PendingReason::WaitingForQuota));
+    assert_eq!(
+        pending(&c, "foo-2").map(|p| p.0),
+        Some(PendingReason::WaitingForQuota)
+    );
     assert_eq!(used(&e, "default"), 18_000);
     // Once the other workload is done, the 5 more fit.
     e.finish_workload(&key("other"));

@@ -1,0 +1,196 @@
+//! An elastic job's slices (Kueue's `EnsureWorkloadSlices` and
+//! `prepareWorkloadSlice` in the job reconciler): the slice pass before
+//! the step, and the step's rules for an elastic job.
+
+use super::*;
+use crate::jobs::slices;
+
+const ELASTIC: &str = "kueue.x-k8s.io/elastic-job";
+
+/// `job()` annotated elastic, at generation `generation`, `parallelism` pods.
+fn elastic(generation: i64, parallelism: i64) -> Value {
+    let mut j = job();
+    j["metadata"]["annotations"] = json!({ELASTIC: "true"});
+    j["metadata"]["generation"] = json!(generation);
+    j["spec"]["parallelism"] = json!(parallelism);
+    j["spec"]["completions"] = json!(10);
+    j
+}
+
+/// A slice of `job` named `name`, created at `created` s, with `status`.
+fn slice(job: &Value, name: &str, created: i64, status: Value, ann: Value) -> api::Workload {
+    let mut wl = workload_of(job, status);
+    wl.metadata.name = Some(name.into());
+    wl.metadata.uid = Some(format!("uid-{name}"));
+    wl.metadata.creation_timestamp = Some(at(created));
+    wl.metadata.annotations = serde_json::from_value(ann).unwrap();
+    wl
+}
+
+fn admitted_at(count: i64) -> Value {
+    json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+            "count": count, "flavors": {"cpu": "default"},
+            "resourceUsage": {"cpu": format!("{count}")}}]},
+           "conditions": [
+            cond("QuotaReserved", true, "QuotaReserved", "Quota reserved in ClusterQueue cq", 0),
+            cond("Admitted", true, "Admitted", "The workload is admitted", 0)]})
+}
+
+fn pass(w: &World, job: &Value, list: &[api::Workload]) -> (Subject, SlicePass) {
+    let mut s = subject(&w.policy, &w.set, job).unwrap();
+    let p = slice_pass(&w.policy, &mut s, job, list, &w.now).unwrap();
+    (s, p)
+}
+
+#[test]
+fn an_elastic_jobs_first_slice_is_named_by_its_generation_and_starts_its_chain() {
+    let w = World::new("Job");
+    let j = elastic(1, 2);
+    let (s, p) = pass(&w, &j, &[]);
+    assert_eq!(p, SlicePass::Step(None));
+    assert_eq!(
+        s.workload,
+        workload::name_with_extra("Job", "batch", "sample", UID, "1")
+    );
+    assert_ne!(
+        s.workload,
+        workload::name_for("Job", "batch", "sample", UID)
+    );
+    let step = w.step_subject(&s, &j, None);
+    let [Write::CreateWorkload { body, .. }] = step.writes.as_slice() else {
+        panic!("{step:?}");
+    };
+    let ann = &body["metadata"]["annotations"];
+    assert_eq!(body["metadata"]["name"], s.workload.as_str());
+    assert_eq!(ann[ELASTIC], "true");
+    assert_eq!(
+        ann[keys::WORKLOAD_SLICE_NAME_ANNOTATION],
+        s.workload.as_str()
+    );
+    assert!(
+        ann.get(keys::SLICE_REPLACEMENT_FOR_ANNOTATION).is_none(),
+        "{body}"
+    );
+}
+
+/// Kueue: "Should support job scale-down and scale-up" — a scale-up of a
+/// running job makes a new slice that names the admitted one; the job
+/// keeps running meanwhile.
+#[test]
+fn a_running_scale_up_creates_a_replacement_slice_and_keeps_the_job_running() {
+    let w = World::new("Job");
+    let first = slice(
+        &elastic(1, 2),
+        "job-sample-a",
+        0,
+        admitted_at(2),
+        json!({ELASTIC: "true", keys::WORKLOAD_SLICE_NAME_ANNOTATION: "job-sample-a"}),
+    );
+    let j = running(elastic(3, 4));
+    let (s, p) = pass(&w, &j, std::slice::from_ref(&first));
+    assert_eq!(p, SlicePass::Step(None));
+    let chain = s.slice.clone().unwrap();
+    assert_eq!(chain.replaces.as_deref(), Some("ns/job-sample-a"));
+    assert_eq!(chain.origin.as_deref(), Some("job-sample-a"));
+    let step = w.step_subject(&s, &j, None);
+    let [Write::CreateWorkload { body, .. }] = step.writes.as_slice() else {
+        panic!("not stopped, a slice is made: {step:?}");
+    };
+    let ann = &body["metadata"]["annotations"];
+    assert_eq!(
+        ann[keys::SLICE_REPLACEMENT_FOR_ANNOTATION],
+        "ns/job-sample-a"
+    );
+    assert_eq!(ann[keys::WORKLOAD_SLICE_NAME_ANNOTATION], "job-sample-a");
+    assert_eq!(body["spec"]["podSets"][0]["count"], 4);
+
+    // The new slice waits: the running job is not stopped.
+    let pending = slice(
+        &j,
+        &s.workload,
+        10,
+        json!({}),
+        json!({ELASTIC: "true", keys::SLICE_REPLACEMENT_FOR_ANNOTATION: "ns/job-sample-a"}),
+    );
+    let (s, p) = pass(&w, &j, &[first, pending.clone()]);
+    assert_eq!(p, SlicePass::Step(Some(1)));
+    let step = w.step_subject(&s, &j, Some(&pending));
+    assert!(step.writes.is_empty(), "{step:?}");
+
+    // A job without the annotation is stopped in the same place.
+    let plain = running(job());
+    let wl = workload_of(&plain, json!({}));
+    assert!(suspends(job_patch(&w.step(&plain, Some(&wl))).0));
+}
+
+#[test]
+fn a_scale_down_resizes_the_admitted_slice_in_place() {
+    let w = World::new("Job");
+    let first = slice(
+        &elastic(1, 4),
+        "a",
+        0,
+        admitted_at(4),
+        json!({ELASTIC: "true"}),
+    );
+    let (_, p) = pass(&w, &running(elastic(3, 1)), &[first]);
+    let SlicePass::Writes(writes) = p else {
+        panic!("{p:?}");
+    };
+    let [(0, Write::WorkloadSpec(spec))] = writes.as_slice() else {
+        panic!("{writes:?}");
+    };
+    assert_eq!(spec["podSets"][0]["count"], 1);
+    assert_eq!(spec["podSets"][0]["name"], "main");
+    assert!(
+        spec["podSets"][0]["template"].is_object(),
+        "the whole pod set: {spec}"
+    );
+}
+
+#[test]
+fn a_slice_replaced_by_an_admitted_one_is_finished_in_kueues_words() {
+    let w = World::new("Job");
+    let j = running(elastic(3, 4));
+    let old = slice(&j, "a", 0, admitted_at(2), json!({ELASTIC: "true"}));
+    let new = slice(
+        &j,
+        "b",
+        10,
+        admitted_at(4),
+        json!({ELASTIC: "true", keys::SLICE_REPLACEMENT_FOR_ANNOTATION: "ns/a"}),
+    );
+    let (_, p) = pass(&w, &j, &[old, new]);
+    let SlicePass::Writes(writes) = p else {
+        panic!("{p:?}");
+    };
+    let [(0, Write::WorkloadStatus(status))] = writes.as_slice() else {
+        panic!("{writes:?}");
+    };
+    let finished = condition(status, "Finished");
+    assert_eq!(finished["status"], "True");
+    assert_eq!(finished["reason"], slices::REPLACED.0);
+    assert_eq!(finished["message"], slices::REPLACED.1);
+}
+
+/// Every pod of the chain carries the chain's first slice's name.
+#[test]
+fn an_admitted_elastic_job_starts_with_its_slice_name_on_the_pods() {
+    let w = World::new("Job");
+    let j = elastic(1, 2);
+    let wl = slice(
+        &j,
+        "job-sample-b",
+        0,
+        admitted_at(2),
+        json!({ELASTIC: "true", keys::WORKLOAD_SLICE_NAME_ANNOTATION: "job-sample-a"}),
+    );
+    let (s, _) = pass(&w, &j, std::slice::from_ref(&wl));
+    let step = w.step_subject(&s, &j, Some(&wl));
+    let (ops, _) = job_patch(&step);
+    let text = serde_json::to_string(ops).unwrap();
+    assert!(
+        text.contains(keys::WORKLOAD_SLICE_NAME_ANNOTATION) && text.contains("job-sample-a"),
+        "{text}"
+    );
+}
