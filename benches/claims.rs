@@ -91,6 +91,7 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
         active: true,
         finished: false,
         readiness: Default::default(),
+        replaces: None,
         pod_sets: vec![PodSet {
             name: "main".into(),
             count: 2,

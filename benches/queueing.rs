@@ -151,6 +151,7 @@ fn simulate(shape: &Shape) -> Report {
                     active: true,
                     finished: false,
                     readiness: Default::default(),
+                    replaces: None,
                     pod_sets: vec![PodSet {
                         name: "main".into(),
                         count: 1,

@@ -207,6 +207,7 @@ fn engine(shape: Shape) -> Engine {
                 active: true,
                 finished: false,
                 readiness: Default::default(),
+                replaces: None,
                 pod_sets: vec![PodSet {
                     name: "main".into(),
                     count: 1,

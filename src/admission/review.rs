@@ -581,7 +581,8 @@ mod tests {
         let req = parse(body, &interest()).unwrap();
         assert_eq!(
             req.object.unwrap(),
-            serde_json::json!({"metadata":{"labels":{"a":"b"}},"spec":{"suspend":false,"parallelism":3,"template":{}}})
+            // The template's spec is entered for the elastic-job gates.
+            serde_json::json!({"metadata":{"labels":{"a":"b"}},"spec":{"suspend":false,"parallelism":3,"template":{"spec":{}}}})
         );
         assert_eq!(req.old_object, None);
         // Values that are not objects keep their type for the core's message.

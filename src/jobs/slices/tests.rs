@@ -84,7 +84,14 @@ fn scaled_down_as_kueue() {
 /// beside it; everything else is finished.
 #[test]
 fn normalize_as_kueue() {
-    let cases: Vec<(&str, Vec<Slice>, Option<&str>, Option<&str>)> = vec![
+    // (name, slices, survivor, admitted slice kept beside it)
+    type Case = (
+        &'static str,
+        Vec<Slice>,
+        Option<&'static str>,
+        Option<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "two admitted, keep newest",
             vec![admitted(s("wl-a", 1)), admitted(s("wl-b", 2))],
@@ -217,7 +224,9 @@ fn a_slice_is_finished_as_replaced_only_when_another_replaces_it() {
 fn ensure_as_kueue() {
     use Pick::*;
     let two = |a: Slice, b: Slice| vec![a, b];
-    let cases: Vec<(&str, Vec<Slice>, Counts, Vec<usize>, Pick)> = vec![
+    // (name, slices, the job's counts, slices finished, pick)
+    type Case = (&'static str, Vec<Slice>, Counts, Vec<usize>, Pick);
+    let cases: Vec<Case> = vec![
         (
             "NoWorkloadSlices",
             vec![],
