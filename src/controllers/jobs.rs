@@ -1020,4 +1020,63 @@ mod tests {
                    {"op": "add", "path": "/metadata/finalizers", "value": []}])
         );
     }
+
+    /// An elastic Job running on an admitted slice of 2: its slices are
+    /// listed by its UID label, its pods by theirs, and exactly one gated
+    /// pod (the lower name) is let go, the gate removed on the condition
+    /// that it is still there; the pass looks again in a second.
+    #[tokio::test]
+    async fn an_elastic_jobs_gated_pods_are_let_go_up_to_its_admitted_slice() {
+        let mut j = job();
+        j["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+        j["metadata"]["generation"] = json!(2);
+        j["spec"]["suspend"] = json!(false);
+        let mut slice = workload(admitted());
+        slice["metadata"]["name"] = json!("job-sample-s1");
+        slice["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        slice["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+        let pod = |name: &str, gated: bool| {
+            let gates = if gated {
+                json!([{"name": "other"}, {"name": keys::ELASTIC_JOB_SCHEDULING_GATE}])
+            } else {
+                json!([])
+            };
+            json!({"metadata": {"name": name, "namespace": "ns",
+                                "labels": {"kueue.x-k8s.io/podset": "main"}},
+                   "spec": {"containers": [], "schedulingGates": gates},
+                   "status": {"phase": "Pending"}})
+        };
+        let pods = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod("sample-z", true), pod("sample-y", true), pod("sample-x", false)]});
+        let ungated = pod("sample-y", false);
+        let list = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList",
+                          "metadata": {}, "items": [slice]});
+        let (out, sent) = pass(
+            j,
+            scripted_client(move |method, path, _| match (method, path) {
+                ("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads") => {
+                    (200, list.clone())
+                }
+                ("GET", "/api/v1/namespaces/ns/pods") => (200, pods.clone()),
+                ("PATCH", _) => (200, ungated.clone()),
+                _ => (404, status(404, "NotFound")),
+            }),
+        )
+        .await;
+        assert_eq!(out.unwrap(), Action::requeue(Duration::from_secs(1)));
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?&labelSelector=kueue.x-k8s.io%2Fjob-uid%3D{UID}"),
+                format!("GET /api/v1/namespaces/ns/pods?&labelSelector=batch.kubernetes.io%2Fcontroller-uid%3D{UID}"),
+                "PATCH /api/v1/namespaces/ns/pods/sample-y?&fieldManager=batchgate".into(),
+            ]
+        );
+        assert_eq!(
+            sent[2].1,
+            json!([{"op": "test", "path": "/spec/schedulingGates/1/name",
+                    "value": keys::ELASTIC_JOB_SCHEDULING_GATE},
+                   {"op": "remove", "path": "/spec/schedulingGates/1"}])
+        );
+    }
 }
