@@ -585,7 +585,8 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             continue;
         }
         let action = ctx.execute(&subject, &job, wl.as_ref(), step).await?;
-        if subject.slice.is_some() {
+        let suspended = matches!(ctx.policy.suspend.resolve(&job), Some(Value::Bool(true)));
+        if subject.slice.is_some() && !suspended {
             if let Some(again) = ctx.ungate(&job, &slices).await? {
                 return Ok(again);
             }
@@ -624,7 +625,7 @@ impl Ctx {
     /// elastic-job scheduling gate are let go, as many as its admitted
     /// slice grants beyond those already running
     /// ([`crate::jobs::slices::to_ungate`]). `Some`: look again soon (pods
-    /// were let go, or not all are there yet).
+    /// were let go).
     async fn ungate(
         &self,
         job: &Value,
@@ -689,9 +690,9 @@ impl Ctx {
                 Err(e) => return Err(e.into()),
             }
         }
-        let live = facts.iter().filter(|p| !p.terminated).count() as i64;
-        let wanted: i64 = granted.values().sum();
-        Ok((!names.is_empty() || live < wanted).then(|| Action::requeue(Duration::from_secs(1))))
+        // New pods wake the pass through the job's status (its active
+        // count); a second look confirms what was let go.
+        Ok((!names.is_empty()).then(|| Action::requeue(Duration::from_secs(1))))
     }
 }
 

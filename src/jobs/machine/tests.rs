@@ -100,6 +100,19 @@ impl World {
         wl: Option<&api::Workload>,
         read: Option<&Result<Value, String>>,
     ) -> Step {
+        let subject = subject(&self.policy, &self.set, job).expect("a governed job");
+        self.step_as(&subject, job, wl, read)
+    }
+
+    /// A step about `subject` as given (an elastic job's, as a slice pass
+    /// left it).
+    fn step_as(
+        &self,
+        subject: &Subject,
+        job: &Value,
+        wl: Option<&api::Workload>,
+        read: Option<&Result<Value, String>>,
+    ) -> Step {
         let known = self.flavors_known;
         let infos = move |wl: &api::Workload, queue: &str| {
             known.then(|| {
@@ -129,47 +142,7 @@ impl World {
             now: &self.now,
             jitter: 0.5,
         };
-        let subject = subject(&self.policy, &self.set, job).expect("a governed job");
-        self.step_with(&facts, &subject, job, wl, read)
-    }
-
-    fn step_with(
-        &self,
-        facts: &Facts,
-        subject: &Subject,
-        job: &Value,
-        wl: Option<&api::Workload>,
-        read: Option<&Result<Value, String>>,
-    ) -> Step {
-        step(facts, subject, job, wl, read).expect("a step")
-    }
-
-    /// A step about `subject` as a slice pass left it.
-    fn step_subject(&self, subject: &Subject, job: &Value, wl: Option<&api::Workload>) -> Step {
-        let infos = |wl: &api::Workload, _: &str| {
-            Some(
-                wl.status
-                    .iter()
-                    .flat_map(|s| s.admission.iter())
-                    .flat_map(|a| a.pod_set_assignments.iter().flatten())
-                    .map(|psa| PodSetInfo {
-                        name: psa.name.clone(),
-                        count: psa.count.map(i64::from),
-                        ..PodSetInfo::default()
-                    })
-                    .collect(),
-            )
-        };
-        let facts = Facts {
-            policy: &self.policy,
-            policies: &self.set,
-            classes: &self.classes,
-            readiness: self.readiness.as_ref(),
-            infos: &infos,
-            now: &self.now,
-            jitter: 0.5,
-        };
-        self.step_with(&facts, subject, job, wl, None)
+        step(&facts, subject, job, wl, read).expect("a step")
     }
 
     fn step(&self, job: &Value, wl: Option<&api::Workload>) -> Step {

@@ -56,7 +56,7 @@ fn an_elastic_jobs_first_slice_is_named_by_its_generation_and_starts_its_chain()
         s.workload,
         workload::name_for("Job", "batch", "sample", UID)
     );
-    let step = w.step_subject(&s, &j, None);
+    let step = w.step_as(&s, &j, None, None);
     let [Write::CreateWorkload { body, .. }] = step.writes.as_slice() else {
         panic!("{step:?}");
     };
@@ -92,7 +92,7 @@ fn a_running_scale_up_creates_a_replacement_slice_and_keeps_the_job_running() {
     let chain = s.slice.clone().unwrap();
     assert_eq!(chain.replaces.as_deref(), Some("ns/job-sample-a"));
     assert_eq!(chain.origin.as_deref(), Some("job-sample-a"));
-    let step = w.step_subject(&s, &j, None);
+    let step = w.step_as(&s, &j, None, None);
     let [Write::CreateWorkload { body, .. }] = step.writes.as_slice() else {
         panic!("not stopped, a slice is made: {step:?}");
     };
@@ -114,7 +114,7 @@ fn a_running_scale_up_creates_a_replacement_slice_and_keeps_the_job_running() {
     );
     let (s, p) = pass(&w, &j, &[first, pending.clone()]);
     assert_eq!(p, SlicePass::Step(Some(1)));
-    let step = w.step_subject(&s, &j, Some(&pending));
+    let step = w.step_as(&s, &j, Some(&pending), None);
     assert!(step.writes.is_empty(), "{step:?}");
 
     // A job without the annotation is stopped in the same place.
@@ -186,7 +186,7 @@ fn an_admitted_elastic_job_starts_with_its_slice_name_on_the_pods() {
         json!({ELASTIC: "true", keys::WORKLOAD_SLICE_NAME_ANNOTATION: "job-sample-a"}),
     );
     let (s, _) = pass(&w, &j, std::slice::from_ref(&wl));
-    let step = w.step_subject(&s, &j, Some(&wl));
+    let step = w.step_as(&s, &j, Some(&wl), None);
     let (ops, _) = job_patch(&step);
     let text = serde_json::to_string(ops).unwrap();
     assert!(
