@@ -475,7 +475,17 @@ fn kueues_metrics_match_the_cluster_state() {
                     &m,
                     "kueue_local_queue_admitted_active_workloads",
                     &lq_labels,
-                )? == lq["status"]["admittedWorkloads"].as_f64()?)
+                )? == lq["status"]["admittedWorkloads"].as_f64()?
+                // The LocalQueue's status is written on its own tick.
+                && sample(
+                    &m,
+                    "kueue_local_queue_pending_workloads",
+                    &[lq_labels[0], lq_labels[1], ("status", "active")],
+                )? + sample(
+                    &m,
+                    "kueue_local_queue_pending_workloads",
+                    &[lq_labels[0], lq_labels[1], ("status", "inadmissible")],
+                )? == lq["status"]["pendingWorkloads"].as_f64()?)
             .then_some((m, cq, lq))
         },
     );

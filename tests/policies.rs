@@ -374,6 +374,62 @@ fn status_tells_finished_and_active_per_kind() {
     );
 }
 
+/// Kueue pkg/controller/jobs/raycluster/common_test.go (BuildPodSets):
+/// "autoscaler sidecar added to head podSet with default resources when
+/// in-tree autoscaling is enabled", "autoscaler sidecar uses
+/// AutoscalerOptions.Resources override when set"; and a RayJob's cluster
+/// the same way.
+#[test]
+fn a_ray_head_under_in_tree_autoscaling_counts_the_autoscaler() {
+    let set = policies();
+    for (s, base) in [
+        (kinds::raycluster(), "/spec"),
+        (kinds::rayjob(), "/spec/rayClusterSpec"),
+    ] {
+        let policy = policy_of(&set, &s);
+        let mut obj = s.object("t", "ns", "q");
+        let head = |obj: &Value| {
+            let sets = batchgate::jobs::workload::pod_sets(&policy, obj).unwrap();
+            let head = sets.into_iter().find(|p| p.name == "head").unwrap();
+            head.template["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .clone()
+        };
+        let plain = head(&obj);
+        assert!(
+            plain.iter().all(|c| c["name"] != "autoscaler"),
+            "{} without autoscaling",
+            s.kind
+        );
+        *obj.pointer_mut(base).unwrap() = {
+            let mut spec = obj.pointer(base).unwrap().clone();
+            spec["enableInTreeAutoscaling"] = json!(true);
+            spec
+        };
+        let with = head(&obj);
+        assert_eq!(with.len(), plain.len() + 1, "{}", s.kind);
+        assert_eq!(
+            with.last().unwrap(),
+            &json!({"name": "autoscaler", "resources": {
+                "requests": {"cpu": "500m", "memory": "512Mi"},
+                "limits": {"cpu": "500m", "memory": "512Mi"}}}),
+            "{}",
+            s.kind
+        );
+        let mut spec = obj.pointer(base).unwrap().clone();
+        spec["autoscalerOptions"] =
+            json!({"resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}});
+        *obj.pointer_mut(base).unwrap() = spec;
+        assert_eq!(
+            head(&obj).last().unwrap(),
+            &json!({"name": "autoscaler", "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}),
+            "{}",
+            s.kind
+        );
+    }
+}
+
 fn deny_message(d: admission::Decision) -> String {
     match d.verdict {
         Verdict::Deny(m) => m,

@@ -200,6 +200,36 @@ pub struct PodSetRule {
     /// fields are put back from the Workload's template when the job stops.
     #[serde(default)]
     pub pod_set_info: Option<InfoTargets>,
+    /// A container the kind's operator adds to these pods, counted in the
+    /// pod set (KubeRay's autoscaler in a RayCluster's head).
+    #[serde(default)]
+    pub sidecar: Option<Sidecar>,
+}
+
+/// A container an operator adds to a pod set's pods when `when` (a field
+/// of the object) is `true`: `name`, with the resources at `resources`, or
+/// `default` without them (Kueue's `autoscalerContainer`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Sidecar {
+    pub when: Pointer,
+    pub name: String,
+    pub resources: Pointer,
+    pub default: Value,
+}
+
+impl Sidecar {
+    /// The container, when `obj` has the operator add it.
+    pub fn container(&self, obj: &Value) -> Option<Value> {
+        if self.when.resolve(obj) != Some(&Value::Bool(true)) {
+            return None;
+        }
+        let resources = match self.resources.resolve(obj) {
+            Some(r) if !r.is_null() => r.clone(),
+            _ => self.default.clone(),
+        };
+        Some(serde_json::json!({"name": self.name, "resources": resources}))
+    }
 }
 
 /// The object's fields that take a pod set's info (absolute pointers).
@@ -346,6 +376,8 @@ pub struct PodSet {
     pub partial_admission: Option<PartialAdmissionRule>,
     /// Where the admission's info goes when not into the template.
     pub pod_set_info: Option<InfoTargets>,
+    /// A container the operator adds (see [`Sidecar`]).
+    pub sidecar: Option<Sidecar>,
 }
 
 /// Why pod sets could not be computed from an object.
@@ -1144,6 +1176,7 @@ impl Policy {
                             .and_then(|p| p.min_count(obj)),
                         partial_admission: rule.partial_admission.clone(),
                         pod_set_info: rule.pod_set_info.clone(),
+                        sidecar: rule.sidecar.clone(),
                     });
                 }
                 Some(list) => {
@@ -1186,6 +1219,7 @@ impl Policy {
                             min_count: None,
                             partial_admission: None,
                             pod_set_info: rule.pod_set_info.clone(),
+                            sidecar: rule.sidecar.clone(),
                         });
                     }
                 }
@@ -1358,6 +1392,10 @@ impl Policy {
             root.whole(m);
         }
         for rule in &self.pod_sets {
+            if let Some(sc) = &rule.sidecar {
+                root.whole(&sc.when);
+                root.whole(&sc.resources);
+            }
             let node = match &rule.for_each {
                 Some(list) => root.each(list),
                 None => &mut *root,

@@ -226,12 +226,21 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
     Ok(sets
         .into_iter()
         .map(|ps| {
-            let t = match (ps.template.resolve(job), ps.synthesize) {
+            let mut t = match (ps.template.resolve(job), ps.synthesize) {
                 (_, Some(hook)) if hook.always() => synthesize(hook, job),
                 (Some(t), _) => t.clone(),
                 (None, Some(hook)) => synthesize(hook, job),
                 (None, None) => Value::Null,
             };
+            if let Some(c) = ps.sidecar.as_ref().and_then(|s| s.container(job)) {
+                match t
+                    .pointer_mut("/spec/containers")
+                    .and_then(Value::as_array_mut)
+                {
+                    Some(list) => list.push(c),
+                    None => t["spec"]["containers"] = json!([c]),
+                }
+            }
             let mut meta = Map::new();
             for key in ["labels", "annotations"] {
                 if let Some(v) = t.pointer(&format!("/metadata/{key}")) {
