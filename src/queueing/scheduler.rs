@@ -1228,13 +1228,20 @@ impl Engine {
         };
         self.preempted_by.remove(&key);
         self.unqueue(&key);
-        if self.superseded.contains_key(&*key) {
+        match self.superseded.get(&*key).cloned() {
             // Its replacement holds the quota of both.
-            return;
+            Some(new) if self.same_job(&new, &key) => return,
+            Some(_) => {
+                self.superseded.remove(&*key);
+            }
+            None => {}
         }
         if let Some(old) = self.workloads.get(&key).and_then(|r| r.wl.replaces.clone()) {
-            self.superseded.insert(old.clone(), key.clone());
-            self.release(&old);
+            // Checked again when the old slice arrives, if it is not here.
+            if !self.workloads.contains_key(old.as_str()) || self.same_job(&key, &old) {
+                self.superseded.insert(old.clone(), key.clone());
+                self.release(&old);
+            }
         }
         let usage = match self.workloads.get(&key) {
             Some(rec) => rec.wl.held_usage(&admission),
@@ -1281,6 +1288,20 @@ impl Engine {
         self.quota.remove(&cq, &old);
         self.quota.add(&cq, &usage);
         self.requeue_tree_of(&cq);
+    }
+
+    /// `new` names `old` as the slice it replaces, and both are slices of
+    /// one job: same namespace and `kueue.x-k8s.io/job-uid`. A Workload
+    /// annotated to replace another's is not taken at its word (no quota
+    /// of another job's is dropped, no other Workload finished).
+    pub fn same_job(&self, new: &str, old: &str) -> bool {
+        let (Some(n), Some(o)) = (self.workloads.get(new), self.workloads.get(old)) else {
+            return false;
+        };
+        n.wl.replaces.as_deref() == Some(old)
+            && n.wl.namespace == o.wl.namespace
+            && n.wl.job_uid.as_deref().is_some_and(|u| !u.is_empty())
+            && n.wl.job_uid == o.wl.job_uid
     }
 
     /// waitForPodsReady's `blockAdmission`: while it is set, no workload is

@@ -248,7 +248,7 @@ impl Controller {
         let Some(old) = wl
             .replaces
             .as_deref()
-            .filter(|o| self.meta.contains_key(*o))
+            .filter(|o| self.meta.contains_key(*o) && self.engine.same_job(key, o))
         else {
             return;
         };

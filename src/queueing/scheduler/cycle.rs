@@ -265,7 +265,9 @@ impl Engine {
         let State::Holding(h) = &rec.state else {
             return None;
         };
-        if h.evicting || &*h.cq != cq || rec.wl.namespace != wl.namespace {
+        let same_job =
+            wl.job_uid.as_deref().is_some_and(|u| !u.is_empty()) && wl.job_uid == rec.wl.job_uid;
+        if h.evicting || &*h.cq != cq || rec.wl.namespace != wl.namespace || !same_job {
             return None;
         }
         let flavors = h

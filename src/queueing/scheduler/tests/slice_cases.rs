@@ -12,6 +12,7 @@ fn slice(name: &str, count: u32, replaces: Option<&str>) -> Workload {
     let mut w = wl(name, "cq", 0, 1, 1);
     w.pod_sets[0].count = count;
     w.replaces = replaces.map(key);
+    w.job_uid = Some("job-1".into());
     w
 }
 
@@ -149,5 +150,36 @@ fn a_rebuild_counts_only_the_replacement_whatever_the_order() {
         assert!(run(&mut e, 10).decisions.is_empty());
         e.finish_workload(&key("foo-1"));
         assert_eq!(used(&e, "default"), 15_000);
+    }
+}
+
+/// Kueue's ReplacedWorkloadSlice "CrossNamespaceReplacementIsRejected",
+/// and beyond it: a Workload annotated to replace another job's admitted
+/// Workload (another namespace, or the same namespace and another job) is
+/// an ordinary one. It asks for all it needs and the other keeps its quota.
+#[test]
+fn a_workload_claiming_to_replace_another_jobs_is_not_taken_at_its_word() {
+    for (ns, job) in [("other-ns", "job-1"), (NS, "job-2")] {
+        let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+        with_admitted(&mut e, "default", 10);
+        let mut claim = slice("foo-2", 15, Some("foo-1"));
+        claim.namespace = ns.into();
+        claim.job_uid = Some(job.into());
+        if ns != NS {
+            e.upsert_local_queue(LocalQueue {
+                namespace: ns.into(),
+                ..lq("cq")
+            });
+        }
+        e.upsert_workload(claim.clone());
+        let c = run(&mut e, 10);
+        assert!(admitted(&c).is_empty(), "{ns}/{job}: 10 + 15 > 20");
+        assert_eq!(used(&e, "default"), 10_000, "{ns}/{job}");
+        // Admitted some other way (written by someone), it drops nothing.
+        let mut held = claim;
+        held.admission = Some(admission_on("default", 15));
+        e.upsert_workload(held);
+        assert_eq!(used(&e, "default"), 25_000, "{ns}/{job}");
+        assert!(!e.same_job(&format!("{ns}/foo-2"), &key("foo-1")));
     }
 }
