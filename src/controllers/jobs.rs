@@ -549,18 +549,14 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let wl = if subject.slice.is_some() {
         slices = job_slices(&wl_api, &subject.uid).await?;
         match machine::slice_pass(&ctx.policy, &mut subject, &job, &slices, &now) {
-            Ok(machine::SlicePass::Writes(writes)) => {
+            machine::SlicePass::Writes(writes) => {
                 for (i, w) in writes {
                     ctx.write_workload(&wl_api, &slices[i], w).await?;
                 }
                 return Ok(Action::await_change());
             }
-            Ok(machine::SlicePass::Step(i)) => i.map(|i| slices[i].clone()),
-            Err(e) => {
-                ctx.job_event(&job, Note::warning("ErrWorkloadCompose", e.to_string()))
-                    .await;
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            }
+            machine::SlicePass::Step(i) => i.map(|i| slices[i].clone()),
+            machine::SlicePass::Told(step) => return ctx.execute(&subject, &job, None, step).await,
         }
     } else {
         wl_api.get_opt(&subject.workload).await?
@@ -585,9 +581,12 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             continue;
         }
         let action = ctx.execute(&subject, &job, wl.as_ref(), step).await?;
-        let suspended = matches!(ctx.policy.suspend.resolve(&job), Some(Value::Bool(true)));
-        if subject.slice.is_some() && !suspended {
-            if let Some(again) = ctx.ungate(&job, &slices).await? {
+        let granting = subject
+            .slice
+            .as_ref()
+            .and_then(|_| machine::granting(&ctx.policy, &job, &slices));
+        if let Some(i) = granting {
+            if let Some(again) = ctx.ungate(&job, &slices[i]).await? {
                 return Ok(again);
             }
         }
@@ -622,29 +621,19 @@ async fn job_slices(api: &Api<api::Workload>, uid: &str) -> Result<Vec<api::Work
 
 impl Ctx {
     /// Kueue's ElasticJobUngater: the job's pods still behind the
-    /// elastic-job scheduling gate are let go, as many as its admitted
-    /// slice grants beyond those already running
-    /// ([`crate::jobs::slices::to_ungate`]). `Some`: look again soon (pods
-    /// were let go).
+    /// elastic-job scheduling gate are let go, as many as `active` (the
+    /// slice [`machine::granting`] names) grants beyond those already
+    /// running ([`crate::jobs::slices::to_ungate`]). `Some`: look again
+    /// soon (pods were let go).
     async fn ungate(
         &self,
         job: &Value,
-        slices: &[api::Workload],
+        active: &api::Workload,
     ) -> Result<Option<Action>, JobError> {
         use crate::jobs::slices;
-        let (Some(selector), Some(active)) = (
-            self.policy.elastic_pods.as_deref(),
-            slices::latest_active(&slices.iter().map(slices::Slice::of).collect::<Vec<_>>())
-                .map(|i| &slices[i]),
-        ) else {
+        let Some(selector) = self.policy.elastic_pods.as_deref() else {
             return Ok(None);
         };
-        let admitted =
-            api::Conditions::of(active.status.as_ref().and_then(|s| s.conditions.as_ref()))
-                .is_true(api::condition::ADMITTED);
-        if !admitted {
-            return Ok(None);
-        }
         let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
         let selector = selector
             .replace("{uid}", text("/metadata/uid"))
@@ -678,12 +667,7 @@ impl Ctx {
             let Some(i) = gate_index(pod.spec.as_ref()) else {
                 continue;
             };
-            // Removes exactly that gate, on the pod as read.
-            let p: json_patch::Patch = serde_json::from_value(json!([
-                {"op": "test", "path": format!("/spec/schedulingGates/{i}/name"),
-                 "value": keys::ELASTIC_JOB_SCHEDULING_GATE},
-                {"op": "remove", "path": format!("/spec/schedulingGates/{i}")},
-            ]))?;
+            let p: json_patch::Patch = serde_json::from_value(slices::ungate_patch(i))?;
             match pods_api.patch(name, &params(), &Patch::<()>::Json(p)).await {
                 Ok(_) => debug!(pod = %name, "elastic pod ungated"),
                 Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409 | 422) => {}

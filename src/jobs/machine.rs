@@ -293,7 +293,7 @@ fn decide(
                 .unwrap_or_default(),
         ));
     }
-    let suspended = matches!(policy.suspend.resolve(job), Some(Value::Bool(true)));
+    let suspended = suspended(policy, job);
     let progress = policy
         .status
         .as_ref()
@@ -549,6 +549,11 @@ fn decide(
     )]))
 }
 
+/// The job's suspend field is `true`.
+pub fn suspended(policy: &Policy, job: &Value) -> bool {
+    matches!(policy.suspend.resolve(job), Some(Value::Bool(true)))
+}
+
 /// What an elastic job's slices call for before its step.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SlicePass {
@@ -559,6 +564,8 @@ pub enum SlicePass {
     /// The step is about the slice at this index (`None`: a new slice,
     /// placed in its chain in `subject.slice`).
     Step(Option<usize>),
+    /// The job's pod sets cannot be read: this step tells it.
+    Told(Step),
 }
 
 /// Kueue's `EnsureWorkloadSlices` for an elastic job: `list` holds its
@@ -569,15 +576,15 @@ pub fn slice_pass(
     job: &Value,
     list: &[api::Workload],
     now: &Time,
-) -> Result<SlicePass, WorkloadError> {
-    let counts: slices::Counts = workload::pod_sets(policy, job)?
-        .into_iter()
-        .map(|ps| (ps.name, ps.count))
-        .collect();
+) -> SlicePass {
+    let counts: slices::Counts = match workload::pod_sets(policy, job) {
+        Ok(sets) => sets.into_iter().map(|ps| (ps.name, ps.count)).collect(),
+        Err(e) => return SlicePass::Told(compose_error(&e)),
+    };
     let facts: Vec<slices::Slice> = list.iter().map(slices::Slice::of).collect();
     let plan = slices::plan(&counts, &facts);
     if !plan.finish.is_empty() {
-        return Ok(SlicePass::Writes(
+        return SlicePass::Writes(
             plan.finish
                 .iter()
                 .map(|&(i, reason, message)| {
@@ -587,9 +594,9 @@ pub fn slice_pass(
                     (i, finish(wl, &conds, reason, message, now))
                 })
                 .collect(),
-        ));
+        );
     }
-    Ok(match plan.pick {
+    match plan.pick {
         slices::Pick::New { replaces } => {
             if let (Some(r), Some(chain)) = (replaces, subject.slice.as_mut()) {
                 chain.replaces = Some(facts[r].key.clone());
@@ -612,6 +619,20 @@ pub fn slice_pass(
         // Not a matter of counts: the newest slice is the job's Workload,
         // kept in step by the ordinary rules.
         slices::Pick::Incompatible => SlicePass::Step(list.len().checked_sub(1)),
+    }
+}
+
+/// The slice whose grants a running elastic job's gated pods are let go
+/// by: the latest holding quota, once admitted (Kueue's ElasticJobUngater
+/// redirects to it); `None` while the job is suspended.
+pub fn granting(policy: &Policy, job: &Value, list: &[api::Workload]) -> Option<usize> {
+    if suspended(policy, job) {
+        return None;
+    }
+    let facts: Vec<slices::Slice> = list.iter().map(slices::Slice::of).collect();
+    slices::latest_active(&facts).filter(|&i| {
+        Conditions::of(list[i].status.as_ref().and_then(|s| s.conditions.as_ref()))
+            .is_true(condition::ADMITTED)
     })
 }
 

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 
 use crate::api::kueue::v1beta2::{self as api, condition, Conditions};
-use crate::vocabulary::keys::SLICE_REPLACEMENT_FOR_ANNOTATION;
+use serde_json::Value;
+
+use crate::vocabulary::keys::{ELASTIC_JOB_SCHEDULING_GATE, SLICE_REPLACEMENT_FOR_ANNOTATION};
 
 /// Pod set name → count.
 pub type Counts = BTreeMap<String, i64>;
@@ -240,6 +242,16 @@ pub fn to_ungate<'p>(granted: &Counts, pods: &'p [PodFacts]) -> Vec<&'p str> {
         out.extend(names.into_iter().take(room as usize));
     }
     out
+}
+
+/// The JSON patch removing the elastic-job gate at `index` of a pod's
+/// scheduling gates, on the condition that it is still there.
+pub fn ungate_patch(index: usize) -> Value {
+    let at = format!("/spec/schedulingGates/{index}");
+    serde_json::json!([
+        {"op": "test", "path": format!("{at}/name"), "value": ELASTIC_JOB_SCHEDULING_GATE},
+        {"op": "remove", "path": at},
+    ])
 }
 
 #[cfg(test)]

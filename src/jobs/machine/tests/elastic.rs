@@ -38,7 +38,7 @@ fn admitted_at(count: i64) -> Value {
 
 fn pass(w: &World, job: &Value, list: &[api::Workload]) -> (Subject, SlicePass) {
     let mut s = subject(&w.policy, &w.set, job).unwrap();
-    let p = slice_pass(&w.policy, &mut s, job, list, &w.now).unwrap();
+    let p = slice_pass(&w.policy, &mut s, job, list, &w.now);
     (s, p)
 }
 
