@@ -21,9 +21,11 @@
 //! An HTTP/2 stream also pins its receive window ([`Book::pin`]) from its
 //! arrival until its answer: what the client may have sent on it that the
 //! server has not read. The pins bound what streams waiting in line hold
-//! across all connections. The connection's window is one stream's, so a
-//! waiting stream can hold up the reading ones on its connection
-//! (BENCHMARKS.md, Big reviews, says what that costs).
+//! across all connections. Because every open stream's window is pinned,
+//! the connection's window can be all of them together: a stream waiting
+//! in line then never holds up the reading ones on its connection (with a
+//! window of one stream's, 15 reviews read at a time took 8–9 s;
+//! BENCHMARKS.md, Big reviews).
 
 use std::{
     collections::{HashMap, VecDeque},

@@ -138,8 +138,8 @@ pub const BASELINE_BYTES: u64 = 64 * 1024 * 1024;
 /// little in the kernel. Kernel buffers are charged to the pod's memory
 /// cgroup: at most 128 KiB a connection. The receive side holds at least
 /// two of HTTP/2's 16 KiB DATA frames with their TLS records: at 16 KiB
-/// several streams' bodies on one connection crawled, and with a wider
-/// connection window stalled (BENCHMARKS.md, Big reviews).
+/// several streams' bodies on one connection crawled (BENCHMARKS.md, Big
+/// reviews).
 pub const SOCKET_SEND_BUFFER: usize = 32 * 1024;
 pub const SOCKET_RECV_BUFFER: usize = 32 * 1024;
 /// hyper's HTTP/1.1 read buffer at most (headers, body chunks): a review's
@@ -147,7 +147,8 @@ pub const SOCKET_RECV_BUFFER: usize = 32 * 1024;
 pub const H1_MAX_BUF: usize = 32 * 1024;
 /// HTTP/2 receive window per stream: what a client may send on a stream
 /// that is not yet read into a budgeted body. Each stream pins it in the
-/// body budget from its arrival to its answer.
+/// body budget from its arrival to its answer, so the connection's window
+/// is every stream's together and adds nothing unbudgeted.
 pub const H2_WINDOW: u32 = 32 * 1024;
 
 impl Limits {
@@ -305,7 +306,7 @@ pub async fn bind(
             .max_concurrent_streams(limits.max_h2_streams)
             .max_header_list_size(64 * 1024)
             .initial_stream_window_size(H2_WINDOW)
-            .initial_connection_window_size(H2_WINDOW)
+            .initial_connection_window_size(H2_WINDOW.saturating_mul(limits.max_h2_streams))
             .keep_alive_interval(
                 (!limits.http2_keep_alive_interval.is_zero())
                     .then_some(limits.http2_keep_alive_interval),
