@@ -61,6 +61,8 @@ pub struct Shared {
     pub recorder: Recorder,
     /// Whether this replica holds the reconciler Lease.
     leading: tokio::sync::watch::Receiver<bool>,
+    /// When a reconcile that waited for the Lease saw it taken.
+    took_over: std::sync::Arc<std::sync::OnceLock<tokio::time::Instant>>,
 }
 
 impl Shared {
@@ -112,6 +114,7 @@ impl Shared {
             recorder: job_recorder(&client),
             client,
             leading,
+            took_over: Default::default(),
         };
         let _ = shared.flavors.wait_until_ready().await;
         let _ = shared.workload_classes.wait_until_ready().await;
@@ -130,6 +133,7 @@ impl Shared {
             recorder: job_recorder(&client),
             client,
             leading: tokio::sync::watch::channel(true).1,
+            took_over: Default::default(),
         }
     }
 
@@ -147,7 +151,17 @@ impl Shared {
             // The elector is gone without this replica ever leading.
             std::future::pending::<()>().await;
         }
+        self.took_over.get_or_init(tokio::time::Instant::now);
         true
+    }
+
+    /// How much longer a pass whose turn comes `after` the takeover waits
+    /// (`jobs::machine::after_takeover`); `None` once its turn has come, or
+    /// when this replica led from the start.
+    pub fn takeover_turn(&self, after: Duration) -> Option<Duration> {
+        let turn = *self.took_over.get()? + after;
+        turn.checked_duration_since(tokio::time::Instant::now())
+            .filter(|d| !d.is_zero())
     }
 
     /// Whether this replica leads now.

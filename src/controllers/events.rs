@@ -10,7 +10,9 @@
 //! client-go's broadcaster queues them (`maxQueuedEvents`, dropped when
 //! full): the sink's pace follows the apiserver's latency, so under
 //! overload events give way to the writes that admit instead of adding to
-//! the load. What is dropped is counted and logged.
+//! the load. What is dropped is counted and logged. An event's time is
+//! when it was recorded, as client-go stamps `eventTime` before queueing:
+//! a backlog delays the write, not what the event says happened when.
 
 use std::{
     collections::HashMap,
@@ -159,20 +161,20 @@ impl Series {
 /// The sender side: cheap to clone, never blocks.
 #[derive(Clone)]
 pub struct Events {
-    tx: mpsc::Sender<Occurrence>,
+    tx: mpsc::Sender<(Occurrence, Timestamp)>,
     dropped: Arc<AtomicU64>,
 }
 
 impl Events {
     pub fn start(client: Client) -> Events {
-        let (tx, rx) = mpsc::channel::<Occurrence>(BACKLOG);
+        let (tx, rx) = mpsc::channel::<(Occurrence, Timestamp)>(BACKLOG);
         let dropped = Arc::new(AtomicU64::new(0));
         tokio::spawn(sink(client, rx, dropped.clone()));
         Events { tx, dropped }
     }
 
     pub fn record(&self, o: Occurrence) {
-        if self.tx.try_send(o).is_err() {
+        if self.tx.try_send((o, Timestamp::now())).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -182,7 +184,11 @@ fn split(regarding: &str) -> (&str, &str) {
     regarding.split_once('/').unwrap_or(("default", regarding))
 }
 
-async fn sink(client: Client, mut rx: mpsc::Receiver<Occurrence>, dropped: Arc<AtomicU64>) {
+async fn sink(
+    client: Client,
+    mut rx: mpsc::Receiver<(Occurrence, Timestamp)>,
+    dropped: Arc<AtomicU64>,
+) {
     let mut series = Series::default();
     let mut refresh = tokio::time::interval(SERIES_TTL);
     refresh.tick().await;
@@ -192,8 +198,7 @@ async fn sink(client: Client, mut rx: mpsc::Receiver<Occurrence>, dropped: Arc<A
     loop {
         tokio::select! {
             o = rx.recv() => {
-                let Some(o) = o else { return };
-                let wall = Timestamp::now();
+                let Some((o, wall)) = o else { return };
                 match series.observe(&o, Instant::now(), wall) {
                     Send::Create => {
                         let name = create(&client, &o, wall, &instance).await;

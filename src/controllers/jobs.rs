@@ -539,6 +539,16 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::requeue(Duration::ZERO));
     }
     let job = serde_json::to_value(&*obj)?;
+    // Just took the Lease: a pass per job is due at once; the finished
+    // jobs' go first. Waiting here holds back a trigger that came
+    // meanwhile too; the pass then reads the job afresh.
+    if let Some(wait) = ctx
+        .shared
+        .takeover_turn(machine::after_takeover(&ctx.policy, &job))
+    {
+        tokio::time::sleep(wait).await;
+        return Ok(Action::requeue(Duration::ZERO));
+    }
     let Some(mut subject) = machine::subject(&ctx.policy, &ctx.policies, &job) else {
         return Ok(Action::await_change());
     };

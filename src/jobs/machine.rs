@@ -549,6 +549,25 @@ fn decide(
     )]))
 }
 
+/// How long after this replica takes the Lease a pass that waited for it
+/// runs. A finished job's first: its Finished write frees the quota the
+/// waiting Workloads need, so the new leader's first admission is not
+/// queued behind a pass per job; the others a beat later.
+pub fn after_takeover(policy: &Policy, job: &Value) -> Duration {
+    let finished = policy
+        .status
+        .as_ref()
+        .is_some_and(|s| s.progress(job) != Progress::Running);
+    if finished {
+        Duration::ZERO
+    } else {
+        TAKEOVER_BEAT
+    }
+}
+
+/// See [`after_takeover`].
+pub const TAKEOVER_BEAT: Duration = Duration::from_secs(1);
+
 /// The job's suspend field is `true`.
 pub fn suspended(policy: &Policy, job: &Value) -> bool {
     matches!(policy.suspend.resolve(job), Some(Value::Bool(true)))

@@ -376,6 +376,21 @@ fn a_finished_job_finishes_its_workload_in_kueues_words() {
     );
 }
 
+/// After a takeover, a finished job's pass goes first: its Finished write
+/// frees the quota the new leader's first admission needs.
+#[test]
+fn after_a_takeover_a_finished_jobs_pass_runs_first() {
+    let set = policies();
+    let p = policy(&set, "Job");
+    assert_eq!(after_takeover(&p, &job()), TAKEOVER_BEAT);
+    assert_eq!(after_takeover(&p, &running(job())), TAKEOVER_BEAT);
+    for done in ["Complete", "Failed"] {
+        let mut j = running(job());
+        j["status"] = json!({"conditions": [{"type": done, "status": "True"}]});
+        assert_eq!(after_takeover(&p, &j), Duration::ZERO, "{done}");
+    }
+}
+
 fn evicted(reason: &str) -> Value {
     let mut st = admitted();
     st["conditions"].as_array_mut().unwrap().push(cond(
