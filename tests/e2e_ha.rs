@@ -966,11 +966,11 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
             eprintln!("replica-c: {l}");
         }
     }
-    // The target is lease + 2 s (met in 9 of 10 runs on a loaded 2-core
-    // machine, docs/high-availability.md); beside two other e2e binaries
-    // the new leader's first admission came up to 5.4 s after it took the
-    // Lease, so the bound asserted leaves room for that. The Lease itself
-    // is checked tighter below.
+    // The target is lease + 2 s (met in 10 of 10 runs at load 8–13,
+    // docs/high-availability.md); once, beside two other e2e binaries, the
+    // new leader's first admission came 5.4 s after it took the Lease, so
+    // the bound asserted leaves room for a loaded CI machine. The Lease
+    // itself is checked tighter below.
     if handover_stop > (LEASE_SECONDS + 2) as f64 {
         eprintln!("(b) SIGSTOP: first admission after lease + 2 s");
     }

@@ -56,6 +56,7 @@ MUTATIONS = [
     (J, "the referenced view is read first", "    if policy.runtime_ref.is_none() {\n        return Ok(job);", "    if true {\n        return Ok(job);"),
     (J, "the finalizer only when held", "    if holds_quota_finalizer(wl) {", "    if true {"),
     (J, "an orphan is finished first", "    if wl.metadata.deletion_timestamp.is_none() && !conds.is_true(condition::FINISHED) {", "    if false {"),
+    (J, "after a takeover a finished job's pass first", "    if finished {\n        Duration::ZERO\n    } else {", "    if false {\n        Duration::ZERO\n    } else {"),
     (J, "an unknown priority class is told", "            Ok(p) => p,\n            Err(e) => return Ok(compose_error(&e)),", "            Ok(p) => p,\n            Err(_) if true => workload::priority(policy, &json!({}), facts.classes).unwrap(),\n            Err(e) => return Ok(compose_error(&e)),"),
     (P, "pods: a finished Workload lets its pods go", "    if conds.is_true(condition::FINISHED) {\n        // Accounted for", "    if false {\n        // Accounted for"),
     (P, "pods: a deleted Workload deletes its pods", "    if wl.metadata.deletion_timestamp.is_some() {\n        // The Workload is going", "    if false {\n        // The Workload is going"),
