@@ -16,7 +16,9 @@
 //! (100 queues × 500, 1,000 × 50, 5,000 × 10).
 //!
 //! "setup": adding the flavor, the Cohorts, the ClusterQueues with their
-//! LocalQueues and the Workloads to an empty engine. "one cycle":
+//! LocalQueues (between `Engine::defer` and `settle`, as the queueing
+//! controller feeds the events that arrive together) and the Workloads to
+//! an empty engine. "one cycle":
 //! `Engine::schedule` once, everything pending. "drain": in virtual time
 //! (one cycle per tick), every admission is confirmed and its Workload
 //! finishes (its quota released) after its running time; every eviction is
@@ -156,6 +158,10 @@ fn running_cycles(key: &str, (lo, hi): (i64, i64)) -> i64 {
 fn engine(shape: Shape) -> Engine {
     let mut e = Engine::new();
     configure(&mut e);
+    // The configuration arrives together, as the queueing controller
+    // feeds a burst of watch events: the ClusterQueues join the quota tree
+    // at once.
+    e.defer();
     e.upsert_flavor(ResourceFlavor {
         name: "default".into(),
         node_labels: BTreeMap::new(),
@@ -194,6 +200,7 @@ fn engine(shape: Shape) -> Engine {
             fair_sharing: Default::default(),
         });
     }
+    e.settle();
     for k in 0..shape.per_queue {
         for q in 0..shape.queues {
             e.upsert_workload(Workload {

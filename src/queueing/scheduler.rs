@@ -291,6 +291,10 @@ pub struct Engine {
     /// its replacement: they count for nothing and queue nowhere until the
     /// job reconciler finishes them (or the replacement lets go).
     superseded: BTreeMap<String, Arc<str>>,
+    /// See [`Engine::defer`].
+    deferring: bool,
+    /// ClusterQueues added while deferring, not yet in the quota tree.
+    added: BTreeSet<String>,
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,
@@ -381,6 +385,7 @@ impl Engine {
     // ---- events: configuration -------------------------------------------
 
     pub fn upsert_flavor(&mut self, flavor: ResourceFlavor) {
+        self.join_added();
         if self.flavors.get(&flavor.name) == Some(&flavor) {
             return; // an echo of a status write: nothing to redo
         }
@@ -389,6 +394,7 @@ impl Engine {
     }
 
     pub fn delete_flavor(&mut self, name: &str) {
+        self.join_added();
         if self.flavors.remove(name).is_some() {
             self.after_flavor_change();
         }
@@ -402,12 +408,53 @@ impl Engine {
         self.requeue_inadmissible(names.iter().map(String::as_str));
     }
 
+    /// From here until [`Engine::settle`], ClusterQueues new to the engine
+    /// are stored at once and joined to the quota tree together: joining
+    /// one rebuilds the tree and places every workload again, so a burst of
+    /// N added one by one cost N rebuilds (quadratic). Any other change
+    /// joins them first, so it sees them; nothing is to be read before
+    /// `settle`.
+    pub fn defer(&mut self) {
+        self.deferring = true;
+    }
+
+    /// Joins the ClusterQueues added since [`Engine::defer`] and ends it.
+    pub fn settle(&mut self) {
+        self.join_added();
+        self.deferring = false;
+    }
+
+    /// The ClusterQueues added while deferring, joined to the tree with one
+    /// rebuild; then what joining each one one by one does.
+    fn join_added(&mut self) {
+        if self.added.is_empty() {
+            return;
+        }
+        let added = std::mem::take(&mut self.added);
+        self.rebuild_quota();
+        self.replace_all();
+        for name in added {
+            self.after_queue_joined(&name, None);
+        }
+    }
+
     pub fn upsert_cluster_queue(&mut self, cq: ClusterQueue) {
         if self.cluster_queues.get(&cq.name) == Some(&cq) {
             return; // status writes come back as updates; only spec changes count
         }
         let name = cq.name.clone();
         let is_new = !self.cluster_queues.contains_key(&name);
+        #[cfg(test)]
+        let deferring = self.deferring && !self.by_walk;
+        #[cfg(not(test))]
+        let deferring = self.deferring;
+        if is_new && deferring {
+            self.queues.entry(name.clone()).or_default();
+            self.cluster_queues.insert(name.clone(), cq);
+            self.added.insert(name);
+            return;
+        }
+        self.join_added();
         let old_root = self.quota.root_of(&name).map(str::to_string);
         self.queues.entry(name.clone()).or_default();
         self.cluster_queues.insert(name.clone(), cq);
@@ -419,6 +466,14 @@ impl Engine {
         if is_new {
             self.replace_all();
         }
+        self.after_queue_joined(&name, old_root);
+    }
+
+    /// After the ClusterQueue `name` joined the tree (its root was
+    /// `old_root` before): its status, its holders checked against its new
+    /// spec, and what was set aside in the trees it left and joined.
+    fn after_queue_joined(&mut self, name: &str, old_root: Option<String>) {
+        let name = name.to_string();
         self.refresh_queued_status(&name);
         let holders: Vec<Arc<str>> = self
             .holders
@@ -450,6 +505,7 @@ impl Engine {
     }
 
     pub fn delete_cluster_queue(&mut self, name: &str) {
+        self.join_added();
         let Some(old) = self.cluster_queues.remove(name) else {
             return;
         };
@@ -466,6 +522,7 @@ impl Engine {
     /// quota, and a cycle its parent closes (or opens) stops (or resumes)
     /// admission in every ClusterQueue under it.
     pub fn upsert_cohort(&mut self, cohort: Cohort) {
+        self.join_added();
         if self.cohorts.get(&cohort.name) == Some(&cohort) {
             return;
         }
@@ -476,6 +533,7 @@ impl Engine {
     }
 
     pub fn delete_cohort(&mut self, name: &str) {
+        self.join_added();
         let before = self.quota.tree_members(name);
         if self.cohorts.remove(name).is_some() {
             self.after_cohort_change(name, before);
@@ -548,6 +606,11 @@ impl Engine {
             .filter(|(_, r)| &*r.wl.namespace == ns && &*r.wl.queue_name == name)
             .map(|(k, _)| k.clone())
             .collect();
+        // A LocalQueue created with its ClusterQueue has no workloads yet:
+        // it leaves the queues added meanwhile to join together.
+        if !members.is_empty() {
+            self.join_added();
+        }
         for key in members {
             self.place(&key);
             self.drain.insert(key);
@@ -555,6 +618,7 @@ impl Engine {
     }
 
     pub fn upsert_namespace(&mut self, name: &str, labels: BTreeMap<String, String>) {
+        self.join_added();
         if self.namespaces.get(name) == Some(&labels) {
             return;
         }
@@ -564,6 +628,7 @@ impl Engine {
     }
 
     pub fn delete_namespace(&mut self, name: &str) {
+        self.join_added();
         self.namespaces.remove(name);
     }
 
@@ -572,6 +637,7 @@ impl Engine {
     /// A workload was created or changed (including its `status.admission`
     /// as written by anyone).
     pub fn upsert_workload(&mut self, mut wl: Workload) {
+        self.join_added();
         let key = wl.key();
         if wl.finished {
             self.finish_workload(&key);
@@ -650,12 +716,14 @@ impl Engine {
     }
 
     pub fn delete_workload(&mut self, key: &str) {
+        self.join_added();
         self.finish_workload(key);
     }
 
     /// The workload finished (or is gone): its quota is released and it is
     /// forgotten.
     pub fn finish_workload(&mut self, key: &str) {
+        self.join_added();
         self.superseded.remove(key);
         if !self.workloads.contains_key(key) {
             return;
@@ -670,6 +738,7 @@ impl Engine {
 
     /// The shell wrote an `Admit` decision.
     pub fn confirm_admission(&mut self, key: &str) {
+        self.join_added();
         if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
             h.confirmed = true;
         }
@@ -678,6 +747,7 @@ impl Engine {
     /// The shell could not write an `Admit` decision: forget the assumption
     /// and queue the workload again.
     pub fn reject_admission(&mut self, key: &str) {
+        self.join_added();
         let assumed = matches!(
             self.workloads.get(key).map(|r| &r.state),
             Some(State::Holding(h)) if !h.confirmed
@@ -692,6 +762,7 @@ impl Engine {
     /// workload aside in its ClusterQueue until quota frees up in the queue
     /// or its cohort, or until [`Engine::requeue_set_aside`].
     pub fn set_aside_admission(&mut self, key: &str, reason: PendingReason, message: String) {
+        self.join_added();
         let cq = match self.workloads.get(key).map(|r| &r.state) {
             Some(State::Holding(h)) if !h.confirmed => h.cq.clone(),
             _ => return,
@@ -714,6 +785,7 @@ impl Engine {
     /// Every set-aside workload tries again (something outside quota that
     /// kept them out changed: devices were freed, pools appeared).
     pub fn requeue_set_aside(&mut self) {
+        self.join_added();
         let all: Vec<String> = self.queues.keys().cloned().collect();
         self.requeue_inadmissible(all.iter().map(String::as_str));
     }
@@ -721,6 +793,7 @@ impl Engine {
     /// The evicted workload's job is stopped and its admission cleared: the
     /// quota is free and the workload queues again (if still active).
     pub fn confirm_eviction(&mut self, key: &str) {
+        self.join_added();
         let evicting = matches!(
             self.workloads.get(key).map(|r| &r.state),
             Some(State::Holding(h)) if h.evicting
@@ -1310,6 +1383,7 @@ impl Engine {
     /// counts every reserving workload without the condition as not ready,
     /// one admitted a moment ago included).
     pub fn set_block_admission(&mut self, block: bool) {
+        self.join_added();
         self.block_admission = block;
     }
 

@@ -534,11 +534,15 @@ impl Controller {
             tokio::select! {
                 first = rx.recv() => {
                     let Some(first) = first else { return };
+                    // Take everything that is already waiting before a
+                    // cycle; ClusterQueues created together join the quota
+                    // tree together.
+                    c.engine.defer();
                     c.input(first);
-                    // Take everything that is already waiting before a cycle.
                     while let Ok(more) = rx.try_recv() {
                         c.input(more);
                     }
+                    c.engine.settle();
                     if leads {
                         c.cycle();
                         c.sync_priorities();

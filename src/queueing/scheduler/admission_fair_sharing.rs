@@ -14,6 +14,7 @@ impl Engine {
     /// The Configuration's `admissionFairSharing`; `None` (the default)
     /// turns it off whatever the ClusterQueues say.
     pub fn set_admission_fair_sharing(&mut self, config: Option<AdmissionFairSharing>) {
+        self.join_added();
         if config.is_none() {
             self.lq_usage.clear();
         }
@@ -127,6 +128,7 @@ impl Engine {
     /// LocalQueue whose sample is due folds in what its admitted workloads
     /// hold. Returns whether any usage changed (statuses to write).
     pub fn sample_admission_fair_sharing(&mut self, now: i64) -> bool {
+        self.join_added();
         let Some(config) = self.afs.clone() else {
             return false;
         };

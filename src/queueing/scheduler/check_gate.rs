@@ -14,6 +14,7 @@ use crate::queueing::{
 impl Engine {
     /// Every AdmissionCheck that exists, by name (replacing what was known).
     pub fn set_admission_checks(&mut self, known: BTreeMap<String, CheckInfo>) {
+        self.join_added();
         if self.admission_checks == known {
             return;
         }
@@ -25,6 +26,7 @@ impl Engine {
     /// A ClusterQueue's `spec.admissionChecksStrategy.admissionChecks` as
     /// `(name, onFlavors)` (empty: no checks).
     pub fn set_cluster_queue_checks(&mut self, cq: &str, rules: Vec<(String, Vec<String>)>) {
+        self.join_added();
         if self
             .cq_checks
             .get(cq)

@@ -92,6 +92,7 @@ impl Engine {
 
     /// Runs one admission cycle at time `now` (ms since the epoch).
     pub fn schedule(&mut self, now: i64) -> Cycle {
+        self.join_added();
         let mut cycle = Cycle::default();
         self.issue_due_evictions(&mut cycle.decisions);
 

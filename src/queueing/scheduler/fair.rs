@@ -14,6 +14,7 @@ impl Engine {
     /// Turns fair sharing on (`Some`: the Configuration's `fairSharing`
     /// and the weights) or off.
     pub fn set_fair_sharing(&mut self, fair: Option<FairSharing>) {
+        self.join_added();
         if self.fair != fair {
             self.fair = fair;
             self.attach_fair();

@@ -4,7 +4,9 @@
 //! the tree on every add (`by_walk`, the engine before both): same
 //! decisions, statuses and pending counts after every step, over random
 //! Cohort trees (implicit Cohorts, loops, lending and borrowing limits) and
-//! random events.
+//! random events. And the engine that joins ClusterQueues added together
+//! in one rebuild ([`Engine::defer`]) decides as the one that adds them
+//! one by one.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +60,11 @@ enum Op {
         policies: (u8, u8),
     },
     DeleteQueue(usize),
+    /// LocalQueue `lq{lq}` pointed at ClusterQueue `q{q}` (created or moved).
+    LocalQueue {
+        lq: usize,
+        q: usize,
+    },
     Add {
         q: usize,
         cpu: i64,
@@ -79,7 +86,8 @@ fn op() -> impl Strategy<Value = Op> {
                 q, cohort, nominal, bl, strict, policies,
             }),
         1 => (0usize..6).prop_map(Op::DeleteQueue),
-        5 => (0usize..6, 1i64..4, 0i32..3).prop_map(|(q, cpu, priority)| Op::Add { q, cpu, priority }),
+        1 => (0usize..8, 0usize..6).prop_map(|(lq, q)| Op::LocalQueue { lq, q }),
+        5 => (0usize..8, 1i64..4, 0i32..3).prop_map(|(q, cpu, priority)| Op::Add { q, cpu, priority }),
         3 => (0usize..64).prop_map(Op::Finish),
         5 => (proptest::bool::weighted(0.15), 0usize..4).prop_map(|(s, n)| Op::Cycle(s, n)),
     ]
@@ -150,6 +158,13 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
             terminating: false,
         }),
         Op::DeleteQueue(q) => e.delete_cluster_queue(&format!("q{q}")),
+        Op::LocalQueue { lq, q } => e.upsert_local_queue(LocalQueue {
+            namespace: "ns".into(),
+            name: format!("lq{lq}"),
+            cluster_queue: format!("q{q}"),
+            stop_policy: StopPolicy::None,
+            fair_sharing: Default::default(),
+        }),
         Op::Add { q, cpu, priority } => e.upsert_workload(Workload {
             namespace: "ns".into(),
             name: format!("w{seq}"),
@@ -230,6 +245,36 @@ proptest! {
         // And once every queue is tried again, the same end state.
         for now in 1000..1010 {
             let a = apply(&mut fast, &Op::Cycle(false, 0), 0, now);
+            let b = apply(&mut walk, &Op::Cycle(false, 0), 0, now);
+            prop_assert_eq!(a, b);
+        }
+    }
+
+    /// ClusterQueues added between `defer` and `settle` (as the controller
+    /// feeds a burst of watch events) join the tree together: the same
+    /// decisions after every step and the same pending counts after every
+    /// settle as the engine that rebuilds the tree on every add.
+    #[test]
+    fn queues_added_together_decide_as_added_one_by_one(
+        ops in proptest::collection::vec((op(), any::<bool>()), 1..60),
+    ) {
+        let mut deferred = engine(false);
+        let mut walk = engine(true);
+        deferred.defer();
+        for (seq, (op, settle)) in ops.iter().enumerate() {
+            let now = seq as i64;
+            let a = apply(&mut deferred, op, seq, now);
+            let b = apply(&mut walk, op, seq, now);
+            prop_assert_eq!(&a, &b, "step {} ({:?})", seq, op);
+            if *settle {
+                deferred.settle();
+                prop_assert_eq!(deferred.pending_counts(), walk.pending_counts(), "step {}", seq);
+                deferred.defer();
+            }
+        }
+        deferred.settle();
+        for now in 1000..1010 {
+            let a = apply(&mut deferred, &Op::Cycle(false, 0), 0, now);
             let b = apply(&mut walk, &Op::Cycle(false, 0), 0, now);
             prop_assert_eq!(a, b);
         }
