@@ -280,6 +280,12 @@ pub(crate) struct Round {
     winners: Vec<Option<Option<usize>>>,
     /// By node: its share with one contender's usage added.
     shares: Vec<Option<(usize, Drs)>>,
+    /// By Cohort node: its child queues' heads, best first, and how many
+    /// of them have left the round. A queue's share changes only when its
+    /// own head is processed, and then it leaves: the order, worked out
+    /// once, holds for the whole round (a wide Cohort is not compared
+    /// again child by child on every pop).
+    queue_order: Vec<Option<(Vec<(NodeId, usize)>, usize)>>,
     left: Vec<bool>,
     root: Option<NodeId>,
 }
@@ -313,6 +319,7 @@ impl Round {
             heading,
             winners: vec![None; n],
             shares: vec![None; n],
+            queue_order: vec![None; n],
             root,
         }
     }
@@ -354,10 +361,7 @@ impl Round {
                 candidates.push((c, w));
             }
         }
-        candidates.extend(
-            tree.child_queues(cohort)
-                .filter_map(|(q, _)| self.heading[QuotaTree::node_index(q)].map(|i| (q, i))),
-        );
+        candidates.extend(self.best_queue_child(tree, cohort));
         let mut best = candidates.first().copied();
         for &current in candidates.iter().skip(1) {
             if let Some(b) = best {
@@ -371,6 +375,43 @@ impl Round {
         let w = best.map(|(_, i)| i);
         self.winners[QuotaTree::node_index(cohort)] = Some(w);
         w
+    }
+
+    /// The best head among `cohort`'s child queues still in the round.
+    fn best_queue_child(
+        &mut self,
+        tree: &mut QuotaTree,
+        cohort: NodeId,
+    ) -> Option<(NodeId, usize)> {
+        let slot = QuotaTree::node_index(cohort);
+        if self.queue_order[slot].is_none() {
+            let heads: Vec<(NodeId, usize)> = tree
+                .child_queues(cohort)
+                .filter_map(|(q, _)| self.heading[QuotaTree::node_index(q)].map(|i| (q, i)))
+                .collect();
+            for &h in &heads {
+                self.share(tree, h);
+            }
+            let mut order = heads;
+            order.sort_by(|&a, &b| {
+                if self.less(a, b) {
+                    Ordering::Less
+                } else if self.less(b, a) {
+                    Ordering::Greater
+                } else {
+                    Ordering::Equal
+                }
+            });
+            self.queue_order[slot] = Some((order, 0));
+        }
+        let (order, gone) = self.queue_order[slot].as_mut()?;
+        while let Some(&(q, i)) = order.get(*gone) {
+            if self.heading[QuotaTree::node_index(q)] == Some(i) {
+                return Some((q, i));
+            }
+            *gone += 1;
+        }
+        None
     }
 
     /// Makes sure `shares` holds `node`'s share with contender `i` admitted.
