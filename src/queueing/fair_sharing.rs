@@ -263,6 +263,10 @@ pub(crate) struct Contender {
     pub timestamp: i64,
 }
 
+/// A Cohort's child queues' heads (queue node, contender), best first, and
+/// how many of them have left the round.
+type QueueOrder = (Vec<(NodeId, usize)>, usize);
+
 /// `fairSharingIterator` over the heads of one cohort tree, for a whole
 /// cycle: each [`Round::pop`] is Kueue's tournament from the root down,
 /// where each Cohort's children compare their shares after their nominee's
@@ -280,12 +284,11 @@ pub(crate) struct Round {
     winners: Vec<Option<Option<usize>>>,
     /// By node: its share with one contender's usage added.
     shares: Vec<Option<(usize, Drs)>>,
-    /// By Cohort node: its child queues' heads, best first, and how many
-    /// of them have left the round. A queue's share changes only when its
+    /// By Cohort node: its child queues' heads in order. A queue's share changes only when its
     /// own head is processed, and then it leaves: the order, worked out
     /// once, holds for the whole round (a wide Cohort is not compared
     /// again child by child on every pop).
-    queue_order: Vec<Option<(Vec<(NodeId, usize)>, usize)>>,
+    queue_order: Vec<Option<QueueOrder>>,
     left: Vec<bool>,
     root: Option<NodeId>,
 }
