@@ -284,10 +284,10 @@ pub(crate) struct Round {
     winners: Vec<Option<Option<usize>>>,
     /// By node: its share with one contender's usage added.
     shares: Vec<Option<(usize, Drs)>>,
-    /// By Cohort node: its child queues' heads in order. A queue's share changes only when its
-    /// own head is processed, and then it leaves: the order, worked out
-    /// once, holds for the whole round (a wide Cohort is not compared
-    /// again child by child on every pop).
+    /// By Cohort node: its child queues' heads in order. A queue's share
+    /// changes only when its own head is processed, and then it leaves:
+    /// the order, worked out once, holds for the whole round (a wide
+    /// Cohort is not compared again child by child on every pop).
     queue_order: Vec<Option<QueueOrder>>,
     left: Vec<bool>,
     root: Option<NodeId>,
