@@ -24,7 +24,10 @@ use crate::{
     api::kueue::v1beta2 as api,
     devices::allocation,
     jobs::workload::{self, PodSetInfo, PriorityClasses},
-    jobs::{machine::Note, policy::Target},
+    jobs::{
+        machine::{Note, TAKEOVER_BEAT},
+        policy::Target,
+    },
 };
 
 /// Field manager of every write.
@@ -156,11 +159,16 @@ impl Shared {
     }
 
     /// How much longer a pass whose turn comes `after` the takeover waits
-    /// (`jobs::machine::after_takeover`); `None` once its turn has come, or
-    /// when this replica led from the start.
-    pub fn takeover_turn(&self, after: Duration) -> Option<Duration> {
-        let turn = *self.took_over.get()? + after;
-        turn.checked_duration_since(tokio::time::Instant::now())
+    /// (`jobs::machine::after_takeover`, asked only within its
+    /// [`TAKEOVER_BEAT`] of the takeover); `None` once its turn has come,
+    /// or when this replica led from the start.
+    pub fn takeover_turn(&self, after: impl FnOnce() -> Duration) -> Option<Duration> {
+        let took = *self.took_over.get()?;
+        if took.elapsed() >= TAKEOVER_BEAT {
+            return None;
+        }
+        (took + after())
+            .checked_duration_since(tokio::time::Instant::now())
             .filter(|d| !d.is_zero())
     }
 

@@ -544,7 +544,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     // meanwhile too; the pass then reads the job afresh.
     if let Some(wait) = ctx
         .shared
-        .takeover_turn(machine::after_takeover(&ctx.policy, &job))
+        .takeover_turn(|| machine::after_takeover(&ctx.policy, &job))
     {
         tokio::time::sleep(wait).await;
         return Ok(Action::requeue(Duration::ZERO));

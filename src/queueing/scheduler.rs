@@ -297,6 +297,14 @@ pub struct Engine {
     added: BTreeSet<String>,
 }
 
+/// Whether two Workloads are slices of one job: same namespace and a
+/// non-empty `kueue.x-k8s.io/job-uid` in common.
+fn one_job(a: &Workload, b: &Workload) -> bool {
+    a.namespace == b.namespace
+        && a.job_uid.as_deref().is_some_and(|u| !u.is_empty())
+        && a.job_uid == b.job_uid
+}
+
 /// One shared copy of each name that many workloads repeat: namespaces,
 /// LocalQueue, ClusterQueue, pod set and resource names. Names no workload
 /// uses any more are dropped as the set grows.
@@ -1371,10 +1379,7 @@ impl Engine {
         let (Some(n), Some(o)) = (self.workloads.get(new), self.workloads.get(old)) else {
             return false;
         };
-        n.wl.replaces.as_deref() == Some(old)
-            && n.wl.namespace == o.wl.namespace
-            && n.wl.job_uid.as_deref().is_some_and(|u| !u.is_empty())
-            && n.wl.job_uid == o.wl.job_uid
+        n.wl.replaces.as_deref() == Some(old) && one_job(&n.wl, &o.wl)
     }
 
     /// waitForPodsReady's `blockAdmission`: while it is set, no workload is

@@ -266,9 +266,7 @@ impl Engine {
         let State::Holding(h) = &rec.state else {
             return None;
         };
-        let same_job =
-            wl.job_uid.as_deref().is_some_and(|u| !u.is_empty()) && wl.job_uid == rec.wl.job_uid;
-        if h.evicting || &*h.cq != cq || rec.wl.namespace != wl.namespace || !same_job {
+        if h.evicting || &*h.cq != cq || !super::one_job(wl, &rec.wl) {
             return None;
         }
         let flavors = h
