@@ -423,8 +423,8 @@ struct Parser<'a> {
     in_range: usize,
 }
 
-enum End {
-    End,
+enum Stop {
+    Closed,
     Else(usize),
     Eof,
 }
@@ -458,7 +458,7 @@ impl Parser<'_> {
     }
 
     /// Nodes up to `{{end}}`, `{{else}}` or the end of the input.
-    fn list(&mut self) -> Result<(Vec<Node>, End), TemplateError> {
+    fn list(&mut self) -> Result<(Vec<Node>, Stop), TemplateError> {
         let mut nodes = Vec::new();
         while let Some(it) = self.items.get(self.i).cloned() {
             self.i += 1;
@@ -477,11 +477,11 @@ impl Parser<'_> {
                         "end" => {
                             self.i += 1;
                             self.close(kw.pos, "end")?;
-                            return Ok((nodes, End::End));
+                            return Ok((nodes, Stop::Closed));
                         }
                         "else" => {
                             self.i += 1;
-                            return Ok((nodes, End::Else(kw.pos)));
+                            return Ok((nodes, Stop::Else(kw.pos)));
                         }
                         "if" | "with" | "range" => {
                             self.i += 1;
@@ -513,7 +513,7 @@ impl Parser<'_> {
                 _ => return Err(self.err(it.pos, "unexpected token")),
             }
         }
-        Ok((nodes, End::Eof))
+        Ok((nodes, Stop::Eof))
     }
 
     fn close(&mut self, pos: usize, what: &str) -> Result<(), TemplateError> {
@@ -540,9 +540,9 @@ impl Parser<'_> {
             self.in_range -= 1;
         }
         let else_list = match end {
-            End::Eof => return Err(self.err(self.eof_pos(), "unexpected EOF")),
-            End::End => Vec::new(),
-            End::Else(epos) => {
+            Stop::Eof => return Err(self.err(self.eof_pos(), "unexpected EOF")),
+            Stop::Closed => Vec::new(),
+            Stop::Else(epos) => {
                 self.skip_space();
                 // `else if` / `else with`: a nested control ending at the same end.
                 let chained = match self.peek() {
@@ -558,9 +558,9 @@ impl Parser<'_> {
                     self.close(epos, "else")?;
                     let (l, end) = self.list()?;
                     match end {
-                        End::End => l,
-                        End::Else(p) => return Err(self.err(p, "unexpected {{else}}")),
-                        End::Eof => return Err(self.err(self.eof_pos(), "unexpected EOF")),
+                        Stop::Closed => l,
+                        Stop::Else(p) => return Err(self.err(p, "unexpected {{else}}")),
+                        Stop::Eof => return Err(self.err(self.eof_pos(), "unexpected EOF")),
                     }
                 }
             }
@@ -863,13 +863,13 @@ impl GoTemplate {
         };
         let (nodes, end) = p.list()?;
         match end {
-            End::Eof => Ok(GoTemplate {
+            Stop::Eof => Ok(GoTemplate {
                 src: src.to_string(),
                 nodes,
                 allow_missing_keys: true,
             }),
-            End::End => Err(p.err(p.items[p.i - 1].pos, "unexpected {{end}}")),
-            End::Else(pos) => Err(p.err(pos, "unexpected {{else}}")),
+            Stop::Closed => Err(p.err(p.items[p.i - 1].pos, "unexpected {{end}}")),
+            Stop::Else(pos) => Err(p.err(pos, "unexpected {{else}}")),
         }
     }
 
