@@ -11,9 +11,13 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 
-use crate::queueing::visibility::Snapshot;
+use crate::queueing::{visibility::Snapshot, Explanation};
+
+/// A Workload (`namespace`, `name`) whose explanation is asked for, and
+/// where the engine's answer goes.
+pub type Question = (String, String, oneshot::Sender<Option<Explanation>>);
 
 /// The queues as last snapshotted, shared between the queueing controller
 /// (which takes a snapshot on its status tick, only when one was asked for
@@ -31,6 +35,9 @@ struct Shared {
     snapshot: ArcSwapOption<Snapshot>,
     wanted: AtomicBool,
     taken: Notify,
+    /// Explanations asked for, answered by the controller with the engine
+    /// on its next tick.
+    questions: std::sync::Mutex<Vec<Question>>,
 }
 
 impl Positions {
@@ -47,6 +54,34 @@ impl Positions {
 
     pub fn current(&self) -> Option<Arc<Snapshot>> {
         self.0.snapshot.load_full()
+    }
+
+    /// Why `namespace/name` waits, from the engine on the controller's
+    /// next tick: `Err` on a replica that keeps no queues or when no answer
+    /// came within `within`, `Ok(None)` for a Workload the engine does not
+    /// know.
+    pub async fn explain(
+        &self,
+        namespace: &str,
+        name: &str,
+        within: Duration,
+    ) -> Result<Option<Explanation>, ()> {
+        self.current().ok_or(())?;
+        let (tx, rx) = oneshot::channel();
+        self.0
+            .questions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((namespace.to_string(), name.to_string(), tx));
+        match tokio::time::timeout(within, rx).await {
+            Ok(Ok(answer)) => Ok(answer),
+            _ => Err(()),
+        }
+    }
+
+    /// The questions asked since the last call (the controller answers).
+    pub fn questions(&self) -> Vec<Question> {
+        std::mem::take(&mut *self.0.questions.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// A snapshot taken after this call, or after `within` the latest one;

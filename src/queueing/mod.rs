@@ -61,8 +61,8 @@ pub use cohort::Cohort;
 pub use flavors::{ResourceFlavor, Taint, TaintEffect, Toleration, TolerationOperator};
 pub use quota::{CohortSubtree, FlavorResource, Usage};
 pub use scheduler::{
-    ClusterObjects, Cycle, Decision, Engine, EvictionReason, PendingCounts, PendingReason,
-    PreemptedReason,
+    ClusterObjects, Cycle, Decision, Engine, EvictionReason, Explanation, PendingCounts,
+    PendingReason, PreemptedReason,
 };
 pub use workload::{Admission, PodSet, PodSetAssignment, Workload};
 

@@ -436,6 +436,19 @@ impl QuotaTree {
         }
     }
 
+    /// The queue and each Cohort above it, bottom up: `(name, quota of
+    /// its subtree, used in it)` for `fr` (what `explain` shows per level).
+    pub fn levels(&self, cq: &str, fr: &FlavorResource) -> Vec<(String, i64, i64)> {
+        let mut out = Vec::new();
+        let mut at = self.queue(cq);
+        while let Some(i) = at {
+            let node = self.node(i);
+            out.push((node.name.to_string(), node.subtree(fr), self.used(i, fr)));
+            at = node.parent;
+        }
+        out
+    }
+
     /// The most of `fr` the queue could ever hold, were nothing else running.
     pub fn potential_available(&self, cq: &str, fr: &FlavorResource) -> i64 {
         self.queue(cq).map_or(0, |i| self.potential_at(i, fr))

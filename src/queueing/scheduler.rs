@@ -1454,6 +1454,8 @@ impl Engine {
 
 mod check_gate;
 mod cycle;
+mod explanation;
+pub use explanation::Explanation;
 mod fair;
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::{
 
 use serde_json::{json, Value};
 
-use crate::queueing::Engine;
+use crate::queueing::{Engine, Explanation};
 
 pub const GROUP: &str = "visibility.kueue.x-k8s.io";
 /// Served versions, preferred first (Kueue's `PrioritizedVersions`).
@@ -114,6 +114,13 @@ pub enum Route {
         namespace: String,
         name: String,
     },
+    /// `.../namespaces/<ns>/workloads/<name>/explanation`: why a Workload
+    /// waits (batchgate's; Kueue has no such resource).
+    Explanation {
+        version: &'static str,
+        namespace: String,
+        name: String,
+    },
 }
 
 impl Route {
@@ -147,18 +154,39 @@ impl Route {
                     name: name.to_string(),
                 })
             }
+            ["namespaces", ns, "workloads", name, "explanation"] => Some(Route::Explanation {
+                version,
+                namespace: ns.to_string(),
+                name: name.to_string(),
+            }),
             _ => None,
         }
     }
 
     /// What a SubjectAccessReview asks for this request: `(resource,
-    /// namespace, name)`, `None` for discovery (open to every caller).
-    pub fn attributes(&self) -> Option<(&'static str, &str, &str)> {
+    /// subresource, namespace, name)`, `None` for discovery (open to every
+    /// caller).
+    pub fn attributes(&self) -> Option<(&'static str, &'static str, &str, &str)> {
         match self {
-            Route::ClusterQueue { name, .. } => Some(("clusterqueues", "", name)),
+            Route::ClusterQueue { name, .. } => {
+                Some(("clusterqueues", "pendingworkloads", "", name))
+            }
             Route::LocalQueue {
                 namespace, name, ..
-            } => Some(("localqueues", namespace, name)),
+            } => Some(("localqueues", "pendingworkloads", namespace, name)),
+            Route::Explanation {
+                namespace, name, ..
+            } => Some(("workloads", "explanation", namespace, name)),
+            _ => None,
+        }
+    }
+
+    /// The version of a resource request (`None` for discovery).
+    pub fn version(&self) -> Option<&'static str> {
+        match self {
+            Route::ClusterQueue { version, .. }
+            | Route::LocalQueue { version, .. }
+            | Route::Explanation { version, .. } => Some(version),
             _ => None,
         }
     }
@@ -224,7 +252,7 @@ impl Error {
 
 /// The message of a request a user may not make (the apiserver's words).
 pub fn forbidden(user: &str, route: &Route, reason: &str) -> Error {
-    let Some((resource, namespace, name)) = route.attributes() else {
+    let Some((resource, subresource, namespace, name)) = route.attributes() else {
         return Error::Forbidden(format!("User \"{user}\" cannot get path"));
     };
     let scope = if namespace.is_empty() {
@@ -233,7 +261,7 @@ pub fn forbidden(user: &str, route: &Route, reason: &str) -> Error {
         format!("in the namespace \"{namespace}\"")
     };
     let mut m = format!(
-        "{resource}.{GROUP} \"{name}\" is forbidden: User \"{user}\" cannot get resource \"{resource}/pendingworkloads\" in API group \"{GROUP}\" {scope}"
+        "{resource}.{GROUP} \"{name}\" is forbidden: User \"{user}\" cannot get resource \"{resource}/{subresource}\" in API group \"{GROUP}\" {scope}"
     );
     if !reason.is_empty() {
         m.push_str(": ");
@@ -410,34 +438,57 @@ pub fn groups() -> Value {
 /// `GET /apis/visibility.kueue.x-k8s.io/<version>`: the four resources
 /// Kueue installs (the parents have no verbs; only the subresources `get`).
 pub fn resources(version: &str) -> Value {
-    let r = |name: &str, singular: &str, namespaced: bool, verbs: &[&str]| {
+    let r = |name: &str, singular: &str, namespaced: bool, kind: &str, verbs: &[&str]| {
         json!({
             "name": name,
             "singularName": singular,
             "namespaced": namespaced,
-            "kind": "PendingWorkloadsSummary",
+            "kind": kind,
             "verbs": verbs,
         })
     };
+    const SUMMARY: &str = "PendingWorkloadsSummary";
     json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
         "groupVersion": format!("{GROUP}/{version}"),
         "resources": [
-            r("clusterqueues", "clusterqueue", false, &[]),
-            r("clusterqueues/pendingworkloads", "", false, &["get"]),
-            r("localqueues", "localqueue", true, &[]),
-            r("localqueues/pendingworkloads", "", true, &["get"]),
+            r("clusterqueues", "clusterqueue", false, SUMMARY, &[]),
+            r("clusterqueues/pendingworkloads", "", false, SUMMARY, &["get"]),
+            r("localqueues", "localqueue", true, SUMMARY, &[]),
+            r("localqueues/pendingworkloads", "", true, SUMMARY, &["get"]),
+            // batchgate's: why a Workload waits.
+            r("workloads", "workload", true, EXPLANATION, &[]),
+            r("workloads/explanation", "", true, EXPLANATION, &["get"]),
         ],
     })
 }
 
+/// The kind of an explanation.
+pub const EXPLANATION: &str = "WorkloadExplanation";
+
+/// The body of `workloads/<name>/explanation`.
+pub fn explanation(version: &str, namespace: &str, name: &str, x: &Explanation) -> Value {
+    let mut body = json!({
+        "kind": EXPLANATION,
+        "apiVersion": format!("{GROUP}/{version}"),
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    if let (Some(b), Ok(Value::Object(fields))) = (body.as_object_mut(), serde_json::to_value(x)) {
+        b.extend(fields);
+    }
+    body
+}
+
 /// Answers an authorised request from `snapshot` (`None`: this replica
 /// keeps no queues).
+/// `explained`: the engine's explanation, for [`Route::Explanation`]
+/// (`None`: the engine does not know the Workload).
 pub fn answer(
     route: &Route,
     query: Option<&str>,
     snapshot: Option<&Snapshot>,
+    explained: Option<&Explanation>,
 ) -> Result<Value, Error> {
     let queues = || {
         snapshot.ok_or_else(|| {
@@ -464,6 +515,20 @@ pub fn answer(
                 version,
                 &local_queue(queues()?, namespace, name, o)?,
             ))
+        }
+        Route::Explanation {
+            version,
+            namespace,
+            name,
+        } => {
+            queues()?;
+            match explained {
+                Some(x) => Ok(explanation(version, namespace, name, x)),
+                None => Err(Error::NotFound {
+                    kind: "workloads",
+                    name: name.clone(),
+                }),
+            }
         }
     }
 }
@@ -679,6 +744,16 @@ mod tests {
             })
         );
         assert_eq!(
+            Route::parse(
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/explanation"
+            ),
+            Some(Route::Explanation {
+                version: "v1beta2",
+                namespace: "ns".into(),
+                name: "wl".into()
+            })
+        );
+        assert_eq!(
             Route::parse("/apis/visibility.kueue.x-k8s.io/"),
             Some(Route::Group)
         );
@@ -719,10 +794,13 @@ mod tests {
                 "clusterqueues",
                 "clusterqueues/pendingworkloads",
                 "localqueues",
-                "localqueues/pendingworkloads"
+                "localqueues/pendingworkloads",
+                "workloads",
+                "workloads/explanation",
             ]
         );
         assert_eq!(r["resources"][3]["namespaced"], true);
+        assert_eq!(r["resources"][5]["kind"], EXPLANATION);
         assert_eq!(r["resources"][1]["verbs"], json!(["get"]));
         assert_eq!(groups()["groups"][0]["name"], GROUP);
     }
@@ -733,11 +811,11 @@ mod tests {
             "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq/pendingworkloads",
         )
         .unwrap();
-        assert_eq!(answer(&r, None, None).unwrap_err().code(), 503);
-        assert!(answer(&Route::Group, None, None).is_ok());
+        assert_eq!(answer(&r, None, None, None).unwrap_err().code(), 503);
+        assert!(answer(&Route::Group, None, None, None).is_ok());
         let s = snapshot();
         assert_eq!(
-            answer(&r, Some("limit=2"), Some(&s)).unwrap()["items"][1]["metadata"]["name"],
+            answer(&r, Some("limit=2"), Some(&s), None).unwrap()["items"][1]["metadata"]["name"],
             "a-old"
         );
     }

@@ -363,7 +363,8 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
         return respond(405, e);
     }
     let query = req.uri().query();
-    if let Some((resource, namespace, name)) = route.attributes() {
+    let mut caller = None;
+    if let Some((resource, subresource, namespace, name)) = route.attributes() {
         let fp = sh.front_proxy.load();
         let Some(user) = fp
             .as_ref()
@@ -372,19 +373,18 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
         else {
             return refuse(Error::Unauthorized("Unauthorized".into()));
         };
-        let version = match &route {
-            Route::ClusterQueue { version, .. } | Route::LocalQueue { version, .. } => *version,
-            _ => "",
-        };
+        let version = route.version().unwrap_or_default();
         let username = user.username.clone();
+        let user = Arc::new(user);
+        caller = Some(user.clone());
         let check = Check {
-            user: Arc::new(user),
+            user: user.clone(),
             attributes: ResourceAttributes {
                 verb: "get".into(),
                 group: visibility::GROUP.into(),
                 version: version.into(),
                 resource: resource.into(),
-                subresource: "pendingworkloads".into(),
+                subresource: subresource.into(),
                 namespace: namespace.into(),
                 name: name.into(),
             },
@@ -401,13 +401,57 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
             }
         }
     }
-    let snapshot = match route.attributes() {
-        Some(_) => sh.positions.fresh(FRESH_WITHIN).await,
-        None => None,
+    let (snapshot, explained) = match &route {
+        Route::Explanation {
+            namespace, name, ..
+        } => match sh.positions.explain(namespace, name, FRESH_WITHIN).await {
+            Ok(mut x) => {
+                if let (Some(e), Some(user)) = (x.as_mut(), caller) {
+                    others_hidden(sh, user, namespace, e).await;
+                }
+                (sh.positions.current(), x)
+            }
+            // No queues here, or no answer in time: unavailable.
+            Err(()) => (None, None),
+        },
+        _ if route.attributes().is_some() => (sh.positions.fresh(FRESH_WITHIN).await, None),
+        _ => (None, None),
     };
-    match visibility::answer(&route, query, snapshot.as_deref()) {
+    match visibility::answer(&route, query, snapshot.as_deref(), explained.as_ref()) {
         Ok(v) => respond(200, v),
         Err(e) => refuse(e),
+    }
+}
+
+/// Names workloads of other namespaces only to a caller who may read the
+/// ClusterQueue's pending workloads (`clusterqueues/pendingworkloads`).
+async fn others_hidden(
+    sh: &Shared,
+    user: Arc<Identity>,
+    namespace: &str,
+    x: &mut crate::queueing::Explanation,
+) {
+    let Some(cq) = x
+        .cluster_queue
+        .clone()
+        .filter(|_| x.names_others(namespace))
+    else {
+        return;
+    };
+    let check = Check {
+        user,
+        attributes: ResourceAttributes {
+            verb: "get".into(),
+            group: visibility::GROUP.into(),
+            version: visibility::VERSIONS[0].into(),
+            resource: "clusterqueues".into(),
+            subresource: "pendingworkloads".into(),
+            namespace: String::new(),
+            name: cq,
+        },
+    };
+    if !matches!(sh.sar.check(check).await, Ok(Outcome::Allowed)) {
+        x.redact(namespace);
     }
 }
 

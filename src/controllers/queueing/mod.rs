@@ -580,6 +580,11 @@ impl Controller {
                             c.sync_jobless();
                         }
                     }
+                    if c.started {
+                        for (namespace, name, answer) in c.visibility.questions() {
+                            let _ = answer.send(c.engine.explain(&namespace, &name));
+                        }
+                    }
                     if c.started && c.visibility.wanted() {
                         c.visibility.publish(crate::queueing::visibility::Snapshot::of(&c.engine));
                     }

@@ -73,7 +73,7 @@ impl Engine {
         checks::for_workload(&strategy, &all, Some(&assigned))
     }
 
-    fn cq_flavor_set(&self, cq: &str) -> BTreeSet<String> {
+    pub(super) fn cq_flavor_set(&self, cq: &str) -> BTreeSet<String> {
         self.cluster_queues
             .get(cq)
             .map(|q| q.flavor_names().into_iter().map(str::to_string).collect())

@@ -193,7 +193,12 @@ impl Engine {
         cycle
     }
 
-    fn nominate(&self, snap: &mut QuotaTree, cq_name: String, order: QueueOrder) -> Entry {
+    pub(super) fn nominate(
+        &self,
+        snap: &mut QuotaTree,
+        cq_name: String,
+        order: QueueOrder,
+    ) -> Entry {
         let rec = &self.workloads[&*order.key];
         let cq = &self.cluster_queues[&cq_name];
         if !self.namespace_selected(cq, &rec.wl.namespace) {
@@ -559,7 +564,7 @@ fn fits_without<'a>(
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Requeue {
+pub(super) enum Requeue {
     /// Back in the queue at once (it may fit next cycle).
     Immediately,
     /// Back at once and first: its preemptions are under way (BestEffortFIFO).
@@ -571,7 +576,7 @@ enum Requeue {
 }
 
 #[derive(Debug)]
-enum Outcome {
+pub(super) enum Outcome {
     Undecided,
     Admitted,
     Pending {
@@ -586,10 +591,10 @@ pub(super) struct Entry {
     pub(super) cq: String,
     pub(super) order: QueueOrder,
     pub(super) assignment: Option<Assignment>,
-    targets: Vec<Target>,
+    pub(super) targets: Vec<Target>,
     /// The admitted slice this entry replaces (see `replaced_slice`).
     replaces: Option<Replaced>,
-    outcome: Outcome,
+    pub(super) outcome: Outcome,
 }
 
 /// An admitted workload slice a pending one replaces: its key, the quota

@@ -12,6 +12,7 @@ use crate::queueing::{
 };
 
 mod checks_cases;
+mod explain_cases;
 mod slice_cases;
 
 const NS: &str = "ns";
