@@ -626,11 +626,18 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                     .as_ref()
                     .and_then(|a| a.settings().ok()),
                 cfg.claims().unwrap_or_default(),
+                // Validated when the file was read.
+                cfg.appwrapper.operator().unwrap_or_default(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {
             info!("admission: external — Workloads are admitted by an upstream Kueue; only the AppWrapper controller runs here (no Workloads, no queueing, no job reconcilers)");
-            tokio::spawn(controllers::run_external(fenced, e, prescaler.clone()));
+            tokio::spawn(controllers::run_external(
+                fenced,
+                e,
+                prescaler.clone(),
+                cfg.appwrapper.operator().unwrap_or_default(),
+            ));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),
     }

@@ -78,6 +78,7 @@ pub async fn run(
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -93,6 +94,7 @@ pub async fn run(
         fair_sharing,
         admission_fair_sharing,
         claims,
+        aw_config,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -115,6 +117,7 @@ async fn reconcilers(
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
@@ -133,7 +136,7 @@ async fn reconcilers(
     tokio::spawn(check_states::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
-    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
+    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,
     // woken by the job controllers' one Workload watch.
     let mut gated = Vec::new();
@@ -189,10 +192,17 @@ pub async fn run_external(
     client: Client,
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
-    appwrapper::run(context::Shared::without_kueue(client), none, false).await;
+    appwrapper::run(
+        context::Shared::without_kueue(client),
+        none,
+        false,
+        aw_config,
+    )
+    .await;
 }
