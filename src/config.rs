@@ -632,6 +632,9 @@ impl<'de> Deserialize<'de> for GoDurationConfig {
         #[serde(untagged)]
         enum Raw {
             Nanos(i64),
+            // A tool that reads numbers as float64 (Helm's values) may
+            // write large ones with an exponent: `9e+10`.
+            Float(f64),
             Text(String),
         }
         match Raw::deserialize(d).map_err(|_| {
@@ -640,6 +643,12 @@ impl<'de> Deserialize<'de> for GoDurationConfig {
             )
         })? {
             Raw::Nanos(n) => Ok(GoDurationConfig(GoDuration(n))),
+            Raw::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Ok(GoDurationConfig(GoDuration(f as i64)))
+            }
+            Raw::Float(f) => Err(serde::de::Error::custom(format!(
+                "{f} is not a whole number of nanoseconds"
+            ))),
             Raw::Text(t) => GoDuration::parse(&t)
                 .map(GoDurationConfig)
                 .map_err(serde::de::Error::custom),
@@ -715,7 +724,10 @@ impl AppWrapperConfig {
             (&mut ft.warmup_grace_period, f.warmup_grace_period),
             (&mut ft.failure_grace_period, f.failure_grace_period),
             (&mut ft.retry_pause_period, f.reset_pause),
-            (&mut ft.forceful_deletion_grace_period, f.deletion_grace_period),
+            (
+                &mut ft.forceful_deletion_grace_period,
+                f.deletion_grace_period,
+            ),
             (&mut ft.grace_period_maximum, f.grace_period_ceiling),
             (&mut ft.success_ttl, f.success_ttl_ceiling),
         ] {
@@ -1054,6 +1066,19 @@ mod tests {
         assert_eq!(ft.retry_pause_period, GoDuration::from_secs(5));
         assert_eq!(ft.retry_limit, 0);
         assert_eq!(ft.warmup_grace_period, GoDuration::from_secs(150));
+        let helm = Config::parse(
+            "c.yaml",
+            "appwrapper:\n  faultTolerance:\n    resetPause: 9.0e+10\n",
+        )
+        .unwrap();
+        assert_eq!(
+            helm.appwrapper
+                .operator()
+                .unwrap()
+                .fault_tolerance
+                .retry_pause_period,
+            GoDuration::from_secs(90)
+        );
         assert_eq!(ft.admission_grace_period, GoDuration::from_mins(1));
         // An empty list takes the GPU taints away.
         let none = Config::parse(
@@ -1083,8 +1108,10 @@ mod tests {
             err("appwrapper:\n  faultTolerance:\n    successTTLCeiling: 0\n"),
             "c.yaml: appwrapper.faultTolerance: invalid appwrapper config: SuccessTTL 0s is not a positive duration"
         );
-        assert!(err("appwrapper:\n  faultTolerance:\n    resetPause: 90 seconds\n")
-            .contains("time: unknown unit"));
+        assert!(
+            err("appwrapper:\n  faultTolerance:\n    resetPause: 90 seconds\n")
+                .contains("time: unknown unit")
+        );
         assert!(err("appwrapper:\n  autopilot:\n    preferNoScheduleWeight: 0\n")
             .contains("appwrapper.autopilot.preferNoScheduleWeight: Invalid value: 0: must be in the range 1-100"));
         assert!(err("appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu: [{key: k, value: v, effect: Evict}]\n")

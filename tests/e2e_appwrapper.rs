@@ -648,8 +648,12 @@ fn cq_quota(c: &LocalCluster, name: &str) -> Option<(Vec<String>, Vec<String>, i
         let mut out = Vec::new();
         for f in cq["status"][key].as_array().into_iter().flatten() {
             for r in f["resources"].as_array().into_iter().flatten() {
-                out.push(format!("{}/{}={}", f["name"].as_str().unwrap_or(""),
-                    r["name"].as_str().unwrap_or(""), r["total"].as_str().unwrap_or("")));
+                out.push(format!(
+                    "{}/{}={}",
+                    f["name"].as_str().unwrap_or(""),
+                    r["name"].as_str().unwrap_or(""),
+                    r["total"].as_str().unwrap_or("")
+                ));
             }
         }
         out
@@ -697,7 +701,10 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
             get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
         });
     }
-    apply(c, &flavor("aw-gpu-pool", json!({"e2e-pool": "aw-autopilot"})));
+    apply(
+        c,
+        &flavor("aw-gpu-pool", json!({"e2e-pool": "aw-autopilot"})),
+    );
     apply(
         c,
         &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
@@ -753,7 +760,12 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
     let before = wait_for(WAIT, "the ClusterQueue's usage reported", || {
         cq_quota(c, "aw-gpu-cq").filter(|q| q.3 == 1 && !q.1.is_empty())
     });
-    assert!(before.0.contains(&"aw-gpu-pool/nvidia.com/gpu=1".to_string()), "{before:?}");
+    assert!(
+        before
+            .0
+            .contains(&"aw-gpu-pool/nvidia.com/gpu=1".to_string()),
+        "{before:?}"
+    );
 
     // Sample the quota and the Workload from now until Running again.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -782,13 +794,16 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
         None,
     );
     assert!(ok, "{out}{err}");
-    let unhealthy = wait_for(WAIT, "the AppWrapper Unhealthy with AutopilotNoExecute", || {
-        aw(c, &ns, "gpu-train").filter(|a| {
-            condition(a, "Unhealthy").is_some_and(|u| {
-                u["status"] == "True" && u["reason"] == "AutopilotNoExecute"
+    let unhealthy = wait_for(
+        WAIT,
+        "the AppWrapper Unhealthy with AutopilotNoExecute",
+        || {
+            aw(c, &ns, "gpu-train").filter(|a| {
+                condition(a, "Unhealthy")
+                    .is_some_and(|u| u["status"] == "True" && u["reason"] == "AutopilotNoExecute")
             })
-        })
-    });
+        },
+    );
     let u = condition(&unhealthy, "Unhealthy").unwrap();
     assert_eq!(
         u["message"],
@@ -803,13 +818,17 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
     assert!(after < Duration::from_secs(30), "{after:?}");
 
     // Evacuated: a new pod, on the healthy node, and Running again.
-    let second = wait_for(WAIT, "the pod recreated and running on the healthy node", || {
-        let ps = pods(c, &ns, "gpu-train");
-        (ps.len() == 1
-            && ps[0]["metadata"]["uid"] != first["metadata"]["uid"]
-            && ps[0]["status"]["phase"] == "Running")
-            .then(|| ps[0].clone())
-    });
+    let second = wait_for(
+        WAIT,
+        "the pod recreated and running on the healthy node",
+        || {
+            let ps = pods(c, &ns, "gpu-train");
+            (ps.len() == 1
+                && ps[0]["metadata"]["uid"] != first["metadata"]["uid"]
+                && ps[0]["status"]["phase"] == "Running")
+                .then(|| ps[0].clone())
+        },
+    );
     assert_eq!(second["spec"]["nodeName"], good.as_str(), "{second}");
     let paused = time_at(&second, "/metadata/creationTimestamp").duration_since(noticed);
     eprintln!("recreated {paused:?} after Unhealthy (resetPause 3s)");
@@ -824,7 +843,11 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
                 && condition(a, "Unhealthy").is_some_and(|u| u["status"] == "False")
         })
     });
-    assert_eq!(a["status"]["resettingCount"].as_i64().unwrap_or(0), 0, "{a}");
+    assert_eq!(
+        a["status"]["resettingCount"].as_i64().unwrap_or(0),
+        0,
+        "{a}"
+    );
     assert_eq!(pods(c, &ns, "gpu-train").len(), 1);
 
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -838,12 +861,20 @@ fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
         if let Some(q) = q {
             assert_eq!(q, &before, "the ClusterQueue's quota changed: {seen:?}");
         }
-        assert_eq!(wl, &Some((true, true)), "the Workload lost its quota: {seen:?}");
+        assert_eq!(
+            wl,
+            &Some((true, true)),
+            "the Workload lost its quota: {seen:?}"
+        );
     }
     assert_eq!(cq_quota(c, "aw-gpu-cq"), Some(before));
 
     // The node healed: Autopilot relabels it.
-    let _ = kubectl(c, &["label", "node", &bad, "autopilot.ibm.com/gpuhealth-"], None);
+    let _ = kubectl(
+        c,
+        &["label", "node", &bad, "autopilot.ibm.com/gpuhealth-"],
+        None,
+    );
 }
 
 /// The configuration's `faultTolerance.resetPause` (3 s here) replaces
@@ -868,7 +899,10 @@ fn the_configured_reset_pause_replaces_upstreams_default() {
     let resetting = wait_for(WAIT, "the AppWrapper Resetting", || {
         aw(c, &ns, "paused").filter(|a| a["status"]["phase"] == "Resetting")
     });
-    let unhealthy = time_at(condition(&resetting, "Unhealthy").unwrap(), "/lastTransitionTime");
+    let unhealthy = time_at(
+        condition(&resetting, "Unhealthy").unwrap(),
+        "/lastTransitionTime",
+    );
     wait_for(WAIT, "the AppWrapper Failed after its one retry", || {
         aw(c, &ns, "paused").filter(|a| a["status"]["phase"] == "Failed")
     });
@@ -882,7 +916,14 @@ fn the_configured_reset_pause_replaces_upstreams_default() {
     );
     let (ok, out, err) = kubectl(
         c,
-        &["delete", "appwrappers.workload.codeflare.dev", "paused", "-n", &ns, "--wait=false"],
+        &[
+            "delete",
+            "appwrappers.workload.codeflare.dev",
+            "paused",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
         None,
     );
     assert!(ok, "{out}{err}");

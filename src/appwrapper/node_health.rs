@@ -259,7 +259,10 @@ mod tests {
         &'static [(&'static str, &'static [&'static str])],
     );
 
-    fn keys<V>(m: &BTreeMap<String, V>, f: impl Fn(&V) -> Vec<String>) -> Vec<(String, Vec<String>)> {
+    fn keys<V>(
+        m: &BTreeMap<String, V>,
+        f: impl Fn(&V) -> Vec<String>,
+    ) -> Vec<(String, Vec<String>)> {
         m.iter().map(|(k, v)| (k.clone(), f(v))).collect()
     }
 
@@ -421,7 +424,10 @@ mod tests {
         // no fpga capacity: nothing unschedulable to report
         assert!(health.no_schedule().is_empty());
         assert_eq!(
-            health.no_execute_of(["n", "other"]).keys().collect::<Vec<_>>(),
+            health
+                .no_execute_of(["n", "other"])
+                .keys()
+                .collect::<Vec<_>>(),
             ["n"]
         );
     }

@@ -561,7 +561,9 @@ async fn watch_nodes(
                     }
                 }
                 // Their periodic check (a minute at most) finds the node.
-                Err(e) => warn!(%node, error = %e, "listing the AppWrapper pods on a NoExecute node"),
+                Err(e) => {
+                    warn!(%node, error = %e, "listing the AppWrapper pods on a NoExecute node")
+                }
             }
         }
     }
@@ -1035,21 +1037,51 @@ mod tests {
         let health = RwLock::new(NodeHealth::default());
         let mut listed = None;
         let apply = |n: Node| watcher::Event::Apply(n);
-        assert!(!node_event(&ap, &health, apply(node("gpu-1", None)), &mut listed));
-        assert!(!node_event(&ap, &health, apply(node("gpu-1", Some("WARN"))), &mut listed));
-        assert!(node_event(&ap, &health, apply(node("gpu-1", Some("EVICT"))), &mut listed));
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", None)),
+            &mut listed
+        ));
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("WARN"))),
+            &mut listed
+        ));
+        assert!(node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("EVICT"))),
+            &mut listed
+        ));
         let refs = appwrappers_on(&client, "gpu-1").await.unwrap();
-        assert!(!node_event(&ap, &health, apply(node("gpu-1", Some("EVICT"))), &mut listed));
-        let lines: Vec<String> = script.lock().unwrap().iter().map(|r| r.line.clone()).collect();
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("EVICT"))),
+            &mut listed
+        ));
+        let lines: Vec<String> = script
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.line.clone())
+            .collect();
         assert_eq!(
             lines,
             ["GET /api/v1/pods?&fieldSelector=spec.nodeName%3Dgpu-1&labelSelector=workload.codeflare.dev%2Fappwrapper"]
         );
-        let names: Vec<(String, Option<String>)> =
-            refs.iter().map(|r| (r.name.clone(), r.namespace.clone())).collect();
+        let names: Vec<(String, Option<String>)> = refs
+            .iter()
+            .map(|r| (r.name.clone(), r.namespace.clone()))
+            .collect();
         assert_eq!(
             names,
-            [("train".into(), Some("a".into())), ("serve".into(), Some("b".into()))]
+            [
+                ("train".into(), Some("a".into())),
+                ("serve".into(), Some("b".into()))
+            ]
         );
         assert_eq!(
             health.read().unwrap().no_execute_of(["gpu-1"]).len(),
@@ -1058,8 +1090,18 @@ mod tests {
         );
         // A relist without the node forgets it.
         assert!(!node_event(&ap, &health, watcher::Event::Init, &mut listed));
-        assert!(!node_event(&ap, &health, watcher::Event::InitApply(node("gpu-2", None)), &mut listed));
-        assert!(!node_event(&ap, &health, watcher::Event::InitDone, &mut listed));
+        assert!(!node_event(
+            &ap,
+            &health,
+            watcher::Event::InitApply(node("gpu-2", None)),
+            &mut listed
+        ));
+        assert!(!node_event(
+            &ap,
+            &health,
+            watcher::Event::InitDone,
+            &mut listed
+        ));
         assert!(health.read().unwrap().no_execute().is_empty());
     }
 
