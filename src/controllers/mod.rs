@@ -27,8 +27,8 @@
 //!   (`kueue.x-k8s.io/provisioning-request`): the check's `Active`
 //!   condition, a ProvisioningRequest per Workload and attempt, the check's
 //!   state from the request's conditions.
-//! - [`appwrapper`]: the AppWrapper lifecycle (and Autopilot's Node watch); [`prescale`]: the
-//!   PreScaledCronJob's generated CronJobs.
+//! - [`appwrapper`]: the AppWrapper lifecycle and Autopilot's Node watch;
+//!   [`prescale`]: the PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
 //!   (our own Workload writes checked as the webhook would), [`events`],
 //!   [`lease`] (leader election and fencing), [`fault`] (crashes on
