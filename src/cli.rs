@@ -628,6 +628,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 cfg.claims().unwrap_or_default(),
                 // Validated when the file was read.
                 cfg.appwrapper.operator().unwrap_or_default(),
+                metrics.prescale.clone(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {
@@ -637,6 +638,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 e,
                 prescaler.clone(),
                 cfg.appwrapper.operator().unwrap_or_default(),
+                metrics.prescale.clone(),
             ));
         }
         (None, _) => info!("--no-cluster: no reconciler runs"),

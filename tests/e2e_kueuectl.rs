@@ -1327,3 +1327,244 @@ fn normalize_keeps_the_layout_and_masks_times() {
         "Client Version: {version}\n"
     );
 }
+
+/// `-o jsonpath|go-template|custom-columns` print what `kubectl get` prints
+/// for the same objects, byte for byte, for each kind `list` shows.
+#[test]
+fn templates_print_as_kubectl_get() {
+    use support::e2e::kubectl;
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-kctl-tmpl");
+    let sel = "kctl.tmpl/set=yes";
+    let labels = json!({"kctl.tmpl/set": "yes"});
+    for (name, cohort) in [("kctl-tmpl-a", Some("kctl-tmpl-co")), ("kctl-tmpl-b", None)] {
+        let mut cq = json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
+                "flavors": [{"name": "kctl-tmpl-rf", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}});
+        if let Some(co) = cohort {
+            cq["spec"]["cohortName"] = json!(co);
+        }
+        apply(c, &cq.to_string());
+    }
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "kctl-tmpl-rf", "labels": labels},
+        "spec": {"nodeLabels": {"tier": "a"}}})
+        .to_string(),
+    );
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": "kctl-tmpl-rf2", "labels": labels}})
+        .to_string(),
+    );
+    for (lq, cq) in [("lq-a", "kctl-tmpl-a"), ("lq-b", "kctl-tmpl-b")] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": lq, "namespace": ns, "labels": labels},
+            "spec": {"clusterQueue": cq}})
+            .to_string(),
+        );
+    }
+    for wl in ["wl-a", "wl-b"] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": wl, "namespace": ns, "labels": labels},
+            "spec": {"queueName": "lq-a", "podSets": [{"name": "main", "count": 1,
+                "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox",
+                        "resources": {"requests": {"cpu": "100m"}}}]}}}]}})
+            .to_string(),
+        );
+    }
+    let templates = [
+        "jsonpath={.items[*].metadata.name}",
+        "jsonpath={range .items[*]}{.metadata.name}{\"\\t\"}{.spec.cohortName}{\"\\n\"}{end}",
+        "jsonpath={.items[?(@.metadata.name==\"kctl-tmpl-a\")].spec.cohortName}{.items[?(@.metadata.name==\"lq-b\")].spec}",
+        "jsonpath={.items[0:1].metadata.labels.kctl\\.tmpl/set} {.items[-1].metadata.name} {.items[*].spec.nope}",
+        "jsonpath={.items[*]['metadata.name']}{..clusterQueue}",
+        "jsonpath-as-json={.items[*].metadata.name}",
+        "go-template={{range .items}}{{.metadata.name}}{{if .spec.cohortName}} cohort={{.spec.cohortName}}{{else}} none{{end}}{{\"\\n\"}}{{end}}",
+        "go-template={{range $i, $x := .items}}{{printf \"%d:%s %v|%5.1f\\n\" $i $x.metadata.name $x.metadata.labels 2.25}}{{end}}",
+        "go-template={{len .items}} {{range .items -}} {{.metadata.missing}}|{{index .metadata.labels \"kctl.tmpl/set\"}} {{- end}}",
+        "go-template={{range .items}}{{with .spec}}{{.nodeLabels}}{{.clusterQueue}}{{end}};{{end}}",
+        "custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName,set:{.metadata.labels.kctl\\.tmpl/set},QUEUE:spec.queueName",
+    ];
+    let kinds: [(&str, &[&str], &[&str]); 4] = [
+        (
+            "clusterqueues.kueue.x-k8s.io",
+            &[],
+            &["list", "clusterqueue"],
+        ),
+        (
+            "resourceflavors.kueue.x-k8s.io",
+            &[],
+            &["list", "resourceflavor"],
+        ),
+        (
+            "localqueues.kueue.x-k8s.io",
+            &["-n", &ns],
+            &["list", "localqueue"],
+        ),
+        (
+            "workloads.kueue.x-k8s.io",
+            &["-n", &ns],
+            &["list", "workload"],
+        ),
+    ];
+    for (resource, scope, list) in kinds {
+        let mut printed = 0;
+        for t in templates {
+            let mut kargs = vec!["get", resource, "-l", sel, "-o", t];
+            kargs.extend_from_slice(scope);
+            let (kok, want, kerr) = kubectl(c, &kargs, None);
+            assert!(kok, "kubectl {kargs:?}: {kerr}");
+            let mut pargs = list.to_vec();
+            pargs.extend_from_slice(scope);
+            pargs.extend(["-l", sel, "-o", t]);
+            let got = ok(c, &pargs);
+            assert_eq!(got, want, "kubectl kueue {pargs:?} vs kubectl {kargs:?}");
+            printed += usize::from(!got.is_empty());
+        }
+        assert!(
+            printed >= 9,
+            "{resource}: only {printed} templates printed anything"
+        );
+        // A missing key with --allow-missing-template-keys=false fails as kubectl's.
+        let t = "jsonpath={.items[*].nope}";
+        let mut kargs = vec![
+            "get",
+            resource,
+            "-l",
+            sel,
+            "-o",
+            t,
+            "--allow-missing-template-keys=false",
+        ];
+        kargs.extend_from_slice(scope);
+        let (kok, _, kerr) = kubectl(c, &kargs, None);
+        let mut pargs = list.to_vec();
+        pargs.extend_from_slice(scope);
+        pargs.extend(["-l", sel, "-o", t, "--allow-missing-template-keys=false"]);
+        let (pok, _, perr) = kueue(c, &pargs, None);
+        assert!(!kok && !pok);
+        let first = "error executing jsonpath \"{.items[*].nope}\": Error executing template: nope is not found. Printing more information for debugging the template:\n\ttemplate was:\n\t\t{.items[*].nope}\n";
+        assert!(kerr.starts_with(&format!("error: {first}")), "{kerr}");
+        assert!(perr.starts_with(&format!("Error: {first}")), "{perr}");
+        let t = "go-template={{range .items}}{{.nope}}{{end}}";
+        let mut kargs = vec![
+            "get",
+            resource,
+            "-l",
+            sel,
+            "-o",
+            t,
+            "--allow-missing-template-keys=false",
+        ];
+        kargs.extend_from_slice(scope);
+        let (_, kout, kerr) = kubectl(c, &kargs, None);
+        let mut pargs = list.to_vec();
+        pargs.extend_from_slice(scope);
+        pargs.extend(["-l", sel, "-o", t, "--allow-missing-template-keys=false"]);
+        let (_, pout, perr) = kueue(c, &pargs, None);
+        let msg = "error executing template \"{{range .items}}{{.nope}}{{end}}\": template: output:1:18: executing \"output\" at <.nope>: map has no entry for key \"nope\"\n";
+        assert!(kerr.ends_with(msg) && perr.ends_with(msg), "{kerr}\n{perr}");
+        let head = |s: &str| s.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(head(&pout), head(&kout));
+    }
+    // create/stop/resume print through the same printers.
+    let out = ok(
+        c,
+        &[
+            "-n",
+            &ns,
+            "stop",
+            "localqueue",
+            "lq-b",
+            "-o",
+            "jsonpath={.metadata.name} {.spec.stopPolicy}",
+        ],
+    );
+    assert_eq!(out, "lq-b HoldAndDrain");
+    let out = ok(
+        c,
+        &[
+            "-n",
+            &ns,
+            "resume",
+            "localqueue",
+            "lq-b",
+            "--template",
+            "{{.spec.stopPolicy}}",
+        ],
+    );
+    assert_eq!(out, "None");
+    let out = ok(
+        c,
+        &[
+            "create",
+            "rf",
+            "kctl-tmpl-rf3",
+            "-o",
+            "go-template={{.kind}}/{{.metadata.name}}",
+        ],
+    );
+    assert_eq!(out, "ResourceFlavor/kctl-tmpl-rf3");
+
+    // --as-user-extra: a service account may impersonate bob only with the
+    // extra scopes=allowed; the apiserver refuses any other value.
+    apply(
+        c,
+        &json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "kctl-imp", "namespace": ns}})
+        .to_string(),
+    );
+    apply(c, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "kctl-tmpl-imp"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["bob"]},
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["userextras/scopes"], "verbs": ["impersonate"], "resourceNames": ["allowed"]},
+            {"apiGroups": ["kueue.x-k8s.io"], "resources": ["resourceflavors"], "verbs": ["list"]}]}).to_string());
+    apply(c, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kctl-tmpl-imp"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kctl-tmpl-imp"},
+        "subjects": [{"kind": "ServiceAccount", "name": "kctl-imp", "namespace": ns},
+                     {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bob"}]}).to_string());
+    let (tok_ok, token, err) = kubectl(c, &["create", "token", "kctl-imp", "-n", &ns], None);
+    assert!(tok_ok, "{err}");
+    let token = token.trim().to_string();
+    let as_bob = |extra: &str| {
+        kueue(
+            c,
+            &[
+                "--user",
+                "kctl-nobody",
+                "--token",
+                &token,
+                "--as",
+                "bob",
+                "--as-user-extra",
+                extra,
+                "list",
+                "rf",
+                "-l",
+                sel,
+                "-o",
+                "name",
+            ],
+            None,
+        )
+    };
+    wait_for(Duration::from_secs(30), "RBAC for the impersonator", || {
+        let (ok_, out, _) = as_bob("scopes=allowed");
+        (ok_ && out.contains("kctl-tmpl-rf")).then_some(())
+    });
+    let (ok_, _, err) = as_bob("scopes=denied");
+    assert!(!ok_, "impersonating scopes=denied passed");
+    assert!(err.contains("userextras/scopes"), "{err}");
+}

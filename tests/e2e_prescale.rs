@@ -15,7 +15,10 @@
 //! - a primer scheduled a minute or two ahead creates a Job whose pod runs
 //!   on a KWOK node (a GPU one, integer GPU limits as upstream's GPU
 //!   sample), and with a queue name that Job is queued, admitted by
-//!   batchgate and started on its flavor's node.
+//!   batchgate and started on its flavor's node;
+//! - a primed pod's timings (upstream's pod controller) are scraped from
+//!   `/metrics` and told as upstream's Events, and agree with the
+//!   scheduler's Event and the kubelet's (played by the test).
 
 mod support;
 
@@ -594,4 +597,206 @@ fn a_queued_primer_job_is_suspended_admitted_and_started_by_batchgate() {
     wait_for(WAIT, "the queued Job complete", || {
         get(c, &["jobs", &name, "-n", &ns]).filter(|j| j["status"]["succeeded"] == 1)
     });
+}
+
+/// RFC 3339 for Unix seconds, as Event timestamps are written.
+fn rfc3339(unix: u64) -> String {
+    chrono::DateTime::from_timestamp(unix as i64, 0)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Whole seconds as Go's `time.Duration` prints them (`55s`, `1m0s`).
+fn go_seconds(s: u64) -> String {
+    match s {
+        0..60 => format!("{s}s"),
+        _ => format!("{}m{}s", s / 60, s % 60),
+    }
+}
+
+fn unix_of(v: &Value) -> f64 {
+    let t = chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    t.timestamp_micros() as f64 / 1e6
+}
+
+/// An Event as the kubelet writes one (core/v1, `source.component:
+/// kubelet`, the container's field path): the test plays the kubelet,
+/// which KWOK nodes do not run.
+fn kubelet_event(pod: &Value, reason: &str, field_path: &str, at: u64) -> String {
+    let meta = &pod["metadata"];
+    json!({"apiVersion": "v1", "kind": "Event",
+           "metadata": {"generateName": format!("{}.", meta["name"].as_str().unwrap()),
+                        "namespace": meta["namespace"]},
+           "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                              "namespace": meta["namespace"], "uid": meta["uid"],
+                              "fieldPath": field_path},
+           "reason": reason, "message": format!("{reason} (played by the test)"),
+           "source": {"component": "kubelet", "host": pod["spec"]["nodeName"]},
+           "firstTimestamp": rfc3339(at), "lastTimestamp": rfc3339(at),
+           "count": 1, "type": "Normal"})
+    .to_string()
+}
+
+/// Upstream's pod controller: a primed pod's four timings, read from its
+/// Events (the real kube-scheduler's `Scheduled`, and the kubelet's
+/// container events, which the test writes as the kubelet would: KWOK runs
+/// no kubelet), are scraped from `/metrics` under upstream's names and
+/// told as upstream's `Metrics` and `Debug` Events, and agree with what
+/// happened; the CronJob's creation counts in upstream's action counter.
+#[test]
+fn a_primed_pods_timings_are_scraped_and_told_as_upstream_does() {
+    let e = env();
+    let c = ready_env();
+    let ns = namespace(c, "e2e-psc-timings");
+    let action = |m: &str| {
+        sample(
+            m,
+            "prescaledcronjoboperator_cronjob_action_total",
+            &[("action", "create"), ("outcome", "success")],
+        )
+        .unwrap_or(0.0)
+    };
+    let created_before = action(&e.server.probe_get("/metrics").1);
+    let (schedule, primer_at) = soon(2, 1);
+    let run = primer_at + 60;
+    // Running long after its run, so the pod is still there to be read.
+    let pod = json!({"metadata": {"annotations": {batchgate_localcluster::POD_RUNTIME_ANNOTATION: "600s"}},
+        "spec": {"containers": [{"name": "hello", "image": "busybox"}], "restartPolicy": "Never"}});
+    let manifest = psc("timed", &ns, json!({"warmUpTimeMins": 1}), &schedule, pod);
+    create(c, &manifest);
+    wait_for(WAIT, "autogen-timed", || cronjob(c, &ns, "autogen-timed"));
+    let created_after = action(&e.server.probe_get("/metrics").1);
+    assert!(
+        created_after > created_before,
+        "the CronJob's creation counted: {created_before} → {created_after}"
+    );
+    let until = Duration::from_secs(primer_at.saturating_sub(unix_now()) + 120);
+    let job = wait_for(until, "the primer's Job", || {
+        primed_job(c, &ns, "autogen-timed")
+    });
+    let job_name = job["metadata"]["name"].as_str().unwrap().to_string();
+    let pod = wait_for(WAIT, "the primed pod bound to a node", || {
+        pod_of(c, &ns, &job_name).filter(|p| p["spec"]["nodeName"].is_string())
+    });
+    let pod_name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let created = unix_of(&pod["metadata"]["creationTimestamp"]) as u64;
+    // The kubelet: the wait container starts a second after creation; at
+    // the run, the workload's image is pulled and it starts 2 s later.
+    create(
+        c,
+        &kubelet_event(
+            &pod,
+            "Started",
+            &format!("spec.initContainers{{{INIT}}}"),
+            created + 1,
+        ),
+    );
+    let now = unix_now();
+    if now < run + 3 {
+        std::thread::sleep(Duration::from_secs(run + 3 - now));
+    }
+    create(
+        c,
+        &kubelet_event(&pod, "Pulling", "spec.containers{hello}", run + 1),
+    );
+    create(
+        c,
+        &kubelet_event(&pod, "Started", "spec.containers{hello}", run + 3),
+    );
+
+    // What happened, from the cluster: the scheduler's own Event.
+    let scheduled = wait_for(WAIT, "the scheduler's Scheduled event", || {
+        get(
+            c,
+            &[
+                "events",
+                "-n",
+                &ns,
+                "--field-selector",
+                &format!("involvedObject.name={pod_name},reason=Scheduled"),
+            ],
+        )?["items"]
+            .as_array()?
+            .first()
+            .cloned()
+    });
+    let at = ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .find(|k| scheduled[**k].is_string())
+        .map(|k| unix_of(&scheduled[*k]))
+        .expect("the Scheduled event has a time");
+    let created_exact = unix_of(&pod["metadata"]["creationTimestamp"]);
+    let to_schedule = at - created_exact;
+    assert!(
+        (0.0..60.0).contains(&to_schedule),
+        "scheduled {to_schedule} s after creation: {scheduled}"
+    );
+    let expected = [
+        ("time_to_schedule", to_schedule),
+        ("time_init_container_ran", (run - created) as f64),
+        ("time_to_start_workload", 2.0),
+        ("time_delay_of_workload", 3.0),
+    ];
+    let labels = [
+        ("prescalecron", "timed"),
+        ("nodepool", "noneset"),
+        ("durationtype", "late"),
+    ];
+    let metrics = wait_for(WAIT, "the four timings on /metrics", || {
+        let (_, m) = e.server.probe_get("/metrics");
+        expected
+            .iter()
+            .all(|(n, _)| {
+                sample(
+                    &m,
+                    &format!("prescalecronjoboperator_cronjob_{n}_count"),
+                    &labels,
+                ) == Some(1.0)
+            })
+            .then_some(m)
+    });
+    for (n, secs) in expected {
+        let sum = sample(
+            &metrics,
+            &format!("prescalecronjoboperator_cronjob_{n}_sum"),
+            &labels,
+        )
+        .unwrap();
+        assert!((sum - secs).abs() < 0.01, "{n}: {sum} s, happened {secs} s");
+    }
+    // Told as upstream tells them: one Metrics Event per timing, then Debug.
+    let told = wait_for(WAIT, "the Metrics and Debug events", || {
+        let ev = events_of(c, &ns, "PreScaledCronJob", "timed");
+        let metrics: Vec<String> = ev
+            .iter()
+            .filter(|(r, _)| r == "Metrics")
+            .map(|(_, m)| m.clone())
+            .collect();
+        (metrics.len() == 4 && ev.iter().any(|(r, _)| r == "Debug")).then_some((metrics, ev))
+    });
+    let (metrics_events, all) = told;
+    for (name, secs) in [
+        ("timeInitContainerRan", go_seconds(run - created)),
+        ("timeToStartWorkload", "2s".into()),
+        ("timeDelayOfWorkload", "3s".into()),
+    ] {
+        let want = format!("Event {name} took {secs} on pod {pod_name}");
+        assert!(
+            metrics_events.contains(&want),
+            "{want} in {metrics_events:?}"
+        );
+    }
+    assert!(
+        metrics_events
+            .iter()
+            .any(|m| m.starts_with("Event timeToSchedule took ") && m.ends_with(&pod_name)),
+        "{metrics_events:?}"
+    );
+    assert!(
+        all.contains(&(
+            "Debug".into(),
+            "Metrics calculated for PrescaleCronJob invocation.".into()
+        )),
+        "{all:?}"
+    );
 }

@@ -197,7 +197,8 @@ fn rbac_covers_every_shipped_policy() {
 }
 
 /// The PreScaledCronJob controller reads PreScaledCronJobs, writes their
-/// status, and creates, watches and replaces their CronJobs.
+/// status, and creates, watches and replaces their CronJobs; its pod
+/// controller watches the primed pods and lists their Events.
 #[test]
 fn rbac_covers_the_prescaledcronjob_controller() {
     let grants = cluster_role_grants();
@@ -223,6 +224,8 @@ fn rbac_covers_the_prescaledcronjob_controller() {
             &["get", "list", "watch", "create", "update"][..],
         ),
         ("events.k8s.io", "events", &["create", "patch"][..]),
+        ("", "pods", &["list", "watch"][..]),
+        ("", "events", &["list"][..]),
     ] {
         for verb in verbs {
             assert!(

@@ -40,6 +40,16 @@ pub fn params() -> PatchParams {
     }
 }
 
+/// What a PreScaledCronJob controller's pass (the CronJob's or the primed
+/// pods') can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum PrescaleError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("encoding: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum JobError {
     #[error(transparent)]

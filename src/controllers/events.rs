@@ -228,38 +228,52 @@ async fn sink(
 /// Creates the event; its name if it landed.
 async fn create(client: &Client, o: &Occurrence, now: Timestamp, instance: &str) -> Option<String> {
     let (namespace, name) = split(&o.regarding);
-    let event_name = format!("{name}.{:x}", now.as_nanosecond());
-    let ev = KEvent {
+    let regarding = ObjectReference {
+        api_version: Some("kueue.x-k8s.io/v1beta2".into()),
+        kind: Some("Workload".into()),
+        name: Some(name.to_string()),
+        namespace: Some(namespace.to_string()),
+        ..Default::default()
+    };
+    let ev = new_event(regarding, o, now, REPORTING_CONTROLLER, instance);
+    let event_name = ev.metadata.name.clone();
+    match Api::<KEvent>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &ev)
+        .await
+    {
+        Ok(_) => event_name,
+        Err(e) => {
+            debug!(error = %e, "event not recorded");
+            None
+        }
+    }
+}
+
+/// An `events.k8s.io/v1` Event about `regarding`, named as client-go names
+/// them (`<name>.<hex time>`); the action is the reason.
+pub(super) fn new_event(
+    regarding: ObjectReference,
+    o: &Occurrence,
+    now: Timestamp,
+    controller: &str,
+    instance: &str,
+) -> KEvent {
+    let name = regarding.name.clone().unwrap_or_default();
+    KEvent {
         metadata: ObjectMeta {
-            namespace: Some(namespace.to_string()),
-            name: Some(event_name.clone()),
+            namespace: regarding.namespace.clone(),
+            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
             ..Default::default()
         },
         action: Some(o.reason.clone()),
         reason: Some(o.reason.clone()),
         note: Some(o.note.clone()),
         event_time: Some(MicroTime(now)),
-        regarding: Some(ObjectReference {
-            api_version: Some("kueue.x-k8s.io/v1beta2".into()),
-            kind: Some("Workload".into()),
-            name: Some(name.to_string()),
-            namespace: Some(namespace.to_string()),
-            ..Default::default()
-        }),
-        reporting_controller: Some(REPORTING_CONTROLLER.into()),
+        regarding: Some(regarding),
+        reporting_controller: Some(controller.into()),
         reporting_instance: Some(instance.to_string()),
         type_: Some(if o.warning { "Warning" } else { "Normal" }.into()),
         ..Default::default()
-    };
-    match Api::<KEvent>::namespaced(client.clone(), namespace)
-        .create(&PostParams::default(), &ev)
-        .await
-    {
-        Ok(_) => Some(event_name),
-        Err(e) => {
-            debug!(error = %e, "event not recorded");
-            None
-        }
     }
 }
 

@@ -45,6 +45,7 @@ pub mod lease;
 pub mod pod_owners;
 pub mod pods;
 pub mod prescale;
+mod primed_pods;
 pub mod provisioning;
 pub mod queueing;
 pub mod throttle;
@@ -79,6 +80,7 @@ pub async fn run(
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
     aw_config: crate::appwrapper::config::OperatorConfig,
+    prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -100,7 +102,7 @@ pub async fn run(
     let _ = leads.send(true);
     fault::starve_if_asked();
     // The PreScaledCronJob controller needs no Kueue CRD.
-    tokio::spawn(prescale::run(client, prescaler));
+    tokio::spawn(prescale::run(client, prescaler, prescale_metrics));
     let _ = reconcilers.await;
 }
 
@@ -193,9 +195,10 @@ pub async fn run_external(
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
     aw_config: crate::appwrapper::config::OperatorConfig,
+    prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
 ) {
     elector.acquire().await;
-    tokio::spawn(prescale::run(client.clone(), prescaler));
+    tokio::spawn(prescale::run(client.clone(), prescaler, prescale_metrics));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
     appwrapper::run(

@@ -29,35 +29,31 @@ use kube::{
 use serde_json::json;
 use tracing::{debug, info, warn};
 
-use super::context::served;
+pub use super::context::PrescaleError;
+use super::{context::served, primed_pods};
 use crate::{
     api::prescale::PreScaledCronJob,
+    metrics::prescale::PrescaleMetrics,
     prescale::sync::{self, Note, Outcome, Step, Then, Write},
 };
 
 pub use crate::prescale::{Settings, DEFAULT_IMAGE};
-
-#[derive(Debug, thiserror::Error)]
-pub enum PrescaleError {
-    #[error(transparent)]
-    Kube(#[from] kube::Error),
-    #[error("encoding: {0}")]
-    Json(#[from] serde_json::Error),
-}
 
 struct Ctx {
     client: Client,
     cronjobs: ApiResource,
     recorder: Recorder,
     settings: Settings,
+    metrics: Arc<PrescaleMetrics>,
 }
 
 fn cronjob_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "CronJob"), "cronjobs")
 }
 
-/// Runs the controller once the PreScaledCronJob CRD is served.
-pub async fn run(client: Client, settings: Settings) {
+/// Runs the controller, and the pod controller beside it, once the
+/// PreScaledCronJob CRD is served.
+pub async fn run(client: Client, settings: Settings, metrics: Arc<PrescaleMetrics>) {
     served(
         Api::<DynamicObject>::all_with(
             client.clone(),
@@ -79,25 +75,32 @@ pub async fn run(client: Client, settings: Settings) {
         cronjobs: cronjobs.clone(),
         client: client.clone(),
         settings,
+        metrics: metrics.clone(),
     });
-    crate::cluster::watch::controller(
+    let controller = crate::cluster::watch::controller(
         Api::<PreScaledCronJob>::all(client.clone()),
         watcher::Config::default(),
         (),
-    )
-    .owns_with(
-        Api::<DynamicObject>::all_with(client.clone(), &cronjobs),
-        cronjobs,
-        watcher::Config::default(),
-    )
-    .run(reconcile, error_policy, ctx)
-    .for_each(|r| {
-        if let Err(e) = r {
-            debug!(error = %e, "prescaledcronjob reconcile");
-        }
-        futures::future::ready(())
-    })
-    .await;
+    );
+    tokio::spawn(primed_pods::run(Arc::new(primed_pods::Ctx::new(
+        client.clone(),
+        controller.store(),
+        metrics,
+    ))));
+    controller
+        .owns_with(
+            Api::<DynamicObject>::all_with(client.clone(), &cronjobs),
+            cronjobs,
+            watcher::Config::default(),
+        )
+        .run(reconcile, error_policy, ctx)
+        .for_each(|r| {
+            if let Err(e) = r {
+                debug!(error = %e, "prescaledcronjob reconcile");
+            }
+            futures::future::ready(())
+        })
+        .await;
 }
 
 fn error_policy(psc: Arc<PreScaledCronJob>, err: &PrescaleError, _ctx: Arc<Ctx>) -> Action {
@@ -208,17 +211,22 @@ impl Ctx {
         let ns = psc.namespace().unwrap_or_default();
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &ns, &self.cronjobs);
-        let written = match write {
+        let (action, written) = match write {
             Write::Create(want) => {
                 let obj: DynamicObject = serde_json::from_value(want.clone())?;
-                api.create(&PostParams::default(), &obj).await
+                ("create", api.create(&PostParams::default(), &obj).await)
             }
             Write::Replace(replacement) => {
                 let obj: DynamicObject = serde_json::from_value(replacement.clone())?;
-                api.replace(&obj.name_any(), &PostParams::default(), &obj)
-                    .await
+                let name = obj.name_any();
+                (
+                    "update",
+                    api.replace(&name, &PostParams::default(), &obj).await,
+                )
             }
         };
+        // Upstream's counter: every write and whether it landed.
+        self.metrics.action(action, written.is_ok());
         match written {
             Ok(_) => {
                 info!(prescaledcronjob = %psc.name_any(), namespace = %ns, reason = outcome.reason, "{}", outcome.message);
@@ -307,6 +315,9 @@ mod tests {
             cronjobs: cronjob_resource(),
             client,
             settings: Settings::default(),
+            metrics: Arc::new(PrescaleMetrics::register(
+                &mut prometheus_client::registry::Registry::default(),
+            )),
         });
         let out = reconcile(Arc::new(p), ctx).await;
         let sent = requests(&sent);

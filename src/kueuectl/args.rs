@@ -49,6 +49,9 @@ pub struct KubeFlags {
     /// Group to impersonate for the operation, this flag can be repeated to specify multiple groups.
     #[arg(long = "as-group", global = true)]
     pub as_group: Vec<String>,
+    /// User extras to impersonate for the operation, this flag can be repeated to specify multiple values for the same key.
+    #[arg(long = "as-user-extra", global = true)]
+    pub as_user_extra: Vec<String>,
     /// The name of the kubeconfig cluster to use
     #[arg(long, global = true)]
     pub cluster: Option<String>,
@@ -149,12 +152,25 @@ pub struct WriteFlags {
         value_name = "none|server|client"
     )]
     pub dry_run: String,
-    /// Output format. One of: (json, yaml, name).
+    /// Output format. One of: (go-template, go-template-file, json, jsonpath, jsonpath-as-json, jsonpath-file, name, template, templatefile, yaml).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
     /// If true, keep the managedFields when printing objects in JSON or YAML format.
     #[arg(long = "show-managed-fields")]
     pub show_managed_fields: bool,
+    /// Template string or path to template file to use when -o=go-template, -o=go-template-file. The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview].
+    #[arg(long = "template")]
+    pub template: Option<String>,
+    /// If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats.
+    #[arg(
+        long = "allow-missing-template-keys",
+        default_value_t = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub allow_missing_template_keys: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -264,12 +280,25 @@ pub struct CreateResourceFlavor {
 /// `-o` of list.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ListFlags {
-    /// Output format. One of: (json, yaml, name), and `wide` (an addition of kubectl kueue: more columns).
+    /// Output format. One of: (go-template, go-template-file, json, jsonpath, jsonpath-as-json, jsonpath-file, name, template, templatefile, yaml), and `wide`, `custom-columns=SPEC`, `custom-columns-file=FILE` (additions of kubectl kueue, as kubectl get's).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
     /// If true, keep the managedFields when printing objects in JSON or YAML format.
     #[arg(long = "show-managed-fields")]
     pub show_managed_fields: bool,
+    /// Template string or path to template file to use when -o=go-template, -o=go-template-file. The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview].
+    #[arg(long = "template")]
+    pub template: Option<String>,
+    /// If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats.
+    #[arg(
+        long = "allow-missing-template-keys",
+        default_value_t = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub allow_missing_template_keys: bool,
     /// Selector (label query) to filter on, supports '=', '==', and '!='.
     #[arg(short = 'l', long = "selector")]
     pub selector: Option<String>,

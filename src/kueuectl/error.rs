@@ -16,6 +16,9 @@ pub enum Error {
     Api(String),
     #[error("{0}")]
     Kube(kube::Error),
+    /// A go-template failed: its debugging text (for stdout) and message.
+    #[error("{message}")]
+    Template { stdout: String, message: String },
     #[error("reading the kubeconfig: {0}")]
     Config(String),
     #[error(transparent)]

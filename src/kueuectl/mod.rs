@@ -12,11 +12,15 @@
 
 pub mod args;
 pub mod error;
+pub mod goprint;
+pub mod gotemplate;
 pub mod help;
+pub mod jsonpath;
 pub mod listing;
 mod output;
 mod passthrough;
 pub mod positions;
+pub mod printer;
 pub mod quota;
 pub mod run;
 mod session;
@@ -80,6 +84,11 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> i32 {
         Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
             use std::io::Write;
+            // A failed go-template's partial output and debugging text go
+            // to stdout, as kubectl's printer writes them.
+            if let Error::Template { stdout, .. } = &e {
+                let _ = out.write_all(stdout.as_bytes());
+            }
             let _ = out.flush();
             eprintln!("Error: {e}");
             1

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use super::{
     args::{DryRun, ListFlags, WriteFlags},
     error::Error,
+    printer::{self, Template, FORMATS},
     table::Table,
 };
 
@@ -88,6 +89,16 @@ pub(super) fn print_object<K: Resource<DynamicType = ()> + Serialize>(
     out: &mut dyn Write,
 ) -> Result<(), Error> {
     let name = obj.meta().name.clone().unwrap_or_default();
+    if let Some(t) = printer::template(
+        write.output.as_deref(),
+        write.template.as_deref(),
+        write.allow_missing_template_keys,
+        false,
+    )? {
+        // Templates see managedFields: upstream drops them for json/yaml only.
+        write!(out, "{}", t.render(&serde_json::to_value(obj)?)?)?;
+        return Ok(());
+    }
     match write.output.as_deref() {
         Some("json") => write_json(&printable(obj, write.show_managed_fields)?, out)?,
         Some("yaml") => write_yaml(&printable(obj, write.show_managed_fields)?, true, out)?,
@@ -102,7 +113,7 @@ pub(super) fn print_object<K: Resource<DynamicType = ()> + Serialize>(
         }
         Some(other) => {
             return Err(Error::Usage(format!(
-                "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,yaml"
+                "unable to match a printer suitable for the output format \"{other}\", allowed formats are: {FORMATS}"
             )))
         }
     }
@@ -111,18 +122,34 @@ pub(super) fn print_object<K: Resource<DynamicType = ()> + Serialize>(
 
 pub(super) enum ListOutput {
     Table { wide: bool },
-    Structured(String),
+    Structured(PageFormat),
     Name,
 }
 
+/// How a page printed as a list object is written.
+pub(super) enum PageFormat {
+    Json,
+    Yaml,
+    Template(Template),
+}
+
 pub(super) fn list_output(flags: &ListFlags) -> Result<ListOutput, Error> {
+    if let Some(t) = printer::template(
+        flags.output.as_deref(),
+        flags.template.as_deref(),
+        flags.allow_missing_template_keys,
+        true,
+    )? {
+        return Ok(ListOutput::Structured(PageFormat::Template(t)));
+    }
     match flags.output.as_deref() {
         None | Some("") => Ok(ListOutput::Table { wide: false }),
         Some("wide") => Ok(ListOutput::Table { wide: true }),
-        Some(o @ ("json" | "yaml")) => Ok(ListOutput::Structured(o.to_string())),
+        Some("json") => Ok(ListOutput::Structured(PageFormat::Json)),
+        Some("yaml") => Ok(ListOutput::Structured(PageFormat::Yaml)),
         Some("name") => Ok(ListOutput::Name),
         Some(other) => Err(Error::Usage(format!(
-            "unable to match a printer suitable for the output format \"{other}\", allowed formats are: json,name,wide,yaml"
+            "unable to match a printer suitable for the output format \"{other}\", allowed formats are: custom-columns,custom-columns-file,{FORMATS},wide"
         ))),
     }
 }
@@ -210,7 +237,7 @@ pub(super) async fn print_structured_pages<K>(
     api: &Api<K>,
     lp: ListParams,
     keep: impl Fn(&K) -> bool,
-    output: &str,
+    output: &PageFormat,
     show_managed_fields: bool,
     out: &mut dyn Write,
 ) -> Result<usize, Error>
@@ -227,10 +254,13 @@ where
     let mut pages = Pages::new(raw, lp);
     let mut total = 0;
     let mut first = true;
+    // Templates see managedFields: upstream drops them for json/yaml only.
+    let keep_managed = show_managed_fields || matches!(output, PageFormat::Template(_));
+    let mut rows = Vec::new();
     while let Some(page) = pages.next().await? {
         let mut items = Vec::with_capacity(page.items.len());
         for obj in page.items {
-            let mut v = printable(&obj, show_managed_fields)?;
+            let mut v = printable(&obj, keep_managed)?;
             let typed: K = serde_json::from_value(v.clone())?;
             if !keep(&typed) {
                 continue;
@@ -264,12 +294,21 @@ where
             "metadata": meta,
             "items": items,
         });
-        if output == "json" {
-            write_json(&list, out)?;
-        } else {
-            write_yaml(&list, first, out)?;
+        match output {
+            PageFormat::Json => write_json(&list, out)?,
+            PageFormat::Yaml => write_yaml(&list, first, out)?,
+            PageFormat::Template(t @ Template::Columns(_)) => {
+                for item in list["items"].as_array().into_iter().flatten() {
+                    rows.push(t.row(item)?);
+                }
+            }
+            PageFormat::Template(t) => write!(out, "{}", t.render(&list)?)?,
         }
         first = false;
+    }
+    // Custom columns are laid out once, as kubectl's tabwriter flushes.
+    if let PageFormat::Template(t @ Template::Columns(_)) = output {
+        write!(out, "{}", printer::columns_table(&t.headers(), &rows))?;
     }
     Ok(total)
 }
@@ -327,8 +366,8 @@ where
     let lp = list_params(flags, None)?;
     let all = matches!(namespaced, Some(None));
     let total = match &output {
-        ListOutput::Structured(o) => {
-            print_structured_pages(&api, lp, keep, o, flags.show_managed_fields, out).await?
+        ListOutput::Structured(format) => {
+            print_structured_pages(&api, lp, keep, format, flags.show_managed_fields, out).await?
         }
         ListOutput::Name => {
             let mut pages = Pages::new(api, lp);

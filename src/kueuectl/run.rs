@@ -458,12 +458,12 @@ async fn list_workloads(s: &Session, w: ListWorkload, out: &mut dyn Write) -> Re
         }
     }
     let total = match output {
-        ListOutput::Structured(o) => {
+        ListOutput::Structured(format) => {
             print_structured_pages(
                 &api,
                 lp,
                 |wl| filter.keeps(wl),
-                &o,
+                &format,
                 w.list.show_managed_fields,
                 out,
             )

@@ -154,12 +154,28 @@ pub fn apply_flags(kc: &mut Kubeconfig, flags: &KubeFlags) -> KubeConfigOptions 
         if !flags.as_group.is_empty() {
             a.impersonate_groups = Some(flags.as_group.clone());
         }
+        if let Some(extra) = user_extra(&flags.as_user_extra) {
+            a.impersonate_user_extra = Some(extra);
+        }
     }
     KubeConfigOptions {
         context: Some(context_name),
         cluster: Some(cluster_name),
         user: Some(user_name),
     }
+}
+
+/// `--as-user-extra KEY=VALUE`s as clientcmd reads them: values of one key
+/// gathered, an entry without `=` skipped.
+pub fn user_extra(entries: &[String]) -> Option<std::collections::HashMap<String, Vec<String>>> {
+    if entries.is_empty() {
+        return None;
+    }
+    let mut extra: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for (k, v) in entries.iter().filter_map(|e| e.split_once('=')) {
+        extra.entry(k.to_string()).or_default().push(v.to_string());
+    }
+    Some(extra)
 }
 
 impl Session {

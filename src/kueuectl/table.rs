@@ -26,10 +26,18 @@ impl Table {
 
     /// The table as text; `headers: false` prints rows only.
     pub fn render(&self, headers: bool) -> String {
+        let upper: Vec<String> = self.columns.iter().map(|c| c.to_uppercase()).collect();
+        self.layout(headers.then_some(upper))
+    }
+
+    /// The table with its headers as given (custom-columns).
+    pub fn render_as_given(&self) -> String {
+        self.layout(Some(self.columns.clone()))
+    }
+
+    fn layout(&self, headers: Option<Vec<String>>) -> String {
         let mut lines: Vec<Vec<String>> = Vec::with_capacity(self.rows.len() + 1);
-        if headers {
-            lines.push(self.columns.iter().map(|c| c.to_uppercase()).collect());
-        }
+        lines.extend(headers);
         lines.extend(self.rows.iter().cloned());
         let n = self.columns.len();
         let mut widths = vec![0usize; n];

@@ -1,14 +1,16 @@
 //! Prometheus metrics served on the probe listener at `/metrics`:
-//! batchgate's own (`batchgate_*`) and Kueue's (`kueue_*`, see
-//! [`kueue`]). A room of the shell below `cluster`, `server` and
+//! batchgate's own (`batchgate_*`), Kueue's (`kueue_*`, see [`kueue`])
+//! and the cronjob-prescaler's (see [`prescale`]). A room of the shell below `cluster`, `server` and
 //! `controllers`, which all count into it.
 
 pub mod kueue;
+pub mod prescale;
 pub mod watch;
 
 use std::sync::Arc;
 
 use kueue::KueueMetrics;
+use prescale::PrescaleMetrics;
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -78,6 +80,8 @@ pub struct Metrics {
     pub body_budget: BudgetMetrics,
     /// Kueue's metrics, recorded by the queueing controller.
     pub kueue: Arc<KueueMetrics>,
+    /// The cronjob-prescaler's, recorded by the PreScaledCronJob controllers.
+    pub prescale: Arc<PrescaleMetrics>,
 }
 
 impl Default for Metrics {
@@ -96,6 +100,7 @@ impl Metrics {
     pub fn with_kueue(options: kueue::Options) -> Self {
         let mut root = Registry::default();
         let kueue = KueueMetrics::register(&mut root, options);
+        let prescale = Arc::new(PrescaleMetrics::register(&mut root));
         let registry = root.sub_registry_with_prefix("batchgate");
         let reviews = Family::<ReviewLabels, Counter>::default();
         registry.register(
@@ -202,6 +207,7 @@ impl Metrics {
             body_budget,
             registry: root,
             kueue,
+            prescale,
             reviews,
             latency,
             rejected,

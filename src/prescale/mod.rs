@@ -11,7 +11,9 @@
 //! - [`instant`]: robfig/cron's `Next` in a time zone (daylight saving
 //!   included) and the wait of a primed pod;
 //! - [`sync`]: one pass of the controller that keeps the generated
-//!   CronJob in step.
+//!   CronJob in step;
+//! - [`timings`]: a primed pod's timings, read from its Events (upstream's
+//!   pod controller and its histograms).
 
 pub mod calendar;
 pub mod cron;
@@ -19,6 +21,7 @@ pub mod cronjob;
 pub mod instant;
 pub mod primer;
 pub mod sync;
+pub mod timings;
 
 use chrono::NaiveDate;
 use chrono_tz::Tz;
