@@ -626,6 +626,8 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                     .as_ref()
                     .and_then(|a| a.settings().ok()),
                 cfg.claims().unwrap_or_default(),
+                // Validated when the file was read.
+                cfg.appwrapper.operator().unwrap_or_default(),
                 metrics.prescale.clone(),
             ));
         }
@@ -635,6 +637,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 fenced,
                 e,
                 prescaler.clone(),
+                cfg.appwrapper.operator().unwrap_or_default(),
                 metrics.prescale.clone(),
             ));
         }

@@ -11,6 +11,8 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use serde::Deserialize;
 
 use crate::api::{selector::LabelSelector, DEFAULT_NAMESPACE};
+use crate::appwrapper::config::{Autopilot, OperatorConfig, ResourceTaint};
+use crate::vocabulary::duration::GoDuration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -557,8 +559,13 @@ impl PrescalerConfig {
     }
 }
 
-/// AppWrapper admission, named as upstream's operator configuration names
-/// the same settings.
+/// The `appwrapper:` section of upstream's operator configuration
+/// (project-codeflare/appwrapper v1.2.1, `pkg/config/config.go`), with its
+/// names: pasted from upstream's `config.yaml`, it means the same here.
+/// As upstream reads it over its defaults (`sigs.k8s.io/yaml` into a
+/// filled struct), a field left out keeps its default and
+/// `autopilot.resourceTaints` entries are added to the default
+/// `nvidia.com/gpu` one or replace it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AppWrapperConfig {
@@ -567,10 +574,92 @@ pub struct AppWrapperConfig {
     pub user_rbac_admission_check: Option<bool>,
     /// The queue name given to AppWrappers without one (default none).
     pub default_queue_name: Option<String>,
+    /// Set on created pod templates that name no scheduler (default none).
+    pub scheduler_name: Option<String>,
+    #[serde(default)]
+    pub autopilot: AutopilotConfig,
+    #[serde(default)]
+    pub fault_tolerance: FaultToleranceConfig,
 }
 
+/// Upstream's `AutopilotConfig`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AutopilotConfig {
+    pub inject_anti_affinities: Option<bool>,
+    pub monitor_nodes: Option<bool>,
+    pub prefer_no_schedule_weight: Option<i32>,
+    pub resource_taints: Option<std::collections::BTreeMap<String, Vec<TaintConfig>>>,
+}
+
+/// A `v1.Taint` of `resourceTaints` (matched against node labels).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaintConfig {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    pub effect: String,
+    /// Part of `v1.Taint`; meaningless here, accepted so a copied taint reads.
+    pub time_added: Option<serde_json::Value>,
+}
+
+/// Upstream's `FaultToleranceConfig`, with its JSON names.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FaultToleranceConfig {
+    pub admission_grace_period: Option<GoDurationConfig>,
+    pub warmup_grace_period: Option<GoDurationConfig>,
+    pub failure_grace_period: Option<GoDurationConfig>,
+    pub reset_pause: Option<GoDurationConfig>,
+    pub retry_limit: Option<i32>,
+    pub deletion_grace_period: Option<GoDurationConfig>,
+    pub grace_period_ceiling: Option<GoDurationConfig>,
+    #[serde(rename = "successTTLCeiling")]
+    pub success_ttl_ceiling: Option<GoDurationConfig>,
+}
+
+/// A Go `time.Duration` in the configuration: an integer is nanoseconds
+/// (what upstream's `config.yaml` holds, `sigs.k8s.io/yaml` reading a
+/// `time.Duration` as JSON), a string Go's duration syntax (`90s`,
+/// `1m30s`), which upstream refuses but a person writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoDurationConfig(pub GoDuration);
+
+impl<'de> Deserialize<'de> for GoDurationConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Nanos(i64),
+            // A tool that reads numbers as float64 (Helm's values) may
+            // write large ones with an exponent: `9e+10`.
+            Float(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom(
+                "expected a duration: integer nanoseconds (as upstream writes them) or Go's syntax (\"90s\", \"1m30s\")",
+            )
+        })? {
+            Raw::Nanos(n) => Ok(GoDurationConfig(GoDuration(n))),
+            Raw::Float(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Ok(GoDurationConfig(GoDuration(f as i64)))
+            }
+            Raw::Float(f) => Err(serde::de::Error::custom(format!(
+                "{f} is not a whole number of nanoseconds"
+            ))),
+            Raw::Text(t) => GoDuration::parse(&t)
+                .map(GoDurationConfig)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
 impl AppWrapperConfig {
-    /// The settings in force: configured, else the defaults.
+    /// The webhook's settings in force: configured, else the defaults.
     pub fn settings(&self) -> crate::admission::appwrapper::Settings {
         let d = crate::admission::appwrapper::Settings::default();
         crate::admission::appwrapper::Settings {
@@ -583,6 +672,75 @@ impl AppWrapperConfig {
                 .filter(|q| !q.is_empty())
                 .or(d.default_queue_name),
         }
+    }
+
+    /// The controller's settings: upstream's defaults with what is
+    /// configured laid over them, then upstream's `ValidateAppWrapperConfig`
+    /// (its words; it refuses to start on them too).
+    pub fn operator(&self) -> Result<OperatorConfig, String> {
+        let mut op = OperatorConfig::default();
+        if let Some(s) = &self.scheduler_name {
+            op.scheduler_name = s.clone();
+        }
+        let ap = op.autopilot.get_or_insert_with(Autopilot::default);
+        let c = &self.autopilot;
+        if let Some(v) = c.inject_anti_affinities {
+            ap.inject_anti_affinities = v;
+        }
+        if let Some(v) = c.monitor_nodes {
+            ap.monitor_nodes = v;
+        }
+        if let Some(w) = c.prefer_no_schedule_weight {
+            // Kubernetes refuses a preferred term's weight outside 1-100, so
+            // every GPU pod would fail to be created; upstream does not check.
+            if !(1..=100).contains(&w) {
+                return Err(format!(
+                    "appwrapper.autopilot.preferNoScheduleWeight: Invalid value: {w}: must be in the range 1-100"
+                ));
+            }
+            ap.prefer_no_schedule_weight = w;
+        }
+        for (resource, taints) in c.resource_taints.iter().flatten() {
+            let mut list = Vec::new();
+            for (i, t) in taints.iter().enumerate() {
+                if !TAINT_EFFECTS.contains(&t.effect.as_str()) {
+                    return Err(format!(
+                        "appwrapper.autopilot.resourceTaints[{resource}][{i}].effect: Unsupported value: \"{}\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
+                        t.effect
+                    ));
+                }
+                list.push(ResourceTaint {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                });
+            }
+            ap.resource_taints.insert(resource.clone(), list);
+        }
+        let f = &self.fault_tolerance;
+        let ft = &mut op.fault_tolerance;
+        for (field, value) in [
+            (&mut ft.admission_grace_period, f.admission_grace_period),
+            (&mut ft.warmup_grace_period, f.warmup_grace_period),
+            (&mut ft.failure_grace_period, f.failure_grace_period),
+            (&mut ft.retry_pause_period, f.reset_pause),
+            (
+                &mut ft.forceful_deletion_grace_period,
+                f.deletion_grace_period,
+            ),
+            (&mut ft.grace_period_maximum, f.grace_period_ceiling),
+            (&mut ft.success_ttl, f.success_ttl_ceiling),
+        ] {
+            if let Some(v) = value {
+                *field = v.0;
+            }
+        }
+        if let Some(n) = f.retry_limit {
+            ft.retry_limit = n;
+        }
+        ft.validate()
+            .map_err(|e| format!("appwrapper.faultTolerance: invalid appwrapper config: {e}"))?;
+        Ok(op)
     }
 }
 
@@ -793,6 +951,12 @@ impl Config {
             path: path.to_string(),
             message,
         })?;
+        cfg.appwrapper
+            .operator()
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_string(),
+                message,
+            })?;
         Ok(cfg)
     }
 
@@ -826,6 +990,134 @@ mod tests {
         assert!(!s.user_rbac_admission_check);
         assert_eq!(s.default_queue_name.as_deref(), Some("team-queue"));
         assert!(Config::parse("c.yaml", "appwrapper:\n  userRbacAdmissionCheck: false\n").is_err());
+    }
+
+    /// The `appwrapper:` section upstream's operator writes into its
+    /// ConfigMap when it creates it (`yaml.Marshal` of its defaults:
+    /// durations as integer nanoseconds), pasted as it is, reads as
+    /// upstream's defaults.
+    #[test]
+    fn upstreams_own_appwrapper_section_reads_as_its_defaults() {
+        let upstream = "appwrapper:
+  autopilot:
+    injectAntiAffinities: true
+    monitorNodes: true
+    preferNoScheduleWeight: 50
+    resourceTaints:
+      nvidia.com/gpu:
+      - effect: PreferNoSchedule
+        key: autopilot.ibm.com/gpuhealth
+        value: WARN
+      - effect: NoSchedule
+        key: autopilot.ibm.com/gpuhealth
+        value: TESTING
+      - effect: NoExecute
+        key: autopilot.ibm.com/gpuhealth
+        value: EVICT
+  faultTolerance:
+    admissionGracePeriod: 60000000000
+    deletionGracePeriod: 600000000000
+    failureGracePeriod: 60000000000
+    gracePeriodCeiling: 86400000000000
+    resetPause: 90000000000
+    retryLimit: 3
+    successTTLCeiling: 604800000000000
+    warmupGracePeriod: 300000000000
+  userRBACAdmissionCheck: true
+";
+        let cfg = Config::parse("c.yaml", upstream).unwrap();
+        assert_eq!(cfg.appwrapper.operator(), Ok(OperatorConfig::default()));
+        assert_eq!(
+            Config::parse("c.yaml", "").unwrap().appwrapper.operator(),
+            Ok(OperatorConfig::default())
+        );
+    }
+
+    #[test]
+    fn appwrapper_operator_fields_are_laid_over_the_defaults() {
+        let cfg = Config::parse(
+            "c.yaml",
+            "appwrapper:
+  schedulerName: coscheduler
+  autopilot:
+    monitorNodes: false
+    preferNoScheduleWeight: 7
+    resourceTaints:
+      example.com/fpga:
+      - {key: fpga-health, value: dead, effect: NoExecute}
+  faultTolerance:
+    resetPause: 5s
+    retryLimit: 0
+    warmupGracePeriod: 2m30s
+",
+        )
+        .unwrap();
+        let op = cfg.appwrapper.operator().unwrap();
+        assert_eq!(op.scheduler_name, "coscheduler");
+        let ap = op.autopilot.unwrap();
+        assert!(!ap.monitor_nodes && ap.inject_anti_affinities);
+        assert_eq!(ap.prefer_no_schedule_weight, 7);
+        // Added beside the default GPU entry, as Go's decoder merges maps.
+        assert_eq!(
+            ap.resource_taints.keys().collect::<Vec<_>>(),
+            ["example.com/fpga", "nvidia.com/gpu"]
+        );
+        let ft = op.fault_tolerance;
+        assert_eq!(ft.retry_pause_period, GoDuration::from_secs(5));
+        assert_eq!(ft.retry_limit, 0);
+        assert_eq!(ft.warmup_grace_period, GoDuration::from_secs(150));
+        let helm = Config::parse(
+            "c.yaml",
+            "appwrapper:\n  faultTolerance:\n    resetPause: 9.0e+10\n",
+        )
+        .unwrap();
+        assert_eq!(
+            helm.appwrapper
+                .operator()
+                .unwrap()
+                .fault_tolerance
+                .retry_pause_period,
+            GoDuration::from_secs(90)
+        );
+        assert_eq!(ft.admission_grace_period, GoDuration::from_mins(1));
+        // An empty list takes the GPU taints away.
+        let none = Config::parse(
+            "c.yaml",
+            "appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu: []\n",
+        )
+        .unwrap();
+        let ap = none.appwrapper.operator().unwrap().autopilot.unwrap();
+        assert!(ap.resource_taints["nvidia.com/gpu"].is_empty());
+    }
+
+    #[test]
+    fn appwrapper_operator_config_is_refused_in_upstreams_words() {
+        let err = |yaml: &str| match Config::parse("c.yaml", yaml) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted: {yaml}"),
+        };
+        assert_eq!(
+            err("appwrapper:\n  faultTolerance:\n    resetPause: 25h\n"),
+            "c.yaml: appwrapper.faultTolerance: invalid appwrapper config: RetryPausePeriod 25h0m0s exceeds GracePeriodCeiling 24h0m0s"
+        );
+        assert_eq!(
+            err("appwrapper:\n  faultTolerance:\n    gracePeriodCeiling: 1000000000\n"),
+            "c.yaml: appwrapper.faultTolerance: invalid appwrapper config: ForcefulDelectionGracePeriod 10m0s exceeds GracePeriodCeiling 1s"
+        );
+        assert_eq!(
+            err("appwrapper:\n  faultTolerance:\n    successTTLCeiling: 0\n"),
+            "c.yaml: appwrapper.faultTolerance: invalid appwrapper config: SuccessTTL 0s is not a positive duration"
+        );
+        assert!(
+            err("appwrapper:\n  faultTolerance:\n    resetPause: 90 seconds\n")
+                .contains("time: unknown unit")
+        );
+        assert!(err("appwrapper:\n  autopilot:\n    preferNoScheduleWeight: 0\n")
+            .contains("appwrapper.autopilot.preferNoScheduleWeight: Invalid value: 0: must be in the range 1-100"));
+        assert!(err("appwrapper:\n  autopilot:\n    resourceTaints:\n      nvidia.com/gpu: [{key: k, value: v, effect: Evict}]\n")
+            .contains("appwrapper.autopilot.resourceTaints[nvidia.com/gpu][0].effect: Unsupported value: \"Evict\""));
+        // Upstream's other sections are its Deployment's concerns.
+        assert!(err("certManagement:\n  namespace: x\n").contains("unknown field `certManagement`"));
     }
 
     /// Kueue v0.19.2's `validateDeviceClassMappings`

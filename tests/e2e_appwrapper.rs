@@ -10,7 +10,12 @@
 //! stage) is reset once and then, past its retryLimit, Failed with its
 //! resources deleted and its Workload Finished. A ServiceAccount that may create AppWrappers
 //! but not Pods is refused one that wraps a Pod, with real RBAC and
-//! `kubectl --as`. (KWOK's own pod-complete stage completes only pods
+//! `kubectl --as`. Autopilot: a GPU AppWrapper whose node is labelled
+//! `autopilot.ibm.com/gpuhealth=EVICT` is reset and its pod recreated on a
+//! healthy node, its quota held throughout; the binary's configuration
+//! sets upstream's `faultTolerance.resetPause` (3 s, in upstream's
+//! nanoseconds), which replaces upstream's 90 s default as a failing
+//! AppWrapper shows. (KWOK's own pod-complete stage completes only pods
 //! owned by a Job; the launcher's pod-complete-unowned stage completes a
 //! bare or AppWrapper-owned pod carrying the runtime annotation, and leaves
 //! an unannotated bare pod running.)
@@ -26,7 +31,19 @@ use support::{
     queueing::*,
 };
 
+use k8s_openapi::jiff::Timestamp;
+
 const WAIT: Duration = Duration::from_secs(120);
+
+/// The operator configuration every test of this binary runs with: a
+/// retry pause of 3 s instead of upstream's 90 s, written as upstream's
+/// `config.yaml` holds durations (integer nanoseconds).
+const CONFIG: &str = "appwrapper:\n  faultTolerance:\n    resetPause: 3000000000\n";
+
+/// The shared cluster and batchgate, with [`CONFIG`].
+fn env() -> &'static Env {
+    env_with(CONFIG)
+}
 const LABEL: &str = "workload.codeflare.dev/appwrapper";
 
 /// A queued AppWrapper of a one-pod Job (1 cpu) running `runtime`, and,
@@ -613,4 +630,301 @@ fn an_appwrapper_never_deletes_a_same_named_object_it_does_not_own() {
     });
     std::thread::sleep(Duration::from_secs(3));
     check_untouched("after the AppWrapper was deleted");
+}
+
+/// An RFC 3339 timestamp field of `obj` at `pointer`.
+fn time_at(obj: &Value, pointer: &str) -> Timestamp {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no timestamp at {pointer}: {obj}"))
+}
+
+/// A ClusterQueue's reservation and usage (flavor/resource = total), and
+/// its reserving and admitted Workload counts.
+fn cq_quota(c: &LocalCluster, name: &str) -> Option<(Vec<String>, Vec<String>, i64, i64)> {
+    let cq = get(c, &["clusterqueue", name])?;
+    let totals = |key: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for f in cq["status"][key].as_array().into_iter().flatten() {
+            for r in f["resources"].as_array().into_iter().flatten() {
+                out.push(format!(
+                    "{}/{}={}",
+                    f["name"].as_str().unwrap_or(""),
+                    r["name"].as_str().unwrap_or(""),
+                    r["total"].as_str().unwrap_or("")
+                ));
+            }
+        }
+        out
+    };
+    Some((
+        totals("flavorsReservation"),
+        totals("flavorsUsage"),
+        cq["status"]["reservingWorkloads"].as_i64()?,
+        cq["status"]["admittedWorkloads"].as_i64()?,
+    ))
+}
+
+/// A fake GPU node KWOK runs, in the pool `e2e-pool=aw-autopilot`.
+fn gpu_node(name: &str) -> String {
+    let capacity = json!({"cpu": "4", "memory": "8Gi", "pods": "20", "nvidia.com/gpu": "1"});
+    json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": "amd64", "type": "kwok", "e2e-pool": "aw-autopilot"},
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+        "status": {"capacity": capacity, "allocatable": capacity}})
+    .to_string()
+}
+
+/// Upstream's e2e "Autopilot" case (reference E18), on two KWOK GPU nodes
+/// of one flavor: an AppWrapper of a Pod using a GPU runs on one of them;
+/// the test, playing IBM Autopilot, labels that node
+/// `autopilot.ibm.com/gpuhealth=EVICT`. The AppWrapper goes Unhealthy
+/// (`AutopilotNoExecute`, upstream's message) and Resetting without
+/// counting a retry, its pod is deleted and, after the configured 3 s
+/// pause, recreated on the other node (the anti-affinity injected into
+/// every GPU pod keeps it off the EVICT one), and it is Running again. The
+/// ClusterQueue's reservation and usage, sampled throughout, never change:
+/// the Workload keeps its quota, neither released nor counted twice.
+#[test]
+fn autopilot_moves_an_appwrapper_off_a_node_labelled_evict_keeping_its_quota() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-autopilot");
+    let nodes = ["kwok-aw-gpu-a", "kwok-aw-gpu-b"];
+    for n in nodes {
+        apply(c, &gpu_node(n));
+    }
+    for n in nodes {
+        wait_for(WAIT, "the GPU node Ready", || {
+            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
+        });
+    }
+    apply(
+        c,
+        &flavor("aw-gpu-pool", json!({"e2e-pool": "aw-autopilot"})),
+    );
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "aw-gpu-cq"},
+            "spec": {"namespaceSelector": {}, "resourceGroups": [{
+                "coveredResources": ["cpu", "nvidia.com/gpu"],
+                "flavors": [{"name": "aw-gpu-pool", "resources": [
+                    {"name": "cpu", "nominalQuota": "4"},
+                    {"name": "nvidia.com/gpu", "nominalQuota": "2"}]}]}]}})
+        .to_string(),
+    );
+    apply(c, &local_queue(&ns, "gpu-queue", "aw-gpu-cq"));
+    let resources = json!({"requests": {"cpu": "500m", "nvidia.com/gpu": "1"},
+                           "limits": {"nvidia.com/gpu": "1"}});
+    create(
+        c,
+        &json!({"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": "gpu-train", "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "gpu-queue"}},
+            "spec": {"components": [{"template": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "gpu-train-0",
+                             "annotations": {POD_RUNTIME_ANNOTATION: "10m"}},
+                "spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "main", "image": "busybox", "command": ["sleep", "600"],
+                    "resources": resources}]}}}]}})
+        .to_string(),
+    );
+
+    let running = |what: &str| {
+        wait_for(WAIT, what, || {
+            let ps = pods(c, &ns, "gpu-train");
+            let a = aw(c, &ns, "gpu-train")?;
+            (a["status"]["phase"] == "Running"
+                && is_true(&a, "PodsReady")
+                && ps.len() == 1
+                && ps[0]["status"]["phase"] == "Running")
+                .then(|| ps[0].clone())
+        })
+    };
+    let first = running("the AppWrapper Running with its pod on a GPU node");
+    let bad = first["spec"]["nodeName"].as_str().unwrap().to_string();
+    assert!(nodes.contains(&bad.as_str()), "{first}");
+    let good = nodes.iter().find(|n| **n != bad).unwrap().to_string();
+    let terms = &first["spec"]["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    assert!(
+        terms[0]["matchExpressions"].as_array().unwrap().contains(&json!(
+            {"key": "autopilot.ibm.com/gpuhealth", "operator": "NotIn", "values": ["TESTING", "EVICT"]}
+        )),
+        "the injected anti-affinity: {first}"
+    );
+    let before = wait_for(WAIT, "the ClusterQueue's usage reported", || {
+        cq_quota(c, "aw-gpu-cq").filter(|q| q.3 == 1 && !q.1.is_empty())
+    });
+    assert!(
+        before
+            .0
+            .contains(&"aw-gpu-pool/nvidia.com/gpu=1".to_string()),
+        "{before:?}"
+    );
+
+    // Sample the quota and the Workload from now until Running again.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (stop, ns) = (stop.clone(), ns.clone());
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let q = cq_quota(c, "aw-gpu-cq");
+                let wl = workload_of(c, &ns, "gpu-train")
+                    .map(|w| (is_true(&w, "QuotaReserved"), is_true(&w, "Admitted")));
+                let phase = aw(c, &ns, "gpu-train")
+                    .and_then(|a| a["status"]["phase"].as_str().map(String::from));
+                seen.push((q, wl, phase));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            seen
+        })
+    };
+
+    // Playing IBM Autopilot: its health check found the node's GPU bad.
+    let labelled = std::time::Instant::now();
+    let (ok, out, err) = kubectl(
+        c,
+        &["label", "node", &bad, "autopilot.ibm.com/gpuhealth=EVICT"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let unhealthy = wait_for(
+        WAIT,
+        "the AppWrapper Unhealthy with AutopilotNoExecute",
+        || {
+            aw(c, &ns, "gpu-train").filter(|a| {
+                condition(a, "Unhealthy")
+                    .is_some_and(|u| u["status"] == "True" && u["reason"] == "AutopilotNoExecute")
+            })
+        },
+    );
+    let u = condition(&unhealthy, "Unhealthy").unwrap();
+    assert_eq!(
+        u["message"],
+        format!("Workload contains pods using NoExecute resources on Nodes: map[{bad}:{{}}]"),
+        "{unhealthy}"
+    );
+    let noticed = time_at(u, "/lastTransitionTime");
+    // The node watch wakes the AppWrapper; upstream waits for its periodic
+    // check, up to a minute.
+    let after = labelled.elapsed();
+    eprintln!("Unhealthy seen {after:?} after the label");
+    assert!(after < Duration::from_secs(30), "{after:?}");
+
+    // Evacuated: a new pod, on the healthy node, and Running again.
+    let second = wait_for(
+        WAIT,
+        "the pod recreated and running on the healthy node",
+        || {
+            let ps = pods(c, &ns, "gpu-train");
+            (ps.len() == 1
+                && ps[0]["metadata"]["uid"] != first["metadata"]["uid"]
+                && ps[0]["status"]["phase"] == "Running")
+                .then(|| ps[0].clone())
+        },
+    );
+    assert_eq!(second["spec"]["nodeName"], good.as_str(), "{second}");
+    let paused = time_at(&second, "/metadata/creationTimestamp").duration_since(noticed);
+    eprintln!("recreated {paused:?} after Unhealthy (resetPause 3s)");
+    assert!(
+        paused.as_secs() >= 2 && paused.as_secs() < 60,
+        "the configured 3 s pause, not upstream's 90 s: {paused:?}"
+    );
+    let a = wait_for(WAIT, "the AppWrapper Running again and healthy", || {
+        aw(c, &ns, "gpu-train").filter(|a| {
+            a["status"]["phase"] == "Running"
+                && is_true(a, "PodsReady")
+                && condition(a, "Unhealthy").is_some_and(|u| u["status"] == "False")
+        })
+    });
+    assert_eq!(
+        a["status"]["resettingCount"].as_i64().unwrap_or(0),
+        0,
+        "{a}"
+    );
+    assert_eq!(pods(c, &ns, "gpu-train").len(), 1);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = sampler.join().unwrap();
+    eprintln!("{} samples of the quota during the evacuation", seen.len());
+    assert!(
+        seen.iter().any(|s| s.2.as_deref() == Some("Resetting")),
+        "no sample while Resetting: {seen:?}"
+    );
+    for (q, wl, _) in &seen {
+        if let Some(q) = q {
+            assert_eq!(q, &before, "the ClusterQueue's quota changed: {seen:?}");
+        }
+        assert_eq!(
+            wl,
+            &Some((true, true)),
+            "the Workload lost its quota: {seen:?}"
+        );
+    }
+    assert_eq!(cq_quota(c, "aw-gpu-cq"), Some(before));
+
+    // The node healed: Autopilot relabels it.
+    let _ = kubectl(
+        c,
+        &["label", "node", &bad, "autopilot.ibm.com/gpuhealth-"],
+        None,
+    );
+}
+
+/// The configuration's `faultTolerance.resetPause` (3 s here) replaces
+/// upstream's default of 90 s: an AppWrapper whose Job fails (no retry
+/// pause of its own) is reset, and its Job created again 3 s after it went
+/// Unhealthy. (Failed with a deletion delay, so that Job stays to be read.)
+#[test]
+fn the_configured_reset_pause_replaces_upstreams_default() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-pause");
+    setup(c, &ns);
+    let mut a: Value =
+        serde_json::from_str(&appwrapper("paused", &ns, "aw-queue", "10m", false)).unwrap();
+    let template = &mut a["spec"]["components"][0]["template"]["spec"]["template"]["metadata"];
+    template["annotations"] = json!({POD_FAIL_ANNOTATION: "1s"});
+    a["metadata"]["annotations"] = json!({
+        "workload.codeflare.dev.appwrapper/retryLimit": "1",
+        "workload.codeflare.dev.appwrapper/failureGracePeriodDuration": "0s",
+        "workload.codeflare.dev.appwrapper/deletionOnFailureGracePeriodDuration": "10m",
+    });
+    create(c, &a.to_string());
+    let resetting = wait_for(WAIT, "the AppWrapper Resetting", || {
+        aw(c, &ns, "paused").filter(|a| a["status"]["phase"] == "Resetting")
+    });
+    let unhealthy = time_at(
+        condition(&resetting, "Unhealthy").unwrap(),
+        "/lastTransitionTime",
+    );
+    wait_for(WAIT, "the AppWrapper Failed after its one retry", || {
+        aw(c, &ns, "paused").filter(|a| a["status"]["phase"] == "Failed")
+    });
+    let job = get(c, &["jobs", "paused-job", "-n", &ns]).expect("kept by the deletion delay");
+    let second_job = time_at(&job, "/metadata/creationTimestamp");
+    let paused = second_job.duration_since(unhealthy);
+    eprintln!("Job created again {paused:?} after Unhealthy (resetPause 3s)");
+    assert!(
+        paused.as_secs() >= 2 && paused.as_secs() < 60,
+        "the configured 3 s pause, not upstream's 90 s: {paused:?}"
+    );
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "appwrappers.workload.codeflare.dev",
+            "paused",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
 }

@@ -236,6 +236,24 @@ fn rbac_covers_the_prescaledcronjob_controller() {
     }
 }
 
+/// The AppWrapper controller's Autopilot node monitor watches Nodes and
+/// lists the AppWrapper pods on a node flagged NoExecute.
+#[test]
+fn rbac_covers_the_appwrapper_node_monitor() {
+    let grants = cluster_role_grants();
+    for (resource, verb) in [
+        ("nodes", "get"),
+        ("nodes", "list"),
+        ("nodes", "watch"),
+        ("pods", "list"),
+    ] {
+        assert!(
+            grants("", resource, verb),
+            "manifests/rbac.yaml does not grant {verb} on {resource}"
+        );
+    }
+}
+
 /// The shipped Deployment's memory limit holds what the shipped
 /// configuration lets the server buffer: the body budget, every connection
 /// slot full, and the baseline (`Limits::memory_bound`). Raising

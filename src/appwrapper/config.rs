@@ -62,7 +62,8 @@ impl Default for FaultTolerance {
 
 impl FaultTolerance {
     /// Upstream's `ValidateAppWrapperConfig`, with its exact texts (typos
-    /// and the swapped arguments of the admission-vs-warmup check included).
+    /// included, and the admission-vs-warmup check printing the warmup
+    /// period and the ceiling, as v1.2.1 does).
     pub fn validate(&self) -> Result<(), String> {
         let max = self.grace_period_maximum;
         if self.forceful_deletion_grace_period > max {
@@ -98,7 +99,7 @@ impl FaultTolerance {
         if self.admission_grace_period > self.warmup_grace_period {
             return Err(format!(
                 "AdmissionGracePeriod {} exceeds AdmissionGracePeriod {}",
-                self.warmup_grace_period, self.admission_grace_period
+                self.warmup_grace_period, self.grace_period_maximum
             ));
         }
         if self.success_ttl <= GoDuration::ZERO {
@@ -521,6 +522,87 @@ mod tests {
         assert_eq!(extra.no_execute_resources(&both).len(), 2);
     }
 
+    /// Upstream's `pkg/config/config_test.go` ("AppWrapper Config"): the
+    /// defaults validate ("Config Constructors", "Config Validation"), and
+    /// each of its seven invalid configs, every other field zero as in the
+    /// Go literals, is refused; the message each gets at v1.2.1 (the sixth,
+    /// meant for admission > warmup, trips the ceiling check first).
+    #[test]
+    fn cf1_upstream_config_validation() {
+        assert_eq!(OperatorConfig::default().fault_tolerance.validate(), Ok(()));
+        let zero = FaultTolerance {
+            admission_grace_period: GoDuration::ZERO,
+            warmup_grace_period: GoDuration::ZERO,
+            failure_grace_period: GoDuration::ZERO,
+            retry_pause_period: GoDuration::ZERO,
+            retry_limit: 0,
+            forceful_deletion_grace_period: GoDuration::ZERO,
+            grace_period_maximum: GoDuration::ZERO,
+            success_ttl: GoDuration::ZERO,
+        };
+        let (ten, one) = (GoDuration::from_secs(10), GoDuration::from_secs(1));
+        let cases = [
+            (
+                FaultTolerance {
+                    forceful_deletion_grace_period: ten,
+                    grace_period_maximum: one,
+                    ..zero.clone()
+                },
+                "ForcefulDelectionGracePeriod 10s exceeds GracePeriodCeiling 1s",
+            ),
+            (
+                FaultTolerance {
+                    retry_pause_period: ten,
+                    grace_period_maximum: one,
+                    ..zero.clone()
+                },
+                "RetryPausePeriod 10s exceeds GracePeriodCeiling 1s",
+            ),
+            (
+                FaultTolerance {
+                    failure_grace_period: ten,
+                    grace_period_maximum: one,
+                    ..zero.clone()
+                },
+                "FailureGracePeriod 10s exceeds GracePeriodCeiling 1s",
+            ),
+            (
+                FaultTolerance {
+                    admission_grace_period: ten,
+                    grace_period_maximum: one,
+                    ..zero.clone()
+                },
+                "AdmissionGracePeriod 10s exceeds GracePeriodCeiling 1s",
+            ),
+            (
+                FaultTolerance {
+                    warmup_grace_period: ten,
+                    grace_period_maximum: one,
+                    ..zero.clone()
+                },
+                "AdmissionGracePeriod 10s exceeds GracePeriodCeiling 1s",
+            ),
+            (
+                FaultTolerance {
+                    admission_grace_period: ten,
+                    warmup_grace_period: one,
+                    ..zero.clone()
+                },
+                "AdmissionGracePeriod 10s exceeds GracePeriodCeiling 0s",
+            ),
+            (
+                FaultTolerance {
+                    success_ttl: GoDuration::from_secs(-1),
+                    ..zero.clone()
+                },
+                "SuccessTTL -1s is not a positive duration",
+            ),
+        ];
+        for (ft, want) in cases {
+            assert_eq!(ft.validate(), Err(want.to_string()));
+        }
+    }
+
     #[test]
     fn config_validation_messages() {
         assert_eq!(FaultTolerance::default().validate(), Ok(()));
@@ -568,7 +650,7 @@ mod tests {
                     admission_grace_period: GoDuration::from_mins(6),
                     ..base.clone()
                 },
-                "AdmissionGracePeriod 5m0s exceeds AdmissionGracePeriod 6m0s",
+                "AdmissionGracePeriod 5m0s exceeds AdmissionGracePeriod 24h0m0s",
             ),
             (
                 FaultTolerance {

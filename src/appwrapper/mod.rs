@@ -12,22 +12,23 @@
 //! - [`render`]: the object to create for a component, with pod-set info.
 //! - [`observe`]: observed components and pods, and the readers for them.
 //! - [`kueue`]: what Kueue's AppWrapper integration reads and writes.
+//! - [`node_health`]: Autopilot's node monitor: which nodes' resources are
+//!   flagged NoExecute (and unschedulable), from each Node.
 //!
 //! No network, no clock: the controller reads the world, calls
 //! [`machine::reconcile`] with `now`, and executes the returned step.
 //!
-//! Autopilot is covered as far as it is pure: anti-affinities injected when
-//! rendering, the NoExecute evacuation in Running, and reading a node's
-//! labels (`Autopilot::no_execute_resources`); watching nodes is the
-//! controller's job. Pod templates are read structurally here (a `spec`
+//! Autopilot: anti-affinities injected when rendering, the NoExecute
+//! evacuation in Running, and the node monitor's maps ([`node_health`]);
+//! watching Nodes is the controller's job. Pod templates are read structurally here (a `spec`
 //! object, [`podsets::PodSpecReading::Structural`]); the strict
 //! `v1.PodSpec` read upstream's `GetPodTemplateSpec` performs is the
-//! webhook's, at create. Left out: the node monitor's `noScheduleNodes`,
-//! which nothing upstream reads any more.
+//! webhook's, at create.
 
 pub mod config;
 pub mod kueue;
 pub mod machine;
+pub mod node_health;
 pub mod observe;
 pub mod podsets;
 pub mod render;

@@ -14,11 +14,20 @@
 //!    when evicted `suspend=true` and clear `podSetInfos`, and give the
 //!    quota back once the core's `QuotaReserved` is False; finish the
 //!    Workload when the phase is Succeeded or Failed (Kueue's `Finished()`).
+//!
+//! With `autopilot.monitorNodes` a Node watch keeps Autopilot's node
+//! health ([`core::node_health`]) for the reconciles to read; a node newly
+//! flagged NoExecute wakes the AppWrappers with pods on it at once
+//! (upstream notices at their next periodic check, up to a minute later).
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeSet, HashMap},
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::{
     api::{
         DeleteParams, DynamicObject, ListParams, Patch, PostParams, Preconditions,
@@ -29,7 +38,7 @@ use kube::{
         controller::Action as Requeue,
         events::{Event as KEvent, EventType},
         reflector::ObjectRef,
-        watcher,
+        watcher, WatchStreamExt,
     },
     Api, Client, Resource, ResourceExt,
 };
@@ -50,8 +59,9 @@ use crate::{
     },
     appwrapper::{
         self as core,
-        config::OperatorConfig,
+        config::{Autopilot, OperatorConfig},
         kueue,
+        node_health::{NodeFacts, NodeHealth},
         observe::{
             controller_ref, CreateResult, Observed, ObservedComponent, ObservedPod, OwnerLink,
             OwnerRef,
@@ -62,6 +72,7 @@ use crate::{
         APPWRAPPER_LABEL,
     },
     cluster::discovery::{KubeDiscovery, ResourceNames, ANY_RESOURCE},
+    cluster::watch::Health,
     jobs::workload,
 };
 
@@ -81,6 +92,9 @@ struct Ctx {
     shared: Shared,
     resources: ResourceNames,
     config: OperatorConfig,
+    /// Autopilot's view of the nodes, kept by [`watch_nodes`]; empty when
+    /// `autopilot.monitorNodes` is off.
+    nodes: Arc<RwLock<NodeHealth>>,
     /// Kueue's side runs here (`admission: builtin`): one Workload per
     /// queued AppWrapper, started and stopped by its admission. `false`
     /// under `admission: external`, where an upstream Kueue does that
@@ -101,11 +115,13 @@ const MAX_OWNER_DEPTH: usize = 5;
 /// job reconcilers' one metadata watch of Workloads, rather than a second
 /// full watch and cache of every Workload here). With `kueue` false (an
 /// upstream Kueue admits), only the lifecycle runs: no Workload is read,
-/// created or finished here.
+/// created or finished here. `config` is the operator configuration
+/// (`appwrapper:` of the configuration file).
 pub async fn run(
     shared: Shared,
     workloads: futures::channel::mpsc::UnboundedReceiver<ObjectRef<AppWrapperObject>>,
     kueue: bool,
+    config: OperatorConfig,
 ) {
     let client = shared.client.clone();
     let resource = ApiResource::erase::<AppWrapperObject>(&());
@@ -115,9 +131,23 @@ pub async fn run(
     )
     .await;
     info!(kueue, "AppWrapper controller starts");
+    let nodes = Arc::new(RwLock::new(NodeHealth::default()));
+    let (wake, node_wakes) = futures::channel::mpsc::unbounded();
+    match config.autopilot.as_ref().filter(|a| a.monitor_nodes) {
+        Some(autopilot) => {
+            tokio::spawn(watch_nodes(
+                client.clone(),
+                autopilot.clone(),
+                nodes.clone(),
+                wake,
+            ));
+        }
+        None => info!("autopilot.monitorNodes is off: Nodes are not watched"),
+    }
     let ctx = Arc::new(Ctx {
         resources: ResourceNames::new(Some(Arc::new(KubeDiscovery::new(client.clone())))),
-        config: OperatorConfig::default(),
+        config,
+        nodes,
         shared,
         kueue,
     });
@@ -128,6 +158,7 @@ pub async fn run(
         (),
     )
     .reconcile_on(workloads)
+    .reconcile_on(node_wakes)
     .watches(
         pods,
         watcher::Config::default().labels(APPWRAPPER_LABEL),
@@ -257,6 +288,10 @@ impl Ctx {
                 .owner_chain(&aw.namespace, &aw.uid, controller_ref(&value), &mut read)
                 .await?;
             observed.pods.push(pod);
+        }
+        if let Ok(nodes) = self.nodes.read() {
+            observed.no_execute_nodes =
+                nodes.no_execute_of(observed.pods.iter().map(|p| p.node_name.as_str()));
         }
         Ok(observed)
     }
@@ -478,6 +513,117 @@ impl Ctx {
         )
         .await
     }
+}
+
+/// Upstream's `NodeHealthMonitor`: every Node event updates `health`;
+/// changes are logged as upstream logs them, and a node newly flagged
+/// NoExecute wakes the AppWrappers whose pods are on it. Runs for good;
+/// watch errors are logged and retried.
+async fn watch_nodes(
+    client: Client,
+    autopilot: Autopilot,
+    health: Arc<RwLock<NodeHealth>>,
+    wake: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapperObject>>,
+) {
+    let events = watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .default_backoff();
+    futures::pin_mut!(events);
+    let mut watch = Health::new("nodes");
+    // The nodes a relist returned so far (to forget the others at its end).
+    let mut listed: Option<BTreeSet<String>> = None;
+    while let Some(ev) = events.next().await {
+        let ev = match ev {
+            Ok(ev) => {
+                watch.delivered();
+                ev
+            }
+            Err(e) => {
+                watch.failed(&e);
+                continue;
+            }
+        };
+        let node = match &ev {
+            watcher::Event::InitApply(n) => {
+                if let Some(l) = listed.as_mut() {
+                    l.insert(n.name_any());
+                }
+                n.name_any()
+            }
+            watcher::Event::Apply(n) | watcher::Event::Delete(n) => n.name_any(),
+            watcher::Event::Init | watcher::Event::InitDone => String::new(),
+        };
+        let newly = node_event(&autopilot, &health, ev, &mut listed);
+        if newly {
+            match appwrappers_on(&client, &node).await {
+                Ok(refs) => {
+                    for r in refs {
+                        let _ = wake.unbounded_send(r);
+                    }
+                }
+                // Their periodic check (a minute at most) finds the node.
+                Err(e) => {
+                    warn!(%node, error = %e, "listing the AppWrapper pods on a NoExecute node")
+                }
+            }
+        }
+    }
+}
+
+/// Applies one Node event to `health`, logging what changed; whether the
+/// node was newly flagged NoExecute for some resource.
+fn node_event(
+    autopilot: &Autopilot,
+    health: &RwLock<NodeHealth>,
+    ev: watcher::Event<Node>,
+    listed: &mut Option<BTreeSet<String>>,
+) -> bool {
+    let Ok(mut h) = health.write() else {
+        return false;
+    };
+    let change = match ev {
+        watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
+            h.observe(&NodeFacts::from_node(&n), autopilot)
+        }
+        watcher::Event::Delete(n) => h.forget(&n.name_any()),
+        watcher::Event::Init => {
+            *listed = Some(BTreeSet::new());
+            return false;
+        }
+        watcher::Event::InitDone => match listed.take() {
+            Some(l) => h.retain(&l),
+            None => return false,
+        },
+    };
+    if change.no_execute {
+        info!(nodes = h.no_execute().len(), details = ?h.no_execute(), "Updated NoExecute information");
+    }
+    if change.no_schedule {
+        info!(nodes = h.no_schedule().len(), details = ?h.no_schedule(), "Updated NoSchedule information");
+    }
+    !change.newly_no_execute.is_empty()
+}
+
+/// The AppWrappers with a labelled pod on `node`, each once.
+async fn appwrappers_on(
+    client: &Client,
+    node: &str,
+) -> Result<Vec<ObjectRef<AppWrapperObject>>, kube::Error> {
+    let pods = Api::<Pod>::all(client.clone())
+        .list_metadata(
+            &ListParams::default()
+                .labels(APPWRAPPER_LABEL)
+                .fields(&format!("spec.nodeName={node}")),
+        )
+        .await?;
+    let refs: BTreeSet<(String, String)> = pods
+        .items
+        .iter()
+        .filter_map(|p| Some((p.namespace()?, p.labels().get(APPWRAPPER_LABEL)?.clone())))
+        .collect();
+    Ok(refs
+        .into_iter()
+        .map(|(ns, name)| ObjectRef::new(&name).within(&ns))
+        .collect())
 }
 
 async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue, AppWrapperError> {
@@ -856,6 +1002,108 @@ async fn kueue_step(
 mod tests {
     use super::*;
     use crate::appwrapper::{podsets::PodSet, status::ComponentStatus};
+
+    fn node(name: &str, health: Option<&str>) -> Node {
+        let labels = match health {
+            Some(h) => json!({"autopilot.ibm.com/gpuhealth": h}),
+            None => json!({}),
+        };
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
+            "status": {"capacity": {"nvidia.com/gpu": "4"}}}))
+        .unwrap()
+    }
+
+    /// The node watch's executor: a node newly labelled EVICT asks, in one
+    /// request, for the AppWrapper pods on it (label and node field
+    /// selectors, metadata only) and wakes each AppWrapper once; the same
+    /// node seen again, or a WARN one, asks nothing.
+    #[tokio::test]
+    async fn a_node_newly_flagged_no_execute_wakes_the_appwrappers_with_pods_on_it() {
+        use crate::controllers::vetting::testing::scripted_client;
+        let (client, script) = scripted_client(|_, _, _| {
+            let pod = |ns: &str, aw: &str, name: &str| {
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                    "metadata": {"name": name, "namespace": ns,
+                                 "labels": {APPWRAPPER_LABEL: aw}}})
+            };
+            (
+                200,
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                    "metadata": {}, "items": [pod("a", "train", "p0"), pod("a", "train", "p1"),
+                                              pod("b", "serve", "p2")]}),
+            )
+        });
+        let ap = Autopilot::default();
+        let health = RwLock::new(NodeHealth::default());
+        let mut listed = None;
+        let apply = |n: Node| watcher::Event::Apply(n);
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", None)),
+            &mut listed
+        ));
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("WARN"))),
+            &mut listed
+        ));
+        assert!(node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("EVICT"))),
+            &mut listed
+        ));
+        let refs = appwrappers_on(&client, "gpu-1").await.unwrap();
+        assert!(!node_event(
+            &ap,
+            &health,
+            apply(node("gpu-1", Some("EVICT"))),
+            &mut listed
+        ));
+        let lines: Vec<String> = script
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.line.clone())
+            .collect();
+        assert_eq!(
+            lines,
+            ["GET /api/v1/pods?&fieldSelector=spec.nodeName%3Dgpu-1&labelSelector=workload.codeflare.dev%2Fappwrapper"]
+        );
+        let names: Vec<(String, Option<String>)> = refs
+            .iter()
+            .map(|r| (r.name.clone(), r.namespace.clone()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("train".into(), Some("a".into())),
+                ("serve".into(), Some("b".into()))
+            ]
+        );
+        assert_eq!(
+            health.read().unwrap().no_execute_of(["gpu-1"]).len(),
+            1,
+            "what the next reconcile of those AppWrappers reads"
+        );
+        // A relist without the node forgets it.
+        assert!(!node_event(&ap, &health, watcher::Event::Init, &mut listed));
+        assert!(!node_event(
+            &ap,
+            &health,
+            watcher::Event::InitApply(node("gpu-2", None)),
+            &mut listed
+        ));
+        assert!(!node_event(
+            &ap,
+            &health,
+            watcher::Event::InitDone,
+            &mut listed
+        ));
+        assert!(health.read().unwrap().no_execute().is_empty());
+    }
 
     fn aw() -> core::AppWrapper {
         let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},

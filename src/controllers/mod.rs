@@ -27,8 +27,8 @@
 //!   (`kueue.x-k8s.io/provisioning-request`): the check's `Active`
 //!   condition, a ProvisioningRequest per Workload and attempt, the check's
 //!   state from the request's conditions.
-//! - [`appwrapper`]: the AppWrapper lifecycle; [`prescale`]: the
-//!   PreScaledCronJob's generated CronJobs.
+//! - [`appwrapper`]: the AppWrapper lifecycle and Autopilot's Node watch;
+//!   [`prescale`]: the PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
 //!   (our own Workload writes checked as the webhook would), [`events`],
 //!   [`lease`] (leader election and fencing), [`fault`] (crashes on
@@ -79,6 +79,7 @@ pub async fn run(
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
     prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
 ) {
     // A standby starts everything now: the engine follows the watches and
@@ -95,6 +96,7 @@ pub async fn run(
         fair_sharing,
         admission_fair_sharing,
         claims,
+        aw_config,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -117,6 +119,7 @@ async fn reconcilers(
     fair_sharing: Option<crate::queueing::fair_sharing::FairSharing>,
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
@@ -135,7 +138,7 @@ async fn reconcilers(
     tokio::spawn(check_states::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
-    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true));
+    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,
     // woken by the job controllers' one Workload watch.
     let mut gated = Vec::new();
@@ -191,11 +194,18 @@ pub async fn run_external(
     client: Client,
     elector: Arc<lease::Elector>,
     prescaler: prescale::Settings,
+    aw_config: crate::appwrapper::config::OperatorConfig,
     prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
 ) {
     elector.acquire().await;
     tokio::spawn(prescale::run(client.clone(), prescaler, prescale_metrics));
     // Nothing sends: Workload changes are Kueue's to act on.
     let (_, none) = futures::channel::mpsc::unbounded();
-    appwrapper::run(context::Shared::without_kueue(client), none, false).await;
+    appwrapper::run(
+        context::Shared::without_kueue(client),
+        none,
+        false,
+        aw_config,
+    )
+    .await;
 }
