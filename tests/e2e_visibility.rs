@@ -3,7 +3,9 @@
 //! aggregation layer; pending Workloads of real Jobs read back with the
 //! real kubectl (`get --raw`, discovery), `kubectl kueue list workload`,
 //! and straight on batchgate's port as the front proxy (authentication and
-//! SubjectAccessReview), and no ConfigMap written for positions.
+//! SubjectAccessReview), and no ConfigMap written for positions;
+//! `kubectl kueue explain` (batchgate's `workloads/explanation`) says why a
+//! Workload waits, and the engine then does what it said.
 
 mod support;
 
@@ -264,7 +266,10 @@ fn pending_workloads_are_served_not_written() {
             "clusterqueues",
             "clusterqueues/pendingworkloads",
             "localqueues",
-            "localqueues/pendingworkloads"
+            "localqueues/pendingworkloads",
+            // batchgate's: `kubectl kueue explain`.
+            "workloads",
+            "workloads/explanation",
         ]
     );
     let (ok, out, err) = kubectl(c, &["api-versions"], None);
@@ -396,5 +401,301 @@ fn pending_workloads_are_served_not_written() {
         Duration::from_secs(30),
         "the API answering after the flood",
         || raw(c, &cq_path).ok(),
+    );
+}
+
+/// `kubectl kueue -n NS explain ARGS...`: (success, stdout, stderr).
+fn explain(c: &LocalCluster, ns: &str, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(PLUGIN)
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(["-n", ns, "explain"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn explained(c: &LocalCluster, ns: &str, wl: &str) -> Option<Value> {
+    let (ok, out, _) = explain(c, ns, &["workload", wl, "-o", "json"]);
+    ok.then(|| serde_json::from_str(&out).ok()).flatten()
+}
+
+fn summary(x: &Value) -> String {
+    x["summary"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `kubectl kueue explain` on real Jobs, each answer then checked against
+/// what the engine does: short of quota (the quota at each level, no
+/// preemption allowed: it stays pending until quota is freed, then is
+/// admitted); behind a higher-priority head of a StrictFIFO queue (it
+/// would fit, it is told it waits, and it is admitted only after the
+/// head); waiting on an admission check (the test plays the check's
+/// controller: the check's state is shown, and once Ready it is admitted);
+/// a job's Workloads found by owner; a caller without the role refused by
+/// the apiserver.
+#[test]
+fn explain_says_why_a_workload_waits_and_the_engine_then_does_it() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-explain");
+    apply(c, &flavor("exp-flavor", json!({"instance-type": "exp"})));
+    for (name, value) in [("exp-low", 10), ("exp-high", 100)] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name}, "value": value})
+            .to_string(),
+        );
+    }
+    let low = json!({"kueue.x-k8s.io/priority-class": "exp-low"});
+    let high = json!({"kueue.x-k8s.io/priority-class": "exp-high"});
+    let wl = |job_name: &str| -> String {
+        wait_for(Duration::from_secs(60), "the Workload created", || {
+            workload_of(c, &ns, job_name)?["metadata"]["name"]
+                .as_str()
+                .map(str::to_string)
+        })
+    };
+    let admitted =
+        |job_name: &str| workload_of(c, &ns, job_name).is_some_and(|w| is_true(&w, "Admitted"));
+
+    // 1. Short of quota: 2 cpu, both held; no preemption policy.
+    apply(
+        c,
+        &cluster_queue("exp-cq", &[("exp-flavor", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "exp-lq", "exp-cq"));
+    create(c, &job("holder", &ns, "exp-lq", "2", "600s", low.clone()));
+    wait_for(Duration::from_secs(90), "the holder admitted", || {
+        admitted("holder").then_some(())
+    });
+    create(c, &job("short", &ns, "exp-lq", "2", "5s", high.clone()));
+    let short = wl("short");
+    let x = wait_for(
+        Duration::from_secs(60),
+        "an explanation of the short one",
+        || explained(c, &ns, &short).filter(|x| x["nomination"].is_object()),
+    );
+    assert_eq!(x["kind"], "WorkloadExplanation");
+    assert_eq!(x["state"], "Pending");
+    assert_eq!(x["clusterQueue"], "exp-cq");
+    assert_eq!(x["nomination"]["mode"], "Preempt", "{x}");
+    assert!(
+        summary(&x).contains("no workload may be preempted for it under ClusterQueue exp-cq's preemption (withinClusterQueue: Never"),
+        "{x}"
+    );
+    assert!(
+        x["nomination"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("insufficient unused quota for cpu in flavor exp-flavor, 2 more needed"),
+        "{x}"
+    );
+    let level = &x["quota"][0]["levels"][0];
+    assert_eq!(
+        (
+            &level["name"],
+            &level["quota"],
+            &level["used"],
+            &level["free"]
+        ),
+        (&json!("exp-cq"), &json!("2"), &json!("2"), &json!("0")),
+        "{x}"
+    );
+    // The plain words, as a user reads them.
+    let (ok, text, err) = explain(c, &ns, &["workload", &short]);
+    assert!(ok, "{err}");
+    assert!(text.contains("State:   Pending"), "{text}");
+    assert!(
+        text.contains("Quota for pod set main, cpu on flavor exp-flavor (requested 2):"),
+        "{text}"
+    );
+    // And the job form finds the same Workload by owner.
+    let (ok, by_job, err) = explain(c, &ns, &["job", "short", "-o", "json"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&by_job).unwrap()["metadata"]["name"],
+        short.as_str()
+    );
+    // As it said: no preemption; it waits until the holder is gone.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!admitted("short"), "admitted without quota");
+    assert!(
+        admitted("holder"),
+        "the holder was preempted, though no policy allows it"
+    );
+    let (ok, _, err) = kubectl(
+        c,
+        &["delete", "job", "holder", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{err}");
+    wait_for(
+        Duration::from_secs(90),
+        "the short one admitted once freed",
+        || admitted("short").then_some(()),
+    );
+    let x = explained(c, &ns, &short).unwrap();
+    assert_eq!(x["state"], "Admitted", "{x}");
+
+    // 2. Behind a higher-priority head in a StrictFIFO queue.
+    apply(
+        c,
+        &cluster_queue(
+            "exp-strict",
+            &[("exp-flavor", "3", None)],
+            json!({"queueingStrategy": "StrictFIFO"}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "exp-strict-lq", "exp-strict"));
+    create(
+        c,
+        &job("first", &ns, "exp-strict-lq", "2", "600s", low.clone()),
+    );
+    wait_for(Duration::from_secs(90), "the first admitted", || {
+        admitted("first").then_some(())
+    });
+    create(
+        c,
+        &job("head", &ns, "exp-strict-lq", "2", "5s", high.clone()),
+    );
+    let head = wl("head");
+    create(
+        c,
+        &job("small", &ns, "exp-strict-lq", "1", "5s", low.clone()),
+    );
+    let small = wl("small");
+    let x = wait_for(
+        Duration::from_secs(60),
+        "the small one behind the head",
+        || explained(c, &ns, &small).filter(|x| x["position"]["inClusterQueue"] == 2),
+    );
+    assert_eq!(x["position"]["ahead"][0]["name"], head.as_str(), "{x}");
+    assert_eq!(x["position"]["ahead"][0]["priority"], 100, "{x}");
+    assert_eq!(x["nomination"]["mode"], "Fit", "{x}");
+    assert!(
+        summary(&x)
+            .contains("ClusterQueue exp-strict is StrictFIFO and 1 workload(s) are ahead of it"),
+        "{x}"
+    );
+    // As it said: it fits, and still waits behind the head.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!admitted("small"), "admitted past a StrictFIFO head");
+    let (ok, _, err) = kubectl(
+        c,
+        &["delete", "job", "first", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{err}");
+    wait_for(
+        Duration::from_secs(90),
+        "the head, then the small one, admitted",
+        || (admitted("head") && admitted("small")).then_some(()),
+    );
+
+    // 3. Waiting on an admission check (the test is its controller).
+    const CHECK: &str = "exp-check";
+    apply(
+        c,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                "metadata": {"name": CHECK}, "spec": {"controllerName": "example.com/exp-check"}})
+        .to_string(),
+    );
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let status = |what: &[&str], patch: Value| {
+        let mut args = vec!["patch"];
+        args.extend_from_slice(what);
+        let p = patch.to_string();
+        args.extend(["--subresource=status", "--type=merge", "-p", &p]);
+        let (ok, out, err) = kubectl(c, &args, None);
+        assert!(ok, "kubectl {args:?}: {out}{err}");
+    };
+    status(
+        &["admissionchecks.kueue.x-k8s.io", CHECK],
+        json!({"status": {"conditions": [{"type": "Active", "status": "True", "reason": "Active",
+            "message": "The admission check is active", "lastTransitionTime": now}]}}),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "exp-checked",
+            &[("exp-flavor", "4", None)],
+            json!({"admissionChecksStrategy": {"admissionChecks": [{"name": CHECK}]}}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "exp-checked-lq", "exp-checked"));
+    create(
+        c,
+        &job("gated", &ns, "exp-checked-lq", "1", "5s", low.clone()),
+    );
+    let gated = wl("gated");
+    let x = wait_for(
+        Duration::from_secs(90),
+        "quota reserved, check pending",
+        || {
+            explained(c, &ns, &gated).filter(|x| {
+                x["state"] == "QuotaReserved" && x["checkStates"][0]["state"] == "Pending"
+            })
+        },
+    );
+    assert_eq!(x["admissionChecks"], json!([CHECK]), "{x}");
+    assert!(
+        summary(&x).contains(&format!(
+            "it is admitted once the admission checks {CHECK} are Ready"
+        )),
+        "{x}"
+    );
+    let (ok, text, err) = explain(c, &ns, &["workload", &gated]);
+    assert!(ok, "{err}");
+    assert!(
+        text.contains(&format!("Admission checks:\n  {CHECK}: Pending")),
+        "{text}"
+    );
+    // As it said: Ready, and it is admitted.
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    status(
+        &["workloads.kueue.x-k8s.io", &gated, "-n", &ns],
+        json!({"status": {"admissionChecks": [{"name": CHECK, "state": "Ready", "message": "",
+            "lastTransitionTime": now}]}}),
+    );
+    wait_for(
+        Duration::from_secs(90),
+        "admitted once the check is Ready",
+        || explained(c, &ns, &gated).filter(|x| x["state"] == "Admitted"),
+    );
+    assert!(admitted("gated"));
+
+    // Unknown, and not allowed.
+    let (ok, _, err) = explain(c, &ns, &["workload", "exp-nobody-here"]);
+    assert!(
+        !ok && err.contains("batchgate's queues do not hold Workload"),
+        "{err}"
+    );
+    let (ok, _, err) = explain(c, &ns, &["job", "exp-no-such-job"]);
+    assert!(
+        !ok && err.contains("is owned by job exp-no-such-job"),
+        "{err}"
+    );
+    let out = Command::new(PLUGIN)
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(["--as=exp-nobody", "-n", &ns, "explain", "workload", &gated])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("forbidden") && err.contains("workloads/explanation"),
+        "{err}"
     );
 }

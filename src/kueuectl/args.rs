@@ -131,6 +131,15 @@ pub enum Command {
         #[command(subcommand)]
         what: PassThrough,
     },
+    /// Explain why a Workload (or a job's Workloads) waits: its place in the queue, what falls short at each level of the cohort tree, whom it would preempt, the admission checks it waits for
+    Explain {
+        /// `workload` (or wl), or the kind of the job that owns the Workloads (job, jobset, rayjob, ...)
+        kind: String,
+        name: String,
+        /// Output format. One of: (json, yaml). Plain words without it.
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
+    },
     /// Prints the client version and the batchgate version found in the cluster
     Version,
     /// Generate a shell completion script

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod error;
+pub mod explain;
 pub mod goprint;
 pub mod gotemplate;
 pub mod help;

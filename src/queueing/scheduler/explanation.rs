@@ -25,7 +25,8 @@ pub const AHEAD_SHOWN: usize = 10;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
-    /// `Pending`, `QuotaReserved` (waiting for admission checks),
+    /// `Pending`, `QuotaReserved` (quota held under admission checks:
+    /// admitted once all are Ready, which the Workload's status tells),
     /// `Admitted`, `Evicting`, `Inactive`, `Finished` or `NotQueued`.
     pub state: &'static str,
     pub local_queue: String,
@@ -214,9 +215,7 @@ impl Engine {
                         "It is being evicted from ClusterQueue {}; once its pods are gone it queues again.",
                         h.cq
                     ));
-                } else if h.confirmed || e.admission_checks.is_empty() {
-                    // Unconfirmed without checks: its admission is being
-                    // written.
+                } else if e.admission_checks.is_empty() {
                     e.state = "Admitted";
                     e.summary.push(format!(
                         "It is admitted by ClusterQueue {} on {}.",
@@ -224,9 +223,11 @@ impl Engine {
                         describe_flavors(&flavors)
                     ));
                 } else {
+                    // The checks' states are the Workload's (the engine
+                    // does not keep them): it is admitted once all are Ready.
                     e.state = "QuotaReserved";
                     e.summary.push(format!(
-                        "Quota is reserved in ClusterQueue {} on {}; it waits for the admission checks {} to be Ready.",
+                        "Quota is reserved in ClusterQueue {} on {}; it is admitted once the admission checks {} are Ready.",
                         h.cq,
                         describe_flavors(&flavors),
                         e.admission_checks.join(", ")
