@@ -5,7 +5,8 @@
 //! and straight on batchgate's port as the front proxy (authentication and
 //! SubjectAccessReview), and no ConfigMap written for positions;
 //! `kubectl kueue explain` (batchgate's `workloads/explanation`) says why a
-//! Workload waits, and the engine then does what it said.
+//! Workload waits, `kubectl kueue simulate` what would happen to a job not
+//! created yet, and the engine then does what they said.
 
 mod support;
 
@@ -267,9 +268,10 @@ fn pending_workloads_are_served_not_written() {
             "clusterqueues/pendingworkloads",
             "localqueues",
             "localqueues/pendingworkloads",
-            // batchgate's: `kubectl kueue explain`.
+            // batchgate's: `kubectl kueue explain` and `simulate`.
             "workloads",
             "workloads/explanation",
+            "workloads/simulation",
         ]
     );
     let (ok, out, err) = kubectl(c, &["api-versions"], None);
@@ -698,4 +700,173 @@ fn explain_says_why_a_workload_waits_and_the_engine_then_does_it() {
         !out.status.success() && err.contains("forbidden") && err.contains("workloads/explanation"),
         "{err}"
     );
+}
+
+/// `kubectl kueue simulate -f job.yaml` on the local cluster: nothing is
+/// created; it names the flavor and the victim, and the same Job created
+/// for real is admitted on that flavor, or preempts that victim.
+#[test]
+fn simulate_predicts_what_the_engine_then_does_and_creates_nothing() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-simulate");
+    apply(c, &flavor("sim-a", json!({"instance-type": "sim-a"})));
+    apply(c, &flavor("sim-b", json!({"instance-type": "sim-b"})));
+    for (name, value) in [("sim-low", 10), ("sim-high", 100)] {
+        apply(
+            c,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": name}, "value": value})
+            .to_string(),
+        );
+    }
+    let low = json!({"kueue.x-k8s.io/priority-class": "sim-low"});
+    let high = json!({"kueue.x-k8s.io/priority-class": "sim-high"});
+    let admitted =
+        |job_name: &str| workload_of(c, &ns, job_name).filter(|w| is_true(w, "Admitted"));
+    let simulate = |manifest: &str| -> Value {
+        let mut child = Command::new(PLUGIN)
+            .arg("--kubeconfig")
+            .arg(c.kubeconfig())
+            .args(["-n", &ns, "simulate", "-f", "-", "-o", "json"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(manifest.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+
+    // Two flavors: the first one full, the Job would go to the second.
+    apply(
+        c,
+        &cluster_queue(
+            "sim-cq",
+            &[("sim-a", "2", None), ("sim-b", "4", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "sim-lq", "sim-cq"));
+    create(c, &job("filler", &ns, "sim-lq", "2", "600s", low.clone()));
+    wait_for(Duration::from_secs(90), "the filler admitted", || {
+        admitted("filler")
+    });
+    let next = job("next", &ns, "sim-lq", "2", "600s", low.clone());
+    // The engine must know the filler's admission: asked until it does.
+    let x = wait_for(
+        Duration::from_secs(30),
+        "a simulation on the second flavor",
+        || {
+            let x = simulate(&next);
+            (x["nomination"]["flavors"]["main"]["cpu"] == "sim-b").then_some(x)
+        },
+    );
+    assert_eq!(x["kind"], "WorkloadExplanation");
+    assert_eq!(x["nomination"]["mode"], "Fit", "{x}");
+    assert_eq!(x["summary"][0], "If it were created now:", "{x}");
+    assert!(
+        workload_of(c, &ns, "next").is_none(),
+        "a simulation created a Workload"
+    );
+    let (ok, _, _) = kubectl(c, &["get", "job", "next", "-n", &ns], None);
+    assert!(!ok, "a simulation created the Job");
+    create(c, &next);
+    let wl = wait_for(Duration::from_secs(90), "next admitted", || {
+        admitted("next")
+    });
+    assert_eq!(
+        wl["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"], "sim-b",
+        "admitted where the simulation said: {wl}"
+    );
+
+    // A queue that may preempt lower priorities: the victim named, then
+    // preempted.
+    apply(
+        c,
+        &cluster_queue(
+            "sim-p",
+            &[("sim-a", "2", None)],
+            json!({"preemption": {"withinClusterQueue": "LowerPriority"}}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "sim-p-lq", "sim-p"));
+    create(c, &job("victim", &ns, "sim-p-lq", "2", "600s", low.clone()));
+    let victim = wait_for(Duration::from_secs(90), "the victim admitted", || {
+        admitted("victim")
+    });
+    let urgent = job("urgent", &ns, "sim-p-lq", "2", "600s", high.clone());
+    let x = wait_for(
+        Duration::from_secs(30),
+        "a simulation that preempts",
+        || {
+            let x = simulate(&urgent);
+            (x["nomination"]["mode"] == "Preempt").then_some(x)
+        },
+    );
+    assert_eq!(
+        x["nomination"]["wouldPreempt"][0]["name"], victim["metadata"]["name"],
+        "{x}"
+    );
+    assert_eq!(
+        x["nomination"]["wouldPreempt"][0]["reason"], "InClusterQueue",
+        "{x}"
+    );
+    assert!(
+        is_true(&workload_of(c, &ns, "victim").unwrap(), "Admitted"),
+        "a simulation preempted"
+    );
+    create(c, &urgent);
+    wait_for(
+        Duration::from_secs(90),
+        "urgent admitted after preempting the victim",
+        || {
+            let v = workload_of(c, &ns, "victim")?;
+            (admitted("urgent").is_some() && condition(&v, "Preempted")?["status"] == "True")
+                .then_some(())
+        },
+    );
+
+    // Not queued: said so, nothing created.
+    let (ok, _, err) = {
+        let mut child = Command::new(PLUGIN)
+            .arg("--kubeconfig")
+            .arg(c.kubeconfig())
+            .args(["-n", &ns, "simulate", "-f", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut unqueued: Value =
+            serde_json::from_str(&job("plain", &ns, "x", "1", "1s", json!({}))).unwrap();
+        unqueued["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("kueue.x-k8s.io/queue-name");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(unqueued.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert!(!ok && err.contains("it would not be queued"), "{err}");
 }

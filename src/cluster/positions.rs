@@ -15,9 +15,21 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::queueing::{visibility::Snapshot, Explanation};
 
-/// A Workload (`namespace`, `name`) whose explanation is asked for, and
-/// where the engine's answer goes.
-pub type Question = (String, String, oneshot::Sender<Option<Explanation>>);
+/// What the visibility listener asks the engine.
+#[derive(Debug)]
+pub enum Ask {
+    /// Why the Workload `namespace/name` waits.
+    Explain { namespace: String, name: String },
+    /// What would happen to this Workload, were it created now.
+    Simulate(Box<crate::api::kueue::v1beta2::Workload>),
+}
+
+/// The engine's answer: `Ok(None)` for a Workload it does not know, `Err`
+/// for one it cannot read.
+pub type Answer = Result<Option<Explanation>, String>;
+
+/// A question and where its answer goes.
+pub type Question = (Ask, oneshot::Sender<Answer>);
 
 /// The queues as last snapshotted, shared between the queueing controller
 /// (which takes a snapshot on its status tick, only when one was asked for
@@ -56,23 +68,17 @@ impl Positions {
         self.0.snapshot.load_full()
     }
 
-    /// Why `namespace/name` waits, from the engine on the controller's
-    /// next tick: `Err` on a replica that keeps no queues or when no answer
-    /// came within `within`, `Ok(None)` for a Workload the engine does not
-    /// know.
-    pub async fn explain(
-        &self,
-        namespace: &str,
-        name: &str,
-        within: Duration,
-    ) -> Result<Option<Explanation>, ()> {
+    /// The engine's answer to `ask`, on the controller's next tick: `Err`
+    /// (outer) on a replica that keeps no queues or when no answer came
+    /// within `within`.
+    pub async fn ask(&self, ask: Ask, within: Duration) -> Result<Answer, ()> {
         self.current().ok_or(())?;
         let (tx, rx) = oneshot::channel();
         self.0
             .questions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((namespace.to_string(), name.to_string(), tx));
+            .push((ask, tx));
         match tokio::time::timeout(within, rx).await {
             Ok(Ok(answer)) => Ok(answer),
             _ => Err(()),

@@ -140,6 +140,15 @@ pub enum Command {
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
     },
+    /// Simulate a job (or Workload) manifest: would it be admitted now, on which flavor, whom would it preempt; nothing is created
+    Simulate {
+        /// The manifest (a job of an integrated kind, or a Workload); - for stdin
+        #[arg(short = 'f', long = "filename")]
+        filename: String,
+        /// Output format. One of: (json, yaml). Plain words without it.
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
+    },
     /// Prints the client version and the batchgate version found in the cluster
     Version,
     /// Generate a shell completion script

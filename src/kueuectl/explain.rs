@@ -4,6 +4,11 @@
 //! printed in plain words or as `-o json|yaml`. A job's Workloads are
 //! found by their owner reference; while quota is reserved, the Workload's
 //! own admission check states are added.
+//!
+//! `kubectl kueue simulate -f job.yaml`: the Workload the job would get
+//! (built here as the job reconciler builds it, the priority classes read
+//! from the cluster) sent to `workloads/NAME/simulation`, which answers
+//! as `explain` would, were it created now; nothing is written.
 
 use std::io::Write;
 
@@ -16,7 +21,16 @@ use super::{
     session::Session,
     table::Table,
 };
-use crate::{api::kueue::v1beta2::Workload, queueing::visibility::GROUP};
+use crate::{
+    api::kueue::v1beta2::{LocalQueue, Workload, WorkloadPriorityClass},
+    jobs::{
+        policy::PolicySet,
+        workload::{for_job, priority, PriorityClasses},
+    },
+    queueing::visibility::GROUP,
+    vocabulary::keys::QUEUE_NAME_LABEL,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 /// The names `explain` takes for a Workload itself.
 const WORKLOAD_NAMES: [&str; 6] = [
@@ -61,22 +75,131 @@ pub async fn explain(
         if x["state"] == "QuotaReserved" {
             add_check_states(&s.client, &s.namespace, &wl, &mut x).await;
         }
-        match output {
-            Some("json") => write_json(&x, out)?,
-            Some("yaml") => write_yaml(&x, first, out)?,
-            None | Some("") => {
-                if !first {
-                    writeln!(out)?;
-                }
-                write!(out, "{}", plain(&x))?;
-            }
-            Some(other) => {
-                return Err(Error::Usage(format!(
-                    "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,yaml"
-                )))
-            }
-        }
+        print(&x, output, first, out)?;
         first = false;
+    }
+    Ok(())
+}
+
+pub async fn simulate(
+    s: &Session,
+    file: &str,
+    output: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    let text = if file == "-" {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)?;
+        t
+    } else {
+        std::fs::read_to_string(file).map_err(|e| Error::Usage(format!("reading {file}: {e}")))?
+    };
+    let mut first = true;
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let doc: Value = serde::Deserialize::deserialize(doc)?;
+        if doc.is_null() {
+            continue;
+        }
+        let (namespace, wl) = workload_of(s, doc).await?;
+        let name = wl["metadata"]["name"].as_str().unwrap_or("simulated");
+        let path =
+            format!("/apis/{GROUP}/v1beta2/namespaces/{namespace}/workloads/{name}/simulation");
+        let req = http::Request::post(path)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::to_vec(&wl)?)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let x: Value = s.client.request(req).await?;
+        print(&x, output, first, out)?;
+        first = false;
+    }
+    Ok(())
+}
+
+/// The namespace and Workload a manifest would get: a Workload as given,
+/// a job of an integrated kind as the job reconciler would build it.
+async fn workload_of(s: &Session, mut doc: Value) -> Result<(String, Value), Error> {
+    let namespace = doc["metadata"]["namespace"]
+        .as_str()
+        .map_or_else(|| s.namespace.clone(), str::to_string);
+    doc["metadata"]["namespace"] = namespace.clone().into();
+    let api_version = doc["apiVersion"].as_str().unwrap_or_default().to_string();
+    let kind = doc["kind"].as_str().unwrap_or_default().to_string();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    if group == "kueue.x-k8s.io" && kind == "Workload" {
+        return Ok((namespace, doc));
+    }
+    let policies = PolicySet::embedded().map_err(|e| Error::Usage(e.to_string()))?;
+    let Some(policy) = policies.find(group, version, &kind) else {
+        return Err(Error::Usage(format!(
+            "{kind} ({api_version}) is not a kind batchgate queues; simulate takes a Workload or a job of an integrated kind"
+        )));
+    };
+    if doc["metadata"]["name"].as_str().is_none() {
+        let prefix = doc["metadata"]["generateName"]
+            .as_str()
+            .unwrap_or("simulated-");
+        doc["metadata"]["name"] = format!("{prefix}simulated").into();
+    }
+    doc["metadata"]["uid"] = "simulated".into();
+    let labels = &doc["metadata"]["labels"];
+    if labels[QUEUE_NAME_LABEL].as_str().is_none_or(str::is_empty) {
+        // Kueue's LocalQueue defaulting: a LocalQueue named `default`.
+        let lqs = Api::<LocalQueue>::namespaced(s.client.clone(), &namespace);
+        if lqs.get_opt("default").await?.is_none() {
+            return Err(Error::Usage(format!(
+                "{kind} has no {QUEUE_NAME_LABEL} label and namespace {namespace} has no LocalQueue named default: it would not be queued"
+            )));
+        }
+        doc["metadata"]["labels"][QUEUE_NAME_LABEL] = "default".into();
+    }
+    let classes = priority_classes(&s.client).await;
+    let prio = priority(policy, &doc, &classes).map_err(|e| Error::Usage(e.to_string()))?;
+    let wl = for_job(policy, &doc, &prio).map_err(|e| Error::Usage(e.to_string()))?;
+    Ok((namespace, wl))
+}
+
+/// The priority classes this caller may read (none where it may not).
+async fn priority_classes(client: &Client) -> PriorityClasses {
+    let mut c = PriorityClasses::default();
+    if let Ok(list) = Api::<WorkloadPriorityClass>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        for w in list.items {
+            c.workload
+                .insert(w.metadata.name.clone().unwrap_or_default(), w.spec.value);
+        }
+    }
+    if let Ok(list) = Api::<PriorityClass>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        for p in list.items {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            if p.global_default == Some(true) {
+                c.global_default = Some(name.clone());
+            }
+            c.pod.insert(name, p.value);
+        }
+    }
+    c
+}
+
+fn print(x: &Value, output: Option<&str>, first: bool, out: &mut dyn Write) -> Result<(), Error> {
+    match output {
+        Some("json") => write_json(x, out)?,
+        Some("yaml") => write_yaml(x, first, out)?,
+        None | Some("") => {
+            if !first {
+                writeln!(out)?;
+            }
+            write!(out, "{}", plain(x))?;
+        }
+        Some(other) => {
+            return Err(Error::Usage(format!(
+                "unable to match a printer suitable for the output format {other:?}, allowed formats are: json,yaml"
+            )))
+        }
     }
     Ok(())
 }

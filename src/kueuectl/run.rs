@@ -88,6 +88,10 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> Result<(), Error> {
             let s = Session::connect(&cli.kube).await?;
             super::explain::explain(&s, &kind, &name, output.as_deref(), out).await
         }
+        Command::Simulate { filename, output } => {
+            let s = Session::connect(&cli.kube).await?;
+            super::explain::simulate(&s, &filename, output.as_deref(), out).await
+        }
         Command::Version => {
             writeln!(out, "Client Version: v{}", env!("CARGO_PKG_VERSION"))?;
             // As upstream: the Deployment must be readable (absent is fine);

@@ -121,6 +121,14 @@ pub enum Route {
         namespace: String,
         name: String,
     },
+    /// `POST .../namespaces/<ns>/workloads/<name>/simulation` with a
+    /// Workload: what would happen to it, were it created now
+    /// (batchgate's).
+    Simulation {
+        version: &'static str,
+        namespace: String,
+        name: String,
+    },
 }
 
 impl Route {
@@ -159,6 +167,11 @@ impl Route {
                 namespace: ns.to_string(),
                 name: name.to_string(),
             }),
+            ["namespaces", ns, "workloads", name, "simulation"] => Some(Route::Simulation {
+                version,
+                namespace: ns.to_string(),
+                name: name.to_string(),
+            }),
             _ => None,
         }
     }
@@ -177,7 +190,19 @@ impl Route {
             Route::Explanation {
                 namespace, name, ..
             } => Some(("workloads", "explanation", namespace, name)),
+            Route::Simulation {
+                namespace, name, ..
+            } => Some(("workloads", "simulation", namespace, name)),
             _ => None,
+        }
+    }
+
+    /// The verb of the request: `create` for a simulation (a POST), else
+    /// `get`.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Route::Simulation { .. } => "create",
+            _ => "get",
         }
     }
 
@@ -186,7 +211,8 @@ impl Route {
         match self {
             Route::ClusterQueue { version, .. }
             | Route::LocalQueue { version, .. }
-            | Route::Explanation { version, .. } => Some(version),
+            | Route::Explanation { version, .. }
+            | Route::Simulation { version, .. } => Some(version),
             _ => None,
         }
     }
@@ -261,7 +287,8 @@ pub fn forbidden(user: &str, route: &Route, reason: &str) -> Error {
         format!("in the namespace \"{namespace}\"")
     };
     let mut m = format!(
-        "{resource}.{GROUP} \"{name}\" is forbidden: User \"{user}\" cannot get resource \"{resource}/{subresource}\" in API group \"{GROUP}\" {scope}"
+        "{resource}.{GROUP} \"{name}\" is forbidden: User \"{user}\" cannot {} resource \"{resource}/{subresource}\" in API group \"{GROUP}\" {scope}",
+        route.verb()
     );
     if !reason.is_empty() {
         m.push_str(": ");
@@ -460,6 +487,7 @@ pub fn resources(version: &str) -> Value {
             // batchgate's: why a Workload waits.
             r("workloads", "workload", true, EXPLANATION, &[]),
             r("workloads/explanation", "", true, EXPLANATION, &["get"]),
+            r("workloads/simulation", "", true, EXPLANATION, &["create"]),
         ],
     })
 }
@@ -517,6 +545,11 @@ pub fn answer(
             ))
         }
         Route::Explanation {
+            version,
+            namespace,
+            name,
+        }
+        | Route::Simulation {
             version,
             namespace,
             name,
@@ -797,6 +830,7 @@ mod tests {
                 "localqueues/pendingworkloads",
                 "workloads",
                 "workloads/explanation",
+                "workloads/simulation",
             ]
         );
         assert_eq!(r["resources"][3]["namespaced"], true);

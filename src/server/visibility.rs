@@ -34,7 +34,10 @@ use tracing::{debug, info, warn};
 use crate::tls::CertStore;
 use crate::{
     admission::entitlement::{Check, Identity, Outcome, ResourceAttributes},
-    cluster::{positions::Positions, sar::SarClient},
+    cluster::{
+        positions::{Ask, Positions},
+        sar::SarClient,
+    },
     queueing::visibility::{self, Error, Route},
 };
 
@@ -343,7 +346,11 @@ fn refuse(e: Error) -> Response<Body> {
     respond(e.code(), e.status())
 }
 
-async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Response<Body> {
+async fn handle(
+    sh: &Shared,
+    peer_cn: Option<&str>,
+    req: Request<hyper::body::Incoming>,
+) -> Response<Body> {
     let Some(route) = Route::parse(req.uri().path()) else {
         return respond(
             404,
@@ -352,9 +359,14 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
                 "reason": "NotFound", "details": {}, "code": 404}),
         );
     };
-    if req.method() != Method::GET {
+    let wanted = if matches!(route, Route::Simulation { .. }) {
+        Method::POST
+    } else {
+        Method::GET
+    };
+    if req.method() != wanted {
         let mut e = Error::BadRequest(format!(
-            "{} is not supported: the visibility API serves GET only",
+            "{} is not supported: this path of the visibility API serves {wanted} only",
             req.method()
         ))
         .status();
@@ -362,7 +374,7 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
         e["code"] = 405.into();
         return respond(405, e);
     }
-    let query = req.uri().query();
+    let query = req.uri().query().map(str::to_string);
     let mut caller = None;
     if let Some((resource, subresource, namespace, name)) = route.attributes() {
         let fp = sh.front_proxy.load();
@@ -380,7 +392,7 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
         let check = Check {
             user: user.clone(),
             attributes: ResourceAttributes {
-                verb: "get".into(),
+                verb: route.verb().into(),
                 group: visibility::GROUP.into(),
                 version: version.into(),
                 resource: resource.into(),
@@ -401,26 +413,69 @@ async fn handle<B>(sh: &Shared, peer_cn: Option<&str>, req: Request<B>) -> Respo
             }
         }
     }
-    let (snapshot, explained) = match &route {
+    let ask = match &route {
         Route::Explanation {
             namespace, name, ..
-        } => match sh.positions.explain(namespace, name, FRESH_WITHIN).await {
-            Ok(mut x) => {
+        } => Some(Ask::Explain {
+            namespace: namespace.clone(),
+            name: name.clone(),
+        }),
+        Route::Simulation { namespace, .. } => match simulated(req, namespace).await {
+            Ok(wl) => Some(Ask::Simulate(Box::new(wl))),
+            Err(e) => return refuse(e),
+        },
+        _ => None,
+    };
+    let (snapshot, explained) = match (ask, &route) {
+        (Some(ask), _) => match sh.positions.ask(ask, FRESH_WITHIN).await {
+            Ok(Ok(mut x)) => {
+                let namespace = route.attributes().map(|a| a.2).unwrap_or_default();
                 if let (Some(e), Some(user)) = (x.as_mut(), caller) {
                     others_hidden(sh, user, namespace, e).await;
                 }
                 (sh.positions.current(), x)
             }
+            Ok(Err(message)) => return refuse(Error::BadRequest(message)),
             // No queues here, or no answer in time: unavailable.
             Err(()) => (None, None),
         },
-        _ if route.attributes().is_some() => (sh.positions.fresh(FRESH_WITHIN).await, None),
-        _ => (None, None),
+        (None, _) if route.attributes().is_some() => (sh.positions.fresh(FRESH_WITHIN).await, None),
+        (None, _) => (None, None),
     };
-    match visibility::answer(&route, query, snapshot.as_deref(), explained.as_ref()) {
+    match visibility::answer(
+        &route,
+        query.as_deref(),
+        snapshot.as_deref(),
+        explained.as_ref(),
+    ) {
         Ok(v) => respond(200, v),
         Err(e) => refuse(e),
     }
+}
+
+/// The largest Workload a simulation reads (the apiserver's own limit on
+/// a request body).
+const SIMULATION_BODY_LIMIT: usize = 3 * 1024 * 1024;
+
+/// The Workload of a simulation request, in `namespace`.
+async fn simulated(
+    req: Request<hyper::body::Incoming>,
+    namespace: &str,
+) -> Result<crate::api::kueue::v1beta2::Workload, Error> {
+    use http_body_util::BodyExt;
+    let body = http_body_util::Limited::new(req.into_body(), SIMULATION_BODY_LIMIT)
+        .collect()
+        .await
+        .map_err(|e| Error::BadRequest(format!("reading the Workload: {e}")))?
+        .to_bytes();
+    let mut wl: crate::api::kueue::v1beta2::Workload =
+        serde_json::from_slice(&body).map_err(|e| {
+            Error::BadRequest(format!(
+                "the body is not a kueue.x-k8s.io/v1beta2 Workload: {e}"
+            ))
+        })?;
+    wl.metadata.namespace = Some(namespace.to_string());
+    Ok(wl)
 }
 
 /// Names workloads of other namespaces only to a caller who may read the

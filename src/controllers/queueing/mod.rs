@@ -29,6 +29,7 @@
 //! batchgate writes nothing else to an admitted Workload, so they fall
 //! with the evictions, not with the write form.
 
+use crate::cluster::positions::Ask;
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
     sync::Arc,
@@ -581,8 +582,15 @@ impl Controller {
                         }
                     }
                     if c.started {
-                        for (namespace, name, answer) in c.visibility.questions() {
-                            let _ = answer.send(c.engine.explain(&namespace, &name));
+                        for (ask, answer) in c.visibility.questions() {
+                            let _ = answer.send(match ask {
+                                Ask::Explain { namespace, name } => {
+                                    Ok(c.engine.explain(&namespace, &name))
+                                }
+                                Ask::Simulate(wl) => super::translation::workload(&wl)
+                                    .map(|w| Some(c.engine.simulate(&w)))
+                                    .map_err(|e| e.to_string()),
+                            });
                         }
                     }
                     if c.started && c.visibility.wanted() {

@@ -193,15 +193,22 @@ impl Engine {
         cycle
     }
 
-    pub(super) fn nominate(
+    fn nominate(&self, snap: &mut QuotaTree, cq_name: String, order: QueueOrder) -> Entry {
+        let wl = &self.workloads[&*order.key].wl;
+        self.nominate_workload(snap, cq_name, order, wl)
+    }
+
+    /// [`Self::nominate`] for a workload given, known to the engine or not
+    /// (`simulate`).
+    pub(super) fn nominate_workload(
         &self,
         snap: &mut QuotaTree,
         cq_name: String,
         order: QueueOrder,
+        wl: &Workload,
     ) -> Entry {
-        let rec = &self.workloads[&*order.key];
         let cq = &self.cluster_queues[&cq_name];
-        if !self.namespace_selected(cq, &rec.wl.namespace) {
+        if !self.namespace_selected(cq, &wl.namespace) {
             return Entry {
                 cq: cq_name,
                 order,
@@ -219,7 +226,7 @@ impl Engine {
         // gone, on that slice's flavors, and never preempts it (Kueue's
         // `ReplacedWorkloadSlice`: the old slice is a target that is
         // finished, not evicted, once the new one is admitted).
-        let replaces = self.replaced_slice(&rec.wl, &cq_name);
+        let replaces = self.replaced_slice(wl, &cq_name);
         let pinned;
         let cq = match &replaces {
             Some(r) => {
@@ -236,13 +243,13 @@ impl Engine {
         let preemptor = Preemptor {
             key: &order.key,
             cq,
-            priority: rec.wl.priority,
-            created: rec.wl.created,
+            priority: wl.priority,
+            created: wl.created,
         };
         // Full counts (less what is reclaimable already), or (partial
         // admission) the largest that fit.
         let (assignment, targets) = partial_admission::initial_assignment(
-            &rec.wl.after_reclaim(),
+            &wl.after_reclaim(),
             cq,
             &self.flavors,
             snap,

@@ -242,7 +242,55 @@ impl Engine {
             }
             State::Queued { cq } => cq.clone(),
         };
-        let cq = self.cluster_queues.get(&*cq_name)?;
+        let last = rec.pending.as_ref().map(|(_, m)| &**m);
+        self.in_queue(wl, key, &cq_name, None, last, &mut e)?;
+        Some(e)
+    }
+
+    /// Would `wl` (a Workload not created yet) be admitted now, where, and
+    /// whom would it preempt: [`Self::explain`] as if it were queued, the
+    /// engine unchanged.
+    pub fn simulate(&self, wl: &crate::queueing::Workload) -> Explanation {
+        let mut e = Explanation {
+            state: "Pending",
+            local_queue: wl.queue_name.to_string(),
+            cluster_queue: None,
+            summary: vec!["If it were created now:".into()],
+            position: None,
+            nomination: None,
+            quota: Vec::new(),
+            admission_checks: Vec::new(),
+        };
+        let key: std::sync::Arc<str> = format!("{}/{} (simulated)", wl.namespace, wl.name).into();
+        let cq = self
+            .local_queue(&wl.namespace, &wl.queue_name)
+            .map(|lq| lq.cluster_queue.to_string())
+            .filter(|cq| self.cluster_queues.contains_key(cq));
+        match cq {
+            Some(cq) => {
+                let order = QueueOrder::of(&key, wl);
+                let _ = self.in_queue(wl, &key, &cq, Some(order), None, &mut e);
+            }
+            None => {
+                e.state = "NotQueued";
+                self.why_parked(wl, None, &mut e);
+            }
+        }
+        e
+    }
+
+    /// The explanation of `wl` waiting in `cq_name` (`extra`: its order,
+    /// when the engine does not hold it).
+    fn in_queue(
+        &self,
+        wl: &crate::queueing::Workload,
+        key: &std::sync::Arc<str>,
+        cq_name: &str,
+        extra: Option<QueueOrder>,
+        last: Option<&str>,
+        e: &mut Explanation,
+    ) -> Option<()> {
+        let cq = self.cluster_queues.get(cq_name)?;
         e.cluster_queue = Some(cq_name.to_string());
         if !self.is_active(cq) {
             let active = self.active_condition(cq);
@@ -251,9 +299,10 @@ impl Engine {
                 active.message
             ));
         }
-        self.position(cq, key, &mut e);
+        self.position(cq, key, extra, e);
         let mut snap = self.quota.clone();
-        let entry = self.nominate(&mut snap, cq_name.to_string(), QueueOrder::of(key, wl));
+        let entry =
+            self.nominate_workload(&mut snap, cq_name.to_string(), QueueOrder::of(key, wl), wl);
         if let Outcome::Pending { message, .. } = &entry.outcome {
             e.summary.push(format!("It cannot be admitted: {message}."));
         }
@@ -286,7 +335,7 @@ impl Engine {
                     };
                     for flavor in considered {
                         e.quota.push(
-                            self.flavor_quota(&cq_name, &ps.name, resource, &flavor, *requested),
+                            self.flavor_quota(cq_name, &ps.name, resource, &flavor, *requested),
                         );
                     }
                 }
@@ -300,15 +349,13 @@ impl Engine {
                 would_preempt: victims,
             });
         }
-        if let Some((_, last)) = &rec.pending {
-            if !last.is_empty() {
-                e.summary
-                    .push(format!("The last cycle that tried it said: {last}."));
-            }
+        if let Some(last) = last.filter(|l| !l.is_empty()) {
+            e.summary
+                .push(format!("The last cycle that tried it said: {last}."));
         }
-        let checks = self.check_strategy(&cq_name);
+        let checks = self.check_strategy(cq_name);
         if !checks.is_empty() {
-            let all = self.cq_flavor_set(&cq_name);
+            let all = self.cq_flavor_set(cq_name);
             e.admission_checks =
                 crate::queueing::admission_checks::for_workload(&checks, &all, None)
                     .into_iter()
@@ -318,7 +365,7 @@ impl Engine {
                 e.admission_checks.join(", ")
             ));
         }
-        Some(e)
+        Some(())
     }
 
     fn why_parked(&self, wl: &crate::queueing::Workload, last: Option<&str>, e: &mut Explanation) {
@@ -353,16 +400,23 @@ impl Engine {
     }
 
     /// Its place in the ClusterQueue's order, and who is ahead.
-    fn position(&self, cq: &ClusterQueue, key: &std::sync::Arc<str>, e: &mut Explanation) {
-        let Some(queue) = self.queues.get(&cq.name) else {
-            return;
-        };
-        let mut orders: Vec<QueueOrder> = queue
-            .keys()
+    fn position(
+        &self,
+        cq: &ClusterQueue,
+        key: &std::sync::Arc<str>,
+        extra: Option<QueueOrder>,
+        e: &mut Explanation,
+    ) {
+        let mut orders: Vec<QueueOrder> = self
+            .queues
+            .get(&cq.name)
+            .into_iter()
+            .flat_map(|q| q.keys())
             .filter_map(|k| {
                 let (k, r) = self.workloads.get_key_value(k)?;
                 Some(QueueOrder::of(k, &r.wl))
             })
+            .chain(extra)
             .collect();
         orders.sort();
         let Some(at) = orders.iter().position(|o| o.key == *key) else {

@@ -201,3 +201,43 @@ fn unqueued_inactive_and_unknown_workloads_are_told_apart() {
     e.upsert_workload(off);
     assert_eq!(e.explain(NS, "off").unwrap().state, "Inactive");
 }
+
+#[test]
+fn a_simulation_changes_nothing_and_the_real_workload_then_does_what_it_said() {
+    let mut q = cq("p", None, &[("default", 2)]);
+    q.preemption.within_cluster_queue = PreemptionPolicy::LowerPriority;
+    let mut e = engine(&["default"], vec![q]);
+    e.upsert_workload(wl("low", "p", 0, 1, 2));
+    e.upsert_workload(wl("queued", "p", 0, 2, 1));
+    admit_all(&mut e, 10);
+    let urgent = wl("urgent", "p", 100, 3, 2);
+    let x = e.simulate(&urgent);
+    assert_eq!(x.state, "Pending");
+    assert_eq!(x.summary[0], "If it were created now:");
+    // Sorted before the queued one: the head.
+    assert_eq!(x.position.as_ref().unwrap().in_cluster_queue, 1);
+    let n = x.nomination.as_ref().unwrap();
+    assert_eq!(n.mode, "Preempt");
+    assert_eq!(n.would_preempt[0].name, "low");
+    assert_eq!(n.flavors["main"]["cpu"], "default");
+    // Nothing changed: no cycle has anything new to do.
+    assert!(e.schedule(20).decisions.is_empty());
+    assert_eq!(e.explain(NS, "urgent"), None);
+    // Created for real, it preempts whom it named.
+    e.upsert_workload(urgent);
+    let evicted: Vec<String> = evictions(&e.schedule(30))
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+    assert_eq!(evicted, [key("low")]);
+
+    let mut lost = wl("lost", "p", 0, 4, 1);
+    lost.queue_name = "nope".into();
+    let x = e.simulate(&lost);
+    assert_eq!(x.state, "NotQueued");
+    assert!(
+        lines(&x).contains("LocalQueue nope does not exist"),
+        "{}",
+        lines(&x)
+    );
+}
