@@ -406,20 +406,37 @@ fn pending_workloads_are_served_not_written() {
     );
 }
 
-/// `kubectl kueue -n NS explain ARGS...`: (success, stdout, stderr).
-fn explain(c: &LocalCluster, ns: &str, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(PLUGIN)
+/// `kubectl-kueue --kubeconfig ... ARGS` with `stdin`: (success, stdout,
+/// stderr).
+fn plugin(c: &LocalCluster, args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(PLUGIN)
         .arg("--kubeconfig")
         .arg(c.kubeconfig())
-        .args(["-n", ns, "explain"])
         .args(args)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `kubectl kueue -n NS explain ARGS...`: (success, stdout, stderr).
+fn explain(c: &LocalCluster, ns: &str, args: &[&str]) -> (bool, String, String) {
+    let mut all = vec!["-n", ns, "explain"];
+    all.extend_from_slice(args);
+    plugin(c, &all, "")
 }
 
 fn explained(c: &LocalCluster, ns: &str, wl: &str) -> Option<Value> {
@@ -689,15 +706,13 @@ fn explain_says_why_a_workload_waits_and_the_engine_then_does_it() {
         !ok && err.contains("is owned by job exp-no-such-job"),
         "{err}"
     );
-    let out = Command::new(PLUGIN)
-        .arg("--kubeconfig")
-        .arg(c.kubeconfig())
-        .args(["--as=exp-nobody", "-n", &ns, "explain", "workload", &gated])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (ok, _, err) = plugin(
+        c,
+        &["--as=exp-nobody", "-n", &ns, "explain", "workload", &gated],
+        "",
+    );
     assert!(
-        !out.status.success() && err.contains("forbidden") && err.contains("workloads/explanation"),
+        !ok && err.contains("forbidden") && err.contains("workloads/explanation"),
         "{err}"
     );
 }
@@ -725,28 +740,13 @@ fn simulate_predicts_what_the_engine_then_does_and_creates_nothing() {
     let admitted =
         |job_name: &str| workload_of(c, &ns, job_name).filter(|w| is_true(w, "Admitted"));
     let simulate = |manifest: &str| -> Value {
-        let mut child = Command::new(PLUGIN)
-            .arg("--kubeconfig")
-            .arg(c.kubeconfig())
-            .args(["-n", &ns, "simulate", "-f", "-", "-o", "json"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(manifest.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let (ok, out, err) = plugin(
+            c,
+            &["-n", &ns, "simulate", "-f", "-", "-o", "json"],
+            manifest,
         );
-        serde_json::from_slice(&out.stdout).unwrap()
+        assert!(ok, "{err}");
+        serde_json::from_str(&out).unwrap()
     };
 
     // Two flavors: the first one full, the Job would go to the second.
@@ -839,34 +839,16 @@ fn simulate_predicts_what_the_engine_then_does_and_creates_nothing() {
     );
 
     // Not queued: said so, nothing created.
-    let (ok, _, err) = {
-        let mut child = Command::new(PLUGIN)
-            .arg("--kubeconfig")
-            .arg(c.kubeconfig())
-            .args(["-n", &ns, "simulate", "-f", "-"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut unqueued: Value =
-            serde_json::from_str(&job("plain", &ns, "x", "1", "1s", json!({}))).unwrap();
-        unqueued["metadata"]["labels"]
-            .as_object_mut()
-            .unwrap()
-            .remove("kueue.x-k8s.io/queue-name");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(unqueued.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let mut unqueued: Value =
+        serde_json::from_str(&job("plain", &ns, "x", "1", "1s", json!({}))).unwrap();
+    unqueued["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("kueue.x-k8s.io/queue-name");
+    let (ok, _, err) = plugin(
+        c,
+        &["-n", &ns, "simulate", "-f", "-"],
+        &unqueued.to_string(),
+    );
     assert!(!ok && err.contains("it would not be queued"), "{err}");
 }

@@ -383,14 +383,28 @@ impl Engine {
             }
             Some(lq) => {
                 e.cluster_queue = Some(lq.cluster_queue.to_string());
+                let cq_stopped = self
+                    .cluster_queues
+                    .get(&*lq.cluster_queue)
+                    .is_some_and(|cq| cq.stop_policy.is_stopped());
                 if let Some(at) = wl.readiness.requeue_at {
+                    let when = chrono::DateTime::from_timestamp_millis(at)
+                        .map_or_else(|| at.to_string(), |t| t.to_rfc3339());
                     e.summary.push(format!(
-                        "It backs off after an eviction (waitForPodsReady) and queues again at {} ms since the epoch.",
-                        at
+                        "It backs off after an eviction (waitForPodsReady) and queues again at {when}."
+                    ));
+                } else if lq.stop_policy.is_stopped() {
+                    e.summary.push(format!(
+                        "LocalQueue {} is stopped: nothing of it is admitted until it is resumed (kubectl kueue resume localqueue {}).",
+                        lq.name, lq.name
+                    ));
+                } else if cq_stopped {
+                    e.summary.push(format!(
+                        "ClusterQueue {} is stopped: nothing is admitted until it is resumed (kubectl kueue resume clusterqueue {}).",
+                        lq.cluster_queue, lq.cluster_queue
                     ));
                 } else {
-                    e.summary
-                        .push("It is held out of its queue (stopped LocalQueue or ClusterQueue?).".into());
+                    e.summary.push("It is not in its ClusterQueue's queue yet.".into());
                 }
             }
         }

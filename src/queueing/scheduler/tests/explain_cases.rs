@@ -200,6 +200,17 @@ fn unqueued_inactive_and_unknown_workloads_are_told_apart() {
     off.active = false;
     e.upsert_workload(off);
     assert_eq!(e.explain(NS, "off").unwrap().state, "Inactive");
+    let mut stopped = lq("a");
+    stopped.stop_policy = StopPolicy::Hold;
+    e.upsert_local_queue(stopped);
+    e.upsert_workload(wl("held", "a", 0, 2, 1));
+    let x = e.explain(NS, "held").unwrap();
+    assert_eq!(x.state, "NotQueued");
+    assert!(
+        lines(&x).contains("LocalQueue lq-a is stopped"),
+        "{}",
+        lines(&x)
+    );
 }
 
 #[test]
