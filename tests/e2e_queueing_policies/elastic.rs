@@ -43,22 +43,31 @@ fn pods(c: &LocalCluster, ns: &str, job: &str) -> Option<(usize, usize)> {
 }
 
 /// The Job's Workloads: (name, podSets[0].count, admitted, finished reason).
-fn slices(c: &LocalCluster, ns: &str, job: &str) -> Vec<(String, i64, bool, Option<String>)> {
-    let list = get(c, &["workloads.kueue.x-k8s.io", "-n", ns]).unwrap_or(Value::Null);
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|w| w["metadata"]["ownerReferences"][0]["name"] == job)
-        .map(|w| {
-            (
-                s(&w["metadata"]["name"]),
-                w["spec"]["podSets"][0]["count"].as_i64().unwrap_or(0),
-                is_true(w, "Admitted"),
-                true_condition(w, "Finished").map(|(r, _)| r),
-            )
-        })
-        .collect()
+/// A slice: (name, pod count, admitted, finished reason).
+type Slice = (String, i64, bool, Option<String>);
+
+/// The job's slices; `None` when the Workloads could not be read.
+fn read_slices(c: &LocalCluster, ns: &str, job: &str) -> Option<Vec<Slice>> {
+    let list = get(c, &["workloads.kueue.x-k8s.io", "-n", ns])?;
+    Some(
+        list["items"]
+            .as_array()?
+            .iter()
+            .filter(|w| w["metadata"]["ownerReferences"][0]["name"] == job)
+            .map(|w| {
+                (
+                    s(&w["metadata"]["name"]),
+                    w["spec"]["podSets"][0]["count"].as_i64().unwrap_or(0),
+                    is_true(w, "Admitted"),
+                    true_condition(w, "Finished").map(|(r, _)| r),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn slices(c: &LocalCluster, ns: &str, job: &str) -> Vec<Slice> {
+    read_slices(c, ns, job).unwrap_or_default()
 }
 
 fn elastic_job(ns: &str, parallelism: u32) -> String {
@@ -120,7 +129,14 @@ fn an_elastic_job_scaled_2_4_1_keeps_its_place_and_never_exceeds_quota() {
                     }
                     samples.lock().unwrap()[at] += 1;
                 }
-                let granted: i64 = slices(c, &ns, "elastic")
+                // A list that could not be read (a kubectl timeout under
+                // load) is no sample: read as empty, it would look like
+                // nothing admitted.
+                let Some(read) = read_slices(c, &ns, "elastic") else {
+                    std::thread::sleep(Duration::from_millis(300));
+                    continue;
+                };
+                let granted: i64 = read
                     .iter()
                     .filter(|s| s.2 && s.3.is_none())
                     .map(|s| s.1)
