@@ -176,19 +176,8 @@ pub struct WriteFlags {
     /// If true, keep the managedFields when printing objects in JSON or YAML format.
     #[arg(long = "show-managed-fields")]
     pub show_managed_fields: bool,
-    /// Template string or path to template file to use when -o=go-template, -o=go-template-file. The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview].
-    #[arg(long = "template")]
-    pub template: Option<String>,
-    /// If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats.
-    #[arg(
-        long = "allow-missing-template-keys",
-        default_value_t = true,
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "true",
-        action = clap::ArgAction::Set
-    )]
-    pub allow_missing_template_keys: bool,
+    #[command(flatten)]
+    pub templates: TemplateFlags,
 }
 
 #[derive(Subcommand, Debug)]
@@ -295,15 +284,10 @@ pub struct CreateResourceFlavor {
     pub write: WriteFlags,
 }
 
-/// `-o` of list.
+/// `--template` and `--allow-missing-template-keys`, as kubectl's
+/// PrintFlags define them (taken by `-o` of create, stop, resume and list).
 #[derive(Args, Debug, Clone, Default)]
-pub struct ListFlags {
-    /// Output format. One of: (go-template, go-template-file, json, jsonpath, jsonpath-as-json, jsonpath-file, name, template, templatefile, yaml), and `wide`, `custom-columns=SPEC`, `custom-columns-file=FILE` (additions of kubectl kueue, as kubectl get's).
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<String>,
-    /// If true, keep the managedFields when printing objects in JSON or YAML format.
-    #[arg(long = "show-managed-fields")]
-    pub show_managed_fields: bool,
+pub struct TemplateFlags {
     /// Template string or path to template file to use when -o=go-template, -o=go-template-file. The template format is golang templates [http://golang.org/pkg/text/template/#pkg-overview].
     #[arg(long = "template")]
     pub template: Option<String>,
@@ -317,6 +301,19 @@ pub struct ListFlags {
         action = clap::ArgAction::Set
     )]
     pub allow_missing_template_keys: bool,
+}
+
+/// `-o` of list.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ListFlags {
+    /// Output format. One of: (go-template, go-template-file, json, jsonpath, jsonpath-as-json, jsonpath-file, name, template, templatefile, yaml), and `wide`, `custom-columns=SPEC`, `custom-columns-file=FILE` (additions of kubectl kueue, as kubectl get's).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// If true, keep the managedFields when printing objects in JSON or YAML format.
+    #[arg(long = "show-managed-fields")]
+    pub show_managed_fields: bool,
+    #[command(flatten)]
+    pub templates: TemplateFlags,
     /// Selector (label query) to filter on, supports '=', '==', and '!='.
     #[arg(short = 'l', long = "selector")]
     pub selector: Option<String>,

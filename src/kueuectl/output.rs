@@ -91,8 +91,8 @@ pub(super) fn print_object<K: Resource<DynamicType = ()> + Serialize>(
     let name = obj.meta().name.clone().unwrap_or_default();
     if let Some(t) = printer::template(
         write.output.as_deref(),
-        write.template.as_deref(),
-        write.allow_missing_template_keys,
+        write.templates.template.as_deref(),
+        write.templates.allow_missing_template_keys,
         false,
     )? {
         // Templates see managedFields: upstream drops them for json/yaml only.
@@ -136,8 +136,8 @@ pub(super) enum PageFormat {
 pub(super) fn list_output(flags: &ListFlags) -> Result<ListOutput, Error> {
     if let Some(t) = printer::template(
         flags.output.as_deref(),
-        flags.template.as_deref(),
-        flags.allow_missing_template_keys,
+        flags.templates.template.as_deref(),
+        flags.templates.allow_missing_template_keys,
         true,
     )? {
         return Ok(ListOutput::Structured(PageFormat::Template(t)));
