@@ -99,6 +99,7 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
             requests: requests.into_iter().collect(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],
+            topology: None,
         }],
         admission: None,
     }
@@ -111,6 +112,8 @@ fn objects(s: &Shape) -> ClusterObjects {
             node_labels: BTreeMap::new(),
             node_taints: vec![],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         }],
         cluster_queues: (0..s.queues).map(cluster_queue).collect(),
         cohorts: (0..s.queues.div_ceil(10))

@@ -114,6 +114,8 @@ fn simulate(shape: &Shape) -> Report {
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     let mut queues = Vec::new();
     for c in 0..shape.cohorts {
@@ -159,6 +161,7 @@ fn simulate(shape: &Shape) -> Report {
                         requests: [("cpu".to_string(), class.cpu * 1000)].into(),
                         node_selector: BTreeMap::new(),
                         tolerations: vec![],
+                        topology: None,
                     }],
                     admission: None,
                 };

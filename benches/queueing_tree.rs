@@ -167,6 +167,8 @@ fn engine(shape: Shape) -> Engine {
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     let leaves = if shape.tree {
         tree(&mut e)
@@ -222,6 +224,7 @@ fn engine(shape: Shape) -> Engine {
                     requests: [("cpu".to_string(), cpus(q, k) * 1000)].into(),
                     node_selector: BTreeMap::new(),
                     tolerations: vec![],
+                    topology: None,
                 }],
                 admission: None,
             });

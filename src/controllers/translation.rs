@@ -87,6 +87,26 @@ pub fn flavor(rf: &api::ResourceFlavor) -> queueing::ResourceFlavor {
             .flatten()
             .map(toleration)
             .collect(),
+        topology_name: rf.spec.topology_name.clone(),
+        topology_levels: None,
+    }
+}
+
+/// A pod set's `topologyRequest` as the engine reads it.
+fn topology_request(t: &api::PodSetTopologyRequest) -> queueing::workload::TopologyRequest {
+    queueing::workload::TopologyRequest {
+        required: t.required.clone(),
+        preferred: t.preferred.clone(),
+        unconstrained: t.unconstrained,
+        pod_set_group: t.pod_set_group_name.clone(),
+        slice_required_topology: t.pod_set_slice_required_topology.clone(),
+        slice_size: t.pod_set_slice_size,
+        slice_constraints: t
+            .podset_slice_required_topology_constraints
+            .iter()
+            .flatten()
+            .map(|c| (c.topology.clone(), c.size))
+            .collect(),
     }
 }
 
@@ -384,6 +404,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             requests: requests.into(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
             tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
+            topology: ps.topology_request.as_ref().map(topology_request),
         });
     }
     let admission = match wl.status.as_ref().and_then(|s| s.admission.as_ref()) {

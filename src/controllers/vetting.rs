@@ -212,6 +212,7 @@ pub(crate) mod testing {
                 requests: Default::default(),
                 node_selector: Default::default(),
                 tolerations: Vec::new(),
+                topology: None,
             }],
             admission: None,
         }

@@ -94,9 +94,51 @@ pub struct ResourceFlavor {
     pub node_taints: Vec<Taint>,
     /// Added to admitted pods; they also count when checking `node_taints`.
     pub tolerations: Vec<Toleration>,
+    /// `spec.topologyName`: a TAS flavor.
+    pub topology_name: Option<String>,
+    /// The levels of that Topology, highest first; `None` while it does not
+    /// exist. The engine fills this in from the Topologies it was given.
+    pub topology_levels: Option<Vec<String>>,
 }
 
 impl ResourceFlavor {
+    pub fn is_tas(&self) -> bool {
+        self.topology_name.is_some()
+    }
+
+    /// Kueue's `checkPodSetAndFlavorMatchForTAS`: why this flavor cannot
+    /// take the pod set as topology-aware scheduling sees it. `implied`:
+    /// every flavor of the queue is a TAS flavor and the pod set asks for
+    /// no topology, so it gets unconstrained TAS. `covered`: the resources
+    /// of the flavor's resource group.
+    pub fn tas_mismatch(&self, ps: &PodSet, implied: bool, covered: &[String]) -> Option<String> {
+        let explicit = ps.topology.as_ref().is_some_and(|t| t.is_explicit());
+        let name = &self.name;
+        if !(explicit || implied) {
+            return self
+                .is_tas()
+                .then(|| format!("Flavor {name:?} supports only TopologyAwareScheduling"));
+        }
+        if implied {
+            return None;
+        }
+        if !self.is_tas() {
+            // A plain flavor may still give the pod set resources the TAS
+            // flavor does not cover.
+            let overlaps = ps
+                .requests
+                .iter()
+                .any(|(r, _)| covered.iter().any(|c| c.as_str() == r));
+            return overlaps
+                .then(|| format!("Flavor {name:?} does not support TopologyAwareScheduling"));
+        }
+        let Some(levels) = &self.topology_levels else {
+            return Some(format!("Flavor {name:?} information missing in TAS cache"));
+        };
+        let has = ps.topology.as_ref().is_some_and(|t| t.levels_exist(levels));
+        (!has).then(|| format!("Flavor {name:?} does not contain the requested level"))
+    }
+
     /// The first NoSchedule/NoExecute taint tolerated neither by the pods
     /// nor by the flavor itself.
     pub fn untolerated_taint(&self, pod_tolerations: &[Toleration]) -> Option<&Taint> {
@@ -428,6 +470,12 @@ fn find_flavor(
         .map(|(r, q)| (r, *q))
         .collect();
     let preference = cq.flavor_fungibility.preference;
+    let tas_implied = !ps.topology.as_ref().is_some_and(|t| t.is_explicit())
+        && cq
+            .resource_groups
+            .iter()
+            .flat_map(|g| &g.flavors)
+            .all(|f| flavors.get(&f.name).is_some_and(ResourceFlavor::is_tas));
     let mut best: Option<BTreeMap<String, FlavorChoice>> = None;
     let mut best_mode = WORST;
     let mut reasons = Vec::new();
@@ -441,7 +489,9 @@ fn find_flavor(
         let mismatch = match flavors.get(name) {
             None => Some(format!("flavor {name} not found")),
             Some(f) => {
-                if let Some(t) = f.untolerated_taint(&ps.tolerations) {
+                if let Some(m) = f.tas_mismatch(ps, tas_implied, &group.covered_resources) {
+                    Some(m)
+                } else if let Some(t) = f.untolerated_taint(&ps.tolerations) {
                     Some(format!("untolerated taint {t} in flavor {name}"))
                 } else if !f.matches_node_selector(&ps.node_selector) {
                     Some(format!("flavor {name} doesn't match node affinity"))
@@ -645,6 +695,8 @@ mod tests {
                 taint("spot", "true", NoSchedule),
             ],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         };
         assert_eq!(
             f.untolerated_taint(&[]).map(|t| t.key.as_str()),
@@ -667,6 +719,8 @@ mod tests {
             node_labels: [("zone".to_string(), "a".to_string())].into(),
             node_taints: vec![],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         };
         let sel = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs

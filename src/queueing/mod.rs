@@ -37,6 +37,7 @@ pub mod cohort;
 pub mod fair_sharing;
 pub mod finalizers;
 pub mod flavors;
+pub mod nodes;
 mod partial_admission;
 mod preemption;
 pub mod provisioning;

@@ -138,6 +138,7 @@ mod tests {
             requests: Default::default(),
             node_selector: Default::default(),
             tolerations: vec![],
+            topology: None,
         }
     }
 

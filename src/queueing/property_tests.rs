@@ -245,6 +245,8 @@ impl Model {
                 node_labels: BTreeMap::new(),
                 node_taints: vec![],
                 tolerations: vec![],
+                topology_name: None,
+                topology_levels: None,
             });
         }
         let queues: Vec<_> = shape
@@ -336,6 +338,7 @@ impl Model {
                         requests: [("cpu".to_string(), cpu * 500)].into(),
                         node_selector: BTreeMap::new(),
                         tolerations: vec![],
+                        topology: None,
                     }],
                     admission: None,
                 };

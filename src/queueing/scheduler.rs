@@ -242,6 +242,8 @@ struct Record {
 #[derive(Debug, Default)]
 pub struct Engine {
     flavors: BTreeMap<String, ResourceFlavor>,
+    /// Each Topology's levels (node-label keys, highest first), by name.
+    topologies: BTreeMap<String, Vec<String>>,
     cluster_queues: BTreeMap<String, ClusterQueue>,
     cohorts: BTreeMap<String, Cohort>,
     /// By namespace, then name.
@@ -392,8 +394,12 @@ impl Engine {
 
     // ---- events: configuration -------------------------------------------
 
-    pub fn upsert_flavor(&mut self, flavor: ResourceFlavor) {
+    pub fn upsert_flavor(&mut self, mut flavor: ResourceFlavor) {
         self.join_added();
+        flavor.topology_levels = flavor
+            .topology_name
+            .as_ref()
+            .and_then(|t| self.topologies.get(t).cloned());
         if self.flavors.get(&flavor.name) == Some(&flavor) {
             return; // an echo of a status write: nothing to redo
         }
@@ -406,6 +412,58 @@ impl Engine {
         if self.flavors.remove(name).is_some() {
             self.after_flavor_change();
         }
+    }
+
+    /// A Topology's levels, highest first.
+    pub fn upsert_topology(&mut self, name: &str, levels: Vec<String>) {
+        self.join_added();
+        if self.topologies.get(name) == Some(&levels) {
+            return;
+        }
+        self.topologies.insert(name.to_string(), levels);
+        self.after_topology_change(name);
+    }
+
+    pub fn delete_topology(&mut self, name: &str) {
+        self.join_added();
+        if self.topologies.remove(name).is_some() {
+            self.after_topology_change(name);
+        }
+    }
+
+    fn after_topology_change(&mut self, name: &str) {
+        let levels = self.topologies.get(name).cloned();
+        let mut changed = false;
+        for f in self.flavors.values_mut() {
+            if f.topology_name.as_deref() == Some(name) {
+                f.topology_levels.clone_from(&levels);
+                changed = true;
+            }
+        }
+        if changed {
+            self.after_flavor_change();
+        }
+    }
+
+    /// Kueue's `TopologyNotFound` parts: the queue's TAS flavors whose
+    /// Topology does not exist. A MultiKueue queue places on its workers,
+    /// so it does not need them here.
+    fn missing_topologies(&self, cq: &ClusterQueue) -> Vec<String> {
+        if self.has_multikueue_check(cq) {
+            return Vec::new();
+        }
+        cq.flavor_names()
+            .into_iter()
+            .filter_map(|f| self.flavors.get(f))
+            .filter(|f| f.topology_levels.is_none())
+            .filter_map(|f| {
+                let t = f.topology_name.as_ref()?;
+                Some(format!(
+                    "there is no Topology {t:?} for TAS flavor {:?}",
+                    f.name
+                ))
+            })
+            .collect()
     }
 
     fn after_flavor_change(&mut self) {
@@ -1055,6 +1113,7 @@ impl Engine {
             && self.missing_flavors(cq).is_empty()
             && !self.quota.in_cycle(&cq.name)
             && self.unusable_checks(cq).is_empty()
+            && self.missing_topologies(cq).is_empty()
     }
 
     fn active_condition(&self, cq: &ClusterQueue) -> ActiveCondition {
@@ -1082,6 +1141,10 @@ impl Engine {
         }
         for (reason, message) in self.unusable_checks(cq) {
             reasons.push(reason);
+            messages.push(message);
+        }
+        for message in self.missing_topologies(cq) {
+            reasons.push("TopologyNotFound");
             messages.push(message);
         }
         match reasons.first() {

@@ -123,6 +123,75 @@ pub struct PodSet {
     pub node_selector: BTreeMap<String, String>,
     /// `template.spec.tolerations`.
     pub tolerations: Vec<Toleration>,
+    /// `topologyRequest` (topology-aware scheduling), if any.
+    pub topology: Option<TopologyRequest>,
+}
+
+/// `podSets[].topologyRequest`: where the pods must or should be placed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct TopologyRequest {
+    pub required: Option<String>,
+    pub preferred: Option<String>,
+    /// Set at all, even `false`, it makes the request explicit, as in Kueue.
+    pub unconstrained: Option<bool>,
+    pub pod_set_group: Option<String>,
+    pub slice_required_topology: Option<String>,
+    pub slice_size: Option<i32>,
+    /// `podsetSliceRequiredTopologyConstraints`: (level, size), outermost first.
+    pub slice_constraints: Vec<(String, i32)>,
+}
+
+impl TopologyRequest {
+    /// Kueue's `IsExplicitlyRequestingTAS` for one pod set.
+    pub fn is_explicit(&self) -> bool {
+        self.unconstrained.is_some()
+            || self.required.is_some()
+            || self.preferred.is_some()
+            || self.slice_required_topology.is_some()
+            || self.slice_size.is_some()
+            || !self.slice_constraints.is_empty()
+    }
+
+    /// The slice layers, outermost first: the constraints list, or the one
+    /// layer `podSetSliceRequiredTopology` names (size 0 when not given).
+    pub fn slice_layers(&self) -> Vec<(String, i32)> {
+        if !self.slice_constraints.is_empty() {
+            return self.slice_constraints.clone();
+        }
+        self.slice_required_topology
+            .iter()
+            .map(|t| (t.clone(), self.slice_size.unwrap_or(0)))
+            .collect()
+    }
+
+    /// The level the placement is constrained to in a topology with
+    /// `levels` (highest first), as Kueue's `levelKey` reads it.
+    pub fn level<'a>(&'a self, levels: &'a [String]) -> Option<&'a str> {
+        if let Some(l) = self.required.as_deref().or(self.preferred.as_deref()) {
+            return Some(l);
+        }
+        if !self.slice_layers().is_empty() {
+            return levels.first().map(String::as_str);
+        }
+        if self.unconstrained == Some(true) {
+            return levels.last().map(String::as_str);
+        }
+        None
+    }
+
+    /// Kueue's `HasLevel`: the topology has every level the request names.
+    pub fn levels_exist(&self, levels: &[String]) -> bool {
+        let has = |l: &str| levels.iter().any(|x| x == l);
+        let Some(main) = self.level(levels) else {
+            return false;
+        };
+        let layers = self.slice_layers();
+        let slice = layers
+            .first()
+            .map(|(l, _)| l.as_str())
+            .or(levels.last().map(String::as_str));
+        has(main) && slice.is_some_and(has) && layers.iter().all(|(l, _)| has(l))
+    }
 }
 
 impl PodSet {
@@ -320,6 +389,7 @@ mod tests {
                 requests: [("cpu", 10)].into(),
                 node_selector: BTreeMap::new(),
                 tolerations: Vec::new(),
+                topology: None,
             }],
             admission: None,
             readiness: Readiness {

@@ -59,6 +59,8 @@ pub const POD_INDEX_LABEL_ANNOTATION: &str = "kueue.x-k8s.io/pod-group-pod-index
 
 // ---- On a Workload ----
 
+/// The controller name of a MultiKueue AdmissionCheck.
+pub const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
 /// The uid of the job a Workload was made for.
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 pub const PODSET_LABEL: &str = "kueue.x-k8s.io/podset";

@@ -292,6 +292,7 @@ fn devices_are_charged_per_pod_on_top_of_container_requests() {
             requests: [("cpu", 1000)].into(),
             node_selector: Default::default(),
             tolerations: vec![],
+            topology: None,
         },
         crate::queueing::PodSet {
             name: "workers".into(),
@@ -300,6 +301,7 @@ fn devices_are_charged_per_pod_on_top_of_container_requests() {
             requests: [("cpu", 500), ("res-1", 1000)].into(),
             node_selector: Default::default(),
             tolerations: vec![],
+            topology: None,
         },
     ];
     add_to(&mut engine, &per);
@@ -782,6 +784,7 @@ fn replaced_extended_resources_leave_the_pod_requests_before_the_charge_is_added
         requests: [("cpu", 1000), ("example.com/gpu", 2000)].into(),
         node_selector: Default::default(),
         tolerations: vec![],
+        topology: None,
     }];
     let Charge::Devices(per) = replacing(&[("gpu-claims", 2)], &["example.com/gpu"]) else {
         unreachable!()

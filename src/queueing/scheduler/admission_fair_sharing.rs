@@ -219,6 +219,8 @@ mod tests {
             node_labels: BTreeMap::new(),
             node_taints: vec![],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         });
         e.upsert_cluster_queue(ClusterQueue {
             name: "cq".into(),
@@ -286,6 +288,7 @@ mod tests {
                 requests: [("cpu".to_string(), 1000)].into(),
                 node_selector: BTreeMap::new(),
                 tolerations: vec![],
+                topology: None,
             }],
             admission: None,
         }

@@ -10,6 +10,7 @@ use crate::queueing::{
     admission_checks::{self as checks, CheckInfo, Strategy},
     Admission, ClusterQueue,
 };
+use crate::vocabulary::keys::MULTIKUEUE_CONTROLLER;
 
 impl Engine {
     /// Every AdmissionCheck that exists, by name (replacing what was known).
@@ -78,6 +79,18 @@ impl Engine {
             .get(cq)
             .map(|q| q.flavor_names().into_iter().map(str::to_string).collect())
             .unwrap_or_default()
+    }
+
+    /// Does the queue use a MultiKueue AdmissionCheck (it then places
+    /// pods on its workers, not here)?
+    pub(super) fn has_multikueue_check(&self, cq: &ClusterQueue) -> bool {
+        self.cq_checks.get(&cq.name).is_some_and(|rules| {
+            rules.iter().any(|(name, _)| {
+                self.admission_checks
+                    .get(name)
+                    .is_some_and(|c| c.controller == MULTIKUEUE_CONTROLLER)
+            })
+        })
     }
 
     /// Kueue's `inactiveReason` parts for the queue's checks.

@@ -104,6 +104,8 @@ fn engine(cohorts: &[N], queues: &[N], strategies: &[Strategy], running: &[W]) -
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     let mut fair = FairSharing {
         preemption_strategies: strategies.to_vec(),

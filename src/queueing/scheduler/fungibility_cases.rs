@@ -90,6 +90,7 @@ fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>)
             requests: [("cpu".to_string(), cpu * 1000)].into(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],
+            topology: None,
         }],
         admission: flavor.map(|f| Admission {
             cluster_queue: cq.into(),
@@ -111,6 +112,8 @@ fn engine(flavors: &[&str], cohorts: Vec<Cohort>, queues: Vec<ClusterQueue>) -> 
             node_labels: BTreeMap::new(),
             node_taints: vec![],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         });
     }
     for c in cohorts {

@@ -117,6 +117,8 @@ fn setup(
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     for c in cohorts {
         e.upsert_cohort(cohort(c));

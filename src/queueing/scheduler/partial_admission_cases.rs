@@ -58,6 +58,8 @@ fn engine() -> Engine {
             node_labels: BTreeMap::new(),
             node_taints: vec![],
             tolerations: vec![],
+            topology_name: None,
+            topology_levels: None,
         });
     }
     let mut beta = queue(
@@ -114,6 +116,7 @@ fn workload(ns: &str, name: &str, priority: i32, resource: &str, sets: &[Set]) -
                 requests: [(resource.to_string(), per_pod * 1000)].into(),
                 node_selector: BTreeMap::new(),
                 tolerations: vec![],
+                topology: None,
             })
             .collect(),
         admission: None,

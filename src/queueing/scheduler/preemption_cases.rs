@@ -130,6 +130,7 @@ pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
             requests: [("cpu".to_string(), cpu * 1000)].into_iter().collect(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],
+            topology: None,
         }],
         admission: admitted.then(|| Admission {
             cluster_queue: cq.into(),
@@ -152,6 +153,8 @@ fn setup(queues: &[Queue], running: &[W]) -> Engine {
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     for q in queues {
         e.upsert_local_queue(LocalQueue {

@@ -14,6 +14,7 @@ use crate::queueing::{
 mod checks_cases;
 mod explain_cases;
 mod slice_cases;
+mod tas_flavor_cases;
 
 const NS: &str = "ns";
 
@@ -23,6 +24,8 @@ fn flavor(name: &str) -> ResourceFlavor {
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     }
 }
 
@@ -89,6 +92,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
             requests: [("cpu".to_string(), cpu * 1000)].into(),
             node_selector: BTreeMap::new(),
             tolerations: vec![],
+            topology: None,
         }],
         admission: None,
     }

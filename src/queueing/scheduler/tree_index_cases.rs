@@ -101,6 +101,8 @@ fn engine(by_walk: bool) -> Engine {
         node_labels: BTreeMap::new(),
         node_taints: vec![],
         tolerations: vec![],
+        topology_name: None,
+        topology_levels: None,
     });
     for q in 0..6 {
         e.upsert_local_queue(LocalQueue {
@@ -184,6 +186,7 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
                 requests: [("cpu".to_string(), cpu * 1000)].into(),
                 node_selector: BTreeMap::new(),
                 tolerations: vec![],
+                topology: None,
             }],
             admission: None,
         }),
