@@ -22,4 +22,5 @@ pub mod readiness;
 pub mod reference;
 pub mod resync;
 pub mod slices;
+pub mod topology_gate;
 pub mod workload;

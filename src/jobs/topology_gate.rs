@@ -1,0 +1,291 @@
+//! The `kueue.x-k8s.io/topology` scheduling gate: which gated pods of a
+//! Workload admitted by topology-aware scheduling to release, and onto
+//! which domain (Kueue v0.19.2's `TopologyUngater`). A released pod loses
+//! the gate and gets `nodeSelector` = {level label: domain value} for every
+//! level of its pod set's assignment, merged into what it has.
+//!
+//! Pods are matched to domains by rank when their pod set names a pod
+//! index label (and, for replicated jobs, a sub-group index label and
+//! count) and every pod's rank reads cleanly; otherwise greedily: each
+//! domain takes gated pods until it holds its count. Pod sets of one
+//! `podSetGroupName` (a leader and its workers) share one rank space, the
+//! smaller set first. A domain on an unhealthy node takes no pod.
+//!
+//! Core: plain data in, releases out; the shell lists the pods, patches
+//! them and keeps the expectations ([`Expectations`]) between passes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A domain of a pod set's assignment: a value per level and a pod count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    pub values: Vec<String>,
+    pub count: i32,
+}
+
+/// What the gate reads of one admitted pod set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodSetPlacement {
+    pub name: String,
+    /// `podSetAssignments[].count`.
+    pub count: i32,
+    /// `topologyAssignment.levels` and its domains, in order.
+    pub levels: Vec<String>,
+    pub domains: Vec<Domain>,
+    /// From the pod set's `topologyRequest`.
+    pub pod_index_label: Option<String>,
+    pub sub_group_index_label: Option<String>,
+    pub sub_group_count: Option<i32>,
+    pub group: Option<String>,
+}
+
+/// What the gate reads of one pod of a pod set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pod {
+    pub name: String,
+    /// `kueue.x-k8s.io/workload` (annotation) and `kueue.x-k8s.io/podset`
+    /// (label): a pod without both is not the gate's to release.
+    pub workload: Option<String>,
+    pub pod_set: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    /// `kueue.x-k8s.io/pod-index-offset`, as written.
+    pub index_offset: Option<String>,
+    pub node_selector: BTreeMap<String, String>,
+    /// Still carries the topology gate.
+    pub gated: bool,
+    /// Succeeded or Failed: it holds no place any more.
+    pub terminated: bool,
+}
+
+/// A pod to release: remove the gate, merge `node_selector`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Release {
+    pub pod: String,
+    pub node_selector: BTreeMap<String, String>,
+}
+
+/// Why no pod was released.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// Kueue's `errParseOffsetAnnotation`.
+    #[error("failed to parse offset annotation {value:?} of pod {pod:?}")]
+    Offset { pod: String, value: String },
+}
+
+/// The releases for Workload `workload`: none unless it is `admitted` and
+/// some pod set has a topology assignment (Kueue's `IsAdmittedByTAS`).
+/// `unhealthy` is `status.unhealthyNodes[].name`.
+pub fn releases(
+    workload: &str,
+    admitted: bool,
+    placements: &[PodSetPlacement],
+    pods: &[Pod],
+    unhealthy: &BTreeSet<String>,
+) -> Result<Vec<Release>, GateError> {
+    if !admitted || placements.iter().all(|p| p.levels.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let mut by_set: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
+    for pod in pods {
+        if let (Some(w), Some(ps)) = (&pod.workload, &pod.pod_set) {
+            if w == workload && !pod.terminated {
+                by_set.entry(ps.as_str()).or_default().push(pod);
+            }
+        }
+    }
+    let (mut offsets, mut max_rank) = group_ranks(placements);
+    let mut out = Vec::new();
+    for p in placements.iter().filter(|p| !p.levels.is_empty()) {
+        let live = by_set.get(p.name.as_str()).cloned().unwrap_or_default();
+        if let Some(first) = live.first() {
+            if let Some(v) = &first.index_offset {
+                let offset: i32 = v.parse().map_err(|_| GateError::Offset {
+                    pod: first.name.clone(),
+                    value: v.clone(),
+                })?;
+                *offsets.entry(p.name.clone()).or_default() += offset;
+                *max_rank.entry(p.name.clone()).or_default() += offset;
+            }
+        }
+        let offset = offsets.get(&p.name).copied().unwrap_or(0);
+        let bound = max_rank.get(&p.name).copied().unwrap_or(p.count);
+        let by_rank = ranked(p, &live, offset, bound);
+        let chosen = match by_rank {
+            Some(r) => r,
+            None => greedy(p, &live),
+        };
+        for (pod, domain) in chosen {
+            let values = &p.domains[domain].values;
+            if unhealthy_node(&p.levels, values, unhealthy) {
+                continue;
+            }
+            out.push(Release {
+                pod: pod.name.clone(),
+                node_selector: p
+                    .levels
+                    .iter()
+                    .cloned()
+                    .zip(values.iter().cloned())
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Rank offsets and bounds: a pod set alone ranks from 0 to its count; of
+/// two sets in one group, the smaller ranks first and the larger after it.
+fn group_ranks(placements: &[PodSetPlacement]) -> (BTreeMap<String, i32>, BTreeMap<String, i32>) {
+    let mut groups: BTreeMap<String, Vec<&PodSetPlacement>> = BTreeMap::new();
+    for (i, p) in placements.iter().enumerate() {
+        let g = p.group.clone().unwrap_or_else(|| i.to_string());
+        groups.entry(g).or_default().push(p);
+    }
+    let (mut offsets, mut max_rank) = (BTreeMap::new(), BTreeMap::new());
+    for sets in groups.values() {
+        match sets.as_slice() {
+            [a, b, ..] => {
+                let (small, large) = if a.count > b.count { (b, a) } else { (a, b) };
+                offsets.insert(small.name.clone(), 0);
+                offsets.insert(large.name.clone(), small.count);
+                max_rank.insert(small.name.clone(), small.count);
+                max_rank.insert(large.name.clone(), large.count + small.count);
+            }
+            [a] => {
+                offsets.insert(a.name.clone(), 0);
+                max_rank.insert(a.name.clone(), a.count);
+            }
+            [] => {}
+        }
+    }
+    (offsets, max_rank)
+}
+
+/// The domain of each rank, in assignment order.
+fn rank_domains(p: &PodSetPlacement) -> Vec<usize> {
+    p.domains
+        .iter()
+        .enumerate()
+        .flat_map(|(i, d)| std::iter::repeat_n(i, d.count.max(0) as usize))
+        .collect()
+}
+
+fn domain_of(p: &PodSetPlacement, node_selector: &BTreeMap<String, String>) -> Vec<String> {
+    p.levels
+        .iter()
+        .map(|l| node_selector.get(l).cloned().unwrap_or_default())
+        .collect()
+}
+
+/// Kueue's `readRanksIfAvailable`: the gated pods by rank, or `None` when
+/// ranks cannot be used (a label missing or out of range, ranks clashing,
+/// or a released pod not on its rank's domain).
+fn ranked<'a>(
+    p: &PodSetPlacement,
+    pods: &[&'a Pod],
+    offset: i32,
+    bound: i32,
+) -> Option<Vec<(&'a Pod, usize)>> {
+    let index_label = p.pod_index_label.as_ref()?;
+    let size = p.count;
+    let job_size = match &p.sub_group_index_label {
+        Some(_) => size / p.sub_group_count.filter(|c| *c > 0)?,
+        None => size,
+    };
+    let read = |pod: &Pod, label: &str, below: i32| -> Option<i32> {
+        let v: i32 = pod.labels.get(label)?.parse().ok()?;
+        (0..below).contains(&v).then_some(v)
+    };
+    let mut by_rank: BTreeMap<i32, &Pod> = BTreeMap::new();
+    for pod in pods {
+        let index = read(pod, index_label, bound)?;
+        let mut rank = index - offset;
+        if let Some(sub) = &p.sub_group_index_label {
+            let job = read(pod, sub, p.sub_group_count.unwrap_or(0))?;
+            if index >= job_size {
+                return None;
+            }
+            rank = index + job * job_size - offset;
+        }
+        if rank >= size || rank < 0 || by_rank.insert(rank, pod).is_some() {
+            return None;
+        }
+    }
+    let domains = rank_domains(p);
+    let mut out = Vec::new();
+    for (rank, pod) in by_rank {
+        let domain = *domains.get(rank as usize)?;
+        if pod.gated {
+            out.push((pod, domain));
+        } else if domain_of(p, &pod.node_selector) != p.domains[domain].values {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Kueue's greedy assignment: count the released pods per domain, then
+/// fill each domain in order with gated pods up to its count.
+fn greedy<'a>(p: &PodSetPlacement, pods: &[&'a Pod]) -> Vec<(&'a Pod, usize)> {
+    let mut released: BTreeMap<Vec<String>, i32> = BTreeMap::new();
+    let mut gated = Vec::new();
+    for pod in pods {
+        if pod.gated {
+            gated.push(*pod);
+        } else {
+            *released
+                .entry(domain_of(p, &pod.node_selector))
+                .or_default() += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (i, d) in p.domains.iter().enumerate() {
+        let room = (d.count - released.get(&d.values).copied().unwrap_or(0)).max(0);
+        let take = (room as usize).min(gated.len() - out.len());
+        for pod in &gated[out.len()..out.len() + take] {
+            out.push((*pod, i));
+        }
+    }
+    out
+}
+
+/// Kueue's `NodeNameFromDomainID` checked against the unhealthy nodes: only
+/// an assignment whose lowest level is the hostname names a node.
+fn unhealthy_node(levels: &[String], values: &[String], unhealthy: &BTreeSet<String>) -> bool {
+    levels.last().is_some_and(|l| l == "kubernetes.io/hostname")
+        && values.last().is_some_and(|n| unhealthy.contains(n))
+}
+
+/// Pods released but not yet seen released, by Workload: while any is
+/// outstanding, the next pass waits (Kueue's ungating expectations), so a
+/// stale pod list never releases a pod twice or too many.
+#[derive(Debug, Default)]
+pub struct Expectations {
+    pending: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Expectations {
+    pub fn expect(&mut self, workload: &str, pods: impl IntoIterator<Item = String>) {
+        self.pending
+            .entry(workload.to_string())
+            .or_default()
+            .extend(pods);
+    }
+
+    /// A pod seen without the gate, or gone.
+    pub fn observed(&mut self, workload: &str, pod: &str) {
+        if let Some(set) = self.pending.get_mut(workload) {
+            set.remove(pod);
+            if set.is_empty() {
+                self.pending.remove(workload);
+            }
+        }
+    }
+
+    pub fn satisfied(&self, workload: &str) -> bool {
+        !self.pending.contains_key(workload)
+    }
+}
+
+#[cfg(test)]
+mod cases;
