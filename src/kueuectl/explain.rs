@@ -22,6 +22,7 @@ use super::{
     table::Table,
 };
 use crate::{
+    api::kueue::conversion::topology,
     api::kueue::v1beta2::{LocalQueue, Workload, WorkloadPriorityClass},
     jobs::{
         policy::PolicySet,
@@ -258,6 +259,10 @@ async fn add_check_states(client: &Client, namespace: &str, name: &str, x: &mut 
             lines.insert(0, "It is admitted: its admission checks are Ready.".into());
         }
     }
+    let placements = topology_placements(&wl);
+    if !placements.is_empty() {
+        x["topology"] = Value::Array(placements);
+    }
     if let Some(states) = wl["status"]["admissionChecks"].as_array() {
         x["checkStates"] = Value::Array(
             states
@@ -270,6 +275,34 @@ async fn add_check_states(client: &Client, namespace: &str, name: &str, x: &mut 
                 .collect(),
         );
     }
+}
+
+/// Each admitted pod set's `topologyAssignment`, its slices expanded to
+/// one domain per entry: `{podSet, levels, domains: [{values, count}]}`.
+/// One that does not read is shown by its problem instead.
+fn topology_placements(wl: &Value) -> Vec<Value> {
+    let assignments = wl["status"]["admission"]["podSetAssignments"].as_array();
+    let mut out = Vec::new();
+    for a in assignments.into_iter().flatten() {
+        let ta = &a["topologyAssignment"];
+        let Some(levels) = ta["levels"].as_array() else {
+            continue;
+        };
+        let mut entry = serde_json::json!({"podSet": a["name"], "levels": levels});
+        match topology::expand(&ta["slices"], levels.len()) {
+            Ok(domains) => {
+                entry["domains"] = Value::Array(
+                    domains
+                        .iter()
+                        .map(|d| serde_json::json!({"values": d.values, "count": d.count}))
+                        .collect(),
+                )
+            }
+            Err(e) => entry["problem"] = format!("{}: {}", e.field, e.problem).into(),
+        }
+        out.push(entry);
+    }
+    out
 }
 
 fn s(v: &Value) -> &str {
@@ -369,6 +402,36 @@ pub fn plain(x: &Value) -> String {
         }
         o.push_str(&indent(&t.render(true)));
     }
+    for t in x["topology"].as_array().into_iter().flatten() {
+        let levels: Vec<&str> = t["levels"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(s)
+            .collect();
+        o.push_str(&format!(
+            "Topology placement of pod set {} ({}):\n",
+            s(&t["podSet"]),
+            levels.join(" / ")
+        ));
+        if let Some(problem) = t["problem"].as_str() {
+            o.push_str(&format!("  unreadable: {problem}\n"));
+            continue;
+        }
+        let mut table = Table::new(vec!["DOMAIN", "PODS"]);
+        for d in t["domains"].as_array().into_iter().flatten() {
+            let values: Vec<&str> = d["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(s)
+                .collect();
+            table
+                .rows
+                .push(vec![values.join(" / "), d["count"].to_string()]);
+        }
+        o.push_str(&indent(&table.render(true)));
+    }
     if let Some(states) = x["checkStates"].as_array() {
         o.push_str("Admission checks:\n");
         for c in states {
@@ -400,6 +463,33 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// An admitted TAS Workload's placement, from its v1beta2 slices.
+    #[test]
+    fn a_topology_placement_reads_as_a_table_of_domains() {
+        let wl = json!({"status": {"admission": {"podSetAssignments": [
+            {"name": "main", "topologyAssignment": {
+                "levels": ["cloud.com/rack", "kubernetes.io/hostname"],
+                "slices": [{"domainCount": 2,
+                    "valuesPerLevel": [{"universal": "r1"},
+                        {"individual": {"prefix": "node-", "roots": ["a", "b"]}}],
+                    "podCounts": {"individual": [3, 1]}}]}},
+            {"name": "plain"}]}}});
+        let mut x = json!({"metadata": {"namespace": "team", "name": "job-a"},
+            "state": "Admitted", "localQueue": "lq", "clusterQueue": "cq", "summary": []});
+        x["topology"] = Value::Array(topology_placements(&wl));
+        let text = plain(&x);
+        assert!(
+            text.ends_with(
+                "Topology placement of pod set main (cloud.com/rack / kubernetes.io/hostname):
+  DOMAIN        PODS
+  r1 / node-a   3
+  r1 / node-b   1
+"
+            ),
+            "{text}"
+        );
+    }
 
     #[test]
     fn a_pending_workload_reads_in_plain_words() {
