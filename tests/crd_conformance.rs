@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The upstream files, by the kind they define.
-const FIXTURES: [(&str, &str); 9] = [
+const FIXTURES: [(&str, &str); 10] = [
     ("AdmissionCheck", "kueue.x-k8s.io_admissionchecks.yaml"),
     ("ClusterQueue", "kueue.x-k8s.io_clusterqueues.yaml"),
     ("Cohort", "kueue.x-k8s.io_cohorts.yaml"),
@@ -32,6 +32,7 @@ const FIXTURES: [(&str, &str); 9] = [
         "kueue.x-k8s.io_provisioningrequestconfigs.yaml",
     ),
     ("ResourceFlavor", "kueue.x-k8s.io_resourceflavors.yaml"),
+    ("Topology", "kueue.x-k8s.io_topologies.yaml"),
     (
         "WorkloadPriorityClass",
         "kueue.x-k8s.io_workloadpriorityclasses.yaml",

@@ -19,7 +19,7 @@ use batchgate::api::{
     crd,
     kueue::v1beta2::{
         ClusterQueue, ClusterQueueSpec, Cohort, LocalQueue, ResourceFlavor, ResourceFlavorSpec,
-        Workload, WorkloadPriorityClass,
+        Topology, Workload, WorkloadPriorityClass,
     },
 };
 use batchgate_localcluster::{shared, LocalCluster};
@@ -372,6 +372,7 @@ fn names_scope_subresources_and_columns_are_kueues() {
             &["prc"][..],
             false,
         ),
+        ("Topology", "topologies", "Cluster", &["topo"][..], false),
     ];
     // Kueue's kinds, the AppWrapper (below), the PreScaledCronJob and the
     // device kinds.
@@ -463,6 +464,7 @@ fn names_scope_subresources_and_columns_are_kueues() {
         own(&[("Value", ".value", 0)])
     );
     assert!(columns("ResourceFlavor").is_empty());
+    assert!(columns("Topology").is_empty());
     assert!(columns("Cohort").is_empty());
 }
 
@@ -873,6 +875,7 @@ fn round_trip_any(v: &Value) {
         "Workload" => _ = round_trip::<Workload>(v),
         "WorkloadPriorityClass" => _ = round_trip::<WorkloadPriorityClass>(v),
         "Cohort" => _ = round_trip::<Cohort>(v),
+        "Topology" => _ = round_trip::<Topology>(v),
         other => panic!("no Rust type for {other}"),
     }
 }
@@ -899,6 +902,7 @@ fn documented_samples_read_into_the_types_and_write_back_unchanged() {
         "Workload",
         "WorkloadPriorityClass",
         "Cohort",
+        "Topology",
     ] {
         assert!(kinds.contains(&kind), "no {kind} sample");
     }
@@ -1061,11 +1065,12 @@ fn cluster() -> &'static LocalCluster {
     shared()
 }
 
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 7] = [
     "clusterqueues",
     "cohorts",
     "localqueues",
     "resourceflavors",
+    "topologies",
     "workloadpriorityclasses",
     "workloads",
 ];
@@ -1268,6 +1273,12 @@ fn cpu_group(resource: Value) -> Value {
     json!([{"coveredResources": ["cpu"], "flavors": [{"name": "spot", "resources": [resource]}]}])
 }
 
+fn topology(levels: &[&str]) -> Value {
+    let levels: Vec<Value> = levels.iter().map(|l| json!({"nodeLabel": l})).collect();
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+           "metadata": {"name": "invalid"}, "spec": {"levels": levels}})
+}
+
 fn workload(spec: Value) -> Value {
     json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
            "metadata": {"name": "invalid", "namespace": "team-a"}, "spec": spec})
@@ -1330,6 +1341,17 @@ fn cel_rules_and_limits_reject_what_kueue_rejects_with_its_messages() {
             "at least one nodeLabel is required when topology is set",
         ),
         (
+            topology(&["kubernetes.io/hostname", "cloud.provider.com/topology-rack"]),
+            "the kubernetes.io/hostname label can only be used at the lowest level of topology",
+        ),
+        (
+            topology(&["cloud.provider.com/topology-rack", "cloud.provider.com/topology-rack"]),
+            "spec.levels: Invalid value: \"array\": must be unique",
+        ),
+        (topology(&[]), "spec.levels: Invalid value: 0: spec.levels in body should have at least 1 items"),
+        (topology(&["rack"; 17]), "spec.levels: Too many: 17: must have at most 16 items"),
+        (topology(&["-rack"]), "spec.levels[0].nodeLabel in body should match"),
+        (
             workload(json!({"podSets": [pod_set("main", 1)],
                             "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "p"}})),
             "priority should not be nil when priorityClassRef is set",
@@ -1388,6 +1410,25 @@ fn transition_rules_hold_what_kueue_holds() {
     assert!(!ok);
     assert!(
         err.contains("spec.clusterQueue") && err.contains("field is immutable"),
+        "{err}"
+    );
+
+    // A Topology's levels cannot change (the sample `default` stays as is).
+    let (ok, _, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "topology",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"levels":[{"nodeLabel":"kubernetes.io/hostname"}]}}"#,
+        ],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("spec.levels") && err.contains("field is immutable"),
         "{err}"
     );
 

@@ -254,6 +254,20 @@ fn rbac_covers_the_appwrapper_node_monitor() {
     }
 }
 
+/// Kueue's Topology controller keeps the `resource-in-use` finalizer on a
+/// Topology while a ResourceFlavor names it: batchgate's needs the same
+/// verbs as for the ResourceFlavors it guards.
+#[test]
+fn rbac_covers_the_topology_finalizer() {
+    let grants = cluster_role_grants();
+    for verb in ["get", "list", "watch", "update", "patch"] {
+        assert!(
+            grants("kueue.x-k8s.io", "topologies", verb),
+            "manifests/rbac.yaml does not grant {verb} on topologies.kueue.x-k8s.io"
+        );
+    }
+}
+
 /// The shipped Deployment's memory limit holds what the shipped
 /// configuration lets the server buffer: the body budget, every connection
 /// slot full, and the baseline (`Limits::memory_bound`). Raising

@@ -28,7 +28,7 @@ use crate::api::{
         self,
         v1beta2::{
             workload_root_validation_rules, AdmissionCheck, ClusterQueue, Cohort, LocalQueue,
-            ProvisioningRequestConfig, ResourceFlavor, Workload, WorkloadPriorityClass,
+            ProvisioningRequestConfig, ResourceFlavor, Topology, Workload, WorkloadPriorityClass,
         },
     },
     prescale::PreScaledCronJob,
@@ -71,8 +71,9 @@ impl Default for Conversion {
 }
 
 /// The Kueue kinds whose versions differ, converted by the webhook (as
-/// upstream registers it). ResourceFlavor and WorkloadPriorityClass have
-/// the same schema in both versions: the apiserver converts them itself
+/// upstream registers it). Upstream registers none for the others
+/// (ResourceFlavor, Topology, WorkloadPriorityClass, AdmissionCheck,
+/// ProvisioningRequestConfig): the apiserver converts them itself
 /// (strategy `None`).
 pub const CONVERTED_KINDS: [&str; 4] = ["ClusterQueue", "Cohort", "LocalQueue", "Workload"];
 
@@ -114,6 +115,7 @@ pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
         finish(LocalQueue::crd()),
         finish(ProvisioningRequestConfig::crd()),
         finish(ResourceFlavor::crd()),
+        finish(Topology::crd()),
         priority_class,
         workload,
     ];

@@ -93,3 +93,9 @@ pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
 /// Kueue's `prepare`: the topology gate goes too when no topology was
 /// assigned (batchgate assigns none).
 pub const TOPOLOGY_GATE: &str = "kueue.x-k8s.io/topology";
+
+// ---- Kubernetes' own ----
+
+/// The node label naming each node (`corev1.LabelHostname`); as a
+/// Topology's lowest level it makes every node a domain.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";

@@ -6,17 +6,19 @@
 //! default gates (TASAssignmentsEncodingByHostnamePrefix on): runs of
 //! hostnames sharing a reusable `-`-delimited prefix become their own
 //! slices, unless a single slice serializes smaller. [`expand`] lists the
-//! domains back in order. Values are JSON as on the wire.
+//! domains back in order. Values are JSON as on the wire. Kueue's own
+//! tables for this encoder are ported in `topology/cases.rs`.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, ops::Range};
 
 use serde_json::{json, Map, Value};
+
+use crate::vocabulary::keys::HOSTNAME_LABEL;
 
 /// The v1beta2 limit of domains in one slice.
 const MAX_DOMAINS_PER_SLICE: usize = 100_000;
 /// The v1beta2 limit of slices in one assignment.
 const MAX_SLICES: usize = 1_000;
-const HOSTNAME: &str = "kubernetes.io/hostname";
 
 /// One domain: a value per level and a pod count.
 #[derive(Debug, Clone, PartialEq)]
@@ -220,7 +222,7 @@ pub fn encode(levels: &[String], domains: &[Domain]) -> Vec<Value> {
     if by_prefix.len() <= 1 || domains.len() > MAX_DOMAINS_PER_SLICE {
         return by_prefix;
     }
-    let single = vec![compact_slice(levels.len(), domains)];
+    let single = single_slice(levels, domains);
     // Kueue compares the serialized assignments; `levels` is common to both.
     if json_len(&single) < json_len(&by_prefix) {
         single
@@ -229,30 +231,54 @@ pub fn encode(levels: &[String], domains: &[Domain]) -> Vec<Value> {
     }
 }
 
+/// The length Go's `json.Marshal` gives too: it would escape `<`, `>` and
+/// `&`, which label values cannot hold.
 fn json_len(slices: &[Value]) -> usize {
     serde_json::to_vec(slices).map_or(usize::MAX, |v| v.len())
 }
 
+/// Every domain in one slice (none for no domains): the encoding with
+/// Kueue's hostname-prefix gate off, and the one the gate's is weighed
+/// against.
+fn single_slice(levels: &[String], domains: &[Domain]) -> Vec<Value> {
+    if domains.is_empty() {
+        return Vec::new();
+    }
+    vec![compact_slice(levels.len(), domains)]
+}
+
 fn encode_by_hostname_prefix(levels: &[String], domains: &[Domain]) -> Vec<Value> {
-    let keys = if domains.len() > 1 && levels.last().is_some_and(|l| l == HOSTNAME) {
+    let keys = if domains.len() > 1 && levels.last().is_some_and(|l| l == HOSTNAME_LABEL) {
         reusable_prefix_keys(levels.len() - 1, domains)
     } else {
         None
     };
+    runs(domains.len(), keys.as_deref())
+        .into_iter()
+        .flat_map(|run| domains[run].chunks(MAX_DOMAINS_PER_SLICE))
+        .map(|chunk| compact_slice(levels.len(), chunk))
+        .collect()
+}
+
+/// The runs of consecutive domains that share a prefix key, as index
+/// ranges: keys [a, a, b, a] make [0..2, 2..3, 3..4]. Without keys all
+/// domains are one run.
+fn runs(len: usize, keys: Option<&[Option<String>]>) -> Vec<Range<usize>> {
+    if len == 0 {
+        return Vec::new();
+    }
+    let Some(keys) = keys else {
+        return vec![0..len];
+    };
     let mut out = Vec::new();
     let mut start = 0;
-    for i in 1..=domains.len() {
-        let boundary = i == domains.len()
-            || keys
-                .as_ref()
-                .is_some_and(|k| k[i].as_deref() != k[start].as_deref());
-        if boundary && start < i {
-            for chunk in domains[start..i].chunks(MAX_DOMAINS_PER_SLICE) {
-                out.push(compact_slice(levels.len(), chunk));
-            }
+    for i in 1..len {
+        if keys[i] != keys[start] {
+            out.push(start..i);
             start = i;
         }
     }
+    out.push(start..len);
     out
 }
 
@@ -291,14 +317,10 @@ fn reusable_prefix_keys(level: usize, domains: &[Domain]) -> Option<Vec<Option<S
                     .map(str::to_string)
             })
             .collect();
-        let mut slices = 0;
-        let mut start = 0;
-        for i in 1..=keys.len() {
-            if i == keys.len() || keys[i] != keys[start] {
-                slices += (i - start).div_ceil(MAX_DOMAINS_PER_SLICE);
-                start = i;
-            }
-        }
+        let slices: usize = runs(keys.len(), Some(&keys))
+            .into_iter()
+            .map(|run| run.len().div_ceil(MAX_DOMAINS_PER_SLICE))
+            .sum();
         if slices <= MAX_SLICES {
             return Some(keys);
         }
@@ -387,7 +409,12 @@ fn compact_values<'a>(values: impl Iterator<Item = &'a str> + Clone) -> Value {
 }
 
 #[cfg(test)]
+mod cases;
+
+#[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn d(values: &[&str], count: i64) -> Domain {
@@ -471,5 +498,46 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.field, "slices[0].valuesPerLevel[0].individual.roots");
         assert!(e.problem.contains("domainCount is 3"), "{}", e.problem);
+    }
+
+    /// Hostnames as clouds spell them (pools and hashes between `-`s, a
+    /// DNS suffix), and odd ones (empty, leading or trailing `-`).
+    fn hostname() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "(gke|ip|aks)(-[ab]{1,2}){0,3}(-[0-9]{1,2})?(\\.z\\.internal)?",
+            1 => "[ab-]{0,5}",
+        ]
+    }
+
+    /// Levels with and without a hostname level, and domains over them.
+    fn assignment() -> impl Strategy<Value = (Vec<String>, Vec<Domain>)> {
+        let levels = prop_oneof![
+            Just(vec![HOSTNAME_LABEL]),
+            Just(vec!["cloud.com/block", HOSTNAME_LABEL]),
+            Just(vec!["cloud.com/block", "cloud.com/rack"]),
+        ];
+        levels.prop_flat_map(|levels| {
+            let levels: Vec<String> = levels.iter().map(|l| l.to_string()).collect();
+            let n = levels.len();
+            let domain = (prop::collection::vec(hostname(), n), 0..4i64)
+                .prop_map(|(values, count)| Domain { values, count });
+            (Just(levels), prop::collection::vec(domain, 0..12))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+
+        #[test]
+        fn the_encoding_lists_the_domains_back((levels, doms) in assignment()) {
+            let slices = Value::Array(encode(&levels, &doms));
+            prop_assert_eq!(expand(&slices, levels.len()).unwrap(), doms);
+        }
+
+        #[test]
+        fn the_encoding_is_never_larger_than_one_slice((levels, doms) in assignment()) {
+            let chosen = json_len(&encode(&levels, &doms));
+            prop_assert!(chosen <= json_len(&single_slice(&levels, &doms)));
+        }
     }
 }

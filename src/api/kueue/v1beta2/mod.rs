@@ -1,5 +1,6 @@
 //! `kueue.x-k8s.io/v1beta2`: ClusterQueue, LocalQueue, ResourceFlavor,
-//! Workload, WorkloadPriorityClass and Cohort.
+//! Workload, WorkloadPriorityClass, Cohort, AdmissionCheck,
+//! ProvisioningRequestConfig and Topology.
 //!
 //! Conventions, so objects written by upstream tools round-trip exactly:
 //!
@@ -48,6 +49,7 @@ mod cohort;
 mod local_queue;
 mod provisioning_request_config;
 mod resource_flavor;
+mod topology;
 mod workload;
 mod workload_priority_class;
 
@@ -57,6 +59,7 @@ pub use cohort::*;
 pub use local_queue::*;
 pub use provisioning_request_config::*;
 pub use resource_flavor::*;
+pub use topology::*;
 pub use workload::*;
 pub use workload_priority_class::*;
 
