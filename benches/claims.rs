@@ -107,6 +107,7 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
 
 fn objects(s: &Shape) -> ClusterObjects {
     ClusterObjects {
+        topologies: vec![],
         flavors: vec![ResourceFlavor {
             name: "default".into(),
             node_labels: BTreeMap::new(),

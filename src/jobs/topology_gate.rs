@@ -16,6 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::vocabulary::keys::HOSTNAME_LABEL;
+
 /// A domain of a pod set's assignment: a value per level and a pod count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
@@ -252,7 +254,7 @@ fn greedy<'a>(p: &PodSetPlacement, pods: &[&'a Pod]) -> Vec<(&'a Pod, usize)> {
 /// Kueue's `NodeNameFromDomainID` checked against the unhealthy nodes: only
 /// an assignment whose lowest level is the hostname names a node.
 fn unhealthy_node(levels: &[String], values: &[String], unhealthy: &BTreeSet<String>) -> bool {
-    levels.last().is_some_and(|l| l == "kubernetes.io/hostname")
+    levels.last().is_some_and(|l| l == HOSTNAME_LABEL)
         && values.last().is_some_and(|n| unhealthy.contains(n))
 }
 

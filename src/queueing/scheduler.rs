@@ -197,6 +197,8 @@ pub struct PendingCounts {
 #[derive(Debug, Clone, Default)]
 pub struct ClusterObjects {
     pub flavors: Vec<ResourceFlavor>,
+    /// Topology names and levels.
+    pub topologies: Vec<(String, Vec<String>)>,
     pub cluster_queues: Vec<ClusterQueue>,
     pub cohorts: Vec<Cohort>,
     pub local_queues: Vec<LocalQueue>,
@@ -366,7 +368,12 @@ impl Engine {
     /// holds its quota again, everything else queues.
     pub fn rebuild(objects: ClusterObjects) -> Self {
         let mut e = Engine::new();
-        for f in objects.flavors {
+        e.topologies.extend(objects.topologies);
+        for mut f in objects.flavors {
+            f.topology_levels = f
+                .topology_name
+                .as_ref()
+                .and_then(|t| e.topologies.get(t).cloned());
             e.flavors.insert(f.name.clone(), f);
         }
         for cq in objects.cluster_queues {

@@ -19,6 +19,16 @@ impl Controller {
                     c.initial.flavors.push(f);
                 }
             }),
+            Input::Topology(ev) => self.on_event(TOPOLOGIES, ev, |c, t| {
+                let levels = t.spec.levels.iter().map(|l| l.node_label.clone()).collect();
+                if c.started {
+                    c.engine.upsert_topology(&t.name_any(), levels);
+                } else {
+                    c.initial.topologies.push((t.name_any(), levels));
+                }
+                // ClusterQueues naming it may become (in)active.
+                c.status_due = true;
+            }),
             Input::ClusterQueue(ev) => self.on_event(CLUSTER_QUEUES, ev, |c, cq| {
                 c.guarded.insert(
                     (Guarded::ClusterQueue, cq.name_any()),
@@ -277,6 +287,10 @@ impl Controller {
                 }
             }
             NAMESPACES => self.engine.delete_namespace(k),
+            TOPOLOGIES => {
+                self.engine.delete_topology(k);
+                self.status_due = true;
+            }
             COHORTS => self.engine.delete_cohort(k),
             TEMPLATES => {
                 let (ns, name) = split_key(k);

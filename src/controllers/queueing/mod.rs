@@ -122,6 +122,7 @@ const PENDING_EVERY: Duration = Duration::from_millis(100);
 
 enum Input {
     Flavor(Event<api::ResourceFlavor>),
+    Topology(Event<api::Topology>),
     ClusterQueue(Event<api::ClusterQueue>),
     LocalQueue(Event<api::LocalQueue>),
     Namespace(Event<Namespace>),
@@ -289,8 +290,8 @@ pub struct Controller {
     block_admission: bool,
     started: bool,
     initial: ClusterObjects,
-    listings: [Listing; 9],
-    known: [HashSet<Key>; 9],
+    listings: [Listing; 10],
+    known: [HashSet<Key>; 10],
     meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue or deactivated
     /// (`Requeued=False`), waiting for the queue to run again or the
@@ -368,6 +369,7 @@ const COHORTS: usize = 5;
 const TEMPLATES: usize = 6;
 const SLICES: usize = 7;
 const CLASSES: usize = 8;
+const TOPOLOGIES: usize = 9;
 
 fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -421,6 +423,11 @@ impl Controller {
             Api::<api::ResourceFlavor>::all(client.clone()),
             tx.clone(),
             Input::Flavor,
+        );
+        watch(
+            Api::<api::Topology>::all(client.clone()),
+            tx.clone(),
+            Input::Topology,
         );
         watch(
             Api::<api::ClusterQueue>::all(client.clone()),

@@ -818,6 +818,7 @@ fn rebuild_counts_admitted_workloads_from_the_api() {
     });
     let mut e = Engine::rebuild(ClusterObjects {
         flavors: vec![flavor("default")],
+        topologies: vec![],
         cluster_queues: vec![cq("a", None, &[("default", 4)])],
         cohorts: vec![],
         local_queues: vec![lq("a")],
