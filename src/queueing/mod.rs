@@ -45,6 +45,7 @@ mod queues;
 pub mod quota;
 pub mod reservation;
 pub mod scheduler;
+pub mod topology;
 pub mod visibility;
 pub mod workload;
 
