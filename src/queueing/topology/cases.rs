@@ -212,7 +212,30 @@ struct Case {
     node_labels: &'static [(&'static str, &'static str)],
     nodes: Vec<Node>,
     pods: Vec<Pod>,
+    /// Usage of this flavor's admitted workloads: leaf values, per-pod
+    /// requests, pod count.
+    prior_own: &'static [Usage],
+    /// Usage taken on the same nodes through a sibling flavor this cycle.
+    prior_flavor: &'static [Usage],
     pod_sets: Vec<Ps>,
+}
+
+type Usage = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    i64,
+);
+
+fn usage_by_leaf(usages: &[Usage]) -> DomainUsage {
+    let mut by_leaf = DomainUsage::new();
+    for (values, per_pod, count) in usages {
+        let usage = by_leaf.entry(values.join(",")).or_default();
+        for (r, q) in *per_pod {
+            *usage.entry(r.to_string()).or_default() += milli(q) * count;
+        }
+        *usage.entry(PODS.to_string()).or_default() += ONE_POD * count;
+    }
+    by_leaf
 }
 
 impl Case {
@@ -237,10 +260,19 @@ impl Case {
             *usage.entry(PODS.to_string()).or_default() += ONE_POD;
             snapshot.add_non_tas_usage(&pod.node_name, &usage);
         }
+        for (leaf, usage) in usage_by_leaf(self.prior_own) {
+            snapshot.add_tas_usage(&leaf, &usage);
+        }
+        // Upstream's harness shares usage across flavors on hostname leaves only.
+        let assumed = if self.levels.last() == Some(&HOSTNAME) {
+            usage_by_leaf(self.prior_flavor)
+        } else {
+            DomainUsage::new()
+        };
         let requests: Vec<PodSetRequest> =
             self.pod_sets.iter().map(|p| p.request.clone()).collect();
         let got: BTreeMap<String, Result<Assignment, String>> =
-            place(&snapshot, &requests, &DomainUsage::new())
+            place(&snapshot, &requests, &assumed)
                 .into_iter()
                 .map(|p| (p.pod_set, p.outcome))
                 .collect();
@@ -816,6 +848,19 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "no assignment as node is not ready; BestFit",
+            nodes: vec![
+                node("b1-r1-x3").label("zone", "zone-a").label(HOSTNAME, "x3").alloc(&[("cpu", "1"), ("memory", "1Gi"), ("pods", "10")]).not_ready(),
+
+],
+            levels: &[HOSTNAME],
+            pod_sets: vec![
+                ps().topology().required(HOSTNAME).requests(&[("cpu", "1000m")]).count(1).reason("no topology domains at level: kubernetes.io/hostname"),
+            ],
+            node_labels: &[("zone", "zone-a")],
+            ..Case::default()
+        },
+        Case {
             name: "no assignment as node is unschedulable; BestFit",
             nodes: vec![
                 node("b1-r1-x3").label("zone", "zone-a").label(HOSTNAME, "x3").alloc(&[("cpu", "1"), ("memory", "1Gi"), ("pods", "10")]).ready().unschedulable(),
@@ -853,6 +898,18 @@ fn cases() -> Vec<Case> {
             levels: &[HOSTNAME],
             pod_sets: vec![
                 ps().topology().required(HOSTNAME).requests(&[("cpu", "1000m")]).node_selector(&[("zone", "zone-a")]).count(1).reason(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 4; excluded: nodeSelector: 2, resource "cpu": 1, taint "key=value:NoSchedule": 1"#),
+            ],
+            ..Case::default()
+        },
+        Case {
+            name: "resource exclusion picks most restrictive resource",
+            nodes: vec![
+                node("dual-shortage").label(HOSTNAME, "dual-shortage").alloc(&[("cpu", "500m"), ("pods", "10"), ("example.com/gpu", "0")]).ready(),
+
+],
+            levels: &[HOSTNAME],
+            pod_sets: vec![
+                ps().topology().required(HOSTNAME).requests(&[("cpu", "1000m"), ("example.com/gpu", "1")]).count(1).reason(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1"#),
             ],
             ..Case::default()
         },
@@ -1305,6 +1362,20 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "find topology assignment for two podsets with the same group - no fit",
+            nodes: vec![
+                node("b1").label(BLOCK, "b1").alloc(&[("cpu", "1"), ("example.com/gpu", "0"), ("pods", "10")]).ready(),
+                node("b2").label(BLOCK, "b2").alloc(&[("cpu", "4"), ("example.com/gpu", "4"), ("pods", "10")]).ready(),
+
+],
+            levels: &[BLOCK],
+            pod_sets: vec![
+                ps().name("leader").topology().required(BLOCK).requests(&[("cpu", "1000m")]).group("sameGroup").count(1).reason(r#"topology "default" allows to fit only 4 out of 4 pod(s). Total nodes: 2; excluded: resource "example.com/gpu": 1"#),
+                ps().name("workers").topology().required(BLOCK).requests(&[("cpu", "1000m"), ("example.com/gpu", "1")]).group("sameGroup").count(4).reason(r#"topology "default" allows to fit only 4 out of 4 pod(s). Total nodes: 2; excluded: resource "example.com/gpu": 1"#),
+            ],
+            ..Case::default()
+        },
+        Case {
             name: "find topology assignment for two podsets with the same group - optimizes domain for both leader and workers",
             nodes: vec![
                 node("b1").label(BLOCK, "b1").alloc(&[("cpu", "11"), ("example.com/gpu", "8"), ("pods", "10")]).ready(),
@@ -1494,12 +1565,58 @@ fn cases() -> Vec<Case> {
             ..Case::default()
         },
         Case {
+            name: "optimize the last domain for LWS using BestFit",
+            levels: &["cloud.com/topology-zone", "cloud.com/topology-rack", HOSTNAME],
+            nodes: vec![
+                node("dom1-node").label("cloud.com/topology-zone", "dom1").label("cloud.com/topology-rack", "rack1").label(HOSTNAME, "dom1-node").alloc(&[("cpu", "10"), ("memory", "10Gi"), ("pods", "10")]).ready(),
+                node("dom2-node").label("cloud.com/topology-zone", "dom2").label("cloud.com/topology-rack", "rack2").label(HOSTNAME, "dom2-node").alloc(&[("cpu", "6"), ("memory", "10Gi"), ("pods", "10")]).ready(),
+
+],
+            pod_sets: vec![
+                ps().name("leader").topology().required("cloud.com/topology-zone").slice_required("cloud.com/topology-rack").slice_size(1).requests(&[("cpu", "1000m"), ("memory", "1073741824")]).group("lws").count(1).want(&[HOSTNAME], &[(&["dom2-node"], 1)]),
+                ps().name("workers").topology().required("cloud.com/topology-zone").slice_required("cloud.com/topology-rack").slice_size(1).requests(&[("cpu", "1000m"), ("memory", "1073741824")]).group("lws").count(5).want(&[HOSTNAME], &[(&["dom2-node"], 5)]),
+            ],
+            ..Case::default()
+        },
+        Case {
+            name: "sibling-flavor usage on the shared hostname reduces remaining capacity",
+            levels: &[BLOCK, HOSTNAME],
+            nodes: vec![
+                node("b1-x1").label(BLOCK, "b1").label(HOSTNAME, "x1").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+                node("b1-x2").label(BLOCK, "b1").label(HOSTNAME, "x2").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+
+],
+            node_labels: &[],
+            prior_flavor: &[(&["x1"], &[("cpu", "1000m")], 1)],
+            pod_sets: vec![
+                ps().name("main").topology().required(HOSTNAME).requests(&[("cpu", "1000m")]).count(1).want(&[HOSTNAME], &[(&["x2"], 1)]),
+            ],
+            ..Case::default()
+        },
+        Case {
             name: "non-hostname-leaf topology: nil aggregatedDomainUsages preserves per-flavor behavior",
             levels: &[BLOCK, RACK],
             nodes: default_nodes(),
             node_labels: &[],
             pod_sets: vec![
                 ps().name("main").topology().required(RACK).requests(&[("cpu", "1000m")]).count(1).want(&[BLOCK, RACK], &[(&["b1", "r1"], 1)]),
+            ],
+            ..Case::default()
+        },
+        Case {
+            name: "non-hostname-leaf topology: prior c.usage must be applied even when aggregatedDomainUsages is non-nil empty",
+            levels: &[BLOCK, RACK],
+            nodes: vec![
+                node("b1-r1").label(BLOCK, "b1").label(RACK, "r1").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+                node("b1-r2").label(BLOCK, "b1").label(RACK, "r2").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+                node("b2-r1").label(BLOCK, "b2").label(RACK, "r1").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+                node("b2-r2").label(BLOCK, "b2").label(RACK, "r2").alloc(&[("cpu", "1"), ("pods", "10")]).ready(),
+
+],
+            node_labels: &[],
+            prior_own: &[(&["b1", "r1"], &[("cpu", "1000m")], 1), (&["b1", "r2"], &[("cpu", "1000m")], 1)],
+            pod_sets: vec![
+                ps().name("main").topology().required(RACK).requests(&[("cpu", "1000m")]).count(1).want(&[BLOCK, RACK], &[(&["b2", "r1"], 1)]),
             ],
             ..Case::default()
         },
