@@ -21,8 +21,9 @@
 //! `blockAdmission`, and fair sharing (see [`fair_sharing`]), with
 //! Kueue's messages. What is left out:
 //!
-//! - no topology-aware scheduling, elastic
-//!   workloads or priority boost;
+//! - no topology-aware scheduling in the admission cycle yet (its placement
+//!   core is [`topology`], not wired in), no elastic workloads or priority
+//!   boost;
 //! - node affinity is matched through `nodeSelector` only (no
 //!   `requiredDuringScheduling` terms);
 //! - flavor search always starts at the first flavor (Kueue resumes where
@@ -46,6 +47,7 @@ mod queues;
 pub mod quota;
 pub mod reservation;
 pub mod scheduler;
+pub mod topology;
 pub mod visibility;
 pub mod workload;
 
