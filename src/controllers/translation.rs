@@ -99,13 +99,16 @@ fn topology_request(t: &api::PodSetTopologyRequest) -> queueing::workload::Topol
         preferred: t.preferred.clone(),
         unconstrained: t.unconstrained,
         pod_set_group: t.pod_set_group_name.clone(),
-        slice_required_topology: t.pod_set_slice_required_topology.clone(),
+        slice_required: t.pod_set_slice_required_topology.clone(),
         slice_size: t.pod_set_slice_size,
-        slice_constraints: t
+        slice_layers: t
             .podset_slice_required_topology_constraints
             .iter()
             .flatten()
-            .map(|c| (c.topology.clone(), c.size))
+            .map(|c| queueing::workload::SliceLayer {
+                level: c.topology.clone(),
+                size: c.size,
+            })
             .collect(),
     }
 }

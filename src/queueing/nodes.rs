@@ -10,21 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::flavors::Taint;
-
-/// The `pods` resource one pod takes, in milli-units.
-pub const ONE_POD: i64 = 1000;
-
-/// What placement reads of a Node: the rest is stripped, so a heartbeat
-/// changes nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Node {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    /// `status.allocatable`, milli-units by resource.
-    pub allocatable: BTreeMap<String, i64>,
-    pub taints: Vec<Taint>,
-}
+pub use super::topology::{Node, ONE_POD};
 
 /// Kueue's `NodeMatchesFlavor`: the node has each of the flavor's labels
 /// and a label for every topology level.
@@ -59,8 +45,8 @@ pub struct Nodes {
 impl Nodes {
     /// A Node as watched. One that is unschedulable or not Ready takes no
     /// pods and leaves the view.
-    pub fn sync(&mut self, node: Node, schedulable_and_ready: bool) {
-        if !schedulable_and_ready {
+    pub fn sync(&mut self, node: Node) {
+        if !node.ready || node.unschedulable {
             self.delete(&node.name);
             return;
         }
@@ -154,7 +140,7 @@ pub fn counts_as_non_tas(bound_to: Option<&str>, phase: Option<&str>, tas: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queueing::flavors::TaintEffect;
+    use crate::queueing::flavors::{Taint, TaintEffect};
 
     fn labels(l: &[(&str, &str)]) -> BTreeMap<String, String> {
         l.iter()
@@ -166,8 +152,14 @@ mod tests {
         Node {
             name: name.into(),
             labels: labels(l),
+            ready: true,
             ..Default::default()
         }
+    }
+
+    fn state(mut n: Node, schedulable_and_ready: bool) -> Node {
+        n.ready = schedulable_and_ready;
+        n
     }
 
     /// Kueue's `TestNodesCache`: only a schedulable, Ready node stays.
@@ -191,12 +183,12 @@ mod tests {
         for (name, primed, (unschedulable, ready), kept) in cases {
             let mut nodes = Nodes::default();
             if primed {
-                nodes.sync(node("test", &[]), true);
+                nodes.sync(node("test", &[]));
             }
             if name == "delete" {
                 nodes.delete("test");
             } else {
-                nodes.sync(node("test", &[]), !unschedulable && ready);
+                nodes.sync(state(node("test", &[]), !unschedulable && ready));
             }
             assert_eq!(nodes.nodes.contains_key("test"), kept, "{name}");
         }
@@ -208,10 +200,10 @@ mod tests {
         const ZONE: &str = "cloud.provider.com/zone";
         const BLOCK: &str = "cloud.provider.com/topology-block";
         let mut nodes = Nodes::default();
-        nodes.sync(node("test1", &[]), true);
-        nodes.sync(node("test2", &[(ZONE, "us-east-1a")]), true);
-        nodes.sync(node("test3", &[(ZONE, "us-east-1a"), (BLOCK, "b1")]), true);
-        nodes.sync(node("test4", &[(ZONE, "us-east-1")]), true);
+        nodes.sync(node("test1", &[]));
+        nodes.sync(node("test2", &[(ZONE, "us-east-1a")]));
+        nodes.sync(node("test3", &[(ZONE, "us-east-1a"), (BLOCK, "b1")]));
+        nodes.sync(node("test4", &[(ZONE, "us-east-1")]));
         let zone = labels(&[(ZONE, "us-east-1a")]);
         let block = vec![BLOCK.to_string()];
         let cases: [(&str, BTreeMap<String, String>, Vec<String>, &[&str]); 4] = [
@@ -241,6 +233,8 @@ mod tests {
                 labels: labels(&[("cloud.provider.com/zone", "us-east-1a")]),
                 allocatable: [("cpu".into(), 4000), ("memory".into(), 16 << 30 << 10)].into(),
                 taints: vec![],
+                ready: true,
+                unschedulable: false,
             }
         }
         fn with(f: &dyn Fn(&mut Node)) -> Node {
@@ -253,39 +247,36 @@ mod tests {
             (
                 "sync of a new ready node bumps",
                 false,
-                Box::new(move |n| n.sync(base(), true)),
+                Box::new(move |n| n.sync(base())),
                 1,
             ),
             (
                 "re-sync of an identical node does not bump",
                 true,
-                Box::new(move |n| n.sync(base(), true)),
+                Box::new(move |n| n.sync(base())),
                 0,
             ),
             // A heartbeat and "4000m" for "4" read as the same Node here.
             (
                 "heartbeat-only update does not bump",
                 true,
-                Box::new(move |n| n.sync(base(), true)),
+                Box::new(move |n| n.sync(base())),
                 0,
             ),
             (
                 "equivalent allocatable expressed in different units does not bump",
                 true,
-                Box::new(move |n| n.sync(base(), true)),
+                Box::new(move |n| n.sync(base())),
                 0,
             ),
             (
                 "label change bumps",
                 true,
                 Box::new(move |n| {
-                    n.sync(
-                        with(&|x| {
-                            x.labels
-                                .insert("cloud.provider.com/zone".into(), "us-east-1b".into());
-                        }),
-                        true,
-                    )
+                    n.sync(with(&|x| {
+                        x.labels
+                            .insert("cloud.provider.com/zone".into(), "us-east-1b".into());
+                    }))
                 }),
                 1,
             ),
@@ -293,12 +284,9 @@ mod tests {
                 "allocatable change bumps",
                 true,
                 Box::new(move |n| {
-                    n.sync(
-                        with(&|x| {
-                            x.allocatable.insert("cpu".into(), 8000);
-                        }),
-                        true,
-                    )
+                    n.sync(with(&|x| {
+                        x.allocatable.insert("cpu".into(), 8000);
+                    }))
                 }),
                 1,
             ),
@@ -306,29 +294,26 @@ mod tests {
                 "taint change bumps",
                 true,
                 Box::new(move |n| {
-                    n.sync(
-                        with(&|x| {
-                            x.taints.push(Taint {
-                                key: "example.com/gpu".into(),
-                                value: String::new(),
-                                effect: TaintEffect::NoSchedule,
-                            })
-                        }),
-                        true,
-                    )
+                    n.sync(with(&|x| {
+                        x.taints.push(Taint {
+                            key: "example.com/gpu".into(),
+                            value: String::new(),
+                            effect: TaintEffect::NoSchedule,
+                        })
+                    }))
                 }),
                 1,
             ),
             (
                 "transition to unschedulable removes the node and bumps",
                 true,
-                Box::new(move |n| n.sync(base(), false)),
+                Box::new(move |n| n.sync(state(base(), false))),
                 1,
             ),
             (
                 "sync of an absent not-ready node does not bump",
                 false,
-                Box::new(move |n| n.sync(node("gen-test", &[]), false)),
+                Box::new(move |n| n.sync(state(node("gen-test", &[]), false))),
                 0,
             ),
             (
@@ -347,7 +332,7 @@ mod tests {
         for (name, prime, op, delta) in cases {
             let mut nodes = Nodes::default();
             if prime {
-                nodes.sync(base(), true);
+                nodes.sync(base());
             }
             let before = nodes.generation();
             op(&mut nodes);

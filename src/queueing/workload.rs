@@ -135,10 +135,22 @@ pub struct TopologyRequest {
     /// Set at all, even `false`, it makes the request explicit, as in Kueue.
     pub unconstrained: Option<bool>,
     pub pod_set_group: Option<String>,
-    pub slice_required_topology: Option<String>,
+    /// `podSetSliceRequiredTopology`.
+    pub slice_required: Option<String>,
+    /// `podSetSliceSize`.
     pub slice_size: Option<i32>,
-    /// `podsetSliceRequiredTopologyConstraints`: (level, size), outermost first.
-    pub slice_constraints: Vec<(String, i32)>,
+    /// `podsetSliceRequiredTopologyConstraints` (multi-layer); when set it
+    /// replaces `slice_required` and `slice_size`.
+    pub slice_layers: Vec<SliceLayer>,
+}
+
+/// One layer of slices: pods in groups of `size` within one `level` domain.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SliceLayer {
+    /// The node-label key the slice must stay within.
+    pub level: String,
+    /// Pods per slice.
+    pub size: i32,
 }
 
 impl TopologyRequest {
@@ -147,21 +159,30 @@ impl TopologyRequest {
         self.unconstrained.is_some()
             || self.required.is_some()
             || self.preferred.is_some()
-            || self.slice_required_topology.is_some()
+            || self.slice_required.is_some()
             || self.slice_size.is_some()
-            || !self.slice_constraints.is_empty()
+            || !self.slice_layers.is_empty()
     }
 
-    /// The slice layers, outermost first: the constraints list, or the one
-    /// layer `podSetSliceRequiredTopology` names (size 0 when not given).
-    pub fn slice_layers(&self) -> Vec<(String, i32)> {
-        if !self.slice_constraints.is_empty() {
-            return self.slice_constraints.clone();
+    /// The slice layers, outermost first, whichever way they were asked
+    /// (Kueue's `PodSetSliceRequiredTopologyConstraints`); size 0 when the
+    /// single layer names no size.
+    pub fn layers(&self) -> Vec<SliceLayer> {
+        if !self.slice_layers.is_empty() {
+            return self.slice_layers.clone();
         }
-        self.slice_required_topology
+        self.slice_required
             .iter()
-            .map(|t| (t.clone(), self.slice_size.unwrap_or(0)))
+            .map(|level| SliceLayer {
+                level: level.clone(),
+                size: self.slice_size.unwrap_or(0),
+            })
             .collect()
+    }
+
+    /// Slices asked for, and no required or preferred level.
+    pub fn slices_only(&self) -> bool {
+        self.required.is_none() && self.preferred.is_none() && !self.layers().is_empty()
     }
 
     /// The level the placement is constrained to in a topology with
@@ -170,7 +191,7 @@ impl TopologyRequest {
         if let Some(l) = self.required.as_deref().or(self.preferred.as_deref()) {
             return Some(l);
         }
-        if !self.slice_layers().is_empty() {
+        if !self.layers().is_empty() {
             return levels.first().map(String::as_str);
         }
         if self.unconstrained == Some(true) {
@@ -185,12 +206,12 @@ impl TopologyRequest {
         let Some(main) = self.level(levels) else {
             return false;
         };
-        let layers = self.slice_layers();
+        let layers = self.layers();
         let slice = layers
             .first()
-            .map(|(l, _)| l.as_str())
+            .map(|l| l.level.as_str())
             .or(levels.last().map(String::as_str));
-        has(main) && slice.is_some_and(has) && layers.iter().all(|(l, _)| has(l))
+        has(main) && slice.is_some_and(has) && layers.iter().all(|l| has(&l.level))
     }
 }
 

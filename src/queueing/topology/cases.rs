@@ -145,7 +145,7 @@ impl Ps {
         self.edit(|t| t.preferred = Some(level.to_string()))
     }
     fn unconstrained(self) -> Self {
-        self.edit(|t| t.unconstrained = true)
+        self.edit(|t| t.unconstrained = Some(true))
     }
     fn slice_required(self, level: &str) -> Self {
         self.edit(|t| t.slice_required = Some(level.to_string()))

@@ -19,49 +19,7 @@ use crate::queueing::flavors::Toleration;
 
 use super::snapshot::{add, subtract, taint_name, untolerated, Resources, Snapshot, ONE_POD, PODS};
 
-/// One layer of `podsetSliceRequiredTopologyConstraints`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SliceLayer {
-    /// The node-label key the slice must stay within.
-    pub level: String,
-    /// Pods per slice.
-    pub size: i32,
-}
-
-/// A pod set's `topologyRequest`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TopologyRequest {
-    pub required: Option<String>,
-    pub preferred: Option<String>,
-    pub unconstrained: bool,
-    /// `podSetSliceRequiredTopology`.
-    pub slice_required: Option<String>,
-    /// `podSetSliceSize`.
-    pub slice_size: Option<i32>,
-    /// `podsetSliceRequiredTopologyConstraints` (multi-layer); when set it
-    /// replaces `slice_required` and `slice_size`.
-    pub slice_layers: Vec<SliceLayer>,
-}
-
-impl TopologyRequest {
-    /// The slice layers, outermost first, whichever way they were asked.
-    fn layers(&self) -> Vec<SliceLayer> {
-        if !self.slice_layers.is_empty() {
-            return self.slice_layers.clone();
-        }
-        self.slice_required
-            .iter()
-            .map(|level| SliceLayer {
-                level: level.clone(),
-                size: self.slice_size.unwrap_or(0),
-            })
-            .collect()
-    }
-
-    fn slices_only(&self) -> bool {
-        self.required.is_none() && self.preferred.is_none() && !self.layers().is_empty()
-    }
-}
+pub use crate::queueing::workload::{SliceLayer, TopologyRequest};
 
 /// One pod set to place on the flavor.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -315,14 +273,15 @@ impl<'a> Placement<'a> {
             Some(l) => l.size,
         };
         self.required = request.required.is_some();
-        self.unconstrained = request.unconstrained || implied || request.slices_only();
+        self.unconstrained =
+            request.unconstrained == Some(true) || implied || request.slices_only();
 
         let lowest = levels[levels.len() - 1].clone();
         let key = if let Some(k) = request.required.as_ref().or(request.preferred.as_ref()) {
             k.clone()
         } else if request.slices_only() {
             levels[0].clone()
-        } else if request.unconstrained || implied {
+        } else if request.unconstrained == Some(true) || implied {
             lowest.clone()
         } else {
             return Err("topology level not specified".to_string());

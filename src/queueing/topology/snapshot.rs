@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::queueing::flavors::{Taint, TaintEffect, Toleration};
 
 /// The node label whose level makes every leaf one node.
-pub const HOSTNAME: &str = "kubernetes.io/hostname";
+pub use crate::vocabulary::keys::HOSTNAME_LABEL as HOSTNAME;
 /// The resource counting pods; every pod asks for one (Kueue's
 /// `OnePodRequest`).
 pub const PODS: &str = "pods";
