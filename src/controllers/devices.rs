@@ -485,6 +485,7 @@ mod tests {
                 flavors: Default::default(),
                 resource_usage: Default::default(),
                 count: 2,
+                topology: None,
             }],
         }
     }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use crate::vocabulary::keys;
 use crate::{
+    api::kueue::conversion,
     api::kueue::v1beta2 as api,
     api::selector::LabelSelector,
     queueing::{
@@ -365,11 +366,31 @@ fn admission(a: &api::Admission) -> Result<Admission, TranslationError> {
                 )?,
             );
         }
+        let topology = match &p.topology_assignment {
+            None => None,
+            Some(t) => {
+                let slices = serde_json::to_value(&t.slices).unwrap_or_default();
+                let domains = conversion::topology::expand(&slices, t.levels.len()).map_err(
+                    |e| TranslationError {
+                        field: format!(
+                            "status.admission.podSetAssignments[{i}].topologyAssignment.{}",
+                            e.field
+                        ),
+                        message: e.problem,
+                    },
+                )?;
+                Some(queueing::topology::Assignment {
+                    levels: t.levels.clone(),
+                    domains,
+                })
+            }
+        };
         psas.push(queueing::PodSetAssignment {
             name: p.name.clone(),
             flavors: p.flavors.clone().unwrap_or_default(),
             resource_usage: usage,
             count: p.count.unwrap_or(0).max(0) as u32,
+            topology,
         });
     }
     Ok(Admission {
@@ -477,12 +498,19 @@ pub fn admission_json(a: &Admission) -> Value {
                 .iter()
                 .map(|(r, q)| (r.clone(), Value::String(quantity::format(r, *q))))
                 .collect();
-            json!({
+            let mut psa = json!({
                 "name": p.name,
                 "flavors": p.flavors,
                 "resourceUsage": usage,
                 "count": p.count,
-            })
+            });
+            if let Some(t) = &p.topology {
+                psa["topologyAssignment"] = json!({
+                    "levels": t.levels,
+                    "slices": conversion::topology::encode(&t.levels, &t.domains),
+                });
+            }
+            psa
         })
         .collect();
     json!({"clusterQueue": a.cluster_queue, "podSetAssignments": psas})

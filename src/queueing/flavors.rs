@@ -346,6 +346,7 @@ impl Assignment {
                         .map(|r| (r.clone(), ps.requests.get(r).copied().unwrap_or(0)))
                         .collect(),
                     count: ps.count,
+                    topology: None,
                 })
                 .collect(),
         }

@@ -235,6 +235,9 @@ pub struct PodSetAssignment {
     /// Quota reserved for the whole pod set, by resource, in milli-units.
     pub resource_usage: BTreeMap<String, i64>,
     pub count: u32,
+    /// `topologyAssignment`: the pod set's leaf domains (topology-aware
+    /// scheduling).
+    pub topology: Option<super::topology::Assignment>,
 }
 
 /// `status.admission`.
@@ -426,6 +429,7 @@ mod tests {
                 flavors: [("cpu".to_string(), "f1".to_string())].into(),
                 resource_usage: [("cpu".to_string(), i64::from(count) * 10)].into(),
                 count,
+                topology: None,
             }],
         };
         (wl, admission)

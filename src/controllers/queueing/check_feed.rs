@@ -126,6 +126,7 @@ mod tests {
                 flavors: [("cpu".to_string(), "f".to_string())].into(),
                 resource_usage: [("cpu".to_string(), 1000)].into(),
                 count: 1,
+                topology: None,
             }],
         };
         let now = Time(k8s_openapi::jiff::Timestamp::from_second(10).unwrap());

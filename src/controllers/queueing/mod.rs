@@ -633,6 +633,7 @@ mod tests {
                 flavors: [("cpu".to_string(), "f".to_string())].into(),
                 resource_usage: [("cpu".to_string(), 2000)].into(),
                 count: 2,
+                topology: None,
             }],
         }
     }

@@ -99,6 +99,7 @@ fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>)
                 flavors: [("cpu".to_string(), f.to_string())].into(),
                 resource_usage: [("cpu".to_string(), cpu * 1000)].into(),
                 count: 1,
+                topology: None,
             }],
         }),
     }

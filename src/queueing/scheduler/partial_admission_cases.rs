@@ -135,6 +135,7 @@ fn old_gpu_holder() -> Workload {
             flavors: [(GPU.to_string(), "model-a".to_string())].into(),
             resource_usage: [(GPU.to_string(), 10_000)].into(),
             count: 10,
+            topology: None,
         }],
     });
     old

@@ -139,6 +139,7 @@ pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
                 flavors: [("cpu".to_string(), "default".to_string())].into(),
                 resource_usage: [("cpu".to_string(), cpu * 1000)].into(),
                 count: 1,
+                topology: None,
             }],
         }),
     }

@@ -814,6 +814,7 @@ fn rebuild_counts_admitted_workloads_from_the_api() {
             flavors: [("cpu".to_string(), "default".to_string())].into(),
             resource_usage: [("cpu".to_string(), 3000)].into(),
             count: 1,
+            topology: None,
         }],
     });
     let mut e = Engine::rebuild(ClusterObjects {

@@ -42,7 +42,7 @@ pub struct PodSetRequest {
 /// values. When the lowest level is `kubernetes.io/hostname`, `levels` and
 /// each domain's values hold that level only, as Kueue's `buildAssignment`
 /// writes them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
     pub levels: Vec<String>,
     pub domains: Vec<Domain>,

@@ -21,7 +21,7 @@ const MAX_DOMAINS_PER_SLICE: usize = 100_000;
 const MAX_SLICES: usize = 1_000;
 
 /// One domain: a value per level and a pod count.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
     pub values: Vec<String>,
     pub count: i64,

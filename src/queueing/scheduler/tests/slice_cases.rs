@@ -24,6 +24,7 @@ fn admission_on(flavor: &str, count: u32) -> Admission {
             flavors: [("cpu".to_string(), flavor.to_string())].into(),
             resource_usage: [("cpu".to_string(), i64::from(count) * 1000)].into(),
             count,
+            topology: None,
         }],
     }
 }
