@@ -268,7 +268,7 @@ fn runs(len: usize, keys: Option<&[Option<String>]>) -> Vec<Range<usize>> {
         return Vec::new();
     }
     let Some(keys) = keys else {
-        return vec![0..len];
+        return std::iter::once(0..len).collect();
     };
     let mut out = Vec::new();
     let mut start = 0;

@@ -13,9 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::keys::HOSTNAME_LABEL;
 
-/// At most this many levels (v0.19.2's `MaxItems`; the KEP's draft said 8).
-pub const MAX_LEVELS: usize = 16;
-
 /// Upstream's `nodeLabel` pattern: a qualified label name.
 pub const NODE_LABEL_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
 
@@ -62,6 +59,7 @@ pub struct TopologySpec {
     /// The levels, highest first (e.g. block, rack, kubernetes.io/hostname):
     /// 1 to 16, each label once, kubernetes.io/hostname only as the last.
     /// Immutable.
+    // 16 is v0.19.2's MaxItems; the KEP still says 8.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(min = 1, max = 16),
@@ -144,7 +142,13 @@ mod tests {
         let block = "cloud.com/block";
         let rack = "cloud.com/rack";
         let host = HOSTNAME_LABEL;
-        let cases: &[(&str, &[&str], Option<&[&str]>, &[LevelRule])] = &[
+        type Case<'a> = (
+            &'a str,
+            &'a [&'a str],
+            Option<&'a [&'a str]>,
+            &'a [LevelRule],
+        );
+        let cases: &[Case] = &[
             ("block, rack, hostname", &[block, rack, host], None, &[]),
             ("hostname alone", &[host], None, &[]),
             ("no hostname level", &[block, rack], None, &[]),

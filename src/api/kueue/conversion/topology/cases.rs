@@ -243,7 +243,8 @@ fn internal_from_v1beta2() {
 
 #[test]
 fn hostname_prefix_runs() {
-    let cases: &[(&str, &[(&str, i64)], &str)] = &[
+    type Case<'a> = (&'a str, &'a [(&'a str, i64)], &'a str);
+    let cases: &[Case] = &[
         (
             "GKE node pools",
             &[
@@ -428,7 +429,8 @@ fn large_hostname_assignment_with_many_pools() {
 
 #[test]
 fn reusable_hostname_prefix_keys() {
-    let cases: &[(&str, &[&str], Option<&[&str]>)] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
+    let cases: &[Case] = &[
         (
             "longest reusable prefixes",
             &[
@@ -499,7 +501,8 @@ fn compact_domain_runs() {
     let keys =
         |k: &[&str]| -> Vec<Option<String>> { k.iter().map(|k| Some(k.to_string())).collect() };
     let grouped = keys(&["prefix-a-", "prefix-a-", "prefix-b-", "prefix-a-"]);
-    let cases: &[(&str, usize, Option<&[Option<String>]>, &[usize])] = &[
+    type Case<'a> = (&'a str, usize, Option<&'a [Option<String>]>, &'a [usize]);
+    let cases: &[Case] = &[
         ("empty", 0, None, &[]),
         ("no prefix keys", 4, None, &[4]),
         ("groups consecutive domains", 4, Some(&grouped), &[2, 1, 1]),
