@@ -19,8 +19,11 @@
 //!   `usize::div_ceil`;
 //! - `TestHasNodeInPodSetAssignment` (5), `TestHasTASAssignmentOnNode` (8):
 //!   node-failure handling, which batchgate does not do yet;
-//! - `FuzzV1Beta2RoundTrip` and the performance tests: the properties in
-//!   [`super::tests`] take the fuzz test's place.
+//! - `FuzzTopologyAssignmentCompactionRoundTrip` (a Go fuzz target; the
+//!   properties in [`super::tests`] take its place, its seed test
+//!   `TestTopologyAssignmentCompactionRoundTripAcrossLimits` is ported
+//!   below) and the performance tests (`TestByteSizeLimit`,
+//!   `BenchmarkV1Beta2From`).
 //!
 //! `TestInternalSeqFromV1Beta2`, `TestPodCounts` and `TestTotalDomainCount`
 //! run over the same two tables as `TestInternalFromV1Beta2`: here they
@@ -425,6 +428,24 @@ fn large_hostname_assignment_with_many_pools() {
         pools * per_pool,
         "{name}"
     );
+}
+
+/// From `tas_assignment_fuzz_test.go`: 120,000 hostnames alternating
+/// between two pools back off to the shared `pool-` key, one run, chunked
+/// at the slice limit.
+#[test]
+fn compaction_round_trip_across_limits() {
+    let doms: Vec<Domain> = (0..120_000)
+        .map(|i| Domain {
+            values: vec![format!("pool-{}-node-{i:06}", i % 2)],
+            count: 1,
+        })
+        .collect();
+    let levels = strings(&[HOSTNAME_LABEL]);
+    let got = encode_by_hostname_prefix(&levels, &doms);
+    let name = "TestTopologyAssignmentCompactionRoundTripAcrossLimits";
+    assert_eq!(got.len(), 2, "{name}");
+    assert_eq!(expand(&Value::Array(got), 1).unwrap(), doms, "{name}");
 }
 
 #[test]
