@@ -4,8 +4,8 @@
 //! name `topo`.
 //!
 //! Upstream validates it in the CRD only (no webhook): the rules are here,
-//! and [`level_rule_violations`] decides them for callers that hold a
-//! Topology outside the apiserver (tests, the queueing core).
+//! and [`level_rule_violations`] decides them in Rust for code that holds
+//! a Topology the apiserver did not admit.
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -38,7 +38,7 @@ fn level_rules() -> serde_json::Value {
 }
 
 /// The desired state of a Topology.
-// kube's printcolumn(...) lists repeat keys, which clippy takes for repeated attributes.
+// kube's repeated `derive = ...` keys look like repeated attributes to clippy.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
