@@ -1346,7 +1346,7 @@ fn cel_rules_and_limits_reject_what_kueue_rejects_with_its_messages() {
         ),
         (
             topology(&["cloud.provider.com/topology-rack", "cloud.provider.com/topology-rack"]),
-            "spec.levels: Invalid value: \"array\": must be unique",
+            "spec.levels: Invalid value: must be unique",
         ),
         (topology(&[]), "spec.levels: Invalid value: 0: spec.levels in body should have at least 1 items"),
         (topology(&["rack"; 17]), "spec.levels: Too many: 17: must have at most 16 items"),

@@ -108,6 +108,15 @@ fn manifests(ns: &str) -> Vec<(&'static str, Option<String>, Value)> {
             "spec": {"nodeLabels": {"conversion.example.com/pool": "a"}}}),
         ),
         (
+            "topologies",
+            None,
+            json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology",
+            "metadata": {"name": "conv-topology"},
+            "spec": {"levels": [{"nodeLabel": "cloud.example.com/block"},
+                                {"nodeLabel": "kubernetes.io/hostname"}]}}),
+        ),
+        (
             "workloadpriorityclasses",
             None,
             json!({

@@ -81,7 +81,8 @@ mod tests {
     /// live Topology and held while a deleted one is named by a flavor.
     #[test]
     fn a_topology_keeps_its_finalizer_while_a_flavor_names_it() {
-        let cases: &[(&str, &[&str], bool, bool, Option<Change>)] = &[
+        type Case<'a> = (&'a str, &'a [&'a str], bool, bool, Option<Change>);
+        let cases: &[Case] = &[
             ("new, unused", &[], false, false, Some(Change::Add)),
             (
                 "new, named",

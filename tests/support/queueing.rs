@@ -49,6 +49,7 @@ pub fn install_crds(c: &LocalCluster) {
             "crd/clusterqueues.kueue.x-k8s.io",
             "crd/localqueues.kueue.x-k8s.io",
             "crd/resourceflavors.kueue.x-k8s.io",
+            "crd/topologies.kueue.x-k8s.io",
             "crd/workloadpriorityclasses.kueue.x-k8s.io",
             "crd/admissionchecks.kueue.x-k8s.io",
             "crd/appwrappers.workload.codeflare.dev",

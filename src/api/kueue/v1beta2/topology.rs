@@ -4,17 +4,14 @@
 //! name `topo`.
 //!
 //! Upstream validates it in the CRD only (no webhook): the rules are here,
-//! and [`level_rule_violations`] decides them for callers that hold a
-//! Topology outside the apiserver (tests, the queueing core).
+//! and [`level_rule_violations`] decides them in Rust for code that holds
+//! a Topology the apiserver did not admit.
 
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::keys::HOSTNAME_LABEL;
-
-/// At most this many levels (v0.19.2's `MaxItems`; the KEP's draft said 8).
-pub const MAX_LEVELS: usize = 16;
 
 /// Upstream's `nodeLabel` pattern: a qualified label name.
 pub const NODE_LABEL_PATTERN: &str = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
@@ -41,7 +38,7 @@ fn level_rules() -> serde_json::Value {
 }
 
 /// The desired state of a Topology.
-// kube's printcolumn(...) lists repeat keys, which clippy takes for repeated attributes.
+// kube's repeated `derive = ...` keys look like repeated attributes to clippy.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -62,6 +59,7 @@ pub struct TopologySpec {
     /// The levels, highest first (e.g. block, rack, kubernetes.io/hostname):
     /// 1 to 16, each label once, kubernetes.io/hostname only as the last.
     /// Immutable.
+    // 16 is v0.19.2's MaxItems; the KEP still says 8.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(min = 1, max = 16),
@@ -144,7 +142,13 @@ mod tests {
         let block = "cloud.com/block";
         let rack = "cloud.com/rack";
         let host = HOSTNAME_LABEL;
-        let cases: &[(&str, &[&str], Option<&[&str]>, &[LevelRule])] = &[
+        type Case<'a> = (
+            &'a str,
+            &'a [&'a str],
+            Option<&'a [&'a str]>,
+            &'a [LevelRule],
+        );
+        let cases: &[Case] = &[
             ("block, rack, hostname", &[block, rack, host], None, &[]),
             ("hostname alone", &[host], None, &[]),
             ("no hostname level", &[block, rack], None, &[]),

@@ -19,8 +19,11 @@
 //!   `usize::div_ceil`;
 //! - `TestHasNodeInPodSetAssignment` (5), `TestHasTASAssignmentOnNode` (8):
 //!   node-failure handling, which batchgate does not do yet;
-//! - `FuzzV1Beta2RoundTrip` and the performance tests: the properties in
-//!   [`super::tests`] take the fuzz test's place.
+//! - `FuzzTopologyAssignmentCompactionRoundTrip` (a Go fuzz target; the
+//!   properties in [`super::tests`] take its place, its seed test
+//!   `TestTopologyAssignmentCompactionRoundTripAcrossLimits` is ported
+//!   below) and the performance tests (`TestByteSizeLimit`,
+//!   `BenchmarkV1Beta2From`).
 //!
 //! `TestInternalSeqFromV1Beta2`, `TestPodCounts` and `TestTotalDomainCount`
 //! run over the same two tables as `TestInternalFromV1Beta2`: here they
@@ -243,7 +246,8 @@ fn internal_from_v1beta2() {
 
 #[test]
 fn hostname_prefix_runs() {
-    let cases: &[(&str, &[(&str, i64)], &str)] = &[
+    type Case<'a> = (&'a str, &'a [(&'a str, i64)], &'a str);
+    let cases: &[Case] = &[
         (
             "GKE node pools",
             &[
@@ -426,9 +430,28 @@ fn large_hostname_assignment_with_many_pools() {
     );
 }
 
+/// From `tas_assignment_fuzz_test.go`: 120,000 hostnames alternating
+/// between two pools back off to the shared `pool-` key, one run, chunked
+/// at the slice limit.
+#[test]
+fn compaction_round_trip_across_limits() {
+    let doms: Vec<Domain> = (0..120_000)
+        .map(|i| Domain {
+            values: vec![format!("pool-{}-node-{i:06}", i % 2)],
+            count: 1,
+        })
+        .collect();
+    let levels = strings(&[HOSTNAME_LABEL]);
+    let got = encode_by_hostname_prefix(&levels, &doms);
+    let name = "TestTopologyAssignmentCompactionRoundTripAcrossLimits";
+    assert_eq!(got.len(), 2, "{name}");
+    assert_eq!(expand(&Value::Array(got), 1).unwrap(), doms, "{name}");
+}
+
 #[test]
 fn reusable_hostname_prefix_keys() {
-    let cases: &[(&str, &[&str], Option<&[&str]>)] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], Option<&'a [&'a str]>);
+    let cases: &[Case] = &[
         (
             "longest reusable prefixes",
             &[
@@ -499,7 +522,8 @@ fn compact_domain_runs() {
     let keys =
         |k: &[&str]| -> Vec<Option<String>> { k.iter().map(|k| Some(k.to_string())).collect() };
     let grouped = keys(&["prefix-a-", "prefix-a-", "prefix-b-", "prefix-a-"]);
-    let cases: &[(&str, usize, Option<&[Option<String>]>, &[usize])] = &[
+    type Case<'a> = (&'a str, usize, Option<&'a [Option<String>]>, &'a [usize]);
+    let cases: &[Case] = &[
         ("empty", 0, None, &[]),
         ("no prefix keys", 4, None, &[4]),
         ("groups consecutive domains", 4, Some(&grouped), &[2, 1, 1]),
