@@ -15,6 +15,9 @@ mod lifecycle;
 #[path = "e2e_queueing_policies/elastic.rs"]
 mod elastic;
 
+#[path = "e2e_queueing_policies/topology.rs"]
+mod topology;
+
 use std::time::Duration;
 
 use batchgate_localcluster::LocalCluster;

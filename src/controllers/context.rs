@@ -416,6 +416,26 @@ pub fn admission_pod_set_infos(
                 info.labels
                     .insert(keys::CLUSTER_QUEUE_LABEL.into(), cq.clone());
             }
+            // A pod set placed by implied TAS says so on its pods (Kueue's
+            // `FromAssignment`), so they count as TAS pods, not as node
+            // usage outside TAS.
+            if psa.topology_assignment.is_some() {
+                let request = wl
+                    .spec
+                    .pod_sets
+                    .iter()
+                    .flatten()
+                    .find(|p| p.name == psa.name)
+                    .and_then(|p| p.topology_request.as_ref());
+                if request.is_none_or(|r| {
+                    r.required.is_none() && r.preferred.is_none() && r.unconstrained.is_none()
+                }) {
+                    info.annotations.insert(
+                        keys::PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION.into(),
+                        "true".into(),
+                    );
+                }
+            }
             // Pods with devices go to the node holding them.
             if let Some(node) = pinned_node(wl, &psa.name) {
                 info.node_selector

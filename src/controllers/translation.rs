@@ -93,6 +93,66 @@ pub fn flavor(rf: &api::ResourceFlavor) -> queueing::ResourceFlavor {
     }
 }
 
+/// A Node as topology-aware scheduling reads it. An allocatable quantity
+/// that does not parse counts as none.
+pub fn node(n: &k8s_openapi::api::core::v1::Node) -> queueing::topology::Node {
+    let status = n.status.as_ref();
+    queueing::topology::Node {
+        name: n.metadata.name.clone().unwrap_or_default(),
+        labels: n.metadata.labels.clone().unwrap_or_default(),
+        allocatable: status
+            .and_then(|s| s.allocatable.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|(r, q)| Some((r.clone(), quantity::parse(&q.0).ok()?)))
+            .collect(),
+        taints: n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(taint)
+            .collect(),
+        ready: status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .is_some_and(|c| c.status == "True"),
+        unschedulable: n
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false),
+    }
+}
+
+/// What a pod outside TAS uses on its node, or `None` when it is not such
+/// a pod (unbound, finished, or placed by TAS: Kueue's
+/// `belongsToNonTASCache`).
+pub fn non_tas_usage(p: &k8s_openapi::api::core::v1::Pod) -> Option<queueing::nodes::PodUsage> {
+    let spec = p.spec.as_ref()?;
+    let annotations = p.metadata.annotations.as_ref();
+    let tas = [
+        keys::PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+        keys::PODSET_PREFERRED_TOPOLOGY_ANNOTATION,
+        keys::PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION,
+        keys::PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+        keys::PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION,
+    ]
+    .iter()
+    .any(|k| annotations.is_some_and(|a| a.contains_key(*k)));
+    let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+    if !queueing::nodes::counts_as_non_tas(spec.node_name.as_deref(), phase, tas) {
+        return None;
+    }
+    Some(queueing::nodes::PodUsage {
+        node: spec.node_name.clone().unwrap_or_default(),
+        requests: pod_requests(spec).unwrap_or_default(),
+    })
+}
+
 /// A pod set's `topologyRequest` as the engine reads it.
 fn topology_request(t: &api::PodSetTopologyRequest) -> queueing::workload::TopologyRequest {
     queueing::workload::TopologyRequest {
@@ -370,15 +430,16 @@ fn admission(a: &api::Admission) -> Result<Admission, TranslationError> {
             None => None,
             Some(t) => {
                 let slices = serde_json::to_value(&t.slices).unwrap_or_default();
-                let domains = conversion::topology::expand(&slices, t.levels.len()).map_err(
-                    |e| TranslationError {
-                        field: format!(
-                            "status.admission.podSetAssignments[{i}].topologyAssignment.{}",
-                            e.field
-                        ),
-                        message: e.problem,
-                    },
-                )?;
+                let domains =
+                    conversion::topology::expand(&slices, t.levels.len()).map_err(|e| {
+                        TranslationError {
+                            field: format!(
+                                "status.admission.podSetAssignments[{i}].topologyAssignment.{}",
+                                e.field
+                            ),
+                            message: e.problem,
+                        }
+                    })?;
                 Some(queueing::topology::Assignment {
                     levels: t.levels.clone(),
                     domains,

@@ -13,8 +13,13 @@ use crate::jobs::{
     reference::InfoEntry,
 };
 use crate::vocabulary::{
+    go::go_parse_bool,
     keys::{
-        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PODSET_GROUP_NAME_ANNOTATION,
+        PODSET_PREFERRED_TOPOLOGY_ANNOTATION, PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
+        PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
+        PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION, PODSET_SLICE_SIZE_ANNOTATION,
+        PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
         RESOURCE_IN_USE_FINALIZER,
     },
     patch::{self, PatchOp},
@@ -510,9 +515,53 @@ pub fn pod_sets_json(sets: Vec<JobPodSet>) -> Vec<Value> {
             if let Some(min) = ps.min_count {
                 v["minCount"] = json!(min);
             }
+            if let Some(tr) = topology_request(&ps.template) {
+                v["topologyRequest"] = tr;
+            }
             v
         })
         .collect()
+}
+
+/// A pod set's `topologyRequest` from its template's annotations, as
+/// Kueue's `PodSetTopologyRequestBuilder` builds it: required, else
+/// preferred, else unconstrained; the slice layer (single, or the
+/// multi-layer constraints); the group name with a required or preferred
+/// level. `None` without any of them. A value that does not parse is left
+/// out: the job webhook refuses it with the reason at creation.
+/// Not yet: the pod index labels Kueue adds for each kind.
+pub fn topology_request(template: &Value) -> Option<Value> {
+    let a = template["metadata"]["annotations"].as_object()?;
+    let get = |k: &str| a.get(k).and_then(Value::as_str);
+    let mut tr = serde_json::Map::new();
+    if let Some(v) = get(PODSET_REQUIRED_TOPOLOGY_ANNOTATION) {
+        tr.insert("required".into(), json!(v));
+    } else if let Some(v) = get(PODSET_PREFERRED_TOPOLOGY_ANNOTATION) {
+        tr.insert("preferred".into(), json!(v));
+    } else if let Some(v) = get(PODSET_UNCONSTRAINED_TOPOLOGY_ANNOTATION) {
+        tr.insert("unconstrained".into(), json!(go_parse_bool(v).ok()?));
+    }
+    if let Some(c) = get(PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION) {
+        let layers: Vec<Value> = serde_json::from_str(c).ok()?;
+        if (1..=3).contains(&layers.len()) {
+            tr.insert(
+                "podsetSliceRequiredTopologyConstraints".into(),
+                Value::Array(layers),
+            );
+        }
+    } else if let (Some(level), Some(size)) = (
+        get(PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION),
+        get(PODSET_SLICE_SIZE_ANNOTATION),
+    ) {
+        tr.insert("podSetSliceRequiredTopology".into(), json!(level));
+        tr.insert("podSetSliceSize".into(), json!(size.parse::<i32>().ok()?));
+    }
+    if tr.contains_key("required") || tr.contains_key("preferred") {
+        if let Some(g) = get(PODSET_GROUP_NAME_ANNOTATION) {
+            tr.insert("podSetGroupName".into(), json!(g));
+        }
+    }
+    (!tr.is_empty()).then_some(Value::Object(tr))
 }
 
 /// The job's `kueue.x-k8s.io/max-exec-time-seconds`, as its Workload's
@@ -1341,6 +1390,52 @@ mod tests {
     }
 
     /// Kueue's Job `PodSets` (job_controller.go; upstream TestPodSets'
+    /// Kueue's `TestPodSetTopologyRequestBuilder` shapes, from annotations.
+    #[test]
+    fn a_pod_template_s_topology_annotations_become_its_topology_request() {
+        let t = |a: Value| json!({"metadata": {"annotations": a}});
+        let cases = [
+            (json!({}), None),
+            (
+                json!({"kueue.x-k8s.io/podset-required-topology": "rack",
+                       "kueue.x-k8s.io/podset-group-name": "g"}),
+                Some(json!({"required": "rack", "podSetGroupName": "g"})),
+            ),
+            (
+                json!({"kueue.x-k8s.io/podset-preferred-topology": "block",
+                       "kueue.x-k8s.io/podset-slice-required-topology": "rack",
+                       "kueue.x-k8s.io/podset-slice-size": "4"}),
+                Some(
+                    json!({"preferred": "block", "podSetSliceRequiredTopology": "rack",
+                            "podSetSliceSize": 4}),
+                ),
+            ),
+            (
+                json!({"kueue.x-k8s.io/podset-unconstrained-topology": "true",
+                       "kueue.x-k8s.io/podset-group-name": "g"}),
+                Some(json!({"unconstrained": true})),
+            ),
+            (
+                json!({"kueue.x-k8s.io/podset-slice-required-topology-constraints":
+                       "[{\"topology\":\"block\",\"size\":8},{\"topology\":\"rack\",\"size\":2}]"}),
+                Some(json!({"podsetSliceRequiredTopologyConstraints":
+                    [{"topology": "block", "size": 8}, {"topology": "rack", "size": 2}]})),
+            ),
+            // A slice level without a size is no request.
+            (
+                json!({"kueue.x-k8s.io/podset-slice-required-topology": "rack"}),
+                None,
+            ),
+        ];
+        for (annotations, want) in cases {
+            assert_eq!(
+                topology_request(&t(annotations.clone())),
+                want,
+                "{annotations}"
+            );
+        }
+    }
+
     /// partial-admission case, v0.19.2): `minCount` from the
     /// `job-min-parallelism` annotation (Go's `Atoi`; none when it does not
     /// parse); the Workload carries it.

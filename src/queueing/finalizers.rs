@@ -14,6 +14,7 @@ use crate::vocabulary::keys::RESOURCE_IN_USE_FINALIZER;
 pub enum Guarded {
     ClusterQueue,
     ResourceFlavor,
+    Topology,
 }
 
 /// What the finalizer list of one object needs.
@@ -35,13 +36,15 @@ pub fn change(
     needed(has_finalizer, deleting, || match kind {
         Guarded::ClusterQueue => engine.cluster_queue_empty(name),
         Guarded::ResourceFlavor => engine.cluster_queues_using_flavor(name).is_empty(),
+        // In use while a ResourceFlavor the engine knows (a deleted one
+        // too, until it is gone) names it.
+        Guarded::Topology => engine.flavors_naming_topology(name).is_empty(),
     })
 }
 
 /// The change a Topology's finalizers need: `naming_flavors` are the
 /// ResourceFlavors (deleted ones too, while they exist) whose
-/// `spec.topologyName` is this Topology. The queueing engine keeps no
-/// topology names, so the caller counts them from its flavor store.
+/// `spec.topologyName` is this Topology.
 pub fn topology_change(
     naming_flavors: &[&str],
     has_finalizer: bool,

@@ -206,7 +206,13 @@ mod tests {
         nodes.sync(node("test4", &[(ZONE, "us-east-1")]));
         let zone = labels(&[(ZONE, "us-east-1a")]);
         let block = vec![BLOCK.to_string()];
-        let cases: [(&str, BTreeMap<String, String>, Vec<String>, &[&str]); 4] = [
+        type Case<'a> = (
+            &'a str,
+            BTreeMap<String, String>,
+            Vec<String>,
+            &'a [&'a str],
+        );
+        let cases: [Case; 4] = [
             (
                 "no nodeLabels and levels",
                 BTreeMap::new(),
@@ -435,7 +441,12 @@ mod tests {
             ]
             .into()
         };
-        let cases: Vec<(&str, Vec<Step>, Vec<(&str, BTreeMap<String, i64>)>)> = vec![
+        type Case = (
+            &'static str,
+            Vec<Step>,
+            Vec<(&'static str, BTreeMap<String, i64>)>,
+        );
+        let cases: Vec<Case> = vec![
             (
                 "add then delete same pod",
                 vec![("ns/pod1", pod("node-a", 2)), ("ns/pod1", None)],

@@ -246,6 +246,8 @@ pub struct Engine {
     flavors: BTreeMap<String, ResourceFlavor>,
     /// Each Topology's levels (node-label keys, highest first), by name.
     topologies: BTreeMap<String, Vec<String>>,
+    /// The nodes TAS places pods on, and non-TAS pods' usage on them.
+    nodes: super::nodes::Nodes,
     cluster_queues: BTreeMap<String, ClusterQueue>,
     cohorts: BTreeMap<String, Cohort>,
     /// By namespace, then name.
@@ -450,6 +452,15 @@ impl Engine {
         if changed {
             self.after_flavor_change();
         }
+    }
+
+    /// The ResourceFlavors whose `spec.topologyName` is `topology`.
+    pub fn flavors_naming_topology(&self, topology: &str) -> Vec<&str> {
+        self.flavors
+            .values()
+            .filter(|f| f.topology_name.as_deref() == Some(topology))
+            .map(|f| f.name.as_str())
+            .collect()
     }
 
     /// Kueue's `TopologyNotFound` parts: the queue's TAS flavors whose
@@ -1525,6 +1536,7 @@ impl Engine {
 mod check_gate;
 mod cycle;
 mod explanation;
+mod topology;
 pub use explanation::Explanation;
 mod fair;
 

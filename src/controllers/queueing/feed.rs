@@ -20,6 +20,8 @@ impl Controller {
                 }
             }),
             Input::Topology(ev) => self.on_event(TOPOLOGIES, ev, |c, t| {
+                c.guarded
+                    .insert((Guarded::Topology, t.name_any()), finalizers::Guard::of(t));
                 let levels = t.spec.levels.iter().map(|l| l.node_label.clone()).collect();
                 if c.started {
                     c.engine.upsert_topology(&t.name_any(), levels);
@@ -28,6 +30,26 @@ impl Controller {
                 }
                 // ClusterQueues naming it may become (in)active.
                 c.status_due = true;
+            }),
+            Input::Node(ev) => self.on_event(NODES, *ev, |c, n| {
+                let node = translation::node(n);
+                if c.started {
+                    c.engine.sync_node(node);
+                } else {
+                    c.initial_nodes.insert(node.name.clone(), node);
+                }
+            }),
+            Input::Pod(ev) => self.on_event(PODS, *ev, |c, p| {
+                let k = key(p.metadata.namespace.as_deref(), &p.name_any());
+                let usage = translation::non_tas_usage(p);
+                if c.started {
+                    c.engine.update_pod_usage(&k, usage);
+                } else {
+                    match usage {
+                        Some(u) => c.initial_pods.insert(k, u),
+                        None => c.initial_pods.remove(&k),
+                    };
+                }
             }),
             Input::ClusterQueue(ev) => self.on_event(CLUSTER_QUEUES, ev, |c, cq| {
                 c.guarded.insert(
@@ -196,6 +218,12 @@ impl Controller {
             self.engine.set_fair_sharing(self.fair.clone());
             self.engine.set_admission_fair_sharing(afs);
             self.apply_checks();
+            for (_, node) in std::mem::take(&mut self.initial_nodes) {
+                self.engine.sync_node(node);
+            }
+            for (k, usage) in std::mem::take(&mut self.initial_pods) {
+                self.engine.update_pod_usage(&k, Some(usage));
+            }
             self.started = true;
             for (k, message) in held {
                 self.hold_for_claims(k, message);
@@ -287,7 +315,16 @@ impl Controller {
                 }
             }
             NAMESPACES => self.engine.delete_namespace(k),
+            NODES if self.started => self.engine.delete_node(k),
+            NODES => {
+                self.initial_nodes.remove(k);
+            }
+            PODS if self.started => self.engine.update_pod_usage(k, None),
+            PODS => {
+                self.initial_pods.remove(k);
+            }
             TOPOLOGIES => {
+                self.guarded.remove(&(Guarded::Topology, k.to_string()));
                 self.engine.delete_topology(k);
                 self.status_due = true;
             }
@@ -440,20 +477,41 @@ impl Controller {
     }
 }
 
-pub(super) fn watch<K>(api: Api<K>, tx: mpsc::UnboundedSender<Input>, wrap: fn(Event<K>) -> Input)
-where
+/// What the controller watches.
+pub(super) trait Watched:
+    Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static
+{
+}
+
+impl<K> Watched for K where
     K: Resource<DynamicType = ()>
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
         + Send
-        + 'static,
+        + 'static
 {
+}
+
+pub(super) fn watch<K: Watched>(
+    api: Api<K>,
+    tx: mpsc::UnboundedSender<Input>,
+    wrap: fn(Event<K>) -> Input,
+) {
+    watch_with(api, watcher::Config::default(), tx, wrap)
+}
+
+/// [`watch`] with a selector.
+pub(super) fn watch_with<K: Watched>(
+    api: Api<K>,
+    config: watcher::Config,
+    tx: mpsc::UnboundedSender<Input>,
+    wrap: fn(Event<K>) -> Input,
+) {
     tokio::spawn(async move {
         let mut health =
             crate::cluster::watch::Health::new(crate::cluster::watch::name_of::<K>(&()));
-        let stream =
-            watcher::watcher(api, watcher::Config::default().any_semantic()).default_backoff();
+        let stream = watcher::watcher(api, config.any_semantic()).default_backoff();
         futures::pin_mut!(stream);
         while let Some(ev) = stream.next().await {
             match ev {

@@ -1,5 +1,6 @@
-//! The `kueue.x-k8s.io/resource-in-use` finalizer on ClusterQueues and
-//! ResourceFlavors (Kueue's ClusterQueue and ResourceFlavor reconcilers):
+//! The `kueue.x-k8s.io/resource-in-use` finalizer on ClusterQueues,
+//! ResourceFlavors and Topologies (Kueue's ClusterQueue, ResourceFlavor
+//! and Topology reconcilers):
 //! the core says which change each one needs ([`finalizers::change`]);
 //! this writes it, one write per object at a time, looked at on the status
 //! tick.
@@ -60,6 +61,10 @@ impl Controller {
                             .await
                             .map(|_| ()),
                         Guarded::ResourceFlavor => Api::<api::ResourceFlavor>::all(client)
+                            .patch(&name, &params(), &Patch::<()>::Json(p))
+                            .await
+                            .map(|_| ()),
+                        Guarded::Topology => Api::<api::Topology>::all(client)
                             .patch(&name, &params(), &Patch::<()>::Json(p))
                             .await
                             .map(|_| ()),

@@ -84,7 +84,7 @@ mod status;
 // through here, as they did when this was one file.
 use super::{devices, vetting};
 use decisions::drained_by;
-use feed::watch;
+use feed::{watch, watch_with};
 // What the tests below call, from where it moved.
 #[cfg(test)]
 use decisions::{count_eviction, digits_only_change, occurrences, render, write_workload};
@@ -123,6 +123,9 @@ const PENDING_EVERY: Duration = Duration::from_millis(100);
 enum Input {
     Flavor(Event<api::ResourceFlavor>),
     Topology(Event<api::Topology>),
+    /// Nodes and bound pods: topology-aware scheduling's node view.
+    Node(Box<Event<k8s_openapi::api::core::v1::Node>>),
+    Pod(Box<Event<k8s_openapi::api::core::v1::Pod>>),
     ClusterQueue(Event<api::ClusterQueue>),
     LocalQueue(Event<api::LocalQueue>),
     Namespace(Event<Namespace>),
@@ -290,8 +293,11 @@ pub struct Controller {
     block_admission: bool,
     started: bool,
     initial: ClusterObjects,
-    listings: [Listing; 10],
-    known: [HashSet<Key>; 10],
+    listings: [Listing; 12],
+    known: [HashSet<Key>; 12],
+    /// Nodes and non-TAS pod usage seen before the engine starts.
+    initial_nodes: BTreeMap<String, crate::queueing::topology::Node>,
+    initial_pods: BTreeMap<String, crate::queueing::nodes::PodUsage>,
     meta: HashMap<Key, Meta>,
     /// Workloads drained by a stopped queue or deactivated
     /// (`Requeued=False`), waiting for the queue to run again or the
@@ -370,6 +376,8 @@ const TEMPLATES: usize = 6;
 const SLICES: usize = 7;
 const CLASSES: usize = 8;
 const TOPOLOGIES: usize = 9;
+const NODES: usize = 10;
+const PODS: usize = 11;
 
 fn now_time() -> Time {
     Time(k8s_openapi::jiff::Timestamp::now())
@@ -428,6 +436,16 @@ impl Controller {
             Api::<api::Topology>::all(client.clone()),
             tx.clone(),
             Input::Topology,
+        );
+        watch(Api::all(client.clone()), tx.clone(), |e| {
+            Input::Node(Box::new(e))
+        });
+        // Bound pods only: what runs outside TAS takes node room from it.
+        watch_with(
+            Api::all(client.clone()),
+            watcher::Config::default().fields("spec.nodeName!="),
+            tx.clone(),
+            |e| Input::Pod(Box::new(e)),
         );
         watch(
             Api::<api::ClusterQueue>::all(client.clone()),
@@ -496,6 +514,8 @@ impl Controller {
             initial: ClusterObjects::default(),
             listings: Default::default(),
             known: Default::default(),
+            initial_nodes: BTreeMap::new(),
+            initial_pods: BTreeMap::new(),
             meta: HashMap::new(),
             drained: HashSet::new(),
             queued: HashMap::new(),

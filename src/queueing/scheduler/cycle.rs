@@ -365,6 +365,24 @@ impl Engine {
             );
             return;
         }
+        // A workload that fits is placed on its TAS flavors' nodes now;
+        // one that must preempt is placed once its victims are gone.
+        let topology = if mode == AssignmentMode::Fit {
+            let wl = &self.workloads[&*entry.order.key].wl;
+            match self.place_topology(wl, assignment, cq) {
+                Ok(t) => t,
+                Err(message) => {
+                    entry.outcome = pending(
+                        PendingReason::WaitingForQuota,
+                        message,
+                        Requeue::SetAsideAlike,
+                    );
+                    return;
+                }
+            }
+        } else {
+            Vec::new()
+        };
         snap.add(&entry.cq, &assignment.usage);
         if let Some(r) = &entry.replaces {
             // Only what it adds to the slice it replaces is new.
@@ -435,7 +453,10 @@ impl Engine {
             return;
         }
         // Fit: admit.
-        let admission = assignment.to_admission(&entry.cq);
+        let mut admission = assignment.to_admission(&entry.cq);
+        for (psa, t) in admission.pod_set_assignments.iter_mut().zip(topology) {
+            psa.topology = t;
+        }
         out.push(Decision::Admit {
             workload: entry.order.key.to_string(),
             admission: admission.clone(),

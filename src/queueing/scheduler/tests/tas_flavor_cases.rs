@@ -1,9 +1,10 @@
-//! Which flavor a pod set may take when topology-aware scheduling is on:
-//! Kueue's `checkPodSetAndFlavorMatchForTAS`, implied TAS for queues of TAS
-//! flavors only, and a queue whose TAS flavor has no Topology. Cases cite
-//! Kueue v0.19.2 `pkg/scheduler/scheduler_tas_test.go` `TestScheduleForTAS`
-//! and `pkg/cache/scheduler/clusterqueue_test.go`; only their flavor choice
-//! and messages are checked here, the topology assignment is placement's.
+//! Topology-aware scheduling in the engine: which flavor a pod set may take
+//! (Kueue's `checkPodSetAndFlavorMatchForTAS`), implied TAS for queues of
+//! TAS flavors only, a queue whose TAS flavor has no Topology, and the
+//! topology assignment an admission carries. Cases cite Kueue v0.19.2
+//! `pkg/scheduler/scheduler_tas_test.go` `TestScheduleForTAS` (with its
+//! fixtures: node x1 labelled `tas-node: "true"`, 1 cpu, 10 pods) and
+//! `pkg/cache/scheduler/clusterqueue_test.go`.
 
 use super::*;
 use crate::queueing::workload::TopologyRequest;
@@ -13,8 +14,54 @@ const HOSTNAME: &str = "kubernetes.io/hostname";
 fn tas_flavor(name: &str, topology: &str) -> ResourceFlavor {
     ResourceFlavor {
         topology_name: Some(topology.into()),
+        node_labels: [("tas-node".to_string(), "true".to_string())].into(),
         ..flavor(name)
     }
+}
+
+/// Upstream's `defaultSingleNode`, with `extra` labels.
+fn node_x1(extra: &[(&str, &str)]) -> crate::queueing::topology::Node {
+    let mut labels: BTreeMap<String, String> = [
+        ("tas-node".to_string(), "true".to_string()),
+        (HOSTNAME.to_string(), "x1".to_string()),
+    ]
+    .into();
+    labels.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    crate::queueing::topology::Node {
+        name: "x1".into(),
+        labels,
+        allocatable: [
+            ("cpu".to_string(), 1000),
+            ("memory".to_string(), 1 << 30 << 10),
+            ("pods".to_string(), 10_000),
+        ]
+        .into(),
+        ready: true,
+        ..Default::default()
+    }
+}
+
+/// The topology assignment of pod set `i` of an admitted workload.
+/// Levels, and each domain's values and pods.
+type Placed = (Vec<String>, Vec<(Vec<String>, i64)>);
+
+fn placed(c: &Cycle, name: &str, i: usize) -> Option<Placed> {
+    admission_of(c, name).pod_set_assignments[i]
+        .topology
+        .as_ref()
+        .map(|t| {
+            (
+                t.levels.clone(),
+                t.domains
+                    .iter()
+                    .map(|d| (d.values.clone(), d.count))
+                    .collect(),
+            )
+        })
+}
+
+fn on_x1() -> Option<Placed> {
+    Some((vec![HOSTNAME.into()], vec![(vec!["x1".into()], 1)]))
 }
 
 fn required(level: &str) -> Option<TopologyRequest> {
@@ -37,6 +84,7 @@ fn tas_engine(flavors: &[&str], queue: ClusterQueue) -> Engine {
     }
     e.upsert_local_queue(lq(&queue.name));
     e.upsert_cluster_queue(queue);
+    e.sync_node(node_x1(&[]));
     e
 }
 
@@ -54,22 +102,11 @@ fn with_pod_sets(mut w: Workload, sets: &[(&str, Option<TopologyRequest>)]) -> W
 }
 
 fn flavors_of(c: &Cycle, name: &str) -> Vec<String> {
-    c.decisions
+    admission_of(c, name)
+        .pod_set_assignments
         .iter()
-        .find_map(|d| match d {
-            Decision::Admit {
-                workload,
-                admission,
-            } if *workload == key(name) => Some(
-                admission
-                    .pod_set_assignments
-                    .iter()
-                    .map(|p| p.flavors["cpu"].clone())
-                    .collect(),
-            ),
-            _ => None,
-        })
-        .unwrap_or_default()
+        .map(|p| p.flavors["cpu"].clone())
+        .collect()
 }
 
 #[test]
@@ -82,7 +119,9 @@ fn workload_requiring_tas_skips_the_non_tas_flavor() {
         wl("foo", "tas-main", 0, 1, 1),
         &[("one", required(HOSTNAME))],
     ));
-    assert_eq!(flavors_of(&run(&mut e, 10), "foo"), ["tas-default"]);
+    let c = run(&mut e, 10);
+    assert_eq!(flavors_of(&c, "foo"), ["tas-default"]);
+    assert_eq!(placed(&c, "foo", 0), on_x1());
 }
 
 #[test]
@@ -108,10 +147,10 @@ fn workload_with_mixed_pod_sets_requiring_tas_and_not() {
         wl("foo", "tas-main", 0, 1, 1),
         &[("launcher", None), ("worker", required(HOSTNAME))],
     ));
-    assert_eq!(
-        flavors_of(&run(&mut e, 10), "foo"),
-        ["default", "tas-default"]
-    );
+    let c = run(&mut e, 10);
+    assert_eq!(flavors_of(&c, "foo"), ["default", "tas-default"]);
+    assert_eq!(placed(&c, "foo", 0), None);
+    assert_eq!(placed(&c, "foo", 1), on_x1());
 }
 
 #[test]
@@ -148,11 +187,99 @@ fn workload_requests_topology_level_which_is_only_present_in_second_flavor() {
     );
     e.upsert_flavor(tas_flavor("tas-custom-flavor", "tas-custom-topology"));
     e.upsert_topology("tas-custom-topology", vec!["cloud.com/custom-level".into()]);
+    e.sync_node(node_x1(&[("cloud.com/custom-level", "x1")]));
     e.upsert_workload(with_pod_sets(
         wl("foo", "tas-main", 0, 1, 1),
         &[("one", required("cloud.com/custom-level"))],
     ));
-    assert_eq!(flavors_of(&run(&mut e, 10), "foo"), ["tas-custom-flavor"]);
+    let c = run(&mut e, 10);
+    assert_eq!(flavors_of(&c, "foo"), ["tas-custom-flavor"]);
+    assert_eq!(
+        placed(&c, "foo", 0),
+        Some((
+            vec!["cloud.com/custom-level".to_string()],
+            vec![(vec!["x1".to_string()], 1)]
+        ))
+    );
+}
+
+/// "workload does not get scheduled as it does not fit within the node
+/// capacity": 2 pods of 1 cpu on a node of 1 cpu; the message is Kueue's.
+#[test]
+fn workload_does_not_get_scheduled_as_it_does_not_fit_within_the_node_capacity() {
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
+    let mut w = with_pod_sets(
+        wl("foo", "tas-main", 0, 1, 1),
+        &[("one", required(HOSTNAME))],
+    );
+    w.pod_sets[0].count = 2;
+    e.upsert_workload(w);
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(
+        pending(&c, "foo").map(|p| p.1),
+        Some(
+            "couldn't assign flavors to pod set one: topology \"tas-single-level\" \
+             allows to fit only 1 out of 2 pod(s)"
+                .to_string()
+        )
+    );
+}
+
+/// The second workload of a cycle sees the first one's placement (Kueue's
+/// recompute within a cycle); once the first is gone, a new node view
+/// lets the second in.
+#[test]
+fn a_placement_sees_what_the_cycle_admitted_before_it_and_a_restart_rebuilds_it() {
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
+    for (name, created) in [("a", 1), ("b", 2)] {
+        e.upsert_workload(with_pod_sets(
+            wl(name, "tas-main", 0, created, 1),
+            &[("one", required(HOSTNAME))],
+        ));
+    }
+    let c = run(&mut e, 10);
+    assert_eq!(admitted(&c), [key("a")]);
+    let admission = admission_of(&c, "a");
+    assert!(pending(&c, "b")
+        .map(|p| p.1)
+        .is_some_and(|m| m.contains("doesn't allow to fit any of 1 pod(s)")));
+
+    // A restart: the engine is rebuilt from the API, `a` holding its
+    // admission with its topology assignment; `b` still does not fit.
+    let mut running = with_pod_sets(wl("a", "tas-main", 0, 1, 1), &[("one", required(HOSTNAME))]);
+    running.admission = Some(admission);
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
+    e.upsert_workload(running);
+    e.upsert_workload(with_pod_sets(
+        wl("b", "tas-main", 0, 2, 1),
+        &[("one", required(HOSTNAME))],
+    ));
+    assert!(admitted(&run(&mut e, 20)).is_empty());
+
+    // A second node: `b` goes there.
+    let mut x2 = node_x1(&[]);
+    x2.name = "x2".into();
+    x2.labels.insert(HOSTNAME.into(), "x2".into());
+    e.sync_node(x2);
+    let c = run(&mut e, 21);
+    assert_eq!(admitted(&c), [key("b")]);
+    assert_eq!(
+        placed(&c, "b", 0),
+        Some((
+            vec![HOSTNAME.to_string()],
+            vec![(vec!["x2".to_string()], 1)]
+        ))
+    );
 }
 
 /// Implied TAS (`isTASImplied`): in a queue of TAS flavors only, a pod set
@@ -219,6 +346,7 @@ fn referenced_tas_flavor_without_topology() {
         )
     );
     e.upsert_topology("example-topology", vec![HOSTNAME.into()]);
+    e.sync_node(node_x1(&[]));
     assert!(e.cluster_queue_status("cq").unwrap().active.status);
     assert_eq!(admitted(&run(&mut e, 11)), [key("a")]);
     e.delete_topology("example-topology");

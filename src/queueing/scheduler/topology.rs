@@ -1,0 +1,238 @@
+//! The admission cycle's part in topology-aware scheduling: the node view
+//! the engine is fed, the usage admitted Workloads hold on each leaf
+//! (rebuilt from their `topologyAssignment`s, so a restart loses nothing),
+//! and the placement of a fitting workload's TAS pod sets just before it is
+//! admitted. Every placement sees the workloads admitted before it, in this
+//! cycle too (Kueue's recompute within a cycle): they hold their usage from
+//! the moment they are admitted.
+//!
+//! Not yet here: TAS-aware preemption (a workload that fits the quota only
+//! by preempting is placed once the victims are gone) and node-failure
+//! replacement.
+
+use super::*;
+use crate::queueing::{
+    flavors::Assignment,
+    nodes::PodUsage,
+    topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, Snapshot, ONE_POD, PODS},
+    workload::PodSet,
+};
+use crate::vocabulary::keys::HOSTNAME_LABEL;
+
+impl Engine {
+    /// A Node as watched.
+    pub fn sync_node(&mut self, node: topology::Node) {
+        let before = self.nodes.generation();
+        self.nodes.sync(node);
+        if self.nodes.generation() != before {
+            self.after_node_change();
+        }
+    }
+
+    pub fn delete_node(&mut self, name: &str) {
+        let before = self.nodes.generation();
+        self.nodes.delete(name);
+        if self.nodes.generation() != before {
+            self.after_node_change();
+        }
+    }
+
+    /// A pod as watched: `Some` while it is a bound, running pod outside
+    /// TAS (see [`crate::queueing::nodes::counts_as_non_tas`]).
+    pub fn update_pod_usage(&mut self, key: &str, usage: Option<PodUsage>) {
+        if self.nodes.update_pod(key, usage).is_some() {
+            self.after_node_change();
+        }
+    }
+
+    /// Room may have appeared: the TAS queues' set-aside heads try again.
+    fn after_node_change(&mut self) {
+        let tas: Vec<String> = self
+            .cluster_queues
+            .values()
+            .filter(|cq| {
+                cq.flavor_names()
+                    .iter()
+                    .any(|f| self.flavors.get(*f).is_some_and(ResourceFlavor::is_tas))
+            })
+            .map(|cq| cq.name.clone())
+            .collect();
+        self.requeue_inadmissible(tas.iter().map(String::as_str));
+    }
+
+    /// The TAS flavor of a pod set's resources; an error when they span
+    /// several (Kueue's `onlyTASFlavor`).
+    fn tas_flavor_of<'a>(
+        &'a self,
+        flavors: impl Iterator<Item = &'a String>,
+    ) -> Result<Option<&'a ResourceFlavor>, String> {
+        let mut found: Vec<&ResourceFlavor> = Vec::new();
+        for f in flavors.filter_map(|f| self.flavors.get(f)) {
+            if f.is_tas() && !found.iter().any(|x| x.name == f.name) {
+                found.push(f);
+            }
+        }
+        match found.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            many => Err(format!(
+                "more than one TAS flavor assigned: {}",
+                many.iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// What admitted Workloads hold on `flavor`'s leaves.
+    fn tas_usage(&self, flavor: &str) -> DomainUsage {
+        let mut usage = DomainUsage::new();
+        for key in self.holders.values().flatten() {
+            let Some(rec) = self.workloads.get(key) else {
+                continue;
+            };
+            let State::Holding(h) = &rec.state else {
+                continue;
+            };
+            for psa in &h.admission.pod_set_assignments {
+                let Some(t) = &psa.topology else { continue };
+                if !psa.flavors.values().any(|f| f == flavor) {
+                    continue;
+                }
+                let per_pod = rec
+                    .wl
+                    .pod_sets
+                    .iter()
+                    .find(|p| *p.name == psa.name)
+                    .map(per_pod)
+                    .unwrap_or_default();
+                for d in &t.domains {
+                    let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
+                    for (r, q) in &per_pod {
+                        *leaf.entry(r.clone()).or_default() += q * d.count;
+                    }
+                    *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
+                }
+            }
+        }
+        usage
+    }
+
+    /// Places the TAS pod sets of `a` (which fits the quota) on their
+    /// flavors' nodes: one entry per pod set of `a`, `None` for one not
+    /// placed by TAS; or the message saying which pod set does not fit.
+    pub(super) fn place_topology(
+        &self,
+        wl: &Workload,
+        a: &Assignment,
+        cq: &ClusterQueue,
+    ) -> Result<Vec<Option<topology::Assignment>>, String> {
+        let tas_only = cq.resource_groups.iter().flat_map(|g| &g.flavors).all(|f| {
+            self.flavors
+                .get(&f.name)
+                .is_some_and(ResourceFlavor::is_tas)
+        });
+        let mut by_flavor: BTreeMap<&str, FlavorRequests<'_>> = BTreeMap::new();
+        for (i, ps) in a.pod_sets.iter().enumerate() {
+            if ps.count == 0 {
+                continue;
+            }
+            let flavor = self
+                .tas_flavor_of(ps.flavors.values().map(|c| &c.flavor))
+                .map_err(|e| format!("couldn't assign flavors to pod set {}: {e}", ps.name))?;
+            let (Some(flavor), Some(spec)) =
+                (flavor, wl.pod_sets.iter().find(|p| *p.name == ps.name))
+            else {
+                continue;
+            };
+            let explicit = spec.topology.as_ref().filter(|t| t.is_explicit());
+            if explicit.is_none() && !tas_only {
+                continue;
+            }
+            let request = PodSetRequest {
+                name: ps.name.clone(),
+                count: ps.count as i32,
+                per_pod: per_pod(spec),
+                topology: explicit.cloned(),
+                group: spec.topology.as_ref().and_then(|t| t.pod_set_group.clone()),
+                node_selector: spec.node_selector.clone(),
+                tolerations: spec.tolerations.clone(),
+            };
+            by_flavor
+                .entry(&flavor.name)
+                .or_insert_with(|| (flavor, Vec::new()))
+                .1
+                .push((i, request));
+        }
+        let mut out = vec![None; a.pod_sets.len()];
+        for (name, (flavor, requests)) in by_flavor {
+            let Some(levels) = &flavor.topology_levels else {
+                return Err(format!("Flavor {name:?} information missing in TAS cache"));
+            };
+            let view = FlavorTopology {
+                name: flavor.topology_name.clone().unwrap_or_default(),
+                levels: levels.clone(),
+                node_labels: flavor.node_labels.clone(),
+                tolerations: flavor.tolerations.clone(),
+            };
+            let nodes: Vec<topology::Node> = self
+                .nodes
+                .find(&flavor.node_labels, levels)
+                .cloned()
+                .collect();
+            let mut snapshot = Snapshot::new(&view, &nodes);
+            for (node, usage) in self.nodes.non_tas_usages() {
+                snapshot.add_non_tas_usage(node, usage);
+            }
+            for (leaf, usage) in self.tas_usage(name) {
+                snapshot.add_tas_usage(&leaf, &usage);
+            }
+            let pod_sets: Vec<PodSetRequest> = requests.iter().map(|(_, r)| r.clone()).collect();
+            let placed = place(&snapshot, &pod_sets, &DomainUsage::new());
+            for (i, request) in &requests {
+                match placed.iter().find(|p| p.pod_set == request.name) {
+                    Some(p) => match &p.outcome {
+                        Ok(assignment) => out[*i] = Some(assignment.clone()),
+                        Err(why) => {
+                            return Err(format!(
+                                "couldn't assign flavors to pod set {}: {why}",
+                                request.name
+                            ))
+                        }
+                    },
+                    // `place` stops at the first group that does not fit.
+                    None => {
+                        return Err(format!(
+                            "couldn't assign flavors to pod set {}: not placed after an earlier pod set did not fit",
+                            request.name
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A TAS flavor and the pod sets (by index) to place on it.
+type FlavorRequests<'a> = (&'a ResourceFlavor, Vec<(usize, PodSetRequest)>);
+
+/// One pod's requests, without `pods` (placement adds one per pod).
+fn per_pod(ps: &PodSet) -> topology::Resources {
+    ps.requests
+        .iter()
+        .filter(|(r, _)| *r != PODS)
+        .map(|(r, q)| (r.to_string(), q))
+        .collect()
+}
+
+/// The leaf a domain of an assignment names: its node when the lowest
+/// level is the hostname, else its values joined (the snapshot's ids).
+fn leaf_id(levels: &[String], values: &[String]) -> String {
+    if levels.last().is_some_and(|l| l == HOSTNAME_LABEL) {
+        values.last().cloned().unwrap_or_default()
+    } else {
+        values.join(",")
+    }
+}
