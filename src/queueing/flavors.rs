@@ -289,6 +289,16 @@ pub(crate) struct Assignment {
 }
 
 impl Assignment {
+    /// Makes pod set `name` NoFit for `reason` (topology-aware placement
+    /// refused what the quota allows).
+    pub fn refuse(&mut self, name: &str, reason: String) {
+        if let Some(ps) = self.pod_sets.iter_mut().find(|p| p.name == name) {
+            ps.flavors.clear();
+            ps.reasons = vec![reason];
+            self.no_fit_reason = Some(PendingReason::WaitingForQuota);
+        }
+    }
+
     /// The worst mode of any pod set.
     pub fn mode(&self) -> AssignmentMode {
         self.pod_sets

@@ -79,6 +79,10 @@ impl PodSetReducer {
     }
 }
 
+/// Checks a fitting assignment against the nodes (topology-aware
+/// scheduling): the pod set that does not fit, and why.
+pub(crate) type Placement<'a> = dyn Fn(&Assignment) -> Result<(), (String, String)> + 'a;
+
 /// Kueue's `getInitialAssignments` for one workload in `cq`: the full
 /// counts when they fit, or when preemption can make room for them (with
 /// its targets); otherwise, for a workload that can be partially admitted,
@@ -91,12 +95,19 @@ pub(crate) fn initial_assignment(
     snap: &mut QuotaTree,
     holdings: &dyn Holdings,
     preemptor: &Preemptor<'_>,
+    placement: &Placement<'_>,
 ) -> (Assignment, Vec<Target>) {
     let attempt = |snap: &mut QuotaTree, counts: Option<&[u32]>| {
         let mut oracle = |s: &mut QuotaTree, fr: &FlavorResource, val: i64| {
             preemption::simulate(s, holdings, preemptor, fr, val)
         };
-        let a = flavors::assign_counts(wl, counts, cq, flavors, snap, &mut oracle);
+        let mut a = flavors::assign_counts(wl, counts, cq, flavors, snap, &mut oracle);
+        // What fits the quota must also fit the nodes of its TAS flavors.
+        if a.mode() == AssignmentMode::Fit {
+            if let Err((pod_set, why)) = placement(&a) {
+                a.refuse(&pod_set, why);
+            }
+        }
         let targets = if a.mode() == AssignmentMode::Preempt {
             preemption::targets(snap, holdings, preemptor, &a.usage, &a.needs_preemption())
         } else {

@@ -248,13 +248,16 @@ impl Engine {
         };
         // Full counts (less what is reclaimable already), or (partial
         // admission) the largest that fit.
+        let sized = wl.after_reclaim();
+        let placement = |a: &Assignment| self.place_topology(&sized, a, cq).map(|_| ());
         let (assignment, targets) = partial_admission::initial_assignment(
-            &wl.after_reclaim(),
+            &sized,
             cq,
             &self.flavors,
             snap,
             &holdings,
             &preemptor,
+            &placement,
         );
         if let Some(r) = &replaces {
             snap.add(&cq_name, &r.usage);
@@ -371,10 +374,11 @@ impl Engine {
             let wl = &self.workloads[&*entry.order.key].wl;
             match self.place_topology(wl, assignment, cq) {
                 Ok(t) => t,
-                Err(message) => {
+                // An admission earlier in this cycle took the room.
+                Err((pod_set, why)) => {
                     entry.outcome = pending(
                         PendingReason::WaitingForQuota,
-                        message,
+                        format!("couldn't assign flavors to pod set {pod_set}: {why}"),
                         Requeue::SetAsideAlike,
                     );
                     return;

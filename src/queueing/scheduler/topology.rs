@@ -47,6 +47,11 @@ impl Engine {
 
     /// Room may have appeared: the TAS queues' set-aside heads try again.
     fn after_node_change(&mut self) {
+        // Pods come and go all the time; without a TAS flavor there is
+        // nothing to requeue.
+        if !self.flavors.values().any(ResourceFlavor::is_tas) {
+            return;
+        }
         let tas: Vec<String> = self
             .cluster_queues
             .values()
@@ -121,18 +126,26 @@ impl Engine {
 
     /// Places the TAS pod sets of `a` (which fits the quota) on their
     /// flavors' nodes: one entry per pod set of `a`, `None` for one not
-    /// placed by TAS; or the message saying which pod set does not fit.
+    /// placed by TAS; or the pod set that does not fit, and Kueue's reason.
     pub(super) fn place_topology(
         &self,
         wl: &Workload,
         a: &Assignment,
         cq: &ClusterQueue,
-    ) -> Result<Vec<Option<topology::Assignment>>, String> {
-        let tas_only = cq.resource_groups.iter().flat_map(|g| &g.flavors).all(|f| {
-            self.flavors
+    ) -> Result<Vec<Option<topology::Assignment>>, (String, String)> {
+        let (mut any_tas, mut tas_only) = (false, true);
+        for f in cq.resource_groups.iter().flat_map(|g| &g.flavors) {
+            let tas = self
+                .flavors
                 .get(&f.name)
-                .is_some_and(ResourceFlavor::is_tas)
-        });
+                .is_some_and(ResourceFlavor::is_tas);
+            any_tas |= tas;
+            tas_only &= tas;
+        }
+        // Most queues have no TAS flavor: nothing to place.
+        if !any_tas {
+            return Ok(vec![None; a.pod_sets.len()]);
+        }
         let mut by_flavor: BTreeMap<&str, FlavorRequests<'_>> = BTreeMap::new();
         for (i, ps) in a.pod_sets.iter().enumerate() {
             if ps.count == 0 {
@@ -140,7 +153,7 @@ impl Engine {
             }
             let flavor = self
                 .tas_flavor_of(ps.flavors.values().map(|c| &c.flavor))
-                .map_err(|e| format!("couldn't assign flavors to pod set {}: {e}", ps.name))?;
+                .map_err(|e| (ps.name.clone(), e))?;
             let (Some(flavor), Some(spec)) =
                 (flavor, wl.pod_sets.iter().find(|p| *p.name == ps.name))
             else {
@@ -168,7 +181,11 @@ impl Engine {
         let mut out = vec![None; a.pod_sets.len()];
         for (name, (flavor, requests)) in by_flavor {
             let Some(levels) = &flavor.topology_levels else {
-                return Err(format!("Flavor {name:?} information missing in TAS cache"));
+                let first = requests.first().map(|(_, r)| r.name.clone());
+                return Err((
+                    first.unwrap_or_default(),
+                    format!("Flavor {name:?} information missing in TAS cache"),
+                ));
             };
             let view = FlavorTopology {
                 name: flavor.topology_name.clone().unwrap_or_default(),
@@ -194,18 +211,13 @@ impl Engine {
                 match placed.iter().find(|p| p.pod_set == request.name) {
                     Some(p) => match &p.outcome {
                         Ok(assignment) => out[*i] = Some(assignment.clone()),
-                        Err(why) => {
-                            return Err(format!(
-                                "couldn't assign flavors to pod set {}: {why}",
-                                request.name
-                            ))
-                        }
+                        Err(why) => return Err((request.name.clone(), why.clone())),
                     },
                     // `place` stops at the first group that does not fit.
                     None => {
-                        return Err(format!(
-                            "couldn't assign flavors to pod set {}: not placed after an earlier pod set did not fit",
-                            request.name
+                        return Err((
+                            request.name.clone(),
+                            "not placed after an earlier pod set did not fit".into(),
                         ))
                     }
                 }

@@ -373,3 +373,216 @@ fn a_multikueue_queue_does_not_need_the_topology() {
     e.set_cluster_queue_checks("cq", vec![("mk".into(), vec![])]);
     assert!(e.cluster_queue_status("cq").unwrap().active.status);
 }
+
+/// Upstream's `defaultClusterQueue`: tas-default with 50 cpu and 50Gi.
+fn tas_main() -> ClusterQueue {
+    let mut q = cq("tas-main", None, &[("tas-default", 50)]);
+    q.resource_groups[0].covered_resources.push("memory".into());
+    q.resource_groups[0].flavors[0].resources.push(ResourceQuota {
+        name: "memory".into(),
+        nominal: 50 << 30 << 10,
+        borrowing_limit: None,
+        lending_limit: None,
+    });
+    q
+}
+
+/// `bar-admitted` of the upstream cases: holds `count` pods of `cpu`
+/// milli-cpu on node x1 of tas-default.
+fn bar_admitted(count: u32, cpu: i64) -> Workload {
+    let mut w = with_pod_sets(
+        wl("bar-admitted", "tas-main", 0, 0, 1),
+        &[("one", required(HOSTNAME))],
+    );
+    w.pod_sets[0].count = count;
+    w.pod_sets[0].requests = [("cpu".to_string(), cpu)].into();
+    w.admission = Some(Admission {
+        cluster_queue: "tas-main".into(),
+        pod_set_assignments: vec![PodSetAssignment {
+            name: "one".into(),
+            flavors: [("cpu".to_string(), "tas-default".to_string())].into(),
+            resource_usage: [("cpu".to_string(), cpu * i64::from(count))].into(),
+            count,
+            topology: Some(crate::queueing::topology::Assignment {
+                levels: vec![HOSTNAME.into()],
+                domains: vec![crate::api::kueue::conversion::topology::Domain {
+                    values: vec!["x1".into()],
+                    count: i64::from(count),
+                }],
+            }),
+        }],
+    });
+    w
+}
+
+/// `foo`: one pod set `one` of `count` pods of `cpu` milli-cpu.
+fn foo(count: u32, cpu: i64, topology: Option<TopologyRequest>) -> Workload {
+    let mut w = with_pod_sets(wl("foo", "tas-main", 0, 1, 1), &[("one", topology)]);
+    w.pod_sets[0].count = count;
+    w.pod_sets[0].requests = [("cpu".to_string(), cpu)].into();
+    w
+}
+
+fn non_tas_pod(cpu: i64) -> Option<crate::queueing::nodes::PodUsage> {
+    Some(crate::queueing::nodes::PodUsage {
+        node: "x1".into(),
+        requests: [("cpu".to_string(), cpu)].into(),
+    })
+}
+
+fn why_pending(c: &Cycle, name: &str) -> String {
+    pending(c, name).map(|p| p.1).unwrap_or_default()
+}
+
+const NO_CPU: &str = "couldn't assign flavors to pod set one: topology \"tas-single-level\" \
+                      doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource \"cpu\": 1";
+
+#[test]
+fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_another_tas_workload() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    e.upsert_workload(bar_admitted(1, 1000));
+    e.upsert_workload(foo(1, 1000, required(HOSTNAME)));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(why_pending(&c, "foo"), NO_CPU);
+}
+
+#[test]
+fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_a_non_tas_pod() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    // Pending but bound: it counts (Kueue's non-TAS usage skips only
+    // finished pods).
+    e.update_pod_usage("test-ns/test-pending", non_tas_pod(600));
+    e.upsert_workload(foo(1, 1000, required(HOSTNAME)));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(why_pending(&c, "foo"), NO_CPU);
+    // The pod goes: the workload is tried again and fits.
+    e.update_pod_usage("test-ns/test-pending", None);
+    assert_eq!(admitted(&run(&mut e, 11)), [key("foo")]);
+}
+
+#[test]
+fn workload_does_not_get_scheduled_as_node_capacity_is_completely_used_by_non_tas_pod() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut x1 = node_x1(&[]);
+    x1.allocatable.insert("pods".into(), 1000);
+    e.sync_node(x1);
+    e.update_pod_usage(
+        "test-ns/test-pending",
+        Some(crate::queueing::nodes::PodUsage {
+            node: "x1".into(),
+            requests: [
+                ("cpu".to_string(), 1000),
+                ("memory".to_string(), 1 << 30 << 10),
+            ]
+            .into(),
+        }),
+    );
+    e.upsert_workload(foo(1, 1000, required(HOSTNAME)));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(why_pending(&c, "foo"), NO_CPU);
+}
+
+#[test]
+fn workload_gets_admitted_next_to_already_admitted_workload_multiple_resources_used() {
+    let mut e = tas_engine(&["tas-default"], tas_main());
+    let mut bar = bar_admitted(1, 500);
+    bar.pod_sets[0].requests = [("cpu".to_string(), 500), ("memory".to_string(), 500 << 20 << 10)].into();
+    e.upsert_workload(bar);
+    let mut w = foo(1, 500, required(HOSTNAME));
+    w.pod_sets[0].requests = [("cpu".to_string(), 500), ("memory".to_string(), 500 << 20 << 10)].into();
+    e.upsert_workload(w);
+    let c = run(&mut e, 10);
+    assert_eq!(placed(&c, "foo", 0), on_x1());
+}
+
+#[test]
+fn scheduling_workload_when_the_node_for_another_admitted_workload_is_deleted() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    e.delete_node("x1");
+    let mut y1 = node_x1(&[]);
+    y1.name = "y1".into();
+    y1.labels.insert(HOSTNAME.into(), "y1".into());
+    e.sync_node(y1);
+    e.upsert_workload(bar_admitted(1, 1000));
+    let preferred = Some(TopologyRequest {
+        preferred: Some(HOSTNAME.into()),
+        ..Default::default()
+    });
+    e.upsert_workload(foo(1, 1000, preferred));
+    let c = run(&mut e, 10);
+    assert_eq!(
+        placed(&c, "foo", 0),
+        Some((vec![HOSTNAME.to_string()], vec![(vec!["y1".to_string()], 1)]))
+    );
+}
+
+#[test]
+fn scheduling_workload_on_a_tainted_node_when_the_toleration_is_on_resource_flavor() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut x1 = node_x1(&[]);
+    x1.taints.push(Taint {
+        key: "example.com/gpu".into(),
+        value: "present".into(),
+        effect: TaintEffect::NoSchedule,
+    });
+    e.sync_node(x1);
+    e.upsert_workload(foo(1, 1000, Some(TopologyRequest {
+        preferred: Some(HOSTNAME.into()),
+        ..Default::default()
+    })));
+    // Without the flavor's toleration the node is excluded.
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty(), "{:?}", c.decisions);
+    let mut f = tas_flavor("tas-default", "tas-single-level");
+    f.tolerations.push(Toleration {
+        key: "example.com/gpu".into(),
+        operator: TolerationOperator::Exists,
+        value: String::new(),
+        effect: None,
+    });
+    e.upsert_flavor(f);
+    assert_eq!(placed(&run(&mut e, 11), "foo", 0), on_x1());
+}
+
+#[test]
+fn tas_workload_gets_scheduled_as_trimmed_by_partial_admission() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut w = foo(5, 1000, required(HOSTNAME));
+    w.pod_sets[0].min_count = Some(1);
+    e.upsert_workload(w);
+    let c = run(&mut e, 10);
+    let a = admission_of(&c, "foo");
+    assert_eq!(a.pod_set_assignments[0].count, 1);
+    assert_eq!(placed(&c, "foo", 0), on_x1());
+}
+
+#[test]
+fn workload_does_not_get_scheduled_as_the_node_capacity_pods_is_already_used_by_non_tas_and_tas_workloads() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut x1 = node_x1(&[]);
+    x1.allocatable = [("cpu".to_string(), 1000), ("pods".to_string(), 3000)].into();
+    e.sync_node(x1);
+    e.update_pod_usage("test-ns/test-running", non_tas_pod(300));
+    e.upsert_workload(bar_admitted(2, 150));
+    e.upsert_workload(foo(1, 300, required(HOSTNAME)));
+    let c = run(&mut e, 10);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(
+        why_pending(&c, "foo"),
+        "couldn't assign flavors to pod set one: topology \"tas-single-level\" \
+         doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource \"pods\": 1"
+    );
+}
+
+#[test]
+fn workload_with_zero_value_request_gets_scheduled() {
+    let mut e = tas_engine(&["tas-default"], tas_main());
+    let mut w = foo(1, 0, None);
+    w.pod_sets[0].requests = [("cpu".to_string(), 0), ("memory".to_string(), 10 << 20 << 10)].into();
+    e.upsert_workload(w);
+    let c = run(&mut e, 10);
+    assert_eq!(placed(&c, "foo", 0), on_x1());
+}
