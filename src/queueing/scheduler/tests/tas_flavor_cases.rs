@@ -7,7 +7,7 @@
 //! `pkg/cache/scheduler/clusterqueue_test.go`.
 
 use super::*;
-use crate::queueing::workload::TopologyRequest;
+use crate::queueing::workload::{PodSetAssignment, TopologyRequest};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
 
@@ -378,12 +378,14 @@ fn a_multikueue_queue_does_not_need_the_topology() {
 fn tas_main() -> ClusterQueue {
     let mut q = cq("tas-main", None, &[("tas-default", 50)]);
     q.resource_groups[0].covered_resources.push("memory".into());
-    q.resource_groups[0].flavors[0].resources.push(ResourceQuota {
-        name: "memory".into(),
-        nominal: 50 << 30 << 10,
-        borrowing_limit: None,
-        lending_limit: None,
-    });
+    q.resource_groups[0].flavors[0]
+        .resources
+        .push(ResourceQuota {
+            name: "memory".into(),
+            nominal: 50 << 30 << 10,
+            borrowing_limit: None,
+            lending_limit: None,
+        });
     q
 }
 
@@ -439,7 +441,10 @@ const NO_CPU: &str = "couldn't assign flavors to pod set one: topology \"tas-sin
 
 #[test]
 fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_another_tas_workload() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     e.upsert_workload(bar_admitted(1, 1000));
     e.upsert_workload(foo(1, 1000, required(HOSTNAME)));
     let c = run(&mut e, 10);
@@ -449,7 +454,10 @@ fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_anoth
 
 #[test]
 fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_a_non_tas_pod() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     // Pending but bound: it counts (Kueue's non-TAS usage skips only
     // finished pods).
     e.update_pod_usage("test-ns/test-pending", non_tas_pod(600));
@@ -464,7 +472,10 @@ fn workload_does_not_get_scheduled_as_the_node_capacity_is_already_used_by_a_non
 
 #[test]
 fn workload_does_not_get_scheduled_as_node_capacity_is_completely_used_by_non_tas_pod() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     let mut x1 = node_x1(&[]);
     x1.allocatable.insert("pods".into(), 1000);
     e.sync_node(x1);
@@ -489,10 +500,18 @@ fn workload_does_not_get_scheduled_as_node_capacity_is_completely_used_by_non_ta
 fn workload_gets_admitted_next_to_already_admitted_workload_multiple_resources_used() {
     let mut e = tas_engine(&["tas-default"], tas_main());
     let mut bar = bar_admitted(1, 500);
-    bar.pod_sets[0].requests = [("cpu".to_string(), 500), ("memory".to_string(), 500 << 20 << 10)].into();
+    bar.pod_sets[0].requests = [
+        ("cpu".to_string(), 500),
+        ("memory".to_string(), 500 << 20 << 10),
+    ]
+    .into();
     e.upsert_workload(bar);
     let mut w = foo(1, 500, required(HOSTNAME));
-    w.pod_sets[0].requests = [("cpu".to_string(), 500), ("memory".to_string(), 500 << 20 << 10)].into();
+    w.pod_sets[0].requests = [
+        ("cpu".to_string(), 500),
+        ("memory".to_string(), 500 << 20 << 10),
+    ]
+    .into();
     e.upsert_workload(w);
     let c = run(&mut e, 10);
     assert_eq!(placed(&c, "foo", 0), on_x1());
@@ -500,7 +519,10 @@ fn workload_gets_admitted_next_to_already_admitted_workload_multiple_resources_u
 
 #[test]
 fn scheduling_workload_when_the_node_for_another_admitted_workload_is_deleted() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     e.delete_node("x1");
     let mut y1 = node_x1(&[]);
     y1.name = "y1".into();
@@ -515,13 +537,19 @@ fn scheduling_workload_when_the_node_for_another_admitted_workload_is_deleted() 
     let c = run(&mut e, 10);
     assert_eq!(
         placed(&c, "foo", 0),
-        Some((vec![HOSTNAME.to_string()], vec![(vec!["y1".to_string()], 1)]))
+        Some((
+            vec![HOSTNAME.to_string()],
+            vec![(vec!["y1".to_string()], 1)]
+        ))
     );
 }
 
 #[test]
 fn scheduling_workload_on_a_tainted_node_when_the_toleration_is_on_resource_flavor() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     let mut x1 = node_x1(&[]);
     x1.taints.push(Taint {
         key: "example.com/gpu".into(),
@@ -529,10 +557,14 @@ fn scheduling_workload_on_a_tainted_node_when_the_toleration_is_on_resource_flav
         effect: TaintEffect::NoSchedule,
     });
     e.sync_node(x1);
-    e.upsert_workload(foo(1, 1000, Some(TopologyRequest {
-        preferred: Some(HOSTNAME.into()),
-        ..Default::default()
-    })));
+    e.upsert_workload(foo(
+        1,
+        1000,
+        Some(TopologyRequest {
+            preferred: Some(HOSTNAME.into()),
+            ..Default::default()
+        }),
+    ));
     // Without the flavor's toleration the node is excluded.
     let c = run(&mut e, 10);
     assert!(admitted(&c).is_empty(), "{:?}", c.decisions);
@@ -549,7 +581,10 @@ fn scheduling_workload_on_a_tainted_node_when_the_toleration_is_on_resource_flav
 
 #[test]
 fn tas_workload_gets_scheduled_as_trimmed_by_partial_admission() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     let mut w = foo(5, 1000, required(HOSTNAME));
     w.pod_sets[0].min_count = Some(1);
     e.upsert_workload(w);
@@ -560,8 +595,12 @@ fn tas_workload_gets_scheduled_as_trimmed_by_partial_admission() {
 }
 
 #[test]
-fn workload_does_not_get_scheduled_as_the_node_capacity_pods_is_already_used_by_non_tas_and_tas_workloads() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+fn workload_does_not_get_scheduled_as_the_node_capacity_pods_is_already_used_by_non_tas_and_tas_workloads(
+) {
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     let mut x1 = node_x1(&[]);
     x1.allocatable = [("cpu".to_string(), 1000), ("pods".to_string(), 3000)].into();
     e.sync_node(x1);
@@ -581,7 +620,11 @@ fn workload_does_not_get_scheduled_as_the_node_capacity_pods_is_already_used_by_
 fn workload_with_zero_value_request_gets_scheduled() {
     let mut e = tas_engine(&["tas-default"], tas_main());
     let mut w = foo(1, 0, None);
-    w.pod_sets[0].requests = [("cpu".to_string(), 0), ("memory".to_string(), 10 << 20 << 10)].into();
+    w.pod_sets[0].requests = [
+        ("cpu".to_string(), 0),
+        ("memory".to_string(), 10 << 20 << 10),
+    ]
+    .into();
     e.upsert_workload(w);
     let c = run(&mut e, 10);
     assert_eq!(placed(&c, "foo", 0), on_x1());
