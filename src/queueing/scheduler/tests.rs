@@ -14,7 +14,7 @@ use crate::queueing::{
 mod checks_cases;
 mod explain_cases;
 mod slice_cases;
-mod tas_flavor_cases;
+mod tas_cases;
 
 const NS: &str = "ns";
 
