@@ -426,26 +426,28 @@ fn admission(a: &api::Admission) -> Result<Admission, TranslationError> {
                 )?,
             );
         }
-        let topology = match &p.topology_assignment {
-            None => None,
-            Some(t) => {
-                let slices = serde_json::to_value(&t.slices).unwrap_or_default();
-                let domains =
-                    conversion::topology::expand(&slices, t.levels.len()).map_err(|e| {
-                        TranslationError {
-                            field: format!(
-                                "status.admission.podSetAssignments[{i}].topologyAssignment.{}",
-                                e.field
-                            ),
-                            message: e.problem,
-                        }
-                    })?;
-                Some(queueing::topology::Assignment {
+        // An assignment that does not read still leaves the quota counted:
+        // only its nodes' TAS usage is lost, and that is said.
+        let topology = p.topology_assignment.as_ref().and_then(|t| {
+            let slices = serde_json::to_value(&t.slices).unwrap_or_default();
+            match conversion::topology::expand(&slices, t.levels.len()) {
+                Ok(domains) => Some(queueing::topology::Assignment {
                     levels: t.levels.clone(),
                     domains,
-                })
+                }),
+                Err(e) => {
+                    tracing::warn!(
+                        field = %format!(
+                            "status.admission.podSetAssignments[{i}].topologyAssignment.{}",
+                            e.field
+                        ),
+                        problem = %e.problem,
+                        "topology assignment not read: its TAS usage is not counted"
+                    );
+                    None
+                }
             }
-        };
+        });
         psas.push(queueing::PodSetAssignment {
             name: p.name.clone(),
             flavors: p.flavors.clone().unwrap_or_default(),
@@ -755,5 +757,48 @@ mod tests {
             admission_json(&a)["podSetAssignments"][0]["resourceUsage"]["cpu"],
             "2"
         );
+    }
+
+    /// A topology assignment reads back as the engine's domains (a
+    /// restart loses no TAS usage), is written back in Kueue's encoding,
+    /// and one that does not read leaves the quota counted.
+    #[test]
+    fn a_topology_assignment_round_trips_and_a_bad_one_keeps_the_quota() {
+        let wl = |slices: Value| -> api::Workload {
+            serde_json::from_value(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "ns", "uid": "u"},
+                "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}}]},
+                "status": {
+                    "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+                                    "message": "", "lastTransitionTime": "2026-01-01T00:00:01Z"}],
+                    "admission": {"clusterQueue": "cq", "podSetAssignments": [
+                    {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "2"}, "count": 2,
+                     "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": slices}}]}}
+            }))
+            .unwrap()
+        };
+        let good = json!([{"domainCount": 2,
+            "valuesPerLevel": [{"individual": {"prefix": "node-", "roots": ["a", "b"]}}],
+            "podCounts": {"universal": 1}}]);
+        let a = workload(&wl(good.clone())).unwrap().admission.unwrap();
+        let t = a.pod_set_assignments[0].topology.as_ref().unwrap();
+        assert_eq!(
+            t.domains
+                .iter()
+                .map(|d| (d.values[0].as_str(), d.count))
+                .collect::<Vec<_>>(),
+            [("node-a", 1), ("node-b", 1)]
+        );
+        assert_eq!(
+            admission_json(&a)["podSetAssignments"][0]["topologyAssignment"]["slices"],
+            good
+        );
+        let bad = json!([{"domainCount": 3,
+            "valuesPerLevel": [{"individual": {"roots": ["a"]}}], "podCounts": {"universal": 1}}]);
+        let a = workload(&wl(bad)).unwrap().admission.unwrap();
+        assert_eq!(a.pod_set_assignments[0].resource_usage["cpu"], 2000);
+        assert!(a.pod_set_assignments[0].topology.is_none());
     }
 }
