@@ -16,14 +16,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use crate::api::kueue::conversion::topology::Domain;
 use crate::vocabulary::keys::HOSTNAME_LABEL;
-
-/// A domain of a pod set's assignment: a value per level and a pod count.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Domain {
-    pub values: Vec<String>,
-    pub count: i32,
-}
 
 /// What the gate reads of one admitted pod set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -229,7 +223,7 @@ fn ranked<'a>(
 /// Kueue's greedy assignment: count the released pods per domain, then
 /// fill each domain in order with gated pods up to its count.
 fn greedy<'a>(p: &PodSetPlacement, pods: &[&'a Pod]) -> Vec<(&'a Pod, usize)> {
-    let mut released: BTreeMap<Vec<String>, i32> = BTreeMap::new();
+    let mut released: BTreeMap<Vec<String>, i64> = BTreeMap::new();
     let mut gated = Vec::new();
     for pod in pods {
         if pod.gated {

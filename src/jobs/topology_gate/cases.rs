@@ -27,7 +27,7 @@ fn ps(name: &str, count: i32, domains: &[(&[&str], i32)]) -> PodSetPlacement {
             .iter()
             .map(|(v, c)| Domain {
                 values: v.iter().map(|s| s.to_string()).collect(),
-                count: *c,
+                count: i64::from(*c),
             })
             .collect(),
         ..Default::default()

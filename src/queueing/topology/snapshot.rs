@@ -140,14 +140,11 @@ impl Snapshot {
     }
 
     fn selects(&self, topology: &FlavorTopology, node: &Node) -> bool {
-        topology
-            .node_labels
-            .iter()
-            .all(|(k, v)| node.labels.get(k) == Some(v))
-            && topology
-                .levels
-                .iter()
-                .all(|l| node.labels.contains_key(l.as_str()))
+        crate::queueing::nodes::matches_flavor(
+            &node.labels,
+            &topology.node_labels,
+            &topology.levels,
+        )
     }
 
     /// Adds the domains on the path to a new leaf; returns the leaf's index.
