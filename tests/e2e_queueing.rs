@@ -1537,25 +1537,6 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
     }
 }
 
-/// The job kinds' test CRDs (tests/fixtures), once per binary; no
-/// operator for them runs.
-fn install_kind_crds(c: &batchgate_localcluster::LocalCluster) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let file = format!(
-            "{}/tests/fixtures/job-kinds-crds.yaml",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
-        assert!(ok, "{out}{err}");
-        c.wait_established(
-            &["crd/jobsets.jobset.x-k8s.io", "crd/mpijobs.kubeflow.org"],
-            Duration::from_secs(120),
-        )
-        .unwrap();
-    });
-}
-
 /// A JobSet of replicated jobs (name, replicas, parallelism, completions),
 /// each pod asking for `cpu`.
 fn jobset(name: &str, ns: &str, jobs: &[(&str, u32, u32, u32)], cpu: &str) -> Value {

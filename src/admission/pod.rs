@@ -24,8 +24,9 @@ use crate::jobs::{
 };
 use crate::vocabulary::{
     keys::{
-        MANAGED_VALUE, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RETRIABLE_IN_GROUP_ANNOTATION,
-        ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
+        MANAGED_VALUE, POD_GROUP_POD_INDEX_LABEL, POD_INDEX_LABEL_ANNOTATION, PRIORITY_CLASS_LABEL,
+        QUEUE_NAME_LABEL, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
+        SUSPENDED_BY_PARENT_ANNOTATION, TOPOLOGY_GATE,
     },
     patch::{self, PatchOp},
     pointer::Pointer,
@@ -103,13 +104,19 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
                 &mut ops,
             );
         }
-        append_named(
+        // The topology gate too (Kueue's TAS is on by default): it goes on
+        // start unless the pod set is placed by topology.
+        append_gates(
             raw,
-            "/spec/schedulingGates",
-            json!({"name": gate.scheduling_gate}),
-            |v| v.get("name").and_then(Value::as_str) == Some(&gate.scheduling_gate),
+            &[gate.scheduling_gate.as_str(), TOPOLOGY_GATE],
             &mut ops,
         );
+        // Kueue copies the rank the group names into its own label, which
+        // the topology ungater reads.
+        if let Some(key) = pod.annotation(POD_INDEX_LABEL_ANNOTATION) {
+            let rank = pod.label(key).unwrap_or_default().to_string();
+            patch::set_label(raw, POD_GROUP_POD_INDEX_LABEL, &rank, &mut ops);
+        }
         if pod.annotation(ROLE_HASH_ANNOTATION).is_none() {
             if let Ok(p) = Pointer::parse(&format!(
                 "/metadata/annotations/{}",
@@ -122,6 +129,28 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
     Decision {
         patch: ops,
         ..Decision::allow()
+    }
+}
+
+/// Adds the named scheduling gates the pod lacks, in order, in one write.
+fn append_gates(obj: &Value, names: &[&str], ops: &mut Vec<PatchOp>) {
+    let mut list = match obj.pointer("/spec/schedulingGates") {
+        Some(Value::Array(a)) => a.clone(),
+        _ => Vec::new(),
+    };
+    let before = list.len();
+    for n in names {
+        if !list
+            .iter()
+            .any(|v| v.get("name").and_then(Value::as_str) == Some(n))
+        {
+            list.push(json!({ "name": n }));
+        }
+    }
+    if list.len() != before {
+        if let Ok(p) = Pointer::parse("/spec/schedulingGates") {
+            let _ = patch::set(obj, &p, Value::Array(list), ops);
+        }
     }
 }
 
@@ -431,8 +460,29 @@ mod tests {
         }
     }
 
+    /// Kueue v0.19.2 pod_webhook_test.go TestDefault, "pod with TAS and
+    /// PodGroupPodIndexLabelAnnotation": the rank the annotation names is
+    /// copied into Kueue's own label, and both gates are added.
+    #[test]
+    fn a_queued_pods_named_rank_is_copied_into_kueues_label() {
+        let mut p = pod(json!({"kueue.x-k8s.io/queue-name": "lq", "test-label": "test-value"}));
+        p["metadata"]["annotations"] = json!({
+            "kueue.x-k8s.io/pod-group-pod-index-label": "test-label",
+            "kueue.x-k8s.io/podset-required-topology": "block"});
+        let d = run("mutate", p.clone(), None, "team-a", false, &NoCluster);
+        let out = mutated(&p, &d);
+        assert_eq!(
+            out["metadata"]["labels"]["kueue.x-k8s.io/pod-group-pod-index"],
+            "test-value"
+        );
+        assert_eq!(
+            out["spec"]["schedulingGates"],
+            json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])
+        );
+    }
+
     /// Kueue v0.19.2 pod_webhook_test.go TestDefault: a queued pod gets
-    /// the managed label, the finalizer, the gate and its role hash.
+    /// the managed label, the finalizer, the gates and its role hash.
     #[test]
     fn a_queued_pod_is_gated_labelled_and_held() {
         let p = pod(json!({"kueue.x-k8s.io/queue-name": "lq"}));
@@ -443,9 +493,10 @@ mod tests {
             out["metadata"]["finalizers"],
             json!(["kueue.x-k8s.io/managed"])
         );
+        // The topology gate too: Kueue's TAS is on by default.
         assert_eq!(
             out["spec"]["schedulingGates"],
-            json!([{"name": "kueue.x-k8s.io/admission"}])
+            json!([{"name": "kueue.x-k8s.io/admission"}, {"name": "kueue.x-k8s.io/topology"}])
         );
         assert_eq!(
             out["metadata"]["annotations"][ROLE_HASH_ANNOTATION],

@@ -811,10 +811,15 @@ pub fn start_ops(
     let infos: Vec<PodSetInfo> = infos
         .iter()
         .map(|i| PodSetInfo {
+            annotations: i.annotations.clone(),
             labels: i.labels.clone(),
             node_selector: i.node_selector.clone(),
             tolerations: i.tolerations.clone(),
-            ..PodSetInfo::default()
+            scheduling_gates: i
+                .scheduling_gates
+                .iter()
+                .map(|g| json!({ "name": g }))
+                .collect(),
         })
         .collect();
     let mut components = aw.spec.components.clone();

@@ -419,7 +419,12 @@ pub fn admission_pod_set_infos(
             // A pod set placed by implied TAS says so on its pods (Kueue's
             // `FromAssignment`), so they count as TAS pods, not as node
             // usage outside TAS.
+            // Kueue names the Workload on every pod (its TAS gate is on by
+            // default); the topology ungater finds a pod's placement by it.
+            info.annotations
+                .insert(keys::WORKLOAD_ANNOTATION.into(), wl.name_any());
             if psa.topology_assignment.is_some() {
+                info.scheduling_gates.push(keys::TOPOLOGY_GATE.into());
                 let request = wl
                     .spec
                     .pod_sets

@@ -27,6 +27,9 @@
 //!   (`kueue.x-k8s.io/provisioning-request`): the check's `Active`
 //!   condition, a ProvisioningRequest per Workload and attempt, the check's
 //!   state from the request's conditions.
+//! - [`topology_gate`]: releases the pods of a Workload placed by
+//!   topology-aware scheduling from their scheduling gate, each onto its
+//!   domain.
 //! - [`appwrapper`]: the AppWrapper lifecycle and Autopilot's Node watch;
 //!   [`prescale`]: the PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -49,6 +52,7 @@ mod primed_pods;
 pub mod provisioning;
 pub mod queueing;
 pub mod throttle;
+pub mod topology_gate;
 pub mod translation;
 pub mod vetting;
 
@@ -137,6 +141,7 @@ async fn reconcilers(
     let shared = context::Shared::start(client, leading).await;
     tokio::spawn(check_states::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
+    tokio::spawn(topology_gate::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,

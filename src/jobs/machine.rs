@@ -827,6 +827,7 @@ fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
             count: i64::from(ps.count),
             min_count: ps.min_count.map(i64::from),
             template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
+            ranks: Default::default(),
         })
         .collect()
 }

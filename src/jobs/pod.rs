@@ -20,9 +20,9 @@ use super::{
 use crate::vocabulary::{
     keys::{
         GROUP_FAST_ADMISSION_ANNOTATION, GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION,
-        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL,
-        RESOURCE_IN_USE_FINALIZER, RETRIABLE_IN_GROUP_ANNOTATION, ROLE_HASH_ANNOTATION,
-        TOPOLOGY_GATE,
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, POD_GROUP_POD_INDEX_LABEL, PREBUILT_WORKLOAD_LABEL,
+        QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER, RETRIABLE_IN_GROUP_ANNOTATION,
+        ROLE_HASH_ANNOTATION, TOPOLOGY_GATE,
     },
     patch::PatchOp,
 };
@@ -270,6 +270,16 @@ fn template_of(pod: &Value) -> Value {
     json!({"spec": pod.get("spec").cloned().unwrap_or_else(|| json!({}))})
 }
 
+/// A pod's rank for the topology ungater: the label the pod webhook
+/// copies from the one the group names (Kueue's pod `PodSets`), read from
+/// the pod's own annotations.
+fn pod_ranks() -> super::policy::Ranks {
+    super::policy::Ranks {
+        pod_index_label: Some(POD_GROUP_POD_INDEX_LABEL.into()),
+        ..Default::default()
+    }
+}
+
 /// One pod set of a group's Workload (role hash, count, template).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RolePodSet {
@@ -385,10 +395,25 @@ pub fn workload_for(
             None => group_pod_sets(pods),
         }
         .into_iter()
-        .map(|ps| json!({"name": ps.name, "count": ps.count, "template": ps.template}))
+        .map(|ps| {
+            let mut v = json!({"name": ps.name, "count": ps.count, "template": ps.template});
+            let member = pods
+                .iter()
+                .find(|p| role_of(p) == ps.name)
+                .copied()
+                .unwrap_or(first);
+            if let Some(tr) = super::workload::topology_request(member, &pod_ranks()) {
+                v["topologyRequest"] = tr;
+            }
+            v
+        })
         .collect()
     } else {
-        vec![json!({"name": POD_SET_NAME, "count": 1, "template": template_of(first)})]
+        let mut v = json!({"name": POD_SET_NAME, "count": 1, "template": template_of(first)});
+        if let Some(tr) = super::workload::topology_request(first, &pod_ranks()) {
+            v["topologyRequest"] = tr;
+        }
+        vec![v]
     };
     let owner = |p: &Value, controller: bool| {
         let mut o = json!({
@@ -452,7 +477,8 @@ pub fn other_gates(gate: &Gate, pod: &Value) -> Vec<Value> {
 /// The patch that starts an admitted, gated pod (Kueue's `prepare`): its
 /// pod set's labels, node selector and tolerations merged in (a different
 /// value already there is a conflict, in Kueue's words), then the gate
-/// removed (with the topology gate). The first operation tests the pod's
+/// removed, with the topology gate unless the pod set was placed by
+/// topology. The first operation tests the pod's
 /// `resourceVersion`.
 pub fn ungate_patch(
     gate: &Gate,
@@ -492,7 +518,17 @@ pub fn ungate_patch(
             value: Value::Array(tolerations),
         });
     }
-    let gates = other_gates(gate, pod);
+    // The topology gate stays when the pod set was placed by topology
+    // (the ungater releases it), as any gate the admission adds.
+    let mut gates = other_gates(gate, pod);
+    for g in &info.scheduling_gates {
+        if !gates
+            .iter()
+            .any(|v| v.get("name").and_then(Value::as_str) == Some(g))
+        {
+            gates.push(json!({ "name": g }));
+        }
+    }
     if gates.is_empty() {
         ops.push(PatchOp {
             op: "remove",
@@ -784,6 +820,7 @@ mod tests {
             labels: [("kueue.x-k8s.io/podset".to_string(), "main".to_string())].into(),
             node_selector: [("zone".to_string(), "a".to_string())].into(),
             tolerations: vec![json!({"key": "spot", "operator": "Exists"})],
+            scheduling_gates: Vec::new(),
         }
     }
 

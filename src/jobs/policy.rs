@@ -204,6 +204,36 @@ pub struct PodSetRule {
     /// pod set (KubeRay's autoscaler in a RayCluster's head).
     #[serde(default)]
     pub sidecar: Option<Sidecar>,
+    /// The labels that rank the pod set's pods, written into its
+    /// `topologyRequest` for the topology ungater.
+    #[serde(default)]
+    pub ranks: Option<RankRule>,
+}
+
+/// Where a kind's operator writes each pod's rank (what Kueue gives its
+/// `PodSetTopologyRequestBuilder` per kind): the index within a job, and
+/// for replicated jobs the job's index and how many there are.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RankRule {
+    pub pod_index_label: String,
+    #[serde(default)]
+    pub sub_group: Option<SubGroupRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubGroupRule {
+    pub index_label: String,
+    pub count: CountExpr,
+}
+
+/// A pod set's rank labels, read from the object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ranks {
+    pub pod_index_label: Option<String>,
+    pub sub_group_index_label: Option<String>,
+    pub sub_group_count: Option<i64>,
 }
 
 /// A container an operator adds to a pod set's pods when `when` (a field
@@ -378,6 +408,7 @@ pub struct PodSet {
     pub pod_set_info: Option<InfoTargets>,
     /// A container the operator adds (see [`Sidecar`]).
     pub sidecar: Option<Sidecar>,
+    pub ranks: Ranks,
 }
 
 /// Why pod sets could not be computed from an object.
@@ -1177,6 +1208,7 @@ impl Policy {
                         partial_admission: rule.partial_admission.clone(),
                         pod_set_info: rule.pod_set_info.clone(),
                         sidecar: rule.sidecar.clone(),
+                        ranks: eval_ranks(rule.ranks.as_ref(), obj, None)?,
                     });
                 }
                 Some(list) => {
@@ -1220,6 +1252,7 @@ impl Policy {
                             partial_admission: None,
                             pod_set_info: rule.pod_set_info.clone(),
                             sidecar: rule.sidecar.clone(),
+                            ranks: eval_ranks(rule.ranks.as_ref(), item, Some((list, i)))?,
                         });
                     }
                 }
@@ -1241,6 +1274,28 @@ impl Policy {
         }
         Ok(out)
     }
+}
+
+fn eval_ranks(
+    rule: Option<&RankRule>,
+    base: &Value,
+    within: Option<(&Pointer, usize)>,
+) -> Result<Ranks, PodSetError> {
+    let Some(rule) = rule else {
+        return Ok(Ranks::default());
+    };
+    let (sub_group_index_label, sub_group_count) = match &rule.sub_group {
+        Some(g) => (
+            Some(g.index_label.clone()),
+            Some(eval_count(&g.count, base, within)?),
+        ),
+        None => (None, None),
+    };
+    Ok(Ranks {
+        pod_index_label: Some(rule.pod_index_label.clone()),
+        sub_group_index_label,
+        sub_group_count,
+    })
 }
 
 fn eval_count(

@@ -16,8 +16,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kube::ResourceExt;
+use serde_json::Value;
+
+use crate::api::kueue::conversion::topology::expand;
 pub use crate::api::kueue::conversion::topology::Domain;
-use crate::vocabulary::keys::HOSTNAME_LABEL;
+use crate::api::kueue::v1beta2::{self as api, condition, Conditions};
+use crate::vocabulary::{
+    keys::{
+        HOSTNAME_LABEL, PODSET_LABEL, POD_INDEX_OFFSET_ANNOTATION, TOPOLOGY_GATE,
+        WORKLOAD_ANNOTATION,
+    },
+    patch::PatchOp,
+};
 
 /// What the gate reads of one admitted pod set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -252,6 +263,186 @@ fn unhealthy_node(levels: &[String], values: &[String], unhealthy: &BTreeSet<Str
         && values.last().is_some_and(|n| unhealthy.contains(n))
 }
 
+/// What the gate reads of a Workload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admitted {
+    /// The `Admitted` condition is true.
+    pub admitted: bool,
+    pub placements: Vec<PodSetPlacement>,
+    /// `status.unhealthyNodes[].name`.
+    pub unhealthy: BTreeSet<String>,
+}
+
+/// The gate's view of a Workload: each assigned pod set with its topology
+/// assignment decoded (an assignment that does not decode places nothing:
+/// its pods stay gated) and its request's rank labels.
+pub fn read_workload(wl: &api::Workload) -> Admitted {
+    let status = wl.status.as_ref();
+    let admitted =
+        Conditions::of(status.and_then(|s| s.conditions.as_ref())).is_true(condition::ADMITTED);
+    let requests: BTreeMap<&str, &api::PodSet> = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|p| (p.name.as_str(), p))
+        .collect();
+    let placements = status
+        .and_then(|s| s.admission.as_ref())
+        .and_then(|a| a.pod_set_assignments.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|psa| {
+            let spec = requests.get(psa.name.as_str());
+            let request = spec.and_then(|p| p.topology_request.as_ref());
+            let (levels, domains) = psa
+                .topology_assignment
+                .as_ref()
+                .and_then(|t| {
+                    let slices = serde_json::to_value(&t.slices).ok()?;
+                    let domains = expand(&slices, t.levels.len()).ok()?;
+                    Some((t.levels.clone(), domains))
+                })
+                .unwrap_or_default();
+            PodSetPlacement {
+                name: psa.name.clone(),
+                count: psa.count.or(spec.map(|p| p.count)).unwrap_or(0),
+                levels,
+                domains,
+                pod_index_label: request.and_then(|r| r.pod_index_label.clone()),
+                sub_group_index_label: request.and_then(|r| r.sub_group_index_label.clone()),
+                sub_group_count: request.and_then(|r| r.sub_group_count),
+                group: request.and_then(|r| r.pod_set_group_name.clone()),
+            }
+        })
+        .collect();
+    let unhealthy = status
+        .and_then(|s| s.unhealthy_nodes.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|n| n.name.clone())
+        .collect();
+    Admitted {
+        admitted,
+        placements,
+        unhealthy,
+    }
+}
+
+fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
+    v.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+/// Whether the pod still carries the topology gate.
+pub fn is_gated(pod: &Value) -> bool {
+    pod.pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .is_some_and(|gs| {
+            gs.iter()
+                .any(|g| g.get("name").and_then(Value::as_str) == Some(TOPOLOGY_GATE))
+        })
+}
+
+/// The gate's view of a pod.
+pub fn read_pod(pod: &Value) -> Pod {
+    let labels = string_map(pod.pointer("/metadata/labels"));
+    let annotations = string_map(pod.pointer("/metadata/annotations"));
+    Pod {
+        name: pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        workload: annotations.get(WORKLOAD_ANNOTATION).cloned(),
+        pod_set: labels.get(PODSET_LABEL).cloned(),
+        index_offset: annotations.get(POD_INDEX_OFFSET_ANNOTATION).cloned(),
+        node_selector: string_map(pod.pointer("/spec/nodeSelector")),
+        gated: is_gated(pod),
+        terminated: matches!(
+            pod.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        ),
+        labels,
+    }
+}
+
+/// The patch that releases `pod`: the topology gate removed (tested by
+/// name at its index) and the domain's levels merged into its node
+/// selector, all tested against the pod's `resourceVersion`, so a pod
+/// changed since it was read is not written from stale data.
+pub fn release_patch(pod: &Value, release: &Release) -> Vec<PatchOp> {
+    let Some(at) = pod
+        .pointer("/spec/schedulingGates")
+        .and_then(Value::as_array)
+        .and_then(|gs| {
+            gs.iter()
+                .position(|g| g.get("name").and_then(Value::as_str) == Some(TOPOLOGY_GATE))
+        })
+    else {
+        return Vec::new();
+    };
+    let mut ops = Vec::new();
+    if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+        ops.push(PatchOp {
+            op: "test",
+            path: "/metadata/resourceVersion".into(),
+            value: rv.clone(),
+        });
+    }
+    ops.push(PatchOp {
+        op: "test",
+        path: format!("/spec/schedulingGates/{at}/name"),
+        value: Value::String(TOPOLOGY_GATE.into()),
+    });
+    ops.push(PatchOp {
+        op: "remove",
+        path: format!("/spec/schedulingGates/{at}"),
+        value: Value::Null,
+    });
+    let mut selector = pod
+        .pointer("/spec/nodeSelector")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    for (k, v) in &release.node_selector {
+        selector.insert(k.clone(), Value::String(v.clone()));
+    }
+    ops.push(PatchOp {
+        op: "add",
+        path: "/spec/nodeSelector".into(),
+        value: Value::Object(selector),
+    });
+    ops
+}
+
+/// One pass over a Workload and its pods (JSON, as listed): the pods to
+/// release, each with its patch. Nothing while expectations are out is the
+/// caller's rule ([`Expectations`]).
+pub fn plan(wl: &api::Workload, pods: &[&Value]) -> Result<Vec<(String, Vec<PatchOp>)>, GateError> {
+    let view = read_workload(wl);
+    let read: Vec<Pod> = pods.iter().map(|p| read_pod(p)).collect();
+    let out = releases(
+        &wl.name_any(),
+        view.admitted,
+        &view.placements,
+        &read,
+        &view.unhealthy,
+    )?;
+    Ok(out
+        .iter()
+        .filter_map(|r| {
+            let pod = pods
+                .iter()
+                .find(|p| p["metadata"]["name"].as_str() == Some(r.pod.as_str()))?;
+            let ops = release_patch(pod, r);
+            (!ops.is_empty()).then(|| (r.pod.clone(), ops))
+        })
+        .collect())
+}
+
 /// Pods released but not yet seen released, by Workload: while any is
 /// outstanding, the next pass waits (Kueue's ungating expectations), so a
 /// stale pod list never releases a pod twice or too many.
@@ -285,3 +476,81 @@ impl Expectations {
 
 #[cfg(test)]
 mod cases;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn workload(admitted: bool) -> api::Workload {
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "wl", "namespace": "ns"},
+            "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 3,
+                "topologyRequest": {"required": "rack",
+                    "podIndexLabel": "batch.kubernetes.io/job-completion-index"},
+                "template": {"spec": {"containers": []}}}]},
+            "status": {
+                "conditions": [{"type": "Admitted", "status": if admitted { "True" } else { "False" },
+                    "reason": "Admitted", "message": "", "lastTransitionTime": "2026-11-30T00:00:00Z"}],
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{
+                    "name": "main", "count": 3, "flavors": {"cpu": "tas"},
+                    "topologyAssignment": {"levels": ["kubernetes.io/hostname"],
+                        "slices": [{"domainCount": 2,
+                            "valuesPerLevel": [{"individual": {"roots": ["n1", "n2"]}}],
+                            "podCounts": {"individual": [2, 1]}}]}}]}}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, index: &str, gates: Value) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns", "resourceVersion": "7",
+                "labels": {"kueue.x-k8s.io/podset": "main",
+                           "batch.kubernetes.io/job-completion-index": index},
+                "annotations": {"kueue.x-k8s.io/workload": "wl"}},
+               "spec": {"nodeSelector": {"pool": "tas"}, "schedulingGates": gates}})
+    }
+
+    /// A Workload read as Kueue's ungater reads it, and each pod released
+    /// by rank with one tested patch: the gate removed where it sits, the
+    /// domain merged into the node selector it has.
+    #[test]
+    fn an_admitted_workloads_gated_pods_are_released_by_rank() {
+        let view = read_workload(&workload(true));
+        assert!(view.admitted);
+        assert_eq!(view.placements[0].count, 3);
+        assert_eq!(
+            view.placements[0].pod_index_label.as_deref(),
+            Some("batch.kubernetes.io/job-completion-index")
+        );
+        let gated = json!([{"name": "example.com/other"}, {"name": TOPOLOGY_GATE}]);
+        let pods = [
+            pod("p2", "2", gated.clone()),
+            pod("p0", "0", gated.clone()),
+            pod("p1", "1", gated),
+        ];
+        let refs: Vec<&Value> = pods.iter().collect();
+        let plan = plan(&workload(true), &refs).unwrap();
+        let by_pod: BTreeMap<&str, &Vec<PatchOp>> =
+            plan.iter().map(|(p, ops)| (p.as_str(), ops)).collect();
+        assert_eq!(by_pod.len(), 3);
+        let ops = serde_json::to_value(by_pod["p2"]).unwrap();
+        assert_eq!(
+            ops,
+            json!([
+                {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                {"op": "test", "path": "/spec/schedulingGates/1/name", "value": TOPOLOGY_GATE},
+                {"op": "remove", "path": "/spec/schedulingGates/1", "value": null},
+                {"op": "add", "path": "/spec/nodeSelector",
+                 "value": {"pool": "tas", "kubernetes.io/hostname": "n2"}},
+            ])
+        );
+        let node = |p: &str| {
+            serde_json::to_value(by_pod[p]).unwrap()[3]["value"]["kubernetes.io/hostname"].clone()
+        };
+        assert_eq!((node("p0"), node("p1")), (json!("n1"), json!("n1")));
+        // Not admitted (evicted in between): nothing is released.
+        assert!(super::plan(&workload(false), &refs).unwrap().is_empty());
+    }
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use crate::jobs::{
-    policy::{Policy, Synthesizer},
+    policy::{Policy, Ranks, Synthesizer},
     reference::InfoEntry,
 };
 use crate::vocabulary::{
@@ -220,6 +220,8 @@ pub struct JobPodSet {
     /// The template reduced to what a Workload keeps: `metadata.labels`,
     /// `metadata.annotations` and `spec`.
     pub template: Value,
+    /// The labels ranking its pods (the policy's `ranks`).
+    pub ranks: Ranks,
 }
 
 /// The job's pod sets in Workload form.
@@ -267,6 +269,7 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
                 count: ps.count,
                 min_count: ps.min_count,
                 template: Value::Object(template),
+                ranks: ps.ranks,
             }
         })
         .collect())
@@ -515,7 +518,7 @@ pub fn pod_sets_json(sets: Vec<JobPodSet>) -> Vec<Value> {
             if let Some(min) = ps.min_count {
                 v["minCount"] = json!(min);
             }
-            if let Some(tr) = topology_request(&ps.template) {
+            if let Some(tr) = topology_request(&ps.template, &ps.ranks) {
                 v["topologyRequest"] = tr;
             }
             v
@@ -527,11 +530,14 @@ pub fn pod_sets_json(sets: Vec<JobPodSet>) -> Vec<Value> {
 /// Kueue's `PodSetTopologyRequestBuilder` builds it: required, else
 /// preferred, else unconstrained; the slice layer (single, or the
 /// multi-layer constraints); the group name with a required or preferred
-/// level. `None` without any of them. A value that does not parse is left
-/// out: the job webhook refuses it with the reason at creation.
-/// Not yet: the pod index labels Kueue adds for each kind.
-pub fn topology_request(template: &Value) -> Option<Value> {
-    let a = template["metadata"]["annotations"].as_object()?;
+/// level; the kind's rank labels. `None` without any of them. A value
+/// that does not parse is left out: the job webhook refuses it with the
+/// reason at creation.
+pub fn topology_request(template: &Value, ranks: &Ranks) -> Option<Value> {
+    let empty = Map::new();
+    let a = template["metadata"]["annotations"]
+        .as_object()
+        .unwrap_or(&empty);
     let get = |k: &str| a.get(k).and_then(Value::as_str);
     let mut tr = serde_json::Map::new();
     if let Some(v) = get(PODSET_REQUIRED_TOPOLOGY_ANNOTATION) {
@@ -555,6 +561,15 @@ pub fn topology_request(template: &Value) -> Option<Value> {
     ) {
         tr.insert("podSetSliceRequiredTopology".into(), json!(level));
         tr.insert("podSetSliceSize".into(), json!(size.parse::<i32>().ok()?));
+    }
+    if let Some(l) = &ranks.pod_index_label {
+        tr.insert("podIndexLabel".into(), json!(l));
+    }
+    if let Some(l) = &ranks.sub_group_index_label {
+        tr.insert("subGroupIndexLabel".into(), json!(l));
+    }
+    if let Some(n) = ranks.sub_group_count {
+        tr.insert("subGroupCount".into(), json!(n));
     }
     if tr.contains_key("required") || tr.contains_key("preferred") {
         if let Some(g) = get(PODSET_GROUP_NAME_ANNOTATION) {
@@ -691,6 +706,9 @@ pub struct PodSetInfo {
     pub annotations: BTreeMap<String, String>,
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<Value>,
+    /// Scheduling gate names the pods start with (the topology gate of a
+    /// pod set placed by topology-aware scheduling).
+    pub scheduling_gates: Vec<String>,
 }
 
 /// The admission checks' `podSetUpdates` added to each pod set's info,
@@ -750,6 +768,25 @@ pub fn with_check_updates(
         }
     }
     Ok(())
+}
+
+/// `current` scheduling gates with the named gates it lacks appended, or
+/// `None` when it has them all.
+pub(crate) fn with_gates(current: Option<&Value>, names: &[String]) -> Option<Vec<Value>> {
+    let mut gates = match current {
+        Some(Value::Array(a)) => a.clone(),
+        _ => Vec::new(),
+    };
+    let before = gates.len();
+    for n in names {
+        if !gates
+            .iter()
+            .any(|g| g.get("name").and_then(Value::as_str) == Some(n))
+        {
+            gates.push(json!({ "name": n }));
+        }
+    }
+    (gates.len() != before).then_some(gates)
 }
 
 /// `current` tolerations with those of `extra` it lacks appended, or `None`
@@ -879,6 +916,18 @@ pub fn start_patch(
                 &mut ops,
             );
         }
+        if let Some(gates) = with_gates(
+            template.pointer("/spec/schedulingGates"),
+            &info.scheduling_gates,
+        ) {
+            set_at(
+                job,
+                &ps.template,
+                "/spec/schedulingGates",
+                Value::Array(gates),
+                &mut ops,
+            );
+        }
         // Kueue's `RunWithPodSetsInfo`: a job that asked for partial
         // admission runs the admitted count.
         if let (Some(rule), Some(_), Some(count)) =
@@ -975,6 +1024,7 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
             "/metadata/annotations",
             "/spec/nodeSelector",
             "/spec/tolerations",
+            "/spec/schedulingGates",
         ] {
             let want = orig.template.pointer(field).filter(|v| !is_empty(v));
             let have = current.pointer(field).filter(|v| !is_empty(v));
@@ -1389,7 +1439,6 @@ mod tests {
         }
     }
 
-    /// Kueue's Job `PodSets` (job_controller.go; upstream TestPodSets'
     /// Kueue's `TestPodSetTopologyRequestBuilder` shapes, from annotations.
     #[test]
     fn a_pod_template_s_topology_annotations_become_its_topology_request() {
@@ -1429,13 +1478,39 @@ mod tests {
         ];
         for (annotations, want) in cases {
             assert_eq!(
-                topology_request(&t(annotations.clone())),
+                topology_request(&t(annotations.clone()), &Ranks::default()),
                 want,
                 "{annotations}"
             );
         }
+        // A kind that ranks its pods always has a request (Kueue's Job and
+        // JobSet `PodSets`), the rank labels beside the annotations'.
+        let job = Ranks {
+            pod_index_label: Some("batch.kubernetes.io/job-completion-index".into()),
+            ..Ranks::default()
+        };
+        assert_eq!(
+            topology_request(&json!({}), &job),
+            Some(json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"}))
+        );
+        let jobset = Ranks {
+            sub_group_index_label: Some("jobset.sigs.k8s.io/job-index".into()),
+            sub_group_count: Some(3),
+            ..job
+        };
+        assert_eq!(
+            topology_request(
+                &t(json!({"kueue.x-k8s.io/podset-required-topology": "rack"})),
+                &jobset
+            ),
+            Some(json!({"required": "rack",
+                        "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+                        "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+                        "subGroupCount": 3}))
+        );
     }
 
+    /// Kueue's Job `PodSets` (job_controller.go; upstream TestPodSets'
     /// partial-admission case, v0.19.2): `minCount` from the
     /// `job-min-parallelism` annotation (Go's `Atoi`; none when it does not
     /// parse); the Workload carries it.

@@ -90,9 +90,20 @@ pub const ELASTIC_JOB_SCHEDULING_GATE: &str = "kueue.x-k8s.io/elastic-job";
 /// Workload is finished, or being deleted with its job stopped, or the job
 /// is gone; the queueing engine once nothing uses the queue or flavor.
 pub const RESOURCE_IN_USE_FINALIZER: &str = "kueue.x-k8s.io/resource-in-use";
-/// Kueue's `prepare`: the topology gate goes too when no topology was
-/// assigned (batchgate assigns none).
+/// Holds the pods of a pod set placed by topology-aware scheduling until
+/// the topology ungater gives each its domain (Kueue's
+/// `TopologySchedulingGate`); a pod set placed without it loses the gate
+/// on start.
 pub const TOPOLOGY_GATE: &str = "kueue.x-k8s.io/topology";
+/// The Workload of a pod started by an admission (Kueue's
+/// `WorkloadAnnotation`).
+pub const WORKLOAD_ANNOTATION: &str = "kueue.x-k8s.io/workload";
+/// A pod's rank within its pod set for the topology ungater (Kueue's
+/// `PodIndexOffsetAnnotation`).
+pub const POD_INDEX_OFFSET_ANNOTATION: &str = "kueue.x-k8s.io/pod-index-offset";
+/// The label the pod webhook copies a pod's rank into (Kueue's
+/// `PodGroupPodIndexLabel`).
+pub const POD_GROUP_POD_INDEX_LABEL: &str = "kueue.x-k8s.io/pod-group-pod-index";
 
 // ---- Kubernetes' own ----
 

@@ -8,9 +8,12 @@
 //! TAS flavor names a Topology that does not exist is inactive with
 //! Kueue's `TopologyNotFound` until it is created; the Topology then
 //! carries Kueue's `resource-in-use` finalizer.
-//!
-//! Not checked here yet: the pods' nodes (the topology gate and its
-//! ungater are not wired to pods yet, so kube-scheduler still picks nodes).
+//! The Job starts with the topology gate on its template; the ungater
+//! releases each pod onto a node of the assignment (its `nodeSelector`
+//! names the node), and kube-scheduler binds it there: the pods' nodeNames
+//! match the assignment, node by node.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
@@ -18,13 +21,13 @@ const POOL: &str = "e2e-tas-pool";
 const BLOCK: &str = "e2e.batchgate.dev/block";
 const RACK: &str = "e2e.batchgate.dev/rack";
 
-fn tas_node(name: &str, block: &str, rack: &str) -> String {
+fn tas_node(name: &str, pool: &str, block: &str, rack: &str) -> String {
     let capacity = json!({"cpu": "4", "memory": "8Gi", "pods": "20"});
     json!({"apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name,
             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                        "kubernetes.io/arch": "amd64", "type": "kwok",
-                       POOL: "yes", BLOCK: block, RACK: rack},
+                       POOL: pool, BLOCK: block, RACK: rack},
             "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
         "status": {"capacity": capacity, "allocatable": capacity}})
     .to_string()
@@ -38,11 +41,53 @@ fn topology(name: &str) -> String {
     .to_string()
 }
 
-fn tas_flavor(name: &str, topology: &str) -> String {
+fn tas_flavor(name: &str, pool: &str, topology: &str) -> String {
     json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
         "metadata": {"name": name},
-        "spec": {"nodeLabels": {POOL: "yes"}, "topologyName": topology}})
+        "spec": {"nodeLabels": {POOL: pool}, "topologyName": topology}})
     .to_string()
+}
+
+/// Eight Ready KWOK nodes `{prefix}-{block}{rack}{n}` in pool `pool`: two
+/// blocks of two racks of two nodes; node name → rack.
+fn tas_nodes(c: &LocalCluster, prefix: &str, pool: &str) -> BTreeMap<String, String> {
+    let mut racks = BTreeMap::new();
+    for (b, block) in ["b1", "b2"].iter().enumerate() {
+        for r in 0..2 {
+            let rack = format!("{block}-r{r}");
+            for n in 0..2 {
+                let name = format!("{prefix}-{b}{r}{n}");
+                apply(c, &tas_node(&name, pool, block, &rack));
+                racks.insert(name, rack.clone());
+            }
+        }
+    }
+    for n in racks.keys() {
+        wait_for(LONG, "the TAS node Ready", || {
+            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
+        });
+    }
+    racks
+}
+
+/// The pods matching `selector` once `n` are bound to nodes.
+fn bound_pods(c: &LocalCluster, ns: &str, selector: &str, n: usize) -> Vec<Value> {
+    wait_for(
+        LONG,
+        &format!("{n} pods ({selector}) bound to nodes"),
+        || {
+            let list = get(c, &["pods", "-n", ns, "-l", selector])?;
+            let items = list["items"].as_array()?.clone();
+            (items.len() == n && items.iter().all(|p| p["spec"]["nodeName"].is_string()))
+                .then_some(items)
+        },
+    )
+}
+
+fn has_topology_gate(obj: &Value, at: &str) -> bool {
+    obj.pointer(at)
+        .and_then(Value::as_array)
+        .is_some_and(|g| g.iter().any(|g| g["name"] == "kueue.x-k8s.io/topology"))
 }
 
 fn active(c: &LocalCluster, cq: &str) -> Option<(String, String)> {
@@ -55,25 +100,10 @@ fn active(c: &LocalCluster, cq: &str) -> Option<(String, String)> {
 fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_rack() {
     let c = env_with(CONFIG).cluster;
     let ns = namespace(c, "e2e-tas");
-    let mut racks = std::collections::BTreeMap::new();
-    for (b, block) in ["b1", "b2"].iter().enumerate() {
-        for r in 0..2 {
-            let rack = format!("{block}-r{r}");
-            for n in 0..2 {
-                let name = format!("kwok-tas-{}{}{}", b, r, n);
-                apply(c, &tas_node(&name, block, &rack));
-                racks.insert(name, rack.clone());
-            }
-        }
-    }
-    for n in racks.keys() {
-        wait_for(LONG, "the TAS node Ready", || {
-            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
-        });
-    }
+    let racks = tas_nodes(c, "kwok-tas", "yes");
 
     // A flavor naming a Topology not created yet: its queue is inactive.
-    apply(c, &tas_flavor("e2e-tas-flavor", "e2e-tas-topology"));
+    apply(c, &tas_flavor("e2e-tas-flavor", "yes", "e2e-tas-topology"));
     apply(
         c,
         &cluster_queue("e2e-tas-cq", &[("e2e-tas-flavor", "32", None)], json!({})),
@@ -113,8 +143,8 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
     let psa = &wl["status"]["admission"]["podSetAssignments"][0];
     assert_eq!(
         wl["spec"]["podSets"][0]["topologyRequest"],
-        json!({"required": RACK}),
-        "the Workload's topology request, from the pod template: {wl}"
+        json!({"required": RACK, "podIndexLabel": "batch.kubernetes.io/job-completion-index"}),
+        "the Workload's topology request, from the pod template and the Job's rank label, as Kueue writes it: {wl}"
     );
     let ta = &psa["topologyAssignment"];
     assert_eq!(
@@ -138,5 +168,146 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
     assert!(
         domains.iter().all(|d| d.count <= 2),
         "no node gets more than its 4 cpu: {ta}"
+    );
+
+    // The pods: started behind the topology gate, released by the ungater
+    // onto the assignment's nodes, then bound there by kube-scheduler.
+    let wl_name = s(&wl["metadata"]["name"]);
+    let pods = bound_pods(c, &ns, "batch.kubernetes.io/job-name=train", 3);
+    let mut per_node = BTreeMap::<String, i64>::new();
+    for p in &pods {
+        let node = s(&p["spec"]["nodeName"]);
+        assert_eq!(
+            p["metadata"]["annotations"]["kueue.x-k8s.io/workload"], wl_name,
+            "each pod names its Workload, as Kueue's do: {p}"
+        );
+        assert_eq!(
+            p["metadata"]["labels"]["kueue.x-k8s.io/podset"], "main",
+            "{p}"
+        );
+        assert_eq!(
+            p["spec"]["nodeSelector"]["kubernetes.io/hostname"], node,
+            "released onto its domain's node: {p}"
+        );
+        assert!(
+            !has_topology_gate(p, "/spec/schedulingGates"),
+            "the topology gate is gone: {p}"
+        );
+        *per_node.entry(node).or_default() += 1;
+    }
+    for (node, n) in &per_node {
+        let want = domains
+            .iter()
+            .find(|d| &d.values[0] == node)
+            .unwrap_or_else(|| panic!("pod on {node}, outside the assignment {ta}"));
+        assert_eq!(*n, want.count, "pods on {node} against the assignment {ta}");
+    }
+    let pod_racks: BTreeSet<&String> = per_node.keys().map(|n| &racks[n]).collect();
+    assert_eq!(pod_racks.len(), 1, "the pods run in one rack: {per_node:?}");
+
+    // The template has the gate on start (Kueue's `PodSetInfo`), and the
+    // Job's own template is put back as it was when it stops.
+    let started = job_obj(c, &ns, "train");
+    assert!(
+        has_topology_gate(&started, "/spec/template/spec/schedulingGates"),
+        "{started}"
+    );
+}
+
+/// A JobSet of two replicated jobs of two Indexed pods (2 cpu each),
+/// required in one rack: the four pods fill one rack's two nodes, and the
+/// ungater places them by rank, each job's pods together on one node
+/// (ranks 0–1 are job 0's, 2–3 job 1's). No JobSet operator runs here: the
+/// test plays it, creating each replicated job's Job from the started
+/// JobSet's template with JobSet's job-index label, as the JobSet
+/// controller does; the real Job controller then makes the pods.
+#[test]
+fn a_jobset_requiring_one_rack_runs_its_pods_on_one_racks_nodes_by_rank() {
+    let c = env_with(CONFIG).cluster;
+    install_kind_crds(c);
+    let ns = namespace(c, "e2e-tas-jobset");
+    let racks = tas_nodes(c, "kwok-tasjs", "jobset");
+    apply(c, &topology("e2e-tasjs-topology"));
+    apply(
+        c,
+        &tas_flavor("e2e-tasjs-flavor", "jobset", "e2e-tasjs-topology"),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "e2e-tasjs-cq",
+            &[("e2e-tasjs-flavor", "32", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "e2e-tasjs-cq"));
+    let js = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "trainer", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+            "parallelism": 2, "completions": 2, "completionMode": "Indexed",
+            "template": {
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}},
+                "spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "c", "image": "busybox",
+                    "resources": {"requests": {"cpu": "2"}}}]}}}}}]}});
+    wait_for(SHORT, "the JobSet created", || {
+        let (ok, _, _) = kubectl(c, &["create", "-f", "-"], Some(&js.to_string()));
+        ok.then_some(())
+    });
+    let started = wait_for(LONG, "the JobSet started", || {
+        get(c, &["jobsets.jobset.x-k8s.io", "trainer", "-n", &ns])
+            .filter(|j| j["spec"]["suspend"] == false)
+    });
+    let wl = workload_of(c, &ns, "trainer").expect("the JobSet's Workload");
+    assert_eq!(
+        wl["spec"]["podSets"][0]["topologyRequest"],
+        json!({"required": RACK,
+               "podIndexLabel": "batch.kubernetes.io/job-completion-index",
+               "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
+               "subGroupCount": 2}),
+        "as Kueue's JobSet integration writes it: {wl}"
+    );
+    let template = &started["spec"]["replicatedJobs"][0]["template"];
+    assert!(
+        has_topology_gate(template, "/spec/template/spec/schedulingGates"),
+        "the started JobSet's template has the gate: {started}"
+    );
+    // Playing the JobSet controller: one Job per replica, owned by the
+    // JobSet, its pods labelled with their job's index.
+    for i in 0..2 {
+        let mut job = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": format!("trainer-workers-{i}"), "namespace": ns,
+                "labels": {"jobset.sigs.k8s.io/jobset-name": "trainer",
+                           "jobset.sigs.k8s.io/job-index": i.to_string()},
+                "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet", "name": "trainer",
+                    "uid": started["metadata"]["uid"], "controller": true}]},
+            "spec": template["spec"].clone()});
+        let labels = &mut job["spec"]["template"]["metadata"]["labels"];
+        labels["jobset.sigs.k8s.io/jobset-name"] = json!("trainer");
+        labels["jobset.sigs.k8s.io/job-index"] = json!(i.to_string());
+        create(c, &job.to_string());
+    }
+    let pods = bound_pods(c, &ns, "jobset.sigs.k8s.io/jobset-name=trainer", 4);
+    let mut by_job = BTreeMap::<String, BTreeSet<String>>::new();
+    for p in &pods {
+        assert!(!has_topology_gate(p, "/spec/schedulingGates"), "{p}");
+        by_job
+            .entry(s(&p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"]))
+            .or_default()
+            .insert(s(&p["spec"]["nodeName"]));
+    }
+    let nodes: BTreeSet<&String> = by_job.values().flatten().collect();
+    let pod_racks: BTreeSet<&String> = nodes.iter().map(|n| &racks[*n]).collect();
+    assert_eq!(pod_racks.len(), 1, "the pods run in one rack: {by_job:?}");
+    assert_eq!(
+        nodes.len(),
+        2,
+        "the rack's two nodes, two pods each: {by_job:?}"
+    );
+    assert!(
+        by_job.values().all(|n| n.len() == 1),
+        "each job's pods are ranks next to each other, so share a node: {by_job:?}"
     );
 }

@@ -59,6 +59,25 @@ pub fn install_crds(c: &LocalCluster) {
     .unwrap();
 }
 
+/// The job kinds' test CRDs (tests/fixtures), once per binary; no
+/// operator for them runs.
+pub fn install_kind_crds(c: &LocalCluster) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let file = format!(
+            "{}/tests/fixtures/job-kinds-crds.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let (ok, out, err) = kubectl(c, &["apply", "-f", &file], None);
+        assert!(ok, "{out}{err}");
+        c.wait_established(
+            &["crd/jobsets.jobset.x-k8s.io", "crd/mpijobs.kubeflow.org"],
+            Duration::from_secs(120),
+        )
+        .unwrap();
+    });
+}
+
 /// A batchgate for the whole test binary, registered as the webhook; its
 /// reconciler lease is short so a restarted one takes over quickly.
 pub fn start(c: &'static LocalCluster) -> Server {
