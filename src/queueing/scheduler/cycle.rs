@@ -14,7 +14,7 @@ use crate::queueing::{
         ClusterQueue, ClusterQueueStatus, PreemptionPolicy, QueueingStrategy, StopPolicy,
     },
     flavors::{Assignment, AssignmentMode},
-    partial_admission,
+    partial_admission::{self, TasView},
     preemption::{Holder, Holdings, Preemptor, Target},
     queues::{PendingQueue, QueueOrder},
     quota::{QuotaTree, Usage},
@@ -249,7 +249,15 @@ impl Engine {
         // Full counts (less what is reclaimable already), or (partial
         // admission) the largest that fit.
         let sized = wl.after_reclaim();
-        let placement = |a: &Assignment| self.place_topology(&sized, a, cq).map(|_| ());
+        let placement = |a: &Assignment, view: TasView<'_>| {
+            let placed = self.place_topology_in(&sized, a, cq, view)?;
+            Ok(a.pod_sets
+                .iter()
+                .zip(placed)
+                .filter(|(_, t)| t.is_some())
+                .map(|(ps, _)| ps.name.clone())
+                .collect())
+        };
         let (assignment, targets) = partial_admission::initial_assignment(
             &sized,
             cq,
