@@ -233,6 +233,9 @@ impl Engine {
         // counts on that node for all (leaves are the same hostnames).
         let mut held = DomainUsage::new();
         if !matches!(view, TasView::Empty) {
+            for (leaf, usage) in &self.cycle_tas {
+                add_to(held.entry(leaf.clone()).or_default(), usage);
+            }
             let tas_flavors = self.flavors.values().filter(|f| f.is_tas());
             for f in tas_flavors {
                 for (leaf, usage) in self.tas_usage(&f.name) {
@@ -332,5 +335,41 @@ fn leaf_id(levels: &[String], values: &[String]) -> String {
 fn add_to(to: &mut topology::Resources, usage: &topology::Resources) {
     for (r, q) in usage {
         *to.entry(r.clone()).or_default() += q;
+    }
+}
+
+/// What `placed` (one entry per pod set of `wl`'s assignment `a`) takes on
+/// its leaves.
+pub(super) fn placed_usage(
+    wl: &Workload,
+    a: &Assignment,
+    placed: &[Option<topology::Assignment>],
+) -> DomainUsage {
+    let mut usage = DomainUsage::new();
+    for (ps, t) in a.pod_sets.iter().zip(placed) {
+        let Some(t) = t else { continue };
+        let per_pod = wl
+            .pod_sets
+            .iter()
+            .find(|p| *p.name == ps.name)
+            .map(per_pod)
+            .unwrap_or_default();
+        for d in &t.domains {
+            let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
+            for (r, q) in &per_pod {
+                *leaf.entry(r.clone()).or_default() += q * d.count;
+            }
+            *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
+        }
+    }
+    usage
+}
+
+impl Engine {
+    /// Keeps `usage` on the nodes for the rest of the cycle.
+    pub(super) fn reserve_tas(&mut self, usage: DomainUsage) {
+        for (leaf, u) in usage {
+            add_to(self.cycle_tas.entry(leaf).or_default(), &u);
+        }
     }
 }
