@@ -303,7 +303,8 @@ impl Assignment {
             ps.reasons.extend(reason);
             self.forced_mode = Some(mode);
             if mode == AssignmentMode::NoFit {
-                self.no_fit_reason.get_or_insert(PendingReason::WaitingForQuota);
+                self.no_fit_reason
+                    .get_or_insert(PendingReason::WaitingForQuota);
             }
         }
     }

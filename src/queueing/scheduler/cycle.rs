@@ -336,7 +336,7 @@ impl Engine {
         now: i64,
         out: &mut Vec<Decision>,
     ) {
-        if !self.still_fits_the_nodes(entry, preempted) {
+        if !self.still_fits_the_nodes(entry, snap, preempted) {
             self.recompute(entry, snap);
         }
         let Some(assignment) = &entry.assignment else {
@@ -528,14 +528,25 @@ impl Engine {
     /// Kueue's `fits` check on the nodes: does the nominated assignment
     /// still fit once earlier entries of this cycle took their room, with
     /// the workloads being preempted (by them and for this one) gone?
-    fn still_fits_the_nodes(&self, entry: &Entry, preempted: &BTreeMap<String, Target>) -> bool {
+    /// Only asked when the quota still fits (Kueue's `FitsCheckNoTAS`).
+    fn still_fits_the_nodes(
+        &self,
+        entry: &Entry,
+        snap: &mut QuotaTree,
+        preempted: &BTreeMap<String, Target>,
+    ) -> bool {
         let Some(a) = &entry.assignment else {
             return true;
         };
         let mode = a.mode();
         if mode == AssignmentMode::NoFit
             || (mode == AssignmentMode::Preempt && entry.targets.is_empty())
-            || self.cycle_tas.is_empty() && preempted.is_empty()
+            || !fits_without(
+                snap,
+                &entry.cq,
+                &a.usage,
+                preempted.values().chain(&entry.targets),
+            )
         {
             return true;
         }
@@ -565,8 +576,13 @@ impl Engine {
             .flat_map(|ps| ps.flavors.iter())
             .map(|(r, c)| (r.clone(), c.flavor.clone()))
             .collect();
-        let fresh =
-            self.nominate_pinned(snap, entry.cq.clone(), entry.order.clone(), &rec.wl, Some(&pin));
+        let fresh = self.nominate_pinned(
+            snap,
+            entry.cq.clone(),
+            entry.order.clone(),
+            &rec.wl,
+            Some(&pin),
+        );
         entry.assignment = fresh.assignment;
         entry.targets = fresh.targets;
         if !matches!(fresh.outcome, Outcome::Undecided) {

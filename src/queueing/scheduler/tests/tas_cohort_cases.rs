@@ -21,21 +21,39 @@
 //!   capacity so that lower priority workload cannot use it; … disabled";
 //!   "preempting workload without targets reserves capacity so that lower
 //!   priority workload cannot use it; … disabled" (8).
+//! - "two flavors in cohort; re-evaluation is sticky and does not switch to
+//!   second flavor; TASRecomputeAssignmentWithinSchedulingCycle enabled":
+//!   batchgate decides as upstream (a1 admitted on node-1, b1 recomputed
+//!   on tas-flavor-1 only, pending with the same message), but sets b1
+//!   aside where Kueue puts it back in the queue because its flavor scan
+//!   has flavors left (`LastAssignment.PendingFlavors`); batchgate does not
+//!   keep a workload's scan progress between cycles.
 
 use super::tas_table::*;
 use super::*;
+use crate::queueing::{cluster_queue::BorrowWithinCohort, cohort::Cohort};
 
 const SINGLE: &str = "tas-single-level";
 const COHORT: &str = "tas-cohort-main";
 
 /// `defaultNodeX1`: 3 cpu, 5Gi, 10 pods.
 fn x1() -> crate::queueing::topology::Node {
-    tas_node("x1", "x1", &[], &[("cpu", "3"), ("memory", "5Gi"), ("pods", "10")])
+    tas_node(
+        "x1",
+        "x1",
+        &[],
+        &[("cpu", "3"), ("memory", "5Gi"), ("pods", "10")],
+    )
 }
 
 /// `defaultNodeY1`: 5 cpu, 3Gi, 10 pods.
 fn y1() -> crate::queueing::topology::Node {
-    tas_node("y1", "y1", &[], &[("cpu", "5"), ("memory", "3Gi"), ("pods", "10")])
+    tas_node(
+        "y1",
+        "y1",
+        &[],
+        &[("cpu", "5"), ("memory", "3Gi"), ("pods", "10")],
+    )
 }
 
 /// Nodes named by their hostname, with `cpu` and 10 pods.
@@ -84,7 +102,12 @@ fn pending_wl(
     count: u32,
     topology: Option<crate::queueing::workload::TopologyRequest>,
 ) -> Workload {
-    workload(name, cq, vec![pod_set("one", count, topology, &[("cpu", "1")])]).priority(priority)
+    workload(
+        name,
+        cq,
+        vec![pod_set("one", count, topology, &[("cpu", "1")])],
+    )
+    .priority(priority)
 }
 
 /// An admitted workload of `count` pods of 1 cpu (its spec may say
@@ -100,14 +123,24 @@ fn held(
 ) -> Workload {
     pending_wl(name, cq, priority, spec_count, required(HOST)).admitted(admission(
         cq,
-        vec![psa("one", &[("cpu", "tas-default", cpu)], count, on_hosts(on))],
+        vec![psa(
+            "one",
+            &[("cpu", "tas-default", cpu)],
+            count,
+            on_hosts(on),
+        )],
     ))
 }
 
 fn admitted_cpu(cq: &str, cpu: &str, count: u32, on: &[(&str, i64)]) -> Admission {
     admission(
         cq,
-        vec![psa("one", &[("cpu", "tas-default", cpu)], count, on_hosts(on))],
+        vec![psa(
+            "one",
+            &[("cpu", "tas-default", cpu)],
+            count,
+            on_hosts(on),
+        )],
     )
 }
 
@@ -134,7 +167,8 @@ fn in_queue_by(uid: &str, job: &str, cq: &str) -> &'static str {
 }
 
 fn cases() -> Vec<Case> {
-    let mut cases = vec![
+    let mut cases =
+        vec![
         Case {
             queues: vec![
                 default_queue("tas-cq-a"),
@@ -486,75 +520,206 @@ fn cases() -> Vec<Case> {
             ..base("reclaim within cohort; preempting with partial admission")
         },
     ];
-    cases.push(sticky_flavors());
+    cases.extend([
+        Case {
+            workloads: vec![
+                workload(
+                    "a1",
+                    "tas-cq-a",
+                    vec![pod_set("one", 1, preferred(HOST), &[("cpu", "5")])],
+                )
+                .priority(2),
+                workload(
+                    "b1",
+                    "tas-cq-b",
+                    vec![pod_set("one", 1, preferred(HOST), &[("memory", "5")])],
+                )
+                .priority(1),
+            ],
+            admitted: vec![
+                ("a1", admitted_cpu("tas-cq-a", "5", 1, &[("y1", 1)])),
+                (
+                    "b1",
+                    admission(
+                        "tas-cq-b",
+                        vec![psa(
+                            "one",
+                            &[("memory", "tas-default", "5")],
+                            1,
+                            on_hosts(&[("x1", 1)]),
+                        )],
+                    ),
+                ),
+            ],
+            ..base("two small workloads considered; both get scheduled on different nodes")
+        },
+        Case {
+            workloads: vec![
+                pending_wl("a1", "tas-cq-a", 2, 1, preferred(HOST)),
+                pending_wl("b1", "tas-cq-b", 1, 2, preferred(HOST)),
+            ],
+            admitted: vec![
+                ("a1", admitted_cpu("tas-cq-a", "1", 1, &[("x1", 1)])),
+                ("b1", admitted_cpu("tas-cq-b", "2", 2, &[("x1", 2)])),
+            ],
+            ..base("two small workloads considered; both get scheduled on the same node")
+        },
+        Case {
+            workloads: vec![
+                pending_wl("a1", "tas-cq-a", 2, 5, preferred(HOST)),
+                pending_wl("b1", "tas-cq-b", 1, 5, preferred(HOST)),
+            ],
+            admitted: vec![("a1", admitted_cpu("tas-cq-a", "5", 5, &[("y1", 5)]))],
+            left: vec![("tas-cq-b", vec!["b1"])],
+            pending: vec![(
+                "b1",
+                "Workload no longer fits after processing another workload",
+            )],
+            ..base("two workloads considered; there is enough space only for the first")
+        },
+        Case {
+            nodes: vec![y1()],
+            queues: vec![
+                queue(
+                    "tas-cq-a",
+                    &[&[("tas-default", &[("cpu", "8"), ("memory", "4Gi")])]],
+                )
+                .cohort(COHORT)
+                .preemption(PreemptionPolicy::LowerPriority, PreemptionPolicy::Any, None)
+                .borrowing_limit("tas-default", "cpu", "0")
+                .borrowing_limit("tas-default", "memory", "0"),
+                default_queue("tas-cq-b"),
+            ],
+            workloads: vec![
+                held("a1-admitted", "tas-cq-a", 2, 2, 2, "2", &[("y1", 2)]),
+                pending_wl("a2", "tas-cq-a", 2, 4, preferred(HOST)),
+                pending_wl("b1", "tas-cq-b", 1, 3, preferred(HOST)),
+            ],
+            admitted: vec![("b1", admitted_cpu("tas-cq-b", "3", 3, &[("y1", 3)]))],
+            inadmissible: vec![("tas-cq-a", vec!["a2"])],
+            pending: vec![(
+                "a2",
+                "couldn't assign flavors to pod set one: topology \"tas-single-level\" allows to \
+                 fit only 3 out of 4 pod(s)",
+            )],
+            ..base(
+                "preempting workload without targets doesn't reserve capacity when it can \
+                 always reclaim",
+            )
+        },
+        fragmented_in_cohort(),
+    ]);
     cases
 }
 
-/// "two flavors in cohort; re-evaluation is sticky and does not switch to
-/// second flavor; TASRecomputeAssignmentWithinSchedulingCycle enabled".
-fn sticky_flavors() -> Case {
-    let node = |name: &str, f: &str| {
-        crate::queueing::topology::Node {
-            name: name.into(),
-            labels: [
-                ("tas-flavor".to_string(), f.to_string()),
-                (HOST.to_string(), name.to_string()),
-            ]
-            .into(),
-            allocatable: res(&[("cpu", "8"), ("pods", "10")]),
-            ready: true,
-            ..Default::default()
-        }
+/// "preempt in multiple flavors out of which one requires update Fit ->
+/// Preempt due to fragmentation" (the cohort table's): quota from the
+/// Cohort, borrowing within it.
+fn fragmented_in_cohort() -> Case {
+    const GPU: &str = "example.com/gpu";
+    let borrowing_queue = |name: &str| {
+        let mut q = queue(name, &[&[("tas-default", &[("cpu", "0"), (GPU, "0")])]])
+            .cohort(COHORT)
+            .preemption(
+                PreemptionPolicy::LowerPriority,
+                PreemptionPolicy::Any,
+                Some(BorrowWithinCohort::default()),
+            )
+            .borrowing_limit("tas-default", "cpu", "16")
+            .borrowing_limit("tas-default", GPU, "16");
+        q.resource_groups[0].covered_resources = vec!["cpu".into(), GPU.into()];
+        q
     };
-    let flavor = |name: &str, f: &str| ResourceFlavor {
-        node_labels: [("tas-flavor".to_string(), f.to_string())].into(),
-        ..tas_flavor(name, SINGLE)
+    let node = |name: &str| crate::queueing::topology::Node {
+        name: name.into(),
+        labels: [(HOST.to_string(), name.to_string())].into(),
+        allocatable: res(&[("cpu", "8"), (GPU, "8"), ("pods", "10")]),
+        ready: true,
+        ..Default::default()
     };
-    let eight = |name: &str, cq: &str, priority: i32, created: i64| {
+    let low = |name: &str, per_pod: &[(&str, &str)], usage: &[(&str, &str, &str)]| {
         workload(
             name,
-            cq,
-            vec![pod_set("one", 1, required(HOST), &[("cpu", "8")])],
+            "tas-cq-a",
+            vec![pod_set("one", 2, required(HOST), per_pod)],
         )
-        .priority(priority)
-        .created(created)
+        .uid(&format!("wl-{name}"))
+        .job_uid(&format!("job-{name}"))
+        .priority(-1000)
+        .admitted(admission(
+            "tas-cq-a",
+            vec![psa(
+                "one",
+                usage,
+                2,
+                on_hosts(&[("node-1", 1), ("node-2", 1)]),
+            )],
+        ))
     };
+    let by_standard = Box::leak(
+        format!(
+            "Preempted to accommodate a workload (UID: wl-standard, JobUID: job-standard) due \
+             to reclamation within the cohort while borrowing; preemptor path: \
+             /{COHORT}/tas-cq-b; preemptee path: /{COHORT}/tas-cq-a"
+        )
+        .into_boxed_str(),
+    );
     Case {
-        nodes: vec![node("node-1", "f1"), node("node-2", "f2")],
-        flavors: vec![flavor("tas-flavor-1", "f1"), flavor("tas-flavor-2", "f2")],
-        queues: vec![
-            queue("tas-cq-a", &[&[("tas-flavor-1", &[("cpu", "8")])]]).cohort(COHORT),
-            queue(
-                "tas-cq-b",
-                &[&[("tas-flavor-1", &[("cpu", "8")]), ("tas-flavor-2", &[("cpu", "8")])]],
-            )
-            .cohort(COHORT),
-        ],
+        topologies: vec![("tas-topology", vec![HOST])],
+        flavors: vec![ResourceFlavor {
+            node_labels: BTreeMap::new(),
+            ..tas_flavor("tas-default", "tas-topology")
+        }],
+        cohorts: vec![Cohort {
+            name: COHORT.into(),
+            parent: None,
+            resource_groups: queue("x", &[&[("tas-default", &[("cpu", "16"), (GPU, "16")])]])
+                .resource_groups,
+        }],
+        queues: vec![borrowing_queue("tas-cq-a"), borrowing_queue("tas-cq-b")],
+        nodes: vec![node("node-1"), node("node-2")],
         workloads: vec![
-            eight("a1", "tas-cq-a", 10, 1),
-            eight("b1", "tas-cq-b", 5, 2),
-        ],
-        admitted: vec![(
-            "a1",
-            admission(
-                "tas-cq-a",
-                vec![psa(
-                    "one",
-                    &[("cpu", "tas-flavor-1", "8")],
-                    1,
-                    on_hosts(&[("node-1", 1)]),
-                )],
+            low("low-cpu", &[("cpu", "5")], &[("cpu", "tas-default", "10")]),
+            low(
+                "low-gpu",
+                &[("cpu", "10m"), (GPU, "8")],
+                &[("cpu", "tas-default", "20m"), (GPU, "tas-default", "16")],
             ),
-        )],
-        left: vec![("tas-cq-b", vec!["b1"])],
+            workload(
+                "standard",
+                "tas-cq-b",
+                vec![pod_set(
+                    "one",
+                    1,
+                    required(HOST),
+                    &[("cpu", "5"), (GPU, "8")],
+                )],
+            )
+            .uid("wl-standard")
+            .job_uid("job-standard"),
+        ],
+        left: vec![("tas-cq-b", vec!["standard"])],
         pending: vec![(
-            "b1",
-            "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't allow \
-             to fit any of 1 pod(s). Total nodes: 1; excluded: resource \"cpu\": 1",
+            "standard",
+            "couldn't assign flavors to pod set one: insufficient unused quota for \
+             example.com/gpu in flavor tas-default, 8 more needed. Pending the preemption of 2 \
+             workload(s)",
         )],
+        preempted: vec![
+            (
+                "low-cpu",
+                PreemptedReason::InCohortReclaimWhileBorrowing,
+                by_standard,
+            ),
+            (
+                "low-gpu",
+                PreemptedReason::InCohortReclaimWhileBorrowing,
+                by_standard,
+            ),
+        ],
         ..base(
-            "two flavors in cohort; re-evaluation is sticky and does not switch to second \
-             flavor; TASRecomputeAssignmentWithinSchedulingCycle enabled",
+            "preempt in multiple flavors out of which one requires update Fit -> Preempt due to \
+             fragmentation",
         )
     }
 }

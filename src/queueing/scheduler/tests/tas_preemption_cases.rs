@@ -19,14 +19,24 @@ const SINGLE: &str = "tas-single-level";
 
 /// `defaultSingleNode` of this table: x1 with 5 cpu, 5Gi, 10 pods.
 fn x1() -> crate::queueing::topology::Node {
-    tas_node("x1", "x1", &[], &[("cpu", "5"), ("memory", "5Gi"), ("pods", "10")])
+    tas_node(
+        "x1",
+        "x1",
+        &[],
+        &[("cpu", "5"), ("memory", "5Gi"), ("pods", "10")],
+    )
 }
 
 /// `defaultTwoNodes`: x1 and y1, each as [`x1`].
 fn two_nodes() -> Vec<crate::queueing::topology::Node> {
     vec![
         x1(),
-        tas_node("y1", "y1", &[], &[("cpu", "5"), ("memory", "5Gi"), ("pods", "10")]),
+        tas_node(
+            "y1",
+            "y1",
+            &[],
+            &[("cpu", "5"), ("memory", "5Gi"), ("pods", "10")],
+        ),
     ]
 }
 
@@ -37,7 +47,11 @@ fn main_queue(cpu: &str, memory: &str) -> ClusterQueue {
         "tas-main",
         &[&[("tas-default", &[("cpu", cpu), ("memory", memory)])]],
     )
-    .preemption(PreemptionPolicy::LowerPriority, PreemptionPolicy::Never, None)
+    .preemption(
+        PreemptionPolicy::LowerPriority,
+        PreemptionPolicy::Never,
+        None,
+    )
 }
 
 fn base(name: &'static str) -> Case {
@@ -88,13 +102,18 @@ fn leak(s: String) -> &'static str {
 
 fn cases() -> Vec<Case> {
     let foo = |count: u32, topology, requests: &[(&str, &str)]| {
-        workload("foo", "tas-main", vec![pod_set("one", count, topology, requests)])
-            .uid("wl-foo")
-            .job_uid("job-foo")
-            .priority(3)
+        workload(
+            "foo",
+            "tas-main",
+            vec![pod_set("one", count, topology, requests)],
+        )
+        .uid("wl-foo")
+        .job_uid("job-foo")
+        .priority(3)
     };
     let by_foo = leak(in_queue("wl-foo", "job-foo"));
-    let no_cpu_preempting = "couldn't assign flavors to pod set one: topology \"tas-single-level\" \
+    let no_cpu_preempting =
+        "couldn't assign flavors to pod set one: topology \"tas-single-level\" \
          doesn't allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource \"cpu\": 1. \
          Pending the preemption of 1 workload(s)";
     vec![
@@ -416,7 +435,12 @@ fn sibling_flavors() -> Case {
         let w = workload(
             name,
             "tas-main",
-            vec![pod_set("one", 1, preferred(HOST), &[("cpu", cpu), ("memory", mem)])],
+            vec![pod_set(
+                "one",
+                1,
+                preferred(HOST),
+                &[("cpu", cpu), ("memory", mem)],
+            )],
         )
         .uid(uid)
         .priority(1)
@@ -440,7 +464,11 @@ fn sibling_flavors() -> Case {
                 ("flavor-b", &[("cpu", "5"), ("memory", "5Gi")]),
             ]],
         )
-        .preemption(PreemptionPolicy::LowerPriority, PreemptionPolicy::Never, None)],
+        .preemption(
+            PreemptionPolicy::LowerPriority,
+            PreemptionPolicy::Never,
+            None,
+        )],
         workloads: vec![
             tolerating(
                 workload(

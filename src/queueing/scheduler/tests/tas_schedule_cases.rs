@@ -55,7 +55,12 @@ const THREE: &str = "tas-three-level";
 
 /// `defaultSingleNode`: x1, 1 cpu, 1Gi, 10 pods.
 fn x1() -> crate::queueing::topology::Node {
-    tas_node("x1", "x1", &[], &[("cpu", "1"), ("memory", "1Gi"), ("pods", "10")])
+    tas_node(
+        "x1",
+        "x1",
+        &[],
+        &[("cpu", "1"), ("memory", "1Gi"), ("pods", "10")],
+    )
 }
 
 /// `defaultClusterQueue`: tas-default with 50 cpu and 50Gi.
@@ -238,7 +243,10 @@ fn cases() -> Vec<Case> {
             "tas-main",
             vec![psa(
                 "one",
-                &[("cpu", "tas-flavor-a", "200m"), ("memory", "tas-flavor-a", "200Mi")],
+                &[
+                    ("cpu", "tas-flavor-a", "200m"),
+                    ("memory", "tas-flavor-a", "200Mi"),
+                ],
                 1,
                 on_hosts(&[("x1", 1)]),
             )],

@@ -7,6 +7,12 @@
 //! `Warning` events) and the preemptions (the `Preempted` conditions).
 //! Every case carries its upstream name; the runner reports every case
 //! that disagrees, by name.
+//!
+//! The file's other two tests are not ported: `TestScheduleForTASWhenWorkloadModifiedConcurrently`
+//! ("use patch in evictWorkloadAfterFailedTASReplacement") and
+//! `TestSecondPassSkipsWaitForPodsReadyBlock` ("delayed topology
+//! assignment", "failed node replacement") need node-failure replacement
+//! and delayed topology requests, which batchgate does not have.
 
 use super::*;
 use crate::api::kueue::conversion::topology::Domain;
@@ -47,7 +53,12 @@ pub(super) fn node(name: &str, labels: &[(&str, &str)], allocatable: &[(&str, &s
 }
 
 /// A node of a `tas-node: "true"` flavor with a hostname.
-pub(super) fn tas_node(name: &str, host: &str, more: &[(&str, &str)], alloc: &[(&str, &str)]) -> Node {
+pub(super) fn tas_node(
+    name: &str,
+    host: &str,
+    more: &[(&str, &str)],
+    alloc: &[(&str, &str)],
+) -> Node {
     let mut labels = vec![("tas-node", "true"), (HOST, host)];
     labels.extend_from_slice(more);
     node(name, &labels, alloc)
@@ -68,7 +79,10 @@ pub(super) fn plain_flavor(name: &str) -> ResourceFlavor {
 
 /// `MakeClusterQueue(name)` with one resource group per entry: the
 /// flavors, each with its (resource, nominal) quotas.
-pub(super) fn queue(name: &str, groups: &[&[(&str, &[(&str, &str)])]]) -> ClusterQueue {
+/// One resource group: each flavor with its (resource, nominal) quotas.
+pub(super) type Group<'a> = &'a [(&'a str, &'a [(&'a str, &'a str)])];
+
+pub(super) fn queue(name: &str, groups: &[Group<'_>]) -> ClusterQueue {
     let mut queue = cq(name, None, &[]);
     queue.resource_groups = groups
         .iter()
@@ -272,20 +286,6 @@ pub(super) fn psa(
     }
 }
 
-/// `MakeTopologyAssignment(levels).Domain(values, count)...`.
-pub(super) fn topo(levels: &[&str], domains: &[(&[&str], i64)]) -> Option<Topo> {
-    Some(Topo {
-        levels: levels.iter().map(|l| l.to_string()).collect(),
-        domains: domains
-            .iter()
-            .map(|(values, count)| Domain {
-                values: values.iter().map(|v| v.to_string()).collect(),
-                count: *count,
-            })
-            .collect(),
-    })
-}
-
 /// On hostname domains: `[("x1", 2), ...]`.
 pub(super) fn on_hosts(domains: &[(&str, i64)]) -> Option<Topo> {
     Some(Topo {
@@ -300,6 +300,13 @@ pub(super) fn on_hosts(domains: &[(&str, i64)]) -> Option<Topo> {
     })
 }
 
+/// A non-TAS pod: its key, node and requests.
+pub(super) type BoundPod = (
+    &'static str,
+    &'static str,
+    Vec<(&'static str, &'static str)>,
+);
+
 /// One upstream case.
 #[derive(Default)]
 pub(super) struct Case {
@@ -311,7 +318,7 @@ pub(super) struct Case {
     pub cohorts: Vec<Cohort>,
     pub nodes: Vec<Node>,
     /// Non-TAS pods bound to nodes: (key, node, requests).
-    pub pods: Vec<(&'static str, &'static str, Vec<(&'static str, &'static str)>)>,
+    pub pods: Vec<BoundPod>,
     pub workloads: Vec<Workload>,
     /// Anything else the cluster has (admission checks), before the
     /// nodes and workloads are added.
@@ -355,7 +362,7 @@ impl Case {
                 key,
                 Some(PodUsage {
                     node: node.to_string(),
-                    requests: res(requests).into(),
+                    requests: res(requests),
                 }),
             );
         }
@@ -472,7 +479,6 @@ impl Case {
 /// Runs every case; fails listing each that disagrees.
 pub(super) fn run_table(table: &str, cases: Vec<Case>) {
     let total = cases.len();
-    eprintln!("{table}: {total} cases");
     let mut failed = Vec::new();
     for case in &cases {
         let diffs = case.check();
