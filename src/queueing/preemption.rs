@@ -14,7 +14,10 @@
 //! evicted first, other queues before the preemptor's own, lower priority,
 //! most recently admitted, UID — removing each from a simulated quota until
 //! the preemptor fits; then any whose return would still leave room is put
-//! back, so the set is minimal for that order.
+//! back, so the set is minimal for that order. With topology-aware
+//! scheduling, "fits" also means the preemptor's pods fit its TAS flavors'
+//! nodes once the candidates removed so far are gone ([`targets_with`],
+//! Kueue's `workloadFits`), with fair sharing too.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeSet;
@@ -216,7 +219,7 @@ pub(crate) fn targets_with(
     tas_fits: &TasFit<'_>,
 ) -> Vec<Target> {
     if snap.fair().is_some() {
-        return super::fair_sharing::targets(snap, holdings, p, usage, need);
+        return super::fair_sharing::targets(snap, holdings, p, usage, need, tas_fits);
     }
     let cq = &p.cq.name;
     let mut same = Vec::new();

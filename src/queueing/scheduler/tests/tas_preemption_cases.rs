@@ -509,3 +509,66 @@ fn sibling_flavors() -> Case {
 fn schedule_for_tas_preemption() {
     run_table("TestScheduleForTASPreemption", cases());
 }
+
+/// batchgate's own case (not upstream's): with fair sharing on, the
+/// preemptor must fit the nodes too (Kueue's `workloadFitsForFairSharing`
+/// calls `workloadFits`, topology included). Removing the lowest-priority
+/// workload frees the quota but not the node; both go.
+#[test]
+fn fair_sharing_preemption_fits_the_nodes_too() {
+    let half = |name: &str, priority: i32| {
+        running(
+            name,
+            priority,
+            1,
+            &[("cpu", "2500m")],
+            "tas-default",
+            &[("cpu", "2500m")],
+            &[("x1", 1)],
+        )
+        .uid(&format!("{name}-uid"))
+    };
+    let case = Case {
+        setup: Some(|e| {
+            e.set_fair_sharing(Some(crate::queueing::fair_sharing::FairSharing::default()))
+        }),
+        workloads: vec![
+            foo_preemptor(),
+            half("low-priority-admitted", 1),
+            half("mid-priority-admitted", 2),
+        ],
+        left: vec![("tas-main", vec!["foo"])],
+        pending: vec![(
+            "foo",
+            "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't \
+             allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource \"cpu\": 1. \
+             Pending the preemption of 2 workload(s)",
+        )],
+        preempted: vec![
+            (
+                "low-priority-admitted",
+                PreemptedReason::InClusterQueue,
+                leak(in_queue("wl-foo", "job-foo")),
+            ),
+            (
+                "mid-priority-admitted",
+                PreemptedReason::InClusterQueue,
+                leak(in_queue("wl-foo", "job-foo")),
+            ),
+        ],
+        ..base("fair sharing: TAS-aware preemption")
+    };
+    run_table("batchgate", vec![case]);
+}
+
+/// `foo` asking for the whole of x1 (5 cpu) on one host.
+fn foo_preemptor() -> Workload {
+    workload(
+        "foo",
+        "tas-main",
+        vec![pod_set("one", 1, required(HOST), &[("cpu", "5")])],
+    )
+    .uid("wl-foo")
+    .job_uid("job-foo")
+    .priority(3)
+}

@@ -488,7 +488,7 @@ pub(super) fn run_table(table: &str, cases: Vec<Case>) {
     }
     assert!(
         failed.is_empty(),
-        "{} of {total} cases disagree with upstream:\n\n{}",
+        "{} of {total} cases disagree with what they expect:\n\n{}",
         failed.len(),
         failed.join("\n\n")
     );
