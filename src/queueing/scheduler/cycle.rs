@@ -191,6 +191,9 @@ impl Engine {
             .iter()
             .any(|d| matches!(d, Decision::Admit { .. } | Decision::Evict { .. }));
         cycle.statuses = self.changed_statuses();
+        // Reservations hold for one cycle only: what runs between cycles
+        // (explain, simulate) sees admitted workloads alone.
+        self.cycle_tas.clear();
         cycle
     }
 
