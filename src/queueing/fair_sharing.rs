@@ -711,7 +711,8 @@ fn passes(strategy: Strategy, preemptor_new: &Drs, target_old: &Drs, target_new:
 /// policies and sorted in `CandidatesOrdering`) to evict so that `usage` fits
 /// in `own_cq`, each with its reason; empty when the strategies find no set.
 /// `fits` answers whether the preemptor's usage fits in the tree as it is
-/// (borrowing allowed). `tree` is left as found.
+/// (borrowing allowed), with the victims given (indices) gone: the quota
+/// is the tree's, the nodes are the caller's (TAS). `tree` is left as found.
 pub(crate) fn preemption_targets(
     tree: &mut QuotaTree,
     own_cq: &str,
@@ -719,7 +720,7 @@ pub(crate) fn preemption_targets(
     need: &BTreeSet<FlavorResource>,
     victims: &[Victim<'_>],
     head_order: &dyn Fn(usize, usize) -> Ordering,
-    fits: &dyn Fn(&QuotaTree) -> bool,
+    fits: &dyn Fn(&QuotaTree, &[usize]) -> bool,
 ) -> Vec<(usize, PreemptedReason)> {
     let Some(preemptor) = tree.queue_id(own_cq) else {
         return Vec::new();
@@ -736,9 +737,10 @@ pub(crate) fn preemption_targets(
     };
     // Shares include the incoming workload.
     tree.add(own_cq, usage);
-    let fits_fs = |tree: &mut QuotaTree| {
+    let fits_fs = |tree: &mut QuotaTree, targets: &[(usize, PreemptedReason)]| {
+        let removed: Vec<usize> = targets.iter().map(|(i, _)| *i).collect();
         tree.remove(own_cq, usage);
-        let ok = fits(tree);
+        let ok = fits(tree, &removed);
         tree.add(own_cq, usage);
         ok
     };
@@ -760,7 +762,7 @@ pub(crate) fn preemption_targets(
                 PreemptedReason::InCohortReclamation
             };
             targets.push((i, why));
-            if fits_fs(tree) {
+            if fits_fs(tree, &targets) {
                 found = true;
                 break;
             }
@@ -788,7 +790,7 @@ pub(crate) fn preemption_targets(
             if passed {
                 tree.remove(v.cluster_queue, v.usage);
                 targets.push((i, PreemptedReason::InCohortFairSharing));
-                if fits_fs(tree) {
+                if fits_fs(tree, &targets) {
                     found = true;
                     break 'first;
                 }
@@ -811,7 +813,7 @@ pub(crate) fn preemption_targets(
                 if passed {
                     tree.remove(victims[i].cluster_queue, victims[i].usage);
                     targets.push((i, PreemptedReason::InCohortFairSharing));
-                    if fits_fs(tree) {
+                    if fits_fs(tree, &targets) {
                         found = true;
                         break;
                     }
@@ -827,7 +829,13 @@ pub(crate) fn preemption_targets(
         for i in (0..targets.len().saturating_sub(1)).rev() {
             let v = &victims[targets[i].0];
             tree.add(v.cluster_queue, v.usage);
-            if fits(tree) {
+            let others: Vec<usize> = targets
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| *k != i)
+                .map(|(_, (j, _))| *j)
+                .collect();
+            if fits(tree, &others) {
                 targets.swap_remove(i);
             } else {
                 tree.remove(v.cluster_queue, v.usage);
@@ -848,12 +856,16 @@ pub(crate) fn preemption_targets(
 /// own lower-priority workloads by `withinClusterQueue`; by
 /// `reclaimWithinCohort`, those of every borrowing ClusterQueue of its cohort
 /// tree), in `CandidatesOrdering`, through [`preemption_targets`].
+///
+/// `tas_fits` is the topology half of Kueue's `workloadFits`: does the
+/// preemptor fit the nodes with the given workloads gone?
 pub(crate) fn targets(
     tree: &mut QuotaTree,
     holdings: &dyn Holdings,
     p: &Preemptor<'_>,
     usage: &Usage,
     need: &BTreeSet<FlavorResource>,
+    tas_fits: &crate::queueing::preemption::TasFit<'_>,
 ) -> Vec<Target> {
     let cq = p.cq.name.as_str();
     let mut candidates: Vec<Holder<'_>> = Vec::new();
@@ -892,7 +904,12 @@ pub(crate) fn targets(
         })
         .collect();
     let head_order = |a: usize, b: usize| order(cq, &candidates[a], &candidates[b]);
-    let fits_now = |t: &QuotaTree| fits(t, cq, usage, true);
+    let fits_now = |t: &QuotaTree, removed: &[usize]| {
+        fits(t, cq, usage, true) && {
+            let keys: Vec<&str> = removed.iter().map(|i| candidates[*i].key).collect();
+            tas_fits(&keys)
+        }
+    };
     preemption_targets(tree, cq, usage, need, &victims, &head_order, &fits_now)
         .into_iter()
         .map(|(i, why)| Target {

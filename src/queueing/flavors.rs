@@ -286,21 +286,34 @@ pub(crate) struct Assignment {
     pub usage: Usage,
     /// Set when the assignment is NoFit.
     pub no_fit_reason: Option<PendingReason>,
+    /// The mode topology-aware placement set, over what the pod sets say
+    /// (Kueue's `representativeMode`, as `updateMode` leaves it).
+    pub forced_mode: Option<AssignmentMode>,
 }
 
 impl Assignment {
-    /// Makes pod set `name` NoFit for `reason` (topology-aware placement
-    /// refused what the quota allows).
-    pub fn refuse(&mut self, name: &str, reason: String) {
+    /// Kueue's `updateMode(podSet, mode)` after a topology check: every
+    /// flavor of pod set `name` takes `mode`, and so does the assignment.
+    /// `reason` (the placement's failure) joins the pod set's reasons.
+    pub fn set_topology_mode(&mut self, name: &str, mode: AssignmentMode, reason: Option<String>) {
         if let Some(ps) = self.pod_sets.iter_mut().find(|p| p.name == name) {
-            ps.flavors.clear();
-            ps.reasons = vec![reason];
-            self.no_fit_reason = Some(PendingReason::WaitingForQuota);
+            for c in ps.flavors.values_mut() {
+                c.mode = mode;
+            }
+            ps.reasons.extend(reason);
+            self.forced_mode = Some(mode);
+            if mode == AssignmentMode::NoFit {
+                self.no_fit_reason
+                    .get_or_insert(PendingReason::WaitingForQuota);
+            }
         }
     }
 
     /// The worst mode of any pod set.
     pub fn mode(&self) -> AssignmentMode {
+        if let Some(m) = self.forced_mode {
+            return m;
+        }
         self.pod_sets
             .iter()
             .map(PodSetResult::mode)
@@ -385,6 +398,7 @@ pub(crate) fn assign_counts(
         borrowing: 0,
         usage: Usage::new(),
         no_fit_reason: None,
+        forced_mode: None,
     };
     // Kueue counts pods as a resource when the queue has quota for "pods".
     let counts_pods = cq.group_for("pods").is_some();

@@ -79,9 +79,21 @@ impl PodSetReducer {
     }
 }
 
-/// Checks a fitting assignment against the nodes (topology-aware
-/// scheduling): the pod set that does not fit, and why.
-pub(crate) type Placement<'a> = dyn Fn(&Assignment) -> Result<(), (String, String)> + 'a;
+/// Whose TAS usage a placement sees: what is admitted (`Current`), that
+/// less the workloads preemption would remove (`Without`), or none at all
+/// (Kueue's `WithSimulateEmpty`: the nodes' free capacity only).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum TasView<'a> {
+    Current,
+    Without(&'a [&'a str]),
+    Empty,
+}
+
+/// Places an assignment's TAS pod sets on their flavors' nodes as seen in
+/// the given view (topology-aware scheduling): the pod sets placed, or the
+/// pod set that does not fit, and why.
+pub(crate) type Placement<'a> =
+    dyn Fn(&Assignment, TasView<'_>) -> Result<Vec<String>, (String, String)> + 'a;
 
 /// Kueue's `getInitialAssignments` for one workload in `cq`: the full
 /// counts when they fit, or when preemption can make room for them (with
@@ -102,14 +114,39 @@ pub(crate) fn initial_assignment(
             preemption::simulate(s, holdings, preemptor, fr, val)
         };
         let mut a = flavors::assign_counts(wl, counts, cq, flavors, snap, &mut oracle);
-        // What fits the quota must also fit the nodes of its TAS flavors.
+        // What fits the quota must also fit the nodes of its TAS flavors;
+        // if it does not, preemption may make room there (Kueue's
+        // `assignFlavors` with TopologyAwareScheduling).
         if a.mode() == AssignmentMode::Fit {
-            if let Err((pod_set, why)) = placement(&a) {
-                a.refuse(&pod_set, why);
+            if let Err((pod_set, why)) = placement(&a, TasView::Current) {
+                a.set_topology_mode(&pod_set, AssignmentMode::Preempt, Some(why));
+            }
+        }
+        if a.mode() == AssignmentMode::Preempt {
+            // Would it fit if every TAS workload were gone? If not, no
+            // preemption helps; if so, every TAS pod set may need room
+            // (free quota can still be fragmented over the nodes).
+            match placement(&a, TasView::Empty) {
+                Err((pod_set, _)) => a.set_topology_mode(&pod_set, AssignmentMode::NoFit, None),
+                Ok(placed) => {
+                    for pod_set in placed {
+                        a.set_topology_mode(&pod_set, AssignmentMode::Preempt, None);
+                    }
+                }
             }
         }
         let targets = if a.mode() == AssignmentMode::Preempt {
-            preemption::targets(snap, holdings, preemptor, &a.usage, &a.needs_preemption())
+            // Kueue's `workloadFits`: the quota, and then the nodes without
+            // the candidates removed so far.
+            let tas_fits = |removed: &[&str]| placement(&a, TasView::Without(removed)).is_ok();
+            preemption::targets_with(
+                snap,
+                holdings,
+                preemptor,
+                &a.usage,
+                &a.needs_preemption(),
+                &tas_fits,
+            )
         } else {
             Vec::new()
         };

@@ -14,7 +14,10 @@
 //! evicted first, other queues before the preemptor's own, lower priority,
 //! most recently admitted, UID — removing each from a simulated quota until
 //! the preemptor fits; then any whose return would still leave room is put
-//! back, so the set is minimal for that order.
+//! back, so the set is minimal for that order. With topology-aware
+//! scheduling, "fits" also means the preemptor's pods fit its TAS flavors'
+//! nodes once the candidates removed so far are gone ([`targets_with`],
+//! Kueue's `workloadFits`), with fair sharing too.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BTreeSet;
@@ -189,6 +192,10 @@ pub(super) fn fits(snap: &QuotaTree, cq: &str, usage: &Usage, allow_borrowing: b
     })
 }
 
+/// Does the preemptor fit its TAS flavors' nodes once the given
+/// workloads (keys) are gone? (The topology half of Kueue's `workloadFits`.)
+pub(crate) type TasFit<'a> = dyn Fn(&[&str]) -> bool + 'a;
+
 /// The workloads to evict so that `usage` fits for `p`, or none if no
 /// allowed set makes room. `snap` is restored before returning.
 pub(crate) fn targets(
@@ -198,8 +205,21 @@ pub(crate) fn targets(
     usage: &Usage,
     need: &BTreeSet<FlavorResource>,
 ) -> Vec<Target> {
+    targets_with(snap, holdings, p, usage, need, &|_| true)
+}
+
+/// [`targets`], where the preemptor must also fit the nodes: `tas_fits`
+/// is asked after the quota fits, with the candidates removed so far.
+pub(crate) fn targets_with(
+    snap: &mut QuotaTree,
+    holdings: &dyn Holdings,
+    p: &Preemptor<'_>,
+    usage: &Usage,
+    need: &BTreeSet<FlavorResource>,
+    tas_fits: &TasFit<'_>,
+) -> Vec<Target> {
     if snap.fair().is_some() {
-        return super::fair_sharing::targets(snap, holdings, p, usage, need);
+        return super::fair_sharing::targets(snap, holdings, p, usage, need, tas_fits);
     }
     let cq = &p.cq.name;
     let mut same = Vec::new();
@@ -298,7 +318,7 @@ pub(crate) fn targets(
             }
             snap.remove(h.cluster_queue, h.usage);
             removed.push(c);
-            if fits(snap, cq, usage, allow_borrowing) {
+            if fits(snap, cq, usage, allow_borrowing) && tas_fits(&keys(&removed, None)) {
                 found = true;
                 break;
             }
@@ -309,7 +329,7 @@ pub(crate) fn targets(
             for i in (0..removed.len().saturating_sub(1)).rev() {
                 let h = &removed[i].holder;
                 snap.add(h.cluster_queue, h.usage);
-                if fits(snap, cq, usage, allow_borrowing) {
+                if fits(snap, cq, usage, allow_borrowing) && tas_fits(&keys(&removed, Some(i))) {
                     removed.swap_remove(i);
                 } else {
                     snap.remove(h.cluster_queue, h.usage);
@@ -340,6 +360,16 @@ pub(crate) fn targets(
         }
     }
     Vec::new()
+}
+
+/// The keys of the removed candidates, but the one at `except`.
+fn keys<'a>(removed: &[&Candidate<'a>], except: Option<usize>) -> Vec<&'a str> {
+    removed
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != except)
+        .map(|(_, c)| c.holder.key)
+        .collect()
 }
 
 /// The preemption oracle of flavor assignment: could preemption make room

@@ -248,6 +248,10 @@ pub struct Engine {
     topologies: BTreeMap<String, Vec<String>>,
     /// The nodes TAS places pods on, and non-TAS pods' usage on them.
     nodes: super::nodes::Nodes,
+    /// TAS usage taken within the current cycle by workloads that are not
+    /// admitted: preemptors waiting for their victims, and those that keep
+    /// room without victims (Kueue's `cq.AddUsage` of their TAS usage).
+    cycle_tas: super::topology::DomainUsage,
     cluster_queues: BTreeMap<String, ClusterQueue>,
     cohorts: BTreeMap<String, Cohort>,
     /// By namespace, then name.

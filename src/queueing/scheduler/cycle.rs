@@ -14,7 +14,7 @@ use crate::queueing::{
         ClusterQueue, ClusterQueueStatus, PreemptionPolicy, QueueingStrategy, StopPolicy,
     },
     flavors::{Assignment, AssignmentMode},
-    partial_admission,
+    partial_admission::{self, TasView},
     preemption::{Holder, Holdings, Preemptor, Target},
     queues::{PendingQueue, QueueOrder},
     quota::{QuotaTree, Usage},
@@ -93,6 +93,7 @@ impl Engine {
     /// Runs one admission cycle at time `now` (ms since the epoch).
     pub fn schedule(&mut self, now: i64) -> Cycle {
         self.join_added();
+        self.cycle_tas.clear();
         let mut cycle = Cycle::default();
         self.issue_due_evictions(&mut cycle.decisions);
 
@@ -190,6 +191,9 @@ impl Engine {
             .iter()
             .any(|d| matches!(d, Decision::Admit { .. } | Decision::Evict { .. }));
         cycle.statuses = self.changed_statuses();
+        // Reservations hold for one cycle only: what runs between cycles
+        // (explain, simulate) sees admitted workloads alone.
+        self.cycle_tas.clear();
         cycle
     }
 
@@ -207,7 +211,28 @@ impl Engine {
         order: QueueOrder,
         wl: &Workload,
     ) -> Entry {
-        let cq = &self.cluster_queues[&cq_name];
+        self.nominate_pinned(snap, cq_name, order, wl, None)
+    }
+
+    /// [`Self::nominate_workload`], on the flavors of `pin` only when given
+    /// (Kueue's `NominationMapping`: a recomputed assignment keeps the
+    /// flavors the workload was nominated with).
+    fn nominate_pinned(
+        &self,
+        snap: &mut QuotaTree,
+        cq_name: String,
+        order: QueueOrder,
+        wl: &Workload,
+        pin: Option<&BTreeMap<String, String>>,
+    ) -> Entry {
+        let pinned_cq;
+        let cq = match pin {
+            Some(flavors) => {
+                pinned_cq = pinned_to(&self.cluster_queues[&cq_name], flavors);
+                &pinned_cq
+            }
+            None => &self.cluster_queues[&cq_name],
+        };
         if !self.namespace_selected(cq, &wl.namespace) {
             return Entry {
                 cq: cq_name,
@@ -249,7 +274,15 @@ impl Engine {
         // Full counts (less what is reclaimable already), or (partial
         // admission) the largest that fit.
         let sized = wl.after_reclaim();
-        let placement = |a: &Assignment| self.place_topology(&sized, a, cq).map(|_| ());
+        let placement = |a: &Assignment, view: TasView<'_>| {
+            let placed = self.place_topology_in(&sized, a, cq, view)?;
+            Ok(a.pod_sets
+                .iter()
+                .zip(placed)
+                .filter(|(_, t)| t.is_some())
+                .map(|(ps, _)| ps.name.clone())
+                .collect())
+        };
         let (assignment, targets) = partial_admission::initial_assignment(
             &sized,
             cq,
@@ -306,6 +339,9 @@ impl Engine {
         now: i64,
         out: &mut Vec<Decision>,
     ) {
+        if !self.still_fits_the_nodes(entry, snap, preempted) {
+            self.recompute(entry, snap);
+        }
         let Some(assignment) = &entry.assignment else {
             return;
         };
@@ -333,6 +369,13 @@ impl Engine {
             // lower-priority borrowers do not take it first.
             if cq.preemption.reclaim_within_cohort != PreemptionPolicy::Any {
                 reserve(snap, &entry.cq, assignment);
+                // Its pods' room on the nodes too, as if they were empty
+                // (Kueue's `updateAssignmentForTAS` without targets).
+                let wl = &self.workloads[&*entry.order.key].wl;
+                if let Ok(placed) = self.place_topology_in(wl, assignment, cq, TasView::Empty) {
+                    let usage = super::topology::placed_usage(wl, assignment, &placed);
+                    self.reserve_tas(usage);
+                }
             }
             entry.outcome = pending(
                 PendingReason::WaitingForQuota,
@@ -386,6 +429,18 @@ impl Engine {
             }
         } else {
             Vec::new()
+        };
+        // A preemptor keeps the room its pods take once its victims are
+        // gone (Kueue adds its TAS usage to the snapshot).
+        let preemptor_tas = if mode == AssignmentMode::Preempt {
+            let wl = &self.workloads[&*entry.order.key].wl;
+            let gone = victims(preempted, &entry.targets);
+            let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
+            self.place_topology_in(wl, assignment, cq, TasView::Without(&gone))
+                .ok()
+                .map(|placed| super::topology::placed_usage(wl, assignment, &placed))
+        } else {
+            None
         };
         snap.add(&entry.cq, &assignment.usage);
         if let Some(r) = &entry.replaces {
@@ -444,6 +499,9 @@ impl Engine {
                 self.mark_evicting(&key);
                 out.push(eviction);
             }
+            if let Some(usage) = preemptor_tas {
+                self.reserve_tas(usage);
+            }
             return;
         }
         if self.admission_blocked() {
@@ -468,6 +526,71 @@ impl Engine {
         self.charge_admission(&entry.order.key, &assignment.usage);
         self.hold(&entry.order.key, admission, now, false);
         entry.outcome = Outcome::Admitted;
+    }
+
+    /// Kueue's `fits` check on the nodes: does the nominated assignment
+    /// still fit once earlier entries of this cycle took their room, with
+    /// the workloads being preempted (by them and for this one) gone?
+    /// Only asked when the quota still fits (Kueue's `FitsCheckNoTAS`).
+    fn still_fits_the_nodes(
+        &self,
+        entry: &Entry,
+        snap: &mut QuotaTree,
+        preempted: &BTreeMap<String, Target>,
+    ) -> bool {
+        let Some(a) = &entry.assignment else {
+            return true;
+        };
+        let mode = a.mode();
+        if mode == AssignmentMode::NoFit
+            || (mode == AssignmentMode::Preempt && entry.targets.is_empty())
+            || !fits_without(
+                snap,
+                &entry.cq,
+                &a.usage,
+                preempted.values().chain(&entry.targets),
+            )
+        {
+            return true;
+        }
+        let (Some(rec), Some(cq)) = (
+            self.workloads.get(&*entry.order.key),
+            self.cluster_queues.get(&entry.cq),
+        ) else {
+            return true;
+        };
+        let gone = victims(preempted, &entry.targets);
+        let gone: Vec<&str> = gone.iter().map(String::as_str).collect();
+        self.place_topology_in(&rec.wl, a, cq, TasView::Without(&gone))
+            .is_ok()
+    }
+
+    /// Computes the entry's assignment again on the flavors it was
+    /// nominated with (`TASRecomputeAssignmentWithinSchedulingCycle`, on by
+    /// default: the nodes it was nominated to were taken in this cycle).
+    fn recompute(&self, entry: &mut Entry, snap: &mut QuotaTree) {
+        let (Some(a), Some(rec)) = (&entry.assignment, self.workloads.get(&*entry.order.key))
+        else {
+            return;
+        };
+        let pin: BTreeMap<String, String> = a
+            .pod_sets
+            .iter()
+            .flat_map(|ps| ps.flavors.iter())
+            .map(|(r, c)| (r.clone(), c.flavor.clone()))
+            .collect();
+        let fresh = self.nominate_pinned(
+            snap,
+            entry.cq.clone(),
+            entry.order.clone(),
+            &rec.wl,
+            Some(&pin),
+        );
+        entry.assignment = fresh.assignment;
+        entry.targets = fresh.targets;
+        if !matches!(fresh.outcome, Outcome::Undecided) {
+            entry.outcome = fresh.outcome;
+        }
     }
 
     /// Puts a non-admitted head back; returns whether its queue moved on.
@@ -696,6 +819,15 @@ impl Entry {
     fn borrowing(&self) -> u8 {
         self.assignment.as_ref().map_or(0, |a| a.borrowing)
     }
+}
+
+/// The workloads preempted in this cycle and `targets`, by key.
+fn victims(preempted: &BTreeMap<String, Target>, targets: &[Target]) -> Vec<String> {
+    preempted
+        .keys()
+        .cloned()
+        .chain(targets.iter().map(|t| t.key.clone()))
+        .collect()
 }
 
 /// The holders preemption may choose from: all but `except` (the slice

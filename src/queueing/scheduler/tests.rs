@@ -15,6 +15,10 @@ mod checks_cases;
 mod explain_cases;
 mod slice_cases;
 mod tas_cases;
+mod tas_cohort_cases;
+mod tas_preemption_cases;
+mod tas_schedule_cases;
+mod tas_table;
 
 const NS: &str = "ns";
 

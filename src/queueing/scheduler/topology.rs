@@ -6,14 +6,16 @@
 //! cycle too (Kueue's recompute within a cycle): they hold their usage from
 //! the moment they are admitted.
 //!
-//! Not yet here: TAS-aware preemption (a workload that fits the quota only
-//! by preempting is placed once the victims are gone) and node-failure
-//! replacement.
+//! Preemption is TAS-aware (Kueue's `workloadFits`): a placement may be
+//! asked to see the nodes without some admitted workloads
+//! ([`TasView::Without`]) or without any ([`TasView::Empty`], Kueue's
+//! `WithSimulateEmpty`). Not yet here: node-failure replacement.
 
 use super::*;
 use crate::queueing::{
     flavors::Assignment,
     nodes::PodUsage,
+    partial_admission::TasView,
     topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, Snapshot, ONE_POD, PODS},
     workload::PodSet,
 };
@@ -124,6 +126,41 @@ impl Engine {
         usage
     }
 
+    /// What the admitted workloads `keys` hold on `flavor`'s leaves (what
+    /// a preemption simulation takes away).
+    fn tas_usage_of(&self, keys: &[&str], flavor: &str) -> DomainUsage {
+        let mut usage = DomainUsage::new();
+        for key in keys {
+            let Some(rec) = self.workloads.get(*key) else {
+                continue;
+            };
+            let State::Holding(h) = &rec.state else {
+                continue;
+            };
+            for psa in &h.admission.pod_set_assignments {
+                let Some(t) = &psa.topology else { continue };
+                if !psa.flavors.values().any(|f| f == flavor) {
+                    continue;
+                }
+                let per_pod = rec
+                    .wl
+                    .pod_sets
+                    .iter()
+                    .find(|p| *p.name == psa.name)
+                    .map(per_pod)
+                    .unwrap_or_default();
+                for d in &t.domains {
+                    let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
+                    for (r, q) in &per_pod {
+                        *leaf.entry(r.clone()).or_default() -= q * d.count;
+                    }
+                    *leaf.entry(PODS.to_string()).or_default() -= ONE_POD * d.count;
+                }
+            }
+        }
+        usage
+    }
+
     /// Places the TAS pod sets of `a` (which fits the quota) on their
     /// flavors' nodes: one entry per pod set of `a`, `None` for one not
     /// placed by TAS; or the pod set that does not fit, and Kueue's reason.
@@ -132,6 +169,17 @@ impl Engine {
         wl: &Workload,
         a: &Assignment,
         cq: &ClusterQueue,
+    ) -> Result<Vec<Option<topology::Assignment>>, (String, String)> {
+        self.place_topology_in(wl, a, cq, TasView::Current)
+    }
+
+    /// [`Self::place_topology`] with the TAS usage `view` shows.
+    pub(super) fn place_topology_in(
+        &self,
+        wl: &Workload,
+        a: &Assignment,
+        cq: &ClusterQueue,
+        view: TasView<'_>,
     ) -> Result<Vec<Option<topology::Assignment>>, (String, String)> {
         let (mut any_tas, mut tas_only) = (false, true);
         for f in cq.resource_groups.iter().flat_map(|g| &g.flavors) {
@@ -178,6 +226,32 @@ impl Engine {
                 .1
                 .push((i, request));
         }
+        if by_flavor.is_empty() {
+            return Ok(vec![None; a.pod_sets.len()]);
+        }
+        // TAS flavors may share nodes: what any of them holds on a node
+        // counts on that node for all (leaves are the same hostnames).
+        let mut held = DomainUsage::new();
+        if !matches!(view, TasView::Empty) {
+            for (leaf, usage) in &self.cycle_tas {
+                add_to(held.entry(leaf.clone()).or_default(), usage);
+            }
+            let tas_flavors = self.flavors.values().filter(|f| f.is_tas());
+            for f in tas_flavors {
+                for (leaf, usage) in self.tas_usage(&f.name) {
+                    add_to(held.entry(leaf).or_default(), &usage);
+                }
+                if let TasView::Without(keys) = view {
+                    // Negative: the simulated removal of preemption candidates.
+                    for (leaf, usage) in self.tas_usage_of(keys, &f.name) {
+                        add_to(held.entry(leaf).or_default(), &usage);
+                    }
+                }
+            }
+        }
+        // What this workload's pod sets placed on earlier flavors take
+        // (Kueue's assumed usage): they must not overlap on shared nodes.
+        let mut assumed = DomainUsage::new();
         let mut out = vec![None; a.pod_sets.len()];
         for (name, (flavor, requests)) in by_flavor {
             let Some(levels) = &flavor.topology_levels else {
@@ -202,15 +276,24 @@ impl Engine {
             for (node, usage) in self.nodes.non_tas_usages() {
                 snapshot.add_non_tas_usage(node, usage);
             }
-            for (leaf, usage) in self.tas_usage(name) {
-                snapshot.add_tas_usage(&leaf, &usage);
+            for (leaf, usage) in &held {
+                snapshot.add_tas_usage(leaf, usage);
             }
             let pod_sets: Vec<PodSetRequest> = requests.iter().map(|(_, r)| r.clone()).collect();
-            let placed = place(&snapshot, &pod_sets, &DomainUsage::new());
+            let placed = place(&snapshot, &pod_sets, &assumed);
             for (i, request) in &requests {
                 match placed.iter().find(|p| p.pod_set == request.name) {
                     Some(p) => match &p.outcome {
-                        Ok(assignment) => out[*i] = Some(assignment.clone()),
+                        Ok(assignment) => {
+                            for d in &assignment.domains {
+                                let leaf = assumed.entry(d.values.join(",")).or_default();
+                                for (r, q) in &request.per_pod {
+                                    *leaf.entry(r.clone()).or_default() += q * d.count;
+                                }
+                                *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
+                            }
+                            out[*i] = Some(assignment.clone());
+                        }
                         Err(why) => return Err((request.name.clone(), why.clone())),
                     },
                     // `place` stops at the first group that does not fit.
@@ -246,5 +329,47 @@ fn leaf_id(levels: &[String], values: &[String]) -> String {
         values.last().cloned().unwrap_or_default()
     } else {
         values.join(",")
+    }
+}
+
+fn add_to(to: &mut topology::Resources, usage: &topology::Resources) {
+    for (r, q) in usage {
+        *to.entry(r.clone()).or_default() += q;
+    }
+}
+
+/// What `placed` (one entry per pod set of `wl`'s assignment `a`) takes on
+/// its leaves.
+pub(super) fn placed_usage(
+    wl: &Workload,
+    a: &Assignment,
+    placed: &[Option<topology::Assignment>],
+) -> DomainUsage {
+    let mut usage = DomainUsage::new();
+    for (ps, t) in a.pod_sets.iter().zip(placed) {
+        let Some(t) = t else { continue };
+        let per_pod = wl
+            .pod_sets
+            .iter()
+            .find(|p| *p.name == ps.name)
+            .map(per_pod)
+            .unwrap_or_default();
+        for d in &t.domains {
+            let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
+            for (r, q) in &per_pod {
+                *leaf.entry(r.clone()).or_default() += q * d.count;
+            }
+            *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
+        }
+    }
+    usage
+}
+
+impl Engine {
+    /// Keeps `usage` on the nodes for the rest of the cycle.
+    pub(super) fn reserve_tas(&mut self, usage: DomainUsage) {
+        for (leaf, u) in usage {
+            add_to(self.cycle_tas.entry(leaf).or_default(), &u);
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! topology assignment an admission carries. Cases cite Kueue v0.19.2
 //! `pkg/scheduler/scheduler_tas_test.go` `TestScheduleForTAS` (with its
 //! fixtures: node x1 labelled `tas-node: "true"`, 1 cpu, 10 pods) and
-//! `pkg/cache/scheduler/clusterqueue_test.go`.
+//! `pkg/cache/scheduler/clusterqueue_test.go`. The rest of the file's
+//! tables, in table form: `tas_schedule_cases`, `tas_preemption_cases`,
+//! `tas_cohort_cases` (vocabulary in `tas_table`).
 
 use super::*;
 use crate::queueing::workload::{PodSetAssignment, TopologyRequest};
