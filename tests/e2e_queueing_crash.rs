@@ -443,6 +443,127 @@ fn a_leader_whose_runtime_is_starved_keeps_its_lease_and_goes_on() {
     });
 }
 
+/// Topology-aware scheduling across a kill -9 (issue 38): a Job that
+/// fills one rack (4 pods of 2 cpu, `podset-required-topology: rack`, on
+/// four racks of two 4-cpu KWOK nodes) is admitted and its pods bound; then
+/// batchgate is killed and restarted. The next incarnation rebuilds the
+/// racks' usage from the admitted Workload's `topologyAssignment`: it leaves
+/// that Workload's assignment as it was, places three more such Jobs on the
+/// three other racks, keeps a fifth pending, and kube-scheduler binds every
+/// released pod (no node holds more than its 4 cpu).
+#[test]
+fn a_restart_keeps_every_topology_assignment_and_overcommits_no_node() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (c, ns, _dir, certs, cfg) = prepare("e2e-crash-tas");
+    let racks = tas_nodes(c, "kwok-crash-tas", "crash");
+    apply(c, &tas_topology("crash-tas-topology"));
+    apply(
+        c,
+        &tas_flavor("crash-tas-flavor", "crash", "crash-tas-topology"),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "crash-tas-cq",
+            &[("crash-tas-flavor", "64", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "tas", "crash-tas-cq"));
+    let logs = Logs::default();
+    let mut server = start(c, &certs, &cfg, &logs);
+    wait_webhook_active(c, &ns);
+    let rack_job = |name: &str| {
+        let mut j: Value =
+            serde_json::from_str(&job(name, &ns, "tas", "2", "600s", json!({}))).unwrap();
+        j["spec"]["parallelism"] = json!(4);
+        j["spec"]["completions"] = json!(4);
+        j["spec"]["template"]["metadata"]["annotations"]
+            ["kueue.x-k8s.io/podset-required-topology"] = json!(TAS_RACK);
+        create(c, &j.to_string());
+    };
+    let admitted = |name: &str| {
+        wait_for(
+            Duration::from_secs(120),
+            &format!("{name} admitted"),
+            || workload_of(c, &ns, name).filter(|w| is_true(w, "Admitted")),
+        )
+    };
+    let assignment = |w: &Value| {
+        let ta = &w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+        let levels = ta["levels"].as_array().map_or(0, Vec::len);
+        batchgate::api::kueue::conversion::topology::expand(&ta["slices"], levels)
+            .unwrap_or_else(|e| panic!("{e:?}: {ta}"))
+    };
+    rack_job("first");
+    let before = admitted("first")["status"]["admission"].clone();
+    bound_pods(c, &ns, "batch.kubernetes.io/job-name=first", 4);
+
+    server.signal(9);
+    server
+        .wait_exit(Duration::from_secs(30))
+        .expect("batchgate to die on SIGKILL");
+    server = start(c, &certs, &cfg, &logs);
+    wait_webhook_active(c, &ns);
+
+    let later = ["second", "third", "fourth", "fifth"];
+    for name in later {
+        rack_job(name);
+    }
+    // Three of the four find a rack, in whichever order their Workloads
+    // came; the last one waits, though it would fit the quota.
+    let (placed, waiting) = wait_for(
+        Duration::from_secs(120),
+        "three of the later Jobs admitted",
+        || {
+            let ws: Vec<(&str, Value)> = later
+                .iter()
+                .map(|n| Some((*n, workload_of(c, &ns, n)?)))
+                .collect::<Option<_>>()?;
+            let (yes, no): (Vec<_>, Vec<_>) =
+                ws.into_iter().partition(|(_, w)| is_true(w, "Admitted"));
+            (yes.len() == 3).then(|| (yes, no[0].0))
+        },
+    );
+    let mut per_node = BTreeMap::<String, i64>::new();
+    let mut used_racks = HashSet::new();
+    let first = admitted("first");
+    assert_eq!(
+        first["status"]["admission"], before,
+        "the restart changed the first Workload's admission"
+    );
+    for (name, w) in std::iter::once(("first", first)).chain(placed.iter().cloned()) {
+        let domains = assignment(&w);
+        let job_racks: HashSet<&String> = domains.iter().map(|d| &racks[&d.values[0]]).collect();
+        assert_eq!(job_racks.len(), 1, "{name} is on one rack: {domains:?}");
+        used_racks.extend(job_racks.into_iter().cloned());
+        for d in &domains {
+            *per_node.entry(d.values[0].clone()).or_default() += d.count;
+        }
+    }
+    assert_eq!(used_racks.len(), 4, "four Jobs, four racks: {per_node:?}");
+    assert!(
+        per_node.values().all(|n| *n <= 2),
+        "no node is given more than two 2-cpu pods: {per_node:?}"
+    );
+    thread::sleep(Duration::from_secs(5));
+    let last = workload_of(c, &ns, waiting).expect("the waiting Job's Workload");
+    assert!(
+        !is_true(&last, "QuotaReserved"),
+        "a fifth rack-filling Job was admitted on four racks: {last}"
+    );
+    for (name, _) in &placed {
+        bound_pods(c, &ns, &format!("batch.kubernetes.io/job-name={name}"), 4);
+    }
+    // The pods hold their nodes for minutes: let them go.
+    kubectl(
+        c,
+        &["delete", "jobs", "--all", "-n", &ns, "--wait=false"],
+        None,
+    );
+    drop(server);
+}
+
 #[derive(Default)]
 struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
 

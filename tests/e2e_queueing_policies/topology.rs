@@ -17,73 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 
-const POOL: &str = "e2e-tas-pool";
-const BLOCK: &str = "e2e.batchgate.dev/block";
-const RACK: &str = "e2e.batchgate.dev/rack";
-
-fn tas_node(name: &str, pool: &str, block: &str, rack: &str) -> String {
-    let capacity = json!({"cpu": "4", "memory": "8Gi", "pods": "20"});
-    json!({"apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name,
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                       "kubernetes.io/arch": "amd64", "type": "kwok",
-                       POOL: pool, BLOCK: block, RACK: rack},
-            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
-        "status": {"capacity": capacity, "allocatable": capacity}})
-    .to_string()
-}
-
-fn topology(name: &str) -> String {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
-        "metadata": {"name": name},
-        "spec": {"levels": [{"nodeLabel": BLOCK}, {"nodeLabel": RACK},
-                            {"nodeLabel": "kubernetes.io/hostname"}]}})
-    .to_string()
-}
-
-fn tas_flavor(name: &str, pool: &str, topology: &str) -> String {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {POOL: pool}, "topologyName": topology}})
-    .to_string()
-}
-
-/// Eight Ready KWOK nodes `{prefix}-{block}{rack}{n}` in pool `pool`: two
-/// blocks of two racks of two nodes; node name → rack.
-fn tas_nodes(c: &LocalCluster, prefix: &str, pool: &str) -> BTreeMap<String, String> {
-    let mut racks = BTreeMap::new();
-    for (b, block) in ["b1", "b2"].iter().enumerate() {
-        for r in 0..2 {
-            let rack = format!("{block}-r{r}");
-            for n in 0..2 {
-                let name = format!("{prefix}-{b}{r}{n}");
-                apply(c, &tas_node(&name, pool, block, &rack));
-                racks.insert(name, rack.clone());
-            }
-        }
-    }
-    for n in racks.keys() {
-        wait_for(LONG, "the TAS node Ready", || {
-            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
-        });
-    }
-    racks
-}
-
-/// The pods matching `selector` once `n` are bound to nodes.
-fn bound_pods(c: &LocalCluster, ns: &str, selector: &str, n: usize) -> Vec<Value> {
-    wait_for(
-        LONG,
-        &format!("{n} pods ({selector}) bound to nodes"),
-        || {
-            let list = get(c, &["pods", "-n", ns, "-l", selector])?;
-            let items = list["items"].as_array()?.clone();
-            (items.len() == n && items.iter().all(|p| p["spec"]["nodeName"].is_string()))
-                .then_some(items)
-        },
-    )
-}
-
 fn has_topology_gate(obj: &Value, at: &str) -> bool {
     obj.pointer(at)
         .and_then(Value::as_array)
@@ -113,7 +46,7 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
         active(c, "e2e-tas-cq").filter(|a| a.1 == "TopologyNotFound")
     });
     assert_eq!(inactive.0, "False");
-    apply(c, &topology("e2e-tas-topology"));
+    apply(c, &tas_topology("e2e-tas-topology"));
     wait_for(
         SHORT,
         "the ClusterQueue active once its Topology exists",
@@ -135,7 +68,7 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
     j["spec"]["parallelism"] = json!(3);
     j["spec"]["completions"] = json!(3);
     j["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] =
-        json!(RACK);
+        json!(TAS_RACK);
     create(c, &j.to_string());
     let wl = wait_for(LONG, "the Workload admitted", || {
         workload_of(c, &ns, "train").filter(|w| is_true(w, "Admitted"))
@@ -143,7 +76,7 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
     let psa = &wl["status"]["admission"]["podSetAssignments"][0];
     assert_eq!(
         wl["spec"]["podSets"][0]["topologyRequest"],
-        json!({"required": RACK, "podIndexLabel": "batch.kubernetes.io/job-completion-index"}),
+        json!({"required": TAS_RACK, "podIndexLabel": "batch.kubernetes.io/job-completion-index"}),
         "the Workload's topology request, from the pod template and the Job's rank label, as Kueue writes it: {wl}"
     );
     let ta = &psa["topologyAssignment"];
@@ -227,7 +160,7 @@ fn a_jobset_requiring_one_rack_runs_its_pods_on_one_racks_nodes_by_rank() {
     install_kind_crds(c);
     let ns = namespace(c, "e2e-tas-jobset");
     let racks = tas_nodes(c, "kwok-tasjs", "jobset");
-    apply(c, &topology("e2e-tasjs-topology"));
+    apply(c, &tas_topology("e2e-tasjs-topology"));
     apply(
         c,
         &tas_flavor("e2e-tasjs-flavor", "jobset", "e2e-tasjs-topology"),
@@ -247,7 +180,7 @@ fn a_jobset_requiring_one_rack_runs_its_pods_on_one_racks_nodes_by_rank() {
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
             "parallelism": 2, "completions": 2, "completionMode": "Indexed",
             "template": {
-                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": RACK}},
+                "metadata": {"annotations": {"kueue.x-k8s.io/podset-required-topology": TAS_RACK}},
                 "spec": {"restartPolicy": "Never", "containers": [{
                     "name": "c", "image": "busybox",
                     "resources": {"requests": {"cpu": "2"}}}]}}}}}]}});
@@ -262,7 +195,7 @@ fn a_jobset_requiring_one_rack_runs_its_pods_on_one_racks_nodes_by_rank() {
     let wl = workload_of(c, &ns, "trainer").expect("the JobSet's Workload");
     assert_eq!(
         wl["spec"]["podSets"][0]["topologyRequest"],
-        json!({"required": RACK,
+        json!({"required": TAS_RACK,
                "podIndexLabel": "batch.kubernetes.io/job-completion-index",
                "subGroupIndexLabel": "jobset.sigs.k8s.io/job-index",
                "subGroupCount": 2}),

@@ -59,6 +59,88 @@ pub fn install_crds(c: &LocalCluster) {
     .unwrap();
 }
 
+// ---- Topology-aware scheduling ----
+
+/// The node label of a TAS test's pool, and the taint that keeps every
+/// other test's pods off its nodes (its flavor tolerates it).
+pub const TAS_POOL: &str = "e2e.batchgate.dev/tas-pool";
+pub const TAS_BLOCK: &str = "e2e.batchgate.dev/block";
+pub const TAS_RACK: &str = "e2e.batchgate.dev/rack";
+
+/// A KWOK node of 4 cpu in `pool`, labelled with its block and rack,
+/// tainted for the pool.
+pub fn tas_node(name: &str, pool: &str, block: &str, rack: &str) -> String {
+    let capacity = json!({"cpu": "4", "memory": "8Gi", "pods": "20"});
+    json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": "amd64", "type": "kwok",
+                       TAS_POOL: pool, TAS_BLOCK: block, TAS_RACK: rack},
+            "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"taints": [{"key": TAS_POOL, "value": pool, "effect": "NoSchedule"}]},
+        "status": {"capacity": capacity, "allocatable": capacity}})
+    .to_string()
+}
+
+/// A Topology of block / rack / hostname.
+pub fn tas_topology(name: &str) -> String {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": [{"nodeLabel": TAS_BLOCK}, {"nodeLabel": TAS_RACK},
+                            {"nodeLabel": "kubernetes.io/hostname"}]}})
+    .to_string()
+}
+
+/// A TAS flavor over `pool`'s nodes, tolerating their taint.
+pub fn tas_flavor(name: &str, pool: &str, topology: &str) -> String {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {TAS_POOL: pool}, "topologyName": topology,
+                 "tolerations": [{"key": TAS_POOL, "operator": "Equal", "value": pool,
+                                  "effect": "NoSchedule"}]}})
+    .to_string()
+}
+
+/// Eight Ready KWOK nodes `{prefix}-{block}{rack}{n}` in pool `pool`: two
+/// blocks of two racks of two nodes; node name → rack.
+pub fn tas_nodes(
+    c: &LocalCluster,
+    prefix: &str,
+    pool: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut racks = std::collections::BTreeMap::new();
+    for (b, block) in ["b1", "b2"].iter().enumerate() {
+        for r in 0..2 {
+            let rack = format!("{block}-r{r}");
+            for n in 0..2 {
+                let name = format!("{prefix}-{b}{r}{n}");
+                apply(c, &tas_node(&name, pool, block, &rack));
+                racks.insert(name, rack.clone());
+            }
+        }
+    }
+    for n in racks.keys() {
+        wait_for(Duration::from_secs(120), "the TAS node Ready", || {
+            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
+        });
+    }
+    racks
+}
+
+/// The pods matching `selector` once `n` are bound to nodes.
+pub fn bound_pods(c: &LocalCluster, ns: &str, selector: &str, n: usize) -> Vec<Value> {
+    wait_for(
+        Duration::from_secs(120),
+        &format!("{n} pods ({selector}) bound to nodes"),
+        || {
+            let list = get(c, &["pods", "-n", ns, "-l", selector])?;
+            let items = list["items"].as_array()?.clone();
+            (items.len() == n && items.iter().all(|p| p["spec"]["nodeName"].is_string()))
+                .then_some(items)
+        },
+    )
+}
+
 /// The job kinds' test CRDs (tests/fixtures), once per binary; no
 /// operator for them runs.
 pub fn install_kind_crds(c: &LocalCluster) {
