@@ -11,7 +11,11 @@
 //! The Job starts with the topology gate on its template; the ungater
 //! releases each pod onto a node of the assignment (its `nodeSelector`
 //! names the node), and kube-scheduler binds it there: the pods' nodeNames
-//! match the assignment, node by node.
+//! match the assignment, node by node. Each test has its own pool of eight
+//! nodes, tainted so that no other test's pods land there. Also here: a
+//! JobSet's pods released by rank, preferred placement spreading only when
+//! it must, and implied TAS on a TAS-only ClusterQueue. The restart case is
+//! in `tests/e2e_queueing_crash.rs` (it kills batchgate).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -242,5 +246,112 @@ fn a_jobset_requiring_one_rack_runs_its_pods_on_one_racks_nodes_by_rank() {
     assert!(
         by_job.values().all(|n| n.len() == 1),
         "each job's pods are ranks next to each other, so share a node: {by_job:?}"
+    );
+}
+
+/// Preferred and implied placement on one TAS-only ClusterQueue (four
+/// racks of two 4-cpu nodes). A Job preferring one rack with 3 pods of
+/// 2 cpu fits one rack and stays in it; one preferring a rack with 6 pods
+/// of 2 cpu (12 cpu, more than any rack's 8) spreads, over two racks, the
+/// fewest it can. A Job without any topology annotation is placed by
+/// implied TAS (the queue has only TAS flavors): its Workload has a
+/// `topologyAssignment`, its pod carries Kueue's
+/// `podset-unconstrained-topology` annotation and runs on the assigned node.
+#[test]
+fn preferred_spreads_only_when_it_must_and_a_tas_only_queue_implies_tas() {
+    let c = env_with(CONFIG).cluster;
+    let ns = namespace(c, "e2e-tas-preferred");
+    let racks = tas_nodes(c, "kwok-taspref", "preferred");
+    apply(c, &tas_topology("e2e-taspref-topology"));
+    apply(
+        c,
+        &tas_flavor("e2e-taspref-flavor", "preferred", "e2e-taspref-topology"),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "e2e-taspref-cq",
+            &[("e2e-taspref-flavor", "32", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "e2e-taspref-cq"));
+    let placed = |name: &str, pods: usize| -> BTreeMap<String, usize> {
+        let wl = wait_for(LONG, &format!("{name} admitted"), || {
+            workload_of(c, &ns, name).filter(|w| is_true(w, "Admitted"))
+        });
+        let ta = &wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+        assert!(ta.is_object(), "{name} placed by TAS: {wl}");
+        let mut per_node = BTreeMap::new();
+        for p in bound_pods(
+            c,
+            &ns,
+            &format!("batch.kubernetes.io/job-name={name}"),
+            pods,
+        ) {
+            *per_node.entry(s(&p["spec"]["nodeName"])).or_default() += 1;
+        }
+        per_node
+    };
+    let preferring = |name: &str, pods: i64| {
+        let mut j: Value =
+            serde_json::from_str(&job(name, &ns, "lq", "2", "600s", json!({}))).unwrap();
+        j["spec"]["parallelism"] = json!(pods);
+        j["spec"]["completions"] = json!(pods);
+        j["spec"]["template"]["metadata"]["annotations"]
+            ["kueue.x-k8s.io/podset-preferred-topology"] = json!(TAS_RACK);
+        create(c, &j.to_string());
+    };
+    let racks_of = |per_node: &BTreeMap<String, usize>| -> BTreeSet<String> {
+        per_node.keys().map(|n| racks[n].clone()).collect()
+    };
+
+    preferring("small", 3);
+    let small = placed("small", 3);
+    assert_eq!(
+        racks_of(&small).len(),
+        1,
+        "3 × 2 cpu fit one rack: {small:?}"
+    );
+    preferring("big", 6);
+    let big = placed("big", 6);
+    assert_eq!(
+        racks_of(&big).len(),
+        2,
+        "12 cpu need two racks, no more: {big:?}"
+    );
+
+    create(c, &job("implied", &ns, "lq", "1", "600s", json!({})));
+    let wl = wait_for(LONG, "the implied Job admitted", || {
+        workload_of(c, &ns, "implied").filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(
+        wl["spec"]["podSets"][0]["topologyRequest"],
+        json!({"podIndexLabel": "batch.kubernetes.io/job-completion-index"}),
+        "no topology asked for: {wl}"
+    );
+    let ta = &wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+    let domains = batchgate::api::kueue::conversion::topology::expand(
+        &ta["slices"],
+        ta["levels"].as_array().map_or(0, Vec::len),
+    )
+    .unwrap_or_else(|e| panic!("implied TAS wrote an assignment: {e:?}: {wl}"));
+    let pod = &bound_pods(c, &ns, "batch.kubernetes.io/job-name=implied", 1)[0];
+    assert_eq!(
+        pod["metadata"]["annotations"]["kueue.x-k8s.io/podset-unconstrained-topology"], "true",
+        "{pod}"
+    );
+    assert_eq!(
+        domains
+            .iter()
+            .map(|d| d.values.last().cloned().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        vec![s(&pod["spec"]["nodeName"])],
+        "the pod runs on its assigned node: {ta}"
+    );
+    kubectl(
+        c,
+        &["delete", "jobs", "--all", "-n", &ns, "--wait=false"],
+        None,
     );
 }
