@@ -384,14 +384,7 @@ pub fn release_patch(pod: &Value, release: &Release) -> Vec<PatchOp> {
     else {
         return Vec::new();
     };
-    let mut ops = Vec::new();
-    if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
-        ops.push(PatchOp {
-            op: "test",
-            path: "/metadata/resourceVersion".into(),
-            value: rv.clone(),
-        });
-    }
+    let mut ops = super::workload::version_test(pod);
     ops.push(PatchOp {
         op: "test",
         path: format!("/spec/schedulingGates/{at}/name"),

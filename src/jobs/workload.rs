@@ -1057,7 +1057,9 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-fn version_test(job: &Value) -> Vec<PatchOp> {
+/// A `test` of the object's `resourceVersion` (none when it has none), to
+/// open a patch that must not land on a changed object.
+pub(crate) fn version_test(job: &Value) -> Vec<PatchOp> {
     match job.pointer("/metadata/resourceVersion") {
         Some(rv @ Value::String(_)) => vec![PatchOp {
             op: "test",

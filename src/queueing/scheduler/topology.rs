@@ -94,8 +94,25 @@ impl Engine {
 
     /// What admitted Workloads hold on `flavor`'s leaves.
     fn tas_usage(&self, flavor: &str) -> DomainUsage {
+        let holders = self.holders.values().flatten().map(|k| &**k);
+        self.usage_of(holders, flavor, 1)
+    }
+
+    /// What the admitted workloads `keys` hold on `flavor`'s leaves (what
+    /// a preemption simulation takes away), negated.
+    fn tas_usage_of(&self, keys: &[&str], flavor: &str) -> DomainUsage {
+        self.usage_of(keys.iter().copied(), flavor, -1)
+    }
+
+    /// `sign` × what the admitted workloads `keys` hold on `flavor`'s leaves.
+    fn usage_of<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k str>,
+        flavor: &str,
+        sign: i64,
+    ) -> DomainUsage {
         let mut usage = DomainUsage::new();
-        for key in self.holders.values().flatten() {
+        for key in keys {
             let Some(rec) = self.workloads.get(key) else {
                 continue;
             };
@@ -117,44 +134,9 @@ impl Engine {
                 for d in &t.domains {
                     let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
                     for (r, q) in &per_pod {
-                        *leaf.entry(r.clone()).or_default() += q * d.count;
+                        *leaf.entry(r.clone()).or_default() += sign * q * d.count;
                     }
-                    *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
-                }
-            }
-        }
-        usage
-    }
-
-    /// What the admitted workloads `keys` hold on `flavor`'s leaves (what
-    /// a preemption simulation takes away).
-    fn tas_usage_of(&self, keys: &[&str], flavor: &str) -> DomainUsage {
-        let mut usage = DomainUsage::new();
-        for key in keys {
-            let Some(rec) = self.workloads.get(*key) else {
-                continue;
-            };
-            let State::Holding(h) = &rec.state else {
-                continue;
-            };
-            for psa in &h.admission.pod_set_assignments {
-                let Some(t) = &psa.topology else { continue };
-                if !psa.flavors.values().any(|f| f == flavor) {
-                    continue;
-                }
-                let per_pod = rec
-                    .wl
-                    .pod_sets
-                    .iter()
-                    .find(|p| *p.name == psa.name)
-                    .map(per_pod)
-                    .unwrap_or_default();
-                for d in &t.domains {
-                    let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
-                    for (r, q) in &per_pod {
-                        *leaf.entry(r.clone()).or_default() -= q * d.count;
-                    }
-                    *leaf.entry(PODS.to_string()).or_default() -= ONE_POD * d.count;
+                    *leaf.entry(PODS.to_string()).or_default() += sign * ONE_POD * d.count;
                 }
             }
         }
