@@ -66,7 +66,7 @@ use crate::{
             controller_ref, CreateResult, Observed, ObservedComponent, ObservedPod, OwnerLink,
             OwnerRef,
         },
-        podsets::{raw_template_at, PodSetInfo},
+        podsets::{self, raw_template_at, PodSetInfo},
         status::Status,
         Action, Propagation, APPWRAPPER_CONTROLLER_NAME, APPWRAPPER_FINALIZER, APPWRAPPER_KIND,
         APPWRAPPER_LABEL,
@@ -749,11 +749,30 @@ pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
     for (c, cs) in aw.spec.components.iter().zip(&aw.status.component_status) {
         for ps in &cs.pod_sets {
             if let Ok(t) = raw_template_at(&c.template, &ps.path) {
-                out.push(json!({
+                let template = Value::Object(t.clone());
+                let mut set = json!({
                     "name": format!("{}-{k}", aw.name).to_lowercase(),
                     "count": ps.replicas(),
-                    "template": Value::Object(t.clone()),
-                }));
+                });
+                // Kueue's AppWrapper `PodSets`: the rank labels the
+                // AppWrapper's pod set annotations name (a malformed count
+                // is left out, as Kueue logs and ignores it).
+                let ranks = crate::jobs::policy::Ranks {
+                    pod_index_label: ps.annotations.get(podsets::TAS_POD_INDEX_LABEL).cloned(),
+                    sub_group_index_label: ps
+                        .annotations
+                        .get(podsets::TAS_SUB_GROUP_INDEX_LABEL)
+                        .cloned(),
+                    sub_group_count: ps
+                        .annotations
+                        .get(podsets::TAS_SUB_GROUP_COUNT)
+                        .and_then(|v| crate::vocabulary::go::go_atoi(v).ok()),
+                };
+                if let Some(tr) = workload::topology_request(&template, &ranks) {
+                    set["topologyRequest"] = tr;
+                }
+                set["template"] = template;
+                out.push(set);
             }
             k += 1;
         }
