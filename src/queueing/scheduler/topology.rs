@@ -14,7 +14,7 @@ use super::*;
 use crate::queueing::{
     flavors::Assignment,
     nodes::PodUsage,
-    topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, Snapshot, ONE_POD, PODS},
+    topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, ONE_POD, PODS},
     workload::PodSet,
 };
 use crate::vocabulary::keys::HOSTNAME_LABEL;
@@ -193,20 +193,13 @@ impl Engine {
                 node_labels: flavor.node_labels.clone(),
                 tolerations: flavor.tolerations.clone(),
             };
-            let nodes: Vec<topology::Node> = self
-                .nodes
-                .find(&flavor.node_labels, levels)
-                .cloned()
-                .collect();
-            let mut snapshot = Snapshot::new(&view, &nodes);
-            for (node, usage) in self.nodes.non_tas_usages() {
-                snapshot.add_non_tas_usage(node, usage);
-            }
-            for (leaf, usage) in self.tas_usage(name) {
-                snapshot.add_tas_usage(&leaf, &usage);
-            }
+            // The flavor's nodes less non-TAS usage, reused across
+            // placements; what admitted workloads hold goes in as usage
+            // already taken (a leaf's room is its free capacity less both,
+            // the same sum as when it was recorded on the tree's leaves).
+            let snapshot = self.nodes.snapshot(name, &view);
             let pod_sets: Vec<PodSetRequest> = requests.iter().map(|(_, r)| r.clone()).collect();
-            let placed = place(&snapshot, &pod_sets, &DomainUsage::new());
+            let placed = place(&snapshot, &pod_sets, &self.tas_usage(name));
             for (i, request) in &requests {
                 match placed.iter().find(|p| p.pod_set == request.name) {
                     Some(p) => match &p.outcome {
