@@ -3,6 +3,7 @@
 //!
 //!     cargo bench --bench kueue_side_by_side                    # 1/5 scale, K B K B B K K B
 //!     KUEUE_BENCH_SCALE=1 KUEUE_BENCH_ORDER=KB cargo bench --bench kueue_side_by_side
+//!     KUEUE_BENCH_CONFIG=tas KUEUE_BENCH_PAIRS=3 cargo bench --bench kueue_side_by_side
 //!
 //! Upstream's parts, built from Kueue's Go module by
 //! `tests/cluster/kueue/build.sh` (v0.17.1, the newest the module proxy
@@ -26,6 +27,29 @@
 //! `run-performance-scheduler-in-cluster`). The generator's Workload counts
 //! are scaled by `KUEUE_BENCH_SCALE` for both systems alike.
 //!
+//! With `KUEUE_BENCH_CONFIG=tas`, upstream's `configs/tas/` instead: the
+//! runner's topology generator creates 640 Nodes (1 block × 10 racks × 64,
+//! 96 cpu each, labelled `tas-node-group=tas` and with their block, rack and
+//! hostname; created, then their status set Ready, by the runner itself, no
+//! kubelet behind them), a Topology of those three levels and a
+//! ResourceFlavor `tas-flavor` on it; every Workload has one pod set of 2, 4
+//! or 8 pods asking for one rack (required, preferred, or required with a
+//! slice size). The node counts are not scaled. minimalkueue is started
+//! with `--enableTAS`, as upstream's runner starts it for this config;
+//! batchgate needs nothing (TAS is on by default, as in Kueue v0.19.2).
+//! Upstream runs this against envtest, which has no kube-controller-manager;
+//! the local cluster has one, and its node lifecycle controller would mark
+//! the heartbeat-less Nodes NotReady (and taint them unreachable) once its
+//! grace period is over, mid-run, and its TTL controller would patch every
+//! Node. Both are left off for TAS runs of either system
+//! (`ClusterOptions::disabled_controllers`), so both see the same 640 Ready,
+//! untainted Nodes from start to end. The run fails unless, read with the
+//! runner held still after its summary (before its cleanup), all 640 Nodes
+//! are still Ready, schedulable and untainted, and every Workload carries a
+//! `topologyAssignment` in its admission (TAS really ran) — checked for both
+//! systems. The checker gets `configs/tas/rangespec.yaml`, whose bounds are
+//! for the full scale.
+//!
 //! Measured per run: runner wall (start → `summary.yaml` written), CPU
 //! seconds of kube-apiserver and of the manager over that span, the
 //! manager's max RSS (VmRSS every 100 ms and VmHWM), the apiserver's own
@@ -41,6 +65,7 @@
 //! hold against its runtime, and the load average before and after.
 //!
 //! Knobs (environment; defaults in brackets):
+//!   KUEUE_BENCH_CONFIG [baseline]  upstream's `configs/baseline` or `configs/tas`
 //!   KUEUE_BENCH_SCALE [0.2]        multiplies every workloadsSet's count (0.2 = 3,000 Workloads)
 //!   KUEUE_BENCH_ORDER [KBKBBKKB]   the runs, K = minimalkueue, B = batchgate, A = batchgate A
 //!   KUEUE_BENCH_PAIRS              instead of ORDER: this many pairs in the K B B K pattern
@@ -81,6 +106,11 @@ use serde_yaml::Value;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const KUEUE_VERSION: &str = "v0.17.1";
+/// kube-controller-manager controllers left off for the TAS config (see the
+/// module doc): the node lifecycle controller would mark the runner's
+/// kubelet-less Nodes NotReady and taint them after its grace period, and
+/// the TTL controller would patch every Node it sees.
+const NO_NODE_CONTROLLERS: [&str; 2] = ["node-lifecycle-controller", "ttl-controller"];
 /// What upstream's runner gives its envtest kube-apiserver; both systems get it.
 const APISERVER_ARGS: [&str; 2] = [
     "--max-requests-inflight=800",
@@ -113,8 +143,28 @@ impl System {
     }
 }
 
+/// Which of upstream's `configs/` the runner is given.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum BenchConfig {
+    /// `configs/baseline`: quota only, no nodes.
+    Baseline,
+    /// `configs/tas`: 640 Nodes, a Topology and a TAS ResourceFlavor; every
+    /// Workload asks for a rack (required, preferred or sliced).
+    Tas,
+}
+
+impl BenchConfig {
+    fn dir(self) -> &'static str {
+        match self {
+            BenchConfig::Baseline => "baseline",
+            BenchConfig::Tas => "tas",
+        }
+    }
+}
+
 struct Knobs {
     smoke: bool,
+    config: BenchConfig,
     scale: f64,
     cohorts: Option<u64>,
     queues: Option<u64>,
@@ -170,6 +220,11 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
     }
     let k = Knobs {
         smoke,
+        config: match std::env::var("KUEUE_BENCH_CONFIG").as_deref() {
+            Err(_) | Ok("baseline") => BenchConfig::Baseline,
+            Ok("tas") => BenchConfig::Tas,
+            Ok(v) => return Err(format!("KUEUE_BENCH_CONFIG={v:?}: use baseline or tas").into()),
+        },
         scale: var("KUEUE_BENCH_SCALE", if smoke { 0.02 } else { 0.2 })?,
         cohorts: smoke.then_some(1),
         queues: smoke.then_some(2),
@@ -304,14 +359,16 @@ impl Upstream {
     fn src(&self) -> PathBuf {
         self.dir.join("src")
     }
-    fn baseline(&self, file: &str) -> PathBuf {
+    /// A file of upstream's `configs/<config>/`.
+    fn config(&self, config: BenchConfig, file: &str) -> PathBuf {
         self.src()
-            .join("test/performance/scheduler/configs/baseline")
+            .join("test/performance/scheduler/configs")
+            .join(config.dir())
             .join(file)
     }
 }
 
-/// Upstream's baseline generator config with every workloadsSet's count
+/// Upstream's generator config with every workloadsSet's count
 /// multiplied by `scale` (at least 1), and optionally fewer cohorts/queues.
 /// Returns the YAML, the number of Workloads it makes and their work
 /// (Σ request × runtime, in mCPU × ms).
@@ -324,6 +381,8 @@ struct Workloads {
     total: u64,
     work_mcpu_ms: f64,
     classes: Classes,
+    /// The Nodes the runner makes (the TAS config's topology; else 0).
+    nodes: u64,
 }
 
 fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, Workloads), BoxError> {
@@ -361,7 +420,9 @@ fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, Workloads), BoxErr
                 let times = (n_cohorts * n_queues * scaled) as f64;
                 for w in ws["workloads"].as_sequence().into_iter().flatten() {
                     total += n_cohorts * n_queues * scaled;
-                    let cpu = w["request"].as_f64().unwrap_or(0.0) * 1000.0;
+                    // One pod's request (`1`, `"500m"`) times its pods (TAS: `podCount`).
+                    let pods = w["podCount"].as_f64().unwrap_or(1.0).max(1.0);
+                    let cpu = cpu_millis(&w["request"]) * pods;
                     let runtime = w["runtimeMs"].as_f64().unwrap_or(0.0);
                     work += times * cpu * runtime;
                     if let Some(name) = w["className"].as_str() {
@@ -375,8 +436,35 @@ fn scaled_generator(src: &Path, k: &Knobs) -> Result<(String, Workloads), BoxErr
         total,
         work_mcpu_ms: work,
         classes,
+        nodes: topology_nodes(&doc),
     };
     Ok((serde_yaml::to_string(&doc)?, made))
+}
+
+/// A cpu quantity of the generator config (a number or a string such as
+/// `"500m"`), in mCPU; 0 when it does not read.
+fn cpu_millis(v: &Value) -> f64 {
+    if let Some(n) = v.as_f64() {
+        return n * 1000.0;
+    }
+    let s = v.as_str().unwrap_or("").trim();
+    match s.strip_suffix('m') {
+        Some(m) => m.parse().unwrap_or(0.0),
+        None => s.parse::<f64>().map_or(0.0, |n| n * 1000.0),
+    }
+}
+
+/// The Nodes upstream's topology generator makes: the product of the
+/// topology's level counts (0 without a topology).
+fn topology_nodes(generator: &Value) -> u64 {
+    let Some(levels) = generator
+        .get("topology")
+        .and_then(|t| t.get("levels"))
+        .and_then(Value::as_sequence)
+    else {
+        return 0;
+    };
+    levels.iter().map(|l| u64_at(l, "count")).product()
 }
 
 // ---------------------------------------------------------------------------
@@ -478,6 +566,8 @@ struct RunResult {
     /// to it seeing `Finished`, and the class's runtime.
     hold_ms: Vec<(String, f64, f64)>,
     checker: String,
+    /// The TAS config's premise, as read at the end of the run.
+    tas: Option<TasPremise>,
     load_before: String,
     load_after: String,
 }
@@ -500,10 +590,8 @@ impl RunResult {
     }
 }
 
-fn wait_crds(cluster: &LocalCluster) -> Result<(), BoxError> {
-    // `kubectl wait` fails outright while a new CRD has no conditions yet.
-    let mut tries = 0;
-    while let Err(e) = cluster.run_kubectl(&[
+fn wait_crds(cluster: &LocalCluster, config: BenchConfig) -> Result<(), BoxError> {
+    let mut args = vec![
         "wait",
         "--for=condition=Established",
         "--timeout=60s",
@@ -512,7 +600,13 @@ fn wait_crds(cluster: &LocalCluster) -> Result<(), BoxError> {
         "crd/localqueues.kueue.x-k8s.io",
         "crd/resourceflavors.kueue.x-k8s.io",
         "crd/cohorts.kueue.x-k8s.io",
-    ]) {
+    ];
+    if config == BenchConfig::Tas {
+        args.push("crd/topologies.kueue.x-k8s.io");
+    }
+    // `kubectl wait` fails outright while a new CRD has no conditions yet.
+    let mut tries = 0;
+    while let Err(e) = cluster.run_kubectl(&args) {
         tries += 1;
         if tries == 40 {
             return Err(e.into());
@@ -537,6 +631,11 @@ fn start_manager(
             cmd.arg("--kubeconfig")
                 .arg(cluster.kubeconfig())
                 .arg("--zap-log-level=info");
+            if k.config == BenchConfig::Tas {
+                // As upstream's runner starts it for `configs/tas`: the TAS
+                // controllers (Node, Topology, ResourceFlavor) and indexers.
+                cmd.arg("--enableTAS");
+            }
             spawn_until(
                 cmd,
                 "minimalkueue",
@@ -722,7 +821,14 @@ fn checker_usage(
     Ok(out)
 }
 
-fn run_checker(up: &Upstream, dir: &Path, wall_ms: u64, cpu_s: f64, rss_kib: u64) -> String {
+fn run_checker(
+    up: &Upstream,
+    config: BenchConfig,
+    dir: &Path,
+    wall_ms: u64,
+    cpu_s: f64,
+    rss_kib: u64,
+) -> String {
     // The checker also bounds the manager's wall time (upstream's runner
     // records minimalkueue's process stats); the runner's wall stands in
     // for it here, for both systems.
@@ -743,8 +849,10 @@ fn run_checker(up: &Upstream, dir: &Path, wall_ms: u64, cpu_s: f64, rss_kib: u64
         .arg(format!("-cmdStats={}", stats.display()))
         .arg(format!(
             "-range={}",
-            up.baseline("rangespec.yaml").display()
+            up.config(config, "rangespec.yaml").display()
         ))
+        // As the runner: v0.17.1's test utilities panic at init without it.
+        .env("PROJECT_DIR", format!("{}/", up.src().display()))
         .output();
     let out = match out {
         Ok(o) => o,
@@ -784,6 +892,11 @@ fn one_run(
     let cluster = LocalCluster::start(ClusterOptions {
         nodes: Vec::new(),
         extra_apiserver_args: APISERVER_ARGS.iter().map(|s| s.to_string()).collect(),
+        disabled_controllers: match k.config {
+            BenchConfig::Baseline => Vec::new(),
+            // The runner's Nodes have no kubelet: see the module doc.
+            BenchConfig::Tas => NO_NODE_CONTROLLERS.iter().map(|s| s.to_string()).collect(),
+        },
         ..ClusterOptions::default()
     })?;
     let crds = match system {
@@ -798,7 +911,7 @@ fn one_run(
     };
     // Server-side: the Workload CRD is larger than client-side apply's annotation limit.
     cluster.run_kubectl(&["apply", "--server-side", "-f", &crds])?;
-    wait_crds(&cluster)?;
+    wait_crds(&cluster, k.config)?;
     let mut manager = start_manager(system, k, up, &cluster, dir)?;
     let mgr_pid = manager.id();
     let apiserver_pid = cluster
@@ -881,6 +994,10 @@ fn one_run(
     let hwm = status_kib(mgr_pid, "VmHWM:").unwrap_or(0);
     let rss_kib = rss_max.load(Ordering::Relaxed).max(hwm);
     let load_after = loadavg();
+    // Still before the cleanup: what the TAS run's premise needs to hold.
+    let tas = (k.config == BenchConfig::Tas && summary_path.exists())
+        .then(|| tas_premise(&cluster))
+        .transpose();
     // SAFETY: as above.
     unsafe {
         libc::kill(runner_pid, libc::SIGCONT);
@@ -893,6 +1010,25 @@ fn one_run(
         let kept = work_keep(dir);
         format!("run {i} ({}): {msg}; work dir kept: {kept}", system.name()).into()
     };
+    let tas = match tas {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(fail(
+                format!("reading Nodes and Workloads for the TAS premise: {e}"),
+                &mut runner,
+                &mut manager,
+            ))
+        }
+    };
+    if let Some(t) = &tas {
+        if let Some(why) = t.unmet(made) {
+            return Err(fail(
+                format!("the TAS run's premise is not met: {why}"),
+                &mut runner,
+                &mut manager,
+            ));
+        }
+    }
     if !summary_path.exists() {
         let why = match exited {
             Some(s) => format!("the runner exited ({s}) without writing summary.yaml"),
@@ -926,6 +1062,7 @@ fn one_run(
     let checker = if k.checker {
         run_checker(
             up,
+            k.config,
             dir,
             wall.as_millis() as u64,
             mgr_cpu1 - mgr_cpu0,
@@ -954,9 +1091,124 @@ fn one_run(
         usage_pct,
         hold_ms: held.by_class,
         checker,
+        tas,
         load_before,
         load_after,
     })
+}
+
+/// The TAS run's premise, read with the runner held still right after it
+/// wrote its summary (before its cleanup deletes anything): the Nodes it
+/// made are all there, Ready, schedulable and untainted (the same node
+/// shape for both systems, to the end), and every Workload was admitted
+/// with a `topologyAssignment` on each of its pod sets (TAS really placed
+/// it).
+struct TasPremise {
+    nodes: u64,
+    nodes_usable: u64,
+    workloads: u64,
+    /// Workloads whose `status.admission` has a `topologyAssignment` with
+    /// levels on every pod set assignment.
+    placed: u64,
+    /// Distinct lowest-level values (nodes) the assignments name.
+    leaves_used: u64,
+}
+
+impl TasPremise {
+    fn unmet(&self, made: &Workloads) -> Option<String> {
+        if self.nodes != made.nodes || self.nodes_usable != made.nodes {
+            return Some(format!(
+                "{} of the {} Nodes the runner makes are there, {} of them Ready, schedulable and untainted",
+                self.nodes, made.nodes, self.nodes_usable
+            ));
+        }
+        if self.workloads != made.total || self.placed != made.total {
+            return Some(format!(
+                "{} of the {} Workloads are there, {} of them admitted with a topologyAssignment",
+                self.workloads, made.total, self.placed
+            ));
+        }
+        None
+    }
+}
+
+fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
+    use serde_json::Value as Json;
+    let list = |args: &[&str]| -> Result<Vec<Json>, BoxError> {
+        let v: Json = serde_json::from_str(&cluster.run_kubectl(args)?)?;
+        Ok(v["items"].as_array().cloned().unwrap_or_default())
+    };
+    let nodes = list(&["get", "nodes", "-l", "tas-node-group=tas", "-o", "json"])?;
+    let usable = nodes
+        .iter()
+        .filter(|n| {
+            let ready = n["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            let tainted = n["spec"]["taints"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty());
+            ready && !tainted && n["spec"]["unschedulable"] != true
+        })
+        .count() as u64;
+    let workloads = list(&[
+        "get",
+        "workloads.v1beta2.kueue.x-k8s.io",
+        "-A",
+        "-o",
+        "json",
+    ])?;
+    let mut placed = 0;
+    let mut leaves = std::collections::BTreeSet::new();
+    for wl in &workloads {
+        let psas = wl["status"]["admission"]["podSetAssignments"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let all = !psas.is_empty()
+            && psas.iter().all(|p| {
+                p["topologyAssignment"]["levels"]
+                    .as_array()
+                    .is_some_and(|l| !l.is_empty())
+            });
+        placed += u64::from(all);
+        for p in &psas {
+            leaves.extend(leaf_values(&p["topologyAssignment"]));
+        }
+    }
+    Ok(TasPremise {
+        nodes: nodes.len() as u64,
+        nodes_usable: usable,
+        workloads: workloads.len() as u64,
+        placed,
+        leaves_used: leaves.len() as u64,
+    })
+}
+
+/// The lowest-level values a v1beta2 `topologyAssignment` names: each
+/// slice's last level, `universal` or `individual` values with the
+/// optional common `prefix` and `suffix`.
+fn leaf_values(t: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for slice in t["slices"].as_array().into_iter().flatten() {
+        let Some(last) = slice["valuesPerLevel"].as_array().and_then(|v| v.last()) else {
+            continue;
+        };
+        if let Some(u) = last["universal"].as_str() {
+            out.push(u.to_string());
+        }
+        let ind = &last["individual"];
+        let (pre, suf) = (
+            ind["prefix"].as_str().unwrap_or(""),
+            ind["suffix"].as_str().unwrap_or(""),
+        );
+        for root in ind["roots"].as_array().into_iter().flatten() {
+            out.push(format!("{pre}{}{suf}", root.as_str().unwrap_or("")));
+        }
+    }
+    out
 }
 
 /// Sums the `dropped=N` of batchgate's "events dropped" log lines.
@@ -1026,6 +1278,12 @@ fn print_run(i: usize, r: &RunResult) {
         })
         .collect();
     println!("    run {i} requests per Workload: {}", top.join(", "));
+    if let Some(t) = &r.tas {
+        println!(
+            "    run {i} TAS: {}/{} Workloads admitted with a topologyAssignment, on {} distinct nodes; {}/{} Nodes Ready, schedulable, untainted at the end",
+            t.placed, t.workloads, t.leaves_used, t.nodes_usable, t.nodes
+        );
+    }
     let holds: Vec<String> = r
         .hold_ms
         .iter()
@@ -1201,7 +1459,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         names.push("checker");
     }
     let up = Upstream::build(&names)?;
-    let (gen_yaml, made) = scaled_generator(&up.baseline("generator.yaml"), &k)?;
+    let (gen_yaml, made) = scaled_generator(&up.config(k.config, "generator.yaml"), &k)?;
     let total = made.total;
     let gen_dir = tempfile::Builder::new()
         .prefix("batchgate-kueue-gen-")
@@ -1210,8 +1468,10 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     std::fs::write(&generator, &gen_yaml)?;
     let order: String = k.order.iter().map(|s| s.letter()).collect();
     println!(
-        "kueue_side_by_side: Kueue {KUEUE_VERSION}'s scheduler benchmark (baseline generator x {}: {total} Workloads), runs {order}{}",
+        "kueue_side_by_side: Kueue {KUEUE_VERSION}'s scheduler benchmark ({} generator x {}: {total} Workloads{}), runs {order}{}",
+        k.config.dir(),
         k.scale,
+        if made.nodes > 0 { format!(", {} Nodes", made.nodes) } else { String::new() },
         if k.smoke { " [smoke run without --bench: numbers are not meaningful]" } else { "" },
     );
     println!("  batchgate: {}", k.bin.display());

@@ -8,8 +8,12 @@
 //! Quantities are milli-units as everywhere in the engine; every pod also
 //! takes one `pods` unit (1000), as Kueue's `OnePodRequest` does.
 
-use std::collections::BTreeMap;
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
+use super::topology::{FlavorTopology, Snapshot};
 pub use super::topology::{Node, ONE_POD};
 
 /// Kueue's `NodeMatchesFlavor`: the node has each of the flavor's labels
@@ -40,6 +44,19 @@ pub struct Nodes {
     pods: BTreeMap<String, PodUsage>,
     /// `pods` summed by node, with one `pods` unit each.
     usage: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Bumped on every change of `usage`.
+    usage_generation: u64,
+    /// Each TAS flavor's tree as last built (see [`Nodes::snapshot`]).
+    snapshots: Mutex<BTreeMap<String, CachedSnapshot>>,
+}
+
+/// A flavor's tree, and what it was built from.
+#[derive(Debug)]
+struct CachedSnapshot {
+    view: FlavorTopology,
+    /// `(generation, usage_generation)` when it was built.
+    generations: (u64, u64),
+    snapshot: Arc<Snapshot>,
 }
 
 impl Nodes {
@@ -100,6 +117,7 @@ impl Nodes {
     }
 
     fn add_usage(&mut self, node: &str, requests: &BTreeMap<String, i64>, sign: i64) {
+        self.usage_generation += 1;
         let entry = self.usage.entry(node.to_string()).or_default();
         for (r, q) in requests
             .iter()
@@ -115,6 +133,42 @@ impl Nodes {
         if entry.is_empty() {
             self.usage.remove(node);
         }
+    }
+
+    /// The tree of `flavor`'s nodes (those [`Nodes::find`] gives for
+    /// `view`) with their non-TAS usage subtracted, TAS usage not yet
+    /// recorded: built once and reused until a node or a non-TAS pod
+    /// changes or the flavor's view does (placement is called for every
+    /// fitting TAS workload, and building the tree walks every node).
+    pub fn snapshot(&self, flavor: &str, view: &FlavorTopology) -> Arc<Snapshot> {
+        let generations = (self.generation, self.usage_generation);
+        let mut cache = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = cache.get(flavor) {
+            if c.generations == generations && c.view == *view {
+                return c.snapshot.clone();
+            }
+        }
+        let nodes: Vec<Node> = self
+            .find(&view.node_labels, &view.levels)
+            .cloned()
+            .collect();
+        let mut snapshot = Snapshot::new(view, &nodes);
+        for (node, usage) in &self.usage {
+            snapshot.add_non_tas_usage(node, usage);
+        }
+        let snapshot = Arc::new(snapshot);
+        cache.insert(
+            flavor.to_string(),
+            CachedSnapshot {
+                view: view.clone(),
+                generations,
+                snapshot: snapshot.clone(),
+            },
+        );
+        snapshot
     }
 
     /// What non-TAS pods use on `node`.

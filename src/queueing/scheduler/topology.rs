@@ -16,7 +16,7 @@ use crate::queueing::{
     flavors::Assignment,
     nodes::PodUsage,
     partial_admission::TasView,
-    topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, Snapshot, ONE_POD, PODS},
+    topology::{self, place, DomainUsage, FlavorTopology, PodSetRequest, ONE_POD, PODS},
     workload::PodSet,
 };
 use crate::vocabulary::keys::HOSTNAME_LABEL;
@@ -249,20 +249,17 @@ impl Engine {
                 node_labels: flavor.node_labels.clone(),
                 tolerations: flavor.tolerations.clone(),
             };
-            let nodes: Vec<topology::Node> = self
-                .nodes
-                .find(&flavor.node_labels, levels)
-                .cloned()
-                .collect();
-            let mut snapshot = Snapshot::new(&view, &nodes);
-            for (node, usage) in self.nodes.non_tas_usages() {
-                snapshot.add_non_tas_usage(node, usage);
-            }
-            for (leaf, usage) in &held {
-                snapshot.add_tas_usage(leaf, usage);
+            // The flavor's nodes less non-TAS usage, reused across
+            // placements; what admitted workloads hold and what this
+            // workload's earlier pod sets take go in as usage already taken
+            // (a leaf's room is its free capacity less both).
+            let snapshot = self.nodes.snapshot(name, &view);
+            let mut taken = held.clone();
+            for (leaf, usage) in &assumed {
+                add_to(taken.entry(leaf.clone()).or_default(), usage);
             }
             let pod_sets: Vec<PodSetRequest> = requests.iter().map(|(_, r)| r.clone()).collect();
-            let placed = place(&snapshot, &pod_sets, &assumed);
+            let placed = place(&snapshot, &pod_sets, &taken);
             for (i, request) in &requests {
                 match placed.iter().find(|p| p.pod_set == request.name) {
                     Some(p) => match &p.outcome {

@@ -220,6 +220,11 @@ pub struct ClusterOptions {
     /// the cluster is ready. Off by default: only the tests that use
     /// cert-manager pay for it.
     pub cert_manager: bool,
+    /// kube-controller-manager controllers to leave off (`--controllers=*,-name`),
+    /// e.g. `node-lifecycle-controller` for Nodes no kubelet or KWOK heartbeats
+    /// (it would mark them NotReady and taint them once the grace period is
+    /// over). Empty by default: every on-by-default controller runs.
+    pub disabled_controllers: Vec<String>,
 }
 
 impl Default for ClusterOptions {
@@ -231,6 +236,7 @@ impl Default for ClusterOptions {
             extra_apiserver_args: Vec::new(),
             keep_dir: std::env::var(KEEP_ENV).is_ok_and(|v| v == "1"),
             cert_manager: false,
+            disabled_controllers: Vec::new(),
         }
     }
 }
@@ -425,7 +431,10 @@ impl LocalCluster {
                 format!("--service-account-private-key-file={}", p(&pki.sa_key)),
                 format!("--root-ca-file={}", p(&pki.ca_cert)),
                 "--cluster-name=batchgate-local".into(),
-                "--controllers=*".into(),
+                std::iter::once("--controllers=*".to_string())
+                    .chain(opts.disabled_controllers.iter().map(|c| format!("-{c}")))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 "--kube-api-qps=200".into(),
                 "--kube-api-burst=400".into(),
             ],
