@@ -455,6 +455,10 @@ fn a_leader_whose_runtime_is_starved_keeps_its_lease_and_goes_on() {
 fn a_restart_keeps_every_topology_assignment_and_overcommits_no_node() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (c, ns, _dir, certs, cfg) = prepare("e2e-crash-tas");
+    // batchgate first: a webhook registered by an earlier test of this
+    // binary points at a batchgate that is gone.
+    let logs = Logs::default();
+    let mut server = start(c, &certs, &cfg, &logs);
     let racks = tas_nodes(c, "kwok-crash-tas", "crash");
     apply(c, &tas_topology("crash-tas-topology"));
     apply(
@@ -470,8 +474,6 @@ fn a_restart_keeps_every_topology_assignment_and_overcommits_no_node() {
         ),
     );
     apply(c, &local_queue(&ns, "tas", "crash-tas-cq"));
-    let logs = Logs::default();
-    let mut server = start(c, &certs, &cfg, &logs);
     wait_webhook_active(c, &ns);
     let rack_job = |name: &str| {
         let mut j: Value =
