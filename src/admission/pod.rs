@@ -108,7 +108,7 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
         // start unless the pod set is placed by topology.
         append_gates(
             raw,
-            &[gate.scheduling_gate.as_str(), TOPOLOGY_GATE],
+            &[gate.scheduling_gate.clone(), TOPOLOGY_GATE.to_string()],
             &mut ops,
         );
         // Kueue copies the rank the group names into its own label, which
@@ -133,21 +133,9 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
 }
 
 /// Adds the named scheduling gates the pod lacks, in order, in one write.
-fn append_gates(obj: &Value, names: &[&str], ops: &mut Vec<PatchOp>) {
-    let mut list = match obj.pointer("/spec/schedulingGates") {
-        Some(Value::Array(a)) => a.clone(),
-        _ => Vec::new(),
-    };
-    let before = list.len();
-    for n in names {
-        if !list
-            .iter()
-            .any(|v| v.get("name").and_then(Value::as_str) == Some(n))
-        {
-            list.push(json!({ "name": n }));
-        }
-    }
-    if list.len() != before {
+fn append_gates(obj: &Value, names: &[String], ops: &mut Vec<PatchOp>) {
+    let current = obj.pointer("/spec/schedulingGates");
+    if let Some(list) = crate::jobs::workload::with_gates(current, names) {
         if let Ok(p) = Pointer::parse("/spec/schedulingGates") {
             let _ = patch::set(obj, &p, Value::Array(list), ops);
         }

@@ -520,15 +520,9 @@ pub fn ungate_patch(
     }
     // The topology gate stays when the pod set was placed by topology
     // (the ungater releases it), as any gate the admission adds.
-    let mut gates = other_gates(gate, pod);
-    for g in &info.scheduling_gates {
-        if !gates
-            .iter()
-            .any(|v| v.get("name").and_then(Value::as_str) == Some(g))
-        {
-            gates.push(json!({ "name": g }));
-        }
-    }
+    let others = Value::Array(other_gates(gate, pod));
+    let gates = super::workload::with_gates(Some(&others), &info.scheduling_gates)
+        .unwrap_or_else(|| others.as_array().cloned().unwrap_or_default());
     if gates.is_empty() {
         ops.push(PatchOp {
             op: "remove",

@@ -131,13 +131,7 @@ impl Engine {
                     .find(|p| *p.name == psa.name)
                     .map(per_pod)
                     .unwrap_or_default();
-                for d in &t.domains {
-                    let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
-                    for (r, q) in &per_pod {
-                        *leaf.entry(r.clone()).or_default() += sign * q * d.count;
-                    }
-                    *leaf.entry(PODS.to_string()).or_default() += sign * ONE_POD * d.count;
-                }
+                add_domains(&mut usage, t, &per_pod, sign);
             }
         }
         usage
@@ -264,13 +258,7 @@ impl Engine {
                 match placed.iter().find(|p| p.pod_set == request.name) {
                     Some(p) => match &p.outcome {
                         Ok(assignment) => {
-                            for d in &assignment.domains {
-                                let leaf = assumed.entry(d.values.join(",")).or_default();
-                                for (r, q) in &request.per_pod {
-                                    *leaf.entry(r.clone()).or_default() += q * d.count;
-                                }
-                                *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
-                            }
+                            add_domains(&mut assumed, assignment, &request.per_pod, 1);
                             out[*i] = Some(assignment.clone());
                         }
                         Err(why) => return Err((request.name.clone(), why.clone())),
@@ -299,6 +287,23 @@ fn per_pod(ps: &PodSet) -> topology::Resources {
         .filter(|(r, _)| *r != PODS)
         .map(|(r, q)| (r.to_string(), q))
         .collect()
+}
+
+/// Adds `sign` × what `t`'s domains take (`per_pod` and one pod per pod)
+/// to their leaves.
+fn add_domains(
+    usage: &mut DomainUsage,
+    t: &topology::Assignment,
+    per_pod: &topology::Resources,
+    sign: i64,
+) {
+    for d in &t.domains {
+        let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
+        for (r, q) in per_pod {
+            *leaf.entry(r.clone()).or_default() += sign * q * d.count;
+        }
+        *leaf.entry(PODS.to_string()).or_default() += sign * ONE_POD * d.count;
+    }
 }
 
 /// The leaf a domain of an assignment names: its node when the lowest
@@ -333,13 +338,7 @@ pub(super) fn placed_usage(
             .find(|p| *p.name == ps.name)
             .map(per_pod)
             .unwrap_or_default();
-        for d in &t.domains {
-            let leaf = usage.entry(leaf_id(&t.levels, &d.values)).or_default();
-            for (r, q) in &per_pod {
-                *leaf.entry(r.clone()).or_default() += q * d.count;
-            }
-            *leaf.entry(PODS.to_string()).or_default() += ONE_POD * d.count;
-        }
+        add_domains(&mut usage, t, &per_pod, 1);
     }
     usage
 }
