@@ -129,6 +129,15 @@ fn an_elastic_job_scaled_2_4_1_keeps_its_place_and_never_exceeds_quota() {
                     }
                     samples.lock().unwrap()[at] += 1;
                 }
+                // The pods are read before the slices: a pod is ungated
+                // only after its slice is admitted, so slices read later
+                // show that admission. Read the other way round, an
+                // admission and its ungating that both fall between the
+                // two reads look like pods ungated beyond the quota.
+                let Some((ungated, _)) = pods(c, &ns, "elastic") else {
+                    std::thread::sleep(Duration::from_millis(300));
+                    continue;
+                };
                 // A list that could not be read (a kubectl timeout under
                 // load) is no sample: read as empty, it would look like
                 // nothing admitted.
@@ -149,12 +158,10 @@ fn an_elastic_job_scaled_2_4_1_keeps_its_place_and_never_exceeds_quota() {
                 let asked = job_obj(c, &ns, "elastic")["spec"]["parallelism"]
                     .as_i64()
                     .unwrap_or(0);
-                if let Some((ungated, _)) = pods(c, &ns, "elastic") {
-                    if asked > granted && ungated as i64 > granted {
-                        seen.lock()
-                            .unwrap()
-                            .push(format!("{ungated} pods ungated, {granted} admitted"));
-                    }
+                if asked > granted && ungated as i64 > granted {
+                    seen.lock()
+                        .unwrap()
+                        .push(format!("{ungated} pods ungated, {granted} admitted"));
                 }
                 std::thread::sleep(Duration::from_millis(300));
             }
