@@ -871,11 +871,11 @@ mod tests {
         ),
         (
             "kueue_admission_checks_wait_time_seconds",
-            "admission checks are not acted on",
+            "not yet recorded",
         ),
         (
             "kueue_local_queue_admission_checks_wait_time_seconds",
-            "admission checks are not acted on",
+            "not yet recorded",
         ),
         (
             "kueue_workload_creation_latency_seconds",
@@ -883,11 +883,11 @@ mod tests {
         ),
         (
             "kueue_pod_scheduling_gate_removal_seconds",
-            "TAS and the pod integration are not acted on",
+            "not yet recorded for any of the ungaters (pod groups, elastic jobs, TAS)",
         ),
         (
             "kueue_replaced_workload_slices_total",
-            "elastic workload slices are not acted on",
+            "not yet recorded (slices are replaced; the count is not kept)",
         ),
         (
             "kueue_workload_eviction_latency_seconds",
@@ -904,7 +904,7 @@ mod tests {
         ("kueue_cluster_queue_resource_pending", "not yet recorded"),
         (
             "kueue_local_queue_admission_fair_sharing_usage",
-            "admission fair sharing is not acted on",
+            "not yet reported (the usage is in the LocalQueue's status.fairSharing)",
         ),
         (
             "kueue_cluster_queue_weighted_share",

@@ -216,6 +216,9 @@ struct Holding {
     /// The shell wrote the admission (or it came from the API).
     confirmed: bool,
     evicting: bool,
+    /// What its topology assignments take on their leaves, by flavor
+    /// (empty outside TAS): the release takes back exactly this.
+    topology: topology::HeldTopology,
 }
 
 #[derive(Debug, Clone)]
@@ -252,6 +255,9 @@ pub struct Engine {
     /// admitted: preemptors waiting for their victims, and those that keep
     /// room without victims (Kueue's `cq.AddUsage` of their TAS usage).
     cycle_tas: super::topology::DomainUsage,
+    /// What admitted workloads hold on each TAS flavor's leaves, kept on
+    /// hold and release: a placement reads it instead of walking holders.
+    tas_held: BTreeMap<String, super::topology::DomainUsage>,
     cluster_queues: BTreeMap<String, ClusterQueue>,
     cohorts: BTreeMap<String, Cohort>,
     /// By namespace, then name.
@@ -1420,6 +1426,8 @@ impl Engine {
             .or_default()
             .insert(key.clone());
         if let Some(rec) = self.workloads.get_mut(&key) {
+            let topology = topology::held_topology(&rec.wl, &admission);
+            topology::add_held(&mut self.tas_held, &topology, 1);
             rec.state = State::Holding(Box::new(Holding {
                 cq,
                 usage,
@@ -1427,6 +1435,7 @@ impl Engine {
                 reserved_at: now,
                 confirmed,
                 evicting: false,
+                topology,
             }));
             rec.pending = None;
             rec.reported = None;
@@ -1504,6 +1513,7 @@ impl Engine {
             .clone()
             .filter(|old| self.superseded.get(old.as_str()).map(|k| &**k) == Some(key));
         self.quota.remove(&h.cq, &h.usage);
+        topology::add_held(&mut self.tas_held, &h.topology, -1);
         if let Some(set) = self.holders.get_mut(&*h.cq) {
             set.remove(key);
             if set.is_empty() {

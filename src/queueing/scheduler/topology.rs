@@ -92,46 +92,18 @@ impl Engine {
         }
     }
 
-    /// What admitted Workloads hold on `flavor`'s leaves.
-    fn tas_usage(&self, flavor: &str) -> DomainUsage {
-        let holders = self.holders.values().flatten().map(|k| &**k);
-        self.usage_of(holders, flavor, 1)
-    }
-
-    /// What the admitted workloads `keys` hold on `flavor`'s leaves (what
-    /// a preemption simulation takes away), negated.
-    fn tas_usage_of(&self, keys: &[&str], flavor: &str) -> DomainUsage {
-        self.usage_of(keys.iter().copied(), flavor, -1)
-    }
-
-    /// `sign` × what the admitted workloads `keys` hold on `flavor`'s leaves.
-    fn usage_of<'k>(
-        &self,
-        keys: impl Iterator<Item = &'k str>,
-        flavor: &str,
-        sign: i64,
-    ) -> DomainUsage {
+    /// Minus what the admitted workloads `keys` hold on `flavor`'s leaves
+    /// (what a preemption simulation takes away).
+    fn tas_usage_without(&self, keys: &[&str], flavor: &str) -> DomainUsage {
         let mut usage = DomainUsage::new();
         for key in keys {
-            let Some(rec) = self.workloads.get(key) else {
+            let Some(State::Holding(h)) = self.workloads.get(*key).map(|r| &r.state) else {
                 continue;
             };
-            let State::Holding(h) = &rec.state else {
-                continue;
-            };
-            for psa in &h.admission.pod_set_assignments {
-                let Some(t) = &psa.topology else { continue };
-                if !psa.flavors.values().any(|f| f == flavor) {
-                    continue;
+            for (f, held) in &h.topology {
+                if f == flavor {
+                    add_usage(&mut usage, held, -1);
                 }
-                let per_pod = rec
-                    .wl
-                    .pod_sets
-                    .iter()
-                    .find(|p| *p.name == psa.name)
-                    .map(per_pod)
-                    .unwrap_or_default();
-                add_domains(&mut usage, t, &per_pod, sign);
             }
         }
         usage
@@ -214,14 +186,12 @@ impl Engine {
             }
             let tas_flavors = self.flavors.values().filter(|f| f.is_tas());
             for f in tas_flavors {
-                for (leaf, usage) in self.tas_usage(&f.name) {
-                    add_to(held.entry(leaf).or_default(), &usage);
+                if let Some(usage) = self.tas_held.get(&f.name) {
+                    add_usage(&mut held, usage, 1);
                 }
                 if let TasView::Without(keys) = view {
                     // Negative: the simulated removal of preemption candidates.
-                    for (leaf, usage) in self.tas_usage_of(keys, &f.name) {
-                        add_to(held.entry(leaf).or_default(), &usage);
-                    }
+                    add_usage(&mut held, &self.tas_usage_without(keys, &f.name), 1);
                 }
             }
         }
@@ -322,6 +292,60 @@ fn add_to(to: &mut topology::Resources, usage: &topology::Resources) {
     }
 }
 
+/// What a holding workload's topology assignments take on their leaves,
+/// once under each flavor its TAS pod sets are assigned.
+pub(super) type HeldTopology = Vec<(String, DomainUsage)>;
+
+pub(super) fn held_topology(wl: &Workload, admission: &Admission) -> HeldTopology {
+    let mut out: HeldTopology = Vec::new();
+    for psa in &admission.pod_set_assignments {
+        let Some(t) = &psa.topology else { continue };
+        let per_pod = wl
+            .pod_sets
+            .iter()
+            .find(|p| *p.name == psa.name)
+            .map(per_pod)
+            .unwrap_or_default();
+        let mut flavors: Vec<&String> = psa.flavors.values().collect();
+        flavors.sort();
+        flavors.dedup();
+        for flavor in flavors {
+            let at = match out.iter().position(|(f, _)| f == flavor) {
+                Some(at) => at,
+                None => {
+                    out.push((flavor.clone(), DomainUsage::new()));
+                    out.len() - 1
+                }
+            };
+            add_domains(&mut out[at].1, t, &per_pod, 1);
+        }
+    }
+    out
+}
+
+/// Adds (`sign` 1) or takes back (-1) what a holding workload holds to the
+/// per-flavor index; a leaf left with nothing leaves the index.
+pub(super) fn add_held(index: &mut BTreeMap<String, DomainUsage>, held: &HeldTopology, sign: i64) {
+    for (flavor, usage) in held {
+        let on = index.entry(flavor.clone()).or_default();
+        add_usage(on, usage, sign);
+        on.retain(|_, r| r.values().any(|q| *q != 0));
+        if on.is_empty() {
+            index.remove(flavor);
+        }
+    }
+}
+
+/// Adds `sign` × `usage` to `to`, leaf by leaf.
+fn add_usage(to: &mut DomainUsage, usage: &DomainUsage, sign: i64) {
+    for (leaf, u) in usage {
+        let on = to.entry(leaf.clone()).or_default();
+        for (r, q) in u {
+            *on.entry(r.clone()).or_default() += sign * q;
+        }
+    }
+}
+
 /// What `placed` (one entry per pod set of `wl`'s assignment `a`) takes on
 /// its leaves.
 pub(super) fn placed_usage(
@@ -349,5 +373,20 @@ impl Engine {
         for (leaf, u) in usage {
             add_to(self.cycle_tas.entry(leaf).or_default(), &u);
         }
+    }
+}
+
+#[cfg(test)]
+impl Engine {
+    /// The per-flavor index rebuilt by walking every holding workload: the
+    /// index kept on hold and release must always equal it.
+    pub(super) fn tas_held_walked(&self) -> BTreeMap<String, DomainUsage> {
+        let mut index = BTreeMap::new();
+        for rec in self.workloads.values() {
+            if let State::Holding(h) = &rec.state {
+                add_held(&mut index, &held_topology(&rec.wl, &h.admission), 1);
+            }
+        }
+        index
     }
 }

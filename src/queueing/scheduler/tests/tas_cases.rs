@@ -631,3 +631,95 @@ fn workload_with_zero_value_request_gets_scheduled() {
     let c = run(&mut e, 10);
     assert_eq!(placed(&c, "foo", 0), on_x1());
 }
+
+/// The per-flavor TAS usage index follows holds and releases: a node
+/// filled by one workload takes the next only once the first is gone, and
+/// the index always equals a walk over the holders.
+#[test]
+fn the_tas_usage_index_is_taken_back_on_release() {
+    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    for (name, created) in [("foo", 1), ("bar", 2)] {
+        e.upsert_workload(with_pod_sets(
+            wl(name, "tas-main", 0, created, 1),
+            &[("one", required(HOSTNAME))],
+        ));
+    }
+    let c = run(&mut e, 10);
+    assert_eq!(placed(&c, "foo", 0), on_x1());
+    assert!(c.decisions.iter().all(|d| !matches!(d,
+        Decision::Admit { workload, .. } if *workload == key("bar"))));
+    assert_eq!(e.tas_held, e.tas_held_walked());
+    assert_eq!(e.tas_held["tas-default"]["x1"]["cpu"], 1000, "{:?}", e.tas_held);
+
+    // The admission comes back through the watch: nothing counted twice.
+    let mut foo = e.workloads[&*key("foo")].wl.clone();
+    foo.admission = Some(admission_of(&c, "foo"));
+    e.upsert_workload(foo);
+    assert_eq!(e.tas_held, e.tas_held_walked());
+    assert_eq!(e.tas_held["tas-default"]["x1"]["cpu"], 1000);
+
+    e.finish_workload(&key("foo"));
+    assert!(e.tas_held.is_empty(), "{:?}", e.tas_held);
+    let c = run(&mut e, 20);
+    assert_eq!(placed(&c, "bar", 0), on_x1());
+    assert_eq!(e.tas_held, e.tas_held_walked());
+}
+
+/// The shape of Kueue's `tas` scheduler benchmark, small: 2 racks × 4
+/// nodes of 96 cpu and 110 pods, quota for all, 20 Workloads of 8 pods ×
+/// 2.5 cpu that each need one rack. They take 400 cpu: more than 4 nodes
+/// hold, so the placements must go on to further nodes, and no node may
+/// be given more than it has.
+#[test]
+fn placements_move_on_to_further_nodes_as_nodes_fill() {
+    use super::tas_table::{node, pod_set};
+    const BLOCK: &str = "cloud.provider.com/topology-block";
+    const RACK: &str = "cloud.provider.com/topology-rack";
+    let mut e = Engine::new();
+    e.upsert_topology(
+        "default-topology",
+        vec![BLOCK.into(), RACK.into(), HOSTNAME.into()],
+    );
+    e.upsert_flavor(ResourceFlavor {
+        topology_name: Some("default-topology".into()),
+        node_labels: [("tas-node-group".to_string(), "tas".to_string())].into(),
+        ..flavor("tas-flavor")
+    });
+    let queue = cq("tas-main", None, &[("tas-flavor", 1000)]);
+    e.upsert_local_queue(lq(&queue.name));
+    e.upsert_cluster_queue(queue);
+    for rack in 0..2 {
+        for n in 0..4 {
+            let name = format!("node-{rack}-{n}");
+            e.sync_node(node(
+                &name,
+                &[
+                    ("tas-node-group", "tas"),
+                    (BLOCK, "b0"),
+                    (RACK, &format!("r{rack}")),
+                    (HOSTNAME, &name),
+                ],
+                &[("cpu", "96"), ("memory", "256Gi"), ("pods", "110")],
+            ));
+        }
+    }
+    for i in 0..20 {
+        let mut w = wl(&format!("w{i:02}"), "tas-main", 0, i + 1, 1);
+        w.pod_sets = vec![pod_set("main", 8, required(RACK), &[("cpu", "2500m")])];
+        e.upsert_workload(w);
+    }
+    let c = run(&mut e, 10);
+    let mut per_node: BTreeMap<String, i64> = BTreeMap::new();
+    for name in admitted(&c) {
+        let name = name.rsplit('/').next().unwrap().to_string();
+        let (_, domains) = placed(&c, &name, 0).expect("a topology assignment");
+        for (values, count) in domains {
+            *per_node.entry(values.last().unwrap().clone()).or_default() += count;
+        }
+    }
+    assert_eq!(admitted(&c).len(), 20, "{per_node:?}");
+    assert!(per_node.len() >= 5, "{per_node:?}");
+    for (node, pods) in &per_node {
+        assert!(*pods * 2500 <= 96_000, "{node} over-committed: {per_node:?}");
+    }
+}

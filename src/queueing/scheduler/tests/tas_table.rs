@@ -381,6 +381,13 @@ impl Case {
         let mut e = self.engine();
         let c = e.schedule(NOW);
         let mut diffs = Vec::new();
+        if e.tas_held != e.tas_held_walked() {
+            diffs.push(format!(
+                "TAS usage index:\n  kept   {:?}\n  walked {:?}",
+                e.tas_held,
+                e.tas_held_walked()
+            ));
+        }
         let mut got_admitted: Vec<(String, Admission)> = c
             .decisions
             .iter()
