@@ -1,0 +1,206 @@
+//! Node-failure replacement in the engine (Kueue's second pass,
+//! `pkg/scheduler/scheduler.go` with `TASFailedNodeReplacementFailFast`):
+//! a Workload admitted on a rack loses a node; the cycle places that
+//! node's pods again on the same rack, moves their usage there, and keeps
+//! the quota as it was; with no room left on the rack it evicts. These are
+//! batchgate's own cases (upstream's `TestScheduleForTAS` second-pass rows
+//! are not ported one by one: see `tas_schedule_cases`).
+
+use super::*;
+use crate::api::kueue::conversion::topology::Domain;
+use crate::queueing::topology::{Assignment as Placement, Node};
+use crate::queueing::workload::{PodSetAssignment, TopologyRequest};
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const RACK: &str = "cloud.com/topology-rack";
+
+fn node(name: &str, rack: &str, ready: bool) -> Node {
+    Node {
+        name: name.into(),
+        labels: [
+            ("tas-node".to_string(), "true".to_string()),
+            (RACK.to_string(), rack.to_string()),
+            (HOSTNAME.to_string(), name.to_string()),
+        ]
+        .into(),
+        allocatable: [("cpu".to_string(), 1000), ("pods".to_string(), 10_000)].into(),
+        ready,
+        ..Default::default()
+    }
+}
+
+/// Rack r1 holds x1, x2 and x3, rack r2 holds x4; one cpu each. The
+/// ClusterQueue has 3 cpus of the TAS flavor.
+fn engine() -> Engine {
+    let mut e = Engine::new();
+    e.upsert_topology("racks", vec![RACK.into(), HOSTNAME.into()]);
+    e.upsert_flavor(ResourceFlavor {
+        topology_name: Some("racks".into()),
+        node_labels: [("tas-node".to_string(), "true".to_string())].into(),
+        ..flavor("tas")
+    });
+    let q = cq("tas-main", None, &[("tas", 3)]);
+    e.upsert_local_queue(lq(&q.name));
+    e.upsert_cluster_queue(q);
+    for (n, r) in [("x1", "r1"), ("x2", "r1"), ("x3", "r1"), ("x4", "r2")] {
+        e.sync_node(node(n, r, true));
+    }
+    e
+}
+
+fn on(domains: &[(&str, i64)]) -> Placement {
+    Placement {
+        levels: vec![HOSTNAME.into()],
+        domains: domains
+            .iter()
+            .map(|(n, c)| Domain {
+                values: vec![n.to_string()],
+                count: *c,
+            })
+            .collect(),
+    }
+}
+
+/// `name`: `count` pods of one cpu required on one rack, admitted on
+/// `domains`.
+fn admitted_on(name: &str, count: u32, domains: &[(&str, i64)]) -> Workload {
+    let mut w = wl(name, "tas-main", 0, 1, 1);
+    w.pod_sets[0].count = count;
+    w.pod_sets[0].topology = Some(TopologyRequest {
+        required: Some(RACK.into()),
+        ..Default::default()
+    });
+    w.admission = Some(Admission {
+        cluster_queue: "tas-main".into(),
+        pod_set_assignments: vec![PodSetAssignment {
+            name: "main".into(),
+            flavors: [("cpu".to_string(), "tas".to_string())].into(),
+            resource_usage: [("cpu".to_string(), 1000 * i64::from(count))].into(),
+            count,
+            topology: Some(on(domains)),
+        }],
+    });
+    w
+}
+
+fn replaced(c: &Cycle, name: &str) -> Option<Placement> {
+    c.decisions.iter().find_map(|d| match d {
+        Decision::Replace {
+            workload,
+            admission,
+        } if *workload == key(name) => admission.pod_set_assignments[0].topology.clone(),
+        _ => None,
+    })
+}
+
+/// x1 fails under `foo` (two pods on x1 and x2): the node controller has
+/// marked it, the node is NotReady.
+fn x1_fails(e: &mut Engine, foo: &Workload) {
+    e.sync_node(node("x1", "r1", false));
+    let mut marked = foo.clone();
+    marked.unhealthy_nodes = vec!["x1".into()];
+    e.upsert_workload(marked);
+}
+
+#[test]
+fn a_failed_nodes_pods_move_within_the_rack_and_the_quota_stays() {
+    let mut e = engine();
+    let foo = admitted_on("foo", 2, &[("x1", 1), ("x2", 1)]);
+    e.upsert_workload(foo.clone());
+    assert!(run(&mut e, 1).decisions.is_empty());
+    x1_fails(&mut e, &foo);
+    let c = run(&mut e, 2);
+    assert_eq!(replaced(&c, "foo"), Some(on(&[("x2", 1), ("x3", 1)])));
+    assert_eq!(c.decisions.len(), 1, "{:?}", c.decisions);
+    // Once: the replacement holds while its write is under way.
+    assert!(run(&mut e, 3).decisions.is_empty());
+
+    // The pod moved to x3 holds it; x1 is down: a one-pod workload fits
+    // on x4 only, and under the quota (2 of 3 cpus held, not 4).
+    let mut bar = wl("bar", "tas-main", 0, 5, 1);
+    bar.pod_sets[0].topology = Some(TopologyRequest {
+        required: Some(HOSTNAME.into()),
+        ..Default::default()
+    });
+    e.upsert_workload(bar);
+    let c = run(&mut e, 4);
+    assert_eq!(admitted(&c), [key("bar")]);
+    let bar_on = admission_of(&c, "bar").pod_set_assignments[0]
+        .topology
+        .clone();
+    assert_eq!(bar_on, Some(on(&[("x4", 1)])));
+}
+
+#[test]
+fn the_replacement_written_back_is_taken_as_ours() {
+    let mut e = engine();
+    let foo = admitted_on("foo", 2, &[("x1", 1), ("x2", 1)]);
+    e.upsert_workload(foo.clone());
+    run(&mut e, 1);
+    x1_fails(&mut e, &foo);
+    run(&mut e, 2);
+    // An update written before ours lands (unhealthyNodes still set, the
+    // old assignment): ours stands, nothing is decided again.
+    let mut stale = foo.clone();
+    stale.unhealthy_nodes = vec!["x1".into()];
+    stale.readiness.pods_ready = Some(false);
+    e.upsert_workload(stale);
+    assert!(run(&mut e, 3).decisions.is_empty());
+    // Ours lands: the list cleared, the new assignment.
+    let written = admitted_on("foo", 2, &[("x2", 1), ("x3", 1)]);
+    e.upsert_workload(written);
+    assert!(run(&mut e, 4).decisions.is_empty());
+}
+
+#[test]
+fn a_refused_replacement_restores_the_old_assignment() {
+    let mut e = engine();
+    let foo = admitted_on("foo", 2, &[("x1", 1), ("x2", 1)]);
+    e.upsert_workload(foo.clone());
+    run(&mut e, 1);
+    x1_fails(&mut e, &foo);
+    run(&mut e, 2);
+    e.refuse_replacement(&key("foo"));
+    // Tried again on the Workload's next update.
+    let mut again = foo.clone();
+    again.unhealthy_nodes = vec!["x1".into()];
+    again.readiness.pods_ready = Some(false);
+    e.upsert_workload(again);
+    let c = run(&mut e, 3);
+    assert_eq!(replaced(&c, "foo"), Some(on(&[("x2", 1), ("x3", 1)])));
+}
+
+#[test]
+fn no_room_left_on_the_rack_evicts_with_node_failures() {
+    let mut e = engine();
+    let foo = admitted_on("foo", 2, &[("x1", 1), ("x2", 1)]);
+    let other = admitted_on("other", 1, &[("x3", 1)]);
+    e.upsert_workload(foo.clone());
+    e.upsert_workload(other);
+    run(&mut e, 1);
+    x1_fails(&mut e, &foo);
+    let c = run(&mut e, 2);
+    assert_eq!(
+        evictions(&c),
+        [(
+            key("foo"),
+            EvictionReason::NodeFailures,
+            "Workload was evicted as there was no replacement for unhealthy node(s): x1"
+                .to_string(),
+            None
+        )]
+    );
+    assert_eq!(replaced(&c, "foo"), None);
+}
+
+#[test]
+fn a_workload_owned_by_a_single_pod_keeps_its_assignment() {
+    let mut e = engine();
+    let mut foo = admitted_on("foo", 2, &[("x1", 1), ("x2", 1)]);
+    foo.single_pod_owned = true;
+    e.upsert_workload(foo.clone());
+    run(&mut e, 1);
+    x1_fails(&mut e, &foo);
+    let c = run(&mut e, 2);
+    assert_eq!(replaced(&c, "foo"), Some(on(&[("x1", 1), ("x2", 1)])));
+}
