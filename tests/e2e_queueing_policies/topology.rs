@@ -570,6 +570,7 @@ fn a_tainted_node_under_a_rack_job_is_replaced_within_the_rack_without_eviction(
     );
 
     let _ = watch.kill();
+    let _ = watch.wait();
     let versions = seen.join().unwrap();
     assert!(
         versions
