@@ -13,7 +13,10 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
     time::Duration,
 };
 
@@ -57,6 +60,8 @@ enum PassError {
     Json(#[from] serde_json::Error),
     #[error("{0} changed under the write")]
     Conflict(String),
+    #[error("the pod and Workload caches are not filled yet")]
+    NotSynced,
 }
 
 /// Nodes to pass over, and from when.
@@ -94,12 +99,22 @@ pub async fn run(shared: Shared) {
     )
     .default_backoff()
     .modify(trim)
-    .reflect(wl_writer)
-    .touched_objects();
-    tokio::spawn(async move {
-        let mut wl_events = std::pin::pin!(wl_events);
-        while wl_events.next().await.is_some() {}
+    .reflect(wl_writer);
+    // A pass on empty caches would see no Workload on the node and never
+    // look again: passes wait for both first lists.
+    let wl_synced = Arc::new(AtomicBool::new(false));
+    tokio::spawn({
+        let synced = wl_synced.clone();
+        async move {
+            let mut wl_events = std::pin::pin!(wl_events);
+            while let Some(ev) = wl_events.next().await {
+                if let Ok(Event::InitDone) = ev {
+                    synced.store(true, Ordering::Release);
+                }
+            }
+        }
     });
+    let mut pods_synced = false;
     let mut node_writer = node_writer;
     let mut node_events = std::pin::pin!(node_events);
     let mut pod_events = std::pin::pin!(pod_events);
@@ -125,6 +140,7 @@ pub async fn run(shared: Shared) {
                 None => return,
             },
             ev = pod_events.next() => match ev {
+                Some(Ok(Event::InitDone)) => pods_synced = true,
                 Some(Ok(Event::Apply(p) | Event::InitApply(p) | Event::Delete(p))) => {
                     if let Some(node) = serde_json::to_value(&p).ok().as_ref().and_then(node_failure::nodes_to_check) {
                         wake(&due, node, Instant::now() + BATCH);
@@ -150,7 +166,13 @@ pub async fn run(shared: Shared) {
                         wake(&due, node, now + RETRY);
                         continue;
                     }
-                    if let Err(e) = pass(&shared, &nodes, &pods, &workloads, &node).await {
+                    let synced = pods_synced && wl_synced.load(Ordering::Acquire);
+                    let done = if synced {
+                        pass(&shared, &nodes, &pods, &workloads, &node).await
+                    } else {
+                        Err(PassError::NotSynced)
+                    };
+                    if let Err(e) = done {
                         debug!(%node, error = %e, "node controller; retrying");
                         wake(&due, node, Instant::now() + RETRY);
                     }

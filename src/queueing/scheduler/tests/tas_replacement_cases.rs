@@ -2,9 +2,10 @@
 //! `pkg/scheduler/scheduler.go` with `TASFailedNodeReplacementFailFast`):
 //! a Workload admitted on a rack loses a node; the cycle places that
 //! node's pods again on the same rack, moves their usage there, and keeps
-//! the quota as it was; with no room left on the rack it evicts. These are
-//! batchgate's own cases (upstream's `TestScheduleForTAS` second-pass rows
-//! are not ported one by one: see `tas_schedule_cases`).
+//! the quota as it was; with no room left on the rack it evicts. The
+//! tests at the top are batchgate's own; `upstream` holds the 5
+//! `TestScheduleForTAS` second-pass rows ported (the others are listed in
+//! `tas_schedule_cases`' header).
 
 use super::*;
 use crate::api::kueue::conversion::topology::Domain;
@@ -203,4 +204,142 @@ fn a_workload_owned_by_a_single_pod_keeps_its_assignment() {
     x1_fails(&mut e, &foo);
     let c = run(&mut e, 2);
     assert_eq!(replaced(&c, "foo"), Some(on(&[("x1", 1), ("x2", 1)])));
+}
+
+mod upstream {
+    //! Kueue v0.19.2's `TestScheduleForTAS` second-pass rows that run with
+    //! the default gates, in the `tas_table` form (`wantNewAssignments`
+    //! of a second pass is the `Replace` decision's admission; the FailFast
+    //! row's unchanged admission is its `NodeFailures` eviction instead).
+    //! Node x0 of these rows is in no node list: it is gone. The others are
+    //! named in `tas_schedule_cases`' header with why they are not here.
+
+    use super::super::tas_table::*;
+    use super::super::*;
+
+    const THREE: &str = "tas-three-level";
+    const SINGLE: &str = "tas-single-level";
+
+    /// `defaultNodes`: b1/r1: x1; b1/r2: x2, x3, x4; b2/r1: x5 (1 cpu
+    /// each); b2/r2: x6 (2 cpu).
+    fn default_nodes() -> Vec<crate::queueing::topology::Node> {
+        let n = |name: &str, host: &str, block: &str, rack: &str, cpu: &str, mem: &str, pods| {
+            tas_node(
+                name,
+                host,
+                &[(BLOCK, block), (RACK, rack)],
+                &[("cpu", cpu), ("memory", mem), ("pods", pods)],
+            )
+        };
+        vec![
+            n("b1-r1-x1", "x1", "b1", "r1", "1", "1Gi", "10"),
+            n("b1-r2-x2", "x2", "b1", "r2", "1", "1Gi", "10"),
+            n("b1-r2-x3", "x3", "b1", "r2", "1", "1Gi", "10"),
+            n("b1-r2-x4", "x4", "b1", "r2", "1", "1Gi", "10"),
+            n("b2-r2-x5", "x5", "b2", "r1", "1", "1Gi", "10"),
+            n("b2-r2-x6", "x6", "b2", "r2", "2", "4Gi", "40"),
+        ]
+    }
+
+    /// foo, admitted on `domains` with pod set `one` of `count` pods of
+    /// `cpu`, x0 in its `unhealthyNodes`.
+    fn foo(
+        count: u32,
+        topology: Option<crate::queueing::workload::TopologyRequest>,
+        cpu: &str,
+        reserved: &str,
+        domains: &[(&str, i64)],
+    ) -> Workload {
+        let mut w = workload(
+            "foo",
+            "tas-main",
+            vec![pod_set("one", count, topology, &[("cpu", cpu)])],
+        );
+        w.unhealthy_nodes = vec!["x0".into()];
+        w.admission = Some(admission(
+            "tas-main",
+            vec![psa(
+                "one",
+                &[("cpu", "tas-default", reserved)],
+                count,
+                on_hosts(domains),
+            )],
+        ));
+        w
+    }
+
+    fn now_on(count: u32, reserved: &str, domains: &[(&str, i64)]) -> Admission {
+        admission(
+            "tas-main",
+            vec![psa(
+                "one",
+                &[("cpu", "tas-default", reserved)],
+                count,
+                on_hosts(domains),
+            )],
+        )
+    }
+
+    fn case(name: &'static str, wl: Workload) -> Case {
+        Case {
+            name,
+            topologies: vec![(SINGLE, vec![HOST]), (THREE, vec![BLOCK, RACK, HOST])],
+            flavors: vec![tas_flavor("tas-default", THREE)],
+            queues: vec![queue(
+                "tas-main",
+                &[&[("tas-default", &[("cpu", "50"), ("memory", "50Gi")])]],
+            )],
+            nodes: default_nodes(),
+            workloads: vec![wl],
+            ..Default::default()
+        }
+    }
+
+    fn cases() -> Vec<Case> {
+        vec![
+            Case {
+                admitted: vec![("foo", now_on(1, "1000m", &[("x1", 1)]))],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; baseline scenario",
+                    foo(1, preferred(HOST), "1", "1000m", &[("x0", 1)]),
+                )
+            },
+            Case {
+                admitted: vec![("foo", now_on(2, "1000m", &[("x1", 2)]))],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; preferred; fit in different rack",
+                    foo(2, preferred(RACK), "500m", "1000m", &[("x0", 1), ("x1", 1)]),
+                )
+            },
+            Case {
+                node_failures: vec![(
+                    "foo",
+                    "Workload was evicted as there was no replacement for unhealthy node(s): x0",
+                )],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; preferred; no fit; FailFast",
+                    foo(1, preferred(RACK), "3", "3000m", &[("x0", 1)]),
+                )
+            },
+            Case {
+                admitted: vec![("foo", now_on(2, "1000m", &[("x2", 1), ("x3", 1)]))],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; required rack; fit",
+                    foo(2, required(RACK), "1", "1000m", &[("x0", 1), ("x2", 1)]),
+                )
+            },
+            Case {
+                admitted: vec![("foo", now_on(1, "1000m", &[("x1", 1)]))],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; required rack for a single node; fit",
+                    foo(1, required(RACK), "1", "1000m", &[("x0", 1)]),
+                )
+            },
+        ]
+    }
+
+    #[test]
+    fn schedule_for_tas_second_pass() {
+        run_table("TestScheduleForTAS", cases());
+    }
 }
