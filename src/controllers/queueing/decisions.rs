@@ -502,7 +502,13 @@ pub(super) fn render(
                     c.set(ty, false, "QuotaReserved", &m, now, generation);
                 }
             }
-            Some(json!({"admission": translation::admission_json(a), "conditions": c.0}))
+            // A Workload placed again starts with no failed node (Kueue's
+            // scheduler clears the list on admission).
+            Some(json!({
+                "admission": translation::admission_json(a),
+                "conditions": c.0,
+                "unhealthyNodes": null,
+            }))
         }
         Write::Evict {
             reason,
@@ -540,12 +546,16 @@ pub(super) fn render(
                     generation,
                 );
             }
+            // Kueue's eviction forgets the failed nodes of the placement
+            // it ends.
             if deactivated {
                 // A deactivated Workload's requeue state goes with it
                 // (Kueue's workload controller clears it in the eviction).
-                return Some(json!({"conditions": c.0, "requeueState": null}));
+                return Some(
+                    json!({"conditions": c.0, "requeueState": null, "unhealthyNodes": null}),
+                );
             }
-            Some(json!({"conditions": c.0}))
+            Some(json!({"conditions": c.0, "unhealthyNodes": null}))
         }
         Write::Requeued {
             from,
