@@ -366,6 +366,33 @@ pub fn no_replacement_message(nodes: &[String]) -> String {
     )
 }
 
+/// What `admission`'s pods on `node` take there.
+fn left_behind(wl: &Workload, admission: &Admission, node: &str) -> DomainUsage {
+    let mut usage = DomainUsage::new();
+    for psa in &admission.pod_set_assignments {
+        let Some(t) = psa.topology.as_ref().filter(|t| names_node(t, node)) else {
+            continue;
+        };
+        let on_node = topology::Assignment {
+            levels: t.levels.clone(),
+            domains: t
+                .domains
+                .iter()
+                .filter(|d| d.values.last().is_some_and(|v| v == node))
+                .cloned()
+                .collect(),
+        };
+        let per_pod = wl
+            .pod_sets
+            .iter()
+            .find(|p| *p.name == psa.name)
+            .map(per_pod)
+            .unwrap_or_default();
+        add_domains(&mut usage, &on_node, &per_pod, 1);
+    }
+    usage
+}
+
 /// Whether an assignment names `node` as a leaf (only one whose lowest
 /// level is the hostname names nodes).
 fn names_node(t: &topology::Assignment, node: &str) -> bool {
@@ -403,6 +430,11 @@ impl Engine {
             }
             match self.replacement(&rec.wl, &h.admission, &unhealthy[0]) {
                 Ok(admission) => {
+                    // The failed node's share stays taken until the cycle
+                    // ends, as in Kueue's cycle snapshot: no one else is
+                    // placed there in the same cycle.
+                    let left = left_behind(&rec.wl, &h.admission, &unhealthy[0]);
+                    self.reserve_tas(left);
                     out.push(Decision::Replace {
                         workload: key.to_string(),
                         admission: admission.clone(),

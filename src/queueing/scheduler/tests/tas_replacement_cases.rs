@@ -3,7 +3,7 @@
 //! a Workload admitted on a rack loses a node; the cycle places that
 //! node's pods again on the same rack, moves their usage there, and keeps
 //! the quota as it was; with no room left on the rack it evicts. The
-//! tests at the top are batchgate's own; `upstream` holds the 5
+//! tests at the top are batchgate's own; `upstream` holds the 6
 //! `TestScheduleForTAS` second-pass rows ported (the others are listed in
 //! `tas_schedule_cases`' header).
 
@@ -295,8 +295,40 @@ mod upstream {
         }
     }
 
+    /// `x{i}`: 1 cpu, 10 pods, hostname only.
+    fn host(i: u32) -> crate::queueing::topology::Node {
+        let name = format!("x{i}");
+        tas_node(&name, &name, &[], &[("cpu", "1"), ("pods", "10")])
+    }
+
     fn cases() -> Vec<Case> {
+        let single = |name: &str, cpu: &str| {
+            workload(
+                name,
+                "tas-main",
+                vec![pod_set("one", 1, required(HOST), &[("cpu", cpu)])],
+            )
+        };
+        let mut replaced = single("replaced", "1");
+        replaced.unhealthy_nodes = vec!["x1".into()];
+        replaced.admission = Some(now_on(1, "1", &[("x1", 1)]));
         vec![
+            Case {
+                name: "second pass replacement must not take a domain claimed by another workload in the same cycle",
+                topologies: vec![(SINGLE, vec![HOST]), (THREE, vec![BLOCK, RACK, HOST])],
+                flavors: vec![tas_flavor("tas-default", SINGLE)],
+                queues: vec![queue(
+                    "tas-main",
+                    &[&[("tas-default", &[("cpu", "50"), ("memory", "50Gi")])]],
+                )],
+                nodes: vec![host(1), host(2), host(3)],
+                workloads: vec![replaced, single("contender", "1")],
+                admitted: vec![
+                    ("replaced", now_on(1, "1", &[("x2", 1)])),
+                    ("contender", now_on(1, "1", &[("x3", 1)])),
+                ],
+                ..Default::default()
+            },
             Case {
                 admitted: vec![("foo", now_on(1, "1000m", &[("x1", 1)]))],
                 ..case(
