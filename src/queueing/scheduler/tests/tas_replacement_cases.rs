@@ -3,7 +3,7 @@
 //! a Workload admitted on a rack loses a node; the cycle places that
 //! node's pods again on the same rack, moves their usage there, and keeps
 //! the quota as it was; with no room left on the rack it evicts. The
-//! tests at the top are batchgate's own; `upstream` holds the 6
+//! tests at the top are batchgate's own; `upstream` holds the 7
 //! `TestScheduleForTAS` second-pass rows ported (the others are listed in
 //! `tas_schedule_cases`' header).
 
@@ -312,7 +312,43 @@ mod upstream {
         let mut replaced = single("replaced", "1");
         replaced.unhealthy_nodes = vec!["x1".into()];
         replaced.admission = Some(now_on(1, "1", &[("x1", 1)]));
+        let two_sets = |one: &str| {
+            admission(
+                "tas-main",
+                vec![
+                    psa(
+                        "one",
+                        &[("cpu", "tas-default", "1000m")],
+                        1,
+                        on_hosts(&[(one, 1)]),
+                    ),
+                    psa(
+                        "two",
+                        &[("cpu", "tas-default", "1000m")],
+                        1,
+                        on_hosts(&[("x1", 1)]),
+                    ),
+                ],
+            )
+        };
+        let mut two_pod_sets = workload(
+            "foo",
+            "tas-main",
+            vec![
+                pod_set("one", 1, preferred(HOST), &[("cpu", "1")]),
+                pod_set("two", 1, preferred(HOST), &[("cpu", "1")]),
+            ],
+        );
+        two_pod_sets.unhealthy_nodes = vec!["x0".into()];
+        two_pod_sets.admission = Some(two_sets("x0"));
         vec![
+            Case {
+                admitted: vec![("foo", two_sets("x2"))],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; two podsets",
+                    two_pod_sets,
+                )
+            },
             Case {
                 name: "second pass replacement must not take a domain claimed by another workload in the same cycle",
                 topologies: vec![(SINGLE, vec![HOST]), (THREE, vec![BLOCK, RACK, HOST])],
