@@ -3,7 +3,7 @@
 //! a Workload admitted on a rack loses a node; the cycle places that
 //! node's pods again on the same rack, moves their usage there, and keeps
 //! the quota as it was; with no room left on the rack it evicts. The
-//! tests at the top are batchgate's own; `upstream` holds the 7
+//! tests at the top are batchgate's own; `upstream` holds the 14
 //! `TestScheduleForTAS` second-pass rows ported (the others are listed in
 //! `tas_schedule_cases`' header).
 
@@ -301,6 +301,46 @@ mod upstream {
         tas_node(&name, &name, &[], &[("cpu", "1"), ("pods", "10")])
     }
 
+    /// A request of `level` (required or preferred) in slices of `size`
+    /// pods within one `slice_level` domain.
+    fn sliced(
+        required: bool,
+        level: &str,
+        size: i32,
+        slice_level: &str,
+    ) -> Option<crate::queueing::workload::TopologyRequest> {
+        let mut t = if required {
+            super::super::tas_table::required(level)
+        } else {
+            preferred(level)
+        }?;
+        t.slice_required = Some(slice_level.into());
+        t.slice_size = Some(size);
+        Some(t)
+    }
+
+    /// A slices row: foo of `count` pods of `cpu`, `reserved` in all, on
+    /// `before`, with `failed` in its `unhealthyNodes`; `after` is
+    /// upstream's new assignment.
+    #[allow(clippy::too_many_arguments)]
+    fn slice_row(
+        name: &'static str,
+        failed: &str,
+        count: u32,
+        topology: Option<crate::queueing::workload::TopologyRequest>,
+        cpu: &str,
+        reserved: &str,
+        before: &[(&str, i64)],
+        after: &[(&str, i64)],
+    ) -> Case {
+        let mut w = foo(count, topology, cpu, reserved, before);
+        w.unhealthy_nodes = vec![failed.into()];
+        Case {
+            admitted: vec![("foo", now_on(count, reserved, after))],
+            ..case(name, w)
+        }
+    }
+
     fn cases() -> Vec<Case> {
         let single = |name: &str, cpu: &str| {
             workload(
@@ -342,6 +382,76 @@ mod upstream {
         two_pod_sets.unhealthy_nodes = vec!["x0".into()];
         two_pod_sets.admission = Some(two_sets("x0"));
         vec![
+            Case {
+                node_failures: vec![(
+                    "foo",
+                    "Workload was evicted as there was no replacement for unhealthy node(s): x0",
+                )],
+                ..case(
+                    "workload with unhealthyNode annotation; second pass; preferred; no fit when using slices; FailFast",
+                    foo(2, sliced(false, BLOCK, 2, RACK), "1", "2000m", &[("x0", 1), ("x1", 1)]),
+                )
+            },
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; baseline",
+                "x2",
+                2,
+                sliced(false, BLOCK, 2, RACK),
+                "1",
+                "2000m",
+                &[("x2", 1), ("x3", 1)],
+                &[("x3", 1), ("x4", 1)],
+            ),
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; unhealthy node hosts incomplete slice",
+                "x2",
+                8,
+                sliced(false, BLOCK, 8, RACK),
+                "250m",
+                "2000m",
+                &[("x2", 4), ("x3", 4)],
+                &[("x3", 4), ("x4", 4)],
+            ),
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; unhealthy node hosts whole slices",
+                "x3",
+                12,
+                sliced(true, BLOCK, 4, RACK),
+                "250m",
+                "3000m",
+                &[("x2", 4), ("x3", 4), ("x4", 4)],
+                &[("x1", 4), ("x2", 4), ("x4", 4)],
+            ),
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; unhealthy node hosts whole slice and incomplete slice",
+                "x1",
+                8,
+                sliced(true, BLOCK, 2, RACK),
+                "200m",
+                "1600m",
+                &[("x1", 3), ("x2", 5)],
+                &[("x2", 5), ("x3", 3)],
+            ),
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; unhealthy node hosts the whole workload",
+                "x1",
+                4,
+                sliced(true, RACK, 2, HOST),
+                "250m",
+                "1000m",
+                &[("x1", 4)],
+                &[("x5", 4)],
+            ),
+            slice_row(
+                "workload with unhealthyNode; second pass; slices; finds correct slice domain",
+                "x7",
+                8,
+                sliced(false, BLOCK, 4, BLOCK),
+                "500m",
+                "4000m",
+                &[("x1", 2), ("x3", 2), ("x5", 2), ("x7", 2)],
+                &[("x1", 2), ("x3", 2), ("x5", 2), ("x6", 2)],
+            ),
             Case {
                 admitted: vec![("foo", two_sets("x2"))],
                 ..case(
