@@ -81,6 +81,8 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
         requests.push((GPU.to_string(), 2000));
     }
     Workload {
+        unhealthy_nodes: Vec::new(),
+        single_pod_owned: false,
         namespace: format!("ns-{q}").into(),
         name: format!("w-{k}"),
         uid: format!("{q}-{k}").into(),

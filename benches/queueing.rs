@@ -143,6 +143,8 @@ fn simulate(shape: &Shape) -> Report {
                 let created = k as i64 * class.interval_ms;
                 let name = format!("{}-{k}", class.name);
                 let wl = Workload {
+                    unhealthy_nodes: Vec::new(),
+                    single_pod_owned: false,
                     namespace: format!("ns-{cq}").into(),
                     name: name.clone(),
                     uid: format!("{cq}-{name}").into(),
@@ -241,7 +243,7 @@ fn simulate(shape: &Shape) -> Report {
                         jobs[i].run += 1;
                         engine.confirm_eviction(&workload);
                     }
-                    Decision::Pending { .. } => {}
+                    Decision::Pending { .. } | Decision::Replace { .. } => {}
                 }
             }
             if !cycle.progress {

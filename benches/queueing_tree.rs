@@ -206,6 +206,8 @@ fn engine(shape: Shape) -> Engine {
     for k in 0..shape.per_queue {
         for q in 0..shape.queues {
             e.upsert_workload(Workload {
+                unhealthy_nodes: Vec::new(),
+                single_pod_owned: false,
                 namespace: format!("ns-{q}").into(),
                 name: format!("wl-{k}"),
                 uid: format!("{q}-{k}").into(),
@@ -286,7 +288,7 @@ fn drain(e: &mut Engine, total: usize) -> Drained {
                     finish_at.remove(&workload);
                     out.evictions += 1;
                 }
-                Decision::Pending { .. } => {}
+                Decision::Pending { .. } | Decision::Replace { .. } => {}
             }
         }
         now = if cycle.progress {

@@ -30,6 +30,9 @@
 //! - [`topology_gate`]: releases the pods of a Workload placed by
 //!   topology-aware scheduling from their scheduling gate, each onto its
 //!   domain.
+//! - [`node_failure`]: marks the nodes failing under such a Workload in
+//!   its `status.unhealthyNodes` (a second one evicts it) and fails its
+//!   pods still pending towards them.
 //! - [`appwrapper`]: the AppWrapper lifecycle and Autopilot's Node watch;
 //!   [`prescale`]: the PreScaledCronJob's generated CronJobs.
 //! - Support: [`translation`] (API objects to engine types), [`vetting`]
@@ -45,6 +48,7 @@ pub mod events;
 pub mod fault;
 pub mod jobs;
 pub mod lease;
+pub mod node_failure;
 pub mod pod_owners;
 pub mod pods;
 pub mod prescale;
@@ -142,6 +146,7 @@ async fn reconcilers(
     tokio::spawn(check_states::run(shared.clone()));
     tokio::spawn(provisioning::run(shared.clone()));
     tokio::spawn(topology_gate::run(shared.clone()));
+    tokio::spawn(node_failure::run(shared.clone()));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,

@@ -525,7 +525,35 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .annotations
             .as_ref()
             .and_then(|a| a.get(keys::SLICE_REPLACEMENT_FOR_ANNOTATION).cloned()),
+        unhealthy_nodes: wl
+            .status
+            .as_ref()
+            .and_then(|s| s.unhealthy_nodes.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|n| n.name.clone())
+            .collect(),
+        single_pod_owned: single_pod_owned(wl),
     })
+}
+
+/// Kueue's `OwnedBySinglePod`, from the Workload's ownerReferences and its
+/// `kueue.x-k8s.io/is-group-workload` annotation.
+fn single_pod_owned(wl: &api::Workload) -> bool {
+    let owners: Vec<(&str, &str)> = wl
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .map(|o| (o.api_version.as_str(), o.kind.as_str()))
+        .collect();
+    let group = wl
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::GROUP_WORKLOAD_ANNOTATION))
+        .map(String::as_str);
+    crate::queueing::topology::owned_by_single_pod(&owners, group)
 }
 
 /// The `PodsReady` condition, `status.requeueState.requeueAt` and

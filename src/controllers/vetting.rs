@@ -194,6 +194,8 @@ pub(crate) mod testing {
     /// `ns/wl` with one pod set `main` of 2 pods.
     pub fn view() -> queueing::Workload {
         queueing::Workload {
+            unhealthy_nodes: Vec::new(),
+            single_pod_owned: false,
             namespace: Arc::from("ns"),
             name: "wl".into(),
             uid: Arc::from("u"),

@@ -15,6 +15,7 @@
 pub mod deactivation;
 pub mod execution;
 pub mod machine;
+pub mod node_failure;
 pub mod pod;
 pub mod pod_owner;
 pub mod policy;

@@ -319,6 +319,8 @@ impl Model {
                 self.now += 1;
                 let name = format!("w{}", self.next);
                 let wl = Workload {
+                    unhealthy_nodes: Vec::new(),
+                    single_pod_owned: false,
                     namespace: NS.into(),
                     name: name.clone(),
                     uid: format!("uid-{name}").into(),
@@ -560,6 +562,10 @@ impl Model {
                         !self.held.contains_key(workload),
                         "{workload} pending while holding quota"
                     );
+                }
+                // No TAS and no failed nodes here.
+                Decision::Replace { workload, .. } => {
+                    prop_assert!(false, "{workload} replaced without a failed node");
                 }
             }
         }

@@ -100,6 +100,9 @@ pub enum EvictionReason {
     Deactivated,
     ClusterQueueStopped,
     LocalQueueStopped,
+    /// No replacement for a failed node's pods (Kueue's
+    /// `TASFailedNodeReplacementFailFast`).
+    NodeFailures,
 }
 
 impl EvictionReason {
@@ -109,6 +112,7 @@ impl EvictionReason {
             EvictionReason::Deactivated => "Deactivated",
             EvictionReason::ClusterQueueStopped => "ClusterQueueStopped",
             EvictionReason::LocalQueueStopped => "LocalQueueStopped",
+            EvictionReason::NodeFailures => "NodeFailures",
         }
     }
 }
@@ -165,6 +169,13 @@ pub enum Decision {
         /// The workload the room is made for (preemptions only).
         preemptor: Option<String>,
     },
+    /// Replace the admission of a Workload that keeps its quota by this
+    /// one (a failed node's pods placed again) and clear
+    /// `status.unhealthyNodes`; report with `confirm_replacement`.
+    Replace {
+        workload: String,
+        admission: Admission,
+    },
     /// Set `QuotaReserved=False` with this reason and message. Only issued
     /// when they change.
     Pending {
@@ -219,6 +230,9 @@ struct Holding {
     /// What its topology assignments take on their leaves, by flavor
     /// (empty outside TAS): the release takes back exactly this.
     topology: topology::HeldTopology,
+    /// The admission a node-failure replacement replaced, until the
+    /// replacement is seen written: echoes still carrying it are stale.
+    replaced: Option<Admission>,
 }
 
 #[derive(Debug, Clone)]
@@ -769,6 +783,7 @@ impl Engine {
             State::Holding(h) => {
                 let ours = h.admission.clone();
                 let confirmed = h.confirmed;
+                let replaced = h.replaced.clone();
                 let incoming = wl.admission.clone();
                 rec.wl = wl;
                 match incoming {
@@ -781,9 +796,12 @@ impl Engine {
                             self.workloads.get_mut(&key).map(|r| &mut r.state)
                         {
                             h.confirmed = true;
+                            h.replaced = None;
                         }
                         self.refresh_held_usage(&key);
                     }
+                    // Written before our replacement landed: ours stands.
+                    Some(a) if replaced.as_ref() == Some(&a) => {}
                     // Someone else's admission is the truth.
                     Some(a) => {
                         let at = self.workloads[&key].wl.created;
@@ -835,6 +853,19 @@ impl Engine {
         self.join_added();
         if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
             h.confirmed = true;
+        }
+    }
+
+    /// The shell could not write a `Replace` decision: the admission it
+    /// replaced holds again (a later update of the Workload tries anew).
+    pub fn refuse_replacement(&mut self, key: &str) {
+        self.join_added();
+        let old = match self.workloads.get_mut(key).map(|r| &mut r.state) {
+            Some(State::Holding(h)) => h.replaced.take(),
+            _ => None,
+        };
+        if let Some(old) = old {
+            self.swap_held_admission(key, old);
         }
     }
 
@@ -1436,6 +1467,7 @@ impl Engine {
                 confirmed,
                 evicting: false,
                 topology,
+                replaced: None,
             }));
             rec.pending = None;
             rec.reported = None;

@@ -291,6 +291,12 @@ pub struct Workload {
     /// admitted (KEP-77). It asks only for what it adds to that slice,
     /// on the same flavors.
     pub replaces: Option<String>,
+    /// `status.unhealthyNodes[].name`: nodes failed under its topology
+    /// assignment, whose pods the scheduler places again.
+    pub unhealthy_nodes: Vec<String>,
+    /// Owned by a single Pod (not a pod group): its topology assignment is
+    /// kept as it is (see `topology::owned_by_single_pod`).
+    pub single_pod_owned: bool,
 }
 
 /// A Workload's `PodsReady` condition, `status.requeueState.requeueAt` and
@@ -397,6 +403,8 @@ mod tests {
     /// `reclaimable` of them reclaimable.
     fn admitted(spec: u32, count: u32, reclaimable: u32) -> (Workload, Admission) {
         let wl = Workload {
+            unhealthy_nodes: Vec::new(),
+            single_pod_owned: false,
             namespace: "ns".into(),
             name: "wl".into(),
             uid: "u".into(),

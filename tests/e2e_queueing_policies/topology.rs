@@ -14,7 +14,9 @@
 //! match the assignment, node by node. Each test has its own pool of eight
 //! nodes, tainted so that no other test's pods land there. Also here: a
 //! JobSet's pods released by rank, preferred placement spreading only when
-//! it must, and implied TAS on a TAS-only ClusterQueue. The restart case is
+//! it must, implied TAS on a TAS-only ClusterQueue, and a failed node's
+//! pod placed again on its rack (Kueue's node-failure replacement, on its
+//! own pool of two racks of three nodes). The restart case is
 //! in `tests/e2e_queueing_crash.rs` (it kills batchgate).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -354,4 +356,232 @@ fn preferred_spreads_only_when_it_must_and_a_tas_only_queue_implies_tas() {
         &["delete", "jobs", "--all", "-n", &ns, "--wait=false"],
         None,
     );
+}
+
+/// The Workload's topology assignment of pod set 0: node → pods.
+fn assignment(wl: &Value) -> BTreeMap<String, i64> {
+    let ta = &wl["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+    batchgate::api::kueue::conversion::topology::expand(&ta["slices"], 1)
+        .unwrap_or_else(|e| panic!("the assignment reads as Kueue's v1beta2 form: {e:?}: {ta}"))
+        .into_iter()
+        .map(|d| (d.values[0].clone(), d.count))
+        .collect()
+}
+
+fn unhealthy_nodes(wl: &Value) -> Vec<String> {
+    wl["status"]["unhealthyNodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| s(&n["name"]))
+        .collect()
+}
+
+/// The job's pods that run: bound, Running, not being deleted.
+fn running_pods(c: &LocalCluster, ns: &str, job: &str) -> Vec<Value> {
+    let selector = format!("batch.kubernetes.io/job-name={job}");
+    get(c, &["pods", "-n", ns, "-l", &selector])
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| {
+            p["status"]["phase"] == "Running"
+                && p["spec"]["nodeName"].is_string()
+                && p["metadata"]["deletionTimestamp"].is_null()
+        })
+        .collect()
+}
+
+/// Kueue's failed-node replacement (its e2e `hotswap_test.go` taints a
+/// node with NoExecute): two racks of three KWOK nodes (4 cpu), a Job of
+/// two 3-cpu pods required in one rack, so two nodes of one rack. One of
+/// them gets an untolerated NoExecute taint: kube-controller-manager's
+/// taint manager evicts its pod, the node lands in the Workload's
+/// `status.unhealthyNodes`, the second pass moves that pod's place to the
+/// rack's third node (the other rack has room too, and is not taken), the
+/// Job's new pod runs there, and the Workload stays admitted with the same
+/// quota. The Workload is watched the whole time: every version is read.
+#[test]
+fn a_tainted_node_under_a_rack_job_is_replaced_within_the_rack_without_eviction() {
+    use std::io::Read;
+    let c = env_with(CONFIG).cluster;
+    let ns = namespace(c, "e2e-tas-nodefail");
+    let failure = "e2e.batchgate.dev/node-failure";
+    let mut racks = BTreeMap::new();
+    for r in 0..2 {
+        let rack = format!("nf-r{r}");
+        for n in 0..3 {
+            let name = format!("kwok-tasnf-{r}{n}");
+            apply(c, &tas_node(&name, "nodefail", "nf-b0", &rack));
+            // A rerun on the same cluster: the last run's failure is gone.
+            let _ = kubectl(c, &["taint", "node", &name, &format!("{failure}-")], None);
+            racks.insert(name, rack.clone());
+        }
+    }
+    for n in racks.keys() {
+        wait_for(LONG, "the TAS node Ready", || {
+            get(c, &["node", n]).filter(|node| is_true(node, "Ready"))
+        });
+    }
+    apply(c, &tas_topology("e2e-tasnf-topology"));
+    apply(
+        c,
+        &tas_flavor("e2e-tasnf-flavor", "nodefail", "e2e-tasnf-topology"),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "e2e-tasnf-cq",
+            &[("e2e-tasnf-flavor", "24", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "e2e-tasnf-cq"));
+
+    let mut j: Value =
+        serde_json::from_str(&job("hotswap", &ns, "lq", "3", "600s", json!({}))).unwrap();
+    j["spec"]["parallelism"] = json!(2);
+    j["spec"]["completions"] = json!(2);
+    j["spec"]["backoffLimit"] = json!(4);
+    j["spec"]["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] =
+        json!(TAS_RACK);
+    create(c, &j.to_string());
+    let wl = wait_for(LONG, "the Workload admitted", || {
+        workload_of(c, &ns, "hotswap").filter(|w| is_true(w, "Admitted"))
+    });
+    let wl_name = s(&wl["metadata"]["name"]);
+    let before = assignment(&wl);
+    assert_eq!(before.values().sum::<i64>(), 2, "{before:?}");
+    assert_eq!(before.len(), 2, "a 3-cpu pod per 4-cpu node: {before:?}");
+    let rack = racks[before.keys().next().unwrap()].clone();
+    assert!(
+        before.keys().all(|n| racks[n] == rack),
+        "one rack: {before:?}"
+    );
+    let running = wait_for(LONG, "both pods running on the assignment", || {
+        let pods = running_pods(c, &ns, "hotswap");
+        (pods.len() == 2).then_some(pods)
+    });
+    let on: BTreeSet<String> = running.iter().map(|p| s(&p["spec"]["nodeName"])).collect();
+    assert_eq!(
+        on,
+        before.keys().cloned().collect(),
+        "pods on the assignment's nodes"
+    );
+    let usage = |c: &LocalCluster| {
+        get(c, &["clusterqueue", "e2e-tasnf-cq"]).map(|q| q["status"]["flavorsReservation"].clone())
+    };
+    let reserved = wait_for(SHORT, "the ClusterQueue's reservation", || {
+        usage(c).filter(|u| u.to_string().contains("\"6\""))
+    });
+
+    // Every version of the Workload from here on.
+    let mut watch = c
+        .kubectl()
+        .args([
+            "get", "workload", &wl_name, "-n", &ns, "--watch", "-o", "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = watch.stdout.take().unwrap();
+    let seen = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        serde_json::Deserializer::from_str(&out)
+            .into_iter::<Value>()
+            .filter_map(Result::ok)
+            .collect::<Vec<Value>>()
+    });
+
+    let failed = before.keys().next().unwrap().clone();
+    let spare = racks
+        .iter()
+        .find(|(n, r)| **r == rack && !before.contains_key(*n))
+        .map(|(n, _)| n.clone())
+        .unwrap();
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "taint",
+            "node",
+            &failed,
+            &format!("{failure}=true:NoExecute"),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+
+    // The premise: the taint manager takes the pod off the node.
+    wait_for(LONG, "no pod of the job left on the tainted node", || {
+        let selector = "batch.kubernetes.io/job-name=hotswap";
+        let pods = get(c, &["pods", "-n", &ns, "-l", selector])?;
+        let left = pods["items"].as_array()?.iter().any(|p| {
+            p["spec"]["nodeName"] == failed.as_str()
+                && !matches!(p["status"]["phase"].as_str(), Some("Failed" | "Succeeded"))
+        });
+        (!left).then_some(())
+    });
+    let after = wait_for(
+        LONG,
+        "the Workload's assignment without the tainted node",
+        || {
+            workload_of(c, &ns, "hotswap")
+                .filter(|w| !assignment(w).contains_key(&failed) && unhealthy_nodes(w).is_empty())
+        },
+    );
+    let moved = assignment(&after);
+    let kept: BTreeMap<String, i64> = before
+        .iter()
+        .filter(|(n, _)| **n != failed)
+        .map(|(n, c)| (n.clone(), *c))
+        .collect();
+    let mut want = kept.clone();
+    want.insert(spare.clone(), 1);
+    assert_eq!(
+        moved, want,
+        "the failed node's pod goes to the rack's third node, the other stays: {after}"
+    );
+    let running = wait_for(LONG, "the Job's new pod running on the spare node", || {
+        let pods = running_pods(c, &ns, "hotswap");
+        (pods.len() == 2).then_some(pods)
+    });
+    let on: BTreeMap<String, String> = running
+        .iter()
+        .map(|p| {
+            (
+                s(&p["spec"]["nodeName"]),
+                racks[&s(&p["spec"]["nodeName"])].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        on.keys().cloned().collect::<BTreeSet<_>>(),
+        want.keys().cloned().collect::<BTreeSet<_>>(),
+        "the pods run where the new assignment says: {on:?}"
+    );
+    assert!(on.values().all(|r| *r == rack), "same rack: {on:?}");
+    assert!(is_true(&after, "Admitted"), "{after}");
+    assert_eq!(
+        usage(c),
+        Some(reserved.clone()),
+        "the quota reserved, not twice"
+    );
+
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let versions = seen.join().unwrap();
+    assert!(
+        versions
+            .iter()
+            .any(|w| unhealthy_nodes(w) == [failed.clone()] && assignment(w).contains_key(&failed)),
+        "the node was marked unhealthy before its pods moved: {} versions seen",
+        versions.len()
+    );
+    for w in &versions {
+        assert!(is_true(w, "Admitted"), "admitted all along: {w}");
+        assert!(!is_true(w, "Evicted"), "never evicted: {w}");
+    }
+    let _ = kubectl(c, &["taint", "node", &failed, &format!("{failure}-")], None);
 }

@@ -100,6 +100,13 @@ impl Controller {
                     },
                 )
             }
+            Decision::Replace {
+                workload,
+                admission,
+            } => {
+                info!(%workload, "failed node's pods placed again");
+                (workload, Write::Replace(admission))
+            }
             Decision::Pending {
                 workload,
                 reason,
@@ -282,7 +289,8 @@ impl Controller {
             Write::Evict { .. }
             | Write::Requeued { .. }
             | Write::Exceeded { .. }
-            | Write::Replaced { .. } => self.eviction_lane.clone(),
+            | Write::Replaced { .. }
+            | Write::Replace(_) => self.eviction_lane.clone(),
         };
         let client = self.client.clone();
         let tx = self.tx.clone();
@@ -494,7 +502,13 @@ pub(super) fn render(
                     c.set(ty, false, "QuotaReserved", &m, now, generation);
                 }
             }
-            Some(json!({"admission": translation::admission_json(a), "conditions": c.0}))
+            // A Workload placed again starts with no failed node (Kueue's
+            // scheduler clears the list on admission).
+            Some(json!({
+                "admission": translation::admission_json(a),
+                "conditions": c.0,
+                "unhealthyNodes": null,
+            }))
         }
         Write::Evict {
             reason,
@@ -532,12 +546,16 @@ pub(super) fn render(
                     generation,
                 );
             }
+            // Kueue's eviction forgets the failed nodes of the placement
+            // it ends.
             if deactivated {
                 // A deactivated Workload's requeue state goes with it
                 // (Kueue's workload controller clears it in the eviction).
-                return Some(json!({"conditions": c.0, "requeueState": null}));
+                return Some(
+                    json!({"conditions": c.0, "requeueState": null, "unhealthyNodes": null}),
+                );
             }
-            Some(json!({"conditions": c.0}))
+            Some(json!({"conditions": c.0, "unhealthyNodes": null}))
         }
         Write::Requeued {
             from,
@@ -549,6 +567,13 @@ pub(super) fn render(
             }
             c.set(condition::REQUEUED, true, reason, message, now, generation);
             Some(json!({"conditions": c.0}))
+        }
+        Write::Replace(a) => {
+            // Only while it still holds the quota it was placed for.
+            if !reserved || c.is_true(condition::EVICTED) {
+                return None;
+            }
+            Some(json!({"admission": translation::admission_json(a), "unhealthyNodes": null}))
         }
         Write::Replaced { message } => {
             c.set(
@@ -600,6 +625,7 @@ pub(super) async fn write_workload(
     let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
     let refused = match w {
         Write::Admit(_) => Outcome::AdmissionRefused,
+        Write::Replace(_) => Outcome::ReplacementRefused,
         _ => Outcome::Done,
     };
     // The device allocation is recorded before the admission it belongs to.
@@ -773,7 +799,7 @@ pub(super) fn occurrences(key: &str, waited_s: f64, w: &Write) -> Vec<Occurrence
         Write::Pending { reason, message } => {
             vec![o(reason.legacy_str().to_string(), true, message.clone())]
         }
-        Write::Requeued { .. } => Vec::new(),
+        Write::Requeued { .. } | Write::Replace(_) => Vec::new(),
         Write::Replaced { message } => vec![o(SLICE_REPLACED.into(), false, message.clone())],
         Write::Exceeded { max_secs } => vec![o(
             execution::EXCEEDED_REASON.into(),
@@ -822,6 +848,7 @@ pub(super) fn write_kind(w: &Write, before: &[Condition]) -> &'static str {
         Write::Requeued { .. } => "requeued",
         Write::Exceeded { .. } => "execution time",
         Write::Replaced { .. } => "slice replaced",
+        Write::Replace(_) => "node replaced",
         Write::Pending { reason, message } => {
             let prev = before
                 .iter()

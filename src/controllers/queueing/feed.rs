@@ -156,6 +156,7 @@ impl Controller {
                         self.devices.refused(&key);
                         self.engine.reject_admission(&key)
                     }
+                    Outcome::ReplacementRefused => self.engine.refuse_replacement(&key),
                     Outcome::Done => {}
                 }
                 self.unsent.remove(&key);

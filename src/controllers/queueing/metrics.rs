@@ -125,7 +125,8 @@ impl Controller {
             Write::Pending { .. }
             | Write::Requeued { .. }
             | Write::Exceeded { .. }
-            | Write::Replaced { .. } => None,
+            | Write::Replaced { .. }
+            | Write::Replace(_) => None,
         }
     }
 

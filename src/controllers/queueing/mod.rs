@@ -173,6 +173,8 @@ enum QueueKey {
 enum Outcome {
     Admitted,
     AdmissionRefused,
+    /// A node-failure replacement not written: the old admission stands.
+    ReplacementRefused,
     Done,
 }
 
@@ -269,6 +271,10 @@ enum Write {
     Replaced {
         message: String,
     },
+    /// A node-failure replacement: the new admission (only topology
+    /// assignments differ) and `status.unhealthyNodes` cleared, as Kueue's
+    /// scheduler writes it after a second pass.
+    Replace(crate::queueing::Admission),
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object. A Workload's
@@ -712,6 +718,73 @@ mod tests {
         assert_eq!(
             *sent.lock().unwrap(),
             ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
+        );
+    }
+
+    /// A node-failure replacement goes out as one status merge patch: the
+    /// new admission (only its topology assignment differs) and
+    /// `unhealthyNodes` cleared, on the Workload's `resourceVersion`; one
+    /// not written (gone here) is reported refused, so the engine puts the
+    /// old admission back.
+    #[tokio::test]
+    async fn a_replacement_is_one_status_patch_clearing_unhealthy_nodes() {
+        use crate::api::kueue::conversion::topology::Domain;
+        use crate::controllers::vetting::testing::{scripted_client, status, view};
+        use crate::queueing::topology::Assignment as Placement;
+        let on = |nodes: &[&str]| Placement {
+            levels: vec!["kubernetes.io/hostname".into()],
+            domains: nodes
+                .iter()
+                .map(|n| Domain {
+                    values: vec![n.to_string()],
+                    count: 1,
+                })
+                .collect(),
+        };
+        let mut before = admission();
+        before.pod_set_assignments[0].topology = Some(on(&["x1", "x2"]));
+        let mut after = before.clone();
+        after.pod_set_assignments[0].topology = Some(on(&["x2", "x3"]));
+        let mut view = view();
+        view.admission = Some(before);
+        view.unhealthy_nodes = vec!["x1".into()];
+        let admitted = conds(&render(&Write::Admit(admission()), &[], Some(1), &at(1)).unwrap());
+        let meta = Meta {
+            resource_version: "5".into(),
+            conditions: admitted,
+            generation: Some(1),
+            owned: true,
+            created_ms: 0,
+            evictions: Vec::new(),
+            priority_class: String::new(),
+            accumulated: None,
+            held_by_checks: false,
+        };
+        let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
+        let w = Write::Replace(after.clone());
+        let (outcome, written) = write_workload(&client, "ns/wl", meta, &w, None, Some(view)).await;
+        assert_eq!(outcome, Outcome::ReplacementRefused);
+        assert!(written.is_none());
+        let sent = sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(
+            sent[0].line,
+            "PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status?&fieldManager=batchgate"
+        );
+        assert_eq!(
+            sent[0].body,
+            json!({
+                "metadata": {"resourceVersion": "5"},
+                "status": {
+                    "admission": translation::admission_json(&after),
+                    "unhealthyNodes": null,
+                },
+            })
+        );
+        assert_eq!(
+            sent[0].body["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+                ["levels"],
+            json!(["kubernetes.io/hostname"])
         );
     }
 

@@ -270,6 +270,8 @@ mod tests {
 
     fn wl(name: &str, lq: &str, priority: i32, created: i64) -> Workload {
         Workload {
+            unhealthy_nodes: Vec::new(),
+            single_pod_owned: false,
             namespace: NS.into(),
             name: name.into(),
             uid: format!("uid-{name}").into(),

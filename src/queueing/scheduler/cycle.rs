@@ -4,6 +4,7 @@
 //! deactivation), which the cycle hands out first.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use super::{
     Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, PreemptedReason, Record, State,
@@ -73,7 +74,7 @@ impl Engine {
         }
     }
 
-    fn mark_evicting(&mut self, key: &str) {
+    pub(super) fn mark_evicting(&mut self, key: &str) {
         if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
             h.evicting = true;
         }
@@ -95,7 +96,12 @@ impl Engine {
         self.join_added();
         self.cycle_tas.clear();
         let mut cycle = Cycle::default();
+        // Workloads updated since the last cycle: a failed node of theirs
+        // is replaced first, so this cycle's admissions see where its pods
+        // went (Kueue's second pass).
+        let updated: Vec<Arc<str>> = self.drain.iter().cloned().collect();
         self.issue_due_evictions(&mut cycle.decisions);
+        self.replace_failed_nodes(&updated, &mut cycle.decisions);
 
         // 1. One head per active ClusterQueue.
         let mut heads = Vec::new();

@@ -72,6 +72,8 @@ fn fungibility(
 /// given.
 fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>) -> Workload {
     Workload {
+        unhealthy_nodes: Vec::new(),
+        single_pod_owned: false,
         namespace: NS.into(),
         name: name.into(),
         uid: format!("uid-{name}").into(),

@@ -98,6 +98,8 @@ type Set = (&'static str, u32, Option<u32>, i64);
 
 fn workload(ns: &str, name: &str, priority: i32, resource: &str, sets: &[Set]) -> Workload {
     Workload {
+        unhealthy_nodes: Vec::new(),
+        single_pod_owned: false,
         namespace: ns.into(),
         name: name.into(),
         uid: format!("wl-{name}").into(),

@@ -112,6 +112,8 @@ fn cluster_queue(q: &Queue) -> ClusterQueue {
 pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
     let (name, cq, priority, cpu) = *w;
     Workload {
+        unhealthy_nodes: Vec::new(),
+        single_pod_owned: false,
         namespace: NS.into(),
         name: name.into(),
         uid: format!("uid-{name}").into(),
@@ -188,6 +190,7 @@ pub(super) fn outcome(c: &Cycle) -> (Vec<(String, PreemptedReason)>, Vec<String>
                 admitted.push(workload.trim_start_matches("ns/").to_string())
             }
             Decision::Pending { .. } => {}
+            Decision::Replace { workload, .. } => panic!("{workload} replaced, no node failed"),
         }
     }
     evicted.sort_by(|a, b| a.0.cmp(&b.0));

@@ -17,6 +17,7 @@ mod slice_cases;
 mod tas_cases;
 mod tas_cohort_cases;
 mod tas_preemption_cases;
+mod tas_replacement_cases;
 mod tas_schedule_cases;
 mod tas_table;
 
@@ -78,6 +79,8 @@ fn lq(cq: &str) -> LocalQueue {
 /// LocalQueue of `cq`.
 fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
     Workload {
+        unhealthy_nodes: Vec::new(),
+        single_pod_owned: false,
         namespace: NS.into(),
         name: name.into(),
         uid: format!("uid-{name}").into(),

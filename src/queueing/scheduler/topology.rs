@@ -9,7 +9,12 @@
 //! Preemption is TAS-aware (Kueue's `workloadFits`): a placement may be
 //! asked to see the nodes without some admitted workloads
 //! ([`TasView::Without`]) or without any ([`TasView::Empty`], Kueue's
-//! `WithSimulateEmpty`). Not yet here: node-failure replacement.
+//! `WithSimulateEmpty`).
+//!
+//! Node-failure replacement (Kueue's second pass): an admitted Workload
+//! whose assignment names a node in its `status.unhealthyNodes` gets that
+//! node's pods placed again within its assignment, before the cycle's
+//! admissions, or is evicted when they find no room.
 
 use super::*;
 use crate::queueing::{
@@ -368,11 +373,193 @@ pub(super) fn placed_usage(
 }
 
 impl Engine {
+    /// Puts `admission` in place of a holding workload's (a node-failure
+    /// replacement, or its undoing), its TAS usage index entry with it;
+    /// the admission it replaced.
+    pub(super) fn swap_held_admission(&mut self, key: &str, admission: Admission) -> Option<Admission> {
+        let rec = self.workloads.get_mut(key)?;
+        let State::Holding(h) = &mut rec.state else {
+            return None;
+        };
+        let topology = held_topology(&rec.wl, &admission);
+        add_held(&mut self.tas_held, &h.topology, -1);
+        add_held(&mut self.tas_held, &topology, 1);
+        h.topology = topology;
+        Some(std::mem::replace(&mut h.admission, admission))
+    }
+
     /// Keeps `usage` on the nodes for the rest of the cycle.
     pub(super) fn reserve_tas(&mut self, usage: DomainUsage) {
         for (leaf, u) in usage {
             add_to(self.cycle_tas.entry(leaf).or_default(), &u);
         }
+    }
+}
+
+/// Kueue's eviction message when a failed node's pods find no room
+/// (`TASFailedNodeReplacementFailFast`); the nodes joined with ",".
+pub fn no_replacement_message(nodes: &[String]) -> String {
+    format!(
+        "Workload was evicted as there was no replacement for unhealthy node(s): {}",
+        nodes.join(",")
+    )
+}
+
+/// What `admission`'s pods on `node` take there.
+fn left_behind(wl: &Workload, admission: &Admission, node: &str) -> DomainUsage {
+    let mut usage = DomainUsage::new();
+    for psa in &admission.pod_set_assignments {
+        let Some(t) = psa.topology.as_ref().filter(|t| names_node(t, node)) else {
+            continue;
+        };
+        let on_node = topology::Assignment {
+            levels: t.levels.clone(),
+            domains: t
+                .domains
+                .iter()
+                .filter(|d| d.values.last().is_some_and(|v| v == node))
+                .cloned()
+                .collect(),
+        };
+        let per_pod = wl
+            .pod_sets
+            .iter()
+            .find(|p| *p.name == psa.name)
+            .map(per_pod)
+            .unwrap_or_default();
+        add_domains(&mut usage, &on_node, &per_pod, 1);
+    }
+    usage
+}
+
+/// Whether an assignment names `node` as a leaf (only one whose lowest
+/// level is the hostname names nodes).
+fn names_node(t: &topology::Assignment, node: &str) -> bool {
+    t.levels.last().is_some_and(|l| l == HOSTNAME_LABEL)
+        && t.domains
+            .iter()
+            .any(|d| d.values.last().is_some_and(|v| v == node))
+}
+
+impl Engine {
+    /// Kueue's second pass after a node failure, for the admitted
+    /// Workloads among `keys`: a Workload whose topology assignment names
+    /// a node of its `status.unhealthyNodes` has that node's pods placed
+    /// again near the rest ([`topology::replace`]); its quota stays as it
+    /// is. The new admission holds at once, so the usage moves from the
+    /// failed node to the new one and is never counted twice. With no room
+    /// the Workload is evicted (FailFast, on by default).
+    pub(super) fn replace_failed_nodes(&mut self, keys: &[Arc<str>], out: &mut Vec<Decision>) {
+        for key in keys {
+            let Some(rec) = self.workloads.get(&**key) else {
+                continue;
+            };
+            let State::Holding(h) = &rec.state else {
+                continue;
+            };
+            let unhealthy = &rec.wl.unhealthy_nodes;
+            let failed = h
+                .admission
+                .pod_set_assignments
+                .iter()
+                .filter_map(|p| p.topology.as_ref())
+                .any(|t| unhealthy.iter().any(|n| names_node(t, n)));
+            if h.evicting || !h.confirmed || h.replaced.is_some() || !failed {
+                continue;
+            }
+            match self.replacement(&rec.wl, &h.admission, &unhealthy[0]) {
+                Ok(admission) => {
+                    // The failed node's share stays taken until the cycle
+                    // ends, as in Kueue's cycle snapshot: no one else is
+                    // placed there in the same cycle.
+                    let left = left_behind(&rec.wl, &h.admission, &unhealthy[0]);
+                    self.reserve_tas(left);
+                    out.push(Decision::Replace {
+                        workload: key.to_string(),
+                        admission: admission.clone(),
+                    });
+                    let old = self.swap_held_admission(key, admission);
+                    if let Some(State::Holding(h)) =
+                        self.workloads.get_mut(&**key).map(|r| &mut r.state)
+                    {
+                        h.replaced = old;
+                    }
+                }
+                Err(_) => {
+                    out.push(Decision::Evict {
+                        workload: key.to_string(),
+                        reason: EvictionReason::NodeFailures,
+                        message: no_replacement_message(unhealthy),
+                        preempted_reason: None,
+                        preemptor: None,
+                    });
+                    self.mark_evicting(key);
+                }
+            }
+        }
+    }
+
+    /// `admission` with the pods of `node` placed again, pod set by pod
+    /// set; Kueue's reason for the first that finds no room.
+    fn replacement(
+        &self,
+        wl: &Workload,
+        admission: &Admission,
+        node: &str,
+    ) -> Result<Admission, String> {
+        // What every admitted workload holds on the nodes, this one's kept
+        // pods included, and what this cycle has taken so far.
+        let mut held = self.cycle_tas.clone();
+        for f in self.flavors.values().filter(|f| f.is_tas()) {
+            if let Some(usage) = self.tas_held.get(&f.name) {
+                add_usage(&mut held, usage, 1);
+            }
+        }
+        let mut next = admission.clone();
+        for psa in &mut next.pod_set_assignments {
+            let Some(existing) = psa.topology.as_ref().filter(|t| names_node(t, node)) else {
+                continue;
+            };
+            let Some(spec) = wl.pod_sets.iter().find(|p| *p.name == psa.name) else {
+                continue;
+            };
+            let flavor = self
+                .tas_flavor_of(psa.flavors.values())?
+                .ok_or_else(|| format!("no TAS flavor for pod set {}", psa.name))?;
+            let levels = flavor.topology_levels.clone().ok_or_else(|| {
+                format!("Flavor {:?} information missing in TAS cache", flavor.name)
+            })?;
+            let view = FlavorTopology {
+                name: flavor.topology_name.clone().unwrap_or_default(),
+                levels,
+                node_labels: flavor.node_labels.clone(),
+                tolerations: flavor.tolerations.clone(),
+            };
+            let snapshot = self.nodes.snapshot(&flavor.name, &view);
+            let request = PodSetRequest {
+                name: psa.name.clone(),
+                count: psa.count as i32,
+                per_pod: per_pod(spec),
+                topology: spec.topology.clone().filter(|t| t.is_explicit()),
+                group: spec.topology.as_ref().and_then(|t| t.pod_set_group.clone()),
+                node_selector: spec.node_selector.clone(),
+                tolerations: spec.tolerations.clone(),
+            };
+            let replaced = topology::replace(
+                &snapshot,
+                topology::Replacement {
+                    pod_set: &request,
+                    existing,
+                    unhealthy_node: node,
+                    single_pod_owned: wl.single_pod_owned,
+                },
+                &held,
+            )?;
+            // Later pod sets see where this one's pods went.
+            add_domains(&mut held, &replaced.added, &request.per_pod, 1);
+            psa.topology = Some(replaced.assignment);
+        }
+        Ok(next)
     }
 }
 

@@ -168,6 +168,8 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
             fair_sharing: Default::default(),
         }),
         Op::Add { q, cpu, priority } => e.upsert_workload(Workload {
+            unhealthy_nodes: Vec::new(),
+            single_pod_owned: false,
             namespace: "ns".into(),
             name: format!("w{seq}"),
             uid: format!("u{seq}").into(),
@@ -220,7 +222,7 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
                         ),
                     Decision::Admit { workload, .. } => e.confirm_admission(workload),
                     Decision::Evict { workload, .. } => e.confirm_eviction(workload),
-                    Decision::Pending { .. } => {}
+                    Decision::Pending { .. } | Decision::Replace { .. } => {}
                 }
             }
             return Some(cycle);

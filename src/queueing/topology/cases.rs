@@ -1,8 +1,10 @@
-//! 95 of 140 upstream cases ported; not yet: balanced placement (21,
+//! 100 of 140 upstream cases ported; not yet: balanced placement (21,
 //! `TASBalancedPlacement` on, alpha), preferred node affinity (11,
 //! `TASRespectNodeAffinityPreferred` on), elastic workload slices (8,
-//! `ElasticJobsViaWorkloadSlicesWithTAS` on, previous assignments), node
-//! replacement (5, workloads with `unhealthyNodes`). All 95 pass.
+//! `ElasticJobsViaWorkloadSlicesWithTAS` on, previous assignments). The 5
+//! node-replacement cases (workloads with `unhealthyNodes`) run in
+//! `find_topology_assignments_replacement` with the 6 of
+//! `TestFindTopologyAssignmentsMultiLayerReplacement`: 11 of 11. All pass.
 //!
 //! Kueue v0.19.2's `TestFindTopologyAssignments`
 //! (`pkg/cache/scheduler/tas_cache_test.go`) as a table: each case's `name`
@@ -1724,4 +1726,289 @@ fn cases() -> Vec<Case> {
         },
 
     ]
+}
+
+/// A replacement case: one admitted pod set `main` whose assignment names
+/// `unhealthy`, placed again with Kueue's `findReplacementAssignment`.
+struct ReplacementCase {
+    /// Upstream's case name, verbatim.
+    name: &'static str,
+    levels: &'static [&'static str],
+    nodes: Vec<Node>,
+    /// Sibling-flavor usage on the same hostnames.
+    prior_flavor: &'static [Usage],
+    /// The Workload's ownerReferences (apiVersion, kind) and its
+    /// `is-group-workload` annotation.
+    owners: &'static [(&'static str, &'static str)],
+    group_annotation: Option<&'static str>,
+    /// `SkipReassignmentForPodOwnedWorkloads`: on by default in v0.19.2
+    /// and always on in batchgate; one upstream case turns it off.
+    skip_gate: bool,
+    existing: &'static [(&'static str, i64)],
+    unhealthy: &'static str,
+    /// The request; its `want` is the whole new assignment or the reason.
+    pod_set: Ps,
+}
+
+impl ReplacementCase {
+    fn check(&self) -> Option<String> {
+        let topology = FlavorTopology {
+            name: "default".to_string(),
+            levels: self.levels.iter().map(|l| l.to_string()).collect(),
+            ..FlavorTopology::default()
+        };
+        let snapshot = Snapshot::new(&topology, &self.nodes);
+        let existing = Assignment {
+            levels: vec![HOSTNAME.to_string()],
+            domains: self
+                .existing
+                .iter()
+                .map(|(n, c)| Domain {
+                    values: vec![n.to_string()],
+                    count: *c,
+                })
+                .collect(),
+        };
+        let replacement = Replacement {
+            pod_set: &self.pod_set.request,
+            existing: &existing,
+            unhealthy_node: self.unhealthy,
+            single_pod_owned: self.skip_gate
+                && owned_by_single_pod(self.owners, self.group_annotation),
+        };
+        let got = replace(&snapshot, replacement, &usage_by_leaf(self.prior_flavor))
+            .map(|r| r.assignment);
+        let Some(want) = &self.pod_set.want else {
+            return Some(format!("{}: no expectation transcribed", self.name));
+        };
+        (&got != want).then(|| format!("{}\n  want: {want:?}\n  got:  {got:?}", self.name))
+    }
+}
+
+fn two_hosts_x1_not_ready() -> Vec<Node> {
+    vec![
+        node("x1")
+            .label(HOSTNAME, "x1")
+            .alloc(&[("cpu", "1"), ("pods", "10")])
+            .not_ready(),
+        node("x2")
+            .label(HOSTNAME, "x2")
+            .alloc(&[("cpu", "1"), ("pods", "10")])
+            .ready(),
+    ]
+}
+
+fn one_pod_on_a_host() -> Ps {
+    ps().name("main")
+        .required(HOSTNAME)
+        .requests(&[("cpu", "1000m")])
+        .count(1)
+}
+
+const SWITCH: &str = "cloud.com/topology-switch";
+
+fn host(name: &str, labels: &[(&str, &str)], cpu: &str) -> Node {
+    let mut n = node(name);
+    for (k, v) in labels {
+        n = n.label(k, v);
+    }
+    n.alloc(&[("cpu", cpu), ("pods", "10")]).ready()
+}
+
+/// The five `TestFindTopologyAssignments` cases with `unhealthyNodes`, then
+/// the six of `TestFindTopologyAssignmentsMultiLayerReplacement` (levels
+/// block, rack, hostname unless named; one pod of 1 CPU per replica).
+fn replacement_cases() -> Vec<ReplacementCase> {
+    let pod = &[("v1", "Pod")][..];
+    vec![
+        ReplacementCase {
+            name: "node replacement skipped for single-Pod-owned workload; gate on",
+            levels: &[HOSTNAME],
+            nodes: two_hosts_x1_not_ready(),
+            prior_flavor: &[],
+            owners: pod,
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1)],
+            unhealthy: "x1",
+            pod_set: one_pod_on_a_host().want(&[HOSTNAME], &[(&["x1"], 1)]),
+        },
+        ReplacementCase {
+            name: "node replaced for Job-owned workload; gate on",
+            levels: &[HOSTNAME],
+            nodes: two_hosts_x1_not_ready(),
+            prior_flavor: &[],
+            owners: &[("batch/v1", "Job")],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1)],
+            unhealthy: "x1",
+            pod_set: one_pod_on_a_host().want(&[HOSTNAME], &[(&["x2"], 1)]),
+        },
+        ReplacementCase {
+            name: "node replaced for pod-group workload with two Pod owners; gate on",
+            levels: &[HOSTNAME],
+            nodes: two_hosts_x1_not_ready(),
+            prior_flavor: &[],
+            owners: &[("v1", "Pod"), ("v1", "Pod")],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1)],
+            unhealthy: "x1",
+            pod_set: one_pod_on_a_host().want(&[HOSTNAME], &[(&["x2"], 1)]),
+        },
+        ReplacementCase {
+            name: "node replaced for size-1 pod-group workload (is-group-workload annotation); gate on",
+            levels: &[HOSTNAME],
+            nodes: two_hosts_x1_not_ready(),
+            prior_flavor: &[],
+            owners: pod,
+            group_annotation: Some("true"),
+            skip_gate: true,
+            existing: &[("x1", 1)],
+            unhealthy: "x1",
+            pod_set: one_pod_on_a_host().want(&[HOSTNAME], &[(&["x2"], 1)]),
+        },
+        ReplacementCase {
+            name: "node replaced for single-Pod-owned workload; gate off",
+            levels: &[HOSTNAME],
+            nodes: two_hosts_x1_not_ready(),
+            prior_flavor: &[],
+            owners: pod,
+            group_annotation: None,
+            skip_gate: false,
+            existing: &[("x1", 1)],
+            unhealthy: "x1",
+            pod_set: one_pod_on_a_host().want(&[HOSTNAME], &[(&["x2"], 1)]),
+        },
+        ReplacementCase {
+            name: "replacement does not cross a string-prefix sibling domain",
+            levels: &[BLOCK, RACK, HOSTNAME],
+            nodes: vec![
+                host("b1-rack-a-x1", &[(BLOCK, "b1"), (RACK, "rack-a"), (HOSTNAME, "x1")], "1").not_ready(),
+                host("b1-rack-a-x2", &[(BLOCK, "b1"), (RACK, "rack-a"), (HOSTNAME, "x2")], "1"),
+                host("b1-rack-ab-x3", &[(BLOCK, "b1"), (RACK, "rack-ab"), (HOSTNAME, "x3")], "1"),
+            ],
+            prior_flavor: &[(&["x2"], &[("cpu", "1000m")], 1)],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1), ("x2", 1)],
+            unhealthy: "x1",
+            pod_set: ps().name("main").required(RACK).requests(&[("cpu", "1000m")]).count(2)
+                .reason(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 2; excluded: resource "cpu": 1, topologyDomain: 1"#),
+        },
+        ReplacementCase {
+            name: "replace unhealthy node in incomplete rack slice",
+            levels: &[BLOCK, RACK, HOSTNAME],
+            nodes: vec![
+                host("b1-r1-x1", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x1")], "1"),
+                host("b1-r1-x2", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x2")], "1"),
+                host("b1-r2-x3", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x3")], "1").not_ready(),
+                host("b1-r2-x4", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x4")], "1"),
+                host("b1-r2-x5", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x5")], "2"),
+            ],
+            prior_flavor: &[],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1), ("x2", 1), ("x3", 1), ("x4", 1)],
+            unhealthy: "x3",
+            pod_set: ps().name("main").required(BLOCK).layer(RACK, 2).requests(&[("cpu", "1000m")]).count(4)
+                .want(&[HOSTNAME], &[(&["x1"], 1), (&["x2"], 1), (&["x4"], 2)]),
+        },
+        ReplacementCase {
+            name: "replacement fails when no capacity in incomplete slice domain",
+            levels: &[BLOCK, RACK, HOSTNAME],
+            nodes: vec![
+                host("b1-r1-x1", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x1")], "1"),
+                host("b1-r1-x2", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x2")], "1"),
+                host("b1-r2-x3", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x3")], "1").not_ready(),
+                host("b1-r2-x4", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x4")], "500m"),
+            ],
+            prior_flavor: &[],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1), ("x2", 1), ("x3", 1), ("x4", 1)],
+            unhealthy: "x3",
+            pod_set: ps().name("main").required(BLOCK).layer(RACK, 2).requests(&[("cpu", "1000m")]).count(4)
+                .reason(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 3; excluded: resource "cpu": 1, topologyDomain: 2"#),
+        },
+        ReplacementCase {
+            name: "3-layer: innermost broken domain confines replacement to correct switch",
+            levels: &[BLOCK, RACK, SWITCH, HOSTNAME],
+            nodes: vec![
+                host("b1-r1-s1-x1", &[(BLOCK, "b1"), (RACK, "r1"), (SWITCH, "s1"), (HOSTNAME, "x1")], "4"),
+                host("b1-r1-s1-x2", &[(BLOCK, "b1"), (RACK, "r1"), (SWITCH, "s1"), (HOSTNAME, "x2")], "4"),
+                host("b1-r1-s2-x3", &[(BLOCK, "b1"), (RACK, "r1"), (SWITCH, "s2"), (HOSTNAME, "x3")], "4").not_ready(),
+                host("b1-r1-s2-x4", &[(BLOCK, "b1"), (RACK, "r1"), (SWITCH, "s2"), (HOSTNAME, "x4")], "8"),
+                host("b1-r2-s3-x5", &[(BLOCK, "b1"), (RACK, "r2"), (SWITCH, "s3"), (HOSTNAME, "x5")], "4"),
+                host("b1-r2-s3-x6", &[(BLOCK, "b1"), (RACK, "r2"), (SWITCH, "s3"), (HOSTNAME, "x6")], "4"),
+                host("b1-r2-s4-x7", &[(BLOCK, "b1"), (RACK, "r2"), (SWITCH, "s4"), (HOSTNAME, "x7")], "4"),
+                host("b1-r2-s4-x8", &[(BLOCK, "b1"), (RACK, "r2"), (SWITCH, "s4"), (HOSTNAME, "x8")], "4"),
+            ],
+            prior_flavor: &[],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 2), ("x2", 2), ("x3", 2), ("x4", 2), ("x5", 2), ("x6", 2), ("x7", 2), ("x8", 2)],
+            unhealthy: "x3",
+            pod_set: ps().name("main").required(BLOCK).layer(RACK, 8).layer(SWITCH, 4).layer(HOSTNAME, 2)
+                .requests(&[("cpu", "1000m")]).count(16)
+                .want(&[HOSTNAME], &[(&["x1"], 2), (&["x2"], 2), (&["x4"], 4), (&["x5"], 2), (&["x6"], 2), (&["x7"], 2), (&["x8"], 2)]),
+        },
+        ReplacementCase {
+            name: "2-layer: sliceSize=2 prevents scattered single-pod placement across hosts",
+            levels: &[BLOCK, RACK, HOSTNAME],
+            nodes: vec![
+                host("b1-r1-x1", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x1")], "2"),
+                host("b1-r1-x2", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x2")], "2"),
+                host("b1-r2-x3", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x3")], "2").not_ready(),
+                host("b1-r2-x4", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x4")], "1"),
+                host("b1-r2-x5", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x5")], "1"),
+            ],
+            prior_flavor: &[],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 2), ("x2", 2), ("x3", 2), ("x4", 2)],
+            unhealthy: "x3",
+            pod_set: ps().name("main").required(BLOCK).layer(RACK, 4).layer(HOSTNAME, 2)
+                .requests(&[("cpu", "1000m")]).count(8)
+                .reason(r#"topology "default" doesn't allow to fit any of 1 slice(s). Total nodes: 4; excluded: topologyDomain: 2"#),
+        },
+        ReplacementCase {
+            name: "sibling-flavor aggregatedDomainUsages on replacement candidate blocks the replacement",
+            levels: &[BLOCK, RACK, HOSTNAME],
+            nodes: vec![
+                host("b1-r1-x1", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x1")], "1"),
+                host("b1-r1-x2", &[(BLOCK, "b1"), (RACK, "r1"), (HOSTNAME, "x2")], "1"),
+                host("b1-r2-x3", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x3")], "1").not_ready(),
+                host("b1-r2-x4", &[(BLOCK, "b1"), (RACK, "r2"), (HOSTNAME, "x4")], "1"),
+            ],
+            prior_flavor: &[(&["x4"], &[("cpu", "1000m")], 1)],
+            owners: &[],
+            group_annotation: None,
+            skip_gate: true,
+            existing: &[("x1", 1), ("x2", 1), ("x3", 1), ("x4", 1)],
+            unhealthy: "x3",
+            pod_set: ps().name("main").required(BLOCK).layer(RACK, 2).requests(&[("cpu", "1000m")]).count(4)
+                .reason(r#"topology "default" doesn't allow to fit any of 1 pod(s). Total nodes: 3; excluded: resource "cpu": 1, topologyDomain: 2"#),
+        },
+    ]
+}
+
+#[test]
+fn find_topology_assignments_replacement() {
+    let cases = replacement_cases();
+    assert_eq!(cases.len(), 11);
+    let failures: Vec<String> = cases.iter().filter_map(ReplacementCase::check).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

@@ -14,16 +14,20 @@
 //! slices and multi-layer slices; pod set groups (a leader and its workers
 //! placed together); assumed usage within a cycle; the default
 //! `TASProfileMixed` profile (BestFit, LeastFreeCapacity for
-//! unconstrained); node selectors and taints on hostname leaves.
+//! unconstrained); node selectors and taints on hostname leaves;
+//! replacing the pods of a failed node.
 //!
 //! Left out, all off by default in v0.19.2 or handled elsewhere:
 //! balanced placement (`TASBalancedPlacement`, alpha), preferred node
 //! affinity (`TASRespectNodeAffinityPreferred`), the scheduler-library
 //! fit check (`SchedulerLibraryIntegration`); required node affinity
-//! terms; node replacement (`findReplacementAssignment`) and elastic
-//! workload slices (`ElasticJobsViaWorkloadSlicesWithTAS`).
+//! terms; elastic workload slices (`ElasticJobsViaWorkloadSlicesWithTAS`).
+//!
+//! Node-failure replacement (`findReplacementAssignment`) is [`replace`]:
+//! the pods of a failed node placed again near the ones that stay.
 
 mod placement;
+mod replacement;
 mod snapshot;
 
 #[cfg(test)]
@@ -32,4 +36,5 @@ mod cases;
 pub use placement::{
     place, Assignment, DomainUsage, PodSetPlacement, PodSetRequest, SliceLayer, TopologyRequest,
 };
+pub use replacement::{owned_by_single_pod, replace, Replaced, Replacement};
 pub use snapshot::{FlavorTopology, Node, Resources, Snapshot, HOSTNAME, ONE_POD, PODS};

@@ -112,6 +112,23 @@ pub fn place(
     result
 }
 
+/// Places one pod set alone, on leaves whose level values start with
+/// `within` (Kueue's `requiredReplacementDomain`).
+pub(super) fn place_within<'a>(
+    snapshot: &'a Snapshot,
+    request: &PodSetRequest,
+    assumed: &'a DomainUsage,
+    within: &'a [String],
+) -> Result<Assignment, String> {
+    let mut placement = Placement::new(snapshot, assumed);
+    placement.within = within;
+    let mut placed = placement.run(request, None)?;
+    Ok(placed.remove(&request.name).unwrap_or(Assignment {
+        levels: Vec::new(),
+        domains: Vec::new(),
+    }))
+}
+
 /// Workers are the first pod set of the group unless the second is larger.
 fn leader_and_workers<'a>(
     members: &[&'a PodSetRequest],
@@ -173,11 +190,16 @@ struct Exclusions {
     node_selector: usize,
     taints: BTreeMap<String, usize>,
     resources: BTreeMap<String, usize>,
+    /// Leaves outside the domain a replacement must stay in.
+    topology_domain: usize,
 }
 
 impl Exclusions {
     fn any(&self) -> bool {
-        self.node_selector > 0 || !self.taints.is_empty() || !self.resources.is_empty()
+        self.node_selector > 0
+            || !self.taints.is_empty()
+            || !self.resources.is_empty()
+            || self.topology_domain > 0
     }
 
     fn reasons(&self) -> String {
@@ -190,6 +212,9 @@ impl Exclusions {
         }
         for (resource, n) in &self.resources {
             reasons.push(format!("resource {resource:?}: {n}"));
+        }
+        if self.topology_domain > 0 {
+            reasons.push(format!("topologyDomain: {}", self.topology_domain));
         }
         reasons.sort();
         reasons.join(", ")
@@ -216,6 +241,9 @@ struct Placement<'a> {
     multi_layer: Vec<SliceLayer>,
     required: bool,
     unconstrained: bool,
+    /// Level values a leaf must start with (a replacement's domain);
+    /// empty: anywhere.
+    within: &'a [String],
 }
 
 impl<'a> Placement<'a> {
@@ -233,6 +261,7 @@ impl<'a> Placement<'a> {
             multi_layer: Vec::new(),
             required: false,
             unconstrained: false,
+            within: &[],
         }
     }
 
@@ -447,6 +476,11 @@ impl<'a> Placement<'a> {
                     self.exclusions.node_selector += 1;
                     continue;
                 }
+            }
+            // Whole values, not a string prefix: rack "a" is not in "ab".
+            if !snapshot.domains[idx].values.starts_with(self.within) {
+                self.exclusions.topology_domain += 1;
+                continue;
             }
             let mut remaining = leaf.free.clone();
             subtract(&mut remaining, &leaf.tas_usage);

@@ -4,21 +4,15 @@
 //! upstream case); the table below holds the rest that batchgate can run.
 //!
 //! Left out, by upstream name, and why:
-//! - Node-failure replacement (`unhealthyNodes`, the "second pass"), not
-//!   built: "second pass replacement must not take a domain claimed by
-//!   another workload in the same cycle"; "workload with unhealthyNode
-//!   annotation; second pass; baseline scenario"; "…; preferred; fit in
-//!   different rack"; "…; preferred; no fit"; "…; podspec constraints
-//!   apply"; "…; preferred; no fit; FailFast"; "…; preferred; no fit;
+//! - Node-failure replacement (`unhealthyNodes`, the "second pass"): 14 of
+//!   its 19 rows run in `tas_replacement_cases::upstream` (every row with the
+//!   default gates whose outcome is the engine's). Not ported: with FailFast
+//!   off (not the default, 3): "…; preferred; no fit"; "…; podspec
+//!   constraints apply"; "…; required rack; no fit"; the eviction write
+//!   failing (the shell's, not the engine's, 2): "…; preferred; no fit;
 //!   FailFast (not found error on patch)"; "…; preferred; no fit; FailFast
-//!   (test error on patch)"; "…; required rack; fit"; "…; required rack for
-//!   a single node; fit"; "…; required rack; no fit"; "…; two podsets";
-//!   "workload with unhealthyNode; second pass; slices; baseline"; "…;
-//!   unhealthy node hosts incomplete slice"; "…; unhealthy node hosts whole
-//!   slices"; "…; unhealthy node hosts whole slice and incomplete slice";
-//!   "…; unhealthy node hosts the whole workload"; "…; finds correct slice
-//!   domain"; "workload with unhealthyNode annotation; second pass;
-//!   preferred; no fit when using slices; FailFast" (19).
+//!   (test error on patch)". ("…" is "workload with unhealthyNode annotation;
+//!   second pass".)
 //! - Delayed topology requests with ProvisioningRequest (TAS after
 //!   provisioning, `delayedTopologyRequest`), not built: "workload in CQ
 //!   with ProvisioningRequest; second pass; baseline scenario"; "workload

@@ -333,6 +333,8 @@ pub(super) struct Case {
     pub pending: Vec<(&'static str, &'static str)>,
     /// The preempted workloads, with their `Preempted` reason and message.
     pub preempted: Vec<(&'static str, PreemptedReason, &'static str)>,
+    /// Evictions for failed nodes (`EvictedDueToNodeFailures` events).
+    pub node_failures: Vec<(&'static str, &'static str)>,
 }
 
 impl Case {
@@ -392,7 +394,13 @@ impl Case {
             .decisions
             .iter()
             .filter_map(|d| match d {
+                // A second pass's new assignment is one of upstream's
+                // `wantNewAssignments` too.
                 Decision::Admit {
+                    workload,
+                    admission,
+                }
+                | Decision::Replace {
                     workload,
                     admission,
                 } => Some((workload.clone(), admission.clone())),
@@ -477,6 +485,21 @@ impl Case {
         if got_preempted != want_preempted {
             diffs.push(format!(
                 "preempted:\n  got  {got_preempted:?}\n  want {want_preempted:?}"
+            ));
+        }
+        let got_failed: Vec<(String, String)> = evictions(&c)
+            .into_iter()
+            .filter(|e| e.1 == EvictionReason::NodeFailures)
+            .map(|(k, _, m, _)| (k, m))
+            .collect();
+        let want_failed: Vec<(String, String)> = self
+            .node_failures
+            .iter()
+            .map(|(n, m)| (key(n), m.to_string()))
+            .collect();
+        if got_failed != want_failed {
+            diffs.push(format!(
+                "evicted for node failures:\n  got  {got_failed:?}\n  want {want_failed:?}"
             ));
         }
         diffs
