@@ -525,9 +525,13 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .annotations
             .as_ref()
             .and_then(|a| a.get(keys::SLICE_REPLACEMENT_FOR_ANNOTATION).cloned()),
+        // Kueue replaces a failed node only for an Admitted Workload
+        // (`HasTopologyAssignmentWithUnhealthyNode`): one still waiting on
+        // its admission checks keeps its assignment until then.
         unhealthy_nodes: wl
             .status
             .as_ref()
+            .filter(|_| condition_true(conds, api::condition::ADMITTED))
             .and_then(|s| s.unhealthy_nodes.as_ref())
             .into_iter()
             .flatten()
@@ -785,6 +789,30 @@ mod tests {
             admission_json(&a)["podSetAssignments"][0]["resourceUsage"]["cpu"],
             "2"
         );
+    }
+
+    /// `status.unhealthyNodes` reaches the engine (whose second pass
+    /// replaces them) only once the Workload is Admitted, as Kueue's
+    /// `HasTopologyAssignmentWithUnhealthyNode` reads it.
+    #[test]
+    fn unhealthy_nodes_count_only_once_admitted() {
+        let mut wl: api::Workload = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u"},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+            "status": {"unhealthyNodes": [{"name": "x1"}]}
+        }))
+        .unwrap();
+        let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        );
+        let mut c = Conditions::default();
+        c.set("QuotaReserved", true, "QuotaReserved", "m", &now, None);
+        wl.status.as_mut().unwrap().conditions = Some(c.0.clone());
+        assert!(workload(&wl).unwrap().unhealthy_nodes.is_empty());
+        c.set("Admitted", true, "Admitted", "m", &now, None);
+        wl.status.as_mut().unwrap().conditions = Some(c.0);
+        assert_eq!(workload(&wl).unwrap().unhealthy_nodes, ["x1"]);
     }
 
     /// A topology assignment reads back as the engine's domains (a

@@ -1041,11 +1041,20 @@ fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Ti
             count: 1,
         }),
     }
-    let status = json!({
+    let mut status = json!({
         "conditions": c.0,
         "requeueState": {"count": count, "requeueAt": at},
         "schedulingStats": {"evictions": evictions},
     });
+    // Kueue's eviction forgets the failed nodes of the placement it ends.
+    if wl
+        .status
+        .as_ref()
+        .and_then(|s| s.unhealthy_nodes.as_ref())
+        .is_some_and(|n| !n.is_empty())
+    {
+        status["unhealthyNodes"] = Value::Null;
+    }
     let reason = format!("{}DueTo{}", condition::EVICTED, readiness::TIMEOUT_REASON);
     Timer::Expired(vec![
         Write::WorkloadStatus(status),

@@ -291,8 +291,9 @@ pub struct Workload {
     /// admitted (KEP-77). It asks only for what it adds to that slice,
     /// on the same flavors.
     pub replaces: Option<String>,
-    /// `status.unhealthyNodes[].name`: nodes failed under its topology
-    /// assignment, whose pods the scheduler places again.
+    /// `status.unhealthyNodes[].name` of an Admitted Workload: nodes
+    /// failed under its topology assignment, whose pods the scheduler
+    /// places again.
     pub unhealthy_nodes: Vec<String>,
     /// Owned by a single Pod (not a pod group): its topology assignment is
     /// kept as it is (see `topology::owned_by_single_pod`).

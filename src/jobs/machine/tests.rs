@@ -535,6 +535,13 @@ fn pods_not_ready_in_time_evict_the_workload_with_a_backoff() {
     assert!(
         matches!(s.writes.get(1), Some(Write::WorkloadEvent(n)) if n.reason == "EvictedDueToPodsReadyTimeout")
     );
+    assert!(status.get("unhealthyNodes").is_none(), "{status}");
+    // A failed node of the placement it ends is forgotten with it.
+    let mut failed = st.clone();
+    failed["unhealthyNodes"] = json!([{"name": "x1"}]);
+    let s = late.step(&running(job()), Some(&workload_of(&job(), failed)));
+    assert_eq!(status_of(&s)["unhealthyNodes"], Value::Null);
+    assert!(status_of(&s).get("unhealthyNodes").is_some());
     // With no requeue left: deactivated instead.
     let limited = World {
         now: at(400),
