@@ -376,7 +376,11 @@ impl Engine {
     /// Puts `admission` in place of a holding workload's (a node-failure
     /// replacement, or its undoing), its TAS usage index entry with it;
     /// the admission it replaced.
-    pub(super) fn swap_held_admission(&mut self, key: &str, admission: Admission) -> Option<Admission> {
+    pub(super) fn swap_held_admission(
+        &mut self,
+        key: &str,
+        admission: Admission,
+    ) -> Option<Admission> {
         let rec = self.workloads.get_mut(key)?;
         let State::Holding(h) = &mut rec.state else {
             return None;

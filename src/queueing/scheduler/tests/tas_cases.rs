@@ -637,7 +637,10 @@ fn workload_with_zero_value_request_gets_scheduled() {
 /// the index always equals a walk over the holders.
 #[test]
 fn the_tas_usage_index_is_taken_back_on_release() {
-    let mut e = tas_engine(&["tas-default"], cq("tas-main", None, &[("tas-default", 50)]));
+    let mut e = tas_engine(
+        &["tas-default"],
+        cq("tas-main", None, &[("tas-default", 50)]),
+    );
     for (name, created) in [("foo", 1), ("bar", 2)] {
         e.upsert_workload(with_pod_sets(
             wl(name, "tas-main", 0, created, 1),
@@ -649,7 +652,11 @@ fn the_tas_usage_index_is_taken_back_on_release() {
     assert!(c.decisions.iter().all(|d| !matches!(d,
         Decision::Admit { workload, .. } if *workload == key("bar"))));
     assert_eq!(e.tas_held, e.tas_held_walked());
-    assert_eq!(e.tas_held["tas-default"]["x1"]["cpu"], 1000, "{:?}", e.tas_held);
+    assert_eq!(
+        e.tas_held["tas-default"]["x1"]["cpu"], 1000,
+        "{:?}",
+        e.tas_held
+    );
 
     // The admission comes back through the watch: nothing counted twice.
     let mut foo = e.workloads[&*key("foo")].wl.clone();
@@ -720,6 +727,9 @@ fn placements_move_on_to_further_nodes_as_nodes_fill() {
     assert_eq!(admitted(&c).len(), 20, "{per_node:?}");
     assert!(per_node.len() >= 5, "{per_node:?}");
     for (node, pods) in &per_node {
-        assert!(*pods * 2500 <= 96_000, "{node} over-committed: {per_node:?}");
+        assert!(
+            *pods * 2500 <= 96_000,
+            "{node} over-committed: {per_node:?}"
+        );
     }
 }
