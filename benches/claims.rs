@@ -100,6 +100,7 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
             min_count: None,
             requests: requests.into_iter().collect(),
             node_selector: BTreeMap::new(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         }],

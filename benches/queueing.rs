@@ -162,6 +162,7 @@ fn simulate(shape: &Shape) -> Report {
                         min_count: None,
                         requests: [("cpu".to_string(), class.cpu * 1000)].into(),
                         node_selector: BTreeMap::new(),
+                        node_affinity: Default::default(),
                         tolerations: vec![],
                         topology: None,
                     }],

@@ -225,6 +225,7 @@ fn engine(shape: Shape) -> Engine {
                     min_count: None,
                     requests: [("cpu".to_string(), cpus(q, k) * 1000)].into(),
                     node_selector: BTreeMap::new(),
+                    node_affinity: Default::default(),
                     tolerations: vec![],
                     topology: None,
                 }],

@@ -490,6 +490,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             min_count: ps.min_count.map(|m| m.max(0) as u32),
             requests: requests.into(),
             node_selector: spec.node_selector.clone().unwrap_or_default(),
+            node_affinity: node_affinity(spec),
             tolerations: spec.tolerations.iter().flatten().map(toleration).collect(),
             topology: ps.topology_request.as_ref().map(topology_request),
         });
@@ -539,6 +540,39 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .collect(),
         single_pod_owned: single_pod_owned(wl),
     })
+}
+
+/// The pod spec's required node affinity terms, `matchExpressions` only
+/// (an operator the apiserver would not have let through is skipped).
+fn node_affinity(spec: &PodSpec) -> queueing::node_affinity::NodeAffinity {
+    use queueing::node_affinity::{NodeAffinity, Operator, Requirement};
+    let terms = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|s| {
+            s.node_selector_terms
+                .iter()
+                .map(|t| {
+                    t.match_expressions
+                        .iter()
+                        .flatten()
+                        .filter_map(|e| {
+                            Some(Requirement {
+                                key: e.key.clone(),
+                                operator: Operator::parse(&e.operator)?,
+                                values: e.values.clone().unwrap_or_default(),
+                            })
+                        })
+                        .collect()
+                })
+                .collect()
+        });
+    NodeAffinity(terms)
 }
 
 /// Kueue's `OwnedBySinglePod`, from the Workload's ownerReferences and its
@@ -788,6 +822,37 @@ mod tests {
         assert_eq!(
             admission_json(&a)["podSetAssignments"][0]["resourceUsage"]["cpu"],
             "2"
+        );
+    }
+
+    /// A pod set's required node affinity reaches the engine: its terms'
+    /// `matchExpressions` (a term of `matchFields` alone reads as empty).
+    #[test]
+    fn required_node_affinity_reaches_the_engine() {
+        use crate::queueing::node_affinity::{NodeAffinity, Operator, Requirement};
+        let wl: api::Workload = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ns", "uid": "u"},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {
+                "containers": [],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "type", "operator": "In", "values": ["two"]},
+                                          {"key": "gen", "operator": "Gt", "values": ["4"]}]},
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]}}}}}}]}
+        }))
+        .unwrap();
+        let ps = &workload(&wl).unwrap().pod_sets[0];
+        let r = |key: &str, operator, v: &str| Requirement {
+            key: key.into(),
+            operator,
+            values: vec![v.into()],
+        };
+        assert_eq!(
+            ps.node_affinity,
+            NodeAffinity(Some(vec![
+                vec![r("type", Operator::In, "two"), r("gen", Operator::Gt, "4")],
+                vec![],
+            ]))
         );
     }
 

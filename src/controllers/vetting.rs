@@ -213,6 +213,7 @@ pub(crate) mod testing {
                 min_count: None,
                 requests: Default::default(),
                 node_selector: Default::default(),
+                node_affinity: Default::default(),
                 tolerations: Vec::new(),
                 topology: None,
             }],

@@ -518,7 +518,9 @@ fn find_flavor(
                     Some(m)
                 } else if let Some(t) = f.untolerated_taint(&ps.tolerations) {
                     Some(format!("untolerated taint {t} in flavor {name}"))
-                } else if !f.matches_node_selector(&ps.node_selector) {
+                } else if !f.matches_node_selector(&ps.node_selector)
+                    || !ps.node_affinity.matches_flavor(&f.node_labels)
+                {
                     Some(format!("flavor {name} doesn't match node affinity"))
                 } else {
                     None

@@ -19,13 +19,12 @@
 //! (a Workload holds only its pods not reclaimable yet), waitForPodsReady's
 //! backoff (a Workload with `requeueAt` set waits out of the queue) and
 //! `blockAdmission`, and fair sharing (see [`fair_sharing`]), with
-//! Kueue's messages. What is left out:
+//! Kueue's messages; topology-aware placement ([`topology`]) and elastic
+//! workload slices are part of the cycle, and a pod set's required node
+//! affinity is matched against flavors and nodes ([`node_affinity`]).
+//! What is left out:
 //!
-//! - no topology-aware scheduling in the admission cycle yet (its placement
-//!   core is [`topology`], not wired in), no elastic workloads or priority
-//!   boost;
-//! - node affinity is matched through `nodeSelector` only (no
-//!   `requiredDuringScheduling` terms);
+//! - priority boost (`PriorityBoost`, off by default in Kueue);
 //! - flavor search always starts at the first flavor (Kueue resumes where
 //!   the last attempt stopped).
 
@@ -38,6 +37,7 @@ pub mod cohort;
 pub mod fair_sharing;
 pub mod finalizers;
 pub mod flavors;
+pub mod node_affinity;
 pub mod nodes;
 mod partial_admission;
 mod preemption;

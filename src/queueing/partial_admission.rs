@@ -185,6 +185,7 @@ mod tests {
             min_count: min,
             requests: Default::default(),
             node_selector: Default::default(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         }

@@ -339,6 +339,7 @@ impl Model {
                         min_count: (pods > 1 && priority == 1).then_some(1),
                         requests: [("cpu".to_string(), cpu * 500)].into(),
                         node_selector: BTreeMap::new(),
+                        node_affinity: Default::default(),
                         tolerations: vec![],
                         topology: None,
                     }],

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::{
     flavors::Toleration,
+    node_affinity::NodeAffinity,
     quota::{FlavorResource, Usage},
 };
 
@@ -121,6 +122,8 @@ pub struct PodSet {
     pub requests: Requests,
     /// `template.spec.nodeSelector`.
     pub node_selector: BTreeMap<String, String>,
+    /// `template.spec.affinity.nodeAffinity`'s required terms.
+    pub node_affinity: NodeAffinity,
     /// `template.spec.tolerations`.
     pub tolerations: Vec<Toleration>,
     /// `topologyRequest` (topology-aware scheduling), if any.
@@ -421,6 +424,7 @@ mod tests {
                 min_count: None,
                 requests: [("cpu", 10)].into(),
                 node_selector: BTreeMap::new(),
+                node_affinity: Default::default(),
                 tolerations: Vec::new(),
                 topology: None,
             }],

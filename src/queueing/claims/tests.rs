@@ -291,6 +291,7 @@ fn devices_are_charged_per_pod_on_top_of_container_requests() {
             min_count: None,
             requests: [("cpu", 1000)].into(),
             node_selector: Default::default(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         },
@@ -300,6 +301,7 @@ fn devices_are_charged_per_pod_on_top_of_container_requests() {
             min_count: None,
             requests: [("cpu", 500), ("res-1", 1000)].into(),
             node_selector: Default::default(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         },
@@ -783,6 +785,7 @@ fn replaced_extended_resources_leave_the_pod_requests_before_the_charge_is_added
         min_count: None,
         requests: [("cpu", 1000), ("example.com/gpu", 2000)].into(),
         node_selector: Default::default(),
+        node_affinity: Default::default(),
         tolerations: vec![],
         topology: None,
     }];

@@ -289,6 +289,7 @@ mod tests {
                 min_count: None,
                 requests: [("cpu".to_string(), 1000)].into(),
                 node_selector: BTreeMap::new(),
+                node_affinity: Default::default(),
                 tolerations: vec![],
                 topology: None,
             }],

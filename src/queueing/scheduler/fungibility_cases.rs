@@ -91,6 +91,7 @@ fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>)
             min_count: None,
             requests: [("cpu".to_string(), cpu * 1000)].into(),
             node_selector: BTreeMap::new(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         }],

@@ -117,6 +117,7 @@ fn workload(ns: &str, name: &str, priority: i32, resource: &str, sets: &[Set]) -
                 min_count: *min,
                 requests: [(resource.to_string(), per_pod * 1000)].into(),
                 node_selector: BTreeMap::new(),
+                node_affinity: Default::default(),
                 tolerations: vec![],
                 topology: None,
             })

@@ -131,6 +131,7 @@ pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
             min_count: None,
             requests: [("cpu".to_string(), cpu * 1000)].into_iter().collect(),
             node_selector: BTreeMap::new(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         }],

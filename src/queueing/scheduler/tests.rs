@@ -98,6 +98,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
             min_count: None,
             requests: [("cpu".to_string(), cpu * 1000)].into(),
             node_selector: BTreeMap::new(),
+            node_affinity: Default::default(),
             tolerations: vec![],
             topology: None,
         }],
@@ -386,6 +387,61 @@ fn node_labels_must_match_the_node_selector() {
         Some((
             PendingReason::NoMatchingFlavor,
             "couldn't assign flavors to pod set main: flavor zone-a doesn't match node affinity, flavor zone-b doesn't match node affinity".into()
+        ))
+    );
+}
+
+/// A required node affinity term: `key In values`.
+fn affinity_in(terms: &[(&str, &str)]) -> crate::queueing::node_affinity::NodeAffinity {
+    use crate::queueing::node_affinity::{NodeAffinity, Operator, Requirement};
+    NodeAffinity(Some(
+        terms
+            .iter()
+            .map(|(k, v)| {
+                vec![Requirement {
+                    key: k.to_string(),
+                    operator: Operator::In,
+                    values: vec![v.to_string()],
+                }]
+            })
+            .collect(),
+    ))
+}
+
+/// Kueue v0.19.2 `flavorassigner_test.go` `TestAssignFlavors`, flavors
+/// "one" (`type: one`) and "two" (`type: two`): "multiple flavors, fits
+/// with node affinity", "multiple flavors, node affinity fits any flavor"
+/// and "multiple flavors, doesn't fit node affinity".
+#[test]
+fn required_node_affinity_picks_the_flavor() {
+    let mut e = engine(&[], vec![cq("a", None, &[("one", 4), ("two", 4)])]);
+    for t in ["one", "two"] {
+        let mut f = flavor(t);
+        f.node_labels = [("type".to_string(), t.to_string())].into();
+        e.upsert_flavor(f);
+    }
+    // fits with node affinity (the selector's key is no flavor's: ignored)
+    let mut w = wl("fits", "a", 0, 1, 1);
+    w.pod_sets[0].node_selector = [("ignored1".to_string(), "foo".to_string())].into();
+    w.pod_sets[0].node_affinity = affinity_in(&[("type", "two")]);
+    e.upsert_workload(w);
+    assert_eq!(flavor_of(&e.schedule(0), "fits").as_deref(), Some("two"));
+
+    // node affinity fits any flavor: a term on no flavor's key matches all
+    let mut w = wl("any", "a", 0, 2, 1);
+    w.pod_sets[0].node_affinity = affinity_in(&[("ignored2", "bar"), ("cpuType", "two")]);
+    e.upsert_workload(w);
+    assert_eq!(flavor_of(&e.schedule(1), "any").as_deref(), Some("one"));
+
+    // doesn't fit node affinity
+    let mut w = wl("nowhere", "a", 0, 3, 1);
+    w.pod_sets[0].node_affinity = affinity_in(&[("type", "three")]);
+    e.upsert_workload(w);
+    assert_eq!(
+        pending(&e.schedule(2), "nowhere"),
+        Some((
+            PendingReason::NoMatchingFlavor,
+            "couldn't assign flavors to pod set main: flavor one doesn't match node affinity, flavor two doesn't match node affinity".into()
         ))
     );
 }

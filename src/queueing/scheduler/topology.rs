@@ -171,6 +171,7 @@ impl Engine {
                 topology: explicit.cloned(),
                 group: spec.topology.as_ref().and_then(|t| t.pod_set_group.clone()),
                 node_selector: spec.node_selector.clone(),
+                node_affinity: spec.node_affinity.clone(),
                 tolerations: spec.tolerations.clone(),
             };
             by_flavor
@@ -547,6 +548,7 @@ impl Engine {
                 topology: spec.topology.clone().filter(|t| t.is_explicit()),
                 group: spec.topology.as_ref().and_then(|t| t.pod_set_group.clone()),
                 node_selector: spec.node_selector.clone(),
+                node_affinity: spec.node_affinity.clone(),
                 tolerations: spec.tolerations.clone(),
             };
             let replaced = topology::replace(

@@ -187,6 +187,7 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
                 min_count: None,
                 requests: [("cpu".to_string(), cpu * 1000)].into(),
                 node_selector: BTreeMap::new(),
+                node_affinity: Default::default(),
                 tolerations: vec![],
                 topology: None,
             }],

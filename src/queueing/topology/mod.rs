@@ -14,14 +14,15 @@
 //! slices and multi-layer slices; pod set groups (a leader and its workers
 //! placed together); assumed usage within a cycle; the default
 //! `TASProfileMixed` profile (BestFit, LeastFreeCapacity for
-//! unconstrained); node selectors and taints on hostname leaves;
+//! unconstrained); node selectors, required node affinity and taints on
+//! hostname leaves;
 //! replacing the pods of a failed node.
 //!
 //! Left out, all off by default in v0.19.2 or handled elsewhere:
 //! balanced placement (`TASBalancedPlacement`, alpha), preferred node
 //! affinity (`TASRespectNodeAffinityPreferred`), the scheduler-library
-//! fit check (`SchedulerLibraryIntegration`); required node affinity
-//! terms; elastic workload slices (`ElasticJobsViaWorkloadSlicesWithTAS`).
+//! fit check (`SchedulerLibraryIntegration`); elastic workload slices
+//! (`ElasticJobsViaWorkloadSlicesWithTAS`).
 //!
 //! Node-failure replacement (`findReplacementAssignment`) is [`replace`]:
 //! the pods of a failed node placed again near the ones that stay.

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::api::kueue::conversion::topology::Domain;
 use crate::queueing::flavors::Toleration;
+use crate::queueing::node_affinity::NodeAffinity;
 
 use super::snapshot::{add, subtract, taint_name, untolerated, Resources, Snapshot, ONE_POD, PODS};
 
@@ -35,6 +36,8 @@ pub struct PodSetRequest {
     /// its workers) are placed together.
     pub group: Option<String>,
     pub node_selector: BTreeMap<String, String>,
+    /// Required node affinity, checked where a leaf is one node.
+    pub node_affinity: NodeAffinity,
     pub tolerations: Vec<Toleration>,
 }
 
@@ -188,6 +191,7 @@ struct Counts {
 struct Exclusions {
     total_nodes: usize,
     node_selector: usize,
+    affinity: usize,
     taints: BTreeMap<String, usize>,
     resources: BTreeMap<String, usize>,
     /// Leaves outside the domain a replacement must stay in.
@@ -197,6 +201,7 @@ struct Exclusions {
 impl Exclusions {
     fn any(&self) -> bool {
         self.node_selector > 0
+            || self.affinity > 0
             || !self.taints.is_empty()
             || !self.resources.is_empty()
             || self.topology_domain > 0
@@ -206,6 +211,9 @@ impl Exclusions {
         let mut reasons = Vec::new();
         if self.node_selector > 0 {
             reasons.push(format!("nodeSelector: {}", self.node_selector));
+        }
+        if self.affinity > 0 {
+            reasons.push(format!("affinity: {}", self.affinity));
         }
         for (taint, n) in &self.taints {
             reasons.push(format!("taint {taint:?}: {n}"));
@@ -339,6 +347,7 @@ impl<'a> Placement<'a> {
             leader_requests.as_ref(),
             &tolerations,
             &workers.node_selector,
+            &workers.node_affinity,
         );
 
         // Phase 2a.
@@ -459,6 +468,7 @@ impl<'a> Placement<'a> {
         leader_requests: Option<&Resources>,
         tolerations: &[Toleration],
         node_selector: &BTreeMap<String, String>,
+        node_affinity: &NodeAffinity,
     ) {
         let snapshot = self.snapshot;
         for (id, &idx) in &snapshot.leaves {
@@ -474,6 +484,10 @@ impl<'a> Placement<'a> {
                 }
                 if !node_selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
                     self.exclusions.node_selector += 1;
+                    continue;
+                }
+                if !node_affinity.matches(labels) {
+                    self.exclusions.affinity += 1;
                     continue;
                 }
             }

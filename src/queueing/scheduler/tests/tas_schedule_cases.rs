@@ -30,10 +30,6 @@
 //! - Resource transformations (`resources.transformations`), not built in
 //!   the engine: "workload with Resource Transformation (Retain CPU →
 //!   cpu_credits)"; "… not enough credits)" (2).
-//! - Required node affinity, which the engine's pod sets do not carry
-//!   (only node selectors): "does not admit workload when node does not
-//!   match required affinity"; "admits workload when node matches required
-//!   affinity" (2).
 //! - `SchedulerLibraryIntegration` (alpha, off in v0.19.2): "…: generic
 //!   TAS workload admitted on healthy node"; "…: non-hostname lowest-level
 //!   TAS excludes unschedulable node"; "…: hostname lowest-level TAS
@@ -352,6 +348,33 @@ fn cases() -> Vec<Case> {
             workloads: vec![foo(one(1, required(HOST), &[("cpu", "1")]))],
             admitted: foo_on_x1(),
             ..base("workload required TAS gets scheduled")
+        },
+        Case {
+            workloads: vec![foo(vec![PodSet {
+                node_affinity: affinity_in(&[("unused-key", "value")]),
+                ..pod_set("one", 1, preferred(HOST), &[("cpu", "1")])
+            }])],
+            inadmissible: vec![("tas-main", vec!["foo"])],
+            pending: vec![(
+                "foo",
+                "couldn't assign flavors to pod set one: topology \"tas-single-level\" doesn't \
+                 allow to fit any of 1 pod(s). Total nodes: 1; excluded: affinity: 1",
+            )],
+            ..base("does not admit workload when node does not match required affinity")
+        },
+        Case {
+            nodes: vec![tas_node(
+                "x1",
+                "x1",
+                &[("expected-label", "expected-value")],
+                &[("cpu", "1"), ("memory", "1Gi"), ("pods", "10")],
+            )],
+            workloads: vec![foo(vec![PodSet {
+                node_affinity: affinity_in(&[("expected-label", "expected-value")]),
+                ..pod_set("one", 1, preferred(HOST), &[("cpu", "1")])
+            }])],
+            admitted: foo_on_x1(),
+            ..base("admits workload when node matches required affinity")
         },
         Case {
             nodes: rack_of_two("3"),

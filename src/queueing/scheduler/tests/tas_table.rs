@@ -209,6 +209,7 @@ pub(super) fn pod_set(
         min_count: None,
         requests: res(requests).into(),
         node_selector: BTreeMap::new(),
+        node_affinity: Default::default(),
         tolerations: vec![],
         topology,
     }
