@@ -265,6 +265,15 @@ fn per_pod(ps: &PodSet) -> topology::Resources {
         .collect()
 }
 
+/// [`per_pod`] of `wl`'s pod set `name` (nothing for one it does not have).
+fn per_pod_of(wl: &Workload, name: &str) -> topology::Resources {
+    wl.pod_sets
+        .iter()
+        .find(|p| *p.name == *name)
+        .map(per_pod)
+        .unwrap_or_default()
+}
+
 /// Adds `sign` × what `t`'s domains take (`per_pod` and one pod per pod)
 /// to their leaves.
 fn add_domains(
@@ -306,12 +315,7 @@ pub(super) fn held_topology(wl: &Workload, admission: &Admission) -> HeldTopolog
     let mut out: HeldTopology = Vec::new();
     for psa in &admission.pod_set_assignments {
         let Some(t) = &psa.topology else { continue };
-        let per_pod = wl
-            .pod_sets
-            .iter()
-            .find(|p| *p.name == psa.name)
-            .map(per_pod)
-            .unwrap_or_default();
+        let per_pod = per_pod_of(wl, &psa.name);
         let mut flavors: Vec<&String> = psa.flavors.values().collect();
         flavors.sort();
         flavors.dedup();
@@ -362,12 +366,7 @@ pub(super) fn placed_usage(
     let mut usage = DomainUsage::new();
     for (ps, t) in a.pod_sets.iter().zip(placed) {
         let Some(t) = t else { continue };
-        let per_pod = wl
-            .pod_sets
-            .iter()
-            .find(|p| *p.name == ps.name)
-            .map(per_pod)
-            .unwrap_or_default();
+        let per_pod = per_pod_of(wl, &ps.name);
         add_domains(&mut usage, t, &per_pod, 1);
     }
     usage
@@ -426,12 +425,7 @@ fn left_behind(wl: &Workload, admission: &Admission, node: &str) -> DomainUsage 
                 .cloned()
                 .collect(),
         };
-        let per_pod = wl
-            .pod_sets
-            .iter()
-            .find(|p| *p.name == psa.name)
-            .map(per_pod)
-            .unwrap_or_default();
+        let per_pod = per_pod_of(wl, &psa.name);
         add_domains(&mut usage, &on_node, &per_pod, 1);
     }
     usage
