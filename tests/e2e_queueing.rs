@@ -1678,3 +1678,121 @@ fn a_jobsets_finished_replicated_jobs_give_their_quota_back() {
         assert!(ok, "{out}{err}");
     }
 }
+
+/// Kueue v0.19.2 `test/integration/singlecluster/controller/jobs/job/
+/// job_controller_test.go`: "should adopt prebuilt workload via
+/// PrebuiltWorkloadAnnotation" and "… via PrebuiltWorkloadLabel fallback",
+/// and the unit case "when the prebuilt workload is not equivalent to the
+/// job". A Job naming a prebuilt Workload gets none made for it; the one
+/// made for it (here by the test, as a MultiKueue manager or a user would)
+/// is taken, admitted, and runs the Job to the end. One that does not
+/// describe its Job is finished `OutOfSync` and the Job stays suspended.
+#[test]
+fn a_job_naming_a_prebuilt_workload_waits_for_it_takes_it_and_runs_under_it() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-prebuilt");
+    apply(c, &flavor("prebuilt-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("prebuilt-cq", &[("prebuilt-flavor", "4", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "prebuilt-cq"));
+    let workloads = || {
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])
+            .and_then(|l| l["items"].as_array().cloned())
+            .expect("the namespace's Workloads could not be read")
+    };
+
+    // By annotation: the Job is stored suspended and nothing makes it a
+    // Workload while the prebuilt one is missing.
+    let mut by_annotation: Value =
+        serde_json::from_str(&job("pb-ann", &ns, "lq", "1", "2s", json!({}))).unwrap();
+    by_annotation["metadata"]["annotations"] =
+        json!({"kueue.x-k8s.io/prebuilt-workload-name": "pb-ann-wl"});
+    create(c, &by_annotation.to_string());
+    // By label, naming a Workload that will not describe it (2 pods, the
+    // Job asks for 1).
+    create(
+        c,
+        &job(
+            "pb-label",
+            &ns,
+            "lq",
+            "1",
+            "2s",
+            json!({"kueue.x-k8s.io/prebuilt-workload-name": "pb-label-wl"}),
+        ),
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        workloads().is_empty(),
+        "a Workload was made for a Job naming a prebuilt one: {:?}",
+        workloads()
+    );
+    for name in ["pb-ann", "pb-label"] {
+        let j = get(c, &["job", name, "-n", &ns]).expect("the Job");
+        assert_eq!(j["spec"]["suspend"], true, "{j}");
+    }
+
+    // The Workloads, with the Jobs' pod templates as stored.
+    let prebuilt = |name: &str, job: &str, count: i64| {
+        let j = get(c, &["job", job, "-n", &ns]).expect("the Job");
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+               "metadata": {"name": name, "namespace": ns},
+               "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": count,
+                        "template": j["spec"]["template"]}]}})
+        .to_string()
+    };
+    create(c, &prebuilt("pb-ann-wl", "pb-ann", 1));
+    create(c, &prebuilt("pb-label-wl", "pb-label", 2));
+
+    // Taken: the Job is the Workload's controller, its UID the label.
+    let uid = get(c, &["job", "pb-ann", "-n", &ns]).expect("the Job")["metadata"]["uid"].clone();
+    let wl = wait_for(
+        Duration::from_secs(60),
+        "pb-ann-wl taken by its Job",
+        || {
+            get(c, &["workloads.kueue.x-k8s.io", "pb-ann-wl", "-n", &ns])
+                .filter(|w| w["metadata"]["ownerReferences"][0]["uid"] == uid)
+        },
+    );
+    let owner = &wl["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (&owner["kind"], &owner["name"], &owner["controller"]),
+        (&json!("Job"), &json!("pb-ann"), &json!(true)),
+        "{wl}"
+    );
+    assert_eq!(
+        wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"], uid,
+        "{wl}"
+    );
+    // Admitted, the Job runs to the end and its Workload finishes with it.
+    let done = wait_for(Duration::from_secs(120), "pb-ann-wl finished", || {
+        get(c, &["workloads.kueue.x-k8s.io", "pb-ann-wl", "-n", &ns])
+            .filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(
+        condition(&done, "Finished").unwrap()["reason"],
+        "Succeeded",
+        "{done}"
+    );
+
+    // Out of sync: finished with Kueue's reason and words; the Job never ran.
+    let stale = wait_for(Duration::from_secs(60), "pb-label-wl finished", || {
+        get(c, &["workloads.kueue.x-k8s.io", "pb-label-wl", "-n", &ns])
+            .filter(|w| is_true(w, "Finished"))
+    });
+    let finished = condition(&stale, "Finished").unwrap();
+    assert_eq!(finished["reason"], "OutOfSync", "{stale}");
+    assert_eq!(
+        finished["message"], "The prebuilt workload is out of sync with its user job",
+        "{stale}"
+    );
+    let j = get(c, &["job", "pb-label", "-n", &ns]).expect("the Job");
+    assert_eq!(j["spec"]["suspend"], true, "{j}");
+    assert!(j["status"]["startTime"].is_null(), "{j}");
+
+    // Two Workloads in all: none made by batchgate.
+    assert_eq!(workloads().len(), 2, "{:?}", workloads());
+}

@@ -211,13 +211,15 @@ impl OwnerTriggers {
             // A pod group's Workload has its pods as plain owners (no
             // controller): the first one wakes the group's reconciler.
             let owners = wl.metadata.owner_references.iter().flatten();
-            let (Some(ns), Some(owner)) = (
-                wl.metadata.namespace.as_deref(),
-                owners
-                    .clone()
-                    .find(|o| o.controller == Some(true))
-                    .or_else(|| owners.clone().next()),
-            ) else {
+            let Some(ns) = wl.metadata.namespace.as_deref() else {
+                continue;
+            };
+            let Some(owner) = owners
+                .clone()
+                .find(|o| o.controller == Some(true))
+                .or_else(|| owners.clone().next())
+            else {
+                self.wake_prebuilt(ns, wl.metadata.name.as_deref().unwrap_or_default());
                 continue;
             };
             if owner.api_version == APPWRAPPER_API_VERSION && owner.kind == APPWRAPPER_KIND {
@@ -252,6 +254,28 @@ impl OwnerTriggers {
 }
 
 impl OwnerTriggers {
+    /// A Workload no object owns yet may be a prebuilt one (made by a
+    /// MultiKueue manager or the user): the jobs in its namespace that name
+    /// it are woken to take it. Owned Workloads, nearly all, never come
+    /// here.
+    fn wake_prebuilt(&self, ns: &str, name: &str) {
+        const PREBUILT: &str = keys::PREBUILT_WORKLOAD_LABEL;
+        for kind in self.resync.iter().filter(|k| k.policy.prebuilt_workloads) {
+            for job in kind.jobs.state() {
+                if job.metadata.namespace.as_deref() == Some(ns)
+                    && crate::jobs::machine::prebuilt_name(
+                        job.annotations().get(PREBUILT).map(String::as_str),
+                        job.labels().get(PREBUILT).map(String::as_str),
+                    ) == Some(name)
+                {
+                    let _ = kind.wake.unbounded_send(
+                        ObjectRef::new_with(&job.name_any(), kind.resource.clone()).within(ns),
+                    );
+                }
+            }
+        }
+    }
+
     /// The backstop: every queued job that has gone [`RESYNC_GRACE`]
     /// without a Workload is counted, logged (once a job at info) and its
     /// reconciler woken. The stores say which jobs to suspect; the API
@@ -493,6 +517,10 @@ impl Ctx {
             }
             Write::RemoveFinalizer => {
                 remove_workload_finalizer(api, &wl.metadata).await?;
+            }
+            Write::AdoptWorkload(patch) => {
+                api.patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                    .await?;
             }
             Write::WorkloadEvent(note) => {
                 self.shared.publish(&workload_reference(wl), note).await;
@@ -955,6 +983,36 @@ mod tests {
         );
         assert_eq!(sent[1].1["spec"]["podSets"][0]["count"], 4);
         assert_eq!(sent[2].1["reason"], "UpdatedWorkload");
+    }
+
+    /// A job naming a prebuilt Workload that no object owns takes it with
+    /// one merge patch conditioned on the version read, and makes none.
+    #[tokio::test]
+    async fn a_prebuilt_workload_is_taken_with_one_conditioned_patch() {
+        let mut j = job();
+        j["metadata"]["labels"][keys::PREBUILT_WORKLOAD_LABEL] = json!(wl_name());
+        let mut theirs = workload(json!({}));
+        let meta = theirs["metadata"].as_object_mut().unwrap();
+        meta.remove("ownerReferences");
+        meta.remove("labels");
+        let (out, sent) = pass(j, scripted_client(apiserver(Some(theirs), 200))).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {}?&fieldManager=batchgate", wl_path()),
+            ]
+        );
+        assert_eq!(
+            sent[1].1,
+            json!({"metadata": {
+                "resourceVersion": "7",
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "sample",
+                    "uid": UID, "controller": true, "blockOwnerDeletion": true}],
+                "labels": {"kueue.x-k8s.io/job-uid": UID},
+            }})
+        );
     }
 
     #[tokio::test]

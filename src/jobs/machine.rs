@@ -57,8 +57,13 @@ pub struct Subject {
     /// The queue it names (`kueue.x-k8s.io/queue-name`).
     pub queue: String,
     /// The name its Workload has (`workload::name_for`); an elastic job's
-    /// next slice's (its generation hashed in).
+    /// next slice's (its generation hashed in); the prebuilt one it names.
     pub workload: String,
+    /// The job names a prebuilt Workload
+    /// (`kueue.x-k8s.io/prebuilt-workload-name`): it is made by someone
+    /// else (a MultiKueue manager, the user), waited for, adopted, never
+    /// created.
+    pub prebuilt: bool,
     /// An elastic job's (`kueue.x-k8s.io/elastic-job: "true"` on a kind
     /// that allows it): what its Workloads are, as the reconciler found
     /// them (see [`super::slices`]).
@@ -94,15 +99,21 @@ pub fn subject(policy: &Policy, policies: &PolicySet, job: &Value) -> Option<Sub
         .unwrap_or_default()
         .to_string();
     let t = &policy.target;
-    let elastic = policy.elastic_jobs
-        && job
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
-            .and_then(Value::as_str)
-            == Some("true");
+    let elastic = policy.elastic_jobs && is_elastic(job);
     // Kueue's `newWorkloadName`: an elastic job's slices are told apart
     // by the job's generation.
-    let workload = if elastic {
+    let named = |m: &str| {
+        job.pointer(&format!("/metadata/{m}"))
+            .and_then(|l| l.get(keys::PREBUILT_WORKLOAD_LABEL))
+            .and_then(Value::as_str)
+    };
+    let prebuilt = policy
+        .prebuilt_workloads
+        .then(|| prebuilt_name(named("annotations"), named("labels")))
+        .flatten();
+    let workload = if let Some(name) = prebuilt {
+        name.to_string()
+    } else if elastic {
         let generation = job
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -117,8 +128,25 @@ pub fn subject(policy: &Policy, policies: &PolicySet, job: &Value) -> Option<Sub
         uid,
         queue,
         workload,
-        slice: elastic.then(SliceChain::default),
+        prebuilt: prebuilt.is_some(),
+        // A prebuilt Workload is the job's one Workload, elastic or not.
+        slice: (elastic && prebuilt.is_none()).then(SliceChain::default),
     })
+}
+
+/// The prebuilt Workload a job names (Kueue's `PrebuiltWorkloadNameFor`),
+/// from its `kueue.x-k8s.io/prebuilt-workload-name` annotation and label:
+/// the annotation, else the label.
+pub fn prebuilt_name<'a>(annotation: Option<&'a str>, label: Option<&'a str>) -> Option<&'a str> {
+    annotation.or(label).filter(|n| !n.is_empty())
+}
+
+/// The job asks to be elastic (`kueue.x-k8s.io/elastic-job: "true"`).
+fn is_elastic(job: &Value) -> bool {
+    job.pointer("/metadata/annotations")
+        .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
 }
 
 /// An event's type, reason and note.
@@ -166,6 +194,9 @@ pub enum Write {
     WorkloadSpec(Value),
     /// Let go of the Workload's `resource-in-use` finalizer.
     RemoveFinalizer,
+    /// Merge-patch the Workload's metadata with this (a prebuilt
+    /// Workload taken by its job; carries the resourceVersion read).
+    AdoptWorkload(Value),
     /// An event on the job.
     JobEvent(Note),
     /// An event on the Workload.
@@ -309,6 +340,9 @@ fn decide(
         }
         // A running elastic job that outgrew its admitted slice asks for
         // a new one and runs on the old one meanwhile.
+        if subject.prebuilt {
+            return Ok(prebuilt_missing(suspended, stop));
+        }
         let scaling_up = subject.slice.as_ref().is_some_and(|c| c.replaces.is_some());
         if !suspended && !scaling_up {
             // Started without an admission (the webhook was bypassed).
@@ -332,16 +366,24 @@ fn decide(
         );
         return Ok(Step::wait(vec![Write::CreateWorkload { body, event }]));
     };
-    if !owned(wl) {
+    if subject.prebuilt {
+        match controller_of(wl) {
+            // Kueue's `EnsurePrebuiltWorkloadOwnership`: the job becomes
+            // the controller of the Workload made for it.
+            None => return Ok(Step::wait(vec![adopt(wl, facts.policy, subject)])),
+            Some(uid) if uid != subject.uid => {
+                // Controlled by another object: as if it did not exist
+                // (Kueue ignores it), and nothing of it is touched.
+                let mut step = prebuilt_missing(suspended, stop);
+                step.writes.push(not_owned(subject));
+                return Ok(step);
+            }
+            Some(_) => {}
+        }
+    } else if !owned(wl) {
         // The Workload's name is taken by an object that is not this job's:
         // it is neither changed nor deleted, and the job stays suspended.
-        return Ok(Step::wait(vec![Write::JobEvent(Note::warning(
-            "ErrWorkloadCompose",
-            format!(
-                "Workload {}/{} exists, but is not owned by this job",
-                subject.namespace, subject.workload
-            ),
-        ))]));
+        return Ok(Step::wait(vec![not_owned(subject)]));
     }
 
     let status = wl.status.clone().unwrap_or_default();
@@ -365,6 +407,9 @@ fn decide(
             return Ok(s);
         }
         return Ok(Step::wait(held(wl)));
+    }
+    if let Some(s) = prebuilt_out_of_sync(facts, subject, job, wl, &conds, read)? {
+        return Ok(s);
     }
     let reserved_now = conds.is_true(condition::QUOTA_RESERVED);
     match workload::priority_update(policy, job, facts.classes, wl, reserved_now) {
@@ -747,6 +792,121 @@ fn finish(
     now: &Time,
 ) -> Write {
     Write::WorkloadStatus(finished_status(wl, conds, reason, message, now))
+}
+
+/// Kueue's `handleJobWithNoWorkload` for a job naming a prebuilt Workload
+/// that is not there (or not its to use): a running job is stopped
+/// ("missing workload"); then it waits for the Workload, whose creation
+/// wakes it (`controllers::jobs`).
+fn prebuilt_missing(suspended: bool, stop: impl Fn(&str) -> Write) -> Step {
+    if suspended {
+        Step::wait(Vec::new())
+    } else {
+        Step::wait(vec![stop("missing workload")])
+    }
+}
+
+/// The warning for a Workload of the job's name that is not the job's.
+fn not_owned(subject: &Subject) -> Write {
+    Write::JobEvent(Note::warning(
+        "ErrWorkloadCompose",
+        format!(
+            "Workload {}/{} exists, but is not owned by this job",
+            subject.namespace, subject.workload
+        ),
+    ))
+}
+
+/// The UID of the Workload's controller, if it has one.
+fn controller_of(wl: &api::Workload) -> Option<&str> {
+    wl.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// The prebuilt Workload taken by its job: the job its controller
+/// (blocking deletion, so the Workload goes with it) and its UID label,
+/// conditioned on the Workload's resourceVersion as read.
+fn adopt(wl: &api::Workload, policy: &Policy, subject: &Subject) -> Write {
+    let t = &policy.target;
+    let mut refs: Vec<Value> = wl
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| r.uid != subject.uid)
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    refs.push(json!({
+        "apiVersion": t.api_version(),
+        "kind": t.kind,
+        "name": subject.name,
+        "uid": subject.uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }));
+    Write::AdoptWorkload(json!({"metadata": {
+        "resourceVersion": wl.metadata.resource_version,
+        "ownerReferences": refs,
+        "labels": {keys::JOB_UID_LABEL: subject.uid},
+    }}))
+}
+
+/// Kueue's `ensurePrebuiltWorkloadInSync`: a prebuilt Workload whose pod
+/// sets are not the job's is finished (`OutOfSync`) rather than run for a
+/// job it does not describe, and a running job is stopped. A Workload
+/// holding quota is compared only while its job is suspended with the
+/// templates as the Workload recorded them: a started job's carry its
+/// admission, which is no difference (Kueue compares those with the
+/// running pod sets; a running job's templates are immutable in every
+/// kind that allows prebuilt Workloads). An elastic job's Workload
+/// follows its scaling and is not checked, as in Kueue.
+fn prebuilt_out_of_sync(
+    facts: &Facts,
+    subject: &Subject,
+    job: &Value,
+    wl: &api::Workload,
+    conds: &Conditions,
+    read: Option<&Result<Value, String>>,
+) -> Result<Option<Step>, Decided> {
+    let policy = facts.policy;
+    if !subject.prebuilt || policy.elastic_jobs && is_elastic(job) {
+        return Ok(None);
+    }
+    let recorded = recorded_pod_sets(wl);
+    let suspended = suspended(policy, job);
+    if conds.is_true(condition::QUOTA_RESERVED)
+        && (!suspended || !workload::restore_patch(policy, job, &recorded).is_empty())
+    {
+        return Ok(None);
+    }
+    let view = view(policy, job, read)?;
+    let current = workload::pod_sets(policy, view)?;
+    if workload::equivalent(
+        &current,
+        workload::max_execution_time(job),
+        &recorded,
+        wl.spec.maximum_execution_time_seconds,
+    ) {
+        return Ok(None);
+    }
+    let mut writes = vec![finish(
+        wl,
+        conds,
+        "OutOfSync",
+        "The prebuilt workload is out of sync with its user job",
+        facts.now,
+    )];
+    if !suspended {
+        writes.push(Write::PatchJob {
+            ops: workload::suspend_patch(policy, job),
+            event: Some(Note::normal("Stopped", "missing workload")),
+        });
+    }
+    Ok(Some(Step::wait(writes)))
 }
 
 /// The finalizer let go, when the Workload holds it.

@@ -27,7 +27,10 @@ pub fn needs_workload(
     let Some(uid) = meta["uid"].as_str() else {
         return false;
     };
+    // A job naming a prebuilt Workload waits for someone else to make it.
+    let prebuilt = super::machine::subject(policy, policies, job).is_some_and(|s| s.prebuilt);
     if !policies.governs(policy, job)
+        || prebuilt
         || owners.contains(uid)
         || !meta["deletionTimestamp"].is_null()
     {

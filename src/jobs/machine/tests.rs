@@ -11,6 +11,7 @@ use crate::jobs::{policy::PolicySet, readiness::Settings as Readiness};
 use crate::vocabulary::keys;
 
 mod elastic;
+mod prebuilt;
 
 const UID: &str = "6f1c3ad2-0000-4000-8000-000000000001";
 
