@@ -122,6 +122,8 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    multikueue_queues_hand_their_jobs_to_multikueue(c);
+
     // With `admission: external` no job reconciler runs: the queued Job gets no
     // Workload from batchgate and stays suspended.
     std::thread::sleep(Duration::from_secs(5));
@@ -189,5 +191,79 @@ fn ray_queue_name_removal_with_default_queue(server: &Server, ns: &str) {
             "{}",
             kind.2
         );
+    }
+}
+
+/// Kueue v0.19.2 job_webhook_test.go TestDefault "managed by is defaulted:
+/// queue label was set" and "no change in managed by: user specified
+/// managed by", on the cluster: a Job queued to a LocalQueue whose
+/// ClusterQueue has an AdmissionCheck of controller
+/// `kueue.x-k8s.io/multikueue` is created with `spec.managedBy:
+/// kueue.x-k8s.io/multikueue`, so kube-controller-manager's Job controller
+/// leaves it alone; a Job naming another controller, and a Job queued
+/// elsewhere, keep theirs. The facts come from the webhook's watches of
+/// LocalQueues, ClusterQueues and AdmissionChecks.
+fn multikueue_queues_hand_their_jobs_to_multikueue(c: &batchgate_localcluster::LocalCluster) {
+    let ns = namespace(c, "e2e-mk-managed-by");
+    c.apply(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: AdmissionCheck\nmetadata: {name: mk-check}\nspec: {controllerName: kueue.x-k8s.io/multikueue}\n",
+    )
+    .unwrap();
+    c.apply(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: mk-cq}\nspec:\n  admissionChecksStrategy: {admissionChecks: [{name: mk-check}]}\n",
+    )
+    .unwrap();
+    c.apply(&format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: mk, namespace: {ns}}}\nspec: {{clusterQueue: mk-cq}}\n"
+    ))
+    .unwrap();
+    c.apply(&format!(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {{name: plain, namespace: {ns}}}\nspec: {{clusterQueue: cluster-queue}}\n"
+    ))
+    .unwrap();
+    let queued = |name: &str, queue: &str, managed_by: Option<&str>| {
+        let mut j: Value = serde_json::from_str(&plain_job(name, &ns)).unwrap();
+        j["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue.into();
+        if let Some(m) = managed_by {
+            j["spec"]["managedBy"] = m.into();
+        }
+        j.to_string()
+    };
+    // The watches catch up: dry runs until the MultiKueue queue is seen.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = c
+            .kubectl_stdin(
+                &["create", "--dry-run=server", "-o", "json", "-f", "-"],
+                queued("probe", "mk", None).as_bytes(),
+            )
+            .unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        if v["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a Job queued to a MultiKueue ClusterQueue never got managedBy: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for (name, queue, given, want) in [
+        ("mk-job", "mk", None, "kueue.x-k8s.io/multikueue"),
+        (
+            "mk-own-controller",
+            "mk",
+            Some("kubernetes.io/job-controller"),
+            "kueue.x-k8s.io/multikueue",
+        ),
+        ("mk-foo", "mk", Some("example.com/foo"), "example.com/foo"),
+        ("plain-job", "plain", None, ""),
+    ] {
+        let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&queued(name, queue, given)));
+        assert!(ok, "{out}{err}");
+        let job = get_json(c, &["job", name, "-n", &ns]);
+        let got = job["spec"]["managedBy"].as_str().unwrap_or_default();
+        assert_eq!(got, want, "{name}: {job}");
+        assert_eq!(job["spec"]["suspend"], Value::Bool(true), "{name}: {job}");
     }
 }

@@ -1,5 +1,5 @@
 //! Lossless defaulting, in Kueue's order: default LocalQueue, default
-//! WorkloadPriorityClass, then suspend. Each step only adds or replaces a
+//! WorkloadPriorityClass, suspend, then MultiKueue's `managedBy`. Each step only adds or replaces a
 //! field batchgate owns; an object that needs nothing gets no patch.
 
 use serde_json::Value;
@@ -11,7 +11,8 @@ use super::{
 use crate::jobs::policy::Policy;
 use crate::vocabulary::{
     keys::{
-        ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
+        ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, MULTIKUEUE_CONTROLLER,
+        PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL,
     },
     patch,
     pointer::Pointer,
@@ -61,14 +62,21 @@ pub fn default(
             || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
     if should_suspend && !job.is_suspended() {
         if let Err(at) = patch::set(job.raw, &policy.suspend, Value::Bool(true), &mut ops) {
-            return Decision {
-                verdict: Verdict::Malformed(format!(
-                    "cannot decode {}: {at}: must be an object to hold {}",
-                    policy.target,
-                    policy.suspend.field_path()
-                )),
-                ..Decision::allow()
-            };
+            return cannot_hold(policy, &at, &policy.suspend);
+        }
+    }
+
+    // Kueue's `ApplyDefaultForManagedBy`: a job queued to a MultiKueue
+    // ClusterQueue is run by MultiKueue, not by its kind's controller here.
+    if let (Some(at), Some(own), Some(q)) =
+        (&policy.managed_by, &policy.managed_by_controller, queue)
+    {
+        let current = at.resolve(job.raw).and_then(Value::as_str);
+        if current.is_none_or(|c| c == own) && ctx.facts.multikueue_local_queue(namespace, q) {
+            let to = Value::String(MULTIKUEUE_CONTROLLER.into());
+            if let Err(bad) = patch::set(job.raw, at, to, &mut ops) {
+                return cannot_hold(policy, &bad, at);
+            }
         }
     }
 
@@ -95,6 +103,18 @@ pub fn default(
     }
 }
 
+/// The answer for an object whose `at` cannot hold a field it needs.
+fn cannot_hold(policy: &Policy, at: &impl std::fmt::Display, field: &Pointer) -> Decision {
+    Decision {
+        verdict: Verdict::Malformed(format!(
+            "cannot decode {}: {at}: must be an object to hold {}",
+            policy.target,
+            field.field_path()
+        )),
+        ..Decision::allow()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
@@ -117,6 +137,77 @@ mod tests {
         fn default_priority_class_exists(&self) -> bool {
             self.default_wpc
         }
+    }
+
+    /// The LocalQueue `default/local-queue` points at a ClusterQueue with a
+    /// MultiKueue admission check (as the cache answers from the
+    /// LocalQueue, ClusterQueue and AdmissionCheck it watches).
+    struct MultiKueue;
+
+    impl ClusterFacts for MultiKueue {
+        fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+            NoCluster.namespace_matches(ns, sel)
+        }
+        fn default_local_queue_exists(&self, _: &str) -> bool {
+            false
+        }
+        fn default_priority_class_exists(&self) -> bool {
+            false
+        }
+        fn multikueue_local_queue(&self, ns: &str, lq: &str) -> bool {
+            (ns, lq) == ("default", "local-queue")
+        }
+    }
+
+    const MANAGED_BY: &str = "/spec/managedBy";
+
+    /// Kueue v0.19.2 `job_webhook_test.go` TestDefault "managed by is
+    /// defaulted: queue label was set" (and the same with the Job's own
+    /// controller named, which `CanDefaultManagedBy` also hands over).
+    #[test]
+    fn managed_by_is_defaulted_queue_label_was_set() {
+        let mut job = queued("local-queue");
+        job["spec"]["suspend"] = json!(false);
+        let d = run(job.clone(), "default", false, &MultiKueue);
+        assert_eq!(
+            paths(&d),
+            vec![
+                ("/spec/suspend".into(), json!(true)),
+                (MANAGED_BY.into(), json!("kueue.x-k8s.io/multikueue")),
+            ]
+        );
+        job["spec"]["managedBy"] = json!("kubernetes.io/job-controller");
+        let d = run(job, "default", false, &MultiKueue);
+        assert_eq!(
+            paths(&d)[1],
+            (MANAGED_BY.into(), json!("kueue.x-k8s.io/multikueue"))
+        );
+    }
+
+    /// TestDefault "no change in managed by: user specified managed by".
+    #[test]
+    fn no_change_in_managed_by_user_specified_managed_by() {
+        let mut job = queued("local-queue");
+        job["spec"]["managedBy"] = json!("example.com/foo");
+        job["spec"]["suspend"] = json!(false);
+        let d = run(job, "default", false, &MultiKueue);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+    }
+
+    /// TestDefault "invalid queue name": a queue that is not MultiKueue's
+    /// (here, one the cache does not know) leaves `managedBy` alone.
+    #[test]
+    fn invalid_queue_name_leaves_managed_by_alone() {
+        let mut job = queued("invalid-local-queue");
+        job["spec"]["suspend"] = json!(false);
+        let d = run(job, "default", false, &MultiKueue);
+        assert_eq!(paths(&d), vec![("/spec/suspend".into(), json!(true))]);
+        // Nor does a job with no queue at all.
+        let mut unqueued = queued("x");
+        unqueued["metadata"]["labels"] = json!({});
+        assert!(run(unqueued, "default", false, &MultiKueue)
+            .patch
+            .is_empty());
     }
 
     fn settings(manage_all: bool) -> Settings {

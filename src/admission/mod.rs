@@ -84,6 +84,12 @@ pub trait ClusterFacts: Send + Sync {
     fn priority_class_requires_use(&self, _name: &str) -> bool {
         false
     }
+    /// Is this LocalQueue's ClusterQueue one of MultiKueue's (one of its
+    /// admission checks is `kueue.x-k8s.io/multikueue`'s)? Its jobs are
+    /// handed to MultiKueue (`managedBy`). Not known: no.
+    fn multikueue_local_queue(&self, _namespace: &str, _local_queue: &str) -> bool {
+        false
+    }
     /// DeviceDrivers and DeviceClasses, for the device kinds' validation
     /// (`None`: not known, references are not checked).
     fn device_facts(&self) -> Option<&dyn devices::DeviceFacts> {

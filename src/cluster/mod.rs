@@ -28,8 +28,9 @@ use tracing::info;
 use crate::{
     admission::entitlement::{opted_in, SUBMIT_REQUIRES_PERMISSION, USE_REQUIRES_PERMISSION},
     admission::{object::DEFAULT_NAME, ClusterFacts, NoCluster},
-    api::kueue::v1beta2::{ClusterQueue, LocalQueue, WorkloadPriorityClass},
+    api::kueue::v1beta2::{AdmissionCheck, ClusterQueue, LocalQueue, WorkloadPriorityClass},
     api::selector::LabelSelector,
+    vocabulary::keys::MULTIKUEUE_CONTROLLER,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -41,14 +42,17 @@ pub enum ClusterError {
 }
 
 /// Namespaces (for `managedJobsNamespaceSelector`), LocalQueues (names for
-/// defaulting; spec and annotations for entitlement; status is dropped),
-/// and the metadata of WorkloadPriorityClasses and ClusterQueues, kept by
-/// watches.
+/// defaulting; spec and annotations for entitlement), ClusterQueues (the
+/// opt-in annotations, the admission checks that make one MultiKueue's),
+/// AdmissionChecks (their controller) and the
+/// metadata of WorkloadPriorityClasses, kept by watches; statuses and
+/// managed fields are dropped.
 #[derive(Clone)]
 pub struct ClusterCache {
     namespaces: Store<Namespace>,
     local_queues: Store<LocalQueue>,
-    cluster_queues: Store<PartialObjectMeta<ClusterQueue>>,
+    cluster_queues: Store<ClusterQueue>,
+    admission_checks: Store<AdmissionCheck>,
     priority_classes: Store<PartialObjectMeta<WorkloadPriorityClass>>,
     devices: devices::DeviceCache,
 }
@@ -101,6 +105,26 @@ impl ClusterFacts for ClusterCache {
             .is_some_and(|p| opted_in(p.metadata.annotations.as_ref(), USE_REQUIRES_PERMISSION))
     }
 
+    fn multikueue_local_queue(&self, namespace: &str, local_queue: &str) -> bool {
+        let Some(cq) = self
+            .local_queues
+            .get(&ObjectRef::new(local_queue).within(namespace))
+            .and_then(|lq| lq.spec.cluster_queue.clone())
+            .and_then(|cq| self.cluster_queues.get(&ObjectRef::new(&cq)))
+        else {
+            return false;
+        };
+        cq.spec
+            .admission_checks_strategy
+            .iter()
+            .flat_map(|s| &s.admission_checks)
+            .any(|rule| {
+                self.admission_checks
+                    .get(&ObjectRef::new(&rule.name))
+                    .is_some_and(|ac| ac.spec.controller_name == MULTIKUEUE_CONTROLLER)
+            })
+    }
+
     fn device_facts(&self) -> Option<&dyn crate::admission::devices::DeviceFacts> {
         Some(&self.devices)
     }
@@ -145,9 +169,13 @@ pub async fn connect() -> Result<
     // opt-in annotations and a LocalQueue's ClusterQueue. Metadata only
     // where that is all, and LocalQueues without their status.
     let lq_api = Api::<LocalQueue>::all(client.clone());
-    let cq_api = Api::<PartialObjectMeta<ClusterQueue>>::all(client.clone());
+    let cq_api = Api::<ClusterQueue>::all(client.clone());
+    let ac_api = Api::<AdmissionCheck>::all(client.clone());
     let wpc_api = Api::<PartialObjectMeta<WorkloadPriorityClass>>::all(client.clone());
-    let kueue_served = served(&lq_api).await? && served(&wpc_api).await? && served(&cq_api).await?;
+    let kueue_served = served(&lq_api).await?
+        && served(&wpc_api).await?
+        && served(&cq_api).await?
+        && served(&ac_api).await?;
     if !kueue_served {
         info!("Kueue's CRDs are not installed: default LocalQueue and WorkloadPriorityClass lookups and entitlement opt-ins find nothing until they are");
     }
@@ -168,7 +196,23 @@ pub async fn connect() -> Result<
         "clusterqueues.kueue.x-k8s.io".into(),
         watcher(cq_api, watcher::Config::default())
             .default_backoff()
+            .modify(|cq: &mut ClusterQueue| {
+                cq.status = None;
+                cq.metadata.managed_fields = None;
+            })
             .reflect(cq_writer)
+            .touched_objects(),
+    );
+    let (admission_checks, ac_writer) = reflector::store();
+    drive(
+        "admissionchecks.kueue.x-k8s.io".into(),
+        watcher(ac_api, watcher::Config::default())
+            .default_backoff()
+            .modify(|ac: &mut AdmissionCheck| {
+                ac.status = None;
+                ac.metadata.managed_fields = None;
+            })
+            .reflect(ac_writer)
             .touched_objects(),
     );
     let (priority_classes, wpc_writer) = reflector::store();
@@ -184,6 +228,7 @@ pub async fn connect() -> Result<
         namespaces,
         local_queues,
         cluster_queues,
+        admission_checks,
         priority_classes,
         devices,
     };
@@ -196,6 +241,11 @@ pub async fn connect() -> Result<
             waiting.local_queues.wait_until_ready().await.map_err(err)?;
             waiting
                 .cluster_queues
+                .wait_until_ready()
+                .await
+                .map_err(err)?;
+            waiting
+                .admission_checks
                 .wait_until_ready()
                 .await
                 .map_err(err)?;

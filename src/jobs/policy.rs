@@ -469,6 +469,8 @@ struct PolicyFile {
     #[serde(default)]
     managed_by: Option<Pointer>,
     #[serde(default)]
+    managed_by_controller: Option<String>,
+    #[serde(default)]
     pod_sets: Vec<PodSetRule>,
     #[serde(default)]
     invariants: Vec<Invariant>,
@@ -1023,6 +1025,11 @@ pub struct Policy {
     /// integration is not: it puts every pod create on the webhook path).
     pub enabled_by_default: bool,
     pub managed_by: Option<Pointer>,
+    /// The kind's own controller's name in `managed_by`: a queued object
+    /// whose `managedBy` is unset or this is handed to MultiKueue when its
+    /// ClusterQueue has a MultiKueue admission check (Kueue's
+    /// `CanDefaultManagedBy`).
+    pub managed_by_controller: Option<String>,
     pub pod_sets: Vec<PodSetRule>,
     pub invariants: BTreeSet<Invariant>,
     /// How the job reports progress; without it the reconciler never marks
@@ -1134,6 +1141,11 @@ impl Policy {
                 "podOwner.group and podOwner.replicaGroups exclude each other: an owner's pods are one group, or one group per replica".into(),
             ));
         }
+        if raw.managed_by_controller.is_some() && raw.managed_by.is_none() {
+            return Err(invalid(
+                "managedByController needs managedBy (where the kind keeps it)".into(),
+            ));
+        }
         if raw.pod_sets.len() > MAX_POD_SETS {
             return Err(invalid(format!(
                 "at most {MAX_POD_SETS} pod sets are allowed, got {}",
@@ -1148,6 +1160,7 @@ impl Policy {
             pod_owner: raw.pod_owner,
             enabled_by_default: raw.enabled_by_default,
             managed_by: raw.managed_by,
+            managed_by_controller: raw.managed_by_controller,
             pod_sets: raw.pod_sets,
             invariants: raw.invariants.into_iter().collect(),
             status: raw.status,

@@ -49,7 +49,7 @@ use crate::{
         self, ComponentCheck, Need, ResourceAttributes, ResourceNaming, Subject, Wording,
         ANY_RESOURCE,
     },
-    api::appwrapper::v1beta2::{USER_ID_LABEL, USER_LABEL},
+    api::appwrapper::v1beta2::{CONTROLLER_NAME, USER_ID_LABEL, USER_LABEL},
     appwrapper::podsets::{self, Gvk, PodSet, PodSpecReading::Strict},
     jobs::policy::{Invariant, Policy, Target, UpdateRules},
 };
@@ -108,6 +108,7 @@ pub fn policy() -> &'static Policy {
             pod_owner: None,
             enabled_by_default: true,
             managed_by: Some(pointer("/spec/managedBy")),
+            managed_by_controller: Some(CONTROLLER_NAME.into()),
             pod_sets: Vec::new(),
             invariants: BTreeSet::from([
                 Invariant::QueueName,
@@ -149,10 +150,12 @@ pub fn sanitize_label(s: &str) -> String {
 }
 
 /// The fields the mutating hook may add or replace.
-const OWNED: [&str; 5] = [
+const OWNED: [&str; 6] = [
     "/metadata/labels/kueue.x-k8s.io~1queue-name",
     "/metadata/labels/kueue.x-k8s.io~1priority-class",
     "/spec/suspend",
+    // Handed to MultiKueue when its ClusterQueue is MultiKueue's.
+    "/spec/managedBy",
     "/metadata/labels/workload.codeflare.dev~1user",
     "/metadata/labels/workload.codeflare.dev~1userid",
 ];

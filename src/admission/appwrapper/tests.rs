@@ -212,6 +212,40 @@ fn d1_the_default_queue_name_is_injected_when_missing() {
     assert_eq!(out["spec"]["suspend"], true);
 }
 
+/// Every LocalQueue is MultiKueue's.
+struct MultiKueueQueues;
+impl ClusterFacts for MultiKueueQueues {
+    fn namespace_matches(&self, ns: &str, sel: &LabelSelector) -> bool {
+        NoCluster.namespace_matches(ns, sel)
+    }
+    fn default_local_queue_exists(&self, _: &str) -> bool {
+        false
+    }
+    fn default_priority_class_exists(&self) -> bool {
+        false
+    }
+    fn multikueue_local_queue(&self, _: &str, _: &str) -> bool {
+        true
+    }
+}
+
+/// Kueue's AppWrapper webhook (its `BaseWebhook`) hands an AppWrapper
+/// queued to a MultiKueue ClusterQueue to MultiKueue, unless another
+/// controller than AppWrapper's is named.
+#[test]
+fn d_an_appwrapper_in_a_multikueue_queue_is_managed_by_multikueue() {
+    let mut obj = aw(vec![component(pod("p"))]);
+    obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("mk");
+    let settings = Settings::default();
+    let out = mutated(&obj, &user("alice", "1"), &settings, &MultiKueueQueues);
+    assert_eq!(out["spec"]["managedBy"], "kueue.x-k8s.io/multikueue");
+    let out = mutated(&obj, &user("alice", "1"), &settings, &NoCluster);
+    assert!(out["spec"]["managedBy"].is_null(), "{out}");
+    obj["spec"]["managedBy"] = json!("example.com/other");
+    let out = mutated(&obj, &user("alice", "1"), &settings, &MultiKueueQueues);
+    assert_eq!(out["spec"]["managedBy"], "example.com/other");
+}
+
 #[test]
 fn d2_a_queue_name_the_user_supplied_is_kept() {
     let mut obj = aw(vec![component(pod("p"))]);
