@@ -23,8 +23,7 @@
 //! Not decided here (gates off by default in v0.19.2, or not yet in
 //! batchgate): orchestrated preemption (`MultiKueueOrchestratedPreemption`:
 //! preemption gates on the copies), multi-workload owners (LeaderWorkerSet's
-//! component Workloads), the elastic job's remote parallelism sync, and the
-//! delayed topology request copied back from the admitting worker.
+//! component Workloads), and the elastic job's remote parallelism sync.
 
 use std::{fmt, time::Duration};
 
@@ -62,6 +61,10 @@ pub const EVENT_REASON: &str = "MultiKueue";
 /// The `DeactivationTarget` reason set on the admitting copy when the local
 /// Workload was evicted.
 pub const EVICTED_ON_MANAGER_CLUSTER: &str = "EvictedOnManagerCluster";
+
+/// `delayedTopologyRequest` values.
+const DELAYED_PENDING: &str = "Pending";
+const DELAYED_READY: &str = "Ready";
 
 /// The elastic-job annotation's value that turns workload slices on.
 const ELASTIC_ENABLED: &str = "true";
@@ -229,6 +232,9 @@ pub struct LocalStatus {
     pub nominated: Option<Vec<String>>,
     /// The `Finished` condition to set.
     pub finished: Option<Condition>,
+    /// `status.admission` to write whole: the delayed topology requests the
+    /// admitting worker has placed turn Ready.
+    pub admission: Option<api::Admission>,
 }
 
 impl LocalStatus {
@@ -254,6 +260,9 @@ impl LocalStatus {
                 json!(names)
             };
             patch.insert("nominatedClusterNames".into(), v);
+        }
+        if let Some(admission) = &self.admission {
+            patch.insert("admission".into(), json!(admission));
         }
         if let Some(cond) = &self.finished {
             let mut conds = Conditions::of(status.conditions.as_ref());
@@ -760,10 +769,8 @@ impl<'a> Pass<'a, '_> {
         if let Some((i, _)) = self.first_with(condition::EVICTED) {
             if conds.is_true(condition::EVICTED) {
                 // Evicted here too: mirror the worker's job status back.
-                if self.owned_job_or_trouble(i) {
-                    if self.sync_job(i) {
-                        self.out.requeue_after = Some(SYNC_DEFERRED_REQUEUE);
-                    }
+                if self.owned_job_or_trouble(i) && self.sync_job(i) {
+                    self.out.requeue_after = Some(SYNC_DEFERRED_REQUEUE);
                 }
                 return;
             }
@@ -938,7 +945,8 @@ impl<'a> Pass<'a, '_> {
                     MAX_CONDITION_MESSAGE,
                 );
                 let mut target = self.copies[i].map(conditions).unwrap_or_default();
-                target.set(
+                // Already asked: nothing to write.
+                let changed = target.set(
                     condition::DEACTIVATION_TARGET,
                     true,
                     EVICTED_ON_MANAGER_CLUSTER,
@@ -946,7 +954,8 @@ impl<'a> Pass<'a, '_> {
                     self.f.now,
                     copy_generation,
                 );
-                if let Some(condition) = target.get(condition::DEACTIVATION_TARGET).cloned() {
+                let condition = target.get(condition::DEACTIVATION_TARGET).cloned();
+                if let Some(condition) = condition.filter(|_| changed) {
                     self.out.actions.push(Action::DeactivateRemoteWorkload {
                         cluster: self.name(i),
                         condition,
@@ -962,8 +971,15 @@ impl<'a> Pass<'a, '_> {
         if self.out.trouble.is_some() {
             return;
         }
+        let admission = self.delayed_topology_ready(i);
         let state = self.check.state.as_str();
-        if state != check_state::RETRY && state != check_state::REJECTED {
+        let needs_check = state != check_state::RETRY && state != check_state::REJECTED;
+        if !needs_check && admission.is_some() {
+            self.out.actions.push(Action::Local(LocalStatus {
+                admission,
+                ..LocalStatus::default()
+            }));
+        } else if needs_check {
             let cluster = self.name(i);
             let message = format!("The workload was admitted on {}", go_quote(&cluster));
             let current = self
@@ -988,12 +1004,14 @@ impl<'a> Pass<'a, '_> {
                 .unwrap_or_default();
             let c = checked(self.check, check_state::READY, message.clone(), self.f.now);
             // Kueue writes this on every pass; batchgate only when it changes.
-            if c != *self.check || current.is_none() || !nominated.is_empty() {
+            if c != *self.check || current.is_none() || !nominated.is_empty() || admission.is_some()
+            {
                 self.out.actions.push(Action::Local(LocalStatus {
                     check: Some(c),
                     cluster_name: current.is_none().then(|| cluster.clone()),
                     nominated: (!nominated.is_empty()).then(Vec::new),
                     finished: None,
+                    admission,
                 }));
             }
             // Kueue records it on every pass, changed or not.
@@ -1004,6 +1022,35 @@ impl<'a> Pass<'a, '_> {
         } else {
             self.s.worker_lost_timeout
         });
+    }
+
+    /// The local admission with its pending delayed topology requests
+    /// turned Ready for the pod sets worker `i` placed, when Kueue's
+    /// `needsDelayedTopologyUpdate` holds (a placed pod set whose local
+    /// assignment has no topology yet or still waits).
+    fn delayed_topology_ready(&self, i: usize) -> Option<api::Admission> {
+        let mut admission = self.f.local.status.as_ref()?.admission.clone()?;
+        let remote = self.copies[i]?.status.as_ref()?.admission.as_ref()?;
+        let mut needed = false;
+        for placed in remote.pod_set_assignments.iter().flatten() {
+            if placed.topology_assignment.is_none() {
+                continue;
+            }
+            let Some(mine) = admission
+                .pod_set_assignments
+                .iter_mut()
+                .flatten()
+                .find(|p| p.name == placed.name)
+            else {
+                continue;
+            };
+            let pending = mine.delayed_topology_request.as_deref() == Some(DELAYED_PENDING);
+            needed |= mine.topology_assignment.is_none() || pending;
+            if pending {
+                mine.delayed_topology_request = Some(DELAYED_READY.to_string());
+            }
+        }
+        needed.then_some(admission)
     }
 
     /// Kueue's `ValidateRemoteObjectOwnership`: a job of the same name on

@@ -268,6 +268,11 @@ impl W {
         self.job = Some(job);
         self
     }
+    /// Lost with no time known (a client never connected).
+    fn link_lost(mut self) -> Self {
+        self.link = Link::Lost(None);
+        self
+    }
     fn lost_since(mut self, t: Time) -> Self {
         self.link = Link::Lost(Some(t));
         self
@@ -1634,4 +1639,261 @@ fn messages_are_truncated_as_kueue_does() {
     assert!(cut.len() <= MAX_EVENT_MESSAGE && cut.ends_with(" ..."));
     assert_eq!(gvk_string("v1", "Pod"), "/v1, Kind=Pod");
     assert_eq!(gvk_string("batch/v1", "Job"), "batch/v1, Kind=Job");
+}
+
+// ---- TestOrphanedRemoteWorkloadCleanedAfterReconnect ----
+
+// workload_test.go, TestOrphanedRemoteWorkloadCleanedAfterReconnect: two
+// passes — while worker2 reconnects its copy stays and the pass comes back
+// after workerLostTimeout; once it is connected the orphan goes.
+#[test]
+fn orphaned_remote_workload_cleaned_after_reconnect() {
+    let mut c = case(pending());
+    c.workers = vec![worker("worker1"), worker("worker2").link_lost().wl(copy())];
+    c.run().wl_is(1, Some(copy())).requeue(Some(LOST_TIMEOUT));
+
+    c.workers[1].link = Link::Connected;
+    c.run().wl_is(1, None).requeue(None);
+}
+
+// ---- TestMultiKueueWorkloadAdmittedMetric* ----
+// Kueue counts an admission when the pass turns the check Ready; the shell
+// can count the same from the check write. Ported as: the write to Ready
+// happens once, and never from Retry or Rejected.
+
+fn turns_ready(w: &World) -> bool {
+    w.step.actions.iter().any(
+        |a| matches!(a, Action::Local(LocalStatus { check: Some(c), .. }) if c.state == "Ready"),
+    )
+}
+
+// workload_test.go, TestMultiKueueWorkloadAdmittedMetricIncrementedOnceOnAdmission
+#[test]
+fn multi_kueue_workload_admitted_metric_incremented_once_on_admission() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![worker("worker1").wl(admitted_copy())];
+    let first = c.run();
+    assert!(turns_ready(&first));
+    // The second pass sees the first's writes.
+    c.local = Wl(first.local.clone());
+    c.workers[0].job = first.jobs[0].clone().map(Job);
+    let second = c.run();
+    assert!(!turns_ready(&second));
+    second.local_is(Wl(first.local.clone()));
+}
+
+// workload_test.go, TestMultiKueueWorkloadAdmittedMetricNotIncrementedOnRetryOrRejected
+#[test]
+fn multi_kueue_workload_admitted_metric_not_incremented_on_retry_or_rejected() {
+    for state in ["Retry", "Rejected"] {
+        let local = Wl::base().check("ac1", state, "").job_owned().reserved();
+        let mut c = case(local);
+        c.workers = vec![worker("worker1").wl(admitted_copy())];
+        for _ in 0..2 {
+            let w = c.run();
+            assert!(!turns_ready(&w), "{state}");
+            c.local = Wl(w.local.clone());
+            c.workers[0].job = w.jobs[0].clone().map(Job);
+        }
+    }
+}
+
+// ---- TestReconcileGroup_SyncDeferred_ShortRequeue ----
+
+// workload_test.go, TestReconcileGroup_SyncDeferred_ShortRequeue: the
+// adapter defers (here: the local job is still suspended while the worker's
+// runs), so the pass comes back after 2 s, not workerLostTimeout.
+#[test]
+fn reconcile_group_sync_deferred_short_requeue() {
+    let local = Wl::base()
+        .job_owned()
+        .reserved()
+        .cond("Admitted", "Admitted", "")
+        .check("ac1", "Ready", "")
+        .cluster("worker1");
+    let mut c = case(local);
+    let mut local_job = Job::managed();
+    local_job.0["spec"]["suspend"] = json!(true);
+    c.local_job = Some(local_job);
+    c.workers = vec![worker("worker1")
+        .wl(Wl::base().cond("Admitted", "Admitted", ""))
+        .job(Job::remote(ORIGIN).active(1))];
+    c.run().requeue(Some(SYNC_DEFERRED_REQUEUE)).trouble(None);
+}
+
+// ---- TestNominateAndSynchronizeWorkers_MoreCases ----
+// Left out: "AllClusters: nominate all workers when called directly with
+// ClusterName set" — it calls nominateAndSynchronizeWorkers past the
+// ClusterName guard, which a whole pass never does.
+
+fn remotes(n: usize) -> Vec<W> {
+    const NAMES: [&str; 9] = [
+        "remote1", "remote2", "remote3", "remote4", "remote5", "remote6", "remote7", "remote8",
+        "remote9",
+    ];
+    NAMES[..n].iter().map(|name| worker(name)).collect()
+}
+
+fn created_on(w: &World) -> Vec<String> {
+    let mut out: Vec<String> = w
+        .step
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreateRemoteWorkload { cluster, .. } => Some(cluster.clone()),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn nominated_patch(w: &World) -> Option<Vec<String>> {
+    w.step.actions.iter().find_map(|a| match a {
+        Action::Local(LocalStatus {
+            nominated: Some(n), ..
+        }) => Some(n.clone()),
+        _ => None,
+    })
+}
+
+const EXTERNAL: &str = "external.com/mk-dispatcher";
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: clone to all remotes, nominates all"
+#[test]
+fn all_clusters_clone_to_all_remotes_nominates_all() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(2);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1", "remote2"]);
+    assert_eq!(nominated_patch(&w).unwrap(), ["remote1", "remote2"]);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: workloads already created on remotes, do not create again"
+#[test]
+fn all_clusters_workloads_already_created_on_remotes_do_not_create_again() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(2).into_iter().map(|w| w.wl(copy())).collect();
+    assert!(created_on(&c.run()).is_empty());
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: same set in reversed order does not trigger unnecessary patch"
+#[test]
+fn all_clusters_same_set_in_reversed_order_does_not_trigger_unnecessary_patch() {
+    let mut c = case(pending().reserved().nominated(&["remote2", "remote1"]));
+    c.workers = remotes(2).into_iter().map(|w| w.wl(copy())).collect();
+    c.run().no_actions();
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: no nominated workers, nothing created"
+#[test]
+fn external_controller_no_nominated_workers_nothing_created() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    c.run().no_actions().trouble(None);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominate remote1 and remote6"
+#[test]
+fn external_controller_nominate_remote1_and_remote6() {
+    let mut c = case(pending().reserved().nominated(&["remote1", "remote6"]));
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1", "remote6"]);
+    assert_eq!(nominated_patch(&w), None);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominate all remotes at once"
+#[test]
+fn external_controller_nominate_all_remotes_at_once() {
+    let all = [
+        "remote1", "remote2", "remote3", "remote4", "remote5", "remote6", "remote7", "remote8",
+        "remote9",
+    ];
+    let mut c = case(pending().reserved().nominated(&all));
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    assert_eq!(created_on(&c.run()), all);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominated worker cluster not yet connected"
+#[test]
+fn external_controller_nominated_worker_cluster_not_yet_connected() {
+    let local = pending().reserved().nominated(&["remote1", "remote2"]);
+    let mut c = case(local.clone());
+    c.workers = remotes(1);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1"]);
+    w.local_is(local)
+        .trouble(Some(Trouble::NominatedClustersNotConnected(vec![
+            "remote2".into(),
+        ])));
+}
+
+// batchgate (Kueue's needsDelayedTopologyUpdate, no upstream table case):
+// the admitting worker placed a pod set whose local topology request still
+// waits — it turns Ready in the same write as the check, and on a Retry
+// check it is written alone.
+#[test]
+fn delayed_topology_request_turns_ready_when_the_worker_placed_it() {
+    let placed = json!([{
+        "name": "main", "count": 1,
+        "topologyAssignment": {
+            "levels": ["kubernetes.io/hostname"],
+            "slices": [{ "domainCount": 1, "valuesPerLevel": [{ "universal": "n1" }], "podCounts": { "universal": 1 } }],
+        },
+    }]);
+    let mut remote = admitted_copy();
+    remote.0["status"]["admission"]["podSetAssignments"] = placed;
+    let waiting = |state: &str| {
+        let mut wl = Wl::base().check("ac1", state, "").job_owned().reserved();
+        wl.0["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"] =
+            json!("Pending");
+        wl
+    };
+    for state in ["Pending", "Retry"] {
+        let mut c = case(waiting(state));
+        c.workers = vec![worker("worker1").wl(remote.clone())];
+        let w = c.run();
+        assert_eq!(
+            w.local["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"],
+            "Ready",
+            "{state}"
+        );
+        let writes = w
+            .step
+            .actions
+            .iter()
+            .filter(|a| matches!(a, Action::Local(_)))
+            .count();
+        assert_eq!(writes, 1, "{state}");
+    }
+}
+
+// batchgate (Kueue's admitting-remote branch, no upstream table case): the
+// local Workload was evicted while its copy is admitted — the worker is
+// asked to deactivate the copy, once; nothing else happens in that pass.
+#[test]
+fn evicted_here_asks_the_admitting_worker_to_deactivate_its_copy() {
+    let mut c = case(ready_on_worker1().evicted());
+    c.workers = vec![worker("worker1")
+        .wl(admitted_copy())
+        .job(Job::remote(ORIGIN))];
+    let w = c.run();
+    let asked = admitted_copy().cond(
+        "DeactivationTarget",
+        "EvictedOnManagerCluster",
+        "Evicted on manager: Evicted by test",
+    );
+    w.wl_is(0, Some(asked.clone()))
+        .local_is(ready_on_worker1().evicted())
+        .events_are(&[])
+        .requeue(None);
+    assert_eq!(w.step.actions.len(), 1);
+
+    c.workers[0].wl = Some(asked);
+    c.run().no_actions();
 }
