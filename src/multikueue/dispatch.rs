@@ -119,10 +119,169 @@ pub const BATCH_JOB: JobKind = JobKind {
     suspended_condition: Some("Suspended"),
 };
 
+/// What the adapter's `SyncJob` decides for the job on the admitting worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobSync {
+    /// The worker has no job yet: create this one there.
+    Create(Value),
+    /// Write this status onto the local job; `deferred`: see [`JobKind::status_update`].
+    CopyStatus { status: Value, deferred: bool },
+    /// The local status is already this.
+    InSync { deferred: bool },
+}
+
 impl JobKind {
     /// Kueue's adapter key: `schema.GroupVersionKind.String()`.
     fn gvk(&self) -> String {
         gvk_string(self.api_version, self.kind)
+    }
+
+    /// Kueue's `IsJobManagedByKueue`: `None` when the job names MultiKueue
+    /// as its controller, else why not.
+    pub fn unmanaged_reason(&self, job: &Value) -> Option<String> {
+        let managed_by = job
+            .pointer(self.managed_by)
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        (managed_by != keys::MULTIKUEUE_CONTROLLER).then(|| {
+            format!(
+                "Expecting {} to be {} not {}",
+                field_name(self.managed_by),
+                go_quote(keys::MULTIKUEUE_CONTROLLER),
+                go_quote(managed_by)
+            )
+        })
+    }
+
+    /// The adapter's `SyncJob`: create the job on the worker if absent
+    /// (`remote` is the worker's job as read), else copy its status back.
+    pub fn sync(
+        &self,
+        local: &Value,
+        remote: Option<&Value>,
+        workload_name: &str,
+        origin: &str,
+        identifier_annotations: bool,
+        now: &Time,
+    ) -> JobSync {
+        let Some(remote) = remote else {
+            return JobSync::Create(self.remote_job(
+                local,
+                workload_name,
+                origin,
+                identifier_annotations,
+            ));
+        };
+        let (status, deferred) = self.status_update(local, remote, now);
+        let current = local
+            .pointer(self.status)
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if status == current {
+            JobSync::InSync { deferred }
+        } else {
+            JobSync::CopyStatus { status, deferred }
+        }
+    }
+
+    /// Kueue's `determineStatusUpdate`: the status the local job should
+    /// have, and whether the copy is deferred. The remote status, unless the
+    /// local job is suspended while the remote one runs unfinished — then
+    /// the local status stays (a start time copied early would freeze the
+    /// local spec), marked suspended for the apiserver's validation, and the
+    /// copy waits for the local job to start.
+    pub fn status_update(&self, local: &Value, remote: &Value, now: &Time) -> (Value, bool) {
+        let remote_status = remote
+            .pointer(self.status)
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if !is_true_at(local, self.suspend)
+            || is_true_at(remote, self.suspend)
+            || self
+                .finished_conditions
+                .iter()
+                .any(|t| job_condition_true(remote, self.status, t))
+        {
+            return (remote_status, false);
+        }
+        let mut status = local
+            .pointer(self.status)
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        if let Some(ty) = self.suspended_condition {
+            if !job_condition_true(local, self.status, ty) {
+                let cond = json!({
+                    "type": ty,
+                    "status": "True",
+                    "reason": "MultiKueueAdapter",
+                    "message": "Set by MultiKueue adapter",
+                    "lastTransitionTime": now,
+                    "lastProbeTime": now,
+                });
+                if !status.is_object() {
+                    status = json!({});
+                }
+                let list = status
+                    .as_object_mut()
+                    .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
+                if let Some(Value::Array(list)) = list {
+                    match list.iter_mut().find(|c| c["type"] == ty) {
+                        Some(c) => *c = cond,
+                        None => list.push(cond),
+                    }
+                }
+            }
+        }
+        (status, true)
+    }
+
+    /// The job as created on a worker: name, namespace, labels, annotations
+    /// and spec of the local one; MultiKueue's origin and the prebuilt
+    /// Workload's name added (Kueue's `SetMultiKueueMeta`); the kind's
+    /// controller fields dropped.
+    pub fn remote_job(
+        &self,
+        local: &Value,
+        workload_name: &str,
+        origin: &str,
+        identifier_annotations: bool,
+    ) -> Value {
+        let meta = &local["metadata"];
+        let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
+        let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
+        labels.insert(ORIGIN_LABEL.into(), json!(origin));
+        // A label value holds 63 characters at most.
+        if identifier_annotations || workload_name.len() > 63 {
+            annotations.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(workload_name));
+        } else {
+            labels.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(workload_name));
+        }
+        let mut metadata = Map::new();
+        for key in ["name", "namespace"] {
+            if let Some(v) = meta.get(key) {
+                metadata.insert(key.into(), v.clone());
+            }
+        }
+        metadata.insert("labels".into(), Value::Object(labels));
+        if !annotations.is_empty() {
+            metadata.insert("annotations".into(), Value::Object(annotations));
+        }
+        let mut job = json!({
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": metadata,
+            "spec": local["spec"].clone(),
+        });
+        remove_at(&mut job, self.managed_by);
+        for p in self.cleared {
+            remove_at(&mut job, p);
+        }
+        if let Some(Value::Object(l)) = job.pointer_mut(self.template_labels) {
+            for key in self.owned_template_labels {
+                l.remove(*key);
+            }
+        }
+        job
     }
 }
 
@@ -591,17 +750,8 @@ pub fn step(f: &Facts<'_>, s: &Settings<'_>) -> Step {
             out.trouble = Some(Trouble::LocalJobMissing(job_name));
             return out;
         };
-        let managed_by = job
-            .pointer(kind.managed_by)
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if managed_by != keys::MULTIKUEUE_CONTROLLER {
-            let message = format!(
-                "The owner is not managed by Kueue: Expecting {} to be {} not {}",
-                field_name(kind.managed_by),
-                go_quote(keys::MULTIKUEUE_CONTROLLER),
-                go_quote(managed_by)
-            );
+        if let Some(reason) = kind.unmanaged_reason(job) {
+            let message = format!("The owner is not managed by Kueue: {reason}");
             out.actions
                 .push(check_update(check, check_state::REJECTED, &message, f.now));
             return out;
@@ -1071,121 +1221,36 @@ impl<'a> Pass<'a, '_> {
         }
     }
 
-    /// The adapter's `SyncJob` against worker `i`: create the job there if
-    /// absent, else copy its status back. Returns whether the copy is
-    /// deferred (the local job is still suspended, the remote one runs).
+    /// The adapter's `SyncJob` against worker `i`. Returns whether the
+    /// status copy is deferred.
     fn sync_job(&mut self, i: usize) -> bool {
         let Some(local_job) = self.f.local_job else {
             self.out.trouble = Some(Trouble::LocalJobMissing(self.job_name.clone()));
             return false;
         };
         let cluster = self.name(i);
-        let Some(remote) = self.workers()[i].job else {
-            let job = self.remote_job(local_job);
-            self.out
-                .actions
-                .push(Action::CreateRemoteJob { cluster, job });
-            return false;
-        };
-        let (status, deferred) = self.status_update(local_job, remote);
-        let current = local_job
-            .pointer(self.kind.status)
-            .cloned()
-            .unwrap_or(Value::Null);
-        if status != current {
-            self.out.actions.push(Action::CopyJobStatus { status });
-        }
-        deferred
-    }
-
-    /// Kueue's `determineStatusUpdate` for the kind: the remote status,
-    /// unless the local job is suspended while the remote one runs
-    /// unfinished — then the local status stays (a start time copied early
-    /// would freeze the local spec), marked suspended for the apiserver.
-    fn status_update(&self, local: &Value, remote: &Value) -> (Value, bool) {
-        let k = self.kind;
-        let remote_status = remote.pointer(k.status).cloned().unwrap_or(Value::Null);
-        if !is_true_at(local, k.suspend)
-            || is_true_at(remote, k.suspend)
-            || k.finished_conditions
-                .iter()
-                .any(|t| job_condition_true(remote, k.status, t))
-        {
-            return (remote_status, false);
-        }
-        let mut status = local.pointer(k.status).cloned().unwrap_or(Value::Null);
-        if let Some(ty) = k.suspended_condition {
-            if !job_condition_true(local, k.status, ty) {
-                let now = json!(self.f.now);
-                let cond = json!({
-                    "type": ty,
-                    "status": "True",
-                    "reason": "MultiKueueAdapter",
-                    "message": "Set by MultiKueue adapter",
-                    "lastTransitionTime": now,
-                    "lastProbeTime": now,
-                });
-                if !status.is_object() {
-                    status = json!({});
-                }
-                let list = status
-                    .as_object_mut()
-                    .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
-                if let Some(Value::Array(list)) = list {
-                    match list.iter_mut().find(|c| c["type"] == ty) {
-                        Some(c) => *c = cond,
-                        None => list.push(cond),
-                    }
-                }
+        let wl_name = self.f.local.metadata.name.as_deref().unwrap_or_default();
+        let sync = self.kind.sync(
+            local_job,
+            self.workers()[i].job,
+            wl_name,
+            self.s.origin,
+            self.s.identifier_annotations,
+            self.f.now,
+        );
+        match sync {
+            JobSync::Create(job) => {
+                self.out
+                    .actions
+                    .push(Action::CreateRemoteJob { cluster, job });
+                false
             }
-        }
-        (status, true)
-    }
-
-    /// The job as created on a worker: name, namespace, labels and
-    /// annotations and spec of the local one; MultiKueue's origin and the
-    /// prebuilt Workload's name added; the kind's controller fields dropped.
-    fn remote_job(&self, local: &Value) -> Value {
-        let k = self.kind;
-        let meta = &local["metadata"];
-        let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
-        let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
-        labels.insert(ORIGIN_LABEL.into(), json!(self.s.origin));
-        let wl_name = self.f.local.metadata.name.clone().unwrap_or_default();
-        // A label value holds 63 characters at most.
-        if self.s.identifier_annotations || wl_name.len() > 63 {
-            annotations.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(wl_name));
-        } else {
-            labels.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(wl_name));
-        }
-        let mut metadata = Map::new();
-        for key in ["name", "namespace"] {
-            if let Some(v) = meta.get(key) {
-                metadata.insert(key.into(), v.clone());
+            JobSync::CopyStatus { status, deferred } => {
+                self.out.actions.push(Action::CopyJobStatus { status });
+                deferred
             }
+            JobSync::InSync { deferred } => deferred,
         }
-        if !labels.is_empty() {
-            metadata.insert("labels".into(), Value::Object(labels));
-        }
-        if !annotations.is_empty() {
-            metadata.insert("annotations".into(), Value::Object(annotations));
-        }
-        let mut job = json!({
-            "apiVersion": k.api_version,
-            "kind": k.kind,
-            "metadata": metadata,
-            "spec": local["spec"].clone(),
-        });
-        remove_at(&mut job, k.managed_by);
-        for p in k.cleared {
-            remove_at(&mut job, p);
-        }
-        if let Some(Value::Object(l)) = job.pointer_mut(k.template_labels) {
-            for key in k.owned_template_labels {
-                l.remove(*key);
-            }
-        }
-        job
     }
 
     /// Kueue's `cloneForCreate`: the local Workload's name, namespace,
