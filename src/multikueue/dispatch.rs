@@ -474,6 +474,9 @@ pub enum Action {
     /// The incremental dispatcher started a round now: remember `now` as
     /// the round's start for this Workload.
     RoundStarted,
+    /// Forget the Workload's round: it is gone, finished or lost its quota,
+    /// so its next dispatch starts afresh.
+    ForgetRound,
 }
 
 /// Why the pass could not finish; the shell retries with backoff (the
@@ -772,6 +775,7 @@ pub fn step(f: &Facts<'_>, s: &Settings<'_>) -> Step {
         for i in pass.connected() {
             pass.remove(i);
         }
+        pass.forget_round();
         return pass.out;
     }
     pass.group();
@@ -864,6 +868,15 @@ impl<'a> Pass<'a, '_> {
         best
     }
 
+    /// The incremental dispatcher drops a remembered round once the
+    /// Workload no longer dispatches (Kueue's `clearRoundStartTime`).
+    fn forget_round(&mut self) {
+        let incremental = matches!(self.s.dispatcher, Dispatcher::Incremental { .. });
+        if incremental && self.f.round_started.is_some() {
+            self.out.actions.push(Action::ForgetRound);
+        }
+    }
+
     fn elastic(&self) -> bool {
         annotation(self.f.local, keys::ELASTIC_JOB_ANNOTATION) == Some(ELASTIC_ENABLED)
     }
@@ -908,6 +921,7 @@ impl<'a> Pass<'a, '_> {
             if self.workers().iter().any(|w| !w.connected()) {
                 self.out.requeue_after = Some(self.s.worker_lost_timeout);
             }
+            self.forget_round();
             return;
         }
 
@@ -1279,6 +1293,10 @@ impl<'a> Pass<'a, '_> {
         if self.check.state != check_state::PENDING || (!elastic && status.cluster_name.is_some()) {
             return;
         }
+        // Kueue's incremental dispatcher is its own controller and
+        // nominates before the other checks are Ready (only the copies
+        // wait); here nomination waits with them, so no round runs out
+        // while nothing can be dispatched.
         let others_ready = status
             .admission_checks
             .iter()

@@ -323,6 +323,7 @@ struct World {
     jobs: Vec<Option<Value>>,
     events: Vec<(bool, String)>,
     round_started: bool,
+    round_forgotten: bool,
     step: Step,
 }
 
@@ -398,6 +399,7 @@ impl Case {
             jobs,
             events: vec![],
             round_started: false,
+            round_forgotten: false,
             step: step.clone(),
         };
         let at = |cluster: &str| self.workers.iter().position(|w| w.name == cluster).unwrap();
@@ -448,6 +450,7 @@ impl Case {
                     world.events.push((*warning, message.clone()));
                 }
                 Action::RoundStarted => world.round_started = true,
+                Action::ForgetRound => world.round_forgotten = true,
             }
         }
         world
@@ -2101,4 +2104,32 @@ fn multi_kueue_adapter_sync_job_deferred_when_local_suspended() {
     // Not the remote's active count: only the Suspended mark.
     assert!(status.get("active").is_none());
     assert_eq!(status["conditions"][0]["type"], "Suspended");
+}
+
+// batchgate (Kueue's clearRoundStartTime): a Workload that lost its quota,
+// finished or is gone has its remembered round forgotten; one still
+// dispatching keeps it.
+#[test]
+fn incremental_round_is_forgotten_when_the_workload_stops_dispatching() {
+    let incremental = Dispatcher::named(INCREMENTAL, None);
+    for (local, gone, forgotten) in [
+        (pending(), false, true),
+        (
+            pending().reserved().cond("Finished", "ByTest", ""),
+            false,
+            true,
+        ),
+        (pending().reserved(), true, true),
+        (pending().reserved().nominated(&["worker1"]), false, false),
+    ] {
+        let mut c = case(local);
+        c.gone = gone;
+        c.dispatcher = incremental.clone();
+        c.round_started = Some(at(-10));
+        assert_eq!(c.run().round_forgotten, forgotten);
+    }
+    // Nothing to forget: nothing said.
+    let mut c = case(pending());
+    c.dispatcher = incremental;
+    c.run().no_actions();
 }
