@@ -1,0 +1,2135 @@
+//! Kueue v0.19.2's tables, ported: `TestWlReconcile`
+//! (`pkg/controller/admissionchecks/multikueue/workload_test.go`) and the
+//! incremental dispatcher's (`pkg/controller/workloaddispatcher/
+//! incrementaldispatcher_test.go`). Each case runs [`step`], applies its
+//! actions to a small model of the manager and its workers, and compares
+//! the objects that must (not) exist afterwards with upstream's
+//! expectations; transition times are ignored as upstream's comparison
+//! does.
+//!
+//! Upstream runs `TestWlReconcile` with `WorkloadIdentifierAnnotations`
+//! off (the prebuilt-workload name as a label); so do these, through
+//! [`Settings::identifier_annotations`]. Left out, and why:
+//!
+//! - `missing workload`: nothing to decide — the Workload is neither in the
+//!   apiserver nor remembered, so the shell never calls the step.
+//! - `failing to read from a worker`: a read error stops the shell before
+//!   the step (it retries with backoff); the step sees only what was read.
+//! - `creating remote workloads with preemption gates`, `opening preemption
+//!   gate for first workload requiring preemption`, `opening preemption gate
+//!   for the second workload requiring preemption if timeout elapsed`, `not
+//!   opening preemption gate for the second workload if timeout did not
+//!   elapse`, `not opening preemption gate for the second workload if timeout
+//!   elapsed but it does not require preemption`: they need
+//!   `MultiKueueOrchestratedPreemption`, Alpha and off in v0.19.2; the step
+//!   does not act on preemption gates.
+//!
+//! From `TestIncrementalDispatcherReconciler_Reconcile`, `workload not
+//! found` (the shell's read). From `TestIncrementalDispatcherNominateWorkers`,
+//! the cases that turn a default-on gate off: `config gate disabled —
+//! ignores stepSize=10, uses default 3` (`MultiKueueIncrementalDispatcherConfig`)
+//! and the four `ordering gate off: …` (`MultiKueueIncrementalDispatcherRespectConfigOrder`):
+//! batchgate always takes the configured step size and the config's order.
+//!
+//! `job_multikueue_adapter_test.go` (the batch/v1 Job as [`BATCH_JOB`]):
+//! left out are `remote job is deleted` (the shell executes
+//! [`Action::DeleteRemoteJob`]), `FailureToRetrieveLocalJob` and
+//! `FailureToRetrieveRemoteJob` (reads are the shell's), and the elastic
+//! remote sync (`ElasticJob_RemoteInSync`, `ElasticJob_LocalIsStale`,
+//! `ElasticJob_WorkloadNameOnlyChange_EdgeCase`, `ElasticJob_RemoteOutOfSync`,
+//! `ElasticJob_RemoteOutOfSync_PatchFailure`): patching the worker's
+//! parallelism and prebuilt name is not decided yet.
+//!
+//! Where upstream expects an error from the reconcile, the port expects the
+//! [`Trouble`] (or, for a failed write, the shell's failure, simulated by
+//! not applying that write).
+
+use std::time::Duration;
+
+use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
+use serde_json::{json, Value};
+
+use super::*;
+
+const NS: &str = "ns";
+const ORIGIN: &str = "multikueue";
+const LOST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+const NOW: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+fn at(offset_secs: i64) -> Time {
+    Time(Timestamp::from_second(NOW + offset_secs).unwrap())
+}
+
+fn now() -> Time {
+    at(0)
+}
+
+/// A Workload as upstream's `MakeWorkload("wl1", "ns")` builds it.
+#[derive(Clone)]
+struct Wl(Value);
+
+impl Wl {
+    fn base() -> Self {
+        Wl(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": { "name": "wl1", "namespace": NS },
+            "spec": { "podSets": [{
+                "name": "main", "count": 1,
+                "template": { "spec": { "containers": [{ "name": "c", "image": "pause" }], "restartPolicy": "Never" } },
+            }]},
+        }))
+    }
+
+    fn status(&mut self) -> &mut serde_json::Map<String, Value> {
+        let v = &mut self.0;
+        if !v["status"].is_object() {
+            v["status"] = json!({});
+        }
+        v["status"].as_object_mut().unwrap()
+    }
+
+    fn check_at(mut self, name: &str, state: &str, message: &str, ltt: Time) -> Self {
+        let c =
+            json!({ "name": name, "state": state, "message": message, "lastTransitionTime": ltt });
+        let s = self.status();
+        let list = s.entry("admissionChecks").or_insert_with(|| json!([]));
+        list.as_array_mut().unwrap().push(c);
+        self
+    }
+
+    fn check(self, name: &str, state: &str, message: &str) -> Self {
+        self.check_at(name, state, message, now())
+    }
+
+    fn owner(mut self, api_version: &str, kind: &str, name: &str) -> Self {
+        self.0["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": api_version, "kind": kind, "name": name, "uid": "uid1", "controller": true,
+        }]);
+        self
+    }
+
+    fn job_owned(self) -> Self {
+        self.owner("batch/v1", "Job", "job1")
+    }
+
+    /// `ReserveQuotaAt(MakeAdmission("q1"), t)`: replaces the conditions.
+    fn reserved_at(mut self, t: Time) -> Self {
+        let s = self.status();
+        s.insert(
+            "admission".into(),
+            json!({ "clusterQueue": "q1", "podSetAssignments": [{ "name": "main", "count": 1 }] }),
+        );
+        s.insert(
+            "conditions".into(),
+            json!([{
+                "type": "QuotaReserved", "status": "True", "reason": "AdmittedByTest",
+                "message": "Admitted by ClusterQueue q1", "lastTransitionTime": t,
+            }]),
+        );
+        self
+    }
+
+    fn reserved(self) -> Self {
+        self.reserved_at(now())
+    }
+
+    /// `Condition(...)` / `SetStatusCondition`: replaces one of that type.
+    fn cond_at(mut self, ty: &str, reason: &str, message: &str, t: Time) -> Self {
+        let c = json!({ "type": ty, "status": "True", "reason": reason, "message": message, "lastTransitionTime": t });
+        let s = self.status();
+        let list = s.entry("conditions").or_insert_with(|| json!([]));
+        let list = list.as_array_mut().unwrap();
+        match list.iter_mut().find(|x| x["type"] == ty) {
+            Some(x) => {
+                x["reason"] = json!(reason);
+                x["message"] = json!(message);
+            }
+            None => list.push(c),
+        }
+        self
+    }
+
+    fn cond(self, ty: &str, reason: &str, message: &str) -> Self {
+        self.cond_at(ty, reason, message, now())
+    }
+
+    fn evicted(self) -> Self {
+        self.cond("Evicted", "ByTest", "Evicted by test")
+    }
+
+    fn cluster(mut self, name: &str) -> Self {
+        self.status().insert("clusterName".into(), json!(name));
+        self
+    }
+
+    fn nominated(mut self, names: &[&str]) -> Self {
+        self.status()
+            .insert("nominatedClusterNames".into(), json!(names));
+        self
+    }
+
+    fn label(mut self, k: &str, v: &str) -> Self {
+        self.0["metadata"]["labels"][k] = json!(v);
+        self
+    }
+
+    fn origin(self) -> Self {
+        self.label(ORIGIN_LABEL, ORIGIN)
+    }
+
+    fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0["metadata"]["annotations"][k] = json!(v);
+        self
+    }
+
+    fn elastic(self) -> Self {
+        self.annotation(keys::ELASTIC_JOB_ANNOTATION, "true")
+    }
+
+    fn pod_sets(mut self, name: &str, count: i32) -> Self {
+        self.0["spec"]["podSets"] = json!([{
+            "name": name, "count": count,
+            "template": { "spec": { "containers": [{ "name": "c", "image": "pause" }], "restartPolicy": "Never" } },
+        }]);
+        self
+    }
+
+    fn deleting(mut self) -> Self {
+        self.0["metadata"]["deletionTimestamp"] = json!(now());
+        self.0["metadata"]["finalizers"] = json!([keys::RESOURCE_IN_USE_FINALIZER]);
+        self
+    }
+
+    fn obj(&self) -> api::Workload {
+        serde_json::from_value(self.0.clone()).unwrap()
+    }
+}
+
+/// A Job as upstream's `MakeJob("job1", "ns").Suspend(false)` builds it.
+#[derive(Clone)]
+struct Job(Value);
+
+impl Job {
+    fn base() -> Self {
+        Job(json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": { "name": "job1", "namespace": NS },
+            "spec": {
+                "parallelism": 1,
+                "suspend": false,
+                "template": { "spec": { "containers": [{ "name": "c", "image": "pause" }], "restartPolicy": "Never" } },
+            },
+        }))
+    }
+
+    /// `ManagedBy(kueue.MultiKueueControllerName)`: the manager's job.
+    fn managed() -> Self {
+        let mut j = Job::base();
+        j.0["spec"]["managedBy"] = json!(keys::MULTIKUEUE_CONTROLLER);
+        j
+    }
+
+    /// `PrebuiltWorkloadLabel("wl1").Label(origin, o)`: a worker's job.
+    fn remote(origin: &str) -> Self {
+        let mut j = Job::base();
+        j.0["metadata"]["labels"] =
+            json!({ keys::PREBUILT_WORKLOAD_LABEL: "wl1", ORIGIN_LABEL: origin });
+        j
+    }
+
+    fn active(mut self, n: i32) -> Self {
+        self.0["status"]["active"] = json!(n);
+        self
+    }
+
+    fn complete(mut self) -> Self {
+        self.0["status"]["conditions"] = json!([{ "type": "Complete", "status": "True" }]);
+        self
+    }
+}
+
+/// A worker as the case has it.
+#[derive(Clone)]
+struct W {
+    name: &'static str,
+    link: Link,
+    wl: Option<Wl>,
+    job: Option<Job>,
+}
+
+fn worker(name: &'static str) -> W {
+    W {
+        name,
+        link: Link::Connected,
+        wl: None,
+        job: None,
+    }
+}
+
+impl W {
+    fn wl(mut self, wl: Wl) -> Self {
+        self.wl = Some(wl);
+        self
+    }
+    fn job(mut self, job: Job) -> Self {
+        self.job = Some(job);
+        self
+    }
+    /// Lost with no time known (a client never connected).
+    fn link_lost(mut self) -> Self {
+        self.link = Link::Lost(None);
+        self
+    }
+    fn lost_since(mut self, t: Time) -> Self {
+        self.link = Link::Lost(Some(t));
+        self
+    }
+}
+
+/// The manager and its workers before a pass.
+struct Case {
+    local: Wl,
+    gone: bool,
+    check: Option<&'static str>,
+    local_job: Option<Job>,
+    workers: Vec<W>,
+    dispatcher: Dispatcher,
+    round_started: Option<Time>,
+    /// Workers whose writes fail (upstream's `worker2OnCreateError`).
+    failing: Vec<&'static str>,
+}
+
+fn case(local: Wl) -> Case {
+    Case {
+        local,
+        gone: false,
+        check: Some("ac1"),
+        local_job: Some(Job::managed()),
+        workers: vec![worker("worker1")],
+        dispatcher: Dispatcher::AllAtOnce,
+        round_started: None,
+        failing: vec![],
+    }
+}
+
+/// The world after the pass: objects as JSON.
+#[derive(Debug)]
+struct World {
+    local: Value,
+    local_job: Option<Value>,
+    wls: Vec<Option<Value>>,
+    jobs: Vec<Option<Value>>,
+    events: Vec<(bool, String)>,
+    round_started: bool,
+    round_forgotten: bool,
+    step: Step,
+}
+
+/// RFC 7386.
+fn merge(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().unwrap();
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+impl Case {
+    fn run(&self) -> World {
+        let local = self.local.obj();
+        let wls: Vec<Option<api::Workload>> = self
+            .workers
+            .iter()
+            .map(|w| w.wl.as_ref().map(Wl::obj))
+            .collect();
+        let jobs: Vec<Option<Value>> = self
+            .workers
+            .iter()
+            .map(|w| w.job.as_ref().map(|j| j.0.clone()))
+            .collect();
+        let workers: Vec<Worker<'_>> = self
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Worker {
+                name: w.name,
+                link: w.link.clone(),
+                workload: wls[i].as_ref(),
+                job: jobs[i].as_ref(),
+            })
+            .collect();
+        let local_job = self.local_job.as_ref().map(|j| j.0.clone());
+        let now = now();
+        let facts = Facts {
+            local: &local,
+            gone: self.gone,
+            check: self.check,
+            local_job: local_job.as_ref(),
+            workers: &workers,
+            round_started: self.round_started.as_ref(),
+            now: &now,
+        };
+        let settings = Settings {
+            origin: ORIGIN,
+            worker_lost_timeout: LOST_TIMEOUT,
+            dispatcher: self.dispatcher.clone(),
+            kinds: &[BATCH_JOB],
+            identifier_annotations: false,
+        };
+        let step = step(&facts, &settings);
+        let mut world = World {
+            local: self.local.0.clone(),
+            local_job,
+            wls: wls
+                .iter()
+                .map(|w| w.as_ref().map(|w| serde_json::to_value(w).unwrap()))
+                .collect(),
+            jobs,
+            events: vec![],
+            round_started: false,
+            round_forgotten: false,
+            step: step.clone(),
+        };
+        let at = |cluster: &str| self.workers.iter().position(|w| w.name == cluster).unwrap();
+        for a in &step.actions {
+            match a {
+                Action::CreateRemoteWorkload { cluster, workload } => {
+                    if !self.failing.contains(&cluster.as_str()) {
+                        world.wls[at(cluster)] = Some(serde_json::to_value(workload).unwrap());
+                    }
+                }
+                Action::UpdateRemoteWorkloadSpec { cluster, spec } => {
+                    world.wls[at(cluster)].as_mut().unwrap()["spec"] = json!(spec);
+                }
+                Action::DeactivateRemoteWorkload { cluster, condition } => {
+                    let wl = world.wls[at(cluster)].as_mut().unwrap();
+                    let mut w: api::Workload = serde_json::from_value(wl.clone()).unwrap();
+                    let st = w.status.get_or_insert_with(Default::default);
+                    let list = st.conditions.get_or_insert_with(Vec::new);
+                    list.retain(|c| c.type_ != condition.type_);
+                    list.push(condition.clone());
+                    *wl = serde_json::to_value(w).unwrap();
+                }
+                Action::DeleteRemoteJob { cluster, name } => {
+                    assert_eq!(name, "job1");
+                    world.jobs[at(cluster)] = None;
+                }
+                Action::DeleteRemoteWorkload { cluster, name } => {
+                    assert_eq!(name, "wl1");
+                    world.wls[at(cluster)] = None;
+                }
+                Action::CreateRemoteJob { cluster, job } => {
+                    world.jobs[at(cluster)] = Some(job.clone());
+                }
+                Action::CopyJobStatus { status } => {
+                    world.local_job.as_mut().unwrap()["status"] = status.clone();
+                }
+                Action::Local(change) => {
+                    let patch =
+                        change.merge_patch(&serde_json::from_value(world.local.clone()).unwrap());
+                    merge(&mut world.local, &patch);
+                }
+                Action::Event {
+                    warning,
+                    reason,
+                    message,
+                } => {
+                    assert_eq!(*reason, "MultiKueue");
+                    world.events.push((*warning, message.clone()));
+                }
+                Action::RoundStarted => world.round_started = true,
+                Action::ForgetRound => world.round_forgotten = true,
+            }
+        }
+        world
+    }
+}
+
+/// Upstream's comparison: transition times, empties and the order of the
+/// nominated clusters ignored.
+fn norm(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            for (k, x) in m {
+                if k == "lastTransitionTime" || k == "lastProbeTime" {
+                    continue;
+                }
+                let mut x = norm(x);
+                if k == "nominatedClusterNames" {
+                    if let Value::Array(a) = &mut x {
+                        a.sort_by(|p, q| p.as_str().cmp(&q.as_str()));
+                    }
+                }
+                let empty = x.is_null()
+                    || x.as_array().is_some_and(Vec::is_empty)
+                    || x.as_object().is_some_and(serde_json::Map::is_empty);
+                if !empty {
+                    out.insert(k.clone(), x);
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+        x => x.clone(),
+    }
+}
+
+/// A Workload through the typed model, as the client would store it.
+fn norm_wl(v: &Value) -> Value {
+    let wl: api::Workload = serde_json::from_value(v.clone()).unwrap();
+    norm(&serde_json::to_value(wl).unwrap())
+}
+
+impl World {
+    fn local_is(&self, want: Wl) -> &Self {
+        assert_eq!(norm_wl(&self.local), norm_wl(&want.0), "manager's workload");
+        self
+    }
+    fn local_job_is(&self, want: Option<Job>) -> &Self {
+        assert_eq!(
+            self.local_job.as_ref().map(norm),
+            want.map(|j| norm(&j.0)),
+            "manager's job"
+        );
+        self
+    }
+    fn wl_is(&self, i: usize, want: Option<Wl>) -> &Self {
+        assert_eq!(
+            self.wls[i].as_ref().map(norm_wl),
+            want.map(|w| norm_wl(&w.0)),
+            "worker{}'s workload",
+            i + 1
+        );
+        self
+    }
+    fn job_is(&self, i: usize, want: Option<Job>) -> &Self {
+        assert_eq!(
+            self.jobs[i].as_ref().map(norm),
+            want.map(|j| norm(&j.0)),
+            "worker{}'s job",
+            i + 1
+        );
+        self
+    }
+    fn events_are(&self, want: &[(bool, &str)]) -> &Self {
+        let want: Vec<(bool, String)> = want.iter().map(|(w, m)| (*w, m.to_string())).collect();
+        assert_eq!(self.events, want, "events");
+        self
+    }
+    fn requeue(&self, want: Option<Duration>) -> &Self {
+        assert_eq!(self.step.requeue_after, want, "requeue");
+        self
+    }
+    fn trouble(&self, want: Option<Trouble>) -> &Self {
+        assert_eq!(self.step.trouble, want, "trouble");
+        self
+    }
+    fn no_actions(&self) -> &Self {
+        assert_eq!(self.step.actions, vec![], "actions");
+        self
+    }
+}
+
+fn pending() -> Wl {
+    Wl::base().check("ac1", "Pending", "").job_owned()
+}
+
+fn admitted_on_worker1() -> Wl {
+    Wl::base()
+        .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+        .job_owned()
+        .reserved()
+}
+
+fn copy() -> Wl {
+    Wl::base().origin()
+}
+
+// ---- TestWlReconcile ----
+
+// workload_test.go, TestWlReconcile: "deleted regular workload is removed from the cache"
+#[test]
+fn deleted_regular_workload_is_removed_from_the_cache() {
+    let mut c = case(Wl::base().deleting().job_owned());
+    c.gone = true;
+    c.local_job = Some(Job::base());
+    c.run().no_actions().local_job_is(Some(Job::base()));
+}
+
+// workload_test.go, TestWlReconcile: "deleted MultiKueue workload is deleted from cache - the worker will be deleted by GC"
+#[test]
+fn deleted_multikueue_workload_is_deleted_from_cache_the_worker_will_be_deleted_by_gc() {
+    let mut c = case(
+        Wl::base()
+            .deleting()
+            .check("ac1", "Rejected", "")
+            .job_owned(),
+    );
+    c.gone = true;
+    c.workers = vec![worker("worker1").wl(copy())];
+    c.run()
+        .no_actions()
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(copy()));
+}
+
+// workload_test.go, TestWlReconcile: "missing workload (in deleted workload cache)"
+#[test]
+fn missing_workload_in_deleted_workload_cache() {
+    let mut c = case(pending().reserved());
+    c.gone = true;
+    c.local_job = None;
+    c.workers = vec![worker("worker1")
+        .wl(copy().reserved())
+        .job(Job::remote(ORIGIN))];
+    c.run()
+        .wl_is(0, None)
+        .job_is(0, None)
+        .requeue(None)
+        .trouble(None);
+}
+
+// workload_test.go, TestWlReconcile: "missing workload (in deleted workload cache), reconnecting worker, GC handles cleanup"
+#[test]
+fn missing_workload_in_deleted_workload_cache_reconnecting_worker_gc_handles_cleanup() {
+    let mut c = case(pending().reserved());
+    c.gone = true;
+    c.local_job = None;
+    c.workers = vec![
+        worker("worker1")
+            .wl(copy().reserved())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2").lost_since(now()),
+    ];
+    c.run()
+        .wl_is(0, None)
+        .job_is(0, None)
+        .wl_is(1, None)
+        .requeue(None)
+        .trouble(None);
+}
+
+// workload_test.go, TestWlReconcile: "missing workload (in deleted workload cache), no remote objects"
+#[test]
+fn missing_workload_in_deleted_workload_cache_no_remote_objects() {
+    let mut c = case(pending().reserved());
+    c.gone = true;
+    c.local_job = None;
+    c.run().no_actions().requeue(None).trouble(None);
+}
+
+// workload_test.go, TestWlReconcile: "unmanaged wl (no ac) is ignored"
+#[test]
+fn unmanaged_wl_no_ac_is_ignored() {
+    let c = case(Wl::base());
+    c.run().no_actions().local_is(Wl::base());
+}
+
+// workload_test.go, TestWlReconcile: "unmanaged wl (no parent) is rejected"
+#[test]
+fn unmanaged_wl_no_parent_is_rejected() {
+    let c = case(Wl::base().check("ac1", "Pending", ""));
+    c.run().local_is(Wl::base().check(
+        "ac1",
+        "Rejected",
+        r#"No multikueue adapter found, Previously: "Pending""#,
+    ));
+}
+
+// workload_test.go, TestWlReconcile: "unmanaged wl (owned by pod) is rejected"
+#[test]
+fn unmanaged_wl_owned_by_pod_is_rejected() {
+    let c = case(
+        Wl::base()
+            .owner("v1", "Pod", "pod1")
+            .check("ac1", "Pending", ""),
+    );
+    c.run()
+        .local_is(Wl::base().owner("v1", "Pod", "pod1").check(
+            "ac1",
+            "Rejected",
+            r#"No multikueue adapter found for owner kind "/v1, Kind=Pod", Previously: "Pending""#,
+        ));
+}
+
+// workload_test.go, TestWlReconcile: "unmanaged wl (job not managed by multikueue) is rejected"
+#[test]
+fn unmanaged_wl_job_not_managed_by_multikueue_is_rejected() {
+    let mut c = case(pending());
+    c.local_job = Some(Job::base());
+    c.run()
+        .local_job_is(Some(Job::base()))
+        .local_is(Wl::base().job_owned().check(
+            "ac1",
+            "Rejected",
+            r#"The owner is not managed by Kueue: Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "", Previously: "Pending""#,
+        ));
+}
+
+// workload_test.go, TestWlReconcile: "reconnecting clients are skipped"
+#[test]
+fn reconnecting_clients_are_skipped() {
+    let mut c = case(pending());
+    c.workers = vec![worker("worker1"), worker("worker2").lost_since(now())];
+    c.run()
+        .no_actions()
+        .local_is(pending())
+        .local_job_is(Some(Job::managed()))
+        .requeue(Some(LOST_TIMEOUT))
+        .trouble(None);
+}
+
+// workload_test.go, TestWlReconcile: "wl without reservation, reconnecting worker with remote workload, requeues for cleanup"
+#[test]
+fn wl_without_reservation_reconnecting_worker_with_remote_workload_requeues_for_cleanup() {
+    let mut c = case(pending());
+    c.workers = vec![
+        worker("worker1"),
+        worker("worker2").lost_since(now()).wl(copy()),
+    ];
+    c.run()
+        .no_actions()
+        .local_is(pending())
+        .wl_is(1, Some(copy()))
+        .requeue(Some(LOST_TIMEOUT));
+}
+
+// workload_test.go, TestWlReconcile: "wl without reservation, clears the workload objects"
+#[test]
+fn wl_without_reservation_clears_the_workload_objects() {
+    let mut c = case(pending());
+    c.workers = vec![worker("worker1").wl(copy())];
+    c.run()
+        .local_is(pending())
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, None)
+        .requeue(None);
+}
+
+// workload_test.go, TestWlReconcile: "wl with reservation, creates remote workloads, worker2 fails"
+// (upstream's create error on worker2 is the shell's: the write is not applied)
+#[test]
+fn wl_with_reservation_creates_remote_workloads_worker2_fails() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![worker("worker1"), worker("worker2")];
+    c.failing = vec!["worker2"];
+    c.run()
+        .local_is(pending().reserved().nominated(&["worker1", "worker2"]))
+        .wl_is(0, Some(copy()))
+        .wl_is(1, None)
+        .job_is(0, None);
+}
+
+// workload_test.go, TestWlReconcile: "wl with reservation, creates missing workloads"
+#[test]
+fn wl_with_reservation_creates_missing_workloads() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![worker("worker1").wl(copy()), worker("worker2")];
+    let w = c.run();
+    w.local_is(pending().reserved().nominated(&["worker1", "worker2"]))
+        .wl_is(0, Some(copy()))
+        .wl_is(1, Some(copy()))
+        .trouble(None);
+    // Only the missing copy is created.
+    let created = w
+        .step
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::CreateRemoteWorkload { .. }))
+        .count();
+    assert_eq!(created, 1);
+}
+
+// workload_test.go, TestWlReconcile: "remote wl with reservation but not admitted - other workers not deleted"
+#[test]
+fn remote_wl_with_reservation_but_not_admitted_other_workers_not_deleted() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![
+        worker("worker1").wl(copy().reserved()),
+        worker("worker2").wl(copy()),
+    ];
+    c.run()
+        .local_is(pending().reserved().nominated(&["worker1", "worker2"]))
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(copy().reserved()))
+        .wl_is(1, Some(copy()));
+}
+
+fn admitted_copy() -> Wl {
+    copy().reserved().cond("Admitted", "Admitted", "")
+}
+
+// workload_test.go, TestWlReconcile: "remote wl admitted - other workers deleted"
+#[test]
+fn remote_wl_admitted_other_workers_deleted() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![
+        worker("worker1").wl(admitted_copy()),
+        worker("worker2").wl(copy()),
+    ];
+    let w = c.run();
+    w.local_is(admitted_on_worker1().cluster("worker1"))
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(admitted_copy()))
+        .job_is(0, Some(Job::remote(ORIGIN)))
+        .wl_is(1, None)
+        .events_are(&[(false, r#"The workload was admitted on "worker1""#)])
+        .requeue(Some(LOST_TIMEOUT));
+    // The order the shell executes: the losers' copies go before the job is
+    // created on the winner; the check turns Ready last.
+    let kinds: Vec<&str> = w
+        .step
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::DeleteRemoteWorkload { .. } => "delete-workload",
+            Action::CreateRemoteJob { .. } => "create-job",
+            Action::Local(_) => "local",
+            Action::Event { .. } => "event",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["delete-workload", "create-job", "local", "event"]);
+}
+
+// workload_test.go, TestWlReconcile: "admitting remote is kept when another worker's remote is out of sync"
+#[test]
+fn admitting_remote_is_kept_when_another_workers_remote_is_out_of_sync() {
+    let mut c = case(admitted_on_worker1().cluster("worker1"));
+    c.workers = vec![
+        worker("worker1").wl(admitted_copy()),
+        worker("worker2").wl(copy().pod_sets("different-name", 1)),
+    ];
+    c.run()
+        .local_is(admitted_on_worker1().cluster("worker1"))
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(admitted_copy()))
+        .job_is(0, Some(Job::remote(ORIGIN)))
+        .wl_is(1, None)
+        .events_are(&[(false, r#"The workload was admitted on "worker1""#)]);
+}
+
+// workload_test.go, TestWlReconcile: "worker-lost grace applies when the admitting worker is unreachable even if another worker's remote is out of sync"
+#[test]
+fn worker_lost_grace_applies_when_the_admitting_worker_is_unreachable_even_if_another_workers_remote_is_out_of_sync(
+) {
+    let local = Wl::base()
+        .check_at(
+            "ac1",
+            "Ready",
+            r#"The workload was admitted on "worker1""#,
+            at(-(LOST_TIMEOUT.as_secs() as i64) * 3 / 2),
+        )
+        .cluster("worker1")
+        .job_owned()
+        .reserved();
+    let mut c = case(local.clone());
+    c.workers = vec![
+        worker("worker1").lost_since(now()),
+        worker("worker2").wl(copy().pod_sets("different-name", 1)),
+    ];
+    c.run()
+        .local_is(local)
+        .local_job_is(Some(Job::managed()))
+        .wl_is(1, None)
+        .requeue(Some(LOST_TIMEOUT));
+}
+
+// workload_test.go, TestWlReconcile: "handle workload evicted on manager cluster"
+#[test]
+fn handle_workload_evicted_on_manager_cluster() {
+    let local = admitted_on_worker1().cluster("worker1").evicted();
+    let evicted_copy = copy().reserved().cond(
+        "Evicted",
+        "DeactivatedDueToEvictedOnManagerCluster",
+        "Evicted on manager: Evicted by test",
+    );
+    let mut c = case(local.clone());
+    c.local_job = Some(Job::managed().active(1));
+    c.workers = vec![
+        worker("worker1")
+            .wl(evicted_copy.clone())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2").wl(Wl::base()),
+    ];
+    c.run()
+        .local_is(local)
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(evicted_copy))
+        .job_is(0, Some(Job::remote(ORIGIN)))
+        .wl_is(1, Some(Wl::base()))
+        .events_are(&[]);
+}
+
+// workload_test.go, TestWlReconcile: "handle workload evicted on worker cluster"
+#[test]
+fn handle_workload_evicted_on_worker_cluster() {
+    let evicted_copy = copy()
+        .reserved()
+        .cond(
+            "Evicted",
+            "DeactivatedDueToEvictedOnWorkerCluster",
+            "Evicted on worker: Evicted by test",
+        )
+        .evicted();
+    let mut c = case(admitted_on_worker1().cluster("worker1"));
+    c.local_job = Some(Job::managed().active(1));
+    c.workers = vec![
+        worker("worker1")
+            .wl(evicted_copy.clone())
+            .job(Job::remote(ORIGIN).active(1)),
+        worker("worker2").wl(Wl::base()),
+    ];
+    let message = r#"Workload evicted on worker cluster: "worker1", resetting for re-admission. Previously: "Ready""#;
+    c.run()
+        .local_is(
+            Wl::base()
+                .check("ac1", "Retry", message)
+                .job_owned()
+                .reserved()
+                .cluster("worker1"),
+        )
+        .local_job_is(Some(Job::managed().active(1)))
+        .wl_is(0, Some(evicted_copy))
+        .job_is(0, Some(Job::remote(ORIGIN).active(1)))
+        .wl_is(1, Some(Wl::base()))
+        .events_are(&[(false, message)]);
+}
+
+fn out_of_sync_copy() -> Wl {
+    copy().reserved().cond(
+        "Finished",
+        "OutOfSync",
+        "The prebuilt workload is out of sync with its user job",
+    )
+}
+
+// workload_test.go, TestWlReconcile: "remote wl finished OutOfSync: reset admission check to Retry instead of finishing the local workload"
+#[test]
+fn remote_wl_finished_out_of_sync_reset_admission_check_to_retry_instead_of_finishing_the_local_workload(
+) {
+    let mut c = case(admitted_on_worker1().cluster("worker1"));
+    c.local_job = Some(Job::managed().active(1));
+    c.workers = vec![worker("worker1")
+        .wl(out_of_sync_copy())
+        .job(Job::remote(ORIGIN))];
+    let message = r#"Remote workload on worker cluster "worker1" is out of sync with its user job, resetting for re-dispatch, Previously: "Ready""#;
+    c.run()
+        .local_is(
+            Wl::base()
+                .check("ac1", "Retry", message)
+                .job_owned()
+                .reserved()
+                .cluster("worker1"),
+        )
+        .local_job_is(Some(Job::managed().active(1)))
+        .wl_is(0, Some(out_of_sync_copy()))
+        .job_is(0, Some(Job::remote(ORIGIN)))
+        .events_are(&[(true, message)]);
+}
+
+// workload_test.go, TestWlReconcile: "remote wl finished OutOfSync but admission check already Retry: intercept without finishing (idempotent re-reconcile)"
+#[test]
+fn remote_wl_finished_out_of_sync_but_admission_check_already_retry_intercept_without_finishing_idempotent_re_reconcile(
+) {
+    let message = r#"Remote workload on worker cluster "worker1" is out of sync with its user job, resetting for re-dispatch, Previously: "Ready""#;
+    let local = Wl::base()
+        .check("ac1", "Retry", message)
+        .job_owned()
+        .reserved()
+        .cluster("worker1");
+    let mut c = case(local.clone());
+    c.local_job = Some(Job::managed().active(1));
+    c.workers = vec![worker("worker1")
+        .wl(out_of_sync_copy())
+        .job(Job::remote(ORIGIN))];
+    c.run()
+        .no_actions()
+        .local_is(local)
+        .wl_is(0, Some(out_of_sync_copy()))
+        .job_is(0, Some(Job::remote(ORIGIN)));
+}
+
+fn finished_copy() -> Wl {
+    copy().reserved().cond("Finished", "ByTest", "by test")
+}
+
+// workload_test.go, TestWlReconcile: "remote wl is finished, but the remote controller object must be owned before SyncJob"
+#[test]
+fn remote_wl_is_finished_but_the_remote_controller_object_must_be_owned_before_sync_job() {
+    let mut c = case(admitted_on_worker1());
+    c.workers = vec![worker("worker1")
+        .wl(finished_copy())
+        .job(Job::remote("other-origin").complete())];
+    c.run()
+        .no_actions()
+        .local_is(admitted_on_worker1())
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, Some(finished_copy()))
+        .job_is(0, Some(Job::remote("other-origin").complete()))
+        .trouble(Some(Trouble::RemoteJobNotOwned {
+            cluster: "worker1".into(),
+            kind: "Job".into(),
+            name: "job1".into(),
+            origin: ORIGIN.into(),
+        }));
+}
+
+// workload_test.go, TestWlReconcile: "remote wl is finished, the local workload and Job are marked completed "
+#[test]
+fn remote_wl_is_finished_the_local_workload_and_job_are_marked_completed() {
+    let mut c = case(admitted_on_worker1());
+    c.workers = vec![worker("worker1")
+        .wl(finished_copy())
+        .job(Job::remote(ORIGIN).complete())];
+    c.run()
+        .local_is(admitted_on_worker1().cond("Finished", "ByTest", "by test"))
+        .local_job_is(Some(Job::managed().complete()))
+        .wl_is(0, Some(finished_copy()))
+        .job_is(0, Some(Job::remote(ORIGIN).complete()))
+        .trouble(None);
+}
+
+// workload_test.go, TestWlReconcile: "the local Job is marked finished, the remote objects are removed"
+#[test]
+fn the_local_job_is_marked_finished_the_remote_objects_are_removed() {
+    let local = Wl::base()
+        .check(
+            "ac1",
+            "Pending",
+            r#"The workload was admitted on "worker1""#,
+        )
+        .job_owned()
+        .reserved()
+        .cond("Finished", "ByTest", "by test");
+    let mut c = case(local.clone());
+    c.local_job = Some(Job::managed().complete());
+    c.workers = vec![worker("worker1")
+        .wl(finished_copy())
+        .job(Job::remote(ORIGIN).complete())];
+    c.run()
+        .local_is(local)
+        .local_job_is(Some(Job::managed().complete()))
+        .wl_is(0, None)
+        .job_is(0, None);
+}
+
+fn ready_on_worker1() -> Wl {
+    Wl::base()
+        .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+        .cluster("worker1")
+        .job_owned()
+        .reserved()
+}
+
+fn half_lost() -> i64 {
+    LOST_TIMEOUT.as_secs() as i64 / 2
+}
+
+// workload_test.go, TestWlReconcile: "the local workload admission check stays Ready if the reservation was lost less than WorkerLostTimeout ago"
+#[test]
+fn the_local_workload_admission_check_stays_ready_if_the_reservation_was_lost_less_than_worker_lost_timeout_ago(
+) {
+    let mut c = case(ready_on_worker1());
+    c.workers = vec![worker("worker1").lost_since(at(-half_lost()))];
+    c.run()
+        .no_actions()
+        .local_is(ready_on_worker1())
+        .local_job_is(Some(Job::managed()))
+        .requeue(Some(LOST_TIMEOUT / 2));
+}
+
+// workload_test.go, TestWlReconcile: "the local workload's admission check is set to Retry if the reservation was lost more than WorkerLostTimeout ago"
+#[test]
+fn the_local_workloads_admission_check_is_set_to_retry_if_the_reservation_was_lost_more_than_worker_lost_timeout_ago(
+) {
+    let mut c = case(ready_on_worker1());
+    c.workers = vec![worker("worker1").lost_since(at(-3 * half_lost()))];
+    c.run()
+        .local_is(
+            Wl::base()
+                .check(
+                    "ac1",
+                    "Retry",
+                    r#"Admitting remote lost, Previously: "Ready""#,
+                )
+                .cluster("worker1")
+                .job_owned()
+                .reserved(),
+        )
+        .local_job_is(Some(Job::managed()))
+        .requeue(None);
+}
+
+// workload_test.go, TestWlReconcile: "the local workload is NOT evicted when the admitting cluster is only reconnecting, even if the admission check transition time is old"
+#[test]
+fn the_local_workload_is_not_evicted_when_the_admitting_cluster_is_only_reconnecting_even_if_the_admission_check_transition_time_is_old(
+) {
+    let local = Wl::base()
+        .check_at(
+            "ac1",
+            "Ready",
+            r#"The workload was admitted on "worker1""#,
+            at(-3 * half_lost()),
+        )
+        .cluster("worker1")
+        .job_owned()
+        .reserved();
+    let mut c = case(local.clone());
+    c.workers = vec![worker("worker1").lost_since(now())];
+    c.run()
+        .no_actions()
+        .local_is(local)
+        .requeue(Some(LOST_TIMEOUT));
+}
+
+// workload_test.go, TestWlReconcile: "the local workload IS retried when the reservation stays lost past the WorkerLostTimeout"
+#[test]
+fn the_local_workload_is_retried_when_the_reservation_stays_lost_past_the_worker_lost_timeout() {
+    let mut c = case(ready_on_worker1());
+    c.workers = vec![worker("worker1").lost_since(at(-3 * half_lost()))];
+    let w = c.run();
+    w.local_is(
+        Wl::base()
+            .check(
+                "ac1",
+                "Retry",
+                r#"Admitting remote lost, Previously: "Ready""#,
+            )
+            .cluster("worker1")
+            .job_owned()
+            .reserved(),
+    );
+    // The transition time moves with the state.
+    let Some(Action::Local(LocalStatus { check: Some(c), .. })) = w.step.actions.first() else {
+        panic!("{:?}", w.step.actions);
+    };
+    assert_eq!(c.last_transition_time, now());
+}
+
+// workload_test.go, TestWlReconcile: "the local workload is retried immediately when the admitting cluster is reachable but its remote workload is gone"
+#[test]
+fn the_local_workload_is_retried_immediately_when_the_admitting_cluster_is_reachable_but_its_remote_workload_is_gone(
+) {
+    let c = case(ready_on_worker1());
+    c.run()
+        .local_is(
+            Wl::base()
+                .check(
+                    "ac1",
+                    "Retry",
+                    r#"Admitting remote no longer exists, Previously: "Ready""#,
+                )
+                .cluster("worker1")
+                .job_owned()
+                .reserved(),
+        )
+        .local_job_is(Some(Job::managed()));
+}
+
+// workload_test.go, TestWlReconcile: "the local workload is retried when the admission check is Ready but no admitting cluster is recorded"
+#[test]
+fn the_local_workload_is_retried_when_the_admission_check_is_ready_but_no_admitting_cluster_is_recorded(
+) {
+    let c = case(admitted_on_worker1());
+    c.run().local_is(
+        Wl::base()
+            .check(
+                "ac1",
+                "Retry",
+                r#"Admission check is Ready but no admitting cluster is recorded; this is unexpected, please report it, Previously: "Ready""#,
+            )
+            .job_owned()
+            .reserved(),
+    );
+}
+
+// workload_test.go, TestWlReconcile: "worker reconnects after the local workload is requeued, remote objects are deleted"
+#[test]
+fn worker_reconnects_after_the_local_workload_is_requeued_remote_objects_are_deleted() {
+    let local = Wl::base().check("ac1", "Pending", "Requeued").job_owned();
+    let mut c = case(local.clone());
+    c.workers = vec![worker("worker1")
+        .wl(copy().reserved())
+        .job(Job::remote(ORIGIN))];
+    c.run()
+        .local_is(local)
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, None)
+        .job_is(0, None);
+}
+
+fn elastic_ready() -> Wl {
+    Wl::base()
+        .elastic()
+        .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+        .job_owned()
+}
+
+fn hour_old_copy() -> Wl {
+    copy().reserved_at(at(-3600))
+}
+
+// workload_test.go, TestWlReconcile: "elastic job finished local workload via replacement is ignored"
+#[test]
+fn elastic_job_finished_local_workload_via_replacement_is_ignored() {
+    let local = elastic_ready()
+        .reserved()
+        .cond("Finished", "WorkloadSliceReplaced", "")
+        .cluster("worker1");
+    let mut c = case(local.clone());
+    c.workers = vec![
+        worker("worker1")
+            .wl(hour_old_copy())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2"),
+    ];
+    c.run()
+        .no_actions()
+        .local_is(local)
+        .wl_is(0, Some(copy().reserved()))
+        .job_is(0, Some(Job::remote(ORIGIN)))
+        .wl_is(1, None);
+}
+
+// workload_test.go, TestWlReconcile: "elastic job local workload without quota reservation"
+#[test]
+fn elastic_job_local_workload_without_quota_reservation() {
+    let local = elastic_ready().cluster("worker1");
+    let mut c = case(local.clone());
+    c.workers = vec![
+        worker("worker1")
+            .wl(hour_old_copy())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2"),
+    ];
+    c.run()
+        .local_is(local)
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, None)
+        .job_is(0, None)
+        .wl_is(1, None);
+}
+
+// workload_test.go, TestWlReconcile: "elastic job local scaled-up workload slice without quota reservation"
+#[test]
+fn elastic_job_local_scaled_up_workload_slice_without_quota_reservation() {
+    let local = elastic_ready()
+        .annotation(keys::SLICE_REPLACEMENT_FOR_ANNOTATION, "old-slice")
+        .cluster("worker1");
+    let mut c = case(local.clone());
+    c.workers = vec![
+        worker("worker1")
+            .wl(hour_old_copy())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2"),
+    ];
+    c.run()
+        .no_actions()
+        .local_is(local)
+        .wl_is(0, Some(copy().reserved()))
+        .job_is(0, Some(Job::remote(ORIGIN)));
+}
+
+// workload_test.go, TestWlReconcile: "elastic job local workload out-of-sync other than scaled-down"
+#[test]
+fn elastic_job_local_workload_out_of_sync_other_than_scaled_down() {
+    let local = Wl::base()
+        .elastic()
+        .job_owned()
+        .pod_sets("different-name", 1)
+        .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+        .reserved()
+        .cluster("worker1");
+    let mut c = case(local);
+    c.workers = vec![
+        worker("worker1")
+            .wl(hour_old_copy())
+            .job(Job::remote(ORIGIN)),
+        worker("worker2"),
+    ];
+    c.run()
+        .local_is(
+            Wl::base()
+                .elastic()
+                .job_owned()
+                .pod_sets("different-name", 1)
+                .check(
+                    "ac1",
+                    "Retry",
+                    r#"Admitting remote no longer exists, Previously: "Ready""#,
+                )
+                .reserved()
+                .cluster("worker1"),
+        )
+        .local_job_is(Some(Job::managed()))
+        .wl_is(0, None)
+        .job_is(0, None)
+        .wl_is(1, None);
+}
+
+// ---- TestIncrementalDispatcherReconciler_Reconcile ----
+// Upstream asserts only that these pass without error and (by the fake
+// client) without nominating; here: the step nominates nothing.
+
+fn incremental(local: Wl) -> Case {
+    let mut c = case(local.job_owned());
+    c.workers = vec![worker("cluster1")];
+    c.dispatcher = Dispatcher::named(INCREMENTAL, None);
+    c
+}
+
+fn nominates(w: &World) -> bool {
+    w.round_started
+        || w.step.actions.iter().any(|a| {
+            matches!(
+                a,
+                Action::Local(LocalStatus {
+                    nominated: Some(_),
+                    ..
+                })
+            )
+        })
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "workload deleted"
+#[test]
+fn workload_deleted() {
+    let c = incremental(Wl::base().deleting());
+    assert!(!nominates(&c.run()));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "admission check nil"
+#[test]
+fn admission_check_nil() {
+    let c = incremental(Wl::base());
+    assert!(!nominates(&c.run()));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "admission check is rejected"
+#[test]
+fn admission_check_is_rejected() {
+    let c = incremental(Wl::base().check("ac1", "Rejected", ""));
+    c.run().no_actions();
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "admission check is ready"
+#[test]
+fn admission_check_is_ready() {
+    let c = incremental(Wl::base().check("ac1", "Ready", ""));
+    assert!(!nominates(&c.run()));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "already assigned to cluster"
+#[test]
+fn already_assigned_to_cluster() {
+    let c = incremental(Wl::base().cluster("assigned").check("ac1", "Pending", ""));
+    assert!(!nominates(&c.run()));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "workload is already finished"
+#[test]
+fn workload_is_already_finished() {
+    let c = incremental(
+        Wl::base()
+            .cond("Finished", "ByTest", "Finished by test")
+            .check("ac1", "Pending", ""),
+    );
+    assert!(!nominates(&c.run()));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherReconciler_Reconcile: "workload has quota reserved"
+// (despite its name, the Workload has no reservation: nothing to nominate)
+#[test]
+fn workload_has_quota_reserved() {
+    let c = incremental(Wl::base().check("ac1", "Pending", ""));
+    assert!(!nominates(&c.run()));
+}
+
+// batchgate: the step folds the incremental round into the pass — the
+// first round is nominated and copied in one pass, the shell remembers the
+// round's start, and a round in progress only waits.
+#[test]
+fn incremental_dispatcher_nominates_a_round_and_copies_to_it() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![worker("worker1"), worker("worker2")];
+    c.dispatcher = Dispatcher::Incremental {
+        step_size: 1,
+        round_timeout: DEFAULT_ROUND_TIMEOUT,
+    };
+    let w = c.run();
+    assert!(w.round_started);
+    w.local_is(pending().reserved().nominated(&["worker1"]))
+        .wl_is(0, Some(copy()))
+        .wl_is(1, None)
+        .requeue(None);
+
+    let mut c = case(pending().reserved().nominated(&["worker1"]));
+    c.workers = vec![worker("worker1").wl(copy()), worker("worker2")];
+    c.dispatcher = Dispatcher::Incremental {
+        step_size: 1,
+        round_timeout: DEFAULT_ROUND_TIMEOUT,
+    };
+    c.round_started = Some(at(-60));
+    c.run()
+        .no_actions()
+        .requeue(Some(DEFAULT_ROUND_TIMEOUT - Duration::from_secs(60)));
+}
+
+// batchgate: an external dispatcher's nomination is followed as written; a
+// nominated cluster not connected is trouble after the rest is synced.
+#[test]
+fn external_dispatcher_nomination_is_followed() {
+    let mut c = case(pending().reserved().nominated(&["worker2", "worker3"]));
+    c.workers = vec![
+        worker("worker1").wl(copy()),
+        worker("worker2"),
+        worker("worker3").lost_since(now()),
+    ];
+    c.dispatcher = Dispatcher::named("example.com/dispatcher", None);
+    c.run()
+        .wl_is(0, None)
+        .wl_is(1, Some(copy()))
+        .wl_is(2, None)
+        .trouble(Some(Trouble::NominatedClustersNotConnected(vec![
+            "worker3".into(),
+        ])));
+}
+
+// batchgate: with WorkloadIdentifierAnnotations on (Kueue's default) the
+// prebuilt-workload name goes on the worker's job as an annotation; the
+// Job controller's template labels and the selector are dropped.
+#[test]
+fn remote_job_carries_the_prebuilt_name_as_annotation_by_default() {
+    let local = pending().reserved();
+    let copy = admitted_copy().obj();
+    let mut job = Job::managed().0;
+    job["spec"]["selector"] =
+        json!({ "matchLabels": { "batch.kubernetes.io/controller-uid": "u" } });
+    job["spec"]["template"]["metadata"]["labels"] = json!({
+        "controller-uid": "u", "batch.kubernetes.io/controller-uid": "u",
+        "job-name": "job1", "batch.kubernetes.io/job-name": "job1", "app": "x",
+    });
+    let workers = [Worker {
+        name: "worker1",
+        link: Link::Connected,
+        workload: Some(&copy),
+        job: None,
+    }];
+    let wl = local.obj();
+    let now = now();
+    let facts = Facts {
+        local: &wl,
+        gone: false,
+        check: Some("ac1"),
+        local_job: Some(&job),
+        workers: &workers,
+        round_started: None,
+        now: &now,
+    };
+    let settings = Settings {
+        origin: ORIGIN,
+        worker_lost_timeout: LOST_TIMEOUT,
+        dispatcher: Dispatcher::AllAtOnce,
+        kinds: &[BATCH_JOB],
+        identifier_annotations: true,
+    };
+    let s = step(&facts, &settings);
+    let created = s.actions.iter().find_map(|a| match a {
+        Action::CreateRemoteJob { job, .. } => Some(job.clone()),
+        _ => None,
+    });
+    let created = created.unwrap();
+    assert_eq!(
+        created["metadata"],
+        json!({
+            "name": "job1", "namespace": NS,
+            "labels": { ORIGIN_LABEL: ORIGIN },
+            "annotations": { keys::PREBUILT_WORKLOAD_LABEL: "wl1" },
+        })
+    );
+    assert!(created["spec"].get("managedBy").is_none());
+    assert!(created["spec"].get("selector").is_none());
+    assert_eq!(
+        created["spec"]["template"]["metadata"]["labels"],
+        json!({ "batch.kubernetes.io/job-name": "job1", "app": "x" })
+    );
+}
+
+// batchgate: the local job still suspended while the worker's runs — the
+// status is not copied (a start time would freeze the local spec), the
+// local job is marked Suspended for the apiserver, and the pass comes back
+// soon (Kueue's TestReconcileGroup_SyncDeferred_ShortRequeue's premise).
+#[test]
+fn suspended_local_job_defers_the_status_copy() {
+    let mut c = case(pending().reserved());
+    let mut local_job = Job::managed();
+    local_job.0["spec"]["suspend"] = json!(true);
+    c.local_job = Some(local_job);
+    c.workers = vec![worker("worker1")
+        .wl(admitted_copy())
+        .job(Job::remote(ORIGIN).active(1))];
+    let w = c.run();
+    w.requeue(Some(SYNC_DEFERRED_REQUEUE));
+    let status = &w.local_job.as_ref().unwrap()["status"];
+    assert!(status.get("active").is_none());
+    assert_eq!(status["conditions"][0]["type"], "Suspended");
+    assert_eq!(status["conditions"][0]["reason"], "MultiKueueAdapter");
+    assert_eq!(
+        status["conditions"][0]["message"],
+        "Set by MultiKueue adapter"
+    );
+}
+
+// ---- TestIncrementalDispatcherNominateWorkers ----
+
+/// Upstream's setup: a round that ran out (`advanceRoundTime`), one just
+/// started (nominated already), or none.
+fn nominate(clusters: &[&str], nominated: &[&str], step: Option<usize>, expired: bool) -> Round {
+    let nominated: Vec<String> = nominated.iter().map(|s| s.to_string()).collect();
+    let started = if expired {
+        Some(at(-(DEFAULT_ROUND_TIMEOUT.as_secs() as i64) - 1))
+    } else if !nominated.is_empty() {
+        Some(now())
+    } else {
+        None
+    };
+    next_round(
+        &nominated,
+        clusters,
+        step.unwrap_or(DEFAULT_STEP_SIZE),
+        DEFAULT_ROUND_TIMEOUT,
+        started.as_ref(),
+        &now(),
+    )
+}
+
+fn next(names: &[&str]) -> Round {
+    Round::Next(names.iter().map(|s| s.to_string()).collect())
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "one remote"
+#[test]
+fn one_remote() {
+    assert_eq!(nominate(&["A"], &[], None, false), next(&["A"]));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "two remotes"
+#[test]
+fn two_remotes() {
+    assert_eq!(nominate(&["B", "A"], &[], None, false), next(&["B", "A"]));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "three remotes"
+#[test]
+fn three_remotes() {
+    assert_eq!(
+        nominate(&["C", "B", "A"], &[], None, false),
+        next(&["C", "B", "A"])
+    );
+}
+
+const FIFTEEN: [&str; 15] = [
+    "O", "N", "M", "L", "K", "J", "I", "H", "G", "F", "E", "D", "C", "B", "A",
+];
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "fifteen remotes"
+#[test]
+fn fifteen_remotes() {
+    assert_eq!(nominate(&FIFTEEN, &[], None, false), next(&["O", "N", "M"]));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "all already nominated (3)"
+#[test]
+fn all_already_nominated_3() {
+    assert_eq!(
+        nominate(&["C", "B", "A"], &["C", "B", "A"], None, true),
+        Round::NoMoreWorkers
+    );
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "all already nominated (1)"
+#[test]
+fn all_already_nominated_1() {
+    assert_eq!(nominate(&["A"], &["A"], None, true), Round::NoMoreWorkers);
+}
+
+const SIX: [&str; 6] = ["F", "E", "D", "C", "B", "A"];
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "round expired, next set nominated"
+#[test]
+fn round_expired_next_set_nominated() {
+    assert_eq!(nominate(&SIX, &["F", "E", "D"], None, true), next(&SIX));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "round in progress, keep current"
+#[test]
+fn round_in_progress_keep_current() {
+    assert_eq!(
+        nominate(&SIX, &["F", "E", "D"], None, false),
+        Round::InProgress(DEFAULT_ROUND_TIMEOUT)
+    );
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "round expired, nominate all"
+#[test]
+fn round_expired_nominate_all() {
+    let eight = ["H", "G", "F", "E", "D", "C", "B", "A"];
+    assert_eq!(
+        nominate(&eight, &["H", "G", "F", "E", "D", "C"], None, true),
+        next(&eight)
+    );
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "no remotes"
+#[test]
+fn no_remotes() {
+    assert_eq!(nominate(&[], &[], None, false), Round::NoMoreWorkers);
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "stepSize=2, five remotes — first batch is exactly 2"
+#[test]
+fn step_size_2_five_remotes_first_batch_is_exactly_2() {
+    let five = ["E", "D", "C", "B", "A"];
+    assert_eq!(nominate(&five, &[], Some(2), false), next(&["E", "D"]));
+}
+
+// incrementaldispatcher_test.go, TestIncrementalDispatcherNominateWorkers: "stepSize=2, round expired — second batch is next 2"
+#[test]
+fn step_size_2_round_expired_second_batch_is_next_2() {
+    let five = ["E", "D", "C", "B", "A"];
+    assert_eq!(
+        nominate(&five, &["E", "D"], Some(2), true),
+        next(&["E", "D", "C", "B"])
+    );
+}
+
+// batchgate: the round is still running at exactly its timeout (Kueue's
+// `<=`), and over one millisecond later it is not.
+#[test]
+fn round_boundary_is_inclusive() {
+    let nominated = vec!["A".to_string()];
+    let start = at(-(DEFAULT_ROUND_TIMEOUT.as_secs() as i64));
+    let r = next_round(
+        &nominated,
+        &["A", "B"],
+        1,
+        DEFAULT_ROUND_TIMEOUT,
+        Some(&start),
+        &now(),
+    );
+    assert_eq!(r, Round::InProgress(Duration::ZERO));
+    let later = Time(Timestamp::from_millisecond((NOW * 1000) + 1).unwrap());
+    let r = next_round(
+        &nominated,
+        &["A", "B"],
+        1,
+        DEFAULT_ROUND_TIMEOUT,
+        Some(&start),
+        &later,
+    );
+    assert_eq!(r, next(&["A", "B"]));
+}
+
+#[test]
+fn messages_are_truncated_as_kueue_does() {
+    let long = "é".repeat(MAX_EVENT_MESSAGE);
+    let cut = truncate(long, MAX_EVENT_MESSAGE);
+    assert!(cut.len() <= MAX_EVENT_MESSAGE && cut.ends_with(" ..."));
+    assert_eq!(gvk_string("v1", "Pod"), "/v1, Kind=Pod");
+    assert_eq!(gvk_string("batch/v1", "Job"), "batch/v1, Kind=Job");
+}
+
+// ---- TestOrphanedRemoteWorkloadCleanedAfterReconnect ----
+
+// workload_test.go, TestOrphanedRemoteWorkloadCleanedAfterReconnect: two
+// passes — while worker2 reconnects its copy stays and the pass comes back
+// after workerLostTimeout; once it is connected the orphan goes.
+#[test]
+fn orphaned_remote_workload_cleaned_after_reconnect() {
+    let mut c = case(pending());
+    c.workers = vec![worker("worker1"), worker("worker2").link_lost().wl(copy())];
+    c.run().wl_is(1, Some(copy())).requeue(Some(LOST_TIMEOUT));
+
+    c.workers[1].link = Link::Connected;
+    c.run().wl_is(1, None).requeue(None);
+}
+
+// ---- TestMultiKueueWorkloadAdmittedMetric* ----
+// Kueue counts an admission when the pass turns the check Ready; the shell
+// can count the same from the check write. Ported as: the write to Ready
+// happens once, and never from Retry or Rejected.
+
+fn turns_ready(w: &World) -> bool {
+    w.step.actions.iter().any(
+        |a| matches!(a, Action::Local(LocalStatus { check: Some(c), .. }) if c.state == "Ready"),
+    )
+}
+
+// workload_test.go, TestMultiKueueWorkloadAdmittedMetricIncrementedOnceOnAdmission
+#[test]
+fn multi_kueue_workload_admitted_metric_incremented_once_on_admission() {
+    let mut c = case(pending().reserved());
+    c.workers = vec![worker("worker1").wl(admitted_copy())];
+    let first = c.run();
+    assert!(turns_ready(&first));
+    // The second pass sees the first's writes.
+    c.local = Wl(first.local.clone());
+    c.workers[0].job = first.jobs[0].clone().map(Job);
+    let second = c.run();
+    assert!(!turns_ready(&second));
+    second.local_is(Wl(first.local.clone()));
+}
+
+// workload_test.go, TestMultiKueueWorkloadAdmittedMetricNotIncrementedOnRetryOrRejected
+#[test]
+fn multi_kueue_workload_admitted_metric_not_incremented_on_retry_or_rejected() {
+    for state in ["Retry", "Rejected"] {
+        let local = Wl::base().check("ac1", state, "").job_owned().reserved();
+        let mut c = case(local);
+        c.workers = vec![worker("worker1").wl(admitted_copy())];
+        for _ in 0..2 {
+            let w = c.run();
+            assert!(!turns_ready(&w), "{state}");
+            c.local = Wl(w.local.clone());
+            c.workers[0].job = w.jobs[0].clone().map(Job);
+        }
+    }
+}
+
+// ---- TestReconcileGroup_SyncDeferred_ShortRequeue ----
+
+// workload_test.go, TestReconcileGroup_SyncDeferred_ShortRequeue: the
+// adapter defers (here: the local job is still suspended while the worker's
+// runs), so the pass comes back after 2 s, not workerLostTimeout.
+#[test]
+fn reconcile_group_sync_deferred_short_requeue() {
+    let local = Wl::base()
+        .job_owned()
+        .reserved()
+        .cond("Admitted", "Admitted", "")
+        .check("ac1", "Ready", "")
+        .cluster("worker1");
+    let mut c = case(local);
+    let mut local_job = Job::managed();
+    local_job.0["spec"]["suspend"] = json!(true);
+    c.local_job = Some(local_job);
+    c.workers = vec![worker("worker1")
+        .wl(Wl::base().cond("Admitted", "Admitted", ""))
+        .job(Job::remote(ORIGIN).active(1))];
+    c.run().requeue(Some(SYNC_DEFERRED_REQUEUE)).trouble(None);
+}
+
+// ---- TestNominateAndSynchronizeWorkers_MoreCases ----
+// Left out: "AllClusters: nominate all workers when called directly with
+// ClusterName set" — it calls nominateAndSynchronizeWorkers past the
+// ClusterName guard, which a whole pass never does.
+
+fn remotes(n: usize) -> Vec<W> {
+    const NAMES: [&str; 9] = [
+        "remote1", "remote2", "remote3", "remote4", "remote5", "remote6", "remote7", "remote8",
+        "remote9",
+    ];
+    NAMES[..n].iter().map(|name| worker(name)).collect()
+}
+
+fn created_on(w: &World) -> Vec<String> {
+    let mut out: Vec<String> = w
+        .step
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreateRemoteWorkload { cluster, .. } => Some(cluster.clone()),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn nominated_patch(w: &World) -> Option<Vec<String>> {
+    w.step.actions.iter().find_map(|a| match a {
+        Action::Local(LocalStatus {
+            nominated: Some(n), ..
+        }) => Some(n.clone()),
+        _ => None,
+    })
+}
+
+const EXTERNAL: &str = "external.com/mk-dispatcher";
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: clone to all remotes, nominates all"
+#[test]
+fn all_clusters_clone_to_all_remotes_nominates_all() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(2);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1", "remote2"]);
+    assert_eq!(nominated_patch(&w).unwrap(), ["remote1", "remote2"]);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: workloads already created on remotes, do not create again"
+#[test]
+fn all_clusters_workloads_already_created_on_remotes_do_not_create_again() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(2).into_iter().map(|w| w.wl(copy())).collect();
+    assert!(created_on(&c.run()).is_empty());
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "AllClusters: same set in reversed order does not trigger unnecessary patch"
+#[test]
+fn all_clusters_same_set_in_reversed_order_does_not_trigger_unnecessary_patch() {
+    let mut c = case(pending().reserved().nominated(&["remote2", "remote1"]));
+    c.workers = remotes(2).into_iter().map(|w| w.wl(copy())).collect();
+    c.run().no_actions();
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: no nominated workers, nothing created"
+#[test]
+fn external_controller_no_nominated_workers_nothing_created() {
+    let mut c = case(pending().reserved());
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    c.run().no_actions().trouble(None);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominate remote1 and remote6"
+#[test]
+fn external_controller_nominate_remote1_and_remote6() {
+    let mut c = case(pending().reserved().nominated(&["remote1", "remote6"]));
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1", "remote6"]);
+    assert_eq!(nominated_patch(&w), None);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominate all remotes at once"
+#[test]
+fn external_controller_nominate_all_remotes_at_once() {
+    let all = [
+        "remote1", "remote2", "remote3", "remote4", "remote5", "remote6", "remote7", "remote8",
+        "remote9",
+    ];
+    let mut c = case(pending().reserved().nominated(&all));
+    c.workers = remotes(9);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    assert_eq!(created_on(&c.run()), all);
+}
+
+// workload_test.go, TestNominateAndSynchronizeWorkers_MoreCases: "External controller: nominated worker cluster not yet connected"
+#[test]
+fn external_controller_nominated_worker_cluster_not_yet_connected() {
+    let local = pending().reserved().nominated(&["remote1", "remote2"]);
+    let mut c = case(local.clone());
+    c.workers = remotes(1);
+    c.dispatcher = Dispatcher::named(EXTERNAL, None);
+    let w = c.run();
+    assert_eq!(created_on(&w), ["remote1"]);
+    w.local_is(local)
+        .trouble(Some(Trouble::NominatedClustersNotConnected(vec![
+            "remote2".into(),
+        ])));
+}
+
+// batchgate (Kueue's needsDelayedTopologyUpdate, no upstream table case):
+// the admitting worker placed a pod set whose local topology request still
+// waits — it turns Ready in the same write as the check, and on a Retry
+// check it is written alone.
+#[test]
+fn delayed_topology_request_turns_ready_when_the_worker_placed_it() {
+    let placed = json!([{
+        "name": "main", "count": 1,
+        "topologyAssignment": {
+            "levels": ["kubernetes.io/hostname"],
+            "slices": [{ "domainCount": 1, "valuesPerLevel": [{ "universal": "n1" }], "podCounts": { "universal": 1 } }],
+        },
+    }]);
+    let mut remote = admitted_copy();
+    remote.0["status"]["admission"]["podSetAssignments"] = placed;
+    let waiting = |state: &str| {
+        let mut wl = Wl::base().check("ac1", state, "").job_owned().reserved();
+        wl.0["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"] =
+            json!("Pending");
+        wl
+    };
+    for state in ["Pending", "Retry"] {
+        let mut c = case(waiting(state));
+        c.workers = vec![worker("worker1").wl(remote.clone())];
+        let w = c.run();
+        assert_eq!(
+            w.local["status"]["admission"]["podSetAssignments"][0]["delayedTopologyRequest"],
+            "Ready",
+            "{state}"
+        );
+        let writes = w
+            .step
+            .actions
+            .iter()
+            .filter(|a| matches!(a, Action::Local(_)))
+            .count();
+        assert_eq!(writes, 1, "{state}");
+    }
+}
+
+// batchgate (Kueue's admitting-remote branch, no upstream table case): the
+// local Workload was evicted while its copy is admitted — the worker is
+// asked to deactivate the copy, once; nothing else happens in that pass.
+#[test]
+fn evicted_here_asks_the_admitting_worker_to_deactivate_its_copy() {
+    let mut c = case(ready_on_worker1().evicted());
+    c.workers = vec![worker("worker1")
+        .wl(admitted_copy())
+        .job(Job::remote(ORIGIN))];
+    let w = c.run();
+    let asked = admitted_copy().cond(
+        "DeactivationTarget",
+        "EvictedOnManagerCluster",
+        "Evicted on manager: Evicted by test",
+    );
+    w.wl_is(0, Some(asked.clone()))
+        .local_is(ready_on_worker1().evicted())
+        .events_are(&[])
+        .requeue(None);
+    assert_eq!(w.step.actions.len(), 1);
+
+    c.workers[0].wl = Some(asked);
+    c.run().no_actions();
+}
+
+// ---- job_multikueue_adapter_test.go ----
+
+const ORIGIN1: &str = "origin1";
+
+fn sync_job(local: &Job, remote: Option<&Job>, workload: &str, annotations: bool) -> JobSync {
+    BATCH_JOB.sync(
+        &local.0,
+        remote.map(|j| &j.0),
+        workload,
+        ORIGIN1,
+        annotations,
+        &now(),
+    )
+}
+
+fn created(sync: JobSync) -> Value {
+    match sync {
+        JobSync::Create(job) => norm(&job),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn copied(sync: JobSync) -> (Value, bool) {
+    match sync {
+        JobSync::CopyStatus { status, deferred } => (norm(&status), deferred),
+        other => panic!("{other:?}"),
+    }
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote job"
+#[test]
+fn sync_creates_missing_remote_job() {
+    let job = created(sync_job(&Job::managed(), None, "wl1", false));
+    assert_eq!(job, norm(&Job::remote(ORIGIN1).0));
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync intermediate status from remote job"
+#[test]
+fn sync_intermediate_status_from_remote_job() {
+    let remote = Job::remote(ORIGIN1).active(2);
+    let got = copied(sync_job(&Job::managed(), Some(&remote), "wl1", false));
+    assert_eq!(got, (json!({ "active": 2 }), false));
+}
+
+fn suspended(mut j: Job) -> Job {
+    j.0["spec"]["suspend"] = json!(true);
+    j
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync intermediate status from remote suspended job"
+#[test]
+fn sync_intermediate_status_from_remote_suspended_job() {
+    let remote = suspended(Job::remote(ORIGIN1)).active(2);
+    let got = copied(sync_job(
+        &suspended(Job::managed()),
+        Some(&remote),
+        "wl1",
+        false,
+    ));
+    assert_eq!(got, (json!({ "active": 2 }), false));
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync final status from remote job"
+#[test]
+fn sync_final_status_from_remote_job() {
+    let remote = Job::remote(ORIGIN1).complete();
+    let got = copied(sync_job(&Job::managed(), Some(&remote), "wl1", false));
+    assert_eq!(got.0, norm(&Job::base().complete().0["status"]));
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "missing job is not considered managed"
+// (through the step: no local job, no admission; the pass stops)
+#[test]
+fn missing_job_is_not_considered_managed() {
+    let mut c = case(pending().reserved());
+    c.local_job = None;
+    c.run()
+        .no_actions()
+        .trouble(Some(Trouble::LocalJobMissing("job1".into())));
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "job with wrong managedBy is not considered managed"
+#[test]
+fn job_with_wrong_managed_by_is_not_considered_managed() {
+    assert_eq!(
+        BATCH_JOB.unmanaged_reason(&Job::base().0).as_deref(),
+        Some(r#"Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not """#)
+    );
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "job managedBy multikueue"
+#[test]
+fn job_managed_by_multikueue() {
+    assert_eq!(BATCH_JOB.unmanaged_reason(&Job::managed().0), None);
+}
+
+// job_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote job, WorkloadIdentifierAnnotations enabled"
+#[test]
+fn sync_creates_missing_remote_job_workload_identifier_annotations_enabled() {
+    let job = created(sync_job(&Job::managed(), None, "wl1", true));
+    let mut want = Job::base();
+    want.0["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    want.0["metadata"]["annotations"] = json!({ keys::PREBUILT_WORKLOAD_LABEL: "wl1" });
+    assert_eq!(job, norm(&want.0));
+}
+
+/// `MakeJob("test", ns)`: suspended by default.
+fn test_job() -> Job {
+    let mut j = suspended(Job::base());
+    j.0["metadata"]["name"] = json!("test");
+    j
+}
+
+fn running(mut j: Job) -> Job {
+    j.0["status"]["conditions"] = json!([{ "type": "SuccessCriteriaMet", "status": "False" }]);
+    j
+}
+
+fn unsuspended(mut j: Job) -> Job {
+    j.0["spec"]["suspend"] = json!(false);
+    j
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "RemoteJobNotFound"
+#[test]
+fn remote_job_not_found() {
+    let mut local = test_job();
+    local.0["spec"]["managedBy"] = json!("parent");
+    let job = created(sync_job(&local, None, "", false));
+    let mut want = test_job();
+    want.0["metadata"]["labels"] =
+        json!({ ORIGIN_LABEL: ORIGIN1, keys::PREBUILT_WORKLOAD_LABEL: "" });
+    assert_eq!(job, norm(&want.0));
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "RemoteJobInProgress_LocalIsManagedButStillSuspended"
+#[test]
+fn remote_job_in_progress_local_is_managed_but_still_suspended() {
+    let remote = running(test_job());
+    let got = copied(sync_job(&test_job(), Some(&remote), "", false));
+    assert_eq!(got, (norm(&remote.0["status"]), false));
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "RemoteJobInProgress_LocalIsManagedAndUnsuspended"
+#[test]
+fn remote_job_in_progress_local_is_managed_and_unsuspended() {
+    let remote = running(test_job());
+    let got = copied(sync_job(&unsuspended(test_job()), Some(&remote), "", false));
+    assert_eq!(got, (norm(&remote.0["status"]), false));
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "RemoteJobFinished_Completed"
+#[test]
+fn remote_job_finished_completed() {
+    let remote = test_job().complete();
+    let got = copied(sync_job(&unsuspended(test_job()), Some(&remote), "", false));
+    assert_eq!(got, (norm(&remote.0["status"]), false));
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "RemoteJobFinished_Failed"
+#[test]
+fn remote_job_finished_failed() {
+    let mut remote = unsuspended(test_job());
+    remote.0["status"]["conditions"] = json!([{ "type": "Failed", "status": "True" }]);
+    let got = copied(sync_job(&unsuspended(test_job()), Some(&remote), "", false));
+    assert_eq!(got, (norm(&remote.0["status"]), false));
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_DeferredWhenLocalSuspended"
+// (only the deferred flag is asserted upstream; so here)
+#[test]
+fn elastic_job_deferred_when_local_suspended() {
+    let mut local = running(test_job());
+    local.0["metadata"]["annotations"] = json!({ keys::ELASTIC_JOB_ANNOTATION: "true" });
+    local.0["spec"]["parallelism"] = json!(22);
+    let mut remote = running(unsuspended(test_job()));
+    remote.0["metadata"]["annotations"] = json!({ keys::ELASTIC_JOB_ANNOTATION: "true" });
+    let deferred = match sync_job(&local, Some(&remote), "job-test-f53b2", false) {
+        JobSync::CopyStatus { deferred, .. } | JobSync::InSync { deferred } => deferred,
+        other => panic!("{other:?}"),
+    };
+    assert!(deferred);
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob_DeferredWhenLocalSuspended
+#[test]
+fn multi_kueue_adapter_sync_job_deferred_when_local_suspended() {
+    let mut remote = unsuspended(test_job()).active(1);
+    remote.0["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    let (status, deferred) = copied(sync_job(&test_job(), Some(&remote), "", false));
+    assert!(deferred);
+    // Not the remote's active count: only the Suspended mark.
+    assert!(status.get("active").is_none());
+    assert_eq!(status["conditions"][0]["type"], "Suspended");
+}
+
+// batchgate (Kueue's clearRoundStartTime): a Workload that lost its quota,
+// finished or is gone has its remembered round forgotten; one still
+// dispatching keeps it.
+#[test]
+fn incremental_round_is_forgotten_when_the_workload_stops_dispatching() {
+    let incremental = Dispatcher::named(INCREMENTAL, None);
+    for (local, gone, forgotten) in [
+        (pending(), false, true),
+        (
+            pending().reserved().cond("Finished", "ByTest", ""),
+            false,
+            true,
+        ),
+        (pending().reserved(), true, true),
+        (pending().reserved().nominated(&["worker1"]), false, false),
+    ] {
+        let mut c = case(local);
+        c.gone = gone;
+        c.dispatcher = incremental.clone();
+        c.round_started = Some(at(-10));
+        assert_eq!(c.run().round_forgotten, forgotten);
+    }
+    // Nothing to forget: nothing said.
+    let mut c = case(pending());
+    c.dispatcher = incremental;
+    c.run().no_actions();
+}

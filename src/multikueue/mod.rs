@@ -1,0 +1,2 @@
+//! MultiKueue on the manager: pure decisions about worker clusters.
+pub mod dispatch;
