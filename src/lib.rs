@@ -53,6 +53,7 @@ pub mod devices;
 pub mod jobs;
 pub mod kueuectl;
 pub mod metrics;
+pub mod multikueue;
 pub mod prescale;
 pub mod queueing;
 pub mod server;

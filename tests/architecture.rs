@@ -38,6 +38,7 @@ const CORE: &[&str] = &[
     "certs",      // certificate making and rotation decisions
     "devices",    // claim matching and scoring
     "jobs",       // the job framework: policies, job -> Workload
+    "multikueue", // worker kubeconfig rules, cluster and check conditions
     "prescale",   // cron, primer schedules, the wait-until instant
     "queueing",   // the quota engine and the visibility API computed from it
     "config",     // the configuration file, read into each room's settings
@@ -149,6 +150,7 @@ const LAYERS: &[&[&str]] = &[
     &["queueing"],
     &["appwrapper"],
     &["jobs"],
+    &["multikueue"],
     &["admission"],
     &["config"],
     // The shell: the metrics registry and the serving certificate, which

@@ -1,0 +1,638 @@
+//! The `Active` conditions MultiKueue keeps, decided as Kueue v0.19.2's
+//! controllers decide them, with their reasons and messages word for word:
+//!
+//! - a MultiKueueCluster's: whether the manager could load a client
+//!   configuration for the worker and connect with it
+//!   (`clustersReconciler.Reconcile`);
+//! - an AdmissionCheck's with controllerName `kueue.x-k8s.io/multikueue`:
+//!   whether its MultiKueueConfig names clusters that are active
+//!   (`ACReconciler.Reconcile`).
+//!
+//! Pure: the shell reads the Secret, the file, the ClusterProfile and the
+//! objects, tries the connection, and passes what it found.
+
+use crate::api::kueue::{
+    v1beta2::{
+        AdmissionCheckParametersReference, AdmissionCheckSpec, MultiKueueConfigSpec,
+        MULTIKUEUE_CONTROLLER,
+    },
+    GROUP,
+};
+
+use super::kubeconfig::{KubeconfigError, RestConfigError};
+
+/// An `Active` condition to set: its status, reason and message (the
+/// shell adds the type, the generation and the transition time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Active {
+    pub status: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Active {
+    fn new(status: bool, reason: &str, message: impl Into<String>) -> Self {
+        Active {
+            status,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    /// `metav1.ConditionTrue` or `ConditionFalse`.
+    pub fn status_str(&self) -> &'static str {
+        if self.status {
+            "True"
+        } else {
+            "False"
+        }
+    }
+
+    /// `cmpConditionState`: the condition needs writing unless the one in
+    /// place has the same status, reason and message.
+    pub fn differs_from(&self, old: Option<(&str, &str, &str)>) -> bool {
+        old != Some((self.status_str(), &self.reason, &self.message))
+    }
+}
+
+/// What came of loading a MultiKueueCluster's client configuration, in the
+/// order Kueue tries (`loadClientConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Load {
+    /// `clusterProfileRef` with the MultiKueueClusterProfile gate off
+    /// (Kueue v0.19.2's default).
+    ClusterProfileDisabled,
+    /// The ClusterProfile could not be read (`not_found`: it does not
+    /// exist), or its access provider could not make a client
+    /// configuration: that error's text.
+    BadClusterProfile { message: String, not_found: bool },
+    /// The ClusterProfile's client configuration broke a rule.
+    BadRestConfig(RestConfigError),
+    /// The kubeconfig could not be read: the Secret (the API's error, e.g.
+    /// `secrets "worker1" not found`), its key, or the path's rules or the
+    /// file (that error's text).
+    BadKubeConfig { message: String, not_found: bool },
+    /// The kubeconfig was read and broke a rule of
+    /// [`super::kubeconfig::validate`].
+    InsecureKubeConfig(KubeconfigError),
+    /// A client configuration the manager can use.
+    Loaded,
+}
+
+/// What came of giving the worker's client the loaded configuration
+/// (`setRemoteClientConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// Connected and watching.
+    Connected,
+    /// The client failed: its error's text. Retried after the backoff.
+    Failed(String),
+    /// Not tried yet: the backoff after earlier failures has not passed.
+    Deferred,
+}
+
+/// What the MultiKueueCluster controller does after one look at a
+/// cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterStep {
+    /// The `Active` condition to set (`None`: leave it as it is).
+    pub active: Option<Active>,
+    /// Stop the worker's watches and mark it disconnected (the Workload
+    /// controller then starts the worker-lost timeout).
+    pub disconnect: bool,
+    /// Look again (after the backoff, or on the error retry) even if
+    /// nothing changes; a Secret or ClusterProfile not found waits for its
+    /// creation instead.
+    pub retry: bool,
+}
+
+/// `clustersReconciler.Reconcile` for a cluster that exists and is not
+/// being deleted (a gone one has its client stopped and removed, and no
+/// condition). `connection` is `None` when nothing was loaded.
+pub fn cluster_step(load: &Load, connection: Option<&Connection>) -> ClusterStep {
+    let failed = |reason: &str, err: String, retry: bool| ClusterStep {
+        active: Some(Active::new(
+            false,
+            reason,
+            format!("load client config failed: {err}"),
+        )),
+        disconnect: true,
+        retry,
+    };
+    match load {
+        Load::ClusterProfileDisabled => failed(
+            "MultiKueueClusterProfileFeatureDisabled",
+            "MultiKueueClusterProfile feature gate is disabled".into(),
+            true,
+        ),
+        // What is not found yet is looked at again when it is created.
+        Load::BadClusterProfile { message, not_found } => {
+            failed("BadClusterProfile", message.clone(), !not_found)
+        }
+        Load::BadRestConfig(e) => failed("BadRestConfig", e.to_string(), true),
+        Load::BadKubeConfig { message, not_found } => {
+            failed("BadKubeConfig", message.clone(), !not_found)
+        }
+        Load::InsecureKubeConfig(e) => failed("InsecureKubeConfig", e.to_string(), true),
+        Load::Loaded => match connection {
+            Some(Connection::Failed(e)) => ClusterStep {
+                active: Some(Active::new(false, "ClientConnectionFailed", e.clone())),
+                disconnect: true,
+                retry: true,
+            },
+            Some(Connection::Deferred) => ClusterStep {
+                active: None,
+                disconnect: false,
+                retry: true,
+            },
+            Some(Connection::Connected) | None => ClusterStep {
+                active: Some(Active::new(true, "Active", "Connected")),
+                disconnect: false,
+                retry: false,
+            },
+        },
+    }
+}
+
+/// The deprecation warning event (type Warning, reason
+/// `DeprecatedPathUsage`) Kueue records on a cluster with `locationType:
+/// Path` while the MultiKueueKubeConfigPathValidation gate is off.
+pub const DEPRECATED_PATH_USAGE: &str = "Using locationType=Path without MultiKueueKubeConfigPathValidation feature gate is deprecated and will be removed in a future release. Enable the MultiKueueKubeConfigPathValidation feature gate and place kubeconfig files under /etc/multikueue/kubeconfigs/.";
+
+/// The kind an AdmissionCheck's parameters must name.
+pub const CONFIG_KIND: &str = "MultiKueueConfig";
+
+/// Why an AdmissionCheck's parameters do not name a MultiKueueConfig
+/// (`refValidForGK`, Kueue's words).
+pub fn parameters_problem(r: Option<&AdmissionCheckParametersReference>) -> Option<String> {
+    const BAD: &str = "bad parameters reference";
+    let Some(r) = r else {
+        return Some("missing parameters reference".into());
+    };
+    if r.name.is_empty() {
+        Some(format!("empty name: {BAD}"))
+    } else if r.api_group != GROUP {
+        Some(format!(
+            "wrong group {:?}, expecting {GROUP:?}: {BAD}",
+            r.api_group
+        ))
+    } else if r.kind != CONFIG_KIND {
+        Some(format!(
+            "wrong kind {:?}, expecting {CONFIG_KIND:?}: {BAD}",
+            r.kind
+        ))
+    } else {
+        None
+    }
+}
+
+/// The API's error for a MultiKueueConfig that does not exist.
+pub fn config_not_found(name: &str) -> String {
+    format!("multikueueconfigs.kueue.x-k8s.io {name:?} not found")
+}
+
+/// One of a config's clusters, as the AdmissionCheck controller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterState {
+    /// No MultiKueueCluster of that name.
+    Missing,
+    /// Its `Active` condition is not `True`.
+    Inactive,
+    Active,
+}
+
+/// `ACReconciler.Reconcile`: the `Active` condition of an AdmissionCheck,
+/// or `None` when there is nothing to decide (no such check, or another
+/// controller's). `config` is what reading the parameters' config gave:
+/// the spec, or the error's text ([`config_not_found`]); it is only asked
+/// for when the parameters name a MultiKueueConfig.
+pub fn admission_check_active<'a>(
+    check: Option<&AdmissionCheckSpec>,
+    config: impl FnOnce(&str) -> Result<&'a MultiKueueConfigSpec, String>,
+    cluster: impl Fn(&str) -> ClusterState,
+) -> Option<Active> {
+    let check = check.filter(|c| c.controller_name == MULTIKUEUE_CONTROLLER)?;
+    let params = check.parameters.as_ref();
+    let cfg = match parameters_problem(params) {
+        Some(e) => Err(e),
+        None => config(params.map_or("", |p| p.name.as_str())),
+    };
+    let cfg = match cfg {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            return Some(Active::new(
+                false,
+                "BadConfig",
+                format!("Cannot load the AdmissionChecks parameters: {e}"),
+            ))
+        }
+    };
+    let (mut missing, mut inactive) = (Vec::new(), Vec::new());
+    for name in &cfg.clusters {
+        match cluster(name) {
+            ClusterState::Missing => missing.push(name.as_str()),
+            ClusterState::Inactive => inactive.push(name.as_str()),
+            ClusterState::Active => {}
+        }
+    }
+    let unusable = missing.len() + inactive.len();
+    if unusable == 0 {
+        return Some(Active::new(true, "Active", "The admission check is active"));
+    }
+    // Go's %v of a []string.
+    let list = |v: &[&str]| format!("[{}]", v.join(" "));
+    let mut parts = Vec::new();
+    if !missing.is_empty() {
+        parts.push(format!("Missing clusters: {}", list(&missing)));
+    }
+    if !inactive.is_empty() {
+        parts.push(format!("Inactive clusters: {}", list(&inactive)));
+    }
+    // Some clusters left: the check stays active.
+    let some_left = unusable < cfg.clusters.len();
+    Some(Active::new(
+        some_left,
+        if some_left {
+            "SomeActiveClusters"
+        } else {
+            "NoUsableClusters"
+        },
+        parts.join(", "),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn check(controller: &str, params: Option<(&str, &str, &str)>) -> AdmissionCheckSpec {
+        AdmissionCheckSpec {
+            controller_name: controller.into(),
+            parameters: params.map(|(g, k, n)| AdmissionCheckParametersReference {
+                api_group: g.into(),
+                kind: k.into(),
+                name: n.into(),
+            }),
+        }
+    }
+
+    fn config(clusters: &[&str]) -> MultiKueueConfigSpec {
+        MultiKueueConfigSpec {
+            clusters: clusters.iter().map(|c| c.to_string()).collect(),
+            quota_management: None,
+        }
+    }
+
+    /// TestReconcile (admissioncheck_test.go), its eight cases: checks,
+    /// configs and clusters in, the check's Active condition out (`None`:
+    /// the check is left as it was, or there is none).
+    #[test]
+    fn admission_check_reconcile_upstream_cases() {
+        let mk = check(MULTIKUEUE_CONTROLLER, Some((GROUP, CONFIG_KIND, "config1")));
+        type Case<'a> = (
+            &'a str,
+            Option<AdmissionCheckSpec>,
+            Option<&'a [&'a str]>,
+            &'a [(&'a str, bool)],
+            Option<(bool, &'a str, &'a str)>,
+        );
+        let cases: Vec<Case> = vec![
+            ("missing admissioncheck", None, None, &[], None),
+            (
+                "missing config",
+                Some(mk.clone()),
+                None,
+                &[],
+                Some((
+                    false,
+                    "BadConfig",
+                    r#"Cannot load the AdmissionChecks parameters: multikueueconfigs.kueue.x-k8s.io "config1" not found"#,
+                )),
+            ),
+            (
+                "unmanaged",
+                Some(check("not-multikueue", None)),
+                None,
+                &[],
+                None,
+            ),
+            (
+                "missing cluster",
+                Some(mk.clone()),
+                Some(&["worker1"]),
+                &[],
+                Some((false, "NoUsableClusters", "Missing clusters: [worker1]")),
+            ),
+            (
+                "inactive cluster",
+                Some(mk.clone()),
+                Some(&["worker1"]),
+                &[("worker1", false)],
+                Some((false, "NoUsableClusters", "Inactive clusters: [worker1]")),
+            ),
+            (
+                "all clusters missing or inactive",
+                Some(mk.clone()),
+                Some(&["worker1", "worker2", "worker3"]),
+                &[("worker1", false), ("worker2", false)],
+                Some((
+                    false,
+                    "NoUsableClusters",
+                    "Missing clusters: [worker3], Inactive clusters: [worker1 worker2]",
+                )),
+            ),
+            (
+                "partially active",
+                Some(mk.clone()),
+                Some(&["worker1", "worker2", "worker3"]),
+                &[("worker1", false), ("worker2", true)],
+                Some((
+                    true,
+                    "SomeActiveClusters",
+                    "Missing clusters: [worker3], Inactive clusters: [worker1]",
+                )),
+            ),
+            (
+                "active",
+                Some(mk.clone()),
+                Some(&["worker1"]),
+                &[("worker1", true)],
+                Some((true, "Active", "The admission check is active")),
+            ),
+        ];
+        for (name, ac, cfg, clusters, want) in cases {
+            let cfg = cfg.map(config);
+            let clusters: BTreeMap<&str, bool> = clusters.iter().copied().collect();
+            let got = admission_check_active(
+                ac.as_ref(),
+                |n| cfg.as_ref().ok_or_else(|| config_not_found(n)),
+                |n| match clusters.get(n) {
+                    None => ClusterState::Missing,
+                    Some(false) => ClusterState::Inactive,
+                    Some(true) => ClusterState::Active,
+                },
+            );
+            let want = want.map(|(s, r, m)| Active::new(s, r, m));
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn parameters_that_name_no_multikueue_config() {
+        let never = |_: &str| -> Result<&MultiKueueConfigSpec, String> { panic!("not read") };
+        let active = |_: &str| ClusterState::Active;
+        for (params, message) in [
+            (None, "missing parameters reference"),
+            (
+                Some((GROUP, CONFIG_KIND, "")),
+                "empty name: bad parameters reference",
+            ),
+            (
+                Some(("example.com", CONFIG_KIND, "c")),
+                r#"wrong group "example.com", expecting "kueue.x-k8s.io": bad parameters reference"#,
+            ),
+            (
+                Some((GROUP, "ProvisioningRequestConfig", "c")),
+                r#"wrong kind "ProvisioningRequestConfig", expecting "MultiKueueConfig": bad parameters reference"#,
+            ),
+        ] {
+            let got =
+                admission_check_active(Some(&check(MULTIKUEUE_CONTROLLER, params)), never, active)
+                    .unwrap();
+            assert_eq!(
+                got,
+                Active::new(
+                    false,
+                    "BadConfig",
+                    format!("Cannot load the AdmissionChecks parameters: {message}")
+                )
+            );
+        }
+    }
+
+    /// The pure cases of TestUpdateConfig (multikueuecluster_test.go):
+    /// what the controller found in, the cluster's Active condition out.
+    /// The remote client's own cases (reconnect counting, garbage
+    /// collection, watches) belong to the shell.
+    #[test]
+    fn update_config_upstream_cases() {
+        let active = Some((true, "Active", "Connected"));
+        // Name, what was loaded, the connection, the condition, a retry.
+        type Case<'a> = (
+            &'a str,
+            Load,
+            Option<Connection>,
+            Option<(bool, &'a str, &'a str)>,
+            bool,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "new valid client is added",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "update client with valid secret config",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "update client with valid path config",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "update client with invalid secret config",
+                Load::Loaded,
+                Some(Connection::Failed("invalid kubeconfig".into())),
+                Some((false, "ClientConnectionFailed", "invalid kubeconfig")),
+                true,
+            ),
+            (
+                "update client with invalid path config",
+                Load::BadKubeConfig {
+                    message: super::super::kubeconfig::PathError::Empty.to_string(),
+                    not_found: false,
+                },
+                None,
+                Some((
+                    false,
+                    "BadKubeConfig",
+                    "load client config failed: kubeconfig path must not be empty",
+                )),
+                true,
+            ),
+            (
+                "update client config, nowatch",
+                Load::Loaded,
+                Some(Connection::Failed("client cannot watch".into())),
+                Some((false, "ClientConnectionFailed", "client cannot watch")),
+                true,
+            ),
+            (
+                "update client config, nowatch 3rd try",
+                Load::Loaded,
+                Some(Connection::Failed("client cannot watch".into())),
+                Some((false, "ClientConnectionFailed", "client cannot watch")),
+                true,
+            ),
+            (
+                "failed attempts are set to 0 on successful connection",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "failed attempts are set to 0 on config change",
+                Load::Loaded,
+                Some(Connection::Failed("invalid kubeconfig".into())),
+                Some((false, "ClientConnectionFailed", "invalid kubeconfig")),
+                true,
+            ),
+            (
+                "failed due to insecure kubeconfig",
+                Load::InsecureKubeConfig(KubeconfigError::TokenFile),
+                None,
+                Some((
+                    false,
+                    "InsecureKubeConfig",
+                    "load client config failed: tokenFile is not allowed",
+                )),
+                true,
+            ),
+            (
+                "remove client with invalid kubeconfig",
+                Load::InsecureKubeConfig(KubeconfigError::TokenFile),
+                None,
+                Some((
+                    false,
+                    "InsecureKubeConfig",
+                    "load client config failed: tokenFile is not allowed",
+                )),
+                true,
+            ),
+            (
+                "use cluster profile",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "unsupported access provider",
+                Load::BadClusterProfile {
+                    message: "unsupported access provider".into(),
+                    not_found: false,
+                },
+                None,
+                Some((
+                    false,
+                    "BadClusterProfile",
+                    "load client config failed: unsupported access provider",
+                )),
+                true,
+            ),
+            (
+                // Not found: no error returned, the creation event retries.
+                "cluster profile not found",
+                Load::BadClusterProfile {
+                    message: r#"clusterprofiles.multicluster.x-k8s.io "worker1" not found"#.into(),
+                    not_found: true,
+                },
+                None,
+                Some((
+                    false,
+                    "BadClusterProfile",
+                    r#"load client config failed: clusterprofiles.multicluster.x-k8s.io "worker1" not found"#,
+                )),
+                false,
+            ),
+            (
+                "cluster profile feature gate disabled",
+                Load::ClusterProfileDisabled,
+                None,
+                Some((
+                    false,
+                    "MultiKueueClusterProfileFeatureDisabled",
+                    "load client config failed: MultiKueueClusterProfile feature gate is disabled",
+                )),
+                true,
+            ),
+            (
+                "path with feature gate off emits deprecation warning",
+                Load::Loaded,
+                Some(Connection::Connected),
+                active,
+                false,
+            ),
+            (
+                "invalid rest config from cluster profile",
+                Load::BadRestConfig(RestConfigError::BearerTokenFile),
+                None,
+                Some((
+                    false,
+                    "BadRestConfig",
+                    "load client config failed: bearerTokenFile is not allowed",
+                )),
+                true,
+            ),
+        ];
+        for (name, load, conn, want, retry) in cases {
+            let step = cluster_step(&load, conn.as_ref());
+            let want = want.map(|(s, r, m)| Active::new(s, r, m));
+            assert_eq!(step.active, want, "{name}");
+            assert_eq!(step.retry, retry, "{name}");
+            assert_eq!(
+                step.disconnect,
+                !matches!(step.active, Some(Active { status: true, .. })),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deferred_reconnect_leaves_the_condition() {
+        let step = cluster_step(&Load::Loaded, Some(&Connection::Deferred));
+        assert_eq!(
+            step,
+            ClusterStep {
+                active: None,
+                disconnect: false,
+                retry: true
+            }
+        );
+    }
+
+    #[test]
+    fn a_secret_not_found_waits_for_its_creation() {
+        let step = cluster_step(
+            &Load::BadKubeConfig {
+                message: r#"secrets "worker1" not found"#.into(),
+                not_found: true,
+            },
+            None,
+        );
+        assert!(!step.retry);
+        assert_eq!(
+            step.active.unwrap().message,
+            r#"load client config failed: secrets "worker1" not found"#
+        );
+    }
+
+    #[test]
+    fn an_unchanged_condition_is_not_written_again() {
+        let a = Active::new(true, "Active", "Connected");
+        assert!(!a.differs_from(Some(("True", "Active", "Connected"))));
+        assert!(a.differs_from(Some(("True", "Active", "Other"))));
+        assert!(a.differs_from(None));
+    }
+}

@@ -1,0 +1,712 @@
+//! The rules a worker's kubeconfig must follow before the manager uses it,
+//! as Kueue v0.19.2's MultiKueueCluster controller applies them
+//! (`validateKubeconfig`, `validateRestConfig`, `validateKubeConfigPath`),
+//! with its error words: a kubeconfig from a Secret or a file can name
+//! nothing on the manager's disk, turn TLS off or carry a password.
+//!
+//! Pure: the kubeconfig is bytes in; the one filesystem question the path
+//! rules ask (where a path leads once its symlinks are followed) is a
+//! function the caller passes.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde::Deserialize;
+
+/// Why a kubeconfig is refused. The text is Kueue's; the shell prefixes
+/// `load client config failed: ` in the cluster's condition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KubeconfigError {
+    /// Not a kubeconfig at all (clientcmd.Load failed). The detail is
+    /// the YAML reader's, not Go's.
+    #[error("failed to parse kubeconfig(apiconfig): {0}")]
+    Parse(String),
+    #[error("tokenFile is not allowed")]
+    TokenFile,
+    #[error("insecure TLS verification is not allowed for cluster {0}")]
+    InsecureSkipTlsVerify(String),
+    #[error("certificate-authority file paths are not allowed, use certificate-authority-data for cluster {0}")]
+    CertificateAuthorityFile(String),
+    #[error("server URL is required for cluster {0}")]
+    NoServer(String),
+    /// clientcmd could not build a client from the current context.
+    #[error("invalid configuration: {0}")]
+    Unusable(String),
+    #[error(transparent)]
+    RestConfig(#[from] RestConfigError),
+}
+
+/// The rules on the client configuration the kubeconfig's current
+/// context makes (`validateRestConfig`); a ClusterProfile's client
+/// configuration follows them too, exec plugins allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestConfigError {
+    #[error("bearerTokenFile is not allowed")]
+    BearerTokenFile,
+    #[error("untrusted server endpoint")]
+    UntrustedServer,
+    #[error("basic auth is not allowed")]
+    BasicAuth,
+    #[error("exec plugins are not allowed")]
+    ExecPlugin,
+    #[error("auth providers are not allowed")]
+    AuthProvider,
+}
+
+/// What of a client configuration the rest-config rules look at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestConfig {
+    pub host: String,
+    pub bearer_token_file: String,
+    pub username: String,
+    pub password: String,
+    pub exec_provider: bool,
+    pub auth_provider: bool,
+}
+
+/// `validateRestConfig`: `allow_exec` for ClusterProfile access plugins.
+pub fn validate_rest_config(c: &RestConfig, allow_exec: bool) -> Result<(), RestConfigError> {
+    if !c.bearer_token_file.is_empty() {
+        return Err(RestConfigError::BearerTokenFile);
+    }
+    // Lowercased so a fully qualified name in capitals is still a name.
+    if !is_valid_hostname(&c.host.to_lowercase()) {
+        return Err(RestConfigError::UntrustedServer);
+    }
+    if !c.username.is_empty() || !c.password.is_empty() {
+        return Err(RestConfigError::BasicAuth);
+    }
+    if c.exec_provider && !allow_exec {
+        return Err(RestConfigError::ExecPlugin);
+    }
+    if c.auth_provider {
+        return Err(RestConfigError::AuthProvider);
+    }
+    Ok(())
+}
+
+/// A kubeconfig (`clientcmd/api/v1.Config`), only what the rules read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Config {
+    clusters: Option<Vec<Named<Cluster>>>,
+    users: Option<Vec<Named<User>>>,
+    contexts: Option<Vec<Named<Context>>>,
+    #[serde(rename = "current-context")]
+    current_context: String,
+}
+
+/// An entry of `clusters`, `users` or `contexts`: a name and the value
+/// under `cluster`, `user` or `context`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Named<T: Default> {
+    name: String,
+    #[serde(rename = "cluster", alias = "user", alias = "context")]
+    value: T,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+struct Cluster {
+    server: String,
+    #[serde(rename = "insecure-skip-tls-verify")]
+    insecure_skip_tls_verify: bool,
+    #[serde(rename = "certificate-authority")]
+    certificate_authority: String,
+    #[serde(rename = "certificate-authority-data")]
+    certificate_authority_data: String,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+struct User {
+    #[serde(rename = "tokenFile")]
+    token_file: String,
+    username: String,
+    password: String,
+    exec: Option<serde_json::Value>,
+    #[serde(rename = "auth-provider")]
+    auth_provider: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+struct Context {
+    cluster: String,
+    user: String,
+}
+
+/// Go's map semantics over a kubeconfig's named lists: a later entry of
+/// the same name replaces an earlier one, in the earlier one's place.
+fn by_name<T: Default>(list: Option<Vec<Named<T>>>) -> Vec<(String, T)> {
+    let mut out: Vec<(String, T)> = Vec::new();
+    for n in list.unwrap_or_default() {
+        match out.iter_mut().find(|(k, _)| *k == n.name) {
+            Some(slot) => slot.1 = n.value,
+            None => out.push((n.name, n.value)),
+        }
+    }
+    out
+}
+
+fn find<'a, T>(list: &'a [(String, T)], name: &str) -> Option<&'a T> {
+    list.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+}
+
+/// `validateKubeconfig`: the kubeconfig text of a Secret's `kubeconfig`
+/// key or of a file. Clusters are checked in the file's order (Go's map
+/// order is random, so with several bad clusters Kueue may name another).
+/// Of clientcmd's own checks on the current context, those needing no
+/// file are made (context found, cluster found); its checks of the
+/// user's client certificate files and exec settings are not.
+pub fn validate(kubeconfig: &[u8]) -> Result<(), KubeconfigError> {
+    let cfg: Config = if kubeconfig.iter().all(u8::is_ascii_whitespace) {
+        // clientcmd.Load reads nothing as an empty config.
+        Config::default()
+    } else {
+        serde_yaml::from_slice::<Option<Config>>(kubeconfig)
+            .map_err(|e| KubeconfigError::Parse(e.to_string()))?
+            .unwrap_or_default()
+    };
+    let clusters = by_name(cfg.clusters);
+    let users = by_name(cfg.users);
+    let contexts = by_name(cfg.contexts);
+    // Go decodes the CA data while loading.
+    for (_, c) in &clusters {
+        if !c.certificate_authority_data.is_empty() {
+            base64::engine::general_purpose::STANDARD
+                .decode(&c.certificate_authority_data)
+                .map_err(|e| KubeconfigError::Parse(format!("certificate-authority-data: {e}")))?;
+        }
+    }
+    // A token is allowed (service account tokens); a token file is not.
+    if users.iter().any(|(_, u)| !u.token_file.is_empty()) {
+        return Err(KubeconfigError::TokenFile);
+    }
+    for (name, c) in &clusters {
+        if c.insecure_skip_tls_verify {
+            return Err(KubeconfigError::InsecureSkipTlsVerify(name.clone()));
+        }
+        if !c.certificate_authority.is_empty() {
+            return Err(KubeconfigError::CertificateAuthorityFile(name.clone()));
+        }
+        if c.server.is_empty() {
+            return Err(KubeconfigError::NoServer(name.clone()));
+        }
+    }
+
+    // clientcmd.RESTConfigFromKubeConfig: the current context's cluster
+    // and user (ConfirmUsable's errors, aggregated as Go prints them).
+    let mut errs: Vec<String> = Vec::new();
+    let context = find(&contexts, &cfg.current_context);
+    if !cfg.current_context.is_empty() && context.is_none() {
+        errs.push(format!(
+            "context was not found for specified context: {}",
+            cfg.current_context
+        ));
+    }
+    let no_context = Context::default();
+    let context = context.unwrap_or(&no_context);
+    // Every listed cluster has a server by now: only a missing one is empty.
+    let Some(cluster) = find(&clusters, &context.cluster) else {
+        const EMPTY_CLUSTER: &str = "cluster has no server defined";
+        const NO_CONFIG: &str = "no configuration has been provided, try setting KUBERNETES_MASTER environment variable";
+        errs.push(EMPTY_CLUSTER.into());
+        return Err(KubeconfigError::Unusable(match errs.as_slice() {
+            [only] if only == EMPTY_CLUSTER => NO_CONFIG.into(),
+            _ => format!("[{}]", errs.join(", ")),
+        }));
+    };
+    if let [only] = errs.as_slice() {
+        return Err(KubeconfigError::Unusable(only.clone()));
+    }
+    let no_user = User::default();
+    let user = find(&users, &context.user).unwrap_or(&no_user);
+    validate_rest_config(
+        &RestConfig {
+            host: cluster.server.clone(),
+            bearer_token_file: user.token_file.clone(),
+            username: user.username.clone(),
+            password: user.password.clone(),
+            exec_provider: user.exec.is_some(),
+            auth_provider: user.auth_provider.is_some(),
+        },
+        false,
+    )?;
+    Ok(())
+}
+
+/// `isValidHostname`: the URL's host (port dropped) is an IP address or a
+/// DNS subdomain. Go's `url.Parse` and `net.SplitHostPort`, as far as a
+/// server URL needs them: a URL without a scheme has no host.
+fn is_valid_hostname(server: &str) -> bool {
+    let host = url_host(server).unwrap_or_default();
+    let host = split_host_port(host).unwrap_or(host);
+    host.parse::<std::net::IpAddr>().is_ok() || is_dns1123_subdomain(host)
+}
+
+/// The authority's host part of `scheme://[userinfo@]host[:port][/...]`.
+fn url_host(url: &str) -> Option<&str> {
+    let colon = url.find(':')?;
+    let scheme = &url[..colon];
+    let mut chars = scheme.chars();
+    let scheme_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !scheme_ok {
+        return None;
+    }
+    let rest = url[colon + 1..].strip_prefix("//")?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    Some(match authority.rfind('@') {
+        Some(at) => &authority[at + 1..],
+        None => authority,
+    })
+}
+
+/// Go's `net.SplitHostPort`, the host only; `None` where Go errs.
+fn split_host_port(hostport: &str) -> Option<&str> {
+    if let Some(rest) = hostport.strip_prefix('[') {
+        let close = rest.find(']')?;
+        let after = &rest[close + 1..];
+        return after.starts_with(':').then_some(&rest[..close]);
+    }
+    let colon = hostport.rfind(':')?;
+    let host = &hostport[..colon];
+    (!host.contains(':')).then_some(host)
+}
+
+/// `validation.IsDNS1123Subdomain` as a yes or no.
+fn is_dns1123_subdomain(v: &str) -> bool {
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        !b.is_empty()
+            && edge(&b[0])
+            && edge(&b[b.len() - 1])
+            && b.iter().all(|c| edge(c) || *c == b'-')
+    };
+    !v.is_empty() && v.len() <= 253 && v.split('.').all(label_ok)
+}
+
+/// The directory a `locationType: Path` kubeconfig must be under when
+/// the MultiKueueKubeConfigPathValidation gate is on.
+pub const DEFAULT_PATH_PREFIX: &str = "/etc/multikueue/kubeconfigs";
+
+/// Why a kubeconfig path is refused (`validateKubeConfigPath`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("kubeconfig path must not be empty")]
+    Empty,
+    #[error("kubeconfig path is not under the allowed prefix: path contains \"..\"")]
+    DotDot,
+    #[error("kubeconfig path is not under the allowed prefix: path must be absolute")]
+    Relative,
+    /// The path (after following symlinks, when that worked) and the
+    /// prefix, both as Go prints them with `%q`.
+    #[error("kubeconfig path is not under the allowed prefix: {path:?} is not under {prefix:?}")]
+    NotUnder { path: String, prefix: String },
+    /// The filesystem's error on following the path's symlinks.
+    #[error("cannot resolve kubeconfig path symlinks: {0}")]
+    Unresolvable(String),
+}
+
+/// `validateKubeConfigPath`: the file to read for a `locationType: Path`
+/// kubeconfig. With the gate off (Kueue v0.19.2's default: the gate is
+/// alpha) any path is taken as given. `resolve` follows a path's symlinks
+/// (Go's `filepath.EvalSymlinks`: the path, or the filesystem's error);
+/// the prefix is taken as absolute.
+pub fn validate_path(
+    raw: &str,
+    allowed_prefix: &str,
+    gate_enabled: bool,
+    resolve: impl Fn(&str) -> Result<String, String>,
+) -> Result<String, PathError> {
+    if !gate_enabled {
+        return Ok(raw.to_string());
+    }
+    if raw.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let cleaned = clean(raw);
+    // Only a relative path keeps a ".." once cleaned.
+    if cleaned.split('/').any(|c| c == "..") {
+        return Err(PathError::DotDot);
+    }
+    if !cleaned.starts_with('/') {
+        return Err(PathError::Relative);
+    }
+    // No prefix directory: no kubeconfig can be under it.
+    let Ok(prefix) = resolve(allowed_prefix) else {
+        return Err(PathError::NotUnder {
+            path: cleaned,
+            prefix: clean(allowed_prefix),
+        });
+    };
+    let resolved = resolve(&cleaned).map_err(PathError::Unresolvable)?;
+    // With a separator at the end, /etc/kueue does not take in
+    // /etc/kueue-other.
+    if !format!("{resolved}/").starts_with(&format!("{prefix}/")) {
+        return Err(PathError::NotUnder {
+            path: resolved,
+            prefix,
+        });
+    }
+    Ok(resolved)
+}
+
+/// Go's `filepath.Clean` on Unix paths.
+pub fn clean(path: &str) -> String {
+    if path.is_empty() {
+        return ".".into();
+    }
+    let rooted = path.starts_with('/');
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|l| *l != "..") {
+                    out.pop();
+                } else if !rooted {
+                    out.push("..");
+                }
+            }
+            p => out.push(p),
+        }
+    }
+    let joined = out.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
+}
+
+/// The manager's Secrets, by the fields the controller reads: the
+/// kubeconfig under key `kubeconfig`, or Kueue's message when the key is
+/// missing.
+pub fn from_secret<'a>(
+    secret_name: &str,
+    data: &'a BTreeMap<String, Vec<u8>>,
+) -> Result<&'a [u8], String> {
+    data.get(crate::api::kueue::v1beta2::MULTIKUEUE_CONFIG_SECRET_KEY)
+        .map(Vec::as_slice)
+        .ok_or_else(|| format!("key \"kubeconfig\" not found in secret {secret_name:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What upstream's `TestKubeConfigWrapper` writes through
+    /// `clientcmd.Write`: cluster `test` at https://10.10.10.10 with CA
+    /// data `-----`, an empty user `u`, context `test-context`, current.
+    fn base(cluster_extra: &str, user: &str) -> String {
+        format!(
+            "apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS0=
+    server: https://10.10.10.10{cluster_extra}
+  name: test
+contexts:
+- context:
+    cluster: test
+    user: u
+  name: test-context
+current-context: test-context
+kind: Config
+preferences: {{}}
+users:
+- name: u
+  user: {user}
+"
+        )
+    }
+
+    /// TestValidateKubeconfig (multikueuecluster_test.go), its four cases.
+    #[test]
+    fn validate_kubeconfig_upstream_cases() {
+        let cases: [(&str, String, Option<KubeconfigError>); 4] = [
+            (
+                "tokenFile not allowed",
+                base("", "\n    tokenFile: /tmp/tokenfile"),
+                Some(KubeconfigError::TokenFile),
+            ),
+            (
+                "insecure skip-tls",
+                base("\n    insecure-skip-tls-verify: true", "{}"),
+                Some(KubeconfigError::InsecureSkipTlsVerify("test".into())),
+            ),
+            (
+                "certificate-authority file disallowed",
+                base("\n    certificate-authority: /tmp/ca", "{}"),
+                Some(KubeconfigError::CertificateAuthorityFile("test".into())),
+            ),
+            ("valid config", base("", "{}"), None),
+        ];
+        for (name, text, want) in cases {
+            assert_eq!(validate(text.as_bytes()).err(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn messages_are_kueues() {
+        assert_eq!(
+            KubeconfigError::InsecureSkipTlsVerify("w1".into()).to_string(),
+            "insecure TLS verification is not allowed for cluster w1"
+        );
+        assert_eq!(
+            KubeconfigError::CertificateAuthorityFile("w1".into()).to_string(),
+            "certificate-authority file paths are not allowed, use certificate-authority-data for cluster w1"
+        );
+        assert_eq!(
+            KubeconfigError::NoServer("w1".into()).to_string(),
+            "server URL is required for cluster w1"
+        );
+        assert_eq!(
+            KubeconfigError::from(RestConfigError::UntrustedServer).to_string(),
+            "untrusted server endpoint"
+        );
+    }
+
+    #[test]
+    fn what_the_rest_config_rules_refuse() {
+        let with_user = |user: &str| validate(base("", user).as_bytes()).err();
+        assert_eq!(
+            with_user("\n    username: admin\n    password: secret"),
+            Some(RestConfigError::BasicAuth.into())
+        );
+        assert_eq!(
+            with_user("\n    exec:\n      command: gcloud\n      apiVersion: client.authentication.k8s.io/v1"),
+            Some(RestConfigError::ExecPlugin.into())
+        );
+        assert_eq!(
+            with_user("\n    auth-provider:\n      name: oidc"),
+            Some(RestConfigError::AuthProvider.into())
+        );
+        assert_eq!(with_user("\n    token: abc"), None);
+        let no_server = base("", "{}").replace("    server: https://10.10.10.10\n", "");
+        assert_eq!(
+            validate(no_server.as_bytes()).err(),
+            Some(KubeconfigError::NoServer("test".into()))
+        );
+        // A ClusterProfile's access plugin may be an exec plugin.
+        let exec = RestConfig {
+            host: "https://worker.example.com".into(),
+            exec_provider: true,
+            ..Default::default()
+        };
+        assert_eq!(validate_rest_config(&exec, true), Ok(()));
+        assert_eq!(
+            validate_rest_config(&exec, false),
+            Err(RestConfigError::ExecPlugin)
+        );
+    }
+
+    #[test]
+    fn server_hosts_as_go_reads_them() {
+        for (server, ok) in [
+            ("https://10.10.10.10", true),
+            ("https://10.10.10.10:6443", true),
+            ("https://[::1]:6443", true),
+            // SplitHostPort fails without a port; "[::1]" is no IP.
+            ("https://[::1]", false),
+            ("https://Worker.Example.com:443/path", true),
+            ("https://user@worker.example.com", true),
+            ("worker.example.com:6443", false),
+            ("worker.example.com", false),
+            ("https://", false),
+            ("https://under_score.example.com", false),
+        ] {
+            let c = RestConfig {
+                host: server.into(),
+                ..Default::default()
+            };
+            assert_eq!(validate_rest_config(&c, false).is_ok(), ok, "{server}");
+        }
+    }
+
+    #[test]
+    fn unusable_kubeconfigs_are_refused_as_clientcmd_refuses_them() {
+        assert_eq!(
+            validate(b"").err(),
+            Some(KubeconfigError::Unusable(
+                "no configuration has been provided, try setting KUBERNETES_MASTER environment variable".into()
+            ))
+        );
+        let other =
+            base("", "{}").replace("current-context: test-context", "current-context: gone");
+        assert_eq!(
+            validate(other.as_bytes()).err().map(|e| e.to_string()),
+            Some("invalid configuration: [context was not found for specified context: gone, cluster has no server defined]".into())
+        );
+        let no_context = base("", "{}").replace("current-context: test-context\n", "");
+        assert_eq!(
+            validate(no_context.as_bytes()).err().map(|e| e.to_string()),
+            Some("invalid configuration: no configuration has been provided, try setting KUBERNETES_MASTER environment variable".into())
+        );
+        assert!(matches!(
+            validate(b"clusters: 7").err(),
+            Some(KubeconfigError::Parse(_))
+        ));
+        let bad_ca = base("", "{}").replace("LS0tLS0=", "not base64!");
+        assert!(matches!(
+            validate(bad_ca.as_bytes()).err(),
+            Some(KubeconfigError::Parse(_))
+        ));
+    }
+
+    #[test]
+    fn go_clean() {
+        for (raw, want) in [
+            ("", "."),
+            ("/a/b/../c", "/a/c"),
+            ("/../etc", "/etc"),
+            ("a/../../b", "../b"),
+            ("relative/path/file", "relative/path/file"),
+            ("//a//b/", "/a/b"),
+            ("/", "/"),
+        ] {
+            assert_eq!(clean(raw), want, "{raw}");
+        }
+    }
+
+    /// A filesystem for the path rules: directories and files that exist
+    /// (symlinks followed to their targets), as `filepath.EvalSymlinks`
+    /// sees them.
+    fn fs(
+        entries: &'static [(&'static str, &'static str)],
+    ) -> impl Fn(&str) -> Result<String, String> {
+        move |p: &str| {
+            entries
+                .iter()
+                .find(|(k, _)| *k == p)
+                .map(|(_, v)| v.to_string())
+                .ok_or_else(|| {
+                    format!(
+                        "lstat {}: no such file or directory",
+                        p.rsplit_once('/').map_or(p, |(d, _)| d)
+                    )
+                })
+        }
+    }
+
+    /// TestValidateKubeConfigPath (multikueuecluster_test.go), its nine
+    /// cases, upstream's temporary directories given fixed names: the
+    /// allowed directory /tmp/allowed with worker.kubeconfig and
+    /// escape-symlink (to /tmp/other/external-secret) in it.
+    #[test]
+    fn validate_kube_config_path_upstream_cases() {
+        const ALLOWED: &str = "/tmp/allowed";
+        let files = fs(&[
+            ("/tmp/allowed", "/tmp/allowed"),
+            (
+                "/tmp/allowed/worker.kubeconfig",
+                "/tmp/allowed/worker.kubeconfig",
+            ),
+            ("/tmp/allowed/escape-symlink", "/tmp/other/external-secret"),
+            ("/tmp/other/external-secret", "/tmp/other/external-secret"),
+        ]);
+        let cases: [(&str, &str, &str, bool, Option<&str>); 9] = [
+            (
+                "safe FG disabled allows any path (legacy)",
+                "/any/arbitrary/path",
+                ALLOWED,
+                false,
+                None,
+            ),
+            (
+                "valid path under prefix",
+                "/tmp/allowed/worker.kubeconfig",
+                ALLOWED,
+                true,
+                None,
+            ),
+            ("empty path", "", ALLOWED, true, Some("must not be empty")),
+            (
+                // filepath.Join cleans it to /tmp/etc/passwd, which does
+                // not exist.
+                "path with dot-dot traversal",
+                "/tmp/allowed/../etc/passwd",
+                ALLOWED,
+                true,
+                Some("cannot resolve kubeconfig path symlinks"),
+            ),
+            (
+                "path outside prefix",
+                "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                ALLOWED,
+                true,
+                Some("cannot resolve kubeconfig path symlinks"),
+            ),
+            (
+                "relative path rejected",
+                "relative/path/file",
+                ALLOWED,
+                true,
+                Some("must be absolute"),
+            ),
+            (
+                "symlink escape rejected",
+                "/tmp/allowed/escape-symlink",
+                ALLOWED,
+                true,
+                Some("not under"),
+            ),
+            (
+                "SA token path rejected",
+                "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                "/etc/multikueue/kubeconfigs",
+                true,
+                Some("not under"),
+            ),
+            (
+                // /etc/kueue-other should not match prefix /etc/kueue
+                "prefix name collision",
+                "/etc/kueue-other/file",
+                "/etc/kueue",
+                true,
+                Some("not under"),
+            ),
+        ];
+        for (name, path, prefix, gate, want) in cases {
+            let got = validate_path(path, prefix, gate, &files);
+            match want {
+                None => assert!(got.is_ok(), "{name}: {got:?}"),
+                Some(words) => {
+                    let err = got.expect_err(name).to_string();
+                    assert!(err.contains(words), "{name}: {err:?} lacks {words:?}");
+                }
+            }
+        }
+        assert_eq!(
+            validate_path("/tmp/allowed/worker.kubeconfig", ALLOWED, true, &files),
+            Ok("/tmp/allowed/worker.kubeconfig".into())
+        );
+        assert_eq!(
+            validate_path("/tmp/allowed/escape-symlink", ALLOWED, true, &files)
+                .unwrap_err()
+                .to_string(),
+            "kubeconfig path is not under the allowed prefix: \"/tmp/other/external-secret\" is not under \"/tmp/allowed\""
+        );
+        // A ".." survives cleaning only in a relative path.
+        assert_eq!(
+            validate_path("../kubeconfig", ALLOWED, true, &files),
+            Err(PathError::DotDot)
+        );
+    }
+
+    #[test]
+    fn a_secret_without_the_kubeconfig_key() {
+        let data = BTreeMap::from([("config".to_string(), b"x".to_vec())]);
+        assert_eq!(
+            from_secret("worker1", &data),
+            Err("key \"kubeconfig\" not found in secret \"worker1\"".into())
+        );
+        let data = BTreeMap::from([("kubeconfig".to_string(), b"x".to_vec())]);
+        assert_eq!(from_secret("worker1", &data), Ok(&b"x"[..]));
+    }
+}
