@@ -13,8 +13,8 @@
 
 use crate::api::kueue::{
     v1beta2::{
-        AdmissionCheckParametersReference, AdmissionCheckSpec, MultiKueueConfigSpec,
-        MULTIKUEUE_CONTROLLER,
+        location_type, AdmissionCheckParametersReference, AdmissionCheckSpec,
+        MultiKueueClusterSpec, MultiKueueConfigSpec, MULTIKUEUE_CONTROLLER,
     },
     GROUP,
 };
@@ -53,6 +53,53 @@ impl Active {
     pub fn differs_from(&self, old: Option<(&str, &str, &str)>) -> bool {
         old != Some((self.status_str(), &self.reason, &self.message))
     }
+}
+
+/// Where a MultiKueueCluster's client configuration is to be read from
+/// (`loadClientConfig`, `getKubeConfig`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source<'a> {
+    /// A ClusterProfile of this name in the manager's namespace (tried
+    /// first, whatever else the spec holds).
+    ClusterProfile(&'a str),
+    /// The `kubeconfig` key of this Secret in the manager's namespace.
+    Secret(&'a str),
+    /// A file, after [`super::kubeconfig::validate_path`].
+    Path(&'a str),
+    /// Neither: Kueue's `kubeconfig reference is nil` (a BadKubeConfig).
+    Nothing,
+}
+
+/// Kueue's message for [`Source::Nothing`].
+pub const NO_KUBECONFIG: &str = "kubeconfig reference is nil";
+
+/// Where to read the client configuration of a cluster with this spec.
+/// Only `locationType: Secret` reads a Secret, as in Kueue: any other
+/// value, or none (the CRD defaults it to Secret on write), is a path.
+pub fn source(spec: &MultiKueueClusterSpec) -> Source<'_> {
+    let cs = &spec.cluster_source;
+    if let Some(p) = &cs.cluster_profile_ref {
+        return Source::ClusterProfile(&p.name);
+    }
+    match &cs.kube_config {
+        None => Source::Nothing,
+        Some(kc) if kc.location_type.as_deref() == Some(location_type::SECRET) => {
+            Source::Secret(&kc.location)
+        }
+        Some(kc) => Source::Path(&kc.location),
+    }
+}
+
+/// Whether Kueue records the [`DEPRECATED_PATH_USAGE`] warning for this
+/// spec: a Path kubeconfig while the MultiKueueKubeConfigPathValidation
+/// gate is off.
+pub fn warns_deprecated_path(spec: &MultiKueueClusterSpec, path_validation_gate: bool) -> bool {
+    !path_validation_gate
+        && spec
+            .cluster_source
+            .kube_config
+            .as_ref()
+            .is_some_and(|kc| kc.location_type.as_deref() == Some(location_type::PATH))
 }
 
 /// What came of loading a MultiKueueCluster's client configuration, in the
@@ -597,6 +644,39 @@ mod tests {
                 "{name}"
             );
         }
+    }
+
+    #[test]
+    fn where_the_client_configuration_is_read_from() {
+        use crate::api::kueue::v1beta2::{ClusterProfileReference, ClusterSource, KubeConfig};
+        let spec =
+            |kc: Option<(&str, Option<&str>)>, profile: Option<&str>| MultiKueueClusterSpec {
+                cluster_source: ClusterSource {
+                    kube_config: kc.map(|(l, t)| KubeConfig {
+                        location: l.into(),
+                        location_type: t.map(String::from),
+                    }),
+                    cluster_profile_ref: profile
+                        .map(|n| ClusterProfileReference { name: n.into() }),
+                },
+            };
+        let secret = spec(Some(("worker1", Some("Secret"))), None);
+        assert_eq!(source(&secret), Source::Secret("worker1"));
+        let path = spec(Some(("/etc/multikueue/kubeconfigs/w1", Some("Path"))), None);
+        assert_eq!(
+            source(&path),
+            Source::Path("/etc/multikueue/kubeconfigs/w1")
+        );
+        assert_eq!(source(&spec(Some(("w", None)), None)), Source::Path("w"));
+        assert_eq!(
+            source(&spec(Some(("w", Some("Secret"))), Some("p"))),
+            Source::ClusterProfile("p")
+        );
+        assert_eq!(source(&spec(None, None)), Source::Nothing);
+        // 'path with feature gate off emits deprecation warning'.
+        assert!(warns_deprecated_path(&path, false));
+        assert!(!warns_deprecated_path(&path, true));
+        assert!(!warns_deprecated_path(&secret, false));
     }
 
     #[test]

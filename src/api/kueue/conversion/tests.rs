@@ -64,6 +64,17 @@ fn multikueue_cluster_source_moves_as_kueue_moves_it() {
     );
     assert!(v1["metadata"].get("annotations").is_none(), "{v1}");
     assert_eq!(convert(v1, V1BETA2).unwrap(), v2);
+
+    // Go's omitempty drops an empty locationType on the way up (outputs
+    // checked against a Go run of upstream's ConvertTo/ConvertFrom).
+    let v1 = mkc(
+        V1BETA1,
+        json!({"kubeConfig": {"location": "w", "locationType": ""}}),
+    );
+    assert_eq!(
+        convert(v1, V1BETA2).unwrap()["spec"],
+        json!({"clusterSource": {"kubeConfig": {"location": "w"}}})
+    );
 }
 
 #[test]
