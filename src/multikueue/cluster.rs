@@ -122,8 +122,9 @@ pub enum Load {
     /// The kubeconfig was read and broke a rule of
     /// [`super::kubeconfig::validate`].
     InsecureKubeConfig(KubeconfigError),
-    /// A client configuration the manager can use.
-    Loaded,
+    /// A client configuration the manager can use, and what came of
+    /// giving it to the worker's client.
+    Loaded(Connection),
 }
 
 /// What came of giving the worker's client the loaded configuration
@@ -155,8 +156,8 @@ pub struct ClusterStep {
 
 /// `clustersReconciler.Reconcile` for a cluster that exists and is not
 /// being deleted (a gone one has its client stopped and removed, and no
-/// condition). `connection` is `None` when nothing was loaded.
-pub fn cluster_step(load: &Load, connection: Option<&Connection>) -> ClusterStep {
+/// condition).
+pub fn cluster_step(load: &Load) -> ClusterStep {
     let failed = |reason: &str, err: String, retry: bool| ClusterStep {
         active: Some(Active::new(
             false,
@@ -181,22 +182,21 @@ pub fn cluster_step(load: &Load, connection: Option<&Connection>) -> ClusterStep
             failed("BadKubeConfig", message.clone(), !not_found)
         }
         Load::InsecureKubeConfig(e) => failed("InsecureKubeConfig", e.to_string(), true),
-        Load::Loaded => match connection {
-            Some(Connection::Failed(e)) => ClusterStep {
-                active: Some(Active::new(false, "ClientConnectionFailed", e.clone())),
-                disconnect: true,
-                retry: true,
-            },
-            Some(Connection::Deferred) => ClusterStep {
-                active: None,
-                disconnect: false,
-                retry: true,
-            },
-            Some(Connection::Connected) | None => ClusterStep {
-                active: Some(Active::new(true, "Active", "Connected")),
-                disconnect: false,
-                retry: false,
-            },
+        Load::Loaded(Connection::Failed(e)) => ClusterStep {
+            active: Some(Active::new(false, "ClientConnectionFailed", e.clone())),
+            disconnect: true,
+            retry: true,
+        },
+        // The condition stays as the last attempt left it.
+        Load::Loaded(Connection::Deferred) => ClusterStep {
+            active: None,
+            disconnect: false,
+            retry: true,
+        },
+        Load::Loaded(Connection::Connected) => ClusterStep {
+            active: Some(Active::new(true, "Active", "Connected")),
+            disconnect: false,
+            retry: false,
         },
     }
 }
@@ -466,50 +466,39 @@ mod tests {
     #[test]
     fn update_config_upstream_cases() {
         let active = Some((true, "Active", "Connected"));
-        // Name, what was loaded, the connection, the condition, a retry.
-        type Case<'a> = (
-            &'a str,
-            Load,
-            Option<Connection>,
-            Option<(bool, &'a str, &'a str)>,
-            bool,
-        );
+        // Name, what was loaded (and the connection), the condition, a retry.
+        type Case<'a> = (&'a str, Load, Option<(bool, &'a str, &'a str)>, bool);
         let cases: Vec<Case> = vec![
             (
                 "new valid client is added",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
             (
                 "update client with valid secret config",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
             (
                 "update client with valid path config",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
             (
                 "update client with invalid secret config",
-                Load::Loaded,
-                Some(Connection::Failed("invalid kubeconfig".into())),
+                Load::Loaded(Connection::Failed("invalid kubeconfig".into())),
                 Some((false, "ClientConnectionFailed", "invalid kubeconfig")),
                 true,
             ),
             (
                 "update client with invalid path config",
                 Load::BadKubeConfig {
-                    message: super::super::kubeconfig::PathError::Empty.to_string(),
+                    message: crate::multikueue::kubeconfig::PathError::Empty.to_string(),
                     not_found: false,
                 },
-                None,
                 Some((
                     false,
                     "BadKubeConfig",
@@ -519,36 +508,31 @@ mod tests {
             ),
             (
                 "update client config, nowatch",
-                Load::Loaded,
-                Some(Connection::Failed("client cannot watch".into())),
+                Load::Loaded(Connection::Failed("client cannot watch".into())),
                 Some((false, "ClientConnectionFailed", "client cannot watch")),
                 true,
             ),
             (
                 "update client config, nowatch 3rd try",
-                Load::Loaded,
-                Some(Connection::Failed("client cannot watch".into())),
+                Load::Loaded(Connection::Failed("client cannot watch".into())),
                 Some((false, "ClientConnectionFailed", "client cannot watch")),
                 true,
             ),
             (
                 "failed attempts are set to 0 on successful connection",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
             (
                 "failed attempts are set to 0 on config change",
-                Load::Loaded,
-                Some(Connection::Failed("invalid kubeconfig".into())),
+                Load::Loaded(Connection::Failed("invalid kubeconfig".into())),
                 Some((false, "ClientConnectionFailed", "invalid kubeconfig")),
                 true,
             ),
             (
                 "failed due to insecure kubeconfig",
                 Load::InsecureKubeConfig(KubeconfigError::TokenFile),
-                None,
                 Some((
                     false,
                     "InsecureKubeConfig",
@@ -559,7 +543,6 @@ mod tests {
             (
                 "remove client with invalid kubeconfig",
                 Load::InsecureKubeConfig(KubeconfigError::TokenFile),
-                None,
                 Some((
                     false,
                     "InsecureKubeConfig",
@@ -569,8 +552,7 @@ mod tests {
             ),
             (
                 "use cluster profile",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
@@ -580,7 +562,6 @@ mod tests {
                     message: "unsupported access provider".into(),
                     not_found: false,
                 },
-                None,
                 Some((
                     false,
                     "BadClusterProfile",
@@ -595,7 +576,6 @@ mod tests {
                     message: r#"clusterprofiles.multicluster.x-k8s.io "worker1" not found"#.into(),
                     not_found: true,
                 },
-                None,
                 Some((
                     false,
                     "BadClusterProfile",
@@ -606,7 +586,6 @@ mod tests {
             (
                 "cluster profile feature gate disabled",
                 Load::ClusterProfileDisabled,
-                None,
                 Some((
                     false,
                     "MultiKueueClusterProfileFeatureDisabled",
@@ -616,15 +595,13 @@ mod tests {
             ),
             (
                 "path with feature gate off emits deprecation warning",
-                Load::Loaded,
-                Some(Connection::Connected),
+                Load::Loaded(Connection::Connected),
                 active,
                 false,
             ),
             (
                 "invalid rest config from cluster profile",
                 Load::BadRestConfig(RestConfigError::BearerTokenFile),
-                None,
                 Some((
                     false,
                     "BadRestConfig",
@@ -633,8 +610,8 @@ mod tests {
                 true,
             ),
         ];
-        for (name, load, conn, want, retry) in cases {
-            let step = cluster_step(&load, conn.as_ref());
+        for (name, load, want, retry) in cases {
+            let step = cluster_step(&load);
             let want = want.map(|(s, r, m)| Active::new(s, r, m));
             assert_eq!(step.active, want, "{name}");
             assert_eq!(step.retry, retry, "{name}");
@@ -681,7 +658,7 @@ mod tests {
 
     #[test]
     fn a_deferred_reconnect_leaves_the_condition() {
-        let step = cluster_step(&Load::Loaded, Some(&Connection::Deferred));
+        let step = cluster_step(&Load::Loaded(Connection::Deferred));
         assert_eq!(
             step,
             ClusterStep {
@@ -694,13 +671,10 @@ mod tests {
 
     #[test]
     fn a_secret_not_found_waits_for_its_creation() {
-        let step = cluster_step(
-            &Load::BadKubeConfig {
-                message: r#"secrets "worker1" not found"#.into(),
-                not_found: true,
-            },
-            None,
-        );
+        let step = cluster_step(&Load::BadKubeConfig {
+            message: r#"secrets "worker1" not found"#.into(),
+            not_found: true,
+        });
         assert!(!step.retry);
         assert_eq!(
             step.active.unwrap().message,

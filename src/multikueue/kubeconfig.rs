@@ -1,8 +1,11 @@
 //! The rules a worker's kubeconfig must follow before the manager uses it,
 //! as Kueue v0.19.2's MultiKueueCluster controller applies them
 //! (`validateKubeconfig`, `validateRestConfig`, `validateKubeConfigPath`),
-//! with its error words: a kubeconfig from a Secret or a file can name
-//! nothing on the manager's disk, turn TLS off or carry a password.
+//! with its error words: a kubeconfig from a Secret or a file may not read
+//! a token or CA file from the manager's disk, turn TLS off, carry a
+//! password or run a plugin. Kueue does not refuse client certificate and
+//! key file paths (clientcmd opens them); neither does this, so the shell
+//! must decide what reading them means.
 //!
 //! Pure: the kubeconfig is bytes in; the one filesystem question the path
 //! rules ask (where a path leads once its symlinks are followed) is a
@@ -274,8 +277,9 @@ fn find<'a, T>(list: &'a [(String, T)], name: &str) -> Option<&'a T> {
 /// key or of a file. Clusters are checked in the file's order (Go's map
 /// order is random, so with several bad clusters Kueue may name another).
 /// Of clientcmd's own checks on the current context, those needing no
-/// file are made (context found, cluster found); its checks of the
-/// user's client certificate files and exec settings are not.
+/// file are made (context and cluster found, the user's credentials
+/// consistent); opening the client certificate and key files, and the exec
+/// plugin allowlist, are not.
 pub fn validate(kubeconfig: &[u8]) -> Result<(), KubeconfigError> {
     let cfg: Config = if kubeconfig.iter().all(u8::is_ascii_whitespace) {
         // clientcmd.Load reads nothing as an empty config.
@@ -288,12 +292,21 @@ pub fn validate(kubeconfig: &[u8]) -> Result<(), KubeconfigError> {
     let clusters = by_name(cfg.clusters);
     let users = by_name(cfg.users);
     let contexts = by_name(cfg.contexts);
-    // Go decodes the CA data while loading.
-    for (_, c) in &clusters {
-        if !c.certificate_authority_data.is_empty() {
+    // Go decodes the certificate data while loading.
+    let data = clusters
+        .iter()
+        .map(|(_, c)| ("certificate-authority-data", &c.certificate_authority_data))
+        .chain(users.iter().flat_map(|(_, u)| {
+            [
+                ("client-certificate-data", &u.client_certificate_data),
+                ("client-key-data", &u.client_key_data),
+            ]
+        }));
+    for (field, value) in data {
+        if !value.is_empty() {
             base64::engine::general_purpose::STANDARD
-                .decode(&c.certificate_authority_data)
-                .map_err(|e| KubeconfigError::Parse(format!("certificate-authority-data: {e}")))?;
+                .decode(value)
+                .map_err(|e| KubeconfigError::Parse(format!("{field}: {e}")))?;
         }
     }
     // A token is allowed (service account tokens); a token file is not.
