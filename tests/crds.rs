@@ -1289,6 +1289,12 @@ fn kubectl_prints_kueues_columns_under_kueues_names() {
     assert!(row(&wpc, "sample-priority").contains("10000"), "{wpc}");
     let cohorts = kubectl_eventually(&["get", "cohorts"], None);
     row(&cohorts, "team-ab");
+    // No controller sets Active here, so Connected is empty.
+    let mkc = kubectl_eventually(&["get", "mkc"], None);
+    assert_eq!(headers(&mkc), ["NAME", "CONNECTED", "AGE"], "{mkc}");
+    row(&mkc, "multikueue-test-worker1");
+    let mkconf = kubectl_eventually(&["get", "mkconf"], None);
+    row(&mkconf, "multikueue-test");
 }
 
 #[test]
