@@ -6,7 +6,9 @@
 //!   (`clustersReconciler.Reconcile`);
 //! - an AdmissionCheck's with controllerName `kueue.x-k8s.io/multikueue`:
 //!   whether its MultiKueueConfig names clusters that are active
-//!   (`ACReconciler.Reconcile`).
+//!   (`ACReconciler.Reconcile`);
+//!
+//! and when to try connecting to a worker again ([`Reconnect`]).
 //!
 //! Pure: the shell reads the Secret, the file, the ClusterProfile and the
 //! objects, tries the connection, and passes what it found.
@@ -20,6 +22,7 @@ use crate::api::kueue::{
 };
 
 use super::kubeconfig::{KubeconfigError, RestConfigError};
+use crate::vocabulary::duration::GoDuration;
 
 /// An `Active` condition to set: its status, reason and message (the
 /// shell adds the type, the generation and the transition time).
@@ -198,6 +201,87 @@ pub fn cluster_step(load: &Load) -> ClusterStep {
             disconnect: false,
             retry: false,
         },
+    }
+}
+
+/// Between failed connection attempts: 5s, doubling per failure up to
+/// 5m20s (`retryAfter`, retryIncrement 5s, retryMaxSteps 7).
+pub fn retry_after(failed_attempts: u32) -> GoDuration {
+    if failed_attempts == 0 {
+        return GoDuration::ZERO;
+    }
+    GoDuration::from_secs(5 << (failed_attempts.min(7) - 1))
+}
+
+/// How long opening a worker's watch may take before the attempt counts
+/// as failed: 1m, doubling per failed attempt, at most 10m
+/// (`establishBackoff.WaitTime(failedAttempts + 1)`).
+pub fn establish_timeout(failed_attempts: u32) -> GoDuration {
+    let minutes = 1i64 << failed_attempts.min(4);
+    GoDuration::from_mins(minutes.min(10))
+}
+
+/// One worker's reconnection state (`failedConnAttempts`,
+/// `retryConnNextAttempt`), kept by the shell between looks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconnect {
+    pub failed_attempts: u32,
+    /// No attempt before this instant (Unix nanoseconds).
+    pub next_attempt: Option<i64>,
+}
+
+/// What to do with the worker's client on a look at its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Same configuration, still connected: nothing.
+    UpToDate,
+    /// Disconnected, and the backoff has not passed: look again after
+    /// this long ([`Connection::Deferred`]).
+    Wait(GoDuration),
+    /// Build the client and open its watches, then report
+    /// [`Reconnect::failed`] or [`Reconnect::connected`].
+    Attempt,
+}
+
+impl Reconnect {
+    /// `updateConfigAndRefreshWatchers` up to the attempt: a changed
+    /// configuration starts the count again.
+    pub fn plan(&mut self, config_changed: bool, connected: bool, now: i64) -> Plan {
+        if !config_changed && connected {
+            return Plan::UpToDate;
+        }
+        if config_changed {
+            *self = Reconnect::default();
+        }
+        if !connected {
+            let until = self.next_attempt.map_or(0, |next| next - now);
+            if until > 0 {
+                return Plan::Wait(GoDuration(until));
+            }
+        }
+        Plan::Attempt
+    }
+
+    /// The attempt failed: one more failure, and the wait before the next
+    /// (the look's requeue).
+    pub fn failed(&mut self, now: i64) -> GoDuration {
+        self.failed_attempts += 1;
+        let d = retry_after(self.failed_attempts);
+        self.next_attempt = Some(now + d.as_nanos());
+        d
+    }
+
+    /// A watch was still being opened by an earlier attempt: try again
+    /// in 5s without counting a failure.
+    pub fn deferred(&mut self, now: i64) -> GoDuration {
+        let d = retry_after(1);
+        self.next_attempt = Some(now + d.as_nanos());
+        d
+    }
+
+    /// Connected: the count starts again.
+    pub fn connected(&mut self) {
+        *self = Reconnect::default();
     }
 }
 
@@ -654,6 +738,109 @@ mod tests {
         assert!(warns_deprecated_path(&path, false));
         assert!(!warns_deprecated_path(&path, true));
         assert!(!warns_deprecated_path(&secret, false));
+    }
+
+    /// TestReconnectBackoff (multikueuecluster_test.go), its four cases:
+    /// a worker whose watch always fails, looked at again after each
+    /// advance of the clock; per step, whether a client was built, the
+    /// failed attempts and the requeue.
+    #[test]
+    fn reconnect_backoff_upstream_cases() {
+        const S: i64 = 1_000_000_000;
+        type Step = (i64, bool, u32, i64);
+        let cases: [(&str, &[Step]); 4] = [
+            (
+                "double reconcile within backoff window does not advance attempts",
+                &[(0, true, 1, 5), (0, false, 1, 5), (2, false, 1, 3)],
+            ),
+            (
+                "backoff progresses once window elapses",
+                &[(0, true, 1, 5), (5, true, 2, 10), (10, true, 3, 20)],
+            ),
+            (
+                "deferred reconciles between failures do not consume backoff slots",
+                &[
+                    (0, true, 1, 5),
+                    (0, false, 1, 5),
+                    (5, true, 2, 10),
+                    (0, false, 2, 10),
+                    (10, true, 3, 20),
+                ],
+            ),
+            (
+                "backoff saturates at retryMaxSteps",
+                &[
+                    (0, true, 1, 5),
+                    (5, true, 2, 10),
+                    (10, true, 3, 20),
+                    (20, true, 4, 40),
+                    (40, true, 5, 80),
+                    (80, true, 6, 160),
+                    (160, true, 7, 320),
+                    (320, true, 8, 320),
+                ],
+            ),
+        ];
+        for (name, steps) in cases {
+            let mut r = Reconnect::default();
+            let mut now = 1_700_000_000 * S;
+            // The first look finds a configuration the client has not had.
+            let mut changed = true;
+            for (i, &(advance, built, attempts, requeue)) in steps.iter().enumerate() {
+                now += advance * S;
+                let (was_built, wait) = match r.plan(changed, false, now) {
+                    Plan::Attempt => (true, r.failed(now)),
+                    Plan::Wait(d) => (false, d),
+                    Plan::UpToDate => panic!("{name} step {i}: never connected"),
+                };
+                changed = false;
+                assert_eq!(was_built, built, "{name} step {i}: built");
+                assert_eq!(r.failed_attempts, attempts, "{name} step {i}: attempts");
+                assert_eq!(
+                    wait,
+                    GoDuration::from_secs(requeue),
+                    "{name} step {i}: requeue"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_connection_or_a_new_configuration_starts_the_count_again() {
+        let mut r = Reconnect::default();
+        r.failed(0);
+        r.failed(0);
+        assert_eq!(
+            r.plan(false, false, 0),
+            Plan::Wait(GoDuration::from_secs(10))
+        );
+        assert_eq!(r.plan(true, false, 0), Plan::Attempt);
+        assert_eq!(r, Reconnect::default());
+        r.failed(0);
+        r.connected();
+        assert_eq!(r.plan(false, true, 0), Plan::UpToDate);
+        assert_eq!(r.deferred(0), GoDuration::from_secs(5));
+        assert_eq!(r.failed_attempts, 0);
+    }
+
+    /// TestEstablishBackoffSchedule (multikueuecluster_test.go), its six
+    /// cases.
+    #[test]
+    fn establish_backoff_schedule_upstream_cases() {
+        for (name, failed, minutes) in [
+            ("first attempt is initial", 0, 1),
+            ("one failure doubles", 1, 2),
+            ("two failures", 2, 4),
+            ("three failures", 3, 8),
+            ("four failures hits cap", 4, 10),
+            ("many failures stay at cap", 20, 10),
+        ] {
+            assert_eq!(
+                establish_timeout(failed),
+                GoDuration::from_mins(minutes),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! - [`kubeconfig`]: the rules a worker's kubeconfig (from a Secret or a
 //!   path) must follow before the manager uses it.
 //! - [`cluster`]: the `Active` conditions of MultiKueueClusters and of
-//!   the MultiKueue AdmissionChecks.
+//!   the MultiKueue AdmissionChecks, and the backoff between attempts to
+//!   connect to a worker.
 //!
 //! The configuration's `multiKueue` block is read into [`Settings`].
 
