@@ -8,7 +8,8 @@
 //!   whether its MultiKueueConfig names clusters that are active
 //!   (`ACReconciler.Reconcile`);
 //!
-//! and when to try connecting to a worker again ([`Reconnect`]).
+//! and when to try connecting to a worker again ([`Reconnect`]), and since
+//! when a worker is lost ([`Link`]).
 //!
 //! Pure: the shell reads the Secret, the file, the ClusterProfile and the
 //! objects, tries the connection, and passes what it found.
@@ -282,6 +283,36 @@ impl Reconnect {
     /// Connected: the count starts again.
     pub fn connected(&mut self) {
         *self = Reconnect::default();
+    }
+}
+
+/// Whether the manager is connected to a worker and, if not, since when
+/// (`connectionState`): the worker-lost timeout counts from the first
+/// loss, not from the latest failed retry. A client never connected is
+/// lost from its creation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Link {
+    pub connected: bool,
+    /// Unix nanoseconds of the first loss of the current streak.
+    pub lost_since: Option<i64>,
+}
+
+impl Link {
+    /// All watches are up: no loss recorded.
+    pub fn mark_connected(&mut self) {
+        *self = Link {
+            connected: true,
+            lost_since: None,
+        };
+    }
+
+    /// Disconnected at `now`, keeping an earlier loss time; whether it was
+    /// connected until now (the first drop of the streak).
+    pub fn mark_disconnected(&mut self, now: i64) -> bool {
+        let was = self.connected;
+        self.connected = false;
+        self.lost_since.get_or_insert(now);
+        was
     }
 }
 
@@ -821,6 +852,31 @@ mod tests {
         assert_eq!(r.plan(false, true, 0), Plan::UpToDate);
         assert_eq!(r.deferred(0), GoDuration::from_secs(5));
         assert_eq!(r.failed_attempts, 0);
+    }
+
+    /// TestConnectionStateTransitions (multikueuecluster_test.go).
+    #[test]
+    fn connection_state_transitions_upstream_case() {
+        let now = 1_700_000_000_000_000_000;
+        let mut link = Link::default();
+        assert!(!link.mark_disconnected(now), "the initial disconnect");
+        assert!(!link.connected);
+        assert_eq!(
+            link.lost_since,
+            Some(now),
+            "the initial disconnect records now"
+        );
+        // Fully connected: clears the recorded loss.
+        link.mark_connected();
+        assert_eq!((link.connected, link.lost_since), (true, None));
+        // A drop from a connected client records the loss and reports it.
+        assert!(link.mark_disconnected(now));
+        assert_eq!(link.lost_since, Some(now));
+        // A repeated drop reports no transition and keeps the first time.
+        assert!(!link.mark_disconnected(now + 60_000_000_000));
+        assert_eq!(link.lost_since, Some(now));
+        link.mark_connected();
+        assert_eq!((link.connected, link.lost_since), (true, None));
     }
 
     /// TestEstablishBackoffSchedule (multikueuecluster_test.go), its six
