@@ -316,6 +316,49 @@ impl Link {
     }
 }
 
+/// A watch event of the MultiKueueCluster controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterEvent {
+    Create,
+    /// Of a MultiKueueCluster: its generation before and after, and
+    /// whether it is being deleted. (An update of anything else is looked
+    /// at, as in Kueue.)
+    Update {
+        old_generation: i64,
+        new_generation: i64,
+        deleting: bool,
+    },
+    UpdateOther,
+    Delete,
+    Generic,
+}
+
+/// The controller's event filter: a change of spec (the generation) or a
+/// deletion is looked at, a status-only update is not.
+pub fn looks_at(e: ClusterEvent) -> bool {
+    match e {
+        ClusterEvent::Create | ClusterEvent::Delete | ClusterEvent::UpdateOther => true,
+        ClusterEvent::Update {
+            old_generation,
+            new_generation,
+            deleting,
+        } => deleting || old_generation != new_generation,
+        ClusterEvent::Generic => false,
+    }
+}
+
+/// The kubeconfig file a cluster's changes are watched through, when its
+/// `locationType` is Path: the shell watches it (after
+/// [`super::kubeconfig::validate_path`]) from creation, and drops the
+/// watch on deletion or when the cluster stops naming a path.
+pub fn watched_path(spec: &MultiKueueClusterSpec) -> Option<&str> {
+    spec.cluster_source
+        .kube_config
+        .as_ref()
+        .filter(|kc| kc.location_type.as_deref() == Some(location_type::PATH))
+        .map(|kc| kc.location.as_str())
+}
+
 /// The deprecation warning event (type Warning, reason
 /// `DeprecatedPathUsage`) Kueue records on a cluster with `locationType:
 /// Path` while the MultiKueueKubeConfigPathValidation gate is off.
@@ -852,6 +895,89 @@ mod tests {
         assert_eq!(r.plan(false, true, 0), Plan::UpToDate);
         assert_eq!(r.deferred(0), GoDuration::from_secs(5));
         assert_eq!(r.failed_attempts, 0);
+    }
+
+    /// TestClustersReconcilerEventFilters (multikueuecluster_test.go), its
+    /// eleven cases (the path and secret variants of create and delete look
+    /// alike here; the file watch they start or stop is `watched_path`).
+    #[test]
+    fn clusters_reconciler_event_filters_upstream_cases() {
+        let update = |old_generation, new_generation, deleting| ClusterEvent::Update {
+            old_generation,
+            new_generation,
+            deleting,
+        };
+        for (name, event, want) in [
+            (
+                "create cluster with secret location triggers reconcile",
+                ClusterEvent::Create,
+                true,
+            ),
+            (
+                "create cluster with path location triggers reconcile",
+                ClusterEvent::Create,
+                true,
+            ),
+            (
+                "update cluster spec change triggers reconcile",
+                update(1, 2, false),
+                true,
+            ),
+            (
+                "update cluster status only change skips reconcile",
+                update(1, 1, false),
+                false,
+            ),
+            (
+                "update cluster deletion timestamp triggers reconcile",
+                update(1, 1, true),
+                true,
+            ),
+            (
+                "update cluster no change skips reconcile",
+                update(1, 1, false),
+                false,
+            ),
+            (
+                "update cluster path location changed to secret triggers reconcile",
+                update(1, 2, false),
+                true,
+            ),
+            (
+                "update non-cluster objects triggers reconcile",
+                ClusterEvent::UpdateOther,
+                true,
+            ),
+            (
+                "delete cluster with secret location triggers reconcile",
+                ClusterEvent::Delete,
+                true,
+            ),
+            (
+                "delete cluster with path location triggers reconcile",
+                ClusterEvent::Delete,
+                true,
+            ),
+            (
+                "generic event does not trigger reconcile",
+                ClusterEvent::Generic,
+                false,
+            ),
+        ] {
+            assert_eq!(looks_at(event), want, "{name}");
+        }
+        use crate::api::kueue::v1beta2::{ClusterSource, KubeConfig};
+        let spec = |t: &str| MultiKueueClusterSpec {
+            cluster_source: ClusterSource {
+                kube_config: Some(KubeConfig {
+                    location: "/tmp/worker1.kubeconfig".into(),
+                    location_type: Some(t.into()),
+                }),
+                cluster_profile_ref: None,
+            },
+        };
+        assert_eq!(watched_path(&spec("Path")), Some("/tmp/worker1.kubeconfig"));
+        assert_eq!(watched_path(&spec("Secret")), None);
     }
 
     /// TestConnectionStateTransitions (multikueuecluster_test.go).
