@@ -79,6 +79,10 @@ pub struct Config {
     /// UsageBasedAdmissionFairSharing`.
     #[serde(default)]
     pub admission_fair_sharing: Option<AdmissionFairSharingConfig>,
+    /// Kueue's `multiKueue`: the MultiKueue manager's garbage collection,
+    /// origin label, worker-lost timeout and dispatcher.
+    #[serde(default)]
+    pub multi_kueue: MultiKueueManagerConfig,
     /// Kueue's `resources`: `deviceClassMappings`, which DRA DeviceClasses
     /// are charged as which quota resource.
     #[serde(default)]
@@ -516,6 +520,137 @@ impl WaitForPodsReadyConfig {
     }
 }
 
+/// Kueue's `MultiKueue` block (`multiKueue`), with its names and Go
+/// durations (`1m`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueManagerConfig {
+    pub gc_interval: Option<String>,
+    pub origin: Option<String>,
+    pub worker_lost_timeout: Option<String>,
+    pub dispatcher_name: Option<String>,
+    #[serde(default)]
+    pub external_frameworks: Vec<ExternalFrameworkConfig>,
+    /// Kept as written: batchgate connects no ClusterProfiles yet.
+    pub cluster_profile: Option<serde_json::Value>,
+    pub incremental_dispatcher_config: Option<IncrementalDispatcherConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExternalFrameworkConfig {
+    /// `kind.version.group`.
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IncrementalDispatcherConfig {
+    pub step_size: Option<i32>,
+}
+
+impl MultiKueueManagerConfig {
+    /// The settings in force: Kueue's defaults (`SetDefaults_Configuration`)
+    /// and validation (`validateMultiKueue`), with its messages. Not
+    /// checked here: that an external framework is none of the built-in
+    /// adapters' kinds, and the ClusterProfile providers.
+    pub fn settings(&self) -> Result<crate::multikueue::Settings, String> {
+        use crate::multikueue::{dispatcher, Settings, DEFAULT_ORIGIN, DEFAULT_STEP_SIZE};
+        const AT: &str = "multiKueue";
+        const NEGATIVE: &str = "must be greater than or equal to 0";
+        let defaults = Settings::default();
+        let mut errs = Vec::new();
+        let mut duration = |field: &str, v: &Option<String>, default: GoDuration| match v {
+            None => default,
+            Some(text) => match GoDuration::parse(text) {
+                Ok(d) if d.as_nanos() < 0 => {
+                    errs.push(format!("{AT}.{field}: Invalid value: {d}: {NEGATIVE}"));
+                    default
+                }
+                Ok(d) => d,
+                Err(e) => {
+                    errs.push(format!("{AT}.{field}: Invalid value: {text:?}: {e}"));
+                    default
+                }
+            },
+        };
+        // An explicit zero is kept: it turns the garbage collector off.
+        let gc_interval = duration("gcInterval", &self.gc_interval, defaults.gc_interval);
+        let worker_lost_timeout = duration(
+            "workerLostTimeout",
+            &self.worker_lost_timeout,
+            defaults.worker_lost_timeout,
+        );
+        // An empty origin is defaulted too; any other must be a label value.
+        let origin = match self.origin.as_deref() {
+            None | Some("") => DEFAULT_ORIGIN.to_string(),
+            Some(o) => o.to_string(),
+        };
+        let problems = crate::admission::kueue::labels::label_value(&origin);
+        if !problems.is_empty() {
+            errs.push(format!(
+                "{AT}.origin: Invalid value: {origin:?}: {}",
+                problems.join(",")
+            ));
+        }
+        let dispatcher_name = self
+            .dispatcher_name
+            .clone()
+            .unwrap_or_else(|| dispatcher::ALL_AT_ONCE.to_string());
+        let incremental = dispatcher_name == dispatcher::INCREMENTAL;
+        let mut step_size = None;
+        if let Some(idc) = &self.incremental_dispatcher_config {
+            let at = format!("{AT}.incrementalDispatcherConfig");
+            if !incremental {
+                // Go prints the struct here; its JSON says the same.
+                let shown = match idc.step_size {
+                    Some(n) => format!("{{\"stepSize\":{n}}}"),
+                    None => "{}".to_string(),
+                };
+                errs.push(format!(
+                    "{at}: Invalid value: {shown}: incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher"
+                ));
+            }
+            if let Some(n) = idc.step_size.filter(|n| *n < 1) {
+                errs.push(format!(
+                    "{at}.stepSize: Invalid value: {n}: must be greater than or equal to 1"
+                ));
+            }
+            step_size = idc.step_size;
+        }
+        // Defaulted only for the incremental dispatcher, as Kueue does.
+        let incremental_step_size = incremental.then(|| step_size.unwrap_or(DEFAULT_STEP_SIZE));
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in self.external_frameworks.iter().enumerate() {
+            let at = format!("{AT}.externalFrameworks[{i}].name");
+            // schema.ParseKindArg: kind, version and a group (dots allowed).
+            if f.name.splitn(3, '.').count() < 3 {
+                errs.push(format!(
+                    "{at}: Invalid value: {:?}: must be in 'kind.version.group' format",
+                    f.name
+                ));
+            } else if !seen.insert(f.name.as_str()) {
+                errs.push(format!("{at}: Duplicate value: {:?}", f.name));
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs.join(", "));
+        }
+        Ok(Settings {
+            gc_interval,
+            origin,
+            worker_lost_timeout,
+            dispatcher_name,
+            incremental_step_size,
+            external_frameworks: self
+                .external_frameworks
+                .iter()
+                .map(|f| f.name.clone())
+                .collect(),
+        })
+    }
+}
+
 /// Kueue's `metrics` configuration, as far as it applies: which of Kueue's
 /// metrics the reconciler reports.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -947,6 +1082,12 @@ impl Config {
                 message,
             })?;
         }
+        cfg.multi_kueue
+            .settings()
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_string(),
+                message,
+            })?;
         cfg.claims().map_err(|message| ConfigError::Invalid {
             path: path.to_string(),
             message,
@@ -978,6 +1119,110 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multikueue_defaults_are_kueues() {
+        let s = Config::parse("c.yaml", "")
+            .unwrap()
+            .multi_kueue
+            .settings()
+            .unwrap();
+        assert_eq!(s, crate::multikueue::Settings::default());
+        assert_eq!(s.gc_interval.to_string(), "1m0s");
+        assert_eq!(s.origin, "multikueue");
+        assert_eq!(s.worker_lost_timeout.to_string(), "15m0s");
+        assert_eq!(
+            s.dispatcher_name,
+            "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+        );
+        assert_eq!(s.incremental_step_size, None);
+        // An empty block, and an empty origin, default the same way.
+        let s = Config::parse("c.yaml", "multiKueue:\n  origin: \"\"\n")
+            .unwrap()
+            .multi_kueue
+            .settings()
+            .unwrap();
+        assert_eq!(s, crate::multikueue::Settings::default());
+    }
+
+    #[test]
+    fn multikueue_settings_as_written() {
+        let cfg = Config::parse(
+            "c.yaml",
+            "multiKueue:
+  gcInterval: 0s
+  origin: manager-a
+  workerLostTimeout: 5m
+  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental
+  externalFrameworks:
+  - name: RayJob.v1.ray.io
+",
+        )
+        .unwrap();
+        let s = cfg.multi_kueue.settings().unwrap();
+        // Zero turns garbage collection off; it is not defaulted.
+        assert_eq!(s.gc_interval, GoDuration::ZERO);
+        assert_eq!(s.origin, "manager-a");
+        assert_eq!(s.worker_lost_timeout, GoDuration::from_mins(5));
+        // The incremental dispatcher's step size defaults to 3.
+        assert_eq!(s.incremental_step_size, Some(3));
+        assert_eq!(s.external_frameworks, ["RayJob.v1.ray.io"]);
+        let s = Config::parse(
+            "c.yaml",
+            "multiKueue:
+  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental
+  incrementalDispatcherConfig:
+    stepSize: 5
+",
+        )
+        .unwrap()
+        .multi_kueue
+        .settings()
+        .unwrap();
+        assert_eq!(s.incremental_step_size, Some(5));
+    }
+
+    #[test]
+    fn multikueue_validation_uses_kueues_messages() {
+        for (text, want) in [
+            (
+                "multiKueue:\n  gcInterval: -1m\n",
+                "multiKueue.gcInterval: Invalid value: -1m0s: must be greater than or equal to 0",
+            ),
+            (
+                "multiKueue:\n  workerLostTimeout: -5s\n",
+                "multiKueue.workerLostTimeout: Invalid value: -5s: must be greater than or equal to 0",
+            ),
+            (
+                "multiKueue:\n  workerLostTimeout: soon\n",
+                "multiKueue.workerLostTimeout: Invalid value: \"soon\": time: invalid duration \"soon\"",
+            ),
+            (
+                "multiKueue:\n  origin: not a label\n",
+                "multiKueue.origin: Invalid value: \"not a label\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+            ),
+            (
+                "multiKueue:\n  incrementalDispatcherConfig:\n    stepSize: 2\n",
+                "multiKueue.incrementalDispatcherConfig: Invalid value: {\"stepSize\":2}: incrementalDispatcherConfig is only valid when dispatcherName is set to the incremental dispatcher",
+            ),
+            (
+                "multiKueue:\n  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental\n  incrementalDispatcherConfig:\n    stepSize: 0\n",
+                "multiKueue.incrementalDispatcherConfig.stepSize: Invalid value: 0: must be greater than or equal to 1",
+            ),
+            (
+                "multiKueue:\n  externalFrameworks:\n  - name: RayJob\n",
+                "multiKueue.externalFrameworks[0].name: Invalid value: \"RayJob\": must be in 'kind.version.group' format",
+            ),
+            (
+                "multiKueue:\n  externalFrameworks:\n  - name: A.v1.x.io\n  - name: A.v1.x.io\n",
+                "multiKueue.externalFrameworks[1].name: Duplicate value: \"A.v1.x.io\"",
+            ),
+        ] {
+            let err = Config::parse("c.yaml", text).unwrap_err().to_string();
+            assert_eq!(err, format!("c.yaml: {want}"), "{text}");
+        }
+        assert!(Config::parse("c.yaml", "multiKueue:\n  gcIntervall: 1m\n").is_err());
+    }
 
     #[test]
     fn appwrapper_settings_use_upstreams_names() {

@@ -38,7 +38,7 @@ const CORE: &[&str] = &[
     "certs",      // certificate making and rotation decisions
     "devices",    // claim matching and scoring
     "jobs",       // the job framework: policies, job -> Workload
-    "multikueue", // MultiKueue: the manager's dispatch decision
+    "multikueue", // MultiKueue: worker kubeconfig rules, cluster and check conditions, dispatch
     "prescale",   // cron, primer schedules, the wait-until instant
     "queueing",   // the quota engine and the visibility API computed from it
     "config",     // the configuration file, read into each room's settings

@@ -22,11 +22,16 @@ use serde_json::{json, Value};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The upstream files, by the kind they define.
-const FIXTURES: [(&str, &str); 10] = [
+const FIXTURES: [(&str, &str); 12] = [
     ("AdmissionCheck", "kueue.x-k8s.io_admissionchecks.yaml"),
     ("ClusterQueue", "kueue.x-k8s.io_clusterqueues.yaml"),
     ("Cohort", "kueue.x-k8s.io_cohorts.yaml"),
     ("LocalQueue", "kueue.x-k8s.io_localqueues.yaml"),
+    (
+        "MultiKueueCluster",
+        "kueue.x-k8s.io_multikueueclusters.yaml",
+    ),
+    ("MultiKueueConfig", "kueue.x-k8s.io_multikueueconfigs.yaml"),
     (
         "ProvisioningRequestConfig",
         "kueue.x-k8s.io_provisioningrequestconfigs.yaml",

@@ -18,8 +18,8 @@ use std::{
 use batchgate::api::{
     crd,
     kueue::v1beta2::{
-        ClusterQueue, ClusterQueueSpec, Cohort, LocalQueue, ResourceFlavor, ResourceFlavorSpec,
-        Topology, Workload, WorkloadPriorityClass,
+        ClusterQueue, ClusterQueueSpec, Cohort, LocalQueue, MultiKueueCluster, MultiKueueConfig,
+        ResourceFlavor, ResourceFlavorSpec, Topology, Workload, WorkloadPriorityClass,
     },
 };
 use batchgate_localcluster::{shared, LocalCluster};
@@ -137,11 +137,16 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
         let v1 = version(&g.crd, "v1beta1");
         assert_eq!(v1["served"], true, "{kind}");
         assert_eq!(v1["storage"], false, "{kind}");
-        assert_eq!(v1["deprecated"], true, "{kind}");
-        assert_eq!(
-            v1["deprecationWarning"],
-            "This version is deprecated. Use v1beta2 instead."
-        );
+        if kind == "MultiKueueConfig" {
+            // Kueue v0.19.2 does not mark this one deprecated.
+            assert!(v1.get("deprecated").is_none(), "{kind}");
+        } else {
+            assert_eq!(v1["deprecated"], true, "{kind}");
+            assert_eq!(
+                v1["deprecationWarning"],
+                "This version is deprecated. Use v1beta2 instead."
+            );
+        }
         let conversion = &g.crd["spec"]["conversion"];
         if crd::CONVERTED_KINDS.contains(&kind.as_str()) {
             assert_eq!(
@@ -178,6 +183,14 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
                     Some(json!(["key"]))
                 );
             }
+            if kind == "MultiKueueConfig" {
+                // v1beta2 alone has quotaManagement and keeps the order
+                // of the clusters (a rule checks they are unique).
+                let clusters = at(&v1["schema"]["openAPIV3Schema"], "spec.clusters");
+                assert_eq!(clusters["x-kubernetes-list-type"], "set");
+                assert!(at(&v2["schema"]["openAPIV3Schema"], "spec.quotaManagement").is_object());
+                continue;
+            }
             if kind == "AdmissionCheck" {
                 // v1beta1 keeps the deprecated retryDelayMinutes (default
                 // 15) and bounds fewer strings, as Kueue v0.19.2's CRD.
@@ -192,6 +205,16 @@ fn v1beta1_is_served_deprecated_and_converted_by_the_webhook() {
         }
     }
     let v1 = |kind: &str| version(&generated(kind), "v1beta1")["schema"]["openAPIV3Schema"].clone();
+    // v1beta1 MultiKueueClusters keep the kubeconfig at the top of the spec.
+    let mkc = v1("MultiKueueCluster");
+    assert_eq!(at(&mkc, "spec")["required"], json!(["kubeConfig"]));
+    assert_eq!(
+        at(&mkc, "spec.kubeConfig")["required"],
+        json!(["location", "locationType"])
+    );
+    assert!(mkc["properties"]["spec"]["properties"]
+        .get("clusterSource")
+        .is_none());
     let cq = v1("ClusterQueue");
     assert!(at(&cq, "spec.cohort").is_object());
     assert!(cq["properties"]["spec"]["properties"]
@@ -275,7 +298,11 @@ fn schema(kind: &str) -> Value {
         assert_eq!(names, ["v1beta1", "v1beta2"], "{kind}");
         assert_eq!(versions[0]["served"], true);
         assert_eq!(versions[0]["storage"], false);
-        assert_eq!(versions[0]["deprecated"], true);
+        assert_eq!(
+            versions[0]["deprecated"].as_bool().unwrap_or(false),
+            kind != "MultiKueueConfig",
+            "{kind}"
+        );
     } else {
         assert_eq!(versions.len(), 1, "{kind}: one version");
     }
@@ -373,6 +400,20 @@ fn names_scope_subresources_and_columns_are_kueues() {
             false,
         ),
         ("Topology", "topologies", "Cluster", &["topo"][..], false),
+        (
+            "MultiKueueCluster",
+            "multikueueclusters",
+            "Cluster",
+            &["mkc"][..],
+            true,
+        ),
+        (
+            "MultiKueueConfig",
+            "multikueueconfigs",
+            "Cluster",
+            &["mkconf"][..],
+            false,
+        ),
     ];
     // Kueue's kinds, the AppWrapper (below), the PreScaledCronJob and the
     // device kinds.
@@ -465,6 +506,18 @@ fn names_scope_subresources_and_columns_are_kueues() {
     );
     assert!(columns("ResourceFlavor").is_empty());
     assert!(columns("Topology").is_empty());
+    assert_eq!(
+        columns("MultiKueueCluster"),
+        own(&[
+            (
+                "Connected",
+                ".status.conditions[?(@.type=='Active')].status",
+                0
+            ),
+            ("Age", ".metadata.creationTimestamp", 0),
+        ])
+    );
+    assert!(columns("MultiKueueConfig").is_empty());
     assert!(columns("Cohort").is_empty());
 }
 
@@ -651,6 +704,30 @@ fn cluster_queue_schema_has_kueues_defaults_enums_limits_and_rules() {
 
 #[test]
 fn other_kinds_have_kueues_rules_and_limits() {
+    let mkc = schema("MultiKueueCluster");
+    assert_eq!(at(&mkc, "spec")["required"], json!(["clusterSource"]));
+    assert_eq!(
+        messages(&at(&mkc, "spec.clusterSource")),
+        ["exactly one of the fields in [kubeConfig clusterProfileRef] must be set"]
+    );
+    let kc = at(&mkc, "spec.clusterSource.kubeConfig");
+    assert_eq!(kc["required"], json!(["location"]));
+    assert_eq!(at(&kc, "locationType")["default"], "Secret");
+    assert_eq!(at(&kc, "locationType")["enum"], json!(["Secret", "Path"]));
+    assert_eq!(at(&kc, "location")["maxLength"], 256);
+    assert_eq!(at(&mkc, "status.conditions")["maxItems"], 16);
+    let mkconf = schema("MultiKueueConfig");
+    let clusters = at(&mkconf, "spec.clusters");
+    assert_eq!(
+        (clusters["minItems"].clone(), clusters["maxItems"].clone()),
+        (json!(1), json!(20))
+    );
+    assert_eq!(messages(&clusters), ["must be unique"]);
+    assert_eq!(
+        at(&mkconf, "spec.quotaManagement")["enum"],
+        json!(["Manual", "Automated"])
+    );
+
     let lq = schema("LocalQueue");
     assert_eq!(
         rules(&at(&lq, "spec.clusterQueue")),
@@ -876,6 +953,8 @@ fn round_trip_any(v: &Value) {
         "WorkloadPriorityClass" => _ = round_trip::<WorkloadPriorityClass>(v),
         "Cohort" => _ = round_trip::<Cohort>(v),
         "Topology" => _ = round_trip::<Topology>(v),
+        "MultiKueueCluster" => _ = round_trip::<MultiKueueCluster>(v),
+        "MultiKueueConfig" => _ = round_trip::<MultiKueueConfig>(v),
         other => panic!("no Rust type for {other}"),
     }
 }
@@ -903,6 +982,8 @@ fn documented_samples_read_into_the_types_and_write_back_unchanged() {
         "WorkloadPriorityClass",
         "Cohort",
         "Topology",
+        "MultiKueueCluster",
+        "MultiKueueConfig",
     ] {
         assert!(kinds.contains(&kind), "no {kind} sample");
     }
@@ -975,6 +1056,14 @@ fn a_spec_less_object_reads_as_the_default_spec() {
 
 #[test]
 fn statuses_round_trip() {
+    round_trip_any(&json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+        "metadata": {"name": "worker1", "generation": 1},
+        "spec": {"clusterSource": {"kubeConfig": {"location": "/etc/multikueue/kubeconfigs/w1", "locationType": "Path"}}},
+        "status": {"conditions": [{"type": "Active", "status": "False", "reason": "BadKubeConfig",
+            "message": "load client config failed: kubeconfig path must not be empty",
+            "observedGeneration": 1, "lastTransitionTime": "2026-01-02T03:04:05Z"}]}
+    }));
     round_trip_any(&json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
         "metadata": {"name": "job-sample-job-1a2b3", "namespace": "team-a", "uid": "7e1c",
@@ -1065,10 +1154,12 @@ fn cluster() -> &'static LocalCluster {
     shared()
 }
 
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 9] = [
     "clusterqueues",
     "cohorts",
     "localqueues",
+    "multikueueclusters",
+    "multikueueconfigs",
     "resourceflavors",
     "topologies",
     "workloadpriorityclasses",
@@ -1198,6 +1289,12 @@ fn kubectl_prints_kueues_columns_under_kueues_names() {
     assert!(row(&wpc, "sample-priority").contains("10000"), "{wpc}");
     let cohorts = kubectl_eventually(&["get", "cohorts"], None);
     row(&cohorts, "team-ab");
+    // No controller sets Active here, so Connected is empty.
+    let mkc = kubectl_eventually(&["get", "mkc"], None);
+    assert_eq!(headers(&mkc), ["NAME", "CONNECTED", "AGE"], "{mkc}");
+    row(&mkc, "multikueue-test-worker1");
+    let mkconf = kubectl_eventually(&["get", "mkconf"], None);
+    row(&mkconf, "multikueue-test");
 }
 
 #[test]
@@ -1279,6 +1376,16 @@ fn topology(levels: &[&str]) -> Value {
            "metadata": {"name": "invalid"}, "spec": {"levels": levels}})
 }
 
+fn multikueue_cluster(spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+           "metadata": {"name": "invalid"}, "spec": spec})
+}
+
+fn multikueue_config(spec: Value) -> Value {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+           "metadata": {"name": "invalid"}, "spec": spec})
+}
+
 fn workload(spec: Value) -> Value {
     json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
            "metadata": {"name": "invalid", "namespace": "team-a"}, "spec": spec})
@@ -1349,6 +1456,28 @@ fn cel_rules_and_limits_reject_what_kueue_rejects_with_its_messages() {
             "spec.levels: Invalid value: must be unique",
         ),
         (topology(&[]), "spec.levels: Invalid value: 0: spec.levels in body should have at least 1 items"),
+        (
+            multikueue_cluster(json!({"clusterSource": {
+                "kubeConfig": {"location": "w1"}, "clusterProfileRef": {"name": "w1"}}})),
+            "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+        ),
+        (
+            multikueue_cluster(json!({"clusterSource": {}})),
+            "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
+        ),
+        (
+            multikueue_cluster(json!({"clusterSource": {
+                "kubeConfig": {"location": "w1", "locationType": "File"}}})),
+            "spec.clusterSource.kubeConfig.locationType: Unsupported value: \"File\"",
+        ),
+        (
+            multikueue_config(json!({"clusters": ["w1", "w1"]})),
+            "spec.clusters: Invalid value: \"array\": must be unique",
+        ),
+        (
+            multikueue_config(json!({"clusters": []})),
+            "spec.clusters: Invalid value: 0: spec.clusters in body should have at least 1 items",
+        ),
         (topology(&["rack"; 17]), "spec.levels: Too many: 17: must have at most 16 items"),
         (topology(&["-rack"]), "spec.levels[0].nodeLabel in body should match"),
         (

@@ -268,6 +268,28 @@ fn rbac_covers_the_topology_finalizer() {
     }
 }
 
+/// Kueue's MultiKueue admission check reads MultiKueueConfigs and the
+/// MultiKueueClusters they name, and each cluster's `Active` condition is
+/// written through the status subresource.
+#[test]
+fn rbac_covers_multikueue() {
+    let grants = cluster_role_grants();
+    for resource in ["multikueueclusters", "multikueueconfigs"] {
+        for verb in ["get", "list", "watch"] {
+            assert!(
+                grants("kueue.x-k8s.io", resource, verb),
+                "manifests/rbac.yaml does not grant {verb} on {resource}.kueue.x-k8s.io"
+            );
+        }
+    }
+    for verb in ["get", "update", "patch"] {
+        assert!(
+            grants("kueue.x-k8s.io", "multikueueclusters/status", verb),
+            "manifests/rbac.yaml does not grant {verb} on multikueueclusters/status"
+        );
+    }
+}
+
 /// The shipped Deployment's memory limit holds what the shipped
 /// configuration lets the server buffer: the body budget, every connection
 /// slot full, and the baseline (`Limits::memory_bound`). Raising
@@ -317,7 +339,7 @@ fn deployment_memory_limit_covers_the_body_budget_and_the_connection_cap() {
 }
 
 /// With self-managed certificates batchgate keeps the conversion caBundle
-/// of the four converted CRDs current: the ClusterRole grants get and patch
+/// of the five converted CRDs current: the ClusterRole grants get and patch
 /// on exactly those CRDs.
 #[test]
 fn rbac_covers_the_conversion_ca_bundle() {

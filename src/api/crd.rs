@@ -28,7 +28,8 @@ use crate::api::{
         self,
         v1beta2::{
             workload_root_validation_rules, AdmissionCheck, ClusterQueue, Cohort, LocalQueue,
-            ProvisioningRequestConfig, ResourceFlavor, Topology, Workload, WorkloadPriorityClass,
+            MultiKueueCluster, MultiKueueConfig, ProvisioningRequestConfig, ResourceFlavor,
+            Topology, Workload, WorkloadPriorityClass,
         },
     },
     prescale::PreScaledCronJob,
@@ -73,16 +74,23 @@ impl Default for Conversion {
 /// The Kueue kinds whose versions differ, converted by the webhook (as
 /// upstream registers it). Upstream registers none for the others
 /// (ResourceFlavor, Topology, WorkloadPriorityClass, AdmissionCheck,
-/// ProvisioningRequestConfig): the apiserver converts them itself
-/// (strategy `None`).
-pub const CONVERTED_KINDS: [&str; 4] = ["ClusterQueue", "Cohort", "LocalQueue", "Workload"];
+/// ProvisioningRequestConfig, MultiKueueConfig): the apiserver converts
+/// them itself (strategy `None`).
+pub const CONVERTED_KINDS: [&str; 5] = [
+    "ClusterQueue",
+    "Cohort",
+    "LocalQueue",
+    "MultiKueueCluster",
+    "Workload",
+];
 
 /// The names of their CRDs (whose conversion `caBundle` batchgate keeps
 /// current when it manages its certificates).
-pub const CONVERTED_CRDS: [&str; 4] = [
+pub const CONVERTED_CRDS: [&str; 5] = [
     "clusterqueues.kueue.x-k8s.io",
     "cohorts.kueue.x-k8s.io",
     "localqueues.kueue.x-k8s.io",
+    "multikueueclusters.kueue.x-k8s.io",
     "workloads.kueue.x-k8s.io",
 ];
 
@@ -113,6 +121,8 @@ pub fn kueue_with(conv: &Conversion) -> Vec<Generated> {
         finish(ClusterQueue::crd()),
         finish(Cohort::crd()),
         finish(LocalQueue::crd()),
+        finish(MultiKueueCluster::crd()),
+        finish(MultiKueueConfig::crd()),
         finish(ProvisioningRequestConfig::crd()),
         finish(ResourceFlavor::crd()),
         finish(Topology::crd()),

@@ -40,14 +40,12 @@ use crate::{
 
 /// The label every object MultiKueue creates on a worker carries: the
 /// manager's origin, so its garbage collector and ownership checks find it.
-pub const ORIGIN_LABEL: &str = "kueue.x-k8s.io/multikueue-origin";
+pub use crate::api::kueue::v1beta2::MULTIKUEUE_ORIGIN_LABEL as ORIGIN_LABEL;
 
-/// `Configuration.multiKueue.dispatcherName` values Kueue knows.
-pub const ALL_AT_ONCE: &str = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once";
-pub const INCREMENTAL: &str = "kueue.x-k8s.io/multikueue-dispatcher-incremental";
+use super::dispatcher::{ALL_AT_ONCE, INCREMENTAL};
 
 /// The incremental dispatcher's defaults: workers per round, round length.
-pub const DEFAULT_STEP_SIZE: usize = 3;
+pub const DEFAULT_STEP_SIZE: usize = super::DEFAULT_STEP_SIZE as usize;
 pub const DEFAULT_ROUND_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// How soon to look again when the local job is still suspended and the

@@ -6,8 +6,9 @@
 //! Pure: `(operation, old object, new object) -> field errors`, with
 //! upstream's field paths and apimachinery's wording, so a denial reads as
 //! Kueue's (`admission webhook "vclusterqueue.kb.io" denied the request:
-//! ...`). LocalQueue, WorkloadPriorityClass and Topology have no webhook
-//! validation upstream (their rules are CEL in the CRD), so none here either.
+//! ...`). LocalQueue, WorkloadPriorityClass, Topology, MultiKueueCluster and
+//! MultiKueueConfig have no webhook validation upstream (their rules are in
+//! the CRD), so none here either.
 
 pub mod cluster_queue;
 pub mod labels;

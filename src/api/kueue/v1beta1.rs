@@ -196,6 +196,34 @@ pub struct TopologyDomainAssignment {
     pub count: i32,
 }
 
+/// v1beta1's MultiKueueCluster spec: the kubeconfig at the top of the
+/// spec (v1beta2 moved it into `clusterSource`), and the ClusterProfile
+/// reference kept only so a v1beta2 object read as v1beta1 loses nothing.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MultiKueueClusterSpec {
+    /// kubeConfig is information on how to connect to the cluster.
+    pub kube_config: KubeConfig,
+
+    /// clusterProfileRef is the reference to the ClusterProfile object
+    /// used to connect to the cluster. Only there to keep a v1beta2
+    /// object's reference; it has no effect in v1beta1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_profile_ref: Option<super::v1beta2::ClusterProfileReference>,
+}
+
+/// v1beta1's kubeconfig reference: both fields required, no length limits.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeConfig {
+    /// With locationType Secret, the name of a Secret in the manager's
+    /// namespace (key `kubeconfig`); with Path, a file path.
+    pub location: String,
+    /// Secret (the default) or Path.
+    #[schemars(extend("enum" = ["Secret", "Path"], "default" = "Secret"))]
+    pub location_type: String,
+}
+
 /// The schema of `T`, generated as the CRD derive generates it.
 fn schema_of<T: JsonSchema>() -> Value {
     let generator = schemars::generate::SchemaSettings::openapi3()
@@ -262,8 +290,17 @@ pub fn version(kind: &str, v1beta2: &Value) -> Value {
         "ClusterQueue" => cluster_queue(root),
         "Cohort" => fair_sharing_status(root),
         "LocalQueue" => local_queue(root),
+        "MultiKueueCluster" => multikueue_cluster(root),
+        "MultiKueueConfig" => multikueue_config(root),
         "Workload" => workload(root),
         _ => {}
+    }
+    if kind == "MultiKueueConfig" {
+        // Upstream marks v1beta1 deprecated on every kind but this one.
+        if let Some(o) = v.as_object_mut() {
+            o.remove("deprecated");
+            o.remove("deprecationWarning");
+        }
     }
     if kind == "ClusterQueue" {
         for col in v["additionalPrinterColumns"]
@@ -344,6 +381,13 @@ const V1BETA2_ONLY_LIMITS: &[(&str, &str, &[&str])] = &[
         &["x-kubernetes-list-type"],
     ),
     ("LocalQueue", "status.conditions", &["maxItems"]),
+    ("MultiKueueCluster", "status.conditions", &["maxItems"]),
+    (
+        "MultiKueueConfig",
+        "spec.clusters",
+        &["x-kubernetes-validations"],
+    ),
+    ("MultiKueueConfig", "spec.clusters[]", &["maxLength"]),
     ("WorkloadPriorityClass", "description", &["maxLength"]),
     (
         "Workload",
@@ -485,6 +529,25 @@ fn cluster_queue(root: &mut Value) {
         );
     }
     fair_sharing_status(root);
+}
+
+/// v1beta1 MultiKueueClusters name their kubeconfig at the top of the
+/// spec; v1beta2's `clusterSource` is not there.
+fn multikueue_cluster(root: &mut Value) {
+    if let Some(spec) = root.pointer_mut("/properties/spec") {
+        *spec = schema_of::<MultiKueueClusterSpec>();
+    }
+}
+
+/// v1beta1 MultiKueueConfigs have no `quotaManagement`, and their clusters
+/// are a set (v1beta2: an ordered list whose uniqueness a rule checks).
+fn multikueue_config(root: &mut Value) {
+    if let Some(spec) = props(root, &["spec"]) {
+        spec.remove("quotaManagement");
+    }
+    if let Some(clusters) = root.pointer_mut("/properties/spec/properties/clusters") {
+        clusters["x-kubernetes-list-type"] = json!("set");
+    }
 }
 
 fn local_queue(root: &mut Value) {

@@ -31,10 +31,11 @@ pub const V1BETA2: &str = "kueue.x-k8s.io/v1beta2";
 pub const STASH_ANNOTATION: &str = "batchgate.dev/conversion-data";
 
 /// The kinds that are converted (every Kueue kind batchgate serves).
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 7] = [
     "ClusterQueue",
     "Cohort",
     "LocalQueue",
+    "MultiKueueCluster",
     "ResourceFlavor",
     "Workload",
     "WorkloadPriorityClass",
@@ -45,7 +46,7 @@ pub const KINDS: [&str; 6] = [
 pub enum ConversionError {
     #[error("{object}: apiVersion {api_version:?} cannot be converted; batchgate converts between kueue.x-k8s.io/v1beta1 and kueue.x-k8s.io/v1beta2")]
     Version { object: String, api_version: String },
-    #[error("{object}: kind {kind:?} is not converted; batchgate converts ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Workload and WorkloadPriorityClass")]
+    #[error("{object}: kind {kind:?} is not converted; batchgate converts ClusterQueue, Cohort, LocalQueue, MultiKueueCluster, ResourceFlavor, Workload and WorkloadPriorityClass")]
     Kind { object: String, kind: String },
     #[error("{object}: {field}: {problem}")]
     Field {
@@ -335,6 +336,7 @@ fn units(kind: &str, obj: &Value) -> Vec<Unit> {
             }
             u
         }
+        "MultiKueueCluster" => vec![cluster_source()],
         // ResourceFlavor, WorkloadPriorityClass: the same schema in both.
         _ => Vec::new(),
     }
@@ -390,6 +392,55 @@ fn fungibility(field: &'static str, old: &'static str) -> Unit {
             })])
         }),
         down: Box::new(identity),
+        same: equal,
+    }
+}
+
+/// v1beta1 `spec.kubeConfig` and `spec.clusterProfileRef` ⇄ v1beta2
+/// `spec.clusterSource`, as Kueue's MultiKueueCluster conversion: a
+/// kubeconfig with an empty location is not carried up, and one v1beta2
+/// lacks comes down as Go's zero value (both fields empty), since v1beta1
+/// always writes it.
+fn cluster_source() -> Unit {
+    fn object(v: &Option<Value>, at: &str) -> Result<Option<Map<String, Value>>, Problem> {
+        match v {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m.clone())),
+            Some(_) => Err(Problem {
+                at: at.into(),
+                problem: "must be an object".into(),
+            }),
+        }
+    }
+    Unit {
+        v1beta1: vec!["/spec/kubeConfig".into(), "/spec/clusterProfileRef".into()],
+        v1beta2: vec!["/spec/clusterSource".into()],
+        up: Box::new(|x| {
+            let mut source = Map::new();
+            if let Some(mut kc) = object(&x[0], "/spec/kubeConfig")? {
+                let location = kc.get("location").and_then(Value::as_str).unwrap_or("");
+                if !location.is_empty() {
+                    // Go's omitempty drops an empty locationType.
+                    if kc.get("locationType").and_then(Value::as_str) == Some("") {
+                        kc.remove("locationType");
+                    }
+                    source.insert("kubeConfig".into(), Value::Object(kc));
+                }
+            }
+            if let Some(r) = &x[1] {
+                source.insert("clusterProfileRef".into(), r.clone());
+            }
+            // Go's omitzero leaves an empty source out.
+            Ok(vec![(!source.is_empty()).then_some(Value::Object(source))])
+        }),
+        down: Box::new(|y| {
+            let source = object(&y[0], "/spec/clusterSource")?.unwrap_or_default();
+            let kc = source
+                .get("kubeConfig")
+                .cloned()
+                .unwrap_or_else(|| json!({"location": "", "locationType": ""}));
+            Ok(vec![Some(kc), source.get("clusterProfileRef").cloned()])
+        }),
         same: equal,
     }
 }

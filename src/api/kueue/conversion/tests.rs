@@ -36,6 +36,48 @@ fn cluster_queue_renames_and_maps_as_kueue() {
 }
 
 #[test]
+fn multikueue_cluster_source_moves_as_kueue_moves_it() {
+    let mkc = |api: &str, spec: Value| json!({"apiVersion": api, "kind": "MultiKueueCluster", "metadata": {"name": "w"}, "spec": spec});
+    let v1 = mkc(
+        V1BETA1,
+        json!({"kubeConfig": {"location": "worker1", "locationType": "Secret"}}),
+    );
+    let v2 = convert(v1.clone(), V1BETA2).unwrap();
+    assert_eq!(
+        v2["spec"],
+        json!({"clusterSource": {"kubeConfig": {"location": "worker1", "locationType": "Secret"}}})
+    );
+    assert!(v2["metadata"].get("annotations").is_none(), "{v2}");
+    assert_eq!(convert(v2, V1BETA1).unwrap(), v1);
+
+    // A ClusterProfile comes down beside Go's zero kubeconfig, and goes up
+    // without it.
+    let v2 = mkc(
+        V1BETA2,
+        json!({"clusterSource": {"clusterProfileRef": {"name": "worker1"}}}),
+    );
+    let v1 = convert(v2.clone(), V1BETA1).unwrap();
+    assert_eq!(
+        v1["spec"],
+        json!({"kubeConfig": {"location": "", "locationType": ""},
+               "clusterProfileRef": {"name": "worker1"}})
+    );
+    assert!(v1["metadata"].get("annotations").is_none(), "{v1}");
+    assert_eq!(convert(v1, V1BETA2).unwrap(), v2);
+
+    // Go's omitempty drops an empty locationType on the way up (outputs
+    // checked against a Go run of upstream's ConvertTo/ConvertFrom).
+    let v1 = mkc(
+        V1BETA1,
+        json!({"kubeConfig": {"location": "w", "locationType": ""}}),
+    );
+    assert_eq!(
+        convert(v1, V1BETA2).unwrap()["spec"],
+        json!({"clusterSource": {"kubeConfig": {"location": "w"}}})
+    );
+}
+
+#[test]
 fn a_client_change_wins_over_the_stash() {
     let v1 = cq(V1BETA1, json!({"admissionChecks": ["prov"]}));
     let mut v2 = convert(v1, V1BETA2).unwrap();
@@ -553,9 +595,64 @@ fn workload(v1: bool) -> impl Strategy<Value = Value> {
         )
 }
 
+/// MultiKueueClusters as each version requires them: v1beta1 with its
+/// kubeconfig (the location possibly empty, as a v1beta2 object with a
+/// ClusterProfile comes down), v1beta2 with its cluster source.
+fn multikueue_cluster(v1: bool) -> impl Strategy<Value = Value> {
+    let kube_config = (
+        prop_oneof![Just(String::new()), name()],
+        prop_oneof![Just("Secret"), Just("Path")],
+        unknown(),
+    )
+        .prop_map(|(location, kind, extra)| {
+            object(
+                vec![
+                    ("location", Some(json!(location))),
+                    ("locationType", Some(json!(kind))),
+                ],
+                extra,
+            )
+        });
+    let profile = proptest::option::of(name().prop_map(|n| json!({"name": n})));
+    (
+        metadata(false),
+        kube_config,
+        proptest::option::of(Just(())),
+        profile,
+        unknown(),
+        unknown(),
+    )
+        .prop_map(move |(meta, kc, with_kc, profile, extra, source_extra)| {
+            let spec = if v1 {
+                object(
+                    vec![("kubeConfig", Some(kc)), ("clusterProfileRef", profile)],
+                    extra,
+                )
+            } else {
+                let kc = with_kc.map(|_| kc).filter(|kc| kc["location"] != "");
+                let source = object(
+                    vec![("kubeConfig", kc), ("clusterProfileRef", profile)],
+                    source_extra,
+                );
+                object(vec![("clusterSource", Some(source))], extra)
+            };
+            let status = json!({"conditions": [{"type": "Active", "status": "True",
+                "reason": "Active", "message": "Connected",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+            root(
+                if v1 { V1BETA1 } else { V1BETA2 },
+                "MultiKueueCluster",
+                meta,
+                Some(spec),
+                Some(status),
+            )
+        })
+}
+
 fn any_kind(v1: bool) -> impl Strategy<Value = Value> {
     prop_oneof![
         cluster_queue(v1).boxed(),
+        multikueue_cluster(v1).boxed(),
         cohort(v1).boxed(),
         local_queue(v1).boxed(),
         plain("ResourceFlavor", v1).boxed(),

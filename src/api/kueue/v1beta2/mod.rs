@@ -1,6 +1,7 @@
 //! `kueue.x-k8s.io/v1beta2`: ClusterQueue, LocalQueue, ResourceFlavor,
 //! Workload, WorkloadPriorityClass, Cohort, AdmissionCheck,
-//! ProvisioningRequestConfig and Topology.
+//! ProvisioningRequestConfig, Topology, MultiKueueCluster and
+//! MultiKueueConfig.
 //!
 //! Conventions, so objects written by upstream tools round-trip exactly:
 //!
@@ -47,6 +48,7 @@ mod admission_check;
 mod cluster_queue;
 mod cohort;
 mod local_queue;
+mod multikueue;
 mod provisioning_request_config;
 mod resource_flavor;
 mod topology;
@@ -57,6 +59,7 @@ pub use admission_check::*;
 pub use cluster_queue::*;
 pub use cohort::*;
 pub use local_queue::*;
+pub use multikueue::*;
 pub use provisioning_request_config::*;
 pub use resource_flavor::*;
 pub use topology::*;
