@@ -629,6 +629,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 // Validated when the file was read.
                 cfg.appwrapper.operator().unwrap_or_default(),
                 metrics.prescale.clone(),
+                cfg.namespace().to_string(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -74,10 +74,16 @@ const UNCHECKED_CARGO: &[(&str, &str)] = &[
 ];
 
 /// Files named in commands that are the reader's own, not this repository's.
-const READERS_FILES: &[(&str, &str)] = &[(
-    "my-v1beta1-queues.yaml",
-    "the reader's own v1beta1 manifests",
-)];
+const READERS_FILES: &[(&str, &str)] = &[
+    (
+        "my-v1beta1-queues.yaml",
+        "the reader's own v1beta1 manifests",
+    ),
+    (
+        "worker1-registration.yaml",
+        "the reader's copy of the MultiKueue manifests shown above it",
+    ),
+];
 
 /// Link targets written on another branch, not here yet: a link to one is
 /// checked once the file exists (remove the entry then).

@@ -9,6 +9,8 @@ mod support;
 mod admission_checks;
 #[path = "e2e_queueing/fair_sharing.rs"]
 mod fair_sharing;
+#[path = "e2e_queueing/multikueue.rs"]
+mod multikueue;
 #[path = "e2e_queueing/provisioning.rs"]
 mod provisioning;
 

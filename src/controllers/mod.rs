@@ -48,6 +48,7 @@ pub mod events;
 pub mod fault;
 pub mod jobs;
 pub mod lease;
+pub mod multikueue;
 pub mod node_failure;
 pub mod pod_owners;
 pub mod pods;
@@ -89,6 +90,7 @@ pub async fn run(
     claims: crate::queueing::claims::Settings,
     aw_config: crate::appwrapper::config::OperatorConfig,
     prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
+    namespace: String,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -105,6 +107,7 @@ pub async fn run(
         admission_fair_sharing,
         claims,
         aw_config,
+        namespace,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -128,6 +131,7 @@ async fn reconcilers(
     admission_fair_sharing: Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     claims: crate::queueing::claims::Settings,
     aw_config: crate::appwrapper::config::OperatorConfig,
+    namespace: String,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
@@ -147,6 +151,7 @@ async fn reconcilers(
     tokio::spawn(provisioning::run(shared.clone()));
     tokio::spawn(topology_gate::run(shared.clone()));
     tokio::spawn(node_failure::run(shared.clone()));
+    tokio::spawn(multikueue::run(shared.clone(), namespace));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,
