@@ -1472,7 +1472,7 @@ fn cel_rules_and_limits_reject_what_kueue_rejects_with_its_messages() {
         ),
         (
             multikueue_config(json!({"clusters": ["w1", "w1"]})),
-            "spec.clusters: Invalid value: \"array\": must be unique",
+            "spec.clusters: Invalid value: must be unique",
         ),
         (
             multikueue_config(json!({"clusters": []})),

@@ -225,9 +225,15 @@ fn the_tour_works_as_printed_and_every_example_applies() {
             }
         }
     });
-    let tour = rx
-        .recv_timeout(Duration::from_secs(300))
-        .expect("batchgate dev printed no tour within 5 min");
+    let tour = match rx.recv_timeout(Duration::from_secs(300)) {
+        Ok(t) => t,
+        Err(e) => {
+            // What batchgate dev said before it stopped (or was stopped).
+            drop(dev);
+            let stderr = err_reader.join().unwrap_or_default();
+            panic!("batchgate dev printed no tour within 5 min ({e}); its stderr:\n{stderr}");
+        }
+    };
     let up = started.elapsed();
     let (setup, steps) = parse_tour(&tour);
     let titles: Vec<&str> = steps.iter().map(|s| s.title.as_str()).collect();
