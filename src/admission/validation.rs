@@ -632,17 +632,7 @@ pub fn dns1123_subdomain(v: &str) -> Result<(), String> {
     if v.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());
     }
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        !b.is_empty()
-            && b[0].is_ascii_alphanumeric()
-            && !b[0].is_ascii_uppercase()
-            && b[b.len() - 1].is_ascii_alphanumeric()
-            && !b[b.len() - 1].is_ascii_uppercase()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-    };
-    if !v.split('.').all(label_ok) {
+    if !crate::vocabulary::names::is_subdomain_format(v) {
         errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
     }
     if errs.is_empty() {

@@ -412,7 +412,9 @@ pub fn admission_pod_set_infos(
                 info.labels
                     .insert(keys::LOCAL_QUEUE_LABEL.into(), queue.to_string());
             }
-            if is_dns1123_label(&cq) {
+            // Kueue labels pods with the ClusterQueue's name only when it
+            // is a DNS-1123 label.
+            if crate::vocabulary::names::is_dns1123_label(&cq) {
                 info.labels
                     .insert(keys::CLUSTER_QUEUE_LABEL.into(), cq.clone());
             }
@@ -469,18 +471,6 @@ pub fn admission_pod_set_infos(
         })
         .collect::<Vec<_>>()
         .into()
-}
-
-/// apimachinery's `IsDNS1123Label`: Kueue only labels pods with the
-/// ClusterQueue name when it is one.
-fn is_dns1123_label(v: &str) -> bool {
-    let b = v.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// The node a Workload's allocation pins a pod set to

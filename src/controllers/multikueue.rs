@@ -400,15 +400,8 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
         },
         |name| match clusters.get(&kube::runtime::reflector::ObjectRef::new(name)) {
             None => ClusterState::Missing,
-            Some(c) => {
-                let active = Conditions::of(c.status.as_ref().and_then(|s| s.conditions.as_ref()))
-                    .is_true(MULTIKUEUE_CLUSTER_ACTIVE);
-                if active {
-                    ClusterState::Active
-                } else {
-                    ClusterState::Inactive
-                }
-            }
+            Some(c) if c.is_active() => ClusterState::Active,
+            Some(_) => ClusterState::Inactive,
         },
     ) else {
         return Ok(Action::await_change());

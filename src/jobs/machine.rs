@@ -329,10 +329,7 @@ fn decide(
         .status
         .as_ref()
         .map_or(Progress::Running, |s| s.progress(job));
-    let stop = |message: &str| Write::PatchJob {
-        ops: workload::suspend_patch(policy, job),
-        event: Some(Note::normal("Stopped", message)),
-    };
+    let stop = |message: &str| stop_job(policy, job, message);
 
     let Some(wl) = wl else {
         if progress != Progress::Running {
@@ -794,6 +791,17 @@ fn finish(
     Write::WorkloadStatus(finished_status(wl, conds, reason, message, now))
 }
 
+/// The job suspended, and told why (Kueue's `stopJob`: event `Stopped`).
+fn stop_job(policy: &Policy, job: &Value, message: &str) -> Write {
+    Write::PatchJob {
+        ops: workload::suspend_patch(policy, job),
+        event: Some(Note::normal("Stopped", message)),
+    }
+}
+
+/// Kueue's stop message for a job whose prebuilt Workload is not its to use.
+const MISSING_WORKLOAD: &str = "missing workload";
+
 /// Kueue's `handleJobWithNoWorkload` for a job naming a prebuilt Workload
 /// that is not there (or not its to use): a running job is stopped
 /// ("missing workload"); then it waits for the Workload, whose creation
@@ -802,7 +810,7 @@ fn prebuilt_missing(suspended: bool, stop: impl Fn(&str) -> Write) -> Step {
     if suspended {
         Step::wait(Vec::new())
     } else {
-        Step::wait(vec![stop("missing workload")])
+        Step::wait(vec![stop(MISSING_WORKLOAD)])
     }
 }
 
@@ -901,10 +909,7 @@ fn prebuilt_out_of_sync(
         facts.now,
     )];
     if !suspended {
-        writes.push(Write::PatchJob {
-            ops: workload::suspend_patch(policy, job),
-            event: Some(Note::normal("Stopped", "missing workload")),
-        });
+        writes.push(stop_job(policy, job, MISSING_WORKLOAD));
     }
     Ok(Some(Step::wait(writes)))
 }

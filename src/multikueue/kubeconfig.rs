@@ -377,7 +377,7 @@ pub fn validate(kubeconfig: &[u8]) -> Result<(), KubeconfigError> {
 fn is_valid_hostname(server: &str) -> bool {
     let host = url_host(server).unwrap_or_default();
     let host = split_host_port(host).unwrap_or(host);
-    host.parse::<std::net::IpAddr>().is_ok() || is_dns1123_subdomain(host)
+    host.parse::<std::net::IpAddr>().is_ok() || crate::vocabulary::names::is_dns1123_subdomain(host)
 }
 
 /// The authority's host part of `scheme://[userinfo@]host[:port][/...]`.
@@ -409,19 +409,6 @@ fn split_host_port(hostport: &str) -> Option<&str> {
     let colon = hostport.rfind(':')?;
     let host = &hostport[..colon];
     (!host.contains(':')).then_some(host)
-}
-
-/// `validation.IsDNS1123Subdomain` as a yes or no.
-fn is_dns1123_subdomain(v: &str) -> bool {
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        !b.is_empty()
-            && edge(&b[0])
-            && edge(&b[b.len() - 1])
-            && b.iter().all(|c| edge(c) || *c == b'-')
-    };
-    !v.is_empty() && v.len() <= 253 && v.split('.').all(label_ok)
 }
 
 /// The directory a `locationType: Path` kubeconfig must be under when

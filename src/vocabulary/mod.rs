@@ -10,10 +10,12 @@
 //! - [`go`]: Go's `strconv` parsing and quoting.
 //! - [`duration`]: Go's `time.Duration`.
 //! - [`quantity`]: apimachinery's `resource.Quantity`.
+//! - [`names`]: apimachinery's DNS-1123 name formats.
 
 pub mod duration;
 pub mod go;
 pub mod keys;
+pub mod names;
 pub mod patch;
 pub mod pointer;
 pub mod quantity;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::Violation;
+use crate::vocabulary::names;
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -64,15 +65,7 @@ pub fn dns1123_subdomain(v: &str) -> Vec<String> {
     if v.len() > 253 {
         errs.push(max_len_error(253));
     }
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        !b.is_empty()
-            && edge(&b[0])
-            && edge(&b[b.len() - 1])
-            && b.iter().all(|c| edge(c) || *c == b'-')
-    };
-    if !v.split('.').all(label_ok) {
+    if !names::is_subdomain_format(v) {
         errs.push(regex_error(
             DNS1123_SUBDOMAIN_MSG,
             DNS1123_SUBDOMAIN_FMT,
@@ -88,13 +81,7 @@ pub fn dns1123_label(v: &str) -> Vec<String> {
     if v.len() > 63 {
         errs.push(max_len_error(63));
     }
-    let b = v.as_bytes();
-    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    let ok = !b.is_empty()
-        && edge(&b[0])
-        && edge(&b[b.len() - 1])
-        && b.iter().all(|c| edge(c) || *c == b'-');
-    if !ok {
+    if !names::is_label_format(v) {
         errs.push(regex_error(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
             "[a-z0-9]([-a-z0-9]*[a-z0-9])?",
