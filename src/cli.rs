@@ -630,6 +630,8 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 cfg.appwrapper.operator().unwrap_or_default(),
                 metrics.prescale.clone(),
                 cfg.namespace().to_string(),
+                // Validated when the file was read.
+                cfg.multi_kueue.settings().unwrap_or_default(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

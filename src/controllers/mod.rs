@@ -91,6 +91,7 @@ pub async fn run(
     aw_config: crate::appwrapper::config::OperatorConfig,
     prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
     namespace: String,
+    multikueue: crate::multikueue::Settings,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -108,6 +109,7 @@ pub async fn run(
         claims,
         aw_config,
         namespace,
+        multikueue,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -132,12 +134,13 @@ async fn reconcilers(
     claims: crate::queueing::claims::Settings,
     aw_config: crate::appwrapper::config::OperatorConfig,
     namespace: String,
+    multikueue: crate::multikueue::Settings,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
         client.clone(),
         positions,
-        metrics,
+        metrics.clone(),
         queueing::Settings {
             readiness: readiness.clone(),
             fair: fair_sharing,
@@ -151,7 +154,13 @@ async fn reconcilers(
     tokio::spawn(provisioning::run(shared.clone()));
     tokio::spawn(topology_gate::run(shared.clone()));
     tokio::spawn(node_failure::run(shared.clone()));
-    tokio::spawn(multikueue::run(shared.clone(), namespace));
+    tokio::spawn(multikueue::run(
+        shared.clone(),
+        namespace,
+        multikueue,
+        policies.clone(),
+        metrics,
+    ));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
     let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
     // Kinds held by a scheduling gate (pods) have their own reconciler,

@@ -454,7 +454,15 @@ fn decide(
         if let Some(s) = restore(policy, job, &recorded_pod_sets(wl)) {
             return Ok(s);
         }
-        if policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
+        // A job MultiKueue runs on a worker has no pods here: its status is
+        // a mirror, stale once the worker is lost (Kueue would wait on it
+        // for good); the worker's copy goes once the quota here does.
+        let dispatched = policy
+            .managed_by
+            .as_ref()
+            .and_then(|p| job.pointer(p.as_str()))
+            .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER);
+        if !dispatched && policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
             // Pods are still stopping; their quota is not free yet.
             return Ok(Step::after(Vec::new(), Duration::from_millis(500)));
         }

@@ -490,6 +490,8 @@ struct PolicyFile {
     runtime_ref: Option<RuntimeRef>,
     #[serde(default)]
     admission_patch: Option<AdmissionPatch>,
+    #[serde(default)]
+    multi_kueue: MultiKueueRule,
 }
 
 fn yes() -> bool {
@@ -694,6 +696,34 @@ pub enum UpdateRules {
     /// The update rules and the topology annotations only (Kueue's generic
     /// webhook: the Kubeflow training kinds, AppWrapper).
     UpdateOnly,
+}
+
+/// How MultiKueue copies a job to a worker and its status back, beyond
+/// what the rest of the policy says (`managedBy` is removed from the copy,
+/// the whole `status` is mirrored, the status rule's condition types end
+/// it). A kind with `managedBy` is dispatched; its defaults are Kueue's
+/// generic adapter.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MultiKueueRule {
+    /// Fields removed from the worker's copy (one the worker's apiserver
+    /// generates, like a Job's selector).
+    #[serde(default)]
+    pub cleared: Vec<Pointer>,
+    /// Where the pod template's labels are, and the keys there that the
+    /// kind's own controller wrote on the manager (they would clash).
+    #[serde(default)]
+    pub template_labels: Option<Pointer>,
+    #[serde(default)]
+    pub owned_template_labels: Vec<String>,
+    /// A condition set True on a suspended local job whose remote one runs,
+    /// for the apiserver's status validation.
+    #[serde(default)]
+    pub suspended_condition: Option<String>,
+    /// The status copy waits while the local job is still suspended and the
+    /// remote one runs (a start time copied early freezes the local spec).
+    #[serde(default)]
+    pub defer_status: bool,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -1054,6 +1084,8 @@ pub struct Policy {
     pub runtime_ref: Option<RuntimeRef>,
     /// Where an admission's pod set infos go instead of the templates.
     pub admission_patch: Option<AdmissionPatch>,
+    /// How MultiKueue copies the kind (used when `managed_by` is set).
+    pub multi_kueue: MultiKueueRule,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -1171,6 +1203,7 @@ impl Policy {
             update_rules: raw.update_rules,
             runtime_ref: raw.runtime_ref,
             admission_patch: raw.admission_patch,
+            multi_kueue: raw.multi_kueue,
             source: file.to_string(),
         })
     }

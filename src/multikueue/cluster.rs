@@ -298,6 +298,17 @@ pub struct Link {
 }
 
 impl Link {
+    /// The link as the dispatch decision sees it.
+    pub fn dispatch(&self) -> super::dispatch::Link {
+        if self.connected {
+            return super::dispatch::Link::Connected;
+        }
+        let since = self
+            .lost_since
+            .and_then(|n| k8s_openapi::jiff::Timestamp::from_nanosecond(i128::from(n)).ok());
+        super::dispatch::Link::Lost(since.map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time))
+    }
+
     /// All watches are up: no loss recorded.
     pub fn mark_connected(&mut self) {
         *self = Link {

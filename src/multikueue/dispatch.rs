@@ -71,51 +71,50 @@ const ELASTIC_ENABLED: &str = "true";
 const MAX_CONDITION_MESSAGE: usize = 32 * 1024;
 const MAX_EVENT_MESSAGE: usize = 1024;
 
-/// What MultiKueue needs to know about a job kind, as data.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What MultiKueue needs to know about a job kind, as data: read from the
+/// kind's policy ([`JobKind::from_policy`]), so a kind with `managedBy`
+/// needs no code to be dispatched.
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobKind {
-    pub api_version: &'static str,
-    pub kind: &'static str,
+    pub api_version: String,
+    pub kind: String,
+    /// The kind's plural resource name (for the shell's clients).
+    pub resource: String,
     /// Where the kind names its controller: must be MultiKueue's on the
     /// manager, and is removed on the worker so the worker's controller runs
     /// the job.
-    pub managed_by: &'static str,
+    pub managed_by: String,
     /// Other fields removed from the worker's copy (e.g. a selector the
     /// worker's apiserver generates).
-    pub cleared: &'static [&'static str],
+    pub cleared: Vec<String>,
     /// The pod template's labels, and the keys the kind's controller owns
     /// there (they would clash with the worker's own).
-    pub template_labels: &'static str,
-    pub owned_template_labels: &'static [&'static str],
+    pub template_labels: Option<String>,
+    pub owned_template_labels: Vec<String>,
     /// Where `suspend` is.
-    pub suspend: &'static str,
+    pub suspend: String,
     /// Where the status is that is copied from the worker's job.
-    pub status: &'static str,
+    pub status: String,
     /// `status.conditions` types that, True, mean the job finished.
-    pub finished_conditions: &'static [&'static str],
+    pub finished_conditions: Vec<String>,
     /// A condition set True on a suspended local job whose remote runs, for
     /// the apiserver's validation (the batch/v1 Job's `Suspended`).
-    pub suspended_condition: Option<&'static str>,
+    pub suspended_condition: Option<String>,
+    /// The status copy waits while the local job is suspended and the
+    /// remote one runs (Kueue's Job adapter; the others copy at once).
+    pub defer_status: bool,
 }
 
-/// The batch/v1 Job (Kueue's `job_multikueue_adapter.go`).
-pub const BATCH_JOB: JobKind = JobKind {
-    api_version: "batch/v1",
-    kind: "Job",
-    managed_by: "/spec/managedBy",
-    cleared: &["/spec/selector"],
-    template_labels: "/spec/template/metadata/labels",
-    // The Job controller's labels but for `batch.kubernetes.io/job-name`.
-    owned_template_labels: &[
-        "job-name",
-        "controller-uid",
-        "batch.kubernetes.io/controller-uid",
-    ],
-    suspend: "/spec/suspend",
-    status: "/status",
-    finished_conditions: &["Complete", "Failed"],
-    suspended_condition: Some("Suspended"),
-};
+/// The batch/v1 Job, from its embedded policy (Kueue's
+/// `job_multikueue_adapter.go`).
+pub static BATCH_JOB: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
+    let policies = crate::jobs::policy::PolicySet::embedded().expect("embedded policies parse");
+    let job = policies
+        .iter()
+        .find(|p| p.target.group == "batch" && p.target.kind == "Job")
+        .and_then(|p| JobKind::from_policy(p));
+    job.expect("the batch/v1 Job policy has managedBy")
+});
 
 /// What the adapter's `SyncJob` decides for the job on the admitting worker.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,22 +128,58 @@ pub enum JobSync {
 }
 
 impl JobKind {
+    /// The adapter of a policy's kind: any kind whose policy says where
+    /// `managedBy` is, but a kind queued through its pods or held by a
+    /// scheduling gate (Kueue has no MultiKueue adapter for those).
+    pub fn from_policy(p: &crate::jobs::policy::Policy) -> Option<JobKind> {
+        let managed_by = p.managed_by.as_ref()?;
+        if p.gate.is_some() || p.pod_owner.is_some() {
+            return None;
+        }
+        let status = p.status.as_ref();
+        let finished = status
+            .map(|s| s.succeeded.iter().chain(&s.failed).cloned().collect())
+            .unwrap_or_default();
+        let rule = &p.multi_kueue;
+        Some(JobKind {
+            api_version: p.target.api_version(),
+            kind: p.target.kind.clone(),
+            resource: p.target.resource.clone(),
+            managed_by: managed_by.as_str().to_string(),
+            cleared: rule
+                .cleared
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            template_labels: rule
+                .template_labels
+                .as_ref()
+                .map(|t| t.as_str().to_string()),
+            owned_template_labels: rule.owned_template_labels.clone(),
+            suspend: p.suspend.as_str().to_string(),
+            status: "/status".into(),
+            finished_conditions: finished,
+            suspended_condition: rule.suspended_condition.clone(),
+            defer_status: rule.defer_status,
+        })
+    }
+
     /// Kueue's adapter key: `schema.GroupVersionKind.String()`.
     fn gvk(&self) -> String {
-        gvk_string(self.api_version, self.kind)
+        gvk_string(&self.api_version, &self.kind)
     }
 
     /// Kueue's `IsJobManagedByKueue`: `None` when the job names MultiKueue
     /// as its controller, else why not.
     pub fn unmanaged_reason(&self, job: &Value) -> Option<String> {
         let managed_by = job
-            .pointer(self.managed_by)
+            .pointer(&self.managed_by)
             .and_then(Value::as_str)
             .unwrap_or_default();
         (managed_by != keys::MULTIKUEUE_CONTROLLER).then(|| {
             format!(
                 "Expecting {} to be {} not {}",
-                field_name(self.managed_by),
+                field_name(&self.managed_by),
                 go_quote(keys::MULTIKUEUE_CONTROLLER),
                 go_quote(managed_by)
             )
@@ -172,7 +207,7 @@ impl JobKind {
         };
         let (status, deferred) = self.status_update(local, remote, now);
         let current = local
-            .pointer(self.status)
+            .pointer(&self.status)
             .cloned()
             .unwrap_or_else(|| json!({}));
         if status == current {
@@ -190,24 +225,25 @@ impl JobKind {
     /// copy waits for the local job to start.
     pub fn status_update(&self, local: &Value, remote: &Value, now: &Time) -> (Value, bool) {
         let remote_status = remote
-            .pointer(self.status)
+            .pointer(&self.status)
             .cloned()
             .unwrap_or_else(|| json!({}));
-        if !is_true_at(local, self.suspend)
-            || is_true_at(remote, self.suspend)
+        if !self.defer_status
+            || !is_true_at(local, &self.suspend)
+            || is_true_at(remote, &self.suspend)
             || self
                 .finished_conditions
                 .iter()
-                .any(|t| job_condition_true(remote, self.status, t))
+                .any(|t| job_condition_true(remote, &self.status, t))
         {
             return (remote_status, false);
         }
         let mut status = local
-            .pointer(self.status)
+            .pointer(&self.status)
             .cloned()
             .unwrap_or_else(|| json!({}));
-        if let Some(ty) = self.suspended_condition {
-            if !job_condition_true(local, self.status, ty) {
+        if let Some(ty) = self.suspended_condition.as_deref() {
+            if !job_condition_true(local, &self.status, ty) {
                 let cond = json!({
                     "type": ty,
                     "status": "True",
@@ -270,13 +306,14 @@ impl JobKind {
             "metadata": metadata,
             "spec": local["spec"].clone(),
         });
-        remove_at(&mut job, self.managed_by);
-        for p in self.cleared {
+        remove_at(&mut job, &self.managed_by);
+        for p in &self.cleared {
             remove_at(&mut job, p);
         }
-        if let Some(Value::Object(l)) = job.pointer_mut(self.template_labels) {
-            for key in self.owned_template_labels {
-                l.remove(*key);
+        let labels = self.template_labels.as_deref();
+        if let Some(Value::Object(l)) = labels.and_then(|t| job.pointer_mut(t)) {
+            for key in &self.owned_template_labels {
+                l.remove(key);
             }
         }
         job
@@ -635,6 +672,15 @@ enum Owner<'k> {
     None,
 }
 
+/// The local job a Workload belongs to, when a kind in `kinds` handles
+/// it: its kind and name (what the shell reads before a [`step`]).
+pub fn local_job<'k>(wl: &api::Workload, kinds: &'k [JobKind]) -> Option<(&'k JobKind, String)> {
+    match owner(wl, kinds) {
+        Owner::Kind(kind, name) => Some((kind, name)),
+        _ => None,
+    }
+}
+
 /// Kueue's `wlReconciler.adapter`: the job-owner annotations (a Workload
 /// of a multi-workload owner), else the controller, else the first owner.
 fn owner<'k>(wl: &api::Workload, kinds: &'k [JobKind]) -> Owner<'k> {
@@ -843,11 +889,25 @@ impl<'a> Pass<'a, '_> {
         }
     }
 
-    /// The connected copy with `ty` True that got there first.
+    /// The connected copy with `ty` True that got there first. Once the
+    /// Workload has a `clusterName`, only that worker's copy counts: a copy
+    /// left on a worker that was lost and came back (its Workload since
+    /// requeued and run elsewhere) is stale, and would otherwise win by
+    /// being older and have the running one deleted (Kueue's
+    /// `bestMatchByCondition` does not look at the name).
     fn first_with(&self, ty: &str) -> Option<(usize, Condition)> {
+        let chosen = self
+            .f
+            .local
+            .status
+            .as_ref()
+            .and_then(|s| s.cluster_name.as_deref());
         let mut best: Option<(usize, Condition)> = None;
         for (i, copy) in self.copies.iter().enumerate() {
             if !self.workers()[i].connected() {
+                continue;
+            }
+            if chosen.is_some_and(|c| c != self.workers()[i].name) {
                 continue;
             }
             let Some(c) = copy.and_then(|wl| conditions(wl).get(ty).cloned()) else {

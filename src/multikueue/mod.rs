@@ -10,11 +10,13 @@
 //! - [`dispatch`]: the manager's decision for one Workload: which workers
 //!   get a copy, which copy is kept, the job created there, the status
 //!   mirrored back.
+//! - [`gc`]: which of a worker's objects the garbage collector removes.
 //!
 //! The configuration's `multiKueue` block is read into [`Settings`].
 
 pub mod cluster;
 pub mod dispatch;
+pub mod gc;
 pub mod kubeconfig;
 
 use crate::vocabulary::duration::GoDuration;

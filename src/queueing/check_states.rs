@@ -230,6 +230,12 @@ fn evicted(
     }
     s["admissionChecks"] = json!(checks::reset_on_eviction(states, now));
     s["schedulingStats"] = json!({"evictions": evictions});
+    // The MultiKueue worker it was dispatched to is forgotten: it is
+    // dispatched afresh (Kueue's `resetClusterNomination`).
+    if status.cluster_name.is_some() || status.nominated_cluster_names.is_some() {
+        s["clusterName"] = Value::Null;
+        s["nominatedClusterNames"] = Value::Null;
+    }
     s
 }
 

@@ -1,6 +1,7 @@
-//! MultiKueue on the manager, the part built so far: a MultiKueueCluster
+//! MultiKueue's connections on the manager: a MultiKueueCluster
 //! is connected to a real second control plane (a worker started here,
-//! with no nodes: nothing runs on it yet) from the kubeconfig its Secret
+//! with no nodes; the dispatch is `tests/e2e_multikueue.rs`'s) from the
+//! kubeconfig its Secret
 //! holds, and its `Active` condition says so in Kueue's words; a
 //! kubeconfig that breaks Kueue's rules, and a Secret that is missing, are
 //! told with Kueue's reasons and the cluster connects once the Secret
@@ -17,46 +18,6 @@ use batchgate_localcluster::{ClusterOptions, LocalCluster};
 use serde_json::{json, Value};
 
 use super::support::queueing::*;
-
-/// `kubectl config view --raw --flatten --minify` of the worker: its
-/// admin kubeconfig with the CA and client certificate embedded, as Kueue
-/// requires (no file paths).
-fn embedded_kubeconfig(worker: &LocalCluster) -> String {
-    let out = std::process::Command::new("kubectl")
-        .args([
-            "config",
-            "view",
-            "--raw",
-            "--flatten",
-            "--minify",
-            "--kubeconfig",
-        ])
-        .arg(worker.kubeconfig())
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A Secret in batchgate's namespace (`default` in the tests) holding
-/// `kubeconfig`.
-fn kubeconfig_secret(name: &str, kubeconfig: &str) -> String {
-    json!({"apiVersion": "v1", "kind": "Secret",
-           "metadata": {"name": name, "namespace": "default"},
-           "stringData": {"kubeconfig": kubeconfig}})
-    .to_string()
-}
-
-fn mk_cluster(name: &str, secret: &str) -> String {
-    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
-           "metadata": {"name": name},
-           "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}})
-    .to_string()
-}
 
 /// The object's `Active` condition once it has `status`, or a panic naming
 /// what was last seen.

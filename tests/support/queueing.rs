@@ -393,3 +393,45 @@ pub fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
             .flatten()
     })
 }
+
+// ---- MultiKueue ----
+
+/// `kubectl config view --raw --flatten --minify` of the worker: its
+/// admin kubeconfig with the CA and client certificate embedded, as Kueue
+/// requires (no file paths).
+pub fn embedded_kubeconfig(worker: &LocalCluster) -> String {
+    let out = std::process::Command::new("kubectl")
+        .args([
+            "config",
+            "view",
+            "--raw",
+            "--flatten",
+            "--minify",
+            "--kubeconfig",
+        ])
+        .arg(worker.kubeconfig())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A Secret in batchgate's namespace (`default` in the tests) holding
+/// `kubeconfig`.
+pub fn kubeconfig_secret(name: &str, kubeconfig: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": name, "namespace": "default"},
+           "stringData": {"kubeconfig": kubeconfig}})
+    .to_string()
+}
+
+pub fn mk_cluster(name: &str, secret: &str) -> String {
+    json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueCluster",
+           "metadata": {"name": name},
+           "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}})
+    .to_string()
+}

@@ -124,6 +124,7 @@ pub fn policy() -> &'static Policy {
             update_rules: UpdateRules::UpdateOnly,
             runtime_ref: None,
             admission_patch: None,
+            multi_kueue: Default::default(),
             source: "built in (src/admission/appwrapper)".into(),
         }
     })

@@ -547,15 +547,20 @@ pub(super) fn render(
                 );
             }
             // Kueue's eviction forgets the failed nodes of the placement
-            // it ends.
+            // it ends, and the MultiKueue worker it ran on
+            // (`resetClusterNomination`): it is dispatched afresh.
+            let mut status = json!({
+                "conditions": c.0,
+                "unhealthyNodes": null,
+                "clusterName": null,
+                "nominatedClusterNames": null,
+            });
             if deactivated {
                 // A deactivated Workload's requeue state goes with it
                 // (Kueue's workload controller clears it in the eviction).
-                return Some(
-                    json!({"conditions": c.0, "requeueState": null, "unhealthyNodes": null}),
-                );
+                status["requeueState"] = Value::Null;
             }
-            Some(json!({"conditions": c.0, "unhealthyNodes": null}))
+            Some(status)
         }
         Write::Requeued {
             from,

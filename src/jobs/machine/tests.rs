@@ -429,6 +429,26 @@ fn an_evicted_job_is_stopped_and_only_then_gives_its_quota_back() {
     assert_eq!(st["accumulatedPastExecutionTimeSeconds"], 100);
 }
 
+/// A job MultiKueue runs on a worker (`managedBy:
+/// kueue.x-k8s.io/multikueue`) has no pods here: its mirrored `active`
+/// count does not hold the quota once it is stopped, or a lost worker's
+/// stale status would keep it forever (not Kueue's: it waits on it).
+#[test]
+fn an_evicted_multikueue_job_gives_its_quota_back_despite_its_mirrored_active_count() {
+    let w = World::new("Job");
+    let mut j = job();
+    j["spec"]["managedBy"] = json!("kueue.x-k8s.io/multikueue");
+    let wl = workload_of(&j, evicted("Preempted"));
+    j["status"] = json!({"active": 1});
+    let st = status_of(&w.step(&j, Some(&wl))).clone();
+    assert_eq!(st["admission"], Value::Null);
+    assert_eq!(condition(&st, "QuotaReserved")["status"], "False");
+    // Another controller's job with the same mirror still waits.
+    j["spec"]["managedBy"] = json!("example.com/other");
+    let s = w.step(&j, Some(&wl));
+    assert_eq!(s, Step::after(Vec::new(), Duration::from_millis(500)));
+}
+
 #[test]
 fn an_admitted_job_is_started_with_its_admission() {
     let w = World::new("Job");

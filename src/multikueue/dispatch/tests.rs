@@ -385,7 +385,7 @@ impl Case {
             origin: ORIGIN,
             worker_lost_timeout: LOST_TIMEOUT,
             dispatcher: self.dispatcher.clone(),
-            kinds: &[BATCH_JOB],
+            kinds: std::slice::from_ref(&*BATCH_JOB),
             identifier_annotations: false,
         };
         let step = step(&facts, &settings);
@@ -803,6 +803,36 @@ fn remote_wl_admitted_other_workers_deleted() {
         })
         .collect();
     assert_eq!(kinds, ["delete-workload", "create-job", "local", "event"]);
+}
+
+/// Not upstream's: worker1 was lost, the Workload requeued and admitted
+/// on worker2; worker1 comes back with its old copy, admitted earlier. The
+/// Workload's `clusterName` decides: worker1's stale copy and job are
+/// removed, worker2's job keeps running (Kueue picks the older copy and
+/// deletes the running one).
+#[test]
+fn a_returning_workers_stale_copy_does_not_take_the_workload_back() {
+    let stale = copy()
+        .reserved()
+        .cond_at("Admitted", "Admitted", "", at(-600));
+    let current = admitted_copy();
+    let local = Wl::base()
+        .check("ac1", "Ready", r#"The workload was admitted on "worker2""#)
+        .job_owned()
+        .reserved()
+        .cluster("worker2");
+    let mut c = case(local);
+    c.workers = vec![
+        worker("worker1").wl(stale).job(Job::remote(ORIGIN)),
+        worker("worker2")
+            .wl(current.clone())
+            .job(Job::remote(ORIGIN)),
+    ];
+    let w = c.run();
+    w.wl_is(0, None)
+        .job_is(0, None)
+        .wl_is(1, Some(current))
+        .job_is(1, Some(Job::remote(ORIGIN)));
 }
 
 // workload_test.go, TestWlReconcile: "admitting remote is kept when another worker's remote is out of sync"
@@ -1444,7 +1474,7 @@ fn remote_job_carries_the_prebuilt_name_as_annotation_by_default() {
         origin: ORIGIN,
         worker_lost_timeout: LOST_TIMEOUT,
         dispatcher: Dispatcher::AllAtOnce,
-        kinds: &[BATCH_JOB],
+        kinds: std::slice::from_ref(&*BATCH_JOB),
         identifier_annotations: true,
     };
     let s = step(&facts, &settings);

@@ -199,6 +199,23 @@ fn a_retry_evicts_resets_the_checks_and_gives_a_jobless_workloads_quota_back() {
     );
 }
 
+/// Kueue's `resetClusterNomination`: the MultiKueue worker a Workload ran
+/// on and the nominated ones are forgotten by the eviction, so it is
+/// dispatched afresh; a Workload without them gets no such field.
+#[test]
+fn a_retry_forgets_the_multikueue_worker() {
+    let mut dispatched = reserved("Retry");
+    let st = dispatched.status.as_mut().unwrap();
+    st.cluster_name = Some("worker1".into());
+    st.nominated_cluster_names = Some(vec!["worker1".into()]);
+    let (status, _) = written(step(&dispatched, Some(&cq(true)), &now()));
+    assert_eq!(status["clusterName"], Value::Null);
+    assert_eq!(status["nominatedClusterNames"], Value::Null);
+    assert!(status.as_object().unwrap().contains_key("clusterName"));
+    let (status, _) = written(step(&reserved("Retry"), Some(&cq(true)), &now()));
+    assert!(!status.as_object().unwrap().contains_key("clusterName"));
+}
+
 #[test]
 fn a_retry_of_a_jobs_workload_leaves_the_quota_to_the_job_reconciler() {
     let mut owned = reserved("Retry");

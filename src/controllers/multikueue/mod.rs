@@ -4,14 +4,20 @@
 //! the `Active` condition of every `kueue.x-k8s.io/multikueue`
 //! AdmissionCheck from its MultiKueueConfig's clusters. The decisions are
 //! [`crate::multikueue::cluster`]'s; this module reads, connects and
-//! writes. The dispatch of Workloads to the workers
-//! ([`crate::multikueue::dispatch`]) is not carried out yet.
+//! writes. The Workloads' dispatch to the connected workers and the
+//! garbage collector are [`dispatch`]'s.
 //!
 //! Kueue keeps a watch open on each worker and learns of a loss from it;
 //! here a connected worker is asked for its version every
 //! [`HEALTH_EVERY`], and a failed answer is the loss.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+mod dispatch;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
 
 use futures::StreamExt;
 use k8s_openapi::{
@@ -31,12 +37,15 @@ use tracing::{debug, info};
 use super::context::{params, store, JobError, Shared};
 use crate::{
     api::kueue::v1beta2::{
-        AdmissionCheck, Conditions, MultiKueueCluster, MultiKueueConfig, ADMISSION_CHECK_ACTIVE,
-        MULTIKUEUE_CLUSTER_ACTIVE, MULTIKUEUE_CONTROLLER,
+        AdmissionCheck, Conditions, MultiKueueCluster, MultiKueueConfig, Workload,
+        ADMISSION_CHECK_ACTIVE, MULTIKUEUE_CLUSTER_ACTIVE, MULTIKUEUE_CONTROLLER,
     },
+    jobs::policy::PolicySet,
+    metrics::kueue::KueueMetrics,
     multikueue::{
         cluster::{self, Active, ClusterState, Connection, Link, Load, Plan, Reconnect, Source},
-        kubeconfig,
+        dispatch::JobKind,
+        kubeconfig, Settings,
     },
 };
 
@@ -51,6 +60,8 @@ struct Worker {
     client: Option<Client>,
     reconnect: Reconnect,
     link: Link,
+    /// The client's watches of the worker, while connected.
+    remote: Option<Arc<dispatch::Remote>>,
 }
 
 struct Ctx {
@@ -59,10 +70,30 @@ struct Ctx {
     namespace: String,
     workers: Mutex<BTreeMap<String, Worker>>,
     clusters: Store<MultiKueueCluster>,
+    checks: Store<AdmissionCheck>,
+    configs: Store<MultiKueueConfig>,
+    /// The local Workloads (the dispatch controller's store).
+    locals: Store<Workload>,
+    settings: Settings,
+    /// The kinds dispatched: every policy's that has `managedBy`.
+    kinds: Vec<JobKind>,
+    /// When each Workload's incremental round began.
+    rounds: Mutex<HashMap<(String, String), Time>>,
+    /// Wakes a local Workload (a worker's watch saw its copy or job).
+    wake: futures::channel::mpsc::UnboundedSender<kube::runtime::reflector::ObjectRef<Workload>>,
+    /// Wakes every local Workload (a worker connected or went away).
+    links: futures::channel::mpsc::UnboundedSender<()>,
+    metrics: Arc<KueueMetrics>,
 }
 
 /// Runs until the process ends; starts once the MultiKueue kinds are served.
-pub async fn run(shared: Shared, namespace: String) {
+pub async fn run(
+    shared: Shared,
+    namespace: String,
+    settings: Settings,
+    policies: PolicySet,
+    metrics: Arc<KueueMetrics>,
+) {
     let client = shared.client.clone();
     let api = Api::<MultiKueueCluster>::all(client.clone());
     let mut told = false;
@@ -78,14 +109,38 @@ pub async fn run(shared: Shared, namespace: String) {
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     let clusters = store(api);
+    let checks = store(Api::<AdmissionCheck>::all(client.clone()));
+    let configs = store(Api::<MultiKueueConfig>::all(client.clone()));
     let _ = clusters.wait_until_ready().await;
+    let _ = checks.wait_until_ready().await;
+    let _ = configs.wait_until_ready().await;
+    let workloads = dispatch::workloads(client);
+    let (wake, wakes) = futures::channel::mpsc::unbounded();
+    let (links, linked) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(Ctx {
         shared,
         namespace,
         workers: Mutex::new(BTreeMap::new()),
         clusters,
+        checks,
+        configs,
+        locals: workloads.store(),
+        kinds: policies
+            .iter()
+            .filter_map(|p| JobKind::from_policy(p))
+            .collect(),
+        settings,
+        rounds: Mutex::new(HashMap::new()),
+        wake,
+        links,
+        metrics,
     });
-    tokio::join!(run_clusters(ctx.clone()), run_checks(ctx));
+    tokio::join!(
+        run_clusters(ctx.clone()),
+        run_checks(ctx.clone()),
+        dispatch::run(ctx.clone(), workloads, wakes, linked),
+        dispatch::collect(ctx),
+    );
 }
 
 /// The clusters, again when a Secret in the namespace changes (the one a
@@ -135,7 +190,9 @@ async fn reconcile_cluster(mkc: Arc<MultiKueueCluster>, ctx: Arc<Ctx>) -> Result
     }
     let name = mkc.name_any();
     if mkc.metadata.deletion_timestamp.is_some() {
-        ctx.workers.lock().await.remove(&name);
+        if ctx.workers.lock().await.remove(&name).is_some() {
+            let _ = ctx.links.unbounded_send(());
+        }
         return Ok(Action::await_change());
     }
     let (load, wait) = match read_kubeconfig(&ctx, &mkc).await? {
@@ -153,7 +210,10 @@ async fn reconcile_cluster(mkc: Arc<MultiKueueCluster>, ctx: Arc<Ctx>) -> Result
         let mut workers = ctx.workers.lock().await;
         let w = workers.entry(name.clone()).or_default();
         w.client = None;
-        w.link.mark_disconnected(now_nanos());
+        w.remote = None;
+        if w.link.mark_disconnected(now_nanos()) {
+            let _ = ctx.links.unbounded_send(());
+        }
     }
     if let Some(active) = &step.active {
         write_active(&ctx, &mkc, active).await?;
@@ -216,33 +276,50 @@ async fn connect(ctx: &Ctx, name: &str, bytes: Vec<u8>) -> (Connection, Option<D
         }
         (plan, w.client.clone(), w.reconnect.failed_attempts)
     };
-    let tried = match plan {
+    let (tried, fresh) = match plan {
         Plan::Wait(d) => return (Connection::Deferred, Some(d.to_std())),
         // Still connected: ask it whether it still answers.
         Plan::UpToDate => match client {
-            Some(c) => probe(&c, HEALTH_EVERY).await.map(|()| c),
-            None => Err("no client".into()),
+            Some(c) => (probe(&c, HEALTH_EVERY).await.map(|()| c), false),
+            None => (Err("no client".into()), false),
         },
         Plan::Attempt => {
             let timeout = cluster::establish_timeout(failed).to_std();
-            match client_for(&bytes).await {
+            let tried = match client_for(&bytes).await {
                 Ok(c) => probe(&c, timeout).await.map(|()| c),
                 Err(e) => Err(e),
-            }
+            };
+            (tried, true)
         }
     };
     let mut workers = ctx.workers.lock().await;
     let w = workers.entry(name.to_string()).or_default();
     match tried {
         Ok(c) => {
+            if fresh || w.remote.is_none() {
+                let remote = dispatch::Remote::start(
+                    c.clone(),
+                    &ctx.settings.origin,
+                    ctx.kinds.len(),
+                    ctx.wake.clone(),
+                );
+                w.remote = Some(Arc::new(remote));
+            }
             w.client = Some(c);
             w.reconnect.connected();
+            let was = w.link.connected;
             w.link.mark_connected();
+            if !was {
+                let _ = ctx.links.unbounded_send(());
+            }
             (Connection::Connected, None)
         }
         Err(e) => {
             w.client = None;
-            w.link.mark_disconnected(now);
+            w.remote = None;
+            if w.link.mark_disconnected(now) {
+                let _ = ctx.links.unbounded_send(());
+            }
             let d = w.reconnect.failed(now);
             (Connection::Failed(e), Some(d.to_std()))
         }
@@ -432,6 +509,17 @@ mod tests {
             namespace: "kueue-system".into(),
             workers: Mutex::new(BTreeMap::new()),
             clusters: kube::runtime::reflector::store().0,
+            checks: kube::runtime::reflector::store().0,
+            configs: kube::runtime::reflector::store().0,
+            locals: kube::runtime::reflector::store().0,
+            settings: Settings::default(),
+            kinds: vec![crate::multikueue::dispatch::BATCH_JOB.clone()],
+            rounds: Mutex::new(HashMap::new()),
+            wake: futures::channel::mpsc::unbounded().0,
+            links: futures::channel::mpsc::unbounded().0,
+            metrics: crate::metrics::Metrics::with_kueue(Default::default())
+                .kueue
+                .clone(),
         })
     }
 

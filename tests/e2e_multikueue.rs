@@ -1,0 +1,497 @@
+//! MultiKueue end to end on three local control planes on this machine: a
+//! manager (the binary's shared cluster) and two workers with KWOK nodes,
+//! each with its own batchgate. A Job queued on the manager is handed to
+//! MultiKueue (its `managedBy` defaulted), copied to both workers, kept on
+//! the first that admits it, run there and nowhere else; its status is
+//! mirrored to the manager's Job and its Workload finished there. A job
+//! deleted on the manager has its worker's objects collected, while a
+//! user's own job of the same name on the other worker is left alone. A
+//! worker that stops answering mid-run has its Workload requeued after
+//! `workerLostTimeout` and run on the other; once back, the stale copy and
+//! job there are removed. One scenario in order, sharing the clusters.
+//!
+//! The dispatcher here is AllAtOnce (the default); Incremental and
+//! External are decided by the same pure step, tested with upstream's
+//! tables in `multikueue::dispatch`.
+
+mod support;
+
+use std::time::Duration;
+
+use batchgate_localcluster::{shared, ClusterOptions, LocalCluster};
+use serde_json::{json, Value};
+use support::{
+    e2e::{namespace, wait_webhook_active},
+    queueing::*,
+    Server,
+};
+
+/// Short enough for a test: the garbage collector every 5 s, a lost
+/// worker's Workload requeued after 20 s.
+const MANAGER_CONFIG: &str = "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n";
+const NS: &str = "mk-e2e";
+const ORIGIN: &str = "kueue.x-k8s.io/multikueue-origin";
+
+struct World {
+    manager: &'static LocalCluster,
+    /// The manager's batchgate, to be stopped and started again.
+    server: std::sync::Mutex<Option<Server>>,
+    workers: [(&'static str, &'static LocalCluster); 2],
+}
+
+/// The job kinds' test CRDs (JobSet among them) on a cluster.
+fn kind_crds(c: &LocalCluster) {
+    let file = format!(
+        "{}/tests/fixtures/job-kinds-crds.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = support::e2e::kubectl(c, &["apply", "-f", &file], None);
+    assert!(ok, "{out}{err}");
+    c.wait_established(&["crd/jobsets.jobset.x-k8s.io"], Duration::from_secs(120))
+        .unwrap();
+}
+
+fn world() -> &'static World {
+    static WORLD: std::sync::OnceLock<World> = std::sync::OnceLock::new();
+    WORLD.get_or_init(|| {
+        // The workers start while the manager does.
+        let starting: Vec<_> = ["worker1", "worker2"]
+            .into_iter()
+            .map(|name| {
+                std::thread::spawn(move || {
+                    let c = LocalCluster::start(ClusterOptions::default())
+                        .unwrap_or_else(|e| panic!("{name}'s control plane starts: {e}"));
+                    let c: &'static LocalCluster = Box::leak(Box::new(c));
+                    install_crds(c);
+                    kind_crds(c);
+                    let server = start(c);
+                    wait_webhook_active(c, &namespace(c, "e2e-probe"));
+                    // The server lives as long as the test binary.
+                    std::mem::forget(server);
+                    queue_setup(c, "4", false);
+                    (name, c)
+                })
+            })
+            .collect();
+        let manager = shared();
+        install_crds(manager);
+        kind_crds(manager);
+        let server = start_with(manager, MANAGER_CONFIG);
+        wait_webhook_active(manager, &namespace(manager, "e2e-probe"));
+        let workers: Vec<(&'static str, &'static LocalCluster)> = starting
+            .into_iter()
+            .map(|t| t.join().expect("a worker starts"))
+            .collect();
+        for (name, w) in &workers {
+            create(manager, &kubeconfig_secret(name, &embedded_kubeconfig(w)));
+            create(manager, &mk_cluster(name, name));
+        }
+        create(
+            manager,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "MultiKueueConfig",
+                    "metadata": {"name": "mk-e2e"},
+                    "spec": {"clusters": ["worker1", "worker2"]}})
+            .to_string(),
+        );
+        create(
+            manager,
+            &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "AdmissionCheck",
+                    "metadata": {"name": "mk-e2e"},
+                    "spec": {"controllerName": "kueue.x-k8s.io/multikueue",
+                             "parameters": {"apiGroup": "kueue.x-k8s.io",
+                                            "kind": "MultiKueueConfig", "name": "mk-e2e"}}})
+            .to_string(),
+        );
+        queue_setup(manager, "8", true);
+        wait_for(
+            Duration::from_secs(90),
+            "the MultiKueue check Active",
+            || {
+                get(manager, &["admissioncheck", "mk-e2e"]).filter(|ac| {
+                    condition(ac, "Active")
+                        .is_some_and(|c| c["status"] == "True" && c["reason"] == "Active")
+                })
+            },
+        );
+        World {
+            manager,
+            server: std::sync::Mutex::new(Some(server)),
+            workers: [workers[0], workers[1]],
+        }
+    })
+}
+
+/// A flavor, a ClusterQueue of `cpu` (with the MultiKueue check on the
+/// manager) and the LocalQueue `mk-lq` in [`NS`]: the same names on every
+/// cluster, as MultiKueue needs.
+fn queue_setup(c: &LocalCluster, cpu: &str, manager: bool) {
+    namespace(c, NS);
+    apply(c, &flavor("mk-flavor", json!({})));
+    let checks = if manager {
+        json!({"admissionChecksStrategy": {"admissionChecks": [{"name": "mk-e2e"}]}})
+    } else {
+        json!({})
+    };
+    apply(
+        c,
+        &cluster_queue("mk-cq", &[("mk-flavor", cpu, None)], checks),
+    );
+    apply(c, &local_queue(NS, "mk-lq", "mk-cq"));
+}
+
+fn mk_check(wl: &Value) -> Option<&Value> {
+    wl["status"]["admissionChecks"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == "mk-e2e")
+}
+
+/// The manager's Workload of `job` once its MultiKueue check is Ready on a
+/// worker: (the Workload, the worker's name).
+fn dispatched(w: &World, job: &str, within: Duration) -> (Value, String) {
+    let found = std::panic::catch_unwind(|| {
+        wait_for(within, &format!("{job} dispatched to a worker"), || {
+            workload_of(w.manager, NS, job).filter(|wl| {
+                wl["status"]["clusterName"].is_string()
+                    && mk_check(wl).is_some_and(|c| c["state"] == "Ready")
+            })
+        })
+    });
+    let wl = found.unwrap_or_else(|e| {
+        dump(w, job);
+        std::panic::resume_unwind(e)
+    });
+    let cluster = wl["status"]["clusterName"].as_str().unwrap().to_string();
+    (wl, cluster)
+}
+
+/// What each cluster holds of `job`: the first thing to read when a step
+/// did not happen.
+fn dump(w: &World, job: &str) {
+    if let Some(server) = w.server.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        let log = server.stderr.lock().unwrap().clone();
+        let tail: Vec<&str> = log.lines().rev().take(60).collect();
+        eprintln!("the manager's batchgate (last lines):");
+        for l in tail.iter().rev() {
+            eprintln!("{l}");
+        }
+    }
+    eprintln!(
+        "manager's Workload: {}",
+        workload_of(w.manager, NS, job).unwrap_or_default()
+    );
+    eprintln!(
+        "manager's Job: {}",
+        get(w.manager, &["job", job, "-n", NS]).unwrap_or_default()
+    );
+    for (name, c) in &w.workers {
+        let held = get(c, &["workloads.kueue.x-k8s.io", "-n", NS]).unwrap_or_default();
+        eprintln!("{name}'s Workloads: {held}");
+    }
+}
+
+fn worker(w: &World, name: &str) -> &'static LocalCluster {
+    w.workers.iter().find(|(n, _)| *n == name).unwrap().1
+}
+
+fn other(name: &str) -> &'static str {
+    if name == "worker1" {
+        "worker2"
+    } else {
+        "worker1"
+    }
+}
+
+fn has(c: &LocalCluster, args: &[&str]) -> bool {
+    get(c, args).is_some()
+}
+
+/// The pods of `job` on a cluster.
+fn pods_of(c: &LocalCluster, job: &str) -> usize {
+    get(c, &["pods", "-n", NS, "-l", &format!("job-name={job}")])
+        .and_then(|l| l["items"].as_array().map(Vec::len))
+        .unwrap_or(0)
+}
+
+fn signal_apiserver(c: &LocalCluster, signal: i32) {
+    let pid = c
+        .pids()
+        .into_iter()
+        .find(|(n, _)| *n == "kube-apiserver")
+        .expect("the worker's kube-apiserver runs")
+        .1;
+    // SAFETY: kill(2) on a child process of this test binary.
+    let rc = unsafe { libc::kill(pid as i32, signal) };
+    assert_eq!(rc, 0, "signal {signal} to kube-apiserver {pid}");
+}
+
+#[test]
+fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_is_lost() {
+    let w = world();
+    let m = w.manager;
+
+    // 1. Dispatched, run on exactly one worker, mirrored, finished here.
+    create(m, &job("mk-a", NS, "mk-lq", "500m", "5s", json!({})));
+    let local = get(m, &["job", "mk-a", "-n", NS]).expect("the Job exists");
+    assert_eq!(
+        local["spec"]["managedBy"], "kueue.x-k8s.io/multikueue",
+        "a Job queued to a MultiKueue ClusterQueue is handed to MultiKueue"
+    );
+    let (wl, chosen) = dispatched(w, "mk-a", Duration::from_secs(120));
+    assert_eq!(
+        mk_check(&wl).unwrap()["message"],
+        format!("The workload was admitted on \"{chosen}\""),
+        "{wl}"
+    );
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the Job created on the chosen worker",
+        || get(worker(w, &chosen), &["job", "mk-a", "-n", NS]),
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        wl["metadata"]["name"],
+        "{remote}"
+    );
+    let done = wait_for(
+        Duration::from_secs(120),
+        "the manager's Job Complete (mirrored)",
+        || get(m, &["job", "mk-a", "-n", NS]).filter(|j| is_true(j, "Complete")),
+    );
+    assert_eq!(done["status"]["succeeded"], 1, "{done}");
+    assert_eq!(pods_of(m, "mk-a"), 0, "no pod ran on the manager");
+    let finished = wait_for(
+        Duration::from_secs(60),
+        "the manager's Workload Finished",
+        || workload_of(m, NS, "mk-a").filter(|wl| is_true(wl, "Finished")),
+    );
+    assert_eq!(
+        condition(&finished, "Finished").unwrap()["reason"],
+        "Succeeded"
+    );
+    let loser = worker(w, other(&chosen));
+    wait_for(
+        Duration::from_secs(30),
+        "the other worker's copy removed",
+        || {
+            (!has(
+                loser,
+                &[
+                    "workload",
+                    wl["metadata"]["name"].as_str().unwrap(),
+                    "-n",
+                    NS,
+                ],
+            ))
+            .then_some(())
+        },
+    );
+    assert!(
+        !has(loser, &["job", "mk-a", "-n", NS]),
+        "the Job ran on one worker only"
+    );
+    assert_eq!(pods_of(loser, "mk-a"), 0, "no pod on the other worker");
+
+    // 2. The manager's Job deleted mid-run: its worker's objects are
+    // collected; a user's own Job of that name elsewhere stays.
+    create(m, &job("mk-b", NS, "mk-lq", "500m", "10m", json!({})));
+    let (wl, chosen) = dispatched(w, "mk-b", Duration::from_secs(120));
+    let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let there = worker(w, &chosen);
+    wait_for(
+        Duration::from_secs(60),
+        "mk-b running on its worker",
+        || (pods_of(there, "mk-b") == 1).then_some(()),
+    );
+    let elsewhere = worker(w, other(&chosen));
+    create(
+        elsewhere,
+        &json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "mk-b", "namespace": NS, "labels": {"owner": "a-user"}},
+                "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}]}}}})
+        .to_string(),
+    );
+    let (ok, out, err) = support::e2e::kubectl(m, &["delete", "job", "mk-b", "-n", NS], None);
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(90),
+        "the worker's Job and Workload of mk-b collected",
+        || {
+            (!has(there, &["job", "mk-b", "-n", NS])
+                && !has(there, &["workload", &wl_name, "-n", NS]))
+            .then_some(())
+        },
+    );
+    // Several collections later the user's Job is still there.
+    std::thread::sleep(Duration::from_secs(12));
+    let theirs = get(elsewhere, &["job", "mk-b", "-n", NS]).expect("the user's own Job is kept");
+    assert_eq!(theirs["metadata"]["labels"]["owner"], "a-user");
+
+    // 2b. A JobSet, dispatched through its policy's data alone. No JobSet
+    // operator runs: the test plays it on the worker, writing the
+    // Completed condition there; the manager's JobSet gets it mirrored and
+    // its Workload finishes.
+    create(
+        m,
+        &json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "mk-js", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 1, "template": {"spec": {
+                "parallelism": 1, "completions": 1, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"requests": {"cpu": "500m"}}}]}}}}}]}})
+        .to_string(),
+    );
+    let js = get(m, &["jobset", "mk-js", "-n", NS]).expect("the JobSet exists");
+    assert_eq!(js["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "{js}");
+    let (_, chosen) = dispatched(w, "mk-js", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the JobSet created and started on its worker",
+        || get(there, &["jobset", "mk-js", "-n", NS]).filter(|j| j["spec"]["suspend"] == false),
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    let (ok, out, err) = support::e2e::kubectl(
+        there,
+        &[
+            "patch",
+            "jobset",
+            "mk-js",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &json!({"status": {"conditions": [{"type": "Completed", "status": "True",
+              "reason": "AllJobsCompleted", "message": "jobset completed",
+              "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+            .to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let done = wait_for(
+        Duration::from_secs(90),
+        "the manager's JobSet Completed (mirrored) and its Workload Finished",
+        || {
+            let js = get(m, &["jobset", "mk-js", "-n", NS])?;
+            let wl = workload_of(m, NS, "mk-js")?;
+            (is_true(&js, "Completed") && is_true(&wl, "Finished")).then_some(wl)
+        },
+    );
+    assert_eq!(
+        condition(&done, "Finished").unwrap()["reason"],
+        "Succeeded",
+        "{done}"
+    );
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["jobset", "mk-js", "-n", NS]
+    ));
+
+    // 2c. The manager's batchgate stops between the worker's job being
+    // created and its status being copied, and starts again: the job is
+    // neither created twice nor lost, and finishes on the manager.
+    create(m, &job("mk-d", NS, "mk-lq", "500m", "20s", json!({})));
+    let (wl, chosen) = dispatched(w, "mk-d", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let first = wait_for(
+        Duration::from_secs(60),
+        "mk-d created on its worker",
+        || get(there, &["job", "mk-d", "-n", NS]),
+    );
+    drop(w.server.lock().unwrap().take());
+    std::thread::sleep(Duration::from_secs(3));
+    let restarted = start_with(m, MANAGER_CONFIG);
+    *w.server.lock().unwrap() = Some(restarted);
+    let done = wait_for(
+        Duration::from_secs(120),
+        "mk-d Complete on the manager after the restart",
+        || get(m, &["job", "mk-d", "-n", NS]).filter(|j| is_true(j, "Complete")),
+    );
+    assert_eq!(done["status"]["succeeded"], 1, "{done}");
+    let wls = get(m, &["workloads.kueue.x-k8s.io", "-n", NS]).unwrap();
+    let of_d = wls["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["metadata"]["ownerReferences"][0]["name"] == "mk-d")
+        .count();
+    assert_eq!(of_d, 1, "one Workload for mk-d");
+    assert_eq!(
+        workload_of(m, NS, "mk-d").unwrap()["metadata"]["uid"],
+        wl["metadata"]["uid"]
+    );
+    if let Some(now) = get(there, &["job", "mk-d", "-n", NS]) {
+        assert_eq!(
+            now["metadata"]["uid"], first["metadata"]["uid"],
+            "not created again"
+        );
+    }
+    assert!(!has(worker(w, other(&chosen)), &["job", "mk-d", "-n", NS]));
+
+    // 3. The worker running a Job stops answering: after workerLostTimeout
+    // the Workload is requeued and runs on the other worker.
+    create(m, &job("mk-c", NS, "mk-lq", "500m", "10m", json!({})));
+    let (wl, first) = dispatched(w, "mk-c", Duration::from_secs(120));
+    let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let lost = worker(w, &first);
+    wait_for(
+        Duration::from_secs(60),
+        "mk-c running on its worker",
+        || (pods_of(lost, "mk-c") == 1).then_some(()),
+    );
+    signal_apiserver(lost, libc::SIGSTOP);
+    let second = other(&first);
+    let moved = std::panic::catch_unwind(|| {
+        wait_for(
+            Duration::from_secs(180),
+            "mk-c requeued and dispatched to the other worker",
+            || {
+                workload_of(m, NS, "mk-c").filter(|wl| {
+                    wl["status"]["clusterName"] == second
+                        && mk_check(wl).is_some_and(|c| c["state"] == "Ready")
+                })
+            },
+        )
+    });
+    signal_apiserver(lost, libc::SIGCONT);
+    let moved = moved.unwrap_or_else(|e| {
+        dump(w, "mk-c");
+        std::panic::resume_unwind(e)
+    });
+    assert!(
+        condition(&moved, "Requeued").is_some(),
+        "the Workload went back to its queue: {moved}"
+    );
+    let now_there = worker(w, second);
+    wait_for(
+        Duration::from_secs(60),
+        "mk-c running on the other worker",
+        || (pods_of(now_there, "mk-c") == 1).then_some(()),
+    );
+    // Back again, the lost worker's stale Job and copy are removed: the
+    // Job does not run twice.
+    // It reconnects within the reconnect backoff (5 s doubling).
+    wait_for(
+        Duration::from_secs(180),
+        "the returned worker's stale mk-c removed",
+        || {
+            (!has(lost, &["job", "mk-c", "-n", NS])
+                && !has(lost, &["workload", &wl_name, "-n", NS]))
+            .then_some(())
+        },
+    );
+}
