@@ -631,7 +631,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 metrics.prescale.clone(),
                 cfg.namespace().to_string(),
                 // Validated when the file was read.
-                cfg.multi_kueue.settings().unwrap_or_default(),
+                cfg.multikueue().unwrap_or_default(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -87,7 +87,7 @@ pub struct Config {
     /// are charged as which quota resource.
     #[serde(default)]
     pub resources: ResourcesConfig,
-    /// Kueue's `featureGates`, for the DRA gates batchgate acts on.
+    /// Kueue's `featureGates`, for the gates batchgate acts on ([`GATES`]).
     #[serde(default)]
     pub feature_gates: std::collections::BTreeMap<String, bool>,
     /// batchgate's: before quota is reserved, a Workload using DRA claims
@@ -137,14 +137,33 @@ pub struct CounterSourceConfig {
 }
 
 /// The DRA gates of Kueue v0.19.2 (all on by default) batchgate reads.
-const DRA_GATES: [&str; 4] = [
+/// The feature gates batchgate acts on: the DRA ones, and what MultiKueue
+/// writes on a worker's job (a Kueue before 0.18 reads the prebuilt
+/// Workload's name from a label only).
+const GATES: [&str; 5] = [
     "KueueDRAIntegration",
     "KueueDRARejectWorkloadsWhenDRADisabled",
     "KueueDRAIntegrationExtendedResource",
     "KueueDRAIntegrationPartitionableDevices",
+    WORKLOAD_IDENTIFIER_ANNOTATIONS,
 ];
 
+const WORKLOAD_IDENTIFIER_ANNOTATIONS: &str = "WorkloadIdentifierAnnotations";
+
 impl Config {
+    /// MultiKueue's settings: the `multiKueue` block, and whether the
+    /// prebuilt Workload's name goes on a worker's job as an annotation
+    /// (`WorkloadIdentifierAnnotations`, on by default) or as a label.
+    pub fn multikueue(&self) -> Result<crate::multikueue::Settings, String> {
+        let mut s = self.multi_kueue.settings()?;
+        s.identifier_annotations = self
+            .feature_gates
+            .get(WORKLOAD_IDENTIFIER_ANNOTATIONS)
+            .copied()
+            .unwrap_or(true);
+        Ok(s)
+    }
+
     /// The DRA quota settings: the gates and Kueue's `validateDeviceClassMappings`,
     /// with its messages. Capacity sources are refused, as Kueue refuses
     /// them with its `KueueDRAIntegrationConsumableCapacity` gate off (its
@@ -152,10 +171,10 @@ impl Config {
     pub fn claims(&self) -> Result<crate::queueing::claims::Settings, String> {
         use crate::admission::kueue::labels::qualified_name;
         for gate in self.feature_gates.keys() {
-            if !DRA_GATES.contains(&gate.as_str()) {
+            if !GATES.contains(&gate.as_str()) {
                 return Err(format!(
                     "featureGates.{gate}: batchgate acts on {} only; remove {gate}",
-                    DRA_GATES.join(", ")
+                    GATES.join(", ")
                 ));
             }
         }
@@ -647,6 +666,8 @@ impl MultiKueueManagerConfig {
                 .iter()
                 .map(|f| f.name.clone())
                 .collect(),
+            // The gate is the Configuration's (`Config::multikueue`).
+            identifier_annotations: true,
         })
     }
 }
@@ -1457,6 +1478,12 @@ mod tests {
                 "featureGates.TopologyAwareScheduling: batchgate acts on KueueDRAIntegration"
             )
         );
+        // WorkloadIdentifierAnnotations: what MultiKueue writes on a worker.
+        let parse = |text: &str| Config::parse("c.yaml", text).unwrap();
+        assert!(parse("").multikueue().unwrap().identifier_annotations);
+        let off = parse("featureGates:\n  WorkloadIdentifierAnnotations: false\n");
+        assert!(off.claims().is_ok());
+        assert!(!off.multikueue().unwrap().identifier_annotations);
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct Settings {
     /// `kind.version.group` of the job kinds handed to the generic
     /// adapter.
     pub external_frameworks: Vec<String>,
+    /// Kueue's `WorkloadIdentifierAnnotations` gate: the prebuilt
+    /// Workload's name goes on a worker's job as an annotation (default),
+    /// else as a label (what a worker running Kueue before 0.18 reads).
+    pub identifier_annotations: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +67,7 @@ impl Default for Settings {
             dispatcher_name: dispatcher::ALL_AT_ONCE.into(),
             incremental_step_size: None,
             external_frameworks: Vec::new(),
+            identifier_annotations: true,
         }
     }
 }

@@ -180,8 +180,7 @@ impl Ctx {
                     .and_then(|n| usize::try_from(n).ok()),
             ),
             kinds: &self.kinds,
-            // Kueue's WorkloadIdentifierAnnotations, on by default.
-            identifier_annotations: true,
+            identifier_annotations: s.identifier_annotations,
         }
     }
 

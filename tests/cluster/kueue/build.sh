@@ -4,9 +4,11 @@
 #   minimalkueue  test/performance/scheduler/minimalkueue  (Kueue's scheduler, no webhooks)
 #   checker       go test -c test/performance/scheduler/checker  (-> checker.test)
 #   kueuectl      cmd/kueuectl                             (-> kubectl-kueue)
+#   manager       cmd/kueue                                (-> kueue-manager: the whole
+#                 controller manager, a stock MultiKueue worker for interop)
 #
-# Usage: tests/cluster/kueue/build.sh [runner] [minimalkueue] [checker] [kueuectl]
-#   (no arguments: all four). Each binary is built only if missing or stale.
+# Usage: tests/cluster/kueue/build.sh [runner] [minimalkueue] [checker] [kueuectl] [manager]
+#   (no arguments: the first four). Each binary is built only if missing or stale.
 #
 # Output: ${BATCHGATE_KUEUE_CACHE:-$HOME/.cache/batchgate/kueue}/<version>/
 #           {runner,minimalkueue,checker.test,kubectl-kueue}
@@ -17,7 +19,7 @@
 # The module's hash is pinned by the go.sum next to this script; the checksum
 # database has no entry for it, so it is fetched with GONOSUMDB for it alone.
 # Cold build times on 2 cores: runner ~30 s, minimalkueue ~35 s, checker ~4 min,
-# kueuectl ~1 min. Concurrent runs are serialised with flock(1).
+# kueuectl ~1 min, manager ~11 min. Concurrent runs are serialised with flock(1).
 #
 # Environment:
 #   BATCHGATE_KUEUE_CACHE  cache root (default $HOME/.cache/batchgate/kueue)
@@ -33,9 +35,9 @@ die() { log "error: $*"; exit 1; }
 ver="$(awk -v m="$mod" '($1 == m) { print $2; exit } ($1 == "require" && $2 == m) { print $3; exit }' "$here/go.mod")"
 [[ -n "$ver" ]] || die "could not read the $mod version from $here/go.mod"
 
-all=(runner minimalkueue checker kueuectl)
+all=(runner minimalkueue checker kueuectl manager)
 want=("$@")
-[[ ${#want[@]} -gt 0 ]] || want=("${all[@]}")
+[[ ${#want[@]} -gt 0 ]] || want=(runner minimalkueue checker kueuectl)
 
 # name -> output file and build command (run inside the source copy).
 outfile() {
@@ -43,6 +45,7 @@ outfile() {
 	runner | minimalkueue) printf '%s' "$1" ;;
 	checker) printf 'checker.test' ;;
 	kueuectl) printf 'kubectl-kueue' ;;
+	manager) printf 'kueue-manager' ;;
 	*) die "unknown binary '$1'; choose from: ${all[*]}" ;;
 	esac
 }
@@ -137,6 +140,9 @@ for b in "${want[@]}"; do
 	kueuectl)
 		(cd "$src" && "$go" build -mod=readonly -trimpath -ldflags "$ldflags" \
 			-o "$out/.$f.tmp" ./cmd/kueuectl) ;;
+	manager)
+		(cd "$src" && "$go" build -mod=readonly -trimpath -ldflags "$ldflags" \
+			-o "$out/.$f.tmp" ./cmd/kueue) ;;
 	esac
 	mv -f "$out/.$f.tmp" "$out/$f"
 	printf '%s\n' "$stamp_want" >"$out/.stamp.$b"
