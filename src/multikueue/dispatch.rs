@@ -1225,9 +1225,13 @@ impl<'a> Pass<'a, '_> {
                 .and_then(|s| s.nominated_cluster_names.clone())
                 .unwrap_or_default();
             let c = checked(self.check, check_state::READY, message.clone(), self.f.now);
-            // Kueue writes this on every pass; batchgate only when it changes.
+            // Kueue writes this, and records the event, on every pass (each
+            // status change of the worker's job); batchgate only when the
+            // check changes: an Event write per pass was a sixth of the
+            // manager's requests per Workload (BENCHMARKS.md).
             if c != *self.check || current.is_none() || !nominated.is_empty() || admission.is_some()
             {
+                let changed = c != *self.check;
                 self.out.actions.push(Action::Local(LocalStatus {
                     check: Some(c),
                     cluster_name: current.is_none().then(|| cluster.clone()),
@@ -1235,9 +1239,10 @@ impl<'a> Pass<'a, '_> {
                     finished: None,
                     admission,
                 }));
+                if changed {
+                    self.event(false, &message);
+                }
             }
-            // Kueue records it on every pass, changed or not.
-            self.event(false, &message);
         }
         self.out.requeue_after = Some(if deferred {
             SYNC_DEFERRED_REQUEUE
