@@ -6,13 +6,15 @@
 //! mirrored to the manager's Job and its Workload finished there. A job
 //! deleted on the manager has its worker's objects collected, while a
 //! user's own job of the same name on the other worker is left alone. A
-//! worker that stops answering mid-run has its Workload requeued after
-//! `workerLostTimeout` and run on the other; once back, the stale copy and
-//! job there are removed. One scenario in order, sharing the clusters.
+//! worker the manager can no longer reach mid-run (its kubeconfig broken,
+//! as Kueue's integration tests break it; the worker runs on) has its
+//! Workload requeued after `workerLostTimeout` and run on the other; once
+//! reachable again, the stale copy and job there are removed. One scenario in order, sharing the clusters.
 //!
-//! The dispatcher here is AllAtOnce (the default); Incremental and
-//! External are decided by the same pure step, tested with upstream's
-//! tables in `multikueue::dispatch`.
+//! The dispatcher is AllAtOnce (the default) until the last step, where
+//! the manager is started again with Incremental (one worker per round, in
+//! the config's order); External is decided by the same pure step, tested
+//! with upstream's tables in `multikueue::dispatch`.
 
 mod support;
 
@@ -213,16 +215,22 @@ fn pods_of(c: &LocalCluster, job: &str) -> usize {
         .unwrap_or(0)
 }
 
-fn signal_apiserver(c: &LocalCluster, signal: i32) {
-    let pid = c
-        .pids()
-        .into_iter()
-        .find(|(n, _)| *n == "kube-apiserver")
-        .expect("the worker's kube-apiserver runs")
-        .1;
-    // SAFETY: kill(2) on a child process of this test binary.
-    let rc = unsafe { libc::kill(pid as i32, signal) };
-    assert_eq!(rc, 0, "signal {signal} to kube-apiserver {pid}");
+/// The manager's kubeconfig Secret for worker `name` pointed at a port
+/// nothing answers (`true`), or put back: the worker runs on, the manager
+/// cannot reach it (Kueue's integration tests' `BreakConnection`).
+fn connection(m: &LocalCluster, name: &str, worker: &LocalCluster, broken: bool) {
+    let mut kubeconfig = embedded_kubeconfig(worker);
+    if broken {
+        kubeconfig = kubeconfig
+            .lines()
+            .map(|l| match l.trim_start().strip_prefix("server: ") {
+                Some(_) => "    server: https://127.0.0.1:1".to_string(),
+                None => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
+    apply(m, &kubeconfig_secret(name, &kubeconfig));
 }
 
 #[test]
@@ -442,8 +450,9 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     }
     assert!(!has(worker(w, other(&chosen)), &["job", "mk-d", "-n", NS]));
 
-    // 3. The worker running a Job stops answering: after workerLostTimeout
-    // the Workload is requeued and runs on the other worker.
+    // 3. The manager loses the worker running a Job (its kubeconfig now
+    // points nowhere; the worker runs on): after workerLostTimeout the
+    // Workload is requeued and runs on the other worker.
     create(m, &job("mk-c", NS, "mk-lq", "500m", "10m", json!({})));
     let (wl, first) = dispatched(w, "mk-c", Duration::from_secs(120));
     let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
@@ -453,7 +462,7 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         "mk-c running on its worker",
         || (pods_of(lost, "mk-c") == 1).then_some(()),
     );
-    signal_apiserver(lost, libc::SIGSTOP);
+    connection(m, &first, lost, true);
     let second = other(&first);
     let moved = std::panic::catch_unwind(|| {
         wait_for(
@@ -467,7 +476,7 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
             },
         )
     });
-    signal_apiserver(lost, libc::SIGCONT);
+    connection(m, &first, lost, false);
     let moved = moved.unwrap_or_else(|e| {
         dump(w, "mk-c");
         std::panic::resume_unwind(e)
@@ -477,14 +486,22 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         "the Workload went back to its queue: {moved}"
     );
     let now_there = worker(w, second);
-    wait_for(
-        Duration::from_secs(60),
-        "mk-c running on the other worker",
-        || (pods_of(now_there, "mk-c") == 1).then_some(()),
-    );
+    let running = std::panic::catch_unwind(|| {
+        wait_for(
+            Duration::from_secs(60),
+            "mk-c running on the other worker",
+            || (pods_of(now_there, "mk-c") == 1).then_some(()),
+        )
+    });
+    if let Err(e) = running {
+        dump(w, "mk-c");
+        let pods = get(now_there, &["pods", "-n", NS]).unwrap_or_default();
+        eprintln!("{second}'s pods: {pods}");
+        std::panic::resume_unwind(e);
+    }
     // Back again, the lost worker's stale Job and copy are removed: the
     // Job does not run twice.
-    // It reconnects within the reconnect backoff (5 s doubling).
+    // The Secret put back, it reconnects at once.
     wait_for(
         Duration::from_secs(180),
         "the returned worker's stale mk-c removed",
@@ -493,5 +510,37 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
                 && !has(lost, &["workload", &wl_name, "-n", NS]))
             .then_some(())
         },
+    );
+
+    // 4. The Incremental dispatcher: the manager started again with it,
+    // one worker per round in the config's order. A Job is nominated to
+    // worker1 alone, copied there only and runs there.
+    drop(w.server.lock().unwrap().take());
+    std::thread::sleep(Duration::from_secs(3));
+    let incremental = format!(
+        "{MANAGER_CONFIG}  dispatcherName: kueue.x-k8s.io/multikueue-dispatcher-incremental\n  \
+         incrementalDispatcherConfig:\n    stepSize: 1\n"
+    );
+    *w.server.lock().unwrap() = Some(start_with(m, &incremental));
+    create(m, &job("mk-e", NS, "mk-lq", "500m", "5s", json!({})));
+    let (wl, chosen) = dispatched(w, "mk-e", Duration::from_secs(120));
+    assert_eq!(
+        chosen, "worker1",
+        "the first round nominates the config's first worker"
+    );
+    let name = wl["metadata"]["name"].as_str().unwrap();
+    let second = worker(w, "worker2");
+    assert!(
+        !has(second, &["workload", name, "-n", NS]),
+        "no copy on worker2"
+    );
+    wait_for(
+        Duration::from_secs(120),
+        "mk-e Complete on the manager",
+        || get(m, &["job", "mk-e", "-n", NS]).filter(|j| is_true(j, "Complete")),
+    );
+    assert!(
+        !has(second, &["job", "mk-e", "-n", NS]),
+        "mk-e ran on worker1 only"
     );
 }
