@@ -343,6 +343,25 @@ pub async fn write_workload_status(
     }
 }
 
+/// Deletes an object read as ours, in the background, with its UID as the
+/// precondition so a same-named successor is never hit: gone already, or
+/// a Conflict (not ours any more), is no error.
+pub async fn delete_by_uid<K>(api: &Api<K>, name: &str, uid: Option<String>) -> Result<(), JobError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let mut dp = kube::api::DeleteParams::background();
+    dp.preconditions = Some(kube::api::Preconditions {
+        uid,
+        resource_version: None,
+    });
+    match api.delete(name, &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Lets go of Kueue's `resource-in-use` finalizer on a Workload
 /// (`workload.RemoveFinalizer`), keeping everyone else's. `true` when a
 /// write was made; a Workload changed or gone since `meta` was read is

@@ -14,7 +14,7 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 use futures::StreamExt;
 use k8s_openapi::{api::core::v1::PodTemplate, apimachinery::pkg::apis::meta::v1::Time};
 use kube::{
-    api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PostParams, Preconditions},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PostParams},
     runtime::{
         controller::Action,
         reflector::{ObjectRef, Store},
@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use super::context::{
-    admission_pod_set_infos, params, store, workload_controller, write_workload_status, JobError,
-    Shared,
+    admission_pod_set_infos, delete_by_uid, params, store, workload_controller,
+    write_workload_status, JobError, Shared,
 };
 use crate::vocabulary::keys;
 use crate::{
@@ -267,19 +267,10 @@ async fn owned_requests(
         .collect())
 }
 
-/// Deletes a request read as owned, with its UID as precondition, so a
-/// same-named successor is never hit (Conflict: not ours any more).
+/// Deletes a request read as owned (by UID: a same-named successor is
+/// never hit).
 async fn delete_request(api: &Api<DynamicObject>, pr: &DynamicObject) -> Result<(), JobError> {
-    let mut dp = DeleteParams::background();
-    dp.preconditions = Some(Preconditions {
-        uid: pr.uid(),
-        resource_version: None,
-    });
-    match api.delete(&pr.name_any(), &dp).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    delete_by_uid(api, &pr.name_any(), pr.uid()).await
 }
 
 fn owner_of<K: Resource<DynamicType = ()>>(obj: &K) -> Value {

@@ -13,12 +13,23 @@ use crate::api::kueue::v1beta2 as api;
 /// One orphan on a worker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Orphan {
+    /// Its place among the copies given.
+    pub copy: usize,
     pub namespace: String,
     /// The Workload copy's name.
     pub workload: String,
-    /// The job owning it there, by kind index in the kinds given, when it
-    /// is this manager's.
-    pub job: Option<(usize, String)>,
+    /// The job owning it there, when it is this manager's.
+    pub job: Option<OrphanJob>,
+}
+
+/// A job to delete with its copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrphanJob {
+    /// Its kind's index in the kinds given.
+    pub kind: usize,
+    pub name: String,
+    /// As read: the deletion's precondition.
+    pub uid: Option<String>,
 }
 
 /// The copies to collect. `local_lives(namespace, name)`: the local
@@ -32,7 +43,7 @@ pub fn orphans<'a>(
     job: impl Fn(usize, &str, &str) -> Option<Value>,
 ) -> Vec<Orphan> {
     let mut out = Vec::new();
-    for copy in copies {
+    for (i, copy) in copies.into_iter().enumerate() {
         let labels = copy.metadata.labels.as_ref();
         if labels.and_then(|l| l.get(ORIGIN_LABEL)).map(String::as_str) != Some(origin) {
             continue;
@@ -57,9 +68,17 @@ pub fn orphans<'a>(
                 .pointer("/metadata/labels")
                 .and_then(|l| l.get(ORIGIN_LABEL))
                 .and_then(Value::as_str);
-            (theirs == Some(origin)).then(|| (k, r.name.clone()))
+            (theirs == Some(origin)).then(|| OrphanJob {
+                kind: k,
+                name: r.name.clone(),
+                uid: found
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+            })
         });
         out.push(Orphan {
+            copy: i,
             namespace,
             workload: name,
             job,
@@ -114,7 +133,7 @@ mod tests {
             |_, _, n| jobs.iter().find(|j| j.0 == n).map(|j| job(j.1)),
         )
         .into_iter()
-        .map(|o| (o.workload, o.job.map(|j| j.1)))
+        .map(|o| (o.workload, o.job.map(|j| j.name)))
         .collect()
     }
 

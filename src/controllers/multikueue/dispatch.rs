@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 use futures::{channel::mpsc, FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{
-    api::{ApiResource, DeleteParams, DynamicObject, Patch, PostParams, Preconditions},
+    api::{ApiResource, DynamicObject, Patch, PostParams},
     runtime::{
         controller::Action as Requeue,
         reflector::{self, ObjectRef, Store},
@@ -26,7 +26,9 @@ use tracing::{debug, info};
 use super::Ctx;
 use crate::{
     api::kueue::v1beta2::{self as api, check_state, MULTIKUEUE_CONTROLLER},
-    controllers::context::{params, remove_workload_finalizer, workload_controller, JobError},
+    controllers::context::{
+        delete_by_uid, params, remove_workload_finalizer, workload_controller, JobError,
+    },
     multikueue::{
         dispatch::{self, Action, Dispatcher, Facts, JobKind, Worker},
         gc,
@@ -81,15 +83,17 @@ pub(super) fn resource(kind: &JobKind) -> ApiResource {
 /// a job names it as its prebuilt Workload.
 fn woken_by_job(job: &DynamicObject) -> Option<ObjectRef<api::Workload>> {
     let meta = &job.metadata;
-    let name = meta
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(keys::PREBUILT_WORKLOAD_LABEL))
-        .or_else(|| {
-            meta.labels
-                .as_ref()
-                .and_then(|l| l.get(keys::PREBUILT_WORKLOAD_LABEL))
-        })?;
+    let key = keys::PREBUILT_WORKLOAD_LABEL;
+    let name = crate::jobs::machine::prebuilt_name(
+        meta.annotations
+            .as_ref()
+            .and_then(|a| a.get(key))
+            .map(String::as_str),
+        meta.labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .map(String::as_str),
+    )?;
     Some(ObjectRef::new(name).within(meta.namespace.as_deref().unwrap_or_default()))
 }
 
@@ -564,17 +568,7 @@ fn ignore<T>(r: Result<T, kube::Error>, codes: &[u16]) -> Result<(), JobError> {
     }
 }
 
-fn uid_precondition(uid: Option<&str>) -> DeleteParams {
-    let mut dp = DeleteParams::background();
-    dp.preconditions = uid.map(|u| Preconditions {
-        uid: Some(u.to_string()),
-        resource_version: None,
-    });
-    dp
-}
-
-/// Deletes a worker's job read as this manager's, with its UID as the
-/// precondition so a same-named successor is never hit.
+/// Deletes a worker's job read as this manager's, by its UID.
 async fn delete_job(
     client: &Client,
     kind: &JobKind,
@@ -582,12 +576,12 @@ async fn delete_job(
     name: &str,
     uid: Option<&str>,
 ) -> Result<(), JobError> {
-    if uid.is_none() {
+    let Some(uid) = uid else {
         // Not read from the worker: nothing known to be ours to delete.
         return Ok(());
-    }
+    };
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource(kind));
-    ignore(api.delete(name, &uid_precondition(uid)).await, &[404, 409])
+    delete_by_uid(&api, name, Some(uid.to_string())).await
 }
 
 /// Deletes a worker's copy: Kueue's `resource-in-use` finalizer first (the
@@ -596,11 +590,7 @@ async fn delete_copy(client: &Client, copy: &api::Workload) -> Result<(), JobErr
     let ns = copy.namespace().unwrap_or_default();
     let api = Api::<api::Workload>::namespaced(client.clone(), &ns);
     remove_workload_finalizer(&api, &copy.metadata).await?;
-    let uid = copy.metadata.uid.as_deref();
-    ignore(
-        api.delete(&copy.name_any(), &uid_precondition(uid)).await,
-        &[404, 409],
-    )
+    delete_by_uid(&api, &copy.name_any(), copy.metadata.uid.clone()).await
 }
 
 /// Every `gcInterval`, each connected worker's copies of Workloads gone
@@ -650,26 +640,16 @@ pub(super) async fn collect(ctx: Arc<Ctx>) {
             );
             for o in found {
                 info!(%cluster, workload = %format!("{}/{}", o.namespace, o.workload), "MultiKueue garbage collection: the local Workload is gone");
-                if let Some((k, job)) = &o.job {
-                    let kind = &ctx.kinds[*k];
-                    let uid = r
-                        .jobs(*k, kind)
-                        .get(&ObjectRef::new_with(job, resource(kind)).within(&o.namespace))
-                        .and_then(|j| j.metadata.uid.clone());
-                    if let Err(e) =
-                        delete_job(&r.client, kind, &o.namespace, job, uid.as_deref()).await
+                if let Some(job) = &o.job {
+                    let kind = &ctx.kinds[job.kind];
+                    let uid = job.uid.as_deref();
+                    if let Err(e) = delete_job(&r.client, kind, &o.namespace, &job.name, uid).await
                     {
                         debug!(error = %e, "MultiKueue garbage collection: the job");
                     }
                 }
-                let copy = copies.iter().find(|c| {
-                    c.metadata.name.as_deref() == Some(o.workload.as_str())
-                        && c.metadata.namespace.as_deref() == Some(o.namespace.as_str())
-                });
-                if let Some(copy) = copy {
-                    if let Err(e) = delete_copy(&r.client, copy).await {
-                        debug!(error = %e, "MultiKueue garbage collection: the copy");
-                    }
+                if let Err(e) = delete_copy(&r.client, &copies[o.copy]).await {
+                    debug!(error = %e, "MultiKueue garbage collection: the copy");
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! MultiKueue on the manager, its first part: each MultiKueueCluster's
+//! MultiKueue on the manager: each MultiKueueCluster's
 //! worker client, built from the kubeconfig its Secret (in batchgate's
 //! namespace) or file holds, connected, and its `Active` condition set; and
 //! the `Active` condition of every `kueue.x-k8s.io/multikueue`
@@ -57,10 +57,9 @@ pub const HEALTH_EVERY: Duration = Duration::from_secs(30);
 struct Worker {
     /// The kubeconfig the client was built from.
     kubeconfig: Vec<u8>,
-    client: Option<Client>,
     reconnect: Reconnect,
     link: Link,
-    /// The client's watches of the worker, while connected.
+    /// The worker's client and its watches, while connected.
     remote: Option<Arc<dispatch::Remote>>,
 }
 
@@ -209,7 +208,6 @@ async fn reconcile_cluster(mkc: Arc<MultiKueueCluster>, ctx: Arc<Ctx>) -> Result
     if step.disconnect {
         let mut workers = ctx.workers.lock().await;
         let w = workers.entry(name.clone()).or_default();
-        w.client = None;
         w.remote = None;
         if w.link.mark_disconnected(now_nanos()) {
             let _ = ctx.links.unbounded_send(());
@@ -272,9 +270,11 @@ async fn connect(ctx: &Ctx, name: &str, bytes: Vec<u8>) -> (Connection, Option<D
         let plan = w.reconnect.plan(changed, w.link.connected, now);
         if changed {
             w.kubeconfig = bytes.clone();
-            w.client = None;
         }
-        (plan, w.client.clone(), w.reconnect.failed_attempts)
+        // A changed kubeconfig is always an Attempt with a new client; the
+        // old watches serve until it succeeds or fails.
+        let client = w.remote.as_ref().map(|r| r.client.clone());
+        (plan, client, w.reconnect.failed_attempts)
     };
     let (tried, fresh) = match plan {
         Plan::Wait(d) => return (Connection::Deferred, Some(d.to_std())),
@@ -298,14 +298,13 @@ async fn connect(ctx: &Ctx, name: &str, bytes: Vec<u8>) -> (Connection, Option<D
         Ok(c) => {
             if fresh || w.remote.is_none() {
                 let remote = dispatch::Remote::start(
-                    c.clone(),
+                    c,
                     &ctx.settings.origin,
                     ctx.kinds.len(),
                     ctx.wake.clone(),
                 );
                 w.remote = Some(Arc::new(remote));
             }
-            w.client = Some(c);
             w.reconnect.connected();
             let was = w.link.connected;
             w.link.mark_connected();
@@ -315,7 +314,6 @@ async fn connect(ctx: &Ctx, name: &str, bytes: Vec<u8>) -> (Connection, Option<D
             (Connection::Connected, None)
         }
         Err(e) => {
-            w.client = None;
             w.remote = None;
             if w.link.mark_disconnected(now) {
                 let _ = ctx.links.unbounded_send(());
@@ -644,6 +642,6 @@ mod tests {
             .lock()
             .await
             .get("w1")
-            .is_none_or(|w| w.client.is_none()));
+            .is_none_or(|w| w.remote.is_none()));
     }
 }
