@@ -9,7 +9,9 @@
 //! worker the manager can no longer reach mid-run (its kubeconfig broken,
 //! as Kueue's integration tests break it; the worker runs on) has its
 //! Workload requeued after `workerLostTimeout` and run on the other; once
-//! reachable again, the stale copy and job there are removed. One scenario in order, sharing the clusters.
+//! reachable again, the stale copy and job there are removed. A JobSet
+//! and an AppWrapper are dispatched the same way. One scenario in order,
+//! sharing the clusters.
 //!
 //! The dispatcher is AllAtOnce (the default) until the last step, where
 //! the manager is started again with Incremental (one worker per round, in
@@ -20,7 +22,7 @@ mod support;
 
 use std::time::Duration;
 
-use batchgate_localcluster::{shared, ClusterOptions, LocalCluster};
+use batchgate_localcluster::{shared, ClusterOptions, LocalCluster, POD_RUNTIME_ANNOTATION};
 use serde_json::{json, Value};
 use support::{
     e2e::{namespace, wait_webhook_active},
@@ -408,6 +410,107 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         worker(w, other(&chosen)),
         &["jobset", "mk-js", "-n", NS]
     ));
+
+    // 2d. An AppWrapper (Kueue's AppWrapper adapter): handed to MultiKueue
+    // by the webhook, queued here with its pod sets read from its spec
+    // (nothing runs it here), copied to one worker without `managedBy`,
+    // where that worker's batchgate takes the prebuilt Workload, admits it
+    // and runs its Job; the worker's status is mirrored and the Workload
+    // finishes here.
+    let aw_pods = |c: &LocalCluster| {
+        get(
+            c,
+            &[
+                "pods",
+                "-n",
+                NS,
+                "-l",
+                "workload.codeflare.dev/appwrapper=mk-aw",
+            ],
+        )
+        .and_then(|l| l["items"].as_array().map(Vec::len))
+        .unwrap_or(0)
+    };
+    create(
+        m,
+        &json!({"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": "mk-aw", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+            "spec": {"components": [{"template": {
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "mk-aw-job"},
+                "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                         "template": {
+                            "metadata": {"annotations": {POD_RUNTIME_ANNOTATION: "5s"}},
+                            "spec": {"restartPolicy": "Never",
+                                     "containers": [{"name": "main", "image": "busybox",
+                                                     "resources": {"requests": {"cpu": "500m"}}}]}}}}}]}})
+        .to_string(),
+    );
+    let local = get(
+        m,
+        &["appwrappers.workload.codeflare.dev", "mk-aw", "-n", NS],
+    )
+    .expect("the AppWrapper exists");
+    assert_eq!(
+        local["spec"]["managedBy"], "kueue.x-k8s.io/multikueue",
+        "{local}"
+    );
+    let (wl, chosen) = dispatched(w, "mk-aw", Duration::from_secs(120));
+    assert_eq!(wl["spec"]["podSets"][0]["count"], 1, "{wl}");
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the AppWrapper created on its worker",
+        || {
+            get(
+                there,
+                &["appwrappers.workload.codeflare.dev", "mk-aw", "-n", NS],
+            )
+        },
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    // While it runs (its pod takes 5 s), the worker's copy is its AppWrapper's.
+    let theirs = wait_for(
+        Duration::from_secs(30),
+        "the worker's copy taken by its AppWrapper",
+        || workload_of(there, NS, "mk-aw"),
+    );
+    assert_eq!(
+        theirs["metadata"]["name"], wl["metadata"]["name"],
+        "{theirs}"
+    );
+    assert_eq!(
+        theirs["metadata"]["ownerReferences"][0]["kind"],
+        "AppWrapper"
+    );
+    let done = wait_for(
+        Duration::from_secs(180),
+        "the manager's AppWrapper Succeeded (mirrored) and its Workload Finished",
+        || {
+            let aw = get(
+                m,
+                &["appwrappers.workload.codeflare.dev", "mk-aw", "-n", NS],
+            )?;
+            let wl = workload_of(m, NS, "mk-aw")?;
+            (aw["status"]["phase"] == "Succeeded" && is_true(&wl, "Finished")).then_some(wl)
+        },
+    );
+    assert_eq!(
+        condition(&done, "Finished").unwrap()["reason"],
+        "Succeeded",
+        "{done}"
+    );
+    assert_eq!(aw_pods(m), 0, "no pod of the AppWrapper ran on the manager");
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["appwrappers.workload.codeflare.dev", "mk-aw", "-n", NS]
+    ));
+    assert_eq!(aw_pods(worker(w, other(&chosen))), 0);
 
     // 2c. The manager's batchgate stops between the worker's job being
     // created and its status being copied, and starts again: the job is

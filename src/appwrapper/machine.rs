@@ -301,20 +301,10 @@ impl Ctx<'_> {
 
     /// `EnsureComponentStatusInitialized`.
     fn ensure_component_status(&mut self) -> Result<(), LifecycleError> {
-        let comps = &self.aw.spec.components;
-        if self.status.component_status.len() == comps.len() {
+        if self.status.component_status.len() == self.aw.spec.components.len() {
             return Ok(());
         }
-        let mut out = Vec::with_capacity(comps.len());
-        for (index, c) in comps.iter().enumerate() {
-            let pod_sets = component_pod_sets(&c.declared_pod_sets, &c.template)
-                .map_err(|message| LifecycleError::PodSets { index, message })?;
-            out.push(ComponentStatus {
-                pod_sets,
-                ..Default::default()
-            });
-        }
-        self.status.component_status = out;
+        self.status.component_status = initial_component_status(&self.aw.spec)?;
         Ok(())
     }
 
@@ -968,6 +958,23 @@ pub fn reconcile(
         requeue_after: ctx.requeue_after,
         malformed_annotations: malformed,
     })
+}
+
+/// Each component's status as first written (upstream's
+/// `EnsureComponentStatusInitialized`): its pod sets, declared or inferred
+/// from its template. Kueue's integration computes the same in memory for
+/// an AppWrapper this controller does not run (`spec.managedBy`).
+pub fn initial_component_status(spec: &Spec) -> Result<Vec<ComponentStatus>, LifecycleError> {
+    let mut out = Vec::with_capacity(spec.components.len());
+    for (index, c) in spec.components.iter().enumerate() {
+        let pod_sets = component_pod_sets(&c.declared_pod_sets, &c.template)
+            .map_err(|message| LifecycleError::PodSets { index, message })?;
+        out.push(ComponentStatus {
+            pod_sets,
+            ..Default::default()
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

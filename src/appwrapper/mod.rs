@@ -35,7 +35,8 @@ pub mod render;
 pub mod status;
 
 pub use machine::{
-    reconcile, Action, AppWrapper, Component, LifecycleError, PodRef, Propagation, Spec, Step,
+    initial_component_status, reconcile, Action, AppWrapper, Component, LifecycleError, PodRef,
+    Propagation, Spec, Step,
 };
 
 /// `workload.codeflare.dev/v1beta2`.

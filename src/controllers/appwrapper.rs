@@ -876,19 +876,53 @@ async fn kueue_step(
     let Some(queue) = obj.labels().get(QUEUE_NAME_LABEL).cloned() else {
         return Ok(None);
     };
+    if aw.deletion_requested || aw.uid.is_empty() {
+        return Ok(None);
+    }
+    const PREBUILT: &str = keys::PREBUILT_WORKLOAD_LABEL;
+    let prebuilt = crate::jobs::machine::prebuilt_name(
+        obj.annotations().get(PREBUILT).map(String::as_str),
+        obj.labels().get(PREBUILT).map(String::as_str),
+    );
+    // Kueue's integration queues an AppWrapper whoever runs it: on a
+    // MultiKueue manager the Workload is held here while a worker runs the
+    // copy. The core writes no status for such an AppWrapper, so its pod
+    // sets are computed here as Kueue does, in memory; so are a prebuilt
+    // Workload's, compared before the core's first status write.
     let managed_elsewhere = aw
         .spec
         .managed_by
         .as_deref()
         .is_some_and(|m| m != APPWRAPPER_CONTROLLER_NAME);
-    if managed_elsewhere || aw.deletion_requested || aw.uid.is_empty() {
-        return Ok(None);
-    }
+    let filled;
+    let aw = if (managed_elsewhere || prebuilt.is_some())
+        && aw.status.component_status.len() != aw.spec.components.len()
+    {
+        let Ok(status) = core::initial_component_status(&aw.spec) else {
+            // Unreadable components: the webhook refuses them; nothing to queue.
+            return Ok(None);
+        };
+        let mut copy = aw.clone();
+        copy.status.component_status = status;
+        filled = copy;
+        &filled
+    } else {
+        aw
+    };
     let ns = aw.namespace.as_str();
-    let wl_name = workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid);
+    let wl_name = match prebuilt {
+        Some(name) => name.to_string(),
+        None => workload::name_for(APPWRAPPER_KIND, GROUP, &aw.name, &aw.uid),
+    };
     let wl_api = Api::<api::Workload>::namespaced(ctx.client(), ns);
     let (_, success, finished) = kueue::finished(&aw.status);
-    let Some(wl) = wl_api.get_opt(&wl_name).await? else {
+    let wl = wl_api.get_opt(&wl_name).await?;
+    if prebuilt.is_some() {
+        if let Some(next) = prebuilt_step(ctx, obj, aw, rv, wl.as_ref(), &wl_api).await? {
+            return Ok(next);
+        }
+    }
+    let Some(wl) = wl else {
         if finished || aw.status.component_status.len() != aw.spec.components.len() {
             // The core fills the pod sets first; its status write wakes us.
             return Ok(None);
@@ -973,7 +1007,10 @@ async fn kueue_step(
             }
             return Ok(None);
         }
-        if kueue::is_active(&aw.status) {
+        // A MultiKueue manager's status is the worker's, mirrored: a lost
+        // worker's would never say inactive (Kueue would wait for it).
+        let mirrored = aw.spec.managed_by.as_deref() == Some(keys::MULTIKUEUE_CONTROLLER);
+        if kueue::is_active(&aw.status) && !mirrored {
             // Components and pods are still going; their quota is not free.
             return Ok(Some(Duration::from_millis(500)));
         }
@@ -1022,6 +1059,112 @@ async fn kueue_step(
     Ok(None)
 }
 
+/// How often an AppWrapper waiting for its prebuilt Workload looks again:
+/// the Workload watch wakes an AppWrapper only for Workloads it owns.
+const PREBUILT_POLL: Duration = Duration::from_secs(5);
+
+/// Kueue's handling of a job naming a prebuilt Workload
+/// (`kueue.x-k8s.io/prebuilt-workload-name`, as a MultiKueue worker's copy
+/// does), for an AppWrapper: missing or another object's, a running
+/// AppWrapper is stopped ("missing workload") and it waits; ownerless, it
+/// is taken (`EnsurePrebuiltWorkloadOwnership`); one that does not describe
+/// it is finished `OutOfSync` (`ensurePrebuiltWorkloadInSync`). `None`: go
+/// on with this Workload; else the requeue to return.
+async fn prebuilt_step(
+    ctx: &Ctx,
+    obj: &AppWrapperObject,
+    aw: &core::AppWrapper,
+    rv: &str,
+    wl: Option<&api::Workload>,
+    wl_api: &Api<api::Workload>,
+) -> Result<Option<Option<Duration>>, AppWrapperError> {
+    let ns = aw.namespace.as_str();
+    let stop_running = || async {
+        if !aw.spec.suspend
+            && ctx
+                .patch_aw(ns, &aw.name, rv, stop_ops(aw))
+                .await?
+                .is_some()
+        {
+            ctx.event(obj, EventType::Normal, "Stopped", "missing workload".into())
+                .await;
+        }
+        Ok::<_, AppWrapperError>(())
+    };
+    let Some(wl) = wl else {
+        stop_running().await?;
+        return Ok(Some(Some(PREBUILT_POLL)));
+    };
+    match workload::controller_of(wl) {
+        None => {
+            let patch = workload::adoption(
+                wl,
+                core::APPWRAPPER_API_VERSION,
+                APPWRAPPER_KIND,
+                &aw.name,
+                &aw.uid,
+            );
+            match wl_api
+                .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                .await
+            {
+                // Owned now, the Workload's next event wakes this AppWrapper.
+                Ok(_) => return Ok(Some(None)),
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    return Ok(Some(Some(Duration::from_millis(200))))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Some(uid) if uid != aw.uid => {
+            // Another object's: as if it did not exist, and left untouched.
+            stop_running().await?;
+            let msg = format!(
+                "Workload {ns}/{} exists, but is not owned by this job",
+                wl.name_any()
+            );
+            ctx.event(obj, EventType::Warning, "ErrWorkloadCompose", msg)
+                .await;
+            return Ok(Some(Some(PREBUILT_POLL)));
+        }
+        Some(_) => {}
+    }
+    let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    // Compared while it holds no quota, as Kueue compares a Workload not
+    // admitted yet; a started AppWrapper's templates carry its admission.
+    if conds.is_true(condition::FINISHED) || conds.is_true(condition::QUOTA_RESERVED) {
+        return Ok(None);
+    }
+    let current: Vec<workload::JobPodSet> = workload_pod_sets(aw)
+        .into_iter()
+        .map(|ps| workload::JobPodSet {
+            name: ps["name"].as_str().unwrap_or_default().to_string(),
+            count: ps["count"].as_i64().unwrap_or_default(),
+            min_count: None,
+            template: ps["template"].clone(),
+            ranks: Default::default(),
+        })
+        .collect();
+    let max = wl.spec.maximum_execution_time_seconds;
+    if workload::equivalent(&current, max, &workload::recorded_pod_sets(wl), max) {
+        return Ok(None);
+    }
+    let now =
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let mut c = conds.clone();
+    c.set(
+        condition::FINISHED,
+        true,
+        "OutOfSync",
+        "The prebuilt workload is out of sync with its user job",
+        &now,
+        wl.metadata.generation,
+    );
+    write_workload_status(wl_api, wl, json!({"conditions": c.0})).await?;
+    stop_running().await?;
+    Ok(Some(None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1035,6 +1178,121 @@ mod tests {
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
             "status": {"capacity": {"nvidia.com/gpu": "4"}}}))
         .unwrap()
+    }
+
+    /// A test context over a scripted apiserver, Kueue's side on.
+    fn scripted_ctx(client: Client) -> Ctx {
+        Ctx {
+            shared: Shared::without_kueue(client.clone()),
+            resources: ResourceNames::new(None),
+            config: OperatorConfig::default(),
+            nodes: Arc::new(RwLock::new(NodeHealth::default())),
+            kueue: true,
+        }
+    }
+
+    /// A queued AppWrapper of one Job component (one pod, 500m).
+    fn queued_aw(extra_labels: Value, managed_by: Option<&str>) -> AppWrapperObject {
+        let mut labels = json!({QUEUE_NAME_LABEL: "lq"});
+        if let (Value::Object(l), Value::Object(x)) = (&mut labels, extra_labels) {
+            l.extend(x);
+        }
+        let mut aw = json!({
+            "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+            "metadata": {"name": "aw1", "namespace": "ns", "uid": "aw1-uid",
+                         "resourceVersion": "7", "labels": labels},
+            "spec": {"suspend": true, "components": [{"template": {
+                "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"requests": {"cpu": "500m"}}}]}}}}}]},
+        });
+        if let Some(m) = managed_by {
+            aw["spec"]["managedBy"] = json!(m);
+        }
+        serde_json::from_value(aw).unwrap()
+    }
+
+    /// A MultiKueue manager's AppWrapper (`spec.managedBy` MultiKueue's):
+    /// nothing here runs it or writes its status, and its Workload is still
+    /// made, with the pod sets read from its spec (Kueue's integration
+    /// queues it whoever runs it).
+    #[tokio::test]
+    async fn a_multikueue_managers_appwrapper_gets_its_workload_with_pod_sets_from_its_spec() {
+        use crate::controllers::vetting::testing::{scripted_client, sent};
+        let (client, script) = scripted_client(|method, _, body| match method {
+            "GET" => (
+                404,
+                json!({"kind": "Status", "code": 404, "reason": "NotFound"}),
+            ),
+            _ => (201, body.clone()),
+        });
+        let ctx = scripted_ctx(client);
+        let obj = queued_aw(json!({}), Some(keys::MULTIKUEUE_CONTROLLER));
+        let aw = to_core(&obj).unwrap();
+        assert!(aw.status.component_status.is_empty(), "no status written");
+        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
+        let sent = sent(&script);
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        assert_eq!(
+            lines,
+            [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                "POST /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads".to_string(),
+                "POST /apis/events.k8s.io/v1/namespaces/ns/events".to_string(),
+            ]
+        );
+        let sets = &sent[1].1["spec"]["podSets"];
+        assert_eq!(sets[0]["name"], "aw1-0");
+        assert_eq!(sets[0]["count"], 1);
+        assert_eq!(
+            sets[0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "500m"
+        );
+    }
+
+    /// A worker's AppWrapper naming the prebuilt Workload MultiKueue made
+    /// for it: no Workload is created; the ownerless one is taken with one
+    /// merge patch conditioned on the version read (Kueue's
+    /// `EnsurePrebuiltWorkloadOwnership`).
+    #[tokio::test]
+    async fn an_appwrapper_takes_the_ownerless_prebuilt_workload_it_names() {
+        use crate::controllers::vetting::testing::{scripted_client, sent};
+        let (client, script) = scripted_client(|method, _, body| match method {
+            "GET" => (
+                200,
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                       "metadata": {"name": "wl1", "namespace": "ns", "resourceVersion": "3"},
+                       "spec": {"queueName": "lq", "podSets": []}}),
+            ),
+            _ => (200, body.clone()),
+        });
+        let ctx = scripted_ctx(client);
+        let obj = queued_aw(json!({keys::PREBUILT_WORKLOAD_LABEL: "wl1"}), None);
+        let aw = to_core(&obj).unwrap();
+        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
+        let sent = sent(&script);
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                "GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl1",
+                "PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl1",
+            ]
+        );
+        assert_eq!(
+            sent[1].1,
+            json!({"metadata": {
+                "resourceVersion": "3",
+                "ownerReferences": [{
+                    "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+                    "name": "aw1", "uid": "aw1-uid", "controller": true,
+                    "blockOwnerDeletion": true}],
+                "labels": {keys::JOB_UID_LABEL: "aw1-uid"},
+            }})
+        );
     }
 
     /// The node watch's executor: a node newly labelled EVICT asks, in one

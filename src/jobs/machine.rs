@@ -364,7 +364,7 @@ fn decide(
         return Ok(Step::wait(vec![Write::CreateWorkload { body, event }]));
     };
     if subject.prebuilt {
-        match controller_of(wl) {
+        match workload::controller_of(wl) {
             // Kueue's `EnsurePrebuiltWorkloadOwnership`: the job becomes
             // the controller of the Workload made for it.
             None => return Ok(Step::wait(vec![adopt(wl, facts.policy, subject)])),
@@ -400,7 +400,7 @@ fn decide(
                 Duration::from_millis(200),
             ));
         }
-        if let Some(s) = restore(policy, job, &recorded_pod_sets(wl)) {
+        if let Some(s) = restore(policy, job, &workload::recorded_pod_sets(wl)) {
             return Ok(s);
         }
         return Ok(Step::wait(held(wl)));
@@ -451,7 +451,7 @@ fn decide(
                 .unwrap_or_default();
             return Ok(Step::wait(vec![stop(&message)]));
         }
-        if let Some(s) = restore(policy, job, &recorded_pod_sets(wl)) {
+        if let Some(s) = restore(policy, job, &workload::recorded_pod_sets(wl)) {
             return Ok(s);
         }
         // A job MultiKueue runs on a worker has no pods here: its status is
@@ -554,7 +554,7 @@ fn decide(
         }
         return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
     }
-    let recorded = recorded_pod_sets(wl);
+    let recorded = workload::recorded_pod_sets(wl);
     if let Some(s) = restore(policy, job, &recorded) {
         return Ok(s);
     }
@@ -833,42 +833,16 @@ fn not_owned(subject: &Subject) -> Write {
     ))
 }
 
-/// The UID of the Workload's controller, if it has one.
-fn controller_of(wl: &api::Workload) -> Option<&str> {
-    wl.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
-
-/// The prebuilt Workload taken by its job: the job its controller
-/// (blocking deletion, so the Workload goes with it) and its UID label,
-/// conditioned on the Workload's resourceVersion as read.
+/// The prebuilt Workload taken by its job ([`workload::adoption`]).
 fn adopt(wl: &api::Workload, policy: &Policy, subject: &Subject) -> Write {
     let t = &policy.target;
-    let mut refs: Vec<Value> = wl
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .filter(|r| r.uid != subject.uid)
-        .filter_map(|r| serde_json::to_value(r).ok())
-        .collect();
-    refs.push(json!({
-        "apiVersion": t.api_version(),
-        "kind": t.kind,
-        "name": subject.name,
-        "uid": subject.uid,
-        "controller": true,
-        "blockOwnerDeletion": true,
-    }));
-    Write::AdoptWorkload(json!({"metadata": {
-        "resourceVersion": wl.metadata.resource_version,
-        "ownerReferences": refs,
-        "labels": {keys::JOB_UID_LABEL: subject.uid},
-    }}))
+    Write::AdoptWorkload(workload::adoption(
+        wl,
+        &t.api_version(),
+        &t.kind,
+        &subject.name,
+        &subject.uid,
+    ))
 }
 
 /// Kueue's `ensurePrebuiltWorkloadInSync`: a prebuilt Workload whose pod
@@ -892,7 +866,7 @@ fn prebuilt_out_of_sync(
     if !subject.prebuilt || policy.elastic_jobs && is_elastic(job) {
         return Ok(None);
     }
-    let recorded = recorded_pod_sets(wl);
+    let recorded = workload::recorded_pod_sets(wl);
     let suspended = suspended(policy, job);
     if conds.is_true(condition::QUOTA_RESERVED)
         && (!suspended || !workload::restore_patch(policy, job, &recorded).is_empty())
@@ -987,22 +961,6 @@ fn status_reset(policy: &Policy, job: &Value) -> Option<Value> {
         }
     }
     (!status.is_empty()).then(|| json!({ "status": status }))
-}
-
-/// The pod sets a Workload recorded, as a job's are read.
-fn recorded_pod_sets(wl: &api::Workload) -> Vec<JobPodSet> {
-    wl.spec
-        .pod_sets
-        .iter()
-        .flatten()
-        .map(|ps| JobPodSet {
-            name: ps.name.clone(),
-            count: i64::from(ps.count),
-            min_count: ps.min_count.map(i64::from),
-            template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
-            ranks: Default::default(),
-        })
-        .collect()
 }
 
 /// Kueue's jobframework steps 4 and 5 as the status to write:

@@ -621,6 +621,67 @@ fn same_template(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// The pod sets a Workload recorded, as a job's are read.
+pub fn recorded_pod_sets(wl: &crate::api::kueue::v1beta2::Workload) -> Vec<JobPodSet> {
+    wl.spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| JobPodSet {
+            name: ps.name.clone(),
+            count: i64::from(ps.count),
+            min_count: ps.min_count.map(i64::from),
+            template: serde_json::to_value(&ps.template).unwrap_or(Value::Null),
+            ranks: Default::default(),
+        })
+        .collect()
+}
+
+/// The UID of the Workload's controller, if it has one.
+pub fn controller_of(wl: &crate::api::kueue::v1beta2::Workload) -> Option<&str> {
+    wl.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// The merge patch by which a job takes the prebuilt Workload it names
+/// (Kueue's `EnsurePrebuiltWorkloadOwnership`): the job becomes its
+/// controller (blocking deletion, so the Workload goes with it) beside its
+/// other owners, and its UID label is set, conditioned on the Workload's
+/// resourceVersion as read.
+pub fn adoption(
+    wl: &crate::api::kueue::v1beta2::Workload,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    uid: &str,
+) -> Value {
+    let mut refs: Vec<Value> = wl
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| r.uid != uid)
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    refs.push(json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": true,
+        "blockOwnerDeletion": true,
+    }));
+    json!({"metadata": {
+        "resourceVersion": wl.metadata.resource_version,
+        "ownerReferences": refs,
+        "labels": {JOB_UID_LABEL: uid},
+    }})
+}
+
 /// Kueue's `EquivalentToWorkload` for a Workload not holding quota: the
 /// same maximum execution time and, pod set by pod set, the same count,
 /// `minCount`, containers, init containers and tolerations.

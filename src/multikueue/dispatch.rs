@@ -116,6 +116,27 @@ pub static BATCH_JOB: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(||
     job.expect("the batch/v1 Job policy has managedBy")
 });
 
+/// The AppWrapper (Kueue's `appwrapper_multikueue_adapter.go`): no policy
+/// describes it, its controller is batchgate's own. Copied with
+/// `spec.managedBy` removed, its whole status mirrored at once.
+pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
+    use crate::appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND};
+    JobKind {
+        api_version: APPWRAPPER_API_VERSION.into(),
+        kind: APPWRAPPER_KIND.into(),
+        resource: "appwrappers".into(),
+        managed_by: "/spec/managedBy".into(),
+        cleared: Vec::new(),
+        template_labels: None,
+        owned_template_labels: Vec::new(),
+        suspend: "/spec/suspend".into(),
+        status: "/status".into(),
+        finished_conditions: Vec::new(),
+        suspended_condition: None,
+        defer_status: false,
+    }
+});
+
 /// What the adapter's `SyncJob` decides for the job on the admitting worker.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobSync {

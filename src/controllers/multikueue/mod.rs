@@ -74,7 +74,8 @@ struct Ctx {
     /// The local Workloads (the dispatch controller's store).
     locals: Store<Workload>,
     settings: Settings,
-    /// The kinds dispatched: every policy's that has `managedBy`.
+    /// The kinds dispatched: every policy's that has `managedBy`, and the
+    /// AppWrapper.
     kinds: Vec<JobKind>,
     /// When each Workload's incremental round began.
     rounds: Mutex<HashMap<(String, String), Time>>,
@@ -127,6 +128,7 @@ pub async fn run(
         kinds: policies
             .iter()
             .filter_map(|p| JobKind::from_policy(p))
+            .chain([crate::multikueue::dispatch::APPWRAPPER.clone()])
             .collect(),
         settings,
         rounds: Mutex::new(HashMap::new()),

@@ -299,6 +299,8 @@ struct Case {
     round_started: Option<Time>,
     /// Workers whose writes fail (upstream's `worker2OnCreateError`).
     failing: Vec<&'static str>,
+    /// The one kind dispatched.
+    kind: &'static JobKind,
 }
 
 fn case(local: Wl) -> Case {
@@ -311,6 +313,7 @@ fn case(local: Wl) -> Case {
         dispatcher: Dispatcher::AllAtOnce,
         round_started: None,
         failing: vec![],
+        kind: &BATCH_JOB,
     }
 }
 
@@ -385,7 +388,7 @@ impl Case {
             origin: ORIGIN,
             worker_lost_timeout: LOST_TIMEOUT,
             dispatcher: self.dispatcher.clone(),
-            kinds: std::slice::from_ref(&*BATCH_JOB),
+            kinds: std::slice::from_ref(self.kind),
             identifier_annotations: false,
         };
         let step = step(&facts, &settings);
@@ -423,7 +426,10 @@ impl Case {
                     *wl = serde_json::to_value(w).unwrap();
                 }
                 Action::DeleteRemoteJob { cluster, name } => {
-                    assert_eq!(name, "job1");
+                    let held = world.jobs[at(cluster)]
+                        .as_ref()
+                        .map(|j| &j["metadata"]["name"]);
+                    assert_eq!(held, Some(&json!(name)), "the job deleted is the one held");
                     world.jobs[at(cluster)] = None;
                 }
                 Action::DeleteRemoteWorkload { cluster, name } => {
@@ -2164,4 +2170,127 @@ fn incremental_round_is_forgotten_when_the_workload_stops_dispatching() {
     let mut c = case(pending());
     c.dispatcher = incremental;
     c.run().no_actions();
+}
+
+// ---- appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter ----
+
+/// The test's `baseAppWrapperBuilder`: `aw1`, suspended, one component.
+fn aw_base() -> Value {
+    json!({
+        "apiVersion": "workload.codeflare.dev/v1beta2",
+        "kind": "AppWrapper",
+        "metadata": { "name": "aw1", "namespace": "ns" },
+        "spec": {
+            "suspend": true,
+            "components": [{ "template": {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": { "name": "p" },
+                "spec": { "containers": [{ "name": "c", "image": "busybox" }] },
+            } }],
+        },
+    })
+}
+
+fn aw_managed() -> Value {
+    let mut aw = aw_base();
+    aw["spec"]["managedBy"] = json!(keys::MULTIKUEUE_CONTROLLER);
+    aw
+}
+
+fn aw_remote(annotation: bool) -> Value {
+    let mut aw = aw_base();
+    aw["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    let place = if annotation { "annotations" } else { "labels" };
+    aw["metadata"][place][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl1");
+    aw
+}
+
+fn aw_phase(mut aw: Value, phase: &str) -> Value {
+    aw["status"] = json!({ "phase": phase });
+    aw
+}
+
+fn sync_aw(local: &Value, remote: Option<&Value>, annotations: bool) -> JobSync {
+    APPWRAPPER.sync(local, remote, "wl1", ORIGIN1, annotations, &now())
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote appwrapper"
+#[test]
+fn sync_creates_missing_remote_appwrapper() {
+    let aw = created(sync_aw(&aw_managed(), None, false));
+    assert_eq!(aw, norm(&aw_remote(false)));
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote appwrapper"
+#[test]
+fn sync_status_from_remote_appwrapper() {
+    let mut local = aw_managed();
+    local["spec"]["suspend"] = json!(false);
+    let remote = aw_phase(aw_remote(false), "Suspended");
+    let got = copied(sync_aw(&local, Some(&remote), false));
+    assert_eq!(got, (json!({ "phase": "Suspended" }), false));
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote while local appwrapper is suspended"
+// (the AppWrapper's adapter copies at once; only the Job's defers)
+#[test]
+fn sync_status_from_remote_while_local_appwrapper_is_suspended() {
+    let mut remote = aw_phase(aw_remote(false), "Running");
+    remote["spec"]["suspend"] = json!(false);
+    let got = copied(sync_aw(&aw_managed(), Some(&remote), false));
+    assert_eq!(got, (json!({ "phase": "Running" }), false));
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "remote appwrapper is deleted"
+// (through the step, as TestWlReconcile's "missing workload (in deleted
+// workload cache)": the local Workload gone, the worker's copy and the
+// AppWrapper carrying this manager's origin are deleted)
+#[test]
+fn remote_appwrapper_is_deleted() {
+    let owned = || {
+        Wl::base().check("ac1", "Pending", "").owner(
+            "workload.codeflare.dev/v1beta2",
+            "AppWrapper",
+            "aw1",
+        )
+    };
+    let mut c = case(owned().reserved());
+    c.kind = &APPWRAPPER;
+    c.gone = true;
+    c.local_job = None;
+    c.workers = vec![worker("worker1").wl(copy().reserved()).job(Job({
+        let mut aw = aw_remote(false);
+        aw["metadata"]["labels"][ORIGIN_LABEL] = json!(ORIGIN);
+        aw
+    }))];
+    c.run().wl_is(0, None).job_is(0, None).trouble(None);
+    let kinds = [APPWRAPPER.clone()];
+    let wl: api::Workload = serde_json::from_value(owned().0).unwrap();
+    let (kind, name) = local_job(&wl, &kinds).expect("the AppWrapper's Workload");
+    assert_eq!(
+        (kind.resource.as_str(), name.as_str()),
+        ("appwrappers", "aw1")
+    );
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "job with wrong managedBy is not considered managed"
+#[test]
+fn appwrapper_with_wrong_managed_by_is_not_considered_managed() {
+    assert_eq!(
+        APPWRAPPER.unmanaged_reason(&aw_base()).as_deref(),
+        Some(r#"Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not """#)
+    );
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "job managedBy multikueue"
+#[test]
+fn appwrapper_managed_by_multikueue() {
+    assert_eq!(APPWRAPPER.unmanaged_reason(&aw_managed()), None);
+}
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote appwrapper, WorkloadIdentifierAnnotations enabled"
+#[test]
+fn sync_creates_missing_remote_appwrapper_workload_identifier_annotations_enabled() {
+    let aw = created(sync_aw(&aw_managed(), None, true));
+    assert_eq!(aw, norm(&aw_remote(true)));
 }
