@@ -2294,3 +2294,20 @@ fn sync_creates_missing_remote_appwrapper_workload_identifier_annotations_enable
     let aw = created(sync_aw(&aw_managed(), None, true));
     assert_eq!(aw, norm(&aw_remote(true)));
 }
+
+// appwrapper_multikueue_adapter_test.go, TestMultiKueueAdapter: "missing appwrapper is not considered managed"
+// (through the step: no local AppWrapper, no admission; the pass stops)
+#[test]
+fn missing_appwrapper_is_not_considered_managed() {
+    let mut c = case(
+        Wl::base()
+            .check("ac1", "Pending", "")
+            .owner("workload.codeflare.dev/v1beta2", "AppWrapper", "aw1")
+            .reserved(),
+    );
+    c.kind = &APPWRAPPER;
+    c.local_job = None;
+    c.run()
+        .no_actions()
+        .trouble(Some(Trouble::LocalJobMissing("aw1".into())));
+}
