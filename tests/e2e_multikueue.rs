@@ -9,8 +9,8 @@
 //! worker the manager can no longer reach mid-run (its kubeconfig broken,
 //! as Kueue's integration tests break it; the worker runs on) has its
 //! Workload requeued after `workerLostTimeout` and run on the other; once
-//! reachable again, the stale copy and job there are removed. A JobSet
-//! and an AppWrapper are dispatched the same way. One scenario in order,
+//! reachable again, the stale copy and job there are removed. A JobSet,
+//! an AppWrapper, a plain pod and a pod group are dispatched the same way. One scenario in order,
 //! sharing the clusters.
 //!
 //! The dispatcher is AllAtOnce (the default) until the last step, where
@@ -30,9 +30,15 @@ use support::{
     Server,
 };
 
-/// Short enough for a test: the garbage collector every 5 s, a lost
-/// worker's Workload requeued after 20 s.
-const MANAGER_CONFIG: &str = "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n";
+/// The kinds dispatched here, the pod among them (off by default).
+const FRAMEWORKS: &str = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod]\n";
+
+/// [`FRAMEWORKS`], and short enough for a test: the garbage collector
+/// every 5 s, a lost worker's Workload requeued after 20 s.
+const MANAGER_CONFIG: &str = concat!(
+    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod]\n",
+    "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n"
+);
 const NS: &str = "mk-e2e";
 const ORIGIN: &str = "kueue.x-k8s.io/multikueue-origin";
 
@@ -68,7 +74,7 @@ fn world() -> &'static World {
                     let c: &'static LocalCluster = Box::leak(Box::new(c));
                     install_crds(c);
                     kind_crds(c);
-                    let server = start(c);
+                    let server = start_with(c, FRAMEWORKS);
                     wait_webhook_active(c, &namespace(c, "e2e-probe"));
                     // The server lives as long as the test binary.
                     std::mem::forget(server);
@@ -511,6 +517,102 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         &["appwrappers.workload.codeflare.dev", "mk-aw", "-n", NS]
     ));
     assert_eq!(aw_pods(worker(w, other(&chosen))), 0);
+
+    // 2e. A plain pod (Kueue's pod adapter; no `managedBy`): gated here and
+    // never ungated, its copy run on one worker (where it takes the
+    // prebuilt Workload), the worker's status mirrored onto it — Succeeded
+    // while still gated here — and its Workload finished.
+    create(
+        m,
+        &json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "mk-pod", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"},
+                         "annotations": {POD_RUNTIME_ANNOTATION: "5s"}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox",
+                                     "resources": {"requests": {"cpu": "500m"}}}]}})
+        .to_string(),
+    );
+    let (_, chosen) = dispatched(w, "mk-pod", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the pod created on its worker",
+        || get(there, &["pod", "mk-pod", "-n", NS]),
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    let done = wait_for(
+        Duration::from_secs(120),
+        "the manager's pod Succeeded (mirrored) and its Workload Finished",
+        || {
+            let p = get(m, &["pod", "mk-pod", "-n", NS])?;
+            let wl = workload_of(m, NS, "mk-pod")?;
+            (p["status"]["phase"] == "Succeeded" && is_true(&wl, "Finished")).then_some(p)
+        },
+    );
+    assert!(
+        done["spec"]["nodeName"].is_null(),
+        "the manager's pod never ran here: {done}"
+    );
+    assert_eq!(
+        done["spec"]["schedulingGates"][0]["name"], "kueue.x-k8s.io/admission",
+        "{done}"
+    );
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["pod", "mk-pod", "-n", NS]
+    ));
+
+    // 2f. A pod group of two (Kueue's `syncPodGroup`): one Workload, both
+    // pods copied to the one worker that admits it, each one's status
+    // mirrored onto its twin here, the Workload finished once both are.
+    for i in 0..2 {
+        create(
+            m,
+            &json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("mk-grp-{i}"), "namespace": NS,
+                             "labels": {"kueue.x-k8s.io/queue-name": "mk-lq",
+                                        "kueue.x-k8s.io/pod-group-name": "mk-grp"},
+                             "annotations": {POD_RUNTIME_ANNOTATION: "5s",
+                                             "kueue.x-k8s.io/pod-group-total-count": "2"}},
+                "spec": {"restartPolicy": "Never",
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "resources": {"requests": {"cpu": "250m"}}}]}})
+            .to_string(),
+        );
+    }
+    let (wl, chosen) = dispatched(w, "mk-grp-0", Duration::from_secs(120));
+    assert_eq!(wl["metadata"]["name"], "mk-grp", "{wl}");
+    let there = worker(w, &chosen);
+    wait_for(
+        Duration::from_secs(120),
+        "both pods Succeeded here (mirrored) and the group's Workload Finished",
+        || {
+            let done = (0..2).all(|i| {
+                get(m, &["pod", &format!("mk-grp-{i}"), "-n", NS]).is_some_and(|p| {
+                    p["status"]["phase"] == "Succeeded" && p["spec"]["nodeName"].is_null()
+                })
+            });
+            let wl = workload_of(m, NS, "mk-grp-0")?;
+            (done && is_true(&wl, "Finished")).then_some(())
+        },
+    );
+    for i in 0..2 {
+        let p = get(there, &["pod", &format!("mk-grp-{i}"), "-n", NS]);
+        assert!(
+            p.is_none()
+                || p.as_ref()
+                    .is_some_and(|p| p["metadata"]["labels"][ORIGIN] == "multikueue"),
+            "{p:?}"
+        );
+        assert!(!has(
+            worker(w, other(&chosen)),
+            &["pod", &format!("mk-grp-{i}"), "-n", NS]
+        ));
+    }
 
     // 2c. The manager's batchgate stops between the worker's job being
     // created and its status being copied, and starts again: the job is

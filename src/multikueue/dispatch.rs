@@ -82,8 +82,10 @@ pub struct JobKind {
     pub resource: String,
     /// Where the kind names its controller: must be MultiKueue's on the
     /// manager, and is removed on the worker so the worker's controller runs
-    /// the job.
-    pub managed_by: String,
+    /// the job. `None`: the kind has no such field and is always
+    /// MultiKueue's to dispatch (Kueue's pod adapter); the manager's
+    /// reconciler keeps it from running there instead.
+    pub managed_by: Option<String>,
     /// Other fields removed from the worker's copy (e.g. a selector the
     /// worker's apiserver generates).
     pub cleared: Vec<String>,
@@ -103,6 +105,14 @@ pub struct JobKind {
     /// The status copy waits while the local job is suspended and the
     /// remote one runs (Kueue's Job adapter; the others copy at once).
     pub defer_status: bool,
+    /// A scheduling gate (the pod's admission gate): while the local object
+    /// carries it and the remote one is not `PodScheduled`, the local
+    /// `PodScheduled` condition is kept rather than copied — a copied
+    /// `Unschedulable` would make the manager's cluster autoscaler scale up
+    /// for a pod that never runs there (Kueue's pod adapter).
+    pub kept_while_gated: Option<String>,
+    /// The label naming a pod group: a member is not dispatched alone.
+    pub group_label: Option<String>,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -125,7 +135,7 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         api_version: APPWRAPPER_API_VERSION.into(),
         kind: APPWRAPPER_KIND.into(),
         resource: "appwrappers".into(),
-        managed_by: "/spec/managedBy".into(),
+        managed_by: Some("/spec/managedBy".into()),
         cleared: Vec::new(),
         template_labels: None,
         owned_template_labels: Vec::new(),
@@ -134,6 +144,8 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         finished_conditions: Vec::new(),
         suspended_condition: None,
         defer_status: false,
+        kept_while_gated: None,
+        group_label: None,
     }
 });
 
@@ -153,10 +165,13 @@ impl JobKind {
     /// `managedBy` is, but a kind queued through its pods or held by a
     /// scheduling gate (Kueue has no MultiKueue adapter for those).
     pub fn from_policy(p: &crate::jobs::policy::Policy) -> Option<JobKind> {
-        let managed_by = p.managed_by.as_ref()?;
-        if p.gate.is_some() || p.pod_owner.is_some() {
+        if p.pod_owner.is_some() {
             return None;
         }
+        if let Some(gate) = &p.gate {
+            return Some(JobKind::gated(p, gate));
+        }
+        let managed_by = p.managed_by.as_ref()?;
         let status = p.status.as_ref();
         let finished = status
             .map(|s| s.succeeded.iter().chain(&s.failed).cloned().collect())
@@ -166,7 +181,7 @@ impl JobKind {
             api_version: p.target.api_version(),
             kind: p.target.kind.clone(),
             resource: p.target.resource.clone(),
-            managed_by: managed_by.as_str().to_string(),
+            managed_by: Some(managed_by.as_str().to_string()),
             cleared: rule
                 .cleared
                 .iter()
@@ -182,7 +197,33 @@ impl JobKind {
             finished_conditions: finished,
             suspended_condition: rule.suspended_condition.clone(),
             defer_status: rule.defer_status,
+            kept_while_gated: None,
+            group_label: None,
         })
+    }
+
+    /// A kind held by a scheduling gate, the pod (Kueue's
+    /// `pod_multikueue_adapter.go`): no `managedBy`, so always dispatched;
+    /// on the manager it stays behind its gate (`jobs::machine::pods`)
+    /// while the copy runs on the worker, its whole status mirrored but
+    /// for the scheduling condition while gated.
+    fn gated(p: &crate::jobs::policy::Policy, gate: &crate::jobs::policy::Gate) -> JobKind {
+        JobKind {
+            api_version: p.target.api_version(),
+            kind: p.target.kind.clone(),
+            resource: p.target.resource.clone(),
+            managed_by: None,
+            cleared: Vec::new(),
+            template_labels: None,
+            owned_template_labels: Vec::new(),
+            suspend: p.suspend.as_str().to_string(),
+            status: "/status".into(),
+            finished_conditions: Vec::new(),
+            suspended_condition: None,
+            defer_status: false,
+            kept_while_gated: Some(gate.scheduling_gate.clone()),
+            group_label: gate.group.as_ref().map(|g| g.name_label.clone()),
+        }
     }
 
     /// Kueue's adapter key: `schema.GroupVersionKind.String()`.
@@ -190,17 +231,27 @@ impl JobKind {
         gvk_string(&self.api_version, &self.kind)
     }
 
+    /// The group the object is a member of, for a kind that has groups.
+    pub fn group_of<'j>(&self, job: &'j Value) -> Option<&'j str> {
+        let label = self.group_label.as_deref()?;
+        job.pointer("/metadata/labels")
+            .and_then(|l| l.get(label))
+            .and_then(Value::as_str)
+            .filter(|g| !g.is_empty())
+    }
+
     /// Kueue's `IsJobManagedByKueue`: `None` when the job names MultiKueue
     /// as its controller, else why not.
     pub fn unmanaged_reason(&self, job: &Value) -> Option<String> {
+        let pointer = self.managed_by.as_deref()?;
         let managed_by = job
-            .pointer(&self.managed_by)
+            .pointer(pointer)
             .and_then(Value::as_str)
             .unwrap_or_default();
         (managed_by != keys::MULTIKUEUE_CONTROLLER).then(|| {
             format!(
                 "Expecting {} to be {} not {}",
-                field_name(&self.managed_by),
+                field_name(pointer),
                 go_quote(keys::MULTIKUEUE_CONTROLLER),
                 go_quote(managed_by)
             )
@@ -257,7 +308,7 @@ impl JobKind {
                 .iter()
                 .any(|t| job_condition_true(remote, &self.status, t))
         {
-            return (remote_status, false);
+            return (self.scheduling_kept(local, remote_status), false);
         }
         let mut status = local
             .pointer(&self.status)
@@ -288,6 +339,42 @@ impl JobKind {
             }
         }
         (status, true)
+    }
+
+    /// The remote status with the local `PodScheduled` condition kept, for
+    /// a kind with [`JobKind::kept_while_gated`], while the local object is
+    /// gated and the remote one is not scheduled.
+    fn scheduling_kept(&self, local: &Value, mut status: Value) -> Value {
+        const SCHEDULED: &str = "PodScheduled";
+        let Some(gate) = &self.kept_while_gated else {
+            return status;
+        };
+        let gated = local
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|gs| gs.iter().any(|g| g["name"] == gate.as_str()));
+        let kept = local
+            .pointer(&format!("{}/conditions", self.status))
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == SCHEDULED));
+        let scheduled =
+            job_condition_true(&json!({"status": status.clone()}), "/status", SCHEDULED);
+        let (true, Some(kept), false) = (gated, kept, scheduled) else {
+            return status;
+        };
+        if !status.is_object() {
+            status = json!({});
+        }
+        let list = status
+            .as_object_mut()
+            .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
+        if let Some(Value::Array(list)) = list {
+            match list.iter_mut().find(|c| c["type"] == SCHEDULED) {
+                Some(c) => *c = kept.clone(),
+                None => list.push(kept.clone()),
+            }
+        }
+        status
     }
 
     /// The job as created on a worker: name, namespace, labels, annotations
@@ -327,7 +414,9 @@ impl JobKind {
             "metadata": metadata,
             "spec": local["spec"].clone(),
         });
-        remove_at(&mut job, &self.managed_by);
+        if let Some(p) = &self.managed_by {
+            remove_at(&mut job, p);
+        }
         for p in &self.cleared {
             remove_at(&mut job, p);
         }
@@ -409,6 +498,8 @@ pub struct Worker<'a> {
     pub workload: Option<&'a api::Workload>,
     /// The job of the local job's name.
     pub job: Option<&'a Value>,
+    /// For a pod group: the worker's pods of the group (`job` among them).
+    pub members: &'a [Value],
 }
 
 impl Worker<'_> {
@@ -428,6 +519,9 @@ pub struct Facts<'a> {
     pub check: Option<&'a str>,
     /// The local job (the owner), as read.
     pub local_job: Option<&'a Value>,
+    /// For a pod group: its pods here (`local_job` among them), which are
+    /// copied and mirrored one by one (Kueue's `syncPodGroup`).
+    pub local_members: &'a [Value],
     /// The config's clusters in order.
     pub workers: &'a [Worker<'a>],
     /// When the incremental dispatcher's current round began (the shell
@@ -517,8 +611,9 @@ pub enum Action {
     DeleteRemoteWorkload { cluster: String, name: String },
     /// Create this job on `cluster`.
     CreateRemoteJob { cluster: String, job: Value },
-    /// Write this status onto the local job (its status subresource).
-    CopyJobStatus { status: Value },
+    /// Write this status onto the local job `name` (its status
+    /// subresource; a pod group's member by name).
+    CopyJobStatus { name: String, status: Value },
     /// Patch the local Workload's status.
     Local(LocalStatus),
     /// Record an Event on the local Workload.
@@ -743,6 +838,12 @@ fn job_condition_true(job: &Value, status: &str, ty: &str) -> bool {
         .any(|c| c["type"] == ty && c["status"] == "True")
 }
 
+fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 fn origin_of(obj: &Value) -> Option<&str> {
     obj.pointer("/metadata/labels")
         .and_then(|l| l.get(ORIGIN_LABEL))
@@ -895,11 +996,13 @@ impl<'a> Pass<'a, '_> {
     /// copy.
     fn remove(&mut self, i: usize) {
         let w = &self.workers()[i];
-        if w.job.and_then(origin_of) == Some(self.s.origin) {
-            self.out.actions.push(Action::DeleteRemoteJob {
-                cluster: w.name.to_string(),
-                name: self.job_name.clone(),
-            });
+        for job in self.remote_jobs(i) {
+            if origin_of(job) == Some(self.s.origin) {
+                self.out.actions.push(Action::DeleteRemoteJob {
+                    cluster: w.name.to_string(),
+                    name: name_of(job).to_string(),
+                });
+            }
         }
         if self.copies[i].is_some() {
             self.out.actions.push(Action::DeleteRemoteWorkload {
@@ -1305,17 +1408,31 @@ impl<'a> Pass<'a, '_> {
     /// the worker must carry this manager's origin.
     fn owned_job_or_trouble(&mut self, i: usize) -> bool {
         let w = &self.workers()[i];
-        match w.job {
-            Some(job) if origin_of(job) != Some(self.s.origin) => {
+        match self
+            .remote_jobs(i)
+            .into_iter()
+            .find(|job| origin_of(job) != Some(self.s.origin))
+        {
+            Some(job) => {
                 self.out.trouble = Some(Trouble::RemoteJobNotOwned {
                     cluster: w.name.to_string(),
                     kind: self.kind.kind.to_string(),
-                    name: self.job_name.clone(),
+                    name: name_of(job).to_string(),
                     origin: self.s.origin.to_string(),
                 });
                 false
             }
-            _ => true,
+            None => true,
+        }
+    }
+
+    /// What worker `i` holds of the job: its pods of the group, or the job.
+    fn remote_jobs(&self, i: usize) -> Vec<&'a Value> {
+        let w = &self.workers()[i];
+        if w.members.is_empty() {
+            w.job.into_iter().collect()
+        } else {
+            w.members.iter().collect()
         }
     }
 
@@ -1326,29 +1443,47 @@ impl<'a> Pass<'a, '_> {
             self.out.trouble = Some(Trouble::LocalJobMissing(self.job_name.clone()));
             return false;
         };
+        let locals: Vec<&Value> = if self.f.local_members.is_empty() {
+            vec![local_job]
+        } else {
+            self.f.local_members.iter().collect()
+        };
+        let remotes = self.remote_jobs(i);
         let cluster = self.name(i);
         let wl_name = self.f.local.metadata.name.as_deref().unwrap_or_default();
-        let sync = self.kind.sync(
-            local_job,
-            self.workers()[i].job,
-            wl_name,
-            self.s.origin,
-            self.s.identifier_annotations,
-            self.f.now,
-        );
-        match sync {
-            JobSync::Create(job) => {
-                self.out
-                    .actions
-                    .push(Action::CreateRemoteJob { cluster, job });
-                false
+        let mut deferred = false;
+        for local in locals {
+            let name = name_of(local);
+            let remote = remotes.iter().copied().find(|r| name_of(r) == name);
+            let sync = self.kind.sync(
+                local,
+                remote,
+                wl_name,
+                self.s.origin,
+                self.s.identifier_annotations,
+                self.f.now,
+            );
+            match sync {
+                JobSync::Create(job) => {
+                    let cluster = cluster.clone();
+                    self.out
+                        .actions
+                        .push(Action::CreateRemoteJob { cluster, job });
+                }
+                JobSync::CopyStatus {
+                    status,
+                    deferred: d,
+                } => {
+                    let name = name.to_string();
+                    self.out
+                        .actions
+                        .push(Action::CopyJobStatus { name, status });
+                    deferred |= d;
+                }
+                JobSync::InSync { deferred: d } => deferred |= d,
             }
-            JobSync::CopyStatus { status, deferred } => {
-                self.out.actions.push(Action::CopyJobStatus { status });
-                deferred
-            }
-            JobSync::InSync { deferred } => deferred,
         }
+        deferred
     }
 
     /// Kueue's `cloneForCreate`: the local Workload's name, namespace,

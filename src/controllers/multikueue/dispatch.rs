@@ -12,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 use futures::{channel::mpsc, FutureExt, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{
-    api::{ApiResource, DynamicObject, Patch, PostParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PostParams},
     runtime::{
         controller::Action as Requeue,
         reflector::{self, ObjectRef, Store},
@@ -276,6 +276,26 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
         }
         None => None,
     };
+    // A pod group's pods here, listed by their group label.
+    let group = match (&owner, &local_job) {
+        (Some((kind, _)), Some(job)) => kind
+            .group_of(job)
+            .zip(kind.group_label.as_deref())
+            .map(|(g, label)| (label.to_string(), g.to_string())),
+        _ => None,
+    };
+    let local_members: Vec<Value> = match (&owner, &group) {
+        (Some((kind, _)), Some((label, g))) => {
+            Api::<DynamicObject>::namespaced_with(client.clone(), &ns, &resource(kind))
+                .list(&ListParams::default().labels(&format!("{label}={g}")))
+                .await?
+                .items
+                .into_iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()?
+        }
+        _ => Vec::new(),
+    };
     let kind_index = owner
         .as_ref()
         .and_then(|(k, _)| ctx.kinds.iter().position(|x| x == *k));
@@ -293,7 +313,7 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
             Some((dispatch::Link::Connected, None)) | None => (dispatch::Link::Lost(None), None),
             Some((lost, _)) => (lost, None),
         };
-        let (copy, job) = match &remote {
+        let (copy, job, members) = match &remote {
             Some(r) => {
                 let jobs = match (&owner, kind_index) {
                     (Some((kind, _)), Some(k)) => Some(r.jobs(k, kind)),
@@ -304,26 +324,39 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
                     return Ok(Requeue::requeue(Duration::from_secs(1)));
                 }
                 let copy = r.workloads.get(&ObjectRef::new(&name).within(&ns));
-                let job = match (&owner, jobs) {
+                let job = match (&owner, &jobs) {
                     (Some((kind, job)), Some(jobs)) => jobs
                         .get(&ObjectRef::new_with(job, resource(kind)).within(&ns))
                         .map(|j| serde_json::to_value(&*j))
                         .transpose()?,
                     _ => None,
                 };
-                (copy, job)
+                let members = match (&group, &jobs) {
+                    (Some((label, g)), Some(jobs)) => jobs
+                        .state()
+                        .iter()
+                        .filter(|j| {
+                            j.metadata.namespace.as_deref() == Some(ns.as_str())
+                                && j.labels().get(label) == Some(g)
+                        })
+                        .map(|j| serde_json::to_value(&**j))
+                        .collect::<Result<_, _>>()?,
+                    _ => Vec::new(),
+                };
+                (copy, job, members)
             }
-            None => (None, None),
+            None => (None, None, Vec::new()),
         };
-        held.push((cluster.clone(), link, copy, job));
+        held.push((cluster.clone(), link, copy, job, members));
     }
     let workers: Vec<Worker<'_>> = held
         .iter()
-        .map(|(cluster, link, copy, job)| Worker {
+        .map(|(cluster, link, copy, job, members)| Worker {
             name: cluster,
             link: link.clone(),
             workload: copy.as_deref(),
             job: job.as_ref(),
+            members,
         })
         .collect();
     let key = (ns.clone(), name.clone());
@@ -336,6 +369,7 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
             gone: false,
             check: Some(&check),
             local_job: local_job.as_ref(),
+            local_members: &local_members,
             workers: &workers,
             round_started: round.as_ref(),
             now: &now,
@@ -348,7 +382,10 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
             &ctx,
             &mut current,
             &held,
-            local_job.as_ref(),
+            &Local {
+                job: local_job.as_ref(),
+                members: &local_members,
+            },
             owner.as_ref(),
             action,
             &now,
@@ -367,11 +404,18 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
     Ok(after.map_or_else(Requeue::await_change, Requeue::requeue))
 }
 
+/// The local job as read, and a pod group's pods.
+struct Local<'a> {
+    job: Option<&'a Value>,
+    members: &'a [Value],
+}
+
 type Held = (
     String,
     dispatch::Link,
     Option<Arc<api::Workload>>,
     Option<Value>,
+    Vec<Value>,
 );
 
 /// Carries out one action; `false` when the local Workload's version moved
@@ -380,7 +424,7 @@ async fn execute(
     ctx: &Ctx,
     current: &mut api::Workload,
     held: &[Held],
-    local_job: Option<&Value>,
+    local: &Local<'_>,
     owner: Option<&(&JobKind, String)>,
     action: Action,
     now: &Time,
@@ -448,10 +492,11 @@ async fn execute(
             let (Some(r), Some((kind, _))) = (ctx.remote(&cluster).await, owner) else {
                 return Ok(true);
             };
+            let named = |j: &&Value| j.pointer("/metadata/name") == Some(&json!(name));
             let job = held
                 .iter()
                 .find(|h| h.0 == cluster)
-                .and_then(|h| h.3.as_ref());
+                .and_then(|h| h.3.iter().chain(&h.4).find(named));
             let uid = job
                 .and_then(|j| j.pointer("/metadata/uid"))
                 .and_then(Value::as_str);
@@ -472,8 +517,12 @@ async fn execute(
             let obj: DynamicObject = serde_json::from_value(job)?;
             ignore(api.create(&PostParams::default(), &obj).await, &[409])?;
         }
-        Action::CopyJobStatus { status } => {
-            let (Some(job), Some((kind, name))) = (local_job, owner) else {
+        Action::CopyJobStatus { name, status } => {
+            let named = |j: &&Value| j.pointer("/metadata/name") == Some(&json!(name));
+            let (Some(job), Some((kind, _))) = (
+                local.job.into_iter().chain(local.members).find(named),
+                owner,
+            ) else {
                 return Ok(true);
             };
             // The status replaced whole, as Kueue's adapters do, on the
@@ -487,7 +536,7 @@ async fn execute(
             );
             let body: DynamicObject = serde_json::from_value(job)?;
             let sent = api
-                .replace_status(name, &PostParams::default(), &body)
+                .replace_status(&name, &PostParams::default(), &body)
                 .await;
             ignore(sent, &[404, 409])?;
         }

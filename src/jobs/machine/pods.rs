@@ -245,6 +245,12 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         // Pending: the pods stay gated.
         return Step::wait(Vec::new());
     }
+    if status.cluster_name.is_some() {
+        // Admitted on a MultiKueue worker, which runs the copies: here the
+        // pods stay gated, their status mirrored (Kueue's
+        // `ShouldSkipLocalExecution`).
+        return Step::wait(Vec::new());
+    }
     let queue = pod::label(this, QUEUE_NAME_LABEL).unwrap_or_default();
     let Some(infos) = (facts.infos)(wl, queue) else {
         return Step::after(Vec::new(), Duration::from_millis(200));
@@ -511,6 +517,28 @@ mod tests {
         assert_eq!(
             run(&p, std::slice::from_ref(&p), Some(&pending)),
             Step::wait(Vec::new())
+        );
+    }
+
+    /// Kueue's `ShouldSkipLocalExecution`: a pod whose Workload a
+    /// MultiKueue worker admitted (`status.clusterName`) stays gated here;
+    /// the copy runs there and its status is mirrored to this one.
+    #[test]
+    fn a_pod_admitted_on_a_multikueue_worker_stays_gated_here() {
+        let p = pod("a");
+        let mut status = admitted();
+        status["clusterName"] = json!("worker1");
+        let wl = workload(std::slice::from_ref(&p), status);
+        assert_eq!(
+            run(&p, std::slice::from_ref(&p), Some(&wl)),
+            Step::wait(Vec::new())
+        );
+        // Its mirrored end finishes the Workload as any pod's.
+        let done = phase(p.clone(), "Succeeded");
+        let s = run(&done, std::slice::from_ref(&done), Some(&wl));
+        assert!(
+            matches!(s.writes.first(), Some(Write::WorkloadStatus(_))),
+            "{s:?}"
         );
     }
 

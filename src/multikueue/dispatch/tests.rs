@@ -257,6 +257,8 @@ struct W {
     link: Link,
     wl: Option<Wl>,
     job: Option<Job>,
+    /// A pod group's pods there.
+    members: Vec<Value>,
 }
 
 fn worker(name: &'static str) -> W {
@@ -265,6 +267,7 @@ fn worker(name: &'static str) -> W {
         link: Link::Connected,
         wl: None,
         job: None,
+        members: Vec::new(),
     }
 }
 
@@ -294,6 +297,8 @@ struct Case {
     gone: bool,
     check: Option<&'static str>,
     local_job: Option<Job>,
+    /// A pod group's pods here.
+    local_members: Vec<Value>,
     workers: Vec<W>,
     dispatcher: Dispatcher,
     round_started: Option<Time>,
@@ -309,6 +314,7 @@ fn case(local: Wl) -> Case {
         gone: false,
         check: Some("ac1"),
         local_job: Some(Job::managed()),
+        local_members: Vec::new(),
         workers: vec![worker("worker1")],
         dispatcher: Dispatcher::AllAtOnce,
         round_started: None,
@@ -371,6 +377,7 @@ impl Case {
                 link: w.link.clone(),
                 workload: wls[i].as_ref(),
                 job: jobs[i].as_ref(),
+                members: &w.members,
             })
             .collect();
         let local_job = self.local_job.as_ref().map(|j| j.0.clone());
@@ -380,6 +387,7 @@ impl Case {
             gone: self.gone,
             check: self.check,
             local_job: local_job.as_ref(),
+            local_members: &self.local_members,
             workers: &workers,
             round_started: self.round_started.as_ref(),
             now: &now,
@@ -426,11 +434,16 @@ impl Case {
                     *wl = serde_json::to_value(w).unwrap();
                 }
                 Action::DeleteRemoteJob { cluster, name } => {
-                    let held = world.jobs[at(cluster)]
-                        .as_ref()
-                        .map(|j| &j["metadata"]["name"]);
-                    assert_eq!(held, Some(&json!(name)), "the job deleted is the one held");
-                    world.jobs[at(cluster)] = None;
+                    let i = at(cluster);
+                    let named = |j: &Value| j["metadata"]["name"] == json!(name);
+                    if world.jobs[i].as_ref().is_some_and(named) {
+                        world.jobs[i] = None;
+                    } else {
+                        assert!(
+                            self.workers[i].members.iter().any(named),
+                            "the job deleted is one held: {name}"
+                        );
+                    }
                 }
                 Action::DeleteRemoteWorkload { cluster, name } => {
                     assert_eq!(name, "wl1");
@@ -439,8 +452,17 @@ impl Case {
                 Action::CreateRemoteJob { cluster, job } => {
                     world.jobs[at(cluster)] = Some(job.clone());
                 }
-                Action::CopyJobStatus { status } => {
-                    world.local_job.as_mut().unwrap()["status"] = status.clone();
+                Action::CopyJobStatus { name, status } => {
+                    let named = |j: &Value| j["metadata"]["name"] == json!(name);
+                    let job = world.local_job.as_mut().unwrap();
+                    if named(job) {
+                        job["status"] = status.clone();
+                    } else {
+                        assert!(
+                            self.local_members.iter().any(named),
+                            "the job written is one read: {name}"
+                        );
+                    }
                 }
                 Action::Local(change) => {
                     let patch =
@@ -1466,6 +1488,7 @@ fn remote_job_carries_the_prebuilt_name_as_annotation_by_default() {
         link: Link::Connected,
         workload: Some(&copy),
         job: None,
+        members: &[],
     }];
     let wl = local.obj();
     let now = now();
@@ -1474,6 +1497,7 @@ fn remote_job_carries_the_prebuilt_name_as_annotation_by_default() {
         gone: false,
         check: Some("ac1"),
         local_job: Some(&job),
+        local_members: &[],
         workers: &workers,
         round_started: None,
         now: &now,
@@ -2310,4 +2334,259 @@ fn missing_appwrapper_is_not_considered_managed() {
     c.run()
         .no_actions()
         .trouble(Some(Trouble::LocalJobMissing("aw1".into())));
+}
+
+// ---- pod_multikueue_adapter_test.go, TestMultiKueueAdapter ----
+
+/// The pod's kind, from the embedded pod policy.
+static POD: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
+    let policies = crate::jobs::policy::PolicySet::embedded().unwrap();
+    let pod = policies.find("", "v1", "Pod").expect("the pod policy");
+    JobKind::from_policy(pod).expect("a gated kind is dispatched")
+});
+
+/// `MakePod("test-pod", ns)`.
+fn pod_base() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": "test-pod", "namespace": "ns" },
+        "spec": { "containers": [{ "name": "c", "image": "pause" }] },
+    })
+}
+
+fn pod_remote(annotation: bool) -> Value {
+    let mut p = pod_base();
+    p["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    let place = if annotation { "annotations" } else { "labels" };
+    p["metadata"][place][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl1");
+    p
+}
+
+fn pod_status(mut p: Value, phase: Option<&str>, conditions: Value) -> Value {
+    if let Some(phase) = phase {
+        p["status"]["phase"] = json!(phase);
+    }
+    p["status"]["conditions"] = conditions;
+    p
+}
+
+/// `KueueSchedulingGate()`.
+fn gated_pod(mut p: Value) -> Value {
+    p["spec"]["schedulingGates"] = json!([{ "name": "kueue.x-k8s.io/admission" }]);
+    p
+}
+
+fn sync_pod(local: &Value, remote: Option<&Value>, annotations: bool) -> JobSync {
+    POD.sync(local, remote, "wl1", ORIGIN1, annotations, &now())
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote pod"
+#[test]
+fn sync_creates_missing_remote_pod() {
+    let p = created(sync_pod(&pod_base(), None, false));
+    assert_eq!(p, norm(&pod_remote(false)));
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote pod"
+#[test]
+fn sync_status_from_remote_pod() {
+    let ready = json!([{ "type": "Ready", "status": "True" }]);
+    let remote = pod_status(pod_remote(false), Some("Running"), ready.clone());
+    let got = copied(sync_pod(&pod_base(), Some(&remote), false));
+    assert_eq!(
+        got,
+        (json!({ "phase": "Running", "conditions": ready }), false)
+    );
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "keeps SchedulingGated condition on gated manager pod (avoids spurious autoscaler scale-up)"
+#[test]
+fn keeps_scheduling_gated_condition_on_gated_manager_pod() {
+    let gated = json!([{ "type": "PodScheduled", "status": "False", "reason": "SchedulingGated" }]);
+    let local = pod_status(gated_pod(pod_base()), None, gated.clone());
+    let remote = pod_status(
+        pod_remote(false),
+        Some("Pending"),
+        json!([{ "type": "PodScheduled", "status": "False", "reason": "Unschedulable" }]),
+    );
+    let got = copied(sync_pod(&local, Some(&remote), false));
+    assert_eq!(
+        got,
+        (json!({ "phase": "Pending", "conditions": gated }), false)
+    );
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "overwrites SchedulingGated once the remote pod is scheduled"
+#[test]
+fn overwrites_scheduling_gated_once_the_remote_pod_is_scheduled() {
+    let local = pod_status(
+        gated_pod(pod_base()),
+        None,
+        json!([{ "type": "PodScheduled", "status": "False", "reason": "SchedulingGated" }]),
+    );
+    let running = json!([{ "type": "PodScheduled", "status": "True" },
+                         { "type": "Ready", "status": "True" }]);
+    let remote = pod_status(pod_remote(false), Some("Running"), running.clone());
+    let got = copied(sync_pod(&local, Some(&remote), false));
+    assert_eq!(
+        got,
+        (json!({ "phase": "Running", "conditions": running }), false)
+    );
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "remote pod is deleted"
+// (through the step: the local Workload gone, the worker's copy and pod
+// carrying this manager's origin are deleted)
+#[test]
+fn remote_pod_is_deleted() {
+    let mut c = case(
+        Wl::base()
+            .check("ac1", "Pending", "")
+            .owner("v1", "Pod", "test-pod")
+            .reserved(),
+    );
+    c.kind = &POD;
+    c.gone = true;
+    c.local_job = None;
+    let mut remote = pod_remote(false);
+    remote["metadata"]["labels"][ORIGIN_LABEL] = json!(ORIGIN);
+    c.workers = vec![worker("worker1").wl(copy().reserved()).job(Job(remote))];
+    c.run().wl_is(0, None).job_is(0, None).trouble(None);
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "pod managedBy multikueue"
+#[test]
+fn pod_managed_by_multikueue() {
+    assert_eq!(POD.unmanaged_reason(&pod_base()), None);
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote pod, WorkloadIdentifierAnnotations enabled"
+#[test]
+fn sync_creates_missing_remote_pod_workload_identifier_annotations_enabled() {
+    let p = created(sync_pod(&pod_base(), None, true));
+    assert_eq!(p, norm(&pod_remote(true)));
+}
+
+// ---- pod_multikueue_adapter_test.go, TestMultiKueueAdapter: the pod-group cases ----
+
+/// `MakePodGroupWrappers(3)`: `test-pod-0..2` of group `test-pod`.
+fn pod_group(remote: bool) -> Vec<Value> {
+    (0..3)
+        .map(|i| {
+            let mut p = if remote {
+                pod_remote(false)
+            } else {
+                pod_base()
+            };
+            p["metadata"]["name"] = json!(format!("test-pod-{i}"));
+            p["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = json!("test-pod");
+            p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = json!("3");
+            if remote {
+                p["metadata"]["labels"][ORIGIN_LABEL] = json!(ORIGIN);
+            }
+            p
+        })
+        .collect()
+}
+
+/// The group's Workload here, admitted on worker1 (its copy admitted there).
+fn group_case(worker_pods: Vec<Value>) -> Case {
+    let mut c = case(
+        Wl::base()
+            .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+            .owner("v1", "Pod", "test-pod-0")
+            .reserved()
+            .cluster("worker1"),
+    );
+    c.kind = &POD;
+    let local = pod_group(false);
+    c.local_job = Some(Job(local[0].clone()));
+    c.local_members = local;
+    let mut w = worker("worker1").wl(copy().reserved().cond("Admitted", "ByTest", ""));
+    if let Some(first) = worker_pods.first() {
+        w = w.job(Job(first.clone()));
+    }
+    w.members = worker_pods;
+    c.workers = vec![w];
+    c
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote pods of the group"
+#[test]
+fn sync_creates_missing_remote_pods_of_the_group() {
+    let w = group_case(Vec::new()).run();
+    let created: Vec<Value> = w
+        .step
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CreateRemoteJob { cluster, job } => {
+                assert_eq!(cluster, "worker1");
+                Some(norm(job))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut want = pod_group(true);
+    for p in &mut want {
+        p["metadata"]["labels"][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl1");
+    }
+    assert_eq!(created, want.iter().map(norm).collect::<Vec<_>>());
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote pod group"
+#[test]
+fn sync_status_from_remote_pod_group() {
+    let mut there = pod_group(true);
+    let ready = json!([{ "type": "Ready", "status": "True" }]);
+    there[2] = pod_status(there[2].clone(), Some("Running"), ready.clone());
+    let w = group_case(there).run();
+    let copies: Vec<(&str, &Value)> = w
+        .step
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::CopyJobStatus { name, status } => Some((name.as_str(), status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        copies,
+        [(
+            "test-pod-2",
+            &json!({ "phase": "Running", "conditions": ready })
+        )]
+    );
+    assert!(
+        !w.step
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::CreateRemoteJob { .. })),
+        "{:?}",
+        w.step.actions
+    );
+}
+
+// pod_multikueue_adapter_test.go, TestMultiKueueAdapter: "remote pod group is deleted"
+// (through the step: the local Workload gone, every pod of the group on
+// the worker deleted, then the copy)
+#[test]
+fn remote_pod_group_is_deleted() {
+    let mut c = group_case(pod_group(true));
+    c.gone = true;
+    let w = c.run();
+    let deleted: Vec<&str> = w
+        .step
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::DeleteRemoteJob { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, ["test-pod-0", "test-pod-1", "test-pod-2"]);
+    assert!(matches!(
+        w.step.actions.last(),
+        Some(Action::DeleteRemoteWorkload { .. })
+    ));
 }
