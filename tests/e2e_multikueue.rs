@@ -246,8 +246,21 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     let w = world();
     let m = w.manager;
 
-    // 1. Dispatched, run on exactly one worker, mirrored, finished here.
+    // 1. Dispatched, run on exactly one worker, mirrored, finished here
+    // (Kueue's jobs_test.go "Should run a job on worker if admitted", "…
+    // (ManagedBy)", "should assign the multikueue admission check even
+    // before admitted").
     create(m, &job("mk-a", NS, "mk-lq", "500m", "5s", json!({})));
+    let early = wait_for(
+        Duration::from_secs(60),
+        "the MultiKueue check on mk-a's Workload",
+        || workload_of(m, NS, "mk-a").filter(|wl| mk_check(wl).is_some()),
+    );
+    let state = mk_check(&early).unwrap()["state"].clone();
+    assert!(
+        state == "Pending" || state == "Ready",
+        "the check is there from the start: {early}"
+    );
     let local = get(m, &["job", "mk-a", "-n", NS]).expect("the Job exists");
     assert_eq!(
         local["spec"]["managedBy"], "kueue.x-k8s.io/multikueue",
@@ -314,7 +327,9 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     assert_eq!(pods_of(loser, "mk-a"), 0, "no pod on the other worker");
 
     // 2. The manager's Job deleted mid-run: its worker's objects are
-    // collected; a user's own Job of that name elsewhere stays.
+    // collected; a user's own Job of that name elsewhere stays (no_gc_test.go
+    // "Should remove the worker's workload and job when managers job is
+    // deleted").
     create(m, &job("mk-b", NS, "mk-lq", "500m", "10m", json!({})));
     let (wl, chosen) = dispatched(w, "mk-b", Duration::from_secs(120));
     let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
@@ -349,7 +364,8 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     let theirs = get(elsewhere, &["job", "mk-b", "-n", NS]).expect("the user's own Job is kept");
     assert_eq!(theirs["metadata"]["labels"]["owner"], "a-user");
 
-    // 2b. A JobSet, dispatched through its policy's data alone. No JobSet
+    // 2b. A JobSet, dispatched through its policy's data alone (jobset_test.go
+    // "Should run a jobSet on worker if admitted"). No JobSet
     // operator runs: the test plays it on the worker, writing the
     // Completed condition there; the manager's JobSet gets it mirrored and
     // its Workload finishes.
@@ -417,7 +433,8 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         &["jobset", "mk-js", "-n", NS]
     ));
 
-    // 2d. An AppWrapper (Kueue's AppWrapper adapter): handed to MultiKueue
+    // 2d. An AppWrapper (Kueue's AppWrapper adapter; appwrapper_test.go
+    // "Should run an appwrapper on worker if admitted"): handed to MultiKueue
     // by the webhook, queued here with its pod sets read from its spec
     // (nothing runs it here), copied to one worker without `managedBy`,
     // where that worker's batchgate takes the prebuilt Workload, admits it
@@ -518,7 +535,8 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     ));
     assert_eq!(aw_pods(worker(w, other(&chosen))), 0);
 
-    // 2e. A plain pod (Kueue's pod adapter; no `managedBy`): gated here and
+    // 2e. A plain pod (Kueue's pod adapter; no `managedBy`; pod_test.go
+    // "Should create a pod on worker if admitted"): gated here and
     // never ungated, its copy run on one worker (where it takes the
     // prebuilt Workload), the worker's status mirrored onto it — Succeeded
     // while still gated here — and its Workload finished.
@@ -566,7 +584,8 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         &["pod", "mk-pod", "-n", NS]
     ));
 
-    // 2f. A pod group of two (Kueue's `syncPodGroup`): one Workload, both
+    // 2f. A pod group of two (Kueue's `syncPodGroup`; pod_test.go "Should
+    // create a pod group on worker if admitted"): one Workload, both
     // pods copied to the one worker that admits it, each one's status
     // mirrored onto its twin here, the Workload finished once both are.
     for i in 0..2 {
@@ -657,7 +676,11 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
 
     // 3. The manager loses the worker running a Job (its kubeconfig now
     // points nowhere; the worker runs on): after workerLostTimeout the
-    // Workload is requeued and runs on the other worker.
+    // Workload is requeued and runs on the other worker (jobs_test.go
+    // "Should requeue the workload with a delay when the connection to the
+    // admitting worker is lost", "should keep multikueue admission check
+    // reference and properly clean up the remote workload when the
+    // connection to an admitting worker is lost").
     create(m, &job("mk-c", NS, "mk-lq", "500m", "10m", json!({})));
     let (wl, first) = dispatched(w, "mk-c", Duration::from_secs(120));
     let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
@@ -717,9 +740,65 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         },
     );
 
+    // 3b. A worker added to the config is tried at once (dispatcher_test.go
+    // "should re-evaluate existing workload when worker2 is added to
+    // config"): with the config naming worker1 alone, whose ClusterQueue is
+    // made too small, a 2-cpu Job waits there; once worker2 is added, it is
+    // copied there and runs.
+    let set_workers = |clusters: &[&str]| {
+        let (ok, out, err) = support::e2e::kubectl(
+            m,
+            &[
+                "patch",
+                "multikueueconfig",
+                "mk-e2e",
+                "--type=merge",
+                "-p",
+                &json!({"spec": {"clusters": clusters}}).to_string(),
+            ],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+    };
+    let first = worker(w, "worker1");
+    set_workers(&["worker1"]);
+    apply(
+        first,
+        &cluster_queue("mk-cq", &[("mk-flavor", "1", None)], json!({})),
+    );
+    create(m, &job("mk-f", NS, "mk-lq", "2", "5s", json!({})));
+    let waiting = wait_for(
+        Duration::from_secs(60),
+        "mk-f's copy waiting on worker1 (its ClusterQueue too small)",
+        || {
+            let wl = workload_of(m, NS, "mk-f")?;
+            let name = wl["metadata"]["name"].as_str()?.to_string();
+            let copy = get(first, &["workload", &name, "-n", NS])?;
+            (!is_true(&copy, "QuotaReserved")).then_some(name)
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !has(worker(w, "worker2"), &["workload", &waiting, "-n", NS]),
+        "worker2 is not in the config yet"
+    );
+    set_workers(&["worker1", "worker2"]);
+    let (_, chosen) = dispatched(w, "mk-f", Duration::from_secs(60));
+    assert_eq!(chosen, "worker2", "the worker added admits it");
+    wait_for(
+        Duration::from_secs(120),
+        "mk-f Complete on the manager",
+        || get(m, &["job", "mk-f", "-n", NS]).filter(|j| is_true(j, "Complete")),
+    );
+    apply(
+        first,
+        &cluster_queue("mk-cq", &[("mk-flavor", "4", None)], json!({})),
+    );
+
     // 4. The Incremental dispatcher: the manager started again with it,
     // one worker per round in the config's order. A Job is nominated to
-    // worker1 alone, copied there only and runs there.
+    // worker1 alone, copied there only and runs there (dispatcher_test.go
+    // "Should run a job on worker if admitted (ManagedBy)", Incremental).
     drop(w.server.lock().unwrap().take());
     std::thread::sleep(Duration::from_secs(3));
     let incremental = format!(

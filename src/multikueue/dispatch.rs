@@ -324,18 +324,7 @@ impl JobKind {
                     "lastTransitionTime": now,
                     "lastProbeTime": now,
                 });
-                if !status.is_object() {
-                    status = json!({});
-                }
-                let list = status
-                    .as_object_mut()
-                    .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
-                if let Some(Value::Array(list)) = list {
-                    match list.iter_mut().find(|c| c["type"] == ty) {
-                        Some(c) => *c = cond,
-                        None => list.push(cond),
-                    }
-                }
+                put_condition(&mut status, cond);
             }
         }
         (status, true)
@@ -359,20 +348,8 @@ impl JobKind {
             .and_then(|cs| cs.iter().find(|c| c["type"] == SCHEDULED));
         let scheduled =
             job_condition_true(&json!({"status": status.clone()}), "/status", SCHEDULED);
-        let (true, Some(kept), false) = (gated, kept, scheduled) else {
-            return status;
-        };
-        if !status.is_object() {
-            status = json!({});
-        }
-        let list = status
-            .as_object_mut()
-            .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
-        if let Some(Value::Array(list)) = list {
-            match list.iter_mut().find(|c| c["type"] == SCHEDULED) {
-                Some(c) => *c = kept.clone(),
-                None => list.push(kept.clone()),
-            }
+        if let (true, Some(kept), false) = (gated, kept, scheduled) {
+            put_condition(&mut status, kept.clone());
         }
         status
     }
@@ -836,6 +813,22 @@ fn job_condition_true(job: &Value, status: &str, ty: &str) -> bool {
         .into_iter()
         .flatten()
         .any(|c| c["type"] == ty && c["status"] == "True")
+}
+
+/// `cond` in a status's `conditions`, replacing the one of its type.
+fn put_condition(status: &mut Value, cond: Value) {
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let list = status
+        .as_object_mut()
+        .map(|m| m.entry("conditions").or_insert_with(|| json!([])));
+    if let Some(Value::Array(list)) = list {
+        match list.iter_mut().find(|c| c["type"] == cond["type"]) {
+            Some(c) => *c = cond,
+            None => list.push(cond),
+        }
+    }
 }
 
 fn name_of(obj: &Value) -> &str {

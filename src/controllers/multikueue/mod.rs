@@ -418,6 +418,7 @@ async fn run_checks(ctx: Arc<Ctx>) {
     let client = ctx.shared.client.clone();
     let all = store(Api::<AdmissionCheck>::all(client.clone()));
     let (by_config, by_cluster) = (all.clone(), all.clone());
+    let config_changed = ctx.links.clone();
     let multikueue = |all: &Store<AdmissionCheck>| {
         all.state()
             .into_iter()
@@ -433,7 +434,14 @@ async fn run_checks(ctx: Arc<Ctx>) {
     .watches(
         Api::<MultiKueueConfig>::all(client.clone()),
         watcher::Config::default(),
-        move |_| multikueue(&by_config),
+        move |_| {
+            // A config's workers changed: every Workload dispatching is
+            // looked at again (a worker added may admit what the others
+            // could not; Kueue's "should re-evaluate existing workload when
+            // worker2 is added to config").
+            let _ = config_changed.unbounded_send(());
+            multikueue(&by_config)
+        },
     )
     .watches(
         Api::<MultiKueueCluster>::all(client),
