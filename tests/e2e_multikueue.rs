@@ -562,6 +562,16 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         remote["metadata"]["labels"][ORIGIN], "multikueue",
         "{remote}"
     );
+    // While it runs (5 s), the worker's copy is its pod's: the pod took it.
+    let theirs = wait_for(
+        Duration::from_secs(30),
+        "the worker's copy taken by its pod",
+        || workload_of(there, NS, "mk-pod"),
+    );
+    assert_eq!(
+        theirs["metadata"]["ownerReferences"][0]["kind"], "Pod",
+        "{theirs}"
+    );
     let done = wait_for(
         Duration::from_secs(120),
         "the manager's pod Succeeded (mirrored) and its Workload Finished",

@@ -259,6 +259,20 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                     remove_workload_finalizer(&wl_api, &wl.metadata).await?;
                 }
             }
+            pods::Write::AdoptWorkload(patch) => {
+                if let Some(wl) = &wl {
+                    let sent = wl_api
+                        .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                        .await;
+                    match sent {
+                        // Another write came first: the next pass reads it.
+                        Err(kube::Error::Api(e)) if e.code == 409 => {}
+                        r => {
+                            r?;
+                        }
+                    }
+                }
+            }
         }
     }
     Ok(match step.then {

@@ -59,6 +59,9 @@ pub enum Write {
     WorkloadStatus(Value),
     /// Let go of the Workload's `resource-in-use` finalizer.
     RemoveFinalizer,
+    /// Merge-patch the Workload's metadata with this (a prebuilt Workload
+    /// taken by its pods).
+    AdoptWorkload(Value),
     /// An event on a pod.
     Event { pod: Pod, note: Note },
 }
@@ -168,6 +171,11 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         }
     };
 
+    if let Some(adopt) = adoption(facts, this, members, wl, group) {
+        // Owned, its changes wake these pods (a MultiKueue worker's copy
+        // has no owner until they take it).
+        return Step::after(vec![adopt], Duration::from_secs(1));
+    }
     let status = wl.status.clone().unwrap_or_default();
     let conds = Conditions::of(status.conditions.as_ref());
     let now = facts.now;
@@ -297,6 +305,60 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         }
     }
     Step::wait(writes)
+}
+
+/// Kueue's `EnsurePrebuiltWorkloadOwnership` for pods: a prebuilt Workload
+/// nobody owns yet is taken by the pod (its controller) or, for a group,
+/// by every member (owners, as a group's own Workload is), conditioned on
+/// the version read. One another object owns (a StatefulSet's) is left as
+/// it is.
+fn adoption(
+    facts: &Facts,
+    this: &Value,
+    members: &[Value],
+    wl: &api::Workload,
+    group: bool,
+) -> Option<Write> {
+    let named = pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
+        .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
+        .is_some_and(|n| !n.is_empty());
+    let owned = wl
+        .metadata
+        .owner_references
+        .as_ref()
+        .is_some_and(|r| !r.is_empty());
+    if !named || owned || wl.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    let t = &facts.policy.target;
+    let field = |p: &Value, k: &str| {
+        p.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    if !group {
+        return Some(Write::AdoptWorkload(crate::jobs::workload::adoption(
+            wl,
+            &t.api_version(),
+            &t.kind,
+            &field(this, "name"),
+            &field(this, "uid"),
+        )));
+    }
+    let refs: Vec<Value> = members
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "apiVersion": t.api_version(), "kind": t.kind,
+                "name": field(p, "name"), "uid": field(p, "uid"),
+            })
+        })
+        .collect();
+    Some(Write::AdoptWorkload(serde_json::json!({"metadata": {
+        "resourceVersion": wl.metadata.resource_version,
+        "ownerReferences": refs,
+    }})))
 }
 
 #[cfg(test)]
@@ -517,6 +579,59 @@ mod tests {
         assert_eq!(
             run(&p, std::slice::from_ref(&p), Some(&pending)),
             Step::wait(Vec::new())
+        );
+    }
+
+    /// Kueue's `EnsurePrebuiltWorkloadOwnership`: a pod naming a prebuilt
+    /// Workload nobody owns (a MultiKueue worker's copy) takes it, the
+    /// pod its controller; a group's members all become its owners; one
+    /// owned by another object (a StatefulSet's) is left alone.
+    #[test]
+    fn an_ownerless_prebuilt_workload_is_taken_by_its_pods() {
+        let named = |mut p: Value, wl: &str| {
+            p["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = json!(wl);
+            p
+        };
+        let ownerless = |members: &[Value]| {
+            let mut wl = workload(members, admitted());
+            wl.metadata.owner_references = None;
+            wl
+        };
+        let p = named(pod("a"), "wl1");
+        let wl = ownerless(std::slice::from_ref(&p));
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        let [Write::AdoptWorkload(patch)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(
+            patch["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": "uid-a",
+                    "controller": true, "blockOwnerDeletion": true}])
+        );
+        assert_eq!(patch["metadata"]["resourceVersion"], "3");
+
+        let members = [named(grouped("g0", 2), "g"), named(grouped("g1", 2), "g")];
+        let wl = ownerless(&members);
+        let s = run(&members[0], &members, Some(&wl));
+        let [Write::AdoptWorkload(patch)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let names: Vec<&Value> = patch["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["name"])
+            .collect();
+        assert_eq!(names, [&json!("g0"), &json!("g1")]);
+
+        // Owned by another object: not taken; the admitted pod starts.
+        let owned = workload(std::slice::from_ref(&p), admitted());
+        let s = run(&p, std::slice::from_ref(&p), Some(&owned));
+        assert!(
+            !s.writes
+                .iter()
+                .any(|w| matches!(w, Write::AdoptWorkload(_))),
+            "{s:?}"
         );
     }
 
