@@ -81,6 +81,15 @@ fn kubectl(c: &LocalCluster, args: &[&str], stdin: Option<&str>) -> Result<Strin
     Ok(String::from_utf8(out.stdout)?)
 }
 
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn apply(c: &LocalCluster, v: serde_json::Value) -> Result<(), BoxError> {
     kubectl(c, &["apply", "-f", "-"], Some(&v.to_string())).map(|_| ())
 }
@@ -386,8 +395,13 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     // The manager's Workloads, followed from now on.
     let api = Api::<Workload>::namespaced(kube_client(manager)?, NS);
     let (tx, rx) = std::sync::mpsc::channel::<(String, &'static str, Instant)>();
-    rt.spawn(async move {
-        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).applied_objects());
+    // Aborted before the clusters go (dropped first): a watch retrying a
+    // stopped apiserver can keep a worker thread busy and hold the
+    // runtime's shutdown.
+    let _watch = AbortOnDrop(rt.spawn(async move {
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects());
         while let Some(ev) = events.next().await {
             let Ok(wl) = ev else { continue };
             let name = wl.metadata.name.clone().unwrap_or_default();
@@ -408,7 +422,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
                 let _ = tx.send((name, "finished", now));
             }
         }
-    });
+    }));
 
     let before: Vec<Requests> = clusters.iter().map(scrape).collect::<Result<_, _>>()?;
     let load_before = process::loadavg();
