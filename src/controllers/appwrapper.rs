@@ -48,7 +48,7 @@ use tracing::{debug, info, warn};
 use super::context::{
     admission_pod_set_infos, params, served, write_workload_status, JobError, Shared, MANAGER,
 };
-use crate::api::kueue::v1beta2::Conditions;
+use crate::api::kueue::v1beta2::{finished_reason, Conditions};
 use crate::queueing::reservation::release;
 use crate::vocabulary::keys::{self, QUEUE_NAME_LABEL};
 use crate::{
@@ -1086,8 +1086,8 @@ async fn prebuilt_step(
                 .await?
                 .is_some()
         {
-            ctx.event(obj, EventType::Normal, "Stopped", "missing workload".into())
-                .await;
+            let message = crate::jobs::machine::MISSING_WORKLOAD.into();
+            ctx.event(obj, EventType::Normal, "Stopped", message).await;
         }
         Ok::<_, AppWrapperError>(())
     };
@@ -1119,10 +1119,7 @@ async fn prebuilt_step(
         Some(uid) if uid != aw.uid => {
             // Another object's: as if it did not exist, and left untouched.
             stop_running().await?;
-            let msg = format!(
-                "Workload {ns}/{} exists, but is not owned by this job",
-                wl.name_any()
-            );
+            let msg = crate::jobs::machine::not_owned_message(ns, &wl.name_any());
             ctx.event(obj, EventType::Warning, "ErrWorkloadCompose", msg)
                 .await;
             return Ok(Some(Some(PREBUILT_POLL)));
@@ -1155,8 +1152,8 @@ async fn prebuilt_step(
     c.set(
         condition::FINISHED,
         true,
-        "OutOfSync",
-        "The prebuilt workload is out of sync with its user job",
+        finished_reason::OUT_OF_SYNC,
+        crate::jobs::machine::PREBUILT_OUT_OF_SYNC,
         &now,
         wl.metadata.generation,
     );

@@ -22,7 +22,7 @@ use super::{
     workload::{self, JobPodSet, PodSetInfo, PriorityClasses, WorkloadError},
 };
 use crate::{
-    api::kueue::v1beta2::{self as api, condition, Conditions},
+    api::kueue::v1beta2::{self as api, condition, finished_reason, Conditions},
     queueing::reservation::release,
     vocabulary::{
         keys::{self, QUEUE_NAME_LABEL},
@@ -808,7 +808,16 @@ fn stop_job(policy: &Policy, job: &Value, message: &str) -> Write {
 }
 
 /// Kueue's stop message for a job whose prebuilt Workload is not its to use.
-const MISSING_WORKLOAD: &str = "missing workload";
+pub const MISSING_WORKLOAD: &str = "missing workload";
+
+/// Kueue's `Finished` message for a prebuilt Workload that does not
+/// describe its job (reason `OutOfSync`).
+pub const PREBUILT_OUT_OF_SYNC: &str = "The prebuilt workload is out of sync with its user job";
+
+/// Kueue's warning for a Workload of the job's name that is not the job's.
+pub fn not_owned_message(namespace: &str, workload: &str) -> String {
+    format!("Workload {namespace}/{workload} exists, but is not owned by this job")
+}
 
 /// Kueue's `handleJobWithNoWorkload` for a job naming a prebuilt Workload
 /// that is not there (or not its to use): a running job is stopped
@@ -826,10 +835,7 @@ fn prebuilt_missing(suspended: bool, stop: impl Fn(&str) -> Write) -> Step {
 fn not_owned(subject: &Subject) -> Write {
     Write::JobEvent(Note::warning(
         "ErrWorkloadCompose",
-        format!(
-            "Workload {}/{} exists, but is not owned by this job",
-            subject.namespace, subject.workload
-        ),
+        not_owned_message(&subject.namespace, &subject.workload),
     ))
 }
 
@@ -886,8 +892,8 @@ fn prebuilt_out_of_sync(
     let mut writes = vec![finish(
         wl,
         conds,
-        "OutOfSync",
-        "The prebuilt workload is out of sync with its user job",
+        finished_reason::OUT_OF_SYNC,
+        PREBUILT_OUT_OF_SYNC,
         facts.now,
     )];
     if !suspended {

@@ -362,6 +362,37 @@ pub fn check_group(rule: &GroupRule, pods: &[&Value]) -> Result<i64, GroupProble
     Ok(total)
 }
 
+/// Who owns a pod Workload, as metadata: a single pod is its controller
+/// (and its UID the `kueue.x-k8s.io/job-uid` label); a group's pods are
+/// all plain owners.
+pub fn ownership(pods: &[&Value], group: bool) -> Value {
+    let owner = |p: &Value, controller: bool| {
+        let mut o = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": name_of(p),
+            "uid": p.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+        });
+        if controller {
+            o["controller"] = json!(true);
+            o["blockOwnerDeletion"] = json!(true);
+        }
+        o
+    };
+    if group {
+        let refs: Vec<Value> = pods.iter().map(|p| owner(p, false)).collect();
+        return json!({"ownerReferences": refs});
+    }
+    let Some(first) = pods.first() else {
+        return json!({});
+    };
+    let mut metadata = json!({"ownerReferences": [owner(first, true)]});
+    if let Some(uid) = first.pointer("/metadata/uid").and_then(Value::as_str) {
+        metadata["labels"] = json!({JOB_UID_LABEL: uid});
+    }
+    metadata
+}
+
 /// The Workload of a single pod (`pods` of one) or of a group: owned by
 /// its pods (a single pod as controller, as jobframework's
 /// `ConstructWorkload`; a group's pods each as plain owners, as
@@ -415,32 +446,16 @@ pub fn workload_for(
         }
         vec![v]
     };
-    let owner = |p: &Value, controller: bool| {
-        let mut o = json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": name_of(p),
-            "uid": p.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
-        });
-        if controller {
-            o["controller"] = json!(true);
-            o["blockOwnerDeletion"] = json!(true);
-        }
-        o
-    };
     let mut metadata = json!({
         "name": workload_name(gate, first),
         "namespace": namespace,
         "finalizers": [RESOURCE_IN_USE_FINALIZER],
     });
+    if let (Value::Object(m), Value::Object(owners)) = (&mut metadata, ownership(pods, group)) {
+        m.extend(owners);
+    }
     if group {
-        metadata["ownerReferences"] = pods.iter().map(|p| owner(p, false)).collect();
         metadata["annotations"] = json!({GROUP_WORKLOAD_ANNOTATION: "true"});
-    } else {
-        metadata["ownerReferences"] = json!([owner(first, true)]);
-        if let Some(uid) = first.pointer("/metadata/uid").and_then(Value::as_str) {
-            metadata["labels"] = json!({JOB_UID_LABEL: uid});
-        }
     }
     let mut spec = json!({
         "queueName": label(first, QUEUE_NAME_LABEL).unwrap_or(""),

@@ -111,7 +111,8 @@ pub struct JobKind {
     /// `Unschedulable` would make the manager's cluster autoscaler scale up
     /// for a pod that never runs there (Kueue's pod adapter).
     pub kept_while_gated: Option<String>,
-    /// The label naming a pod group: a member is not dispatched alone.
+    /// The label naming a pod group: its members are copied and mirrored
+    /// together, under their one Workload.
     pub group_label: Option<String>,
 }
 
@@ -346,8 +347,7 @@ impl JobKind {
             .pointer(&format!("{}/conditions", self.status))
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c["type"] == SCHEDULED));
-        let scheduled =
-            job_condition_true(&json!({"status": status.clone()}), "/status", SCHEDULED);
+        let scheduled = job_condition_true(&status, "", SCHEDULED);
         if let (true, Some(kept), false) = (gated, kept, scheduled) {
             put_condition(&mut status, kept.clone());
         }

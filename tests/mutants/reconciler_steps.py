@@ -69,7 +69,7 @@ MUTATIONS = [
     (P, "pods: an eviction deletes running pods", "        if !stops.is_empty() {", "        if false {"),
     (P, "pods: only an admission ungates", "    if !(reserved && conds.is_true(condition::ADMITTED)) {", "    if !reserved {"),
     (P, "pods: a pod admitted on a MultiKueue worker stays gated", "    if status.cluster_name.is_some() {", "    if false {"),
-    (P, "pods: an ownerless prebuilt Workload is taken", "    if let Some(adopt) = adoption(facts, this, members, wl, group) {", "    if let Some(adopt) = adoption(facts, this, members, wl, group).filter(|_| false) {"),
+    (P, "pods: an ownerless prebuilt Workload is taken", "    if let Some(adopt) = adoption(this, members, wl, group) {", "    if let Some(adopt) = adoption(this, members, wl, group).filter(|_| false) {"),
     (P, "pods: a group waits for its pods", "                Err(GroupProblem::TooFew(_)) => return Step::wait(writes),", "                Err(GroupProblem::TooFew(_)) => {}"),
     (P, "pods: a prebuilt Workload is waited for", "            return Step::after(writes, Duration::from_secs(5));\n        }\n        if let (true", "            let _ = &writes;\n        }\n        if let (true"),
     (P, "pods: a deleted single pod is let go", "    if !group && deleting(this) {", "    if false {"),

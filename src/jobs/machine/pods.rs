@@ -125,10 +125,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             // nothing to queue.
             return Step::wait(writes);
         }
-        if pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
-            .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
-            .is_some_and(|n| !n.is_empty())
-        {
+        if names_prebuilt(this) {
             // A prebuilt Workload (a StatefulSet's) is made by its owner's
             // reconciler, which wakes the pods once it is there.
             return Step::after(writes, Duration::from_secs(5));
@@ -171,7 +168,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         }
     };
 
-    if let Some(adopt) = adoption(facts, this, members, wl, group) {
+    if let Some(adopt) = adoption(this, members, wl, group) {
         // Owned, its changes wake these pods (a MultiKueue worker's copy
         // has no owner until they take it).
         return Step::after(vec![adopt], Duration::from_secs(1));
@@ -312,53 +309,29 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
 /// by every member (owners, as a group's own Workload is), conditioned on
 /// the version read. One another object owns (a StatefulSet's) is left as
 /// it is.
-fn adoption(
-    facts: &Facts,
-    this: &Value,
-    members: &[Value],
-    wl: &api::Workload,
-    group: bool,
-) -> Option<Write> {
-    let named = pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
-        .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
-        .is_some_and(|n| !n.is_empty());
+fn adoption(this: &Value, members: &[Value], wl: &api::Workload, group: bool) -> Option<Write> {
     let owned = wl
         .metadata
         .owner_references
         .as_ref()
         .is_some_and(|r| !r.is_empty());
-    if !named || owned || wl.metadata.deletion_timestamp.is_some() {
+    if !names_prebuilt(this) || owned || wl.metadata.deletion_timestamp.is_some() {
         return None;
     }
-    let t = &facts.policy.target;
-    let field = |p: &Value, k: &str| {
-        p.pointer(&format!("/metadata/{k}"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    if !group {
-        return Some(Write::AdoptWorkload(crate::jobs::workload::adoption(
-            wl,
-            &t.api_version(),
-            &t.kind,
-            &field(this, "name"),
-            &field(this, "uid"),
-        )));
-    }
-    let refs: Vec<Value> = members
-        .iter()
-        .map(|p| {
-            serde_json::json!({
-                "apiVersion": t.api_version(), "kind": t.kind,
-                "name": field(p, "name"), "uid": field(p, "uid"),
-            })
-        })
-        .collect();
-    Some(Write::AdoptWorkload(serde_json::json!({"metadata": {
-        "resourceVersion": wl.metadata.resource_version,
-        "ownerReferences": refs,
-    }})))
+    // Owned as the pods' own Workload would be.
+    let pods: Vec<&Value> = members.iter().collect();
+    let mut metadata = pod::ownership(&pods, group);
+    metadata["resourceVersion"] = serde_json::json!(wl.metadata.resource_version);
+    Some(Write::AdoptWorkload(
+        serde_json::json!({ "metadata": metadata }),
+    ))
+}
+
+/// Does the pod name a prebuilt Workload (annotation, else label)?
+fn names_prebuilt(this: &Value) -> bool {
+    pod::annotation(this, PREBUILT_WORKLOAD_LABEL)
+        .or_else(|| pod::label(this, PREBUILT_WORKLOAD_LABEL))
+        .is_some_and(|n| !n.is_empty())
 }
 
 #[cfg(test)]
