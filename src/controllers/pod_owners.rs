@@ -172,6 +172,19 @@ async fn execute(
                     .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
                     .await?;
             }
+            owners::Write::AdoptWorkload { workload, metadata } => {
+                let wl = workloads[workload];
+                let patch = json!({ "metadata": metadata });
+                match wl_api
+                    .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    // Changed meanwhile: the next pass reads it again.
+                    Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             owners::Write::RemoveFinalizer { workload } => {
                 remove_workload_finalizer(&wl_api, &workloads[workload].metadata).await?;
             }

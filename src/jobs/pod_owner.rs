@@ -13,11 +13,12 @@ use super::{
     policy::{Gate, OwnerGroup, PodOwner, Policy, ReplicaGroups},
     workload::{name_for, priority_of, set_priority, PriorityClasses, WorkloadError},
 };
+use crate::api::kueue::v1beta2::MULTIKUEUE_ORIGIN_LABEL;
 use crate::vocabulary::{
     keys::{
         self, COMPONENT_WORKLOAD_INDEX_ANNOTATION, GROUP_FAST_ADMISSION_ANNOTATION,
         GROUP_SERVING_ANNOTATION, GROUP_WORKLOAD_ANNOTATION, JOB_OWNER_GVK_ANNOTATION,
-        JOB_OWNER_NAME_ANNOTATION, JOB_UID_LABEL, POD_INDEX_LABEL_ANNOTATION,
+        JOB_OWNER_NAME_ANNOTATION, JOB_UID_LABEL, MULTIKUEUE_ORIGIN_UID_ANNOTATION, POD_INDEX_LABEL_ANNOTATION,
         PREBUILT_WORKLOAD_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, RESOURCE_IN_USE_FINALIZER,
         ROLE_HASH_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION,
     },
@@ -52,6 +53,28 @@ pub fn marked(policy: &Policy, owner: &PodOwner, obj: &Value) -> bool {
         == Some(policy.name.as_str())
 }
 
+/// Is the owner a MultiKueue manager's copy (its origin label)? Its
+/// Workloads are the manager's copies, never made here.
+pub fn is_multikueue_copy(obj: &Value) -> bool {
+    obj.pointer("/metadata/labels")
+        .and_then(|l| l.get(MULTIKUEUE_ORIGIN_LABEL))
+        .is_some()
+}
+
+/// Kueue's `GetOwnerUID`: the UID its Workloads' names are made from — on
+/// a MultiKueue worker the manager's object's (the origin-uid annotation),
+/// so the copies the manager sends carry the names this side looks for.
+pub fn owner_uid(obj: &Value) -> &str {
+    let origin = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(MULTIKUEUE_ORIGIN_UID_ANNOTATION))
+        .and_then(Value::as_str);
+    match origin {
+        Some(uid) if is_multikueue_copy(obj) => uid,
+        _ => str_at(obj, "/metadata/uid"),
+    }
+}
+
 /// Kueue's `GetWorkloadNameForOwnerWithGVK`.
 pub fn workload_name(policy: &Policy, obj: &Value) -> String {
     let t = &policy.target;
@@ -59,7 +82,7 @@ pub fn workload_name(policy: &Policy, obj: &Value) -> String {
         &t.kind,
         &t.group,
         str_at(obj, "/metadata/name"),
-        str_at(obj, "/metadata/uid"),
+        owner_uid(obj),
     )
 }
 
@@ -218,7 +241,7 @@ fn workload_name_of(obj: &Value) -> String {
         str_at(obj, "/kind"),
         group,
         str_at(obj, "/metadata/name"),
-        str_at(obj, "/metadata/uid"),
+        owner_uid(obj),
     )
 }
 
@@ -268,7 +291,7 @@ pub fn group_workload_name(policy: &Policy, obj: &Value, index: i64) -> String {
         &t.kind,
         &t.group,
         &format!("{}-{index}", str_at(obj, "/metadata/name")),
-        str_at(obj, "/metadata/uid"),
+        owner_uid(obj),
     )
 }
 
@@ -464,7 +487,7 @@ pub fn group_member_patch(
             &policy.target.kind,
             &policy.target.group,
             &format!("{}-{index}", str_at(obj, "/metadata/name")),
-            str_at(obj, "/metadata/uid"),
+            owner_uid(obj),
         );
         labels.set(&gate.managed_label, keys::MANAGED_VALUE);
         if let (Some(q), true) = (queue, gated) {

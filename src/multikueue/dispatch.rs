@@ -114,6 +114,19 @@ pub struct JobKind {
     /// The label naming a pod group: its members are copied and mirrored
     /// together, under their one Workload.
     pub group_label: Option<String>,
+    /// The worker's job's status is copied back. Not for a kind without
+    /// `managedBy` whose own controller runs here too (a StatefulSet): it
+    /// would overwrite the copy at once, so the job is created once and
+    /// left alone.
+    pub mirror_status: bool,
+    /// The copy carries the local object's UID (Kueue's
+    /// `multikueue-origin-uid` annotation): the worker names its Workloads
+    /// from it, so they are the copies sent.
+    pub origin_uid: bool,
+    /// For an owner of several Workloads (a LeaderWorkerSet, one per
+    /// group): where the object says how many (absent: 1). They are
+    /// dispatched together, to one worker; the copy names none of them.
+    pub components: Option<String>,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -147,6 +160,9 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         defer_status: false,
         kept_while_gated: None,
         group_label: None,
+        mirror_status: true,
+        origin_uid: false,
+        components: None,
     }
 });
 
@@ -166,8 +182,8 @@ impl JobKind {
     /// `managedBy` is, but a kind queued through its pods or held by a
     /// scheduling gate (Kueue has no MultiKueue adapter for those).
     pub fn from_policy(p: &crate::jobs::policy::Policy) -> Option<JobKind> {
-        if p.pod_owner.is_some() {
-            return None;
+        if let Some(owner) = &p.pod_owner {
+            return JobKind::pod_owner(p, owner);
         }
         if let Some(gate) = &p.gate {
             return Some(JobKind::gated(p, gate));
@@ -200,6 +216,45 @@ impl JobKind {
             defer_status: rule.defer_status,
             kept_while_gated: None,
             group_label: None,
+            mirror_status: true,
+            origin_uid: false,
+            components: None,
+        })
+    }
+
+    /// A kind queued through its pods as pod groups (Kueue's StatefulSet
+    /// and LeaderWorkerSet adapters): no `managedBy`, so always
+    /// MultiKueue's; its pods here stay behind their gate while the copy
+    /// runs on the worker; copied once with the origin UID, its status
+    /// left to the worker's controller. A kind whose pods are queued one by
+    /// one (a Deployment) has no adapter: its pods are dispatched as pods.
+    fn pod_owner(
+        p: &crate::jobs::policy::Policy,
+        owner: &crate::jobs::policy::PodOwner,
+    ) -> Option<JobKind> {
+        let components = match (&owner.group, &owner.replica_groups) {
+            (Some(_), _) => None,
+            (None, Some(groups)) => Some(groups.replicas.as_str().to_string()),
+            (None, None) => return None,
+        };
+        Some(JobKind {
+            api_version: p.target.api_version(),
+            kind: p.target.kind.clone(),
+            resource: p.target.resource.clone(),
+            managed_by: None,
+            cleared: Vec::new(),
+            template_labels: None,
+            owned_template_labels: Vec::new(),
+            suspend: p.suspend.as_str().to_string(),
+            status: "/status".into(),
+            finished_conditions: Vec::new(),
+            suspended_condition: None,
+            defer_status: false,
+            kept_while_gated: None,
+            group_label: None,
+            mirror_status: false,
+            origin_uid: true,
+            components,
         })
     }
 
@@ -224,6 +279,9 @@ impl JobKind {
             defer_status: false,
             kept_while_gated: Some(gate.scheduling_gate.clone()),
             group_label: gate.group.as_ref().map(|g| g.name_label.clone()),
+            mirror_status: true,
+            origin_uid: false,
+            components: None,
         }
     }
 
@@ -278,6 +336,9 @@ impl JobKind {
                 identifier_annotations,
             ));
         };
+        if !self.mirror_status {
+            return JobSync::InSync { deferred: false };
+        }
         let (status, deferred) = self.status_update(local, remote, now);
         let current = local
             .pointer(&self.status)
@@ -369,11 +430,17 @@ impl JobKind {
         let mut labels = meta["labels"].as_object().cloned().unwrap_or_default();
         let mut annotations = meta["annotations"].as_object().cloned().unwrap_or_default();
         labels.insert(ORIGIN_LABEL.into(), json!(origin));
+        // An owner of several Workloads names none (Kueue's LWS adapter).
+        let prebuilt = self.components.is_none().then_some(json!(workload_name));
         // A label value holds 63 characters at most.
         if identifier_annotations || workload_name.len() > 63 {
-            annotations.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(workload_name));
+            annotations.extend(prebuilt.map(|n| (keys::PREBUILT_WORKLOAD_LABEL.into(), n)));
         } else {
-            labels.insert(keys::PREBUILT_WORKLOAD_LABEL.into(), json!(workload_name));
+            labels.extend(prebuilt.map(|n| (keys::PREBUILT_WORKLOAD_LABEL.into(), n)));
+        }
+        if self.origin_uid {
+            let uid = meta["uid"].as_str().unwrap_or_default();
+            annotations.insert(keys::MULTIKUEUE_ORIGIN_UID_ANNOTATION.into(), json!(uid));
         }
         let mut metadata = Map::new();
         for key in ["name", "namespace"] {
@@ -504,6 +571,9 @@ pub struct Facts<'a> {
     /// When the incremental dispatcher's current round began (the shell
     /// remembers it from [`Action::RoundStarted`]).
     pub round_started: Option<&'a Time>,
+    /// For a kind with [`JobKind::components`]: the local Workloads the
+    /// same object owns (`local` may be among them).
+    pub components: &'a [&'a api::Workload],
     pub now: &'a Time,
 }
 
@@ -605,6 +675,8 @@ pub enum Action {
     /// Forget the Workload's round: it is gone, finished or lost its quota,
     /// so its next dispatch starts afresh.
     ForgetRound,
+    /// Look at these local Workloads (the same object's) again.
+    Wake(Vec<String>),
 }
 
 /// Why the pass could not finish; the shell retries with backoff (the
@@ -624,6 +696,10 @@ pub enum Trouble {
     LocalJobMissing(String),
     #[error("attempting to change immutable ClusterName from {} to {}", go_quote(.from), go_quote(.to))]
     ClusterNameImmutable { from: String, to: String },
+    #[error("checking component workloads: component workloads assigned to different clusters: {} and {}", go_quote(.0), go_quote(.1))]
+    ComponentsSplit(String, String),
+    #[error("assigned worker cluster {} is not available", go_quote(.0))]
+    AssignedClusterUnavailable(String),
 }
 
 fn not_connected(clusters: &[String]) -> String {
@@ -1359,6 +1435,9 @@ impl<'a> Pass<'a, '_> {
                 if changed {
                     self.event(false, &message);
                 }
+                if current.is_none() {
+                    self.wake_components();
+                }
             }
         }
         self.out.requeue_after = Some(if deferred {
@@ -1518,6 +1597,13 @@ impl<'a> Pass<'a, '_> {
         if !others_ready {
             return;
         }
+        if self.kind.components.is_some() {
+            match self.components() {
+                Components::Wait => return,
+                Components::Join(cluster) => return self.join(&cluster),
+                Components::Lead => {}
+            }
+        }
         let current = status.nominated_cluster_names.clone().unwrap_or_default();
         let nominated: Vec<String> = match (&status.cluster_name, &self.s.dispatcher) {
             (Some(cluster), _) if elastic && !cluster.is_empty() => vec![cluster.clone()],
@@ -1594,6 +1680,145 @@ impl<'a> Pass<'a, '_> {
         }
         if !missing.is_empty() {
             self.out.trouble = Some(Trouble::NominatedClustersNotConnected(missing));
+        }
+    }
+}
+
+/// Where a Workload of an owner of several goes (Kueue's
+/// `nominateAndSynchronizeWorkers` for a `MultiKueueMultiWorkloadAdapter`).
+enum Components {
+    /// Not all of them exist yet, or another one leads.
+    Wait,
+    /// Another one is on this worker: there alone.
+    Join(String),
+    /// The first by index, none placed yet: nominated as any Workload.
+    Lead,
+}
+
+fn component_index(wl: &api::Workload) -> Option<i64> {
+    annotation(wl, keys::COMPONENT_WORKLOAD_INDEX_ANNOTATION)?
+        .parse()
+        .ok()
+        .filter(|i: &i64| *i >= 0)
+}
+
+impl Pass<'_, '_> {
+    /// Kueue's rules for the owner's Workloads: all of them exist before
+    /// any is dispatched, they go where one already went, and the one of
+    /// the lowest index chooses for them.
+    fn components(&mut self) -> Components {
+        let local = self.f.local;
+        let name = local.metadata.name.as_deref();
+        let others: Vec<&api::Workload> = self
+            .f
+            .components
+            .iter()
+            .copied()
+            .filter(|w| w.metadata.name.as_deref() != name)
+            .collect();
+        let expected = self
+            .kind
+            .components
+            .as_deref()
+            .and_then(|p| self.f.local_job.and_then(|j| j.pointer(p)))
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        if ((others.len() + 1) as i64) < expected {
+            return Components::Wait;
+        }
+        let mut placed: Option<&str> = None;
+        for w in &others {
+            let Some(c) = w
+                .status
+                .as_ref()
+                .and_then(|s| s.cluster_name.as_deref())
+                .filter(|c| !c.is_empty())
+            else {
+                continue;
+            };
+            if let Some(p) = placed.filter(|p| *p != c) {
+                self.out.trouble = Some(Trouble::ComponentsSplit(p.to_string(), c.to_string()));
+                return Components::Wait;
+            }
+            placed = Some(c);
+        }
+        if let Some(c) = placed {
+            return Components::Join(c.to_string());
+        }
+        let mine = component_index(local);
+        let lead = others
+            .iter()
+            .filter_map(|w| component_index(w).map(|i| (i, *w)))
+            .min_by_key(|(i, _)| *i);
+        match (mine, lead) {
+            (Some(m), Some((i, _))) if i < m => {}
+            (Some(_), _) => return Components::Lead,
+            (None, _) => {}
+        }
+        // The leader is told the group is whole (it may have looked before
+        // this one existed).
+        if let Some((_, w)) = lead {
+            let name = w.metadata.name.clone().unwrap_or_default();
+            self.out.actions.push(Action::Wake(vec![name]));
+        }
+        Components::Wait
+    }
+
+    /// Kueue's `syncToSingleCluster`: nominated to `cluster` alone, the
+    /// copy there and nowhere else.
+    fn join(&mut self, cluster: &str) {
+        let Some(at) = self
+            .connected()
+            .into_iter()
+            .find(|&i| self.workers()[i].name == cluster)
+        else {
+            self.out.trouble = Some(Trouble::AssignedClusterUnavailable(cluster.to_string()));
+            return;
+        };
+        let nominated = self
+            .f
+            .local
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_cluster_names.as_ref());
+        if !nominated.is_some_and(|n| n.iter().any(|c| c == cluster)) {
+            self.out.actions.push(Action::Local(LocalStatus {
+                nominated: Some(vec![cluster.to_string()]),
+                ..LocalStatus::default()
+            }));
+        }
+        for i in self.connected() {
+            if i == at {
+                if self.copies[i].is_none() {
+                    let workload = Box::new(self.copy());
+                    self.out.actions.push(Action::CreateRemoteWorkload {
+                        cluster: cluster.to_string(),
+                        workload,
+                    });
+                }
+            } else if self.copies[i].is_some() {
+                self.remove(i);
+            }
+        }
+    }
+
+    /// The owner's other Workloads not placed yet, once this one is
+    /// admitted on a worker: they follow it there.
+    fn wake_components(&mut self) {
+        if self.kind.components.is_none() {
+            return;
+        }
+        let name = self.f.local.metadata.name.as_deref();
+        let waiting: Vec<String> = self
+            .f
+            .components
+            .iter()
+            .filter(|w| w.metadata.name.as_deref() != name)
+            .filter(|w| w.status.as_ref().is_none_or(|s| s.cluster_name.is_none()))
+            .filter_map(|w| w.metadata.name.clone())
+            .collect();
+        if !waiting.is_empty() {
+            self.out.actions.push(Action::Wake(waiting));
         }
     }
 }

@@ -53,12 +53,16 @@ pub fn orphans<'a>(
         if local_lives(&namespace, &name) {
             continue;
         }
-        let owner = copy
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true));
+        // Its controller; for a kind whose worker copy owns its Workload
+        // without controlling it (a StatefulSet), that owner.
+        let refs = || copy.metadata.owner_references.iter().flatten();
+        let owner = refs().find(|r| r.controller == Some(true)).or_else(|| {
+            refs().find(|r| {
+                kinds
+                    .iter()
+                    .any(|k| k.origin_uid && k.api_version == r.api_version && k.kind == r.kind)
+            })
+        });
         let job = owner.and_then(|r| {
             let k = kinds
                 .iter()

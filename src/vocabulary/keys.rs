@@ -12,6 +12,10 @@ pub const PRIORITY_CLASS_LABEL: &str = "kueue.x-k8s.io/priority-class";
 pub const MAX_EXEC_TIME_LABEL: &str = "kueue.x-k8s.io/max-exec-time-seconds";
 /// A Workload made beforehand, which the job adopts.
 pub const PREBUILT_WORKLOAD_LABEL: &str = "kueue.x-k8s.io/prebuilt-workload-name";
+/// On a MultiKueue worker's copy of a kind without `managedBy` (a
+/// StatefulSet, a LeaderWorkerSet): the manager's object's UID, from which
+/// its Workloads' names are made.
+pub const MULTIKUEUE_ORIGIN_UID_ANNOTATION: &str = "kueue.x-k8s.io/multikueue-origin-uid";
 pub const STOPPING_ANNOTATION: &str = "kueue.x-k8s.io/stopping";
 /// `workloadslicing.EnabledAnnotationKey`.
 pub const ELASTIC_JOB_ANNOTATION: &str = "kueue.x-k8s.io/elastic-job";

@@ -359,6 +359,27 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
             members,
         })
         .collect();
+    // An owner of several Workloads: its others here, from the store.
+    let components: Vec<Arc<api::Workload>> = match &owner {
+        Some((kind, _)) if kind.components.is_some() => {
+            let uid = wl
+                .owner_references()
+                .iter()
+                .find(|r| r.api_version == kind.api_version && r.kind == kind.kind)
+                .map(|r| r.uid.clone())
+                .unwrap_or_default();
+            ctx.locals
+                .state()
+                .into_iter()
+                .filter(|w| w.metadata.namespace.as_deref() == Some(ns.as_str()))
+                .filter(|w| {
+                    crate::jobs::workload::is_owned_by(w.metadata.owner_references.as_deref(), &uid)
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let components: Vec<&api::Workload> = components.iter().map(|w| &**w).collect();
     let key = (ns.clone(), name.clone());
     let round = ctx.rounds.lock().await.get(&key).cloned();
     let now = now_time();
@@ -372,6 +393,7 @@ async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, Job
             local_members: &local_members,
             workers: &workers,
             round_started: round.as_ref(),
+            components: &components,
             now: &now,
         },
         &settings,
@@ -593,6 +615,11 @@ async fn execute(
         }
         Action::ForgetRound => {
             ctx.rounds.lock().await.remove(&(ns, current.name_any()));
+        }
+        Action::Wake(names) => {
+            for name in names {
+                let _ = ctx.wake.unbounded_send(ObjectRef::new(&name).within(&ns));
+            }
         }
     }
     Ok(true)

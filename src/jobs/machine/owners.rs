@@ -18,7 +18,10 @@ use crate::{
         workload::{self, PriorityClasses, WorkloadError},
     },
     vocabulary::{
-        keys::{PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL},
+        keys::{
+            JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION, PREBUILT_WORKLOAD_LABEL,
+            QUEUE_NAME_LABEL,
+        },
         patch::PatchOp,
     },
 };
@@ -42,6 +45,10 @@ pub enum Write {
     CreateWorkload { body: Value, event: Note },
     /// Merge-patch the listed Workload's `spec` with this object.
     WorkloadSpec { workload: usize, spec: Value },
+    /// Merge-patch the listed Workload's `metadata` with this object (the
+    /// owner taking a MultiKueue copy made for it; conditioned on the
+    /// version read).
+    AdoptWorkload { workload: usize, metadata: Value },
     /// Let go of the listed Workload's `resource-in-use` finalizer.
     RemoveFinalizer { workload: usize },
     /// Delete the listed Workload, on the condition of its UID.
@@ -124,7 +131,8 @@ pub fn group_step(
         members.push(i);
     }
     let Some(wl) = wl else {
-        if replicas > 0 && queue.is_some() {
+        // A MultiKueue worker's copy waits for the manager's Workload copy.
+        if replicas > 0 && queue.is_some() && !pod_owner::is_multikueue_copy(obj) {
             let body = pod_owner::workload_for(facts.policy, facts.owner, obj, facts.classes)?;
             writes.push(Write::CreateWorkload {
                 event: created(obj, &body),
@@ -141,6 +149,18 @@ pub fn group_step(
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid) {
+        if let Some(metadata) = multikueue_adoption(facts.policy, obj, wl, replicas) {
+            writes.push(Write::AdoptWorkload {
+                workload: 0,
+                metadata,
+            });
+            // Looked at again: a patch refused on the version read leaves
+            // a copy whose changes wake nobody yet.
+            return Ok(Step {
+                writes,
+                then: Then::After(GROUP_FILLING),
+            });
+        }
         // The name is taken by a Workload that is not this object's: left
         // alone, never changed on its behalf.
         return Ok(Step {
@@ -167,6 +187,60 @@ pub fn group_step(
         Then::Wait
     };
     Ok(Step { writes, then })
+}
+
+/// Kueue's StatefulSet reconciler on a MultiKueue worker: the copy of the
+/// manager's Workload made for this set (carrying the set's origin, under
+/// the name made from the manager's UID) becomes the set's, as its own
+/// Workload is, while it has replicas. Its pods may have taken it first
+/// (as owners, never as its controller); a copy another object controls,
+/// or of another origin, is left alone.
+fn multikueue_adoption(
+    policy: &Policy,
+    obj: &Value,
+    wl: &api::Workload,
+    replicas: i64,
+) -> Option<Value> {
+    use crate::api::kueue::v1beta2::MULTIKUEUE_ORIGIN_LABEL as ORIGIN;
+    let origin = |labels: Option<&std::collections::BTreeMap<String, String>>| {
+        labels.and_then(|l| l.get(ORIGIN)).cloned()
+    };
+    let theirs = origin(wl.metadata.labels.as_ref());
+    let ours = obj
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(ORIGIN))
+        .and_then(Value::as_str);
+    if replicas <= 0
+        || !pod_owner::is_multikueue_copy(obj)
+        || theirs.as_deref() != ours
+        || workload::controller_of(wl).is_some()
+        || wl.metadata.deletion_timestamp.is_some()
+    {
+        return None;
+    }
+    let t = &policy.target;
+    let name = obj.pointer("/metadata/name").cloned().unwrap_or_default();
+    let mut refs: Vec<Value> = wl
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    refs.push(json!({
+        "apiVersion": t.api_version(),
+        "kind": t.kind,
+        "name": name,
+        "uid": obj.pointer("/metadata/uid").cloned().unwrap_or_default(),
+    }));
+    Some(json!({
+        "resourceVersion": wl.metadata.resource_version,
+        "ownerReferences": refs,
+        "annotations": {
+            JOB_OWNER_GVK_ANNOTATION: t.to_string(),
+            JOB_OWNER_NAME_ANNOTATION: name,
+        },
+    }))
 }
 
 fn created(obj: &Value, body: &Value) -> Note {
@@ -209,6 +283,12 @@ pub fn groups_step(
         .map(|w| w.metadata.name.clone().unwrap_or_default())
         .collect();
     let (create, keep, delete) = pod_owner::group_plan(facts.policy, groups, obj, &names);
+    // A MultiKueue worker's copy gets the manager's Workload copies.
+    let create = if pod_owner::is_multikueue_copy(obj) {
+        Vec::new()
+    } else {
+        create
+    };
     for (_, index) in create {
         let body =
             pod_owner::group_workload_for(facts.policy, facts.owner, obj, index, facts.classes)?;
@@ -475,6 +555,100 @@ mod tests {
         );
     }
 
+    /// A StatefulSet MultiKueue copied to this worker: its origin, the
+    /// manager's UID, its own UID here.
+    fn sts_copy() -> Value {
+        let mut s = sts();
+        s["metadata"]["uid"] = json!("worker-uid");
+        s["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = json!("mgr");
+        s["metadata"]["annotations"] = json!({"kueue.x-k8s.io/multikueue-origin-uid": "sts-uid"});
+        s
+    }
+
+    /// Kueue's StatefulSet reconciler on a worker (`isMultiKueueRemote`):
+    /// no Workload of its own; the manager's copy, named from the
+    /// manager's UID, becomes the set's; its pods are marked into it.
+    #[test]
+    fn a_multikueue_workers_statefulset_takes_the_managers_copy() {
+        let copy = sts_copy();
+        let pods = [sts_pod("web-0")];
+        let s = run(&copy, &pods, None);
+        assert!(
+            !s.writes
+                .iter()
+                .any(|w| matches!(w, Write::CreateWorkload { .. })),
+            "{s:?}"
+        );
+        // The manager's Workload, as copied: same name, no owner, the origin.
+        let mut wl = workload_of(&sts(), json!({}));
+        wl.metadata.owner_references = None;
+        wl.metadata.labels = Some(
+            [("kueue.x-k8s.io/multikueue-origin".to_string(), "mgr".to_string())].into(),
+        );
+        wl.metadata.resource_version = Some("7".into());
+        assert_eq!(
+            pod_owner::workload_name(&policy("apps", "StatefulSet"), &copy),
+            wl.metadata.name.clone().unwrap(),
+            "the worker looks for the manager's name"
+        );
+        let marked = s.writes.iter().find_map(|w| match w {
+            Write::PatchPod { ops, .. } => Some(ops.clone()),
+            _ => None,
+        });
+        let marked = crate::jobs::workload::apply(&pods[0], &marked.unwrap()).unwrap();
+        assert_eq!(
+            marked["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+            json!(wl.metadata.name)
+        );
+        let s = run(&copy, &[marked.clone()], Some(&wl));
+        let [Write::AdoptWorkload {
+            workload: 0,
+            metadata,
+        }] = s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        assert_eq!(
+            metadata,
+            &json!({"resourceVersion": "7",
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                         "name": "web", "uid": "worker-uid"}],
+                    "annotations": {"kueue.x-k8s.io/job-owner-gvk": "apps/v1, Kind=StatefulSet",
+                                    "kueue.x-k8s.io/job-owner-name": "web"}})
+        );
+        // Its pods took it first: the set joins them.
+        wl.metadata.owner_references = Some(vec![serde_json::from_value(
+            json!({"apiVersion": "v1", "kind": "Pod", "name": "web-0", "uid": "p0"}),
+        )
+        .unwrap()]);
+        let s = run(&copy, &[marked.clone()], Some(&wl));
+        let [Write::AdoptWorkload { metadata, .. }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert_eq!(metadata["ownerReferences"].as_array().unwrap().len(), 2);
+        // Another object's controller, another origin, or not a copy: left.
+        let mut theirs = wl.clone();
+        theirs.metadata.owner_references = Some(vec![serde_json::from_value(
+            json!({"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j", "controller": true}),
+        )
+        .unwrap()]);
+        assert_eq!(run(&copy, &[marked.clone()], Some(&theirs)).writes, []);
+        let mut other = wl.clone();
+        other.metadata.labels = Some(
+            [("kueue.x-k8s.io/multikueue-origin".to_string(), "other".to_string())].into(),
+        );
+        assert_eq!(run(&copy, &[marked.clone()], Some(&other)).writes, []);
+        let mut local = sts_copy();
+        local["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("kueue.x-k8s.io/multikueue-origin");
+        assert!(!run(&local, &[], Some(&wl))
+            .writes
+            .iter()
+            .any(|w| matches!(w, Write::AdoptWorkload { .. })));
+    }
+
     fn lws(replicas: i64) -> Value {
         json!({
             "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
@@ -523,6 +697,22 @@ mod tests {
         assert_eq!(
             body["metadata"]["annotations"]["kueue.x-k8s.io/component-workload-index"],
             "2"
+        );
+        // A MultiKueue worker's copy: the manager's copies, none created
+        // here.
+        let mut copy = lws(3);
+        copy["metadata"]["uid"] = json!("worker-uid");
+        copy["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = json!("mgr");
+        copy["metadata"]["annotations"] =
+            json!({"kueue.x-k8s.io/multikueue-origin-uid": "lws-uid"});
+        assert!(groups_step(&facts, &groups, &copy, &[], &[], &[])
+            .unwrap()
+            .writes
+            .is_empty());
+        assert_eq!(
+            pod_owner::group_workload_name(&p, &copy, 1),
+            pod_owner::group_workload_name(&p, &lws(3), 1),
+            "named from the manager's UID"
         );
         // Not queued: nothing at all.
         let mut bare = lws(1);

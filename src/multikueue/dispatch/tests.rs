@@ -306,6 +306,8 @@ struct Case {
     failing: Vec<&'static str>,
     /// The one kind dispatched.
     kind: &'static JobKind,
+    /// The local Workloads of the same owner (a LeaderWorkerSet's).
+    components: Vec<Wl>,
 }
 
 fn case(local: Wl) -> Case {
@@ -320,6 +322,7 @@ fn case(local: Wl) -> Case {
         round_started: None,
         failing: vec![],
         kind: &BATCH_JOB,
+        components: vec![],
     }
 }
 
@@ -331,6 +334,8 @@ struct World {
     wls: Vec<Option<Value>>,
     jobs: Vec<Option<Value>>,
     events: Vec<(bool, String)>,
+    /// The local Workloads woken.
+    woken: Vec<String>,
     round_started: bool,
     round_forgotten: bool,
     step: Step,
@@ -382,6 +387,8 @@ impl Case {
             .collect();
         let local_job = self.local_job.as_ref().map(|j| j.0.clone());
         let now = now();
+        let components: Vec<api::Workload> = self.components.iter().map(Wl::obj).collect();
+        let components: Vec<&api::Workload> = components.iter().collect();
         let facts = Facts {
             local: &local,
             gone: self.gone,
@@ -390,6 +397,7 @@ impl Case {
             local_members: &self.local_members,
             workers: &workers,
             round_started: self.round_started.as_ref(),
+            components: &components,
             now: &now,
         };
         let settings = Settings {
@@ -409,6 +417,7 @@ impl Case {
                 .collect(),
             jobs,
             events: vec![],
+            woken: vec![],
             round_started: false,
             round_forgotten: false,
             step: step.clone(),
@@ -479,6 +488,7 @@ impl Case {
                 }
                 Action::RoundStarted => world.round_started = true,
                 Action::ForgetRound => world.round_forgotten = true,
+                Action::Wake(names) => world.woken.extend(names.iter().cloned()),
             }
         }
         world
@@ -1500,6 +1510,7 @@ fn remote_job_carries_the_prebuilt_name_as_annotation_by_default() {
         local_members: &[],
         workers: &workers,
         round_started: None,
+        components: &[],
         now: &now,
     };
     let settings = Settings {
@@ -2589,4 +2600,285 @@ fn remote_pod_group_is_deleted() {
         w.step.actions.last(),
         Some(Action::DeleteRemoteWorkload { .. })
     ));
+}
+
+// ---- statefulset_multikueue_adapter_test.go and
+// leaderworkerset_multikueue_adapter_test.go, TestMultiKueueAdapter ----
+
+/// The embedded policy's kind of `kind` (both integrations are off by
+/// default; their kinds are dispatched once enabled).
+fn policy_kind(kind: &str) -> JobKind {
+    let policies = crate::jobs::policy::PolicySet::embedded().unwrap();
+    let found = policies
+        .iter()
+        .find(|p| p.target.kind == kind)
+        .and_then(|p| JobKind::from_policy(p));
+    found.unwrap_or_else(|| panic!("{kind} is dispatched"))
+}
+
+static STATEFULSET: std::sync::LazyLock<JobKind> =
+    std::sync::LazyLock::new(|| policy_kind("StatefulSet"));
+static LWS: std::sync::LazyLock<JobKind> =
+    std::sync::LazyLock::new(|| policy_kind("LeaderWorkerSet"));
+
+/// `MakeStatefulSet("statefulset1", "ns").UID("manager-uid")`.
+fn sts_local() -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": { "name": "statefulset1", "namespace": NS, "uid": "manager-uid" },
+        "spec": { "replicas": 1, "template": { "spec": { "containers": [{ "name": "c", "image": "pause" }] } } },
+    })
+}
+
+/// The worker's copy as upstream's test wants it: no UID, the origin and
+/// the prebuilt Workload's name, the manager's UID in an annotation.
+fn sts_remote(prebuilt_annotation: bool) -> Value {
+    let mut s = sts_local();
+    s["metadata"] = json!({
+        "name": "statefulset1", "namespace": NS,
+        "labels": { ORIGIN_LABEL: ORIGIN1 },
+        "annotations": { keys::MULTIKUEUE_ORIGIN_UID_ANNOTATION: "manager-uid" },
+    });
+    let place = if prebuilt_annotation { "annotations" } else { "labels" };
+    s["metadata"][place][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl1");
+    s
+}
+
+// statefulset_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote statefulset"
+#[test]
+fn sync_creates_missing_remote_statefulset() {
+    let sync = STATEFULSET.sync(&sts_local(), None, "wl1", ORIGIN1, false, &now());
+    assert_eq!(created(sync), norm(&sts_remote(false)));
+}
+
+// statefulset_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote statefulset, WorkloadIdentifierAnnotations enabled"
+#[test]
+fn sync_creates_missing_remote_statefulset_workload_identifier_annotations_enabled() {
+    let sync = STATEFULSET.sync(&sts_local(), None, "wl1", ORIGIN1, true, &now());
+    assert_eq!(created(sync), norm(&sts_remote(true)));
+}
+
+// statefulset_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote statefulset"
+// (the remote's status is not copied: the manager's StatefulSet controller
+// would overwrite it at once)
+#[test]
+fn sync_status_from_remote_statefulset_leaves_the_local_status() {
+    let mut remote = sts_remote(false);
+    remote["status"] = json!({ "replicas": 3, "readyReplicas": 2 });
+    let sync = STATEFULSET.sync(&sts_local(), Some(&remote), "wl1", ORIGIN1, false, &now());
+    assert_eq!(sync, JobSync::InSync { deferred: false });
+}
+
+// statefulset_multikueue_adapter_test.go, TestMultiKueueAdapter: "IsJobManagedByKueue returns true"
+// leaderworkerset_multikueue_adapter_test.go, TestMultiKueueAdapter: "IsJobManagedByKueue returns true"
+#[test]
+fn statefulsets_and_leaderworkersets_are_always_multikueues() {
+    assert_eq!(STATEFULSET.unmanaged_reason(&sts_local()), None);
+    assert_eq!(LWS.unmanaged_reason(&lws_local(Some(2))), None);
+}
+
+/// A StatefulSet's Workload as its reconciler makes it: owned, not
+/// controlled, with the owner annotations.
+fn sts_owned(wl: Wl) -> Wl {
+    let mut wl = wl;
+    wl.0["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "statefulset1", "uid": "manager-uid",
+    }]);
+    wl.annotation(keys::JOB_OWNER_GVK_ANNOTATION, "apps/v1, Kind=StatefulSet")
+        .annotation(keys::JOB_OWNER_NAME_ANNOTATION, "statefulset1")
+}
+
+// statefulset_multikueue_adapter_test.go, TestMultiKueueAdapter: "remote statefulset is deleted"
+// (through the step: the local Workload gone, the worker's set carrying
+// this manager's origin and the copy deleted)
+#[test]
+fn remote_statefulset_is_deleted() {
+    let mut c = case(sts_owned(Wl::base().check("ac1", "Ready", "")).reserved());
+    c.kind = &STATEFULSET;
+    c.gone = true;
+    c.local_job = None;
+    let mut remote = sts_remote(false);
+    remote["metadata"]["labels"][ORIGIN_LABEL] = json!(ORIGIN);
+    c.workers = vec![worker("worker1").wl(copy().reserved()).job(Job(remote))];
+    c.run().wl_is(0, None).job_is(0, None).trouble(None);
+}
+
+/// A StatefulSet admitted on a worker: the set is created there once and
+/// then left to the worker; the manager's check is Ready on that worker.
+#[test]
+fn an_admitted_statefulset_is_created_once_on_its_worker() {
+    let local = sts_owned(Wl::base().check("ac1", "Pending", "")).reserved();
+    let admitted = || copy().reserved().cond("Admitted", "Admitted", "");
+    let mut c = case(local.clone());
+    c.kind = &STATEFULSET;
+    c.local_job = Some(Job(sts_local()));
+    c.workers = vec![worker("worker1").wl(admitted())];
+    let w = c.run();
+    let made = w.jobs[0].as_ref().expect("the set is created on worker1");
+    assert_eq!(
+        made["metadata"]["annotations"][keys::MULTIKUEUE_ORIGIN_UID_ANNOTATION],
+        "manager-uid"
+    );
+    assert_eq!(w.local["status"]["clusterName"], "worker1");
+    // The next pass: the worker's set runs, nothing is copied back.
+    let mut running = made.clone();
+    running["status"] = json!({ "replicas": 1, "readyReplicas": 1 });
+    c.local = Wl(w.local.clone());
+    c.workers = vec![worker("worker1").wl(admitted()).job(Job(running))];
+    let w = c.run();
+    assert!(
+        !w.step.actions.iter().any(|a| matches!(
+            a,
+            Action::CopyJobStatus { .. } | Action::CreateRemoteJob { .. }
+        )),
+        "{:?}",
+        w.step.actions
+    );
+}
+
+/// `MakeLeaderWorkerSet("lws1", "ns").UID("manager-uid-123")`.
+fn lws_local(replicas: Option<i64>) -> Value {
+    let mut l = json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": { "name": "lws1", "namespace": NS, "uid": "manager-uid-123" },
+        "spec": { "leaderWorkerTemplate": { "size": 2, "workerTemplate": { "spec": { "containers": [{ "name": "c", "image": "pause" }] } } } },
+    });
+    if let Some(r) = replicas {
+        l["spec"]["replicas"] = json!(r);
+    }
+    l
+}
+
+// leaderworkerset_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote leaderworkerset with origin UID annotation"
+// and "sync creates missing remote leaderworkerset, WorkloadIdentifierAnnotations enabled"
+// (one set for several Workloads: it names none of them either way)
+#[test]
+fn sync_creates_missing_remote_leaderworkerset_with_origin_uid_annotation() {
+    let want = {
+        let mut l = lws_local(None);
+        l["metadata"] = json!({
+            "name": "lws1", "namespace": NS,
+            "labels": { ORIGIN_LABEL: ORIGIN1 },
+            "annotations": { keys::MULTIKUEUE_ORIGIN_UID_ANNOTATION: "manager-uid-123" },
+        });
+        norm(&l)
+    };
+    for annotations in [false, true] {
+        let sync = LWS.sync(&lws_local(None), None, "wl1", ORIGIN1, annotations, &now());
+        assert_eq!(created(sync), want, "identifier annotations {annotations}");
+    }
+}
+
+// leaderworkerset_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync does not overwrite existing remote leaderworkerset"
+#[test]
+fn sync_does_not_overwrite_existing_remote_leaderworkerset() {
+    let mut remote = lws_local(None);
+    remote["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    remote["status"] = json!({ "readyReplicas": 3 });
+    let sync = LWS.sync(&lws_local(None), Some(&remote), "wl1", ORIGIN1, false, &now());
+    assert_eq!(sync, JobSync::InSync { deferred: false });
+}
+
+/// Group `index`'s Workload of `lws1`, named `name`.
+fn lws_wl(name: &str, index: &str) -> Wl {
+    let mut wl = Wl::base()
+        .annotation(
+            keys::JOB_OWNER_GVK_ANNOTATION,
+            "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet",
+        )
+        .annotation(keys::JOB_OWNER_NAME_ANNOTATION, "lws1")
+        .annotation(keys::COMPONENT_WORKLOAD_INDEX_ANNOTATION, index);
+    wl.0["metadata"]["name"] = json!(name);
+    wl.0["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "name": "lws1", "uid": "manager-uid-123",
+    }]);
+    wl.check("ac1", "Pending", "").reserved()
+}
+
+fn lws_case(local: Wl, others: Vec<Wl>, replicas: Option<i64>) -> Case {
+    let mut c = case(local.clone());
+    c.kind = &LWS;
+    c.local_job = Some(Job(lws_local(replicas)));
+    c.workers = vec![worker("worker1"), worker("worker2")];
+    c.components = std::iter::once(local).chain(others).collect();
+    c
+}
+
+// leaderworkerset_multikueue_adapter_test.go, TestMultiKueueAdapter: "GetExpectedWorkloadCount returns replicas count"
+// and "GetExpectedWorkloadCount returns 1 for nil replicas"
+// (Kueue's nominateAndSynchronizeWorkers waits for every Workload of the set)
+#[test]
+fn a_leaderworkersets_workloads_are_dispatched_once_all_exist() {
+    lws_case(lws_wl("wl1", "0"), vec![], Some(2))
+        .run()
+        .no_actions();
+    let w = lws_case(lws_wl("wl1", "0"), vec![lws_wl("wl2", "1")], Some(2)).run();
+    assert_eq!(created_on(&w), ["worker1", "worker2"]);
+    // Absent replicas: one.
+    let w = lws_case(lws_wl("wl1", "0"), vec![], None).run();
+    assert_eq!(created_on(&w), ["worker1", "worker2"]);
+}
+
+// e2e/multikueue/extended "Should dispatch all LeaderWorkerSet workloads to the same worker":
+// the first by index chooses; another waits for it (and tells it the set
+// is whole), then follows it to its worker alone.
+#[test]
+fn a_leaderworkersets_later_workloads_follow_the_first() {
+    let w = lws_case(lws_wl("wl1", "1"), vec![lws_wl("wl0", "0")], Some(2)).run();
+    assert!(created_on(&w).is_empty(), "{:?}", w.step.actions);
+    assert_eq!(w.woken, ["wl0"]);
+    // The first was admitted on worker2: this one goes there alone, its
+    // copy elsewhere removed.
+    let placed = lws_wl("wl0", "0").cluster("worker2");
+    let mut c = lws_case(lws_wl("wl1", "1"), vec![placed], Some(2));
+    c.workers = vec![worker("worker1").wl(copy().reserved()), worker("worker2")];
+    let w = c.run();
+    assert_eq!(created_on(&w), ["worker2"]);
+    assert!(w.wls[0].is_none(), "the copy on worker1 is removed");
+    assert_eq!(nominated_patch(&w), Some(vec!["worker2".to_string()]));
+    // Placed on two workers: trouble, nothing done.
+    let split = vec![
+        lws_wl("wl0", "0").cluster("worker1"),
+        lws_wl("wl2", "2").cluster("worker2"),
+    ];
+    let w = lws_case(lws_wl("wl1", "1"), split, Some(3)).run();
+    assert_eq!(
+        w.step.trouble,
+        Some(Trouble::ComponentsSplit("worker1".into(), "worker2".into()))
+    );
+    assert!(created_on(&w).is_empty());
+}
+
+/// The first Workload admitted on a worker wakes the others, which then
+/// follow it; the set is created there by the first.
+#[test]
+fn the_first_admitted_leaderworkerset_workload_wakes_the_others() {
+    let admitted = copy().reserved().cond("Admitted", "Admitted", "");
+    let mut c = lws_case(lws_wl("wl1", "0"), vec![lws_wl("wl2", "1")], Some(2));
+    c.workers = vec![worker("worker1").wl(admitted), worker("worker2")];
+    let w = c.run();
+    assert_eq!(w.woken, ["wl2"]);
+    assert_eq!(w.local["status"]["clusterName"], "worker1");
+    let made = w.jobs[0].as_ref().expect("the set is created on worker1");
+    assert!(made["metadata"]["labels"]
+        .get(keys::PREBUILT_WORKLOAD_LABEL)
+        .is_none());
+}
+
+// leaderworkerset_multikueue_adapter_test.go, TestGetWorkloadIndex
+#[test]
+fn get_workload_index() {
+    let with = |v: Option<&str>| {
+        let mut wl = Wl::base();
+        if let Some(v) = v {
+            wl = wl.annotation(keys::COMPONENT_WORKLOAD_INDEX_ANNOTATION, v);
+        }
+        super::component_index(&wl.obj())
+    };
+    for (v, want) in [("0", 0), ("5", 5), ("10", 10), ("100", 100)] {
+        assert_eq!(with(Some(v)), Some(want), "workload with index {v}");
+    }
+    assert_eq!(with(None), None, "workload without annotation");
+    assert_eq!(with(Some("abc")), None, "workload with non-numeric index");
 }
