@@ -136,19 +136,22 @@ pub struct CounterSourceConfig {
     pub device_selector: k8s_openapi::api::resource::v1::DeviceSelector,
 }
 
-/// The DRA gates of Kueue v0.19.2 (all on by default) batchgate reads.
-/// The feature gates batchgate acts on: the DRA ones, and what MultiKueue
+/// The feature gates batchgate acts on: the DRA ones, what MultiKueue
 /// writes on a worker's job (a Kueue before 0.18 reads the prebuilt
-/// Workload's name from a label only).
-const GATES: [&str; 5] = [
+/// Workload's name from a label only), and whether MultiKueue dispatches
+/// external frameworks.
+const GATES: [&str; 6] = [
     "KueueDRAIntegration",
     "KueueDRARejectWorkloadsWhenDRADisabled",
     "KueueDRAIntegrationExtendedResource",
     "KueueDRAIntegrationPartitionableDevices",
     WORKLOAD_IDENTIFIER_ANNOTATIONS,
+    CUSTOM_JOBS,
 ];
 
 const WORKLOAD_IDENTIFIER_ANNOTATIONS: &str = "WorkloadIdentifierAnnotations";
+/// Whether `multiKueue.externalFrameworks` are dispatched (on by default).
+const CUSTOM_JOBS: &str = "MultiKueueAdaptersForCustomJobs";
 
 impl Config {
     /// MultiKueue's settings: the `multiKueue` block, and whether the
@@ -161,6 +164,7 @@ impl Config {
             .get(WORKLOAD_IDENTIFIER_ANNOTATIONS)
             .copied()
             .unwrap_or(true);
+        s.custom_jobs = self.feature_gates.get(CUSTOM_JOBS).copied().unwrap_or(true);
         Ok(s)
     }
 
@@ -666,8 +670,9 @@ impl MultiKueueManagerConfig {
                 .iter()
                 .map(|f| f.name.clone())
                 .collect(),
-            // The gate is the Configuration's (`Config::multikueue`).
+            // The gates are the Configuration's (`Config::multikueue`).
             identifier_annotations: true,
+            custom_jobs: true,
         })
     }
 }
@@ -1484,6 +1489,15 @@ mod tests {
         let off = parse("featureGates:\n  WorkloadIdentifierAnnotations: false\n");
         assert!(off.claims().is_ok());
         assert!(!off.multikueue().unwrap().identifier_annotations);
+        // MultiKueueAdaptersForCustomJobs: external frameworks dispatched.
+        assert!(parse("").multikueue().unwrap().custom_jobs);
+        let off = parse(
+            "featureGates:
+  MultiKueueAdaptersForCustomJobs: false
+",
+        );
+        assert!(off.claims().is_ok());
+        assert!(!off.multikueue().unwrap().custom_jobs);
     }
 
     #[test]

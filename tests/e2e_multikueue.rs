@@ -10,7 +10,8 @@
 //! as Kueue's integration tests break it; the worker runs on) has its
 //! Workload requeued after `workerLostTimeout` and run on the other; once
 //! reachable again, the stale copy and job there are removed. A JobSet,
-//! an AppWrapper, a plain pod and a pod group are dispatched the same way. One scenario in order,
+//! an AppWrapper, a plain pod, a pod group, a StatefulSet and a
+//! LeaderWorkerSet are dispatched the same way. One scenario in order,
 //! sharing the clusters.
 //!
 //! The dispatcher is AllAtOnce (the default) until the last step, where
@@ -30,14 +31,16 @@ use support::{
     Server,
 };
 
-/// The kinds dispatched here, the pod among them (off by default).
-const FRAMEWORKS: &str = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod]\n";
+/// The kinds dispatched here, the pod, StatefulSet and LeaderWorkerSet
+/// among them (off by default).
+const FRAMEWORKS: &str = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n";
 
 /// [`FRAMEWORKS`], and short enough for a test: the garbage collector
 /// every 5 s, a lost worker's Workload requeued after 20 s.
 const MANAGER_CONFIG: &str = concat!(
-    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod]\n",
-    "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n"
+    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n",
+    "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n",
+    "  externalFrameworks:\n  - name: RayCluster.v1.ray.io\n",
 );
 const NS: &str = "mk-e2e";
 const ORIGIN: &str = "kueue.x-k8s.io/multikueue-origin";
@@ -57,8 +60,20 @@ fn kind_crds(c: &LocalCluster) {
     );
     let (ok, out, err) = support::e2e::kubectl(c, &["apply", "-f", &file], None);
     assert!(ok, "{out}{err}");
-    c.wait_established(&["crd/jobsets.jobset.x-k8s.io"], Duration::from_secs(120))
-        .unwrap();
+    let lws = format!(
+        "{}/tests/fixtures/leaderworkerset-crd.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, out, err) = support::e2e::kubectl(c, &["apply", "-f", &lws], None);
+    assert!(ok, "{out}{err}");
+    c.wait_established(
+        &[
+            "crd/jobsets.jobset.x-k8s.io",
+            "crd/leaderworkersets.leaderworkerset.x-k8s.io",
+        ],
+        Duration::from_secs(120),
+    )
+    .unwrap();
 }
 
 fn world() -> &'static World {
@@ -198,6 +213,12 @@ fn dump(w: &World, job: &str) {
         let held = get(c, &["workloads.kueue.x-k8s.io", "-n", NS]).unwrap_or_default();
         eprintln!("{name}'s Workloads: {held}");
     }
+}
+
+/// The Workload `name` in [`NS`] on a cluster.
+fn workload_of_name(c: &LocalCluster, name: &str) -> Value {
+    get(c, &["workloads.kueue.x-k8s.io", name, "-n", NS])
+        .unwrap_or_else(|| panic!("the Workload {name} is there"))
 }
 
 fn worker(w: &World, name: &str) -> &'static LocalCluster {
@@ -642,6 +663,307 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
             &["pod", &format!("mk-grp-{i}"), "-n", NS]
         ));
     }
+
+    // 2g. A StatefulSet (Kueue's StatefulSet adapter; e2e/multikueue
+    // baseline "Should sync a StatefulSet to worker if admitted"): one
+    // Workload here, the set copied once to the worker that admits it
+    // (the manager's UID in its annotation), where it takes the copy of
+    // the manager's Workload and its replicas run; its pods here stay
+    // gated. Deleted here, it goes from the worker too. KCM's StatefulSet
+    // controller runs on every cluster; KWOK runs the pods.
+    create(
+        m,
+        &json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "mk-sts", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+            "spec": {"replicas": 2, "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": "mk-sts"}},
+                     "template": {"metadata": {"labels": {"app": "mk-sts"}},
+                                  "spec": {"containers": [{"name": "main", "image": "busybox",
+                                           "resources": {"requests": {"cpu": "100m"}}}]}}}})
+        .to_string(),
+    );
+    let (wl, chosen) = dispatched(w, "mk-sts", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let local = get(m, &["statefulset", "mk-sts", "-n", NS]).unwrap();
+    let remote = wait_for(
+        Duration::from_secs(120),
+        "the StatefulSet's two replicas ready on its worker",
+        || {
+            get(there, &["statefulset", "mk-sts", "-n", NS])
+                .filter(|s| s["status"]["readyReplicas"] == 2)
+        },
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"],
+        local["metadata"]["uid"],
+        "{remote}"
+    );
+    let theirs = get(there, &["workloads.kueue.x-k8s.io", "-n", NS]).unwrap();
+    let of_sts: Vec<&Value> = theirs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| {
+            x["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("statefulset-mk-sts"))
+        })
+        .collect();
+    assert_eq!(
+        of_sts.len(),
+        1,
+        "the worker's one Workload is the copy: {theirs}"
+    );
+    assert_eq!(of_sts[0]["metadata"]["name"], wl["metadata"]["name"]);
+    assert!(
+        of_sts[0]["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|o| o
+                .iter()
+                .any(|r| r["kind"] == "StatefulSet" && r["uid"] == remote["metadata"]["uid"])),
+        "the worker's set took the copy: {}",
+        of_sts[0]
+    );
+    let here = get(m, &["pods", "-n", NS, "-l", "app=mk-sts"]).unwrap();
+    let here = here["items"].as_array().unwrap();
+    assert!(!here.is_empty(), "the manager's set made its pods");
+    for p in here {
+        assert!(p["spec"]["nodeName"].is_null(), "{p}");
+        assert_eq!(
+            p["spec"]["schedulingGates"][0]["name"], "kueue.x-k8s.io/admission",
+            "the manager's pods stay gated: {p}"
+        );
+    }
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["statefulset", "mk-sts", "-n", NS]
+    ));
+    let (ok, out, err) =
+        support::e2e::kubectl(m, &["delete", "statefulset", "mk-sts", "-n", NS], None);
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(120),
+        "the StatefulSet and its Workload copy gone from the worker",
+        || {
+            let copy = get(there, &["workloads.kueue.x-k8s.io", "-n", NS])?;
+            let left = copy["items"]
+                .as_array()?
+                .iter()
+                .any(|x| x["metadata"]["name"] == wl["metadata"]["name"]);
+            (!left && !has(there, &["statefulset", "mk-sts", "-n", NS])).then_some(())
+        },
+    );
+
+    // 2h. A LeaderWorkerSet of two groups (Kueue's LeaderWorkerSet
+    // adapter; e2e/multikueue extended "Should dispatch all
+    // LeaderWorkerSet workloads to the same worker"): its two Workloads
+    // here go to one worker together, where the set is copied once (no
+    // Workload named, the manager's UID in its annotation) and the
+    // worker's batchgate makes no Workload of its own. No LWS controller
+    // runs on any cluster (this test does not play one): what is shown is
+    // the dispatch, not the groups' pods. Deleted here, it goes from the
+    // worker, with both copies.
+    create(
+        m,
+        &json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": "mk-lws", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2,
+                     "workerTemplate": {"spec": {"containers": [{"name": "main", "image": "busybox",
+                                        "resources": {"requests": {"cpu": "100m"}}}]}}}}})
+        .to_string(),
+    );
+    let lws = get(m, &["leaderworkerset", "mk-lws", "-n", NS]).unwrap();
+    let placed = wait_for(
+        Duration::from_secs(120),
+        "both of the LeaderWorkerSet's Workloads dispatched",
+        || {
+            let list = get(m, &["workloads.kueue.x-k8s.io", "-n", NS])?;
+            let ours: Vec<Value> = list["items"]
+                .as_array()?
+                .iter()
+                .filter(|x| x["metadata"]["ownerReferences"][0]["name"] == "mk-lws")
+                .cloned()
+                .collect();
+            let ready = ours.iter().all(|x| {
+                x["status"]["clusterName"].is_string()
+                    && mk_check(x).is_some_and(|c| c["state"] == "Ready")
+            });
+            (ours.len() == 2 && ready).then_some(ours)
+        },
+    );
+    let chosen = placed[0]["status"]["clusterName"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        placed[1]["status"]["clusterName"], placed[0]["status"]["clusterName"],
+        "one worker for the whole set"
+    );
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the LeaderWorkerSet copied to its worker",
+        || get(there, &["leaderworkerset", "mk-lws", "-n", NS]),
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/multikueue-origin-uid"],
+        lws["metadata"]["uid"],
+        "{remote}"
+    );
+    assert!(
+        remote["metadata"]["labels"]
+            .get("kueue.x-k8s.io/prebuilt-workload-name")
+            .is_none(),
+        "{remote}"
+    );
+    let names: Vec<&Value> = placed.iter().map(|x| &x["metadata"]["name"]).collect();
+    let theirs = get(there, &["workloads.kueue.x-k8s.io", "-n", NS]).unwrap();
+    let of_lws: Vec<&Value> = theirs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| {
+            x["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("leaderworkerset-mk-lws"))
+        })
+        .collect();
+    assert_eq!(
+        of_lws.len(),
+        2,
+        "only the two copies on the worker: {theirs}"
+    );
+    assert!(of_lws
+        .iter()
+        .all(|x| names.contains(&&x["metadata"]["name"])));
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["leaderworkerset", "mk-lws", "-n", NS]
+    ));
+    let (ok, out, err) =
+        support::e2e::kubectl(m, &["delete", "leaderworkerset", "mk-lws", "-n", NS], None);
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(120),
+        "the LeaderWorkerSet and both copies gone from the worker",
+        || {
+            let list = get(there, &["workloads.kueue.x-k8s.io", "-n", NS])?;
+            let left = list["items"]
+                .as_array()?
+                .iter()
+                .any(|x| names.contains(&&x["metadata"]["name"]));
+            (!left && !has(there, &["leaderworkerset", "mk-lws", "-n", NS])).then_some(())
+        },
+    );
+
+    // 2i. An external framework (`multiKueue.externalFrameworks`:
+    // RayCluster.v1.ray.io, whose integration is not enabled here;
+    // external_job_test.go "Should run a RayCluster on worker if admitted
+    // (ManagedBy)"): this test plays the RayCluster's own integration on
+    // the manager (it makes the Workload the RayCluster owns) and KubeRay
+    // and that integration on the worker (it writes the worker's
+    // RayCluster's status and finishes its Workload copy). batchgate's
+    // generic adapter copies the RayCluster without `managedBy` or its
+    // owner references, mirrors its whole status back, and finishes the
+    // manager's Workload when the worker's does.
+    let (ok, out, err) = support::e2e::kubectl(
+        m,
+        &["create", "-f", "-"],
+        Some(
+            &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                "metadata": {"name": "mk-ray", "namespace": NS,
+                             "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+                "spec": {"managedBy": "kueue.x-k8s.io/multikueue",
+                         "headGroupSpec": {"template": {"spec": {"containers": [
+                             {"name": "head", "image": "ray"}]}}}}})
+            .to_string(),
+        ),
+    );
+    assert!(ok, "{out}{err}");
+    let ray = get(m, &["raycluster", "mk-ray", "-n", NS]).unwrap();
+    create(
+        m,
+        &json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "raycluster-mk-ray", "namespace": NS,
+                         "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                              "name": "mk-ray", "uid": ray["metadata"]["uid"],
+                                              "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"queueName": "mk-lq", "podSets": [{"name": "head", "count": 1,
+                     "template": {"spec": {"containers": [{"name": "head", "image": "ray",
+                         "resources": {"requests": {"cpu": "100m"}}}]}}}]}})
+        .to_string(),
+    );
+    let (_, chosen) = dispatched(w, "mk-ray", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the RayCluster created on its worker",
+        || get(there, &["raycluster", "mk-ray", "-n", NS]),
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    assert!(
+        remote["metadata"].get("ownerReferences").is_none(),
+        "{remote}"
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        "raycluster-mk-ray",
+        "{remote}"
+    );
+    let mut ready = remote.clone();
+    ready["status"] = json!({"state": "ready"});
+    let (ok, out, err) = support::e2e::kubectl(
+        there,
+        &["replace", "--subresource=status", "-f", "-"],
+        Some(&ready.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the worker's RayCluster status mirrored to the manager's",
+        || get(m, &["raycluster", "mk-ray", "-n", NS]).filter(|r| r["status"]["state"] == "ready"),
+    );
+    let copy = workload_of_name(there, "raycluster-mk-ray");
+    let mut finished = copy.clone();
+    let conditions = finished["status"]["conditions"].as_array_mut().unwrap();
+    conditions.push(
+        json!({"type": "Finished", "status": "True", "reason": "Succeeded",
+        "message": "played by the test", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
+    );
+    let (ok, out, err) = support::e2e::kubectl(
+        there,
+        &["replace", "--subresource=status", "-f", "-"],
+        Some(&finished.to_string()),
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the manager's Workload Finished with the worker's reason",
+        || {
+            workload_of(m, NS, "mk-ray").filter(|wl| {
+                condition(wl, "Finished")
+                    .is_some_and(|c| c["status"] == "True" && c["reason"] == "Succeeded")
+            })
+        },
+    );
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["raycluster", "mk-ray", "-n", NS]
+    ));
 
     // 2c. The manager's batchgate stops between the worker's job being
     // created and its status being copied, and starts again: the job is

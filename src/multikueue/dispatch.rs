@@ -127,6 +127,12 @@ pub struct JobKind {
     /// group): where the object says how many (absent: 1). They are
     /// dispatched together, to one worker; the copy names none of them.
     pub components: Option<String>,
+    /// Named in `multiKueue.externalFrameworks` (Kueue's generic adapter,
+    /// whose messages name the field as `.spec.managedBy`).
+    pub external: bool,
+    /// An external kind with Kueue's `MultiKueueAdaptersForCustomJobs`
+    /// gate off: never dispatched, the check rejected saying so.
+    pub gate_off: bool,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -163,6 +169,8 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         mirror_status: true,
         origin_uid: false,
         components: None,
+        external: false,
+        gate_off: false,
     }
 });
 
@@ -219,6 +227,8 @@ impl JobKind {
             mirror_status: true,
             origin_uid: false,
             components: None,
+            external: false,
+            gate_off: false,
         })
     }
 
@@ -255,6 +265,8 @@ impl JobKind {
             mirror_status: false,
             origin_uid: true,
             components,
+            external: false,
+            gate_off: false,
         })
     }
 
@@ -282,7 +294,39 @@ impl JobKind {
             mirror_status: true,
             origin_uid: false,
             components: None,
+            external: false,
+            gate_off: false,
         }
+    }
+
+    /// A kind named in `multiKueue.externalFrameworks` as
+    /// `Kind.version.group` (Kueue's `externalframeworks.Adapter`): another
+    /// controller makes its Workloads; it is copied without
+    /// `spec.managedBy`, its whole status mirrored back. `resource` is its
+    /// plural, from discovery.
+    pub fn external(name: &str, resource: String) -> Option<JobKind> {
+        let (kind, group, version) = parse_kind_arg(name)?;
+        Some(JobKind {
+            api_version: format!("{group}/{version}"),
+            kind: kind.to_string(),
+            resource,
+            managed_by: Some("/spec/managedBy".into()),
+            cleared: Vec::new(),
+            template_labels: None,
+            owned_template_labels: Vec::new(),
+            suspend: "/spec/suspend".into(),
+            status: "/status".into(),
+            finished_conditions: Vec::new(),
+            suspended_condition: None,
+            defer_status: false,
+            kept_while_gated: None,
+            group_label: None,
+            mirror_status: true,
+            origin_uid: false,
+            components: None,
+            external: true,
+            gate_off: false,
+        })
     }
 
     /// Kueue's adapter key: `schema.GroupVersionKind.String()`.
@@ -302,15 +346,23 @@ impl JobKind {
     /// Kueue's `IsJobManagedByKueue`: `None` when the job names MultiKueue
     /// as its controller, else why not.
     pub fn unmanaged_reason(&self, job: &Value) -> Option<String> {
+        if self.gate_off {
+            return Some("MultiKueueAdaptersForCustomJobs feature gate is disabled".into());
+        }
         let pointer = self.managed_by.as_deref()?;
         let managed_by = job
             .pointer(pointer)
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let field = if self.external {
+            format!(".{}", field_name(pointer))
+        } else {
+            field_name(pointer)
+        };
         (managed_by != keys::MULTIKUEUE_CONTROLLER).then(|| {
             format!(
                 "Expecting {} to be {} not {}",
-                field_name(pointer),
+                field,
                 go_quote(keys::MULTIKUEUE_CONTROLLER),
                 go_quote(managed_by)
             )
@@ -472,6 +524,14 @@ impl JobKind {
         }
         job
     }
+}
+
+/// Go's `schema.ParseKindArg` for `Kind.version.group` (the group may
+/// hold dots): `(kind, group, version)`, none without all three.
+pub fn parse_kind_arg(name: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = name.splitn(3, '.');
+    let (kind, version, group) = (parts.next()?, parts.next()?, parts.next()?);
+    (!kind.is_empty() && !version.is_empty() && !group.is_empty()).then_some((kind, group, version))
 }
 
 /// Go's `schema.FromAPIVersionAndKind(v, k).String()`.

@@ -56,6 +56,9 @@ pub struct Settings {
     /// Workload's name goes on a worker's job as an annotation (default),
     /// else as a label (what a worker running Kueue before 0.18 reads).
     pub identifier_annotations: bool,
+    /// Kueue's `MultiKueueAdaptersForCustomJobs` gate (on by default):
+    /// `external_frameworks` are dispatched.
+    pub custom_jobs: bool,
 }
 
 impl Default for Settings {
@@ -68,6 +71,7 @@ impl Default for Settings {
             incremental_step_size: None,
             external_frameworks: Vec::new(),
             identifier_annotations: true,
+            custom_jobs: true,
         }
     }
 }

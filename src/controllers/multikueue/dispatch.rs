@@ -824,11 +824,24 @@ mod tests {
         copies: Vec<api::Workload>,
         jobs: Vec<DynamicObject>,
     ) -> Arc<Ctx> {
-        let (wake, _) = mpsc::unbounded();
+        ctx_of(manager, worker, copies, jobs, BATCH_JOB.clone(), vec![]).0
+    }
+
+    /// [`ctx`] dispatching `kind` alone, the manager's Workloads `locals`
+    /// in its store; the wakes it sends come out of the receiver.
+    fn ctx_of(
+        manager: Client,
+        worker: Client,
+        copies: Vec<api::Workload>,
+        jobs: Vec<DynamicObject>,
+        kind: JobKind,
+        locals: Vec<api::Workload>,
+    ) -> (Arc<Ctx>, mpsc::UnboundedReceiver<ObjectRef<api::Workload>>) {
+        let (wake, woken) = mpsc::unbounded();
         let remote = Remote {
             client: worker,
             workloads: ready(copies, ()),
-            jobs: std::sync::Mutex::new(vec![Some(ready(jobs, resource(&BATCH_JOB)))]),
+            jobs: std::sync::Mutex::new(vec![Some(ready(jobs, resource(&kind)))]),
             selector: String::new(),
             wake: wake.clone(),
             tasks: std::sync::Mutex::new(Vec::new()),
@@ -840,23 +853,24 @@ mod tests {
             remote: Some(Arc::new(remote)),
             ..Held::default()
         };
-        Arc::new(Ctx {
+        let ctx = Arc::new(Ctx {
             shared: Shared::without_kueue(manager),
             namespace: "kueue-system".into(),
             workers: Mutex::new(BTreeMap::from([("w1".to_string(), held)])),
             clusters: reflector::store().0,
             checks: ready(vec![check()], ()),
             configs: ready(vec![config()], ()),
-            locals: reflector::store().0,
+            locals: ready(locals, ()),
             settings: Settings::default(),
-            kinds: vec![BATCH_JOB.clone()],
+            kinds: vec![kind],
             rounds: Mutex::new(HashMap::new()),
             wake,
             links: mpsc::unbounded().0,
             metrics: crate::metrics::Metrics::with_kueue(Default::default())
                 .kueue
                 .clone(),
-        })
+        });
+        (ctx, woken)
     }
 
     fn lines(sent: &[(String, Value)]) -> Vec<&str> {
@@ -1002,6 +1016,139 @@ mod tests {
         assert_eq!(
             lines(&sent(&m)),
             ["GET /apis/batch/v1/namespaces/ns/jobs/job1"]
+        );
+    }
+
+    fn lws_kind() -> JobKind {
+        let policies = crate::jobs::policy::PolicySet::embedded().unwrap();
+        let kind = policies
+            .iter()
+            .find(|p| p.target.kind == "LeaderWorkerSet")
+            .and_then(|p| JobKind::from_policy(p));
+        kind.unwrap()
+    }
+
+    /// Group `index`'s Workload of LeaderWorkerSet `lws1` (uid `lu`).
+    fn lws_workload(name: &str, index: &str, state: &str) -> api::Workload {
+        let mut wl = workload(state, None);
+        wl.metadata.name = Some(name.into());
+        wl.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "name": "lws1", "uid": "lu"}))
+        .unwrap()]);
+        wl.metadata.annotations = Some(BTreeMap::from([
+            (
+                "kueue.x-k8s.io/job-owner-gvk".into(),
+                "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet".into(),
+            ),
+            ("kueue.x-k8s.io/job-owner-name".into(), "lws1".into()),
+            (
+                "kueue.x-k8s.io/component-workload-index".into(),
+                index.into(),
+            ),
+        ]));
+        wl
+    }
+
+    fn local_lws() -> Value {
+        json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "lws1", "namespace": "ns", "uid": "lu", "resourceVersion": "3",
+                            "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+               "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2,
+                        "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}})
+    }
+
+    /// A LeaderWorkerSet's second Workload, its first already admitted on
+    /// w1 (read from the manager's store, not the apiserver): one read of
+    /// the set, nominated to w1 alone on the version read, its copy
+    /// created there.
+    #[tokio::test]
+    async fn a_leaderworkersets_second_workload_follows_the_first_to_its_worker() {
+        let mut first = lws_workload("wl0", "0", "Ready");
+        first.status.as_mut().unwrap().cluster_name = Some("w1".into());
+        let second = lws_workload("wl1", "1", "Pending");
+        let written = serde_json::to_value(&second).unwrap();
+        let (manager, m) = scripted_client(move |method, _, _| match method {
+            "GET" => (200, local_lws()),
+            _ => (200, written.clone()),
+        });
+        let (worker, w) = scripted_client(|_, _, body| (201, body.clone()));
+        let locals = vec![first, second.clone()];
+        let (ctx, _) = ctx_of(manager, worker, vec![], vec![], lws_kind(), locals);
+        reconcile(Arc::new(second), ctx).await.unwrap();
+        let m = sent(&m);
+        assert_eq!(
+            lines(&m),
+            [
+                "GET /apis/leaderworkerset.x-k8s.io/v1/namespaces/ns/leaderworkersets/lws1",
+                "PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl1/status",
+            ]
+        );
+        assert_eq!(
+            m[1].1,
+            json!({"metadata": {"resourceVersion": "10"},
+                   "status": {"nominatedClusterNames": ["w1"]}})
+        );
+        let w = sent(&w);
+        assert_eq!(
+            lines(&w),
+            ["POST /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads"]
+        );
+        assert_eq!(w[0].1["metadata"]["name"], "wl1");
+    }
+
+    /// The first Workload admitted on w1: the set is created there once
+    /// (the manager's UID in its annotation, no Workload named), the check
+    /// turns Ready, and the set's other Workload is woken to follow.
+    #[tokio::test]
+    async fn a_leaderworkersets_first_admitted_workload_creates_the_set_and_wakes_the_other() {
+        let mut first = lws_workload("wl0", "0", "Pending");
+        first.status.as_mut().unwrap().nominated_cluster_names = Some(vec!["w1".into()]);
+        let mut copy = lws_workload("wl0", "0", "Pending");
+        copy.metadata.owner_references = None;
+        copy.metadata.labels = Some(BTreeMap::from([(
+            dispatch::ORIGIN_LABEL.to_string(),
+            "multikueue".to_string(),
+        )]));
+        let conds = copy.status.as_mut().unwrap().conditions.as_mut().unwrap();
+        conds.push(
+            serde_json::from_value(json!({"type": "Admitted", "status": "True",
+                "reason": "Admitted", "message": "", "lastTransitionTime": "2026-01-01T00:00:01Z"}))
+            .unwrap(),
+        );
+        let written = serde_json::to_value(&first).unwrap();
+        let (manager, m) = scripted_client(move |method, path, _| match method {
+            "GET" => (200, local_lws()),
+            "POST" if path.contains("/events") => (201, json!({})),
+            _ => (200, written.clone()),
+        });
+        let (worker, w) = scripted_client(|_, _, body| (201, body.clone()));
+        let locals = vec![first.clone(), lws_workload("wl1", "1", "Pending")];
+        let (ctx, mut woken) = ctx_of(manager, worker, vec![copy], vec![], lws_kind(), locals);
+        reconcile(Arc::new(first), ctx).await.unwrap();
+        let w = sent(&w);
+        assert_eq!(
+            lines(&w),
+            ["POST /apis/leaderworkerset.x-k8s.io/v1/namespaces/ns/leaderworkersets"]
+        );
+        let set = &w[0].1["metadata"];
+        assert_eq!(
+            set["annotations"],
+            json!({"kueue.x-k8s.io/multikueue-origin-uid": "lu"})
+        );
+        assert_eq!(
+            set["labels"],
+            json!({"kueue.x-k8s.io/queue-name": "lq",
+                   "kueue.x-k8s.io/multikueue-origin": "multikueue"})
+        );
+        let patch = sent(&m)
+            .into_iter()
+            .find(|(l, _)| l.starts_with("PATCH"))
+            .expect("the check written");
+        assert_eq!(patch.1["status"]["clusterName"], "w1");
+        assert_eq!(
+            woken.try_next().unwrap().map(|r| r.name),
+            Some("wl1".to_string())
         );
     }
 }

@@ -32,7 +32,7 @@ use kube::{
 };
 use serde_json::json;
 use tokio::sync::Mutex;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::context::{params, store, JobError, Shared};
 use crate::{
@@ -86,6 +86,23 @@ struct Ctx {
     metrics: Arc<KueueMetrics>,
 }
 
+/// The kind an `externalFrameworks` entry names, its plural read from the
+/// apiserver's discovery; a kind not served (yet) gets the plural
+/// Kubernetes would give it, as its CRD most likely does.
+async fn external_kind(client: &kube::Client, name: &str) -> Option<JobKind> {
+    let (kind, group, version) = crate::multikueue::dispatch::parse_kind_arg(name)?;
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let plural = match kube::discovery::pinned_kind(client, &gvk).await {
+        Ok((ar, _)) => ar.plural,
+        Err(e) => {
+            let guess = kube::core::ApiResource::from_gvk(&gvk).plural;
+            warn!(framework = name, error = %e, plural = %guess, "MultiKueue: an external framework's kind is not served; its plural is guessed");
+            guess
+        }
+    };
+    JobKind::external(name, plural)
+}
+
 /// Runs until the process ends; starts once the MultiKueue kinds are served.
 pub async fn run(
     shared: Shared,
@@ -114,6 +131,18 @@ pub async fn run(
     let _ = clusters.wait_until_ready().await;
     let _ = checks.wait_until_ready().await;
     let _ = configs.wait_until_ready().await;
+    let mut kinds: Vec<JobKind> = policies
+        .iter()
+        .filter_map(|p| JobKind::from_policy(p))
+        .chain([crate::multikueue::dispatch::APPWRAPPER.clone()])
+        .collect();
+    for name in &settings.external_frameworks {
+        let kind = external_kind(&client, name).await;
+        kinds.extend(kind.map(|k| JobKind {
+            gate_off: !settings.custom_jobs,
+            ..k
+        }));
+    }
     let workloads = dispatch::workloads(client);
     let (wake, wakes) = futures::channel::mpsc::unbounded();
     let (links, linked) = futures::channel::mpsc::unbounded();
@@ -125,11 +154,7 @@ pub async fn run(
         checks,
         configs,
         locals: workloads.store(),
-        kinds: policies
-            .iter()
-            .filter_map(|p| JobKind::from_policy(p))
-            .chain([crate::multikueue::dispatch::APPWRAPPER.clone()])
-            .collect(),
+        kinds,
         settings,
         rounds: Mutex::new(HashMap::new()),
         wake,

@@ -583,7 +583,11 @@ mod tests {
         let mut wl = workload_of(&sts(), json!({}));
         wl.metadata.owner_references = None;
         wl.metadata.labels = Some(
-            [("kueue.x-k8s.io/multikueue-origin".to_string(), "mgr".to_string())].into(),
+            [(
+                "kueue.x-k8s.io/multikueue-origin".to_string(),
+                "mgr".to_string(),
+            )]
+            .into(),
         );
         wl.metadata.resource_version = Some("7".into());
         assert_eq!(
@@ -635,7 +639,11 @@ mod tests {
         assert_eq!(run(&copy, &[marked.clone()], Some(&theirs)).writes, []);
         let mut other = wl.clone();
         other.metadata.labels = Some(
-            [("kueue.x-k8s.io/multikueue-origin".to_string(), "other".to_string())].into(),
+            [(
+                "kueue.x-k8s.io/multikueue-origin".to_string(),
+                "other".to_string(),
+            )]
+            .into(),
         );
         assert_eq!(run(&copy, &[marked.clone()], Some(&other)).writes, []);
         let mut local = sts_copy();

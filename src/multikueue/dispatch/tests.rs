@@ -2639,7 +2639,11 @@ fn sts_remote(prebuilt_annotation: bool) -> Value {
         "labels": { ORIGIN_LABEL: ORIGIN1 },
         "annotations": { keys::MULTIKUEUE_ORIGIN_UID_ANNOTATION: "manager-uid" },
     });
-    let place = if prebuilt_annotation { "annotations" } else { "labels" };
+    let place = if prebuilt_annotation {
+        "annotations"
+    } else {
+        "labels"
+    };
     s["metadata"][place][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl1");
     s
 }
@@ -2775,7 +2779,14 @@ fn sync_does_not_overwrite_existing_remote_leaderworkerset() {
     let mut remote = lws_local(None);
     remote["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
     remote["status"] = json!({ "readyReplicas": 3 });
-    let sync = LWS.sync(&lws_local(None), Some(&remote), "wl1", ORIGIN1, false, &now());
+    let sync = LWS.sync(
+        &lws_local(None),
+        Some(&remote),
+        "wl1",
+        ORIGIN1,
+        false,
+        &now(),
+    );
     assert_eq!(sync, JobSync::InSync { deferred: false });
 }
 
@@ -2881,4 +2892,106 @@ fn get_workload_index() {
     }
     assert_eq!(with(None), None, "workload without annotation");
     assert_eq!(with(Some("abc")), None, "workload with non-numeric index");
+}
+
+// ---- externalframeworks/adapter_test.go and config_test.go ----
+
+fn external() -> JobKind {
+    JobKind::external("TestJob.v1.test.example.com", "testjobs".into()).unwrap()
+}
+
+// config_test.go, TestNewAdapters: "valid configurations", "invalid GVK format", "empty name"
+#[test]
+fn external_frameworks_are_named_kind_version_group() {
+    assert_eq!(
+        parse_kind_arg("RayJob.v1.ray.io"),
+        Some(("RayJob", "ray.io", "v1"))
+    );
+    let k = external();
+    assert_eq!(
+        (k.api_version.as_str(), k.kind.as_str(), k.resource.as_str()),
+        ("test.example.com/v1", "TestJob", "testjobs")
+    );
+    for bad in ["", "RayJob", "RayJob.v1", "RayJob..ray.io"] {
+        assert!(JobKind::external(bad, "x".into()).is_none(), "{bad:?}");
+    }
+}
+
+// adapter_test.go, TestAdapter_IsJobManagedByKueue: every case by name
+#[test]
+fn adapter_is_job_managed_by_kueue() {
+    let job = |managed_by: Value| json!({"spec": {"managedBy": managed_by}});
+    let off = JobKind {
+        gate_off: true,
+        ..external()
+    };
+    assert_eq!(
+        off.unmanaged_reason(&job(json!(keys::MULTIKUEUE_CONTROLLER)))
+            .as_deref(),
+        Some("MultiKueueAdaptersForCustomJobs feature gate is disabled"),
+        "feature gate disabled"
+    );
+    assert_eq!(
+        external().unmanaged_reason(&job(json!(keys::MULTIKUEUE_CONTROLLER))),
+        None,
+        "managed by kueue with default path"
+    );
+    assert_eq!(
+        external()
+            .unmanaged_reason(&job(json!("other-controller")))
+            .as_deref(),
+        Some(
+            r#"Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "other-controller""#
+        ),
+        "not managed by kueue"
+    );
+    assert_eq!(
+        external()
+            .unmanaged_reason(&json!({"spec": {"otherField": "value"}}))
+            .as_deref(),
+        Some(r#"Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not """#),
+        "managedBy field not found"
+    );
+}
+
+// adapter_test.go, TestCloneUnstructuredForCreation, TestAdapter_CreateRemoteObject
+// and TestAdapter_RemoveManagedByField: only name, namespace, labels,
+// annotations and spec; managedBy gone; the origin and the prebuilt name
+// added.
+#[test]
+fn adapter_create_remote_object() {
+    let local = json!({
+        "apiVersion": "test.example.com/v1", "kind": "TestJob",
+        "metadata": {"name": "test-job", "namespace": "default", "uid": "local-uid",
+                     "resourceVersion": "999", "labels": {"app": "foo"},
+                     "annotations": {"key": "value"},
+                     "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                          "name": "owner", "uid": "owner-uid"}],
+                     "finalizers": ["some/finalizer"],
+                     "managedFields": [{"manager": "kueue"}]},
+        "spec": {"managedBy": keys::MULTIKUEUE_CONTROLLER, "replicas": 3, "otherField": "value"},
+        "status": {"phase": "Running"},
+    });
+    let made = created(external().sync(&local, None, "test-workload", ORIGIN1, true, &now()));
+    assert_eq!(
+        made,
+        norm(&json!({
+            "apiVersion": "test.example.com/v1", "kind": "TestJob",
+            "metadata": {"name": "test-job", "namespace": "default",
+                         "labels": {"app": "foo", ORIGIN_LABEL: ORIGIN1},
+                         "annotations": {"key": "value",
+                                         keys::PREBUILT_WORKLOAD_LABEL: "test-workload"}},
+            "spec": {"replicas": 3, "otherField": "value"},
+        }))
+    );
+}
+
+// adapter_test.go, TestAdapter_CopyStatusFromRemote: the whole status
+#[test]
+fn adapter_copy_status_from_remote() {
+    let local = json!({"spec": {"field": "value", "managedBy": keys::MULTIKUEUE_CONTROLLER}});
+    let remote = json!({"spec": {"field": "value"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+    let got = copied(external().sync(&local, Some(&remote), "wl1", ORIGIN1, true, &now()));
+    assert_eq!(got, (norm(&remote["status"]), false));
 }
