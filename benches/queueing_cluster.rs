@@ -76,7 +76,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
-    runtime::watcher,
+    runtime::{watcher, WatchStreamExt},
     Api, Client, Config, ResourceExt,
 };
 use serde_json::json;
@@ -442,7 +442,9 @@ fn record_cq_states(client: &Client) -> CqRecorder {
     let out = rec.clone();
     let api = Api::<api::ClusterQueue>::all(client.clone());
     tokio::spawn(async move {
-        let stream = watcher::watcher(api, watcher::Config::default());
+        // Backs off on errors: a watch retrying a stopped apiserver
+        // without pause keeps the runtime from shutting down.
+        let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
         futures::pin_mut!(stream);
         while let Some(ev) = stream.next().await {
             let cq = match ev {
@@ -600,7 +602,7 @@ async fn drive(
         let cfg = watcher::Config::default().labels(CLASS_LABEL);
         tokio::spawn(async move {
             let mut synced = Some(synced_tx);
-            let stream = watcher::watcher(all, cfg);
+            let stream = watcher::watcher(all, cfg).default_backoff();
             futures::pin_mut!(stream);
             while let Some(ev) = stream.next().await {
                 match ev {

@@ -604,7 +604,7 @@ mod tests {
             marked["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
             json!(wl.metadata.name)
         );
-        let s = run(&copy, &[marked.clone()], Some(&wl));
+        let s = run(&copy, std::slice::from_ref(&marked), Some(&wl));
         let [Write::AdoptWorkload {
             workload: 0,
             metadata,
@@ -625,7 +625,7 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Pod", "name": "web-0", "uid": "p0"}),
         )
         .unwrap()]);
-        let s = run(&copy, &[marked.clone()], Some(&wl));
+        let s = run(&copy, std::slice::from_ref(&marked), Some(&wl));
         let [Write::AdoptWorkload { metadata, .. }] = s.writes.as_slice() else {
             panic!("{s:?}");
         };
@@ -636,7 +636,10 @@ mod tests {
             json!({"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j", "controller": true}),
         )
         .unwrap()]);
-        assert_eq!(run(&copy, &[marked.clone()], Some(&theirs)).writes, []);
+        assert_eq!(
+            run(&copy, std::slice::from_ref(&marked), Some(&theirs)).writes,
+            []
+        );
         let mut other = wl.clone();
         other.metadata.labels = Some(
             [(
@@ -645,7 +648,10 @@ mod tests {
             )]
             .into(),
         );
-        assert_eq!(run(&copy, &[marked.clone()], Some(&other)).writes, []);
+        assert_eq!(
+            run(&copy, std::slice::from_ref(&marked), Some(&other)).writes,
+            []
+        );
         let mut local = sts_copy();
         local["metadata"]["labels"]
             .as_object_mut()
