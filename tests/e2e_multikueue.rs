@@ -965,6 +965,55 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         &["raycluster", "mk-ray", "-n", NS]
     ));
 
+    // 2j. A remote object changed by hand: the worker's Job deleted
+    // mid-run (its Workload copy, which it controls, goes with it). The
+    // manager finds its admitting copy gone, sets the check to Retry
+    // ("Admitting remote no longer exists"), the Workload is requeued and
+    // dispatched again: the Job runs once more, never twice at once, and
+    // completes here; one Workload throughout.
+    create(m, &job("mk-h", NS, "mk-lq", "500m", "10s", json!({})));
+    let (wl, chosen) = dispatched(w, "mk-h", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let first = wait_for(
+        Duration::from_secs(60),
+        "mk-h created on its worker",
+        || get(there, &["job", "mk-h", "-n", NS]),
+    );
+    assert!(
+        first["status"]["succeeded"].as_i64().unwrap_or(0) == 0,
+        "the premise: deleted before it finished: {first}"
+    );
+    let (ok, out, err) = support::e2e::kubectl(there, &["delete", "job", "mk-h", "-n", NS], None);
+    assert!(ok, "{out}{err}");
+    assert!(
+        !get(m, &["job", "mk-h", "-n", NS]).is_some_and(|j| is_true(&j, "Complete")),
+        "the premise: not Complete here when its worker's Job went"
+    );
+    let mut both = false;
+    let done = wait_for(
+        Duration::from_secs(180),
+        "mk-h Complete on the manager after its worker's Job was deleted",
+        || {
+            let running = w
+                .workers
+                .iter()
+                .filter(|(_, c)| {
+                    get(c, &["job", "mk-h", "-n", NS])
+                        .is_some_and(|j| j["status"]["active"].as_i64().unwrap_or(0) > 0)
+                })
+                .count();
+            both |= running > 1;
+            get(m, &["job", "mk-h", "-n", NS]).filter(|j| is_true(j, "Complete"))
+        },
+    );
+    assert!(!both, "the Job never ran on both workers at once");
+    assert_eq!(done["status"]["succeeded"], 1, "{done}");
+    let now = workload_of(m, NS, "mk-h").unwrap();
+    assert_eq!(
+        now["metadata"]["uid"], wl["metadata"]["uid"],
+        "one Workload"
+    );
+
     // 2c. The manager's batchgate stops between the worker's job being
     // created and its status being copied, and starts again: the job is
     // neither created twice nor lost, and finishes on the manager.

@@ -152,25 +152,8 @@ pub static BATCH_JOB: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(||
 pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
     use crate::appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND};
     JobKind {
-        api_version: APPWRAPPER_API_VERSION.into(),
-        kind: APPWRAPPER_KIND.into(),
-        resource: "appwrappers".into(),
         managed_by: Some("/spec/managedBy".into()),
-        cleared: Vec::new(),
-        template_labels: None,
-        owned_template_labels: Vec::new(),
-        suspend: "/spec/suspend".into(),
-        status: "/status".into(),
-        finished_conditions: Vec::new(),
-        suspended_condition: None,
-        defer_status: false,
-        kept_while_gated: None,
-        group_label: None,
-        mirror_status: true,
-        origin_uid: false,
-        components: None,
-        external: false,
-        gate_off: false,
+        ..JobKind::copied_whole(APPWRAPPER_API_VERSION, APPWRAPPER_KIND, "appwrappers")
     }
 });
 
@@ -186,9 +169,10 @@ pub enum JobSync {
 }
 
 impl JobKind {
-    /// The adapter of a policy's kind: any kind whose policy says where
-    /// `managedBy` is, but a kind queued through its pods or held by a
-    /// scheduling gate (Kueue has no MultiKueue adapter for those).
+    /// The adapter of a policy's kind: a kind whose policy says where
+    /// `managedBy` is, a kind held by a scheduling gate (the pod), or one
+    /// queued through its pods as pod groups; none for a kind whose pods
+    /// are queued one by one (a Deployment: Kueue has no adapter).
     pub fn from_policy(p: &crate::jobs::policy::Policy) -> Option<JobKind> {
         if let Some(owner) = &p.pod_owner {
             return JobKind::pod_owner(p, owner);
@@ -203,9 +187,6 @@ impl JobKind {
             .unwrap_or_default();
         let rule = &p.multi_kueue;
         Some(JobKind {
-            api_version: p.target.api_version(),
-            kind: p.target.kind.clone(),
-            resource: p.target.resource.clone(),
             managed_by: Some(managed_by.as_str().to_string()),
             cleared: rule
                 .cleared
@@ -217,18 +198,10 @@ impl JobKind {
                 .as_ref()
                 .map(|t| t.as_str().to_string()),
             owned_template_labels: rule.owned_template_labels.clone(),
-            suspend: p.suspend.as_str().to_string(),
-            status: "/status".into(),
             finished_conditions: finished,
             suspended_condition: rule.suspended_condition.clone(),
             defer_status: rule.defer_status,
-            kept_while_gated: None,
-            group_label: None,
-            mirror_status: true,
-            origin_uid: false,
-            components: None,
-            external: false,
-            gate_off: false,
+            ..JobKind::of_policy(p)
         })
     }
 
@@ -248,25 +221,10 @@ impl JobKind {
             (None, None) => return None,
         };
         Some(JobKind {
-            api_version: p.target.api_version(),
-            kind: p.target.kind.clone(),
-            resource: p.target.resource.clone(),
-            managed_by: None,
-            cleared: Vec::new(),
-            template_labels: None,
-            owned_template_labels: Vec::new(),
-            suspend: p.suspend.as_str().to_string(),
-            status: "/status".into(),
-            finished_conditions: Vec::new(),
-            suspended_condition: None,
-            defer_status: false,
-            kept_while_gated: None,
-            group_label: None,
             mirror_status: false,
             origin_uid: true,
             components,
-            external: false,
-            gate_off: false,
+            ..JobKind::of_policy(p)
         })
     }
 
@@ -277,25 +235,9 @@ impl JobKind {
     /// for the scheduling condition while gated.
     fn gated(p: &crate::jobs::policy::Policy, gate: &crate::jobs::policy::Gate) -> JobKind {
         JobKind {
-            api_version: p.target.api_version(),
-            kind: p.target.kind.clone(),
-            resource: p.target.resource.clone(),
-            managed_by: None,
-            cleared: Vec::new(),
-            template_labels: None,
-            owned_template_labels: Vec::new(),
-            suspend: p.suspend.as_str().to_string(),
-            status: "/status".into(),
-            finished_conditions: Vec::new(),
-            suspended_condition: None,
-            defer_status: false,
             kept_while_gated: Some(gate.scheduling_gate.clone()),
             group_label: gate.group.as_ref().map(|g| g.name_label.clone()),
-            mirror_status: true,
-            origin_uid: false,
-            components: None,
-            external: false,
-            gate_off: false,
+            ..JobKind::of_policy(p)
         }
     }
 
@@ -307,10 +249,21 @@ impl JobKind {
     pub fn external(name: &str, resource: String) -> Option<JobKind> {
         let (kind, group, version) = parse_kind_arg(name)?;
         Some(JobKind {
-            api_version: format!("{group}/{version}"),
-            kind: kind.to_string(),
-            resource,
             managed_by: Some("/spec/managedBy".into()),
+            external: true,
+            ..JobKind::copied_whole(&format!("{group}/{version}"), kind, &resource)
+        })
+    }
+
+    /// A kind copied with its spec whole and no `managedBy` (unless set),
+    /// `spec.suspend`, its whole status mirrored at once: what the
+    /// constructors start from.
+    fn copied_whole(api_version: &str, kind: &str, resource: &str) -> JobKind {
+        JobKind {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            resource: resource.into(),
+            managed_by: None,
             cleared: Vec::new(),
             template_labels: None,
             owned_template_labels: Vec::new(),
@@ -324,9 +277,17 @@ impl JobKind {
             mirror_status: true,
             origin_uid: false,
             components: None,
-            external: true,
+            external: false,
             gate_off: false,
-        })
+        }
+    }
+
+    fn of_policy(p: &crate::jobs::policy::Policy) -> JobKind {
+        let t = &p.target;
+        JobKind {
+            suspend: p.suspend.as_str().to_string(),
+            ..JobKind::copied_whole(&t.api_version(), &t.kind, &t.resource)
+        }
     }
 
     /// Kueue's adapter key: `schema.GroupVersionKind.String()`.
