@@ -2952,6 +2952,13 @@ fn adapter_is_job_managed_by_kueue() {
         Some(r#"Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not """#),
         "managedBy field not found"
     );
+    assert_eq!(
+        external()
+            .unmanaged_reason(&job(json!("not-a-string")))
+            .as_deref(),
+        Some(r#"Expecting .spec.managedBy to be "kueue.x-k8s.io/multikueue" not "not-a-string""#),
+        "managedBy value is not a string"
+    );
 }
 
 // adapter_test.go, TestCloneUnstructuredForCreation, TestAdapter_CreateRemoteObject
