@@ -202,17 +202,14 @@ fn multikueue_adoption(
     replicas: i64,
 ) -> Option<Value> {
     use crate::api::kueue::v1beta2::MULTIKUEUE_ORIGIN_LABEL as ORIGIN;
-    let origin = |labels: Option<&std::collections::BTreeMap<String, String>>| {
-        labels.and_then(|l| l.get(ORIGIN)).cloned()
-    };
-    let theirs = origin(wl.metadata.labels.as_ref());
+    let theirs = wl.metadata.labels.as_ref().and_then(|l| l.get(ORIGIN));
     let ours = obj
         .pointer("/metadata/labels")
         .and_then(|l| l.get(ORIGIN))
         .and_then(Value::as_str);
     if replicas <= 0
         || !pod_owner::is_multikueue_copy(obj)
-        || theirs.as_deref() != ours
+        || theirs.map(String::as_str) != ours
         || workload::controller_of(wl).is_some()
         || wl.metadata.deletion_timestamp.is_some()
     {
