@@ -54,12 +54,18 @@ pub fn marked(policy: &Policy, owner: &PodOwner, obj: &Value) -> bool {
         == Some(policy.name.as_str())
 }
 
-/// Is the owner a MultiKueue manager's copy (its origin label)? Its
-/// Workloads are the manager's copies, never made here.
-pub fn is_multikueue_copy(obj: &Value) -> bool {
+/// The MultiKueue origin of an owner a manager copied here (its origin
+/// label).
+pub fn multikueue_origin(obj: &Value) -> Option<&str> {
     obj.pointer("/metadata/labels")
         .and_then(|l| l.get(MULTIKUEUE_ORIGIN_LABEL))
-        .is_some()
+        .and_then(Value::as_str)
+}
+
+/// Is the owner a MultiKueue manager's copy? Its Workloads are the
+/// manager's copies, never made here.
+pub fn is_multikueue_copy(obj: &Value) -> bool {
+    multikueue_origin(obj).is_some()
 }
 
 /// Kueue's `GetOwnerUID`: the UID its Workloads' names are made from — on

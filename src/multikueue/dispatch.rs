@@ -1685,9 +1685,18 @@ impl<'a> Pass<'a, '_> {
             })
             .cloned()
             .collect();
+        self.copies_on(&nominated);
+        if !missing.is_empty() {
+            self.out.trouble = Some(Trouble::NominatedClustersNotConnected(missing));
+        }
+    }
+
+    /// A copy on each connected worker named in `on` that lacks one; the
+    /// other connected workers' copies removed.
+    fn copies_on(&mut self, on: &[String]) {
         for i in self.connected() {
             let name = self.workers()[i].name;
-            if nominated.iter().any(|n| n == name) {
+            if on.iter().any(|n| n == name) {
                 if self.copies[i].is_none() {
                     let workload = Box::new(self.copy());
                     self.out.actions.push(Action::CreateRemoteWorkload {
@@ -1698,9 +1707,6 @@ impl<'a> Pass<'a, '_> {
             } else if self.copies[i].is_some() {
                 self.remove(i);
             }
-        }
-        if !missing.is_empty() {
-            self.out.trouble = Some(Trouble::NominatedClustersNotConnected(missing));
         }
     }
 }
@@ -1723,20 +1729,24 @@ fn component_index(wl: &api::Workload) -> Option<i64> {
         .filter(|i: &i64| *i >= 0)
 }
 
-impl Pass<'_, '_> {
+impl<'a> Pass<'a, '_> {
     /// Kueue's rules for the owner's Workloads: all of them exist before
     /// any is dispatched, they go where one already went, and the one of
     /// the lowest index chooses for them.
-    fn components(&mut self) -> Components {
-        let local = self.f.local;
-        let name = local.metadata.name.as_deref();
-        let others: Vec<&api::Workload> = self
-            .f
+    /// The owner's Workloads but this one.
+    fn other_components(&self) -> Vec<&'a api::Workload> {
+        let name = self.f.local.metadata.name.as_deref();
+        self.f
             .components
             .iter()
             .copied()
             .filter(|w| w.metadata.name.as_deref() != name)
-            .collect();
+            .collect()
+    }
+
+    fn components(&mut self) -> Components {
+        let local = self.f.local;
+        let others = self.other_components();
         let expected = self
             .kind
             .components
@@ -1788,14 +1798,14 @@ impl Pass<'_, '_> {
     /// Kueue's `syncToSingleCluster`: nominated to `cluster` alone, the
     /// copy there and nowhere else.
     fn join(&mut self, cluster: &str) {
-        let Some(at) = self
+        if !self
             .connected()
             .into_iter()
-            .find(|&i| self.workers()[i].name == cluster)
-        else {
+            .any(|i| self.workers()[i].name == cluster)
+        {
             self.out.trouble = Some(Trouble::AssignedClusterUnavailable(cluster.to_string()));
             return;
-        };
+        }
         let nominated = self
             .f
             .local
@@ -1808,19 +1818,7 @@ impl Pass<'_, '_> {
                 ..LocalStatus::default()
             }));
         }
-        for i in self.connected() {
-            if i == at {
-                if self.copies[i].is_none() {
-                    let workload = Box::new(self.copy());
-                    self.out.actions.push(Action::CreateRemoteWorkload {
-                        cluster: cluster.to_string(),
-                        workload,
-                    });
-                }
-            } else if self.copies[i].is_some() {
-                self.remove(i);
-            }
-        }
+        self.copies_on(&[cluster.to_string()]);
     }
 
     /// The owner's other Workloads not placed yet, once this one is
@@ -1829,12 +1827,9 @@ impl Pass<'_, '_> {
         if self.kind.components.is_none() {
             return;
         }
-        let name = self.f.local.metadata.name.as_deref();
         let waiting: Vec<String> = self
-            .f
-            .components
-            .iter()
-            .filter(|w| w.metadata.name.as_deref() != name)
+            .other_components()
+            .into_iter()
             .filter(|w| w.status.as_ref().is_none_or(|s| s.cluster_name.is_none()))
             .filter_map(|w| w.metadata.name.clone())
             .collect();

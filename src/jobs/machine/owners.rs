@@ -203,12 +203,9 @@ fn multikueue_adoption(
 ) -> Option<Value> {
     use crate::api::kueue::v1beta2::MULTIKUEUE_ORIGIN_LABEL as ORIGIN;
     let theirs = wl.metadata.labels.as_ref().and_then(|l| l.get(ORIGIN));
-    let ours = obj
-        .pointer("/metadata/labels")
-        .and_then(|l| l.get(ORIGIN))
-        .and_then(Value::as_str);
+    let ours = pod_owner::multikueue_origin(obj);
     if replicas <= 0
-        || !pod_owner::is_multikueue_copy(obj)
+        || ours.is_none()
         || theirs.map(String::as_str) != ours
         || workload::controller_of(wl).is_some()
         || wl.metadata.deletion_timestamp.is_some()
