@@ -10,7 +10,7 @@ test: lint
 	tests/cluster/build-cert-manager.sh >/dev/null
 	tests/cluster/kueue/build.sh kueuectl >/dev/null
 	# Kueue's whole manager (the stock MultiKueue worker of
-	# tests/e2e_multikueue_interop.rs) builds beside cargo; the test waits
+	# tests/e2e_kueue_interop.rs) builds beside cargo; the test waits
 	# for it on the script's lock and shows its errors if it failed.
 	tests/cluster/kueue/build.sh manager >/dev/null 2>&1 &
 	tests/cluster/build-image.sh --profile dev >/dev/null

@@ -928,3 +928,67 @@ fn the_configured_reset_pause_replaces_upstreams_default() {
     );
     assert!(ok, "{out}{err}");
 }
+
+/// The wrapped objects are watched: a component changed by hand wakes its
+/// AppWrapper at once, not at its next pod event or its minute's timed
+/// look. Here a ConfigMap component (no pods of its own, so no pod event
+/// tells of it) is deleted while the AppWrapper runs: it is found missing
+/// (upstream's `MissingComponent`) within seconds of the delete.
+#[test]
+fn a_wrapped_object_deleted_by_hand_is_seen_at_once() {
+    let c = env().cluster;
+    let ns = namespace(c, "e2e-aw-watch");
+    setup(c, &ns);
+    let mut wrapper: Value =
+        serde_json::from_str(&appwrapper("watched", &ns, "aw-queue", "10m", false)).unwrap();
+    wrapper["spec"]["components"].as_array_mut().unwrap().push(
+        json!({"template": {"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "watched-settings"},
+                                  "data": {"k": "v"}}}),
+    );
+    create(c, &wrapper.to_string());
+    wait_for(WAIT, "the AppWrapper Running with its pod Running", || {
+        let a = aw(c, &ns, "watched")?;
+        let running = pods(c, &ns, "watched")
+            .iter()
+            .any(|p| p["status"]["phase"] == "Running");
+        (a["status"]["phase"] == "Running" && running).then_some(a)
+    });
+    assert!(
+        get(c, &["configmap", "watched-settings", "-n", &ns]).is_some(),
+        "premise: the ConfigMap component exists"
+    );
+    let a = aw(c, &ns, "watched").unwrap();
+    assert!(
+        !is_true(&a, "Unhealthy"),
+        "premise: healthy before the delete: {a}"
+    );
+    let deleted_at = Timestamp::now();
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "configmap",
+            "watched-settings",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let a = wait_for(WAIT, "the AppWrapper finding its component missing", || {
+        aw(c, &ns, "watched").filter(|a| {
+            condition(a, "Unhealthy").is_some_and(|u| u["reason"] == "MissingComponent")
+        })
+    });
+    let seen = time_at(condition(&a, "Unhealthy").unwrap(), "/lastTransitionTime");
+    let after = seen.duration_since(deleted_at).as_secs_f64().max(0.0);
+    // Its timed look comes a minute after the pod's Running event; the
+    // watch brings it within seconds (condition times have 1 s precision).
+    assert!(
+        after < 30.0,
+        "found missing {after:.1} s after the delete, as late as a timed look: {a}"
+    );
+    eprintln!("missing component seen {after:.1} s after the delete");
+}

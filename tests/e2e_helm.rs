@@ -255,8 +255,8 @@ fn the_values_reach_the_objects() {
     assert_eq!(
         role["rules"],
         serde_json::json!([
-            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "create", "delete"]},
-            {"apiGroups": ["ray.io"], "resources": ["rayclusters", "rayjobs"], "verbs": ["get", "create", "delete"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
+            {"apiGroups": ["ray.io"], "resources": ["rayclusters", "rayjobs"], "verbs": ["get", "list", "watch", "create", "delete"]},
         ])
     );
     let binding = get(&o, "ClusterRoleBinding", "batchgate-appwrapper-components");

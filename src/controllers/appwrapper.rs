@@ -21,7 +21,7 @@
 //! (upstream notices at their next periodic check, up to a minute later).
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeSet, HashMap, HashSet},
     sync::{Arc, RwLock},
     time::Duration,
 };
@@ -100,6 +100,78 @@ struct Ctx {
     /// under `admission: external`, where an upstream Kueue does that
     /// through `spec.suspend` and `podSetInfos`.
     kueue: bool,
+    /// The wrapped kinds watched so far (`None` in tests without a
+    /// controller).
+    components: Option<ComponentWatches>,
+}
+
+/// Watches of the kinds AppWrappers wrap, one per kind, started when the
+/// controller first reads or creates an object of it: a component's own
+/// change (a Job failing, a JobSet's status) wakes its AppWrapper at once,
+/// not at its next pod event or timed look.
+struct ComponentWatches {
+    client: Client,
+    /// `apiVersion/kind` of each kind watched.
+    kinds: std::sync::Mutex<HashSet<String>>,
+    wake: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapperObject>>,
+}
+
+impl ComponentWatches {
+    fn ensure(&self, ar: &ApiResource) {
+        let fresh = self
+            .kinds
+            .lock()
+            .is_ok_and(|mut k| k.insert(format!("{}/{}", ar.api_version, ar.kind)));
+        if fresh {
+            tokio::spawn(watch_components(
+                self.client.clone(),
+                ar.clone(),
+                self.wake.clone(),
+            ));
+        }
+    }
+}
+
+/// The metadata of one wrapped kind's labelled objects: each change wakes
+/// the AppWrapper that controls the object. A kind the ServiceAccount may
+/// not list or watch is given up with a warning (the pod watch and the
+/// timed looks still see its objects' progress).
+async fn watch_components(
+    client: Client,
+    ar: ApiResource,
+    wake: futures::channel::mpsc::UnboundedSender<ObjectRef<AppWrapperObject>>,
+) {
+    let api = Api::<kube::core::PartialObjectMeta<DynamicObject>>::all_with(client, &ar);
+    let events = watcher::watcher(api, watcher::Config::default().labels(APPWRAPPER_LABEL))
+        .default_backoff();
+    futures::pin_mut!(events);
+    let mut watch = Health::new(format!("appwrapper components {}", ar.kind));
+    while let Some(ev) = events.next().await {
+        let meta = match ev {
+            Ok(watcher::Event::Apply(m) | watcher::Event::Delete(m)) => m,
+            Ok(_) => continue,
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(e)))
+            | Err(watcher::Error::WatchStartFailed(kube::Error::Api(e)))
+                if e.code == 403 =>
+            {
+                warn!(kind = %ar.kind, api_version = %ar.api_version, "the AppWrapper components of this kind are not watched: list and watch on them are forbidden ({})", e.message);
+                return;
+            }
+            Err(e) => {
+                watch.failed(&e);
+                continue;
+            }
+        };
+        watch.delivered();
+        let owner = meta.owner_references().iter().find(|r| {
+            r.controller == Some(true)
+                && r.kind == APPWRAPPER_KIND
+                && r.api_version == core::APPWRAPPER_API_VERSION
+        });
+        if let (Some(o), Some(ns)) = (owner, meta.namespace()) {
+            let _ = wake.unbounded_send(ObjectRef::new(&o.name).within(&ns));
+        }
+    }
 }
 
 /// At most this many core steps per reconcile (a create batch and a live
@@ -144,12 +216,18 @@ pub async fn run(
         }
         None => info!("autopilot.monitorNodes is off: Nodes are not watched"),
     }
+    let (component_wake, component_wakes) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(Ctx {
         resources: ResourceNames::new(Some(Arc::new(KubeDiscovery::new(client.clone())))),
         config,
         nodes,
         shared,
         kueue,
+        components: Some(ComponentWatches {
+            client: client.clone(),
+            kinds: Default::default(),
+            wake: component_wake,
+        }),
     });
     let pods = Api::<Pod>::all(client.clone());
     crate::cluster::watch::controller(
@@ -159,6 +237,7 @@ pub async fn run(
     )
     .reconcile_on(workloads)
     .reconcile_on(node_wakes)
+    .reconcile_on(component_wakes)
     .watches(
         pods,
         watcher::Config::default().labels(APPWRAPPER_LABEL),
@@ -248,6 +327,9 @@ impl Ctx {
             &GroupVersionKind::gvk(group, version, kind),
             &plural,
         );
+        if let Some(w) = &self.components {
+            w.ensure(&ar);
+        }
         Some(Api::namespaced_with(self.client(), ns, &ar))
     }
 
@@ -742,37 +824,29 @@ async fn reconcile(obj: Arc<AppWrapperObject>, ctx: Arc<Ctx>) -> Result<Requeue,
 
 /// The Workload's pod sets, as Kueue's AppWrapper integration builds them:
 /// `<name>-<k>` with `k` counted across components, the template at each
-/// pod set's path (templates that cannot be read are skipped, as upstream).
-pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
+/// pod set's path (templates that cannot be read are skipped, as upstream),
+/// and the rank labels the AppWrapper's pod set annotations name (a
+/// malformed count is left out, as Kueue logs and ignores it).
+pub fn aw_pod_sets(aw: &core::AppWrapper) -> Vec<workload::JobPodSet> {
     let mut out = Vec::new();
     let mut k = 0usize;
     for (c, cs) in aw.spec.components.iter().zip(&aw.status.component_status) {
         for ps in &cs.pod_sets {
             if let Ok(t) = raw_template_at(&c.template, &ps.path) {
-                let template = Value::Object(t.clone());
-                let mut set = json!({
-                    "name": format!("{}-{k}", aw.name).to_lowercase(),
-                    "count": ps.replicas(),
+                let a = &ps.annotations;
+                out.push(workload::JobPodSet {
+                    name: format!("{}-{k}", aw.name).to_lowercase(),
+                    count: i64::from(ps.replicas()),
+                    min_count: None,
+                    template: Value::Object(t.clone()),
+                    ranks: crate::jobs::policy::Ranks {
+                        pod_index_label: a.get(podsets::TAS_POD_INDEX_LABEL).cloned(),
+                        sub_group_index_label: a.get(podsets::TAS_SUB_GROUP_INDEX_LABEL).cloned(),
+                        sub_group_count: a
+                            .get(podsets::TAS_SUB_GROUP_COUNT)
+                            .and_then(|v| crate::vocabulary::go::go_atoi(v).ok()),
+                    },
                 });
-                // Kueue's AppWrapper `PodSets`: the rank labels the
-                // AppWrapper's pod set annotations name (a malformed count
-                // is left out, as Kueue logs and ignores it).
-                let ranks = crate::jobs::policy::Ranks {
-                    pod_index_label: ps.annotations.get(podsets::TAS_POD_INDEX_LABEL).cloned(),
-                    sub_group_index_label: ps
-                        .annotations
-                        .get(podsets::TAS_SUB_GROUP_INDEX_LABEL)
-                        .cloned(),
-                    sub_group_count: ps
-                        .annotations
-                        .get(podsets::TAS_SUB_GROUP_COUNT)
-                        .and_then(|v| crate::vocabulary::go::go_atoi(v).ok()),
-                };
-                if let Some(tr) = workload::topology_request(&template, &ranks) {
-                    set["topologyRequest"] = tr;
-                }
-                set["template"] = template;
-                out.push(set);
             }
             k += 1;
         }
@@ -780,8 +854,26 @@ pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
     out
 }
 
+/// [`aw_pod_sets`] as the Workload's `spec.podSets`.
+pub fn workload_pod_sets(aw: &core::AppWrapper) -> Vec<Value> {
+    workload::pod_sets_json(aw_pod_sets(aw))
+}
+
+/// The AppWrapper's `kueue.x-k8s.io/max-exec-time-seconds`, as its
+/// Workload's `spec.maximumExecutionTimeSeconds`.
+fn max_exec(obj: &AppWrapperObject) -> Option<i32> {
+    obj.labels()
+        .get(keys::MAX_EXEC_TIME_LABEL)
+        .and_then(|s| s.parse().ok())
+}
+
 /// The Workload of an AppWrapper.
-pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priority) -> Value {
+pub fn workload_for(
+    aw: &core::AppWrapper,
+    queue: &str,
+    prio: &workload::Priority,
+    max_exec: Option<i32>,
+) -> Value {
     let mut wl = json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -805,6 +897,9 @@ pub fn workload_for(aw: &core::AppWrapper, queue: &str, prio: &workload::Priorit
         },
     });
     workload::set_priority(&mut wl["spec"], prio);
+    if let Some(secs) = max_exec {
+        wl["spec"]["maximumExecutionTimeSeconds"] = json!(secs);
+    }
     wl
 }
 
@@ -942,7 +1037,7 @@ async fn kueue_step(
                 return Ok(Some(Duration::from_secs(5)));
             }
         };
-        let body = workload_for(aw, &queue, &prio);
+        let body = workload_for(aw, &queue, &prio, max_exec(obj));
         super::vetting::create(&body).map_err(JobError::from)?;
         let body: DynamicObject = serde_json::from_value(body)?;
         let raw = Api::<DynamicObject>::namespaced_with(
@@ -989,6 +1084,70 @@ async fn kueue_step(
         );
         write_workload_status(&wl_api, &wl, json!({"conditions": c.0})).await?;
         return Ok(None);
+    }
+    // The Workload follows the AppWrapper (Kueue's `ensureOneWorkload`); a
+    // prebuilt one is checked by `prebuilt_step`, a MultiKueue manager's
+    // copy describes the spec as dispatched.
+    if prebuilt.is_none() && !managed_elsewhere {
+        let sets = aw_pod_sets(aw);
+        let wl_name = wl.name_any();
+        match workload::follow(&sets, max_exec(obj), &wl, aw.spec.suspend) {
+            workload::Follow::Matches => {}
+            workload::Follow::Update => {
+                let mut spec = json!({
+                    "queueName": queue,
+                    "podSets": workload::pod_sets_json(sets),
+                    "maximumExecutionTimeSeconds": max_exec(obj),
+                });
+                if let Ok(prio) = priority_for(obj, aw, &ctx.shared.classes()) {
+                    workload::set_priority(&mut spec, &prio);
+                }
+                let patch = json!({"metadata": {"resourceVersion": wl.metadata.resource_version},
+                                   "spec": spec});
+                match wl_api
+                    .patch(&wl_name, &params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {
+                        let msg = format!(
+                            "Updated not matching Workload for suspended job: {ns}/{wl_name}"
+                        );
+                        ctx.event(obj, EventType::Normal, "UpdatedWorkload", msg)
+                            .await;
+                    }
+                    Err(kube::Error::Api(e)) if matches!(e.code, 404 | 409) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                return Ok(None);
+            }
+            workload::Follow::Replace => {
+                if !aw.spec.suspend {
+                    // Kueue's stopJob with StopReasonNoMatchingWorkload.
+                    if ctx
+                        .patch_aw(ns, &aw.name, rv, stop_ops(aw))
+                        .await?
+                        .is_none()
+                    {
+                        return Ok(None);
+                    }
+                    let msg = "No matching Workload; restoring pod templates according to existent Workload";
+                    ctx.event(obj, EventType::Normal, "Stopped", msg.into())
+                        .await;
+                }
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: wl.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                delete_tolerating_gone(wl_api.delete(&wl_name, &dp).await)?;
+                let msg = format!("Deleted not matching Workload: {ns}/{wl_name}");
+                ctx.event(obj, EventType::Normal, "DeletedWorkload", msg)
+                    .await;
+                return Ok(None);
+            }
+        }
     }
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
     let evicted = conds.is_true(condition::EVICTED);
@@ -1132,16 +1291,7 @@ async fn prebuilt_step(
     if conds.is_true(condition::FINISHED) || conds.is_true(condition::QUOTA_RESERVED) {
         return Ok(None);
     }
-    let current: Vec<workload::JobPodSet> = workload_pod_sets(aw)
-        .into_iter()
-        .map(|ps| workload::JobPodSet {
-            name: ps["name"].as_str().unwrap_or_default().to_string(),
-            count: ps["count"].as_i64().unwrap_or_default(),
-            min_count: None,
-            template: ps["template"].clone(),
-            ranks: Default::default(),
-        })
-        .collect();
+    let current = aw_pod_sets(aw);
     let max = wl.spec.maximum_execution_time_seconds;
     if workload::equivalent(&current, max, &workload::recorded_pod_sets(wl), max) {
         return Ok(None);
@@ -1185,6 +1335,7 @@ mod tests {
             config: OperatorConfig::default(),
             nodes: Arc::new(RwLock::new(NodeHealth::default())),
             kueue: true,
+            components: None,
         }
     }
 
@@ -1247,6 +1398,149 @@ mod tests {
         assert_eq!(
             sets[0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"],
             "500m"
+        );
+    }
+
+    /// `queued_aw` as the core leaves it once its pod sets are known.
+    fn with_pod_sets(mut obj: AppWrapperObject, suspended: bool) -> AppWrapperObject {
+        let mut v = serde_json::to_value(&obj).unwrap();
+        v["spec"]["suspend"] = json!(suspended);
+        v["status"] = json!({"phase": if suspended { "Suspended" } else { "Running" },
+            "componentStatus": [{"name": "j", "kind": "Job", "apiVersion": "batch/v1",
+                "podSets": [{"replicas": 1, "path": "template.spec.template"}]}]});
+        obj = serde_json::from_value(v).unwrap();
+        obj
+    }
+
+    /// The Workload the AppWrapper's Workload GET returns: its pod set
+    /// asking `cpu`, with these conditions True.
+    fn recorded_workload(cpu: &str, conditions: &[&str]) -> Value {
+        let conds: Vec<Value> = conditions
+            .iter()
+            .map(|c| {
+                json!({"type": c, "status": "True", "reason": "R", "message": "",
+                            "lastTransitionTime": "2026-11-30T00:00:00Z"})
+            })
+            .collect();
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+               "metadata": {"name": name, "namespace": "ns", "resourceVersion": "3", "uid": "wl-uid",
+                            "ownerReferences": [{"apiVersion": "workload.codeflare.dev/v1beta2",
+                                "kind": "AppWrapper", "name": "aw1", "uid": "aw1-uid", "controller": true}]},
+               "spec": {"queueName": "lq", "podSets": [{"name": "aw1-0", "count": 1, "template": {"spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"requests": {"cpu": cpu}}}]}}}]},
+               "status": {"conditions": conds,
+                          "admission": {"clusterQueue": "cq", "podSetAssignments": []}}})
+    }
+
+    /// Kueue's `updateWorkloadToMatchJob` for an AppWrapper: a suspended
+    /// one whose `kueue.x-k8s.io/max-exec-time-seconds` was set after its
+    /// Workload was made has that Workload brought up to date in one merge
+    /// patch conditioned on the version read, and says so in Kueue's words.
+    #[tokio::test]
+    async fn a_suspended_appwrappers_workload_follows_its_changed_labels() {
+        use crate::controllers::vetting::testing::{scripted_client, sent};
+        let (client, script) = scripted_client(|method, _, body| match method {
+            "GET" => (200, recorded_workload("500m", &[])),
+            _ => (200, body.clone()),
+        });
+        let ctx = scripted_ctx(client);
+        let obj = with_pod_sets(
+            queued_aw(json!({keys::MAX_EXEC_TIME_LABEL: "60"}), None),
+            true,
+        );
+        let aw = to_core(&obj).unwrap();
+        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
+        let sent = sent(&script);
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        assert_eq!(
+            lines,
+            [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                format!("PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                "POST /apis/events.k8s.io/v1/namespaces/ns/events".to_string(),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["resourceVersion"], "3");
+        assert_eq!(sent[1].1["spec"]["maximumExecutionTimeSeconds"], 60);
+        assert_eq!(sent[1].1["spec"]["podSets"][0]["name"], "aw1-0");
+        assert_eq!(
+            sent[2].1["note"],
+            format!("Updated not matching Workload for suspended job: ns/{name}")
+        );
+        // Once it matches, nothing more is sent.
+        let (client, script) = scripted_client(|_, _, _| {
+            let mut wl = recorded_workload("500m", &[]);
+            wl["spec"]["maximumExecutionTimeSeconds"] = json!(60);
+            (200, wl)
+        });
+        let ctx = scripted_ctx(client);
+        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
+        assert_eq!(
+            sent_lines(&script),
+            [format!(
+                "GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"
+            )]
+        );
+    }
+
+    fn sent_lines(script: &crate::controllers::vetting::testing::Script) -> Vec<String> {
+        crate::controllers::vetting::testing::sent(script)
+            .into_iter()
+            .map(|(l, _)| l)
+            .collect()
+    }
+
+    /// Kueue's `ensureOneWorkload` for a running AppWrapper whose admitted
+    /// Workload no longer describes it (its template changed past the
+    /// webhook): stopped (`spec.suspend` and the `podSetInfos` cleared,
+    /// conditioned on the version read), then the Workload deleted on its
+    /// UID, each with Kueue's event; the next pass makes a new one.
+    #[tokio::test]
+    async fn a_running_appwrapper_whose_workload_no_longer_matches_is_stopped_and_the_workload_replaced(
+    ) {
+        use crate::controllers::vetting::testing::{scripted_client, sent};
+        let obj = with_pod_sets(queued_aw(json!({}), None), false);
+        let stored = serde_json::to_value(&obj).unwrap();
+        let (client, script) = scripted_client(move |method, path, body| match method {
+            "GET" => (200, recorded_workload("2", &["QuotaReserved", "Admitted"])),
+            "DELETE" => (200, json!({"kind": "Status", "status": "Success"})),
+            "PATCH" if path.contains("/appwrappers/") => (200, stored.clone()),
+            _ => (200, body.clone()),
+        });
+        let ctx = scripted_ctx(client);
+        let aw = to_core(&obj).unwrap();
+        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
+        let sent = sent(&script);
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        assert_eq!(
+            lines,
+            [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                "PATCH /apis/workload.codeflare.dev/v1beta2/namespaces/ns/appwrappers/aw1"
+                    .to_string(),
+                "POST /apis/events.k8s.io/v1/namespaces/ns/events".to_string(),
+                format!("DELETE /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                "POST /apis/events.k8s.io/v1/namespaces/ns/events".to_string(),
+            ]
+        );
+        assert_eq!(
+            sent[1].1,
+            json!([{"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                   {"op": "add", "path": "/spec/suspend", "value": true}])
+        );
+        assert_eq!(
+            sent[2].1["note"],
+            "No matching Workload; restoring pod templates according to existent Workload"
+        );
+        assert_eq!(sent[3].1["preconditions"]["uid"], "wl-uid");
+        assert_eq!(
+            sent[4].1["note"],
+            format!("Deleted not matching Workload: ns/{name}")
         );
     }
 
@@ -1445,7 +1739,7 @@ mod tests {
             value: 100,
             source: workload::PrioritySource::WorkloadPriorityClass("high".into()),
         };
-        let wl = workload_for(&aw(), "q", &prio);
+        let wl = workload_for(&aw(), "q", &prio, None);
         assert_eq!(wl["spec"]["queueName"], "q");
         assert_eq!(wl["spec"]["priority"], 100);
         assert_eq!(wl["spec"]["priorityClassRef"]["name"], "high");

@@ -700,6 +700,78 @@ pub fn equivalent(
         })
 }
 
+/// What Kueue's `ensureOneWorkload` does with a job's one Workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    /// It describes the job.
+    Matches,
+    /// It no longer does and holds no quota while the job is suspended:
+    /// brought up to date in place ("Updated not matching Workload for
+    /// suspended job").
+    Update,
+    /// It no longer does and holds quota, or the job runs: the job is
+    /// stopped if it runs, and the Workload deleted ("Deleted not matching
+    /// Workload") to be made again from the job.
+    Replace,
+}
+
+/// Kueue's `EquivalentToWorkload` and what `ensureOneWorkload` does when it
+/// fails, for a kind whose pod templates are stored as written, not as the
+/// apiserver defaults them, and never carry their admission (the
+/// AppWrapper's: its admission sits in `podSetInfos` beside them): the
+/// maximum execution time, and pod set by pod set the count, `minCount`,
+/// containers and init containers, the tolerations too unless the Workload
+/// is admitted. A template matches what the Workload recorded when every
+/// value it sets is recorded the same: the Workload's CRD fills defaults in
+/// (a port's `protocol: TCP`), which must not read as a change.
+pub fn follow(
+    job_sets: &[JobPodSet],
+    job_max_exec: Option<i32>,
+    wl: &crate::api::kueue::v1beta2::Workload,
+    suspended: bool,
+) -> Follow {
+    use crate::api::kueue::v1beta2::{condition, Conditions};
+    let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
+    let reserved = conds.is_true(condition::QUOTA_RESERVED);
+    let fields: &[&str] = if conds.is_true(condition::ADMITTED) {
+        &["containers", "initContainers"]
+    } else {
+        &["containers", "initContainers", "tolerations"]
+    };
+    let wl_sets = recorded_pod_sets(wl);
+    let same = job_max_exec == wl.spec.maximum_execution_time_seconds
+        && job_sets.len() == wl_sets.len()
+        && job_sets.iter().zip(&wl_sets).all(|(a, b)| {
+            a.count == b.count
+                && a.min_count == b.min_count
+                && fields.iter().all(|k| {
+                    let empty = Value::Array(Vec::new());
+                    let asked = spec_field(&a.template, k).unwrap_or(&empty);
+                    let kept = spec_field(&b.template, k).unwrap_or(&empty);
+                    covers(kept, asked)
+                })
+        });
+    match (same, suspended && !reserved) {
+        (true, _) => Follow::Matches,
+        (false, true) => Follow::Update,
+        (false, false) => Follow::Replace,
+    }
+}
+
+/// Every value `asked` sets is in `kept` at the same place (lists of the
+/// same length, element by element); `kept` may add fields.
+fn covers(kept: &Value, asked: &Value) -> bool {
+    match (kept, asked) {
+        (Value::Object(k), Value::Object(a)) => a
+            .iter()
+            .all(|(key, v)| v.is_null() || k.get(key).is_some_and(|kv| covers(kv, v))),
+        (Value::Array(k), Value::Array(a)) => {
+            k.len() == a.len() && k.iter().zip(a).all(|(kv, av)| covers(kv, av))
+        }
+        _ => kept == asked,
+    }
+}
+
 /// What a Workload's spec needs when its job's
 /// `kueue.x-k8s.io/priority-class` label names another class than its
 /// `priorityClassRef` (Kueue's `UpdateWorkloadPriority`, run on every pass
@@ -1772,5 +1844,114 @@ mod spark_tests {
         assert_eq!(restored["spec"]["suspend"], true);
         // A queued application never started is not written.
         assert!(restore_patch(&p, &job, &recorded).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod follow_tests {
+    use super::*;
+    use crate::api::kueue::v1beta2::Workload;
+
+    fn set(template: Value) -> JobPodSet {
+        JobPodSet {
+            name: "aw-0".into(),
+            count: 1,
+            min_count: None,
+            template,
+            ranks: Ranks::default(),
+        }
+    }
+
+    fn template(cpu: &str, tolerations: Value) -> Value {
+        json!({"spec": {"containers": [{"name": "main", "image": "busybox",
+            "ports": [{"containerPort": 80}],
+            "resources": {"requests": {"cpu": cpu}}}], "tolerations": tolerations}})
+    }
+
+    /// A Workload recording `template` as the Workload CRD stores it: the
+    /// port's protocol defaulted, with these condition types True.
+    fn recorded(template: Value, max: Option<i32>, conds: &[&str]) -> Workload {
+        let mut t = template;
+        t["spec"]["containers"][0]["ports"][0]["protocol"] = json!("TCP");
+        let conditions: Vec<Value> = conds
+            .iter()
+            .map(|c| {
+                json!({"type": c, "status": "True", "reason": "R", "message": "",
+                            "lastTransitionTime": "2026-11-30T00:00:00Z"})
+            })
+            .collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": "wl", "namespace": "ns"},
+            "spec": {"queueName": "q", "maximumExecutionTimeSeconds": max,
+                     "podSets": [{"name": "aw-0", "count": 1, "template": t}]},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults_the_workload_crd_fills_in_are_no_change() {
+        let t = template("1", json!([]));
+        let wl = recorded(t.clone(), None, &[]);
+        assert_eq!(follow(&[set(t)], None, &wl, true), Follow::Matches);
+    }
+
+    #[test]
+    fn a_suspended_job_s_changed_request_updates_a_workload_without_quota() {
+        let wl = recorded(template("1", json!([])), None, &[]);
+        let changed = [set(template("2", json!([])))];
+        assert_eq!(follow(&changed, None, &wl, true), Follow::Update);
+        // Holding quota, it is replaced instead (Kueue's ensureOneWorkload
+        // updates only a Workload without a reservation).
+        let held = recorded(template("1", json!([])), None, &["QuotaReserved"]);
+        assert_eq!(follow(&changed, None, &held, true), Follow::Replace);
+        // A running job with no matching Workload is stopped and it replaced.
+        let admitted = recorded(
+            template("1", json!([])),
+            None,
+            &["QuotaReserved", "Admitted"],
+        );
+        assert_eq!(follow(&changed, None, &admitted, false), Follow::Replace);
+    }
+
+    #[test]
+    fn the_maximum_execution_time_is_part_of_the_match() {
+        let t = template("1", json!([]));
+        let wl = recorded(t.clone(), None, &[]);
+        assert_eq!(
+            follow(&[set(t.clone())], Some(60), &wl, true),
+            Follow::Update
+        );
+        let wl = recorded(t.clone(), Some(60), &[]);
+        assert_eq!(follow(&[set(t)], Some(60), &wl, true), Follow::Matches);
+    }
+
+    #[test]
+    fn tolerations_count_until_the_workload_is_admitted() {
+        let tol = json!([{"key": "k", "operator": "Exists"}]);
+        let pending = recorded(template("1", json!([])), None, &[]);
+        let asked = [set(template("1", tol))];
+        assert_eq!(follow(&asked, None, &pending, true), Follow::Update);
+        let admitted = recorded(
+            template("1", json!([])),
+            None,
+            &["QuotaReserved", "Admitted"],
+        );
+        assert_eq!(follow(&asked, None, &admitted, false), Follow::Matches);
+    }
+
+    #[test]
+    fn a_container_added_or_a_pod_set_count_changed_is_a_change() {
+        let t = template("1", json!([]));
+        let wl = recorded(t.clone(), None, &[]);
+        let mut two = t.clone();
+        two["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "side", "image": "busybox"}));
+        assert_eq!(follow(&[set(two)], None, &wl, true), Follow::Update);
+        let mut more = set(t);
+        more.count = 3;
+        assert_eq!(follow(&[more], None, &wl, true), Follow::Update);
     }
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules, prescale::sync, queueing::check_states,
+owners modules, jobs::workload::follow, prescale::sync, queueing::check_states,
 queueing::provisioning::pass): each rule is removed in turn and `cargo
 test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
@@ -20,9 +20,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/owners.rs"
 S, C = "src/prescale/sync.rs", "src/queueing/check_states.rs"
 V = "src/queueing/provisioning/pass.rs"
+W = "src/jobs/workload.rs"
 # The tests that must catch a mutation of each file.
 TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states",
-         V: "queueing::provisioning::pass"}
+         V: "queueing::provisioning::pass", W: "jobs::workload::follow_tests"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -111,6 +112,9 @@ MUTATIONS = [
     (V, "provisioning: the Workload's reference goes", "        .filter(|o| o.uid != workload_uid)", "        .filter(|_| true)"),
     (V, "provisioning: Active written only when it flips", "        == Some(status)\n    {\n        return None;", "        == Some(status) && false\n    {\n        return None;"),
     (V, "provisioning: a refused create in the check's message", "    s.message = message.chars().take(32 * 1024).collect();", "    let _ = message;"),
+    (W, "follow: a Workload holding quota is replaced, not updated", "    match (same, suspended && !reserved) {", "    match (same, suspended) {"),
+    (W, "follow: defaults the CRD fills in are no change", "                    covers(kept, asked)\n", "                    kept == asked\n"),
+    (W, "follow: tolerations ignored once admitted", "    let fields: &[&str] = if conds.is_true(condition::ADMITTED) {", "    let fields: &[&str] = if false {"),
 ]
 
 
