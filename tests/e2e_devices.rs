@@ -757,15 +757,27 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
         json!({}),
     );
     apply(c, &claim_template("six-gpus", &ns, "gpu.example.com", 6));
-    create(
-        c,
-        &dra_job(
-            "six",
-            &ns,
-            "1s",
-            json!([{"name": "gpus", "resourceClaimTemplateName": "six-gpus"}]),
-        ),
+    let six = dra_job(
+        "six",
+        &ns,
+        "1s",
+        json!([{"name": "gpus", "resourceClaimTemplateName": "six-gpus"}]),
     );
+    // `kubectl kueue simulate` counts the claims as the engine will: no
+    // node can hold six, so it would wait for its devices.
+    let (ok, out, err) = plugin(c, &["-n", &ns, "simulate", "-f", "-", "-o", "json"], &six);
+    assert!(ok, "{err}");
+    let x: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(x["state"], "Pending", "{x}");
+    assert!(
+        summary(&x).contains("It waits for its devices, before any quota is looked at: no node can hold the devices of pod set main"),
+        "{x}"
+    );
+    assert!(
+        workload_of(c, &ns, "six").is_none(),
+        "a simulation creates nothing"
+    );
+    create(c, &six);
     let held = wait_for(Duration::from_secs(60), "the six-GPU Job held", || {
         pending_message(c, &ns, "six").filter(|m| !m.is_empty())
     });
@@ -777,6 +789,21 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
     );
     let wl = workload_of(c, &ns, "six").expect("its Workload");
     assert!(wl["status"]["admission"].is_null(), "not admitted: {wl}");
+    // `kubectl kueue explain` says it waits for a node for its devices, in
+    // the words its status carries (issue 42: waiting for a DRA placement).
+    let wl_name = wl["metadata"]["name"].as_str().unwrap().to_string();
+    let x = wait_for(
+        Duration::from_secs(60),
+        "an explanation of the held Job",
+        || explained(c, &ns, &wl_name),
+    );
+    assert_eq!(x["state"], "Pending", "{x}");
+    assert!(
+        summary(&x).contains(&format!(
+            "It waits for its devices, before any quota is looked at: {held}"
+        )),
+        "{x}"
+    );
     // `batchgate schedule` reads the same objects from the cluster and
     // says the same.
     let (code, out) = schedule(c, &ns, "six");
@@ -804,6 +831,11 @@ fn dra_a_pod_no_node_can_hold_waits_for_a_node_that_can() {
         wl["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["example.com/gpu"],
         "6"
     );
+    // As explain said: once a node can hold them, it is admitted, and
+    // explain says so.
+    wait_for(Duration::from_secs(60), "explain saying Admitted", || {
+        explained(c, &ns, &wl_name).filter(|x| x["state"] == "Admitted")
+    });
     // Other tests' Jobs may hold kwok-node-1's GPUs for a while.
     let allocated = wait_for(Duration::from_secs(180), "the six GPUs allocated", || {
         allocated_pools(c, &ns, 6)

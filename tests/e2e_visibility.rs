@@ -25,7 +25,6 @@ use support::{
     queueing::*,
 };
 
-const PLUGIN: &str = env!("CARGO_BIN_EXE_kubectl-kueue");
 const API: &str = "/apis/visibility.kueue.x-k8s.io";
 
 fn raw(c: &LocalCluster, path: &str) -> Result<Value, String> {
@@ -282,18 +281,8 @@ fn pending_workloads_are_served_not_written() {
     }
 
     // kubectl kueue list workload shows the positions in each LocalQueue.
-    let out = Command::new(PLUGIN)
-        .arg("--kubeconfig")
-        .arg(c.kubeconfig())
-        .args(["-n", &a, "list", "workload"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let table = String::from_utf8_lossy(&out.stdout);
+    let (ok, table, err) = plugin(c, &["-n", &a, "list", "workload"], "");
+    assert!(ok, "{err}");
     assert_eq!(position(&table, &high).as_deref(), Some("0"), "{table}");
     assert_eq!(position(&table, &low).as_deref(), Some("1"), "{table}");
 
@@ -404,54 +393,6 @@ fn pending_workloads_are_served_not_written() {
         "the API answering after the flood",
         || raw(c, &cq_path).ok(),
     );
-}
-
-/// `kubectl-kueue --kubeconfig ... ARGS` with `stdin`: (success, stdout,
-/// stderr).
-fn plugin(c: &LocalCluster, args: &[&str], stdin: &str) -> (bool, String, String) {
-    let mut child = Command::new(PLUGIN)
-        .arg("--kubeconfig")
-        .arg(c.kubeconfig())
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// `kubectl kueue -n NS explain ARGS...`: (success, stdout, stderr).
-fn explain(c: &LocalCluster, ns: &str, args: &[&str]) -> (bool, String, String) {
-    let mut all = vec!["-n", ns, "explain"];
-    all.extend_from_slice(args);
-    plugin(c, &all, "")
-}
-
-fn explained(c: &LocalCluster, ns: &str, wl: &str) -> Option<Value> {
-    let (ok, out, _) = explain(c, ns, &["workload", wl, "-o", "json"]);
-    ok.then(|| serde_json::from_str(&out).ok()).flatten()
-}
-
-fn summary(x: &Value) -> String {
-    x["summary"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// `kubectl kueue explain` on real Jobs, each answer then checked against

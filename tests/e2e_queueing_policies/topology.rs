@@ -144,6 +144,55 @@ fn a_job_requiring_one_rack_is_admitted_with_kueues_topology_assignment_in_one_r
     let pod_racks: BTreeSet<&String> = per_node.keys().map(|n| &racks[n]).collect();
     assert_eq!(pod_racks.len(), 1, "the pods run in one rack: {per_node:?}");
 
+    // Five pods of 2 cpu required in one rack fit the quota (16 of 32) but
+    // no rack (8 cpu each): `kubectl kueue explain` says it does not fit
+    // for its topology, in the words the engine then writes on the
+    // Workload, which stays pending (issue 42: waiting for a TAS
+    // placement).
+    let mut wide: Value =
+        serde_json::from_str(&job("wide", &ns, "lq", "2", "5s", json!({}))).unwrap();
+    wide["spec"]["parallelism"] = json!(5);
+    wide["spec"]["completions"] = json!(5);
+    wide["spec"]["template"]["metadata"]["annotations"]
+        ["kueue.x-k8s.io/podset-required-topology"] = json!(TAS_RACK);
+    create(c, &wide.to_string());
+    let pending = wait_for(LONG, "the wide Workload pending with a message", || {
+        workload_of(c, &ns, "wide").filter(|w| {
+            condition(w, "QuotaReserved")
+                .is_some_and(|q| q["status"] == "False" && q["message"] != "")
+        })
+    });
+    let wide_name = s(&pending["metadata"]["name"]);
+    let x = wait_for(SHORT, "an explanation of the wide Workload", || {
+        explained(c, &ns, &wide_name).filter(|x| x["nomination"].is_object())
+    });
+    assert_eq!(x["state"], "Pending", "{x}");
+    assert_eq!(x["nomination"]["mode"], "NoFit", "{x}");
+    let said = x["nomination"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        said.contains("topology \"e2e-tas-topology\" allows to fit only")
+            && said.contains(" out of 5 pod(s)"),
+        "{x}"
+    );
+    let written = s(&condition(&pending, "QuotaReserved").unwrap()["message"]);
+    assert!(
+        written.contains(&said),
+        "explain said {said:?}; the engine wrote {written:?}"
+    );
+    assert!(
+        !is_true(&workload_of(c, &ns, "wide").unwrap(), "QuotaReserved"),
+        "admitted although no rack holds it"
+    );
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "job", "wide", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+
     // The template has the gate on start (Kueue's `PodSetInfo`), and the
     // Job's own template is put back as it was when it stops.
     let started = job_obj(c, &ns, "train");

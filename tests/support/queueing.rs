@@ -3,6 +3,7 @@
 //! Jobs that run for a while on KWOK nodes, and polling.
 
 use std::{
+    io::Write,
     sync::OnceLock,
     time::{Duration, Instant},
 };
@@ -434,4 +435,54 @@ pub fn mk_cluster(name: &str, secret: &str) -> String {
            "metadata": {"name": name},
            "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}}})
     .to_string()
+}
+
+// ---- kubectl kueue ----
+
+/// `kubectl-kueue --kubeconfig ... ARGS` with `stdin`: (success, stdout,
+/// stderr).
+pub fn plugin(c: &LocalCluster, args: &[&str], stdin: &str) -> (bool, String, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-kueue"))
+        .arg("--kubeconfig")
+        .arg(c.kubeconfig())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `kubectl kueue -n NS explain ARGS...`: (success, stdout, stderr).
+pub fn explain(c: &LocalCluster, ns: &str, args: &[&str]) -> (bool, String, String) {
+    let mut all = vec!["-n", ns, "explain"];
+    all.extend_from_slice(args);
+    plugin(c, &all, "")
+}
+
+pub fn explained(c: &LocalCluster, ns: &str, wl: &str) -> Option<Value> {
+    let (ok, out, _) = explain(c, ns, &["workload", wl, "-o", "json"]);
+    ok.then(|| serde_json::from_str(&out).ok()).flatten()
+}
+
+pub fn summary(x: &Value) -> String {
+    x["summary"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
 }

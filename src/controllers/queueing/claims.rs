@@ -63,6 +63,8 @@ pub(super) struct Claims {
     /// requests, or of the message it is held with), so that a slice or
     /// class event that changes nothing for it moves nothing in the engine.
     last: HashMap<Key, u64>,
+    /// The message each Workload kept out is held with (for explain).
+    held: HashMap<Key, String>,
 }
 
 /// A DeviceClass as counting reads it.
@@ -273,6 +275,15 @@ impl Claims {
     pub(super) fn forget(&mut self, key: &str) {
         self.using.remove(key);
         self.last.remove(key);
+        self.held.remove(key);
+    }
+
+    /// Why `key` is kept out of the queues, if it is: its LocalQueue and
+    /// the message it is held with.
+    pub(super) fn held(&self, key: &str) -> Option<(&str, &str)> {
+        let message = self.held.get(key)?;
+        let u = self.using.get(key)?;
+        Some((&u.base.queue_name, message))
     }
 
     /// [`Claims::count`], `None` also when the outcome is the one the
@@ -381,6 +392,7 @@ impl Claims {
             _ => self.place(key),
         };
         if let Err(message) = placement {
+            self.held.insert(Key::from(key), message.clone());
             let counted = Counted::Held(message);
             self.last.insert(Key::from(key), outcome(&counted));
             return Some(counted);
@@ -396,6 +408,10 @@ impl Claims {
             // What it holds stays held; counted again once pending.
             Charge::Inadmissible(_) if admitted => Counted::Queue(Box::new(view)),
             Charge::Inadmissible(message) => Counted::Held(message),
+        };
+        match &counted {
+            Counted::Held(m) => self.held.insert(Key::from(key), m.clone()),
+            Counted::Queue(_) => self.held.remove(key),
         };
         self.last.insert(Key::from(key), outcome(&counted));
         Some(counted)
@@ -460,6 +476,10 @@ mod tests {
         assert!(
             matches!(observe(&mut c, &wl), Counted::Held(m) if m.contains("\"gpus\" not found"))
         );
+        // What explain reads: its LocalQueue and the message.
+        let (lq, m) = c.held("ns/w").expect("held");
+        assert_eq!(lq, "lq");
+        assert!(m.contains("\"gpus\" not found"), "{m}");
         assert_eq!(
             c.template("ns", "gpus", Some(&spec(4))),
             vec![Key::from("ns/w")]
@@ -467,6 +487,7 @@ mod tests {
         let Some(Counted::Queue(view)) = c.count("ns/w") else {
             panic!("counted")
         };
+        assert_eq!(c.held("ns/w"), None, "counted, no longer held");
         assert_eq!(view.pod_sets[0].requests.get("example.com/gpu"), Some(4000));
         assert_eq!(view.pod_sets[0].requests.get("cpu"), Some(1000));
         // The template changes: counted again from the view before charging.
@@ -479,6 +500,9 @@ mod tests {
         assert!(c.template("elsewhere", "gpus", Some(&spec(8))).is_empty());
         assert_eq!(c.template("ns", "gpus", None), vec![Key::from("ns/w")]);
         assert!(matches!(c.count("ns/w"), Some(Counted::Held(_))));
+        assert!(c.held("ns/w").is_some());
+        c.forget("ns/w");
+        assert_eq!(c.held("ns/w"), None);
     }
 
     #[test]

@@ -465,6 +465,35 @@ impl Controller {
         self.status_due = true;
     }
 
+    /// `kubectl kueue simulate`: the Workload a job would get, counted as
+    /// its claims would count it (held for its devices, or charged with
+    /// them) and then nominated on a copy of the quota tree; nothing kept.
+    pub(super) fn simulate(
+        &mut self,
+        wl: &api::Workload,
+        view: crate::queueing::Workload,
+    ) -> crate::queueing::scheduler::Explanation {
+        let key: Key = format!(
+            "{}/{} (simulated)",
+            view.namespace,
+            wl.metadata.name.as_deref().unwrap_or_default()
+        )
+        .into();
+        let counted = self.claims.observe(&key, wl, view);
+        self.claims.forget(&key);
+        match counted {
+            claims::Counted::Queue(v) => self.engine.simulate(&v),
+            claims::Counted::Held(message) => {
+                let mut e = crate::queueing::scheduler::Explanation::held_for_devices(
+                    &wl.spec.queue_name.clone().unwrap_or_default(),
+                    &message,
+                );
+                e.summary.insert(0, "If it were created now:".into());
+                e
+            }
+        }
+    }
+
     /// Keeps a Workload whose claims cannot be counted out of the engine,
     /// pending with Kueue's message (written only when it changes).
     fn hold_for_claims(&mut self, k: Key, message: String) {

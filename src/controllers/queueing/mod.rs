@@ -617,11 +617,16 @@ impl Controller {
                     if c.started {
                         for (ask, answer) in c.visibility.questions() {
                             let _ = answer.send(match ask {
-                                Ask::Explain { namespace, name } => {
-                                    Ok(c.engine.explain(&namespace, &name))
-                                }
+                                Ask::Explain { namespace, name } => Ok(c
+                                    .engine
+                                    .explain(&namespace, &name)
+                                    .or_else(|| {
+                                        let key = format!("{namespace}/{name}");
+                                        let (lq, message) = c.claims.held(&key)?;
+                                        Some(crate::queueing::scheduler::Explanation::held_for_devices(lq, message))
+                                    })),
                                 Ask::Simulate(wl) => super::translation::workload(&wl)
-                                    .map(|w| Some(c.engine.simulate(&w)))
+                                    .map(|w| Some(c.simulate(&wl, w)))
                                     .map_err(|e| e.to_string()),
                             });
                         }

@@ -114,6 +114,25 @@ pub struct Level {
 }
 
 impl Explanation {
+    /// A Workload kept out of the queues by its device claims (a template
+    /// or DeviceClass it needs, or no node that can hold its devices under
+    /// `draPlacement`): pending with the message its status carries.
+    pub fn held_for_devices(local_queue: &str, message: &str) -> Explanation {
+        Explanation {
+            state: "Pending",
+            local_queue: local_queue.to_string(),
+            cluster_queue: None,
+            summary: vec![
+                format!("It waits for its devices, before any quota is looked at: {message}."),
+                "It is counted again when the cluster's ResourceClaimTemplates, ResourceSlices or DeviceClasses change.".into(),
+            ],
+            position: None,
+            nomination: None,
+            quota: Vec::new(),
+            admission_checks: Vec::new(),
+        }
+    }
+
     /// Whether it names a workload of another namespace than `namespace`.
     pub fn names_others(&self, namespace: &str) -> bool {
         let peers = self
