@@ -1412,6 +1412,20 @@ mod tests {
         obj
     }
 
+    /// Kueue's side run once for `obj` against an apiserver answering as
+    /// `answer` does: each request sent (method and path, body).
+    async fn kueue_requests(
+        obj: &AppWrapperObject,
+        answer: impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Vec<(String, Value)> {
+        use crate::controllers::vetting::testing::{scripted_client, sent};
+        let (client, script) = scripted_client(answer);
+        let ctx = scripted_ctx(client);
+        let aw = to_core(obj).unwrap();
+        kueue_step(&ctx, obj, &aw, "7").await.unwrap();
+        sent(&script)
+    }
+
     /// The Workload the AppWrapper's Workload GET returns: its pod set
     /// asking `cpu`, with these conditions True.
     fn recorded_workload(cpu: &str, conditions: &[&str]) -> Value {
@@ -1441,25 +1455,22 @@ mod tests {
     /// patch conditioned on the version read, and says so in Kueue's words.
     #[tokio::test]
     async fn a_suspended_appwrappers_workload_follows_its_changed_labels() {
-        use crate::controllers::vetting::testing::{scripted_client, sent};
-        let (client, script) = scripted_client(|method, _, body| match method {
-            "GET" => (200, recorded_workload("500m", &[])),
-            _ => (200, body.clone()),
-        });
-        let ctx = scripted_ctx(client);
         let obj = with_pod_sets(
             queued_aw(json!({keys::MAX_EXEC_TIME_LABEL: "60"}), None),
             true,
         );
-        let aw = to_core(&obj).unwrap();
-        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
-        let sent = sent(&script);
+        let sent = kueue_requests(&obj, |method, _, body| match method {
+            "GET" => (200, recorded_workload("500m", &[])),
+            _ => (200, body.clone()),
+        })
+        .await;
         let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
         let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        let get = format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}");
         assert_eq!(
             lines,
             [
-                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                get.clone(),
                 format!("PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
                 "POST /apis/events.k8s.io/v1/namespaces/ns/events".to_string(),
             ]
@@ -1472,26 +1483,14 @@ mod tests {
             format!("Updated not matching Workload for suspended job: ns/{name}")
         );
         // Once it matches, nothing more is sent.
-        let (client, script) = scripted_client(|_, _, _| {
+        let sent = kueue_requests(&obj, |_, _, _| {
             let mut wl = recorded_workload("500m", &[]);
             wl["spec"]["maximumExecutionTimeSeconds"] = json!(60);
             (200, wl)
-        });
-        let ctx = scripted_ctx(client);
-        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
-        assert_eq!(
-            sent_lines(&script),
-            [format!(
-                "GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"
-            )]
-        );
-    }
-
-    fn sent_lines(script: &crate::controllers::vetting::testing::Script) -> Vec<String> {
-        crate::controllers::vetting::testing::sent(script)
-            .into_iter()
-            .map(|(l, _)| l)
-            .collect()
+        })
+        .await;
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(lines, [get]);
     }
 
     /// Kueue's `ensureOneWorkload` for a running AppWrapper whose admitted
@@ -1502,19 +1501,15 @@ mod tests {
     #[tokio::test]
     async fn a_running_appwrapper_whose_workload_no_longer_matches_is_stopped_and_the_workload_replaced(
     ) {
-        use crate::controllers::vetting::testing::{scripted_client, sent};
         let obj = with_pod_sets(queued_aw(json!({}), None), false);
         let stored = serde_json::to_value(&obj).unwrap();
-        let (client, script) = scripted_client(move |method, path, body| match method {
+        let sent = kueue_requests(&obj, move |method, path, body| match method {
             "GET" => (200, recorded_workload("2", &["QuotaReserved", "Admitted"])),
             "DELETE" => (200, json!({"kind": "Status", "status": "Success"})),
             "PATCH" if path.contains("/appwrappers/") => (200, stored.clone()),
             _ => (200, body.clone()),
-        });
-        let ctx = scripted_ctx(client);
-        let aw = to_core(&obj).unwrap();
-        kueue_step(&ctx, &obj, &aw, "7").await.unwrap();
-        let sent = sent(&script);
+        })
+        .await;
         let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
         let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
         assert_eq!(
