@@ -1539,6 +1539,113 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
     }
 }
 
+/// waitForPodsReady for the AppWrapper (issue 43), read as Kueue's
+/// AppWrapper integration reads it (the AppWrapper's own `PodsReady`
+/// condition): an AppWrapper whose Job's pod can never be scheduled is
+/// admitted, its Workload gets `PodsReady=False` (`WaitForStart`), is
+/// evicted with `PodsReadyTimeout`, the AppWrapper is suspended and its
+/// quota released, and it queues again after its backoff (`Requeued=True`,
+/// `BackoffFinished`); past the requeuing limit its Workload is
+/// deactivated (`RequeuingLimitExceeded`), as Kueue's podsready tests have
+/// it for any job.
+#[test]
+fn an_appwrapper_whose_pods_never_become_ready_is_requeued_then_deactivated() {
+    let e = env();
+    let c = e.cluster;
+    let ns = namespace(c, "e2e-aw-ready");
+    apply(c, &flavor("aw-ready-flavor", json!({})));
+    apply(
+        c,
+        &cluster_queue("aw-ready-cq", &[("aw-ready-flavor", "4", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "lq", "aw-ready-cq"));
+    let aw = json!({
+        "apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper",
+        "metadata": {"name": "stuck", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"components": [{"template": {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "stuck-job"},
+            "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                     "template": {"spec": {
+                        "restartPolicy": "Never",
+                        "nodeSelector": {"e2e.batchgate.dev/nowhere": "true"},
+                        "containers": [{"name": "main", "image": "busybox",
+                                        "resources": {"requests": {"cpu": "1"}}}]}}}}}]},
+    });
+    create(c, &aw.to_string());
+    let wl = || workload_of(c, &ns, "stuck");
+    let w = wait_for(
+        Duration::from_secs(90),
+        "the AppWrapper's Workload admitted with PodsReady=False",
+        || wl().filter(|w| is_true(w, "Admitted") && condition(w, "PodsReady").is_some()),
+    );
+    let pr = condition(&w, "PodsReady").unwrap();
+    assert_eq!(
+        (&pr["status"], &pr["reason"], &pr["message"]),
+        (
+            &json!("False"),
+            &json!("WaitForStart"),
+            &json!("Not all pods are ready or succeeded")
+        ),
+        "{w}"
+    );
+    let w = wait_for(
+        Duration::from_secs(90),
+        "evicted for PodsReadyTimeout and requeued",
+        || {
+            wl().filter(|w| {
+                w["status"]["requeueState"]["count"] == 1
+                    && condition(w, "Requeued")
+                        .is_some_and(|r| r["status"] == "True" && r["reason"] == "BackoffFinished")
+            })
+        },
+    );
+    let name = w["metadata"]["name"].as_str().unwrap().to_string();
+    let selector = format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout");
+    let ev = wait_for(Duration::from_secs(30), "the eviction event", || {
+        get(c, &["events", "-n", &ns, "--field-selector", &selector])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(
+        ev["message"],
+        format!("Exceeded the PodsReady timeout {ns}/{name}"),
+        "{ev}"
+    );
+    let w = wait_for(
+        Duration::from_secs(120),
+        "deactivated past the requeuing limit",
+        || wl().filter(|w| w["spec"]["active"] == false && is_true(w, "Evicted")),
+    );
+    assert_eq!(
+        condition(&w, "Evicted").unwrap()["reason"],
+        "DeactivatedDueToRequeuingLimitExceeded",
+        "{w}"
+    );
+    assert!(condition(&w, "DeactivationTarget").is_none(), "{w}");
+    let a = wait_for(Duration::from_secs(60), "the AppWrapper suspended", || {
+        get(
+            c,
+            &["appwrappers.workload.codeflare.dev", "stuck", "-n", &ns],
+        )
+        .filter(|a| a["spec"]["suspend"] == true && a["status"]["phase"] == "Suspended")
+    });
+    assert!(get(c, &["job", "stuck-job", "-n", &ns]).is_none(), "{a}");
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "appwrappers.workload.codeflare.dev",
+            "stuck",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
 /// A JobSet of replicated jobs (name, replicas, parallelism, completions),
 /// each pod asking for `cpu`.
 fn jobset(name: &str, ns: &str, jobs: &[(&str, u32, u32, u32)], cpu: &str) -> Value {

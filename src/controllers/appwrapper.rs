@@ -73,7 +73,7 @@ use crate::{
     },
     cluster::discovery::{KubeDiscovery, ResourceNames, ANY_RESOURCE},
     cluster::watch::Health,
-    jobs::workload,
+    jobs::{machine, workload},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +103,9 @@ struct Ctx {
     /// The wrapped kinds watched so far (`None` in tests without a
     /// controller).
     components: Option<ComponentWatches>,
+    /// waitForPodsReady, when on: the Workload's `PodsReady` follows the
+    /// AppWrapper's, and one not ready in time is evicted.
+    readiness: Option<crate::jobs::readiness::Settings>,
 }
 
 /// Watches of the kinds AppWrappers wrap, one per kind, started when the
@@ -194,6 +197,7 @@ pub async fn run(
     workloads: futures::channel::mpsc::UnboundedReceiver<ObjectRef<AppWrapperObject>>,
     kueue: bool,
     config: OperatorConfig,
+    readiness: Option<crate::jobs::readiness::Settings>,
 ) {
     let client = shared.client.clone();
     let resource = ApiResource::erase::<AppWrapperObject>(&());
@@ -228,6 +232,7 @@ pub async fn run(
             kinds: Default::default(),
             wake: component_wake,
         }),
+        readiness,
     });
     let pods = Api::<Pod>::all(client.clone());
     crate::cluster::watch::controller(
@@ -1149,6 +1154,16 @@ async fn kueue_step(
             }
         }
     }
+    // A MultiKueue manager's AppWrapper runs on a worker, whose Workload
+    // keeps these deadlines.
+    let timed = if managed_elsewhere {
+        Timers::Idle
+    } else {
+        workload_timers(ctx, &wl_api, &wl, &conds, aw, &now).await?
+    };
+    if let Timers::Wrote = timed {
+        return Ok(None);
+    }
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
     let evicted = conds.is_true(condition::EVICTED);
     if reserved && evicted {
@@ -1183,6 +1198,11 @@ async fn kueue_step(
         return Ok(None);
     }
     if reserved && conds.is_true(condition::ADMITTED) {
+        if let Timers::Next(left) = timed {
+            if !aw.spec.suspend {
+                return Ok(Some(left));
+            }
+        }
         if aw.spec.suspend {
             let Some(infos) = admission_pod_set_infos(&ctx.shared.flavors, &wl, &queue) else {
                 // A flavor not seen yet by this watch: look again soon.
@@ -1214,8 +1234,99 @@ async fn kueue_step(
     }
     if !reserved && !aw.spec.suspend {
         ctx.patch_aw(ns, &aw.name, rv, stop_ops(aw)).await?;
+        return Ok(None);
+    }
+    if let (false, Timers::Next(left)) = (reserved, timed) {
+        // Its requeue backoff ends then.
+        return Ok(Some(left));
     }
     Ok(None)
+}
+
+/// What [`workload_timers`] did.
+#[derive(Debug, Clone, Copy)]
+enum Timers {
+    /// Nothing is due.
+    Idle,
+    /// The earliest deadline of an admitted, running AppWrapper's Workload.
+    Next(Duration),
+    /// It wrote; the write's event brings the next pass.
+    Wrote,
+}
+
+/// Kueue's workload-controller share for an AppWrapper's Workload, as the
+/// job machine runs it for a job's: a `DeactivationTarget` made inactive;
+/// the maximum execution time; under waitForPodsReady the `PodsReady`
+/// condition following the AppWrapper's own (Kueue's AppWrapper
+/// `PodsReady`), the eviction of one admitted but not ready in time, and
+/// the end of its requeue backoff.
+async fn workload_timers(
+    ctx: &Ctx,
+    wl_api: &Api<api::Workload>,
+    wl: &api::Workload,
+    conds: &Conditions,
+    aw: &core::AppWrapper,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Result<Timers, AppWrapperError> {
+    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
+        let patch = json!({"spec": {"active": false}});
+        wl_api
+            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+            .await?;
+        return Ok(Timers::Wrote);
+    }
+    let execute = |writes: Vec<machine::Write>| async move {
+        for w in writes {
+            match w {
+                machine::Write::WorkloadStatus(s) => write_workload_status(wl_api, wl, s).await?,
+                machine::Write::WorkloadEvent(note) => {
+                    let reference = super::context::workload_reference(wl);
+                    ctx.shared.publish(&reference, note).await
+                }
+                _ => {}
+            }
+        }
+        Ok::<_, AppWrapperError>(Timers::Wrote)
+    };
+    if ctx.readiness.is_some() {
+        let ready = kueue::pods_ready(&aw.status);
+        if let Some(s) = machine::pods_ready_status(wl, conds, ready, now) {
+            write_workload_status(wl_api, wl, s).await?;
+            return Ok(Timers::Wrote);
+        }
+    }
+    let reserved = conds.is_true(condition::QUOTA_RESERVED);
+    if !reserved {
+        // Evicted for PodsReadyTimeout: it queues again once its backoff
+        // ends.
+        return match machine::backoff_status(wl, conds, now) {
+            Some(Err(left)) => Ok(Timers::Next(left)),
+            Some(Ok(s)) => {
+                write_workload_status(wl_api, wl, s).await?;
+                Ok(Timers::Wrote)
+            }
+            None => Ok(Timers::Idle),
+        };
+    }
+    if !conds.is_true(condition::ADMITTED) {
+        return Ok(Timers::Idle);
+    }
+    let mut next = None;
+    let readiness = ctx
+        .readiness
+        .as_ref()
+        .map(|settings| machine::readiness_timer(settings, wl, conds, now, super::jobs::jitter()));
+    for timer in [Some(machine::execution_timer(wl, conds, now)), readiness]
+        .into_iter()
+        .flatten()
+    {
+        match timer {
+            machine::Timer::Expired(writes) => return execute(writes).await,
+            machine::Timer::Left(d) => next = Some(next.map_or(d, |n: Duration| n.min(d))),
+            machine::Timer::Idle => {}
+        }
+    }
+    Ok(next.map_or(Timers::Idle, Timers::Next))
 }
 
 /// How often an AppWrapper waiting for its prebuilt Workload looks again:
@@ -1336,6 +1447,7 @@ mod tests {
             nodes: Arc::new(RwLock::new(NodeHealth::default())),
             kueue: true,
             components: None,
+            readiness: None,
         }
     }
 
@@ -1418,9 +1530,19 @@ mod tests {
         obj: &AppWrapperObject,
         answer: impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static,
     ) -> Vec<(String, Value)> {
+        kueue_requests_under(None, obj, answer).await
+    }
+
+    /// [`kueue_requests`] with these waitForPodsReady settings.
+    async fn kueue_requests_under(
+        readiness: Option<crate::jobs::readiness::Settings>,
+        obj: &AppWrapperObject,
+        answer: impl Fn(&str, &str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Vec<(String, Value)> {
         use crate::controllers::vetting::testing::{scripted_client, sent};
         let (client, script) = scripted_client(answer);
-        let ctx = scripted_ctx(client);
+        let mut ctx = scripted_ctx(client);
+        ctx.readiness = readiness;
         let aw = to_core(obj).unwrap();
         kueue_step(&ctx, obj, &aw, "7").await.unwrap();
         sent(&script)
@@ -1537,6 +1659,71 @@ mod tests {
             sent[4].1["note"],
             format!("Deleted not matching Workload: ns/{name}")
         );
+    }
+
+    /// waitForPodsReady for an AppWrapper (Kueue reads its `PodsReady`
+    /// condition): admitted and running without it, its Workload gets
+    /// `PodsReady=False` (`WaitForStart`) in one status patch conditioned
+    /// on the version read; without waitForPodsReady nothing is written.
+    #[tokio::test]
+    async fn an_admitted_appwrappers_workload_gets_pods_ready_from_the_appwrapper() {
+        let obj = with_pod_sets(queued_aw(json!({}), None), false);
+        let answer = |method: &str, _: &str, body: &Value| match method {
+            "GET" => (
+                200,
+                recorded_workload("500m", &["QuotaReserved", "Admitted"]),
+            ),
+            _ => (200, body.clone()),
+        };
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        let get = format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}");
+        let sent = kueue_requests_under(Some(Default::default()), &obj, answer).await;
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                get.clone(),
+                format!("PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}/status"),
+            ]
+        );
+        assert_eq!(sent[1].1["metadata"]["resourceVersion"], "3");
+        let ready = sent[1].1["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "PodsReady")
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            (&ready["status"], &ready["reason"]),
+            (&json!("False"), &json!("WaitForStart"))
+        );
+        let sent = kueue_requests(&obj, answer).await;
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(lines, [get]);
+    }
+
+    /// Kueue's workload controller for an AppWrapper's Workload marked
+    /// `DeactivationTarget` (its execution time or requeuing limit
+    /// exceeded): made inactive with one merge patch of `spec.active`.
+    #[tokio::test]
+    async fn an_appwrappers_deactivation_target_is_made_inactive() {
+        let obj = with_pod_sets(queued_aw(json!({}), None), false);
+        let sent = kueue_requests(&obj, |_, _, _| {
+            let conds = ["QuotaReserved", "Admitted", "DeactivationTarget"];
+            (200, recorded_workload("500m", &conds))
+        })
+        .await;
+        let name = workload::name_for(APPWRAPPER_KIND, GROUP, "aw1", "aw1-uid");
+        let lines: Vec<&str> = sent.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(
+            lines,
+            [
+                format!("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+                format!("PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{name}"),
+            ]
+        );
+        assert_eq!(sent[1].1, json!({"spec": {"active": false}}));
     }
 
     /// A worker's AppWrapper naming the prebuilt Workload MultiKueue made

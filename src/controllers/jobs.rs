@@ -553,7 +553,7 @@ async fn without_workload(client: &Client, ns: &str, uid: &str) -> Option<bool> 
 /// The backoff's random jitter in [0, 1), from the clock's nanoseconds
 /// (the core takes it as a parameter; no randomness crate is needed for
 /// 0.0001 of a wait).
-fn jitter() -> f64 {
+pub(super) fn jitter() -> f64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

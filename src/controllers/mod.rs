@@ -162,7 +162,13 @@ async fn reconcilers(
         metrics,
     ));
     let (appwrappers, wakes) = futures::channel::mpsc::unbounded();
-    let aw = tokio::spawn(appwrapper::run(shared.clone(), wakes, true, aw_config));
+    let aw = tokio::spawn(appwrapper::run(
+        shared.clone(),
+        wakes,
+        true,
+        aw_config,
+        readiness.clone(),
+    ));
     // Kinds held by a scheduling gate (pods) have their own reconciler,
     // woken by the job controllers' one Workload watch.
     let mut gated = Vec::new();
@@ -230,6 +236,7 @@ pub async fn run_external(
         none,
         false,
         aw_config,
+        None,
     )
     .await;
 }

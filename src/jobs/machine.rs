@@ -1015,6 +1015,18 @@ fn readiness_status(
     let (Some(_), Some(all_ready)) = (facts.readiness, rule.pods_ready(job, total)) else {
         return None;
     };
+    pods_ready_status(wl, conds, all_ready, facts.now)
+}
+
+/// The `PodsReady` condition of a Workload whose job reports `all_ready`,
+/// under waitForPodsReady, as the status to write (Kueue's jobframework
+/// step 5); `None` when nothing changes.
+pub fn pods_ready_status(
+    wl: &api::Workload,
+    conds: &Conditions,
+    all_ready: bool,
+    now: &Time,
+) -> Option<Value> {
     let admitted = conds.is_true(condition::ADMITTED);
     let current = conds.get(condition::PODS_READY);
     if !admitted && current.is_none() {
@@ -1034,14 +1046,14 @@ fn readiness_status(
         status,
         reason,
         message,
-        facts.now,
+        now,
         wl.metadata.generation,
     )
     .then(|| json!({"conditions": c.0}))
 }
 
 /// A deadline of an admitted Workload.
-enum Timer {
+pub enum Timer {
     /// None runs.
     Idle,
     /// This long is left.
@@ -1053,7 +1065,7 @@ enum Timer {
 /// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: the time
 /// left, or once it has run out, the Workload marked `DeactivationTarget`
 /// (its accumulated time cleared) with Kueue's Warning event.
-fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
+pub fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
     let accumulated = wl
         .status
         .as_ref()
@@ -1096,13 +1108,24 @@ fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Ti
     ) else {
         return Timer::Idle;
     };
+    readiness_timer(settings, wl, conds, facts.now, facts.jitter)
+}
+
+/// [`pods_ready_timer`] for a Workload of a kind that reports readiness,
+/// under these waitForPodsReady `settings` (`jitter` in [0, 1)).
+pub fn readiness_timer(
+    settings: &readiness::Settings,
+    wl: &api::Workload,
+    conds: &Conditions,
+    now: &Time,
+    jitter: f64,
+) -> Timer {
     if wl.spec.active == Some(false)
         || conds.is_true(condition::EVICTED)
         || conds.is_true(condition::DEACTIVATION_TARGET)
     {
         return Timer::Idle;
     }
-    let now = facts.now;
     let ms = |t: &Time| t.0.as_millisecond();
     let admitted_at = conds
         .get(condition::ADMITTED)
@@ -1128,7 +1151,7 @@ fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Ti
         state.and_then(|r| r.count),
         state.and_then(|r| r.requeue_at.as_ref()).map(ms),
         ms(now),
-        facts.jitter,
+        jitter,
     );
     let mut c = conds.clone();
     let (count, requeue_at) = match expiry {
@@ -1204,6 +1227,19 @@ fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Ti
 /// `Requeued=True` (`BackoffFinished`), as Kueue's workload controller
 /// does. `None` when there is nothing to wait for or write.
 fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
+    match backoff_status(wl, conds, now)? {
+        Err(left) => Some(Step::after(Vec::new(), left)),
+        Ok(status) => Some(Step::wait(vec![Write::WorkloadStatus(status)])),
+    }
+}
+
+/// [`backoff`] as data: `Err(left)` while `requeueAt` is ahead, else the
+/// status that ends the backoff.
+pub fn backoff_status(
+    wl: &api::Workload,
+    conds: &Conditions,
+    now: &Time,
+) -> Option<Result<Value, Duration>> {
     let state = wl.status.as_ref()?.requeue_state.as_ref()?;
     let at = state.requeue_at.as_ref()?;
     if wl.spec.active == Some(false) {
@@ -1211,10 +1247,7 @@ fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
     }
     let left = at.0.as_millisecond() - now.0.as_millisecond();
     if left > 0 {
-        return Some(Step::after(
-            Vec::new(),
-            Duration::from_millis(left.unsigned_abs()),
-        ));
+        return Some(Err(Duration::from_millis(left.unsigned_abs())));
     }
     let mut c = conds.clone();
     let timed_out = c
@@ -1230,10 +1263,10 @@ fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
             wl.metadata.generation,
         );
     }
-    Some(Step::wait(vec![Write::WorkloadStatus(json!({
+    Some(Ok(json!({
         "conditions": c.0,
         "requeueState": {"count": state.count, "requeueAt": null},
-    }))]))
+    })))
 }
 
 pub mod owners;
