@@ -1483,17 +1483,7 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
                     .filter(|w| is_true(w, "Admitted") && condition(w, "PodsReady").is_some())
             },
         );
-        let pr = condition(&w, "PodsReady").unwrap();
-        assert_eq!(
-            (&pr["status"], &pr["reason"], &pr["message"]),
-            (
-                &json!("False"),
-                &json!("WaitForStart"),
-                &json!("Not all pods are ready or succeeded")
-            ),
-            "{} {w}",
-            s.kind
-        );
+        waiting_for_start(&w);
     }
     for s in &samples {
         let w = wait_for(
@@ -1508,17 +1498,7 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
                 })
             },
         );
-        let name = w["metadata"]["name"].as_str().unwrap();
-        let selector = format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout");
-        let ev = wait_for(Duration::from_secs(30), "the eviction event", || {
-            get(c, &["events", "-n", &ns, "--field-selector", &selector])
-                .and_then(|l| l["items"].as_array()?.first().cloned())
-        });
-        assert_eq!(
-            ev["message"],
-            format!("Exceeded the PodsReady timeout {ns}/{name}"),
-            "{ev}"
-        );
+        pods_ready_timeout_event(c, &ns, &w);
     }
     // Done with them: no more timeouts to churn through.
     for s in &samples {
@@ -1537,6 +1517,36 @@ fn a_jobset_and_an_mpijob_whose_pods_never_become_ready_are_requeued() {
         );
         assert!(ok, "{out}{err}");
     }
+}
+
+/// An admitted Workload's `PodsReady=False` before its pods ever were
+/// ready, in Kueue's words.
+fn waiting_for_start(w: &Value) {
+    let pr = condition(w, "PodsReady").unwrap();
+    assert_eq!(
+        (&pr["status"], &pr["reason"], &pr["message"]),
+        (
+            &json!("False"),
+            &json!("WaitForStart"),
+            &json!("Not all pods are ready or succeeded")
+        ),
+        "{w}"
+    );
+}
+
+/// The event Kueue records on a Workload evicted for PodsReadyTimeout.
+fn pods_ready_timeout_event(c: &batchgate_localcluster::LocalCluster, ns: &str, w: &Value) {
+    let name = w["metadata"]["name"].as_str().unwrap();
+    let selector = format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout");
+    let ev = wait_for(Duration::from_secs(30), "the eviction event", || {
+        get(c, &["events", "-n", ns, "--field-selector", &selector])
+            .and_then(|l| l["items"].as_array()?.first().cloned())
+    });
+    assert_eq!(
+        ev["message"],
+        format!("Exceeded the PodsReady timeout {ns}/{name}"),
+        "{ev}"
+    );
 }
 
 /// waitForPodsReady for the AppWrapper (issue 43), read as Kueue's
@@ -1580,16 +1590,7 @@ fn an_appwrapper_whose_pods_never_become_ready_is_requeued_then_deactivated() {
         "the AppWrapper's Workload admitted with PodsReady=False",
         || wl().filter(|w| is_true(w, "Admitted") && condition(w, "PodsReady").is_some()),
     );
-    let pr = condition(&w, "PodsReady").unwrap();
-    assert_eq!(
-        (&pr["status"], &pr["reason"], &pr["message"]),
-        (
-            &json!("False"),
-            &json!("WaitForStart"),
-            &json!("Not all pods are ready or succeeded")
-        ),
-        "{w}"
-    );
+    waiting_for_start(&w);
     let w = wait_for(
         Duration::from_secs(90),
         "evicted for PodsReadyTimeout and requeued",
@@ -1601,17 +1602,7 @@ fn an_appwrapper_whose_pods_never_become_ready_is_requeued_then_deactivated() {
             })
         },
     );
-    let name = w["metadata"]["name"].as_str().unwrap().to_string();
-    let selector = format!("involvedObject.name={name},reason=EvictedDueToPodsReadyTimeout");
-    let ev = wait_for(Duration::from_secs(30), "the eviction event", || {
-        get(c, &["events", "-n", &ns, "--field-selector", &selector])
-            .and_then(|l| l["items"].as_array()?.first().cloned())
-    });
-    assert_eq!(
-        ev["message"],
-        format!("Exceeded the PodsReady timeout {ns}/{name}"),
-        "{ev}"
-    );
+    pods_ready_timeout_event(c, &ns, &w);
     let w = wait_for(
         Duration::from_secs(120),
         "deactivated past the requeuing limit",
