@@ -1308,7 +1308,8 @@ async fn workload_timers(
             None => Ok(Timers::Idle),
         };
     }
-    if !conds.is_true(condition::ADMITTED) {
+    if !conds.is_true(condition::ADMITTED) || conds.is_true(condition::EVICTED) {
+        // Not running under an admission (or leaving it): no deadline.
         return Ok(Timers::Idle);
     }
     let mut next = None;
