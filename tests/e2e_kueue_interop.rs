@@ -345,24 +345,8 @@ const AW_NS: &str = "aw-beside-kueue";
 /// `vappwrapper.kb.io`), as the Helm chart's `besideKueue` renders them:
 /// Kueue's own objects and jobs are left to Kueue.
 fn register_appwrapper_webhooks(c: &LocalCluster, server: &support::Server) {
-    let out = Command::new(support::BIN)
-        .args([
-            "webhooks",
-            "--url",
-            &format!("https://{}", server.addr),
-            "--failure-policy",
-            "Fail",
-            "--ca-file",
-        ])
-        .arg(server.cert_dir.join("ca.crt"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let ca = server.cert_dir.join("ca.crt");
+    let text = support::e2e::webhooks_yaml(server.addr, Some(&ca), "Fail", None);
     let mut kept = 0;
     for doc in serde_yaml::Deserializer::from_str(&text) {
         let mut o: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();

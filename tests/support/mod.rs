@@ -506,6 +506,17 @@ pub mod e2e {
         failure_policy: &str,
         config: Option<&Path>,
     ) {
+        let yaml = webhooks_yaml(addr, ca_file, failure_policy, config);
+        cluster.apply(&yaml).unwrap();
+    }
+
+    /// What `batchgate webhooks` prints for a server at `https://<addr>`.
+    pub fn webhooks_yaml(
+        addr: std::net::SocketAddr,
+        ca_file: Option<&Path>,
+        failure_policy: &str,
+        config: Option<&Path>,
+    ) -> String {
         let url = format!("https://{addr}");
         let mut cmd = Command::new(BIN);
         cmd.args([
@@ -527,9 +538,7 @@ pub mod e2e {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        cluster
-            .apply(&String::from_utf8(out.stdout).unwrap())
-            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
     }
 
     /// A kubeconfig for batchgate's ServiceAccount (`batchgate-system/batchgate`),

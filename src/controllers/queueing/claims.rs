@@ -391,23 +391,21 @@ impl Claims {
             _ if admitted || !self.settings.placement || !self.settings.integration => Ok(()),
             _ => self.place(key),
         };
-        if let Err(message) = placement {
-            self.held.insert(Key::from(key), message.clone());
-            let counted = Counted::Held(message);
-            self.last.insert(Key::from(key), outcome(&counted));
-            return Some(counted);
-        }
-        let u = self.using.get(key)?;
-        let mut view = u.base.clone();
-        let counted = match found {
-            Charge::Nothing => Counted::Queue(Box::new(view)),
-            Charge::Devices(per_pod_set) => {
-                add_to(&mut view.pod_sets, &per_pod_set);
-                Counted::Queue(Box::new(view))
+        let counted = match (placement, found) {
+            (Err(message), _) => Counted::Held(message),
+            (Ok(()), found) => {
+                let mut view = self.using.get(key)?.base.clone();
+                match found {
+                    Charge::Nothing => Counted::Queue(Box::new(view)),
+                    Charge::Devices(per_pod_set) => {
+                        add_to(&mut view.pod_sets, &per_pod_set);
+                        Counted::Queue(Box::new(view))
+                    }
+                    // What it holds stays held; counted again once pending.
+                    Charge::Inadmissible(_) if admitted => Counted::Queue(Box::new(view)),
+                    Charge::Inadmissible(message) => Counted::Held(message),
+                }
             }
-            // What it holds stays held; counted again once pending.
-            Charge::Inadmissible(_) if admitted => Counted::Queue(Box::new(view)),
-            Charge::Inadmissible(message) => Counted::Held(message),
         };
         match &counted {
             Counted::Held(m) => self.held.insert(Key::from(key), m.clone()),

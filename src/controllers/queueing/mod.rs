@@ -621,8 +621,8 @@ impl Controller {
                                     .engine
                                     .explain(&namespace, &name)
                                     .or_else(|| {
-                                        let key = format!("{namespace}/{name}");
-                                        let (lq, message) = c.claims.held(&key)?;
+                                        let (lq, message) =
+                                            c.claims.held(&key(Some(&namespace), &name))?;
                                         Some(crate::queueing::scheduler::Explanation::held_for_devices(lq, message))
                                     })),
                                 Ask::Simulate(wl) => super::translation::workload(&wl)
