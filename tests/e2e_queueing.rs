@@ -9,8 +9,12 @@ mod support;
 mod admission_checks;
 #[path = "e2e_queueing/fair_sharing.rs"]
 mod fair_sharing;
+#[path = "e2e_queueing/job_changes.rs"]
+mod job_changes;
 #[path = "e2e_queueing/multikueue.rs"]
 mod multikueue;
+#[path = "e2e_queueing/pod_groups.rs"]
+mod pod_groups;
 #[path = "e2e_queueing/provisioning.rs"]
 mod provisioning;
 
@@ -31,10 +35,22 @@ const READINESS: &str = "waitForPodsReady:\n  timeout: 8s\n  requeuingStrategy:\
 const FAIR_SHARING: &str =
     "fairSharing:\n  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]\n";
 
-/// The binary's batchgate, with [`READINESS`] and [`FAIR_SHARING`].
+/// The binary's batchgate, with [`READINESS`] and [`FAIR_SHARING`], and
+/// the pod integration on beside the default ones (for [`pod_groups`]).
+/// Every test of the binary starts it through here: the first call decides
+/// the configuration.
 fn env() -> &'static Env {
     static CONFIG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    env_with(CONFIG.get_or_init(|| format!("{READINESS}{FAIR_SHARING}")))
+    env_with(CONFIG.get_or_init(|| {
+        let mut policies = batchgate::jobs::policy::PolicySet::embedded().unwrap();
+        policies.retain_default();
+        let mut names: Vec<String> = policies.iter().map(|p| format!("{:?}", p.name)).collect();
+        names.push("\"pod\"".into());
+        format!(
+            "{READINESS}{FAIR_SHARING}integrations:\n  frameworks: [{}]\n",
+            names.join(", ")
+        )
+    }))
 }
 
 /// 4 cpu behind two LocalQueues, six 1-cpu Jobs: four run at once on the

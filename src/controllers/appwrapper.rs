@@ -1254,12 +1254,9 @@ enum Timers {
     Wrote,
 }
 
-/// Kueue's workload-controller share for an AppWrapper's Workload, as the
-/// job machine runs it for a job's: a `DeactivationTarget` made inactive;
-/// the maximum execution time; under waitForPodsReady the `PodsReady`
-/// condition following the AppWrapper's own (Kueue's AppWrapper
-/// `PodsReady`), the eviction of one admitted but not ready in time, and
-/// the end of its requeue backoff.
+/// The deadlines of an AppWrapper's Workload ([`machine::deadlines`], its
+/// `PodsReady` following the AppWrapper's own as Kueue's AppWrapper
+/// `PodsReady` does), executed.
 async fn workload_timers(
     ctx: &Ctx,
     wl_api: &Api<api::Workload>,
@@ -1268,66 +1265,32 @@ async fn workload_timers(
     aw: &core::AppWrapper,
     now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 ) -> Result<Timers, AppWrapperError> {
-    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
-        let patch = json!({"spec": {"active": false}});
-        wl_api
-            .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-            .await?;
-        return Ok(Timers::Wrote);
-    }
-    let execute = |writes: Vec<machine::Write>| async move {
-        for w in writes {
-            match w {
-                machine::Write::WorkloadStatus(s) => write_workload_status(wl_api, wl, s).await?,
-                machine::Write::WorkloadEvent(note) => {
-                    let reference = super::context::workload_reference(wl);
-                    ctx.shared.publish(&reference, note).await
-                }
-                _ => {}
-            }
-        }
-        Ok::<_, AppWrapperError>(Timers::Wrote)
-    };
-    if ctx.readiness.is_some() {
-        let ready = kueue::pods_ready(&aw.status);
-        if let Some(s) = machine::pods_ready_status(wl, conds, ready, now) {
-            write_workload_status(wl_api, wl, s).await?;
-            return Ok(Timers::Wrote);
-        }
-    }
-    let reserved = conds.is_true(condition::QUOTA_RESERVED);
-    if !reserved {
-        // Evicted for PodsReadyTimeout: it queues again once its backoff
-        // ends.
-        return match machine::backoff_status(wl, conds, now) {
-            Some(Err(left)) => Ok(Timers::Next(left)),
-            Some(Ok(s)) => {
-                write_workload_status(wl_api, wl, s).await?;
-                Ok(Timers::Wrote)
-            }
-            None => Ok(Timers::Idle),
-        };
-    }
-    if !conds.is_true(condition::ADMITTED) || conds.is_true(condition::EVICTED) {
-        // Not running under an admission (or leaving it): no deadline.
-        return Ok(Timers::Idle);
-    }
-    let mut next = None;
-    let readiness = ctx
+    let ready = ctx
         .readiness
         .as_ref()
-        .map(|settings| machine::readiness_timer(settings, wl, conds, now, super::jobs::jitter()));
-    for timer in [Some(machine::execution_timer(wl, conds, now)), readiness]
-        .into_iter()
-        .flatten()
-    {
-        match timer {
-            machine::Timer::Expired(writes) => return execute(writes).await,
-            machine::Timer::Left(d) => next = Some(next.map_or(d, |n: Duration| n.min(d))),
-            machine::Timer::Idle => {}
+        .map(|settings| (settings, kueue::pods_ready(&aw.status)));
+    let writes = match machine::deadlines(ready, wl, conds, now, super::jobs::jitter()) {
+        machine::Timer::Expired(writes) => writes,
+        machine::Timer::Left(d) => return Ok(Timers::Next(d)),
+        machine::Timer::Idle => return Ok(Timers::Idle),
+    };
+    for w in writes {
+        match w {
+            machine::Write::WorkloadSpec(spec) => {
+                let patch = json!({ "spec": spec });
+                wl_api
+                    .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            machine::Write::WorkloadStatus(s) => write_workload_status(wl_api, wl, s).await?,
+            machine::Write::WorkloadEvent(note) => {
+                let reference = super::context::workload_reference(wl);
+                ctx.shared.publish(&reference, note).await
+            }
+            _ => {}
         }
     }
-    Ok(next.map_or(Timers::Idle, Timers::Next))
+    Ok(Timers::Wrote)
 }
 
 /// How often an AppWrapper waiting for its prebuilt Workload looks again:

@@ -23,8 +23,8 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, params, reference_of, remove_workload_finalizer,
-    served, workload_reference, write_workload_status, JobError, Shared,
+    admission_pod_set_infos, create_workload, delete_by_uid, params, reference_of,
+    remove_workload_finalizer, served, workload_reference, write_workload_status, JobError, Shared,
 };
 use crate::{
     api::appwrapper::v1beta2::AppWrapper,
@@ -458,6 +458,9 @@ impl Ctx {
     ) -> Result<Action, JobError> {
         let ns = subject.namespace.as_str();
         let wl_api = Api::<api::Workload>::namespaced(self.shared.client.clone(), ns);
+        // A job patch that did not apply (the job changed meanwhile) keeps
+        // the Workload a deletion was to follow it.
+        let mut job_unchanged = false;
         for write in step.writes {
             match write {
                 Write::CreateWorkload { body, event } => {
@@ -470,6 +473,14 @@ impl Ctx {
                         if let Some(event) = event {
                             self.job_event(job, event).await;
                         }
+                    } else {
+                        job_unchanged = true;
+                    }
+                }
+                Write::DeleteWorkload { event } => {
+                    if let (Some(wl), false) = (wl, job_unchanged) {
+                        delete_by_uid(&wl_api, &wl.name_any(), wl.metadata.uid.clone()).await?;
+                        self.job_event(job, event).await;
                     }
                 }
                 Write::ResetJobStatus(patch) => {
@@ -526,6 +537,7 @@ impl Ctx {
                 self.shared.publish(&workload_reference(wl), note).await;
             }
             Write::CreateWorkload { .. }
+            | Write::DeleteWorkload { .. }
             | Write::PatchJob { .. }
             | Write::ResetJobStatus(_)
             | Write::JobEvent(_) => unreachable!("the job's writes are made by execute"),
@@ -983,6 +995,46 @@ mod tests {
         );
         assert_eq!(sent[1].1["spec"]["podSets"][0]["count"], 4);
         assert_eq!(sent[2].1["reason"], "UpdatedWorkload");
+    }
+
+    /// A running job that no longer matches its admitted Workload: one
+    /// conditioned patch suspends it, then the Workload is deleted on its
+    /// UID, each with its event; a stop that did not apply (the job
+    /// changed) deletes nothing.
+    #[tokio::test]
+    async fn a_running_job_no_longer_matching_is_stopped_then_its_workload_deleted() {
+        let mut wider = job();
+        wider["spec"]["suspend"] = json!(false);
+        wider["spec"]["parallelism"] = json!(3);
+        wider["spec"]["completions"] = json!(3);
+        let api = apiserver(Some(workload(admitted())), 200);
+        let (out, sent) = pass(wider.clone(), scripted_client(api)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {JOB_PATH}?&fieldManager=batchgate"),
+                format!("POST {EVENTS}"),
+                format!("DELETE {}", wl_path()),
+                format!("POST {EVENTS}"),
+            ]
+        );
+        assert_eq!(
+            sent[1].1.as_array().unwrap().last(),
+            Some(&json!({"op": "add", "path": "/spec/suspend", "value": true}))
+        );
+        assert_eq!(sent[3].1["preconditions"]["uid"], "wl-uid");
+        assert_eq!(sent[4].1["reason"], "DeletedWorkload");
+        let api = apiserver(Some(workload(admitted())), 422);
+        let (_, sent) = pass(wider, scripted_client(api)).await;
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {}", wl_path()),
+                format!("PATCH {JOB_PATH}?&fieldManager=batchgate"),
+            ]
+        );
     }
 
     /// A job naming a prebuilt Workload that no object owns takes it with

@@ -175,7 +175,12 @@ async fn reconcilers(
     for policy in policies.iter().filter(|p| p.gate.is_some()) {
         let (tx, rx) = futures::channel::mpsc::unbounded();
         gated.push((pods::resource_of(policy), tx.clone()));
-        tokio::spawn(pods::run(shared.clone(), policy.clone(), rx));
+        tokio::spawn(pods::run(
+            shared.clone(),
+            policy.clone(),
+            readiness.clone().map(Arc::new),
+            rx,
+        ));
         // Kinds queued through their pods as one group (StatefulSets) have
         // a reconciler too, woken by their Workloads; it wakes the pods.
         for owner in policies.iter().filter(|p| {

@@ -4,7 +4,9 @@
 //! selector, tolerations, labels); when the Workload is evicted it deletes
 //! the running pods (a pod cannot be suspended) and gives the quota back
 //! once none runs; when the pods have finished it marks the Workload
-//! finished, and once it is, lets go of the pods' finalizers. What a pod
+//! finished, and once it is, lets go of the pods' finalizers. It keeps the
+//! Workload's deadlines (maximum execution time, waitForPodsReady) and a
+//! group's reclaimable pods as a job's reconciler does. What a pod
 //! is and how it is gated comes from the policy's `gate` and the core in
 //! `jobs::pod`.
 
@@ -21,7 +23,7 @@ use kube::{
     },
     Api, ResourceExt,
 };
-use serde_json::Value;
+use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use super::context::{
@@ -34,6 +36,7 @@ use crate::{
         machine::{pods, Note, Then},
         pod,
         policy::{Gate, Policy},
+        readiness::Settings as Readiness,
     },
     vocabulary::{keys, patch::PatchOp},
 };
@@ -45,6 +48,8 @@ struct Ctx {
     resource: ApiResource,
     /// Every managed pod (the watch's cache), to find a group's members.
     pods: Store<DynamicObject>,
+    /// waitForPodsReady in force (`None`: turned off).
+    readiness: Option<Arc<Readiness>>,
 }
 
 /// The API resource of a policy's kind.
@@ -62,6 +67,7 @@ pub fn resource_of(policy: &Policy) -> ApiResource {
 pub async fn run(
     shared: Shared,
     policy: Arc<Policy>,
+    readiness: Option<Arc<Readiness>>,
     wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
 ) {
     let Some(gate) = policy.gate.clone() else {
@@ -81,6 +87,7 @@ pub async fn run(
         policy: policy.clone(),
         gate,
         resource,
+        readiness,
     });
     let name = policy.name.clone();
     controller
@@ -221,7 +228,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         gate: &ctx.gate,
         classes: &classes,
         infos: &infos,
+        readiness: ctx.readiness.as_deref(),
         now: &now,
+        jitter: super::jobs::jitter(),
     };
     let step = pods::step(&facts, &this, &members, wl.as_ref());
     let pod_of = |p: pods::Pod| match p {
@@ -252,6 +261,21 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             pods::Write::WorkloadStatus(status) => {
                 if let Some(wl) = &wl {
                     write_workload_status(&wl_api, wl, status).await?;
+                }
+            }
+            pods::Write::WorkloadSpec(spec) => {
+                if let Some(wl) = &wl {
+                    let patch = json!({ "spec": spec });
+                    super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
+                    wl_api
+                        .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+                        .await?;
+                }
+            }
+            pods::Write::WorkloadEvent(note) => {
+                if let Some(wl) = &wl {
+                    let reference = super::context::workload_reference(wl);
+                    ctx.shared.publish(&reference, note).await;
                 }
             }
             pods::Write::RemoveFinalizer => {
@@ -319,6 +343,7 @@ mod tests {
             pods: reflector::store::Writer::new(resource.clone()).as_reader(),
             resource,
             policy,
+            readiness: None,
         })
     }
 

@@ -192,6 +192,9 @@ pub enum Write {
     WorkloadStatus(Value),
     /// Merge-patch the Workload's `spec` with this object.
     WorkloadSpec(Value),
+    /// Delete the Workload (on the condition of its UID), unless a job
+    /// patch of the same step did not apply; `event` on the job.
+    DeleteWorkload { event: Note },
     /// Let go of the Workload's `resource-in-use` finalizer.
     RemoveFinalizer,
     /// Merge-patch the Workload's metadata with this (a prebuilt
@@ -493,6 +496,9 @@ fn decide(
             None => Then::Wait,
         };
         if !suspended {
+            if let Some(s) = no_longer_matching(facts, subject, job, wl, read) {
+                return Ok(s);
+            }
             return Ok(Step {
                 writes: Vec::new(),
                 then,
@@ -555,8 +561,12 @@ fn decide(
         return Ok(Step::wait(vec![stop(NOT_ADMITTED)]));
     }
     let recorded = workload::recorded_pod_sets(wl);
-    if let Some(s) = restore(policy, job, &recorded) {
-        return Ok(s);
+    // Templates still carrying an admission (stopped without one) are put
+    // back; any other change is the user's, which the Workload follows.
+    if workload::carries_admission(policy, job) {
+        if let Some(s) = restore(policy, job, &recorded) {
+            return Ok(s);
+        }
     }
     if let Some(s) = backoff(wl, &conds, now) {
         return Ok(s);
@@ -598,6 +608,53 @@ fn decide(
         json!({"queueName": subject.queue}),
     )]))
 }
+
+/// Kueue's `ensureOneWorkload` for a running job whose admitted Workload
+/// no longer describes it (`EquivalentToWorkload` against the pod sets as
+/// admitted, tolerations aside: a non-elastic Job's parallelism changed):
+/// the job is stopped and the Workload deleted, to be made again from the
+/// job. Elastic jobs follow through their slices, prebuilt Workloads
+/// through [`prebuilt_out_of_sync`]; a kind whose pod sets are read from
+/// another object (TrainJob's runtime) is not checked while it runs.
+fn no_longer_matching(
+    facts: &Facts,
+    subject: &Subject,
+    job: &Value,
+    wl: &api::Workload,
+    read: Option<&Result<Value, String>>,
+) -> Option<Step> {
+    let policy = facts.policy;
+    if subject.slice.is_some() || subject.prebuilt || policy.runtime_ref.is_some() {
+        return None;
+    }
+    let current = workload::pod_sets(policy, view(policy, job, read).ok()?).ok()?;
+    if workload::matches(
+        &current,
+        workload::max_execution_time(job),
+        &workload::admitted_pod_sets(wl),
+        wl.spec.maximum_execution_time_seconds,
+        true,
+    ) {
+        return None;
+    }
+    Some(Step::wait(vec![
+        stop_job(policy, job, NO_MATCHING_WORKLOAD),
+        Write::DeleteWorkload {
+            event: Note::normal(
+                "DeletedWorkload",
+                format!(
+                    "Deleted not matching Workload: {}/{}",
+                    subject.namespace,
+                    wl.metadata.name.as_deref().unwrap_or_default()
+                ),
+            ),
+        },
+    ]))
+}
+
+/// Kueue's stop message for a job whose Workload no longer matches it.
+pub const NO_MATCHING_WORKLOAD: &str =
+    "No matching Workload; restoring pod templates according to existent Workload";
 
 /// How long after this replica takes the Lease a pass that waited for it
 /// runs. A finished job's first: its Finished write frees the quota the
@@ -988,27 +1045,8 @@ fn readiness_status(
         .map(|ps| (ps.name.clone(), i64::from(ps.count)))
         .collect();
     if let Some(reclaim) = &rule.reclaimable_pods {
-        let want = readiness::limit_reclaimable(&reclaim.reclaimable(job), &counts);
-        let have: Vec<(String, i32)> = wl
-            .status
-            .as_ref()
-            .and_then(|s| s.reclaimable_pods.as_ref())
-            .into_iter()
-            .flatten()
-            .filter(|r| r.count > 0)
-            .map(|r| (r.name.clone(), r.count))
-            .collect();
-        if want != have {
-            let list: Vec<Value> = want
-                .iter()
-                .map(|(n, c)| json!({"name": n, "count": c}))
-                .collect();
-            let value = if list.is_empty() {
-                Value::Null
-            } else {
-                json!(list)
-            };
-            return Some(json!({ "reclaimablePods": value }));
+        if let Some(status) = reclaim_status(wl, &reclaim.reclaimable(job)) {
+            return Some(status);
         }
     }
     let total: i64 = counts.iter().map(|(_, c)| c).sum();
@@ -1016,6 +1054,94 @@ fn readiness_status(
         return None;
     };
     pods_ready_status(wl, conds, all_ready, facts.now)
+}
+
+/// Kueue's jobframework step 4 as the status to write: the Workload's
+/// `status.reclaimablePods` set to the pods each pod set no longer needs
+/// (`found`, by pod set, limited to its count); `None` when unchanged.
+pub fn reclaim_status(wl: &api::Workload, found: &[(String, i64)]) -> Option<Value> {
+    let counts: Vec<(String, i64)> = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| (ps.name.clone(), i64::from(ps.count)))
+        .collect();
+    let want = readiness::limit_reclaimable(found, &counts);
+    let have: Vec<(String, i32)> = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.reclaimable_pods.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|r| r.count > 0)
+        .map(|r| (r.name.clone(), r.count))
+        .collect();
+    if want == have {
+        return None;
+    }
+    let list: Vec<Value> = want
+        .iter()
+        .map(|(n, c)| json!({"name": n, "count": c}))
+        .collect();
+    let value = if list.is_empty() {
+        Value::Null
+    } else {
+        json!(list)
+    };
+    Some(json!({ "reclaimablePods": value }))
+}
+
+/// The deadlines Kueue keeps for the Workload of a job, for the kinds
+/// whose reconciler is not [`step`] (an AppWrapper, pods), in the order
+/// its workload controller and jobframework keep them: a
+/// `DeactivationTarget` made inactive; under waitForPodsReady
+/// (`readiness`: the settings and whether the job's pods are all ready)
+/// the `PodsReady` condition; unreserved, the end of a requeue backoff;
+/// admitted and not being evicted, the maximum execution time and the
+/// readiness timeout. `Expired`: the writes due now; `Left`: when to look
+/// again.
+pub fn deadlines(
+    readiness: Option<(&Readiness, bool)>,
+    wl: &api::Workload,
+    conds: &Conditions,
+    now: &Time,
+    jitter: f64,
+) -> Timer {
+    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {
+        return Timer::Expired(vec![Write::WorkloadSpec(json!({"active": false}))]);
+    }
+    if let Some((_, ready)) = readiness {
+        if let Some(s) = pods_ready_status(wl, conds, ready, now) {
+            return Timer::Expired(vec![Write::WorkloadStatus(s)]);
+        }
+    }
+    if !conds.is_true(condition::QUOTA_RESERVED) {
+        // Evicted for PodsReadyTimeout, it queues again once its backoff
+        // ends.
+        return match backoff_status(wl, conds, now) {
+            Some(Err(left)) => Timer::Left(left),
+            Some(Ok(s)) => Timer::Expired(vec![Write::WorkloadStatus(s)]),
+            None => Timer::Idle,
+        };
+    }
+    if !conds.is_true(condition::ADMITTED) || conds.is_true(condition::EVICTED) {
+        // Not running under an admission (or leaving it): no deadline.
+        return Timer::Idle;
+    }
+    let ready = readiness.map(|(settings, _)| readiness_timer(settings, wl, conds, now, jitter));
+    let mut next: Option<Duration> = None;
+    for timer in [Some(execution_timer(wl, conds, now)), ready]
+        .into_iter()
+        .flatten()
+    {
+        match timer {
+            Timer::Expired(writes) => return Timer::Expired(writes),
+            Timer::Left(d) => next = Some(next.map_or(d, |n| n.min(d))),
+            Timer::Idle => {}
+        }
+    }
+    next.map_or(Timer::Idle, Timer::Left)
 }
 
 /// The `PodsReady` condition of a Workload whose job reports `all_ready`,

@@ -217,7 +217,7 @@ pub fn is_gated(gate: &Gate, pod: &Value) -> bool {
         })
 }
 
-fn phase(pod: &Value) -> Option<&str> {
+pub fn phase(pod: &Value) -> Option<&str> {
     pod.pointer("/status/phase").and_then(Value::as_str)
 }
 

@@ -15,7 +15,7 @@ use crate::jobs::{
 use crate::vocabulary::{
     go::go_parse_bool,
     keys::{
-        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PODSET_GROUP_NAME_ANNOTATION,
+        JOB_UID_LABEL, MAX_EXEC_TIME_LABEL, PODSET_GROUP_NAME_ANNOTATION, PODSET_LABEL,
         PODSET_PREFERRED_TOPOLOGY_ANNOTATION, PODSET_REQUIRED_TOPOLOGY_ANNOTATION,
         PODSET_SLICE_REQUIRED_TOPOLOGY_ANNOTATION,
         PODSET_SLICE_REQUIRED_TOPOLOGY_CONSTRAINTS_ANNOTATION, PODSET_SLICE_SIZE_ANNOTATION,
@@ -733,15 +733,40 @@ pub fn follow(
     use crate::api::kueue::v1beta2::{condition, Conditions};
     let conds = Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()));
     let reserved = conds.is_true(condition::QUOTA_RESERVED);
-    let fields: &[&str] = if conds.is_true(condition::ADMITTED) {
+    let same = matches(
+        job_sets,
+        job_max_exec,
+        &recorded_pod_sets(wl),
+        wl.spec.maximum_execution_time_seconds,
+        conds.is_true(condition::ADMITTED),
+    );
+    match (same, suspended && !reserved) {
+        (true, _) => Follow::Matches,
+        (false, true) => Follow::Update,
+        (false, false) => Follow::Replace,
+    }
+}
+
+/// [`follow`]'s comparison of a job's pod sets with those a Workload
+/// recorded (`wl_sets`): the maximum execution time, and pod set by pod
+/// set the count, `minCount`, containers and init containers, the
+/// tolerations too unless it is `admitted`; a template matches when every
+/// value it sets is recorded the same.
+pub fn matches(
+    job_sets: &[JobPodSet],
+    job_max_exec: Option<i32>,
+    wl_sets: &[JobPodSet],
+    wl_max_exec: Option<i32>,
+    admitted: bool,
+) -> bool {
+    let fields: &[&str] = if admitted {
         &["containers", "initContainers"]
     } else {
         &["containers", "initContainers", "tolerations"]
     };
-    let wl_sets = recorded_pod_sets(wl);
-    let same = job_max_exec == wl.spec.maximum_execution_time_seconds
+    job_max_exec == wl_max_exec
         && job_sets.len() == wl_sets.len()
-        && job_sets.iter().zip(&wl_sets).all(|(a, b)| {
+        && job_sets.iter().zip(wl_sets).all(|(a, b)| {
             a.count == b.count
                 && a.min_count == b.min_count
                 && fields.iter().all(|k| {
@@ -750,12 +775,48 @@ pub fn follow(
                     let kept = spec_field(&b.template, k).unwrap_or(&empty);
                     covers(kept, asked)
                 })
-        });
-    match (same, suspended && !reserved) {
-        (true, _) => Follow::Matches,
-        (false, true) => Follow::Update,
-        (false, false) => Follow::Replace,
+        })
+}
+
+/// Kueue's `expectedRunningPodSets`: the pod sets a Workload recorded, each
+/// at the count its admission gave it (a partial admission's lower one).
+pub fn admitted_pod_sets(wl: &crate::api::kueue::v1beta2::Workload) -> Vec<JobPodSet> {
+    let assignments = wl
+        .status
+        .as_ref()
+        .and_then(|s| s.admission.as_ref())
+        .and_then(|a| a.pod_set_assignments.as_deref())
+        .unwrap_or_default();
+    let mut sets = recorded_pod_sets(wl);
+    for ps in &mut sets {
+        if let Some(count) = assignments
+            .iter()
+            .find(|a| a.name == ps.name)
+            .and_then(|a| a.count)
+        {
+            ps.count = i64::from(count);
+        }
     }
+    sets
+}
+
+/// Does a pod template of the job still carry an admission (the
+/// `kueue.x-k8s.io/podset` label every start adds), so that its templates
+/// are to be put back as its Workload recorded them?
+pub fn carries_admission(policy: &Policy, job: &Value) -> bool {
+    let Ok(sets) = policy.pod_sets(job) else {
+        return false;
+    };
+    sets.iter().any(|ps| {
+        let labels = match &ps.pod_set_info {
+            Some(t) => t.labels.resolve(job),
+            None => ps
+                .template
+                .resolve(job)
+                .and_then(|t| t.pointer("/metadata/labels")),
+        };
+        labels.and_then(|l| l.get(PODSET_LABEL)).is_some()
+    })
 }
 
 /// Every value `asked` sets is in `kept` at the same place (lists of the

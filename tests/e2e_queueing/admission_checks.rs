@@ -59,7 +59,7 @@ fn cq_active(c: &LocalCluster, cq: &str) -> Option<Value> {
 /// reset to Pending), then rejects it (deactivated).
 #[test]
 fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
-    let e = env();
+    let e = super::env();
     let c = e.cluster;
     let ns = namespace(c, "e2e-checks");
     apply(
@@ -274,7 +274,7 @@ fn a_job_waits_for_its_admission_check_then_runs_on_the_provisioned_node() {
 /// gives its quota back at once and is reserved again, its check Pending.
 #[test]
 fn a_jobless_workload_retried_by_its_check_is_reserved_again() {
-    let e = env();
+    let e = super::env();
     let c = e.cluster;
     let ns = namespace(c, "e2e-checks-jobless");
     apply(

@@ -101,7 +101,7 @@ fn add_node(c: &LocalCluster, node: &str) {
 /// Rejected and the Workload deactivated.
 #[test]
 fn a_provisioning_request_check_admits_once_capacity_is_provisioned() {
-    let e = env();
+    let e = super::env();
     let c = e.cluster;
     install_provisioning_request_crd(c);
     let ns = namespace(c, "e2e-provreq");

@@ -186,8 +186,9 @@ struct Meta {
     resource_version: String,
     conditions: Vec<Condition>,
     generation: Option<i64>,
-    /// A job owns it; the job reconciler stops the job and then releases the
-    /// quota. Without one, an eviction releases it at once.
+    /// A job owns it (its controller, or a pod group's pods); the job's
+    /// reconciler stops the job and then releases the quota. Without one,
+    /// an eviction releases it at once.
     owned: bool,
     created_ms: i64,
     /// `status.schedulingStats.evictions`, counted on by an eviction.
@@ -204,12 +205,14 @@ struct Meta {
 
 impl Meta {
     fn of(wl: &api::Workload, engine_wl: &crate::queueing::Workload) -> Meta {
+        // A pod group's pods own its Workload without being its
+        // controller; they are its job all the same.
         let owned = wl
             .metadata
             .owner_references
             .iter()
             .flatten()
-            .any(|o| o.controller == Some(true));
+            .any(|o| o.controller == Some(true) || (o.kind == "Pod" && o.api_version == "v1"));
         Meta {
             resource_version: wl.resource_version().unwrap_or_default(),
             conditions: wl
@@ -671,6 +674,33 @@ mod tests {
 
     fn conds(v: &Value) -> Vec<Condition> {
         serde_json::from_value(v["conditions"].clone()).unwrap()
+    }
+
+    /// Who releases an evicted Workload's quota: the engine at once for
+    /// one made without a job; the job's reconciler, once the job has
+    /// stopped, for a job's (its controller) and for a pod group's (its
+    /// pods own it, none as controller).
+    #[test]
+    fn a_pod_groups_workload_is_its_pods_to_release() {
+        let wl = |owners: Value| {
+            let wl: api::Workload = serde_json::from_value(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "ns", "ownerReferences": owners},
+                "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
+                    "template": {"spec": {"containers": []}}}]},
+            }))
+            .unwrap();
+            let engine = translation::workload(&wl).unwrap();
+            Meta::of(&wl, &engine).owned
+        };
+        let owner = |kind: &str, controller: Option<bool>| {
+            json!({"apiVersion": if kind == "Pod" {"v1"} else {"batch/v1"}, "kind": kind,
+                   "name": "o", "uid": "u", "controller": controller})
+        };
+        assert!(!wl(json!([])));
+        assert!(wl(json!([owner("Job", Some(true))])));
+        assert!(wl(json!([owner("Pod", None), owner("Pod", None)])));
+        assert!(!wl(json!([owner("ConfigMap", None)])));
     }
 
     #[test]

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{finished_status, Note};
+use super::{deadlines, finished_status, reclaim_status, Note, Timer};
 use crate::queueing::reservation::release;
 use crate::{
     api::kueue::v1beta2::{self as api, condition, Conditions},
     jobs::{
         pod::{self, GroupProblem},
         policy::{Gate, Policy},
+        readiness::Settings as Readiness,
         workload::{PodSetInfo, PriorityClasses, WorkloadError},
     },
     vocabulary::{
@@ -30,7 +31,11 @@ pub struct Facts<'a> {
     /// What an admission adds to each pod set's template, from the cached
     /// flavors; `None` while one of its flavors is not cached yet.
     pub infos: &'a (dyn Fn(&api::Workload, &str) -> Option<Vec<PodSetInfo>> + Sync),
+    /// waitForPodsReady in force (`None`: turned off).
+    pub readiness: Option<&'a Readiness>,
     pub now: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    /// In [0, 1): the requeue backoff's jitter.
+    pub jitter: f64,
 }
 
 /// Which pod a write is about: the one reconciled, or a member of its
@@ -57,6 +62,10 @@ pub enum Write {
     CreateWorkload { body: Value, event: Note },
     /// Merge-patch the Workload's status (on the resourceVersion read).
     WorkloadStatus(Value),
+    /// Merge-patch the Workload's `spec` with this object.
+    WorkloadSpec(Value),
+    /// An event on the Workload.
+    WorkloadEvent(Note),
     /// Let go of the Workload's `resource-in-use` finalizer.
     RemoveFinalizer,
     /// Merge-patch the Workload's metadata with this (a prebuilt Workload
@@ -209,6 +218,32 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             },
         ]);
     }
+    // A MultiKueue worker keeps the deadlines of the copies it runs.
+    let mut next = None;
+    if status.cluster_name.is_none() {
+        if let (true, Some(rule)) = (group, &gate.group) {
+            if !pod::is_serving(Some(rule), this) {
+                let found = succeeded_by_role(&pods);
+                if let Some(s) = reclaim_status(wl, &found) {
+                    return Step::wait(vec![Write::WorkloadStatus(s)]);
+                }
+            }
+        }
+        let ready = facts
+            .readiness
+            .map(|settings| (settings, all_ready(gate, this, &pods, group)));
+        match deadlines(ready, wl, &conds, now, facts.jitter) {
+            Timer::Expired(writes) => {
+                return Step::wait(writes.into_iter().filter_map(workload_write).collect())
+            }
+            Timer::Left(d) => next = Some(d),
+            Timer::Idle => {}
+        }
+    }
+    let then = |writes: Vec<Write>| match next {
+        Some(d) => Step::after(writes, d),
+        None => Step::wait(writes),
+    };
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
     if reserved && conds.is_true(condition::EVICTED) {
         // A pod cannot be suspended: the running ones are deleted (gated
@@ -248,7 +283,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
     }
     if !(reserved && conds.is_true(condition::ADMITTED)) {
         // Pending: the pods stay gated.
-        return Step::wait(Vec::new());
+        return then(Vec::new());
     }
     if status.cluster_name.is_some() {
         // Admitted on a MultiKueue worker, which runs the copies: here the
@@ -301,7 +336,56 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             }
         }
     }
-    Step::wait(writes)
+    then(writes)
+}
+
+/// The job machine's Workload writes as this reconciler's.
+fn workload_write(w: super::Write) -> Option<Write> {
+    match w {
+        super::Write::WorkloadStatus(s) => Some(Write::WorkloadStatus(s)),
+        super::Write::WorkloadSpec(s) => Some(Write::WorkloadSpec(s)),
+        super::Write::WorkloadEvent(n) => Some(Write::WorkloadEvent(n)),
+        _ => None,
+    }
+}
+
+/// Kueue's pod `PodsReady`: a single pod's `Ready` condition; a group's
+/// pods all there (at least its total count) and all `Ready`.
+fn all_ready(gate: &Gate, this: &Value, pods: &[&Value], group: bool) -> bool {
+    let ready = |p: &Value| {
+        p.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+            })
+            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    };
+    if !group {
+        return ready(this);
+    }
+    let total = gate
+        .group
+        .as_ref()
+        .and_then(|rule| pod::group_total_count(rule, this).ok());
+    let Some(total) = total else {
+        return false;
+    };
+    i64::try_from(pods.len()).is_ok_and(|n| n >= total) && pods.iter().all(|p| ready(p))
+}
+
+/// Kueue's pod group `ReclaimablePods`: the succeeded pods, by role (the
+/// group's pod sets are its roles).
+fn succeeded_by_role(pods: &[&Value]) -> Vec<(String, i64)> {
+    let mut found: Vec<(String, i64)> = Vec::new();
+    for p in pods.iter().filter(|p| pod::phase(p) == Some("Succeeded")) {
+        let role = pod::role_of(p);
+        match found.iter_mut().find(|(r, _)| *r == role) {
+            Some((_, n)) => *n += 1,
+            None => found.push((role, 1)),
+        }
+    }
+    found
 }
 
 /// Kueue's `EnsurePrebuiltWorkloadOwnership` for pods: a prebuilt Workload
@@ -422,6 +506,16 @@ mod tests {
         wl: Option<&api::Workload>,
         flavors_known: bool,
     ) -> Step {
+        step_under(this, members, wl, flavors_known, None)
+    }
+
+    fn step_under(
+        this: &Value,
+        members: &[Value],
+        wl: Option<&api::Workload>,
+        flavors_known: bool,
+        readiness: Option<&Readiness>,
+    ) -> Step {
         let p = policy();
         let gate = p.gate.clone().unwrap();
         let classes = PriorityClasses::default();
@@ -445,7 +539,9 @@ mod tests {
             gate: &gate,
             classes: &classes,
             infos: &infos,
+            readiness,
             now: &now,
+            jitter: 0.0,
         };
         step(&facts, this, members, wl)
     }
@@ -685,6 +781,243 @@ mod tests {
         let s = run(&done, std::slice::from_ref(&done), Some(&finished));
         assert!(releases(&s.writes[0]), "{s:?}");
         assert_eq!(s.writes.last(), Some(&Write::RemoveFinalizer));
+    }
+
+    fn ready(mut p: Value) -> Value {
+        p["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+        p
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` `TestPodsReady`, each case
+    /// by its name.
+    #[test]
+    fn pods_ready_is_the_pods_ready_condition_and_a_whole_group() {
+        let p = policy();
+        let gate = p.gate.clone().unwrap();
+        let member = |name: &str, total: &str, is_ready: bool| {
+            let mut m = grouped(name, 3);
+            m["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = json!(total);
+            if is_ready {
+                ready(m)
+            } else {
+                m
+            }
+        };
+        let group = |total: &str, members: &[(&str, bool)]| -> (Value, Vec<Value>) {
+            let pods: Vec<Value> = members.iter().map(|(n, r)| member(n, total, *r)).collect();
+            (member("driver", total, false), pods)
+        };
+        let cases: Vec<(&str, Value, Vec<Value>, bool, bool)> = vec![
+            ("single pod is ready", ready(pod("a")), vec![], false, true),
+            ("single pod is not ready", pod("a"), vec![], false, false),
+            {
+                let (d, m) = group(
+                    "3",
+                    &[("driver", true), ("worker-1", true), ("worker-2", true)],
+                );
+                ("pod group with all pods ready", d, m, true, true)
+            },
+            {
+                let (d, m) = group("3", &[("driver", true)]);
+                ("pod group with fewer pods than expected", d, m, true, false)
+            },
+            {
+                let (d, m) = group(
+                    "3",
+                    &[("driver", true), ("worker-1", false), ("worker-2", false)],
+                );
+                (
+                    "pod group with all pods present but not all ready",
+                    d,
+                    m,
+                    true,
+                    false,
+                )
+            },
+            {
+                let (mut d, mut m) = group("3", &[("driver", true), ("worker-1", true)]);
+                for p in std::iter::once(&mut d).chain(m.iter_mut()) {
+                    p["metadata"]["annotations"] = json!({});
+                }
+                (
+                    "pod group without total count annotation",
+                    d,
+                    m,
+                    true,
+                    false,
+                )
+            },
+            {
+                let (d, m) = group("invalid", &[("driver", true), ("worker-1", true)]);
+                (
+                    "pod group with malformed total count annotation",
+                    d,
+                    m,
+                    true,
+                    false,
+                )
+            },
+        ];
+        for (name, this, members, is_group, want) in cases {
+            let members: Vec<&Value> = if members.is_empty() {
+                vec![&this]
+            } else {
+                members.iter().collect()
+            };
+            assert_eq!(all_ready(&gate, &this, &members, is_group), want, "{name}");
+        }
+    }
+
+    fn readiness(timeout_secs: i64) -> Readiness {
+        Readiness {
+            timeout_ms: timeout_secs * 1000,
+            ..Readiness::default()
+        }
+    }
+
+    /// Kueue's jobframework under waitForPodsReady for pods: the
+    /// `PodsReady` condition follows the group, and a group admitted but
+    /// not ready within the timeout is evicted `PodsReadyTimeout`.
+    #[test]
+    fn a_pod_group_admitted_but_not_ready_in_time_is_evicted() {
+        let settings = readiness(60);
+        let members = vec![ungated(grouped("a", 2)), ungated(grouped("b", 2))];
+        let wl = workload(&members, admitted());
+        // Admitted at 0, now 100: first the condition is written.
+        let s = step_under(&members[0], &members, Some(&wl), true, Some(&settings));
+        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let c = st["conditions"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(
+            (c["type"].as_str(), c["status"].as_str()),
+            (Some("PodsReady"), Some("False"))
+        );
+        // Then, 100 s > 60 s after admission, the eviction.
+        let mut status = admitted();
+        status["conditions"].as_array_mut().unwrap().push(c);
+        let wl = workload(&members, status.clone());
+        let s = step_under(&members[0], &members, Some(&wl), true, Some(&settings));
+        let [Write::WorkloadStatus(st), Write::WorkloadEvent(note)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let evicted = st["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Evicted")
+            .unwrap();
+        assert_eq!(evicted["reason"], "PodsReadyTimeout");
+        assert_eq!(note.reason, "EvictedDueToPodsReadyTimeout");
+        // Ready in time, the condition turns true and nothing is evicted.
+        let both: Vec<Value> = members.iter().cloned().map(ready).collect();
+        let s = step_under(&both[0], &both, Some(&wl), true, Some(&settings));
+        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let c = st["conditions"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            (c["type"].as_str(), c["status"].as_str()),
+            (Some("PodsReady"), Some("True"))
+        );
+        // Not yet timed out (a timeout of 200 s): looked at again in time.
+        let s = step_under(
+            &members[0],
+            &members,
+            Some(&wl),
+            true,
+            Some(&readiness(200)),
+        );
+        assert_eq!(s, Step::after(Vec::new(), Duration::from_secs(100)));
+        // waitForPodsReady off: no condition, no deadline.
+        assert_eq!(
+            run(&members[0], &members, Some(&wl)),
+            Step::wait(Vec::new())
+        );
+    }
+
+    /// A single pod's Workload (the pod its controller) keeps Kueue's
+    /// deadlines too: its maximum execution time marks it
+    /// `DeactivationTarget`, then it is made inactive.
+    #[test]
+    fn a_single_pods_maximum_execution_time_deactivates_its_workload() {
+        let p = ungated(pod("a"));
+        let mut wl = workload(std::slice::from_ref(&p), admitted());
+        wl.spec.maximum_execution_time_seconds = Some(50);
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        let [Write::WorkloadStatus(st), Write::WorkloadEvent(note)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        assert!(st["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "DeactivationTarget" && c["status"] == "True"));
+        assert_eq!(note.reason, "MaximumExecutionTimeExceeded");
+        let mut status = admitted();
+        status["conditions"].as_array_mut().unwrap().push(cond(
+            "DeactivationTarget",
+            true,
+            "exceeded",
+        ));
+        let wl = workload(std::slice::from_ref(&p), status);
+        let s = run(&p, std::slice::from_ref(&p), Some(&wl));
+        assert_eq!(
+            s,
+            Step::wait(vec![Write::WorkloadSpec(json!({"active": false}))])
+        );
+        // With time left, it is looked at again when it runs out.
+        let mut wl = workload(std::slice::from_ref(&p), admitted());
+        wl.spec.maximum_execution_time_seconds = Some(130);
+        assert_eq!(
+            run(&p, std::slice::from_ref(&p), Some(&wl)),
+            Step::after(Vec::new(), Duration::from_secs(30))
+        );
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` `TestReconciler` "reclaimable
+    /// pods updated for pod group" and "reclaimablePods field is not
+    /// updated for a serving pod group".
+    #[test]
+    fn a_groups_succeeded_pods_are_reclaimable_unless_it_serves() {
+        let mut heavy = grouped("c", 3);
+        heavy["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("1Gi");
+        let members = vec![
+            phase(ungated(grouped("a", 3)), "Failed"),
+            ungated(grouped("b", 3)),
+            phase(ungated(heavy), "Succeeded"),
+        ];
+        let wl = workload(&members, admitted());
+        let role = pod::role_of(&members[2]);
+        let s = run(&members[1], &members, Some(&wl));
+        assert_eq!(
+            s,
+            Step::wait(vec![Write::WorkloadStatus(
+                json!({"reclaimablePods": [{"name": role, "count": 1}]})
+            )])
+        );
+        // Recorded: nothing more.
+        let mut status = admitted();
+        status["reclaimablePods"] = json!([{"name": role, "count": 1}]);
+        let wl = workload(&members, status);
+        assert_eq!(
+            run(&members[1], &members, Some(&wl)),
+            Step::wait(Vec::new())
+        );
+        // A serving group reclaims nothing.
+        let serving: Vec<Value> = members
+            .iter()
+            .cloned()
+            .map(|mut p| {
+                p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] = json!("true");
+                p
+            })
+            .collect();
+        let wl = workload(&serving, admitted());
+        assert_eq!(
+            run(&serving[1], &serving, Some(&wl)),
+            Step::wait(Vec::new())
+        );
     }
 
     #[test]

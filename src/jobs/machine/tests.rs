@@ -497,14 +497,19 @@ fn a_job_that_cannot_start_with_its_admission_fails_to_start() {
 #[test]
 fn the_maximum_execution_time_is_waited_for_then_the_workload_deactivated() {
     let w = World::new("Job");
-    let mut wl = workload_of(&job(), admitted());
-    wl.spec.maximum_execution_time_seconds = Some(150);
+    let limited = |secs: i32| {
+        let mut j = job();
+        j["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] = json!(secs.to_string());
+        j
+    };
+    let wl = workload_of(&limited(150), admitted());
+    assert_eq!(wl.spec.maximum_execution_time_seconds, Some(150));
     assert_eq!(
-        w.step(&running(job()), Some(&wl)),
+        w.step(&running(limited(150)), Some(&wl)),
         Step::after(Vec::new(), Duration::from_secs(50))
     );
-    wl.spec.maximum_execution_time_seconds = Some(60);
-    let s = w.step(&running(job()), Some(&wl));
+    let wl = workload_of(&limited(60), admitted());
+    let s = w.step(&running(limited(60)), Some(&wl));
     let st = status_of(&s);
     assert_eq!(
         condition(st, "DeactivationTarget")["reason"],
@@ -650,13 +655,21 @@ fn a_changed_job_updates_its_workload_to_match() {
         spec["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"],
         "3"
     );
-    // Tolerations Kueue compares too, but a pending job's are first put
-    // back as its Workload recorded them (what an admission added is
-    // taken off again), so a change there is undone, not followed.
+    // Tolerations Kueue compares too while the Workload is not admitted:
+    // a pending job's new ones reach its Workload.
     let mut tolerant = job();
     tolerant["spec"]["template"]["spec"]["tolerations"] =
         json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]);
-    let restored = w.step(&tolerant, Some(&wl));
+    let spec = expect_update(&tolerant, "tolerations");
+    assert_eq!(
+        spec["podSets"][0]["template"]["spec"]["tolerations"][0]["key"],
+        "spot"
+    );
+    // A template still carrying an admission (stopped, not yet put back)
+    // is restored as recorded first, not followed.
+    let mut stopped = tolerant.clone();
+    stopped["spec"]["template"]["metadata"] = json!({"labels": {"kueue.x-k8s.io/podset": "main"}});
+    let restored = w.step(&stopped, Some(&wl));
     let (ops, _) = job_patch(&restored);
     assert!(
         ops.iter()
@@ -665,6 +678,58 @@ fn a_changed_job_updates_its_workload_to_match() {
     );
     // The same job: nothing.
     assert_eq!(w.step(&job(), Some(&wl)), Step::wait(Vec::new()));
+}
+
+/// Kueue v0.19.2 test/integration/singlecluster/controller/jobs/job/
+/// job_controller_test.go "checking the job gets suspended when
+/// parallelism changes and the added node selectors are removed": a
+/// running Job whose parallelism no longer matches its admitted Workload
+/// is stopped ("No matching Workload; restoring pod templates according to
+/// existent Workload") and the Workload deleted ("Deleted not matching
+/// Workload"). Tolerations and a partial admission's lower count are no
+/// mismatch.
+#[test]
+fn a_running_job_that_no_longer_matches_its_workload_is_stopped_and_the_workload_deleted() {
+    let w = World::new("Job");
+    let wl = workload_of(&job(), admitted());
+    let mut wider = running(job());
+    wider["spec"]["parallelism"] = json!(3);
+    wider["spec"]["completions"] = json!(3);
+    let s = w.step(&wider, Some(&wl));
+    let [Write::PatchJob {
+        ops,
+        event: Some(stopped),
+    }, Write::DeleteWorkload { event }] = s.writes.as_slice()
+    else {
+        panic!("{s:?}");
+    };
+    assert!(suspends(ops), "{ops:?}");
+    assert_eq!(stopped.message, NO_MATCHING_WORKLOAD);
+    assert_eq!(
+        (event.reason.as_str(), event.message.as_str()),
+        (
+            "DeletedWorkload",
+            format!(
+                "Deleted not matching Workload: ns/{}",
+                wl.metadata.name.as_deref().unwrap()
+            )
+            .as_str()
+        )
+    );
+    // As admitted, with the admission's tolerations: it runs on.
+    let mut placed = running(job());
+    placed["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}]);
+    assert_eq!(w.step(&placed, Some(&wl)).writes, []);
+    // Started at a partial admission's lower count: that is its match.
+    let mut partial = job();
+    partial["metadata"]["annotations"] = json!({"kueue.x-k8s.io/job-min-parallelism": "1"});
+    let mut status = admitted();
+    status["admission"]["podSetAssignments"][0]["count"] = json!(1);
+    let wl = workload_of(&partial, status);
+    let mut reduced = running(partial);
+    reduced["spec"]["parallelism"] = json!(1);
+    assert_eq!(w.step(&reduced, Some(&wl)).writes, []);
 }
 
 #[test]
