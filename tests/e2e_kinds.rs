@@ -1050,6 +1050,130 @@ fn a_statefulset_is_one_serving_pod_group() {
     });
 }
 
+/// Kueue v0.19.2 test/e2e/singlecluster/baseline/statefulset_test.go
+/// "should set the workload OnHold on scale-to-zero and clear it on
+/// scale-up": a StatefulSet scaled to zero keeps its Workload, which gives
+/// its quota back on hold (`QuotaReserved=False`, `OnHold`) so a waiting
+/// set is admitted; scaled up again it is taken off hold and queues, and
+/// is admitted once the other set is scaled to zero in turn.
+#[test]
+fn a_statefulset_scaled_to_zero_holds_its_workload_and_frees_its_quota() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-sts-hold");
+    apply(c, &flavor("hold-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("hold-cq", &[("hold-spot", "3", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "hold-cq"));
+    let sts = |name: &str| {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": 2, "serviceName": name,
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": "redis",
+                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+        })
+    };
+    let wl_of = |name: &str| {
+        let uid = get(c, &["statefulset", name, "-n", &ns]).unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        batchgate::jobs::workload::name_for("StatefulSet", "apps", name, &uid)
+    };
+    let replicas = |name: &str, n: u32| {
+        let p = json!({"spec": {"replicas": n}}).to_string();
+        wait_for(WAIT, "the replicas changed", || {
+            let (ok, _, _) = kubectl(
+                c,
+                &[
+                    "patch",
+                    "statefulset",
+                    name,
+                    "-n",
+                    &ns,
+                    "--type=merge",
+                    "-p",
+                    &p,
+                ],
+                None,
+            );
+            ok.then_some(())
+        });
+    };
+    let quota_reserved =
+        |wl: &str| workload(c, &ns, wl).and_then(|w| condition(&w, "QuotaReserved").cloned());
+    let running = |app: &str| {
+        wait_for(WAIT, "the set's two pods running", || {
+            let pods = pods_of(c, &ns, &format!("app={app}"));
+            (pods.len() == 2
+                && pods
+                    .iter()
+                    .all(|p| !gated(p) && p["status"]["phase"] == "Running"))
+            .then_some(())
+        })
+    };
+    create(c, &sts("db"));
+    let db = wl_of("db");
+    wait_for(WAIT, "db admitted", || {
+        workload(c, &ns, &db).filter(|w| is_true(w, "Admitted"))
+    });
+    running("db");
+    create(c, &sts("cache"));
+    let cache = wl_of("cache");
+    wait_for(WAIT, "cache waiting for quota", || {
+        quota_reserved(&cache).filter(|q| q["status"] == "False" && q["reason"] == "Pending")
+    });
+
+    replicas("db", 0);
+    let held = wait_for(WAIT, "db's Workload on hold", || {
+        quota_reserved(&db).filter(|q| q["reason"] == "OnHold")
+    });
+    assert_eq!(
+        (&held["status"], &held["message"]),
+        (
+            &json!("False"),
+            &json!("StatefulSet scaled to zero; workload on hold")
+        )
+    );
+    let w = workload(c, &ns, &db).unwrap();
+    assert!(w["status"]["admission"].is_null(), "{w}");
+    assert_eq!(w["metadata"]["ownerReferences"][0]["kind"], "StatefulSet");
+    wait_for(WAIT, "cache admitted in db's place", || {
+        workload(c, &ns, &cache).filter(|w| is_true(w, "Admitted"))
+    });
+    running("cache");
+    // Held, db's Workload is in no queue: the ClusterQueue counts one
+    // admitted Workload and none pending.
+    let (pending, _, admitted, _) = wait_for(WAIT, "the ClusterQueue's counts", || {
+        cq_counts(c, "hold-cq").filter(|s| s.2 == 1)
+    });
+    assert_eq!((pending, admitted), (0, 1));
+
+    wait_for(WAIT, "db's pods gone", || {
+        let s = get(c, &["statefulset", "db", "-n", &ns])?;
+        (s["status"]["replicas"] == 0 && pods_of(c, &ns, "app=db").is_empty()).then_some(())
+    });
+    replicas("db", 2);
+    let q = wait_for(WAIT, "db off hold, waiting for quota", || {
+        quota_reserved(&db).filter(|q| q["reason"] != "OnHold")
+    });
+    assert_eq!(q["status"], "False", "{q}");
+    replicas("cache", 0);
+    wait_for(WAIT, "cache on hold", || {
+        quota_reserved(&cache).filter(|q| q["reason"] == "OnHold")
+    });
+    wait_for(WAIT, "db admitted again", || {
+        workload(c, &ns, &db).filter(|w| is_true(w, "Admitted"))
+    });
+    running("db");
+}
+
 fn install_lws_crd(c: &LocalCluster) {
     let file = format!(
         "{}/tests/fixtures/leaderworkerset-crd.yaml",

@@ -519,6 +519,23 @@ fn update(
     }
     if let Some(group) = &owner.group {
         if should_suspend(new, new.queue_name().is_some(), namespace, ctx) {
+            // Kueue's `ValidateImmutablePodGroupPodSpec`: what admission
+            // reads of the pods is fixed while queued.
+            let empty = json!({});
+            let spec = |v: &'_ Value| {
+                owner
+                    .template
+                    .resolve(v)
+                    .and_then(|t| t.get("spec"))
+                    .cloned()
+                    .unwrap_or_else(|| empty.clone())
+            };
+            immutable_spec_shape(
+                &spec(new.raw),
+                &spec(old.raw),
+                &format!("{}.spec", owner.template.field_path()),
+                &mut errs,
+            );
             let (o, n) = (
                 int_at(&group.replicas, old.raw, 1),
                 int_at(&group.replicas, new.raw, 1),
@@ -990,6 +1007,53 @@ mod tests {
             upd(sts(json!({}), 3), sts(json!({}), 4)).verdict,
             Verdict::Allow
         );
+    }
+
+    /// Kueue v0.19.2 statefulset_webhook_test.go TestValidateUpdate
+    /// "attempt to change resources in container" and "attempt to change
+    /// resources in init container" (`ValidateImmutablePodGroupPodSpec`):
+    /// while queued, a request the pods are admitted by is fixed; a field
+    /// admission does not read (the image) may change.
+    #[test]
+    fn a_queued_statefulsets_pod_requests_are_fixed() {
+        let no = &NoCluster;
+        let upd = |old: Value, new: Value| run("StatefulSet", "validate", new, Some(old), no);
+        let q = json!({Q: "test-queue"});
+        let with = |c: Value, ic: Value| {
+            let mut s = sts(q.clone(), 1);
+            s["spec"]["template"]["spec"] = json!({
+                "containers": [{"name": "c", "image": "pause:0.1.1", "resources": c}],
+                "initContainers": [{"name": "ic", "image": "pause:0.1.1", "resources": ic}]});
+            s
+        };
+        let none = json!({"requests": {}});
+        let cpu = json!({"requests": {"cpu": "1"}});
+        assert_eq!(
+            denial(&upd(
+                with(none.clone(), none.clone()),
+                with(cpu.clone(), none.clone())
+            )),
+            r#"spec.template.spec.containers[0].resources.requests: Invalid value: {"cpu":"1"}: field is immutable"#
+        );
+        assert_eq!(
+            denial(&upd(
+                with(none.clone(), none.clone()),
+                with(none.clone(), cpu.clone())
+            )),
+            r#"spec.template.spec.initContainers[0].resources.requests: Invalid value: {"cpu":"1"}: field is immutable"#
+        );
+        let mut image = with(none.clone(), none.clone());
+        image["spec"]["template"]["spec"]["containers"][0]["image"] = json!("pause:0.2");
+        assert_eq!(
+            upd(with(none.clone(), none.clone()), image).verdict,
+            Verdict::Allow
+        );
+        // Not queued: free.
+        let mut free = with(cpu, none.clone());
+        free["metadata"]["labels"] = json!({});
+        let mut was = with(none.clone(), none);
+        was["metadata"]["labels"] = json!({});
+        assert_eq!(upd(was, free).verdict, Verdict::Allow);
     }
 
     // ---- LeaderWorkerSet (Kueue v0.19.2 leaderworkerset_webhook_test.go) ----

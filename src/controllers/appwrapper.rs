@@ -1366,9 +1366,11 @@ async fn prebuilt_step(
     if conds.is_true(condition::FINISHED) || conds.is_true(condition::QUOTA_RESERVED) {
         return Ok(None);
     }
+    // Compared as `follow` compares: the components are stored as written
+    // while the Workload's CRD fills defaults in (a port's protocol).
     let current = aw_pod_sets(aw);
     let max = wl.spec.maximum_execution_time_seconds;
-    if workload::equivalent(&current, max, &workload::recorded_pod_sets(wl), max) {
+    if workload::matches(&current, max, &workload::recorded_pod_sets(wl), max, false) {
         return Ok(None);
     }
     let now =

@@ -20,7 +20,10 @@ use serde_json::{json, Value};
 use tracing::{debug, warn};
 
 use super::{
-    context::{create_workload, params, reference_of, remove_workload_finalizer, JobError, Shared},
+    context::{
+        create_workload, params, reference_of, remove_workload_finalizer, write_workload_status,
+        JobError, Shared,
+    },
     pods::resource_of,
 };
 use crate::{
@@ -172,6 +175,9 @@ async fn execute(
                     .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
                     .await?;
             }
+            owners::Write::WorkloadStatus { workload, status } => {
+                write_workload_status(&wl_api, workloads[workload], status).await?;
+            }
             owners::Write::AdoptWorkload { workload, metadata } => {
                 let wl = workloads[workload];
                 let patch = json!({ "metadata": metadata });
@@ -220,13 +226,22 @@ async fn execute(
     })
 }
 
+fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
 impl Ctx {
-    fn facts<'a>(&'a self, classes: &'a PriorityClasses) -> owners::Facts<'a> {
+    fn facts<'a>(
+        &'a self,
+        classes: &'a PriorityClasses,
+        now: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+    ) -> owners::Facts<'a> {
         owners::Facts {
             policy: &self.policy,
             owner: &self.owner,
             gate: &self.gate,
             classes,
+            now,
         }
     }
 
@@ -254,7 +269,8 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     };
     let this = serde_json::to_value(&*obj)?;
     let classes = ctx.shared.classes();
-    let facts = ctx.facts(&classes);
+    let now = now();
+    let facts = ctx.facts(&classes, &now);
     let Some(selector) = owners::group_selector(&facts, &this) else {
         return Ok(Action::await_change());
     };
@@ -315,7 +331,15 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &sts_resource);
     let sets = ctx.list(sts_api, &selector).await?;
     let classes = ctx.shared.classes();
-    let step = owners::groups_step(&ctx.facts(&classes), groups, &this, &owned, &pods, &sets)?;
+    let now = now();
+    let step = owners::groups_step(
+        &ctx.facts(&classes, &now),
+        groups,
+        &this,
+        &owned,
+        &pods,
+        &sets,
+    )?;
     let workloads: Vec<&api::Workload> = owned.iter().collect();
     execute(&ctx, &this, &ns, &pods, &workloads, step).await
 }

@@ -516,7 +516,11 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .as_ref()
             .map(millis)
             .unwrap_or(0),
-        active: wl.spec.active.unwrap_or(true),
+        // On hold, Kueue takes it out of every queue as an inactive one.
+        active: wl.spec.active.unwrap_or(true)
+            && !crate::queueing::reservation::is_on_hold(
+                conds.map(Vec::as_slice).unwrap_or_default(),
+            ),
         finished: condition_true(conds, api::condition::FINISHED),
         pod_sets,
         admission,

@@ -20,10 +20,6 @@ pub fn release(
     accumulated: Option<i32>,
 ) -> Option<Value> {
     let mut c = Conditions(conds.to_vec());
-    let admitted_at = c
-        .get(condition::ADMITTED)
-        .filter(|a| a.status == "True")
-        .map(|a| a.last_transition_time.0.as_millisecond());
     let ev = c
         .get(condition::EVICTED)
         .filter(|e| e.status == "True")?
@@ -31,22 +27,7 @@ pub fn release(
     if !c.is_true(condition::QUOTA_RESERVED) {
         return None;
     }
-    c.set(
-        condition::QUOTA_RESERVED,
-        false,
-        "Pending",
-        &ev.message,
-        now,
-        generation,
-    );
-    c.set(
-        condition::ADMITTED,
-        false,
-        "NoReservation",
-        "The workload has no reservation",
-        now,
-        generation,
-    );
+    let (_, admitted_at) = end_reservation(&mut c, generation, now, "Pending", &ev.message);
     let requeued = matches!(ev.reason.as_str(), "Preempted" | "NodeFailures");
     c.set(
         condition::REQUEUED,
@@ -56,12 +37,90 @@ pub fn release(
         now,
         generation,
     );
+    Some(unreserved(c, admitted_at, accumulated, now))
+}
+
+/// The `QuotaReserved=False` reason of a Workload on hold (a StatefulSet
+/// scaled to zero): out of every queue until its job takes it off hold.
+pub const ON_HOLD: &str = "OnHold";
+
+/// Kueue's `IsOnHold`.
+pub fn is_on_hold(conds: &[Condition]) -> bool {
+    conds
+        .iter()
+        .any(|c| c.type_ == condition::QUOTA_RESERVED && c.status == "False" && c.reason == ON_HOLD)
+}
+
+/// Kueue's `UnsetQuotaReservationWithCondition`: `QuotaReserved=False` for
+/// `reason` and `message`, the admission gone, `Admitted=False` once it was
+/// true (its seconds added to `accumulated`). `None` when the condition
+/// already says so and nothing is reserved or admitted.
+pub fn unset(
+    conds: &[Condition],
+    generation: Option<i64>,
+    now: &Time,
+    accumulated: Option<i32>,
+    reason: &str,
+    message: &str,
+) -> Option<Value> {
+    let mut c = Conditions(conds.to_vec());
+    let reserved = c.is_true(condition::QUOTA_RESERVED);
+    let (changed, admitted_at) = end_reservation(&mut c, generation, now, reason, message);
+    if !changed && !reserved && admitted_at.is_none() {
+        return None;
+    }
+    Some(unreserved(c, admitted_at, accumulated, now))
+}
+
+/// `QuotaReserved=False` for `reason` and `message`, and `Admitted=False`
+/// once it was true, in `c`: whether the reservation's condition changed,
+/// and when the admission that ends began.
+fn end_reservation(
+    c: &mut Conditions,
+    generation: Option<i64>,
+    now: &Time,
+    reason: &str,
+    message: &str,
+) -> (bool, Option<i64>) {
+    let admitted_at = c
+        .get(condition::ADMITTED)
+        .filter(|a| a.status == "True")
+        .map(|a| a.last_transition_time.0.as_millisecond());
+    let changed = c.set(
+        condition::QUOTA_RESERVED,
+        false,
+        reason,
+        message,
+        now,
+        generation,
+    );
+    if admitted_at.is_some() {
+        c.set(
+            condition::ADMITTED,
+            false,
+            "NoReservation",
+            "The workload has no reservation",
+            now,
+            generation,
+        );
+    }
+    (changed, admitted_at)
+}
+
+/// The status of a Workload whose reservation ended: its conditions, no
+/// admission, and the admission's seconds carried over.
+fn unreserved(
+    c: Conditions,
+    admitted_at: Option<i64>,
+    accumulated: Option<i32>,
+    now: &Time,
+) -> Value {
     let mut out = json!({"admission": null, "conditions": c.0});
     if let Some(at) = admitted_at {
         out["accumulatedPastExecutionTimeSeconds"] =
             json!(self::accumulated(accumulated, at, now.0.as_millisecond()));
     }
-    Some(out)
+    out
 }
 
 /// `status.accumulatedPastExecutionTimeSeconds` once an admission that

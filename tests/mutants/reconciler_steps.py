@@ -39,7 +39,11 @@ MUTATIONS = [
     (J, "a slice the job no longer matches is finished", "    if !plan.finish.is_empty() {", "    if false {"),
     (J, "a finished Workload is let go", "    if conds.is_true(condition::FINISHED) {\n        // Kueue's job reconciler", "    if false {\n        // Kueue's job reconciler"),
     (J, "a Workload being deleted", "    if wl.metadata.deletion_timestamp.is_some() {", "    if false {"),
-    (J, "a deactivation target", "    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {", "    if false {"),
+    (J, "a deactivation target", "    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {\n        // Kueue's workload controller", "    if false {\n        // Kueue's workload controller"),
+    (J, "deadlines: a deactivation target", "    if conds.is_true(condition::DEACTIVATION_TARGET) && wl.spec.active != Some(false) {\n        return Timer::Expired", "    if false {\n        return Timer::Expired"),
+    (J, "a running job no longer matching is replaced", "            if let Some(s) = no_longer_matching(facts, subject, job, wl, read) {", "            if let Some(s) = no_longer_matching(facts, subject, job, wl, read).filter(|_| false) {"),
+    (J, "a running job is compared at its admitted counts", "        &workload::admitted_pod_sets(wl),", "        &workload::recorded_pod_sets(wl),"),
+    (J, "a pending job is restored only while it carries an admission", "    if workload::carries_admission(policy, job) {", "    if true {"),
     (J, "a finished job", "    if let Some((reason, message)) = finished {", "    if let Some((reason, message)) = finished.filter(|_| false) {"),
     (J, "readiness written", "        return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));", "        let _ = status;"),
     (J, "an evicted job", "    if reserved && conds.is_true(condition::EVICTED) {", "    if false {"),
@@ -114,7 +118,14 @@ MUTATIONS = [
     (V, "provisioning: a refused create in the check's message", "    s.message = message.chars().take(32 * 1024).collect();", "    let _ = message;"),
     (W, "follow: a Workload holding quota is replaced, not updated", "    match (same, suspended && !reserved) {", "    match (same, suspended) {"),
     (W, "follow: defaults the CRD fills in are no change", "                    covers(kept, asked)\n", "                    kept == asked\n"),
-    (W, "follow: tolerations ignored once admitted", "    let fields: &[&str] = if conds.is_true(condition::ADMITTED) {", "    let fields: &[&str] = if false {"),
+    (W, "follow: tolerations ignored once admitted", "    let fields: &[&str] = if admitted {", "    let fields: &[&str] = if false {"),
+    (P, "a group's succeeded pods are reclaimable", "                if let Some(s) = reclaim_status(wl, &found) {", "                if let Some(s) = reclaim_status(wl, &found).filter(|_| false) {"),
+    (P, "a serving group reclaims nothing", "            if !pod::is_serving(Some(rule), this) {", "            if true {"),
+    (P, "pods keep their Workload's deadlines", "            Timer::Expired(writes) => {\n                return Step::wait(writes.into_iter().filter_map(workload_write).collect())\n            }", "            Timer::Expired(_) => {}"),
+    (P, "pods look again at their next deadline", "    let then = |writes: Vec<Write>| match next {", "    let then = |writes: Vec<Write>| match next.filter(|_| false) {"),
+    (P, "a group is ready only when whole", "    i64::try_from(pods.len()).is_ok_and(|n| n >= total) && pods.iter().all(|p| ready(p))", "    pods.iter().all(|p| ready(p))"),
+    (O, "scaled to zero, on hold", "            reservation::ON_HOLD,", "            \"Pending\","),
+    (O, "scaled up, off hold", "    if replicas > 0 && reservation::is_on_hold(&conds.0) {", "    if false {"),
 ]
 
 

@@ -17,6 +17,7 @@ use crate::{
         policy::{Gate, PodOwner, Policy, ReplicaGroups},
         workload::{self, PriorityClasses, WorkloadError},
     },
+    queueing::reservation,
     vocabulary::{
         keys::{
             JOB_OWNER_GVK_ANNOTATION, JOB_OWNER_NAME_ANNOTATION, PREBUILT_WORKLOAD_LABEL,
@@ -33,6 +34,7 @@ pub struct Facts<'a> {
     /// The pod integration's gate.
     pub gate: &'a Gate,
     pub classes: &'a PriorityClasses,
+    pub now: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
 }
 
 /// One write of a step, in the order given.
@@ -45,6 +47,9 @@ pub enum Write {
     CreateWorkload { body: Value, event: Note },
     /// Merge-patch the listed Workload's `spec` with this object.
     WorkloadSpec { workload: usize, spec: Value },
+    /// Merge-patch the listed Workload's status (on the resourceVersion
+    /// read).
+    WorkloadStatus { workload: usize, status: Value },
     /// Merge-patch the listed Workload's `metadata` with this object (the
     /// owner taking a MultiKueue copy made for it; conditioned on the
     /// version read).
@@ -176,9 +181,20 @@ pub fn group_step(
             });
         }
     }
-    // The pod integration ungates the group's pods once admitted.
     let status = wl.status.clone().unwrap_or_default();
-    if Conditions::of(status.conditions.as_ref()).is_true(condition::ADMITTED) {
+    let conds = Conditions::of(status.conditions.as_ref());
+    if let Some(status) = hold(wl, &conds, replicas, facts.now) {
+        writes.push(Write::WorkloadStatus {
+            workload: 0,
+            status,
+        });
+        return Ok(Step {
+            writes,
+            then: Then::Wait,
+        });
+    }
+    // The pod integration ungates the group's pods once admitted.
+    if conds.is_true(condition::ADMITTED) {
         writes.extend(members.iter().map(|&pod| Write::WakePod { pod }));
     }
     let then = if (members.len() as i64) < replicas {
@@ -187,6 +203,47 @@ pub fn group_step(
         Then::Wait
     };
     Ok(Step { writes, then })
+}
+
+/// Kueue's StatefulSet reconciler on a scale to zero: the Workload keeps
+/// its owner and gives its quota back, on hold (`QuotaReserved=False`,
+/// `OnHold`) so it is not queued; scaled up again, it is taken off hold
+/// (`Pending`) and queues for a new admission.
+fn hold(
+    wl: &api::Workload,
+    conds: &Conditions,
+    replicas: i64,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Option<Value> {
+    let unset = |reason: &str, message: &str| {
+        reservation::unset(
+            &conds.0,
+            wl.metadata.generation,
+            now,
+            wl.status
+                .as_ref()
+                .and_then(|s| s.accumulated_past_execution_time_seconds),
+            reason,
+            message,
+        )
+    };
+    if replicas == 0
+        && conds.is_true(condition::QUOTA_RESERVED)
+        && !conds.is_true(condition::FINISHED)
+        && wl.spec.active != Some(false)
+    {
+        return unset(
+            reservation::ON_HOLD,
+            "StatefulSet scaled to zero; workload on hold",
+        );
+    }
+    if replicas > 0 && reservation::is_on_hold(&conds.0) {
+        return unset(
+            "Pending",
+            "Workload no longer on hold; waiting for quota reservation",
+        );
+    }
+    None
 }
 
 /// Kueue's StatefulSet reconciler on a MultiKueue worker: the copy of the
@@ -424,6 +481,7 @@ mod tests {
             owner: &owner,
             gate: &gate,
             classes: &classes,
+            now: &now(),
         };
         group_step(&facts, obj, pods, wl).unwrap()
     }
@@ -436,6 +494,12 @@ mod tests {
         body["metadata"]["uid"] = json!("wl-uid");
         body["status"] = status;
         serde_json::from_value(body).unwrap()
+    }
+
+    fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::from_second(1_767_225_610).unwrap(),
+        )
     }
 
     fn admitted() -> Value {
@@ -458,6 +522,7 @@ mod tests {
             owner: &owner,
             gate: &g,
             classes: &classes,
+            now: &now(),
         };
         assert_eq!(group_selector(&facts, &sts()), Some(Some("app=web".into())));
         let mut bare = sts();
@@ -484,6 +549,85 @@ mod tests {
         let mut zero = sts();
         zero["spec"]["replicas"] = json!(0);
         assert!(run(&zero, &[], None).writes.is_empty());
+    }
+
+    /// Kueue v0.19.2 pkg/controller/jobs/statefulset:
+    /// `TestReleaseScaleDownReservation` ("releases admitted workload",
+    /// "ignores workload without active reservation", "ignores finished
+    /// workload") and `TestReconciler_ClearOnHoldSetsReason`: scaled to
+    /// zero, the admitted Workload gives its quota back on hold; scaled up
+    /// again, it is taken off hold to queue.
+    #[test]
+    fn a_statefulset_scaled_to_zero_puts_its_workload_on_hold_until_scaled_up() {
+        let mut zero = sts();
+        zero["spec"]["replicas"] = json!(0);
+        let wl = workload_of(&sts(), admitted());
+        let s = run(&zero, &[], Some(&wl));
+        let [Write::WorkloadStatus {
+            workload: 0,
+            status,
+        }] = s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        assert_eq!(status["admission"], Value::Null);
+        let conds: Vec<Value> = status["conditions"].as_array().unwrap().clone();
+        let find = |ty: &str| conds.iter().find(|c| c["type"] == ty).unwrap().clone();
+        let qr = find("QuotaReserved");
+        assert_eq!(
+            (&qr["status"], &qr["reason"], &qr["message"]),
+            (
+                &json!("False"),
+                &json!("OnHold"),
+                &json!("StatefulSet scaled to zero; workload on hold")
+            )
+        );
+        assert_eq!(find("Admitted")["status"], "False");
+        // The 10 s it was admitted are kept.
+        assert_eq!(status["accumulatedPastExecutionTimeSeconds"], 10);
+        // On hold: nothing more while at zero.
+        let held: api::Workload = {
+            let mut w = serde_json::to_value(&wl).unwrap();
+            w["status"] = status.clone();
+            serde_json::from_value(w).unwrap()
+        };
+        assert_eq!(run(&zero, &[], Some(&held)).writes, []);
+        // Scaled up: off hold, to queue again.
+        let s = run(&sts(), &[], Some(&held));
+        let [Write::WorkloadStatus { status, .. }] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let qr = status["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "QuotaReserved")
+            .unwrap()
+            .clone();
+        assert_eq!(
+            (&qr["status"], &qr["reason"], &qr["message"]),
+            (
+                &json!("False"),
+                &json!("Pending"),
+                &json!("Workload no longer on hold; waiting for quota reservation")
+            )
+        );
+        // A finished, inactive or unreserved one is left as it is.
+        let mut inactive = wl.clone();
+        inactive.spec.active = Some(false);
+        assert_eq!(run(&zero, &[], Some(&inactive)).writes, []);
+        let mut st = admitted();
+        st["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "Finished",
+            "status": "True", "reason": "Succeeded", "message": "Job finished successfully",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}));
+        assert_eq!(run(&zero, &[], Some(&workload_of(&sts(), st))).writes, []);
+        assert_eq!(
+            run(&zero, &[], Some(&workload_of(&sts(), json!({})))).writes,
+            []
+        );
     }
 
     #[test]
@@ -679,6 +823,7 @@ mod tests {
             owner: &owner,
             gate: &g,
             classes: &classes,
+            now: &now(),
         };
         let two = lws(2);
         let wls: Vec<api::Workload> = (0..2)
