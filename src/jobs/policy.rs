@@ -374,6 +374,8 @@ impl Match {
     pub fn holds(&self, base: &Value) -> bool {
         let value = match self.path.resolve(base) {
             Some(Value::String(s)) => s.as_str(),
+            Some(Value::Bool(true)) => "true",
+            Some(Value::Bool(false)) => "false",
             None | Some(Value::Null) => match &self.default {
                 Some(d) => d.as_str(),
                 None => return false,

@@ -89,6 +89,10 @@ pub struct Override {
     pub for_each: Pointer,
     #[serde(default)]
     pub when: Option<Match>,
+    /// A condition on the whole view (absolute pointer): the override
+    /// applies only when it holds.
+    #[serde(default, rename = "if")]
+    pub only_if: Option<Match>,
     pub set: Vec<SetRule>,
 }
 
@@ -104,6 +108,11 @@ pub struct SetRule {
     pub from: Vec<Pointer>,
     #[serde(default)]
     pub value: Option<Value>,
+    /// Taken off an integer found (`from`), down to `atLeast`.
+    #[serde(default)]
+    pub less: Option<i64>,
+    #[serde(default)]
+    pub at_least: Option<i64>,
 }
 
 /// Where an admission's pod set info is written when the templates are not
@@ -257,14 +266,24 @@ fn merge_at(base: &mut Value, patch: &Value, key: &str) {
 }
 
 fn apply_override(o: &Override, view: &mut Value) {
+    if o.only_if.as_ref().is_some_and(|c| !c.holds(view)) {
+        return;
+    }
     let values: Vec<Option<Value>> = o
         .set
         .iter()
         .map(|s| {
-            s.from
+            let found = s
+                .from
                 .iter()
-                .find_map(|f| f.resolve(view).filter(|v| !v.is_null()).cloned())
-                .or_else(|| s.value.clone())
+                .find_map(|f| f.resolve(view).filter(|v| !v.is_null()).cloned());
+            match (found, s.less) {
+                (Some(Value::Number(n)), Some(less)) => n.as_i64().map(|n| {
+                    let v = n.saturating_sub(less);
+                    Value::from(s.at_least.map_or(v, |floor| v.max(floor)))
+                }),
+                (found, _) => found.or_else(|| s.value.clone()),
+            }
         })
         .collect();
     let Some(Value::Array(items)) = view.pointer_mut(o.for_each.as_str()) else {
@@ -556,6 +575,43 @@ mod tests {
             ReferenceError::NotFound("torch".into()).to_string(),
             "runtime 'torch' not found"
         );
+    }
+
+    /// Trainer v2.2's MPI plugin (`EnforceMLPolicy`): with
+    /// `runLauncherAsNode` the launcher is one of the TrainJob's
+    /// `numNodes`, so the "node" job runs one fewer, at least one; without
+    /// the TrainJob's `numNodes` the runtime's count stands.
+    #[test]
+    fn an_mpi_runtime_that_runs_its_launcher_as_a_node_has_one_node_fewer() {
+        let p = trainjob_policy();
+        let rule = p.runtime_ref.as_ref().unwrap();
+        let mpi = |as_node: bool| {
+            json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+                   "metadata": {"name": "torch"},
+                   "spec": {"mlPolicy": {"numNodes": 2, "mpi": {"runLauncherAsNode": as_node}},
+                            "template": {"spec": {"replicatedJobs": [
+                {"name": "launcher",
+                 "template": {"spec": {"template": {"spec": {"containers": [
+                     {"name": "node", "image": "mpi", "resources": {"requests": {"cpu": "1"}}}]}}}}},
+                {"name": "node",
+                 "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                              "spec": {"template": {"spec": {"containers": [
+                                  {"name": "node", "image": "mpi", "resources": {"requests": {"cpu": "2"}}}]}}}}}
+            ]}}}})
+        };
+        let shape = |trainer: Value, as_node: bool| -> Vec<(String, i64)> {
+            let view = rule.view(&trainjob(trainer), &mpi(as_node));
+            workload::pod_sets(&p, &view)
+                .unwrap()
+                .into_iter()
+                .map(|s| (s.name, s.count))
+                .collect()
+        };
+        let pairs = |n: i64| vec![("launcher".to_string(), 1), ("node".to_string(), n)];
+        assert_eq!(shape(json!({"numNodes": 4}), true), pairs(3));
+        assert_eq!(shape(json!({"numNodes": 4}), false), pairs(4));
+        assert_eq!(shape(json!({"numNodes": 1}), true), pairs(1));
+        assert_eq!(shape(json!({}), true), pairs(2));
     }
 
     #[test]
