@@ -645,6 +645,10 @@ mod tests {
         );
         let started = workload::apply(&filled, &ops).unwrap();
         assert_eq!(started["spec"]["suspend"], false);
+        // Stopped, it still carries its admission (its filled entry) until
+        // put back; one never started does not.
+        assert!(workload::carries_admission(&p, &filled));
+        assert!(!workload::carries_admission(&p, &job));
         let entry = &started["spec"]["runtimePatches"][0];
         assert_eq!(entry["manager"], "kueue.x-k8s.io/manager");
         let items = &entry["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"];

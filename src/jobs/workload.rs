@@ -800,10 +800,17 @@ pub fn admitted_pod_sets(wl: &crate::api::kueue::v1beta2::Workload) -> Vec<JobPo
     sets
 }
 
-/// Does a pod template of the job still carry an admission (the
-/// `kueue.x-k8s.io/podset` label every start adds), so that its templates
-/// are to be put back as its Workload recorded them?
+/// Does the job still carry an admission (a pod template with the
+/// `kueue.x-k8s.io/podset` label every start adds, or a filled admission
+/// patch entry), so that its templates are to be put back as its Workload
+/// recorded them?
 pub fn carries_admission(policy: &Policy, job: &Value) -> bool {
+    if let Some(target) = &policy.admission_patch {
+        // Its admission lives in its own patch entry (TrainJob's).
+        let mut ops = Vec::new();
+        target.restore(job, &mut ops);
+        return !ops.is_empty();
+    }
     let Ok(sets) = policy.pod_sets(job) else {
         return false;
     };
