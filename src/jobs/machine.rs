@@ -1037,19 +1037,18 @@ fn readiness_status(
     conds: &Conditions,
 ) -> Option<Value> {
     let rule = facts.policy.status.as_ref()?;
-    let counts: Vec<(String, i64)> = wl
-        .spec
-        .pod_sets
-        .iter()
-        .flatten()
-        .map(|ps| (ps.name.clone(), i64::from(ps.count)))
-        .collect();
     if let Some(reclaim) = &rule.reclaimable_pods {
         if let Some(status) = reclaim_status(wl, &reclaim.reclaimable(job)) {
             return Some(status);
         }
     }
-    let total: i64 = counts.iter().map(|(_, c)| c).sum();
+    let total: i64 = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|ps| i64::from(ps.count))
+        .sum();
     let (Some(_), Some(all_ready)) = (facts.readiness, rule.pods_ready(job, total)) else {
         return None;
     };
