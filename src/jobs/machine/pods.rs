@@ -218,27 +218,29 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
             },
         ]);
     }
-    // A MultiKueue worker keeps the deadlines of the copies it runs.
+    // Dispatched by MultiKueue, the pods here stay gated: their readiness
+    // and reclaim are the worker's to keep; the maximum execution time
+    // and a deactivation are kept here too, as for a dispatched job.
+    let dispatched = status.cluster_name.is_some();
+    if let (false, true, Some(rule)) = (dispatched, group, &gate.group) {
+        if !pod::is_serving(Some(rule), this) {
+            let found = succeeded_by_role(&pods);
+            if let Some(s) = reclaim_status(wl, &found) {
+                return Step::wait(vec![Write::WorkloadStatus(s)]);
+            }
+        }
+    }
+    let ready = facts
+        .readiness
+        .filter(|_| !dispatched)
+        .map(|settings| (settings, all_ready(gate, this, &pods, group)));
     let mut next = None;
-    if status.cluster_name.is_none() {
-        if let (true, Some(rule)) = (group, &gate.group) {
-            if !pod::is_serving(Some(rule), this) {
-                let found = succeeded_by_role(&pods);
-                if let Some(s) = reclaim_status(wl, &found) {
-                    return Step::wait(vec![Write::WorkloadStatus(s)]);
-                }
-            }
+    match deadlines(ready, wl, &conds, now, facts.jitter) {
+        Timer::Expired(writes) => {
+            return Step::wait(writes.into_iter().filter_map(workload_write).collect())
         }
-        let ready = facts
-            .readiness
-            .map(|settings| (settings, all_ready(gate, this, &pods, group)));
-        match deadlines(ready, wl, &conds, now, facts.jitter) {
-            Timer::Expired(writes) => {
-                return Step::wait(writes.into_iter().filter_map(workload_write).collect())
-            }
-            Timer::Left(d) => next = Some(d),
-            Timer::Idle => {}
-        }
+        Timer::Left(d) => next = Some(d),
+        Timer::Idle => {}
     }
     let then = |writes: Vec<Write>| match next {
         Some(d) => Step::after(writes, d),
@@ -1017,6 +1019,40 @@ mod tests {
         assert_eq!(
             run(&serving[1], &serving, Some(&wl)),
             Step::wait(Vec::new())
+        );
+    }
+
+    /// Dispatched by MultiKueue (`status.clusterName`), the pods here stay
+    /// gated: no readiness is read from them, but the Workload's maximum
+    /// execution time is kept here, as for a dispatched job.
+    #[test]
+    fn a_dispatched_pods_workload_keeps_its_execution_time_but_not_readiness() {
+        let p = pod("a");
+        let mut st = admitted();
+        st["clusterName"] = json!("worker1");
+        let mut wl = workload(std::slice::from_ref(&p), st);
+        let settings = readiness(60);
+        assert_eq!(
+            step_under(
+                &p,
+                std::slice::from_ref(&p),
+                Some(&wl),
+                true,
+                Some(&settings)
+            ),
+            Step::wait(Vec::new())
+        );
+        wl.spec.maximum_execution_time_seconds = Some(50);
+        let s = step_under(
+            &p,
+            std::slice::from_ref(&p),
+            Some(&wl),
+            true,
+            Some(&settings),
+        );
+        assert!(
+            matches!(s.writes.as_slice(), [Write::WorkloadStatus(_), Write::WorkloadEvent(n)] if n.reason == "MaximumExecutionTimeExceeded"),
+            "{s:?}"
         );
     }
 
