@@ -522,17 +522,16 @@ fn update(
             // Kueue's `ValidateImmutablePodGroupPodSpec`: what admission
             // reads of the pods is fixed while queued.
             let empty = json!({});
-            let spec = |v: &'_ Value| {
+            let spec_of = |v| {
                 owner
                     .template
                     .resolve(v)
                     .and_then(|t| t.get("spec"))
-                    .cloned()
-                    .unwrap_or_else(|| empty.clone())
+                    .unwrap_or(&empty)
             };
             immutable_spec_shape(
-                &spec(new.raw),
-                &spec(old.raw),
+                spec_of(new.raw),
+                spec_of(old.raw),
                 &format!("{}.spec", owner.template.field_path()),
                 &mut errs,
             );

@@ -46,7 +46,8 @@ use serde_json::{json, Value};
 use tracing::{debug, info, warn};
 
 use super::context::{
-    admission_pod_set_infos, params, served, write_workload_status, JobError, Shared, MANAGER,
+    admission_pod_set_infos, now_time, params, served, write_workload_spec, write_workload_status,
+    JobError, Shared, MANAGER,
 };
 use crate::api::kueue::v1beta2::{finished_reason, Conditions};
 use crate::queueing::reservation::release;
@@ -1074,8 +1075,7 @@ async fn kueue_step(
     if conds.is_true(condition::FINISHED) {
         return Ok(None);
     }
-    let now =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now_time();
     if finished {
         let (message, _, _) = kueue::finished(&aw.status);
         let mut c = conds.clone();
@@ -1276,12 +1276,7 @@ async fn workload_timers(
     };
     for w in writes {
         match w {
-            machine::Write::WorkloadSpec(spec) => {
-                let patch = json!({ "spec": spec });
-                wl_api
-                    .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-                    .await?;
-            }
+            machine::Write::WorkloadSpec(spec) => write_workload_spec(wl_api, wl, spec).await?,
             machine::Write::WorkloadStatus(s) => write_workload_status(wl_api, wl, s).await?,
             machine::Write::WorkloadEvent(note) => {
                 let reference = super::context::workload_reference(wl);
@@ -1373,8 +1368,7 @@ async fn prebuilt_step(
     if workload::matches(&current, max, &workload::recorded_pod_sets(wl), max, false) {
         return Ok(None);
     }
-    let now =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now_time();
     let mut c = conds.clone();
     c.set(
         condition::FINISHED,

@@ -16,7 +16,6 @@
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{
     runtime::{
         controller::Action,
@@ -100,9 +99,7 @@ fn error_policy(_: Arc<api::Workload>, _: &JobError, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(1))
 }
 
-fn now_time() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
+use crate::controllers::context::now_time;
 
 impl Ctx {
     /// The ClusterQueue a Workload is admitted to, else the one its

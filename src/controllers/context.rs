@@ -322,6 +322,25 @@ pub async fn create_workload(client: &Client, ns: &str, body: Value) -> Result<b
     }
 }
 
+/// Merge-patches the Workload's `spec` with `spec`; not sent if the
+/// Workload webhook would refuse it.
+pub async fn write_workload_spec(
+    api: &Api<api::Workload>,
+    wl: &api::Workload,
+    spec: Value,
+) -> Result<(), JobError> {
+    let patch = json!({ "spec": spec });
+    super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
+    api.patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// The time now, as Kubernetes writes it.
+pub fn now_time() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
 pub async fn write_workload_status(
     api: &Api<api::Workload>,
     wl: &api::Workload,

@@ -19,12 +19,13 @@ use kube::{
     },
     Api, Client, ResourceExt,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, delete_by_uid, params, reference_of,
-    remove_workload_finalizer, served, workload_reference, write_workload_status, JobError, Shared,
+    admission_pod_set_infos, create_workload, delete_by_uid, now_time, params, reference_of,
+    remove_workload_finalizer, served, workload_reference, write_workload_spec,
+    write_workload_status, JobError, Shared,
 };
 use crate::{
     api::appwrapper::v1beta2::AppWrapper,
@@ -520,12 +521,7 @@ impl Ctx {
     ) -> Result<(), JobError> {
         match write {
             Write::WorkloadStatus(status) => write_workload_status(api, wl, status).await?,
-            Write::WorkloadSpec(spec) => {
-                let patch = json!({ "spec": spec });
-                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
-                api.patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-                    .await?;
-            }
+            Write::WorkloadSpec(spec) => write_workload_spec(api, wl, spec).await?,
             Write::RemoveFinalizer => {
                 remove_workload_finalizer(api, &wl.metadata).await?;
             }
@@ -593,8 +589,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::await_change());
     };
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &subject.namespace);
-    let now =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now_time();
     let mut slices = Vec::new();
     let wl = if subject.slice.is_some() {
         slices = job_slices(&wl_api, &subject.uid).await?;

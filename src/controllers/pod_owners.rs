@@ -21,8 +21,8 @@ use tracing::{debug, warn};
 
 use super::{
     context::{
-        create_workload, params, reference_of, remove_workload_finalizer, write_workload_status,
-        JobError, Shared,
+        create_workload, now_time, params, reference_of, remove_workload_finalizer,
+        write_workload_spec, write_workload_status, JobError, Shared,
     },
     pods::resource_of,
 };
@@ -168,12 +168,7 @@ async fn execute(
                 }
             }
             owners::Write::WorkloadSpec { workload, spec } => {
-                let wl = workloads[workload];
-                let patch = json!({ "spec": spec });
-                super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
-                wl_api
-                    .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-                    .await?;
+                write_workload_spec(&wl_api, workloads[workload], spec).await?;
             }
             owners::Write::WorkloadStatus { workload, status } => {
                 write_workload_status(&wl_api, workloads[workload], status).await?;
@@ -226,10 +221,6 @@ async fn execute(
     })
 }
 
-fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
-    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
-}
-
 impl Ctx {
     fn facts<'a>(
         &'a self,
@@ -269,7 +260,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     };
     let this = serde_json::to_value(&*obj)?;
     let classes = ctx.shared.classes();
-    let now = now();
+    let now = now_time();
     let facts = ctx.facts(&classes, &now);
     let Some(selector) = owners::group_selector(&facts, &this) else {
         return Ok(Action::await_change());
@@ -331,7 +322,7 @@ async fn reconcile_groups(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Acti
         Api::<DynamicObject>::namespaced_with(ctx.shared.client.clone(), &ns, &sts_resource);
     let sets = ctx.list(sts_api, &selector).await?;
     let classes = ctx.shared.classes();
-    let now = now();
+    let now = now_time();
     let step = owners::groups_step(
         &ctx.facts(&classes, &now),
         groups,

@@ -23,12 +23,12 @@ use kube::{
     },
     Api, ResourceExt,
 };
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::{debug, warn};
 
 use super::context::{
-    admission_pod_set_infos, create_workload, params, reference_of, remove_workload_finalizer,
-    write_workload_status, JobError, Shared,
+    admission_pod_set_infos, create_workload, now_time, params, reference_of,
+    remove_workload_finalizer, write_workload_spec, write_workload_status, JobError, Shared,
 };
 use crate::{
     api::kueue::v1beta2 as api,
@@ -218,8 +218,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let wl_name = pod::workload_name(&ctx.gate, &this);
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
     let wl = wl_api.get_opt(&wl_name).await?;
-    let now =
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+    let now = now_time();
     let classes = ctx.shared.classes();
     let flavors = &ctx.shared.flavors;
     let infos = |wl: &api::Workload, queue: &str| admission_pod_set_infos(flavors, wl, queue);
@@ -265,11 +264,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             }
             pods::Write::WorkloadSpec(spec) => {
                 if let Some(wl) = &wl {
-                    let patch = json!({ "spec": spec });
-                    super::vetting::merge_patch(&serde_json::to_value(wl)?, &patch)?;
-                    wl_api
-                        .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
-                        .await?;
+                    write_workload_spec(&wl_api, wl, spec).await?;
                 }
             }
             pods::Write::WorkloadEvent(note) => {

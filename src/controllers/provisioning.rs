@@ -12,7 +12,7 @@
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::{api::core::v1::PodTemplate, apimachinery::pkg::apis::meta::v1::Time};
+use k8s_openapi::api::core::v1::PodTemplate;
 use kube::{
     api::{ApiResource, DynamicObject, ListParams, Patch, PostParams},
     runtime::{
@@ -116,9 +116,7 @@ fn error_policy<K>(_: Arc<K>, _: &JobError, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(1))
 }
 
-fn now_time() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
+use crate::controllers::context::now_time;
 
 impl Ctx {
     /// An AdmissionCheck by name: from the store, else from the API. The

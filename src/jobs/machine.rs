@@ -481,19 +481,17 @@ fn decide(
     }
 
     if reserved && conds.is_true(condition::ADMITTED) {
-        let exec = match execution_timer(wl, &conds, now) {
+        // The readiness timeout only for a kind that reports readiness.
+        let settings = facts.readiness.filter(|_| {
+            policy
+                .status
+                .as_ref()
+                .is_some_and(|s| s.pods_ready.is_some())
+        });
+        let then = match running_timers(settings, wl, &conds, now, facts.jitter) {
             Timer::Expired(writes) => return Ok(Step::wait(writes)),
-            Timer::Left(d) => Some(d),
-            Timer::Idle => None,
-        };
-        let ready = match pods_ready_timer(facts, wl, &conds) {
-            Timer::Expired(writes) => return Ok(Step::wait(writes)),
-            Timer::Left(d) => Some(d),
-            Timer::Idle => None,
-        };
-        let then = match exec.into_iter().chain(ready).min() {
-            Some(d) => Then::After(d),
-            None => Then::Wait,
+            Timer::Left(d) => Then::After(d),
+            Timer::Idle => Then::Wait,
         };
         if !suspended {
             if let Some(s) = no_longer_matching(facts, subject, job, wl, read) {
@@ -1128,7 +1126,20 @@ pub fn deadlines(
         // Not running under an admission (or leaving it): no deadline.
         return Timer::Idle;
     }
-    let ready = readiness.map(|(settings, _)| readiness_timer(settings, wl, conds, now, jitter));
+    running_timers(readiness.map(|(s, _)| s), wl, conds, now, jitter)
+}
+
+/// The timers of an admitted Workload, the maximum execution time first,
+/// then under waitForPodsReady (`readiness`) the readiness timeout: the
+/// writes of the first that ran out, else the earliest time left.
+fn running_timers(
+    readiness: Option<&Readiness>,
+    wl: &api::Workload,
+    conds: &Conditions,
+    now: &Time,
+    jitter: f64,
+) -> Timer {
+    let ready = readiness.map(|settings| readiness_timer(settings, wl, conds, now, jitter));
     let mut next: Option<Duration> = None;
     for timer in [Some(execution_timer(wl, conds, now)), ready]
         .into_iter()
@@ -1146,7 +1157,7 @@ pub fn deadlines(
 /// The `PodsReady` condition of a Workload whose job reports `all_ready`,
 /// under waitForPodsReady, as the status to write (Kueue's jobframework
 /// step 5); `None` when nothing changes.
-pub fn pods_ready_status(
+fn pods_ready_status(
     wl: &api::Workload,
     conds: &Conditions,
     all_ready: bool,
@@ -1190,7 +1201,7 @@ pub enum Timer {
 /// Kueue's `reconcileMaxExecutionTime` for an admitted Workload: the time
 /// left, or once it has run out, the Workload marked `DeactivationTarget`
 /// (its accumulated time cleared) with Kueue's Warning event.
-pub fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
+fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Timer {
     let accumulated = wl
         .status
         .as_ref()
@@ -1218,27 +1229,12 @@ pub fn execution_timer(wl: &api::Workload, conds: &Conditions, now: &Time) -> Ti
 }
 
 /// Kueue's `reconcileNotReadyTimeout` for an admitted Workload of a kind
-/// that reports readiness: the time left, or once it ran out, either
+/// that reports readiness, under these waitForPodsReady `settings`
+/// (`jitter` in [0, 1)): the time left, or once it ran out, either
 /// `DeactivationTarget` (`RequeuingLimitExceeded`) or the eviction
 /// (`PodsReadyTimeout`, with `status.requeueState` moved on by the
 /// backoff).
-fn pods_ready_timer(facts: &Facts, wl: &api::Workload, conds: &Conditions) -> Timer {
-    let (Some(settings), Some(_)) = (
-        facts.readiness,
-        facts
-            .policy
-            .status
-            .as_ref()
-            .and_then(|s| s.pods_ready.as_ref()),
-    ) else {
-        return Timer::Idle;
-    };
-    readiness_timer(settings, wl, conds, facts.now, facts.jitter)
-}
-
-/// [`pods_ready_timer`] for a Workload of a kind that reports readiness,
-/// under these waitForPodsReady `settings` (`jitter` in [0, 1)).
-pub fn readiness_timer(
+fn readiness_timer(
     settings: &readiness::Settings,
     wl: &api::Workload,
     conds: &Conditions,
@@ -1360,7 +1356,7 @@ fn backoff(wl: &api::Workload, conds: &Conditions, now: &Time) -> Option<Step> {
 
 /// [`backoff`] as data: `Err(left)` while `requeueAt` is ahead, else the
 /// status that ends the backoff.
-pub fn backoff_status(
+fn backoff_status(
     wl: &api::Workload,
     conds: &Conditions,
     now: &Time,

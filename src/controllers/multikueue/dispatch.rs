@@ -251,9 +251,7 @@ fn error_policy(_: Arc<api::Workload>, e: &JobError, _: Arc<Ctx>) -> Requeue {
 /// not this manager's) looks again.
 const TROUBLE_RETRY: Duration = Duration::from_secs(5);
 
-fn now_time() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
+use crate::controllers::context::now_time;
 
 async fn reconcile(wl: Arc<api::Workload>, ctx: Arc<Ctx>) -> Result<Requeue, JobError> {
     if ctx.shared.leading().await {

@@ -388,9 +388,7 @@ const TOPOLOGIES: usize = 9;
 const NODES: usize = 10;
 const PODS: usize = 11;
 
-fn now_time() -> Time {
-    Time(k8s_openapi::jiff::Timestamp::now())
-}
+use crate::controllers::context::now_time;
 
 fn now_ms() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_millisecond()
