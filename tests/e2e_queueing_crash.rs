@@ -49,6 +49,8 @@ const JOBS: usize = 200;
 const BATCH: usize = 20;
 const QUOTA_CPU: i64 = 10;
 const CQ: &str = "crash-cq";
+/// How long the burst waits for batchgate to accept a create again.
+const REFUSED_FOR: Duration = Duration::from_secs(180);
 
 /// The tests of this binary take batchgate and the control plane down in
 /// turn: one at a time.
@@ -603,6 +605,7 @@ fn start_with_fault(
         Some(f) => std::env::set_var("BATCHGATE_FAULT", f),
         None => std::env::remove_var("BATCHGATE_FAULT"),
     }
+    let began = Instant::now();
     let server = Server::start_in_cluster(
         c.kubeconfig(),
         Some(certs.to_path_buf()),
@@ -611,6 +614,12 @@ fn start_with_fault(
     logs.0.lock().unwrap().push(server.stderr.clone());
     server.wait_ready(Duration::from_secs(60));
     register(c, server.addr, Some(&certs.join("ca.crt")), "Fail");
+    // Printed with the test's output if it fails: how long each outage lasted.
+    eprintln!(
+        "batchgate at {} ready and registered {:?} after its start",
+        server.addr,
+        began.elapsed()
+    );
     server
 }
 
@@ -656,7 +665,10 @@ fn frozen_sample(c: &LocalCluster, ns: &str) -> Sample {
 
 /// Creates the Jobs in Lists of [`BATCH`] with `kubectl create -f -`,
 /// retrying what the apiserver refused (the webhook is down) until each
-/// exists; counts refused creates.
+/// exists; counts refused creates. Gives up after [`REFUSED_FOR`] without
+/// one create accepted: a batch may span both crashes, and each outage
+/// lasts until the next incarnation is ready and registered (the main
+/// thread bounds that itself).
 fn create_all(
     c: &LocalCluster,
     ns: &str,
@@ -664,9 +676,9 @@ fn create_all(
     created: &AtomicUsize,
     failed: &AtomicUsize,
 ) {
+    let mut progress = Instant::now();
     for batch in names.chunks(BATCH) {
         let mut left: Vec<&String> = batch.iter().collect();
-        let deadline = Instant::now() + Duration::from_secs(120);
         while !left.is_empty() {
             let items: Vec<Value> = left
                 .iter()
@@ -681,9 +693,16 @@ fn create_all(
                 !done
             });
             created.fetch_add(before - left.len(), Ordering::SeqCst);
+            if left.len() < before {
+                progress = Instant::now();
+            }
             if !left.is_empty() {
                 failed.fetch_add(left.len(), Ordering::SeqCst);
-                assert!(Instant::now() < deadline, "creates still refused: {err}");
+                assert!(
+                    progress.elapsed() < REFUSED_FOR,
+                    "creates refused for {:?}: {err}",
+                    progress.elapsed()
+                );
                 thread::sleep(Duration::from_millis(250));
             }
         }
