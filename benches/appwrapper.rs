@@ -196,6 +196,8 @@ async fn validate(w: &Router, sar: &SarClient, body: &[u8]) -> Vec<u8> {
             let results = sar.check_all(p.checks()).await;
             p.finish(&results, sar.on_error()).body
         }
+        // An AppWrapper's rules read nothing by name.
+        Reviewed::Read(k) => panic!("read {k:?}"),
     }
 }
 
@@ -336,7 +338,10 @@ fn over_tls(secs: u64, levels: &[usize], server_threads: usize) -> Result<(), Bo
         },
         store,
         Arc::new(webhook()),
-        Some(sar),
+        server::ClusterAsks {
+            sar: Some(sar),
+            objects: None,
+        },
         metrics,
         readiness,
         async move {

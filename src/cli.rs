@@ -29,6 +29,7 @@ use crate::{
         self,
         certsecret::{CertSecret, Managed},
         discovery::{Discovery, KubeDiscovery, ResourceNames},
+        objects::ObjectReader,
         sar::{KubeAuthorizer, SarClient},
     },
     controllers,
@@ -719,7 +720,11 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
         serving.await;
         let _ = sig_tx.send(());
     });
-    let bound = server::bind(opts, store, webhook, sar, metrics, readiness, async move {
+    let asks = server::ClusterAsks {
+        sar,
+        objects: reconcile_client.clone().map(ObjectReader::new),
+    };
+    let bound = server::bind(opts, store, webhook, asks, metrics, readiness, async move {
         let _ = sig_rx.await;
     })
     .await?;

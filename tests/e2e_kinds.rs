@@ -577,6 +577,42 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
         ]}}}
     });
     apply(c, &runtime.to_string());
+    // The webhook reads the runtime as Kueue's does (trainjob_webhook.go
+    // validateTopologyRequest): one it cannot read refuses the TrainJob
+    // with Kueue's words; the pod sets it builds have their topology
+    // annotations checked, here two on the "node" job through the
+    // TrainJob's runtime patch.
+    let refused = |job: Value| {
+        let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&job.to_string()));
+        assert!(!ok, "created: {out}");
+        err
+    };
+    let err = refused(json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "no-runtime", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "train"}},
+        "spec": {"runtimeRef": {"name": "e2e-missing"}}
+    }));
+    assert!(
+        err.contains("denied the request: runtime 'e2e-missing' not found"),
+        "{err}"
+    );
+    let err = refused(json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "two-topologies", "namespace": ns,
+                     "labels": {"kueue.x-k8s.io/queue-name": "train"}},
+        "spec": {"runtimeRef": {"name": "e2e-torch"},
+                 "runtimePatches": [{"manager": "e2e", "trainingRuntimeSpec": {"template": {"spec": {
+                     "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
+                         "metadata": {"annotations": {
+                             "kueue.x-k8s.io/podset-required-topology": "cloud.com/block",
+                             "kueue.x-k8s.io/podset-preferred-topology": "cloud.com/block"}}}}}}]}}}}]}
+    }));
+    assert!(
+        err.contains(r#"job[node].annotations: Invalid value: must not contain more than one topology annotation"#)
+            && err.contains(r#"Adjust either the "TrainJob.spec.runtimePatches" or the "TrainingRuntime.Template" annotations for the corresponding Job"#),
+        "{err}"
+    );
     let train = json!({
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
         "metadata": {"name": "fine-tune", "namespace": ns,
@@ -644,34 +680,10 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
         "node"
     );
 
-    // A TrainJob whose runtime does not exist gets no Workload, and a
-    // Warning event in Kueue's words.
-    let mut orphan = train.clone();
-    orphan["metadata"]["name"] = json!("no-runtime");
-    orphan["spec"]["runtimeRef"]["name"] = json!("no-such-runtime");
-    let (ok, out, err) = kubectl(c, &["create", "-f", "-"], Some(&orphan.to_string()));
-    assert!(ok, "{out}{err}");
-    wait_for(WAIT, "the missing runtime's event", || {
-        let events = get(
-            c,
-            &[
-                "events.events.k8s.io",
-                "-n",
-                &ns,
-                "--field-selector",
-                "regarding.name=no-runtime",
-            ],
-        )?;
-        events["items"]
-            .as_array()?
-            .iter()
-            .find(|e| {
-                e["reason"] == "ErrWorkloadCompose"
-                    && e["note"] == "runtime 'no-such-runtime' not found"
-            })
-            .map(|_| ())
-    });
-    assert!(workload_of(c, &ns, "no-runtime").is_none());
+    // A TrainJob whose runtime goes after it was made is the reconciler's
+    // to wait for (a Warning event in Kueue's words): unit-tested in
+    // src/jobs/machine/tests.rs; the webhook refuses one made without it
+    // (above).
 
     // Over quota while it runs: a SparkApplication (driver 1 cpu and two
     // 1-cpu executors) waits suspended with Kueue's reason.
@@ -1172,6 +1184,147 @@ fn a_statefulset_scaled_to_zero_holds_its_workload_and_frees_its_quota() {
         workload(c, &ns, &db).filter(|w| is_true(w, "Admitted"))
     });
     running("db");
+}
+
+/// Kueue's StatefulSet webhook (statefulset_webhook.go ValidateUpdate,
+/// the case its TestValidateUpdate calls "scale up from zero blocked by
+/// existing workload"): a queued set is not scaled up from zero while the
+/// Workload of its last scale-down still exists, not on hold. The test
+/// plays another controller holding that Workload with a finalizer of its
+/// own while it is deleted; once the finalizer goes, so does the Workload,
+/// and the scale up is accepted and queues a new one.
+#[test]
+fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-sts-gone");
+    apply(c, &flavor("gone-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("gone-cq", &[("gone-spot", "1", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "gone-cq"));
+    // Two pods of 1 cpu against 1: pending throughout, never held.
+    let sts = create(
+        c,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": 2, "serviceName": "web",
+                     "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "main", "image": "nginx",
+                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+        }),
+    );
+    let wl = batchgate::jobs::workload::name_for(
+        "StatefulSet",
+        "apps",
+        "web",
+        sts["metadata"]["uid"].as_str().unwrap(),
+    );
+    let first = wait_for(WAIT, "web's Workload pending", || {
+        workload(c, &ns, &wl)
+            .filter(|w| condition(w, "QuotaReserved").is_some_and(|q| q["reason"] == "Pending"))
+    });
+    let scale = |n: u32| {
+        kubectl(
+            c,
+            &[
+                "patch",
+                "statefulset",
+                "web",
+                "-n",
+                &ns,
+                "--type=merge",
+                "-p",
+                &json!({"spec": {"replicas": n}}).to_string(),
+            ],
+            None,
+        )
+    };
+    let (ok, out, err) = scale(0);
+    assert!(ok, "{out}{err}");
+    const HELD: &str = "e2e.batchgate.dev/held";
+    let finalizers = |w: &Value| -> Vec<Value> {
+        w["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut held = finalizers(&first);
+    held.push(json!(HELD));
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "workload",
+            &wl,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            &json!({"metadata": {"finalizers": held}}).to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "workload", &wl, "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let deleting = wait_for(WAIT, "the Workload deleting, held", || {
+        workload(c, &ns, &wl).filter(|w| w["metadata"]["deletionTimestamp"].is_string())
+    });
+    // Premise: the Workload exists and is not on hold.
+    assert!(
+        condition(&deleting, "QuotaReserved").is_some_and(|q| q["reason"] != "OnHold"),
+        "{deleting}"
+    );
+    let (ok, out, err) = scale(2);
+    assert!(!ok, "scaled up: {out}");
+    assert!(
+        err.contains(
+            "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
+        ),
+        "{err}"
+    );
+    let others: Vec<Value> = finalizers(&deleting)
+        .into_iter()
+        .filter(|f| f != HELD)
+        .collect();
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "workload",
+            &wl,
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            &json!({"metadata": {"finalizers": others}}).to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let deadline = std::time::Instant::now() + WAIT;
+    while let Some(w) =
+        workload(c, &ns, &wl).filter(|w| w["metadata"]["uid"] == first["metadata"]["uid"])
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old Workload not gone: {w}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (ok, out, err) = scale(2);
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "a new Workload for the set", || {
+        workload(c, &ns, &wl).filter(|w| w["metadata"]["uid"] != first["metadata"]["uid"])
+    });
 }
 
 fn install_lws_crd(c: &LocalCluster) {

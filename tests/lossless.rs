@@ -323,6 +323,7 @@ fn decide_on_whole_objects(
         settings: &settings,
         facts: &facts,
         policies: &policies,
+        lookups: &batchgate::admission::Read::default(),
     };
     let policy = policies.find("batch", "v1", "Job").unwrap();
     let req = Request {

@@ -54,6 +54,7 @@ fn decide(
         settings: &s,
         facts: &NoCluster,
         policies: set,
+        lookups: &batchgate::admission::Read::default(),
     };
     let req = Request {
         operation: op,

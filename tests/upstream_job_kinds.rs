@@ -1691,6 +1691,11 @@ fn integration_validate() -> Vec<Case> {
 
 // ---- TrainJob and SparkApplication ----------------------------------------
 
+// Kueue's trainjob_webhook_test.go TestValidateCreate reads the runtime
+// from a client; its cases, all of them, are a unit test where the runtime
+// is answered (src/admission/validation.rs,
+// `a_trainjobs_runtime_is_read_as_kueue_reads_it`): these servers have no
+// cluster to read it from. e2e_kinds reads a real one.
 const TRAINJOB: (&str, &str, &str) = ("trainer.kubeflow.org", "v1alpha1", "TrainJob");
 const SPARKAPP: (&str, &str, &str) = ("sparkoperator.k8s.io", "v1beta2", "SparkApplication");
 
@@ -1702,39 +1707,6 @@ fn mk_trainjob() -> Value {
            "spec": {"runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime",
                                    "name": "testCtr"},
                     "suspend": false}})
-}
-
-/// Kueue v0.19.2 trainjob_webhook_test.go TestValidateCreate, the cases
-/// that need no runtime (batchgate's webhook does not read runtimes; the
-/// topology cases are not ported, docs/job-kinds.md says why).
-fn trainjob_validate_create() -> Vec<Case> {
-    vec![
-        case(
-            "base",
-            TRAINJOB,
-            queue(mk_trainjob(), "local-queue"),
-            Want::Allow,
-        ),
-        case(
-            "invalid queue-name label",
-            TRAINJOB,
-            queue(mk_trainjob(), "queue_name"),
-            deny(&[format!(
-                "{}: Invalid value: \"queue_name\": {RFC1123}",
-                label_path(QUEUE)
-            )]),
-        ),
-        case(
-            "with prebuilt workload",
-            TRAINJOB,
-            label(
-                queue(mk_trainjob(), "local-queue"),
-                PREBUILT,
-                "prebuilt-workload",
-            ),
-            Want::Allow,
-        ),
-    ]
 }
 
 /// `testingjobs/sparkapplication.MakeSparkApplication("test-sparkapp",
@@ -2077,11 +2049,6 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
             "appwrapper v1.2.1 appwrapper_webhook_test.go Validating Webhook",
             &appwrapper,
             appwrapper_validate(),
-        ),
-        (
-            "kueue trainjob_webhook_test.go TestValidateCreate",
-            &plain,
-            trainjob_validate_create(),
         ),
         (
             "kueue sparkapplication_webhook_test.go TestValidateCreate",

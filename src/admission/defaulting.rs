@@ -228,6 +228,7 @@ mod tests {
             settings: &s,
             facts,
             policies: &policies,
+            lookups: &crate::admission::Read::default(),
         };
         let req = Request {
             operation: Operation::Create,

@@ -114,6 +114,90 @@ impl ClusterFacts for NoCluster {
     }
 }
 
+/// An object a rule reads at review time, by name (Kueue's webhooks read
+/// these through their client: a TrainJob's runtime, a StatefulSet's
+/// Workload).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub group: String,
+    pub version: String,
+    /// Lower-case plural resource.
+    pub resource: String,
+    /// `None` for a cluster-scoped kind.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// What a rule learns of an [`ObjectKey`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Fetched<'a> {
+    Found(&'a Value),
+    /// The apiserver answered 404.
+    Missing,
+    /// It could not be read (the error).
+    Failed(&'a str),
+    /// Not read yet: the rule allows for now; the router reads every key
+    /// asked and decides again.
+    Unknown,
+}
+
+/// Objects read for a review: [`Lookups::get`] answers from them and
+/// notes every key it could not answer.
+pub trait Lookups: Send + Sync {
+    fn get(&self, key: &ObjectKey) -> Fetched<'_>;
+}
+
+/// Nothing read yet; every key asked is noted, for the router to read.
+#[derive(Debug, Default)]
+pub struct Asked(std::sync::Mutex<Vec<ObjectKey>>);
+
+impl Asked {
+    pub fn is_empty(&self) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    pub fn keys(self) -> Vec<ObjectKey> {
+        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Lookups for Asked {
+    fn get(&self, key: &ObjectKey) -> Fetched<'_> {
+        let mut asked = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !asked.contains(key) {
+            asked.push(key.clone());
+        }
+        Fetched::Unknown
+    }
+}
+
+/// The objects the shell read for the keys asked: `Ok(None)` for a 404.
+/// A key not among them (none was asked for it) reads as failed.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Read(pub std::collections::HashMap<ObjectKey, Result<Option<Value>, String>>);
+
+impl Read {
+    /// Every key unreadable, for `why`.
+    pub fn unreadable(keys: Vec<ObjectKey>, why: &str) -> Self {
+        Read(
+            keys.into_iter()
+                .map(|k| (k, Err(why.to_string())))
+                .collect(),
+        )
+    }
+}
+
+impl Lookups for Read {
+    fn get(&self, key: &ObjectKey) -> Fetched<'_> {
+        match self.0.get(key) {
+            Some(Ok(Some(v))) => Fetched::Found(v),
+            Some(Ok(None)) => Fetched::Missing,
+            Some(Err(e)) => Fetched::Failed(e),
+            None => Fetched::Failed("not read"),
+        }
+    }
+}
+
 /// The parts of an AdmissionRequest the rules use.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -128,6 +212,7 @@ pub struct Context<'a> {
     pub settings: &'a Settings,
     pub facts: &'a dyn ClusterFacts,
     pub policies: &'a PolicySet,
+    pub lookups: &'a dyn Lookups,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -200,13 +285,16 @@ pub fn mutate(policy: &Policy, req: &Request<'_>, ctx: &Context<'_>) -> Decision
 
 /// The validating webhook: invariants on create and update.
 pub fn validate(policy: &Policy, req: &Request<'_>, ctx: &Context<'_>) -> Decision {
-    let errors = match req.operation {
+    let (errors, runtime) = match req.operation {
         Operation::Create => {
             let job = match read(policy, req.object, "object") {
                 Ok(j) => j,
                 Err(d) => return d,
             };
-            validation::on_create(policy, &job, ctx)
+            (
+                validation::on_create(policy, &job, ctx),
+                validation::runtime(policy, &job, req.namespace, ctx),
+            )
         }
         Operation::Update => {
             let (new, old) = match (
@@ -216,9 +304,20 @@ pub fn validate(policy: &Policy, req: &Request<'_>, ctx: &Context<'_>) -> Decisi
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(d), _) | (_, Err(d)) => return d,
             };
-            validation::on_update(policy, &old, &new, req.namespace, ctx)
+            (
+                validation::on_update(policy, &old, &new, req.namespace, ctx),
+                validation::runtime(policy, &new, req.namespace, ctx),
+            )
         }
         Operation::Delete | Operation::Connect => return Decision::allow(),
+    };
+    let errors = match (errors, runtime) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(refused)) => return Decision::with(Verdict::Deny(refused)),
+        (Ok(mut errs), Ok(more)) => {
+            errs.extend(more);
+            Ok(errs)
+        }
     };
     match errors {
         Ok(errs) if errs.is_empty() => Decision::allow(),

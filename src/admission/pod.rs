@@ -411,6 +411,7 @@ mod tests {
             settings: &s,
             facts,
             policies: &policies,
+            lookups: &crate::admission::Read::default(),
         };
         let req = Request {
             operation: if old.is_some() {

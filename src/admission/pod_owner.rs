@@ -19,10 +19,13 @@ use super::{
     validation::{self, FIELD_IMMUTABLE},
     Context, Decision, Operation, Request, Verdict,
 };
+use super::{Fetched, ObjectKey};
 use crate::jobs::{
     pod_owner,
     policy::{PodOwner, Policy, ReplicaGroups},
+    workload::name_for,
 };
+use crate::queueing::reservation;
 use crate::vocabulary::{
     go::go_quote,
     keys::{
@@ -33,6 +36,7 @@ use crate::vocabulary::{
     patch::{self, PatchOp},
     pointer::Pointer,
 };
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 fn read<'a>(
     policy: &Policy,
@@ -468,7 +472,7 @@ fn update(
     new: &JobObject<'_>,
     namespace: &str,
     ctx: &Context<'_>,
-) -> Vec<FieldError> {
+) -> Result<Vec<FieldError>, String> {
     let mut errs = common(policy, new);
     if let Some(groups) = &owner.replica_groups {
         // Kueue's LeaderWorkerSet runs its create checks on update too.
@@ -548,15 +552,66 @@ fn update(
                     FIELD_IMMUTABLE,
                 ));
             }
-            if o == 0 && n > 0 && int_at(&group.existing, new.raw, 0) > 0 {
-                errs.push(FieldError::forbidden(
-                    path,
-                    "scaling down is still in progress",
-                ));
+            if o == 0 && n > 0 {
+                if int_at(&group.existing, new.raw, 0) > 0 {
+                    errs.push(FieldError::forbidden(
+                        path,
+                        "scaling down is still in progress",
+                    ));
+                } else if previous_workload_remains(policy, old.raw, namespace, ctx)? {
+                    errs.push(FieldError::forbidden(
+                        path,
+                        "workload from previous scale-down is still being deleted",
+                    ));
+                }
             }
         }
     }
-    errs
+    Ok(errs)
+}
+
+/// Kueue's check on a scale up from zero: does the Workload of the last
+/// scale-down still exist, not on hold (a Workload on hold is kept on
+/// purpose and taken up again)? Read under the name with the owner's UID,
+/// else Kueue's legacy name without it; both are asked at once. `Err`: a
+/// read failed (the review is refused with it).
+fn previous_workload_remains(
+    policy: &Policy,
+    old: &Value,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Result<bool, String> {
+    let key = |name: String| ObjectKey {
+        group: crate::api::kueue::GROUP.into(),
+        version: "v1beta2".into(),
+        resource: "workloads".into(),
+        namespace: Some(namespace.into()),
+        name,
+    };
+    let t = &policy.target;
+    let current = key(pod_owner::workload_name(policy, old));
+    let legacy = key(name_for(
+        &t.kind,
+        &t.group,
+        old.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        "",
+    ));
+    let found = match ctx.lookups.get(&current) {
+        Fetched::Found(w) => w,
+        Fetched::Failed(e) => return Err(e.to_string()),
+        Fetched::Missing | Fetched::Unknown => match ctx.lookups.get(&legacy) {
+            Fetched::Found(w) => w,
+            Fetched::Failed(e) => return Err(e.to_string()),
+            Fetched::Missing | Fetched::Unknown => return Ok(false),
+        },
+    };
+    let conditions: Vec<Condition> = found
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    Ok(!reservation::is_on_hold(&conditions))
 }
 
 /// The validating webhook.
@@ -595,7 +650,15 @@ pub fn validate(
             if other_parent(policy, owner, new.raw).is_some() {
                 return Decision::allow();
             }
-            update(policy, owner, &old, &new, req.namespace, ctx)
+            match update(policy, owner, &old, &new, req.namespace, ctx) {
+                Ok(errs) => errs,
+                Err(read) => {
+                    return Decision {
+                        verdict: Verdict::Deny(read),
+                        ..Decision::allow()
+                    }
+                }
+            }
         }
         Operation::Delete | Operation::Connect => return Decision::allow(),
     };
@@ -642,7 +705,7 @@ impl super::family::Family for Owners {
 mod tests {
     use serde_json::{json, Value};
 
-    use super::super::{ClusterFacts, NoCluster, Settings};
+    use super::super::{ClusterFacts, Lookups, NoCluster, Settings};
     use super::*;
     use crate::{api::selector::LabelSelector, jobs::policy::PolicySet};
 
@@ -681,6 +744,28 @@ mod tests {
         old: Option<Value>,
         facts: &dyn ClusterFacts,
     ) -> Decision {
+        run_read(group, kind, hook, obj, old, facts, &NothingExists)
+    }
+
+    /// Every object a rule reads is missing.
+    struct NothingExists;
+
+    impl Lookups for NothingExists {
+        fn get(&self, _: &ObjectKey) -> Fetched<'_> {
+            Fetched::Missing
+        }
+    }
+
+    /// [`run_in`] with the objects rules read answered by `lookups`.
+    fn run_read(
+        group: &str,
+        kind: &str,
+        hook: &str,
+        obj: Value,
+        old: Option<Value>,
+        facts: &dyn ClusterFacts,
+        lookups: &dyn Lookups,
+    ) -> Decision {
         let policies = PolicySet::embedded().unwrap();
         let policy = policies.find(group, "v1", kind).unwrap().clone();
         let owner = policy.pod_owner.clone().unwrap();
@@ -695,6 +780,7 @@ mod tests {
             settings: &s,
             facts,
             policies: &policies,
+            lookups,
         };
         let req = Request {
             operation: if old.is_some() {
@@ -1006,6 +1092,122 @@ mod tests {
             upd(sts(json!({}), 3), sts(json!({}), 4)).verdict,
             Verdict::Allow
         );
+    }
+
+    /// Kueue v0.19.2 statefulset_webhook_test.go TestValidateUpdate "scale
+    /// up from zero blocked by existing workload" and "scale up from zero
+    /// allowed when workload does not exist"; beyond the table, Kueue's
+    /// other branches: a Workload on hold allows, the legacy name (no
+    /// UID) is read when the current one is missing, a failed read refuses
+    /// with its error, and both names are asked in one first pass.
+    #[test]
+    fn a_scale_up_from_zero_waits_for_the_previous_workload_to_go() {
+        let q = json!({Q: "test-queue"});
+        let with_uid = |replicas| {
+            let mut s = sts(q.clone(), replicas);
+            s["metadata"]["uid"] = json!("test-uid");
+            s
+        };
+        let key = |name: &str| ObjectKey {
+            group: "kueue.x-k8s.io".into(),
+            version: "v1beta2".into(),
+            resource: "workloads".into(),
+            namespace: Some("default".into()),
+            name: name.into(),
+        };
+        let current = key(&crate::jobs::workload::name_for(
+            "StatefulSet",
+            "apps",
+            "test-sts",
+            "test-uid",
+        ));
+        let legacy = key(&crate::jobs::workload::name_for(
+            "StatefulSet",
+            "apps",
+            "test-sts",
+            "",
+        ));
+        let scale_up = |lookups: &dyn Lookups| {
+            run_read(
+                "apps",
+                "StatefulSet",
+                "validate",
+                with_uid(3),
+                Some(with_uid(0)),
+                &NoCluster,
+                lookups,
+            )
+        };
+        let read = |entries: Vec<(&ObjectKey, Result<Option<Value>, String>)>| {
+            crate::admission::Read(entries.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        };
+        let workload = json!({"metadata": {"name": current.name}});
+        let blocked =
+            "spec.replicas: Forbidden: workload from previous scale-down is still being deleted";
+        assert_eq!(
+            denial(&scale_up(&read(vec![(
+                &current,
+                Ok(Some(workload.clone()))
+            )]))),
+            blocked
+        );
+        assert_eq!(
+            scale_up(&read(vec![(&current, Ok(None)), (&legacy, Ok(None))])).verdict,
+            Verdict::Allow
+        );
+        let on_hold = json!({"metadata": {"name": current.name}, "status": {"conditions": [
+            {"type": "QuotaReserved", "status": "False", "reason": "OnHold", "message": "",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        assert_eq!(
+            scale_up(&read(vec![(&current, Ok(Some(on_hold)))])).verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            denial(&scale_up(&read(vec![
+                (&current, Ok(None)),
+                (&legacy, Ok(Some(workload.clone())))
+            ]))),
+            blocked
+        );
+        assert_eq!(
+            denial(&scale_up(&read(vec![(
+                &current,
+                Err("etcd timeout".into())
+            )]))),
+            "etcd timeout"
+        );
+        let asked = crate::admission::Asked::default();
+        scale_up(&asked);
+        assert_eq!(asked.keys(), vec![current.clone(), legacy.clone()]);
+        // No read for anything else: not queued, pods still there, other sizes.
+        let asked = crate::admission::Asked::default();
+        for (old, new) in [
+            (sts(json!({}), 0), sts(json!({}), 3)),
+            (with_uid(3), with_uid(0)),
+            (with_uid(0), with_uid(0)),
+        ] {
+            run_read(
+                "apps",
+                "StatefulSet",
+                "validate",
+                new,
+                Some(old),
+                &NoCluster,
+                &asked,
+            );
+        }
+        let mut terminating = with_uid(3);
+        terminating["status"] = json!({"replicas": 1});
+        run_read(
+            "apps",
+            "StatefulSet",
+            "validate",
+            terminating,
+            Some(with_uid(0)),
+            &NoCluster,
+            &asked,
+        );
+        assert!(asked.is_empty());
     }
 
     /// Kueue v0.19.2 statefulset_webhook_test.go TestValidateUpdate

@@ -3,9 +3,10 @@
 //! as the family it is routed to needs (job kinds: only what the policies
 //! look at, the sparse [`Interest`] read; the other families: whole); the
 //! table, keyed by group/version/kind and hook, picks the [`Family`] that
-//! decides; what the decision still needs to know (SubjectAccessReviews)
-//! comes back as a [`Pending`] continuation, which the server resolves and
-//! finishes. No I/O here, so the whole path is benchmarked and tested
+//! decides; what the decision still needs to know comes back: objects to
+//! read by name ([`Reviewed::Read`], decided again once read) and
+//! SubjectAccessReviews (a [`Pending`] continuation, which the server
+//! resolves and finishes). No I/O here, so the whole path is benchmarked and tested
 //! without sockets.
 //!
 //! Adding a family: a type implementing [`Family`] in the family's module,
@@ -23,7 +24,7 @@ use super::{
     object,
     registry::{self, Route},
     review::{self, AdmissionResponse, GroupVersionKind, Reading, Status},
-    ClusterFacts, Context, Settings, Verdict,
+    Asked, ClusterFacts, Context, Lookups, ObjectKey, Read, Settings, Verdict,
 };
 use crate::vocabulary::patch;
 use crate::{
@@ -62,6 +63,9 @@ pub enum Reviewed {
     Done(Answer),
     /// Allowed so far; the answer depends on entitlement checks.
     Entitle(Pending),
+    /// The rules need these objects read: read them and call
+    /// [`Router::review_read`] with the same body.
+    Read(Vec<ObjectKey>),
 }
 
 impl From<Answer> for Reviewed {
@@ -154,15 +158,39 @@ impl Router {
     /// The whole answer, for callers without an authorizer (benchmarks,
     /// tests): a review needing entitlement checks is refused as if they
     /// failed. Without cluster facts no review needs any.
+    /// Objects the rules read are answered as not readable.
     pub fn answer(&self, hook: Hook, body: &[u8]) -> Answer {
-        match self.review(hook, body) {
+        let reviewed = match self.review(hook, body) {
+            Reviewed::Read(keys) => {
+                self.review_read(hook, body, &Read::unreadable(keys, "no cluster connection"))
+            }
+            r => r,
+        };
+        match reviewed {
             Reviewed::Done(a) => a,
             Reviewed::Entitle(p) => p.finish_unchecked(),
+            // A second pass decides from what is read and asks nothing.
+            Reviewed::Read(_) => unreachable!("decided with the objects read, a review asks none"),
         }
     }
 
-    /// The answer, or what to ask before answering.
+    /// The answer, or what to ask (or read) before answering.
     pub fn review(&self, hook: Hook, body: &[u8]) -> Reviewed {
+        let asked = Asked::default();
+        match self.decide(hook, body, &asked) {
+            Reviewed::Done(_) | Reviewed::Entitle(_) if !asked.is_empty() => {
+                Reviewed::Read(asked.keys())
+            }
+            r => r,
+        }
+    }
+
+    /// The review again, with the objects its first pass asked for read.
+    pub fn review_read(&self, hook: Hook, body: &[u8], read: &Read) -> Reviewed {
+        self.decide(hook, body, read)
+    }
+
+    fn decide(&self, hook: Hook, body: &[u8], lookups: &dyn Lookups) -> Reviewed {
         let labels = |kind, operation, result| {
             Some(Labels {
                 webhook: hook.as_str(),
@@ -228,6 +256,7 @@ impl Router {
             settings: &self.settings,
             facts: &*self.facts,
             policies: &self.policies,
+            lookups,
         };
         let Decided { decision, checks } = family.decide(
             &Review {
@@ -480,10 +509,57 @@ mod tests {
         serde_json::from_slice::<Value>(&a.body).unwrap()["response"].clone()
     }
 
+    /// A rule that reads an object (a TrainJob's runtime) answers in two
+    /// passes: the first asks, the second decides from what was read and
+    /// may still need entitlement checks; without a cluster the object is
+    /// unreadable.
+    #[test]
+    fn a_review_that_reads_an_object_asks_then_decides() {
+        let w = webhook();
+        let trainjob = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "team-a",
+                         "labels": {"kueue.x-k8s.io/queue-name": "protected"}},
+            "spec": {"runtimeRef": {"name": "torch"}}});
+        let mut body: Value = serde_json::from_slice(&review("CREATE", trainjob, None)).unwrap();
+        body["request"]["kind"] =
+            json!({"group": "trainer.kubeflow.org", "version": "v1alpha1", "kind": "TrainJob"});
+        let body = serde_json::to_vec(&body).unwrap();
+        let Reviewed::Read(keys) = w.review(Hook::Validate, &body) else {
+            panic!("no read asked");
+        };
+        let key = ObjectKey {
+            group: "trainer.kubeflow.org".into(),
+            version: "v1alpha1".into(),
+            resource: "clustertrainingruntimes".into(),
+            namespace: None,
+            name: "torch".into(),
+        };
+        assert_eq!(keys, vec![key.clone()]);
+        let runtime = json!({"spec": {"template": {"spec": {"replicatedJobs": []}}}});
+        let found = Read([(key.clone(), Ok(Some(runtime)))].into_iter().collect());
+        let p = pending(w.review_read(Hook::Validate, &body, &found));
+        assert_eq!(p.checks().len(), 1);
+        let missing = Read([(key, Ok(None))].into_iter().collect());
+        let Reviewed::Done(a) = w.review_read(Hook::Validate, &body, &missing) else {
+            panic!("not answered");
+        };
+        assert_eq!(
+            response(&a)["status"]["message"],
+            "runtime 'torch' not found"
+        );
+        assert_eq!(
+            response(&w.answer(Hook::Validate, &body))["status"]["message"],
+            "runtime 'torch' not found"
+        );
+        // The mutating webhook reads nothing.
+        assert!(matches!(w.review(Hook::Mutate, &body), Reviewed::Done(_)));
+    }
+
     fn pending(r: Reviewed) -> Pending {
         match r {
             Reviewed::Entitle(p) => p,
             Reviewed::Done(a) => panic!("no checks asked: {}", response(&a)),
+            Reviewed::Read(k) => panic!("read {k:?}"),
         }
     }
 
@@ -552,6 +628,7 @@ mod tests {
         let done = |hook, body: Vec<u8>| match w.review(hook, &body) {
             Reviewed::Done(a) => response(&a),
             Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+            Reviewed::Read(k) => panic!("read {k:?}"),
         };
         let protected = job(json!({"kueue.x-k8s.io/queue-name": "protected"}), true);
         // Mutating: never.

@@ -95,6 +95,33 @@ pub fn validate(policy: &Policy, job: &JobObject<'_>) -> Result<Vec<FieldError>,
     Ok(errs)
 }
 
+/// Kueue's hint on a TrainJob's topology errors: its templates come from
+/// two places.
+const RUNTIME_HINT: &str = r#". Adjust either the "TrainJob.spec.runtimePatches" or the "TrainingRuntime.Template" annotations for the corresponding Job"#;
+
+/// Kueue's TrainJob check (`validateTopologyRequest`): each pod set as the
+/// job's runtime builds it (`view`: the job with its runtime mounted, see
+/// [`crate::jobs::reference`]), at `job[<pod set>]`, with Kueue's hint.
+pub fn validate_runtime_view(
+    policy: &Policy,
+    view: &Value,
+) -> Result<Vec<FieldError>, DecodeError> {
+    let Ok(sets) = policy.pod_sets(view) else {
+        return Ok(Vec::new());
+    };
+    let mut errs = Vec::new();
+    for set in &sets {
+        let ann = annotations(view, set)?;
+        let meta = format!("job[{}]", set.name);
+        errs.extend(pod_set_request(&meta, &ann));
+        errs.extend(slice_size_upper_bound(&meta, &ann, set.count));
+    }
+    for e in &mut errs {
+        e.detail.push_str(RUNTIME_HINT);
+    }
+    Ok(errs)
+}
+
 fn annotations<'a>(obj: &'a Value, set: &PodSet) -> Result<Annotations<'a>, DecodeError> {
     let mut out = BTreeMap::new();
     let Some(template) = set.template.resolve(obj) else {

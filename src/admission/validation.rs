@@ -6,9 +6,10 @@ use super::{
     admission_gates,
     field::{annotation_path, label_path, BadValue, FieldError},
     object::{DecodeError, JobObject},
-    topology, Context,
+    topology, Context, Fetched, ObjectKey,
 };
 use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
+use crate::jobs::reference::ReferenceError;
 use crate::vocabulary::{
     go::{go_atoi, go_parse_bool, go_quote},
     keys::{
@@ -38,6 +39,49 @@ pub fn on_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Err
     }
     errs.extend(topology::validate(policy, job)?);
     Ok(errs)
+}
+
+/// Kueue's TrainJob webhook reads the job's runtime on every create and
+/// update: `Err` refuses with Kueue's words alone when it cannot be
+/// followed (`unsupported runtime: …`, `runtime '…' not found`, whatever
+/// else was wrong); else the topology errors of the pod sets it builds.
+/// Nothing for kinds without a `runtimeRef`, and nothing while the runtime
+/// is not read yet (the router reads it and decides again).
+pub fn runtime(
+    policy: &Policy,
+    job: &JobObject<'_>,
+    namespace: &str,
+    ctx: &Context<'_>,
+) -> Result<Vec<FieldError>, String> {
+    let Some(rule) = &policy.runtime_ref else {
+        return Ok(Vec::new());
+    };
+    let reference = match rule.reference(job.raw) {
+        Ok(r) => r,
+        // Kueue reads an empty name, and cannot.
+        Err(ReferenceError::NoName { .. }) => {
+            return Err(ReferenceError::NotFound(String::new()).to_string())
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let key = ObjectKey {
+        group: rule.group.clone(),
+        version: rule.version.clone(),
+        resource: reference.kind.resource.clone(),
+        namespace: reference.kind.namespaced.then(|| namespace.to_string()),
+        name: reference.name.clone(),
+    };
+    match ctx.lookups.get(&key) {
+        Fetched::Found(runtime) => {
+            topology::validate_runtime_view(policy, &rule.view(job.raw, runtime))
+                .map_err(|e| format!("cannot decode {}: {e}", policy.target))
+        }
+        // Kueue's words whatever the read's error.
+        Fetched::Missing | Fetched::Failed(_) => {
+            Err(ReferenceError::NotFound(reference.name).to_string())
+        }
+        Fetched::Unknown => Ok(Vec::new()),
+    }
 }
 
 /// Kueue's RayJob and RayCluster rules, checked for queued objects (with a
@@ -675,6 +719,25 @@ mod tests {
         new: Value,
         facts: &dyn ClusterFacts,
     ) -> Verdict {
+        check_read(
+            kind,
+            op,
+            old,
+            new,
+            facts,
+            &crate::admission::Read::default(),
+        )
+    }
+
+    /// [`check_on`] with the objects rules read answered by `lookups`.
+    fn check_read(
+        kind: (&str, &str, &str),
+        op: Operation,
+        old: Option<Value>,
+        new: Value,
+        facts: &dyn ClusterFacts,
+        lookups: &dyn crate::admission::Lookups,
+    ) -> Verdict {
         let policies = PolicySet::embedded().unwrap();
         let policy = policies.find(kind.0, kind.1, kind.2).unwrap().clone();
         let settings = Settings {
@@ -685,6 +748,7 @@ mod tests {
             settings: &settings,
             facts,
             policies: &policies,
+            lookups,
         };
         let req = Request {
             operation: op,
@@ -693,6 +757,203 @@ mod tests {
             old_object: old.as_ref(),
         };
         validate(&policy, &req, &ctx).verdict
+    }
+
+    /// Kueue v0.19.2 trainjob_webhook_test.go TestValidateCreate, every
+    /// case (the TrainJob's runtime read from the cluster: a
+    /// ClusterTrainingRuntime "testCtr" with one replicated job "node"),
+    /// and beyond it: a missing runtime, a namespaced TrainingRuntime, a
+    /// kind the trainer does not know, the same checks on update, and the
+    /// first pass asking for the runtime.
+    #[test]
+    fn a_trainjobs_runtime_is_read_as_kueue_reads_it() {
+        use crate::admission::{Asked, ObjectKey, Read};
+        const REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+        const PREFERRED: &str = "kueue.x-k8s.io/podset-preferred-topology";
+        let runtime = |pod_annotations: Value| {
+            json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "ClusterTrainingRuntime",
+                   "metadata": {"name": "testCtr"},
+                   "spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "replicas": 1,
+                       "template": {"spec": {"parallelism": 1, "completions": 1, "template": {
+                           "metadata": {"annotations": pod_annotations},
+                           "spec": {"containers": [{"name": "node", "image": "pause"}]}}}}}]}}}})
+        };
+        let trainjob = |labels: Value, patches: Value| {
+            json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                   "metadata": {"name": "trainjob", "namespace": "ns", "labels": labels},
+                   "spec": {"suspend": false, "runtimePatches": patches,
+                            "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "name": "testCtr",
+                                           "kind": "ClusterTrainingRuntime"}}})
+        };
+        let node_patch = |pod_annotations: Value| {
+            json!([{"manager": "kueue.x-k8s.io/manager", "trainingRuntimeSpec": {"template": {"spec": {
+                "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
+                    "metadata": {"annotations": pod_annotations}}}}}]}}}}])
+        };
+        let ctr = ObjectKey {
+            group: "trainer.kubeflow.org".into(),
+            version: "v1alpha1".into(),
+            resource: "clustertrainingruntimes".into(),
+            namespace: None,
+            name: "testCtr".into(),
+        };
+        let with = |rt: Value| Read([(ctr.clone(), Ok(Some(rt)))].into_iter().collect());
+        let kind = ("trainer.kubeflow.org", "v1alpha1", "TrainJob");
+        let create = |job: Value, read: &Read| {
+            check_read(kind, Operation::Create, None, job, &NoCluster, read)
+        };
+        let plain = with(runtime(json!({})));
+        let q = |name: &str| json!({"kueue.x-k8s.io/queue-name": name});
+        let two = "job[node].annotations: Invalid value: must not contain more than one topology annotation: [\"kueue.x-k8s.io/podset-required-topology\", \"kueue.x-k8s.io/podset-preferred-topology\", \"kueue.x-k8s.io/podset-unconstrained-topology\"]. Adjust either the \"TrainJob.spec.runtimePatches\" or the \"TrainingRuntime.Template\" annotations for the corresponding Job";
+        // base; with prebuilt workload
+        assert_eq!(
+            create(trainjob(q("local-queue"), json!([])), &plain),
+            Verdict::Allow
+        );
+        let mut prebuilt = q("local-queue");
+        prebuilt["kueue.x-k8s.io/prebuilt-workload-name"] = json!("prebuilt-workload");
+        assert_eq!(
+            create(trainjob(prebuilt, json!([])), &plain),
+            Verdict::Allow
+        );
+        // invalid queue-name label
+        assert_eq!(
+            create(trainjob(q("queue_name"), json!([])), &plain),
+            deny("metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: \"queue_name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+        );
+        // valid topology request in RuntimePatch; in TrainingRuntime
+        assert_eq!(
+            create(
+                trainjob(json!({}), node_patch(json!({REQUIRED: "cloud.com/block"}))),
+                &plain
+            ),
+            Verdict::Allow
+        );
+        assert_eq!(
+            create(
+                trainjob(json!({}), json!([])),
+                &with(runtime(json!({REQUIRED: "cloud.com/block"})))
+            ),
+            Verdict::Allow
+        );
+        // invalid topology request in TrainJob; in TrainingRuntime
+        assert_eq!(
+            create(
+                trainjob(
+                    json!({}),
+                    node_patch(json!({PREFERRED: "cloud.com/block", REQUIRED: "cloud.com/block"}))
+                ),
+                &plain
+            ),
+            deny(two)
+        );
+        assert_eq!(
+            create(
+                trainjob(json!({}), json!([])),
+                &with(runtime(
+                    json!({PREFERRED: "cloud.com/block", REQUIRED: "cloud.com/block"})
+                ))
+            ),
+            deny(two)
+        );
+        // invalid slice topology request - slice size larger than number of podsets
+        assert_eq!(
+            create(
+                trainjob(json!({}), node_patch(json!({REQUIRED: "cloud.com/block",
+                    "kueue.x-k8s.io/podset-slice-required-topology": "cloud.com/block",
+                    "kueue.x-k8s.io/podset-slice-size": "20"}))),
+                &plain
+            ),
+            deny("job[node].annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: \"20\": must not be greater than pod set count 1. Adjust either the \"TrainJob.spec.runtimePatches\" or the \"TrainingRuntime.Template\" annotations for the corresponding Job")
+        );
+        // Beyond the table: the runtime missing or unreadable (Kueue's
+        // words alone, whatever else is wrong).
+        let missing = Read([(ctr.clone(), Ok(None))].into_iter().collect());
+        assert_eq!(
+            create(trainjob(q("queue_name"), json!([])), &missing),
+            deny("runtime 'testCtr' not found")
+        );
+        let failed = Read(
+            [(ctr.clone(), Err("etcd timeout".into()))]
+                .into_iter()
+                .collect(),
+        );
+        assert_eq!(
+            create(trainjob(json!({}), json!([])), &failed),
+            deny("runtime 'testCtr' not found")
+        );
+        let mut namespaced = trainjob(json!({}), json!([]));
+        namespaced["spec"]["runtimeRef"]["kind"] = json!("TrainingRuntime");
+        let tr = ObjectKey {
+            resource: "trainingruntimes".into(),
+            namespace: Some("ns".into()),
+            ..ctr.clone()
+        };
+        let asked = Asked::default();
+        check_read(
+            kind,
+            Operation::Create,
+            None,
+            namespaced.clone(),
+            &NoCluster,
+            &asked,
+        );
+        assert_eq!(asked.keys(), vec![tr.clone()]);
+        assert_eq!(
+            create(
+                namespaced,
+                &Read([(tr, Ok(Some(runtime(json!({})))))].into_iter().collect())
+            ),
+            Verdict::Allow
+        );
+        let mut other = trainjob(json!({}), json!([]));
+        other["spec"]["runtimeRef"]["kind"] = json!("Other");
+        assert_eq!(
+            create(other, &plain),
+            deny("unsupported runtime: Other.trainer.kubeflow.org")
+        );
+        // On update: the same checks on the new object.
+        let old = trainjob(json!({}), json!([]));
+        let bad = trainjob(
+            json!({}),
+            node_patch(json!({PREFERRED: "cloud.com/block", REQUIRED: "cloud.com/block"})),
+        );
+        assert_eq!(
+            check_read(
+                kind,
+                Operation::Update,
+                Some(old.clone()),
+                bad,
+                &NoCluster,
+                &plain
+            ),
+            deny(two)
+        );
+        assert_eq!(
+            check_read(
+                kind,
+                Operation::Update,
+                Some(old.clone()),
+                old,
+                &NoCluster,
+                &missing
+            ),
+            deny("runtime 'testCtr' not found")
+        );
+        // The first pass asks, and allows for now.
+        let asked = Asked::default();
+        assert_eq!(
+            check_read(
+                kind,
+                Operation::Create,
+                None,
+                trainjob(json!({}), json!([])),
+                &NoCluster,
+                &asked
+            ),
+            Verdict::Allow
+        );
+        assert_eq!(asked.keys(), vec![ctr]);
     }
 
     fn create(job: Value) -> Verdict {

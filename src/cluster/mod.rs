@@ -1,11 +1,13 @@
 //! Kube glue: watch-backed caches that answer [`ClusterFacts`] without an
 //! API call per admission request, the certificate Secret, the
-//! SubjectAccessReview client, and the hand-off of queue snapshots to the
+//! SubjectAccessReview client, objects the webhook reads by name, and the
+//! hand-off of queue snapshots to the
 //! visibility API.
 
 pub mod certsecret;
 pub mod devices;
 pub mod discovery;
+pub mod objects;
 pub mod positions;
 pub mod sar;
 pub mod watch;

@@ -46,7 +46,7 @@ use crate::admission::{
     family::Hook,
     router::{self as admission, error_body, Reviewed},
 };
-use crate::cluster::sar::SarClient;
+use crate::cluster::{objects::ObjectReader, sar::SarClient};
 use crate::metrics::{Metrics, ReasonLabel, WebhookLabel};
 use crate::tls::CertStore;
 use budget::Budget;
@@ -208,9 +208,21 @@ struct AppState {
     webhook: Arc<admission::Router>,
     /// Answers entitlement checks; `None` without a cluster (no opt-ins).
     sar: Option<SarClient>,
+    /// Reads the objects rules ask for; `None` without a cluster.
+    objects: Option<ObjectReader>,
     metrics: Arc<Metrics>,
     limits: Arc<Limits>,
     budget: Arc<Budget>,
+}
+
+/// What reviews ask of the cluster while they are decided; `None`s
+/// without one.
+#[derive(Clone, Default)]
+pub struct ClusterAsks {
+    /// Answers entitlement checks.
+    pub sar: Option<SarClient>,
+    /// Reads the objects rules ask for by name.
+    pub objects: Option<ObjectReader>,
 }
 
 /// A running server, for callers that want the bound addresses.
@@ -223,13 +235,13 @@ pub struct Bound {
 /// Binds both listeners and returns the future that serves until `shutdown`
 /// resolves, then drains.
 /// The serving pair is in `store`; when it came from a directory, the
-/// directory is polled for changes while serving. `sar` answers the
-/// entitlement checks reviews need.
+/// directory is polled for changes while serving. `asks` answers what
+/// reviews need of the cluster.
 pub async fn bind(
     opts: ServeOptions,
     store: Arc<CertStore>,
     webhook: Arc<admission::Router>,
-    sar: Option<SarClient>,
+    asks: ClusterAsks,
     metrics: Arc<Metrics>,
     readiness: Arc<Readiness>,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -259,7 +271,8 @@ pub async fn bind(
     let limits = Arc::new(opts.limits);
     let state = AppState {
         webhook,
-        sar,
+        sar: asks.sar,
+        objects: asks.objects,
         metrics: metrics.clone(),
         limits: limits.clone(),
         budget: Arc::new(Budget::with_metrics(
@@ -592,8 +605,21 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
     // The body is in: from here the connection is busy with real work and
     // is never the one to give up its slot.
     let _computing = conn.as_ref().map(|c| c.computing());
-    let answer = match s.webhook.review(hook, &body) {
+    let reviewed = match s.webhook.review(hook, &body) {
+        Reviewed::Read(keys) => {
+            let read = match &s.objects {
+                Some(r) => r.read_all(keys).await,
+                None => crate::admission::Read::unreadable(keys, "no cluster connection"),
+            };
+            s.webhook.review_read(hook, &body, &read)
+        }
+        r => r,
+    };
+    let answer = match reviewed {
         Reviewed::Done(answer) => answer,
+        // A second pass reads nothing new; answered as the first would be
+        // without a cluster.
+        Reviewed::Read(_) => s.webhook.answer(hook, &body),
         Reviewed::Entitle(mut pending) => match &s.sar {
             Some(sar) => {
                 pending.resolve().await;

@@ -84,6 +84,8 @@ MUTATIONS = [
     (O, "owners: an admitted group wakes its pods", "        writes.extend(members.iter().map(|&pod| Write::WakePod { pod }));", ""),
     (O, "owners: groups beyond the replicas deleted", "            if wl.metadata.deletion_timestamp.is_none() {\n                writes.push(Write::DeleteWorkload", "            if false {\n                writes.push(Write::DeleteWorkload"),
     (O, "owners: the finalizer first", "            if super::holds_quota_finalizer(wl) {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
+    (O, "owners: a deleted Workload of a set without pods lets go", "        if members.is_empty() && super::holds_quota_finalizer(wl) {", "        if false {"),
+    (O, "owners: a deleted Workload is left to its deletion", "    if wl.metadata.deletion_timestamp.is_some() {\n        if members", "    if false {\n        if members"),
     (O, "owners: the queue follows", "        if wl.spec.queue_name.as_deref() != Some(q) {", "        if false {"),
     (O, "owners: the group's Workload created", "        if replicas > 0 && queue.is_some() && !pod_owner::is_multikueue_copy(obj) {", "        if false {"),
     (O, "owners: a MultiKueue copy makes no Workload", "        if replicas > 0 && queue.is_some() && !pod_owner::is_multikueue_copy(obj) {", "        if replicas > 0 && queue.is_some() {"),

@@ -111,6 +111,7 @@ fn ctx_validate(op: Operation, obj: &Value, old: Option<&Value>) -> Decision {
         settings: &settings,
         facts: &NoCluster,
         policies: &policies,
+        lookups: &crate::admission::Read::default(),
     };
     validate(
         &Request {
@@ -163,6 +164,7 @@ fn mutated(obj: &Value, user: &UserInfo, settings: &Settings, facts: &dyn Cluste
         settings: &core,
         facts,
         policies: &policies,
+        lookups: &crate::admission::Read::default(),
     };
     let d = mutate(
         &Request {
@@ -698,6 +700,7 @@ fn i2_an_update_by_another_user_keeps_the_labels_and_passes() {
         settings: &core,
         facts: &NoCluster,
         policies: &policies,
+        lookups: &crate::admission::Read::default(),
     };
     let d = mutate(
         &Request {
@@ -972,6 +975,7 @@ fn no_component_checks_when_switched_off_on_update_or_when_refused() {
     match w.review(Hook::Validate, &review("CREATE", obj.clone(), None)) {
         Reviewed::Done(a) => assert_eq!(response(&a.body)["allowed"], true),
         Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+        Reviewed::Read(k) => panic!("read {k:?}"),
     }
     let (w, _) = webhook(Settings::default());
     match w.review(
@@ -980,6 +984,7 @@ fn no_component_checks_when_switched_off_on_update_or_when_refused() {
     ) {
         Reviewed::Done(a) => assert_eq!(response(&a.body)["allowed"], true),
         Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+        Reviewed::Read(k) => panic!("read {k:?}"),
     }
     // Refused by the rules first: no SubjectAccessReview spent.
     match w.review(Hook::Validate, &review("CREATE", aw(vec![]), None)) {
@@ -992,6 +997,7 @@ fn no_component_checks_when_switched_off_on_update_or_when_refused() {
             );
         }
         Reviewed::Entitle(p) => panic!("asked {:?}", p.checks()),
+        Reviewed::Read(k) => panic!("read {k:?}"),
     }
 }
 

@@ -173,6 +173,18 @@ pub fn group_step(
             then: Then::Wait,
         });
     }
+    // Kueue's rule for a Workload marked for deletion: the job stopped and
+    // the finalizer let go. With pods, the pods reconciler stops them and
+    // lets go; without any (a set scaled to zero), nothing else would.
+    if wl.metadata.deletion_timestamp.is_some() {
+        if members.is_empty() && super::holds_quota_finalizer(wl) {
+            writes.push(Write::RemoveFinalizer { workload: 0 });
+        }
+        return Ok(Step {
+            writes,
+            then: Then::Wait,
+        });
+    }
     if let (true, Some(q)) = (replicas > 0, queue) {
         if wl.spec.queue_name.as_deref() != Some(q) {
             writes.push(Write::WorkloadSpec {
@@ -510,6 +522,33 @@ mod tests {
         json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
                 "count": 2, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "2"}}]},
                "conditions": [c("QuotaReserved"), c("Admitted")]})
+    }
+
+    /// Kueue's jobframework rule 1.1 ("If the workload is pending
+    /// deletion, suspend the job if needed and drop the finalizer") for a
+    /// set scaled to zero: no pods to stop, the finalizer let go, nothing
+    /// else written (no hold, no queue name).
+    #[test]
+    fn a_deleted_workload_of_a_set_without_pods_lets_go_of_its_finalizer() {
+        let mut zero = sts();
+        zero["spec"]["replicas"] = json!(0);
+        let mut wl = workload_of(&zero, admitted());
+        wl.metadata.deletion_timestamp = Some(now());
+        wl.metadata.finalizers = Some(vec!["kueue.x-k8s.io/resource-in-use".into()]);
+        let s = run(&zero, &[], Some(&wl));
+        assert_eq!(s.writes, vec![Write::RemoveFinalizer { workload: 0 }]);
+        assert_eq!(s.then, Then::Wait);
+        // With a pod left, the pods reconciler stops it and lets go.
+        let s = run(&zero, &[sts_pod("web-0")], Some(&wl));
+        assert!(
+            !s.writes
+                .iter()
+                .any(|w| matches!(w, Write::RemoveFinalizer { .. })),
+            "{s:?}"
+        );
+        // Without the finalizer: nothing.
+        wl.metadata.finalizers = None;
+        assert!(run(&zero, &[], Some(&wl)).writes.is_empty());
     }
 
     #[test]
