@@ -304,9 +304,17 @@ pub fn validate(policy: &Policy, req: &Request<'_>, ctx: &Context<'_>) -> Decisi
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(d), _) | (_, Err(d)) => return d,
             };
+            // Kueue refuses any update of a job whose runtime is gone, its
+            // own suspension and a finalizer's removal too; a suspended or
+            // deleting job is let through, so an evicted one still stops
+            // and a deleted one goes.
+            let runtime = match validation::runtime(policy, &new, req.namespace, ctx) {
+                Err(_) if new.suspend_field() || new.deleting() => Ok(Vec::new()),
+                r => r,
+            };
             (
                 validation::on_update(policy, &old, &new, req.namespace, ctx),
-                validation::runtime(policy, &new, req.namespace, ctx),
+                runtime,
             )
         }
         Operation::Delete | Operation::Connect => return Decision::allow(),
