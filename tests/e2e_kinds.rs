@@ -730,6 +730,28 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
     let mut pods = play_pods(c, &ns, "fine-tune-init", 1, &init);
     pods.extend(play_pods(c, &ns, "fine-tune-node", 2, &node));
     wait_pods_done(c, &ns, &pods);
+    // Playing the trainer's status, as Kueue reads it (trainjob_controller.go
+    // PodsReady, ReclaimablePods) against the replicated jobs the runtime
+    // builds: the initializer's one replica succeeded gives its pod back,
+    // and with the node job's replica ready every job counts as ready
+    // (waitForPodsReady is on by default).
+    status_patch(
+        c,
+        "trainjobs.trainer.kubeflow.org",
+        &ns,
+        "fine-tune",
+        json!({"status": {"jobsStatus": [
+            {"name": "dataset-initializer", "ready": 0, "succeeded": 1, "active": 0, "failed": 0, "suspended": 0},
+            {"name": "node", "ready": 1, "succeeded": 0, "active": 1, "failed": 0, "suspended": 0}]}}),
+    );
+    let reported = wait_for(WAIT, "the TrainJob's readiness and reclaim", || {
+        workload_of(c, &ns, "fine-tune")
+            .filter(|w| is_true(w, "PodsReady") && !w["status"]["reclaimablePods"].is_null())
+    });
+    assert_eq!(
+        reported["status"]["reclaimablePods"],
+        json!([{"name": "dataset-initializer", "count": 1}])
+    );
     status_patch(
         c,
         "trainjobs.trainer.kubeflow.org",
@@ -745,6 +767,10 @@ fn trainjob_and_sparkapplication_are_admitted_run_on_the_flavors_nodes_and_retur
         condition(&done, "Finished").unwrap()["message"],
         "TrainJob is completed"
     );
+    // Compared with its pod sets as the runtime builds them while it ran
+    // (Kueue's ensureOneWorkload), it matched throughout: the Workload
+    // admitted is the one finished.
+    assert_eq!(done["metadata"]["uid"], wl["metadata"]["uid"]);
 
     // Its quota back, the SparkApplication is admitted and started: the
     // roles' own fields carry the flavor (the operator builds pods from them).

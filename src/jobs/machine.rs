@@ -441,8 +441,10 @@ fn decide(
             )),
         ]));
     }
-    if let Some(status) = readiness_status(facts, wl, job, &conds) {
-        return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));
+    if let Some(as_read) = status_view(facts, job, read, &conds)? {
+        if let Some(status) = readiness_status(facts, wl, as_read, &conds) {
+            return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));
+        }
     }
 
     let reserved = conds.is_true(condition::QUOTA_RESERVED) && status.admission.is_some();
@@ -613,7 +615,8 @@ fn decide(
 /// the job is stopped and the Workload deleted, to be made again from the
 /// job. Elastic jobs follow through their slices, prebuilt Workloads
 /// through [`prebuilt_out_of_sync`]; a kind whose pod sets are read from
-/// another object (TrainJob's runtime) is not checked while it runs.
+/// another object (TrainJob's runtime) through the view read for its
+/// readiness ([`status_view`]), and not at all when it cannot be read.
 fn no_longer_matching(
     facts: &Facts,
     subject: &Subject,
@@ -622,10 +625,15 @@ fn no_longer_matching(
     read: Option<&Result<Value, String>>,
 ) -> Option<Step> {
     let policy = facts.policy;
-    if subject.slice.is_some() || subject.prebuilt || policy.runtime_ref.is_some() {
+    if subject.slice.is_some() || subject.prebuilt {
         return None;
     }
-    let current = workload::pod_sets(policy, view(policy, job, read).ok()?).ok()?;
+    let as_read = match (&policy.runtime_ref, read) {
+        (None, _) => job,
+        (Some(_), Some(Ok(v))) => v,
+        (Some(_), _) => return None,
+    };
+    let current = workload::pod_sets(policy, as_read).ok()?;
     if workload::matches(
         &current,
         workload::max_execution_time(job),
@@ -1022,6 +1030,39 @@ fn status_reset(policy: &Policy, job: &Value) -> Option<Value> {
         }
     }
     (!status.is_empty()).then(|| json!({ "status": status }))
+}
+
+/// What readiness and reclaim read: the job, or for a kind whose pod
+/// templates live in a referenced object (TrainJob) its view, which holds
+/// the job's status beside the replicated jobs the runtime builds (Kueue
+/// reads the child JobSet it would build). Read only while the Workload
+/// holds quota, when they matter; `None` when it cannot be read (Kueue's
+/// TrainJob is not ready then, and reclaims nothing).
+fn status_view<'v>(
+    facts: &Facts,
+    job: &'v Value,
+    read: Option<&'v Result<Value, String>>,
+    conds: &Conditions,
+) -> Result<Option<&'v Value>, Step> {
+    let policy = facts.policy;
+    let reported = policy
+        .status
+        .as_ref()
+        .is_some_and(|s| s.pods_ready.is_some() || s.reclaimable_pods.is_some());
+    if policy.runtime_ref.is_none() || !reported {
+        return Ok(Some(job));
+    }
+    if !conds.is_true(condition::QUOTA_RESERVED) {
+        return Ok(None);
+    }
+    match read {
+        None => Err(Step {
+            writes: Vec::new(),
+            then: Then::ReadView,
+        }),
+        Some(Ok(v)) => Ok(Some(v)),
+        Some(Err(_)) => Ok(None),
+    }
 }
 
 /// Kueue's jobframework steps 4 and 5 as the status to write:

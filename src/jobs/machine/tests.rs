@@ -969,3 +969,113 @@ proptest! {
         prop_assert_eq!(creates, suspended && progress != 1);
     }
 }
+
+/// Kueue v0.19.2 trainjob_controller.go `PodsReady` and `ReclaimablePods`
+/// (no upstream table): read from the replicated jobs the TrainJob's
+/// runtime builds (its view) beside the TrainJob's own `jobsStatus`; only
+/// while the Workload holds quota, and nothing when the runtime cannot be
+/// read.
+#[test]
+fn an_admitted_trainjob_reports_readiness_and_reclaim_from_its_runtime() {
+    let w = World {
+        readiness: Some(pods_ready(300, None)),
+        ..World::new("TrainJob")
+    };
+    let container =
+        |name: &str| json!({"name": name, "image": "i", "resources": {"requests": {"cpu": "1"}}});
+    let runtime = json!({"spec": {"mlPolicy": {"numNodes": 1}, "template": {"spec": {"replicatedJobs": [
+        {"name": "dataset-initializer", "replicas": 1,
+         "template": {"spec": {"template": {"spec": {"containers": [container("init")]}}}}},
+        {"name": "node", "replicas": 1,
+         "template": {"metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                      "spec": {"template": {"spec": {"containers": [container("node")]}}}}}]}}}});
+    let mut tj = json!({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ns", "uid": UID, "resourceVersion": "1",
+                     "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"suspend": false, "runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2}}
+    });
+    let rule = w.policy.runtime_ref.clone().unwrap();
+    let view = rule.view(&tj, &runtime);
+    let prio = workload::priority(&w.policy, &view, &PriorityClasses::default()).unwrap();
+    let mut body = workload::for_job(&w.policy, &view, &prio).unwrap();
+    body["metadata"]["uid"] = json!("wl-uid");
+    body["metadata"]["resourceVersion"] = json!("7");
+    body["status"] = admitted();
+    let wl: api::Workload = serde_json::from_value(body.clone()).unwrap();
+    let counts: Vec<(String, i32)> = wl
+        .spec
+        .pod_sets
+        .iter()
+        .flatten()
+        .map(|p| (p.name.clone(), p.count))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![("dataset-initializer".into(), 1), ("node".into(), 2)]
+    );
+    let step = |tj: &Value, wl: &api::Workload| {
+        let s = w.step(tj, Some(wl));
+        assert_eq!((s.writes.len(), s.then), (0, Then::ReadView), "{s:?}");
+        let read = Ok(rule.view(tj, &runtime));
+        w.step_read(tj, Some(wl), Some(&read))
+    };
+    // The initializer done, the node job's replica ready: its pod is
+    // reclaimed first ...
+    tj["status"] = json!({"jobsStatus": [
+        {"name": "dataset-initializer", "ready": 0, "succeeded": 1, "active": 0},
+        {"name": "node", "ready": 1, "succeeded": 0, "active": 1}]});
+    let s = step(&tj, &wl);
+    assert_eq!(
+        status_of(&s)["reclaimablePods"],
+        json!([{"name": "dataset-initializer", "count": 1}])
+    );
+    // ... then every replicated job counts as ready: PodsReady.
+    body["status"]["reclaimablePods"] = json!([{"name": "dataset-initializer", "count": 1}]);
+    let reclaimed: api::Workload = serde_json::from_value(body.clone()).unwrap();
+    let s = step(&tj, &reclaimed);
+    assert_eq!(condition(status_of(&s), "PodsReady")["status"], "True");
+    // The node job's replica not ready: not ready.
+    tj["status"]["jobsStatus"][1]["ready"] = json!(0);
+    let s = step(&tj, &reclaimed);
+    assert_eq!(condition(status_of(&s), "PodsReady")["status"], "False");
+    // The runtime gone: neither is written.
+    let gone = Err("runtime 'torch' not found".to_string());
+    let s = w.step_read(&tj, Some(&reclaimed), Some(&gone));
+    assert!(
+        !s.writes
+            .iter()
+            .any(|x| matches!(x, Write::WorkloadStatus(_))),
+        "{s:?}"
+    );
+    // Kueue's `ensureOneWorkload` for a running TrainJob: its pod sets as
+    // the runtime builds them still match the Workload (nothing written
+    // but the readiness), and once `numNodes` changes they do not: stopped,
+    // the Workload deleted.
+    tj["status"]["jobsStatus"][1]["ready"] = json!(1);
+    body["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(cond(
+            "PodsReady",
+            true,
+            "Started",
+            "All pods reached readiness and the workload is running",
+            0,
+        ));
+    let ready: api::Workload = serde_json::from_value(body).unwrap();
+    let s = step(&tj, &ready);
+    assert!(s.writes.is_empty(), "{s:#?}");
+    tj["spec"]["trainer"]["numNodes"] = json!(3);
+    let s = step(&tj, &ready);
+    assert!(
+        matches!(s.writes.first(), Some(Write::PatchJob { ops, .. }) if suspends(ops)),
+        "{s:?}"
+    );
+    assert!(
+        s.writes
+            .iter()
+            .any(|x| matches!(x, Write::DeleteWorkload { .. })),
+        "{s:?}"
+    );
+}
