@@ -1278,23 +1278,26 @@ fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
             .cloned()
             .unwrap_or_default()
     };
+    let set_finalizers = |list: Vec<Value>| {
+        let (ok, out, err) = kubectl(
+            c,
+            &[
+                "patch",
+                "workload",
+                &wl,
+                "-n",
+                &ns,
+                "--type=merge",
+                "-p",
+                &json!({"metadata": {"finalizers": list}}).to_string(),
+            ],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+    };
     let mut held = finalizers(&first);
     held.push(json!(HELD));
-    let (ok, out, err) = kubectl(
-        c,
-        &[
-            "patch",
-            "workload",
-            &wl,
-            "-n",
-            &ns,
-            "--type=merge",
-            "-p",
-            &json!({"metadata": {"finalizers": held}}).to_string(),
-        ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+    set_finalizers(held);
     let (ok, out, err) = kubectl(
         c,
         &["delete", "workload", &wl, "-n", &ns, "--wait=false"],
@@ -1317,25 +1320,12 @@ fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
         ),
         "{err}"
     );
-    let others: Vec<Value> = finalizers(&deleting)
-        .into_iter()
-        .filter(|f| f != HELD)
-        .collect();
-    let (ok, out, err) = kubectl(
-        c,
-        &[
-            "patch",
-            "workload",
-            &wl,
-            "-n",
-            &ns,
-            "--type=merge",
-            "-p",
-            &json!({"metadata": {"finalizers": others}}).to_string(),
-        ],
-        None,
+    set_finalizers(
+        finalizers(&deleting)
+            .into_iter()
+            .filter(|f| f != HELD)
+            .collect(),
     );
-    assert!(ok, "{out}{err}");
     let deadline = std::time::Instant::now() + WAIT;
     while let Some(w) =
         workload(c, &ns, &wl).filter(|w| w["metadata"]["uid"] == first["metadata"]["uid"])
