@@ -33,6 +33,11 @@ impl ObjectReader {
     }
 
     async fn read(&self, key: &ObjectKey) -> Result<Option<serde_json::Value>, String> {
+        // A name from a user's object goes into the URL path: one that is
+        // not an object name could address another resource.
+        if !is_object_name(&key.name) {
+            return Err(format!("{:?} is not an object name", key.name));
+        }
         // The kind is not sent on a GET; the resource names the path.
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(&key.group, &key.version, ""),
@@ -47,6 +52,25 @@ impl ObjectReader {
             Ok(Ok(None)) => Ok(None),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("not read within {READ_TIMEOUT:?}")),
+        }
+    }
+}
+
+/// Whether `name` can name an object (a path segment of its own): not
+/// empty, not `.` or `..`, no `/` or `%`.
+fn is_object_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '%'])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_object_names_reach_a_url() {
+        for ok in ["torch", "statefulset-web-20170", "a.b-c"] {
+            assert!(super::is_object_name(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "../secrets/x", "a/b", "a%2Fb"] {
+            assert!(!super::is_object_name(bad), "{bad}");
         }
     }
 }
