@@ -628,12 +628,7 @@ fn no_longer_matching(
     if subject.slice.is_some() || subject.prebuilt {
         return None;
     }
-    let as_read = match (&policy.runtime_ref, read) {
-        (None, _) => job,
-        (Some(_), Some(Ok(v))) => v,
-        (Some(_), _) => return None,
-    };
-    let current = workload::pod_sets(policy, as_read).ok()?;
+    let current = workload::pod_sets(policy, view(policy, job, read).ok()?).ok()?;
     if workload::matches(
         &current,
         workload::max_execution_time(job),
@@ -1056,12 +1051,8 @@ fn status_view<'v>(
         return Ok(None);
     }
     match read {
-        None => Err(Step {
-            writes: Vec::new(),
-            then: Then::ReadView,
-        }),
-        Some(Ok(v)) => Ok(Some(v)),
         Some(Err(_)) => Ok(None),
+        _ => view(policy, job, read).map(Some),
     }
 }
 
