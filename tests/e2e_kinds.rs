@@ -1343,6 +1343,105 @@ fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
     });
 }
 
+/// Kueue's StatefulSet reconcilers follow a Workload under the legacy
+/// name (no UID; statefulset_reconciler.go `findWorkloadName`,
+/// statefulset_reconciler_test.go "should adopt legacy workload instead
+/// of creating duplicate"). The test plays an earlier Kueue that made the
+/// set's Workload under that name and put it on hold when the set was
+/// scaled to zero; scaled up, the set takes it up again: no second
+/// Workload, its pods join the legacy group, admitted and running.
+#[test]
+fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-sts-legacy");
+    apply(c, &flavor("legacy-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("legacy-cq", &[("legacy-spot", "2", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "serve", "legacy-cq"));
+    let sts = create(
+        c,
+        &json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "serve"}},
+            "spec": {"replicas": 0, "serviceName": "db",
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": {"app": "db"}},
+                     "template": {"metadata": {"labels": {"app": "db"}},
+                                  "spec": {"containers": [{"name": "main", "image": "redis",
+                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+        }),
+    );
+    let uid = sts["metadata"]["uid"].as_str().unwrap();
+    let legacy = batchgate::jobs::workload::name_for("StatefulSet", "apps", "db", "");
+    let current = batchgate::jobs::workload::name_for("StatefulSet", "apps", "db", uid);
+    // The earlier Kueue's Workload, owned by the set, on hold.
+    create(
+        c,
+        &json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": legacy, "namespace": ns,
+                         "annotations": {"kueue.x-k8s.io/is-group-workload": "true"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                              "name": "db", "uid": uid}]},
+            "spec": {"podSets": [{"name": "main", "count": 2, "template": {"spec":
+                        {"containers": [{"name": "main", "image": "redis",
+                                         "resources": {"requests": {"cpu": "1"}}}]}}}]}
+        }),
+    );
+    status_patch(
+        c,
+        "workload",
+        &ns,
+        &legacy,
+        json!({"status": {"conditions": [{"type": "QuotaReserved", "status": "False",
+            "reason": "OnHold", "message": "StatefulSet scaled to zero; workload on hold",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+    );
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "statefulset",
+            "db",
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            &json!({"spec": {"replicas": 2}}).to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "scale up refused: {out}{err}");
+    let admitted = wait_for(WAIT, "the legacy Workload admitted", || {
+        workload(c, &ns, &legacy).filter(|w| is_true(w, "Admitted"))
+    });
+    assert_eq!(admitted["spec"]["queueName"], "serve", "{admitted}");
+    let pods = wait_for(WAIT, "the set's two pods running", || {
+        let pods = pods_of(c, &ns, "app=db");
+        (pods.len() == 2
+            && pods
+                .iter()
+                .all(|p| !gated(p) && p["status"]["phase"] == "Running"))
+        .then_some(pods)
+    });
+    for p in &pods {
+        let a = &p["metadata"]["annotations"];
+        assert_eq!(a["kueue.x-k8s.io/pod-group-name"], legacy.as_str(), "{p}");
+        assert_eq!(
+            a["kueue.x-k8s.io/prebuilt-workload-name"],
+            legacy.as_str(),
+            "{p}"
+        );
+    }
+    assert!(
+        workload(c, &ns, &current).is_none(),
+        "a second Workload was made under the current name"
+    );
+}
+
 fn install_lws_crd(c: &LocalCluster) {
     let file = format!(
         "{}/tests/fixtures/leaderworkerset-crd.yaml",

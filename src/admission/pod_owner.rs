@@ -23,7 +23,6 @@ use super::{Fetched, ObjectKey};
 use crate::jobs::{
     pod_owner,
     policy::{PodOwner, Policy, ReplicaGroups},
-    workload::name_for,
 };
 use crate::queueing::reservation;
 use crate::vocabulary::{
@@ -588,16 +587,8 @@ fn previous_workload_remains(
         namespace: Some(namespace.into()),
         name,
     };
-    let t = &policy.target;
     let current = key(pod_owner::workload_name(policy, old));
-    let legacy = key(name_for(
-        &t.kind,
-        &t.group,
-        old.pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or(""),
-        "",
-    ));
+    let legacy = key(pod_owner::legacy_workload_name(policy, old));
     let found = match ctx.lookups.get(&current) {
         Fetched::Found(w) => w,
         Fetched::Failed(e) => return Err(e.to_string()),

@@ -271,11 +271,22 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         None => Vec::new(),
     };
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &ns);
-    let wl = wl_api
+    let current = wl_api
         .get_opt(&pod_owner::workload_name(&ctx.policy, &this))
         .await?;
-    let step = owners::group_step(&facts, &this, &pods, wl.as_ref())?;
-    let workloads: Vec<&api::Workload> = wl.iter().collect();
+    // Kueue's legacy name is read only while there is none under the
+    // current one.
+    let legacy = match current {
+        Some(_) => None,
+        None => {
+            wl_api
+                .get_opt(&pod_owner::legacy_workload_name(&ctx.policy, &this))
+                .await?
+        }
+    };
+    let wl = owners::followed(&this, current.as_ref(), legacy.as_ref());
+    let step = owners::group_step(&facts, &this, &pods, wl)?;
+    let workloads: Vec<&api::Workload> = wl.into_iter().collect();
     execute(&ctx, &this, &ns, &pods, &workloads, step).await
 }
 

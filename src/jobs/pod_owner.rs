@@ -93,6 +93,14 @@ pub fn workload_name(policy: &Policy, obj: &Value) -> String {
     )
 }
 
+/// Kueue's legacy name of the owner's Workload (no UID in it), still
+/// followed in v0.19.2 when no Workload has the current name: Workloads
+/// made by a Kueue before the UID was part of the name.
+pub fn legacy_workload_name(policy: &Policy, obj: &Value) -> String {
+    let t = &policy.target;
+    name_for(&t.kind, &t.group, str_at(obj, "/metadata/name"), "")
+}
+
 /// The owner's label selector as `key=value,…` (its `matchLabels`; Kueue
 /// lists the group's pods by name, the StatefulSet's selector finds the
 /// same ones).
@@ -184,23 +192,24 @@ fn owned_workload(
 /// member of the owner's group (managed, queued, named into the prebuilt
 /// Workload, total count = replicas, serving and fast admission as the
 /// policy says, role `main`); for a pod already in the group, only the
-/// queue name kept in step. Empty when nothing changes, or when the owner
-/// is not queued (`manage_all`: manageJobsWithoutQueueName).
+/// queue name kept in step. `wl_name` is the Workload the owner follows
+/// (its own name, or the legacy one). Empty when nothing changes, or when
+/// the owner is not queued (`manage_all`: manageJobsWithoutQueueName).
 pub fn member_patch(
     gate: &Gate,
     owner: &PodOwner,
     obj: &Value,
     pod: &Value,
+    wl_name: &str,
     manage_all: bool,
 ) -> Vec<PatchOp> {
     let Some(group) = &owner.group else {
         return Vec::new();
     };
-    let wl_name = workload_name_of(obj);
     let queue = label(obj, QUEUE_NAME_LABEL).filter(|q| !q.is_empty());
     let mut labels = BTreeEntries::of(pod, "labels");
     let mut annotations = BTreeEntries::of(pod, "annotations");
-    if group_name(gate.group.as_ref(), pod) == Some(wl_name.as_str()) {
+    if group_name(gate.group.as_ref(), pod) == Some(wl_name) {
         if let Some(q) = queue {
             labels.set(QUEUE_NAME_LABEL, q);
         }
@@ -215,9 +224,9 @@ pub fn member_patch(
         if let Some(p) = label(obj, PRIORITY_CLASS_LABEL).filter(|p| !p.is_empty()) {
             labels.set(PRIORITY_CLASS_LABEL, p);
         }
-        annotations.set(PREBUILT_WORKLOAD_LABEL, &wl_name);
+        annotations.set(PREBUILT_WORKLOAD_LABEL, wl_name);
         if let Some(rule) = &gate.group {
-            annotations.set(&rule.name_label, &wl_name);
+            annotations.set(&rule.name_label, wl_name);
             annotations.set(
                 &rule.total_count_annotation,
                 &replicas(group, obj).to_string(),
@@ -235,21 +244,6 @@ pub fn member_patch(
         annotations.set(ROLE_HASH_ANNOTATION, POD_SET_NAME);
     }
     marking_ops(pod, labels, annotations)
-}
-
-/// The Workload name a pod of `obj` is put into.
-fn workload_name_of(obj: &Value) -> String {
-    // The owner's policy target is not known here: the owner's kind and
-    // group come from the object itself.
-    let (group, _) = str_at(obj, "/apiVersion")
-        .rsplit_once('/')
-        .unwrap_or(("", ""));
-    name_for(
-        str_at(obj, "/kind"),
-        group,
-        str_at(obj, "/metadata/name"),
-        owner_uid(obj),
-    )
 }
 
 /// Kueue's `shouldUngatePod`: during a rollout, a pod of the current
@@ -701,10 +695,10 @@ mod tests {
                          "annotations": {SUSPENDED_BY_PARENT_ANNOTATION: "statefulset"}},
             "spec": {}});
         assert!(from_owner(&p, &pod));
-        let ops = member_patch(&g, &owner, &s, &pod, false);
+        let wl = workload_name(&p, &s);
+        let ops = member_patch(&g, &owner, &s, &pod, &wl, false);
         assert_eq!(ops[0].op, "test");
         let out = apply(&pod, &ops).unwrap();
-        let wl = workload_name(&p, &s);
         let l = &out["metadata"]["labels"];
         let a = &out["metadata"]["annotations"];
         assert_eq!(l["app"], "web");
@@ -722,10 +716,10 @@ mod tests {
         assert_eq!(a["kueue.x-k8s.io/role-hash"], "main");
         assert_eq!(group_name(g.group.as_ref(), &out), Some(wl.as_str()));
         // Once a member: nothing more, but the queue name follows.
-        assert!(member_patch(&g, &owner, &s, &out, false).is_empty());
+        assert!(member_patch(&g, &owner, &s, &out, &wl, false).is_empty());
         let mut moved = s.clone();
         moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = json!("other");
-        let again = apply(&out, &member_patch(&g, &owner, &moved, &out, false)).unwrap();
+        let again = apply(&out, &member_patch(&g, &owner, &moved, &out, &wl, false)).unwrap();
         assert_eq!(
             again["metadata"]["labels"]["kueue.x-k8s.io/queue-name"],
             "other"
@@ -733,8 +727,8 @@ mod tests {
         // Not queued: left alone, unless every object is managed.
         let mut bare = s.clone();
         bare["metadata"]["labels"] = json!({});
-        assert!(member_patch(&g, &owner, &bare, &pod, false).is_empty());
-        assert!(!member_patch(&g, &owner, &bare, &pod, true).is_empty());
+        assert!(member_patch(&g, &owner, &bare, &pod, &wl, false).is_empty());
+        assert!(!member_patch(&g, &owner, &bare, &pod, &wl, true).is_empty());
     }
 
     #[test]

@@ -89,6 +89,8 @@ MUTATIONS = [
     (O, "owners: the finalizer first", "            if super::holds_quota_finalizer(wl) {\n                writes.push(Write::RemoveFinalizer", "            if false {\n                writes.push(Write::RemoveFinalizer"),
     (O, "owners: a deleted Workload of a set without pods lets go", "        if members.is_empty() && super::holds_quota_finalizer(wl) {", "        if false {"),
     (O, "owners: a deleted Workload is left to its deletion", "    if wl.metadata.deletion_timestamp.is_some() {\n        if members", "    if false {\n        if members"),
+    (O, "owners: a legacy Workload is followed only when the set's", "        !uid.is_empty() && workload::is_owned_by(w.metadata.owner_references.as_deref(), uid)", "        !uid.is_empty()"),
+    (O, "owners: pods join the followed Workload's group", "        Some(w) => w.metadata.name.clone().unwrap_or_default(),", "        Some(_) => pod_owner::workload_name(facts.policy, obj),"),
     (O, "owners: the queue follows", "        if wl.spec.queue_name.as_deref() != Some(q) {", "        if false {"),
     (O, "owners: the group's Workload created", "        if replicas > 0 && queue.is_some() && !pod_owner::is_multikueue_copy(obj) {", "        if false {"),
     (O, "owners: a MultiKueue copy makes no Workload", "        if replicas > 0 && queue.is_some() && !pod_owner::is_multikueue_copy(obj) {", "        if replicas > 0 && queue.is_some() {"),

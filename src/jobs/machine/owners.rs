@@ -99,8 +99,28 @@ pub fn group_selector(facts: &Facts, obj: &Value) -> Option<Option<String>> {
     Some(pod_owner::selector(group, obj))
 }
 
+/// Kueue's `findWorkloadName` for a StatefulSet: the Workload under the
+/// set's name, else one under Kueue's legacy name (made before the UID
+/// was part of the name). Unlike Kueue, a legacy Workload that is not the
+/// set's (no owner reference with its UID) is not taken: the set makes
+/// its own under the current name.
+pub fn followed<'a>(
+    obj: &Value,
+    current: Option<&'a api::Workload>,
+    legacy: Option<&'a api::Workload>,
+) -> Option<&'a api::Workload> {
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    current.or(legacy.filter(|w| {
+        !uid.is_empty() && workload::is_owned_by(w.metadata.owner_references.as_deref(), uid)
+    }))
+}
+
 /// One pass of the one-group reconciler (a StatefulSet): `pods` the pods
-/// its selector lists, `wl` the group's Workload as read.
+/// its selector lists, `wl` the group's Workload as read ([`followed`]:
+/// its pods are marked into the group of that Workload's name).
 pub fn group_step(
     facts: &Facts,
     obj: &Value,
@@ -115,6 +135,10 @@ pub fn group_step(
     };
     let replicas = pod_owner::replicas(group, obj);
     let queue = queue_of(obj);
+    let wl_name = match wl {
+        Some(w) => w.metadata.name.clone().unwrap_or_default(),
+        None => pod_owner::workload_name(facts.policy, obj),
+    };
     // The owner's pods: marked into its group as they appear.
     let mut writes = Vec::new();
     let mut members = Vec::new();
@@ -131,7 +155,7 @@ pub fn group_step(
         }
         writes.extend(patch(
             i,
-            pod_owner::member_patch(facts.gate, facts.owner, obj, pod, false),
+            pod_owner::member_patch(facts.gate, facts.owner, obj, pod, &wl_name, false),
         ));
         members.push(i);
     }
@@ -551,6 +575,86 @@ mod tests {
         assert!(run(&zero, &[], Some(&wl)).writes.is_empty());
     }
 
+    /// Kueue v0.19.2 statefulset_reconciler_test.go "should adopt legacy
+    /// workload instead of creating duplicate" and "should list pods by
+    /// legacy workload name", statefulset_pod_reconciler_test.go "should
+    /// label new pod with legacy name when legacy workload exists" and
+    /// "shouldn't relabel pod with legacy workload name when legacy
+    /// workload exists": a Workload under the legacy name (no UID) is
+    /// followed while none has the current name; no second Workload is
+    /// made, new pods join the legacy group, members keep it. Better than
+    /// Kueue: a legacy Workload the set does not own is not taken over
+    /// (Kueue writes its owner reference onto it).
+    #[test]
+    fn a_workload_under_kueues_legacy_name_is_followed() {
+        let p = policy("apps", "StatefulSet");
+        let s0 = sts();
+        let legacy_name = pod_owner::legacy_workload_name(&p, &s0);
+        assert_eq!(
+            legacy_name,
+            crate::jobs::workload::name_for("StatefulSet", "apps", "web", "")
+        );
+        assert_ne!(legacy_name, pod_owner::workload_name(&p, &s0));
+        let mut legacy = workload_of(&s0, json!({}));
+        legacy.metadata.name = Some(legacy_name.clone());
+        let mut current = workload_of(&s0, json!({}));
+        current.metadata.uid = Some("current-uid".into());
+        // Followed: the current name first, else an owned legacy one.
+        assert_eq!(followed(&s0, None, Some(&legacy)), Some(&legacy));
+        assert_eq!(followed(&s0, Some(&current), Some(&legacy)), Some(&current));
+        assert_eq!(followed(&s0, None, None), None);
+        let mut foreign = legacy.clone();
+        foreign.metadata.owner_references = None;
+        assert_eq!(followed(&s0, None, Some(&foreign)), None);
+        let mut other_set = legacy.clone();
+        other_set.metadata.owner_references.as_mut().unwrap()[0].uid = "old-uid".into();
+        assert_eq!(followed(&s0, None, Some(&other_set)), None);
+
+        // A new pod joins the legacy group; nothing is created.
+        let s = run(&s0, &[sts_pod("web-0")], Some(&legacy));
+        assert!(
+            !s.writes
+                .iter()
+                .any(|w| matches!(w, Write::CreateWorkload { .. })),
+            "{s:?}"
+        );
+        let Write::PatchPod { pod: 0, ops } = &s.writes[0] else {
+            panic!("{s:?}")
+        };
+        let out = crate::jobs::workload::apply(&sts_pod("web-0"), ops).unwrap();
+        let a = &out["metadata"]["annotations"];
+        assert_eq!(a["kueue.x-k8s.io/pod-group-name"], legacy_name.as_str());
+        assert_eq!(
+            a["kueue.x-k8s.io/prebuilt-workload-name"],
+            legacy_name.as_str()
+        );
+        // A member of the legacy group is not relabelled.
+        let s = run(&s0, &[out], Some(&legacy));
+        assert!(
+            !s.writes.iter().any(|w| matches!(w, Write::PatchPod { .. })),
+            "{s:?}"
+        );
+        // Scaled to zero and back: the legacy Workload is held and freed.
+        let mut zero = s0.clone();
+        zero["spec"]["replicas"] = json!(0);
+        let mut held = workload_of(&s0, admitted());
+        held.metadata.name = Some(legacy_name.clone());
+        let s = run(&zero, &[], Some(&held));
+        assert!(
+            matches!(&s.writes[..], [Write::WorkloadStatus { workload: 0, .. }]),
+            "{s:?}"
+        );
+        // Without a Workload, the set's own is made under the current name.
+        let s = run(&s0, &[], None);
+        let Some(Write::CreateWorkload { body, .. }) = s.writes.last() else {
+            panic!("{s:?}")
+        };
+        assert_eq!(
+            body["metadata"]["name"],
+            pod_owner::workload_name(&p, &s0).as_str()
+        );
+    }
+
     #[test]
     fn an_unmarked_owner_is_not_looked_at() {
         let p = policy("apps", "StatefulSet");
@@ -679,8 +783,18 @@ mod tests {
                 let p = sts_pod(n);
                 let g = gate();
                 let o = policy("apps", "StatefulSet").pod_owner.clone().unwrap();
-                crate::jobs::workload::apply(&p, &pod_owner::member_patch(&g, &o, &s0, &p, false))
-                    .unwrap()
+                crate::jobs::workload::apply(
+                    &p,
+                    &pod_owner::member_patch(
+                        &g,
+                        &o,
+                        &s0,
+                        &p,
+                        wl.metadata.name.as_deref().unwrap(),
+                        false,
+                    ),
+                )
+                .unwrap()
             })
             .collect();
         let s = run(&s0, &marked, Some(&wl));
