@@ -460,6 +460,136 @@ fn pods_and_pod_groups_are_gated_admitted_ungated_and_accounted() {
 
 const ON_DEMAND: &str = "on-demand";
 
+/// A retriable pod group (Kueue's default: no `retriable-in-group:
+/// "false"`) whose pod fails keeps its admission and waits for a
+/// replacement, as Kueue's pod controller does (v0.19.2
+/// pod_controller.go `FindMatchingWorkloads`,
+/// `waitingForReplacementPodsCondition`; test/e2e/singlecluster/
+/// baseline/pod_test.go "should allow to schedule a group of diverse pods"
+/// replaces a failed pod the same way): `WaitingForReplacementPods`
+/// true, the replacement (made here by the test, as the user's own
+/// controller would) ungated under the same admission and made an owner
+/// of the Workload, the failed pod let go, the condition false; a pod
+/// beyond the group's count is deleted (`ExcessPodDeleted`). KWOK fails
+/// the pod (the launcher's pod-fail stage).
+#[test]
+fn a_retriable_pod_group_replaces_a_failed_pod_under_the_same_admission() {
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-pod-retry");
+    apply(c, &flavor("retry-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("retry-cq", &[("retry-spot", "200m", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "pods", "retry-cq"));
+    let member = |name: &str| {
+        let mut p = pod(name, &ns, "pods", "100m", "10m");
+        p["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = json!("duo");
+        p["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = json!("2");
+        p
+    };
+    create_pod(c, &member("duo-0"));
+    let mut failing = member("duo-1");
+    failing["metadata"]["annotations"][batchgate_localcluster::POD_FAIL_ANNOTATION] = json!("1s");
+    create_pod(c, &failing);
+    let admitted = wait_for(WAIT, "the group admitted", || {
+        workload(c, &ns, "duo").filter(|w| is_true(w, "Admitted"))
+    });
+    wait_for(WAIT, "duo-1 failed", || {
+        (pod_now(c, &ns, "duo-1")["status"]["phase"] == "Failed").then_some(())
+    });
+    let waiting = wait_for(WAIT, "the group waiting for a replacement", || {
+        workload(c, &ns, "duo").filter(|w| is_true(w, "WaitingForReplacementPods"))
+    });
+    let cond = condition(&waiting, "WaitingForReplacementPods").unwrap();
+    assert_eq!(
+        (&cond["reason"], &cond["message"]),
+        (
+            &json!("PodsFailed"),
+            &json!("Some Failed pods need replacement")
+        )
+    );
+    assert!(
+        is_true(&waiting, "Admitted"),
+        "the quota is kept: {waiting}"
+    );
+    assert_eq!(
+        pod_now(c, &ns, "duo-1")["metadata"]["finalizers"],
+        json!(["kueue.x-k8s.io/managed"]),
+        "not let go before it is replaced"
+    );
+
+    let replacement = create_pod(c, &member("duo-2"));
+    assert!(gated(&replacement), "{replacement}");
+    wait_for(WAIT, "the replacement ungated and running", || {
+        let p = pod_now(c, &ns, "duo-2");
+        (!gated(&p) && p["status"]["phase"] == "Running").then_some(())
+    });
+    let replaced = wait_for(WAIT, "the group no longer waiting", || {
+        workload(c, &ns, "duo").filter(|w| {
+            condition(w, "WaitingForReplacementPods").is_some_and(|c| c["status"] == "False")
+        })
+    });
+    let cond = condition(&replaced, "WaitingForReplacementPods").unwrap();
+    assert_eq!(
+        (&cond["reason"], &cond["message"]),
+        (&json!("PodsReady"), &json!("No pods need replacement"))
+    );
+    // The same admission: never evicted, never admitted again.
+    assert_eq!(replaced["metadata"]["uid"], admitted["metadata"]["uid"]);
+    assert_eq!(
+        replaced["status"]["admission"],
+        admitted["status"]["admission"]
+    );
+    assert!(condition(&replaced, "Evicted").is_none(), "{replaced}");
+    let owners: Vec<&str> = replaced["metadata"]["ownerReferences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(owners.contains(&"duo-2"), "{owners:?}");
+    wait_for(WAIT, "the failed pod let go", || {
+        pod_now(c, &ns, "duo-1")["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+            .then_some(())
+    });
+
+    // A third runnable pod of a group of two: deleted as excess.
+    create_pod(c, &member("duo-3"));
+    let reason = wait_for(WAIT, "the excess pod's event", || {
+        let list = get(
+            c,
+            &[
+                "events",
+                "-n",
+                &ns,
+                "--field-selector",
+                "involvedObject.name=duo-3,reason=ExcessPodDeleted",
+            ],
+        )?;
+        list["items"].as_array()?.first().cloned()
+    });
+    assert_eq!(reason["message"], "Excess pod deleted");
+    wait_for(WAIT, "the excess pod gone", || {
+        pod_now(c, &ns, "duo-3").is_null().then_some(())
+    });
+    for name in ["duo-0", "duo-2"] {
+        assert!(
+            !pod_now(c, &ns, name).is_null(),
+            "{name} must be kept, not the excess one"
+        );
+    }
+    // Their node is left to the other tests of this binary.
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "pod", "duo-0", "duo-2", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}
+
 fn install_runtime_kind_crds(c: &LocalCluster) {
     let file = format!(
         "{}/tests/fixtures/runtime-kinds-crds.yaml",
@@ -1357,7 +1487,7 @@ fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
     apply(c, &flavor("legacy-spot", json!({"instance-type": "spot"})));
     apply(
         c,
-        &cluster_queue("legacy-cq", &[("legacy-spot", "2", None)], json!({})),
+        &cluster_queue("legacy-cq", &[("legacy-spot", "200m", None)], json!({})),
     );
     apply(c, &local_queue(&ns, "serve", "legacy-cq"));
     let sts = create(
@@ -1371,7 +1501,7 @@ fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
                      "selector": {"matchLabels": {"app": "db"}},
                      "template": {"metadata": {"labels": {"app": "db"}},
                                   "spec": {"containers": [{"name": "main", "image": "redis",
-                                      "resources": {"requests": {"cpu": "1"}}}]}}}
+                                      "resources": {"requests": {"cpu": "100m"}}}]}}}
         }),
     );
     let uid = sts["metadata"]["uid"].as_str().unwrap();
@@ -1388,7 +1518,7 @@ fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
                                               "name": "db", "uid": uid}]},
             "spec": {"podSets": [{"name": "main", "count": 2, "template": {"spec":
                         {"containers": [{"name": "main", "image": "redis",
-                                         "resources": {"requests": {"cpu": "1"}}}]}}}]}
+                                         "resources": {"requests": {"cpu": "100m"}}}]}}}]}
         }),
     );
     status_patch(
@@ -1440,6 +1570,13 @@ fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
         workload(c, &ns, &current).is_none(),
         "a second Workload was made under the current name"
     );
+    // Its pods leave the spot node to the other tests of this binary.
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "statefulset", "db", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
 }
 
 fn install_lws_crd(c: &LocalCluster) {

@@ -602,9 +602,9 @@ fn single_pod_owned(wl: &api::Workload) -> bool {
 /// `status.reclaimablePods`, for the engine.
 fn readiness(wl: &api::Workload) -> queueing::workload::Readiness {
     let status = wl.status.as_ref();
+    let conds = status.and_then(|s| s.conditions.as_ref());
     queueing::workload::Readiness {
-        pods_ready: status
-            .and_then(|s| s.conditions.as_ref())
+        pods_ready: conds
             .and_then(|c| c.iter().find(|c| c.type_ == api::condition::PODS_READY))
             .map(|c| c.status == "True"),
         requeue_at: status
@@ -617,6 +617,11 @@ fn readiness(wl: &api::Workload) -> queueing::workload::Readiness {
             .flatten()
             .map(|r| (r.name.clone(), r.count.max(0) as u32))
             .collect(),
+        awaiting_replacements: conds.is_some_and(|c| {
+            c.iter().any(|c| {
+                c.type_ == api::condition::WAITING_FOR_REPLACEMENT_PODS && c.status == "True"
+            })
+        }),
     }
 }
 

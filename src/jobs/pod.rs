@@ -650,6 +650,101 @@ pub fn finished(gate: &Gate, pods: &[&Value]) -> Option<(bool, String)> {
         .then(|| (true, format!("Pods succeeded: {succeeded}/{total}.")))
 }
 
+/// A group's pods against its Workload's pod sets, as Kueue's pod group
+/// reconciler sorts them (`FindMatchingWorkloads`): per role, runnable
+/// pods beyond the pod set's count are excess; the role keeps as many
+/// pods as its count, runnable ones first, and the failed pods (or pods
+/// going before they were placed) beyond that are replaced; the runnable
+/// pods the counts still miss are absent. Indices into the pods given.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Roster {
+    /// What the group is now: the pods neither excess nor replaced (a pod
+    /// of no pod set's role is in none of the lists).
+    pub kept: Vec<usize>,
+    /// To be let go and deleted (Kueue's `removeExcessPods`).
+    pub excess: Vec<usize>,
+    /// To be let go (Kueue's `finalizePods` of replaced inactive pods).
+    pub replaced: Vec<usize>,
+    /// Kueue's `absentPods`: with fast admission, 1 for a pod set that
+    /// has no runnable pod at all.
+    pub absent: i64,
+}
+
+/// See [`Roster`]: `pod_sets` the Workload's (name, count), `fast` the
+/// reconciled pod's fast-admission switch, `now` for the last time a pod
+/// that is still failing was active.
+pub fn roster(
+    gate: &Gate,
+    pod_sets: &[(&str, i64)],
+    pods: &[&Value],
+    fast: bool,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Roster {
+    let holds = |p: &Value| {
+        p.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|fs| fs.iter().any(|f| f.as_str() == Some(&gate.finalizer)))
+    };
+    let created = |p: &Value| time_at(p, "/metadata/creationTimestamp");
+    let mut r = Roster::default();
+    for &(name, count) in pod_sets {
+        let (mut active, mut inactive): (Vec<usize>, Vec<usize>) = (0..pods.len())
+            .filter(|&i| role_of(pods[i]) == name)
+            .partition(|&i| is_runnable_or_succeeded(pods[i]));
+        let n_active = active.len() as i64;
+        r.absent += if fast {
+            i64::from(count > 0 && n_active == 0)
+        } else {
+            (count - n_active).max(0)
+        };
+        // Kept first: holding the finalizer, ungated, older.
+        active.sort_by_key(|&i| (!holds(pods[i]), is_gated(gate, pods[i]), created(pods[i])));
+        let excess = (n_active - count).max(0) as usize;
+        r.excess.extend(active.split_off(active.len() - excess));
+        r.kept.extend(active);
+        // Kept first: holding the finalizer, active last, older.
+        inactive.sort_by_key(|&i| {
+            (
+                !holds(pods[i]),
+                std::cmp::Reverse(last_active(pods[i], now)),
+                created(pods[i]),
+            )
+        });
+        let n_inactive = inactive.len() as i64;
+        let replaced = n_inactive.min(n_inactive + n_active - count).max(0) as usize;
+        r.replaced
+            .extend(inactive.split_off(inactive.len() - replaced));
+        r.kept.extend(inactive);
+    }
+    r.kept.sort_unstable();
+    r
+}
+
+fn time_at(p: &Value, at: &str) -> Option<k8s_openapi::jiff::Timestamp> {
+    p.pointer(at)?.as_str()?.parse().ok()
+}
+
+/// Kueue's `lastActiveTime`: when the pod was declared failed
+/// (`ContainersReady=False`, reason `PodFailed`) or its deletion, the
+/// earlier; `now` for either not known.
+fn last_active(p: &Value, now: k8s_openapi::jiff::Timestamp) -> k8s_openapi::jiff::Timestamp {
+    let failed = p
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("ContainersReady"))
+        })
+        .filter(|c| {
+            c.get("status").and_then(Value::as_str) == Some("False")
+                && c.get("reason").and_then(Value::as_str) == Some("PodFailed")
+        })
+        .and_then(|c| time_at(c, "/lastTransitionTime"))
+        .unwrap_or(now);
+    let deleted = time_at(p, "/metadata/deletionTimestamp").unwrap_or(now);
+    failed.min(deleted)
+}
+
 /// Is a pod still running (Kueue's `IsActive`: Running, and not stuck
 /// terminating)? Time is not read: a deleting pod counts as inactive
 /// (Kueue's FastQuotaReleaseInPodIntegration).
@@ -897,5 +992,69 @@ mod tests {
             finished(&g, &[&a, &b]),
             Some((true, "Pods succeeded: 1/2.".into()))
         );
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` "the failed pods are
+    /// finalized in order" and "no unnecessary additional failed pods are
+    /// finalized": a role keeps as many pods as its count, runnable ones
+    /// first; of the failed pods beyond, those without the finalizer,
+    /// then the ones active longest ago, are let go.
+    #[test]
+    fn the_roster_lets_go_of_the_failed_pods_replaced_oldest_first() {
+        let gate = PolicySet::embedded()
+            .unwrap()
+            .find("", "v1", "Pod")
+            .unwrap()
+            .gate
+            .clone()
+            .unwrap();
+        let p = |name: &str, phase: &str, failed_at: Option<&str>| {
+            let mut v = json!({"metadata": {"name": name, "finalizers": ["kueue.x-k8s.io/managed"],
+                    "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]},
+                "status": {"phase": phase}});
+            if let Some(t) = failed_at {
+                v["status"]["conditions"] = json!([{"type": "ContainersReady", "status": "False",
+                    "reason": "PodFailed", "lastTransitionTime": t}]);
+            }
+            v
+        };
+        let pods = [
+            p("active", "Running", None),
+            p("failed-late", "Failed", Some("2026-01-01T00:05:00Z")),
+            p("failed-early", "Failed", Some("2026-01-01T00:01:00Z")),
+            p("replacement", "Running", None),
+            p("failed-mid", "Failed", Some("2026-01-01T00:03:00Z")),
+        ];
+        let refs: Vec<&Value> = pods.iter().collect();
+        let role = role_of(&pods[0]);
+        let now: k8s_openapi::jiff::Timestamp = "2026-01-01T01:00:00Z".parse().unwrap();
+        let sorted = |mut v: Vec<usize>| {
+            v.sort_unstable();
+            v
+        };
+        // Three to run, two running: three pods kept, so two of the failed
+        // ones are let go, those active longest ago; one pod is missing.
+        let r = roster(&gate, &[(role.as_str(), 3)], &refs, false, now);
+        assert_eq!(sorted(r.replaced.clone()), [2, 4]);
+        assert_eq!(r.absent, 1);
+        assert_eq!(r.kept, [0, 1, 3]);
+        assert!(r.excess.is_empty());
+        // A pod without the finalizer goes before any holding it.
+        let mut let_go = pods.clone();
+        let_go[1]["metadata"]["finalizers"] = json!([]);
+        let refs: Vec<&Value> = let_go.iter().collect();
+        let r = roster(&gate, &[(role.as_str(), 3)], &refs, false, now);
+        assert_eq!(sorted(r.replaced), [1, 2]);
+        // Two to run: every failed pod is replaced.
+        let refs: Vec<&Value> = pods.iter().collect();
+        let r = roster(&gate, &[(role.as_str(), 2)], &refs, false, now);
+        assert_eq!(sorted(r.replaced), [1, 2, 4]);
+        assert_eq!(r.absent, 0);
+        // Fast admission: absent only when no pod of the role runs.
+        let r = roster(&gate, &[(role.as_str(), 3)], &refs, true, now);
+        assert_eq!(r.absent, 0);
+        let r = roster(&gate, &[(role.as_str(), 3)], &refs[1..3], true, now);
+        assert_eq!(r.absent, 1);
     }
 }

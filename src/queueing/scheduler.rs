@@ -1327,9 +1327,13 @@ impl Engine {
         }
         let wl = &rec.wl;
         let lq = self.local_queue(&wl.namespace, &wl.queue_name);
-        // Inactive, or backing off after a PodsReadyTimeout eviction: out of
-        // every queue, with no pending reason of its own.
-        let target = if !wl.active || wl.readiness.requeue_at.is_some() {
+        // Inactive, backing off after a PodsReadyTimeout eviction, or a pod
+        // group waiting for its replacement pods: out of every queue, with
+        // no pending reason of its own.
+        let target = if !wl.active
+            || wl.readiness.requeue_at.is_some()
+            || wl.readiness.awaiting_replacements
+        {
             Err(None)
         } else {
             match lq {

@@ -318,6 +318,10 @@ pub struct Readiness {
     /// `status.reclaimablePods`: pods per pod set whose quota is given back
     /// while the Workload still runs.
     pub reclaimable: Vec<(String, u32)>,
+    /// `WaitingForReplacementPods` is true: a pod group missing pods is
+    /// not queued until they are back (Kueue's `IsAdmissible`); one that
+    /// holds quota keeps it.
+    pub awaiting_replacements: bool,
 }
 
 impl Readiness {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{deadlines, finished_status, reclaim_status, Note, Timer};
 use crate::queueing::reservation::release;
@@ -205,6 +205,39 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         writes.push(Write::RemoveFinalizer);
         return Step::wait(writes);
     }
+    // A group's own Workload (not a prebuilt one: Kueue keeps those in
+    // sync by their owner) against its pods: excess pods deleted,
+    // replaced ones let go, missing ones waited for; the rest of the step
+    // sees the pods kept.
+    let kept = match (group, names_prebuilt(this)) {
+        (true, false) => {
+            let sets: Vec<(&str, i64)> = wl
+                .spec
+                .pod_sets
+                .iter()
+                .flatten()
+                .map(|ps| (ps.name.as_str(), i64::from(ps.count)))
+                .collect();
+            let r = pod::roster(gate, &sets, &pods, pod::fast_admission(this), now.0);
+            let mut writes = Vec::new();
+            // One Workload write a pass: each is conditioned on the
+            // version read.
+            if let Some(w) = new_owners(wl, &r.kept, &pods) {
+                writes.extend(w);
+            } else if let Some(conds) = replacement_condition(&conds, r.absent > 0, wl, now) {
+                writes.push(Write::WorkloadStatus(json!({ "conditions": conds.0 })));
+            }
+            writes.extend(roster_writes(gate, &pods, &r));
+            if !writes.is_empty() {
+                return Step::wait(writes);
+            }
+            Some(r.kept)
+        }
+        _ => None,
+    };
+    let kept = |i: usize| kept.as_ref().is_none_or(|k| k.binary_search(&i).is_ok());
+    let all = || members.iter().enumerate().filter(|(i, _)| kept(*i));
+    let pods: Vec<&Value> = all().map(|(_, p)| p).collect();
     if let Some((succeeded, message)) = pod::finished(gate, &pods) {
         let reason = if succeeded { "Succeeded" } else { "Failed" };
         return Step::wait(vec![
@@ -339,6 +372,106 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         }
     }
     then(writes)
+}
+
+/// Kueue's `removeExcessPods` and `finalizePods`: an excess pod is let go
+/// and deleted (event `ExcessPodDeleted`), a replaced one let go.
+fn roster_writes(gate: &Gate, pods: &[&Value], r: &pod::Roster) -> Vec<Write> {
+    let release = |i: usize| {
+        let ops = pod::release_patch(gate, pods[i]);
+        (!ops.is_empty()).then_some(Write::Patch {
+            pod: Pod::Member(i),
+            ops,
+            event: None,
+        })
+    };
+    let mut writes = Vec::new();
+    for &i in &r.excess {
+        writes.extend(release(i));
+        if !deleting(pods[i]) {
+            writes.push(Write::Delete {
+                pod: Pod::Member(i),
+                event: Some(Note::normal("ExcessPodDeleted", "Excess pod deleted")),
+            });
+        }
+    }
+    writes.extend(r.replaced.iter().filter_map(|&i| release(i)));
+    writes
+}
+
+/// Kueue's `EnsureWorkloadOwnedByAllMembers`: a group's Workload is owned
+/// by every pod kept in it, replacements included (else it would be
+/// collected with the pods they replace); event `OwnerReferencesAdded`.
+fn new_owners(wl: &api::Workload, kept: &[usize], pods: &[&Value]) -> Option<Vec<Write>> {
+    let refs = wl.metadata.owner_references.as_deref().unwrap_or_default();
+    let missing: Vec<&Value> = kept
+        .iter()
+        .map(|&i| pods[i])
+        .filter(|p| {
+            let uid = p.pointer("/metadata/uid").and_then(Value::as_str);
+            uid.is_some_and(|u| !refs.iter().any(|r| r.uid == u))
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let mut all: Vec<Value> = refs
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect();
+    if let Some(Value::Array(added)) = pod::ownership(&missing, true).get("ownerReferences") {
+        all.extend(added.iter().cloned());
+    }
+    Some(vec![
+        Write::AdoptWorkload(json!({"metadata": {
+            "resourceVersion": wl.metadata.resource_version,
+            "ownerReferences": all,
+        }})),
+        Write::WorkloadEvent(Note::normal(
+            "OwnerReferencesAdded",
+            format!("Added {} owner reference(s)", missing.len()),
+        )),
+    ])
+}
+
+/// Kueue's `waitingForReplacementPodsCondition`: `WaitingForReplacementPods`
+/// true while pods are missing (with the eviction's reason and message
+/// when the Workload is evicted, else `PodsFailed`, "Some Failed pods need
+/// replacement"), false (`PodsReady`, "No pods need replacement") once
+/// none is; never written for a group that never missed one. The
+/// conditions to write when they change.
+fn replacement_condition(
+    conds: &Conditions,
+    waiting: bool,
+    wl: &api::Workload,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Option<Conditions> {
+    let ty = condition::WAITING_FOR_REPLACEMENT_PODS;
+    let current = conds.get(ty);
+    let (reason, message) = match (waiting, current) {
+        (false, None) => return None,
+        (false, Some(c)) if c.status == "False" => return None,
+        (false, Some(_)) => (
+            "PodsReady".to_string(),
+            "No pods need replacement".to_string(),
+        ),
+        (true, _) => match (conds.get(condition::EVICTED), current) {
+            (Some(e), _) if e.status == "True" => (e.reason.clone(), e.message.clone()),
+            (_, Some(c)) if c.status == "True" => return None,
+            _ => (
+                "PodsFailed".to_string(),
+                "Some Failed pods need replacement".to_string(),
+            ),
+        },
+    };
+    if current.is_some_and(|c| {
+        (c.status == "True") == waiting && c.reason == reason && c.message == message
+    }) {
+        return None;
+    }
+    let mut out = conds.clone();
+    out.set(ty, waiting, &reason, &message, now, wl.metadata.generation);
+    Some(out)
 }
 
 /// The job machine's Workload writes as this reconciler's.
@@ -977,6 +1110,245 @@ mod tests {
         );
     }
 
+    /// A group's Workload admitted with its one role at `count` pods.
+    fn group_workload(members: &[Value], count: i32, mut status: Value) -> api::Workload {
+        let role = pod::role_of(&members[0]);
+        status["admission"]["podSetAssignments"][0]["name"] = json!(role);
+        status["admission"]["podSetAssignments"][0]["count"] = json!(count);
+        let mut wl = workload(members, status);
+        for ps in wl.spec.pod_sets.iter_mut().flatten() {
+            ps.count = count;
+        }
+        wl
+    }
+
+    fn replacement_condition_of(s: &Step) -> Option<Value> {
+        s.writes.iter().find_map(|w| match w {
+            Write::WorkloadStatus(st) => st["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "WaitingForReplacementPods")
+                .cloned(),
+            _ => None,
+        })
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` `TestReconciler` "replacement
+    /// pod should be started for set of Running, Failed, Succeeded pods"
+    /// (and "replacement pods are owning the workload"): the failed pod a
+    /// replacement stands in for is let go, the replacement becomes an
+    /// owner of the Workload (`OwnerReferencesAdded`, "Added 1 owner
+    /// reference(s)") and is ungated under the same admission.
+    #[test]
+    fn a_failed_pod_of_a_retriable_group_is_replaced_under_the_same_admission() {
+        let members = vec![
+            ungated(grouped("a", 3)),
+            phase(ungated(grouped("b", 3)), "Failed"),
+            phase(ungated(grouped("c", 3)), "Succeeded"),
+        ];
+        let role = pod::role_of(&members[0]);
+        let mut status = admitted();
+        status["reclaimablePods"] = json!([{"name": role, "count": 1}]);
+        let wl = group_workload(&members, 3, status);
+        let mut all = members.clone();
+        all.push(grouped("d", 3));
+        let s = run(&all[3], &all, Some(&wl));
+        let [Write::AdoptWorkload(meta), Write::WorkloadEvent(note), release] = s.writes.as_slice()
+        else {
+            panic!("{s:?}");
+        };
+        let refs: Vec<&str> = meta["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(refs, ["a", "b", "c", "d"]);
+        assert_eq!(meta["metadata"]["resourceVersion"], "3");
+        assert_eq!(
+            (note.reason.as_str(), note.message.as_str()),
+            ("OwnerReferencesAdded", "Added 1 owner reference(s)")
+        );
+        assert!(
+            matches!(
+                release,
+                Write::Patch {
+                    pod: Pod::Member(1),
+                    ..
+                }
+            ) && releases(release),
+            "{release:?}"
+        );
+        // Owned by the replacement and the failed pod let go: it starts.
+        let mut wl = wl;
+        wl.metadata.owner_references =
+            serde_json::from_value(meta["metadata"]["ownerReferences"].clone()).unwrap();
+        all[1]["metadata"]["finalizers"] = json!([]);
+        let s = run(&all[3], &all, Some(&wl));
+        assert!(
+            matches!(s.writes.as_slice(), [Write::Patch { pod: Pod::Member(3), event: Some(n), .. }]
+                if n.reason == "Started"),
+            "{s:?}"
+        );
+        assert_eq!(replacement_condition_of(&s), None, "never missed a pod");
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` "should set waiting for pods
+    /// ready condition to true when at least one pod failed" and "...to
+    /// false when pods was replaced"; with an eviction, its reason and
+    /// message (`waitingForReplacementPodsCondition`).
+    #[test]
+    fn a_group_missing_a_failed_pod_waits_for_its_replacement() {
+        let members = vec![
+            ungated(grouped("a", 2)),
+            phase(ungated(grouped("b", 2)), "Failed"),
+        ];
+        let wl = group_workload(&members, 2, admitted());
+        let s = run(&members[0], &members, Some(&wl));
+        let c = replacement_condition_of(&s).expect("condition written");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("True"),
+                &json!("PodsFailed"),
+                &json!("Some Failed pods need replacement")
+            )
+        );
+        // Not replaced yet: the failed pod keeps its finalizer.
+        assert!(!s.writes.iter().any(releases), "{s:?}");
+        // Written: nothing more.
+        let mut status = admitted();
+        status["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::to_value(&c).unwrap());
+        let waiting = group_workload(&members, 2, status.clone());
+        assert_eq!(
+            run(&members[0], &members, Some(&waiting)).writes,
+            Vec::new()
+        );
+        // Evicted: the eviction's reason and message.
+        let mut evicted = status.clone();
+        evicted["conditions"].as_array_mut().unwrap().push(json!({
+            "type": "Evicted", "status": "True", "reason": "Preempted",
+            "message": "Preempted to accommodate a workload", "lastTransitionTime": at(0)}));
+        let s = run(
+            &members[0],
+            &members,
+            Some(&group_workload(&members, 2, evicted)),
+        );
+        let c = replacement_condition_of(&s).expect("condition written");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("True"),
+                &json!("Preempted"),
+                &json!("Preempted to accommodate a workload")
+            )
+        );
+        // Replaced: false, and the failed pod let go.
+        let mut all = members.clone();
+        all.push(ungated(grouped("c", 2)));
+        let mut owned = waiting.clone();
+        owned.metadata.owner_references = pod::ownership(&all.iter().collect::<Vec<_>>(), true)
+            ["ownerReferences"]
+            .as_array()
+            .map(|r| serde_json::from_value(Value::Array(r.clone())).unwrap());
+        let s = run(&all[0], &all, Some(&owned));
+        let c = replacement_condition_of(&s).expect("condition written");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("False"),
+                &json!("PodsReady"),
+                &json!("No pods need replacement")
+            )
+        );
+        assert!(
+            s.writes.iter().any(|w| matches!(
+                w,
+                Write::Patch {
+                    pod: Pod::Member(1),
+                    ..
+                }
+            ) && releases(w)),
+            "{s:?}"
+        );
+        // The failed pod, let go, no longer counts: the pods kept are the
+        // group (Kueue's PodsReady over them), and it is ready.
+        let mut status = admitted();
+        status["conditions"].as_array_mut().unwrap().push(cond(
+            "WaitingForReplacementPods",
+            false,
+            "No pods need replacement",
+        ));
+        let mut owned = owned.clone();
+        owned.status = serde_json::from_value(status).unwrap();
+        let mut done: Vec<Value> = all.iter().cloned().map(ready).collect();
+        done[1] = phase(all[1].clone(), "Failed");
+        done[1]["metadata"]["finalizers"] = json!([]);
+        let s = step_under(&done[0], &done, Some(&owned), true, Some(&readiness(200)));
+        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let c = st["conditions"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            (c["type"].as_str(), c["status"].as_str()),
+            (Some("PodsReady"), Some("True"))
+        );
+    }
+
+    /// Kueue v0.19.2 `pod_controller_test.go` "excess pods in pod set after
+    /// admission, youngest pods are deleted" and "delete excess pod that is
+    /// gated": beyond the pod set's count, the gated, newer pod is let go
+    /// and deleted (`ExcessPodDeleted`, "Excess pod deleted"); once it is
+    /// going it is not deleted again.
+    #[test]
+    fn excess_pods_of_a_group_are_deleted_youngest_first() {
+        let a = ungated(grouped("a", 1));
+        let mut b = grouped("b", 1);
+        b["metadata"]["creationTimestamp"] = json!("2026-01-01T00:02:00Z");
+        let wl = group_workload(std::slice::from_ref(&a), 1, admitted());
+        let members = vec![b.clone(), a.clone()];
+        let s = run(&members[0], &members, Some(&wl));
+        let owners = s
+            .writes
+            .iter()
+            .any(|w| matches!(w, Write::AdoptWorkload(_)));
+        assert!(!owners, "an excess pod is not made an owner: {s:?}");
+        assert!(
+            s.writes.iter().any(|w| matches!(
+                w,
+                Write::Patch {
+                    pod: Pod::Member(0),
+                    ..
+                }
+            ) && releases(w)),
+            "{s:?}"
+        );
+        assert!(
+            s.writes.iter().any(|w| matches!(w,
+                Write::Delete { pod: Pod::Member(0), event: Some(n) }
+                    if n.reason == "ExcessPodDeleted" && n.message == "Excess pod deleted")),
+            "{s:?}"
+        );
+        assert!(!s.writes.iter().any(|w| matches!(
+            w,
+            Write::Delete {
+                pod: Pod::Member(1),
+                ..
+            }
+        )));
+        // Going, let go: nothing more.
+        b["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:03:00Z");
+        b["metadata"]["finalizers"] = json!([]);
+        let s = run(&b, &[b.clone(), a.clone()], Some(&wl));
+        assert!(
+            !s.writes.iter().any(|w| matches!(w, Write::Delete { .. })),
+            "{s:?}"
+        );
+    }
+
     /// Kueue v0.19.2 `pod_controller_test.go` `TestReconciler` "reclaimable
     /// pods updated for pod group" and "reclaimablePods field is not
     /// updated for a serving pod group".
@@ -989,6 +1361,27 @@ mod tests {
             ungated(grouped("b", 3)),
             phase(ungated(heavy), "Succeeded"),
         ];
+        // As Kueue's case: the failed pod already awaits its replacement.
+        let admitted = || {
+            let mut status = admitted();
+            status["conditions"].as_array_mut().unwrap().push(cond(
+                "WaitingForReplacementPods",
+                true,
+                "PodsFailed",
+            ));
+            status
+        };
+        // Kueue's pod sets: two of the failed pod's role, one of the other.
+        let workload = |members: &[Value], status: Value| {
+            let mut wl = workload(members, status);
+            let role = pod::role_of(&members[0]);
+            for ps in wl.spec.pod_sets.iter_mut().flatten() {
+                if ps.name == role {
+                    ps.count = 2;
+                }
+            }
+            wl
+        };
         let wl = workload(&members, admitted());
         let role = pod::role_of(&members[2]);
         let s = run(&members[1], &members, Some(&wl));

@@ -1245,6 +1245,35 @@ fn a_workload_backing_off_is_not_queued() {
     assert_eq!(settle(&mut e, 20_001), [key("w")]);
 }
 
+/// Kueue v0.19.2 `workload.IsAdmissible`: a pod group waiting for its
+/// replacement pods (`WaitingForReplacementPods=True`, e.g. after an
+/// eviction deleted them) is not queued until they are back; one that
+/// holds quota keeps it (a running group whose pod failed is not
+/// evicted for it).
+#[test]
+fn a_group_waiting_for_replacement_pods_is_not_queued() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    let mut w = wl("w", "a", 0, 1, 1);
+    w.readiness.awaiting_replacements = true;
+    e.upsert_workload(w.clone());
+    let c = run(&mut e, 1);
+    assert!(admitted(&c).is_empty());
+    assert_eq!(pending(&c, "w"), None, "no pending reason while waiting");
+    w.readiness.awaiting_replacements = false;
+    e.upsert_workload(w.clone());
+    let c = run(&mut e, 2);
+    assert_eq!(admitted(&c), [key("w")]);
+    // Admitted, a pod failing keeps the quota.
+    w.admission = Some(admission_of(&c, "w"));
+    e.confirm_admission(&key("w"));
+    w.readiness.awaiting_replacements = true;
+    e.upsert_workload(w);
+    e.upsert_workload(wl("x", "a", 0, 5, 1));
+    let c = run(&mut e, 4);
+    assert!(evictions(&c).is_empty(), "{c:?}");
+    assert!(admitted(&c).is_empty(), "the quota is still w's");
+}
+
 /// blockAdmission (Kueue v0.19.2 test/integration/singlecluster/scheduler/
 /// podsready/scheduler_test.go "Should unblock admission of new workloads
 /// once the admitted workload is deleted" and the "...NonblockingMode"

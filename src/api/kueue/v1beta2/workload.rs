@@ -41,6 +41,9 @@ pub mod condition {
     pub const REQUEUED: &str = "Requeued";
     /// The Workload is to be deactivated.
     pub const DEACTIVATION_TARGET: &str = "DeactivationTarget";
+    /// A pod group misses pods (failed, or stopped by an eviction) that
+    /// are to be replaced; while true it is not queued.
+    pub const WAITING_FOR_REPLACEMENT_PODS: &str = "WaitingForReplacementPods";
 }
 
 /// Conditions as written back: `meta.SetStatusCondition` semantics (the
