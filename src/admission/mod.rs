@@ -198,6 +198,31 @@ impl Lookups for Read {
     }
 }
 
+/// What was read so far, and what a pass asks beyond it: a rule that reads
+/// one object to learn which to read next (an owner chain) asks again on
+/// each pass.
+#[derive(Debug)]
+pub struct Layered<'a> {
+    pub read: &'a Read,
+    pub asked: Asked,
+}
+
+impl Lookups for Layered<'_> {
+    fn get(&self, key: &ObjectKey) -> Fetched<'_> {
+        match self.read.0.get(key) {
+            Some(_) => self.read.get(key),
+            None => self.asked.get(key),
+        }
+    }
+}
+
+impl Read {
+    /// Adds what a later round read.
+    pub fn extend(&mut self, more: Read) {
+        self.0.extend(more.0);
+    }
+}
+
 /// The parts of an AdmissionRequest the rules use.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {

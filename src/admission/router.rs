@@ -24,7 +24,7 @@ use super::{
     object,
     registry::{self, Route},
     review::{self, AdmissionResponse, GroupVersionKind, Reading, Status},
-    Asked, ClusterFacts, Context, Lookups, ObjectKey, Read, Settings, Verdict,
+    Asked, ClusterFacts, Context, Layered, Lookups, ObjectKey, Read, Settings, Verdict,
 };
 use crate::vocabulary::patch;
 use crate::{
@@ -95,6 +95,10 @@ pub struct Router {
     today: Today,
 }
 
+/// Rounds of object reads a review may take: an owner chain's parents,
+/// one per round, up to Kueue's limit, and one more.
+pub const READ_ROUNDS: usize = crate::jobs::ancestry::CHAIN_LIMIT + 2;
+
 impl Router {
     pub fn new(
         policies: PolicySet,
@@ -160,17 +164,21 @@ impl Router {
     /// failed. Without cluster facts no review needs any.
     /// Objects the rules read are answered as not readable.
     pub fn answer(&self, hook: Hook, body: &[u8]) -> Answer {
-        let reviewed = match self.review(hook, body) {
-            Reviewed::Read(keys) => {
-                self.review_read(hook, body, &Read::unreadable(keys, "no cluster connection"))
-            }
-            r => r,
-        };
+        let mut read = Read::default();
+        let mut reviewed = self.review(hook, body);
+        // A rule stops at a read that failed: each round asks only keys
+        // not read before, so the rounds end.
+        for _ in 0..READ_ROUNDS {
+            let Reviewed::Read(keys) = reviewed else {
+                break;
+            };
+            read.extend(Read::unreadable(keys, "no cluster connection"));
+            reviewed = self.review_read(hook, body, &read);
+        }
         match reviewed {
             Reviewed::Done(a) => a,
             Reviewed::Entitle(p) => p.finish_unchecked(),
-            // A second pass decides from what is read and asks nothing.
-            Reviewed::Read(_) => unreachable!("decided with the objects read, a review asks none"),
+            Reviewed::Read(_) => unreachable!("a rule asks nothing after a failed read"),
         }
     }
 
@@ -185,9 +193,20 @@ impl Router {
         }
     }
 
-    /// The review again, with the objects its first pass asked for read.
+    /// The review again, with the objects its earlier passes asked for
+    /// read; `Read` again when the rules ask for more (the next parent of
+    /// an owner chain).
     pub fn review_read(&self, hook: Hook, body: &[u8], read: &Read) -> Reviewed {
-        self.decide(hook, body, read)
+        let layered = Layered {
+            read,
+            asked: Asked::default(),
+        };
+        match self.decide(hook, body, &layered) {
+            Reviewed::Done(_) | Reviewed::Entitle(_) if !layered.asked.is_empty() => {
+                Reviewed::Read(layered.asked.keys())
+            }
+            r => r,
+        }
     }
 
     fn decide(&self, hook: Hook, body: &[u8], lookups: &dyn Lookups) -> Reviewed {

@@ -12,6 +12,7 @@
 //!
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
+pub mod ancestry;
 pub mod deactivation;
 pub mod execution;
 pub mod machine;

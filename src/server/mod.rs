@@ -605,20 +605,23 @@ async fn review(s: AppState, hook: Hook, req: Request<Body>) -> Response<Body> {
     // The body is in: from here the connection is busy with real work and
     // is never the one to give up its slot.
     let _computing = conn.as_ref().map(|c| c.computing());
-    let reviewed = match s.webhook.review(hook, &body) {
-        Reviewed::Read(keys) => {
-            let read = match &s.objects {
-                Some(r) => r.read_all(keys).await,
-                None => crate::admission::Read::unreadable(keys, "no cluster connection"),
-            };
-            s.webhook.review_read(hook, &body, &read)
-        }
-        r => r,
-    };
+    // Each pass may ask for objects the last one read led to (an owner
+    // chain's next parent); the chain's limit bounds the rounds.
+    let mut reviewed = s.webhook.review(hook, &body);
+    let mut read = crate::admission::Read::default();
+    for _ in 0..crate::admission::router::READ_ROUNDS {
+        let Reviewed::Read(keys) = reviewed else {
+            break;
+        };
+        read.extend(match &s.objects {
+            Some(r) => r.read_all(keys).await,
+            None => crate::admission::Read::unreadable(keys, "no cluster connection"),
+        });
+        reviewed = s.webhook.review_read(hook, &body, &read);
+    }
     let answer = match reviewed {
         Reviewed::Done(answer) => answer,
-        // A second pass reads nothing new; answered as the first would be
-        // without a cluster.
+        // Still asking past the rounds: answered as without a cluster.
         Reviewed::Read(_) => s.webhook.answer(hook, &body),
         Reviewed::Entitle(mut pending) => match &s.sar {
             Some(sar) => {
