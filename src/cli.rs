@@ -633,6 +633,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 cfg.namespace().to_string(),
                 // Validated when the file was read.
                 cfg.multikueue().unwrap_or_default(),
+                settings.manage_jobs_without_queue_name,
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -590,6 +590,84 @@ fn a_retriable_pod_group_replaces_a_failed_pod_under_the_same_admission() {
     assert!(ok, "{out}{err}");
 }
 
+/// Owner chains as Kueue's webhook and job reconciler walk them
+/// (jobframework `WorkloadShouldBeSuspended`,
+/// `FindAncestorJobManagedByKueue`; reconciler_test.go
+/// TestFindAncestorJobManagedByKueue): a queued Job whose JobSet is not
+/// queued is held and queued on its own, admitted and started; one whose
+/// JobSet is queued is left to it (not held, no Workload of its own); one
+/// whose JobSet is gone is refused with the apiserver's words. No JobSet
+/// controller runs: the test makes the Jobs a JobSet controller would.
+#[test]
+fn a_childs_owner_chain_decides_who_queues_it() {
+    let c = kinds_env().cluster;
+    install_kind_crds(c);
+    let ns = namespace(c, "e2e-chain");
+    apply(c, &flavor("chain-spot", json!({"instance-type": "spot"})));
+    apply(
+        c,
+        &cluster_queue("chain-cq", &[("chain-spot", "1", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "q", "chain-cq"));
+    let jobset = |name: &str, queued: bool| {
+        let mut js = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c",
+                    "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]}}}}}]}});
+        if queued {
+            js["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "q"});
+        }
+        create(c, &js)
+    };
+    let child = |name: &str, parent: &str, uid: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns,
+                         "labels": {"kueue.x-k8s.io/queue-name": "q"},
+                         "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                             "kind": "JobSet", "name": parent, "uid": uid, "controller": true}]},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c",
+                "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}]}}}})
+    };
+    let uid_of = |o: &Value| o["metadata"]["uid"].as_str().unwrap().to_string();
+
+    // No ancestor queued: held, its own Workload admitted, started.
+    let loose = jobset("loose", false);
+    assert_ne!(loose["spec"]["suspend"], true, "{loose}");
+    let job = create(c, &child("on-its-own", "loose", &uid_of(&loose)));
+    assert_eq!(job["spec"]["suspend"], true, "not held: {job}");
+    let wl = batchgate::jobs::workload::name_for("Job", "batch", "on-its-own", &uid_of(&job));
+    wait_for(WAIT, "the child's own Workload admitted", || {
+        workload(c, &ns, &wl).filter(|w| is_true(w, "Admitted"))
+    });
+    wait_for(WAIT, "the child started", || {
+        (get(c, &["job", "on-its-own", "-n", &ns])?["spec"]["suspend"] == false).then_some(())
+    });
+
+    // A queued JobSet governs its Job: not held, no Workload of its own.
+    let held = jobset("held", true);
+    let led = create(c, &child("led", "held", &uid_of(&held)));
+    assert_ne!(led["spec"]["suspend"], true, "held by the webhook: {led}");
+    std::thread::sleep(Duration::from_secs(3));
+    let own = batchgate::jobs::workload::name_for("Job", "batch", "led", &uid_of(&led));
+    assert!(
+        workload(c, &ns, &own).is_none(),
+        "a Workload for a governed child"
+    );
+
+    // The JobSet gone: refused with the apiserver's words.
+    let (ok, out, err) = kubectl(
+        c,
+        &["create", "-f", "-"],
+        Some(&child("orphan", "ghost", "ghost-uid").to_string()),
+    );
+    assert!(!ok, "created: {out}");
+    assert!(
+        err.contains("jobsets.jobset.x-k8s.io \"ghost\" not found"),
+        "{err}"
+    );
+}
+
 fn install_runtime_kind_crds(c: &LocalCluster) {
     let file = format!(
         "{}/tests/fixtures/runtime-kinds-crds.yaml",

@@ -6,9 +6,12 @@ use serde_json::Value;
 
 use super::{
     object::{JobObject, DEFAULT_NAME},
-    Context, Decision, Verdict,
+    Context, Decision, Fetched, ObjectKey, Verdict,
 };
-use crate::jobs::policy::Policy;
+use crate::jobs::{
+    ancestry::{self, Ancestry, Look, ParentKey},
+    policy::Policy,
+};
 use crate::vocabulary::{
     keys::{
         ELASTIC_JOB_ANNOTATION, ELASTIC_JOB_SCHEDULING_GATE, MULTIKUEUE_CONTROLLER,
@@ -56,10 +59,24 @@ pub fn default(
         patch::set_label(job.raw, PRIORITY_CLASS_LABEL, DEFAULT_NAME, &mut ops);
     }
 
-    let should_suspend = !owned_by_integrated
-        && !policy.skips(job.raw)
+    let mut should_suspend = !policy.skips(job.raw)
         && (queue.is_some()
             || (ctx.settings.manage_jobs_without_queue_name && managed_namespace()));
+    // A child is left to a queued ancestor (Kueue's
+    // `WorkloadShouldBeSuspended`); one whose ancestors are all unqueued
+    // is queued on its own. Walked only for a job to be held: an unqueued
+    // child is let through whatever its ancestors' reads say.
+    if should_suspend && owned_by_integrated {
+        match managed_ancestor(job.raw, namespace, ctx) {
+            Ok(managed) => should_suspend = !managed,
+            Err(message) => {
+                return Decision {
+                    verdict: Verdict::Deny(message),
+                    ..Decision::allow()
+                }
+            }
+        }
+    }
     if should_suspend && !job.is_suspended() {
         if let Err(at) = patch::set(job.raw, &policy.suspend, Value::Bool(true), &mut ops) {
             return cannot_hold(policy, &at, &policy.suspend);
@@ -100,6 +117,37 @@ pub fn default(
     Decision {
         patch: ops,
         ..Decision::allow()
+    }
+}
+
+/// Kueue's `FindAncestorJobManagedByKueue` through the webhook's reads: a
+/// parent not read yet reads as governing (the review is decided again
+/// once it is read).
+fn managed_ancestor(job: &Value, namespace: &str, ctx: &Context<'_>) -> Result<bool, String> {
+    let mut read = |k: &ParentKey| {
+        let key = ObjectKey {
+            group: k.group.clone(),
+            version: k.version.clone(),
+            resource: k.resource.clone(),
+            namespace: Some(namespace.to_string()),
+            name: k.name.clone(),
+        };
+        match ctx.lookups.get(&key) {
+            Fetched::Found(v) => Look::Found(v.clone()),
+            Fetched::Missing => Look::Missing,
+            Fetched::Failed(e) => Look::Failed(e.to_string()),
+            Fetched::Unknown => Look::NotYet,
+        }
+    };
+    match ancestry::walk(
+        ctx.policies,
+        ctx.settings.manage_jobs_without_queue_name,
+        job,
+        &mut read,
+    ) {
+        Ancestry::Managed | Ancestry::Read(_) => Ok(true),
+        Ancestry::TopLevel => Ok(false),
+        Ancestry::Refused(m) => Err(m),
     }
 }
 

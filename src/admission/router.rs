@@ -528,6 +528,107 @@ mod tests {
         serde_json::from_slice::<Value>(&a.body).unwrap()["response"].clone()
     }
 
+    /// Kueue's `WorkloadShouldBeSuspended` over an owner chain, read
+    /// parent by parent, one round each: a queued Job a JobSet made is left
+    /// to a queued ancestor (no suspend), held when none is; a parent that
+    /// is gone refuses with the apiserver's words, as Kueue's webhook does;
+    /// without a cluster the first read fails and refuses.
+    #[test]
+    fn a_childs_owner_chain_is_read_round_by_round() {
+        use base64::Engine as _;
+        let w = webhook();
+        let owner = |api_version: &str, kind: &str, name: &str| {
+            json!([{"apiVersion": api_version, "kind": kind, "name": name,
+                    "uid": format!("uid-{name}"), "controller": true}])
+        };
+        let mut child = job(json!({"kueue.x-k8s.io/queue-name": "protected"}), false);
+        child["metadata"]["ownerReferences"] = owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js");
+        let body = review("CREATE", child, None);
+        let key = |group: &str, version: &str, resource: &str, name: &str| ObjectKey {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+            namespace: Some("team-a".into()),
+            name: name.into(),
+        };
+        let js = key("jobset.x-k8s.io", "v1alpha2", "jobsets", "js");
+        let mpi = key("kubeflow.org", "v2beta1", "mpijobs", "top");
+        let parent = |name: &str, queue: Option<&str>, owned: Option<Value>| {
+            let mut p = json!({"metadata": {"name": name, "namespace": "team-a",
+                                            "uid": format!("uid-{name}")}});
+            if let Some(q) = queue {
+                p["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": q});
+            }
+            if let Some(o) = owned {
+                p["metadata"]["ownerReferences"] = o;
+            }
+            p
+        };
+        let Reviewed::Read(keys) = w.review(Hook::Mutate, &body) else {
+            panic!("no read asked");
+        };
+        assert_eq!(keys, vec![js.clone()]);
+        // The JobSet is unqueued and an MPIJob's: that is read next.
+        let mut read = Read(
+            [(
+                js.clone(),
+                Ok(Some(parent(
+                    "js",
+                    None,
+                    Some(owner("kubeflow.org/v2beta1", "MPIJob", "top")),
+                ))),
+            )]
+            .into_iter()
+            .collect(),
+        );
+        let Reviewed::Read(keys) = w.review_read(Hook::Mutate, &body, &read) else {
+            panic!("the grandparent not asked");
+        };
+        assert_eq!(keys, vec![mpi.clone()]);
+        let suspends = |r: Reviewed| {
+            let Reviewed::Done(a) = r else {
+                panic!("not answered");
+            };
+            let resp = response(&a);
+            assert_eq!(resp["allowed"], true, "{resp}");
+            resp["patch"].as_str().is_some_and(|p| {
+                let ops = base64::engine::general_purpose::STANDARD.decode(p).unwrap();
+                String::from_utf8(ops).unwrap().contains("/spec/suspend")
+            })
+        };
+        // A queued MPIJob on top governs: the Job is not held.
+        let mut queued = read.clone();
+        queued
+            .0
+            .insert(mpi.clone(), Ok(Some(parent("top", Some("q"), None))));
+        assert!(!suspends(w.review_read(Hook::Mutate, &body, &queued)));
+        // No ancestor queued: the Job is held, to be queued on its own.
+        read.0.insert(mpi, Ok(Some(parent("top", None, None))));
+        assert!(suspends(w.review_read(Hook::Mutate, &body, &read)));
+        // The JobSet gone: refused with the apiserver's words.
+        let gone = Read([(js, Ok(None))].into_iter().collect());
+        let Reviewed::Done(a) = w.review_read(Hook::Mutate, &body, &gone) else {
+            panic!("not answered");
+        };
+        let resp = response(&a);
+        assert_eq!(resp["allowed"], false);
+        assert_eq!(
+            resp["status"]["message"],
+            "jobsets.jobset.x-k8s.io \"js\" not found"
+        );
+        // Without a cluster: the read fails, and refuses.
+        let resp = response(&w.answer(Hook::Mutate, &body));
+        assert_eq!(resp["allowed"], false);
+        assert_eq!(resp["status"]["message"], "no cluster connection");
+        // An unqueued child reads nothing.
+        let mut free = job(json!({}), false);
+        free["metadata"]["ownerReferences"] = owner("jobset.x-k8s.io/v1alpha2", "JobSet", "js");
+        assert!(matches!(
+            w.review(Hook::Mutate, &review("CREATE", free, None)),
+            Reviewed::Done(_)
+        ));
+    }
+
     /// A rule that reads an object (a TrainJob's runtime) answers in two
     /// passes: the first asks, the second decides from what was read and
     /// may still need entitlement checks; without a cluster the object is

@@ -6,7 +6,7 @@
 //! back; when the job finishes it marks the Workload finished. Everything
 //! kind-specific comes from the policy, so a new kind needs no code here.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures::{FutureExt, StreamExt};
 use kube::{
@@ -31,6 +31,7 @@ use crate::{
     api::appwrapper::v1beta2::AppWrapper,
     api::kueue::v1beta2 as api,
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
+    jobs::ancestry::{self, Ancestry, Look, ParentKey},
     jobs::machine::{self, Facts, Note, Step, Subject, Then, Write},
     jobs::policy::{Policy, PolicySet},
     jobs::readiness::Settings as Readiness,
@@ -49,6 +50,9 @@ struct Ctx {
     policies: PolicySet,
     /// waitForPodsReady in force (`None`: turned off).
     readiness: Option<Arc<Readiness>>,
+    /// manageJobsWithoutQueueName, for owner chains as the webhook walks
+    /// them.
+    manage_all: bool,
 }
 
 /// Starts a reconciler for every policy (on `shared`, its stores already
@@ -65,6 +69,7 @@ pub async fn run(
         ApiResource,
         futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     )>,
+    manage_all: bool,
 ) {
     let readiness = readiness.map(Arc::new);
     let client = shared.client.clone();
@@ -87,6 +92,7 @@ pub async fn run(
             resource: resource.clone(),
             policies: policies.clone(),
             readiness: readiness.clone(),
+            manage_all,
         });
         let name = policy.name.clone();
         // A kind whose CRD is not installed yet has nothing to reconcile;
@@ -568,6 +574,54 @@ pub(super) fn jitter() -> f64 {
     f64::from(nanos % 1_000_000) / 1_000_000.0
 }
 
+impl Ctx {
+    /// Is a queued child of an integrated kind its own job (no ancestor
+    /// queued, `jobs::ancestry`)? Its parents read live, one by one, as
+    /// the webhook reads them; `false` for any other job (governed as
+    /// before: a top-level job needs no walk). A chain Kueue refuses
+    /// (missing parent, cycle, too deep) is not governed here either.
+    async fn top_level(&self, job: &Value) -> Result<bool, JobError> {
+        let queued = job
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(QUEUE_NAME_LABEL))
+            .and_then(Value::as_str)
+            .is_some_and(|q| !q.is_empty());
+        if !queued || !ancestry::has_integrated_controller(&self.policies, job) {
+            return Ok(false);
+        }
+        let ns = job
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut known: HashMap<ParentKey, Look> = HashMap::new();
+        loop {
+            let mut read = |k: &ParentKey| known.get(k).cloned().unwrap_or(Look::NotYet);
+            match ancestry::walk(&self.policies, self.manage_all, job, &mut read) {
+                Ancestry::TopLevel => return Ok(true),
+                Ancestry::Managed => return Ok(false),
+                Ancestry::Refused(why) => {
+                    debug!(job = ?job.pointer("/metadata/name"), %why, "owner chain not followed");
+                    return Ok(false);
+                }
+                Ancestry::Read(key) => {
+                    let gvk = GroupVersionKind::gvk(&key.group, &key.version, "");
+                    let resource = ApiResource::from_gvk_with_plural(&gvk, &key.resource);
+                    let api = Api::<DynamicObject>::namespaced_with(
+                        self.shared.client.clone(),
+                        ns,
+                        &resource,
+                    );
+                    let look = match api.get_opt(&key.name).await? {
+                        Some(o) => Look::Found(serde_json::to_value(o)?),
+                        None => Look::Missing,
+                    };
+                    known.insert(key, look);
+                }
+            }
+        }
+    }
+}
+
 /// One pass: the job and its Workload read, the step decided in the core
 /// (`jobs::machine`), its writes made.
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
@@ -585,7 +639,8 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         tokio::time::sleep(wait).await;
         return Ok(Action::requeue(Duration::ZERO));
     }
-    let Some(mut subject) = machine::subject(&ctx.policy, &ctx.policies, &job) else {
+    let top_level = ctx.top_level(&job).await?;
+    let Some(mut subject) = machine::subject_as(&ctx.policy, &ctx.policies, &job, top_level) else {
         return Ok(Action::await_change());
     };
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &subject.namespace);
@@ -828,6 +883,7 @@ mod tests {
             resource,
             policies,
             readiness: None,
+            manage_all: false,
         })
     }
 
@@ -922,6 +978,53 @@ mod tests {
         );
         assert_eq!(sent[1].1["metadata"]["name"], json!(wl_name()));
         assert_eq!(sent[2].1["reason"], "CreatedWorkload");
+    }
+
+    /// A queued Job a JobSet made: its parent read first (one GET, as the
+    /// webhook reads it); no ancestor queued, the Job is its own and gets
+    /// its Workload; a queued JobSet governs it and nothing more is asked.
+    #[tokio::test]
+    async fn a_queued_childs_owner_chain_is_read_before_it_is_governed() {
+        const JS: &str = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets/js";
+        let mut child = job();
+        child["metadata"]["ownerReferences"] = json!([{"apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet", "name": "js", "uid": "js-uid", "controller": true}]);
+        for (queued, governed) in [(false, true), (true, false)] {
+            let jobs = apiserver(None, 200);
+            let api = move |method: &str, path: &str, body: &Value| {
+                if method == "GET" && path == JS {
+                    let mut js = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2",
+                        "kind": "JobSet", "metadata": {"name": "js", "namespace": "ns",
+                        "uid": "js-uid"}});
+                    if queued {
+                        js["metadata"]["labels"] = json!({"kueue.x-k8s.io/queue-name": "lq"});
+                    }
+                    return (200, js);
+                }
+                jobs(method, path, body)
+            };
+            let (out, sent) = pass(child.clone(), scripted_client(api)).await;
+            assert_eq!(out.unwrap(), Action::await_change());
+            let mut want = vec![format!("GET {JS}")];
+            if governed {
+                want.extend([
+                    format!("GET {}", wl_path()),
+                    "POST /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?&fieldManager=batchgate"
+                        .into(),
+                    format!("POST {EVENTS}"),
+                ]);
+            }
+            assert_eq!(lines(&sent), want, "JobSet queued: {queued}");
+        }
+        // A JobSet that is gone: not governed, nothing written.
+        let jobs = apiserver(None, 200);
+        let gone = move |method: &str, path: &str, body: &Value| match (method, path) {
+            ("GET", JS) => (404, status(404, "NotFound")),
+            _ => jobs(method, path, body),
+        };
+        let (out, sent) = pass(child, scripted_client(gone)).await;
+        assert_eq!(out.unwrap(), Action::await_change());
+        assert_eq!(lines(&sent), [format!("GET {JS}")]);
     }
 
     #[tokio::test]

@@ -92,6 +92,7 @@ pub async fn run(
     prescale_metrics: Arc<crate::metrics::prescale::PrescaleMetrics>,
     namespace: String,
     multikueue: crate::multikueue::Settings,
+    manage_jobs_without_queue_name: bool,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -110,6 +111,7 @@ pub async fn run(
         aw_config,
         namespace,
         multikueue,
+        manage_jobs_without_queue_name,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -135,6 +137,7 @@ async fn reconcilers(
     aw_config: crate::appwrapper::config::OperatorConfig,
     namespace: String,
     multikueue: crate::multikueue::Settings,
+    manage_jobs_without_queue_name: bool,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
@@ -199,7 +202,15 @@ async fn reconcilers(
             ));
         }
     }
-    jobs::run(shared, policies, appwrappers, readiness, gated).await;
+    jobs::run(
+        shared,
+        policies,
+        appwrappers,
+        readiness,
+        gated,
+        manage_jobs_without_queue_name,
+    )
+    .await;
     let _ = aw.await;
 }
 

@@ -6,9 +6,10 @@
 //! enabled integrated kinds, reading each parent by name; the caller reads
 //! what it asks for and walks again.
 //!
-//! Not called yet: the webhook (which can now read in rounds) and the job
-//! reconciler must take it up together, or a child the webhook holds would
-//! have no reconciler to queue it (README, "Not implemented yet").
+//! The webhook walks it through its rounds of reads before holding a
+//! child; the job reconciler walks it with live reads before governing a
+//! queued child, with the same manageJobsWithoutQueueName, so the two
+//! agree on who queues it.
 
 use serde_json::Value;
 

@@ -83,7 +83,18 @@ pub struct SliceChain {
 /// The job this policy governs, named, or `None`: not queued, not this
 /// reconciler's (a child of an integrated kind), or not yet named.
 pub fn subject(policy: &Policy, policies: &PolicySet, job: &Value) -> Option<Subject> {
-    if !policies.governs(policy, job) {
+    subject_as(policy, policies, job, false)
+}
+
+/// [`subject`], for a job whose owner chain was walked: `top_level`, no
+/// ancestor is queued, so a child is governed on its own.
+pub fn subject_as(
+    policy: &Policy,
+    policies: &PolicySet,
+    job: &Value,
+    top_level: bool,
+) -> Option<Subject> {
+    if !policies.governs_as(policy, job, top_level) {
         return None;
     }
     let text = |p: &str| job.pointer(p).and_then(Value::as_str).map(String::from);

@@ -1639,6 +1639,13 @@ impl PolicySet {
     /// an integrated kind (a JobSet's Jobs, an AppWrapper's components are
     /// governed by their parent's Workload, as in the webhook)?
     pub fn governs(&self, policy: &Policy, job: &Value) -> bool {
+        self.governs_as(policy, job, false)
+    }
+
+    /// [`Self::governs`], where `top_level` says the job's owner chain was
+    /// walked and no ancestor is queued (`jobs::ancestry`): such a child
+    /// is governed on its own.
+    pub fn governs_as(&self, policy: &Policy, job: &Value, top_level: bool) -> bool {
         let meta = &job["metadata"];
         let queued = meta["labels"][keys::QUEUE_NAME_LABEL]
             .as_str()
@@ -1654,7 +1661,7 @@ impl PolicySet {
                         o["kind"].as_str().unwrap_or(""),
                     )
             });
-        queued && !child && !policy.skips(job)
+        queued && (top_level || !child) && !policy.skips(job)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Policy>> {
