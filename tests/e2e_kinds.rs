@@ -1599,6 +1599,12 @@ fn a_statefulset_follows_its_workload_under_kueues_legacy_name() {
                                          "resources": {"requests": {"cpu": "100m"}}}]}}}]}
         }),
     );
+    // batchgate parks a Workload without a queue with a pending reason of
+    // its own; the hold is written after that, or that write would take
+    // the hold's place.
+    wait_for(WAIT, "the legacy Workload parked", || {
+        workload(c, &ns, &legacy).and_then(|w| condition(&w, "QuotaReserved").cloned())
+    });
     status_patch(
         c,
         "workload",

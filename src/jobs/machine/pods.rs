@@ -1047,14 +1047,7 @@ mod tests {
         // Ready in time, the condition turns true and nothing is evicted.
         let both: Vec<Value> = members.iter().cloned().map(ready).collect();
         let s = step_under(&both[0], &both, Some(&wl), true, Some(&settings));
-        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
-            panic!("{s:?}");
-        };
-        let c = st["conditions"].as_array().unwrap().last().unwrap();
-        assert_eq!(
-            (c["type"].as_str(), c["status"].as_str()),
-            (Some("PodsReady"), Some("True"))
-        );
+        assert_eq!(pods_ready_written(&s), Some("True"));
         // Not yet timed out (a timeout of 200 s): looked at again in time.
         let s = step_under(
             &members[0],
@@ -1120,6 +1113,26 @@ mod tests {
             ps.count = count;
         }
         wl
+    }
+
+    /// The `PodsReady` status a step's one write gives (the last condition).
+    fn pods_ready_written(s: &Step) -> Option<&str> {
+        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
+            panic!("{s:?}");
+        };
+        let c = st["conditions"].as_array()?.last()?;
+        (c["type"] == "PodsReady").then(|| c["status"].as_str())?
+    }
+
+    /// A condition's status, reason and message.
+    fn said(c: &Value) -> [&str; 3] {
+        ["status", "reason", "message"].map(|k| c[k].as_str().unwrap_or_default())
+    }
+
+    fn releases_member(s: &Step, i: usize) -> bool {
+        s.writes.iter().any(|w| {
+            matches!(w, Write::Patch { pod: Pod::Member(m), .. } if *m == i) && releases(w)
+        })
     }
 
     fn replacement_condition_of(s: &Step) -> Option<Value> {
@@ -1207,12 +1220,8 @@ mod tests {
         let s = run(&members[0], &members, Some(&wl));
         let c = replacement_condition_of(&s).expect("condition written");
         assert_eq!(
-            (&c["status"], &c["reason"], &c["message"]),
-            (
-                &json!("True"),
-                &json!("PodsFailed"),
-                &json!("Some Failed pods need replacement")
-            )
+            said(&c),
+            ["True", "PodsFailed", "Some Failed pods need replacement"]
         );
         // Not replaced yet: the failed pod keeps its finalizer.
         assert!(!s.writes.iter().any(releases), "{s:?}");
@@ -1239,12 +1248,8 @@ mod tests {
         );
         let c = replacement_condition_of(&s).expect("condition written");
         assert_eq!(
-            (&c["status"], &c["reason"], &c["message"]),
-            (
-                &json!("True"),
-                &json!("Preempted"),
-                &json!("Preempted to accommodate a workload")
-            )
+            said(&c),
+            ["True", "Preempted", "Preempted to accommodate a workload"]
         );
         // Replaced: false, and the failed pod let go.
         let mut all = members.clone();
@@ -1256,24 +1261,8 @@ mod tests {
             .map(|r| serde_json::from_value(Value::Array(r.clone())).unwrap());
         let s = run(&all[0], &all, Some(&owned));
         let c = replacement_condition_of(&s).expect("condition written");
-        assert_eq!(
-            (&c["status"], &c["reason"], &c["message"]),
-            (
-                &json!("False"),
-                &json!("PodsReady"),
-                &json!("No pods need replacement")
-            )
-        );
-        assert!(
-            s.writes.iter().any(|w| matches!(
-                w,
-                Write::Patch {
-                    pod: Pod::Member(1),
-                    ..
-                }
-            ) && releases(w)),
-            "{s:?}"
-        );
+        assert_eq!(said(&c), ["False", "PodsReady", "No pods need replacement"]);
+        assert!(releases_member(&s, 1), "{s:?}");
         // The failed pod, let go, no longer counts: the pods kept are the
         // group (Kueue's PodsReady over them), and it is ready.
         let mut status = admitted();
@@ -1288,14 +1277,7 @@ mod tests {
         done[1] = phase(all[1].clone(), "Failed");
         done[1]["metadata"]["finalizers"] = json!([]);
         let s = step_under(&done[0], &done, Some(&owned), true, Some(&readiness(200)));
-        let [Write::WorkloadStatus(st)] = s.writes.as_slice() else {
-            panic!("{s:?}");
-        };
-        let c = st["conditions"].as_array().unwrap().last().unwrap();
-        assert_eq!(
-            (c["type"].as_str(), c["status"].as_str()),
-            (Some("PodsReady"), Some("True"))
-        );
+        assert_eq!(pods_ready_written(&s), Some("True"));
     }
 
     /// Kueue v0.19.2 `pod_controller_test.go` "excess pods in pod set after
@@ -1316,16 +1298,7 @@ mod tests {
             .iter()
             .any(|w| matches!(w, Write::AdoptWorkload(_)));
         assert!(!owners, "an excess pod is not made an owner: {s:?}");
-        assert!(
-            s.writes.iter().any(|w| matches!(
-                w,
-                Write::Patch {
-                    pod: Pod::Member(0),
-                    ..
-                }
-            ) && releases(w)),
-            "{s:?}"
-        );
+        assert!(releases_member(&s, 0), "{s:?}");
         assert!(
             s.writes.iter().any(|w| matches!(w,
                 Write::Delete { pod: Pod::Member(0), event: Some(n) }
