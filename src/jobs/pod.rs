@@ -686,10 +686,12 @@ pub fn roster(
             .is_some_and(|fs| fs.iter().any(|f| f.as_str() == Some(&gate.finalizer)))
     };
     let created = |p: &Value| time_at(p, "/metadata/creationTimestamp");
+    // A pod without the role-hash annotation has its hash computed: once.
+    let roles: Vec<String> = pods.iter().map(|p| role_of(p)).collect();
     let mut r = Roster::default();
     for &(name, count) in pod_sets {
         let (mut active, mut inactive): (Vec<usize>, Vec<usize>) = (0..pods.len())
-            .filter(|&i| role_of(pods[i]) == name)
+            .filter(|&i| roles[i] == name)
             .partition(|&i| is_runnable_or_succeeded(pods[i]));
         let n_active = active.len() as i64;
         r.absent += if fast {

@@ -374,28 +374,22 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
     then(writes)
 }
 
-/// Kueue's `removeExcessPods` and `finalizePods`: an excess pod is let go
-/// and deleted (event `ExcessPodDeleted`), a replaced one let go.
+/// Kueue's `removeExcessPods` and `finalizePods`: excess and replaced
+/// pods are let go, then the excess ones deleted (event `ExcessPodDeleted`).
 fn roster_writes(gate: &Gate, pods: &[&Value], r: &pod::Roster) -> Vec<Write> {
-    let release = |i: usize| {
-        let ops = pod::release_patch(gate, pods[i]);
-        (!ops.is_empty()).then_some(Write::Patch {
-            pod: Pod::Member(i),
-            ops,
-            event: None,
-        })
-    };
-    let mut writes = Vec::new();
-    for &i in &r.excess {
-        writes.extend(release(i));
-        if !deleting(pods[i]) {
-            writes.push(Write::Delete {
+    let mut writes = let_go(
+        gate,
+        r.excess.iter().chain(&r.replaced).map(|&i| (i, pods[i])),
+    );
+    writes.extend(
+        r.excess
+            .iter()
+            .filter(|&&i| !deleting(pods[i]))
+            .map(|&i| Write::Delete {
                 pod: Pod::Member(i),
                 event: Some(Note::normal("ExcessPodDeleted", "Excess pod deleted")),
-            });
-        }
-    }
-    writes.extend(r.replaced.iter().filter_map(|&i| release(i)));
+            }),
+    );
     writes
 }
 
