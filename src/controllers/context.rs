@@ -346,6 +346,17 @@ pub async fn write_workload_status(
     wl: &api::Workload,
     status: Value,
 ) -> Result<(), JobError> {
+    workload_status_written(api, wl, status).await.map(|_| ())
+}
+
+/// A Workload's status written on the version read: `false` when another
+/// write came first (409) or the Workload is gone (404), so whatever was
+/// decided on that version after this write is stale.
+pub async fn workload_status_written(
+    api: &Api<api::Workload>,
+    wl: &api::Workload,
+    status: Value,
+) -> Result<bool, JobError> {
     // Not sent if the Workload webhook (which it skips) would refuse it.
     super::vetting::merge_patch(&serde_json::to_value(wl)?, &json!({ "status": &status }))?;
     let patch = json!({
@@ -356,8 +367,8 @@ pub async fn write_workload_status(
         .patch_status(&wl.name_any(), &params(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(()),
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(e)) if e.code == 409 || e.code == 404 => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

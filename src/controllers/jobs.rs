@@ -24,8 +24,8 @@ use tracing::{debug, info, warn};
 
 use super::context::{
     admission_pod_set_infos, create_workload, delete_by_uid, now_time, params, reference_of,
-    remove_workload_finalizer, served, workload_reference, write_workload_spec,
-    write_workload_status, JobError, Shared,
+    remove_workload_finalizer, served, workload_reference, workload_status_written,
+    write_workload_spec, JobError, Shared,
 };
 use crate::{
     api::appwrapper::v1beta2::AppWrapper,
@@ -455,7 +455,8 @@ impl Ctx {
     }
 
     /// Makes a step's writes in order; the first error ends the pass (the
-    /// controller retries it).
+    /// controller retries it), as does a Workload status write refused for
+    /// a newer version (decided again shortly).
     async fn execute(
         &self,
         subject: &Subject,
@@ -509,7 +510,11 @@ impl Ctx {
                         warn!(job = %subject.name, ?write, "a Workload write without a Workload; skipped");
                         continue;
                     };
-                    self.write_workload(&wl_api, wl, write).await?;
+                    if !self.write_workload(&wl_api, wl, write).await? {
+                        // Decided on the version another write replaced:
+                        // the rest of the step is decided again.
+                        return Ok(Action::requeue(super::pods::STALE));
+                    }
                 }
             }
         }
@@ -524,9 +529,9 @@ impl Ctx {
         api: &Api<api::Workload>,
         wl: &api::Workload,
         write: Write,
-    ) -> Result<(), JobError> {
+    ) -> Result<bool, JobError> {
         match write {
-            Write::WorkloadStatus(status) => write_workload_status(api, wl, status).await?,
+            Write::WorkloadStatus(status) => return workload_status_written(api, wl, status).await,
             Write::WorkloadSpec(spec) => write_workload_spec(api, wl, spec).await?,
             Write::RemoveFinalizer => {
                 remove_workload_finalizer(api, &wl.metadata).await?;
@@ -544,7 +549,7 @@ impl Ctx {
             | Write::ResetJobStatus(_)
             | Write::JobEvent(_) => unreachable!("the job's writes are made by execute"),
         }
-        Ok(())
+        Ok(true)
     }
 }
 

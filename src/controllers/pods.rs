@@ -28,7 +28,7 @@ use tracing::{debug, warn};
 
 use super::context::{
     admission_pod_set_infos, create_workload, now_time, params, reference_of,
-    remove_workload_finalizer, write_workload_spec, write_workload_status, JobError, Shared,
+    remove_workload_finalizer, workload_status_written, write_workload_spec, JobError, Shared,
 };
 use crate::{
     api::kueue::v1beta2 as api,
@@ -203,8 +203,14 @@ impl Ctx {
     }
 }
 
+/// The wait before deciding again once a Workload write of a pass was
+/// refused: the pass's later writes (a pod let go after its quota's
+/// release) were decided on the version another write replaced.
+pub(super) const STALE: Duration = Duration::from_millis(200);
+
 /// One pass: the pod, its group's members and their Workload read, the
-/// step decided in the core (`jobs::machine::pods`), its writes made.
+/// step decided in the core (`jobs::machine::pods`), its writes made in
+/// order until one on the Workload is refused.
 async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, JobError> {
     if ctx.shared.leading().await {
         return Ok(Action::requeue(Duration::ZERO));
@@ -259,7 +265,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             pods::Write::Event { pod, note } => ctx.event(pod_of(pod), note).await,
             pods::Write::WorkloadStatus(status) => {
                 if let Some(wl) = &wl {
-                    write_workload_status(&wl_api, wl, status).await?;
+                    if !workload_status_written(&wl_api, wl, status).await? {
+                        return Ok(Action::requeue(STALE));
+                    }
                 }
             }
             pods::Write::WorkloadSpec(spec) => {
@@ -284,8 +292,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
                         .patch(&wl.name_any(), &params(), &Patch::Merge(&patch))
                         .await;
                     match sent {
-                        // Another write came first: the next pass reads it.
-                        Err(kube::Error::Api(e)) if e.code == 409 => {}
+                        Err(kube::Error::Api(e)) if e.code == 409 => {
+                            return Ok(Action::requeue(STALE));
+                        }
                         r => {
                             r?;
                         }
@@ -387,5 +396,68 @@ mod tests {
         );
         assert_eq!(sent[1].body["preconditions"]["uid"], "uid-a");
         assert_eq!(sent[2].body["note"], "Preempted here");
+    }
+
+    /// An evicted pod already going has its quota released, then is let
+    /// go; when another write to the Workload came first (409), the pod
+    /// keeps its finalizer and the pass is decided again: let go after a
+    /// refused release, nothing would ever release the quota it held.
+    #[tokio::test]
+    async fn a_pod_is_let_go_only_after_its_quotas_release_applied() {
+        let policy = PolicySet::embedded()
+            .unwrap()
+            .find("", "v1", "Pod")
+            .unwrap()
+            .clone();
+        let gate = policy.gate.clone().unwrap();
+        let mut this = pod();
+        this["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:01Z");
+        this["spec"]["nodeName"] = json!("node-a");
+        let mut wl = pod::workload_for(&policy, &gate, &[&this], &Default::default()).unwrap();
+        let c = |ty: &str| {
+            json!({"type": ty, "status": "True", "reason": ty, "message": "m",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"})
+        };
+        wl["metadata"]["uid"] = json!("wl-uid");
+        wl["metadata"]["resourceVersion"] = json!("3");
+        wl["status"] = json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
+                "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
+            "conditions": [c("QuotaReserved"), c("Admitted"), c("Evicted")]});
+        let wl_path = format!(
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{}",
+            wl["metadata"]["name"].as_str().unwrap()
+        );
+        for (answer, released) in [(409, false), (200, true)] {
+            let path = wl_path.clone();
+            let body = wl.clone();
+            let (client, sent) = scripted_client(move |method, p, _| match method {
+                "GET" if p == path => (200, body.clone()),
+                "PATCH" if p.starts_with(&format!("{path}/status")) => match answer {
+                    200 => (200, body.clone()),
+                    _ => (answer, status(answer, "Conflict")),
+                },
+                "PATCH" => (200, pod()),
+                _ => (500, status(500, "unexpected")),
+            });
+            let obj: DynamicObject = serde_json::from_value(this.clone()).unwrap();
+            let out = reconcile(Arc::new(obj), ctx(client)).await.unwrap();
+            let sent = sent.lock().unwrap().clone();
+            let lines: Vec<&str> = sent.iter().map(|r| r.line.as_str()).collect();
+            let status_patch = format!("PATCH {wl_path}/status?&fieldManager=batchgate");
+            if released {
+                assert_eq!(
+                    lines,
+                    [
+                        format!("GET {wl_path}").as_str(),
+                        status_patch.as_str(),
+                        "PATCH /api/v1/namespaces/ns/pods/a?&fieldManager=batchgate",
+                    ]
+                );
+                assert_eq!(out, Action::await_change());
+            } else {
+                assert_eq!(lines, [format!("GET {wl_path}"), status_patch]);
+                assert_eq!(out, Action::requeue(STALE));
+            }
+        }
     }
 }
