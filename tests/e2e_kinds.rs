@@ -1980,3 +1980,210 @@ fn a_leaderworkerset_is_one_serving_pod_group_per_replica() {
         deleted.elapsed().as_secs_f64()
     );
 }
+
+/// A RayJob's slice: name, workers count, admitted, finished reason, the
+/// slice it replaces.
+type RaySlice = (String, i64, bool, Option<String>, Option<String>);
+
+/// An elastic RayJob under Ray's in-tree autoscaling follows the worker
+/// counts of its RayCluster, as Kueue v0.19.2 reads them
+/// (`raycluster.UpdatePodSets`, the job's `raycluster-podset-replica-sizes`
+/// and `raycluster-generation` annotations; rayjob_controller_test.go
+/// `TestGetCustomAnnotations`): the autoscaler scaling the cluster up makes
+/// a new slice, named with the cluster's generation, that replaces the
+/// admitted one once admitted; scaling down shrinks the admitted slice in
+/// place; a scale-up past the quota waits while the job keeps its slice.
+/// No KubeRay runs: the test plays it (the RayCluster made for the job,
+/// the job's `status.rayClusterName`) and its autoscaler (the cluster's
+/// `replicas`).
+#[test]
+fn an_autoscaled_rayjobs_slices_follow_its_rayclusters_worker_counts() {
+    let c = kinds_env().cluster;
+    install_kind_crds(c);
+    let ns = namespace(c, "e2e-ray-scale");
+    apply(
+        c,
+        &flavor("ray-scale-spot", json!({"instance-type": "spot"})),
+    );
+    apply(
+        c,
+        &cluster_queue("ray-scale-cq", &[("ray-scale-spot", "1", None)], json!({})),
+    );
+    apply(c, &local_queue(&ns, "q", "ray-scale-cq"));
+    let template = |name: &str| {
+        json!({"spec": {"restartPolicy": "Never", "containers": [{"name": name,
+            "image": "rayproject/ray", "resources": {"requests": {"cpu": "100m"}}}]}})
+    };
+    let workers = |replicas: u32| {
+        json!([{"groupName": "workers", "replicas": replicas, "minReplicas": 1,
+            "maxReplicas": 30, "rayStartParams": {}, "template": template("worker")}])
+    };
+    let cluster_spec = json!({"enableInTreeAutoscaling": true,
+        "autoscalerOptions": {"resources": {"requests": {"cpu": "100m"}}},
+        "headGroupSpec": {"rayStartParams": {}, "template": template("head")},
+        "workerGroupSpecs": workers(1)});
+    let rj = create(
+        c,
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "rj", "namespace": ns,
+                "labels": {"kueue.x-k8s.io/queue-name": "q"},
+                "annotations": {"kueue.x-k8s.io/elastic-job": "true"}},
+            "spec": {"entrypoint": "python train.py", "submissionMode": "HTTPMode",
+                "shutdownAfterJobFinishes": true,
+                "rayClusterSpec": cluster_spec.clone()}}),
+    );
+    let uid = rj["metadata"]["uid"].as_str().unwrap().to_string();
+    let slice_name = |extra: &str| {
+        batchgate::jobs::workload::name_with_extra("RayJob", "ray.io", "rj", &uid, extra)
+    };
+    let annotation = |key: &str| {
+        get(c, &["rayjobs.ray.io", "rj", "-n", &ns])
+            .and_then(|j| j["metadata"]["annotations"][key].as_str().map(String::from))
+    };
+    let sizes =
+        |n: u32| format!(r#"[{{"name":"head","count":1}},{{"name":"workers","count":{n}}}]"#);
+    let slices = || -> Vec<RaySlice> {
+        let list = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns]).unwrap_or(Value::Null);
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|w| {
+                let finished = w["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["type"] == "Finished" && c["status"] == "True")
+                    .map(|c| c["reason"].as_str().unwrap_or_default().to_string());
+                (
+                    w["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    w["spec"]["podSets"][1]["count"].as_i64().unwrap_or(-1),
+                    is_true(w, "Admitted"),
+                    finished,
+                    w["metadata"]["annotations"]["kueue.x-k8s.io/workload-slice-replacement-for"]
+                        .as_str()
+                        .map(String::from),
+                )
+            })
+            .collect()
+    };
+    // Not yet on a cluster: its own count, the generation unknown.
+    wait_for(WAIT, "the first slice admitted and the job started", || {
+        let s = slices();
+        let started = get(c, &["rayjobs.ray.io", "rj", "-n", &ns])?["spec"]["suspend"] == false;
+        (started && s.len() == 1 && s[0].0 == slice_name("1") && s[0].1 == 1 && s[0].2)
+            .then_some(())
+    });
+    assert_eq!(
+        annotation("kueue.x-k8s.io/raycluster-podset-replica-sizes"),
+        Some(sizes(1))
+    );
+    assert_eq!(
+        annotation("kueue.x-k8s.io/raycluster-generation"),
+        Some(String::new())
+    );
+
+    // KubeRay (played) makes the job's cluster and names it.
+    let rc = create(
+        c,
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "rj-cluster", "namespace": ns,
+                "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "rj",
+                    "uid": uid, "controller": true, "blockOwnerDeletion": true}]},
+            "spec": cluster_spec}),
+    );
+    let generation = |rc: &Value| rc["metadata"]["generation"].as_i64().unwrap();
+    status_patch(
+        c,
+        "rayjobs.ray.io",
+        &ns,
+        "rj",
+        json!({"status": {"rayClusterName": "rj-cluster", "jobDeploymentStatus": "Running"}}),
+    );
+    let g = generation(&rc).to_string();
+    wait_for(WAIT, "the cluster's generation recorded", || {
+        (annotation("kueue.x-k8s.io/raycluster-generation")? == g).then_some(())
+    });
+    assert_eq!(slices().len(), 1, "{:?}", slices());
+
+    // The autoscaler (played) scales the cluster up: a new slice, named
+    // with the cluster's generation, replaces the admitted one.
+    let scale = |n: u32| -> String {
+        let (ok, out, err) = kubectl(
+            c,
+            &["patch", "rayclusters.ray.io", "rj-cluster", "-n", &ns, "--type=json", "-o", "json",
+              "-p", &json!([{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": n}]).to_string()],
+            None,
+        );
+        assert!(ok, "{out}{err}");
+        generation(&serde_json::from_str(&out).unwrap()).to_string()
+    };
+    let first = slice_name("1");
+    // The job's own generation moved on when it was started (its
+    // `suspend`); the cluster's tells its slices apart from here on.
+    let job_generation = get(c, &["rayjobs.ray.io", "rj", "-n", &ns]).unwrap()["metadata"]
+        ["generation"]
+        .as_i64()
+        .unwrap();
+    let g = scale(4);
+    let second = slice_name(&format!("{job_generation}_{g}"));
+    let s = wait_for(
+        WAIT,
+        "the scaled-up slice admitted, the first replaced",
+        || {
+            let s = slices();
+            let new = s.iter().find(|x| x.0 == second)?;
+            let old = s.iter().find(|x| x.0 == first)?;
+            (new.2 && old.3.as_deref() == Some("WorkloadSliceReplaced")).then_some(s)
+        },
+    );
+    let new = s.iter().find(|x| x.0 == second).unwrap();
+    assert_eq!(new.1, 4, "{s:?}");
+    assert_eq!(new.4, Some(format!("{ns}/{first}")), "{s:?}");
+    assert_eq!(
+        annotation("kueue.x-k8s.io/raycluster-podset-replica-sizes"),
+        Some(sizes(4))
+    );
+
+    // Scaled down: the admitted slice shrinks in place.
+    let g = scale(2);
+    wait_for(WAIT, "the admitted slice shrunk to 2 workers", || {
+        let s = slices();
+        let live: Vec<_> = s.iter().filter(|x| x.3.is_none()).collect();
+        (live.len() == 1 && live[0].0 == second && live[0].1 == 2 && live[0].2).then_some(())
+    });
+    wait_for(WAIT, "the scaled-down generation recorded", || {
+        (annotation("kueue.x-k8s.io/raycluster-generation")? == g).then_some(())
+    });
+
+    // Past the quota (1 cpu: head, autoscaler and 20 workers of 100m): the
+    // new slice waits; the job keeps running on its admitted one.
+    let g = scale(20);
+    let third = slice_name(&format!("{job_generation}_{g}"));
+    wait_for(
+        WAIT,
+        "the too-big slice pending beside the admitted one",
+        || {
+            let s = slices();
+            let big = s.iter().find(|x| x.0 == third)?;
+            let kept = s.iter().find(|x| x.0 == second)?;
+            (big.1 == 20 && !big.2 && kept.2 && kept.3.is_none()).then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let s = slices();
+    assert!(
+        s.iter().any(|x| x.0 == second && x.2 && x.3.is_none())
+            && s.iter().any(|x| x.0 == third && !x.2),
+        "{s:?}"
+    );
+    let (ok, out, err) = kubectl(
+        c,
+        &["delete", "rayjobs.ray.io", "rj", "-n", &ns, "--wait=false"],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+}

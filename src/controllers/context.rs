@@ -349,6 +349,11 @@ pub async fn write_workload_status(
     workload_status_written(api, wl, status).await.map(|_| ())
 }
 
+/// The wait before deciding again once a Workload write of a pass was
+/// refused: the pass's later writes (a pod let go after its quota's
+/// release) were decided on the version another write replaced.
+pub const STALE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A Workload's status written on the version read: `false` when another
 /// write came first (409) or the Workload is gone (404), so whatever was
 /// decided on that version after this write is stale.

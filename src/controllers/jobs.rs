@@ -33,7 +33,7 @@ use crate::{
     appwrapper::{APPWRAPPER_API_VERSION, APPWRAPPER_KIND},
     jobs::ancestry::{self, Ancestry, Look, ParentKey},
     jobs::machine::{self, Facts, Note, Step, Subject, Then, Write},
-    jobs::policy::{Policy, PolicySet},
+    jobs::policy::{Autoscaled, Policy, PolicySet},
     jobs::readiness::Settings as Readiness,
     jobs::reference::ReferenceError,
     vocabulary::{
@@ -53,7 +53,25 @@ struct Ctx {
     /// manageJobsWithoutQueueName, for owner chains as the webhook walks
     /// them.
     manage_all: bool,
+    /// The kinds whose elastic jobs follow this kind's objects (a RayJob
+    /// its RayCluster): an object's change wakes its owner among them, as
+    /// Kueue's RayJob reconciler watches RayClusters.
+    followers: Vec<Follower>,
+    /// This kind follows objects no reconciler here watches (their
+    /// integration is off): looked at again every [`FOLLOW_POLL`] instead.
+    poll_followed: bool,
 }
+
+/// A kind that follows another's objects, and its reconciler's wake-ups.
+struct Follower {
+    target: crate::jobs::policy::Target,
+    resource: ApiResource,
+    wake: futures::channel::mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+}
+
+/// How often an elastic job re-reads the object it follows when no watch
+/// here wakes it.
+const FOLLOW_POLL: Duration = Duration::from_secs(30);
 
 /// Starts a reconciler for every policy (on `shared`, its stores already
 /// read) and the Workload watch that wakes them and the AppWrapper
@@ -76,29 +94,61 @@ pub async fn run(
     let mut all = Vec::new();
     let mut triggers = OwnerTriggers::default();
     triggers.kinds.extend(gated);
-    for policy in policies
+    let kinds: Vec<_> = policies
         .iter()
         .filter(|p| p.gate.is_none() && p.pod_owner.is_none())
-    {
-        let t = &policy.target;
-        let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
-            &t.resource,
-        );
-        let jobs = Api::<DynamicObject>::all_with(client.clone(), &resource);
-        let ctx = Arc::new(Ctx {
+        .map(|policy| {
+            let t = &policy.target;
+            let resource = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
+                &t.resource,
+            );
+            let (wake, wakes) = triggers.add(resource.clone());
+            (policy.clone(), resource, wake, wakes)
+        })
+        .collect();
+    let same = |a: &crate::jobs::policy::Target, b: &crate::jobs::policy::Target| {
+        a.group == b.group && a.kind == b.kind
+    };
+    let followers = |target: &crate::jobs::policy::Target| -> Vec<Follower> {
+        kinds
+            .iter()
+            .filter(|(p, ..)| {
+                p.autoscaled
+                    .as_ref()
+                    .is_some_and(|a| same(&a.object, target))
+            })
+            .map(|(p, resource, wake, _)| Follower {
+                target: p.target.clone(),
+                resource: resource.clone(),
+                wake: wake.clone(),
+            })
+            .collect()
+    };
+    let mut ctxs = Vec::new();
+    for (policy, resource, ..) in &kinds {
+        let poll_followed = policy
+            .autoscaled
+            .as_ref()
+            .is_some_and(|a| !kinds.iter().any(|(p, ..)| same(&p.target, &a.object)));
+        ctxs.push(Ctx {
             shared: shared.clone(),
             policy: policy.clone(),
             resource: resource.clone(),
             policies: policies.clone(),
             readiness: readiness.clone(),
             manage_all,
+            followers: followers(&policy.target),
+            poll_followed,
         });
+    }
+    for (ctx, (policy, resource, wake, wakes)) in ctxs.into_iter().zip(kinds) {
+        let ctx = Arc::new(ctx);
+        let jobs = Api::<DynamicObject>::all_with(client.clone(), &resource);
         let name = policy.name.clone();
         // A kind whose CRD is not installed yet has nothing to reconcile;
         // its reconciler starts once the kind is served (Kueue's WaitForAPI).
         let served = served(jobs.clone(), name.clone());
-        let (wake, wakes) = triggers.add(resource.clone());
         let controller =
             crate::cluster::watch::controller(jobs, watcher::Config::default(), resource.clone())
                 .reconcile_on(wakes);
@@ -513,7 +563,7 @@ impl Ctx {
                     if !self.write_workload(&wl_api, wl, write).await? {
                         // Decided on the version another write replaced:
                         // the rest of the step is decided again.
-                        return Ok(Action::requeue(super::pods::STALE));
+                        return Ok(Action::requeue(super::context::STALE));
                     }
                 }
             }
@@ -580,6 +630,59 @@ pub(super) fn jitter() -> f64 {
 }
 
 impl Ctx {
+    /// Wakes the job of a kind that follows this one's objects, if it is
+    /// the object's controller.
+    fn wake_followers(&self, obj: &Value) {
+        if self.followers.is_empty() {
+            return;
+        }
+        let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) else {
+            return;
+        };
+        let owners = obj
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array);
+        let controller = owners
+            .into_iter()
+            .flatten()
+            .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true));
+        let Some(o) = controller else {
+            return;
+        };
+        let text = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or_default();
+        for f in &self.followers {
+            if text("apiVersion") == f.target.api_version() && text("kind") == f.target.kind {
+                let _ = f.wake.unbounded_send(
+                    ObjectRef::new_with(text("name"), f.resource.clone()).within(ns),
+                );
+            }
+        }
+    }
+
+    /// The object an elastic job's autoscaler scales, read live as Kueue
+    /// reads it on every pass; `None` while the job names none or once it
+    /// is gone.
+    async fn autoscaled(&self, rule: &Autoscaled, job: &Value) -> Result<Option<Value>, JobError> {
+        let Some(name) = rule.object_name(job) else {
+            return Ok(None);
+        };
+        let t = &rule.object;
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&t.group, &t.version, &t.kind),
+            &t.resource,
+        );
+        let ns = job
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let api = Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource);
+        match api.get_opt(name).await {
+            Ok(found) => Ok(found.map(serde_json::to_value).transpose()?),
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Is a queued child of an integrated kind its own job (no ancestor
     /// queued, `jobs::ancestry`)? Its parents read live, one by one, as
     /// the webhook reads them; `false` for any other job (governed as
@@ -634,6 +737,7 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         return Ok(Action::requeue(Duration::ZERO));
     }
     let job = serde_json::to_value(&*obj)?;
+    ctx.wake_followers(&job);
     // Just took the Lease: a pass per job is due at once; the finished
     // jobs' go first. Waiting here holds back a trigger that came
     // meanwhile too; the pass then reads the job afresh.
@@ -647,6 +751,27 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
     let top_level = ctx.top_level(&job).await?;
     let Some(mut subject) = machine::subject_as(&ctx.policy, &ctx.policies, &job, top_level) else {
         return Ok(Action::await_change());
+    };
+    let job = match (&ctx.policy.autoscaled, &subject.slice) {
+        (Some(rule), Some(_)) => {
+            let object = ctx.autoscaled(rule, &job).await?;
+            match machine::following(&ctx.policy, &job, object.as_ref()) {
+                machine::Following::Step(step) => {
+                    return ctx.execute(&subject, &job, None, step).await
+                }
+                machine::Following::Job(followed) => {
+                    // Named again: the object's generation names its slice.
+                    let Some(s) =
+                        machine::subject_as(&ctx.policy, &ctx.policies, &followed, top_level)
+                    else {
+                        return Ok(Action::await_change());
+                    };
+                    subject = s;
+                    followed
+                }
+            }
+        }
+        _ => job,
     };
     let wl_api = Api::<api::Workload>::namespaced(ctx.shared.client.clone(), &subject.namespace);
     let now = now_time();
@@ -685,7 +810,10 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
             read = Some(ctx.view(&job).await?);
             continue;
         }
-        let action = ctx.execute(&subject, &job, wl.as_ref(), step).await?;
+        let mut action = ctx.execute(&subject, &job, wl.as_ref(), step).await?;
+        if ctx.poll_followed && subject.slice.is_some() && action == Action::await_change() {
+            action = Action::requeue(FOLLOW_POLL);
+        }
         let granting = subject
             .slice
             .as_ref()
@@ -862,10 +990,14 @@ mod tests {
     }
 
     fn ctx(client: Client) -> Arc<Ctx> {
+        ctx_of("Job", client)
+    }
+
+    fn ctx_of(kind: &str, client: Client) -> Arc<Ctx> {
         let policies = PolicySet::embedded().unwrap();
         let policy = policies
             .iter()
-            .find(|p| p.target.kind == "Job")
+            .find(|p| p.target.kind == kind)
             .unwrap()
             .clone();
         let t = &policy.target;
@@ -889,6 +1021,8 @@ mod tests {
             policies,
             readiness: None,
             manage_all: false,
+            followers: Vec::new(),
+            poll_followed: false,
         })
     }
 
@@ -1030,6 +1164,143 @@ mod tests {
         let (out, sent) = pass(child, scripted_client(gone)).await;
         assert_eq!(out.unwrap(), Action::await_change());
         assert_eq!(lines(&sent), [format!("GET {JS}")]);
+    }
+
+    /// An elastic RayJob under in-tree autoscaling: each pass reads the
+    /// RayCluster KubeRay made for it; the job's annotations (its pod sets'
+    /// counts, the cluster's generation) are written first, on the version
+    /// read; once it carries them, its slice is made with the cluster's
+    /// worker count and named with the cluster's generation.
+    #[tokio::test]
+    async fn an_autoscaled_rayjob_reads_its_cluster_then_records_and_follows_its_counts() {
+        const CLUSTER: &str = "/apis/ray.io/v1/namespaces/ns/rayclusters/rj-cluster";
+        const RAYJOB: &str = "/apis/ray.io/v1/namespaces/ns/rayjobs/rj";
+        const SIZES: &str = "kueue.x-k8s.io/raycluster-podset-replica-sizes";
+        let rayjob = |annotations: Value| {
+            let mut ann = json!({"kueue.x-k8s.io/elastic-job": "true"});
+            ann.as_object_mut()
+                .unwrap()
+                .extend(annotations.as_object().cloned().unwrap_or_default());
+            json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+                "metadata": {"name": "rj", "namespace": "ns", "uid": "rj-uid", "generation": 1,
+                    "resourceVersion": "5", "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                    "annotations": ann},
+                "spec": {"suspend": true, "submissionMode": "HTTPMode",
+                    "rayClusterSpec": {"enableInTreeAutoscaling": true,
+                        "autoscalerOptions": {"resources": {"requests": {"cpu": "100m"}}},
+                        "headGroupSpec": {"rayStartParams": {}, "template": {"spec":
+                            {"containers": [{"name": "head", "resources": {"requests": {"cpu": "100m"}}}]}}},
+                        "workerGroupSpecs": [{"groupName": "workers", "replicas": 1,
+                            "rayStartParams": {}, "template": {"spec": {"containers":
+                            [{"name": "w", "resources": {"requests": {"cpu": "100m"}}}]}}}]}},
+                "status": {"rayClusterName": "rj-cluster"}})
+        };
+        let api = |method: &str, path: &str, body: &Value| match (method, path) {
+            ("GET", CLUSTER) => (
+                200,
+                json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                    "metadata": {"name": "rj-cluster", "namespace": "ns", "generation": 2},
+                    "spec": {"workerGroupSpecs": [{"groupName": "workers", "replicas": 3}]}}),
+            ),
+            ("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads") => (
+                200,
+                json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList",
+                    "metadata": {}, "items": []}),
+            ),
+            ("PATCH", _) if path.starts_with(RAYJOB) => (
+                200,
+                json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+                    "metadata": {"name": "rj", "namespace": "ns"}}),
+            ),
+            ("POST", _) => (201, body.clone()),
+            _ => (500, status(500, "unexpected")),
+        };
+        let run = |obj: Value| async move {
+            let (client, sent) = scripted_client(api);
+            let obj: DynamicObject = serde_json::from_value(obj).unwrap();
+            let out = reconcile(Arc::new(obj), ctx_of("RayJob", client)).await;
+            let sent: Vec<(String, Value)> = sent
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| (r.line.clone(), r.body.clone()))
+                .collect();
+            (out.unwrap(), sent)
+        };
+        let (out, sent) = run(rayjob(json!({}))).await;
+        assert_eq!(out, Action::await_change());
+        assert_eq!(
+            lines(&sent),
+            [
+                format!("GET {CLUSTER}"),
+                format!("PATCH {RAYJOB}?&fieldManager=batchgate")
+            ]
+        );
+        let sizes = r#"[{"name":"head","count":1},{"name":"workers","count":3}]"#;
+        assert_eq!(
+            sent[1].1,
+            json!([
+                {"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
+                {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1raycluster-podset-replica-sizes",
+                 "value": sizes},
+                {"op": "add", "path": "/metadata/annotations/kueue.x-k8s.io~1raycluster-generation",
+                 "value": "2"},
+            ])
+        );
+        let recorded = json!({SIZES: sizes, "kueue.x-k8s.io/raycluster-generation": "2"});
+        let (out, sent) = run(rayjob(recorded)).await;
+        assert_eq!(out, Action::await_change());
+        let l = lines(&sent);
+        assert_eq!(l[0], format!("GET {CLUSTER}"));
+        assert!(
+            l[1].starts_with("GET /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?"),
+            "{l:?}"
+        );
+        assert_eq!(
+            l[2],
+            "POST /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads?&fieldManager=batchgate"
+        );
+        assert_eq!(l.len(), 4, "{l:?}");
+        let slice = &sent[2].1;
+        assert_eq!(
+            slice["metadata"]["name"],
+            workload::name_with_extra("RayJob", "ray.io", "rj", "rj-uid", "1_2")
+        );
+        let counts: Vec<(&str, i64)> = slice["spec"]["podSets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ps| (ps["name"].as_str().unwrap(), ps["count"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(counts, [("head", 1), ("workers", 3)]);
+    }
+
+    /// A RayCluster's change wakes the RayJob that controls it (Kueue's
+    /// RayJob reconciler watches the RayClusters it owns); another owner's
+    /// does not.
+    #[tokio::test]
+    async fn a_clusters_change_wakes_the_rayjob_that_controls_it() {
+        let (client, _) = scripted_client(|_: &str, _: &str, _: &Value| (500, status(500, "none")));
+        let rj = ctx_of("RayJob", client.clone());
+        let (wake, mut wakes) = futures::channel::mpsc::unbounded();
+        let mut rc = Arc::try_unwrap(ctx_of("RayCluster", client)).ok().unwrap();
+        rc.followers.push(Follower {
+            target: rj.policy.target.clone(),
+            resource: rj.resource.clone(),
+            wake,
+        });
+        let owned = |kind: &str| {
+            json!({"metadata": {"name": "c", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "ray.io/v1", "kind": kind, "name": "rj", "uid": "u", "controller": true}]}})
+        };
+        rc.wake_followers(&owned("RayService"));
+        assert!(wakes.try_recv().is_err(), "nothing sent");
+        rc.wake_followers(&owned("RayJob"));
+        let r = wakes.try_recv().unwrap();
+        assert_eq!(
+            (r.name.as_str(), r.namespace.as_deref()),
+            ("rj", Some("ns"))
+        );
     }
 
     #[tokio::test]

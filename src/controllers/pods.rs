@@ -29,6 +29,7 @@ use tracing::{debug, warn};
 use super::context::{
     admission_pod_set_infos, create_workload, now_time, params, reference_of,
     remove_workload_finalizer, workload_status_written, write_workload_spec, JobError, Shared,
+    STALE,
 };
 use crate::{
     api::kueue::v1beta2 as api,
@@ -202,11 +203,6 @@ impl Ctx {
         out
     }
 }
-
-/// The wait before deciding again once a Workload write of a pass was
-/// refused: the pass's later writes (a pod let go after its quota's
-/// release) were decided on the version another write replaced.
-pub(super) const STALE: Duration = Duration::from_millis(200);
 
 /// One pass: the pod, its group's members and their Workload read, the
 /// step decided in the core (`jobs::machine::pods`), its writes made in

@@ -112,7 +112,7 @@ pub fn subject_as(
     let t = &policy.target;
     let elastic = policy.elastic_jobs && is_elastic(job);
     // Kueue's `newWorkloadName`: an elastic job's slices are told apart
-    // by the job's generation.
+    // by the job's generation (and an autoscaled one's by its object's).
     let named = |m: &str| {
         job.pointer(&format!("/metadata/{m}"))
             .and_then(|l| l.get(keys::PREBUILT_WORKLOAD_LABEL))
@@ -129,7 +129,11 @@ pub fn subject_as(
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
-        workload::name_with_extra(&t.kind, &t.group, &name, &uid, &generation.to_string())
+        let extra = match &policy.autoscaled {
+            Some(rule) => rule.name_extra(job, generation),
+            None => generation.to_string(),
+        };
+        workload::name_with_extra(&t.kind, &t.group, &name, &uid, &extra)
     } else {
         workload::name_for(&t.kind, &t.group, &name, &uid)
     };
@@ -704,6 +708,39 @@ pub enum SlicePass {
     Step(Option<usize>),
     /// The job's pod sets cannot be read: this step tells it.
     Told(Step),
+}
+
+/// What an elastic job of a policy with an `autoscaled` rule calls for
+/// before its slices ([`super::autoscaling`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Following {
+    /// The job as its slices are planned from, named and stepped.
+    Job(Value),
+    /// The job's annotations written first, or why its counts cannot be
+    /// followed; the watch brings the job back.
+    Step(Step),
+}
+
+/// Kueue's `UpdatePodSets` and custom annotations for an elastic job
+/// following `object` (as read; `None`: it names none or it is gone).
+pub fn following(policy: &Policy, job: &Value, object: Option<&Value>) -> Following {
+    let Some(rule) = &policy.autoscaled else {
+        return Following::Job(job.clone());
+    };
+    match rule.follow(policy, job, object) {
+        Ok(f) if f.patch.is_empty() => Following::Job(f.job),
+        Ok(f) => Following::Step(Step::wait(vec![Write::PatchJob {
+            ops: f.patch,
+            event: None,
+        }])),
+        Err(message) => Following::Step(Step::after(
+            vec![Write::JobEvent(Note::warning(
+                "ErrWorkloadCompose",
+                message,
+            ))],
+            COMPOSE_RETRY,
+        )),
+    }
 }
 
 /// Kueue's `EnsureWorkloadSlices` for an elastic job: `list` holds its

@@ -5,6 +5,8 @@
 //! maximum execution time; [`deactivation`]: the same and a deactivation
 //! target for a Workload made without a job; [`readiness`]: waitForPodsReady and dynamic
 //! reclaim; [`reference`]: pod templates that live in a referenced object;
+//! [`autoscaling`]: an elastic job's counts taken from the object its
+//! autoscaler scales;
 //! [`resync`]: the queued jobs gone too long without a Workload;
 //! [`machine`]: the job reconciler's decisions, one step a pass).
 //! Read by the admission
@@ -13,6 +15,7 @@
 //! Core: no I/O, no clock, no kube client (see `tests/architecture.rs`).
 
 pub mod ancestry;
+pub mod autoscaling;
 pub mod deactivation;
 pub mod execution;
 pub mod machine;

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::vocabulary::{keys, pointer::Pointer};
 
+pub use super::autoscaling::Autoscaled;
 pub use super::reference::{AdmissionPatch, RuntimeRef};
 
 mod embedded {
@@ -490,6 +491,8 @@ struct PolicyFile {
     update_rules: UpdateRules,
     #[serde(default)]
     runtime_ref: Option<RuntimeRef>,
+    #[serde(default)]
+    autoscaled: Option<Autoscaled>,
     #[serde(default)]
     admission_patch: Option<AdmissionPatch>,
     #[serde(default)]
@@ -1084,6 +1087,9 @@ pub struct Policy {
     pub update_rules: UpdateRules,
     /// The object the pod templates come from (a TrainJob's runtime).
     pub runtime_ref: Option<RuntimeRef>,
+    /// The object an elastic job's autoscaler scales, whose counts it
+    /// follows (a RayJob's RayCluster).
+    pub autoscaled: Option<Autoscaled>,
     /// Where an admission's pod set infos go instead of the templates.
     pub admission_patch: Option<AdmissionPatch>,
     /// How MultiKueue copies the kind (used when `managed_by` is set).
@@ -1166,6 +1172,11 @@ impl Policy {
                 )));
             }
         }
+        if raw.autoscaled.is_some() && !raw.elastic_jobs {
+            return Err(invalid(
+                "autoscaled needs elasticJobs: only an elastic job follows the counts of another object".into(),
+            ));
+        }
         if raw
             .pod_owner
             .as_ref()
@@ -1204,6 +1215,7 @@ impl Policy {
             prebuilt_workloads: raw.prebuilt_workloads,
             update_rules: raw.update_rules,
             runtime_ref: raw.runtime_ref,
+            autoscaled: raw.autoscaled,
             admission_patch: raw.admission_patch,
             multi_kueue: raw.multi_kueue,
             source: file.to_string(),

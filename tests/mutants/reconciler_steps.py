@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules, jobs::workload::follow, prescale::sync, queueing::check_states,
+owners modules, jobs::workload::follow, jobs::autoscaling, prescale::sync, queueing::check_states,
 queueing::provisioning::pass): each rule is removed in turn and `cargo
 test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
@@ -21,9 +21,11 @@ J, P, O = "src/jobs/machine.rs", "src/jobs/machine/pods.rs", "src/jobs/machine/o
 S, C = "src/prescale/sync.rs", "src/queueing/check_states.rs"
 V = "src/queueing/provisioning/pass.rs"
 W = "src/jobs/workload.rs"
+A = "src/jobs/autoscaling.rs"
 # The tests that must catch a mutation of each file.
 TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states",
-         V: "queueing::provisioning::pass", W: "jobs::workload::follow_tests"}
+         V: "queueing::provisioning::pass", W: "jobs::workload::follow_tests",
+         A: "jobs::autoscaling"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -139,6 +141,12 @@ MUTATIONS = [
     (P, "a group is ready only when whole", "    i64::try_from(pods.len()).is_ok_and(|n| n >= total) && pods.iter().all(|p| ready(p))", "    pods.iter().all(|p| ready(p))"),
     (O, "scaled to zero, on hold", "            reservation::ON_HOLD,", "            \"Pending\","),
     (O, "scaled up, off hold", "    if replicas > 0 && reservation::is_on_hold(&conds.0) {", "    if false {"),
+    (J, "an autoscaled job's annotations are written first", "        Ok(f) if f.patch.is_empty() => Following::Job(f.job),", "        Ok(f) => Following::Job(f.job),"),
+    (J, "an autoscaled job's group mismatch is told", "        Err(message) => Following::Step(Step::after(", "        Err(_) => Following::Job(job.clone()),\n        #[allow(unreachable_patterns)]\n        Err(message) => Following::Step(Step::after("),
+    (A, "autoscaled: the cluster's counts only under autoscaling", "        if let (true, Some(obj)) = (self.autoscaling(job), object) {", "        if let (_, Some(obj)) = (self.autoscaling(job), object) {"),
+    (A, "autoscaled: a group without replicas keeps the job's count", "            if self.count.resolve(group).is_none_or(Value::is_null) {", "            if false {"),
+    (A, "autoscaled: a group the job has not is refused", "            else {\n                return Err(format!(", "            else {\n                if true {\n                    continue;\n                }\n                return Err(format!("),
+    (A, "autoscaled: the slice named with the cluster's generation", "            Some(g) => format!(\"{generation}_{g}\"),", "            Some(_) => generation.to_string(),"),
 ]
 
 

@@ -123,6 +123,7 @@ pub fn policy() -> &'static Policy {
             prebuilt_workloads: true,
             update_rules: UpdateRules::UpdateOnly,
             runtime_ref: None,
+            autoscaled: None,
             admission_patch: None,
             multi_kueue: Default::default(),
             source: "built in (src/admission/appwrapper)".into(),

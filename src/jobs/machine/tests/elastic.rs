@@ -194,3 +194,57 @@ fn an_admitted_elastic_job_starts_with_its_slice_name_on_the_pods() {
         "{text}"
     );
 }
+
+/// An elastic RayJob under in-tree autoscaling, before its slices
+/// (`jobs::autoscaling`): its annotations written first, alone, on the
+/// version read; once it carries them, the job goes on with its cluster's
+/// counts; a cluster's group the job has not is told and tried again.
+#[test]
+fn an_autoscaled_job_records_its_counts_first_then_follows_its_cluster() {
+    let set = policies();
+    let p = policy(&set, "RayJob");
+    let rayjob = |annotations: Value| {
+        let mut ann = json!({ELASTIC: "true"});
+        ann.as_object_mut()
+            .unwrap()
+            .extend(annotations.as_object().cloned().unwrap_or_default());
+        json!({"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "rj", "namespace": "ns", "uid": "u", "generation": 2,
+                "resourceVersion": "9", "annotations": ann},
+            "spec": {"submissionMode": "HTTPMode", "rayClusterSpec": {"enableInTreeAutoscaling": true,
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h"}]}}},
+                "workerGroupSpecs": [{"groupName": "w", "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "w"}]}}}]}},
+            "status": {"rayClusterName": "rc"}})
+    };
+    let cluster = |group: &str| {
+        json!({"metadata": {"name": "rc", "generation": 5},
+               "spec": {"workerGroupSpecs": [{"groupName": group, "replicas": 6}]}})
+    };
+    let Following::Step(step) = following(&p, &rayjob(json!({})), Some(&cluster("w"))) else {
+        panic!("annotations not written first");
+    };
+    let (ops, event) = job_patch(&step);
+    assert!(event.is_none() && step.then == Then::Wait, "{step:?}");
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    let recorded = json!({
+        "kueue.x-k8s.io/raycluster-podset-replica-sizes":
+            r#"[{"name":"head","count":1},{"name":"w","count":6}]"#,
+        "kueue.x-k8s.io/raycluster-generation": "5"});
+    let Following::Job(followed) = following(&p, &rayjob(recorded), Some(&cluster("w"))) else {
+        panic!("annotations written again");
+    };
+    assert_eq!(
+        followed["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"],
+        6
+    );
+    let Following::Step(told) = following(&p, &rayjob(json!({})), Some(&cluster("x"))) else {
+        panic!("a group the job has not followed");
+    };
+    assert_eq!(told.then, Then::After(COMPOSE_RETRY));
+    assert!(
+        matches!(&told.writes[..], [Write::JobEvent(n)] if n.reason == "ErrWorkloadCompose"
+            && n.message.starts_with("PodSet name mismatch: RayCluster rc has worker group x")),
+        "{told:?}"
+    );
+}
