@@ -347,16 +347,16 @@ mod tests {
         })
     }
 
-    #[tokio::test]
-    async fn an_evicted_running_pod_is_deleted_on_its_uid_then_told_why() {
+    /// The Workload of `this` pod, admitted and evicted with `message`,
+    /// and its path.
+    fn evicted(this: &Value, message: &str) -> (Value, String) {
         let policy = PolicySet::embedded()
             .unwrap()
             .find("", "v1", "Pod")
             .unwrap()
             .clone();
         let gate = policy.gate.clone().unwrap();
-        let this = pod();
-        let mut wl = pod::workload_for(&policy, &gate, &[&this], &Default::default()).unwrap();
+        let mut wl = pod::workload_for(&policy, &gate, &[this], &Default::default()).unwrap();
         let c = |ty: &str, m: &str| {
             json!({"type": ty, "status": "True", "reason": ty, "message": m,
             "lastTransitionTime": "2026-01-01T00:00:00Z"})
@@ -365,11 +365,17 @@ mod tests {
         wl["metadata"]["resourceVersion"] = json!("3");
         wl["status"] = json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
                 "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
-            "conditions": [c("QuotaReserved", "m"), c("Admitted", "m"), c("Evicted", "Preempted here")]});
-        let wl_path = format!(
+            "conditions": [c("QuotaReserved", "m"), c("Admitted", "m"), c("Evicted", message)]});
+        let path = format!(
             "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{}",
             wl["metadata"]["name"].as_str().unwrap()
         );
+        (wl, path)
+    }
+
+    #[tokio::test]
+    async fn an_evicted_running_pod_is_deleted_on_its_uid_then_told_why() {
+        let (wl, wl_path) = evicted(&pod(), "Preempted here");
         let path = wl_path.clone();
         let (client, sent) = scripted_client(move |method, p, body| match method {
             "GET" if p == path => (200, wl.clone()),
@@ -400,29 +406,10 @@ mod tests {
     /// refused release, nothing would ever release the quota it held.
     #[tokio::test]
     async fn a_pod_is_let_go_only_after_its_quotas_release_applied() {
-        let policy = PolicySet::embedded()
-            .unwrap()
-            .find("", "v1", "Pod")
-            .unwrap()
-            .clone();
-        let gate = policy.gate.clone().unwrap();
         let mut this = pod();
         this["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:01Z");
         this["spec"]["nodeName"] = json!("node-a");
-        let mut wl = pod::workload_for(&policy, &gate, &[&this], &Default::default()).unwrap();
-        let c = |ty: &str| {
-            json!({"type": ty, "status": "True", "reason": ty, "message": "m",
-            "lastTransitionTime": "2026-01-01T00:00:00Z"})
-        };
-        wl["metadata"]["uid"] = json!("wl-uid");
-        wl["metadata"]["resourceVersion"] = json!("3");
-        wl["status"] = json!({"admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main",
-                "count": 1, "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1"}}]},
-            "conditions": [c("QuotaReserved"), c("Admitted"), c("Evicted")]});
-        let wl_path = format!(
-            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/{}",
-            wl["metadata"]["name"].as_str().unwrap()
-        );
+        let (wl, wl_path) = evicted(&this, "m");
         for (answer, released) in [(409, false), (200, true)] {
             let path = wl_path.clone();
             let body = wl.clone();
