@@ -147,6 +147,7 @@ MUTATIONS = [
     (A, "autoscaled: a group without replicas keeps the job's count", "            if self.count.resolve(group).is_none_or(Value::is_null) {", "            if false {"),
     (A, "autoscaled: a group the job has not is refused", "            else {\n                return Err(format!(", "            else {\n                if true {\n                    continue;\n                }\n                return Err(format!("),
     (A, "autoscaled: the slice named with the cluster's generation", "            Some(g) => format!(\"{generation}_{g}\"),", "            Some(_) => generation.to_string(),"),
+    (P, "a going pod of a released Workload is let go", "    if !reserved {\n        // Holding no quota, a pod going", "    if false {\n        // Holding no quota, a pod going"),
 ]
 
 

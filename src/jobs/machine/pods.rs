@@ -316,6 +316,15 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
         // it (garbage collected); the pod is let go now.
         return Step::wait(let_go(gate, all()));
     }
+    if !reserved {
+        // Holding no quota, a pod going holds nothing: let go. The pass
+        // that released the quota let go only the pods it saw going, and a
+        // concurrent pass's release of the same quota was refused.
+        let writes = let_go(gate, all().filter(|(_, p)| deleting(p)));
+        if !writes.is_empty() {
+            return then(writes);
+        }
+    }
     if !(reserved && conds.is_true(condition::ADMITTED)) {
         // Pending: the pods stay gated.
         return then(Vec::new());
@@ -1107,6 +1116,35 @@ mod tests {
             ps.count = count;
         }
         wl
+    }
+
+    /// A group evicted while its pods ran: the pass that released its
+    /// quota let go only the pod it saw going; the other pod, going too,
+    /// is let go by its own pass once the quota is released (its own
+    /// release was refused for the newer version).
+    #[test]
+    fn a_going_pod_of_a_released_group_is_let_go() {
+        let mut a = ungated(grouped("a", 2));
+        let mut b = ungated(grouped("b", 2));
+        for p in [&mut a, &mut b] {
+            p["spec"]["nodeName"] = json!("n");
+            p["metadata"]["deletionTimestamp"] = json!(at(5));
+        }
+        a["metadata"]["finalizers"] = json!([]);
+        let members = vec![a, b];
+        let mut wl = group_workload(&members, 2, admitted());
+        wl.status = serde_json::from_value(json!({"conditions": [
+            cond("QuotaReserved", false, "m"),
+            cond("Admitted", false, "m"),
+            cond("Evicted", true, "Preempted")
+        ]}))
+        .unwrap();
+        let s = run(&members[1], &members, Some(&wl));
+        assert!(
+            s.writes.len() == 1 && releases_member(&s, 1),
+            "{:?}",
+            s.writes
+        );
     }
 
     /// The `PodsReady` status a step's one write gives (the last condition).
