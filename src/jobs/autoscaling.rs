@@ -112,12 +112,7 @@ impl Autoscaled {
         ];
         let mut ops = Vec::new();
         for (key, value) in wanted {
-            if let Ok(p) = Pointer::parse(&format!(
-                "/metadata/annotations/{}",
-                key.replace('~', "~0").replace('/', "~1")
-            )) {
-                let _ = patch::set(job, &p, Value::String(value.clone()), &mut ops);
-            }
+            patch::set_annotation(job, key, &value, &mut ops);
             if !out["metadata"]["annotations"].is_object() {
                 out["metadata"]["annotations"] = json!({});
             }

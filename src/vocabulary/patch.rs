@@ -131,6 +131,14 @@ pub fn set_label(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
     }
 }
 
+/// Sets `metadata.annotations[key] = value`.
+pub fn set_annotation(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
+    if let Ok(ptr) = Pointer::parse(&format!("/metadata/annotations/{}", escape(key))) {
+        // metadata and annotations were type-checked when the object was read.
+        let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
+    }
+}
+
 /// Appends `item` to the list at `ptr` unless the list already holds it,
 /// creating the list (and missing parents) when there is none. A non-list
 /// there is left alone and reported as `Err(field path)`.
