@@ -1055,6 +1055,17 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     }
     assert!(!has(worker(w, other(&chosen)), &["job", "mk-d", "-n", NS]));
 
+    // 2c. An elastic Job scaled while it runs on a worker (Kueue's
+    // test/integration/multikueue/elasticjob_test.go "Should run an
+    // ElasticJob on worker if admitted", here with real schedulers on both
+    // sides): 1 -> 2 makes a new slice on the manager, admitted onto the
+    // worker the job runs on and only there; the worker admits its copy
+    // as a replacement (only what it adds counted) and finishes the old
+    // copy; the worker's Job takes parallelism 2 and the new slice as its
+    // prebuilt Workload, and both pods run there. 2 -> 1 shrinks the slice
+    // and the worker's Job in place, with no new slice anywhere.
+    elastic_job_follows_its_slices(w);
+
     // 3. The manager loses the worker running a Job (its kubeconfig now
     // points nowhere; the worker runs on): after workerLostTimeout the
     // Workload is requeued and runs on the other worker (jobs_test.go
@@ -1207,5 +1218,223 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
     assert!(
         !has(second, &["job", "mk-e", "-n", NS]),
         "mk-e ran on worker1 only"
+    );
+}
+
+/// The Workloads of `job` in [`NS`] on a cluster, oldest first.
+fn slices_of(c: &LocalCluster, job: &str) -> Vec<Value> {
+    let mut list: Vec<Value> = get(c, &["workloads.kueue.x-k8s.io", "-n", NS])
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|w| {
+            w["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("job-{job}-")))
+        })
+        .collect();
+    list.sort_by_key(|w| {
+        w["metadata"]["creationTimestamp"]
+            .as_str()
+            .map(String::from)
+    });
+    list
+}
+
+/// The cpu a ClusterQueue's status says it holds.
+fn cq_cpu(c: &LocalCluster, cq: &str) -> Option<String> {
+    let q = get(c, &["clusterqueue", cq])?;
+    q["status"]["flavorsReservation"]
+        .as_array()?
+        .iter()
+        .flat_map(|f| f["resources"].as_array().cloned().unwrap_or_default())
+        .find(|r| r["name"] == "cpu")
+        .and_then(|r| r["total"].as_str().map(String::from))
+}
+
+fn elastic_job_follows_its_slices(w: &World) {
+    let m = w.manager;
+    let mut manifest: Value =
+        serde_json::from_str(&job("mk-el", NS, "mk-lq", "500m", "10m", json!({}))).unwrap();
+    manifest["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+    manifest["spec"]["completions"] = json!(4);
+    create(m, &manifest.to_string());
+    let (first, chosen) = dispatched(w, "mk-el", Duration::from_secs(120));
+    let first_name = first["metadata"]["name"].as_str().unwrap().to_string();
+    let there = worker(w, &chosen);
+    let elsewhere = worker(w, other(&chosen));
+    let running = |n: usize| {
+        let list = get(there, &["pods", "-n", NS, "-l", "job-name=mk-el"]).unwrap_or_default();
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let up = items
+            .iter()
+            .filter(|p| {
+                p["status"]["phase"] == "Running"
+                    && p["spec"]["schedulingGates"]
+                        .as_array()
+                        .is_none_or(|g| g.is_empty())
+            })
+            .count();
+        (up == n).then_some(())
+    };
+    let found = std::panic::catch_unwind(|| {
+        wait_for(
+            Duration::from_secs(90),
+            "mk-el's one pod running on its worker",
+            || running(1),
+        )
+    });
+    if let Err(e) = found {
+        dump(w, "mk-el");
+        std::panic::resume_unwind(e);
+    }
+
+    // Scale up.
+    let (ok, out, err) = support::e2e::kubectl(
+        m,
+        &[
+            "patch",
+            "job",
+            "mk-el",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"parallelism":2}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let scaled = std::panic::catch_unwind(|| {
+        wait_for(
+            Duration::from_secs(120),
+            "the new slice admitted on the same worker",
+            || {
+                slices_of(m, "mk-el").into_iter().find(|s| {
+                    s["metadata"]["name"] != first_name.as_str()
+                        && s["status"]["clusterName"] == chosen.as_str()
+                        && mk_check(s).is_some_and(|c| c["state"] == "Ready")
+                })
+            },
+        )
+    });
+    let second = scaled.unwrap_or_else(|e| {
+        dump(w, "mk-el");
+        std::panic::resume_unwind(e)
+    });
+    let second_name = second["metadata"]["name"].as_str().unwrap().to_string();
+    assert_eq!(
+        second["metadata"]["annotations"]["kueue.x-k8s.io/workload-slice-replacement-for"],
+        format!("{NS}/{first_name}"),
+        "{second}"
+    );
+    assert_eq!(second["spec"]["podSets"][0]["count"], 2, "{second}");
+    assert_eq!(
+        mk_check(&second).unwrap()["message"],
+        format!("The workload was admitted on \"{chosen}\""),
+    );
+    let old = workload_of_name(m, &first_name);
+    assert_eq!(
+        condition(&old, "Finished").map(|c| c["reason"].clone()),
+        Some(json!("WorkloadSliceReplaced")),
+        "the manager's first slice is replaced: {old}"
+    );
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the worker's Job at parallelism 2",
+        || get(there, &["job", "mk-el", "-n", NS]).filter(|j| j["spec"]["parallelism"] == 2),
+    );
+    assert_eq!(
+        remote["metadata"]["annotations"]["kueue.x-k8s.io/prebuilt-workload-name"],
+        second_name.as_str(),
+        "the worker's Job runs the new slice: {remote}"
+    );
+    wait_for(
+        Duration::from_secs(90),
+        "both of mk-el's pods running on its worker",
+        || running(2),
+    );
+    // The worker admitted its copy as the replacement: the old copy is
+    // finished there and only the two pods' cpu is held.
+    let copy = workload_of_name(there, &second_name);
+    assert!(is_true(&copy, "Admitted"), "{copy}");
+    let old_copy = wait_for(
+        Duration::from_secs(30),
+        "the worker's old copy finished",
+        || get(there, &["workload", &first_name, "-n", NS]).filter(|c| is_true(c, "Finished")),
+    );
+    assert_eq!(
+        condition(&old_copy, "Finished").unwrap()["reason"],
+        "WorkloadSliceReplaced",
+        "{old_copy}"
+    );
+    wait_for(
+        Duration::from_secs(30),
+        "the worker's queue holding 1 cpu",
+        || (cq_cpu(there, "mk-cq").as_deref() == Some("1")).then_some(()),
+    );
+    assert!(
+        !has(elsewhere, &["job", "mk-el", "-n", NS]),
+        "mk-el runs on one worker"
+    );
+    for name in [&first_name, &second_name] {
+        assert!(
+            !has(elsewhere, &["workload", name, "-n", NS]),
+            "no copy of {name} elsewhere"
+        );
+    }
+
+    // Scale down: in place.
+    let (ok, out, err) = support::e2e::kubectl(
+        m,
+        &[
+            "patch",
+            "job",
+            "mk-el",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"parallelism":1}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the worker's copy shrunk to 1",
+        || {
+            get(there, &["workload", &second_name, "-n", NS])
+                .filter(|c| c["spec"]["podSets"][0]["count"] == 1)
+        },
+    );
+    wait_for(
+        Duration::from_secs(60),
+        "the worker's Job at parallelism 1",
+        || get(there, &["job", "mk-el", "-n", NS]).filter(|j| j["spec"]["parallelism"] == 1),
+    );
+    let on_manager = slices_of(m, "mk-el");
+    assert_eq!(
+        on_manager.len(),
+        2,
+        "no slice made for a scale-down: {on_manager:?}"
+    );
+    assert_eq!(
+        workload_of_name(m, &second_name)["spec"]["podSets"][0]["count"],
+        1
+    );
+    assert_eq!(
+        slices_of(there, "mk-el").len(),
+        2,
+        "none on the worker either"
+    );
+
+    // Deleted: its worker's objects are collected, freeing the quota.
+    let (ok, out, err) = support::e2e::kubectl(m, &["delete", "job", "mk-el", "-n", NS], None);
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(90),
+        "mk-el's worker Job collected",
+        || (!has(there, &["job", "mk-el", "-n", NS])).then_some(()),
     );
 }

@@ -814,12 +814,9 @@ async fn reconcile(obj: Arc<DynamicObject>, ctx: Arc<Ctx>) -> Result<Action, Job
         if ctx.poll_followed && subject.slice.is_some() && action == Action::await_change() {
             action = Action::requeue(FOLLOW_POLL);
         }
-        let granting = subject
-            .slice
-            .as_ref()
-            .and_then(|_| machine::granting(&ctx.policy, &job, &slices));
-        if let Some(i) = granting {
-            if let Some(again) = ctx.ungate(&job, &slices[i]).await? {
+        let granting = machine::ungated_by(&ctx.policy, &subject, &job, &slices, wl.as_ref());
+        if let Some(active) = granting {
+            if let Some(again) = ctx.ungate(&job, active).await? {
                 return Ok(again);
             }
         }

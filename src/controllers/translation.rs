@@ -508,6 +508,7 @@ pub fn workload(wl: &api::Workload) -> Result<queueing::Workload, TranslationErr
             .labels
             .as_ref()
             .and_then(|l| l.get(keys::JOB_UID_LABEL).cloned()),
+        copy_chain: copy_chain(wl),
         queue_name: wl.spec.queue_name.as_deref().unwrap_or_default().into(),
         priority: wl.spec.priority.unwrap_or(0),
         created: wl
@@ -600,6 +601,22 @@ fn single_pod_owned(wl: &api::Workload) -> bool {
 
 /// The `PodsReady` condition, `status.requeueState.requeueAt` and
 /// `status.reclaimablePods`, for the engine.
+/// A MultiKueue worker's copy of a workload slice (the origin label): its
+/// origin and slice chain (see `Workload::copy_chain`).
+fn copy_chain(wl: &api::Workload) -> Option<String> {
+    let origin = wl
+        .metadata
+        .labels
+        .as_ref()?
+        .get(api::MULTIKUEUE_ORIGIN_LABEL)?;
+    let chain = wl
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(keys::WORKLOAD_SLICE_NAME_ANNOTATION)?;
+    Some(format!("{origin}/{chain}"))
+}
+
 fn readiness(wl: &api::Workload) -> queueing::workload::Readiness {
     let status = wl.status.as_ref();
     let conds = status.and_then(|s| s.conditions.as_ref());
@@ -863,6 +880,34 @@ mod tests {
                 vec![],
             ]))
         );
+    }
+
+    /// A MultiKueue worker's copy of a slice (the origin label) is known
+    /// by its origin and slice chain, also once the worker's job adopted it
+    /// (its job UID label added); a Workload without the origin label has
+    /// none.
+    #[test]
+    fn a_multikueue_copys_slice_chain_is_its_origin_and_first_slice() {
+        let wl = |labels: Value| -> api::Workload {
+            serde_json::from_value(json!({
+                "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"name": "w2", "namespace": "ns", "labels": labels,
+                             "annotations": {keys::WORKLOAD_SLICE_NAME_ANNOTATION: "w1"}},
+                "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": []}}}]},
+            }))
+            .unwrap()
+        };
+        let copy = workload(&wl(json!({api::MULTIKUEUE_ORIGIN_LABEL: "mgr"}))).unwrap();
+        assert_eq!(copy.copy_chain.as_deref(), Some("mgr/w1"));
+        let adopted = workload(&wl(
+            json!({api::MULTIKUEUE_ORIGIN_LABEL: "mgr", keys::JOB_UID_LABEL: "u"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (adopted.copy_chain.as_deref(), adopted.job_uid.as_deref()),
+            (Some("mgr/w1"), Some("u"))
+        );
+        assert_eq!(workload(&wl(json!({}))).unwrap().copy_chain, None);
     }
 
     /// `status.unhealthyNodes` reaches the engine (whose second pass

@@ -18,6 +18,7 @@ use crate::{
     admission::kueue::{aggregate, workload},
     controllers::translation,
     queueing,
+    vocabulary::keys,
 };
 
 /// A write the Workload webhook would refuse, with its message.
@@ -82,10 +83,15 @@ pub fn known(
     if let Some(a) = view.and_then(|v| v.admission.as_ref()) {
         status["admission"] = translation::admission_json(a);
     }
+    let mut metadata = json!({"name": name, "namespace": namespace});
+    if let Some(old) = view.and_then(|v| v.replaces.as_deref()) {
+        // A replacing slice may take its cluster name from the old one.
+        metadata["annotations"] = json!({ keys::SLICE_REPLACEMENT_FOR_ANNOTATION: old });
+    }
     json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
         "spec": {"podSets": pod_sets},
         "status": status,
     })
@@ -200,6 +206,7 @@ pub(crate) mod testing {
             name: "wl".into(),
             uid: Arc::from("u"),
             job_uid: None,
+            copy_chain: None,
             queue_name: Arc::from("lq"),
             priority: 0,
             created: 0,

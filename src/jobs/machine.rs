@@ -811,6 +811,31 @@ pub fn granting(policy: &Policy, job: &Value, list: &[api::Workload]) -> Option<
     })
 }
 
+/// The Workload whose grants a running elastic job's gated pods are let
+/// go by: the slice [`granting`] names, or for a job running a prebuilt
+/// Workload (a MultiKueue worker's copy, whose slices the manager makes
+/// and sends) that Workload once admitted.
+pub fn ungated_by<'a>(
+    policy: &Policy,
+    subject: &Subject,
+    job: &Value,
+    slices: &'a [api::Workload],
+    prebuilt: Option<&'a api::Workload>,
+) -> Option<&'a api::Workload> {
+    if subject.slice.is_some() {
+        return granting(policy, job, slices).map(|i| &slices[i]);
+    }
+    if !(subject.prebuilt && policy.elastic_jobs && is_elastic(job)) {
+        return None;
+    }
+    // Only once it is the job's own (Kueue's `EnsurePrebuiltWorkloadOwnership`).
+    let uid = job.pointer("/metadata/uid").and_then(Value::as_str);
+    let wl = prebuilt.filter(|wl| {
+        workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid.unwrap_or(""))
+    })?;
+    granting(policy, job, std::slice::from_ref(wl)).map(|_| wl)
+}
+
 /// Kueue's `prepareWorkloadSlice`: the elastic-job annotation, the
 /// chain's first slice's name, and the slice a new one replaces.
 fn slice_metadata(body: &mut Value, name: &str, chain: &SliceChain) {

@@ -729,6 +729,10 @@ pub struct MultiKueueRule {
     /// remote one runs (a start time copied early freezes the local spec).
     #[serde(default)]
     pub defer_status: bool,
+    /// An elastic job's counts: the worker's copy follows them, with the
+    /// Workload slice admitted for them as its prebuilt Workload.
+    #[serde(default)]
+    pub elastic_counts: Vec<Pointer>,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -1171,6 +1175,11 @@ impl Policy {
                     r.kind.default
                 )));
             }
+        }
+        if !raw.multi_kueue.elastic_counts.is_empty() && !raw.elastic_jobs {
+            return Err(invalid(
+                "multiKueue.elasticCounts needs elasticJobs: only an elastic job changes its counts while it runs".into(),
+            ));
         }
         if raw.autoscaled.is_some() && !raw.elastic_jobs {
             return Err(invalid(

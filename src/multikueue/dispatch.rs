@@ -22,8 +22,8 @@
 //!
 //! Not decided here (gates off by default in v0.19.2, or not yet in
 //! batchgate): orchestrated preemption (`MultiKueueOrchestratedPreemption`:
-//! preemption gates on the copies), multi-workload owners (LeaderWorkerSet's
-//! component Workloads), and the elastic job's remote parallelism sync.
+//! preemption gates on the copies) and multi-workload owners
+//! (LeaderWorkerSet's component Workloads).
 
 use std::{fmt, time::Duration};
 
@@ -35,7 +35,11 @@ use crate::{
         self as api, check_state, condition, eviction_reason, finished_reason, AdmissionCheckState,
         Conditions,
     },
-    vocabulary::{go::go_quote, keys},
+    vocabulary::{
+        go::go_quote,
+        keys,
+        patch::{self, PatchOp},
+    },
 };
 
 /// The label every object MultiKueue creates on a worker carries: the
@@ -133,6 +137,9 @@ pub struct JobKind {
     /// An external kind with Kueue's `MultiKueueAdaptersForCustomJobs`
     /// gate off: never dispatched, the check rejected saying so.
     pub gate_off: bool,
+    /// An elastic job's counts, which the worker's job follows along with
+    /// the Workload slice it runs under (see [`JobKind::elastic_sync`]).
+    pub elastic_counts: Vec<String>,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -201,6 +208,11 @@ impl JobKind {
             finished_conditions: finished,
             suspended_condition: rule.suspended_condition.clone(),
             defer_status: rule.defer_status,
+            elastic_counts: rule
+                .elastic_counts
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
             ..JobKind::of_policy(p)
         })
     }
@@ -279,6 +291,7 @@ impl JobKind {
             components: None,
             external: false,
             gate_off: false,
+            elastic_counts: Vec::new(),
         }
     }
 
@@ -426,6 +439,106 @@ impl JobKind {
             put_condition(&mut status, kept.clone());
         }
         status
+    }
+
+    /// Kueue's `needElasticJobSync` and `syncElasticJob` (its batch/v1 Job
+    /// adapter): the worker's copy of an elastic job takes the local job's
+    /// counts and names `workload_name`, the slice admitted for them, as
+    /// its prebuilt Workload. A JSON patch tested against the copy's
+    /// version; `None` when in sync, or when `workload_name` is a slice the
+    /// job has outgrown (its counts went up since: the replacing slice's
+    /// pass syncs once that slice is admitted there).
+    pub fn elastic_sync(
+        &self,
+        local: &Value,
+        remote: &Value,
+        workload_name: &str,
+        identifier_annotations: bool,
+    ) -> Option<Vec<PatchOp>> {
+        let elastic = local
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
+            == Some(&json!(ELASTIC_ENABLED));
+        if !elastic || self.elastic_counts.is_empty() {
+            return None;
+        }
+        let count = |job: &Value, at: &str| job.pointer(at).and_then(Value::as_i64).unwrap_or(0);
+        let scaled_up = self
+            .elastic_counts
+            .iter()
+            .any(|at| count(remote, at) < count(local, at));
+        if scaled_up && workload_name != self.current_slice(local) {
+            return None;
+        }
+        let text = |key: &str, field: &str| {
+            remote
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+        };
+        let named = crate::jobs::machine::prebuilt_name(
+            text(keys::PREBUILT_WORKLOAD_LABEL, "annotations"),
+            text(keys::PREBUILT_WORKLOAD_LABEL, "labels"),
+        );
+        let mut ops = Vec::new();
+        for at in &self.elastic_counts {
+            let Ok(ptr) = crate::vocabulary::pointer::Pointer::parse(at) else {
+                continue;
+            };
+            if let Some(v) = local.pointer(at) {
+                // The copy's spec was checked when it was read.
+                let _ = patch::set(remote, &ptr, v.clone(), &mut ops);
+            }
+        }
+        if named != Some(workload_name) {
+            // Where the copy was created with it (see `remote_job`).
+            if identifier_annotations || workload_name.len() > 63 {
+                patch::set_annotation(
+                    remote,
+                    keys::PREBUILT_WORKLOAD_LABEL,
+                    workload_name,
+                    &mut ops,
+                );
+            } else {
+                patch::set_label(
+                    remote,
+                    keys::PREBUILT_WORKLOAD_LABEL,
+                    workload_name,
+                    &mut ops,
+                );
+            }
+        }
+        if ops.is_empty() {
+            return None;
+        }
+        if let Some(rv) = remote.pointer("/metadata/resourceVersion") {
+            let path = "/metadata/resourceVersion".into();
+            let test = PatchOp {
+                op: "test",
+                path,
+                value: rv.clone(),
+            };
+            ops.insert(0, test);
+        }
+        Some(ops)
+    }
+
+    /// The Workload name the local job's current generation gives its
+    /// slice (Kueue's `GetWorkloadNameForOwnerWithGVKAndGeneration`).
+    pub(crate) fn current_slice(&self, local: &Value) -> String {
+        let text = |p: &str| local.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let generation = local
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let group = self.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        crate::jobs::workload::name_with_extra(
+            &self.kind,
+            group,
+            text("/metadata/name"),
+            text("/metadata/uid"),
+            &generation.to_string(),
+        )
     }
 
     /// The job as created on a worker: name, namespace, labels, annotations
@@ -679,6 +792,13 @@ pub enum Action {
     DeleteRemoteWorkload { cluster: String, name: String },
     /// Create this job on `cluster`.
     CreateRemoteJob { cluster: String, job: Value },
+    /// Apply this JSON patch to the job `name` on `cluster` (an elastic
+    /// job's counts and slice; only a job carrying this manager's origin).
+    PatchRemoteJob {
+        cluster: String,
+        name: String,
+        patch: Vec<PatchOp>,
+    },
     /// Write this status onto the local job `name` (its status
     /// subresource; a pod group's member by name).
     CopyJobStatus { name: String, status: Value },
@@ -1574,6 +1694,15 @@ impl<'a> Pass<'a, '_> {
                     deferred |= d;
                 }
                 JobSync::InSync { deferred: d } => deferred |= d,
+            }
+            let ids = self.s.identifier_annotations;
+            if let Some(patch) = remote.and_then(|r| self.kind.elastic_sync(local, r, wl_name, ids))
+            {
+                self.out.actions.push(Action::PatchRemoteJob {
+                    cluster: cluster.clone(),
+                    name: name.to_string(),
+                    patch,
+                });
             }
         }
         deferred

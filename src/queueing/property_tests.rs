@@ -325,6 +325,7 @@ impl Model {
                     name: name.clone(),
                     uid: format!("uid-{name}").into(),
                     job_uid: None,
+                    copy_chain: None,
                     queue_name: self.local_queues[queue % n].name.as_str().into(),
                     priority,
                     created: self.now,

@@ -328,11 +328,16 @@ pub struct Engine {
 }
 
 /// Whether two Workloads are slices of one job: same namespace and a
-/// non-empty `kueue.x-k8s.io/job-uid` in common.
+/// non-empty `kueue.x-k8s.io/job-uid` in common, or (MultiKueue copies on
+/// a worker, which arrive without the job UID and get the worker's job's
+/// only once it adopts them) the same origin and slice chain.
 fn one_job(a: &Workload, b: &Workload) -> bool {
+    fn uid(w: &Workload) -> Option<&str> {
+        w.job_uid.as_deref().filter(|u| !u.is_empty())
+    }
     a.namespace == b.namespace
-        && a.job_uid.as_deref().is_some_and(|u| !u.is_empty())
-        && a.job_uid == b.job_uid
+        && ((uid(a).is_some() && uid(a) == uid(b))
+            || (a.copy_chain.is_some() && a.copy_chain == b.copy_chain))
 }
 
 /// One shared copy of each name that many workloads repeat: namespaces,

@@ -273,6 +273,11 @@ pub struct Workload {
     pub uid: Arc<str>,
     /// The `kueue.x-k8s.io/job-uid` label, quoted in preemption messages.
     pub job_uid: Option<String>,
+    /// A MultiKueue worker's copy of a workload slice, which arrives
+    /// without the job-uid label: the manager's origin and the chain's
+    /// first slice's name (`kueue.x-k8s.io/workload-slice-name`), which
+    /// the copies of one job's slices share.
+    pub copy_chain: Option<String>,
     /// `spec.queueName`: the LocalQueue in `namespace`.
     pub queue_name: Arc<str>,
     /// `spec.priority`.
@@ -417,6 +422,7 @@ mod tests {
             name: "wl".into(),
             uid: "u".into(),
             job_uid: None,
+            copy_chain: None,
             queue_name: "lq".into(),
             priority: 0,
             created: 0,

@@ -537,6 +537,21 @@ async fn execute(
             let obj: DynamicObject = serde_json::from_value(job)?;
             ignore(api.create(&PostParams::default(), &obj).await, &[409])?;
         }
+        Action::PatchRemoteJob {
+            cluster,
+            name,
+            patch,
+        } => {
+            let (Some(r), Some((kind, _))) = (ctx.remote(&cluster).await, owner) else {
+                return Ok(true);
+            };
+            let api = Api::<DynamicObject>::namespaced_with(r.client.clone(), &ns, &resource(kind));
+            let patch: json_patch::Patch = serde_json::from_value(serde_json::to_value(patch)?)?;
+            // A copy changed since it was read fails the test: the pass is
+            // retried on what is read then.
+            let sent = api.patch(&name, &params(), &Patch::<()>::Json(patch)).await;
+            ignore(sent, &[404])?;
+        }
         Action::CopyJobStatus { name, status } => {
             let named = |j: &&Value| j.pointer("/metadata/name") == Some(&json!(name));
             let (Some(job), Some((kind, _))) = (

@@ -268,6 +268,20 @@ impl Controller {
         self.push_write(k, Write::Replaced { message });
     }
 
+    /// The MultiKueue worker the slice an admission replaces runs on: the
+    /// new slice keeps to it (Kueue's scheduler copies `clusterName` from
+    /// the old slice before the admission).
+    fn inherited_cluster(&self, key: &str, w: &Write) -> Option<String> {
+        if !matches!(w, Write::Admit(_)) {
+            return None;
+        }
+        let old = self.engine.workload(key)?.replaces.as_deref()?;
+        if !self.engine.same_job(key, old) {
+            return None;
+        }
+        self.meta.get(old)?.cluster_name.clone()
+    }
+
     pub(super) fn next_write(&mut self, k: &str) {
         let Some(w) = self.queued.get_mut(k).and_then(VecDeque::pop_front) else {
             self.queued.remove(k);
@@ -281,6 +295,7 @@ impl Controller {
             return;
         };
         meta.held_by_checks = self.held_by_checks(&w);
+        meta.inherited_cluster = self.inherited_cluster(k, &w);
         let k = self.shared_key(k);
         self.busy.insert(k.clone());
         let lane = match w {
@@ -650,6 +665,9 @@ pub(super) async fn write_workload(
         };
         if meta.held_by_checks {
             super::check_feed::hold_for_checks(&mut status, &meta.conditions);
+        }
+        if let Some(cluster) = &meta.inherited_cluster {
+            status["clusterName"] = json!(cluster);
         }
         if let (Write::Evict { .. }, false) = (w, meta.owned) {
             // No job: release in the same write.

@@ -201,6 +201,12 @@ struct Meta {
     /// An admission being written waits for admission checks: no
     /// `Admitted` yet (set per write, see [`checks`]).
     held_by_checks: bool,
+    /// `status.clusterName`: the MultiKueue worker it runs on.
+    cluster_name: Option<String>,
+    /// An admission being written replaces a workload slice that runs on
+    /// this MultiKueue worker: the new slice goes there too (set per
+    /// write, see [`Controller::inherited_cluster`]).
+    inherited_cluster: Option<String>,
 }
 
 impl Meta {
@@ -240,6 +246,8 @@ impl Meta {
                 .as_ref()
                 .and_then(|s| s.accumulated_past_execution_time_seconds),
             held_by_checks: false,
+            cluster_name: wl.status.as_ref().and_then(|s| s.cluster_name.clone()),
+            inherited_cluster: None,
         }
     }
 }
@@ -737,6 +745,8 @@ mod tests {
             priority_class: String::new(),
             accumulated: None,
             held_by_checks: false,
+            cluster_name: None,
+            inherited_cluster: None,
         };
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();
@@ -752,6 +762,41 @@ mod tests {
             *sent.lock().unwrap(),
             ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
         );
+    }
+
+    /// A slice that replaces one running on a MultiKueue worker is
+    /// admitted onto that worker: `clusterName` goes out with the
+    /// admission (Kueue's scheduler copies it from the old slice), which
+    /// the Workload webhook allows only for a replacing slice.
+    #[tokio::test]
+    async fn a_replacing_slices_admission_names_the_old_slices_worker() {
+        use crate::controllers::vetting::testing::{scripted_client, status, view};
+        let meta = |replacing: bool| Meta {
+            resource_version: "3".into(),
+            conditions: Vec::new(),
+            generation: Some(1),
+            owned: true,
+            created_ms: 0,
+            evictions: Vec::new(),
+            priority_class: String::new(),
+            accumulated: None,
+            held_by_checks: false,
+            cluster_name: None,
+            inherited_cluster: replacing.then(|| "worker1".to_string()),
+        };
+        let mut replacing = view();
+        replacing.replaces = Some("ns/old".into());
+        let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
+        let w = Write::Admit(admission());
+        write_workload(&client, "ns/wl", meta(true), &w, None, Some(replacing)).await;
+        // Not a replacement: the webhook would refuse a cluster name that was
+        // never nominated, so none is written.
+        write_workload(&client, "ns/wl", meta(true), &w, None, Some(view())).await;
+        write_workload(&client, "ns/wl", meta(false), &w, None, Some(view())).await;
+        let sent = sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[0].body["status"]["clusterName"], "worker1");
+        assert_eq!(sent[1].body["status"].get("clusterName"), None);
     }
 
     /// A node-failure replacement goes out as one status merge patch: the
@@ -792,6 +837,8 @@ mod tests {
             priority_class: String::new(),
             accumulated: None,
             held_by_checks: false,
+            cluster_name: None,
+            inherited_cluster: None,
         };
         let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
         let w = Write::Replace(after.clone());

@@ -34,11 +34,9 @@
 //! `job_multikueue_adapter_test.go` (the batch/v1 Job as [`BATCH_JOB`]):
 //! left out are `remote job is deleted` (the shell executes
 //! [`Action::DeleteRemoteJob`]), `FailureToRetrieveLocalJob` and
-//! `FailureToRetrieveRemoteJob` (reads are the shell's), and the elastic
-//! remote sync (`ElasticJob_RemoteInSync`, `ElasticJob_LocalIsStale`,
-//! `ElasticJob_WorkloadNameOnlyChange_EdgeCase`, `ElasticJob_RemoteOutOfSync`,
-//! `ElasticJob_RemoteOutOfSync_PatchFailure`): patching the worker's
-//! parallelism and prebuilt name is not decided yet.
+//! `FailureToRetrieveRemoteJob` (reads are the shell's), and
+//! `ElasticJob_RemoteOutOfSync_PatchFailure` (a refused patch is the
+//! shell's).
 //!
 //! Where upstream expects an error from the reconcile, the port expects the
 //! [`Trouble`] (or, for a failed write, the shell's failure, simulated by
@@ -460,6 +458,17 @@ impl Case {
                 }
                 Action::CreateRemoteJob { cluster, job } => {
                     world.jobs[at(cluster)] = Some(job.clone());
+                }
+                Action::PatchRemoteJob {
+                    cluster,
+                    name,
+                    patch,
+                } => {
+                    let job = world.jobs[at(cluster)].as_mut().unwrap();
+                    assert_eq!(job["metadata"]["name"], json!(name));
+                    let p: json_patch::Patch =
+                        serde_json::from_value(serde_json::to_value(patch).unwrap()).unwrap();
+                    json_patch::patch(job, &p).expect("the patch applies to the job read");
                 }
                 Action::CopyJobStatus { name, status } => {
                     let named = |j: &Value| j["metadata"]["name"] == json!(name);
@@ -1351,6 +1360,35 @@ fn elastic_job_local_workload_out_of_sync_other_than_scaled_down() {
         .wl_is(1, None);
 }
 
+// batchgate (Kueue's Job adapter in the reconcile): the admitting worker's
+// job of an elastic job takes the local job's parallelism as its slice
+// shrinks; while the local job has grown past the slice the pass is for,
+// the worker's job is left for the replacing slice's pass.
+#[test]
+fn the_admitting_workers_elastic_job_follows_the_local_parallelism() {
+    let elastic = |mut j: Job, parallelism: i64| {
+        j.0["metadata"]["annotations"] = json!({ keys::ELASTIC_JOB_ANNOTATION: "true" });
+        j.0["spec"]["parallelism"] = json!(parallelism);
+        j
+    };
+    let local = elastic_ready().reserved().cluster("worker1");
+    for (local_parallelism, want) in [(1, 1), (3, 2)] {
+        let mut c = case(local.clone());
+        c.local_job = Some(elastic(Job::managed(), local_parallelism));
+        c.workers = vec![worker("worker1")
+            .wl(admitted_copy())
+            .job(elastic(Job::remote(ORIGIN), 2))];
+        let w = c.run();
+        w.job_is(0, Some(elastic(Job::remote(ORIGIN), want)));
+        let patched = w
+            .step
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::PatchRemoteJob { .. }));
+        assert_eq!(patched, want == 1, "local parallelism {local_parallelism}");
+    }
+}
+
 // ---- TestIncrementalDispatcherReconciler_Reconcile ----
 // Upstream asserts only that these pass without error and (by the fake
 // client) without nominating; here: the step nominates nothing.
@@ -2165,6 +2203,120 @@ fn elastic_job_deferred_when_local_suspended() {
         other => panic!("{other:?}"),
     };
     assert!(deferred);
+}
+
+/// An elastic test job (`newJob()` with the elastic-job annotation), its
+/// parallelism, and on the worker's side the prebuilt Workload it names.
+fn elastic_job(parallelism: i64, prebuilt: Option<&str>) -> Value {
+    let mut j = running(test_job()).0;
+    j["metadata"]["annotations"] = json!({ keys::ELASTIC_JOB_ANNOTATION: "true" });
+    j["metadata"]["resourceVersion"] = json!("1");
+    j["spec"]["parallelism"] = json!(parallelism);
+    if let Some(name) = prebuilt {
+        j["metadata"]["labels"] = json!({ keys::PREBUILT_WORKLOAD_LABEL: name });
+    }
+    j
+}
+
+/// The worker's job after the elastic sync (as read when there is none).
+fn elastic_synced(local: &Value, remote: &Value, workload: &str) -> Option<Value> {
+    let ops = BATCH_JOB.elastic_sync(local, remote, workload, true)?;
+    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
+    let mut out = remote.clone();
+    json_patch::patch(&mut out, &p).expect("tested against the version read");
+    Some(out)
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_RemoteInSync"
+#[test]
+fn elastic_job_remote_in_sync() {
+    let local = elastic_job(1, None);
+    let remote = elastic_job(1, Some("test-workload"));
+    assert_eq!(elastic_synced(&local, &remote, "test-workload"), None);
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_LocalIsStale"
+// (the Workload synced is not the slice the job's generation makes: the
+// job scaled up past it)
+#[test]
+fn elastic_job_local_is_stale() {
+    let local = elastic_job(2, None);
+    let remote = elastic_job(1, Some("test-workload"));
+    assert_eq!(elastic_synced(&local, &remote, "test-workload"), None);
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_WorkloadNameOnlyChange_EdgeCase"
+#[test]
+fn elastic_job_workload_name_only_change_edge_case() {
+    let local = elastic_job(1, None);
+    let remote = elastic_job(1, None);
+    let got = elastic_synced(&local, &remote, "test-workload-new").expect("a sync");
+    let mut want = remote.clone();
+    want["metadata"]["annotations"][keys::PREBUILT_WORKLOAD_LABEL] = json!("test-workload-new");
+    assert_eq!(got, want);
+}
+
+// job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_RemoteOutOfSync"
+// (`ElasticJob_RemoteOutOfSync_PatchFailure` is the shell's: a refused
+// patch fails the pass, which is retried on what is read then)
+#[test]
+fn elastic_job_remote_out_of_sync() {
+    let local = elastic_job(22, None);
+    let remote = elastic_job(1, Some("test-workload"));
+    // GetWorkloadNameForOwnerWithGVKAndGeneration("test", "", gvk, 0)
+    assert_eq!(BATCH_JOB.current_slice(&local), "job-test-f53b2");
+    let got = elastic_synced(&local, &remote, "job-test-f53b2").expect("a sync");
+    let mut want = remote.clone();
+    want["spec"]["parallelism"] = json!(22);
+    want["metadata"]["annotations"][keys::PREBUILT_WORKLOAD_LABEL] = json!("job-test-f53b2");
+    assert_eq!(got, want);
+    // Tested against the version read, as Kueue's patch is.
+    let ops = BATCH_JOB
+        .elastic_sync(&local, &remote, "job-test-f53b2", true)
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&ops[0]).unwrap(),
+        json!({"op": "test", "path": "/metadata/resourceVersion", "value": "1"})
+    );
+}
+
+// batchgate: the worker's copy of a job that is not elastic, or of a kind
+// without elastic counts, is never patched; without identifier
+// annotations the name goes into the label it was created with.
+#[test]
+fn elastic_sync_only_for_elastic_jobs_and_where_the_name_was_put() {
+    let mut plain = elastic_job(22, None);
+    plain["metadata"]["annotations"] = json!({});
+    let remote = elastic_job(1, Some("test-workload"));
+    assert_eq!(
+        BATCH_JOB.elastic_sync(&plain, &remote, "job-test-f53b2", true),
+        None
+    );
+    let countless = JobKind {
+        elastic_counts: vec![],
+        ..BATCH_JOB.clone()
+    };
+    let local = elastic_job(22, None);
+    assert_eq!(
+        countless.elastic_sync(&local, &remote, "job-test-f53b2", true),
+        None
+    );
+    let ops = BATCH_JOB
+        .elastic_sync(&local, &remote, "job-test-f53b2", false)
+        .unwrap();
+    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
+    let mut got = remote.clone();
+    json_patch::patch(&mut got, &p).unwrap();
+    assert_eq!(
+        got["metadata"]["labels"][keys::PREBUILT_WORKLOAD_LABEL],
+        "job-test-f53b2"
+    );
+    assert_eq!(
+        got["metadata"]
+            .get("annotations")
+            .and_then(|a| a.get(keys::PREBUILT_WORKLOAD_LABEL)),
+        None
+    );
 }
 
 // job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob_DeferredWhenLocalSuspended

@@ -276,6 +276,7 @@ mod tests {
             name: name.into(),
             uid: format!("uid-{name}").into(),
             job_uid: None,
+            copy_chain: None,
             queue_name: lq.into(),
             priority,
             created,

@@ -78,6 +78,7 @@ fn workload(name: &str, cq: &str, priority: i32, cpu: i64, flavor: Option<&str>)
         name: name.into(),
         uid: format!("uid-{name}").into(),
         job_uid: None,
+        copy_chain: None,
         queue_name: format!("lq-{cq}").into(),
         priority,
         created: if flavor.is_some() { 1 } else { 100 },

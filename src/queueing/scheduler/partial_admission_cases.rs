@@ -104,6 +104,7 @@ fn workload(ns: &str, name: &str, priority: i32, resource: &str, sets: &[Set]) -
         name: name.into(),
         uid: format!("wl-{name}").into(),
         job_uid: Some(format!("job-{name}")),
+        copy_chain: None,
         queue_name: "main".into(),
         priority,
         created: 1,

@@ -118,6 +118,7 @@ pub(super) fn workload(w: &W, created: i64, admitted: bool) -> Workload {
         name: name.into(),
         uid: format!("uid-{name}").into(),
         job_uid: None,
+        copy_chain: None,
         queue_name: format!("lq-{cq}").into(),
         priority,
         created,

@@ -85,6 +85,7 @@ fn wl(name: &str, cq: &str, priority: i32, created: i64, cpu: i64) -> Workload {
         name: name.into(),
         uid: format!("uid-{name}").into(),
         job_uid: None,
+        copy_chain: None,
         queue_name: format!("lq-{cq}").into(),
         priority,
         created,

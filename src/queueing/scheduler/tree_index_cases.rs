@@ -174,6 +174,7 @@ fn apply(e: &mut Engine, op: &Op, seq: usize, now: i64) -> Option<super::Cycle> 
             name: format!("w{seq}"),
             uid: format!("u{seq}").into(),
             job_uid: None,
+            copy_chain: None,
             queue_name: format!("lq{q}").into(),
             priority: *priority,
             created: seq as i64,

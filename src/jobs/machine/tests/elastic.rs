@@ -248,3 +248,32 @@ fn an_autoscaled_job_records_its_counts_first_then_follows_its_cluster() {
         "{told:?}"
     );
 }
+
+/// A MultiKueue worker's elastic job runs the prebuilt Workload the
+/// manager sent, not slices of its own: its gated pods are let go by that
+/// Workload's grants once it is admitted and the job's own. A Workload
+/// not admitted, one the job does not own, or a job that is not elastic
+/// lets none go.
+#[test]
+fn a_prebuilt_elastic_jobs_pods_are_let_go_by_its_prebuilt_workload() {
+    let w = World::new("Job");
+    let mut j = elastic(1, 2);
+    j["metadata"]["labels"][keys::PREBUILT_WORKLOAD_LABEL] = json!("wl-sent");
+    j["spec"]["suspend"] = json!(false);
+    let s = subject(&w.policy, &w.set, &j).unwrap();
+    assert!(s.prebuilt && s.slice.is_none());
+    let sent = slice(&j, "wl-sent", 0, admitted_at(2), json!({ELASTIC: "true"}));
+    let by = |s: &Subject, j: &Value, wl: &api::Workload| {
+        ungated_by(&w.policy, s, j, &[], Some(wl)).and_then(|x| x.metadata.name.clone())
+    };
+    assert_eq!(by(&s, &j, &sent).as_deref(), Some("wl-sent"));
+    let waiting = slice(&j, "wl-sent", 0, json!({}), json!({ELASTIC: "true"}));
+    assert_eq!(by(&s, &j, &waiting), None);
+    let mut unowned = sent.clone();
+    unowned.metadata.owner_references = None;
+    assert_eq!(by(&s, &j, &unowned), None);
+    let mut plain = j.clone();
+    plain["metadata"]["annotations"] = json!({});
+    let s = subject(&w.policy, &w.set, &plain).unwrap();
+    assert_eq!(by(&s, &plain, &sent), None);
+}

@@ -184,3 +184,52 @@ fn a_workload_claiming_to_replace_another_jobs_is_not_taken_at_its_word() {
         assert!(!e.same_job(&format!("{ns}/foo-2"), &key("foo-1")));
     }
 }
+
+/// A MultiKueue worker's copies of one job's slices carry no job UID (the
+/// manager drops it): the same origin and slice chain make them one job's,
+/// so the replacing copy asks only for what it adds, as on the manager.
+/// Another chain, or another origin, is another job's.
+#[test]
+fn a_multikueue_workers_copies_of_one_jobs_slices_are_one_jobs() {
+    let copy = |name: &str, count: u32, replaces: Option<&str>, chain: &str| {
+        let mut w = slice(name, count, replaces);
+        w.job_uid = None;
+        w.copy_chain = Some(chain.into());
+        w
+    };
+    for (chain, fits) in [
+        ("origin1/foo-1", true),
+        ("origin1/bar-1", false),
+        ("origin2/foo-1", false),
+    ] {
+        let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+        let mut old = copy("foo-1", 10, None, "origin1/foo-1");
+        old.admission = Some(admission_on("default", 10));
+        e.upsert_workload(old);
+        e.upsert_workload(copy("foo-2", 15, Some("foo-1"), chain));
+        let c = run(&mut e, 10);
+        assert_eq!(admitted(&c).len(), usize::from(fits), "{chain}");
+        assert_eq!(e.same_job(&key("foo-2"), &key("foo-1")), fits, "{chain}");
+        let held = if fits { 15_000 } else { 10_000 };
+        assert_eq!(used(&e, "default"), held, "{chain}");
+    }
+}
+
+/// The worker's job adopts the copy it runs (the job UID label added, as
+/// Kueue's `EnsurePrebuiltWorkloadOwnership` does) before the next copy
+/// arrives without it: the chain still makes them one job's.
+#[test]
+fn an_adopted_copy_and_the_next_copy_of_its_chain_are_one_jobs() {
+    let mut e = engine(&["default"], vec![cq("cq", None, &[("default", 20)])]);
+    let mut old = slice("foo-1", 10, None);
+    old.copy_chain = Some("origin1/foo-1".into());
+    old.admission = Some(admission_on("default", 10));
+    e.upsert_workload(old);
+    let mut new = slice("foo-2", 15, Some("foo-1"));
+    new.job_uid = None;
+    new.copy_chain = Some("origin1/foo-1".into());
+    e.upsert_workload(new);
+    let c = run(&mut e, 10);
+    assert_eq!(admitted(&c), vec![key("foo-2")]);
+    assert_eq!(used(&e, "default"), 15_000);
+}
