@@ -214,11 +214,24 @@ async fn pass(
         return Err(PassError::Waiting);
     }
     let (ns, name) = key;
-    let Some(wl) = Api::<api::Workload>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await?
-    else {
+    let wl_api = Api::<api::Workload>::namespaced(client.clone(), ns);
+    let Some(named) = wl_api.get_opt(name).await? else {
         return Ok(());
+    };
+    // A scaled-up elastic job's pods keep its first slice's name: once that
+    // slice is replaced, they are released by the slice replacing it.
+    let wl = if topology_gate::replaced(&named) {
+        let Some(uid) = named.labels().get(keys::JOB_UID_LABEL) else {
+            return Ok(());
+        };
+        let lp = kube::api::ListParams::default().labels(&format!("{}={uid}", keys::JOB_UID_LABEL));
+        let listed = wl_api.list(&lp).await?.items;
+        match topology_gate::successor(&named, &listed) {
+            Some(next) => next.clone(),
+            None => return Ok(()),
+        }
+    } else {
+        named
     };
     let listed: Vec<Value> = pods
         .state()
@@ -230,8 +243,14 @@ async fn pass(
         .map(|p| serde_json::to_value(&**p))
         .collect::<Result<_, _>>()?;
     let refs: Vec<&Value> = listed.iter().collect();
-    let plan = topology_gate::plan(&wl, &refs)?;
+    let plan = topology_gate::plan_as(&wl, name, &refs)?;
     if plan.is_empty() {
+        if topology_gate::successor_due(&wl, &refs) {
+            // Granted by a newer slice whose admission just landed: the
+            // replaced one's finish follows, and no pod event will say so.
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.wake(key.clone(), Instant::now() + RETRY);
+        }
         return Ok(());
     }
     state

@@ -24,7 +24,7 @@ pub use crate::api::kueue::conversion::topology::Domain;
 use crate::api::kueue::v1beta2::{self as api, condition, Conditions};
 use crate::vocabulary::{
     keys::{
-        HOSTNAME_LABEL, PODSET_LABEL, POD_INDEX_OFFSET_ANNOTATION, TOPOLOGY_GATE,
+        self, HOSTNAME_LABEL, PODSET_LABEL, POD_INDEX_OFFSET_ANNOTATION, TOPOLOGY_GATE,
         WORKLOAD_ANNOTATION,
     },
     patch::PatchOp,
@@ -415,10 +415,20 @@ pub fn release_patch(pod: &Value, release: &Release) -> Vec<PatchOp> {
 /// release, each with its patch. Nothing while expectations are out is the
 /// caller's rule ([`Expectations`]).
 pub fn plan(wl: &api::Workload, pods: &[&Value]) -> Result<Vec<(String, Vec<PatchOp>)>, GateError> {
+    plan_as(wl, &wl.name_any(), pods)
+}
+
+/// [`plan`] by `wl`'s assignment for the pods that name `named` (a slice
+/// `wl` replaced, see [`successor`]).
+pub fn plan_as(
+    wl: &api::Workload,
+    named: &str,
+    pods: &[&Value],
+) -> Result<Vec<(String, Vec<PatchOp>)>, GateError> {
     let view = read_workload(wl);
     let read: Vec<Pod> = pods.iter().map(|p| read_pod(p)).collect();
     let out = releases(
-        &wl.name_any(),
+        named,
         view.admitted,
         &view.placements,
         &read,
@@ -434,6 +444,78 @@ pub fn plan(wl: &api::Workload, pods: &[&Value]) -> Result<Vec<(String, Vec<Patc
             (!ops.is_empty()).then(|| (r.pod.clone(), ops))
         })
         .collect())
+}
+
+/// A Workload slice finished because a newer slice of its elastic job
+/// replaced it (`Finished=True`, reason `WorkloadSliceReplaced`).
+pub fn replaced(wl: &api::Workload) -> bool {
+    Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
+        .get(condition::FINISHED)
+        .is_some_and(|c| {
+            c.status == "True" && c.reason == api::eviction_reason::WORKLOAD_SLICE_REPLACED
+        })
+}
+
+/// The slice whose assignment the pods of `named`, a replaced slice, are
+/// released by: of `listed` (the job's Workloads), the newest of the same
+/// chain and controller that is admitted and not finished. A running
+/// elastic job's pods keep the first slice's name (its templates are not
+/// written again while it runs), so Kueue's ungater releases a scaled-up
+/// job's new pods by the replaced slice's assignment, which has no room
+/// for them: they would stay gated. `None`: `named` is not replaced, or
+/// its successor is not admitted yet.
+pub fn successor<'a>(
+    named: &api::Workload,
+    listed: &'a [api::Workload],
+) -> Option<&'a api::Workload> {
+    if !replaced(named) {
+        return None;
+    }
+    let chain = |w: &api::Workload| {
+        w.annotations()
+            .get(keys::WORKLOAD_SLICE_NAME_ANNOTATION)
+            .cloned()
+            .unwrap_or_else(|| w.name_any())
+    };
+    let owner = crate::jobs::workload::controller_of(named)?;
+    let ns = named.namespace();
+    listed
+        .iter()
+        .filter(|w| {
+            let conds = Conditions::of(w.status.as_ref().and_then(|s| s.conditions.as_ref()));
+            w.namespace() == ns
+                && crate::jobs::workload::controller_of(w) == Some(owner)
+                && chain(w) == chain(named)
+                && conds.is_true(condition::ADMITTED)
+                && !conds.is_true(condition::FINISHED)
+        })
+        .max_by(|a, b| {
+            let at = |w: &api::Workload| w.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            at(a)
+                .cmp(&at(b))
+                .then_with(|| a.metadata.uid.cmp(&b.metadata.uid))
+        })
+}
+
+/// An elastic slice not replaced yet, with a pod still behind the
+/// topology gate but no longer behind the elastic-job gate: a newer slice
+/// was admitted for it, and this one is about to be finished as replaced.
+pub fn successor_due(wl: &api::Workload, pods: &[&Value]) -> bool {
+    let gated = |p: &Value, gate: &str| {
+        p.pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|gs| gs.iter().any(|g| g["name"] == gate))
+    };
+    let elastic = wl
+        .annotations()
+        .get(keys::ELASTIC_JOB_ANNOTATION)
+        .map(String::as_str)
+        == Some("true");
+    elastic
+        && !replaced(wl)
+        && pods
+            .iter()
+            .any(|p| gated(p, TOPOLOGY_GATE) && !gated(p, keys::ELASTIC_JOB_SCHEDULING_GATE))
 }
 
 /// Pods released but not yet seen released, by Workload: while any is
@@ -545,5 +627,96 @@ mod tests {
         assert_eq!((node("p0"), node("p1")), (json!("n1"), json!("n1")));
         // Not admitted (evicted in between): nothing is released.
         assert!(super::plan(&workload(false), &refs).unwrap().is_empty());
+    }
+
+    /// A slice of an elastic job: `name`, created at `at` s, controlled by
+    /// `owner`, of the chain `first`, admitted or finished as replaced.
+    fn slice(name: &str, at: i64, owner: &str, first: &str, state: &str) -> api::Workload {
+        let mut wl = workload(state == "admitted");
+        wl.metadata.name = Some(name.into());
+        wl.metadata.creation_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::from_second(at).unwrap(),
+            ));
+        wl.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+            "apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": owner, "controller": true}))
+        .unwrap()]);
+        wl.metadata.annotations = Some(
+            [
+                (keys::ELASTIC_JOB_ANNOTATION.to_string(), "true".to_string()),
+                (
+                    keys::WORKLOAD_SLICE_NAME_ANNOTATION.to_string(),
+                    first.to_string(),
+                ),
+            ]
+            .into(),
+        );
+        if state == "replaced" {
+            let conds = wl.status.as_mut().unwrap().conditions.as_mut().unwrap();
+            conds.push(serde_json::from_value(json!({"type": "Finished", "status": "True",
+                "reason": "WorkloadSliceReplaced", "message": "", "lastTransitionTime": "2026-11-30T00:00:00Z"}))
+                .unwrap());
+        }
+        wl
+    }
+
+    /// batchgate, beyond Kueue's ungater (which keeps to the replaced
+    /// slice, leaving a scaled-up job's new pods gated): a replaced slice's
+    /// pods are released by the newest admitted slice of its chain and
+    /// controller; none while the successor waits, none of another chain
+    /// or job, and a slice not replaced is its own.
+    #[test]
+    fn a_replaced_slices_pods_follow_the_newest_admitted_slice_of_its_chain() {
+        let old = slice("s1", 1, "job", "s1", "replaced");
+        let name = |w: Option<&api::Workload>| w.map(|w| w.name_any());
+        let listed = vec![
+            old.clone(),
+            slice("s2", 2, "job", "s1", "admitted"),
+            slice("s3", 3, "job", "s1", "pending"),
+            slice("x9", 9, "other-job", "s1", "admitted"),
+            slice("y9", 9, "job", "y1", "admitted"),
+        ];
+        assert_eq!(name(successor(&old, &listed)), Some("s2".into()));
+        assert_eq!(
+            name(successor(&old, &listed[2..3])),
+            None,
+            "the successor is not admitted yet"
+        );
+        let live = slice("s2", 2, "job", "s1", "admitted");
+        assert_eq!(
+            name(successor(&live, &listed)),
+            None,
+            "not replaced: its own pods"
+        );
+        // The pods name the replaced slice ("wl" here): released by the
+        // successor's assignment for them.
+        let gated = json!([{"name": TOPOLOGY_GATE}]);
+        let pods = [pod("p0", "0", gated.clone()), pod("p1", "1", gated)];
+        let refs: Vec<&Value> = pods.iter().collect();
+        assert_eq!(plan_as(&live, "wl", &refs).unwrap().len(), 2);
+        assert!(
+            plan(&live, &refs).unwrap().is_empty(),
+            "not s2's pods by name"
+        );
+    }
+
+    /// While the replacing slice's admission has landed (its pods let go
+    /// from the elastic gate) but the old slice is not finished yet, the
+    /// pass looks again; not for a pod still behind the elastic gate, nor
+    /// for a job that is not elastic.
+    #[test]
+    fn a_pod_granted_by_a_newer_slice_waits_for_the_old_ones_finish() {
+        let topology = json!([{"name": TOPOLOGY_GATE}]);
+        let both = json!([{"name": TOPOLOGY_GATE}, {"name": keys::ELASTIC_JOB_SCHEDULING_GATE}]);
+        let granted = pod("p3", "3", topology);
+        let held = pod("p4", "4", both);
+        let live = slice("s1", 1, "job", "s1", "admitted");
+        assert!(successor_due(&live, &[&held, &granted]));
+        assert!(!successor_due(&live, &[&held]));
+        assert!(!successor_due(
+            &slice("s1", 1, "job", "s1", "replaced"),
+            &[&granted]
+        ));
+        assert!(!successor_due(&workload(true), &[&granted]));
     }
 }

@@ -634,3 +634,157 @@ fn a_tainted_node_under_a_rack_job_is_replaced_within_the_rack_without_eviction(
     }
     let _ = kubectl(c, &["taint", "node", &failed, &format!("{failure}-")], None);
 }
+
+/// An elastic Job on a TAS-only ClusterQueue (implied TAS, as an elastic
+/// Job may ask only for unconstrained topology) scaled 2 → 4 while it
+/// runs, on its own pool of eight 4-cpu nodes with one 3-cpu pod per node.
+/// The replacing slice is placed afresh for all four pods while the first
+/// slice's two still hold their nodes, as Kueue's default gates do
+/// (`ElasticJobsViaWorkloadSlicesWithTAS`, which keeps the old placement,
+/// is alpha and off). The two new pods are released onto the new slice's
+/// nodes and run there. Kueue's ungater, which reads the slice named on
+/// the pods (the first: a running Job's template is not written again),
+/// would leave them gated: it has no room for them.
+#[test]
+fn an_elastic_jobs_new_pods_are_released_onto_the_slice_that_replaced_the_first() {
+    let c = env_with(CONFIG).cluster;
+    let ns = namespace(c, "e2e-tas-elastic");
+    tas_nodes(c, "kwok-tasel", "elastic");
+    apply(c, &tas_topology("e2e-tasel-topology"));
+    apply(
+        c,
+        &tas_flavor("e2e-tasel-flavor", "elastic", "e2e-tasel-topology"),
+    );
+    apply(
+        c,
+        &cluster_queue(
+            "e2e-tasel-cq",
+            &[("e2e-tasel-flavor", "32", None)],
+            json!({}),
+        ),
+    );
+    apply(c, &local_queue(&ns, "lq", "e2e-tasel-cq"));
+    let mut j: Value = serde_json::from_str(&job("el", &ns, "lq", "3", "600s", json!({}))).unwrap();
+    j["metadata"]["annotations"] = json!({"kueue.x-k8s.io/elastic-job": "true"});
+    j["spec"]["parallelism"] = json!(2);
+    j["spec"]["completions"] = json!(20);
+    create(c, &j.to_string());
+    let selector = "batch.kubernetes.io/job-name=el";
+    let slices = || -> Vec<Value> {
+        let mut list: Vec<Value> = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])
+            .and_then(|l| l["items"].as_array().cloned())
+            .unwrap_or_default();
+        list.sort_by_key(|w| s(&w["metadata"]["creationTimestamp"]));
+        list
+    };
+    let first = wait_for(LONG, "the first slice admitted with a placement", || {
+        slices().into_iter().find(|w| {
+            is_true(w, "Admitted")
+                && w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+                    .is_object()
+        })
+    });
+    let first_nodes = assignment(&first);
+    assert_eq!(first_nodes.values().sum::<i64>(), 2, "{first}");
+    let running = |n: usize| {
+        let pods = running_pods(c, &ns, "el");
+        (pods.len() == n).then_some(pods)
+    };
+    wait_for(LONG, "the first two pods running", || running(2));
+
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "job",
+            "el",
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"parallelism":4}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let second = wait_for(
+        LONG,
+        "the replacing slice admitted with a placement",
+        || {
+            slices().into_iter().find(|w| {
+                w["metadata"]["name"] != first["metadata"]["name"]
+                    && is_true(w, "Admitted")
+                    && w["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+                        .is_object()
+            })
+        },
+    );
+    let second_nodes = assignment(&second);
+    assert_eq!(
+        second_nodes.values().sum::<i64>(),
+        4,
+        "placed for all four: {second}"
+    );
+    // Placed while the first slice's pods held their nodes: none of them
+    // had room for another 3-cpu pod.
+    for n in first_nodes.keys() {
+        assert!(
+            !second_nodes.contains_key(n),
+            "{n} had 1 cpu left: {second}"
+        );
+    }
+    let replaced = wait_for(SHORT, "the first slice finished as replaced", || {
+        slices()
+            .into_iter()
+            .find(|w| w["metadata"]["name"] == first["metadata"]["name"])
+            .filter(|w| is_true(w, "Finished"))
+    });
+    assert_eq!(
+        condition(&replaced, "Finished").unwrap()["reason"],
+        "WorkloadSliceReplaced"
+    );
+    let waited =
+        std::panic::catch_unwind(|| wait_for(LONG, "all four pods running", || running(4)));
+    let pods = waited.unwrap_or_else(|e| {
+        // What each pod waits on, and the slices, are the first to read.
+        let list = get(c, &["pods", "-n", &ns, "-l", selector]).unwrap_or_default();
+        for p in list["items"].as_array().into_iter().flatten() {
+            eprintln!(
+                "pod {} {} node={} gates={} selector={}",
+                s(&p["metadata"]["name"]),
+                s(&p["status"]["phase"]),
+                p["spec"]["nodeName"],
+                p["spec"]["schedulingGates"],
+                p["spec"]["nodeSelector"]
+            );
+        }
+        for w in slices() {
+            eprintln!("slice {}: {}", s(&w["metadata"]["name"]), w["status"]);
+        }
+        std::panic::resume_unwind(e)
+    });
+    let mut new_on = BTreeMap::<String, i64>::new();
+    for p in &pods {
+        let node = s(&p["spec"]["nodeName"]);
+        assert!(
+            !has_topology_gate(p, "/spec/schedulingGates"),
+            "released: {p}"
+        );
+        if !first_nodes.contains_key(&node) {
+            *new_on.entry(node).or_default() += 1;
+        }
+    }
+    assert_eq!(new_on.values().sum::<i64>(), 2, "two new pods: {new_on:?}");
+    for (node, n) in &new_on {
+        assert!(
+            second_nodes.get(node).is_some_and(|room| room >= n),
+            "the new pods run on the new slice's nodes: {node} in {second_nodes:?}"
+        );
+    }
+    let _ = bound_pods(c, &ns, selector, 4);
+    kubectl(
+        c,
+        &["delete", "jobs", "--all", "-n", &ns, "--wait=false"],
+        None,
+    );
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Mutation check of the reconcilers' steps (jobs::machine and its pods and
-owners modules, jobs::workload::follow, jobs::autoscaling, prescale::sync, queueing::check_states,
-queueing::provisioning::pass): each rule is removed in turn and `cargo
+owners modules, jobs::workload::follow, jobs::autoscaling, jobs::topology_gate, prescale::sync,
+queueing::check_states, queueing::provisioning::pass, multikueue::dispatch, and the slice rule
+of queueing::scheduler): each rule is removed in turn and `cargo
 test --lib` of the step's module must fail. Not part of `make test` (one build per mutation,
 about a minute each); run it after changing a step:
 
@@ -22,10 +23,13 @@ S, C = "src/prescale/sync.rs", "src/queueing/check_states.rs"
 V = "src/queueing/provisioning/pass.rs"
 W = "src/jobs/workload.rs"
 A = "src/jobs/autoscaling.rs"
+T, M = "src/jobs/topology_gate.rs", "src/multikueue/dispatch.rs"
+Q = "src/queueing/scheduler.rs"
 # The tests that must catch a mutation of each file.
 TESTS = {J: "jobs::machine", P: "jobs::machine", O: "jobs::machine", S: "prescale::sync", C: "queueing::check_states",
          V: "queueing::provisioning::pass", W: "jobs::workload::follow_tests",
-         A: "jobs::autoscaling"}
+         A: "jobs::autoscaling", T: "jobs::topology_gate", M: "multikueue::dispatch",
+         Q: "queueing::scheduler::tests::slice_cases"}
 
 # (file, name, the rule as written, the rule removed)
 MUTATIONS = [
@@ -148,6 +152,14 @@ MUTATIONS = [
     (A, "autoscaled: a group the job has not is refused", "            else {\n                return Err(format!(", "            else {\n                if true {\n                    continue;\n                }\n                return Err(format!("),
     (A, "autoscaled: the slice named with the cluster's generation", "            Some(g) => format!(\"{generation}_{g}\"),", "            Some(_) => generation.to_string(),"),
     (P, "a going pod of a released Workload is let go", "    if !reserved {\n        // Holding no quota, a pod going", "    if false {\n        // Holding no quota, a pod going"),
+    (J, "a prebuilt elastic job's pods are let go by its prebuilt Workload", "    if !(subject.prebuilt && policy.elastic_jobs && is_elastic(job)) {", "    if true {"),
+    (J, "a prebuilt Workload lets pods go only once the job's own", '        workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid.unwrap_or(""))', "        true"),
+    (T, "only a replaced slice's pods follow another slice", "    if !replaced(named) {", "    if false {"),
+    (T, "a successor releases pods once admitted", "                && conds.is_true(condition::ADMITTED)", "                && true"),
+    (T, "a replaced slice's finish is waited for only before it", "        && !replaced(wl)", "        && true"),
+    (M, "an outgrown slice's elastic sync is left alone", "        if scaled_up && workload_name != self.current_slice(local) {", "        if false {"),
+    (M, "the worker's job names the slice it runs", "        if named != Some(workload_name) {", "        if false {"),
+    (Q, "a worker's copies of one chain are one job's", "            || (a.copy_chain.is_some() && a.copy_chain == b.copy_chain))", "            || false)"),
 ]
 
 
