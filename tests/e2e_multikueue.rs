@@ -1289,10 +1289,9 @@ fn elastic_job_follows_its_slices(w: &World) {
         std::panic::resume_unwind(e);
     }
 
-    // Scale up.
-    let (ok, out, err) = support::e2e::kubectl(
-        m,
-        &[
+    let scale = |n: i64| {
+        let patch = json!({"spec": {"parallelism": n}}).to_string();
+        let args = [
             "patch",
             "job",
             "mk-el",
@@ -1300,11 +1299,14 @@ fn elastic_job_follows_its_slices(w: &World) {
             NS,
             "--type=merge",
             "-p",
-            r#"{"spec":{"parallelism":2}}"#,
-        ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+            &patch,
+        ];
+        let (ok, out, err) = support::e2e::kubectl(m, &args, None);
+        assert!(ok, "{out}{err}");
+    };
+
+    // Scale up.
+    scale(2);
     let scaled = std::panic::catch_unwind(|| {
         wait_for(
             Duration::from_secs(120),
@@ -1385,21 +1387,7 @@ fn elastic_job_follows_its_slices(w: &World) {
     }
 
     // Scale down: in place.
-    let (ok, out, err) = support::e2e::kubectl(
-        m,
-        &[
-            "patch",
-            "job",
-            "mk-el",
-            "-n",
-            NS,
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"parallelism":1}}"#,
-        ],
-        None,
-    );
-    assert!(ok, "{out}{err}");
+    scale(1);
     wait_for(
         Duration::from_secs(60),
         "the worker's copy shrunk to 1",

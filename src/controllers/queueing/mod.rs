@@ -661,6 +661,23 @@ mod tests {
     use super::*;
     use crate::queueing::{Admission, PodSetAssignment};
 
+    /// A job-owned Workload's meta at `rv`, with `conditions`.
+    fn test_meta(rv: &str, conditions: Vec<Condition>) -> Meta {
+        Meta {
+            resource_version: rv.into(),
+            conditions,
+            generation: Some(1),
+            owned: true,
+            created_ms: 0,
+            evictions: Vec::new(),
+            priority_class: String::new(),
+            accumulated: None,
+            held_by_checks: false,
+            cluster_name: None,
+            inherited_cluster: None,
+        }
+    }
+
     fn at(secs: i64) -> Time {
         Time(k8s_openapi::jiff::Timestamp::from_second(secs).unwrap())
     }
@@ -735,19 +752,7 @@ mod tests {
     async fn an_admission_the_workload_webhook_would_refuse_is_not_sent() {
         use crate::controllers::vetting::testing::{recording_client, view};
         let (client, sent) = recording_client();
-        let meta = Meta {
-            resource_version: "1".into(),
-            conditions: Vec::new(),
-            generation: Some(1),
-            owned: true,
-            created_ms: 0,
-            evictions: Vec::new(),
-            priority_class: String::new(),
-            accumulated: None,
-            held_by_checks: false,
-            cluster_name: None,
-            inherited_cluster: None,
-        };
+        let meta = test_meta("1", Vec::new());
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();
         let w = Write::Admit(wrong);
@@ -772,17 +777,8 @@ mod tests {
     async fn a_replacing_slices_admission_names_the_old_slices_worker() {
         use crate::controllers::vetting::testing::{scripted_client, status, view};
         let meta = |replacing: bool| Meta {
-            resource_version: "3".into(),
-            conditions: Vec::new(),
-            generation: Some(1),
-            owned: true,
-            created_ms: 0,
-            evictions: Vec::new(),
-            priority_class: String::new(),
-            accumulated: None,
-            held_by_checks: false,
-            cluster_name: None,
             inherited_cluster: replacing.then(|| "worker1".to_string()),
+            ..test_meta("3", Vec::new())
         };
         let mut replacing = view();
         replacing.replaces = Some("ns/old".into());
@@ -827,19 +823,7 @@ mod tests {
         view.admission = Some(before);
         view.unhealthy_nodes = vec!["x1".into()];
         let admitted = conds(&render(&Write::Admit(admission()), &[], Some(1), &at(1)).unwrap());
-        let meta = Meta {
-            resource_version: "5".into(),
-            conditions: admitted,
-            generation: Some(1),
-            owned: true,
-            created_ms: 0,
-            evictions: Vec::new(),
-            priority_class: String::new(),
-            accumulated: None,
-            held_by_checks: false,
-            cluster_name: None,
-            inherited_cluster: None,
-        };
+        let meta = test_meta("5", admitted);
         let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
         let w = Write::Replace(after.clone());
         let (outcome, written) = write_workload(&client, "ns/wl", meta, &w, None, Some(view)).await;
