@@ -87,6 +87,7 @@ fn base(q: usize, k: usize, gpus_in_requests: bool) -> Workload {
         name: format!("w-{k}"),
         uid: format!("{q}-{k}").into(),
         job_uid: None,
+        copy_chain: None,
         queue_name: "lq".into(),
         priority: 0,
         created: k as i64,

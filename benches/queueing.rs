@@ -149,6 +149,7 @@ fn simulate(shape: &Shape) -> Report {
                     name: name.clone(),
                     uid: format!("{cq}-{name}").into(),
                     job_uid: None,
+                    copy_chain: None,
                     queue_name: "lq".into(),
                     priority: class.priority,
                     created,

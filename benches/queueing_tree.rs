@@ -212,6 +212,7 @@ fn engine(shape: Shape) -> Engine {
                 name: format!("wl-{k}"),
                 uid: format!("{q}-{k}").into(),
                 job_uid: None,
+                copy_chain: None,
                 queue_name: "lq".into(),
                 priority: priority(q, k),
                 created: k as i64,
