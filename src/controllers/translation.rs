@@ -599,8 +599,6 @@ fn single_pod_owned(wl: &api::Workload) -> bool {
     crate::queueing::topology::owned_by_single_pod(&owners, group)
 }
 
-/// The `PodsReady` condition, `status.requeueState.requeueAt` and
-/// `status.reclaimablePods`, for the engine.
 /// A MultiKueue worker's copy of a workload slice (the origin label): its
 /// origin and slice chain (see `Workload::copy_chain`).
 fn copy_chain(wl: &api::Workload) -> Option<String> {
@@ -617,6 +615,8 @@ fn copy_chain(wl: &api::Workload) -> Option<String> {
     Some(format!("{origin}/{chain}"))
 }
 
+/// The `PodsReady` condition, `status.requeueState.requeueAt` and
+/// `status.reclaimablePods`, for the engine.
 fn readiness(wl: &api::Workload) -> queueing::workload::Readiness {
     let status = wl.status.as_ref();
     let conds = status.and_then(|s| s.conditions.as_ref());

@@ -157,7 +157,7 @@ pub fn prebuilt_name<'a>(annotation: Option<&'a str>, label: Option<&'a str>) ->
 }
 
 /// The job asks to be elastic (`kueue.x-k8s.io/elastic-job: "true"`).
-fn is_elastic(job: &Value) -> bool {
+pub fn is_elastic(job: &Value) -> bool {
     job.pointer("/metadata/annotations")
         .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
         .and_then(Value::as_str)

@@ -91,6 +91,14 @@ pub enum Pick {
     Incompatible,
 }
 
+/// A slice finished because a newer slice of its job replaced it
+/// (Kueue's `IsReplaced`: `Finished=True`, reason `WorkloadSliceReplaced`).
+pub fn replaced(wl: &api::Workload) -> bool {
+    Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
+        .get(condition::FINISHED)
+        .is_some_and(|c| c.status == "True" && c.reason == REPLACED.0)
+}
+
 /// Why and how a slice is finished (`Finished=True`).
 pub const REPLACED: (&str, &str) = (
     "WorkloadSliceReplaced",

@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::api::kueue::conversion::topology::expand;
 pub use crate::api::kueue::conversion::topology::Domain;
 use crate::api::kueue::v1beta2::{self as api, condition, Conditions};
+pub use crate::jobs::slices::replaced;
 use crate::vocabulary::{
     keys::{
         self, HOSTNAME_LABEL, PODSET_LABEL, POD_INDEX_OFFSET_ANNOTATION, TOPOLOGY_GATE,
@@ -446,16 +447,6 @@ pub fn plan_as(
         .collect())
 }
 
-/// A Workload slice finished because a newer slice of its elastic job
-/// replaced it (`Finished=True`, reason `WorkloadSliceReplaced`).
-pub fn replaced(wl: &api::Workload) -> bool {
-    Conditions::of(wl.status.as_ref().and_then(|s| s.conditions.as_ref()))
-        .get(condition::FINISHED)
-        .is_some_and(|c| {
-            c.status == "True" && c.reason == api::eviction_reason::WORKLOAD_SLICE_REPLACED
-        })
-}
-
 /// The slice whose assignment the pods of `named`, a replaced slice, are
 /// released by: of `listed` (the job's Workloads), the newest of the same
 /// chain and controller that is admitted and not finished. A running
@@ -471,12 +462,7 @@ pub fn successor<'a>(
     if !replaced(named) {
         return None;
     }
-    let chain = |w: &api::Workload| {
-        w.annotations()
-            .get(keys::WORKLOAD_SLICE_NAME_ANNOTATION)
-            .cloned()
-            .unwrap_or_else(|| w.name_any())
-    };
+    let chain = crate::jobs::machine::slice_name;
     let owner = crate::jobs::workload::controller_of(named)?;
     let ns = named.namespace();
     listed

@@ -32,8 +32,7 @@ use serde_json::{json, Map, Value};
 
 use crate::{
     api::kueue::v1beta2::{
-        self as api, check_state, condition, eviction_reason, finished_reason, AdmissionCheckState,
-        Conditions,
+        self as api, check_state, condition, finished_reason, AdmissionCheckState, Conditions,
     },
     vocabulary::{
         go::go_quote,
@@ -455,11 +454,7 @@ impl JobKind {
         workload_name: &str,
         identifier_annotations: bool,
     ) -> Option<Vec<PatchOp>> {
-        let elastic = local
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
-            == Some(&json!(ELASTIC_ENABLED));
-        if !elastic || self.elastic_counts.is_empty() {
+        if !crate::jobs::machine::is_elastic(local) || self.elastic_counts.is_empty() {
             return None;
         }
         let count = |job: &Value, at: &str| job.pointer(at).and_then(Value::as_i64).unwrap_or(0);
@@ -1293,9 +1288,7 @@ impl<'a> Pass<'a, '_> {
         let finished = conds.is_true(condition::FINISHED);
         let reserved = conds.is_true(condition::QUOTA_RESERVED);
         let elastic = self.elastic();
-        let replaced = conds.get(condition::FINISHED).is_some_and(|c| {
-            c.status == "True" && c.reason == eviction_reason::WORKLOAD_SLICE_REPLACED
-        });
+        let replaced = crate::jobs::slices::replaced(local);
         let scaled_up = annotation(local, keys::SLICE_REPLACEMENT_FOR_ANNOTATION).is_some();
 
         // An elastic slice replaced by its successor, or one scaling up
