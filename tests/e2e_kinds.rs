@@ -1486,26 +1486,44 @@ fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
             .cloned()
             .unwrap_or_default()
     };
-    let set_finalizers = |list: Vec<Value>| {
-        let (ok, out, err) = kubectl(
-            c,
-            &[
-                "patch",
-                "workload",
-                &wl,
-                "-n",
-                &ns,
-                "--type=merge",
-                "-p",
-                &json!({"metadata": {"finalizers": list}}).to_string(),
-            ],
-            None,
-        );
-        assert!(ok, "{out}{err}");
+    // Reads the Workload afresh and patches its finalizers with the
+    // resourceVersion read: batchgate releases its own finalizer while the
+    // Workload is deleted, and a list read earlier would add it back, which
+    // the apiserver forbids. A conflict is retried.
+    let change_finalizers = |change: &dyn Fn(Vec<Value>) -> Vec<Value>| {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let now = workload(c, &ns, &wl).expect("the Workload exists");
+            let list = change(finalizers(&now));
+            let (ok, out, err) = kubectl(
+                c,
+                &[
+                    "patch",
+                    "workload",
+                    &wl,
+                    "-n",
+                    &ns,
+                    "--type=merge",
+                    "-p",
+                    &json!({"metadata": {"finalizers": list,
+                        "resourceVersion": now["metadata"]["resourceVersion"]}})
+                    .to_string(),
+                ],
+                None,
+            );
+            if ok {
+                return;
+            }
+            assert!(
+                err.contains("Conflict") && std::time::Instant::now() < deadline,
+                "{out}{err}"
+            );
+        }
     };
-    let mut held = finalizers(&first);
-    held.push(json!(HELD));
-    set_finalizers(held);
+    change_finalizers(&|mut list| {
+        list.push(json!(HELD));
+        list
+    });
     let (ok, out, err) = kubectl(
         c,
         &["delete", "workload", &wl, "-n", &ns, "--wait=false"],
@@ -1528,12 +1546,7 @@ fn a_statefulset_is_not_scaled_up_while_its_old_workload_is_being_deleted() {
         ),
         "{err}"
     );
-    set_finalizers(
-        finalizers(&deleting)
-            .into_iter()
-            .filter(|f| f != HELD)
-            .collect(),
-    );
+    change_finalizers(&|list| list.into_iter().filter(|f| f != HELD).collect());
     let deadline = std::time::Instant::now() + WAIT;
     while let Some(w) =
         workload(c, &ns, &wl).filter(|w| w["metadata"]["uid"] == first["metadata"]["uid"])
