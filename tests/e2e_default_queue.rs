@@ -143,8 +143,8 @@ fn jobs_default_to_the_namespaces_default_local_queue() {
         .contains("admission: external"));
 }
 
-/// Kueue v0.19.2 rayjob_webhook_test.go and raycluster_webhook_test.go,
-/// TestValidateUpdate, "queue name removal is rejected when the job is
+/// Kueue v0.19.2 rayjob_webhook_test.go, raycluster_webhook_test.go and
+/// rayservice_webhook_test.go, TestValidateUpdate, "queue name removal is rejected when the job is
 /// suspended in a namespace with a default queue and
 /// ValidateRayAndSparkJobUpdates is enabled": the cluster fact (a LocalQueue
 /// named `default`) comes from the server's watch; the reviews are posted
@@ -160,6 +160,11 @@ fn ray_queue_name_removal_with_default_queue(server: &Server, ns: &str) {
         (
             ("ray.io", "v1", "RayCluster"),
             serde_json::json!({"suspend": true, "headGroupSpec": {"template": {}}}),
+        ),
+        (
+            ("ray.io", "v1", "RayService"),
+            serde_json::json!({"rayClusterConfig": {"suspend": true,
+                               "headGroupSpec": {"template": {}}}}),
         ),
     ] {
         let obj = |queue: Option<&str>| {

@@ -2200,3 +2200,246 @@ fn an_autoscaled_rayjobs_slices_follow_its_rayclusters_worker_counts() {
     );
     assert!(ok, "{out}{err}");
 }
+
+/// A RayService (Kueue v0.19.2's `ray.io/rayservice`) on the local control
+/// plane. The test plays KubeRay: it makes the service's RayCluster, names
+/// it in `status.activeServiceStatus`, reports the service `Ready`, creates
+/// the cluster's pods from its templates and plays Ray's autoscaler; and it
+/// plays a controller that holds the service with a finalizer of its own
+/// while it is deleted (as KubeRay's Redis cleanup needs the quota). Shown:
+/// - queued, admitted and started at `spec.rayClusterConfig.suspend`, with
+///   the elastic-job gate on its templates; the head counts KubeRay's
+///   autoscaler and, under GCS fault tolerance, its Redis cleanup Job;
+/// - its pods are its active cluster's, let go as its slice grants;
+/// - the autoscaler's scale-up makes a slice that replaces the first;
+/// - deleted under GCS fault tolerance it keeps its Workload and quota
+///   until it is gone; then both go.
+#[test]
+fn a_rayservice_serves_from_its_active_cluster_and_keeps_its_quota_until_gone() {
+    install_kind_crds(batchgate_localcluster::shared());
+    let c = kinds_env().cluster;
+    let ns = namespace(c, "e2e-rayservice");
+    apply(c, &flavor("rs-spot", json!({"instance-type": "spot"})));
+    let cq = json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "rs-cq"},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [{"name": "rs-spot", "resources": [
+                {"name": "cpu", "nominalQuota": "2"},
+                {"name": "memory", "nominalQuota": "4Gi"}]}]}]},
+    });
+    apply(c, &cq.to_string());
+    apply(c, &local_queue(&ns, "serve", "rs-cq"));
+    let template = |name: &str| {
+        json!({"spec": {"containers": [{"name": name, "image": "rayproject/ray",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}})
+    };
+    let cluster_spec = json!({"rayVersion": "2.9.0", "enableInTreeAutoscaling": true,
+        "gcsFaultToleranceOptions": {"redisAddress": "redis:6379"},
+        "autoscalerOptions": {"resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}},
+        "headGroupSpec": {"rayStartParams": {}, "template": template("ray-head")},
+        "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "minReplicas": 1,
+            "maxReplicas": 5, "rayStartParams": {}, "template": template("ray-worker")}]});
+    let svc = create(
+        c,
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "fruit", "namespace": ns,
+                "labels": {"kueue.x-k8s.io/queue-name": "serve"},
+                "annotations": {"kueue.x-k8s.io/elastic-job": "true"},
+                "finalizers": ["e2e.batchgate.dev/kuberay"]},
+            "spec": {"serveConfigV2": "applications: []\n",
+                     "rayClusterConfig": cluster_spec.clone()}}),
+    );
+    assert_eq!(
+        svc["spec"]["rayClusterConfig"]["suspend"],
+        json!(true),
+        "{svc}"
+    );
+    for t in ["headGroupSpec/template", "workerGroupSpecs/0/template"] {
+        let gates = &svc
+            .pointer(&format!("/spec/rayClusterConfig/{t}/spec/schedulingGates"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        assert_eq!(
+            gates,
+            &json!([{"name": "kueue.x-k8s.io/elastic-job"}]),
+            "{t}"
+        );
+    }
+    let uid = svc["metadata"]["uid"].as_str().unwrap().to_string();
+    let service = || get(c, &["rayservices.ray.io", "fruit", "-n", &ns]);
+    let workloads = || -> Vec<Value> {
+        get(c, &["workloads.kueue.x-k8s.io", "-n", &ns])
+            .and_then(|l| l["items"].as_array().cloned())
+            .unwrap_or_default()
+    };
+    let started = wait_for(WAIT, "the service admitted and started", || {
+        let s = service()?;
+        (s["spec"]["rayClusterConfig"]["suspend"] == false).then_some(s)
+    });
+    let wls = workloads();
+    assert_eq!(wls.len(), 1, "{wls:?}");
+    let first = wls[0].clone();
+    assert!(is_true(&first, "Admitted"), "{first}");
+    assert_eq!(first["metadata"]["ownerReferences"][0]["uid"], json!(uid));
+    let head = &first["spec"]["podSets"][0]["template"]["spec"]["containers"];
+    assert_eq!(
+        head[0]["resources"]["requests"],
+        json!({"cpu": "200m", "memory": "256Mi"}),
+        "the head counts KubeRay's Redis cleanup: {head}"
+    );
+    assert_eq!(head[1]["name"], "autoscaler", "{head}");
+    assert_eq!(
+        started["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"]["metadata"]
+            ["labels"]["kueue.x-k8s.io/podset"],
+        "workers"
+    );
+
+    // KubeRay (played) makes the active cluster and reports the service.
+    let cluster = "fruit-raycluster-x7k2p";
+    let mut rc_spec = cluster_spec.clone();
+    rc_spec["workerGroupSpecs"][0]["template"] =
+        started["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"].clone();
+    create(
+        c,
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": cluster, "namespace": ns,
+                "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayService", "name": "fruit",
+                    "uid": uid, "controller": true, "blockOwnerDeletion": true}]},
+            "spec": rc_spec}),
+    );
+    status_patch(
+        c,
+        "rayservices.ray.io",
+        &ns,
+        "fruit",
+        json!({"status": {"activeServiceStatus": {"rayClusterName": cluster},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints",
+                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}),
+    );
+    // Its worker pods, as KubeRay creates them from the cluster's template.
+    let worker_pod = |i: usize| {
+        let mut t = started["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["template"].clone();
+        let labels = t["metadata"]["labels"].as_object_mut().unwrap();
+        labels.insert("ray.io/cluster".into(), json!(cluster));
+        labels.insert("ray.io/group".into(), json!("workers"));
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{cluster}-workers-{i}"), "namespace": ns,
+                "labels": t["metadata"]["labels"], "annotations": {POD_RUNTIME_ANNOTATION: "1h"}},
+            "spec": t["spec"]})
+    };
+    let gated = |name: &str| {
+        get(c, &["pod", name, "-n", &ns]).map(|p| {
+            p["spec"]["schedulingGates"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "kueue.x-k8s.io/elastic-job"))
+        })
+    };
+    for i in 0..2 {
+        create_pod(c, &worker_pod(i));
+    }
+    // One worker granted: the first pod by name is let go, the second not.
+    wait_for(WAIT, "the granted worker pod let go", || {
+        (!gated(&format!("{cluster}-workers-0"))?).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(gated(&format!("{cluster}-workers-1")), Some(true));
+
+    // Ray's autoscaler (played) scales the active cluster to 3 workers.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "rayclusters.ray.io",
+            cluster,
+            "-n",
+            &ns,
+            "--type=json",
+            "-p",
+            &json!([{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3}])
+                .to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    let first_name = first["metadata"]["name"].as_str().unwrap().to_string();
+    wait_for(
+        WAIT,
+        "a 3-worker slice admitted, the first replaced",
+        || {
+            let w = workloads();
+            let old = w
+                .iter()
+                .find(|x| x["metadata"]["name"] == first_name.as_str())?;
+            let new = w
+                .iter()
+                .find(|x| x["metadata"]["name"] != first_name.as_str())?;
+            let replaced = condition(old, "Finished")
+                .is_some_and(|f| f["status"] == "True" && f["reason"] == "WorkloadSliceReplaced");
+            (replaced && is_true(new, "Admitted") && new["spec"]["podSets"][1]["count"] == 3)
+                .then_some(())
+        },
+    );
+    create_pod(c, &worker_pod(2));
+    wait_for(WAIT, "all three worker pods let go", || {
+        (0..3)
+            .all(|i| gated(&format!("{cluster}-workers-{i}")) == Some(false))
+            .then_some(())
+    });
+
+    // Deleted under GCS fault tolerance, held by the played finalizer: the
+    // Workload keeps its admission and its quota.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "delete",
+            "rayservices.ray.io",
+            "fruit",
+            "-n",
+            &ns,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the service deleting", || {
+        service()?["metadata"]["deletionTimestamp"]
+            .is_string()
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let live: Vec<Value> = workloads()
+        .into_iter()
+        .filter(|w| condition(w, "Finished").is_none())
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(is_true(&live[0], "Admitted"), "{}", live[0]);
+    assert!(
+        cq_counts(c, "rs-cq").is_some_and(|q| q.2 == 1),
+        "{:?}",
+        cq_counts(c, "rs-cq")
+    );
+
+    // KubeRay's cleanup done (played): the service goes, and so do its
+    // Workloads and their quota.
+    let (ok, out, err) = kubectl(
+        c,
+        &[
+            "patch",
+            "rayservices.ray.io",
+            "fruit",
+            "-n",
+            &ns,
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(WAIT, "the service's Workloads gone, its quota free", || {
+        let q = cq_counts(c, "rs-cq")?;
+        (workloads().is_empty() && q.1 == 0 && q.2 == 0).then_some(())
+    });
+}

@@ -984,3 +984,217 @@ fn a_jobsets_succeeded_replicated_jobs_are_reclaimable() {
         {"name": "replicated-job-2", "succeeded": 4}]});
     assert!(rule.reclaimable(&o).is_empty());
 }
+
+/// Kueue v0.19.2 `rayservice_controller_test.go`: `TestPodSets` (the cases
+/// without workload slicing; those with it are in
+/// src/jobs/autoscaling/tests.rs), `TestIsSuspended`, `TestIsActive`,
+/// `TestPodsReady`, `TestGVK`, each case by its name.
+#[test]
+fn a_rayservice_reads_as_kueues() {
+    let set = policies();
+    let policy = set.find("ray.io", "v1", "RayService").unwrap().clone();
+    assert_eq!(
+        (
+            policy.name.as_str(),
+            policy.target.group.as_str(),
+            policy.target.version.as_str(),
+            policy.target.kind.as_str()
+        ),
+        ("ray.io/rayservice", "ray.io", "v1", "RayService"),
+        "TestGVK"
+    );
+    let service = |cluster: Value| {
+        json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+               "metadata": {"name": "rayservice", "namespace": "ns"},
+               "spec": {"rayClusterConfig": cluster}})
+    };
+    let c = |name: &str| json!({"name": name});
+    let sets = |obj: &Value| -> Vec<(String, i64, Value)> {
+        workload::pod_sets(&policy, obj)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.name, p.count, p.template))
+            .collect()
+    };
+    let spec = |containers: Value| json!({"spec": {"containers": containers}});
+
+    // "no annotations"
+    let plain = service(json!({
+        "headGroupSpec": {"template": {"spec": {"containers": [c("head_c")]}}},
+        "workerGroupSpecs": [
+            {"groupName": "group1", "template": {"spec": {"containers": [c("group1_c")]}}},
+            {"groupName": "group2", "replicas": 3, "template": {"spec": {"containers": [c("group2_c")]}}}]}));
+    assert_eq!(
+        sets(&plain),
+        vec![
+            ("head".into(), 1, spec(json!([c("head_c")]))),
+            ("group1".into(), 1, spec(json!([c("group1_c")]))),
+            ("group2".into(), 3, spec(json!([c("group2_c")]))),
+        ],
+        "no annotations"
+    );
+
+    // "with required topology annotation"
+    let block = json!({"kueue.x-k8s.io/podset-required-topology": "cloud.com/block"});
+    let tas = service(json!({
+        "headGroupSpec": {"template": {"metadata": {"annotations": block},
+                                       "spec": {"containers": [c("head_c")]}}},
+        "workerGroupSpecs": [{"groupName": "group1",
+            "template": {"metadata": {"annotations": block}, "spec": {"containers": [c("group1_c")]}}}]}));
+    let mut tas = tas;
+    tas["metadata"]["uid"] = json!("0d8a3c1e-0000-4000-8000-000000000002");
+    let prio = workload::priority(&policy, &tas, &workload::PriorityClasses::default()).unwrap();
+    let body = workload::for_job(&policy, &tas, &prio).unwrap();
+    let topology: Vec<&Value> = body["spec"]["podSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["topologyRequest"]["required"])
+        .collect();
+    assert_eq!(
+        topology,
+        [&json!("cloud.com/block"), &json!("cloud.com/block")],
+        "with required topology annotation: {body}"
+    );
+
+    // "with NumOfHosts > 1": 2 replicas × 3 hosts.
+    let hosts = service(json!({
+        "headGroupSpec": {"template": {"spec": {"containers": [c("head_c")]}}},
+        "workerGroupSpecs": [{"groupName": "group1", "replicas": 2, "numOfHosts": 3,
+            "template": {"spec": {"containers": [c("group1_c")]}}}]}));
+    assert_eq!(
+        sets(&hosts).iter().map(|p| p.1).collect::<Vec<_>>(),
+        [1, 6],
+        "with NumOfHosts > 1"
+    );
+
+    // "with gcs fault tolerance": KubeRay's Redis cleanup Job counted in
+    // the head's Ray container.
+    let ft = service(json!({
+        "gcsFaultToleranceOptions": {"redisAddress": "redis:6379"},
+        "headGroupSpec": {"template": {"metadata": {"labels": {"ray.io/cluster": "rayservice"}},
+            "spec": {"containers": [{"name": "head_c", "image": "rayproject/ray:2.0.0"}]}}},
+        "workerGroupSpecs": [{"groupName": "group1", "replicas": 1,
+            "template": {"spec": {"containers": [c("group1_c")]}}}]}));
+    assert_eq!(
+        sets(&ft),
+        vec![
+            (
+                "head".into(),
+                1,
+                json!({"metadata": {"labels": {"ray.io/cluster": "rayservice"}},
+                       "spec": {"containers": [{"name": "head_c", "image": "rayproject/ray:2.0.0",
+                           "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}}}]}})
+            ),
+            ("group1".into(), 1, spec(json!([c("group1_c")]))),
+        ],
+        "with gcs fault tolerance"
+    );
+
+    // TestIsSuspended: "not suspended", "suspended", "suspend is nil".
+    let suspend = |v: Option<bool>| {
+        let mut o = plain.clone();
+        if let Some(b) = v {
+            o["spec"]["rayClusterConfig"]["suspend"] = json!(b);
+        }
+        batchgate::jobs::machine::suspended(&policy, &o)
+    };
+    assert_eq!(
+        (suspend(Some(false)), suspend(Some(true)), suspend(None)),
+        (false, true, false),
+        "TestIsSuspended"
+    );
+
+    // TestIsActive and TestPodsReady: the Ready condition True, False, absent.
+    let rule = policy.status.clone().unwrap();
+    let with = |ready: Option<&str>| {
+        let mut o = plain.clone();
+        if let Some(s) = ready {
+            o["status"] = json!({"conditions": [{"type": "Ready", "status": s}]});
+        }
+        o
+    };
+    for (status, want) in [(Some("True"), true), (Some("False"), false), (None, false)] {
+        let o = with(status);
+        assert_eq!(rule.is_active(&o), want, "TestIsActive {status:?}");
+        assert_eq!(
+            rule.pods_ready(&o, 5),
+            Some(want),
+            "TestPodsReady {status:?}"
+        );
+        // A service never finishes.
+        assert_eq!(rule.progress(&o), Progress::Running);
+    }
+}
+
+/// Kueue's `accountForRedisCleanupInHeadPodSet` for every Ray kind: under
+/// GCS fault tolerance (the `ray.io/ft-enabled` annotation, any case, or
+/// `gcsFaultToleranceOptions`) the head's first container asks for at
+/// least KubeRay's Redis cleanup Job (200m, 256Mi), each quantity the
+/// larger of the two; without a container the pod sets cannot be built.
+#[test]
+fn a_ray_head_under_gcs_fault_tolerance_counts_the_redis_cleanup() {
+    let set = policies();
+    for (s, base) in [
+        (kinds::raycluster(), "/spec"),
+        (kinds::rayjob(), "/spec/rayClusterSpec"),
+        (kinds::rayservice(), "/spec/rayClusterConfig"),
+    ] {
+        let policy = policy_of(&set, &s);
+        let head_requests = |obj: &Value| {
+            workload::pod_sets(&policy, obj)
+                .unwrap()
+                .into_iter()
+                .find(|p| p.name == "head")
+                .unwrap()
+                .template["spec"]["containers"][0]["resources"]["requests"]
+                .clone()
+        };
+        let obj = s.object("t", "ns", "q");
+        // The sample's head asks for 100m and 64Mi.
+        assert_eq!(
+            head_requests(&obj),
+            json!({"cpu": "100m", "memory": "64Mi"}),
+            "{} without fault tolerance",
+            s.kind
+        );
+        let mut annotated = obj.clone();
+        annotated["metadata"]["annotations"]["ray.io/ft-enabled"] = json!("TRUE");
+        assert_eq!(
+            head_requests(&annotated),
+            json!({"cpu": "200m", "memory": "256Mi"}),
+            "{} annotated",
+            s.kind
+        );
+        let mut options = obj.clone();
+        options.pointer_mut(base).unwrap()["gcsFaultToleranceOptions"] =
+            json!({"redisAddress": "redis:6379"});
+        let head = format!("{base}/headGroupSpec/template/spec/containers/0/resources/requests");
+        *options.pointer_mut(&head).unwrap() =
+            json!({"cpu": "1", "memory": "100Mi", "nvidia.com/gpu": "1"});
+        assert_eq!(
+            head_requests(&options),
+            json!({"cpu": "1", "memory": "256Mi", "nvidia.com/gpu": "1"}),
+            "{} with gcsFaultToleranceOptions",
+            s.kind
+        );
+        let mut off = obj.clone();
+        off["metadata"]["annotations"]["ray.io/ft-enabled"] = json!("false");
+        assert_eq!(
+            head_requests(&off)["cpu"],
+            json!("100m"),
+            "{} annotated false",
+            s.kind
+        );
+        let mut empty = options.clone();
+        *empty
+            .pointer_mut(&format!("{base}/headGroupSpec/template/spec/containers"))
+            .unwrap() = json!([]);
+        let err = workload::pod_sets(&policy, &empty).unwrap_err().to_string();
+        assert!(
+            err.contains("cannot account for Redis cleanup resources: head pod template must include the Ray container"),
+            "{} without a container: {err}",
+            s.kind
+        );
+    }
+}

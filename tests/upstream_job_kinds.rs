@@ -43,6 +43,7 @@ const JOBSET: (&str, &str, &str) = ("jobset.x-k8s.io", "v1alpha2", "JobSet");
 const MPIJOB: (&str, &str, &str) = ("kubeflow.org", "v2beta1", "MPIJob");
 const RAYJOB: (&str, &str, &str) = ("ray.io", "v1", "RayJob");
 const RAYCLUSTER: (&str, &str, &str) = ("ray.io", "v1", "RayCluster");
+const RAYSERVICE: (&str, &str, &str) = ("ray.io", "v1", "RayService");
 const APPWRAPPER: (&str, &str, &str) = ("workload.codeflare.dev", "v1beta2", "AppWrapper");
 
 /// What upstream answers.
@@ -1319,6 +1320,114 @@ fn ray_validate_update(
     cases
 }
 
+/// `testingjobs/rayservice.MakeService`: its cluster suspended, one worker
+/// group.
+fn mk_rayservice() -> Value {
+    let mut cluster = ray_cluster_spec();
+    cluster["suspend"] = json!(true);
+    json!({"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": meta("rayservice"),
+           "spec": {"rayClusterConfig": cluster}})
+}
+
+/// Kueue pkg/controller/jobs/rayservice/rayservice_webhook_test.go,
+/// TestValidateCreate (upstream checks only that these fail or pass; the
+/// messages are raycluster.ValidateCreate's, under Kueue's
+/// `spec.rayClusterSpec` path).
+fn rayservice_validate_create() -> Vec<Case> {
+    use Want::*;
+    let k = RAYSERVICE;
+    let q = || queue(mk_rayservice(), "queue");
+    let many: Vec<Value> = (0..18)
+        .map(|i| json!({"groupName": format!("workers-{i}")}))
+        .collect();
+    vec![
+        case("valid rayservice", k, q(), Allow),
+        case(
+            "too many worker groups",
+            k,
+            ray_groups(q(), "/spec/rayClusterConfig", None, many),
+            deny(&["spec.rayClusterSpec.workerGroupSpecs: Too many: 19: must have at most 18 items".into()]),
+        ),
+        case(
+            "autoscaling without elastic jobs feature",
+            k,
+            set(q(), "/spec/rayClusterConfig/enableInTreeAutoscaling", json!(true)),
+            deny(&["spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when workload slicing is enabled".into()]),
+        ),
+        // Not in upstream's table; raycluster.ValidateCreate allows it.
+        case(
+            "autoscaling of an elastic service",
+            k,
+            ann(set(q(), "/spec/rayClusterConfig/enableInTreeAutoscaling", json!(true)), ELASTIC, "true"),
+            Allow,
+        ),
+        case(
+            "unqueued with autoscaling",
+            k,
+            set(mk_rayservice(), "/spec/rayClusterConfig/enableInTreeAutoscaling", json!(true)),
+            Allow,
+        ),
+    ]
+}
+
+/// Kueue rayservice_webhook_test.go TestValidateUpdate (default
+/// ValidateRayAndSparkJobUpdates; the default-LocalQueue cases are in
+/// tests/e2e_default_queue.rs).
+fn rayservice_validate_update() -> Vec<Case> {
+    use Want::*;
+    let k = RAYSERVICE;
+    let svc = |name: Option<&str>, suspend: bool| {
+        let v = set(
+            mk_rayservice(),
+            "/spec/rayClusterConfig/suspend",
+            json!(suspend),
+        );
+        match name {
+            Some(n) => queue(v, n),
+            None => v,
+        }
+    };
+    vec![
+        update("valid update", k, svc(Some("queue"), true), svc(Some("queue"), false), Allow),
+        update(
+            "queue name unchanged while unsuspended",
+            k,
+            svc(Some("queue"), false),
+            label(svc(Some("queue"), false), "test-label", "test-value"),
+            Allow,
+        ),
+        update(
+            "queue name should not change while unsuspended",
+            k,
+            svc(Some("queue"), false),
+            svc(Some("queue2"), false),
+            deny(&[format!("{}: Invalid value: \"queue2\": field is immutable", label_path(QUEUE))]),
+        ),
+        update("queue name can change while suspended", k, svc(Some("queue"), true), svc(Some("queue2"), true), Allow),
+        update(
+            "queue name removal is rejected when the job is unsuspended and ValidateRayAndSparkJobUpdates is enabled",
+            k,
+            svc(Some("queue"), false),
+            svc(None, false),
+            deny(&[format!("{}: Invalid value: \"\": field is immutable", label_path(QUEUE))]),
+        ),
+        update(
+            "queue name removal is allowed when the job is suspended in a namespace without a default queue and ValidateRayAndSparkJobUpdates is enabled",
+            k,
+            svc(Some("queue"), true),
+            svc(None, true),
+            Allow,
+        ),
+        update(
+            "prebuilt workload name change is not validated when the job is unmanaged and ValidateRayAndSparkJobUpdates is enabled",
+            k,
+            label(svc(None, false), PREBUILT, "wl1"),
+            label(svc(None, false), PREBUILT, "wl2"),
+            Allow,
+        ),
+    ]
+}
+
 /// The `manageAll: true` cases (`--manage-jobs-without-queue-name`).
 fn rayjob_manage_all() -> Vec<Case> {
     let no_shutdown = || set(mk_rayjob(), "/spec/shutdownAfterJobFinishes", json!(false));
@@ -1976,6 +2085,26 @@ async fn upstream_job_kind_tables_answer_as_upstream() {
             "kueue raycluster_webhook_test.go TestValidateUpdate",
             &plain,
             ray_validate_update(RAYCLUSTER, mk_raycluster),
+        ),
+        (
+            "kueue rayservice_webhook_test.go TestValidateCreate",
+            &plain,
+            rayservice_validate_create(),
+        ),
+        (
+            "kueue rayservice_webhook_test.go TestValidateUpdate",
+            &plain,
+            rayservice_validate_update(),
+        ),
+        (
+            "kueue raycluster_webhook_test.go's shared cases on a RayService (raycluster.ValidateCreate, ValidateTopologyRequest)",
+            &plain,
+            ray_create_cases(
+                RAYSERVICE,
+                mk_rayservice,
+                "/spec/rayClusterConfig",
+                "spec.rayClusterSpec.",
+            ),
         ),
         (
             "kueue pytorchjob_controller_test.go TestValidate",

@@ -84,7 +84,7 @@ pub fn runtime(
     }
 }
 
-/// Kueue's RayJob and RayCluster rules, checked for queued objects (with a
+/// Kueue's RayJob, RayCluster and RayService rules, checked for queued objects (with a
 /// queue name, or every object under `manageJobsWithoutQueueName`) on create
 /// and again on every update.
 fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<FieldError> {
@@ -132,11 +132,17 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
         "/spec/rayClusterSpec"
     } else if policy.has(Invariant::RayCluster) {
         "/spec"
+    } else if policy.has(Invariant::RayService) {
+        "/spec/rayClusterConfig"
     } else {
         return errs;
     };
     let path = |rel: &str| {
-        let base = cluster_spec.trim_start_matches('/').replace('/', ".");
+        // Kueue names a RayService's cluster by its Go field.
+        let base = match cluster_spec {
+            "/spec/rayClusterConfig" => "spec.rayClusterSpec".to_string(),
+            other => other.trim_start_matches('/').replace('/', "."),
+        };
         format!("{base}.{rel}")
     };
     let autoscaling = job
@@ -300,6 +306,7 @@ pub fn on_update(
     // manage before or after the update (gate ValidateRayAndSparkJobUpdates).
     if (policy.has(Invariant::RayJob)
         || policy.has(Invariant::RayCluster)
+        || policy.has(Invariant::RayService)
         || policy.has(Invariant::SparkApplication))
         && !ctx.settings.manage_jobs_without_queue_name
         && new.queue_name().is_none()

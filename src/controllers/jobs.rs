@@ -861,14 +861,13 @@ impl Ctx {
         active: &api::Workload,
     ) -> Result<Option<Action>, JobError> {
         use crate::jobs::slices;
-        let Some(selector) = self.policy.elastic_pods.as_deref() else {
+        let Some(selector) = self.policy.elastic_pod_selector(job) else {
             return Ok(None);
         };
-        let text = |p: &str| job.pointer(p).and_then(Value::as_str).unwrap_or_default();
-        let selector = selector
-            .replace("{uid}", text("/metadata/uid"))
-            .replace("{name}", text("/metadata/name"));
-        let ns = text("/metadata/namespace");
+        let ns = job
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let pods_api =
             Api::<k8s_openapi::api::core::v1::Pod>::namespaced(self.shared.client.clone(), ns);
         let pods = pods_api
@@ -904,11 +903,19 @@ impl Ctx {
                 Err(e) => return Err(e.into()),
             }
         }
-        // New pods wake the pass through the job's status (its active
-        // count); a second look confirms what was let go.
-        Ok((!names.is_empty()).then(|| Action::requeue(Duration::from_secs(1))))
+        // A second look confirms what was let go. Pods still to come wake a
+        // Job's pass through its status (its active count), not every
+        // kind's (a RayCluster's pods): looked for again meanwhile.
+        if !names.is_empty() {
+            return Ok(Some(Action::requeue(Duration::from_secs(1))));
+        }
+        Ok(slices::awaiting_pods(&granted, &facts).then(|| Action::requeue(PODS_AWAITED)))
     }
 }
+
+/// How soon an elastic job whose slice grants more pods than exist looks
+/// for them again.
+const PODS_AWAITED: Duration = Duration::from_secs(3);
 
 /// Where the elastic-job scheduling gate is in a pod's gates.
 fn gate_index(spec: Option<&k8s_openapi::api::core::v1::PodSpec>) -> Option<usize> {

@@ -334,6 +334,19 @@ fn decide(
         workload::is_owned_by(wl.metadata.owner_references.as_deref(), &subject.uid)
     };
     if job.pointer("/metadata/deletionTimestamp").is_some() {
+        // A kind whose operator still works on the job's quota while it is
+        // deleted keeps its Workload until the job is gone; not a Workload
+        // being deleted itself (a foreground deletion of the job waits for
+        // it, and would wait forever).
+        let deleting = wl.is_some_and(|wl| wl.metadata.deletion_timestamp.is_some());
+        if !deleting
+            && policy
+                .keep_while_deleting
+                .as_ref()
+                .is_some_and(|k| k.on(job))
+        {
+            return Ok(Step::wait(Vec::new()));
+        }
         // The job is going (jobframework's `finalize`): its Workload is
         // finished as orphaned and let go.
         return Ok(Step::wait(
@@ -477,12 +490,7 @@ fn decide(
         // A job MultiKueue runs on a worker has no pods here: its status is
         // a mirror, stale once the worker is lost (Kueue would wait on it
         // for good); the worker's copy goes once the quota here does.
-        let dispatched = policy
-            .managed_by
-            .as_ref()
-            .and_then(|p| job.pointer(p.as_str()))
-            .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER);
-        if !dispatched && policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
+        if !dispatched(policy, job) && policy.status.as_ref().is_some_and(|s| s.is_active(job)) {
             // Pods are still stopping; their quota is not free yet.
             return Ok(Step::after(Vec::new(), Duration::from_millis(500)));
         }
@@ -811,8 +819,18 @@ pub fn granting(policy: &Policy, job: &Value, list: &[api::Workload]) -> Option<
     })
 }
 
+/// Whether MultiKueue runs the job on a worker (its `managedBy`): it has no
+/// pods here.
+pub fn dispatched(policy: &Policy, job: &Value) -> bool {
+    policy
+        .managed_by
+        .as_ref()
+        .and_then(|p| job.pointer(p.as_str()))
+        .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER)
+}
+
 /// The Workload whose grants a running elastic job's gated pods are let
-/// go by: the slice [`granting`] names, or for a job running a prebuilt
+/// go by (none for a job MultiKueue runs elsewhere): the slice [`granting`] names, or for a job running a prebuilt
 /// Workload (a MultiKueue worker's copy, whose slices the manager makes
 /// and sends) that Workload once admitted.
 pub fn ungated_by<'a>(
@@ -822,6 +840,9 @@ pub fn ungated_by<'a>(
     slices: &'a [api::Workload],
     prebuilt: Option<&'a api::Workload>,
 ) -> Option<&'a api::Workload> {
+    if dispatched(policy, job) {
+        return None;
+    }
     if subject.slice.is_some() {
         return granting(policy, job, slices).map(|i| &slices[i]);
     }

@@ -9,7 +9,7 @@
 use std::{collections::BTreeSet, fmt, sync::Arc};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::vocabulary::{keys, pointer::Pointer};
 
@@ -173,8 +173,11 @@ pub struct PodSetRule {
     pub template: Pointer,
     /// The template's field path in messages, when the pointer alone cannot
     /// tell it: a map key prints as `[Key]` (Kubeflow's
-    /// `spec.pytorchReplicaSpecs[Master].template`). Without it, the
-    /// pointer's path (`spec.template`, `spec.replicatedJobs[0]...`).
+    /// `spec.pytorchReplicaSpecs[Master].template`), or where upstream
+    /// names another field (a RayService's `spec.rayClusterSpec` for its
+    /// `spec.rayClusterConfig`); with `forEach`, `{i}` is the element's
+    /// index. Without it, the pointer's path (`spec.template`,
+    /// `spec.replicatedJobs[0]...`).
     #[serde(default)]
     pub template_field: Option<String>,
     #[serde(default = "one")]
@@ -205,6 +208,10 @@ pub struct PodSetRule {
     /// pod set (KubeRay's autoscaler in a RayCluster's head).
     #[serde(default)]
     pub sidecar: Option<Sidecar>,
+    /// Requests the operator's own extra work needs, counted in the pod
+    /// set's first container (KubeRay's Redis cleanup Job in a Ray head).
+    #[serde(default)]
+    pub requests_floor: Option<RequestsFloor>,
     /// The labels that rank the pod set's pods, written into its
     /// `topologyRequest` for the topology ungater.
     #[serde(default)]
@@ -261,6 +268,47 @@ impl Sidecar {
         };
         Some(serde_json::json!({"name": self.name, "resources": resources}))
     }
+}
+
+/// Whether an object turns a feature on by an annotation reading `true`
+/// (in any case) or by a field being present (KubeRay's
+/// `IsGCSFaultToleranceEnabled`: `ray.io/ft-enabled` or
+/// `gcsFaultToleranceOptions`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toggle {
+    #[serde(default)]
+    pub annotation: Option<String>,
+    #[serde(default)]
+    pub present: Option<Pointer>,
+}
+
+impl Toggle {
+    pub fn on(&self, obj: &Value) -> bool {
+        let annotated = self.annotation.as_ref().is_some_and(|key| {
+            obj.pointer("/metadata/annotations")
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_str)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        });
+        annotated
+            || self
+                .present
+                .as_ref()
+                .is_some_and(|p| !matches!(p.resolve(obj), None | Some(Value::Null)))
+    }
+}
+
+/// Requests raised to at least `requests` in the pod set's first container
+/// when `when` holds (Kueue's `accountForRedisCleanupInHeadPodSet`, which
+/// keeps the larger of each quantity).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestsFloor {
+    pub when: Toggle,
+    pub requests: Map<String, Value>,
+    /// The error when the template has no container to count them in.
+    pub no_container: String,
 }
 
 /// The object's fields that take a pod set's info (absolute pointers).
@@ -411,6 +459,8 @@ pub struct PodSet {
     pub pod_set_info: Option<InfoTargets>,
     /// A container the operator adds (see [`Sidecar`]).
     pub sidecar: Option<Sidecar>,
+    /// Requests counted for the operator's extra work (see [`RequestsFloor`]).
+    pub requests_floor: Option<RequestsFloor>,
     pub ranks: Ranks,
 }
 
@@ -442,6 +492,9 @@ pub enum Invariant {
     RayJob,
     /// ray.io RayCluster: no autoscaling; no worker group named `head`.
     RayCluster,
+    /// ray.io RayService: its cluster (`spec.rayClusterConfig`) under the
+    /// RayJob's cluster rules, named `spec.rayClusterSpec` as upstream does.
+    RayService,
     /// Kueue's TAS group rule across pod sets (`kueue.x-k8s.io/podset-group-name`
     /// names exactly two pod sets with consistent topology), which Kueue
     /// checks for JobSet, MPIJob, RayJob and RayCluster but not for a Job
@@ -497,6 +550,8 @@ struct PolicyFile {
     admission_patch: Option<AdmissionPatch>,
     #[serde(default)]
     multi_kueue: MultiKueueRule,
+    #[serde(default)]
+    keep_while_deleting: Option<Toggle>,
 }
 
 fn yes() -> bool {
@@ -733,6 +788,11 @@ pub struct MultiKueueRule {
     /// Workload slice admitted for them as its prebuilt Workload.
     #[serde(default)]
     pub elastic_counts: Vec<Pointer>,
+    /// Spec fields the worker's copy takes from the local job while it runs
+    /// there (Kueue's `RemoteSpecSyncer`, gate MultiKueueRemoteSpecSync: a
+    /// RayService's `serveConfigV2`, an in-place Serve update).
+    #[serde(default)]
+    pub synced_fields: Vec<Pointer>,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -852,14 +912,7 @@ impl StatusRule {
     pub fn pods_ready(&self, obj: &Value, pods: i64) -> Option<bool> {
         let rule = self.pods_ready.as_ref()?;
         if let Some(ty) = &rule.condition {
-            let conds = self.conditions.as_ref().and_then(|c| c.resolve(obj));
-            let holds = conds.and_then(Value::as_array).is_some_and(|list| {
-                list.iter().any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some(ty.as_str())
-                        && c.get("status").and_then(Value::as_str) == Some("True")
-                })
-            });
-            return Some(holds);
+            return Some(condition_true(self.conditions.as_ref(), ty, obj));
         }
         if let Some(m) = &rule.when {
             let counted =
@@ -875,6 +928,18 @@ impl StatusRule {
         };
         Some(rule.ready(obj) >= target)
     }
+}
+
+/// Whether the conditions at `list` have `ty` `"True"`.
+fn condition_true(list: Option<&Pointer>, ty: &str, obj: &Value) -> bool {
+    list.and_then(|c| c.resolve(obj))
+        .and_then(Value::as_array)
+        .is_some_and(|list| {
+            list.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some(ty)
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
 }
 
 /// How many pods no longer need their quota while the job still runs
@@ -979,11 +1044,21 @@ pub struct PhaseRule {
 pub enum ActiveRule {
     Count(Pointer),
     Match(Match),
+    /// A condition of the job `"True"` (a RayService's `Ready`).
+    Condition(ConditionRule),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConditionRule {
+    pub conditions: Pointer,
+    pub condition: String,
 }
 
 impl ActiveRule {
     fn holds(&self, obj: &Value) -> bool {
         match self {
+            ActiveRule::Condition(c) => condition_true(Some(&c.conditions), &c.condition, obj),
             ActiveRule::Count(p) => p
                 .resolve_each(obj)
                 .into_iter()
@@ -1098,6 +1173,11 @@ pub struct Policy {
     pub admission_patch: Option<AdmissionPatch>,
     /// How MultiKueue copies the kind (used when `managed_by` is set).
     pub multi_kueue: MultiKueueRule,
+    /// While this holds, a job being deleted keeps its Workload and quota
+    /// until it is gone (Kueue's RayService `Skip` under
+    /// DeferRayServiceFinalizationForRedisCleanup: KubeRay's Redis cleanup
+    /// Job runs on that quota).
+    pub keep_while_deleting: Option<Toggle>,
     /// The file the policy came from, for messages.
     pub source: String,
 }
@@ -1227,6 +1307,7 @@ impl Policy {
             autoscaled: raw.autoscaled,
             admission_patch: raw.admission_patch,
             multi_kueue: raw.multi_kueue,
+            keep_while_deleting: raw.keep_while_deleting,
             source: file.to_string(),
         })
     }
@@ -1236,6 +1317,32 @@ impl Policy {
     }
 
     /// Is `obj` left alone (see `skipWhen`)?
+    /// The label selector of the job's elastic pods: `{uid}`, `{name}` and
+    /// `{/pointer}` replaced by the job's fields. `None` without a rule, or
+    /// while a field it names is empty (a RayService names no cluster before
+    /// KubeRay makes one; an empty selector would pick every pod).
+    pub fn elastic_pod_selector(&self, job: &Value) -> Option<String> {
+        let mut rest = self.elastic_pods.as_deref()?;
+        let mut out = String::new();
+        while let Some(open) = rest.find('{') {
+            let close = open + rest[open..].find('}')?;
+            let path = match &rest[open + 1..close] {
+                "uid" => "/metadata/uid",
+                "name" => "/metadata/name",
+                p => p,
+            };
+            let value = job
+                .pointer(path)
+                .and_then(Value::as_str)
+                .filter(|v| !v.is_empty())?;
+            out.push_str(&rest[..open]);
+            out.push_str(value);
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        Some(out)
+    }
+
     pub fn skips(&self, obj: &Value) -> bool {
         self.skip_when.iter().any(|p| match p.resolve(obj) {
             None | Some(Value::Null) => false,
@@ -1277,6 +1384,7 @@ impl Policy {
                         partial_admission: rule.partial_admission.clone(),
                         pod_set_info: rule.pod_set_info.clone(),
                         sidecar: rule.sidecar.clone(),
+                        requests_floor: rule.requests_floor.clone(),
                         ranks: eval_ranks(rule.ranks.as_ref(), obj, None)?,
                     });
                 }
@@ -1313,7 +1421,10 @@ impl Policy {
                         let count = eval_count(&rule.count, item, Some((list, i)))?;
                         out.push(PodSet {
                             name: name.to_lowercase(),
-                            field: template.field_path(),
+                            field: match &rule.template_field {
+                                Some(f) => f.replace("{i}", &i.to_string()),
+                                None => template.field_path(),
+                            },
                             template,
                             count,
                             synthesize: rule.synthesize,
@@ -1321,6 +1432,7 @@ impl Policy {
                             partial_admission: None,
                             pod_set_info: rule.pod_set_info.clone(),
                             sidecar: rule.sidecar.clone(),
+                            requests_floor: rule.requests_floor.clone(),
                             ranks: eval_ranks(rule.ranks.as_ref(), item, Some((list, i)))?,
                         });
                     }
@@ -1498,6 +1610,7 @@ impl Invariant {
                 "/spec/rayClusterSpec/enableInTreeAutoscaling",
             ],
             Invariant::RayCluster => &["/spec/enableInTreeAutoscaling", "/spec/managedBy"],
+            Invariant::RayService => &["/spec/rayClusterConfig/enableInTreeAutoscaling"],
             Invariant::SparkApplication => &["/spec/mode", "/spec/dynamicAllocation/enabled"],
             _ => &[],
         }
@@ -1519,6 +1632,13 @@ impl Policy {
             if let Some(sc) = &rule.sidecar {
                 root.whole(&sc.when);
                 root.whole(&sc.resources);
+            }
+            if let Some(p) = rule
+                .requests_floor
+                .as_ref()
+                .and_then(|f| f.when.present.as_ref())
+            {
+                root.whole(p);
             }
             let node = match &rule.for_each {
                 Some(list) => root.each(list),
@@ -1730,6 +1850,33 @@ mod tests {
         };
         assert_eq!(counts(&obj), vec![7]);
         assert_eq!(counts(&read), vec![7]);
+    }
+
+    /// The elastic pods' selector names the job's fields; it is no
+    /// selector while a field it names is empty, which would pick every pod.
+    #[test]
+    fn the_elastic_pod_selector_names_the_jobs_fields() {
+        let with = |rule: &str| {
+            let mut p = (*job_policy()).clone();
+            p.elastic_pods = Some(rule.to_string());
+            p
+        };
+        let job = json!({"metadata": {"name": "j", "uid": "u-1"},
+                         "status": {"cluster": "c-2", "empty": ""}});
+        let sel = |rule: &str| with(rule).elastic_pod_selector(&job);
+        assert_eq!(sel("a={uid}").as_deref(), Some("a=u-1"));
+        assert_eq!(sel("a={name},b=x").as_deref(), Some("a=j,b=x"));
+        assert_eq!(
+            sel("ray.io/cluster={/status/cluster}").as_deref(),
+            Some("ray.io/cluster=c-2")
+        );
+        assert_eq!(sel("a={/status/empty}"), None);
+        assert_eq!(sel("a={/status/missing}"), None);
+        assert_eq!(sel("a={name"), None, "an unclosed brace");
+        assert_eq!(
+            job_policy().elastic_pod_selector(&job).is_some(),
+            job_policy().elastic_pods.is_some()
+        );
     }
 
     fn job_policy() -> Arc<Policy> {

@@ -252,6 +252,24 @@ pub fn to_ungate<'p>(granted: &Counts, pods: &'p [PodFacts]) -> Vec<&'p str> {
     out
 }
 
+/// Whether some pod set has fewer pods (finished ones too) than the slice
+/// grants: its operator has yet to create them. Kueue's ungater watches
+/// pods; the shell looks again soon instead, only while this holds.
+pub fn awaiting_pods(granted: &Counts, pods: &[PodFacts]) -> bool {
+    let only = (granted.len() == 1)
+        .then(|| granted.keys().next().cloned())
+        .flatten();
+    let mut have: BTreeMap<String, i64> = BTreeMap::new();
+    for p in pods {
+        if let Some(ps) = p.pod_set.clone().or_else(|| only.clone()) {
+            *have.entry(ps).or_default() += 1;
+        }
+    }
+    granted
+        .iter()
+        .any(|(ps, n)| have.get(ps).copied().unwrap_or(0) < *n)
+}
+
 /// The JSON patch removing the elastic-job gate at `index` of a pod's
 /// scheduling gates, on the condition that it is still there.
 pub fn ungate_patch(index: usize) -> Value {

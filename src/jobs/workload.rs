@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use crate::jobs::{
-    policy::{Policy, Ranks, Synthesizer},
+    policy::{Policy, Ranks, RequestsFloor, Synthesizer},
     reference::InfoEntry,
 };
 use crate::vocabulary::{
@@ -24,6 +24,7 @@ use crate::vocabulary::{
     },
     patch::{self, PatchOp},
     pointer::Pointer,
+    quantity::Quantity,
 };
 
 const HASH_LENGTH: usize = 5;
@@ -230,8 +231,7 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
         field: e.field,
         message: e.message,
     })?;
-    Ok(sets
-        .into_iter()
+    sets.into_iter()
         .map(|ps| {
             let mut t = match (ps.template.resolve(job), ps.synthesize) {
                 (_, Some(hook)) if hook.always() => synthesize(hook, job),
@@ -239,6 +239,12 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
                 (None, Some(hook)) => synthesize(hook, job),
                 (None, None) => Value::Null,
             };
+            if let Some(floor) = ps.requests_floor.as_ref().filter(|f| f.when.on(job)) {
+                raise_requests(&mut t, floor).map_err(|message| WorkloadError::PodSets {
+                    field: format!("{}.spec.containers", ps.field),
+                    message,
+                })?;
+            }
             if let Some(c) = ps.sidecar.as_ref().and_then(|s| s.container(job)) {
                 match t
                     .pointer_mut("/spec/containers")
@@ -264,15 +270,57 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
                 "spec".into(),
                 t.get("spec").cloned().unwrap_or_else(|| json!({})),
             );
-            JobPodSet {
+            Ok(JobPodSet {
                 name: ps.name,
                 count: ps.count,
                 min_count: ps.min_count,
                 template: Value::Object(template),
                 ranks: ps.ranks,
-            }
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// The template's first container's requests, each at least the floor's
+/// (apimachinery's order; a quantity that does not parse is left as is).
+fn raise_requests(template: &mut Value, floor: &RequestsFloor) -> Result<(), String> {
+    let Some(first) = template
+        .pointer_mut("/spec/containers/0")
+        .filter(|c| c.is_object())
+    else {
+        return Err(floor.no_container.clone());
+    };
+    let resources = first
+        .as_object_mut()
+        .expect("an object")
+        .entry("resources")
+        .or_insert_with(|| json!({}));
+    if !resources.is_object() {
+        *resources = json!({});
+    }
+    let requests = resources
+        .as_object_mut()
+        .expect("an object")
+        .entry("requests")
+        .or_insert_with(|| json!({}));
+    if !requests.is_object() {
+        *requests = json!({});
+    }
+    let requests = requests.as_object_mut().expect("an object");
+    for (name, least) in &floor.requests {
+        let Some(least_q) = least.as_str().and_then(|l| Quantity::parse(l).ok()) else {
+            continue;
+        };
+        let raise = match requests.get(name).and_then(Value::as_str) {
+            None => !requests.contains_key(name),
+            Some(have) => Quantity::parse(have)
+                .is_ok_and(|q| q.cmp_value(&least_q) == std::cmp::Ordering::Less),
+        };
+        if raise {
+            requests.insert(name.clone(), least.clone());
+        }
+    }
+    Ok(())
 }
 
 /// A pod template the object leaves to its operator's default.

@@ -139,6 +139,8 @@ pub struct JobKind {
     /// An elastic job's counts, which the worker's job follows along with
     /// the Workload slice it runs under (see [`JobKind::elastic_sync`]).
     pub elastic_counts: Vec<String>,
+    /// Spec fields the worker's copy follows (see [`JobKind::spec_sync`]).
+    pub synced_fields: Vec<String>,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -162,6 +164,23 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         ..JobKind::copied_whole(APPWRAPPER_API_VERSION, APPWRAPPER_KIND, "appwrappers")
     }
 });
+
+/// `ops` after a `test` of the copy's `resourceVersion` as read (a copy
+/// changed since is patched on a later pass); `None` when there are none.
+fn tested_against(remote: &Value, mut ops: Vec<PatchOp>) -> Option<Vec<PatchOp>> {
+    if ops.is_empty() {
+        return None;
+    }
+    if let Some(rv) = remote.pointer("/metadata/resourceVersion") {
+        let test = PatchOp {
+            op: "test",
+            path: "/metadata/resourceVersion".into(),
+            value: rv.clone(),
+        };
+        ops.insert(0, test);
+    }
+    Some(ops)
+}
 
 /// What the adapter's `SyncJob` decides for the job on the admitting worker.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,6 +228,11 @@ impl JobKind {
             defer_status: rule.defer_status,
             elastic_counts: rule
                 .elastic_counts
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            synced_fields: rule
+                .synced_fields
                 .iter()
                 .map(|c| c.as_str().to_string())
                 .collect(),
@@ -291,6 +315,7 @@ impl JobKind {
             external: false,
             gate_off: false,
             elastic_counts: Vec::new(),
+            synced_fields: Vec::new(),
         }
     }
 
@@ -503,19 +528,35 @@ impl JobKind {
                 );
             }
         }
-        if ops.is_empty() {
-            return None;
+        tested_against(remote, ops)
+    }
+
+    /// Kueue's `RemoteSpecSyncer` (`NeedsSync` and `Apply`): the worker's
+    /// copy takes the local job's value of each synced field, removed where
+    /// the local job has none. A JSON patch tested against the copy's
+    /// version; `None` when in sync.
+    pub fn spec_sync(&self, local: &Value, remote: &Value) -> Option<Vec<PatchOp>> {
+        let mut ops = Vec::new();
+        for at in &self.synced_fields {
+            let (want, have) = (local.pointer(at), remote.pointer(at));
+            if want == have {
+                continue;
+            }
+            match want {
+                Some(v) => {
+                    let Ok(ptr) = crate::vocabulary::pointer::Pointer::parse(at) else {
+                        continue;
+                    };
+                    let _ = patch::set(remote, &ptr, v.clone(), &mut ops);
+                }
+                None => ops.push(PatchOp {
+                    op: "remove",
+                    path: at.clone(),
+                    value: Value::Null,
+                }),
+            }
         }
-        if let Some(rv) = remote.pointer("/metadata/resourceVersion") {
-            let path = "/metadata/resourceVersion".into();
-            let test = PatchOp {
-                op: "test",
-                path,
-                value: rv.clone(),
-            };
-            ops.insert(0, test);
-        }
-        Some(ops)
+        tested_against(remote, ops)
     }
 
     /// The Workload name the local job's current generation gives its
@@ -1689,8 +1730,13 @@ impl<'a> Pass<'a, '_> {
                 JobSync::InSync { deferred: d } => deferred |= d,
             }
             let ids = self.s.identifier_annotations;
-            if let Some(patch) = remote.and_then(|r| self.kind.elastic_sync(local, r, wl_name, ids))
-            {
+            // An elastic job's counts first, as Kueue's Ray adapter does;
+            // its other synced fields on a later pass.
+            if let Some(patch) = remote.and_then(|r| {
+                self.kind
+                    .elastic_sync(local, r, wl_name, ids)
+                    .or_else(|| self.kind.spec_sync(local, r))
+            }) {
                 self.out.actions.push(Action::PatchRemoteJob {
                     cluster: cluster.clone(),
                     name: name.to_string(),

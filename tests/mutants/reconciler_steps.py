@@ -56,8 +56,11 @@ MUTATIONS = [
     (J, "a finished job", "    if let Some((reason, message)) = finished {", "    if let Some((reason, message)) = finished.filter(|_| false) {"),
     (J, "readiness written", "        return Ok(Step::wait(vec![Write::WorkloadStatus(status)]));", "        let _ = status;"),
     (J, "an evicted job", "    if reserved && conds.is_true(condition::EVICTED) {", "    if false {"),
-    (J, "pods still stopping", "        if !dispatched && policy.status.as_ref().is_some_and(|s| s.is_active(job)) {", "        if false {"),
-    (J, "a MultiKueue job has no pods here", "            .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER);", "            .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER && false);"),
+    (J, "pods still stopping", "        if !dispatched(policy, job) && policy.status.as_ref().is_some_and(|s| s.is_active(job)) {", "        if false {"),
+    (J, "a MultiKueue job has no pods here", "        .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER)\n}", "        .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER && false)\n}"),
+    (J, "a job deleted under its operator's cleanup keeps its Workload", "                .is_some_and(|k| k.on(job))\n        {", "                .is_some_and(|k| k.on(job) && false)\n        {"),
+    (J, "a Workload deleted itself is not kept", "        let deleting = wl.is_some_and(|wl| wl.metadata.deletion_timestamp.is_some());", "        let deleting = false;"),
+    (J, "a dispatched job's pods are not looked for here", "    if dispatched(policy, job) {\n        return None;", "    if false {\n        return None;"),
     (J, "execution time expiry", "        wl.spec.maximum_execution_time_seconds,\n        accumulated,", "        None,\n        accumulated,"),
     (J, "pods not ready in time evict", "    Timer::Expired(vec![\n        Write::WorkloadStatus(status),\n        Write::WorkloadEvent(Note::normal(&reason, message)),\n    ])", "    let _ = (status, reason, message);\n    Timer::Idle"),
     (J, "past the requeuing limit deactivate", '            return Timer::Expired(vec![Write::WorkloadStatus(json!({"conditions": c.0}))]);', "            return Timer::Idle;"),
@@ -159,6 +162,8 @@ MUTATIONS = [
     (T, "a replaced slice's finish is waited for only before it", "        && !replaced(wl)", "        && true"),
     (M, "an outgrown slice's elastic sync is left alone", "        if scaled_up && workload_name != self.current_slice(local) {", "        if false {"),
     (M, "the worker's job names the slice it runs", "        if named != Some(workload_name) {", "        if false {"),
+    (M, "a synced spec field is forwarded", "                    .or_else(|| self.kind.spec_sync(local, r))", "                    .or_else(|| None)"),
+    (M, "a synced field in step is not patched again", "            if want == have {\n                continue;", "            if false {\n                continue;"),
     (Q, "a worker's copies of one chain are one job's", "            || (a.copy_chain.is_some() && a.copy_chain == b.copy_chain))", "            || false)"),
 ]
 

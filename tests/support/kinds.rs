@@ -68,6 +68,7 @@ pub fn all() -> Vec<Sample> {
         mpijob(),
         rayjob(),
         raycluster(),
+        rayservice(),
         pytorchjob(),
         tfjob(),
         paddlejob(),
@@ -200,6 +201,40 @@ pub fn raycluster() -> Sample {
             ("workers", 3, "/spec/workerGroupSpecs/0/template"),
         ],
         suspend: "/spec/suspend",
+    }
+}
+
+/// A RayService whose cluster has a head and a worker group of 2 × 2
+/// hosts.
+pub fn rayservice() -> Sample {
+    Sample {
+        group: "ray.io",
+        version: "v1",
+        kind: "RayService",
+        resource: "rayservices",
+        body: json!({
+            "metadata": meta(),
+            "spec": {
+                "serveConfigV2": "applications:\n  - name: fruit\n    import_path: fruit.app\n",
+                "rayClusterConfig": {
+                    "rayVersion": "2.9.0",
+                    "headGroupSpec": {"rayStartParams": {}, "template": pod("head", "100m")},
+                    "workerGroupSpecs": [
+                        {"groupName": "serve", "replicas": 2, "numOfHosts": 2, "rayStartParams": {},
+                         "template": pod("serve", "100m")},
+                    ],
+                },
+            },
+        }),
+        pod_sets: vec![
+            ("head", 1, "/spec/rayClusterConfig/headGroupSpec/template"),
+            (
+                "serve",
+                4,
+                "/spec/rayClusterConfig/workerGroupSpecs/0/template",
+            ),
+        ],
+        suspend: "/spec/rayClusterConfig/suspend",
     }
 }
 

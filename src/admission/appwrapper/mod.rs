@@ -120,6 +120,7 @@ pub fn policy() -> &'static Policy {
             skip_when: Vec::new(),
             elastic_jobs: false,
             elastic_pods: None,
+            keep_while_deleting: None,
             prebuilt_workloads: true,
             update_rules: UpdateRules::UpdateOnly,
             runtime_ref: None,

@@ -246,3 +246,90 @@ fn a_slice_is_named_with_the_clusters_generation() {
     };
     assert_eq!(s.map(|s| s.workload), Some(named("1_7")));
 }
+
+/// Kueue v0.19.2 `rayservice_controller_test.go` `TestPodSets`, the cases
+/// with workload slicing, each by its name: an elastic RayService under
+/// in-tree autoscaling counts its active RayCluster's workers, and its
+/// head the autoscaler.
+#[test]
+fn a_rayservice_follows_its_active_cluster_as_kueue_reads_it() {
+    let p = PolicySet::embedded()
+        .unwrap()
+        .find("ray.io", "v1", "RayService")
+        .unwrap()
+        .clone();
+    let r = p.autoscaled.clone().unwrap();
+    let service = |replicas: i64, autoscaling: bool, cluster: &str| {
+        json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "rayservice", "namespace": "ns", "uid": "svc-uid",
+                         "generation": 1, "resourceVersion": "3",
+                         "annotations": {"kueue.x-k8s.io/elastic-job": "true"}},
+            "spec": {"rayClusterConfig": {"enableInTreeAutoscaling": autoscaling,
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "head_c"}]}}},
+                "workerGroupSpecs": [group("group1", Some(replicas))]}},
+            "status": {"activeServiceStatus": {"rayClusterName": cluster}}})
+    };
+    let sets = |job: &Value| -> Vec<(String, i64, usize)> {
+        crate::jobs::workload::pod_sets(&p, job)
+            .unwrap()
+            .into_iter()
+            .map(|ps| {
+                let containers = ps.template["spec"]["containers"].as_array().unwrap().len();
+                (ps.name, ps.count, containers)
+            })
+            .collect()
+    };
+    let own = |v: &[(&str, i64, usize)]| -> Vec<(String, i64, usize)> {
+        v.iter().map(|(n, c, k)| (n.to_string(), *c, *k)).collect()
+    };
+
+    // "with workload slicing and autoscaling enabled, update from RayCluster"
+    let job = service(1, true, "rayservice-cluster");
+    assert_eq!(r.object_name(&job), Some("rayservice-cluster"));
+    let five = cluster("rayservice-cluster", vec![group("group1", Some(5))], 1);
+    let f = r.follow(&p, &job, Some(&five)).unwrap();
+    assert_eq!(
+        sets(&f.job),
+        own(&[("head", 1, 2), ("group1", 5, 1)]),
+        "update from RayCluster"
+    );
+
+    // "with workload slicing enabled but autoscaling disabled, use spec count"
+    let job = service(2, false, "rayservice-cluster");
+    let ten = cluster("rayservice-cluster", vec![group("group1", Some(10))], 1);
+    let f = r.follow(&p, &job, Some(&ten)).unwrap();
+    assert_eq!(
+        sets(&f.job),
+        own(&[("head", 1, 1), ("group1", 2, 1)]),
+        "autoscaling disabled"
+    );
+
+    // "with workload slicing and autoscaling enabled, RayCluster not found
+    // fallback to spec": nothing read.
+    let job = service(3, true, "nonexistent-cluster");
+    let f = r.follow(&p, &job, None).unwrap();
+    assert_eq!(
+        sets(&f.job),
+        own(&[("head", 1, 2), ("group1", 3, 1)]),
+        "RayCluster not found"
+    );
+
+    // "with workload slicing and autoscaling enabled, no RayClusterName in
+    // status": no object named, nothing read.
+    let job = service(2, true, "");
+    assert_eq!(r.object_name(&job), None);
+    let f = r.follow(&p, &job, None).unwrap();
+    assert_eq!(
+        sets(&f.job),
+        own(&[("head", 1, 2), ("group1", 2, 1)]),
+        "no RayClusterName"
+    );
+
+    // Its elastic pods are its active cluster's; none while it has none.
+    assert_eq!(
+        p.elastic_pod_selector(&service(1, true, "rayservice-cluster"))
+            .as_deref(),
+        Some("ray.io/cluster=rayservice-cluster")
+    );
+    assert_eq!(p.elastic_pod_selector(&service(1, true, "")), None);
+}

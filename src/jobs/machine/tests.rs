@@ -1079,3 +1079,56 @@ fn an_admitted_trainjob_reports_readiness_and_reclaim_from_its_runtime() {
         "{s:?}"
     );
 }
+
+/// Kueue's RayService `Skip` (DeferRayServiceFinalizationForRedisCleanup,
+/// on by default): a service deleted under GCS fault tolerance keeps its
+/// Workload, quota and finalizer until it is gone, while KubeRay's Redis
+/// cleanup Job runs; without fault tolerance it lets go as any job does.
+#[test]
+fn a_rayservice_deleted_under_gcs_fault_tolerance_keeps_its_workload_until_gone() {
+    let w = World::new("RayService");
+    let service = |ft: bool| {
+        let mut s = json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "svc", "namespace": "ns", "uid": UID, "resourceVersion": "4",
+                         "labels": {"kueue.x-k8s.io/queue-name": "lq"},
+                         "deletionTimestamp": at(50)},
+            "spec": {"rayClusterConfig": {"suspend": false,
+                "headGroupSpec": {"template": {"spec": {"containers": [{"name": "ray-head",
+                    "resources": {"requests": {"cpu": "1"}}}]}}}}}});
+        if ft {
+            s["metadata"]["annotations"] = json!({"ray.io/ft-enabled": "true"});
+        }
+        s
+    };
+    let wl_of = |svc: &Value| -> api::Workload {
+        let prio = workload::priority(&w.policy, svc, &PriorityClasses::default()).unwrap();
+        let mut body = workload::for_job(&w.policy, svc, &prio).unwrap();
+        body["metadata"]["uid"] = json!("wl-uid");
+        body["metadata"]["resourceVersion"] = json!("7");
+        body["metadata"]["finalizers"] = json!([keys::RESOURCE_IN_USE_FINALIZER]);
+        body["status"] = admitted();
+        serde_json::from_value(body).unwrap()
+    };
+    let kept = service(true);
+    let s = w.step(&kept, Some(&wl_of(&kept)));
+    assert_eq!(s.writes, [], "kept under fault tolerance: {s:?}");
+    // Better than Kueue's Skip: a Workload deleted itself (a foreground
+    // deletion of the service waits for it) is let go, or the deletion
+    // would hang.
+    let mut going = wl_of(&kept);
+    going.metadata.deletion_timestamp = Some(at(60));
+    let s = w.step(&kept, Some(&going));
+    assert_eq!(
+        s.writes,
+        [Write::RemoveFinalizer],
+        "a deleted Workload: {s:?}"
+    );
+    let plain = service(false);
+    let s = w.step(&plain, Some(&wl_of(&plain)));
+    let c = condition(status_of(&s), "Finished");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("OwnerNotFound")),
+        "let go without fault tolerance"
+    );
+}

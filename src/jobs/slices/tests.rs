@@ -416,3 +416,29 @@ fn the_ungater_lets_go_no_more_than_the_slice_grants() {
     ];
     assert_eq!(to_ungate(&granted, &pods), vec!["h", "w1", "w2"]);
 }
+
+/// The shell looks for an elastic job's pods again only while its operator
+/// has made fewer than the slice grants (finished pods count as made).
+#[test]
+fn pods_are_awaited_only_while_fewer_exist_than_granted() {
+    let granted: Counts = [("head".to_string(), 1), ("workers".to_string(), 2)]
+        .into_iter()
+        .collect();
+    let head = pod("h", Some("head"), false, false);
+    let w = |n: &str, done: bool| pod(n, Some("workers"), true, done);
+    assert!(awaiting_pods(&granted, &[]));
+    assert!(awaiting_pods(&granted, &[head.clone(), w("a", false)]));
+    assert!(!awaiting_pods(
+        &granted,
+        &[head.clone(), w("a", false), w("b", true)]
+    ));
+    assert!(!awaiting_pods(
+        &granted,
+        &[head.clone(), w("a", false), w("b", false), w("c", false)]
+    ));
+    assert!(awaiting_pods(&granted, &[w("a", false), w("b", false)]));
+    // One pod set: an unlabelled pod is its.
+    let one: Counts = [("main".to_string(), 1)].into_iter().collect();
+    assert!(!awaiting_pods(&one, &[pod("p", None, true, false)]));
+    assert!(awaiting_pods(&one, &[pod("p", Some("other"), true, false)]));
+}

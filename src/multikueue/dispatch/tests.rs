@@ -3154,3 +3154,185 @@ fn adapter_copy_status_from_remote() {
     let got = copied(external().sync(&local, Some(&remote), "wl1", ORIGIN1, true, &now()));
     assert_eq!(got, (norm(&remote["status"]), false));
 }
+
+// ---- RayService (Kueue v0.19.2 rayservice_multikueue_adapter_test.go) ----
+
+static RAYSERVICE: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
+    let policies = crate::jobs::policy::PolicySet::embedded().unwrap();
+    let p = policies
+        .iter()
+        .find(|p| p.target.kind == "RayService")
+        .unwrap();
+    JobKind::from_policy(p).expect("the RayService policy has managedBy")
+});
+
+/// `MakeService("rayservice1", ns).Suspend(false)`, managed by MultiKueue,
+/// with this Serve config.
+fn rs_managed(serve: Option<&str>) -> Value {
+    let mut s = json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+        "metadata": {"name": "rayservice1", "namespace": "ns", "resourceVersion": "5"},
+        "spec": {"managedBy": "kueue.x-k8s.io/multikueue",
+            "rayClusterConfig": {"rayVersion": "2.9.0", "suspend": false,
+                "headGroupSpec": {"rayStartParams": {},
+                    "template": {"spec": {"containers": [{"name": "ray-head"}]}}},
+                "workerGroupSpecs": [{"groupName": "workers-group-0", "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "ray-worker"}]}}}]}}});
+    if let Some(c) = serve {
+        s["spec"]["serveConfigV2"] = json!(c);
+    }
+    s
+}
+
+/// The worker's copy: `managedBy` cleared, MultiKueue's origin and the
+/// prebuilt Workload `wl1` in labels.
+fn rs_remote(serve: Option<&str>) -> Value {
+    let mut s = rs_managed(serve);
+    s["spec"].as_object_mut().unwrap().remove("managedBy");
+    s["metadata"]["labels"] = json!({ORIGIN_LABEL: ORIGIN1, keys::PREBUILT_WORKLOAD_LABEL: "wl1"});
+    s
+}
+
+fn ready(mut s: Value) -> Value {
+    s["status"] = json!({"conditions": [
+        {"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints"}]});
+    s
+}
+
+fn sync_rs(local: &Value, remote: Option<&Value>, annotations: bool) -> JobSync {
+    RAYSERVICE.sync(local, remote, "wl1", ORIGIN1, annotations, &now())
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote rayservice"
+#[test]
+fn sync_creates_missing_remote_rayservice() {
+    let got = created(sync_rs(&rs_managed(None), None, false));
+    let mut want = rs_remote(None);
+    want["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    assert_eq!(got, norm(&want));
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync forwards a serveConfigV2 change to the existing remote rayservice"
+#[test]
+fn sync_forwards_a_serve_config_v2_change_to_the_existing_remote_rayservice() {
+    let local = rs_managed(Some("new-config"));
+    let remote = rs_remote(Some("old-config"));
+    let ops = RAYSERVICE.spec_sync(&local, &remote).expect("a sync");
+    assert_eq!(
+        (ops[0].op, ops[0].path.as_str(), &ops[0].value),
+        ("test", "/metadata/resourceVersion", &json!("5"))
+    );
+    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
+    let mut out = remote.clone();
+    json_patch::patch(&mut out, &p).unwrap();
+    assert_eq!(out, rs_remote(Some("new-config")));
+    // In sync: nothing; a config dropped on the manager is dropped there.
+    assert_eq!(
+        RAYSERVICE.spec_sync(&local, &rs_remote(Some("new-config"))),
+        None
+    );
+    let ops = RAYSERVICE
+        .spec_sync(&rs_managed(None), &remote)
+        .expect("a sync");
+    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
+    let mut out = remote;
+    json_patch::patch(&mut out, &p).unwrap();
+    assert_eq!(out, rs_remote(None));
+    // Other kinds sync no spec field.
+    assert_eq!(
+        BATCH_JOB.spec_sync(&local, &rs_remote(Some("old-config"))),
+        None
+    );
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote rayservice"
+#[test]
+fn sync_status_from_remote_rayservice() {
+    let got = copied(sync_rs(
+        &rs_managed(None),
+        Some(&ready(rs_remote(None))),
+        false,
+    ));
+    assert_eq!(got, (norm(&ready(json!({}))["status"]), false));
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync status from remote while local rayservice is suspended"
+#[test]
+fn sync_status_from_remote_while_local_rayservice_is_suspended() {
+    let suspend = |mut s: Value| {
+        s["spec"]["rayClusterConfig"]["suspend"] = json!(true);
+        s
+    };
+    let got = copied(sync_rs(
+        &suspend(rs_managed(None)),
+        Some(&ready(suspend(rs_remote(None)))),
+        false,
+    ));
+    assert_eq!(got, (norm(&ready(json!({}))["status"]), false));
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "job with wrong managedBy is not considered managed"
+// and "job managedBy multikueue" ("remote rayservice is deleted" and
+// "missing job is not considered managed" are the step's, as for every kind)
+#[test]
+fn rayservice_managed_by_multikueue_or_not() {
+    let mut mine = rs_managed(None);
+    mine["spec"]["managedBy"] = json!("ray.io/kuberay-operator");
+    assert_eq!(
+        RAYSERVICE.unmanaged_reason(&mine).as_deref(),
+        Some(
+            r#"Expecting spec.managedBy to be "kueue.x-k8s.io/multikueue" not "ray.io/kuberay-operator""#
+        )
+    );
+    assert_eq!(RAYSERVICE.unmanaged_reason(&rs_managed(None)), None);
+}
+
+// rayservice_multikueue_adapter_test.go, TestMultiKueueAdapter: "sync creates missing remote rayservice, WorkloadIdentifierAnnotations enabled"
+#[test]
+fn sync_creates_missing_remote_rayservice_workload_identifier_annotations_enabled() {
+    let got = created(sync_rs(&rs_managed(None), None, true));
+    let mut want = rs_managed(None);
+    want["spec"].as_object_mut().unwrap().remove("managedBy");
+    want["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    want["metadata"]["labels"] = json!({ ORIGIN_LABEL: ORIGIN1 });
+    want["metadata"]["annotations"] = json!({ keys::PREBUILT_WORKLOAD_LABEL: "wl1" });
+    assert_eq!(got, norm(&want));
+}
+
+/// Through the step: once the worker runs the service, a Serve config
+/// changed on the manager is patched onto the worker's copy (and only
+/// then); the copy as the worker has it otherwise is left alone.
+#[test]
+fn the_admitting_workers_rayservice_takes_the_managers_serve_config() {
+    let owned = Wl::base()
+        .check("ac1", "Ready", r#"The workload was admitted on "worker1""#)
+        .owner("ray.io/v1", "RayService", "rayservice1")
+        .reserved()
+        .cluster("worker1");
+    let theirs = |serve: &str| {
+        let mut r = rs_remote(Some(serve));
+        r["metadata"]["labels"][ORIGIN_LABEL] = json!(ORIGIN);
+        Job(r)
+    };
+    for (local, want_patch) in [("new-config", true), ("old-config", false)] {
+        let mut c = case(owned.clone());
+        c.kind = &RAYSERVICE;
+        c.local_job = Some(Job(rs_managed(Some(local))));
+        c.workers = vec![worker("worker1")
+            .wl(admitted_copy())
+            .job(theirs("old-config"))];
+        let w = c.run();
+        w.job_is(0, Some(theirs(local)));
+        let patched = w
+            .step
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::PatchRemoteJob { .. }));
+        assert_eq!(patched, want_patch, "manager's config {local}");
+    }
+}

@@ -276,4 +276,9 @@ fn a_prebuilt_elastic_jobs_pods_are_let_go_by_its_prebuilt_workload() {
     plain["metadata"]["annotations"] = json!({});
     let s = subject(&w.policy, &w.set, &plain).unwrap();
     assert_eq!(by(&s, &plain, &sent), None);
+    // A job MultiKueue runs on a worker has no pods here to let go.
+    let mut away = j.clone();
+    away["spec"]["managedBy"] = json!(keys::MULTIKUEUE_CONTROLLER);
+    let s = subject(&w.policy, &w.set, &away).unwrap();
+    assert_eq!(by(&s, &away, &sent), None);
 }
