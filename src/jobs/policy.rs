@@ -788,11 +788,28 @@ pub struct MultiKueueRule {
     /// Workload slice admitted for them as its prebuilt Workload.
     #[serde(default)]
     pub elastic_counts: Vec<Pointer>,
+    /// An elastic job's counts kept per group of a list (a RayCluster's
+    /// worker groups): the worker's copy takes each group's fields from the
+    /// local group of the same key, as `elasticCounts` does.
+    #[serde(default)]
+    pub elastic_groups: Option<ElasticGroups>,
     /// Spec fields the worker's copy takes from the local job while it runs
     /// there (Kueue's `RemoteSpecSyncer`, gate MultiKueueRemoteSpecSync: a
     /// RayService's `serveConfigV2`, an in-place Serve update).
     #[serde(default)]
     pub synced_fields: Vec<Pointer>,
+}
+
+/// Groups whose pods are `count` (default 1) × `hosts` (when above 1)
+/// (Kueue's `effectiveWorkerCount`), found by `key` in `list`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ElasticGroups {
+    pub list: Pointer,
+    pub key: Pointer,
+    pub count: Pointer,
+    #[serde(default)]
+    pub hosts: Option<Pointer>,
 }
 
 /// How a job reports its progress, for the Workload reconciler: when it has
@@ -1256,7 +1273,9 @@ impl Policy {
                 )));
             }
         }
-        if !raw.multi_kueue.elastic_counts.is_empty() && !raw.elastic_jobs {
+        if (!raw.multi_kueue.elastic_counts.is_empty() || raw.multi_kueue.elastic_groups.is_some())
+            && !raw.elastic_jobs
+        {
             return Err(invalid(
                 "multiKueue.elasticCounts needs elasticJobs: only an elastic job changes its counts while it runs".into(),
             ));

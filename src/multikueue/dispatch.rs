@@ -25,7 +25,7 @@
 //! preemption gates on the copies) and multi-workload owners
 //! (LeaderWorkerSet's component Workloads).
 
-use std::{fmt, time::Duration};
+use std::{collections::BTreeMap, fmt, time::Duration};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::{json, Map, Value};
@@ -139,6 +139,8 @@ pub struct JobKind {
     /// An elastic job's counts, which the worker's job follows along with
     /// the Workload slice it runs under (see [`JobKind::elastic_sync`]).
     pub elastic_counts: Vec<String>,
+    /// An elastic job's counts per group (a RayCluster's worker groups).
+    pub elastic_groups: Option<crate::jobs::policy::ElasticGroups>,
     /// Spec fields the worker's copy follows (see [`JobKind::spec_sync`]).
     pub synced_fields: Vec<String>,
 }
@@ -164,6 +166,51 @@ pub static APPWRAPPER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|
         ..JobKind::copied_whole(APPWRAPPER_API_VERSION, APPWRAPPER_KIND, "appwrappers")
     }
 });
+
+/// The copy's groups take the count fields of the local group of the same
+/// key (removed where the local group has none); groups only one side has
+/// are left alone (Kueue's `syncWorkerReplicas`).
+fn group_ops(
+    g: &crate::jobs::policy::ElasticGroups,
+    local: &Value,
+    remote: &Value,
+    ops: &mut Vec<PatchOp>,
+) {
+    let items = |job: &Value| -> Vec<Value> {
+        g.list
+            .resolve(job)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mine = items(local);
+    for (i, theirs) in items(remote).iter().enumerate() {
+        let key = g.key.resolve(theirs);
+        let Some(ours) = mine
+            .iter()
+            .find(|m| key.is_some() && g.key.resolve(m) == key)
+        else {
+            continue;
+        };
+        for field in std::iter::once(&g.count).chain(g.hosts.as_ref()) {
+            let (want, have) = (field.resolve(ours), field.resolve(theirs));
+            if want == have {
+                continue;
+            }
+            let at = g.list.join(i, field);
+            match want {
+                Some(v) => {
+                    let _ = patch::set(remote, &at, v.clone(), ops);
+                }
+                None => ops.push(PatchOp {
+                    op: "remove",
+                    path: at.as_str().to_string(),
+                    value: Value::Null,
+                }),
+            }
+        }
+    }
+}
 
 /// `ops` after a `test` of the copy's `resourceVersion` as read (a copy
 /// changed since is patched on a later pass); `None` when there are none.
@@ -231,6 +278,7 @@ impl JobKind {
                 .iter()
                 .map(|c| c.as_str().to_string())
                 .collect(),
+            elastic_groups: rule.elastic_groups.clone(),
             synced_fields: rule
                 .synced_fields
                 .iter()
@@ -315,6 +363,7 @@ impl JobKind {
             external: false,
             gate_off: false,
             elastic_counts: Vec::new(),
+            elastic_groups: None,
             synced_fields: Vec::new(),
         }
     }
@@ -466,9 +515,10 @@ impl JobKind {
     }
 
     /// Kueue's `needElasticJobSync` and `syncElasticJob` (its batch/v1 Job
-    /// adapter): the worker's copy of an elastic job takes the local job's
-    /// counts and names `workload_name`, the slice admitted for them, as
-    /// its prebuilt Workload. A JSON patch tested against the copy's
+    /// adapter; its Ray adapter's `ElasticReplicaSync` for groups): the
+    /// worker's copy of an elastic job takes the local job's counts and
+    /// names `workload_name`, the slice admitted for them, as its prebuilt
+    /// Workload. A JSON patch tested against the copy's
     /// version; `None` when in sync, or when `workload_name` is a slice the
     /// job has outgrown (its counts went up since: the replacing slice's
     /// pass syncs once that slice is admitted there).
@@ -479,15 +529,14 @@ impl JobKind {
         workload_name: &str,
         identifier_annotations: bool,
     ) -> Option<Vec<PatchOp>> {
-        if !crate::jobs::machine::is_elastic(local) || self.elastic_counts.is_empty() {
+        if !crate::jobs::machine::is_elastic(local)
+            || (self.elastic_counts.is_empty() && self.elastic_groups.is_none())
+        {
             return None;
         }
-        let count = |job: &Value, at: &str| job.pointer(at).and_then(Value::as_i64).unwrap_or(0);
-        let scaled_up = self
-            .elastic_counts
-            .iter()
-            .any(|at| count(remote, at) < count(local, at));
-        if scaled_up && workload_name != self.current_slice(local) {
+        let (have, want) = (self.elastic_sizes(remote), self.elastic_sizes(local));
+        let total = |sizes: &BTreeMap<String, i64>| sizes.values().sum::<i64>();
+        if total(&have) < total(&want) && workload_name != self.current_slice(local) {
             return None;
         }
         let text = |key: &str, field: &str| {
@@ -510,6 +559,11 @@ impl JobKind {
                 let _ = patch::set(remote, &ptr, v.clone(), &mut ops);
             }
         }
+        // Groups of equal pod counts are left as they are, however those
+        // counts are made up (Kueue compares the counts).
+        if let (Some(g), false) = (&self.elastic_groups, have == want) {
+            group_ops(g, local, remote, &mut ops);
+        }
         if named != Some(workload_name) {
             // Where the copy was created with it (see `remote_job`).
             if identifier_annotations || workload_name.len() > 63 {
@@ -529,6 +583,39 @@ impl JobKind {
             }
         }
         tested_against(remote, ops)
+    }
+
+    /// Each elastic count of `job` by its pointer, and each group's pods by
+    /// its key.
+    fn elastic_sizes(&self, job: &Value) -> BTreeMap<String, i64> {
+        let count = |v: Option<&Value>, default: i64| v.and_then(Value::as_i64).unwrap_or(default);
+        let mut out: BTreeMap<String, i64> = self
+            .elastic_counts
+            .iter()
+            .map(|at| (at.clone(), count(job.pointer(at), 0)))
+            .collect();
+        if let Some(g) = &self.elastic_groups {
+            for item in g
+                .list
+                .resolve(job)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(key) = g.key.resolve(item).and_then(Value::as_str) else {
+                    continue;
+                };
+                let hosts = g
+                    .hosts
+                    .as_ref()
+                    .map_or(1, |h| count(h.resolve(item), 1).max(1));
+                out.insert(
+                    format!("group:{key}"),
+                    count(g.count.resolve(item), 1) * hosts,
+                );
+            }
+        }
+        out
     }
 
     /// Kueue's `RemoteSpecSyncer` (`NeedsSync` and `Apply`): the worker's

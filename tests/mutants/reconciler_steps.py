@@ -160,10 +160,11 @@ MUTATIONS = [
     (T, "only a replaced slice's pods follow another slice", "    if !replaced(named) {", "    if false {"),
     (T, "a successor releases pods once admitted", "                && conds.is_true(condition::ADMITTED)", "                && true"),
     (T, "a replaced slice's finish is waited for only before it", "        && !replaced(wl)", "        && true"),
-    (M, "an outgrown slice's elastic sync is left alone", "        if scaled_up && workload_name != self.current_slice(local) {", "        if false {"),
     (M, "the worker's job names the slice it runs", "        if named != Some(workload_name) {", "        if false {"),
     (M, "a synced spec field is forwarded", "                    .or_else(|| self.kind.spec_sync(local, r))", "                    .or_else(|| None)"),
-    (M, "a synced field in step is not patched again", "            if want == have {\n                continue;", "            if false {\n                continue;"),
+    (M, "a synced field in step is not patched again", "            let (want, have) = (local.pointer(at), remote.pointer(at));\n            if want == have {", "            let (want, have) = (local.pointer(at), remote.pointer(at));\n            if false && want == have {"),
+    (M, "an outgrown slice's elastic sync is left alone", "        if total(&have) < total(&want) && workload_name != self.current_slice(local) {", "        if false {"),
+    (M, "groups of equal counts are in sync", "        if let (Some(g), false) = (&self.elastic_groups, have == want) {", "        if let (Some(g), false) = (&self.elastic_groups, false) {"),
     (Q, "a worker's copies of one chain are one job's", "            || (a.copy_chain.is_some() && a.copy_chain == b.copy_chain))", "            || false)"),
 ]
 

@@ -3336,3 +3336,128 @@ fn the_admitting_workers_rayservice_takes_the_managers_serve_config() {
         assert_eq!(patched, want_patch, "manager's config {local}");
     }
 }
+
+// ---- RayCluster elastic sync (Kueue v0.19.2 raycluster_multikueue_adapter_test.go) ----
+
+static RAYCLUSTER: std::sync::LazyLock<JobKind> = std::sync::LazyLock::new(|| {
+    let policies = crate::jobs::policy::PolicySet::embedded().unwrap();
+    let p = policies
+        .iter()
+        .find(|p| p.target.kind == "RayCluster")
+        .unwrap();
+    JobKind::from_policy(p).expect("the RayCluster policy has managedBy")
+});
+
+/// `MakeCluster("raycluster1", ns).Suspend(false)`, elastic or not, its
+/// first worker group at `replicas` × `hosts`; with `wl`, the worker's copy
+/// naming that prebuilt Workload.
+fn rc(elastic: bool, replicas: i64, hosts: Option<i64>, wl: Option<&str>) -> Value {
+    let mut group = json!({"groupName": "workers-group-0", "replicas": replicas,
+        "minReplicas": 0, "maxReplicas": 10, "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-worker"}]}}});
+    if let Some(h) = hosts {
+        group["numOfHosts"] = json!(h);
+    }
+    let mut c = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "raycluster1", "namespace": "ns", "resourceVersion": "9"},
+        "spec": {"suspend": false, "rayVersion": "2.9.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-head"}]}}},
+            "workerGroupSpecs": [group]}});
+    if elastic {
+        c["metadata"]["annotations"] = json!({keys::ELASTIC_JOB_ANNOTATION: "true"});
+    }
+    if let Some(name) = wl {
+        c["metadata"]["labels"] =
+            json!({ORIGIN_LABEL: ORIGIN1, keys::PREBUILT_WORKLOAD_LABEL: name});
+    }
+    c
+}
+
+fn rc_synced(local: &Value, remote: &Value, workload: &str) -> Option<Value> {
+    let ops = RAYCLUSTER.elastic_sync(local, remote, workload, false)?;
+    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
+    let mut out = remote.clone();
+    json_patch::patch(&mut out, &p).expect("tested against the version read");
+    Some(out)
+}
+
+// raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "elastic scale-down propagates reduced worker replicas to the remote"
+#[test]
+fn elastic_scale_down_propagates_reduced_worker_replicas_to_the_remote() {
+    let got = rc_synced(
+        &rc(true, 1, None, None),
+        &rc(true, 3, None, Some("wl1")),
+        "wl1",
+    );
+    assert_eq!(got, Some(rc(true, 1, None, Some("wl1"))));
+}
+
+// raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "elastic NumOfHosts change propagates to the remote worker group"
+#[test]
+fn elastic_num_of_hosts_change_propagates_to_the_remote_worker_group() {
+    let got = rc_synced(
+        &rc(true, 2, Some(1), None),
+        &rc(true, 2, Some(2), Some("wl1")),
+        "wl1",
+    );
+    assert_eq!(got, Some(rc(true, 2, Some(1), Some("wl1"))));
+}
+
+// raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "elastic scale-up with the current slice name propagates replicas and updates the workload label"
+#[test]
+fn elastic_scale_up_with_the_current_slice_name_propagates_replicas_and_updates_the_workload_label()
+{
+    let manager = rc(true, 3, None, None);
+    // GenerateWorkloadNameWithExtra(name, "", gvk, "0"): generation 0.
+    let current = RAYCLUSTER.current_slice(&manager);
+    assert_eq!(
+        current,
+        crate::jobs::workload::name_with_extra("RayCluster", "ray.io", "raycluster1", "", "0")
+    );
+    let got = rc_synced(&manager, &rc(true, 1, None, Some("wl1")), &current);
+    assert_eq!(got, Some(rc(true, 3, None, Some(&current))));
+}
+
+// raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "elastic scale-up observing a stale old slice is skipped"
+#[test]
+fn elastic_scale_up_observing_a_stale_old_slice_is_skipped() {
+    let got = rc_synced(
+        &rc(true, 3, None, None),
+        &rc(true, 1, None, Some("stale-wl")),
+        "stale-wl",
+    );
+    assert_eq!(got, None);
+}
+
+// raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "non-elastic raycluster does not sync worker replicas even with the feature enabled"
+#[test]
+fn non_elastic_raycluster_does_not_sync_worker_replicas_even_with_the_feature_enabled() {
+    let got = rc_synced(
+        &rc(false, 1, None, None),
+        &rc(false, 3, None, Some("wl1")),
+        "wl1",
+    );
+    assert_eq!(got, None);
+}
+
+/// Kueue compares the groups' pod counts: equal counts made up otherwise
+/// (2 × 1 here, 1 × 2 there) are left as they are; a group only one side
+/// has is left alone.
+#[test]
+fn equal_group_counts_are_in_sync_however_made_up() {
+    let got = rc_synced(
+        &rc(true, 2, Some(1), None),
+        &rc(true, 1, Some(2), Some("wl1")),
+        "wl1",
+    );
+    assert_eq!(got, None);
+    let mut extra = rc(true, 1, None, None);
+    extra["spec"]["workerGroupSpecs"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"groupName": "only-here", "replicas": 4}));
+    // 1 + 4 here against 3 there is a scale-up: synced for the current slice.
+    let current = RAYCLUSTER.current_slice(&extra);
+    let got = rc_synced(&extra, &rc(true, 3, None, Some("wl1")), &current).unwrap();
+    assert_eq!(got, rc(true, 1, None, Some(&current)));
+}
