@@ -33,12 +33,12 @@ use support::{
 
 /// The kinds dispatched here, the pod, StatefulSet and LeaderWorkerSet
 /// among them (off by default).
-const FRAMEWORKS: &str = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n";
+const FRAMEWORKS: &str = "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, ray.io/rayservice, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n";
 
 /// [`FRAMEWORKS`], and short enough for a test: the garbage collector
 /// every 5 s, a lost worker's Workload requeued after 20 s.
 const MANAGER_CONFIG: &str = concat!(
-    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n",
+    "integrations:\n  frameworks: [batch/job, jobset.x-k8s.io/jobset, ray.io/rayservice, pod, statefulset, leaderworkerset.x-k8s.io/leaderworkerset]\n",
     "multiKueue:\n  gcInterval: 5s\n  workerLostTimeout: 20s\n",
     "  externalFrameworks:\n  - name: RayCluster.v1.ray.io\n",
 );
@@ -69,6 +69,7 @@ fn kind_crds(c: &LocalCluster) {
     c.wait_established(
         &[
             "crd/jobsets.jobset.x-k8s.io",
+            "crd/rayservices.ray.io",
             "crd/leaderworkersets.leaderworkerset.x-k8s.io",
         ],
         Duration::from_secs(120),
@@ -453,6 +454,122 @@ fn jobs_run_on_one_worker_are_mirrored_collected_and_requeued_when_their_worker_
         worker(w, other(&chosen)),
         &["jobset", "mk-js", "-n", NS]
     ));
+
+    // 2e. A RayService (Kueue's RayService adapter; its
+    // rayservice_multikueue_adapter_test.go cases, on three control planes):
+    // handed to MultiKueue by the webhook, copied to one worker without
+    // `managedBy` and started there. No KubeRay runs: the test plays it on
+    // the worker, reporting the service Ready, which is mirrored here. A
+    // Serve config changed here is forwarded to the running copy (Kueue's
+    // RemoteSpecSyncer); deleted here, the copy goes too.
+    create(
+        m,
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayService",
+            "metadata": {"name": "mk-rs", "namespace": NS,
+                         "labels": {"kueue.x-k8s.io/queue-name": "mk-lq"}},
+            "spec": {"serveConfigV2": "applications: []\n",
+                "rayClusterConfig": {"rayVersion": "2.9.0",
+                    "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                        {"name": "ray-head", "image": "rayproject/ray",
+                         "resources": {"requests": {"cpu": "200m"}}}]}}},
+                    "workerGroupSpecs": [{"groupName": "workers", "replicas": 1, "rayStartParams": {},
+                        "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray",
+                            "resources": {"requests": {"cpu": "200m"}}}]}}}]}}})
+        .to_string(),
+    );
+    let rs = get(m, &["rayservices.ray.io", "mk-rs", "-n", NS]).expect("the RayService exists");
+    assert_eq!(rs["spec"]["managedBy"], "kueue.x-k8s.io/multikueue", "{rs}");
+    let (_, chosen) = dispatched(w, "mk-rs", Duration::from_secs(120));
+    let there = worker(w, &chosen);
+    let remote = wait_for(
+        Duration::from_secs(60),
+        "the RayService created and started on its worker",
+        || {
+            get(there, &["rayservices.ray.io", "mk-rs", "-n", NS])
+                .filter(|r| r["spec"]["rayClusterConfig"]["suspend"] == false)
+        },
+    );
+    assert_eq!(
+        remote["metadata"]["labels"][ORIGIN], "multikueue",
+        "{remote}"
+    );
+    assert!(remote["spec"].get("managedBy").is_none(), "{remote}");
+    let (ok, out, err) = support::e2e::kubectl(
+        there,
+        &[
+            "patch",
+            "rayservices.ray.io",
+            "mk-rs",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+              "reason": "NonZeroServeEndpoints", "message": "",
+              "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+            .to_string(),
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the worker's Ready condition mirrored on the manager",
+        || {
+            let rs = get(m, &["rayservices.ray.io", "mk-rs", "-n", NS])?;
+            is_true(&rs, "Ready").then_some(())
+        },
+    );
+    let (ok, out, err) = support::e2e::kubectl(
+        m,
+        &[
+            "patch",
+            "rayservices.ray.io",
+            "mk-rs",
+            "-n",
+            NS,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"serveConfigV2":"applications:\n  - name: fruit\n"}}"#,
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(60),
+        "the new Serve config forwarded to the worker's copy",
+        || {
+            let r = get(there, &["rayservices.ray.io", "mk-rs", "-n", NS])?;
+            (r["spec"]["serveConfigV2"] == "applications:\n  - name: fruit\n").then_some(())
+        },
+    );
+    assert!(!has(
+        worker(w, other(&chosen)),
+        &["rayservices.ray.io", "mk-rs", "-n", NS]
+    ));
+    let (ok, out, err) = support::e2e::kubectl(
+        m,
+        &[
+            "delete",
+            "rayservices.ray.io",
+            "mk-rs",
+            "-n",
+            NS,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(ok, "{out}{err}");
+    wait_for(
+        Duration::from_secs(90),
+        "the RayService's Workload gone here and its copy gone there",
+        || {
+            (workload_of(m, NS, "mk-rs").is_none()
+                && !has(there, &["rayservices.ray.io", "mk-rs", "-n", NS]))
+            .then_some(())
+        },
+    );
 
     // 2d. An AppWrapper (Kueue's AppWrapper adapter; appwrapper_test.go
     // "Should run an appwrapper on worker if admitted"): handed to MultiKueue

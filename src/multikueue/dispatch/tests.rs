@@ -2221,10 +2221,15 @@ fn elastic_job(parallelism: i64, prebuilt: Option<&str>) -> Value {
 /// The worker's job after the elastic sync (as read when there is none).
 fn elastic_synced(local: &Value, remote: &Value, workload: &str) -> Option<Value> {
     let ops = BATCH_JOB.elastic_sync(local, remote, workload, true)?;
+    Some(applied(remote, ops))
+}
+
+/// `remote` with the patch applied, as the worker's apiserver would.
+fn applied(remote: &Value, ops: Vec<PatchOp>) -> Value {
     let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
     let mut out = remote.clone();
     json_patch::patch(&mut out, &p).expect("tested against the version read");
-    Some(out)
+    out
 }
 
 // job_multikueue_adapter_test.go, Test_multiKueueAdapter_SyncJob: "ElasticJob_RemoteInSync"
@@ -3224,10 +3229,7 @@ fn sync_forwards_a_serve_config_v2_change_to_the_existing_remote_rayservice() {
         (ops[0].op, ops[0].path.as_str(), &ops[0].value),
         ("test", "/metadata/resourceVersion", &json!("5"))
     );
-    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
-    let mut out = remote.clone();
-    json_patch::patch(&mut out, &p).unwrap();
-    assert_eq!(out, rs_remote(Some("new-config")));
+    assert_eq!(applied(&remote, ops), rs_remote(Some("new-config")));
     // In sync: nothing; a config dropped on the manager is dropped there.
     assert_eq!(
         RAYSERVICE.spec_sync(&local, &rs_remote(Some("new-config"))),
@@ -3236,10 +3238,7 @@ fn sync_forwards_a_serve_config_v2_change_to_the_existing_remote_rayservice() {
     let ops = RAYSERVICE
         .spec_sync(&rs_managed(None), &remote)
         .expect("a sync");
-    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
-    let mut out = remote;
-    json_patch::patch(&mut out, &p).unwrap();
-    assert_eq!(out, rs_remote(None));
+    assert_eq!(applied(&remote, ops), rs_remote(None));
     // Other kinds sync no spec field.
     assert_eq!(
         BATCH_JOB.spec_sync(&local, &rs_remote(Some("old-config"))),
@@ -3375,10 +3374,7 @@ fn rc(elastic: bool, replicas: i64, hosts: Option<i64>, wl: Option<&str>) -> Val
 
 fn rc_synced(local: &Value, remote: &Value, workload: &str) -> Option<Value> {
     let ops = RAYCLUSTER.elastic_sync(local, remote, workload, false)?;
-    let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops).unwrap()).unwrap();
-    let mut out = remote.clone();
-    json_patch::patch(&mut out, &p).expect("tested against the version read");
-    Some(out)
+    Some(applied(remote, ops))
 }
 
 // raycluster_multikueue_adapter_test.go, TestMultiKueueAdapter: "elastic scale-down propagates reduced worker replicas to the remote"
