@@ -1277,7 +1277,7 @@ impl Policy {
             && !raw.elastic_jobs
         {
             return Err(invalid(
-                "multiKueue.elasticCounts needs elasticJobs: only an elastic job changes its counts while it runs".into(),
+                "multiKueue.elasticCounts and elasticGroups need elasticJobs: only an elastic job changes its counts while it runs".into(),
             ));
         }
         if raw.autoscaled.is_some() && !raw.elastic_jobs {
@@ -1335,7 +1335,6 @@ impl Policy {
         self.invariants.contains(&inv)
     }
 
-    /// Is `obj` left alone (see `skipWhen`)?
     /// The label selector of the job's elastic pods: `{uid}`, `{name}` and
     /// `{/pointer}` replaced by the job's fields. `None` without a rule, or
     /// while a field it names is empty (a RayService names no cluster before
@@ -1362,6 +1361,7 @@ impl Policy {
         Some(out)
     }
 
+    /// Is `obj` left alone (see `skipWhen`)?
     pub fn skips(&self, obj: &Value) -> bool {
         self.skip_when.iter().any(|p| match p.resolve(obj) {
             None | Some(Value::Null) => false,

@@ -3239,6 +3239,11 @@ fn sync_forwards_a_serve_config_v2_change_to_the_existing_remote_rayservice() {
         .spec_sync(&rs_managed(None), &remote)
         .expect("a sync");
     assert_eq!(applied(&remote, ops), rs_remote(None));
+    // Neither has one: nothing to remove.
+    assert_eq!(
+        RAYSERVICE.spec_sync(&rs_managed(None), &rs_remote(None)),
+        None
+    );
     // Other kinds sync no spec field.
     assert_eq!(
         BATCH_JOB.spec_sync(&local, &rs_remote(Some("old-config"))),
