@@ -830,9 +830,10 @@ pub fn dispatched(policy: &Policy, job: &Value) -> bool {
 }
 
 /// The Workload whose grants a running elastic job's gated pods are let
-/// go by (none for a job MultiKueue runs elsewhere): the slice [`granting`] names, or for a job running a prebuilt
-/// Workload (a MultiKueue worker's copy, whose slices the manager makes
-/// and sends) that Workload once admitted.
+/// go by (none for a job MultiKueue runs elsewhere): the slice
+/// [`granting`] names, or for a job running a prebuilt Workload (a
+/// MultiKueue worker's copy, whose slices the manager makes and sends)
+/// that Workload once admitted.
 pub fn ungated_by<'a>(
     policy: &Policy,
     subject: &Subject,

@@ -220,18 +220,24 @@ pub struct PodFacts {
     pub terminated: bool,
 }
 
+/// The pod set a pod counts against: its label, or the only pod set.
+fn pod_set_of(p: &PodFacts, granted: &Counts) -> Option<String> {
+    p.pod_set.clone().or_else(|| {
+        (granted.len() == 1)
+            .then(|| granted.keys().next().cloned())
+            .flatten()
+    })
+}
+
 /// Kueue's ElasticJobUngater (`podsToUngate`): per pod set, the gated pods
 /// to let go, lowest names first, so that with the pods already ungated
 /// no more run than the admitted slice grants. A pod without a pod set
 /// label belongs to the only pod set, if there is one.
 pub fn to_ungate<'p>(granted: &Counts, pods: &'p [PodFacts]) -> Vec<&'p str> {
-    let only = (granted.len() == 1)
-        .then(|| granted.keys().next().cloned())
-        .flatten();
     let mut gated: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     let mut running: BTreeMap<String, i64> = BTreeMap::new();
     for p in pods.iter().filter(|p| !p.terminated) {
-        let Some(ps) = p.pod_set.clone().or_else(|| only.clone()) else {
+        let Some(ps) = pod_set_of(p, granted) else {
             continue;
         };
         if p.gated {
@@ -256,14 +262,9 @@ pub fn to_ungate<'p>(granted: &Counts, pods: &'p [PodFacts]) -> Vec<&'p str> {
 /// grants: its operator has yet to create them. Kueue's ungater watches
 /// pods; the shell looks again soon instead, only while this holds.
 pub fn awaiting_pods(granted: &Counts, pods: &[PodFacts]) -> bool {
-    let only = (granted.len() == 1)
-        .then(|| granted.keys().next().cloned())
-        .flatten();
     let mut have: BTreeMap<String, i64> = BTreeMap::new();
-    for p in pods {
-        if let Some(ps) = p.pod_set.clone().or_else(|| only.clone()) {
-            *have.entry(ps).or_default() += 1;
-        }
+    for ps in pods.iter().filter_map(|p| pod_set_of(p, granted)) {
+        *have.entry(ps).or_default() += 1;
     }
     granted
         .iter()

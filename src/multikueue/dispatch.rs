@@ -38,6 +38,7 @@ use crate::{
         go::go_quote,
         keys,
         patch::{self, PatchOp},
+        pointer::Pointer,
     },
 };
 
@@ -142,7 +143,7 @@ pub struct JobKind {
     /// An elastic job's counts per group (a RayCluster's worker groups).
     pub elastic_groups: Option<crate::jobs::policy::ElasticGroups>,
     /// Spec fields the worker's copy follows (see [`JobKind::spec_sync`]).
-    pub synced_fields: Vec<String>,
+    pub synced_fields: Vec<Pointer>,
 }
 
 /// The batch/v1 Job, from its embedded policy (Kueue's
@@ -193,22 +194,25 @@ fn group_ops(
             continue;
         };
         for field in std::iter::once(&g.count).chain(g.hosts.as_ref()) {
-            let (want, have) = (field.resolve(ours), field.resolve(theirs));
-            if want == have {
-                continue;
-            }
-            let at = g.list.join(i, field);
-            match want {
-                Some(v) => {
-                    let _ = patch::set(remote, &at, v.clone(), ops);
-                }
-                None => ops.push(PatchOp {
-                    op: "remove",
-                    path: at.as_str().to_string(),
-                    value: Value::Null,
-                }),
-            }
+            follow(remote, &g.list.join(i, field), field.resolve(ours), ops);
         }
+    }
+}
+
+/// Makes `remote` hold `want` at `at` (absent: removed), when it does not.
+fn follow(remote: &Value, at: &Pointer, want: Option<&Value>, ops: &mut Vec<PatchOp>) {
+    if want == at.resolve(remote) {
+        return;
+    }
+    match want {
+        Some(v) => {
+            let _ = patch::set(remote, at, v.clone(), ops);
+        }
+        None => ops.push(PatchOp {
+            op: "remove",
+            path: at.as_str().to_string(),
+            value: Value::Null,
+        }),
     }
 }
 
@@ -279,11 +283,7 @@ impl JobKind {
                 .map(|c| c.as_str().to_string())
                 .collect(),
             elastic_groups: rule.elastic_groups.clone(),
-            synced_fields: rule
-                .synced_fields
-                .iter()
-                .map(|c| c.as_str().to_string())
-                .collect(),
+            synced_fields: rule.synced_fields.clone(),
             ..JobKind::of_policy(p)
         })
     }
@@ -625,23 +625,7 @@ impl JobKind {
     pub fn spec_sync(&self, local: &Value, remote: &Value) -> Option<Vec<PatchOp>> {
         let mut ops = Vec::new();
         for at in &self.synced_fields {
-            let (want, have) = (local.pointer(at), remote.pointer(at));
-            if want == have {
-                continue;
-            }
-            match want {
-                Some(v) => {
-                    let Ok(ptr) = crate::vocabulary::pointer::Pointer::parse(at) else {
-                        continue;
-                    };
-                    let _ = patch::set(remote, &ptr, v.clone(), &mut ops);
-                }
-                None => ops.push(PatchOp {
-                    op: "remove",
-                    path: at.clone(),
-                    value: Value::Null,
-                }),
-            }
+            follow(remote, at, at.resolve(local), &mut ops);
         }
         tested_against(remote, ops)
     }

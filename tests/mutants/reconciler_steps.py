@@ -162,7 +162,7 @@ MUTATIONS = [
     (T, "a replaced slice's finish is waited for only before it", "        && !replaced(wl)", "        && true"),
     (M, "the worker's job names the slice it runs", "        if named != Some(workload_name) {", "        if false {"),
     (M, "a synced spec field is forwarded", "                    .or_else(|| self.kind.spec_sync(local, r))", "                    .or_else(|| None)"),
-    (M, "a synced field in step is not patched again", "            let (want, have) = (local.pointer(at), remote.pointer(at));\n            if want == have {", "            let (want, have) = (local.pointer(at), remote.pointer(at));\n            if false && want == have {"),
+    (M, "a synced field in step is not patched again", "    if want == at.resolve(remote) {\n        return;", "    if false && want == at.resolve(remote) {\n        return;"),
     (M, "an outgrown slice's elastic sync is left alone", "        if total(&have) < total(&want) && workload_name != self.current_slice(local) {", "        if false {"),
     (M, "groups of equal counts are in sync", "        if let (Some(g), false) = (&self.elastic_groups, have == want) {", "        if let (Some(g), false) = (&self.elastic_groups, false) {"),
     (Q, "a worker's copies of one chain are one job's", "            || (a.copy_chain.is_some() && a.copy_chain == b.copy_chain))", "            || false)"),
