@@ -21,7 +21,8 @@
 //! kube-apiserver flags for both systems: the request limits upstream's runner
 //! gives its envtest apiserver), the CRDs of the system under test (Kueue:
 //! v0.17.1's `config/components/crd/bases` from the module source; batchgate:
-//! `manifests/crds`), then the manager (`minimalkueue --kubeconfig`, or
+//! `manifests/crds` without their conversion webhook, as Kueue's bases are,
+//! since no webhook runs here), then the manager (`minimalkueue --kubeconfig`, or
 //! `batchgate serve` with its reconciler and no webhook registered), then the
 //! runner in its in-cluster mode (`--qps=1000 --burst=2000`, as upstream's
 //! `run-performance-scheduler-in-cluster`). The generator's Workload counts
@@ -51,9 +52,11 @@
 //! for the full scale.
 //!
 //! Measured per run: runner wall (start → `summary.yaml` written), CPU
-//! seconds of kube-apiserver and of the manager over that span, the
+//! seconds of kube-apiserver, etcd and the manager over that span, the
 //! manager's max RSS (VmRSS every 100 ms and VmHWM), the apiserver's own
-//! `apiserver_request_total` (non-watch) scraped before the runner starts
+//! `apiserver_request_total` (non-watch), response and request body bytes,
+//! and etcd's own counters (bytes written to its log, bytes in and out,
+//! keys put), scraped before the runner starts
 //! and as soon as `summary.yaml` appears (so the runner's cleanup is not
 //! counted), per Workload by verb and resource, its 409s (optimistic-
 //! concurrency conflicts, all clients), evictions (the runner's recorder:
@@ -62,7 +65,10 @@
 //! checker computes and its verdict, the quota the Workloads held as the
 //! runner saw it (last admission to `Finished`, from `wlStates.csv`; what
 //! the usage should come to if the status is right) with each class's mean
-//! hold against its runtime, and the load average before and after.
+//! hold against its runtime, and the load average before and after. The
+//! summary gives each metric's ratio per adjacent pair of runs with its
+//! spread, the CPU model and the load range, and no ratio at all from
+//! fewer than 4 pairs (a shared machine moves a ratio more than that).
 //!
 //! Knobs (environment; defaults in brackets):
 //!   KUEUE_BENCH_CONFIG [baseline]  upstream's `configs/baseline` or `configs/tas`
@@ -476,6 +482,107 @@ type ReqKey = (String, String, String); // verb, resource, subresource
 struct ReqStat {
     count: f64,
     conflicts: f64,
+    /// Bytes of the responses (`apiserver_response_sizes_sum`).
+    sent: f64,
+}
+
+/// Request bodies the apiserver received, bytes by (verb, resource) as
+/// `apiserver_request_body_size_bytes` labels them (verbs in lower case, no
+/// subresource).
+type BodyBytes = BTreeMap<(String, String), f64>;
+
+/// The apiserver's requests to etcd by (operation, resource), as
+/// `etcd_requests_total` counts them (what its watch cache did not
+/// answer), and its clients' LISTs and WATCHes by resource
+/// (`client LIST`, `client WATCH`).
+type StorageOps = BTreeMap<(String, String), f64>;
+
+/// What etcd did, from its own `/metrics`: the work every client of the
+/// apiserver makes it do, whatever the apiserver's cache answers itself.
+#[derive(Default, Clone, Copy)]
+struct EtcdStat {
+    /// `etcd_disk_wal_write_bytes_total`: what reached its log on disk.
+    wal_bytes: f64,
+    /// `etcd_network_client_grpc_received_bytes_total`: what the apiserver sent it.
+    received: f64,
+    /// `etcd_network_client_grpc_sent_bytes_total`: what it sent the apiserver
+    /// (reads and watch events).
+    sent: f64,
+    /// `etcd_mvcc_put_total`: keys written.
+    puts: f64,
+    /// `etcd_mvcc_range_total`: reads.
+    ranges: f64,
+    /// `etcd_debugging_mvcc_events_total`: events sent to watchers.
+    watch_events: f64,
+    /// `etcd_debugging_mvcc_watcher_total`: watchers open (a gauge: as
+    /// read, not a difference).
+    watchers: f64,
+}
+
+impl EtcdStat {
+    fn minus(self, before: EtcdStat) -> EtcdStat {
+        EtcdStat {
+            wal_bytes: self.wal_bytes - before.wal_bytes,
+            received: self.received - before.received,
+            sent: self.sent - before.sent,
+            puts: self.puts - before.puts,
+            ranges: self.ranges - before.ranges,
+            watch_events: self.watch_events - before.watch_events,
+            watchers: self.watchers,
+        }
+    }
+}
+
+/// etcd's counters, read over its plain-HTTP client URL on loopback.
+fn etcd_metrics(cluster: &LocalCluster) -> Result<EtcdStat, BoxError> {
+    let addr = cluster
+        .etcd_url()
+        .strip_prefix("http://")
+        .ok_or("etcd's client URL is not plain http")?;
+    let mut conn = std::net::TcpStream::connect(addr)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        conn,
+        "GET /metrics HTTP/1.0\r\nHost: {addr}\r\nAccept: text/plain\r\n\r\n"
+    )?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut conn, &mut text)?;
+    let mut out = EtcdStat::default();
+    let mut seen = 0;
+    for line in text.lines() {
+        let Some((name, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(v) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        let name = name.split('{').next().unwrap_or(name);
+        let slot = match name {
+            "etcd_disk_wal_write_bytes_total" => &mut out.wal_bytes,
+            "etcd_network_client_grpc_received_bytes_total" => &mut out.received,
+            "etcd_network_client_grpc_sent_bytes_total" => &mut out.sent,
+            "etcd_mvcc_put_total" => &mut out.puts,
+            "etcd_mvcc_range_total" => {
+                out.ranges += v;
+                continue;
+            }
+            "etcd_debugging_mvcc_events_total" => {
+                out.watch_events += v;
+                continue;
+            }
+            "etcd_debugging_mvcc_watcher_total" => {
+                out.watchers += v;
+                continue;
+            }
+            _ => continue,
+        };
+        *slot += v;
+        seen += 1;
+    }
+    if seen < 4 {
+        return Err(format!("etcd's /metrics lacks the counters this bench reads ({seen} of 4 found)").into());
+    }
+    Ok(out)
 }
 
 fn label<'a>(labels: &'a str, name: &str) -> &'a str {
@@ -487,11 +594,42 @@ fn label<'a>(labels: &'a str, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-fn apiserver_requests(cluster: &LocalCluster) -> Result<BTreeMap<ReqKey, ReqStat>, BoxError> {
+/// The apiserver's counters: requests, 409s and response bytes by verb,
+/// resource and subresource, and request body bytes.
+fn apiserver_requests(
+    cluster: &LocalCluster,
+) -> Result<(BTreeMap<ReqKey, ReqStat>, BodyBytes, StorageOps), BoxError> {
     let text = cluster.run_kubectl(&["get", "--raw", "/metrics"])?;
     let mut out: BTreeMap<ReqKey, ReqStat> = BTreeMap::new();
+    let mut bodies = BodyBytes::new();
+    let mut storage = StorageOps::new();
     for line in text.lines() {
-        let Some(rest) = line.strip_prefix("apiserver_request_total{") else {
+        enum Which {
+            Requests,
+            Responses,
+            Bodies,
+        }
+        if let Some(r) = line.strip_prefix("etcd_requests_total{") {
+            if let Some((labels, value)) = r.rsplit_once("} ") {
+                if let Ok(v) = value.trim().parse::<f64>() {
+                    *storage
+                        .entry((
+                            label(labels, "operation").to_string(),
+                            // `type` before Kubernetes 1.33, `resource` after.
+                            [label(labels, "type"), label(labels, "resource")].concat(),
+                        ))
+                        .or_default() += v;
+                }
+            }
+            continue;
+        }
+        let (which, rest) = if let Some(r) = line.strip_prefix("apiserver_request_total{") {
+            (Which::Requests, r)
+        } else if let Some(r) = line.strip_prefix("apiserver_response_sizes_sum{") {
+            (Which::Responses, r)
+        } else if let Some(r) = line.strip_prefix("apiserver_request_body_size_bytes_sum{") {
+            (Which::Bodies, r)
+        } else {
             continue;
         };
         let Some((labels, value)) = rest.rsplit_once("} ") else {
@@ -502,6 +640,19 @@ fn apiserver_requests(cluster: &LocalCluster) -> Result<BTreeMap<ReqKey, ReqStat
         };
         let verb = label(labels, "verb");
         let resource = label(labels, "resource");
+        if let Which::Bodies = which {
+            *bodies
+                .entry((verb.to_string(), resource.to_string()))
+                .or_default() += v;
+            continue;
+        }
+        if let (Which::Requests, "WATCH" | "LIST") = (&which, verb) {
+            if !resource.is_empty() {
+                *storage
+                    .entry((format!("client {verb}"), resource.to_string()))
+                    .or_default() += v;
+            }
+        }
         // Watches are long-lived streams; non-resource GETs are /metrics, /healthz.
         if verb == "WATCH" || verb == "CONNECT" || resource.is_empty() {
             continue;
@@ -513,12 +664,18 @@ fn apiserver_requests(cluster: &LocalCluster) -> Result<BTreeMap<ReqKey, ReqStat
                 label(labels, "subresource").to_string(),
             ))
             .or_default();
-        s.count += v;
-        if label(labels, "code") == "409" {
-            s.conflicts += v;
+        match which {
+            Which::Requests => {
+                s.count += v;
+                if label(labels, "code") == "409" {
+                    s.conflicts += v;
+                }
+            }
+            Which::Responses => s.sent += v,
+            Which::Bodies => unreachable!(),
         }
     }
-    Ok(out)
+    Ok((out, bodies, storage))
 }
 
 fn requests_delta(
@@ -532,10 +689,19 @@ fn requests_delta(
             let d = ReqStat {
                 count: a.count - b.count,
                 conflicts: a.conflicts - b.conflicts,
+                sent: a.sent - b.sent,
             };
             (key.clone(), d)
         })
         .filter(|(_, s)| s.count >= 1.0)
+        .collect()
+}
+
+fn bodies_delta(before: &BodyBytes, after: &BodyBytes) -> BodyBytes {
+    after
+        .iter()
+        .map(|(key, a)| (key.clone(), a - before.get(key).copied().unwrap_or(0.0)))
+        .filter(|(_, b)| *b >= 1.0)
         .collect()
 }
 
@@ -547,9 +713,14 @@ struct RunResult {
     workloads: u64,
     wall_s: f64,
     apiserver_cpu_s: f64,
+    etcd_cpu_s: f64,
     manager_cpu_s: f64,
     manager_rss_mib: f64,
     requests: BTreeMap<ReqKey, ReqStat>,
+    /// Request body bytes the apiserver received (all clients).
+    bodies: BodyBytes,
+    storage: StorageOps,
+    etcd: EtcdStat,
     evictions: u64,
     /// Workload watch events the runner's recorder dropped.
     dropped_events: u64,
@@ -579,6 +750,15 @@ impl RunResult {
     fn conflicts(&self) -> f64 {
         self.requests.values().map(|s| s.conflicts).sum()
     }
+    /// Request and response bytes through the apiserver, per Workload, KiB.
+    fn apiserver_kib(&self) -> f64 {
+        let sent: f64 = self.requests.values().map(|s| s.sent).sum();
+        let received: f64 = self.bodies.values().sum();
+        (sent + received) / 1024.0 / self.workloads.max(1) as f64
+    }
+    fn etcd_wal_kib(&self) -> f64 {
+        self.etcd.wal_bytes / 1024.0 / self.workloads.max(1) as f64
+    }
     fn usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.1)
     }
@@ -588,6 +768,31 @@ impl RunResult {
     fn held_usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.3)
     }
+}
+
+/// batchgate's CRDs as Kueue's `crd/bases` are (the peer's): no
+/// conversion webhook. No webhook runs in this bench, and one the
+/// apiserver cannot reach fails the decoding of its watch cache's events
+/// ("failed to prepare current and previous objects: conversion webhook
+/// ... failed"), so it relists and re-watches etcd from an old revision
+/// again and again: measured at 16x Kueue's bytes out of etcd per
+/// Workload, 1.5x its CPU (BENCHMARKS.md). Written under `dir`.
+fn without_conversion_webhook(src: &Path, dir: &Path) -> Result<PathBuf, BoxError> {
+    let out = dir.join("crds");
+    std::fs::create_dir_all(&out)?;
+    for entry in std::fs::read_dir(src)? {
+        let path = entry?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+            continue;
+        }
+        let mut crd: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+        if let Some(spec) = crd.get_mut("spec").and_then(Value::as_mapping_mut) {
+            spec.remove("conversion");
+        }
+        let name = path.file_name().ok_or("a CRD file without a name")?;
+        std::fs::write(out.join(name), serde_yaml::to_string(&crd)?)?;
+    }
+    Ok(out)
 }
 
 fn wait_crds(cluster: &LocalCluster, config: BenchConfig) -> Result<(), BoxError> {
@@ -905,21 +1110,27 @@ fn one_run(
             .join("config/components/crd/bases")
             .display()
             .to_string(),
-        System::Batchgate | System::BatchgateA => {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds").to_string()
-        }
+        System::Batchgate | System::BatchgateA => without_conversion_webhook(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds")),
+            dir,
+        )?
+        .display()
+        .to_string(),
     };
     // Server-side: the Workload CRD is larger than client-side apply's annotation limit.
     cluster.run_kubectl(&["apply", "--server-side", "-f", &crds])?;
     wait_crds(&cluster, k.config)?;
     let mut manager = start_manager(system, k, up, &cluster, dir)?;
     let mgr_pid = manager.id();
-    let apiserver_pid = cluster
-        .pids()
-        .into_iter()
-        .find(|(n, _)| *n == "kube-apiserver")
-        .map(|(_, p)| p)
-        .ok_or("the local cluster has no kube-apiserver pid")?;
+    let pid_of = |name: &str| {
+        cluster
+            .pids()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p)
+            .ok_or(format!("the local cluster has no {name} pid"))
+    };
+    let (apiserver_pid, etcd_pid) = (pid_of("kube-apiserver")?, pid_of("etcd")?);
     println!(
         "run {i}: {} (cluster and manager up in {:.1} s, work dir {})",
         system.name(),
@@ -944,8 +1155,13 @@ fn one_run(
     let out_dir = dir.join("out");
     std::fs::create_dir_all(&out_dir)?;
     let summary_path = out_dir.join("summary.yaml");
-    let req_before = apiserver_requests(&cluster)?;
-    let (api_cpu0, mgr_cpu0) = (cpu_secs(apiserver_pid), cpu_secs(mgr_pid));
+    let (req_before, bodies_before, storage_before) = apiserver_requests(&cluster)?;
+    let etcd_before = etcd_metrics(&cluster)?;
+    let (api_cpu0, mgr_cpu0, etcd_cpu0) = (
+        cpu_secs(apiserver_pid),
+        cpu_secs(mgr_pid),
+        cpu_secs(etcd_pid),
+    );
     let start = Instant::now();
     let mut runner = Command::new(up.bin("runner"));
     runner
@@ -987,8 +1203,12 @@ fn one_run(
     unsafe {
         libc::kill(runner_pid, libc::SIGSTOP);
     }
-    let (api_cpu1, mgr_cpu1) = (cpu_secs(apiserver_pid), cpu_secs(mgr_pid));
-    let req_after = apiserver_requests(&cluster)?;
+    let (api_cpu1, mgr_cpu1, etcd_cpu1) = (
+        cpu_secs(apiserver_pid),
+        cpu_secs(mgr_pid),
+        cpu_secs(etcd_pid),
+    );
+    let scraped = apiserver_requests(&cluster).and_then(|r| Ok((r, etcd_metrics(&cluster)?)));
     stop_sampling.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let hwm = status_kib(mgr_pid, "VmHWM:").unwrap_or(0);
@@ -1009,6 +1229,16 @@ fn one_run(
         stop(manager);
         let kept = work_keep(dir);
         format!("run {i} ({}): {msg}; work dir kept: {kept}", system.name()).into()
+    };
+    let ((req_after, bodies_after, storage_after), etcd_after) = match scraped {
+        Ok(s) => s,
+        Err(e) => {
+            return Err(fail(
+                format!("reading the apiserver's and etcd's metrics after the run: {e}"),
+                &mut runner,
+                &mut manager,
+            ))
+        }
     };
     let tas = match tas {
         Ok(t) => t,
@@ -1081,9 +1311,13 @@ fn one_run(
         workloads: made.total,
         wall_s: wall.as_secs_f64(),
         apiserver_cpu_s: api_cpu1 - api_cpu0,
+        etcd_cpu_s: etcd_cpu1 - etcd_cpu0,
         manager_cpu_s: mgr_cpu1 - mgr_cpu0,
         manager_rss_mib: rss_kib as f64 / 1024.0,
         requests: requests_delta(&req_before, &req_after),
+        bodies: bodies_delta(&bodies_before, &bodies_after),
+        storage: bodies_delta(&storage_before, &storage_after),
+        etcd: etcd_after.minus(etcd_before),
         evictions,
         dropped_events: u64_at(&summary, "droppedWorkloadEvents"),
         events_shed,
@@ -1245,10 +1479,14 @@ fn work_keep(dir: &Path) -> String {
 fn print_run(i: usize, r: &RunResult) {
     let n = r.workloads.max(1) as f64;
     println!(
-        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (runner's dropped Workload events {}) | events shed {} | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | etcd CPU {:>5.1} s, WAL {:.1} KiB/Workload, puts/Workload {:.2} | apiserver bytes {:.1} KiB/Workload | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (runner's dropped Workload events {}) | events shed {} | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
         r.system.name(),
         r.wall_s,
         r.apiserver_cpu_s,
+        r.etcd_cpu_s,
+        r.etcd_wal_kib(),
+        r.etcd.puts / n,
+        r.apiserver_kib(),
         r.manager_cpu_s,
         r.manager_rss_mib,
         r.total_requests() / n,
@@ -1278,6 +1516,20 @@ fn print_run(i: usize, r: &RunResult) {
         })
         .collect();
     println!("    run {i} requests per Workload: {}", top.join(", "));
+    let mut ops: Vec<(&(String, String), &f64)> = r.storage.iter().collect();
+    ops.sort_by(|a, b| b.1.total_cmp(a.1));
+    let ops: Vec<String> = ops
+        .iter()
+        .filter(|(_, v)| **v >= 5.0)
+        .map(|((op, ty), v)| format!("{op} {ty} {v:.0}"))
+        .collect();
+    println!(
+        "    run {i} apiserver -> etcd, and clients' LISTs and WATCHes (counts): {}; etcd ranges {:.2}, events to watchers {:.2} per Workload, {} watchers open at the end",
+        ops.join(", "),
+        r.etcd.ranges / n,
+        r.etcd.watch_events / n,
+        r.etcd.watchers
+    );
     if let Some(t) = &r.tas {
         println!(
             "    run {i} TAS: {}/{} Workloads admitted with a topologyAssignment, on {} distinct nodes; {}/{} Nodes Ready, schedulable, untainted at the end",
@@ -1302,19 +1554,55 @@ fn stats(v: &[f64]) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
-/// The metrics of `b`'s runs against `a`'s, and the wall ratio of each
-/// adjacent pair.
+/// Fewer pairs than this and the bench prints no ratio: on a shared
+/// machine two or three pairs can land on either side of a target.
+const MIN_PAIRS: usize = 4;
+
+/// Adjacent runs of `a` and `b` in run order, each run in at most one pair:
+/// (a's run, b's run).
+fn pairs<'r>(results: &'r [RunResult], a: System, b: System) -> Vec<(&'r RunResult, &'r RunResult)> {
+    let mut out = Vec::new();
+    let mut pending: Option<&RunResult> = None;
+    for r in results {
+        match pending {
+            _ if r.system != a && r.system != b => {}
+            Some(p) if p.system != r.system => {
+                out.push(if p.system == a { (p, r) } else { (r, p) });
+                pending = None;
+            }
+            _ => pending = Some(r),
+        }
+    }
+    out
+}
+
+/// The metrics of `b`'s runs against `a`'s: each side's mean and range, and
+/// the ratio of each adjacent pair with their spread; no ratio from fewer
+/// than [`MIN_PAIRS`] pairs.
 fn compare(results: &[RunResult], a: System, b: System) {
     let by = |s: System| -> Vec<&RunResult> { results.iter().filter(|r| r.system == s).collect() };
     let (kq, bg) = (by(a), by(b));
+    let paired = pairs(results, a, b);
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
-    let metrics: [Metric; 11] = [
+    let metrics: [Metric; 17] = [
         ("runner wall", "s", |r| r.wall_s),
         ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
+        ("etcd CPU", "s", |r| r.etcd_cpu_s),
         ("manager CPU", "s", |r| r.manager_cpu_s),
         ("manager max RSS", "MiB", |r| r.manager_rss_mib),
         ("requests per Workload", "", |r| {
             r.total_requests() / r.workloads.max(1) as f64
+        }),
+        ("apiserver KiB per Workload", "", |r| r.apiserver_kib()),
+        ("etcd WAL KiB per Workload", "", |r| r.etcd_wal_kib()),
+        ("etcd puts per Workload", "", |r| {
+            r.etcd.puts / r.workloads.max(1) as f64
+        }),
+        ("etcd in KiB per Workload", "", |r| {
+            r.etcd.received / 1024.0 / r.workloads.max(1) as f64
+        }),
+        ("etcd out KiB per Workload", "", |r| {
+            r.etcd.sent / 1024.0 / r.workloads.max(1) as f64
         }),
         ("409 conflicts", "", |r| r.conflicts()),
         ("evictions", "", |r| r.evictions as f64),
@@ -1324,59 +1612,82 @@ fn compare(results: &[RunResult], a: System, b: System) {
         ("finished Workloads", "", |r| r.finished as f64),
     ];
     println!(
-        "summary (mean, min-max over runs; ratio = {} / {} of the means):",
+        "summary (mean, min-max over runs; ratio = {} / {} of each adjacent pair: mean [min-max] over {} pairs):",
         b.name(),
-        a.name()
+        a.name(),
+        paired.len()
     );
+    let enough = paired.len() >= MIN_PAIRS;
+    if !enough {
+        println!(
+            "  no ratio printed: {} pairs, {MIN_PAIRS} needed (KUEUE_BENCH_PAIRS={MIN_PAIRS} or more)",
+            paired.len()
+        );
+    }
     println!(
-        "  | {:<26} | {:<24} | {:<24} | {:>6} |",
+        "  | {:<28} | {:<24} | {:<24} | {:<19} |",
         "metric",
         format!("{} ({} runs)", a.name(), kq.len()),
         format!("{} ({} runs)", b.name(), bg.len()),
-        "ratio"
+        "ratio [spread]"
     );
-    let cell = |rs: &[&RunResult], f: fn(&RunResult) -> f64, unit: &str| -> (String, f64) {
+    let cell = |rs: &[&RunResult], f: fn(&RunResult) -> f64, unit: &str| -> String {
         if rs.is_empty() {
-            return ("-".into(), f64::NAN);
+            return "-".into();
         }
         let v: Vec<f64> = rs.iter().map(|r| f(r)).collect();
         let (mean, min, max) = stats(&v);
         let p = if mean.abs() < 10.0 { 2 } else { 1 };
-        (format!("{mean:.p$} {unit} ({min:.p$}-{max:.p$})"), mean)
+        format!("{mean:.p$} {unit} ({min:.p$}-{max:.p$})")
     };
     for (name, unit, f) in metrics {
-        let (a, am) = cell(&kq, f, unit);
-        let (b, bm) = cell(&bg, f, unit);
-        let ratio = if am.is_finite() && bm.is_finite() && am != 0.0 {
-            format!("{:.2}x", bm / am)
-        } else {
+        let ratios: Vec<f64> = paired
+            .iter()
+            .map(|(x, y)| f(y) / f(x))
+            .filter(|q| q.is_finite())
+            .collect();
+        let ratio = if !enough || ratios.len() < MIN_PAIRS {
             "-".into()
+        } else {
+            let (mean, min, max) = stats(&ratios);
+            format!("{mean:.2}x [{min:.2}-{max:.2}]")
         };
-        println!("  | {name:<26} | {a:<24} | {b:<24} | {ratio:>6} |");
-    }
-    // Per-pair wall ratios, in run order: each B with the nearest K before or after it.
-    let mut pairs = Vec::new();
-    let mut pending: Option<&RunResult> = None;
-    for r in results {
-        match pending {
-            _ if r.system != a && r.system != b => {}
-            Some(p) if p.system != r.system => {
-                let (x, y) = if p.system == a { (p, r) } else { (r, p) };
-                pairs.push(y.wall_s / x.wall_s);
-                pending = None;
-            }
-            _ => pending = Some(r),
-        }
-    }
-    if !pairs.is_empty() {
-        let s: Vec<String> = pairs.iter().map(|p| format!("{p:.2}")).collect();
         println!(
-            "  runner wall ratio per adjacent pair ({} / {}): {}",
-            b.name(),
-            a.name(),
-            s.join(", ")
+            "  | {name:<28} | {:<24} | {:<24} | {ratio:<19} |",
+            cell(&kq, f, unit),
+            cell(&bg, f, unit)
         );
     }
+    if !paired.is_empty() {
+        let s: Vec<String> = paired
+            .iter()
+            .map(|(x, y)| {
+                format!(
+                    "wall {:.2} apiserver {:.2} etcd {:.2}",
+                    y.wall_s / x.wall_s,
+                    y.apiserver_cpu_s / x.apiserver_cpu_s,
+                    y.etcd_cpu_s / x.etcd_cpu_s
+                )
+            })
+            .collect();
+        println!(
+            "  each pair ({} / {}, run order): {}",
+            b.name(),
+            a.name(),
+            s.join("; ")
+        );
+    }
+    let loads: Vec<f64> = results
+        .iter()
+        .flat_map(|r| [&r.load_before, &r.load_after])
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let (_, lo, hi) = stats(&loads);
+    println!(
+        "  machine: {}, {} cores; 1-minute load {lo:.1}-{hi:.1} over the runs",
+        cpu_model(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
 }
 
 fn summarise(results: &[RunResult]) {
@@ -1405,46 +1716,84 @@ fn summarise(results: &[RunResult]) {
         .collect();
     keys.sort();
     keys.dedup();
-    let per = |rs: &[&RunResult], key: &ReqKey, conflicts: bool| -> f64 {
+    let per = |rs: &[&RunResult], key: &ReqKey, field: fn(&ReqStat) -> f64| -> f64 {
         if rs.is_empty() {
             return 0.0;
         }
         rs.iter()
             .map(|r| {
                 let s = r.requests.get(key).copied().unwrap_or_default();
-                let v = if conflicts { s.conflicts } else { s.count };
-                v / r.workloads.max(1) as f64
+                field(&s) / r.workloads.max(1) as f64
             })
             .sum::<f64>()
             / rs.len() as f64
     };
-    let mut rows: Vec<(ReqKey, f64, f64, f64, f64)> = keys
+    let count: fn(&ReqStat) -> f64 = |s| s.count;
+    let conflicts: fn(&ReqStat) -> f64 = |s| s.conflicts;
+    let kib: fn(&ReqStat) -> f64 = |s| s.sent / 1024.0;
+    type Row = (ReqKey, [f64; 6]);
+    let mut rows: Vec<Row> = keys
         .into_iter()
         .map(|key| {
-            let (a, b) = (per(&kq, &key, false), per(&bg, &key, false));
-            let (ac, bc) = (per(&kq, &key, true), per(&bg, &key, true));
-            (key, a, b, ac, bc)
+            let v = [
+                per(&kq, &key, count),
+                per(&bg, &key, count),
+                per(&kq, &key, conflicts),
+                per(&bg, &key, conflicts),
+                per(&kq, &key, kib),
+                per(&bg, &key, kib),
+            ];
+            (key, v)
         })
-        .filter(|r| r.1 >= 0.005 || r.2 >= 0.005)
+        .filter(|(_, v)| v[0] >= 0.005 || v[1] >= 0.005)
         .collect();
-    rows.sort_by(|x, y| (y.1 + y.2).total_cmp(&(x.1 + x.2)));
-    println!("apiserver requests per Workload by verb and resource (non-watch, all clients, runner included; mean of runs):");
+    rows.sort_by(|x, y| (y.1[0] + y.1[1]).total_cmp(&(x.1[0] + x.1[1])));
+    println!("apiserver requests per Workload by verb and resource (non-watch, all clients, runner included; mean of runs; KiB = response bytes):");
     println!(
-        "  | {:<7} | {:<34} | {:>7} | {:>9} | {:>11} | {:>13} |",
+        "  | {:<7} | {:<34} | {:>7} | {:>9} | {:>11} | {:>14} | {:>9} | {:>13} |",
         "verb",
         "resource",
         first,
         "batchgate",
         format!("{first} 409s"),
-        "batchgate 409s"
+        "batchgate 409s",
+        format!("{first} KiB"),
+        "batchgate KiB"
     );
-    for ((verb, res, sub), a, b, ac, bc) in rows {
+    for ((verb, res, sub), v) in rows {
         let r = if sub.is_empty() {
             res
         } else {
             format!("{res}/{sub}")
         };
-        println!("  | {verb:<7} | {r:<34} | {a:>7.3} | {b:>9.3} | {ac:>11.3} | {bc:>13.3} |");
+        println!(
+            "  | {verb:<7} | {r:<34} | {:>7.3} | {:>9.3} | {:>11.3} | {:>14.3} | {:>9.3} | {:>13.3} |",
+            v[0], v[1], v[2], v[3], v[4], v[5]
+        );
+    }
+    // Request bodies: what each client made the apiserver take in.
+    let mut body_keys: Vec<(String, String)> = results
+        .iter()
+        .flat_map(|r| r.bodies.keys().cloned())
+        .collect();
+    body_keys.sort();
+    body_keys.dedup();
+    let body = |rs: &[&RunResult], key: &(String, String)| -> f64 {
+        if rs.is_empty() {
+            return 0.0;
+        }
+        rs.iter()
+            .map(|r| r.bodies.get(key).copied().unwrap_or(0.0) / 1024.0 / r.workloads.max(1) as f64)
+            .sum::<f64>()
+            / rs.len() as f64
+    };
+    println!("request bodies per Workload, KiB, by verb and resource (all clients; mean of runs):");
+    println!("  | {:<7} | {:<34} | {:>9} | {:>9} |", "verb", "resource", first, "batchgate");
+    for key in body_keys {
+        let (a, b) = (body(&kq, &key), body(&bg, &key));
+        if a >= 0.005 || b >= 0.005 {
+            println!("  | {:<7} | {:<34} | {a:>9.3} | {b:>9.3} |", key.0, key.1);
+        }
     }
 }
 

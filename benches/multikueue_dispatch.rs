@@ -279,18 +279,6 @@ fn kube_client(c: &LocalCluster) -> Result<Client, BoxError> {
     Ok(Client::try_from(config)?)
 }
 
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, m)| m.trim().to_string())
-        })
-        .unwrap_or_default()
-}
-
 fn run(smoke: bool) -> Result<(), BoxError> {
     let n: usize = if smoke {
         3
@@ -484,7 +472,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
     );
     println!(
         "machine: {} ({} cores), load before {load_before}, after {load_after}",
-        cpu_model(),
+        process::cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(

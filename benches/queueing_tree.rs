@@ -23,8 +23,13 @@
 //! (one cycle per tick), every admission is confirmed and its Workload
 //! finishes (its quota released) after its running time; every eviction is
 //! confirmed (the Workload queues again); cycles run until every Workload
-//! has finished. After the criterion runs, a table of one untimed-by-
-//! criterion run per shape shows how each cost grows with the tree.
+//! has finished. "snapshot": Kueue's queue gauges built from the engine
+//! after the first cycle's admissions are confirmed (50,000 Workloads, most
+//! still pending), as the queueing controller builds them each status tick
+//! (`Engine::local_queue_statuses`, then
+//! `controllers::queueing::metrics_snapshot`). After the criterion runs, a
+//! table of one untimed-by-criterion run per shape shows how each cost
+//! grows with the tree.
 //!
 //! Environment: `BATCHGATE_TREE_SIZES=100,1000` picks sizes;
 //! `BATCHGATE_TREE_ONCE=1` skips criterion and prints only that table;
@@ -324,10 +329,12 @@ fn sizes() -> Vec<(usize, usize)> {
     }
 }
 
-/// One run per shape, timed here: setup, the first cycle, the drain.
+/// One run per shape, timed here: setup, the first cycle, the metrics
+/// snapshot after it, the drain.
 struct Once {
     setup: Duration,
     cycle: Duration,
+    snapshot: Duration,
     drain: Duration,
     drained: Drained,
 }
@@ -341,7 +348,9 @@ fn once(shape: Shape) -> Once {
     let t = Instant::now();
     let c = first.schedule(1);
     let cycle = t.elapsed();
-    drop((first, c));
+    admit(&mut first, c);
+    let snapshot = snapshot_time(&first);
+    drop(first);
     let t = Instant::now();
     let drained = drain(&mut e, total);
     let drain_time = t.elapsed();
@@ -356,9 +365,40 @@ fn once(shape: Shape) -> Once {
     Once {
         setup,
         cycle,
+        snapshot,
         drain: drain_time,
         drained,
     }
+}
+
+/// Confirms a cycle's admissions and evictions, as the shell would once
+/// its writes land.
+fn admit(e: &mut Engine, c: batchgate::queueing::Cycle) {
+    for d in c.decisions {
+        match d {
+            Decision::Admit { workload, .. } => e.confirm_admission(&workload),
+            Decision::Evict { workload, .. } => e.confirm_eviction(&workload),
+            Decision::Pending { .. } | Decision::Replace { .. } => {}
+        }
+    }
+}
+
+/// Kueue's queue gauges as the queueing controller builds them on a status
+/// tick (every ClusterQueue, LocalQueue and Cohort from the engine), with
+/// every Workload still there: the median of 5.
+fn snapshot_time(e: &Engine) -> Duration {
+    let mut times: Vec<Duration> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let lqs = e.local_queue_statuses();
+            let s = batchgate::controllers::queueing::metrics_snapshot(e, &lqs, std::iter::empty());
+            let spent = t.elapsed();
+            assert!(!s.cluster_queues.is_empty() && !s.local_queues.is_empty());
+            spent
+        })
+        .collect();
+    times.sort();
+    times[2]
 }
 
 static ONCE: Mutex<Vec<(Shape, Once)>> = Mutex::new(Vec::new());
@@ -373,20 +413,31 @@ fn print_growth() {
         "\nqueueing_tree: one run per shape (ms; ×: against the smallest size of the same kind)"
     );
     println!(
-        "{:<26} {:>10} {:>6} {:>10} {:>6} {:>11} {:>6} {:>7} {:>8} {:>8}",
-        "shape", "setup", "×", "cycle", "×", "drain", "×", "cycles", "admits", "evicts"
+        "{:<26} {:>10} {:>6} {:>10} {:>6} {:>9} {:>11} {:>6} {:>7} {:>8} {:>8}",
+        "shape",
+        "setup",
+        "×",
+        "cycle",
+        "×",
+        "snapshot",
+        "drain",
+        "×",
+        "cycles",
+        "admits",
+        "evicts"
     );
     let base = |tree: bool| runs.iter().find(|(s, _)| s.tree == tree).map(|(_, o)| o);
     for (shape, o) in runs.iter() {
         let Some(b) = base(shape.tree) else { continue };
         let x = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
-            "{:<26} {:>10.1} {:>6.1} {:>10.2} {:>6.1} {:>11.1} {:>6.1} {:>7} {:>8} {:>8}",
+            "{:<26} {:>10.1} {:>6.1} {:>10.2} {:>6.1} {:>9.2} {:>11.1} {:>6.1} {:>7} {:>8} {:>8}",
             shape.label(),
             ms(o.setup),
             x(o.setup, b.setup),
             ms(o.cycle),
             x(o.cycle, b.cycle),
+            ms(o.snapshot),
             ms(o.drain),
             x(o.drain, b.drain),
             o.drained.cycles,

@@ -38,6 +38,19 @@ pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
         .ok()
 }
 
+/// The CPU's model name as /proc/cpuinfo gives it.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
 /// The 1, 5 and 15 minute load averages, as /proc/loadavg prints them.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

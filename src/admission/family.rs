@@ -37,6 +37,8 @@ pub enum Reads {
     /// Only what the loaded job policies look at (the fast path of every
     /// job kind: most of a 4 KB Job is skipped, not built).
     Policies,
+    /// What a gated kind's rules read ([`crate::jobs::policy::Gate::note_interest`]).
+    Gated,
     /// The whole objects.
     Whole,
 }

@@ -350,6 +350,9 @@ impl super::family::Family for Gated {
     fn label(&self) -> &'static str {
         self.label
     }
+    fn reads(&self) -> super::family::Reads {
+        super::family::Reads::Gated
+    }
     fn decide(
         &self,
         review: &super::family::Review<'_>,
@@ -672,5 +675,93 @@ mod tests {
             d.warnings,
             vec!["pod owner is managed by kueue, label 'kueue.x-k8s.io/managed=true' might lead to unexpected behaviour"]
         );
+    }
+
+    /// The pod route reads only what its gate looks at
+    /// (`Gate::note_interest`): every decision on a pod so read, and its
+    /// role hash, is the one on the whole pod.
+    #[test]
+    fn a_pod_read_as_far_as_its_gate_looks_decides_as_the_whole_pod() {
+        let policies = PolicySet::embedded().unwrap();
+        let gate = policies.find("", "v1", "Pod").unwrap().gate.clone().unwrap();
+        let mut interest = crate::jobs::policy::Interest::default();
+        gate.note_interest(&mut interest);
+        let sparse = |obj: &Value| -> Value {
+            let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                              "request": {"uid": "u", "object": obj}});
+            crate::admission::review::parse(&serde_json::to_vec(&body).unwrap(), &interest)
+                .unwrap()
+                .object
+                .unwrap()
+        };
+        let rich = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "generateName": "p-", "namespace": "team-a",
+                "labels": {"kueue.x-k8s.io/queue-name": "lq", "rank": "3",
+                           "kueue.x-k8s.io/pod-group-name": "g"},
+                "annotations": {"kueue.x-k8s.io/pod-group-total-count": "4",
+                                "kueue.x-k8s.io/pod-group-pod-index-label": "rank"},
+                "finalizers": ["other.io/keep"],
+                "managedFields": [{"manager": "kubectl", "operation": "Update",
+                                   "fieldsV1": {"f:spec": {"f:containers": {}}}}]},
+            "spec": {
+                "schedulingGates": [{"name": "other.io/gate"}],
+                "initContainers": [{"name": "init", "image": "busybox", "env": [{"name": "A", "value": "1"}],
+                                    "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "1"}}}],
+                "containers": [{"name": "c", "image": "i", "args": ["--x"],
+                                "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}],
+                                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                                "volumeMounts": [{"name": "v", "mountPath": "/v"}]},
+                               {"name": "side", "image": "s"}],
+                "volumes": [{"name": "v", "emptyDir": {}}],
+                "nodeSelector": {"zone": "a"},
+                "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                    {"nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]}}},
+                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+                "overhead": {"cpu": "10m"}, "priority": 5, "runtimeClassName": "rc",
+                "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "4"}},
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
+                "serviceAccountName": "default"},
+            "status": {"phase": "Pending"}});
+        let mut pods = vec![rich.clone(), pod(json!({"kueue.x-k8s.io/queue-name": "lq"}))];
+        let mut ended = rich.clone();
+        ended["status"]["phase"] = json!("Succeeded");
+        pods.push(ended);
+        let mut owned = rich.clone();
+        owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "Job",
+            "name": "j", "uid": "u", "controller": true}]);
+        owned["metadata"]["labels"]["kueue.x-k8s.io/managed"] = json!("true");
+        pods.push(owned);
+        let mut bad = rich.clone();
+        bad["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = json!("x");
+        bad["metadata"]["labels"]["kueue.x-k8s.io/managed"] = json!("false");
+        pods.push(bad);
+        let mut unqueued = rich.clone();
+        unqueued["metadata"]["labels"] = json!({"app": "a"});
+        pods.push(unqueued);
+        for p in &pods {
+            let s = sparse(p);
+            assert!(
+                s.to_string().len() < p.to_string().len(),
+                "the premise: a part of the pod is skipped"
+            );
+            assert_eq!(crate::jobs::pod::role_hash(&s), crate::jobs::pod::role_hash(p));
+            for manage_all in [false, true] {
+                for hook in ["mutate", "validate"] {
+                    let (a, b) = (
+                        run(hook, s.clone(), None, "team-a", manage_all, &NoCluster),
+                        run(hook, p.clone(), None, "team-a", manage_all, &NoCluster),
+                    );
+                    assert_eq!((&a.verdict, &a.patch, &a.warnings), (&b.verdict, &b.patch, &b.warnings), "{hook} {p}");
+                }
+                for old in &pods {
+                    let (a, b) = (
+                        run("validate", s.clone(), Some(sparse(old)), "team-a", manage_all, &NoCluster),
+                        run("validate", p.clone(), Some(old.clone()), "team-a", manage_all, &NoCluster),
+                    );
+                    assert_eq!((&a.verdict, &a.warnings), (&b.verdict, &b.warnings), "update {old} -> {p}");
+                }
+            }
+        }
     }
 }

@@ -80,6 +80,8 @@ pub struct Router {
     policies: PolicySet,
     /// What job kinds' reviews read of objects, for every loaded policy.
     interest: Interest,
+    /// What gated kinds' (pods') reviews read, for every loaded gate.
+    gated: Interest,
     whole: Interest,
     /// Unrouted kinds: objects syntax-checked, nothing built.
     nothing: Interest,
@@ -114,6 +116,13 @@ impl Router {
             .collect();
         let mut router = Router {
             interest: object::interest(&policies),
+            gated: {
+                let mut root = Interest::default();
+                for gate in policies.iter().filter_map(|p| p.gate.as_ref()) {
+                    gate.note_interest(&mut root);
+                }
+                root
+            },
             whole: Interest {
                 whole: true,
                 ..Interest::default()
@@ -349,6 +358,7 @@ impl Reading for Lookup<'_> {
         match route.and_then(|i| self.router.routes.get(i)) {
             Some(r) => match r.family.reads() {
                 Reads::Policies => &self.router.interest,
+                Reads::Gated => &self.router.gated,
                 Reads::Whole => &self.router.whole,
             },
             None => &self.router.nothing,

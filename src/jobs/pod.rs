@@ -7,12 +7,12 @@
 //! tolerations; when a pod or a group has finished. Raw JSON in, JSON or
 //! patches out.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, fmt::Write as _};
 
 use serde_json::{json, Map, Value};
 
 use super::{
-    policy::{Gate, GroupRule, Policy},
+    policy::{Gate, GroupRule, Interest, Policy},
     workload::{
         name_for, priority, set_priority, PodSetInfo, Priority, PriorityClasses, WorkloadError,
     },
@@ -25,6 +25,7 @@ use crate::vocabulary::{
         ROLE_HASH_ANNOTATION, TOPOLOGY_GATE,
     },
     patch::PatchOp,
+    pointer::Pointer,
 };
 
 /// Kueue's pod set name for a single pod.
@@ -103,6 +104,30 @@ pub fn group_total_count(rule: &GroupRule, pod: &Value) -> Result<i64, String> {
     Ok(n)
 }
 
+/// Adds what [`role_hash`] reads of a pod to `root`: a review reads no
+/// more of a pod's spec than its role needs.
+pub fn note_role_interest(root: &mut Interest) {
+    let at = |p: &str| Pointer::parse(p).expect("a literal pointer");
+    for f in [
+        "affinity",
+        "nodeSelector",
+        "overhead",
+        "priority",
+        "resourceClaims",
+        "resources",
+        "runtimeClassName",
+        "tolerations",
+        "topologySpreadConstraints",
+    ] {
+        root.whole(&at(&format!("/spec/{f}")));
+    }
+    for list in ["/spec/containers", "/spec/initContainers"] {
+        let each = root.each(&at(list));
+        each.whole(&at("/ports"));
+        each.whole(&at("/resources/requests"));
+    }
+}
+
 /// Kueue's `GenerateRoleHash`: the first 8 hex digits of the SHA-256 of
 /// `{"spec": shape}` in Go's JSON, where the shape is what admission looks
 /// at (containers' requests and ports, node selector, affinity,
@@ -113,90 +138,112 @@ pub fn group_total_count(rule: &GroupRule, pod: &Value) -> Result<i64, String> {
 pub fn role_hash(pod: &Value) -> String {
     let spec = pod.get("spec").unwrap_or(&Value::Null);
     let field = |k: &str| spec.get(k).unwrap_or(&Value::Null);
-    let mut shape = String::from("{");
+    // One buffer, written in place: a pod's role is hashed on every pod
+    // create, so no string is built per field.
+    let mut doc: Vec<u8> = Vec::with_capacity(512);
+    doc.extend_from_slice(b"{\"spec\":{");
     let mut first = true;
-    let mut put = |k: &str, v: String| {
+    let mut key = |doc: &mut Vec<u8>, k: &str| {
         if !first {
-            shape.push(',');
+            doc.push(b',');
         }
         first = false;
-        shape.push_str(&format!("{}:{v}", json!(k)));
+        doc.push(b'"');
+        doc.extend_from_slice(k.as_bytes());
+        doc.extend_from_slice(b"\":");
     };
     // Go marshals a map's keys sorted.
-    put("affinity", field("affinity").to_string());
-    put("containers", containers_shape(field("containers")));
-    put("initContainers", containers_shape(field("initContainers")));
-    put("nodeSelector", field("nodeSelector").to_string());
-    put("overhead", field("overhead").to_string());
-    put("priority", field("priority").to_string());
-    put("resourceClaims", field("resourceClaims").to_string());
-    if let Some(r) = spec.get("resources").filter(|r| !r.is_null()) {
-        put(
-            "resources",
-            r.get("requests").unwrap_or(&Value::Null).to_string(),
-        );
+    key(&mut doc, "affinity");
+    value(&mut doc, field("affinity"));
+    key(&mut doc, "containers");
+    containers_shape(&mut doc, field("containers"));
+    key(&mut doc, "initContainers");
+    containers_shape(&mut doc, field("initContainers"));
+    for k in ["nodeSelector", "overhead", "priority", "resourceClaims"] {
+        key(&mut doc, k);
+        value(&mut doc, field(k));
     }
-    put("runtimeClassName", field("runtimeClassName").to_string());
-    put(
-        "tolerations",
-        ordered_list(field("tolerations"), TOLERATION),
-    );
-    put(
-        "topologySpreadConstraints",
-        field("topologySpreadConstraints").to_string(),
-    );
-    shape.push('}');
-    let doc = format!("{{\"spec\":{shape}}}");
-    let digest = ring::digest::digest(&ring::digest::SHA256, doc.as_bytes());
-    digest.as_ref()[..4]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    if let Some(r) = spec.get("resources").filter(|r| !r.is_null()) {
+        key(&mut doc, "resources");
+        value(&mut doc, r.get("requests").unwrap_or(&Value::Null));
+    }
+    key(&mut doc, "runtimeClassName");
+    value(&mut doc, field("runtimeClassName"));
+    key(&mut doc, "tolerations");
+    ordered_list(&mut doc, field("tolerations"), TOLERATION);
+    key(&mut doc, "topologySpreadConstraints");
+    value(&mut doc, field("topologySpreadConstraints"));
+    doc.extend_from_slice(b"}}");
+    let digest = ring::digest::digest(&ring::digest::SHA256, &doc);
+    let mut hex = String::with_capacity(8);
+    for b in &digest.as_ref()[..4] {
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 /// Go's field order of `corev1.Toleration` and `corev1.ContainerPort`.
 const TOLERATION: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
 const CONTAINER_PORT: &[&str] = &["name", "hostPort", "containerPort", "protocol", "hostIP"];
 
-fn ordered_list(v: &Value, order: &[&str]) -> String {
-    let Some(items) = v.as_array().filter(|a| !a.is_empty()) else {
-        return "null".into();
-    };
-    let parts: Vec<String> = items
-        .iter()
-        .map(|item| {
-            let fields: Vec<String> = order
-                .iter()
-                .filter_map(|k| {
-                    item.get(*k)
-                        .filter(|x| !x.is_null())
-                        .map(|x| format!("{}:{x}", json!(k)))
-                })
-                .collect();
-            format!("{{{}}}", fields.join(","))
-        })
-        .collect();
-    format!("[{}]", parts.join(","))
+/// `v` as compact JSON (as `Value::to_string` writes it).
+fn value(doc: &mut Vec<u8>, v: &Value) {
+    // Writing a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *doc, v);
 }
 
-fn containers_shape(v: &Value) -> String {
-    let Some(cs) = v.as_array().filter(|a| !a.is_empty()) else {
-        return "null".into();
+fn ordered_list(doc: &mut Vec<u8>, v: &Value, order: &[&str]) {
+    let Some(items) = v.as_array().filter(|a| !a.is_empty()) else {
+        doc.extend_from_slice(b"null");
+        return;
     };
-    let parts: Vec<String> = cs
-        .iter()
-        .map(|c| {
-            let requests = c
-                .pointer("/resources/requests")
-                .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
-                .map_or_else(|| "null".to_string(), Value::to_string);
-            format!(
-                "{{\"ports\":{},\"resources\":{{\"requests\":{requests}}}}}",
-                ordered_list(c.get("ports").unwrap_or(&Value::Null), CONTAINER_PORT)
-            )
-        })
-        .collect();
-    format!("[{}]", parts.join(","))
+    doc.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            doc.push(b',');
+        }
+        doc.push(b'{');
+        let mut first = true;
+        for k in order {
+            if let Some(x) = item.get(*k).filter(|x| !x.is_null()) {
+                if !first {
+                    doc.push(b',');
+                }
+                first = false;
+                doc.push(b'"');
+                doc.extend_from_slice(k.as_bytes());
+                doc.extend_from_slice(b"\":");
+                value(doc, x);
+            }
+        }
+        doc.push(b'}');
+    }
+    doc.push(b']');
+}
+
+fn containers_shape(doc: &mut Vec<u8>, v: &Value) {
+    let Some(cs) = v.as_array().filter(|a| !a.is_empty()) else {
+        doc.extend_from_slice(b"null");
+        return;
+    };
+    doc.push(b'[');
+    for (i, c) in cs.iter().enumerate() {
+        if i > 0 {
+            doc.push(b',');
+        }
+        doc.extend_from_slice(b"{\"ports\":");
+        ordered_list(doc, c.get("ports").unwrap_or(&Value::Null), CONTAINER_PORT);
+        doc.extend_from_slice(b",\"resources\":{\"requests\":");
+        match c
+            .pointer("/resources/requests")
+            .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+        {
+            Some(r) => value(doc, r),
+            None => doc.extend_from_slice(b"null"),
+        }
+        doc.extend_from_slice(b"}}");
+    }
+    doc.push(b']');
 }
 
 /// The pod's role: its annotation when set (the webhook sets it), else

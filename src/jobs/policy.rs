@@ -723,6 +723,25 @@ pub struct GroupRule {
 }
 
 impl Gate {
+    /// Adds what a gated kind's rules read of its objects to `root`: the
+    /// metadata the webhook reads and writes, the gates and phase
+    /// [`Gate::holds`] reads, and the pod's role (the rest of a pod, its
+    /// volumes, env and managed fields, is skipped, not built).
+    pub fn note_interest(&self, root: &mut Interest) {
+        for p in [
+            "/metadata/labels",
+            "/metadata/annotations",
+            "/metadata/deletionTimestamp",
+            "/metadata/ownerReferences",
+            "/metadata/finalizers",
+            "/spec/schedulingGates",
+            "/status/phase",
+        ] {
+            root.whole(&Pointer::parse(p).expect("a literal pointer"));
+        }
+        super::pod::note_role_interest(root);
+    }
+
     /// Is the object still held: it carries the gate, or it has ended
     /// (Kueue's `podSuspended`: a terminated pod counts as suspended).
     pub fn holds(&self, obj: &Value) -> bool {

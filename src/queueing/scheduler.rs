@@ -17,7 +17,7 @@
 //! why [`Engine::rebuild`] from the API's objects counts every workload
 //! with `status.admission` as holding quota.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::{
@@ -1009,23 +1009,25 @@ impl Engine {
     /// pending (queued or parked behind the queue), reserving and admitted
     /// workloads, and the quota its admitted workloads hold per flavor.
     pub fn local_queue_statuses(&self) -> Vec<LocalQueueStatus> {
-        let mut out: BTreeMap<(&str, &str), LocalQueueStatus> = self
+        // In namespace, then name order; found by hash for each Workload.
+        let mut out: Vec<LocalQueueStatus> = self
             .local_queues()
-            .map(|lq| {
-                (
-                    (lq.namespace.as_str(), lq.name.as_str()),
-                    LocalQueueStatus {
-                        namespace: lq.namespace.clone(),
-                        name: lq.name.clone(),
-                        ..LocalQueueStatus::default()
-                    },
-                )
+            .map(|lq| LocalQueueStatus {
+                namespace: lq.namespace.clone(),
+                name: lq.name.clone(),
+                ..LocalQueueStatus::default()
             })
             .collect();
+        let at: HashMap<(&str, &str), usize> = self
+            .local_queues()
+            .enumerate()
+            .map(|(i, lq)| ((lq.namespace.as_str(), lq.name.as_str()), i))
+            .collect();
         for rec in self.workloads.values() {
-            let Some(st) = out.get_mut(&(&*rec.wl.namespace, &*rec.wl.queue_name)) else {
+            let Some(&i) = at.get(&(&*rec.wl.namespace, &*rec.wl.queue_name)) else {
                 continue;
             };
+            let st = &mut out[i];
             match &rec.state {
                 State::Queued { .. } => st.pending_workloads += 1,
                 State::Parked => {
@@ -1055,10 +1057,10 @@ impl Engine {
                 }
             }
         }
-        for st in out.values_mut() {
+        for st in &mut out {
             st.admission_fair_sharing = self.admission_fair_sharing_status(&st.namespace, &st.name);
         }
-        out.into_values().collect()
+        out
     }
 
     /// Pending workloads as Kueue's `pending_workloads` metrics split them:
@@ -1067,10 +1069,13 @@ impl Engine {
     /// aside after a failed attempt, or (per LocalQueue) parked behind a
     /// stopped or missing queue.
     pub fn pending_counts(&self) -> PendingCounts {
+        // Counted under the Workloads' own names, owned once per
+        // LocalQueue at the end: no allocation per Workload.
+        let mut lqs: HashMap<(&str, &str), (usize, usize)> = HashMap::new();
         let lq_of = |k: &str| {
             self.workloads
                 .get(k)
-                .map(|rec| (rec.wl.namespace.to_string(), rec.wl.queue_name.to_string()))
+                .map(|rec| (&*rec.wl.namespace, &*rec.wl.queue_name))
         };
         let mut out = PendingCounts::default();
         for (cq, q) in &self.queues {
@@ -1078,27 +1083,32 @@ impl Engine {
             for k in q.set_aside_keys() {
                 set_aside += 1;
                 if let Some(lq) = lq_of(k) {
-                    out.local_queues.entry(lq).or_default().1 += 1;
+                    lqs.entry(lq).or_default().1 += 1;
                 }
             }
             for k in q.keys() {
                 if let Some(lq) = lq_of(k) {
-                    out.local_queues.entry(lq).or_default().0 += 1;
+                    lqs.entry(lq).or_default().0 += 1;
                 }
             }
             out.cluster_queues
                 .insert(cq.clone(), (q.len() - set_aside, set_aside));
         }
         // `keys` counted the set-aside ones as active too.
-        for (active, set_aside) in out.local_queues.values_mut() {
+        for (active, set_aside) in lqs.values_mut() {
             *active -= *set_aside;
         }
         for rec in self.workloads.values() {
             if matches!(rec.state, State::Parked) && rec.wl.active {
-                let lq = (rec.wl.namespace.to_string(), rec.wl.queue_name.to_string());
-                out.local_queues.entry(lq).or_default().1 += 1;
+                lqs.entry((&rec.wl.namespace, &rec.wl.queue_name))
+                    .or_default()
+                    .1 += 1;
             }
         }
+        out.local_queues = lqs
+            .into_iter()
+            .map(|((ns, name), n)| ((ns.to_string(), name.to_string()), n))
+            .collect();
         out
     }
 

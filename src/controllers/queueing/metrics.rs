@@ -2,6 +2,7 @@
 //! [`crate::metrics::kueue`]): what a landed Workload write was,
 //! and the queues as the engine holds them.
 
+use super::status::local_queue_specs;
 use super::*;
 use crate::metrics::kueue::{
     ClusterQueueSample, CohortSample, LocalQueueSample, QueueSnapshot, ResourceSample,
@@ -131,159 +132,169 @@ impl Controller {
     }
 
     /// The queues' gauges as the engine holds them now.
-    pub(super) fn publish_metrics(&self) {
+    /// `lqs`: the engine's LocalQueue statuses of this tick (the status
+    /// writes read the same).
+    pub(super) fn publish_metrics(&self, lqs: &[LocalQueueStatus]) {
         if !self.started {
             return;
         }
-        let pending = self.engine.pending_counts();
-        let specs = self.local_queue_specs();
-        // Finished Workloads per LocalQueue, and per ClusterQueue through it.
-        let mut lq_finished: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for lq in self.finished.values() {
-            *lq_finished.entry(lq.clone()).or_default() += 1;
+        self.metrics
+            .publish(snapshot(&self.engine, lqs, self.finished.values()));
+    }
+}
+
+/// Kueue's queue gauges as `engine` holds the queues now; `lqs`: its
+/// [`Engine::local_queue_statuses`]; `finished`: the LocalQueue
+/// (namespace, name) of each finished Workload.
+pub fn snapshot<'a>(
+    engine: &Engine,
+    lqs: &[LocalQueueStatus],
+    finished: impl IntoIterator<Item = &'a (String, String)>,
+) -> QueueSnapshot {
+    let pending = engine.pending_counts();
+    let specs = local_queue_specs(engine);
+    // Finished Workloads per LocalQueue, and per ClusterQueue through it.
+    let mut lq_finished: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for lq in finished {
+        *lq_finished.entry(lq.clone()).or_default() += 1;
+    }
+    let mut cq_finished: BTreeMap<&str, usize> = BTreeMap::new();
+    for (lq, n) in &lq_finished {
+        if let Some((cq, _)) = specs.get(lq) {
+            *cq_finished.entry(cq.as_str()).or_default() += n;
         }
-        let mut cq_finished: BTreeMap<&str, usize> = BTreeMap::new();
-        for (lq, n) in &lq_finished {
-            if let Some((cq, _)) = specs.get(lq) {
-                *cq_finished.entry(cq.as_str()).or_default() += n;
-            }
+    }
+    let mut cluster_queues = Vec::new();
+    for name in engine.cluster_queue_names() {
+        let (Some(cq), Some(s)) = (
+            engine.cluster_queue(name),
+            engine.cluster_queue_status(name),
+        ) else {
+            continue;
+        };
+        let (mut active, mut inadmissible) = pending
+            .cluster_queues
+            .get(name)
+            .copied()
+            .unwrap_or_default();
+        if !s.active.status {
+            // Kueue: a queue that cannot admit has nothing active.
+            inadmissible += active;
+            active = 0;
         }
-        let mut cluster_queues = Vec::new();
-        for name in self.engine.cluster_queue_names() {
-            let (Some(cq), Some(s)) = (
-                self.engine.cluster_queue(name),
-                self.engine.cluster_queue_status(name),
-            ) else {
-                continue;
-            };
-            let (mut active, mut inadmissible) = pending
-                .cluster_queues
-                .get(name)
-                .copied()
-                .unwrap_or_default();
-            if !s.active.status {
-                // Kueue: a queue that cannot admit has nothing active.
-                inadmissible += active;
-                active = 0;
-            }
-            let held = |usage: &[crate::queueing::FlavorUsage], f: &str, r: &str| {
-                usage
-                    .iter()
-                    .filter(|u| u.name == f)
-                    .flat_map(|u| &u.resources)
-                    .find(|x| x.name == r)
-                    .map_or(0, |x| x.total)
-            };
-            let resources = cq
-                .resource_groups
+        let held = |usage: &[crate::queueing::FlavorUsage], f: &str, r: &str| {
+            usage
                 .iter()
-                .flat_map(|g| &g.flavors)
-                .flat_map(|f| f.resources.iter().map(move |r| (f, r)))
-                .map(|(f, r)| ResourceSample {
-                    flavor: f.name.clone(),
-                    resource: r.name.clone(),
-                    nominal: units(r.nominal),
-                    borrowing_limit: r.borrowing_limit.map(units),
-                    lending_limit: r.lending_limit.map(units),
-                    reservation: units(held(&s.flavors_usage, &f.name, &r.name)),
-                    usage: units(held(&s.flavors_admitted, &f.name, &r.name)),
-                })
-                .collect();
-            cluster_queues.push(ClusterQueueSample {
-                name: name.to_string(),
-                cohort: cq.cohort.clone().unwrap_or_default(),
-                root_cohort: self.engine.cohort_ancestors(name).pop().unwrap_or_default(),
-                pending_active: active,
-                pending_inadmissible: inadmissible,
+                .filter(|u| u.name == f)
+                .flat_map(|u| &u.resources)
+                .find(|x| x.name == r)
+                .map_or(0, |x| x.total)
+        };
+        let resources = cq
+            .resource_groups
+            .iter()
+            .flat_map(|g| &g.flavors)
+            .flat_map(|f| f.resources.iter().map(move |r| (f, r)))
+            .map(|(f, r)| ResourceSample {
+                flavor: f.name.clone(),
+                resource: r.name.clone(),
+                nominal: units(r.nominal),
+                borrowing_limit: r.borrowing_limit.map(units),
+                lending_limit: r.lending_limit.map(units),
+                reservation: units(held(&s.flavors_usage, &f.name, &r.name)),
+                usage: units(held(&s.flavors_admitted, &f.name, &r.name)),
+            })
+            .collect();
+        cluster_queues.push(ClusterQueueSample {
+            name: name.to_string(),
+            cohort: cq.cohort.clone().unwrap_or_default(),
+            root_cohort: engine.cohort_ancestors(name).pop().unwrap_or_default(),
+            pending_active: active,
+            pending_inadmissible: inadmissible,
+            reserving: s.reserving_workloads,
+            admitted: s.admitted_workloads,
+            finished: cq_finished.get(name).copied().unwrap_or(0),
+            // Kueue's cache status: a deleted queue held by its
+            // finalizer is `terminating` before anything else.
+            status: if cq.terminating {
+                "terminating"
+            } else if s.active.status {
+                "active"
+            } else {
+                "pending"
+            },
+            resources,
+        });
+    }
+    let cq_active: BTreeMap<&str, bool> = cluster_queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.status == "active"))
+        .collect();
+    let local_queues = lqs
+        .iter()
+        .map(|s| {
+            let id = (s.namespace.clone(), s.name.clone());
+            let (active, inadmissible) = pending.local_queues.get(&id).copied().unwrap_or_default();
+            let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
+            let runs = !stopped && cq_active.get(cq.as_str()).copied().unwrap_or(false);
+            let mut resources = Vec::new();
+            for (f, rs) in &s.usage {
+                for (r, q) in rs {
+                    let admitted = s
+                        .admitted_usage
+                        .get(f)
+                        .and_then(|x| x.get(r))
+                        .copied()
+                        .unwrap_or(0);
+                    resources.push((f.clone(), r.clone(), units(*q), units(admitted)));
+                }
+            }
+            LocalQueueSample {
+                namespace: id.0.clone(),
+                name: id.1.clone(),
+                pending_active: if runs { active } else { 0 },
+                pending_inadmissible: if runs {
+                    inadmissible
+                } else {
+                    active + inadmissible
+                },
                 reserving: s.reserving_workloads,
                 admitted: s.admitted_workloads,
-                finished: cq_finished.get(name).copied().unwrap_or(0),
-                // Kueue's cache status: a deleted queue held by its
-                // finalizer is `terminating` before anything else.
-                status: if cq.terminating {
-                    "terminating"
-                } else if s.active.status {
-                    "active"
-                } else {
-                    "pending"
-                },
+                finished: lq_finished.get(&id).copied().unwrap_or(0),
+                active: if runs { "True" } else { "False" },
                 resources,
-            });
-        }
-        let cq_active: BTreeMap<&str, bool> = cluster_queues
-            .iter()
-            .map(|q| (q.name.as_str(), q.status == "active"))
-            .collect();
-        let local_queues = self
-            .engine
-            .local_queue_statuses()
-            .into_iter()
-            .map(|s| {
-                let id = (s.namespace.clone(), s.name.clone());
-                let (active, inadmissible) =
-                    pending.local_queues.get(&id).copied().unwrap_or_default();
-                let (cq, stopped) = specs.get(&id).cloned().unwrap_or_default();
-                let runs = !stopped && cq_active.get(cq.as_str()).copied().unwrap_or(false);
-                let mut resources = Vec::new();
-                for (f, rs) in &s.usage {
-                    for (r, q) in rs {
-                        let admitted = s
-                            .admitted_usage
-                            .get(f)
-                            .and_then(|x| x.get(r))
-                            .copied()
-                            .unwrap_or(0);
-                        resources.push((f.clone(), r.clone(), units(*q), units(admitted)));
-                    }
-                }
-                LocalQueueSample {
-                    namespace: s.namespace,
-                    name: s.name,
-                    pending_active: if runs { active } else { 0 },
-                    pending_inadmissible: if runs {
-                        inadmissible
-                    } else {
-                        active + inadmissible
-                    },
-                    reserving: s.reserving_workloads,
-                    admitted: s.admitted_workloads,
-                    finished: lq_finished.get(&id).copied().unwrap_or(0),
-                    active: if runs { "True" } else { "False" },
-                    resources,
-                }
-            })
-            .collect();
-        let admitted: BTreeMap<&str, usize> = cluster_queues
-            .iter()
-            .map(|q| (q.name.as_str(), q.admitted))
-            .collect();
-        let amounts = |u: &crate::queueing::Usage| {
-            u.iter()
-                .map(|(fr, v)| (fr.flavor.clone(), fr.resource.clone(), units(*v)))
-                .collect()
-        };
-        let cohorts = self
-            .engine
-            .cohort_subtrees()
-            .into_iter()
-            .map(|c| CohortSample {
-                admitted: c
-                    .queues
-                    .iter()
-                    .filter_map(|q| admitted.get(q.as_str()))
-                    .sum(),
-                quota: amounts(&c.quota),
-                reservations: amounts(&c.reservations),
-                parent: c.parent.unwrap_or_default(),
-                root: c.root,
-                name: c.name,
-            })
-            .collect();
-        self.metrics.publish(QueueSnapshot {
-            cluster_queues,
-            local_queues,
-            cohorts,
-        });
+            }
+        })
+        .collect();
+    let admitted: BTreeMap<&str, usize> = cluster_queues
+        .iter()
+        .map(|q| (q.name.as_str(), q.admitted))
+        .collect();
+    let amounts = |u: &crate::queueing::Usage| {
+        u.iter()
+            .map(|(fr, v)| (fr.flavor.clone(), fr.resource.clone(), units(*v)))
+            .collect()
+    };
+    let cohorts = engine
+        .cohort_subtrees()
+        .into_iter()
+        .map(|c| CohortSample {
+            admitted: c
+                .queues
+                .iter()
+                .filter_map(|q| admitted.get(q.as_str()))
+                .sum(),
+            quota: amounts(&c.quota),
+            reservations: amounts(&c.reservations),
+            parent: c.parent.unwrap_or_default(),
+            root: c.root,
+            name: c.name,
+        })
+        .collect();
+    QueueSnapshot {
+        cluster_queues,
+        local_queues,
+        cohorts,
     }
 }
 

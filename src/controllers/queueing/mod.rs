@@ -77,6 +77,8 @@ mod feed;
 mod finalizers;
 mod jobless;
 mod metrics;
+/// Kueue's queue gauges from the engine alone (benches time it).
+pub use metrics::snapshot as metrics_snapshot;
 mod priorities;
 mod status;
 
@@ -614,8 +616,10 @@ impl Controller {
                             c.status_due = true;
                         }
                         if c.status_due {
-                            c.publish_metrics();
-                            c.write_statuses();
+                            // One walk of the Workloads for both.
+                            let lqs = c.engine.local_queue_statuses();
+                            c.publish_metrics(&lqs);
+                            c.write_statuses(lqs);
                         }
                         c.log_tally();
                         if c.started {

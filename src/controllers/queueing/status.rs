@@ -15,7 +15,8 @@ impl Controller {
         }
     }
 
-    pub(super) fn write_statuses(&mut self) {
+    /// `lqs`: the engine's LocalQueue statuses of this tick.
+    pub(super) fn write_statuses(&mut self, lqs: Vec<LocalQueueStatus>) {
         self.status_due = false;
         // Every queue whose status changed since it was last written, and
         // when that was.
@@ -45,7 +46,6 @@ impl Controller {
             .values()
             .map(|s| (s.name.as_str(), s.active.status))
             .collect();
-        let lqs = self.engine.local_queue_statuses();
         let specs = self.local_queue_specs();
         for s in lqs {
             let id = (s.namespace.clone(), s.name.clone());
@@ -112,16 +112,21 @@ impl Controller {
     }
 
     pub(super) fn local_queue_specs(&self) -> BTreeMap<(String, String), (String, bool)> {
-        self.engine
-            .local_queues()
-            .map(|lq| {
-                (
-                    (lq.namespace.clone(), lq.name.clone()),
-                    (lq.cluster_queue.clone(), lq.stop_policy.is_stopped()),
-                )
-            })
-            .collect()
+        local_queue_specs(&self.engine)
     }
+}
+
+/// Each LocalQueue's ClusterQueue and whether it is stopped, by (namespace, name).
+pub(super) fn local_queue_specs(engine: &Engine) -> BTreeMap<(String, String), (String, bool)> {
+    engine
+        .local_queues()
+        .map(|lq| {
+            (
+                (lq.namespace.clone(), lq.name.clone()),
+                (lq.cluster_queue.clone(), lq.stop_policy.is_stopped()),
+            )
+        })
+        .collect()
 }
 
 /// Whether a queue whose status changed may be written at `now`, its last

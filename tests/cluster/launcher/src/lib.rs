@@ -251,6 +251,8 @@ pub struct LocalCluster {
     kubeconfig: PathBuf,
     kubectl: Kubectl,
     server_url: String,
+    /// etcd's client URL (plain HTTP on loopback; `/metrics` is served there).
+    etcd_url: String,
     pki: Pki,
     nodes: Vec<NodeSpec>,
     components: Vec<Component>,
@@ -341,6 +343,7 @@ impl LocalCluster {
             },
             kubeconfig,
             server_url,
+            etcd_url: format!("http://127.0.0.1:{etcd_port}"),
             pki,
             nodes: opts.nodes.clone(),
             components: Vec::new(),
@@ -352,7 +355,7 @@ impl LocalCluster {
         let d = cluster.dir_path.clone();
         let pki = cluster.pki.clone();
 
-        let etcd_client = format!("http://127.0.0.1:{etcd_port}");
+        let etcd_client = cluster.etcd_url.clone();
         let etcd_peer = format!("http://127.0.0.1:{peer_port}");
         cluster.spawn(
             "etcd",
@@ -666,6 +669,11 @@ impl LocalCluster {
     /// The nodes this cluster was started with.
     pub fn nodes(&self) -> &[NodeSpec] {
         &self.nodes
+    }
+
+    /// etcd's client URL, `http://127.0.0.1:PORT`; its `/metrics` is served there.
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
     }
 
     /// Pids of the running components (each leads its own process group).
