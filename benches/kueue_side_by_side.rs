@@ -265,6 +265,8 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
     Ok(k)
 }
 
+#[path = "support/crds.rs"]
+mod crds;
 #[path = "support/process.rs"]
 mod process;
 use process::*;
@@ -580,7 +582,10 @@ fn etcd_metrics(cluster: &LocalCluster) -> Result<EtcdStat, BoxError> {
         seen += 1;
     }
     if seen < 4 {
-        return Err(format!("etcd's /metrics lacks the counters this bench reads ({seen} of 4 found)").into());
+        return Err(format!(
+            "etcd's /metrics lacks the counters this bench reads ({seen} of 4 found)"
+        )
+        .into());
     }
     Ok(out)
 }
@@ -768,31 +773,6 @@ impl RunResult {
     fn held_usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.3)
     }
-}
-
-/// batchgate's CRDs as Kueue's `crd/bases` are (the peer's): no
-/// conversion webhook. No webhook runs in this bench, and one the
-/// apiserver cannot reach fails the decoding of its watch cache's events
-/// ("failed to prepare current and previous objects: conversion webhook
-/// ... failed"), so it relists and re-watches etcd from an old revision
-/// again and again: measured at 16x Kueue's bytes out of etcd per
-/// Workload, 1.5x its CPU (BENCHMARKS.md). Written under `dir`.
-fn without_conversion_webhook(src: &Path, dir: &Path) -> Result<PathBuf, BoxError> {
-    let out = dir.join("crds");
-    std::fs::create_dir_all(&out)?;
-    for entry in std::fs::read_dir(src)? {
-        let path = entry?.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
-            continue;
-        }
-        let mut crd: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
-        if let Some(spec) = crd.get_mut("spec").and_then(Value::as_mapping_mut) {
-            spec.remove("conversion");
-        }
-        let name = path.file_name().ok_or("a CRD file without a name")?;
-        std::fs::write(out.join(name), serde_yaml::to_string(&crd)?)?;
-    }
-    Ok(out)
 }
 
 fn wait_crds(cluster: &LocalCluster, config: BenchConfig) -> Result<(), BoxError> {
@@ -1110,12 +1090,9 @@ fn one_run(
             .join("config/components/crd/bases")
             .display()
             .to_string(),
-        System::Batchgate | System::BatchgateA => without_conversion_webhook(
-            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds")),
-            dir,
-        )?
-        .display()
-        .to_string(),
+        System::Batchgate | System::BatchgateA => {
+            crds::without_conversion_webhook(dir)?.display().to_string()
+        }
     };
     // Server-side: the Workload CRD is larger than client-side apply's annotation limit.
     cluster.run_kubectl(&["apply", "--server-side", "-f", &crds])?;
@@ -1560,7 +1537,11 @@ const MIN_PAIRS: usize = 4;
 
 /// Adjacent runs of `a` and `b` in run order, each run in at most one pair:
 /// (a's run, b's run).
-fn pairs<'r>(results: &'r [RunResult], a: System, b: System) -> Vec<(&'r RunResult, &'r RunResult)> {
+fn pairs<'r>(
+    results: &'r [RunResult],
+    a: System,
+    b: System,
+) -> Vec<(&'r RunResult, &'r RunResult)> {
     let mut out = Vec::new();
     let mut pending: Option<&RunResult> = None;
     for r in results {
@@ -1788,7 +1769,10 @@ fn summarise(results: &[RunResult]) {
             / rs.len() as f64
     };
     println!("request bodies per Workload, KiB, by verb and resource (all clients; mean of runs):");
-    println!("  | {:<7} | {:<34} | {:>9} | {:>9} |", "verb", "resource", first, "batchgate");
+    println!(
+        "  | {:<7} | {:<34} | {:>9} | {:>9} |",
+        "verb", "resource", first, "batchgate"
+    );
     for key in body_keys {
         let (a, b) = (body(&kq, &key), body(&bg, &key));
         if a >= 0.005 || b >= 0.005 {

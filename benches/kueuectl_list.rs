@@ -208,6 +208,8 @@ fn list_once(bin: &Path, kubeconfig: &Path) -> Result<Run, BoxError> {
     })
 }
 
+#[path = "support/crds.rs"]
+mod crds;
 #[path = "support/process.rs"]
 mod process;
 use process::*;
@@ -258,8 +260,8 @@ fn run() -> Result<(), BoxError> {
         ..ClusterOptions::default()
     })?;
     println!("  local cluster up in {:.1} s", t.elapsed().as_secs_f64());
-    let crds = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds");
-    cluster.run_kubectl(&["apply", "-f", crds])?;
+    let crds = crds::without_conversion_webhook(cluster.dir())?;
+    cluster.run_kubectl(&["apply", "-f", &crds.display().to_string()])?;
     let mut tries = 0;
     while let Err(e) = cluster.run_kubectl(&[
         "wait",

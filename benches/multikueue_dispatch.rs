@@ -25,6 +25,8 @@
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke of
 //! 3 Jobs and checks that each finished on the manager.
 
+#[path = "support/crds.rs"]
+mod crds;
 #[path = "support/process.rs"]
 mod process;
 
@@ -300,9 +302,10 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         clusters.push(s.join().map_err(|_| "a control plane panicked")??);
     }
     let (manager, workers) = clusters.split_first().ok_or("no clusters")?;
-    let crds = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds");
+    let crds = crds::without_conversion_webhook(manager.dir())?;
+    let crds = crds.display().to_string();
     for c in &clusters {
-        kubectl(c, &["apply", "-f", crds], None)?;
+        kubectl(c, &["apply", "-f", &crds], None)?;
         c.wait_established(
             &[
                 "crd/workloads.kueue.x-k8s.io",

@@ -152,6 +152,8 @@ impl Knobs {
     }
 }
 
+#[path = "support/crds.rs"]
+mod crds;
 #[path = "support/process.rs"]
 mod process;
 use process::*;
@@ -938,8 +940,8 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         t.elapsed().as_secs_f64(),
         cluster.dir().display()
     );
-    let crds = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/crds");
-    cluster.run_kubectl(&["apply", "-f", crds])?;
+    let crds = crds::without_conversion_webhook(cluster.dir())?;
+    cluster.run_kubectl(&["apply", "-f", &crds.display().to_string()])?;
     // `kubectl wait` fails outright while a new CRD has no conditions yet.
     let mut tries = 0;
     while let Err(e) = cluster.run_kubectl(&[

@@ -414,17 +414,7 @@ fn print_growth() {
     );
     println!(
         "{:<26} {:>10} {:>6} {:>10} {:>6} {:>9} {:>11} {:>6} {:>7} {:>8} {:>8}",
-        "shape",
-        "setup",
-        "×",
-        "cycle",
-        "×",
-        "snapshot",
-        "drain",
-        "×",
-        "cycles",
-        "admits",
-        "evicts"
+        "shape", "setup", "×", "cycle", "×", "snapshot", "drain", "×", "cycles", "admits", "evicts"
     );
     let base = |tree: bool| runs.iter().find(|(s, _)| s.tree == tree).map(|(_, o)| o);
     for (shape, o) in runs.iter() {

@@ -683,7 +683,12 @@ mod tests {
     #[test]
     fn a_pod_read_as_far_as_its_gate_looks_decides_as_the_whole_pod() {
         let policies = PolicySet::embedded().unwrap();
-        let gate = policies.find("", "v1", "Pod").unwrap().gate.clone().unwrap();
+        let gate = policies
+            .find("", "v1", "Pod")
+            .unwrap()
+            .gate
+            .clone()
+            .unwrap();
         let mut interest = crate::jobs::policy::Interest::default();
         gate.note_interest(&mut interest);
         let sparse = |obj: &Value| -> Value {
@@ -723,7 +728,10 @@ mod tests {
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}],
                 "serviceAccountName": "default"},
             "status": {"phase": "Pending"}});
-        let mut pods = vec![rich.clone(), pod(json!({"kueue.x-k8s.io/queue-name": "lq"}))];
+        let mut pods = vec![
+            rich.clone(),
+            pod(json!({"kueue.x-k8s.io/queue-name": "lq"})),
+        ];
         let mut ended = rich.clone();
         ended["status"]["phase"] = json!("Succeeded");
         pods.push(ended);
@@ -745,21 +753,46 @@ mod tests {
                 s.to_string().len() < p.to_string().len(),
                 "the premise: a part of the pod is skipped"
             );
-            assert_eq!(crate::jobs::pod::role_hash(&s), crate::jobs::pod::role_hash(p));
+            assert_eq!(
+                crate::jobs::pod::role_hash(&s),
+                crate::jobs::pod::role_hash(p)
+            );
             for manage_all in [false, true] {
                 for hook in ["mutate", "validate"] {
                     let (a, b) = (
                         run(hook, s.clone(), None, "team-a", manage_all, &NoCluster),
                         run(hook, p.clone(), None, "team-a", manage_all, &NoCluster),
                     );
-                    assert_eq!((&a.verdict, &a.patch, &a.warnings), (&b.verdict, &b.patch, &b.warnings), "{hook} {p}");
+                    assert_eq!(
+                        (&a.verdict, &a.patch, &a.warnings),
+                        (&b.verdict, &b.patch, &b.warnings),
+                        "{hook} {p}"
+                    );
                 }
                 for old in &pods {
                     let (a, b) = (
-                        run("validate", s.clone(), Some(sparse(old)), "team-a", manage_all, &NoCluster),
-                        run("validate", p.clone(), Some(old.clone()), "team-a", manage_all, &NoCluster),
+                        run(
+                            "validate",
+                            s.clone(),
+                            Some(sparse(old)),
+                            "team-a",
+                            manage_all,
+                            &NoCluster,
+                        ),
+                        run(
+                            "validate",
+                            p.clone(),
+                            Some(old.clone()),
+                            "team-a",
+                            manage_all,
+                            &NoCluster,
+                        ),
                     );
-                    assert_eq!((&a.verdict, &a.warnings), (&b.verdict, &b.warnings), "update {old} -> {p}");
+                    assert_eq!(
+                        (&a.verdict, &a.warnings),
+                        (&b.verdict, &b.warnings),
+                        "update {old} -> {p}"
+                    );
                 }
             }
         }

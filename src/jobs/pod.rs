@@ -142,36 +142,29 @@ pub fn role_hash(pod: &Value) -> String {
     // create, so no string is built per field.
     let mut doc: Vec<u8> = Vec::with_capacity(512);
     doc.extend_from_slice(b"{\"spec\":{");
-    let mut first = true;
-    let mut key = |doc: &mut Vec<u8>, k: &str| {
-        if !first {
-            doc.push(b',');
-        }
-        first = false;
-        doc.push(b'"');
-        doc.extend_from_slice(k.as_bytes());
-        doc.extend_from_slice(b"\":");
-    };
+    let first = &mut true;
     // Go marshals a map's keys sorted.
-    key(&mut doc, "affinity");
+    key(&mut doc, first, "affinity");
     value(&mut doc, field("affinity"));
-    key(&mut doc, "containers");
-    containers_shape(&mut doc, field("containers"));
-    key(&mut doc, "initContainers");
-    containers_shape(&mut doc, field("initContainers"));
+    for k in ["containers", "initContainers"] {
+        key(&mut doc, first, k);
+        list(&mut doc, field(k), container_shape);
+    }
     for k in ["nodeSelector", "overhead", "priority", "resourceClaims"] {
-        key(&mut doc, k);
+        key(&mut doc, first, k);
         value(&mut doc, field(k));
     }
     if let Some(r) = spec.get("resources").filter(|r| !r.is_null()) {
-        key(&mut doc, "resources");
+        key(&mut doc, first, "resources");
         value(&mut doc, r.get("requests").unwrap_or(&Value::Null));
     }
-    key(&mut doc, "runtimeClassName");
+    key(&mut doc, first, "runtimeClassName");
     value(&mut doc, field("runtimeClassName"));
-    key(&mut doc, "tolerations");
-    ordered_list(&mut doc, field("tolerations"), TOLERATION);
-    key(&mut doc, "topologySpreadConstraints");
+    key(&mut doc, first, "tolerations");
+    list(&mut doc, field("tolerations"), |doc, t| {
+        ordered(doc, t, TOLERATION)
+    });
+    key(&mut doc, first, "topologySpreadConstraints");
     value(&mut doc, field("topologySpreadConstraints"));
     doc.extend_from_slice(b"}}");
     let digest = ring::digest::digest(&ring::digest::SHA256, &doc);
@@ -192,58 +185,60 @@ fn value(doc: &mut Vec<u8>, v: &Value) {
     let _ = serde_json::to_writer(&mut *doc, v);
 }
 
-fn ordered_list(doc: &mut Vec<u8>, v: &Value, order: &[&str]) {
+/// An object's key, after a comma unless it is the object's first.
+fn key(doc: &mut Vec<u8>, first: &mut bool, k: &str) {
+    if !std::mem::take(first) {
+        doc.push(b',');
+    }
+    doc.push(b'"');
+    doc.extend_from_slice(k.as_bytes());
+    doc.extend_from_slice(b"\":");
+}
+
+/// A non-empty list, each item written by `item`; else `null` (Go's nil
+/// slice).
+fn list(doc: &mut Vec<u8>, v: &Value, mut item: impl FnMut(&mut Vec<u8>, &Value)) {
     let Some(items) = v.as_array().filter(|a| !a.is_empty()) else {
         doc.extend_from_slice(b"null");
         return;
     };
     doc.push(b'[');
-    for (i, item) in items.iter().enumerate() {
+    for (i, x) in items.iter().enumerate() {
         if i > 0 {
             doc.push(b',');
         }
-        doc.push(b'{');
-        let mut first = true;
-        for k in order {
-            if let Some(x) = item.get(*k).filter(|x| !x.is_null()) {
-                if !first {
-                    doc.push(b',');
-                }
-                first = false;
-                doc.push(b'"');
-                doc.extend_from_slice(k.as_bytes());
-                doc.extend_from_slice(b"\":");
-                value(doc, x);
-            }
-        }
-        doc.push(b'}');
+        item(doc, x);
     }
     doc.push(b']');
 }
 
-fn containers_shape(doc: &mut Vec<u8>, v: &Value) {
-    let Some(cs) = v.as_array().filter(|a| !a.is_empty()) else {
-        doc.extend_from_slice(b"null");
-        return;
-    };
-    doc.push(b'[');
-    for (i, c) in cs.iter().enumerate() {
-        if i > 0 {
-            doc.push(b',');
+/// An object of `order`'s fields that `v` sets, in that order.
+fn ordered(doc: &mut Vec<u8>, v: &Value, order: &[&str]) {
+    doc.push(b'{');
+    let first = &mut true;
+    for k in order {
+        if let Some(x) = v.get(*k).filter(|x| !x.is_null()) {
+            key(doc, first, k);
+            value(doc, x);
         }
-        doc.extend_from_slice(b"{\"ports\":");
-        ordered_list(doc, c.get("ports").unwrap_or(&Value::Null), CONTAINER_PORT);
-        doc.extend_from_slice(b",\"resources\":{\"requests\":");
-        match c
-            .pointer("/resources/requests")
-            .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
-        {
-            Some(r) => value(doc, r),
-            None => doc.extend_from_slice(b"null"),
-        }
-        doc.extend_from_slice(b"}}");
     }
-    doc.push(b']');
+    doc.push(b'}');
+}
+
+fn container_shape(doc: &mut Vec<u8>, c: &Value) {
+    doc.extend_from_slice(b"{\"ports\":");
+    list(doc, c.get("ports").unwrap_or(&Value::Null), |doc, p| {
+        ordered(doc, p, CONTAINER_PORT)
+    });
+    doc.extend_from_slice(b",\"resources\":{\"requests\":");
+    match c
+        .pointer("/resources/requests")
+        .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
+    {
+        Some(r) => value(doc, r),
+        None => doc.extend_from_slice(b"null"),
+    }
+    doc.extend_from_slice(b"}}");
 }
 
 /// The pod's role: its annotation when set (the webhook sets it), else
