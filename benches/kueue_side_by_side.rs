@@ -1537,11 +1537,7 @@ const MIN_PAIRS: usize = 4;
 
 /// Adjacent runs of `a` and `b` in run order, each run in at most one pair:
 /// (a's run, b's run).
-fn pairs<'r>(
-    results: &'r [RunResult],
-    a: System,
-    b: System,
-) -> Vec<(&'r RunResult, &'r RunResult)> {
+fn pairs(results: &[RunResult], a: System, b: System) -> Vec<(&RunResult, &RunResult)> {
     let mut out = Vec::new();
     let mut pending: Option<&RunResult> = None;
     for r in results {
