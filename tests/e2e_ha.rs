@@ -309,6 +309,26 @@ impl Visibility {
 
 /// A replica: HOSTNAME names it (its Lease identity and its events'
 /// reportingInstance).
+/// Waits (a minute: the machine may be loaded) for a Job in `ns` to pass
+/// the webhooks in a server-side dry run, printing each new refusal so a
+/// timeout says why.
+fn reviewed(c: &LocalCluster, ns: &str, what: &str) {
+    let mut last = String::new();
+    wait_for(Duration::from_secs(60), what, || {
+        let (ok, out, err) = kubectl(
+            c,
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&job("probe", ns, "lq", "1", "1s", json!({}))),
+        );
+        let said = format!("{out}{err}");
+        if !ok && said != last {
+            eprintln!("waiting for {what}: {said}");
+            last = said;
+        }
+        ok.then_some(())
+    });
+}
+
 fn replica(name: &str, kubeconfig: &Path, certs: &Path, cfg: &Path) -> Server {
     // Inherited by the child spawned next; nothing else here reads it.
     std::env::set_var("HOSTNAME", name);
@@ -789,18 +809,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
     let before_pin = proxy.accepted_count();
     proxy.reset();
     proxy_live.reset();
-    wait_for(
-        Duration::from_secs(30),
-        "a webhook call through the pinned leader",
-        || {
-            let (ok, _, _) = kubectl(
-                c,
-                &["create", "--dry-run=server", "-f", "-"],
-                Some(&job("probe", &ns, "lq", "1", "1s", json!({}))),
-            );
-            ok.then_some(())
-        },
-    );
+    reviewed(c, &ns, "a webhook call through the pinned leader");
     // A backlog (30 Jobs, 60 cpu on a 20-cpu queue) for the standby to admit.
     for i in 0..30 {
         create(
@@ -810,18 +819,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         creates.lock().unwrap().made.push(format!("backlog-{i:02}"));
     }
     // Reviews of the live namespace reach the live replica.
-    wait_for(
-        Duration::from_secs(30),
-        "a webhook call through the live replica",
-        || {
-            let (ok, _, _) = kubectl(
-                c,
-                &["create", "--dry-run=server", "-f", "-"],
-                Some(&job("probe", &live_ns, "lq", "1", "1s", json!({}))),
-            );
-            ok.then_some(())
-        },
-    );
+    reviewed(c, &live_ns, "a webhook call through the live replica");
     // The main connection is the frozen replica's: every connection since
     // the pin went to it.
     let pinned = proxy.connections_since(before_pin);

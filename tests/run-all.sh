@@ -121,6 +121,15 @@ mkdir -p "$(dirname "$times")"
 cp "$logs/times" "$times"
 echo "${#list[@]} test binaries, $jobs at a time, in $(($(date +%s) - start))s"
 if [[ ${#failed[@]} -gt 0 ]]; then
+  # Each failure's first panics again, short, last: a reader who sees only
+  # the end of this output (CI's excerpt) still sees why each one failed.
+  for name in "${failed[@]}"; do
+    echo "== why $name failed =="
+    awk '/panicked at/ { n++; left = 10 }
+         /^stack backtrace:|^note: run with/ { left = 0 }
+         left > 0 && n <= 3 { print substr($0, 1, 300); left-- }' \
+      "$logs/${name//[:\/]/_}.log"
+  done
   echo "failed: ${failed[*]} (logs in $logs)"
   exit 101
 fi

@@ -13,6 +13,8 @@
 
 use std::{
     borrow::Cow,
+    collections::HashMap,
+    sync::{LazyLock, Mutex},
     time::{Duration, Instant},
 };
 
@@ -35,6 +37,22 @@ pub fn found_by_resync(integration: &str) {
             integration: integration.to_string(),
         })
         .inc();
+}
+
+/// When each watch, by name, last failed or came back.
+static UNSETTLED: LazyLock<Mutex<HashMap<String, Instant>>> = LazyLock::new(Mutex::default);
+
+fn unsettle(name: &str) {
+    let mut at = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
+    at.insert(name.to_string(), Instant::now());
+}
+
+/// How long watch `name` has delivered without a failure since it last
+/// failed or came back; `None` if it never failed. What it triggers late
+/// after a fault (a relist, a backoff) is delayed, not lost.
+pub fn settled_for(name: &str) -> Option<Duration> {
+    let at = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
+    at.get(name).map(Instant::elapsed)
 }
 
 /// `plural.group` of a kind, `plural` for the core group.
@@ -79,6 +97,7 @@ impl Health {
         if self.failing == 0 {
             self.since = Some(Instant::now());
         }
+        unsettle(&self.name);
         self.failing += 1;
         self.serious |= !expired(e);
     }
@@ -89,6 +108,7 @@ impl Health {
             return;
         }
         let after = self.since.map_or(Duration::ZERO, |s| s.elapsed());
+        unsettle(&self.name);
         RECOVERIES
             .get_or_create(&WatchLabel {
                 watch: self.name.clone(),
@@ -305,6 +325,28 @@ mod tests {
         h.delivered();
         h.delivered();
         assert_eq!(RECOVERIES.get_or_create(&label).get(), 1);
+    }
+
+    #[test]
+    fn a_watch_is_unsettled_from_its_first_failure_until_it_has_delivered_since_coming_back() {
+        let name = "test-settled.example";
+        let mut h = Health::new(name);
+        h.delivered();
+        assert_eq!(settled_for(name), None, "never failed");
+        h.failed(&status(500));
+        let failed = settled_for(name).expect("a failure unsettles");
+        std::thread::sleep(Duration::from_millis(20));
+        h.delivered();
+        let back = settled_for(name).expect("still unsettled when it comes back");
+        assert!(
+            back < failed + Duration::from_millis(20),
+            "the clock restarts when it comes back"
+        );
+        h.delivered();
+        assert!(
+            settled_for(name).unwrap() >= back,
+            "a delivery of a healthy watch does not"
+        );
     }
 
     #[test]

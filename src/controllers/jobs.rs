@@ -184,6 +184,8 @@ pub async fn run(
 /// it is found: past the reconciler's own retries.
 const RESYNC_EVERY: Duration = Duration::from_secs(60);
 const RESYNC_GRACE: Duration = Duration::from_secs(30);
+/// The name the Workload watch of the owner triggers is counted under.
+const WORKLOADS_WATCH: &str = "workloads.kueue.x-k8s.io";
 
 /// One job kind as the backstop sees it.
 struct Resync {
@@ -231,7 +233,7 @@ impl OwnerTriggers {
         let client = shared.client.clone();
         let writer = reflector::store::Writer::default();
         let workloads = writer.as_reader();
-        let mut health = crate::cluster::watch::Health::new("workloads.kueue.x-k8s.io");
+        let mut health = crate::cluster::watch::Health::new(WORKLOADS_WATCH);
         let stream = watcher(
             Api::<kube::core::PartialObjectMeta<api::Workload>>::all(client.clone()),
             watcher::Config::default(),
@@ -356,7 +358,16 @@ impl OwnerTriggers {
             .collect();
         let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
         let grace = RESYNC_GRACE.as_millis() as i64;
+        let settled_for = crate::cluster::watch::settled_for;
         for kind in &self.resync {
+            let watch = crate::cluster::watch::name_of::<DynamicObject>(&kind.resource);
+            if !crate::jobs::resync::watches_settled(
+                [settled_for(WORKLOADS_WATCH), settled_for(&watch)],
+                RESYNC_GRACE,
+            ) {
+                debug!(%watch, "a watch failed or came back within the resync's grace; its jobs wait for the next resync");
+                continue;
+            }
             for job in kind.jobs.state() {
                 // Cheap checks first: most jobs own a Workload.
                 let uid = job.metadata.uid.as_deref().unwrap_or_default();

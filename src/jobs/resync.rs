@@ -47,6 +47,19 @@ pub fn needs_workload(
     running && created.is_some_and(|c| now_ms - c >= grace_ms)
 }
 
+/// Has every watch a job's Workload comes through (the job's own, the
+/// Workloads') delivered without a fault for `grace`? `since`: how long
+/// each has, `None` for one that never failed. Until then a job without a
+/// Workload may be one its reconciler has not caught up with, not one a
+/// watch lost: the backstop waits, and a job that was lost is found once
+/// the watches have settled.
+pub fn watches_settled(
+    since: impl IntoIterator<Item = Option<std::time::Duration>>,
+    grace: std::time::Duration,
+) -> bool {
+    since.into_iter().all(|s| s.is_none_or(|d| d >= grace))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -56,6 +69,23 @@ mod tests {
 
     const CREATED_MS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
     const GRACE: i64 = 30_000;
+
+    #[test]
+    fn the_backstop_waits_until_every_watch_has_been_quiet_for_the_grace() {
+        use std::time::Duration;
+        let grace = Duration::from_secs(30);
+        let s = Duration::from_secs;
+        assert!(watches_settled([None, None], grace), "never failed");
+        assert!(watches_settled([Some(s(30)), None], grace));
+        assert!(
+            !watches_settled([Some(s(29)), None], grace),
+            "the Workloads' watch came back late"
+        );
+        assert!(
+            !watches_settled([None, Some(s(1))], grace),
+            "the job watch came back late"
+        );
+    }
 
     fn policies() -> PolicySet {
         PolicySet::embedded().unwrap()
