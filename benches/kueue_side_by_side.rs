@@ -267,12 +267,17 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
 
 #[path = "support/crds.rs"]
 mod crds;
+#[path = "support/lost_work.rs"]
+mod lost_work;
 #[path = "support/process.rs"]
 mod process;
 use process::*;
 
 fn main() {
     let smoke = !std::env::args().any(|a| a == "--bench");
+    if smoke {
+        lost_work::self_check();
+    }
     if let Err(e) = run(smoke) {
         eprintln!("kueue_side_by_side: {e}");
         std::process::exit(1);
@@ -727,6 +732,8 @@ struct RunResult {
     storage: StorageOps,
     etcd: EtcdStat,
     evictions: u64,
+    /// Work lost to evictions, as the bench's own Workload watch saw it.
+    lost: lost_work::Lost,
     /// Workload watch events the runner's recorder dropped.
     dropped_events: u64,
     /// Events batchgate's sink shed for want of apiserver time, as its log
@@ -1139,6 +1146,12 @@ fn one_run(
         cpu_secs(mgr_pid),
         cpu_secs(etcd_pid),
     );
+    let mcpu = made
+        .classes
+        .iter()
+        .map(|(c, (cpu, _))| (c.clone(), *cpu))
+        .collect();
+    let lost = lost_work::LostWork::watch(cluster.kubeconfig(), mcpu);
     let start = Instant::now();
     let mut runner = Command::new(up.bin("runner"));
     runner
@@ -1186,6 +1199,7 @@ fn one_run(
         cpu_secs(etcd_pid),
     );
     let scraped = apiserver_requests(&cluster).and_then(|r| Ok((r, etcd_metrics(&cluster)?)));
+    let lost = lost.stop();
     stop_sampling.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let hwm = status_kib(mgr_pid, "VmHWM:").unwrap_or(0);
@@ -1236,6 +1250,27 @@ fn one_run(
             ));
         }
     }
+    // Premise: the watch saw the Workloads run (else "nothing lost" means nothing).
+    let lost = match lost {
+        Ok(l) if l.admitted >= made.total / 2 => l,
+        Ok(l) => {
+            return Err(fail(
+                format!(
+                "the bench's Workload watch saw {} of {} Workloads hold quota ({} watch errors)",
+                l.admitted, made.total, l.errors
+            ),
+                &mut runner,
+                &mut manager,
+            ))
+        }
+        Err(e) => {
+            return Err(fail(
+                format!("the bench's Workload watch: {e}"),
+                &mut runner,
+                &mut manager,
+            ))
+        }
+    };
     if !summary_path.exists() {
         let why = match exited {
             Some(s) => format!("the runner exited ({s}) without writing summary.yaml"),
@@ -1296,6 +1331,7 @@ fn one_run(
         storage: bodies_delta(&storage_before, &storage_after),
         etcd: etcd_after.minus(etcd_before),
         evictions,
+        lost,
         dropped_events: u64_at(&summary, "droppedWorkloadEvents"),
         events_shed,
         finished: held.finished,
@@ -1456,7 +1492,7 @@ fn work_keep(dir: &Path) -> String {
 fn print_run(i: usize, r: &RunResult) {
     let n = r.workloads.max(1) as f64;
     println!(
-        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | etcd CPU {:>5.1} s, WAL {:.1} KiB/Workload, puts/Workload {:.2} | apiserver bytes {:.1} KiB/Workload | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (runner's dropped Workload events {}) | events shed {} | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
+        "  {:<9} wall {:>6.1} s | apiserver CPU {:>6.1} s | etcd CPU {:>5.1} s, WAL {:.1} KiB/Workload, puts/Workload {:.2} | apiserver bytes {:.1} KiB/Workload | manager CPU {:>5.1} s, max RSS {:>6.1} MiB | requests/Workload {:>5.2}, 409s {:>4.0} | evictions {:>4} (runner's dropped Workload events {}), work lost {:.1} cpu-s in {} evictions seen | events shed {} | usage {:>5.1} % (held as the runner saw it {:.1} %, work done {:.1} %) | checker {} | load {} -> {}",
         r.system.name(),
         r.wall_s,
         r.apiserver_cpu_s,
@@ -1470,6 +1506,8 @@ fn print_run(i: usize, r: &RunResult) {
         r.conflicts(),
         r.evictions,
         r.dropped_events,
+        r.lost.mcpu_ms / 1e6,
+        r.lost.victims,
         r.events_shed.map_or("not logged".to_string(), |n| format!(">= {n}")),
         r.usage(),
         r.held_usage(),
@@ -1561,7 +1599,7 @@ fn compare(results: &[RunResult], a: System, b: System) {
     let (kq, bg) = (by(a), by(b));
     let paired = pairs(results, a, b);
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
-    let metrics: [Metric; 17] = [
+    let metrics: [Metric; 18] = [
         ("runner wall", "s", |r| r.wall_s),
         ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
         ("etcd CPU", "s", |r| r.etcd_cpu_s),
@@ -1583,6 +1621,9 @@ fn compare(results: &[RunResult], a: System, b: System) {
         }),
         ("409 conflicts", "", |r| r.conflicts()),
         ("evictions", "", |r| r.evictions as f64),
+        ("work lost to evictions, cpu-s", "", |r| {
+            r.lost.mcpu_ms / 1e6
+        }),
         ("usage (checker's formula)", "%", |r| r.usage()),
         ("held as the runner saw it", "%", |r| r.held_usage()),
         ("work done / (nominal x span)", "%", |r| r.work_usage()),
