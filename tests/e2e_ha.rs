@@ -116,11 +116,21 @@ impl Proxy {
         let accepted = Arc::new(Mutex::new(Vec::new()));
         {
             let (ready, backends) = (ready.clone(), backends.clone());
-            thread::spawn(move || loop {
-                let list = backends.lock().unwrap().clone();
-                let states: Vec<bool> = list.iter().map(|(_, p)| readyz(*p)).collect();
-                *ready.lock().unwrap() = states;
-                thread::sleep(Duration::from_millis(200));
+            // A replica is out after three failed probes in a row, not
+            // one: on a loaded machine a live replica's probe can time out
+            // once (CI saw the pinned leader's, and a connection went to
+            // the other replica before the freeze).
+            thread::spawn(move || {
+                let mut failed: Vec<u32> = Vec::new();
+                loop {
+                    let list = backends.lock().unwrap().clone();
+                    failed.resize(list.len(), 3);
+                    for (i, (_, probe)) in list.iter().enumerate() {
+                        failed[i] = if readyz(*probe) { 0 } else { failed[i] + 1 };
+                    }
+                    *ready.lock().unwrap() = failed.iter().map(|f| *f < 3).collect();
+                    thread::sleep(Duration::from_millis(200));
+                }
             });
         }
         {

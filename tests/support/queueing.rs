@@ -161,8 +161,11 @@ pub fn install_kind_crds(c: &LocalCluster) {
     });
 }
 
-/// A batchgate for the whole test binary, registered as the webhook; its
-/// reconciler lease is short so a restarted one takes over quickly.
+/// A batchgate for the whole test binary, registered as the webhook. Its
+/// reconciler lease is Kueue's default (15 s, renewed within 10 s): with a
+/// 6 s lease one slow apiserver answer on a loaded CI machine made it exit
+/// (as a holder must), and every later test of the binary failed; a test
+/// that kills and restarts it waits up to 15 s for the Lease instead.
 pub fn start(c: &'static LocalCluster) -> Server {
     start_with(c, "")
 }
@@ -178,7 +181,7 @@ pub fn start_with(c: &'static LocalCluster, extra: &str) -> Server {
         &cfg,
         // Kueue's optional ClusterQueue resource metrics on, for
         // e2e_queueing's metrics test.
-        format!("namespace: default\nreconciler:\n  leaseDurationSeconds: 6\nmetrics:\n  enableClusterQueueResources: true\n{extra}"),
+        format!("namespace: default\nreconciler:\n  leaseDurationSeconds: 15\nmetrics:\n  enableClusterQueueResources: true\n{extra}"),
     )
     .unwrap();
     let server_cfg = cfg.clone();
