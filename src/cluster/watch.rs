@@ -39,20 +39,27 @@ pub fn found_by_resync(integration: &str) {
         .inc();
 }
 
-/// When each watch, by name, last failed or came back.
-static UNSETTLED: LazyLock<Mutex<HashMap<String, Instant>>> = LazyLock::new(Mutex::default);
+/// When each watch, by name, last failed or came back, and whether it is
+/// failing now.
+static UNSETTLED: LazyLock<Mutex<HashMap<String, (Instant, bool)>>> = LazyLock::new(Mutex::default);
 
-fn unsettle(name: &str) {
+fn unsettle(name: &str, failing: bool) {
     let mut at = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
-    at.insert(name.to_string(), Instant::now());
+    at.insert(name.to_string(), (Instant::now(), failing));
 }
 
-/// How long watch `name` has delivered without a failure since it last
-/// failed or came back; `None` if it never failed. What it triggers late
-/// after a fault (a relist, a backoff) is delayed, not lost.
+/// How long watch `name` has delivered since it last came back (zero while
+/// it is failing, through its backoff); `None` if it never failed. What it
+/// triggers late after a fault (a relist, a backoff) is delayed, not lost.
 pub fn settled_for(name: &str) -> Option<Duration> {
     let at = UNSETTLED.lock().unwrap_or_else(|e| e.into_inner());
-    at.get(name).map(Instant::elapsed)
+    at.get(name).map(|(t, failing)| {
+        if *failing {
+            Duration::ZERO
+        } else {
+            t.elapsed()
+        }
+    })
 }
 
 /// `plural.group` of a kind, `plural` for the core group.
@@ -97,7 +104,7 @@ impl Health {
         if self.failing == 0 {
             self.since = Some(Instant::now());
         }
-        unsettle(&self.name);
+        unsettle(&self.name, true);
         self.failing += 1;
         self.serious |= !expired(e);
     }
@@ -108,7 +115,7 @@ impl Health {
             return;
         }
         let after = self.since.map_or(Duration::ZERO, |s| s.elapsed());
-        unsettle(&self.name);
+        unsettle(&self.name, false);
         RECOVERIES
             .get_or_create(&WatchLabel {
                 watch: self.name.clone(),
@@ -334,13 +341,17 @@ mod tests {
         h.delivered();
         assert_eq!(settled_for(name), None, "never failed");
         h.failed(&status(500));
-        let failed = settled_for(name).expect("a failure unsettles");
         std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            settled_for(name),
+            Some(Duration::ZERO),
+            "not settled at all while failing, however long its backoff"
+        );
         h.delivered();
         let back = settled_for(name).expect("still unsettled when it comes back");
         assert!(
-            back < failed + Duration::from_millis(20),
-            "the clock restarts when it comes back"
+            back < Duration::from_millis(20),
+            "the clock starts when it comes back"
         );
         h.delivered();
         assert!(
