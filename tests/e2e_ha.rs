@@ -317,8 +317,6 @@ impl Visibility {
     }
 }
 
-/// A replica: HOSTNAME names it (its Lease identity and its events'
-/// reportingInstance).
 /// Waits (a minute: the machine may be loaded) for a Job in `ns` to pass
 /// the webhooks in a server-side dry run, printing each new refusal so a
 /// timeout says why.
@@ -339,6 +337,8 @@ fn reviewed(c: &LocalCluster, ns: &str, what: &str) {
     });
 }
 
+/// A replica: HOSTNAME names it (its Lease identity and its events'
+/// reportingInstance).
 fn replica(name: &str, kubeconfig: &Path, certs: &Path, cfg: &Path) -> Server {
     // Inherited by the child spawned next; nothing else here reads it.
     std::env::set_var("HOSTNAME", name);

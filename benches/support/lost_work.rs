@@ -70,27 +70,22 @@ impl LostWork {
                     .touched_objects();
                 futures::pin_mut!(events);
                 let start = Instant::now();
-                let mut held: HashMap<String, f64> = HashMap::new();
-                let mut seen = HashSet::new();
-                let mut lost = Lost::default();
+                let mut tally = Tally::default();
                 let mut stopped = stopped;
                 loop {
                     let wl = tokio::select! {
                         ev = events.next() => match ev {
                             Some(Ok(wl)) => wl,
-                            Some(Err(_)) => { lost.errors += 1; continue; }
+                            Some(Err(_)) => { tally.lost.errors += 1; continue; }
                             None => break,
                         },
                         _ = &mut stopped => break,
                     };
                     let now = start.elapsed().as_secs_f64() * 1000.0;
-                    let uid = wl.metadata.uid.clone().unwrap_or_default();
-                    step(&mut held, &mut lost, &line(&wl), now, &mcpu);
-                    if held.contains_key(&uid) {
-                        seen.insert(uid);
-                    }
+                    tally.step(&state(&wl), now, &mcpu);
                 }
-                lost.admitted = seen.len() as u64;
+                let mut lost = tally.lost;
+                lost.admitted = tally.admitted.len() as u64;
                 Ok(lost)
             })
         });
@@ -121,9 +116,18 @@ impl Drop for LostWork {
     }
 }
 
-/// A Workload as one line: uid, class, then the status of its
-/// QuotaReserved, Evicted and Finished conditions (empty when absent).
-fn line(wl: &DynamicObject) -> String {
+/// What the tally reads of one Workload event: its uid, class, and the
+/// status of its QuotaReserved, Evicted and Finished conditions (empty
+/// when absent).
+struct State<'a> {
+    uid: &'a str,
+    class: &'a str,
+    reserved: &'a str,
+    evicted: &'a str,
+    finished: &'a str,
+}
+
+fn state(wl: &DynamicObject) -> State<'_> {
     let condition = |t: &str| {
         wl.data["status"]["conditions"]
             .as_array()
@@ -132,69 +136,79 @@ fn line(wl: &DynamicObject) -> String {
             .find(|c| c["type"] == t)
             .and_then(|c| c["status"].as_str())
             .unwrap_or_default()
-            .to_string()
     };
-    let class = wl
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(CLASS_LABEL))
-        .map_or("", String::as_str);
-    format!(
-        "{}|{class}|{}|{}|{}",
-        wl.metadata.uid.as_deref().unwrap_or_default(),
-        condition("QuotaReserved"),
-        condition("Evicted"),
-        condition("Finished"),
-    )
-}
-
-/// One watch line at `now_ms`: a Workload holds quota while reserved and
-/// neither evicted nor finished; losing it by eviction loses the time held.
-fn step(
-    held: &mut HashMap<String, f64>,
-    lost: &mut Lost,
-    line: &str,
-    now_ms: f64,
-    mcpu: &HashMap<String, f64>,
-) {
-    let f: Vec<&str> = line.split('|').collect();
-    let [uid, class, reserved, evicted, finished] = f[..] else {
-        return;
-    };
-    let holds = reserved == "True" && evicted != "True" && finished != "True";
-    match (holds, held.get(uid).copied()) {
-        (true, None) => {
-            held.insert(uid.to_string(), now_ms);
-        }
-        (false, Some(since)) => {
-            held.remove(uid);
-            if evicted == "True" {
-                lost.victims += 1;
-                lost.mcpu_ms += (now_ms - since) * mcpu.get(class).copied().unwrap_or(0.0);
-            }
-        }
-        _ => {}
+    State {
+        uid: wl.metadata.uid.as_deref().unwrap_or_default(),
+        class: wl
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(CLASS_LABEL))
+            .map_or("", String::as_str),
+        reserved: condition("QuotaReserved"),
+        evicted: condition("Evicted"),
+        finished: condition("Finished"),
     }
 }
 
-/// The tally over a run of lines as the watch prints them (the bench checks
-/// it before a smoke run).
+#[derive(Default)]
+struct Tally {
+    /// Since when each Workload holding quota has held it (ms).
+    held: HashMap<String, f64>,
+    /// Every Workload seen holding quota.
+    admitted: HashSet<String>,
+    lost: Lost,
+}
+
+impl Tally {
+    /// One event at `now_ms`: a Workload holds quota while reserved and
+    /// neither evicted nor finished; losing it by eviction loses the time
+    /// held.
+    fn step(&mut self, s: &State<'_>, now_ms: f64, mcpu: &HashMap<String, f64>) {
+        let holds = s.reserved == "True" && s.evicted != "True" && s.finished != "True";
+        match (holds, self.held.get(s.uid).copied()) {
+            (true, None) => {
+                self.held.insert(s.uid.to_string(), now_ms);
+                self.admitted.insert(s.uid.to_string());
+            }
+            (false, Some(since)) => {
+                self.held.remove(s.uid);
+                if s.evicted == "True" {
+                    self.lost.victims += 1;
+                    self.lost.mcpu_ms +=
+                        (now_ms - since) * mcpu.get(s.class).copied().unwrap_or(0.0);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The tally over a run of events (the bench checks it before a smoke
+/// run): uid, then the three conditions' status, at a time in ms.
 pub fn self_check() {
     let mcpu = HashMap::from([("small".to_string(), 1000.0)]);
-    let (mut held, mut lost) = (HashMap::new(), Lost::default());
-    for (line, at) in [
-        ("u1|small|||", 0.0),
-        ("u1|small|True||", 100.0),
-        ("u1|small|True|True|", 600.0), // evicted after 500 ms
-        ("u1|small|False|True|", 700.0),
-        ("u1|small|True|False|", 1000.0),     // readmitted
-        ("u1|small|True|False|True", 3000.0), // finished: nothing lost
-        ("u2|small|True||", 0.0),
-        ("u2|small|True|True|", 250.0),
+    let mut tally = Tally::default();
+    for ((uid, reserved, evicted, finished), at) in [
+        (("u1", "", "", ""), 0.0),
+        (("u1", "True", "", ""), 100.0),
+        (("u1", "True", "True", ""), 600.0), // evicted after 500 ms
+        (("u1", "False", "True", ""), 700.0),
+        (("u1", "True", "False", ""), 1000.0),     // readmitted
+        (("u1", "True", "False", "True"), 3000.0), // finished: nothing lost
+        (("u2", "True", "", ""), 0.0),
+        (("u2", "True", "True", ""), 250.0),
     ] {
-        step(&mut held, &mut lost, line, at, &mcpu);
+        let s = State {
+            uid,
+            class: "small",
+            reserved,
+            evicted,
+            finished,
+        };
+        tally.step(&s, at, &mcpu);
     }
-    assert_eq!(lost.victims, 2, "{lost:?}");
-    assert_eq!(lost.mcpu_ms, 750.0 * 1000.0, "{lost:?}");
+    assert_eq!(tally.lost.victims, 2, "{:?}", tally.lost);
+    assert_eq!(tally.lost.mcpu_ms, 750.0 * 1000.0, "{:?}", tally.lost);
+    assert_eq!(tally.admitted.len(), 2);
 }
