@@ -188,6 +188,15 @@ fn stream_jobs(
     })
 }
 
+/// Whether the object carries condition `kind` with status True.
+fn condition(o: &Value, kind: &str) -> bool {
+    o["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == kind && c["status"] == "True")
+}
+
 /// The sum of a counter's samples whose labels contain `label` (all of
 /// them for ""), as batchgate's `/metrics` shows them.
 fn counter(server: &Server, name: &str, label: &str) -> f64 {
@@ -388,22 +397,30 @@ fn jobs_created_around_apiserver_restarts_and_authorization_failures_each_get_on
             &["workloads.kueue.x-k8s.io", "-n", NS],
             Duration::from_secs(60),
         );
-        let mut owned: HashMap<String, usize> = HashMap::new();
+        // Per Job uid: its Workloads, and whether any was ever evicted.
+        let mut owned: HashMap<String, (usize, bool)> = HashMap::new();
         for w in wls["items"].as_array().into_iter().flatten() {
             for o in w["metadata"]["ownerReferences"]
                 .as_array()
                 .into_iter()
                 .flatten()
             {
-                *owned
+                let e = owned
                     .entry(o["uid"].as_str().unwrap_or_default().to_string())
-                    .or_default() += 1;
+                    .or_default();
+                e.0 += 1;
+                // Re-admission sets Evicted to False; it stays listed.
+                e.1 |= w["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c["type"] == "Evicted");
             }
         }
         let items = jobs["items"].as_array().cloned().unwrap_or_default();
         let done = items.iter().all(|j| {
             let uid = j["metadata"]["uid"].as_str().unwrap_or_default();
-            owned.get(uid) == Some(&1) && j["status"]["succeeded"].as_i64() == Some(1)
+            owned.get(uid) == Some(&(1, false)) && condition(j, "Complete")
         });
         if done || Instant::now() >= deadline {
             break (items, owned);
@@ -423,17 +440,30 @@ fn jobs_created_around_apiserver_restarts_and_authorization_failures_each_get_on
         missing.is_empty(),
         "Jobs created and then gone: {missing:?}"
     );
+    // A Job runs once when batchgate admits it once: one Workload, never
+    // evicted (an eviction suspends the Job and runs it again), and the Job
+    // completes. `succeeded` is not the measure: kube-controller-manager's
+    // Job controller, when the apiserver dies between committing its Pod
+    // create and answering it, takes the create as failed and makes a
+    // second Pod, and both succeed (succeeded=2 with completions=1; seen
+    // once in CI, with no eviction). That is its fault, not batchgate's,
+    // and is printed, not failed.
     let mut lost = Vec::new();
     for j in &jobs {
         let name = j["metadata"]["name"].as_str().unwrap_or_default();
         let uid = j["metadata"]["uid"].as_str().unwrap_or_default();
-        let n = owned.get(uid).copied().unwrap_or(0);
-        let ok = j["status"]["succeeded"].as_i64() == Some(1);
-        if n != 1 || !ok {
+        let (n, evicted) = owned.get(uid).copied().unwrap_or_default();
+        let complete = condition(j, "Complete");
+        if n != 1 || evicted || !complete {
             lost.push(format!(
-                "{name}: {n} Workloads, succeeded={}",
+                "{name}: {n} Workloads (evicted: {evicted}), Complete: {complete}, succeeded={}",
                 j["status"]["succeeded"]
             ));
+        } else if j["status"]["succeeded"].as_i64() != Some(1) {
+            eprintln!(
+                "{name}: succeeded={} with one Workload never evicted (the Job controller's extra Pod)",
+                j["status"]["succeeded"]
+            );
         }
     }
     assert!(

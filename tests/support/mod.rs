@@ -127,7 +127,9 @@ impl Server {
             let sink = stderr.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    let mut s = sink.lock().unwrap();
+                    // A test that panicked while reading the log (in an
+                    // assert's message) poisons the lock; the log goes on.
+                    let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
                     s.push_str(&line);
                     s.push('\n');
                 }
