@@ -318,6 +318,7 @@ impl Controller {
         let fact = self.landing(&k, &w, &meta, view.as_ref());
         let metrics = self.metrics.clone();
         let tally = self.tally.clone();
+        let newer = self.newer.clone();
         let unsent = matches!(w, Write::Admit(_)).then(|| {
             let u = Arc::new(Unsent::default());
             self.unsent.insert(k.clone(), u.clone());
@@ -340,7 +341,7 @@ impl Controller {
             };
             let based_on = meta.resource_version.clone();
             let (outcome, written) =
-                write_workload(&client, &k, meta.clone(), &w, devices, view).await;
+                write_workload(&client, &k, meta.clone(), &w, devices, view, &newer).await;
             let landed = written.is_some();
             let _ = tx.send(Input::Written {
                 key: k.clone(),
@@ -640,6 +641,7 @@ pub(super) async fn write_workload(
     w: &Write,
     devices: Option<String>,
     view: Option<crate::queueing::Workload>,
+    newer: &Newer,
 ) -> (Outcome, Option<api::Workload>) {
     let (namespace, name) = split_key(key);
     let api = Api::<api::Workload>::namespaced(client.clone(), namespace);
@@ -648,6 +650,21 @@ pub(super) async fn write_workload(
         Write::Replace(_) => Outcome::ReplacementRefused,
         _ => Outcome::Done,
     };
+    // Based on the newest version the watch has shown, from the first
+    // attempt on (one that came after a conflict saves reading it again).
+    let newest = |meta: &mut Meta| match newer.take(key) {
+        Some(wl) if wl.resource_version().as_ref() != Some(&meta.resource_version) => {
+            meta.refresh(&wl);
+            Some(wl)
+        }
+        _ => None,
+    };
+    let taken = |wl: &api::Workload| {
+        matches!(w, Write::Admit(_)) && wl.status.as_ref().is_some_and(|s| s.admission.is_some())
+    };
+    if newest(&mut meta).is_some_and(|wl| taken(&wl)) {
+        return (refused, None);
+    }
     // The device allocation is recorded before the admission it belongs to.
     if let Some(value) = devices {
         match super::devices::record(&api, name, &meta.resource_version, value).await {
@@ -716,29 +733,18 @@ pub(super) async fn write_workload(
                 return (outcome, Some(written));
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
-                // Changed since we looked: read it again and re-decide.
+                // Changed since we looked: re-decide on the version the
+                // watch has brought meanwhile, or read it again.
+                if let Some(wl) = newest(&mut meta) {
+                    if taken(&wl) {
+                        return (refused, None);
+                    }
+                    continue;
+                }
                 match api.get_opt(name).await {
                     Ok(Some(fresh)) => {
-                        meta.resource_version = fresh.resource_version().unwrap_or_default();
-                        meta.conditions = fresh
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.conditions.clone())
-                            .unwrap_or_default();
-                        meta.generation = fresh.metadata.generation;
-                        meta.evictions = fresh
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.scheduling_stats.as_ref())
-                            .and_then(|s| s.evictions.clone())
-                            .unwrap_or_default();
-                        meta.accumulated = fresh
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.accumulated_past_execution_time_seconds);
-                        if let (Write::Admit(_), Some(_)) =
-                            (w, fresh.status.as_ref().and_then(|s| s.admission.as_ref()))
-                        {
+                        meta.refresh(&fresh);
+                        if taken(&fresh) {
                             return (refused, None);
                         }
                     }

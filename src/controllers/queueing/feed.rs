@@ -133,20 +133,10 @@ impl Controller {
                     // starts from what this one left, not from a stale
                     // resourceVersion bound to conflict.
                     if m.resource_version == based_on {
-                        let status = wl.status.as_ref();
-                        m.resource_version = wl.resource_version().unwrap_or_default();
-                        m.conditions = status
-                            .and_then(|s| s.conditions.clone())
-                            .unwrap_or_default();
-                        m.generation = wl.metadata.generation;
-                        m.evictions = status
-                            .and_then(|s| s.scheduling_stats.as_ref())
-                            .and_then(|s| s.evictions.clone())
-                            .unwrap_or_default();
-                        m.accumulated =
-                            status.and_then(|s| s.accumulated_past_execution_time_seconds);
+                        m.refresh(&wl);
                     }
                 }
+                self.newer.forget(&key);
                 match outcome {
                     Outcome::Admitted => {
                         self.engine.confirm_admission(&key);
@@ -375,6 +365,9 @@ impl Controller {
             .meta
             .insert(k.clone(), Meta::of(wl, &engine_wl))
             .is_none();
+        if self.busy.contains(&k) {
+            self.newer.note(&k, wl);
+        }
         self.priorities.observe(&k, wl);
         let owned = self.meta.get(&k).is_some_and(|m| m.owned);
         self.observe_jobless(&k, wl, owned);

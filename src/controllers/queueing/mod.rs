@@ -252,6 +252,49 @@ impl Meta {
             inherited_cluster: None,
         }
     }
+
+    /// What a write reads of the Workload, from a newer version of it.
+    fn refresh(&mut self, wl: &api::Workload) {
+        let status = wl.status.as_ref();
+        self.resource_version = wl.resource_version().unwrap_or_default();
+        self.conditions = status
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        self.generation = wl.metadata.generation;
+        self.evictions = status
+            .and_then(|s| s.scheduling_stats.as_ref())
+            .and_then(|s| s.evictions.clone())
+            .unwrap_or_default();
+        self.accumulated = status.and_then(|s| s.accumulated_past_execution_time_seconds);
+    }
+}
+
+/// Workloads as the watch delivered them while a write for them was
+/// waiting or in flight. The write bases itself on the newest version the
+/// watch has seen instead of the one it was decided on: an eviction
+/// waiting behind others for its lane would otherwise often meet a
+/// Workload its runner had finished meanwhile, be refused (409) and read
+/// the Workload again. The write keeps its `resourceVersion`
+/// precondition: this only picks which version it is conditioned on.
+#[derive(Clone, Default)]
+struct Newer(Arc<std::sync::Mutex<HashMap<Key, api::Workload>>>);
+
+impl Newer {
+    fn note(&self, k: &Key, wl: &api::Workload) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(k.clone(), wl.clone());
+        }
+    }
+
+    fn forget(&self, k: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(k);
+        }
+    }
+
+    fn take(&self, k: &str) -> Option<api::Workload> {
+        self.0.lock().ok()?.remove(k)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -330,6 +373,8 @@ pub struct Controller {
     pending_due: HashMap<Key, (Write, Instant)>,
     pending_order: VecDeque<(Instant, Key)>,
     busy: HashSet<Key>,
+    /// Newer versions of busy Workloads, for their writes.
+    newer: Newer,
     /// Admissions decided and still waiting for room in the admission
     /// lane: a preemption of one withdraws it unsent (see
     /// [`decisions::Unsent`]).
@@ -539,6 +584,7 @@ impl Controller {
             pending_due: HashMap::new(),
             pending_order: VecDeque::new(),
             busy: HashSet::new(),
+            newer: Newer::default(),
             unsent: HashMap::new(),
             admission_lane: Arc::new(Semaphore::new(ADMISSION_WRITES)),
             eviction_lane: Arc::new(Semaphore::new(EVICTION_WRITES)),
@@ -754,19 +800,28 @@ mod tests {
     /// refuse (a pod set the Workload does not have) is not sent.
     #[tokio::test]
     async fn an_admission_the_workload_webhook_would_refuse_is_not_sent() {
+        let none = Newer::default();
         use crate::controllers::vetting::testing::{recording_client, view};
         let (client, sent) = recording_client();
         let meta = test_meta("1", Vec::new());
         let mut wrong = admission();
         wrong.pod_set_assignments[0].name = "workers".into();
         let w = Write::Admit(wrong);
-        let (outcome, written) =
-            write_workload(&client, "ns/wl", meta.clone(), &w, None, Some(view())).await;
+        let (outcome, written) = write_workload(
+            &client,
+            "ns/wl",
+            meta.clone(),
+            &w,
+            None,
+            Some(view()),
+            &none,
+        )
+        .await;
         assert_eq!(outcome, Outcome::AdmissionRefused);
         assert!(written.is_none() && sent.lock().unwrap().is_empty());
         // The right one is sent (and answered 404 here).
         let w = Write::Admit(admission());
-        write_workload(&client, "ns/wl", meta, &w, None, Some(view())).await;
+        write_workload(&client, "ns/wl", meta, &w, None, Some(view()), &none).await;
         assert_eq!(
             *sent.lock().unwrap(),
             ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
@@ -779,6 +834,7 @@ mod tests {
     /// the Workload webhook allows only for a replacing slice.
     #[tokio::test]
     async fn a_replacing_slices_admission_names_the_old_slices_worker() {
+        let none = Newer::default();
         use crate::controllers::vetting::testing::{scripted_client, status, view};
         let meta = |replacing: bool| Meta {
             inherited_cluster: replacing.then(|| "worker1".to_string()),
@@ -788,11 +844,20 @@ mod tests {
         replacing.replaces = Some("ns/old".into());
         let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
         let w = Write::Admit(admission());
-        write_workload(&client, "ns/wl", meta(true), &w, None, Some(replacing)).await;
+        write_workload(
+            &client,
+            "ns/wl",
+            meta(true),
+            &w,
+            None,
+            Some(replacing),
+            &none,
+        )
+        .await;
         // Not a replacement: the webhook would refuse a cluster name that was
         // never nominated, so none is written.
-        write_workload(&client, "ns/wl", meta(true), &w, None, Some(view())).await;
-        write_workload(&client, "ns/wl", meta(false), &w, None, Some(view())).await;
+        write_workload(&client, "ns/wl", meta(true), &w, None, Some(view()), &none).await;
+        write_workload(&client, "ns/wl", meta(false), &w, None, Some(view()), &none).await;
         let sent = sent.lock().unwrap().clone();
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert_eq!(sent[0].body["status"]["clusterName"], "worker1");
@@ -806,6 +871,7 @@ mod tests {
     /// old admission back.
     #[tokio::test]
     async fn a_replacement_is_one_status_patch_clearing_unhealthy_nodes() {
+        let none = Newer::default();
         use crate::api::kueue::conversion::topology::Domain;
         use crate::controllers::vetting::testing::{scripted_client, status, view};
         use crate::queueing::topology::Assignment as Placement;
@@ -830,7 +896,8 @@ mod tests {
         let meta = test_meta("5", admitted);
         let (client, sent) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
         let w = Write::Replace(after.clone());
-        let (outcome, written) = write_workload(&client, "ns/wl", meta, &w, None, Some(view)).await;
+        let (outcome, written) =
+            write_workload(&client, "ns/wl", meta, &w, None, Some(view), &none).await;
         assert_eq!(outcome, Outcome::ReplacementRefused);
         assert!(written.is_none());
         let sent = sent.lock().unwrap().clone();
@@ -853,6 +920,110 @@ mod tests {
             sent[0].body["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
                 ["levels"],
             json!(["kubernetes.io/hostname"])
+        );
+    }
+
+    /// An eviction that waited for its lane is based on the version the
+    /// watch brought meanwhile: none is sent for a Workload its runner has
+    /// finished; one newer but unfinished gets one patch on its
+    /// resourceVersion; after a conflict, the version the watch brought
+    /// since saves reading it again.
+    #[tokio::test]
+    async fn an_eviction_is_based_on_the_newest_version_the_watch_brought() {
+        use crate::controllers::vetting::testing::{scripted_client, sent, status, view};
+        let admitted = conds(&render(&Write::Admit(admission()), &[], Some(1), &at(1)).unwrap());
+        let evict = Write::Evict {
+            reason: EvictionReason::Preempted,
+            message: "Preempted to accommodate a workload".into(),
+            preempted: Some(PreemptedReason::InClusterQueue),
+        };
+        let version = {
+            let admitted = admitted.clone();
+            move |rv: &str, finished: bool| -> api::Workload {
+                let mut c = admitted.clone();
+                if finished {
+                    c.push(Condition {
+                        type_: "Finished".into(),
+                        status: "True".into(),
+                        reason: "Succeeded".into(),
+                        message: "done".into(),
+                        last_transition_time: at(2),
+                        observed_generation: Some(1),
+                    });
+                }
+                let wl: api::Workload = serde_json::from_value(json!({
+                    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                    "metadata": {"name": "wl", "namespace": "ns", "resourceVersion": rv,
+                                 "generation": 1},
+                    "spec": {"queueName": "lq", "podSets": []},
+                    "status": {"conditions": c},
+                }))
+                .unwrap();
+                wl
+            }
+        };
+        let key: Key = Arc::from("ns/wl");
+
+        // Finished while the eviction waited: nothing is sent.
+        let newer = Newer::default();
+        newer.note(&key, &version("7", true));
+        let (client, script) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
+        let (outcome, written) = write_workload(
+            &client,
+            "ns/wl",
+            test_meta("5", admitted.clone()),
+            &evict,
+            None,
+            Some(view()),
+            &newer,
+        )
+        .await;
+        assert_eq!((outcome, written.is_none()), (Outcome::Done, true));
+        assert!(sent(&script).is_empty(), "{:?}", sent(&script));
+
+        // Newer, not finished: one patch on the newer resourceVersion.
+        newer.note(&key, &version("7", false));
+        let (client, script) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
+        write_workload(
+            &client,
+            "ns/wl",
+            test_meta("5", admitted.clone()),
+            &evict,
+            None,
+            Some(view()),
+            &newer,
+        )
+        .await;
+        let got = sent(&script);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].1["metadata"]["resourceVersion"], "7");
+
+        // Refused (409), and the watch has brought the Workload finished
+        // since: no second patch, no read.
+        let (n, v) = (newer.clone(), version.clone());
+        let (client, script) = scripted_client(move |method, _, _| {
+            if method == "PATCH" {
+                n.note(&Arc::from("ns/wl"), &v("9", true));
+                (409, status(409, "Conflict"))
+            } else {
+                (404, status(404, "NotFound"))
+            }
+        });
+        let (outcome, _) = write_workload(
+            &client,
+            "ns/wl",
+            test_meta("5", admitted),
+            &evict,
+            None,
+            Some(view()),
+            &newer,
+        )
+        .await;
+        assert_eq!(outcome, Outcome::Done);
+        let got: Vec<String> = sent(&script).into_iter().map(|(l, _)| l).collect();
+        assert_eq!(
+            got,
+            ["PATCH /apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status"]
         );
     }
 
