@@ -118,12 +118,7 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
             patch::set_label(raw, POD_GROUP_POD_INDEX_LABEL, &rank, &mut ops);
         }
         if pod.annotation(ROLE_HASH_ANNOTATION).is_none() {
-            if let Ok(p) = Pointer::parse(&format!(
-                "/metadata/annotations/{}",
-                ROLE_HASH_ANNOTATION.replace('/', "~1")
-            )) {
-                let _ = patch::set(raw, &p, Value::String(role_hash(raw)), &mut ops);
-            }
+            patch::set_annotation(raw, ROLE_HASH_ANNOTATION, &role_hash(raw), &mut ops);
         }
     }
     Decision {

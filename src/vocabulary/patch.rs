@@ -3,6 +3,8 @@
 //! Only `add` operations are produced, each at the deepest existing parent of
 //! an owned field, so nothing batchgate does not own is removed or rewritten.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -15,8 +17,13 @@ pub struct PatchOp {
     pub value: Value,
 }
 
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
+/// RFC 6901's escape; most tokens need none (and no copy).
+pub(crate) fn escape(token: &str) -> Cow<'_, str> {
+    if token.contains(['~', '/']) {
+        Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(token)
+    }
 }
 
 /// Appends the operation that makes `obj` hold `value` at `ptr`; nothing when
@@ -91,17 +98,13 @@ fn merge_into_earlier(tokens: &[String], value: Value, ops: &mut [PatchOp]) -> R
         if op.op != "add" {
             continue;
         }
-        let created: Vec<&str> = op.path.split('/').skip(1).collect();
-        if created.len() >= tokens.len()
-            || !created
-                .iter()
-                .zip(tokens)
-                .all(|(c, t)| unescape(c) == t.as_str())
-        {
+        let created = op.path.split('/').skip(1);
+        let depth = created.clone().count();
+        if depth >= tokens.len() || !created.zip(tokens).all(|(c, t)| unescape(c) == t.as_str()) {
             continue;
         }
         let mut cur = &mut op.value;
-        for t in &tokens[created.len()..tokens.len() - 1] {
+        for t in &tokens[depth..tokens.len() - 1] {
             let Value::Object(map) = cur else {
                 return Err(value);
             };
@@ -118,25 +121,26 @@ fn merge_into_earlier(tokens: &[String], value: Value, ops: &mut [PatchOp]) -> R
     Err(value)
 }
 
-fn unescape(token: &str) -> String {
-    token.replace("~1", "/").replace("~0", "~")
+fn unescape(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
 }
 
 /// Sets `metadata.labels[key] = value`.
 pub fn set_label(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
-    let ptr = Pointer::parse(&format!("/metadata/labels/{}", escape(key)));
-    if let Ok(ptr) = ptr {
-        // metadata and labels were type-checked when the object was read.
-        let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
-    }
+    let ptr = Pointer::from_tokens(vec!["metadata".into(), "labels".into(), key.into()]);
+    // metadata and labels were type-checked when the object was read.
+    let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
 }
 
 /// Sets `metadata.annotations[key] = value`.
 pub fn set_annotation(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
-    if let Ok(ptr) = Pointer::parse(&format!("/metadata/annotations/{}", escape(key))) {
-        // metadata and annotations were type-checked when the object was read.
-        let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
-    }
+    let ptr = Pointer::from_tokens(vec!["metadata".into(), "annotations".into(), key.into()]);
+    // metadata and annotations were type-checked when the object was read.
+    let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
 }
 
 /// Appends `item` to the list at `ptr` unless the list already holds it,

@@ -122,11 +122,12 @@ impl Pointer {
         Pointer::from_tokens(tokens)
     }
 
-    fn from_tokens(tokens: Vec<String>) -> Pointer {
+    /// The pointer to these (unescaped) tokens.
+    pub fn from_tokens(tokens: Vec<String>) -> Pointer {
         let mut text = String::new();
         for t in &tokens {
             text.push('/');
-            text.push_str(&t.replace('~', "~0").replace('/', "~1"));
+            text.push_str(&crate::vocabulary::patch::escape(t));
         }
         Pointer { text, tokens }
     }
