@@ -963,37 +963,24 @@ mod tests {
             }
         };
         let key: Key = Arc::from("ns/wl");
+        let newer = Newer::default();
+        // The eviction, decided on resourceVersion 5.
+        let write = |client: kube::Client| {
+            let (meta, evict, newer) = (test_meta("5", admitted.clone()), &evict, &newer);
+            async move { write_workload(&client, "ns/wl", meta, evict, None, Some(view()), newer).await }
+        };
 
         // Finished while the eviction waited: nothing is sent.
-        let newer = Newer::default();
         newer.note(&key, &version("7", true));
         let (client, script) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
-        let (outcome, written) = write_workload(
-            &client,
-            "ns/wl",
-            test_meta("5", admitted.clone()),
-            &evict,
-            None,
-            Some(view()),
-            &newer,
-        )
-        .await;
+        let (outcome, written) = write(client).await;
         assert_eq!((outcome, written.is_none()), (Outcome::Done, true));
         assert!(sent(&script).is_empty(), "{:?}", sent(&script));
 
         // Newer, not finished: one patch on the newer resourceVersion.
         newer.note(&key, &version("7", false));
         let (client, script) = scripted_client(|_, _, _| (404, status(404, "NotFound")));
-        write_workload(
-            &client,
-            "ns/wl",
-            test_meta("5", admitted.clone()),
-            &evict,
-            None,
-            Some(view()),
-            &newer,
-        )
-        .await;
+        write(client).await;
         let got = sent(&script);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].1["metadata"]["resourceVersion"], "7");
@@ -1009,16 +996,7 @@ mod tests {
                 (404, status(404, "NotFound"))
             }
         });
-        let (outcome, _) = write_workload(
-            &client,
-            "ns/wl",
-            test_meta("5", admitted),
-            &evict,
-            None,
-            Some(view()),
-            &newer,
-        )
-        .await;
+        let (outcome, _) = write(client).await;
         assert_eq!(outcome, Outcome::Done);
         let got: Vec<String> = sent(&script).into_iter().map(|(l, _)| l).collect();
         assert_eq!(
