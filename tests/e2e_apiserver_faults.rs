@@ -188,13 +188,14 @@ fn stream_jobs(
     })
 }
 
-/// Whether the object carries condition `kind` with status True.
-fn condition(o: &Value, kind: &str) -> bool {
+/// The status of the object's condition `kind`, if it has one.
+fn condition<'a>(o: &'a Value, kind: &str) -> Option<&'a str> {
     o["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == kind && c["status"] == "True")
+        .find(|c| c["type"] == kind)
+        .and_then(|c| c["status"].as_str())
 }
 
 /// The sum of a counter's samples whose labels contain `label` (all of
@@ -410,17 +411,13 @@ fn jobs_created_around_apiserver_restarts_and_authorization_failures_each_get_on
                     .or_default();
                 e.0 += 1;
                 // Re-admission sets Evicted to False; it stays listed.
-                e.1 |= w["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["type"] == "Evicted");
+                e.1 |= condition(w, "Evicted").is_some();
             }
         }
         let items = jobs["items"].as_array().cloned().unwrap_or_default();
         let done = items.iter().all(|j| {
             let uid = j["metadata"]["uid"].as_str().unwrap_or_default();
-            owned.get(uid) == Some(&(1, false)) && condition(j, "Complete")
+            owned.get(uid) == Some(&(1, false)) && condition(j, "Complete") == Some("True")
         });
         if done || Instant::now() >= deadline {
             break (items, owned);
@@ -453,7 +450,7 @@ fn jobs_created_around_apiserver_restarts_and_authorization_failures_each_get_on
         let name = j["metadata"]["name"].as_str().unwrap_or_default();
         let uid = j["metadata"]["uid"].as_str().unwrap_or_default();
         let (n, evicted) = owned.get(uid).copied().unwrap_or_default();
-        let complete = condition(j, "Complete");
+        let complete = condition(j, "Complete") == Some("True");
         if n != 1 || evicted || !complete {
             lost.push(format!(
                 "{name}: {n} Workloads (evicted: {evicted}), Complete: {complete}, succeeded={}",

@@ -221,36 +221,26 @@ impl Meta {
             .iter()
             .flatten()
             .any(|o| o.controller == Some(true) || (o.kind == "Pod" && o.api_version == "v1"));
-        Meta {
-            resource_version: wl.resource_version().unwrap_or_default(),
-            conditions: wl
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.clone())
-                .unwrap_or_default(),
-            generation: wl.metadata.generation,
+        let mut meta = Meta {
+            resource_version: String::new(),
+            conditions: Vec::new(),
+            generation: None,
             owned,
             created_ms: engine_wl.created,
-            evictions: wl
-                .status
-                .as_ref()
-                .and_then(|s| s.scheduling_stats.as_ref())
-                .and_then(|s| s.evictions.clone())
-                .unwrap_or_default(),
+            evictions: Vec::new(),
             priority_class: wl
                 .spec
                 .priority_class_ref
                 .as_ref()
                 .map(|r| r.name.clone())
                 .unwrap_or_default(),
-            accumulated: wl
-                .status
-                .as_ref()
-                .and_then(|s| s.accumulated_past_execution_time_seconds),
+            accumulated: None,
             held_by_checks: false,
             cluster_name: wl.status.as_ref().and_then(|s| s.cluster_name.clone()),
             inherited_cluster: None,
-        }
+        };
+        meta.refresh(wl);
+        meta
     }
 
     /// What a write reads of the Workload, from a newer version of it.
@@ -800,8 +790,8 @@ mod tests {
     /// refuse (a pod set the Workload does not have) is not sent.
     #[tokio::test]
     async fn an_admission_the_workload_webhook_would_refuse_is_not_sent() {
-        let none = Newer::default();
         use crate::controllers::vetting::testing::{recording_client, view};
+        let none = Newer::default();
         let (client, sent) = recording_client();
         let meta = test_meta("1", Vec::new());
         let mut wrong = admission();
@@ -834,8 +824,8 @@ mod tests {
     /// the Workload webhook allows only for a replacing slice.
     #[tokio::test]
     async fn a_replacing_slices_admission_names_the_old_slices_worker() {
-        let none = Newer::default();
         use crate::controllers::vetting::testing::{scripted_client, status, view};
+        let none = Newer::default();
         let meta = |replacing: bool| Meta {
             inherited_cluster: replacing.then(|| "worker1".to_string()),
             ..test_meta("3", Vec::new())
@@ -871,10 +861,10 @@ mod tests {
     /// old admission back.
     #[tokio::test]
     async fn a_replacement_is_one_status_patch_clearing_unhealthy_nodes() {
-        let none = Newer::default();
         use crate::api::kueue::conversion::topology::Domain;
         use crate::controllers::vetting::testing::{scripted_client, status, view};
         use crate::queueing::topology::Assignment as Placement;
+        let none = Newer::default();
         let on = |nodes: &[&str]| Placement {
             levels: vec!["kubernetes.io/hostname".into()],
             domains: nodes
