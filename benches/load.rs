@@ -49,20 +49,19 @@
 mod fixtures;
 
 use std::{
-    io::{BufRead, BufReader},
-    net::{IpAddr, Ipv4Addr, SocketAddr},
+    net::Ipv4Addr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::Command,
     sync::Arc,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{body::Incoming, header, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rustls::{pki_types::ServerName, ClientConfig, RootCertStore, ServerConfig};
-use tokio::net::{TcpListener, TcpStream};
+use rustls::ServerConfig;
+use tokio::net::TcpListener;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use batchgate::{
@@ -77,11 +76,11 @@ const BARE_BODY_ENV: &str = "BATCHGATE_BENCH_BARE_BODY";
 const BARE_ANSWER_ENV: &str = "BATCHGATE_BENCH_BARE_ANSWER";
 const PATH: &str = "/mutate?timeout=10s";
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
 #[path = "support/process.rs"]
 mod process;
-use process::*;
+#[path = "support/review_load.rs"]
+mod review_load;
+use review_load::*;
 
 fn main() {
     if let Ok(dir) = std::env::var(BARE_ENV) {
@@ -188,118 +187,6 @@ fn pin(pid: libc::pid_t, cpus: &[usize]) -> std::io::Result<()> {
 // ---------------------------------------------------------------------------
 // Child processes
 
-/// A server process, killed when dropped (also while unwinding from a panic).
-/// Each child also gets SIGKILL from the kernel if this process dies first.
-struct Server {
-    name: &'static str,
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// user+system CPU time the server process has used so far.
-    fn cpu_time(&self) -> Option<Duration> {
-        proc_cpu_time(&format!("/proc/{}/stat", self.child.id()))
-    }
-}
-
-fn proc_cpu_time(stat_path: &str) -> Option<Duration> {
-    let s = std::fs::read_to_string(stat_path).ok()?;
-    // Fields after the parenthesised command name; utime and stime are the
-    // 14th and 15th fields overall, i.e. the 12th and 13th after it.
-    let rest = &s[s.rfind(')')? + 2..];
-    let mut f = rest.split_whitespace().skip(11);
-    let utime: u64 = f.next()?.parse().ok()?;
-    let stime: u64 = f.next()?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = if hz > 0 { hz as u64 } else { 100 };
-    Some(Duration::from_nanos((utime + stime) * 1_000_000_000 / hz))
-}
-
-/// Starts `cmd`, reads its stdout until a line starting with `prefix` and
-/// returns the address after it; stdout is drained afterwards so the child
-/// never blocks on a full pipe.
-fn spawn_listening(name: &'static str, mut cmd: Command, prefix: &str) -> Result<Server, BoxError> {
-    die_with_parent(&mut cmd);
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("starting {name}: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout pipe")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let prefix = prefix.to_string();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if !sent {
-                if let Some(rest) = line.strip_prefix(&prefix) {
-                    let _ = tx.send(rest.trim().to_string());
-                    sent = true;
-                }
-            }
-        }
-    });
-    // The guard kills the child if we bail out below.
-    let mut server = Server {
-        name,
-        child,
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-    };
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| format!("{name} did not report its listen address within 30 s"))?;
-    server.addr = addr
-        .parse()
-        .map_err(|e| format!("{name} printed address {addr:?}: {e}"))?;
-    if !server.addr.ip().is_loopback() {
-        return Err(format!("{name} listens on {}, expected 127.0.0.1", server.addr).into());
-    }
-    Ok(server)
-}
-
-fn start_batchgate(bin: &Path, cert_dir: &Path, config: Option<&Path>) -> Result<Server, BoxError> {
-    let status = Command::new(bin)
-        .args(["certs", "--out"])
-        .arg(cert_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("running batchgate certs: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "batchgate certs --out {} failed: {status}",
-            cert_dir.display()
-        )
-        .into());
-    }
-    let mut cmd = Command::new(bin);
-    cmd.args(["serve", "--cert-dir"])
-        .arg(cert_dir)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--probe-listen",
-            "127.0.0.1:0",
-            "--no-cluster",
-        ])
-        .env("RUST_LOG", "warn");
-    if let Some(c) = config {
-        cmd.arg("--config").arg(c);
-    }
-    spawn_listening("batchgate", cmd, "webhook listening on https://")
-}
-
 fn start_bare(cert_dir: &Path, body_file: &Path, answer: bool) -> Result<Server, BoxError> {
     let me = std::env::current_exe()?;
     let mut cmd = Command::new(me);
@@ -376,13 +263,6 @@ fn bare_server_inner(cert_dir: &Path) -> Result<(), BoxError> {
     })
 }
 
-fn read_pem_certs(
-    path: &Path,
-) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, BoxError> {
-    let pem = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    Ok(rustls_pemfile::certs(&mut &pem[..]).collect::<Result<Vec<_>, _>>()?)
-}
-
 fn server_tls(cert_dir: &Path) -> Result<ServerConfig, BoxError> {
     let certs = read_pem_certs(&cert_dir.join(batchgate::certs::CERT_FILE))?;
     let key_pem = std::fs::read(cert_dir.join(batchgate::certs::KEY_FILE))?;
@@ -396,212 +276,8 @@ fn server_tls(cert_dir: &Path) -> Result<ServerConfig, BoxError> {
     Ok(cfg)
 }
 
-fn client_tls(cert_dir: &Path) -> Result<ClientConfig, BoxError> {
-    let mut roots = RootCertStore::empty();
-    for c in read_pem_certs(&cert_dir.join(batchgate::certs::CA_FILE))? {
-        roots.add(c)?;
-    }
-    let mut cfg =
-        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(cfg)
-}
-
 // ---------------------------------------------------------------------------
-// The load generator
-
-#[derive(Default)]
-struct WorkerResult {
-    /// Latencies of requests that started and finished inside the window.
-    latencies_ns: Vec<u64>,
-    errors: u64,
-    first_error: Option<String>,
-}
-
-impl WorkerResult {
-    fn error(&mut self, e: impl std::fmt::Display) {
-        self.errors += 1;
-        if self.first_error.is_none() {
-            self.first_error = Some(e.to_string());
-        }
-    }
-}
-
-struct Target {
-    addr: SocketAddr,
-    tls: TlsConnector,
-    request_body: Bytes,
-    expected: Bytes,
-}
-
-type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
-
-async fn connect(t: &Target) -> Result<Sender, BoxError> {
-    let tcp = TcpStream::connect(t.addr).await?;
-    tcp.set_nodelay(true)?;
-    let tls = t
-        .tls
-        .connect(
-            ServerName::IpAddress(IpAddr::from(Ipv4Addr::LOCALHOST).into()),
-            tcp,
-        )
-        .await?;
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
-}
-
-async fn one_review(sender: &mut Sender, t: &Target) -> Result<(), BoxError> {
-    sender.ready().await?;
-    let req = Request::post(PATH)
-        .header(header::HOST, "127.0.0.1")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "application/json, */*")
-        .header(header::USER_AGENT, "kube-apiserver-admission")
-        .body(Full::new(t.request_body.clone()))?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status();
-    let body = resp.into_body().collect().await?.to_bytes();
-    if status != StatusCode::OK {
-        return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)).into());
-    }
-    if body != t.expected {
-        return Err(format!(
-            "unexpected response body: {}",
-            String::from_utf8_lossy(&body)
-        )
-        .into());
-    }
-    Ok(())
-}
-
-async fn worker(t: Arc<Target>, measure_from: Instant, until: Instant) -> WorkerResult {
-    let mut r = WorkerResult::default();
-    let mut sender = None;
-    while Instant::now() < until {
-        let s = match &mut sender {
-            Some(s) => s,
-            None => match connect(&t).await {
-                Ok(s) => sender.insert(s),
-                Err(e) => {
-                    r.error(format_args!("connect: {e}"));
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-        };
-        let t0 = Instant::now();
-        match one_review(s, &t).await {
-            Ok(()) => {
-                let t1 = Instant::now();
-                if t0 >= measure_from && t1 <= until {
-                    r.latencies_ns.push((t1 - t0).as_nanos() as u64);
-                }
-            }
-            Err(e) => {
-                r.error(e);
-                // Start over on a fresh connection.
-                sender = None;
-            }
-        }
-    }
-    r
-}
-
-struct RunResult {
-    server: &'static str,
-    concurrency: usize,
-    reviews: u64,
-    rps: f64,
-    p50: Duration,
-    p99: Duration,
-    max: Duration,
-    errors: u64,
-    first_error: Option<String>,
-    /// Server CPU time per review (both cores' worth counted).
-    server_cpu_per_review: Option<Duration>,
-    client_cpu_per_review: Option<Duration>,
-}
-
-fn percentile(sorted: &[u64], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    // Nearest rank.
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    Duration::from_nanos(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
-fn measure(
-    rt: &tokio::runtime::Runtime,
-    server: &Server,
-    t: Arc<Target>,
-    c: usize,
-    k: &Knobs,
-) -> RunResult {
-    let start = Instant::now();
-    let measure_from = start + k.warmup;
-    let until = measure_from + k.measure;
-    let mut cpu_before = None;
-    let results = rt.block_on(async {
-        let handles: Vec<_> = (0..c)
-            .map(|_| tokio::spawn(worker(t.clone(), measure_from, until)))
-            .collect();
-        tokio::time::sleep_until(measure_from.into()).await;
-        cpu_before = Some((server.cpu_time(), proc_cpu_time("/proc/self/stat")));
-        let mut out = Vec::with_capacity(c);
-        for h in handles {
-            match h.await {
-                Ok(r) => out.push(r),
-                Err(e) => {
-                    let mut r = WorkerResult::default();
-                    r.error(format_args!("worker task failed: {e}"));
-                    out.push(r);
-                }
-            }
-        }
-        out
-    });
-    let (server_cpu, client_cpu) = (server.cpu_time(), proc_cpu_time("/proc/self/stat"));
-    let mut lat: Vec<u64> = Vec::new();
-    let mut errors = 0;
-    let mut first_error = None;
-    for r in results {
-        lat.extend(r.latencies_ns);
-        errors += r.errors;
-        if first_error.is_none() {
-            first_error = r.first_error;
-        }
-    }
-    lat.sort_unstable();
-    let n = lat.len() as u64;
-    let per_review = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
-        (Some(b), Some(a)) if n > 0 => Some(a.saturating_sub(b) / n as u32),
-        _ => None,
-    };
-    let (sb, cb) = cpu_before.unwrap_or((None, None));
-    RunResult {
-        server: server.name,
-        concurrency: c,
-        reviews: n,
-        rps: n as f64 / k.measure.as_secs_f64(),
-        p50: percentile(&lat, 50.0),
-        p99: percentile(&lat, 99.0),
-        max: lat
-            .last()
-            .map(|&x| Duration::from_nanos(x))
-            .unwrap_or_default(),
-        errors,
-        first_error,
-        server_cpu_per_review: per_review(sb, server_cpu),
-        client_cpu_per_review: per_review(cb, client_cpu),
-    }
-}
+// The run
 
 /// A webhook with the settings `batchgate serve --no-cluster` runs with by
 /// default.
@@ -635,15 +311,6 @@ fn expected_mutate_response(body: &[u8]) -> Result<Vec<u8>, BoxError> {
         .into());
     }
     Ok(a.body)
-}
-
-fn us(d: Duration) -> String {
-    format!("{:.0}", d.as_secs_f64() * 1e6)
-}
-
-fn opt_us(d: Option<Duration>) -> String {
-    d.map(|d| format!("{:.1}", d.as_secs_f64() * 1e6))
-        .unwrap_or_else(|| "-".into())
 }
 
 fn run(smoke: bool) -> Result<(), BoxError> {
@@ -716,8 +383,9 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         Arc::new(Target {
             addr: s.addr,
             tls: tls.clone(),
+            path: PATH,
             request_body: request_body.clone(),
-            expected: expected.clone(),
+            check: Check::Exact(expected.clone()),
         })
     };
 
@@ -753,7 +421,7 @@ fn run(smoke: bool) -> Result<(), BoxError> {
             let mut order = servers.clone();
             order.rotate_left(round % servers.len());
             for s in order {
-                let r = measure(&rt, s, target(s), c, &k);
+                let r = measure(&rt, s, target(s), c, k.warmup, k.measure);
                 eprintln!(
                     "  round {} c={:<3} {:<11} {:>8} reviews {:>8.0}/s  p50 {:>5} us  p99 {:>5} us  errors {}",
                     round + 1,

@@ -24,12 +24,16 @@ pub(crate) struct QueueOrder {
 impl QueueOrder {
     /// `key` is the engine's copy of the workload's key.
     pub fn of(key: &Arc<str>, wl: &Workload) -> Self {
+        Self::shaped(key, wl, wl.shape_hash())
+    }
+
+    fn shaped(key: &Arc<str>, wl: &Workload, shape: u64) -> Self {
         QueueOrder {
             priority: Reverse(wl.priority),
             created: wl.created,
             uid: wl.uid.clone(),
             key: key.clone(),
-            shape: wl.shape_hash(),
+            shape,
         }
     }
 }
@@ -55,10 +59,18 @@ impl PendingQueue {
     }
 
     /// Forgets the workload wherever it waits.
-    pub fn remove(&mut self, order: &QueueOrder) {
-        self.queued.remove(order);
-        self.inadmissible.remove(order);
-        self.clear_preemptor(&order.key);
+    /// Takes the workload out of the queue and the set-aside set. Found
+    /// by its place in the order, whatever shape it was queued with: the
+    /// shape is last in the order and hashing it is most of the cost.
+    pub fn remove(&mut self, key: &Arc<str>, wl: &Workload) {
+        let lo = QueueOrder::shaped(key, wl, 0);
+        let hi = QueueOrder::shaped(key, wl, u64::MAX);
+        for set in [&mut self.queued, &mut self.inadmissible] {
+            if let Some(found) = set.range(&lo..=&hi).next().cloned() {
+                set.remove(&found);
+            }
+        }
+        self.clear_preemptor(key);
     }
 
     /// `key` issued preemptions and waits for its victims to go; `sticky`:
@@ -180,6 +192,48 @@ mod tests {
             key: format!("ns/{name}").into(),
             shape: 0,
         }
+    }
+
+    /// Removal finds the workload by its place in the order, whatever
+    /// shape it was queued or set aside with, and takes nothing else.
+    #[test]
+    fn remove_finds_a_workload_whatever_its_queued_shape() {
+        let wl = |name: &str, priority: i32| Workload {
+            unhealthy_nodes: Vec::new(),
+            single_pod_owned: false,
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: name.into(),
+            job_uid: None,
+            copy_chain: None,
+            queue_name: "lq".into(),
+            priority,
+            created: 10,
+            active: true,
+            finished: false,
+            readiness: Default::default(),
+            replaces: None,
+            pod_sets: Vec::new(),
+            admission: None,
+        };
+        let mut q = PendingQueue::default();
+        for (name, shape, aside) in [("a", 7, false), ("b", u64::MAX, true), ("c", 0, false)] {
+            let mut o = order(name, 1, 10, name);
+            o.shape = shape;
+            if aside {
+                q.set_aside(o);
+            } else {
+                q.push(o);
+            }
+        }
+        q.mark_preemptor("ns/a", false);
+        q.remove(&"ns/a".into(), &wl("a", 1));
+        q.remove(&"ns/b".into(), &wl("b", 1));
+        // Another priority is another place in the order: nothing taken.
+        q.remove(&"ns/c".into(), &wl("c", 2));
+        assert!(!q.is_preemptor("ns/a"));
+        assert_eq!(q.len(), 1);
+        assert_eq!(&*q.pop().unwrap().key, "ns/c");
     }
 
     #[test]

@@ -20,6 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use indexmap::IndexMap;
+
 use super::{
     cluster_queue::{
         ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue,
@@ -279,7 +281,7 @@ pub struct Engine {
     namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// By `namespace/name`; the key is shared with the queues and sets below.
     /// Records are boxed: the map's nodes stay small and fuller.
-    workloads: BTreeMap<Arc<str>, Box<Record>>,
+    workloads: IndexMap<Arc<str>, Box<Record>>,
     /// Keys of the workloads holding quota, by ClusterQueue name (also for
     /// queues that were deleted under them).
     holders: BTreeMap<String, BTreeSet<Arc<str>>>,
@@ -848,7 +850,7 @@ impl Engine {
         self.preempted_by.remove(key);
         self.unqueue(key);
         self.release(key);
-        self.workloads.remove(key);
+        self.workloads.swap_remove(key);
         self.dirty.remove(key);
         self.drain.remove(key);
     }
@@ -957,32 +959,24 @@ impl Engine {
         let mut flavors_admitted = Vec::new();
         for g in &cq.resource_groups {
             for f in &g.flavors {
-                let resources = f
-                    .resources
-                    .iter()
-                    .map(|r| {
-                        let fr = FlavorResource::new(&f.name, &r.name);
-                        let total = self.quota.usage(name, &fr);
-                        ResourceUsage {
+                let mut resources = Vec::with_capacity(f.resources.len());
+                let mut admitted_resources = Vec::with_capacity(f.resources.len());
+                for r in &f.resources {
+                    let fr = FlavorResource::new(&f.name, &r.name);
+                    for (total, out) in [
+                        (self.quota.usage(name, &fr), &mut resources),
+                        (
+                            admitted_usage.get(&fr).copied().unwrap_or(0),
+                            &mut admitted_resources,
+                        ),
+                    ] {
+                        out.push(ResourceUsage {
                             name: r.name.clone(),
                             total,
                             borrowed: (total - r.nominal).max(0),
-                        }
-                    })
-                    .collect();
-                let admitted_resources = f
-                    .resources
-                    .iter()
-                    .map(|r| {
-                        let fr = FlavorResource::new(&f.name, &r.name);
-                        let total = admitted_usage.get(&fr).copied().unwrap_or(0);
-                        ResourceUsage {
-                            name: r.name.clone(),
-                            total,
-                            borrowed: (total - r.nominal).max(0),
-                        }
-                    })
-                    .collect();
+                        });
+                    }
+                }
                 flavors_usage.push(FlavorUsage {
                     name: f.name.clone(),
                     resources,
@@ -1324,7 +1318,7 @@ impl Engine {
             return;
         };
         if let Some(q) = self.queues.get_mut(&**cq) {
-            q.remove(&QueueOrder::of(k, &rec.wl));
+            q.remove(k, &rec.wl);
         }
         if let Some(rec) = self.workloads.get_mut(key) {
             rec.state = State::Parked;
@@ -1471,10 +1465,15 @@ impl Engine {
         };
         let cq = self.names.intern(&admission.cluster_queue);
         self.quota.add(&cq, &usage);
-        self.holders
-            .entry(cq.to_string())
-            .or_default()
-            .insert(key.clone());
+        match self.holders.get_mut(&*cq) {
+            Some(keys) => {
+                keys.insert(key.clone());
+            }
+            None => {
+                self.holders
+                    .insert(cq.to_string(), BTreeSet::from([key.clone()]));
+            }
+        }
         if let Some(rec) = self.workloads.get_mut(&key) {
             let topology = topology::held_topology(&rec.wl, &admission);
             topology::add_held(&mut self.tas_held, &topology, 1);
