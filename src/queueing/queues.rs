@@ -58,10 +58,9 @@ impl PendingQueue {
         self.inadmissible.insert(order);
     }
 
-    /// Forgets the workload wherever it waits.
-    /// Takes the workload out of the queue and the set-aside set. Found
-    /// by its place in the order, whatever shape it was queued with: the
-    /// shape is last in the order and hashing it is most of the cost.
+    /// Forgets the workload wherever it waits, found by its place in the
+    /// order whatever shape it was queued with: the shape is last in the
+    /// order, and hashing it again was most of the cost.
     pub fn remove(&mut self, key: &Arc<str>, wl: &Workload) {
         let lo = QueueOrder::shaped(key, wl, 0);
         let hi = QueueOrder::shaped(key, wl, u64::MAX);

@@ -280,7 +280,9 @@ pub struct Engine {
     local_queues: BTreeMap<String, BTreeMap<String, LocalQueue>>,
     namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// By `namespace/name`; the key is shared with the queues and sets below.
-    /// Records are boxed: the map's nodes stay small and fuller.
+    /// Hashed: a cycle looks records up many times, and keys share long
+    /// prefixes. Kept in the order they came, so a walk over every record
+    /// (the status tick) stays sequential in memory.
     workloads: IndexMap<Arc<str>, Box<Record>>,
     /// Keys of the workloads holding quota, by ClusterQueue name (also for
     /// queues that were deleted under them).
