@@ -422,6 +422,5 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         spread(&pod_job),
         loads.join(" | ")
     );
-    drop(cluster);
     Ok(())
 }
