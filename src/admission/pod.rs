@@ -10,6 +10,7 @@
 //! the group metadata, the prebuilt Workload against the group, and on
 //! update the retriable-in-group switch and the group name.
 
+use crate::vocabulary::pointer::At;
 use serde_json::{json, Value};
 
 use super::{
@@ -29,7 +30,6 @@ use crate::vocabulary::{
         SUSPENDED_BY_PARENT_ANNOTATION, TOPOLOGY_GATE,
     },
     patch::{self, PatchOp},
-    pointer::Pointer,
 };
 
 fn read<'a>(
@@ -98,7 +98,7 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
         if !by_parent {
             append_named(
                 raw,
-                "/metadata/finalizers",
+                &["metadata", "finalizers"],
                 json!(gate.finalizer),
                 |v| v.as_str() == Some(&gate.finalizer),
                 &mut ops,
@@ -117,9 +117,9 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
             let rank = pod.label(key).unwrap_or_default().to_string();
             patch::set_label(raw, POD_GROUP_POD_INDEX_LABEL, &rank, &mut ops);
         }
-        if pod.annotation(ROLE_HASH_ANNOTATION).is_none() {
-            patch::set_annotation(raw, ROLE_HASH_ANNOTATION, &role_hash(raw), &mut ops);
-        }
+        // Kueue's `addRoleHash` sets it whatever the pod brought: a role is
+        // what the pod is, not what it says.
+        patch::set_annotation(raw, ROLE_HASH_ANNOTATION, &role_hash(raw), &mut ops);
     }
     Decision {
         patch: ops,
@@ -129,33 +129,28 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
 
 /// Adds the named scheduling gates the pod lacks, in order, in one write.
 fn append_gates(obj: &Value, names: &[String], ops: &mut Vec<PatchOp>) {
-    let current = obj.pointer("/spec/schedulingGates");
+    let current = obj.at("/spec/schedulingGates");
     if let Some(list) = crate::jobs::workload::with_gates(current, names) {
-        if let Ok(p) = Pointer::parse("/spec/schedulingGates") {
-            let _ = patch::set(obj, &p, Value::Array(list), ops);
-        }
+        let _ = patch::set_at(obj, &["spec", "schedulingGates"], Value::Array(list), ops);
     }
 }
 
 /// Adds `item` to the list at `at` unless one already matches.
 fn append_named(
     obj: &Value,
-    at: &str,
+    at: &[&str],
     item: Value,
     matches: impl Fn(&Value) -> bool,
     ops: &mut Vec<PatchOp>,
 ) {
-    let mut list = match obj.pointer(at) {
+    let found = at.iter().try_fold(obj, |v, k| v.get(k));
+    let mut list = match found {
+        Some(Value::Array(a)) if a.iter().any(matches) => return,
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
-    if list.iter().any(matches) {
-        return;
-    }
     list.push(item);
-    if let Ok(p) = Pointer::parse(at) {
-        let _ = patch::set(obj, &p, Value::Array(list), ops);
-    }
+    let _ = patch::set_at(obj, at, Value::Array(list), ops);
 }
 
 /// The validating webhook for a gated kind; the warning Kueue gives a
@@ -494,6 +489,15 @@ mod tests {
         // Applying again adds nothing.
         let again = run("mutate", out.clone(), None, "team-a", false, &NoCluster);
         assert!(again.patch.is_empty(), "{:?}", again.patch);
+        // A role hash the pod brought is replaced by its own, as Kueue's
+        // webhook replaces it.
+        let mut claimed = out.clone();
+        claimed["metadata"]["annotations"][ROLE_HASH_ANNOTATION] = json!("00000000");
+        let d = run("mutate", claimed.clone(), None, "team-a", false, &NoCluster);
+        assert_eq!(
+            mutated(&claimed, &d)["metadata"]["annotations"][ROLE_HASH_ANNOTATION],
+            role_hash(&p)
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! class fixed while pods run, and for a group (StatefulSet) the replicas
 //! fixed but for a scale down to or up from zero.
 
+use crate::vocabulary::pointer::At;
 use serde_json::{json, Value};
 
 use super::{
@@ -307,7 +308,7 @@ fn containers_shape(v: Option<&Value>) -> Vec<Value> {
         .flatten()
         .map(|c| {
             json!({
-                "resources": {"requests": c.pointer("/resources/requests").cloned().unwrap_or(Value::Null)},
+                "resources": {"requests": c.at("/resources/requests").cloned().unwrap_or(Value::Null)},
                 "ports": c.get("ports").cloned().unwrap_or(Value::Null),
             })
         })
@@ -360,10 +361,7 @@ fn immutable_spec_shape(new: &Value, old: &Value, at: &str, errs: &mut Vec<Field
                             FIELD_IMMUTABLE,
                         ));
                     }
-                    let (nr, or) = (
-                        nc.pointer("/resources/requests"),
-                        oc.pointer("/resources/requests"),
-                    );
+                    let (nr, or) = (nc.at("/resources/requests"), oc.at("/resources/requests"));
                     if !same(nr, or) {
                         errs.push(FieldError::invalid(
                             format!("{p}.resources.requests"),
@@ -374,10 +372,7 @@ fn immutable_spec_shape(new: &Value, old: &Value, at: &str, errs: &mut Vec<Field
                 }
             }
             "resources" => {
-                let (nr, or) = (
-                    new.pointer("/resources/requests"),
-                    old.pointer("/resources/requests"),
-                );
+                let (nr, or) = (new.at("/resources/requests"), old.at("/resources/requests"));
                 if !same(nr, or) {
                     errs.push(FieldError::invalid(path, bad_value(nr), FIELD_IMMUTABLE));
                 }
@@ -599,7 +594,7 @@ fn previous_workload_remains(
         },
     };
     let conditions: Vec<Condition> = found
-        .pointer("/status/conditions")
+        .at("/status/conditions")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
     Ok(!reservation::is_on_hold(&conditions))

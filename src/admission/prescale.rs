@@ -8,6 +8,7 @@
 //! schedule` event and left the object in place); these are denied at the
 //! door instead.
 
+use crate::vocabulary::pointer::At;
 use chrono::NaiveDate;
 use serde_json::Value;
 
@@ -32,20 +33,16 @@ pub fn is_prescaled_cronjob(group: &str, version: &str, kind: &str) -> bool {
 
 /// The spec as the rules read it, from the object as written.
 pub fn spec_of(object: &Value) -> Spec<'_> {
-    let cj = object.pointer("/spec/cronJob/spec");
+    let cj = object.at("/spec/cronJob/spec");
     Spec {
         name: object
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default(),
         schedule: cj.and_then(|s| s.get("schedule")).and_then(Value::as_str),
         time_zone: cj.and_then(|s| s.get("timeZone")).and_then(Value::as_str),
-        warm_up_mins: object
-            .pointer("/spec/warmUpTimeMins")
-            .and_then(Value::as_i64),
-        primer_schedule: object
-            .pointer("/spec/primerSchedule")
-            .and_then(Value::as_str),
+        warm_up_mins: object.at("/spec/warmUpTimeMins").and_then(Value::as_i64),
+        primer_schedule: object.at("/spec/primerSchedule").and_then(Value::as_str),
     }
 }
 

@@ -10,6 +10,7 @@ use super::{
 };
 use crate::jobs::policy::{Invariant, Policy, UpdateRules, MAX_POD_SETS};
 use crate::jobs::reference::ReferenceError;
+use crate::vocabulary::pointer::At;
 use crate::vocabulary::{
     go::{go_atoi, go_parse_bool, go_quote},
     keys::{
@@ -94,14 +95,11 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
         return errs;
     }
     let cluster_spec = if policy.has(Invariant::RayJob) {
-        let selector = job.raw.pointer("/spec/clusterSelector");
+        let selector = job.raw.at("/spec/clusterSelector");
         let has_selector = selector
             .and_then(Value::as_object)
             .is_some_and(|m| !m.is_empty());
-        let has_cluster = !matches!(
-            job.raw.pointer("/spec/rayClusterSpec"),
-            None | Some(Value::Null)
-        );
+        let has_cluster = !matches!(job.raw.at("/spec/rayClusterSpec"), None | Some(Value::Null));
         match (has_selector, has_cluster) {
             (true, true) => {
                 errs.push(FieldError::invalid(
@@ -122,7 +120,7 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
             }
             (false, true) => {}
         }
-        if job.raw.pointer("/spec/shutdownAfterJobFinishes") != Some(&Value::Bool(true)) {
+        if job.raw.at("/spec/shutdownAfterJobFinishes") != Some(&Value::Bool(true)) {
             errs.push(FieldError::invalid(
                 "spec.shutdownAfterJobFinishes",
                 BadValue::Bool(false),
@@ -147,7 +145,7 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
     };
     let autoscaling = job
         .raw
-        .pointer(&format!("{cluster_spec}/enableInTreeAutoscaling"))
+        .at(&format!("{cluster_spec}/enableInTreeAutoscaling"))
         == Some(&Value::Bool(true));
     if elastic(job) {
         // An elastic job autoscales through workload slices. Kueue's
@@ -157,7 +155,7 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
         if policy.has(Invariant::RayCluster) {
             let templates = job
                 .raw
-                .pointer(&format!("{cluster_spec}/workerGroupSpecs"))
+                .at(&format!("{cluster_spec}/workerGroupSpecs"))
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -165,12 +163,12 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
                 .map(|(i, w)| {
                     (
                         format!("workerGroupSpecs[{i}].template.spec.schedulingGates"),
-                        w.pointer("/template/spec/schedulingGates"),
+                        w.at("/template/spec/schedulingGates"),
                     )
                 })
                 .chain(std::iter::once((
                     "headGroupSpec.template.spec.schedulingGates".to_string(),
-                    job.raw.pointer(&format!(
+                    job.raw.at(&format!(
                         "{cluster_spec}/headGroupSpec/template/spec/schedulingGates"
                     )),
                 )));
@@ -192,7 +190,7 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
             if autoscaling
                 && job
                     .raw
-                    .pointer(&format!("{cluster_spec}/managedBy"))
+                    .at(&format!("{cluster_spec}/managedBy"))
                     .and_then(Value::as_str)
                     == Some(MULTIKUEUE_CONTROLLER)
             {
@@ -221,7 +219,7 @@ fn ray_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<Fi
     }
     let workers = job
         .raw
-        .pointer(&format!("{cluster_spec}/workerGroupSpecs"))
+        .at(&format!("{cluster_spec}/workerGroupSpecs"))
         .and_then(Value::as_array);
     let worker_count = workers.map_or(0, Vec::len);
     if worker_count + 1 > MAX_POD_SETS {
@@ -253,7 +251,7 @@ fn spark_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<
     }
     let mode = job
         .raw
-        .pointer("/spec/mode")
+        .at("/spec/mode")
         .and_then(Value::as_str)
         .unwrap_or("");
     if mode != "cluster" {
@@ -265,9 +263,7 @@ fn spark_create(policy: &Policy, job: &JobObject<'_>, ctx: &Context<'_>) -> Vec<
     }
     // An elastic job may allocate dynamically (ElasticJobsViaWorkloadSlices
     // is on by default); its annotation is refused for this kind anyway.
-    if !elastic(job)
-        && job.raw.pointer("/spec/dynamicAllocation/enabled") == Some(&Value::Bool(true))
-    {
+    if !elastic(job) && job.raw.at("/spec/dynamicAllocation/enabled") == Some(&Value::Bool(true)) {
         errs.push(FieldError::invalid(
             "spec.dynamicAllocation.enabled",
             BadValue::Bool(true),

@@ -13,6 +13,7 @@
 //! after [`Action::CreateComponents`] (with `create_results` filled in) and
 //! after [`Action::ReadComponentsLive`] (with `components_read_live` set).
 
+use crate::vocabulary::pointer::At;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -582,7 +583,7 @@ impl Ctx<'_> {
                             {
                                 let s = |p: &str| {
                                     object
-                                        .pointer(p)
+                                        .at(p)
                                         .and_then(Value::as_str)
                                         .unwrap_or("")
                                         .to_string()
@@ -891,7 +892,7 @@ impl Ctx<'_> {
 fn record_kind(cs: &mut ComponentStatus, template: &Value) {
     let s = |p: &str| {
         template
-            .pointer(p)
+            .at(p)
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string()

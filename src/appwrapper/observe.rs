@@ -2,6 +2,7 @@
 //! component, each labelled pod, and the outcome of the last create batch.
 //! Small pure readers turn raw objects into these records.
 
+use crate::vocabulary::pointer::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -38,7 +39,7 @@ impl ObservedComponent {
             Some(o) => ObservedComponent {
                 exists: true,
                 deleting: o
-                    .pointer("/metadata/deletionTimestamp")
+                    .at("/metadata/deletionTimestamp")
                     .is_some_and(|v| !v.is_null()),
                 failed: component_failed(api_version, kind, o),
                 uid: str_at(o, "/metadata/uid"),
@@ -54,7 +55,7 @@ impl ObservedComponent {
 }
 
 fn str_at(obj: &Value, pointer: &str) -> String {
-    obj.pointer(pointer)
+    obj.at(pointer)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string()
@@ -71,7 +72,7 @@ pub struct OwnerRef {
 
 /// The controller ownerReference of an object, if any.
 pub fn controller_ref(obj: &Value) -> Option<OwnerRef> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)?
         .iter()
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
@@ -99,7 +100,7 @@ pub struct OwnerLink {
 pub fn component_failed(api_version: &str, kind: &str, obj: &Value) -> bool {
     match (api_version, kind) {
         ("batch/v1", "Job") | ("kubeflow.org/v1", "PyTorchJob") => obj
-            .pointer("/status/conditions")
+            .at("/status/conditions")
             .and_then(Value::as_array)
             .is_some_and(|cs| {
                 cs.iter().any(|c| {
@@ -167,7 +168,7 @@ impl ObservedPod {
     /// The pod's own facts; its controller chain (`owners`) needs reads of
     /// other objects and is the controller's to fill in.
     pub fn from_pod(pod: &Value) -> ObservedPod {
-        let phase = match pod.pointer("/status/phase").and_then(Value::as_str) {
+        let phase = match pod.at("/status/phase").and_then(Value::as_str) {
             Some("Pending") => PodPhase::Pending,
             Some("Running") => PodPhase::Running,
             Some("Succeeded") => PodPhase::Succeeded,
@@ -175,14 +176,11 @@ impl ObservedPod {
             _ => PodPhase::Unknown,
         };
         let exit_codes = pod
-            .pointer("/status/containerStatuses")
+            .at("/status/containerStatuses")
             .and_then(Value::as_array)
             .map(|cs| {
                 cs.iter()
-                    .filter_map(|c| {
-                        c.pointer("/state/terminated/exitCode")
-                            .and_then(Value::as_i64)
-                    })
+                    .filter_map(|c| c.at("/state/terminated/exitCode").and_then(Value::as_i64))
                     .collect()
             })
             .unwrap_or_default();
@@ -192,23 +190,22 @@ impl ObservedPod {
             owners: Vec::new(),
             phase,
             deleting: pod
-                .pointer("/metadata/deletionTimestamp")
+                .at("/metadata/deletionTimestamp")
                 .is_some_and(|v| !v.is_null()),
             exit_codes,
             node_name: pod
-                .pointer("/spec/nodeName")
+                .at("/spec/nodeName")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
             resources: pod
-                .pointer("/spec/containers")
+                .at("/spec/containers")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
                 .flat_map(|c| {
                     ["requests", "limits"].into_iter().filter_map(move |k| {
-                        c.pointer(&format!("/resources/{k}"))
-                            .and_then(Value::as_object)
+                        c.at(&format!("/resources/{k}")).and_then(Value::as_object)
                     })
                 })
                 .flatten()

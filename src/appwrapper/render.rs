@@ -3,6 +3,7 @@
 //! pod set's `PodSetInfo` injected with upstream's merge and conflict rules
 //! (`createComponent` in upstream's `resource_management.go`).
 
+use crate::vocabulary::pointer::At;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
@@ -267,7 +268,7 @@ fn has_resource_request(spec: &Map<String, Value>, resource: &str) -> bool {
         .any(|c| {
             ["limits", "requests"].iter().any(|k| {
                 match c
-                    .pointer(&format!("/resources/{k}"))
+                    .at(&format!("/resources/{k}"))
                     .and_then(|l| l.get(resource))
                 {
                     Some(Value::Number(n)) => n.as_i64().is_some_and(|v| v > 0),

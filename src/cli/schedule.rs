@@ -10,6 +10,7 @@
 //! taken), with the placement the queueing controller's `draPlacement`
 //! gate uses ([`crate::devices::slices`]).
 
+use crate::vocabulary::pointer::At;
 use std::{collections::BTreeMap, path::PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
@@ -188,7 +189,7 @@ pub async fn run(a: ScheduleArgs) -> Result<()> {
         None => None,
     };
     if let Some((t, pods, _)) = &inputs.template {
-        if t.pointer("/spec/resourceClaims")
+        if t.at("/spec/resourceClaims")
             .and_then(Value::as_array)
             .is_some_and(|c| !c.is_empty())
         {
@@ -504,12 +505,12 @@ fn read_documents(text: &str, namespace: &str, inputs: &mut Inputs) -> Result<()
 fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
     let kind = v["kind"].as_str().unwrap_or_default().to_string();
     let name = v
-        .pointer("/metadata/name")
+        .at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
     let ns = v
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or(namespace)
         .to_string();
@@ -546,10 +547,10 @@ fn add_object(v: Value, namespace: &str, inputs: &mut Inputs) -> Result<()> {
         "Pod" => set_template(inputs, v.clone(), 1, name)?,
         "Job" => {
             let pods = v
-                .pointer("/spec/parallelism")
+                .at("/spec/parallelism")
                 .and_then(Value::as_u64)
                 .unwrap_or(1) as usize;
-            let t = v.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+            let t = v.at("/spec/template").cloned().unwrap_or(Value::Null);
             set_template(inputs, t, pods.max(1), name)?
         }
         "List" => {
@@ -721,10 +722,10 @@ async fn read_cluster(client: &Client, a: &ScheduleArgs, inputs: &mut Inputs) ->
             .with_context(|| format!("reading Job {}/{job}", a.namespace))?;
         let v = serde_json::to_value(&j)?;
         let pods = v
-            .pointer("/spec/parallelism")
+            .at("/spec/parallelism")
             .and_then(Value::as_u64)
             .unwrap_or(1) as usize;
-        let t = v.pointer("/spec/template").cloned().unwrap_or(Value::Null);
+        let t = v.at("/spec/template").cloned().unwrap_or(Value::Null);
         set_template(inputs, t, pods.max(1), job.clone())?;
     }
     if let Some(pod) = &a.pod {

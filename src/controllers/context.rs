@@ -4,6 +4,7 @@
 //! Workload, and what an admission adds to a job's pod sets. It imports no
 //! controller; every controller may import it (see `tests/architecture.rs`).
 
+use crate::vocabulary::pointer::At;
 use std::time::Duration;
 
 use k8s_openapi::api::{core::v1::ObjectReference, scheduling::v1::PriorityClass};
@@ -207,7 +208,7 @@ impl Shared {
 
 /// The reference of an object of `target`'s kind, read from its JSON.
 pub fn reference_of(target: &Target, obj: &Value) -> ObjectReference {
-    let text = |p: &str| obj.pointer(p).and_then(Value::as_str).map(String::from);
+    let text = |p: &str| obj.at(p).and_then(Value::as_str).map(String::from);
     ObjectReference {
         api_version: Some(target.api_version()),
         kind: Some(target.kind.clone()),

@@ -6,6 +6,7 @@
 //! back; when the job finishes it marks the Workload finished. Everything
 //! kind-specific comes from the policy, so a new kind needs no code here.
 
+use crate::vocabulary::pointer::At;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use futures::{FutureExt, StreamExt};
@@ -498,7 +499,7 @@ impl Ctx {
         );
         let api = if r.kind.namespaced {
             let ns = job
-                .pointer("/metadata/namespace")
+                .at("/metadata/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource)
@@ -647,11 +648,11 @@ impl Ctx {
         if self.followers.is_empty() {
             return;
         }
-        let Some(ns) = obj.pointer("/metadata/namespace").and_then(Value::as_str) else {
+        let Some(ns) = obj.at("/metadata/namespace").and_then(Value::as_str) else {
             return;
         };
         let owners = obj
-            .pointer("/metadata/ownerReferences")
+            .at("/metadata/ownerReferences")
             .and_then(Value::as_array);
         let controller = owners
             .into_iter()
@@ -683,7 +684,7 @@ impl Ctx {
             &t.resource,
         );
         let ns = job
-            .pointer("/metadata/namespace")
+            .at("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
         let api = Api::<DynamicObject>::namespaced_with(self.shared.client.clone(), ns, &resource);
@@ -701,7 +702,7 @@ impl Ctx {
     /// (missing parent, cycle, too deep) is not governed here either.
     async fn top_level(&self, job: &Value) -> Result<bool, JobError> {
         let queued = job
-            .pointer("/metadata/labels")
+            .at("/metadata/labels")
             .and_then(|l| l.get(QUEUE_NAME_LABEL))
             .and_then(Value::as_str)
             .is_some_and(|q| !q.is_empty());
@@ -709,7 +710,7 @@ impl Ctx {
             return Ok(false);
         }
         let ns = job
-            .pointer("/metadata/namespace")
+            .at("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
         let mut known: HashMap<ParentKey, Look> = HashMap::new();
@@ -719,7 +720,7 @@ impl Ctx {
                 Ancestry::TopLevel => return Ok(true),
                 Ancestry::Managed => return Ok(false),
                 Ancestry::Refused(why) => {
-                    debug!(job = ?job.pointer("/metadata/name"), %why, "owner chain not followed");
+                    debug!(job = ?job.at("/metadata/name"), %why, "owner chain not followed");
                     return Ok(false);
                 }
                 Ancestry::Read(key) => {
@@ -876,7 +877,7 @@ impl Ctx {
             return Ok(None);
         };
         let ns = job
-            .pointer("/metadata/namespace")
+            .at("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
         let pods_api =

@@ -7,6 +7,7 @@
 //! old-revision pod go during a rollout, and wakes the group's pods when
 //! the Workload changes. What is written comes from `jobs::pod_owner`.
 
+use crate::vocabulary::pointer::At;
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
@@ -134,7 +135,7 @@ impl Ctx {
             return Ok(());
         }
         let name = pod
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
@@ -206,7 +207,7 @@ async fn execute(
             }
             owners::Write::WakePod { pod } => {
                 let name = pods[pod]
-                    .pointer("/metadata/name")
+                    .at("/metadata/name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 let _ = ctx

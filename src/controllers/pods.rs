@@ -10,6 +10,7 @@
 //! is and how it is gated comes from the policy's `gate` and the core in
 //! `jobs::pod`.
 
+use crate::vocabulary::pointer::At;
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
@@ -125,7 +126,7 @@ impl Ctx {
             return Ok(false);
         }
         let name = pod
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let p: json_patch::Patch = serde_json::from_value(serde_json::to_value(ops)?)?;
@@ -146,13 +147,13 @@ impl Ctx {
     /// Deletes a pod (this uid only).
     async fn delete(&self, ns: &str, pod: &Value) -> Result<(), JobError> {
         let name = pod
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let dp = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: pod
-                    .pointer("/metadata/uid")
+                    .at("/metadata/uid")
                     .and_then(Value::as_str)
                     .map(String::from),
                 resource_version: None,
@@ -185,11 +186,11 @@ impl Ctx {
         out.sort_by(|a, b| {
             let key = |v: &Value| {
                 (
-                    v.pointer("/metadata/creationTimestamp")
+                    v.at("/metadata/creationTimestamp")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),
-                    v.pointer("/metadata/name")
+                    v.at("/metadata/name")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),

@@ -17,6 +17,7 @@
 //! schedule --write` records in that claim's status). A pod with the
 //! prototype's `spec.deviceClaims` (its testdata) is read the same way.
 
+use crate::vocabulary::pointer::At;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -54,7 +55,7 @@ impl PodClaim {
 pub fn of_template(template: &Value) -> Result<Vec<PodClaim>, String> {
     let mut out = Vec::new();
     if let Some(raw) = template
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(ANNOTATION))
     {
         let field = format!("metadata.annotations[{ANNOTATION}]");
@@ -68,7 +69,7 @@ pub fn of_template(template: &Value) -> Result<Vec<PodClaim>, String> {
         })?;
         out.extend(check(list, &field)?);
     }
-    if let Some(raw) = template.pointer("/spec/deviceClaims") {
+    if let Some(raw) = template.at("/spec/deviceClaims") {
         let list: Vec<PodClaim> = serde_json::from_value(raw.clone()).map_err(|e| {
             format!("spec.deviceClaims: must be a list of {{name, claim | claimTemplateName | claimName}}: {e}")
         })?;

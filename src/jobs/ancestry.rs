@@ -11,6 +11,7 @@
 //! queued child, with the same manageJobsWithoutQueueName, so the two
 //! agree on who queues it.
 
+use crate::vocabulary::pointer::At;
 use serde_json::Value;
 
 use super::policy::PolicySet;
@@ -69,7 +70,7 @@ struct Owner<'a> {
 
 fn controller(obj: &Value) -> Option<Owner<'_>> {
     let o = obj
-        .pointer("/metadata/ownerReferences")?
+        .at("/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|o| o.get("controller") == Some(&Value::Bool(true)))?;
@@ -83,7 +84,7 @@ fn controller(obj: &Value) -> Option<Owner<'_>> {
 }
 
 fn uid(obj: &Value) -> &str {
-    obj.pointer("/metadata/uid")
+    obj.at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -151,7 +152,7 @@ pub fn walk(
             return done(managed);
         }
         let queued = parent
-            .pointer("/metadata/labels")
+            .at("/metadata/labels")
             .and_then(|l| l.get(QUEUE_NAME_LABEL))
             .and_then(Value::as_str)
             .is_some_and(|q| !q.is_empty());

@@ -12,6 +12,7 @@
 //! [`Autoscaled::follow`] gives the job as its slices are planned from and
 //! the annotation patch, if the job does not carry them yet.
 
+use crate::vocabulary::pointer::At;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -102,7 +103,7 @@ impl Autoscaled {
             })
             .collect();
         let generation = object
-            .and_then(|o| o.pointer("/metadata/generation"))
+            .and_then(|o| o.at("/metadata/generation"))
             .and_then(Value::as_i64)
             .map(|g| g.to_string())
             .unwrap_or_default();
@@ -154,8 +155,8 @@ impl Autoscaled {
                 return Err(format!(
                     "PodSet name mismatch: {} {} has worker group {g} which is not found in Ray object {} spec",
                     self.object.kind,
-                    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
-                    job.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+                    obj.at("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+                    job.at("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
                 ));
             };
             if self.count.resolve(group).is_none_or(Value::is_null) {
@@ -182,7 +183,7 @@ impl Autoscaled {
     /// object's as the job records it, when it does.
     pub fn name_extra(&self, job: &Value, generation: i64) -> String {
         match job
-            .pointer("/metadata/annotations")
+            .at("/metadata/annotations")
             .and_then(|a| a.get(&self.generation_annotation))
             .and_then(Value::as_str)
             .filter(|g| !g.is_empty())

@@ -9,6 +9,7 @@
 //! never stacks a second write on the outcome of the first (a status write
 //! carries the Workload's resourceVersion and would conflict anyway).
 
+use crate::vocabulary::pointer::At;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -97,14 +98,14 @@ pub fn subject_as(
     if !policies.governs_as(policy, job, top_level) {
         return None;
     }
-    let text = |p: &str| job.pointer(p).and_then(Value::as_str).map(String::from);
+    let text = |p: &str| job.at(p).and_then(Value::as_str).map(String::from);
     let (namespace, name, uid) = (
         text("/metadata/namespace")?,
         text("/metadata/name")?,
         text("/metadata/uid")?,
     );
     let queue = job
-        .pointer("/metadata/labels")
+        .at("/metadata/labels")
         .and_then(|l| l.get(QUEUE_NAME_LABEL))
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -114,7 +115,7 @@ pub fn subject_as(
     // Kueue's `newWorkloadName`: an elastic job's slices are told apart
     // by the job's generation (and an autoscaled one's by its object's).
     let named = |m: &str| {
-        job.pointer(&format!("/metadata/{m}"))
+        job.at(&format!("/metadata/{m}"))
             .and_then(|l| l.get(keys::PREBUILT_WORKLOAD_LABEL))
             .and_then(Value::as_str)
     };
@@ -126,7 +127,7 @@ pub fn subject_as(
         name.to_string()
     } else if elastic {
         let generation = job
-            .pointer("/metadata/generation")
+            .at("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
         let extra = match &policy.autoscaled {
@@ -158,7 +159,7 @@ pub fn prebuilt_name<'a>(annotation: Option<&'a str>, label: Option<&'a str>) ->
 
 /// The job asks to be elastic (`kueue.x-k8s.io/elastic-job: "true"`).
 pub fn is_elastic(job: &Value) -> bool {
-    job.pointer("/metadata/annotations")
+    job.at("/metadata/annotations")
         .and_then(|a| a.get(keys::ELASTIC_JOB_ANNOTATION))
         .and_then(Value::as_str)
         == Some("true")
@@ -333,7 +334,7 @@ fn decide(
     let owned = |wl: &api::Workload| {
         workload::is_owned_by(wl.metadata.owner_references.as_deref(), &subject.uid)
     };
-    if job.pointer("/metadata/deletionTimestamp").is_some() {
+    if job.at("/metadata/deletionTimestamp").is_some() {
         // A kind whose operator still works on the job's quota while it is
         // deleted keeps its Workload until the job is gone; not a Workload
         // being deleted itself (a foreground deletion of the job waits for
@@ -825,7 +826,7 @@ pub fn dispatched(policy: &Policy, job: &Value) -> bool {
     policy
         .managed_by
         .as_ref()
-        .and_then(|p| job.pointer(p.as_str()))
+        .and_then(|p| job.at(p.as_str()))
         .is_some_and(|v| v == keys::MULTIKUEUE_CONTROLLER)
 }
 
@@ -851,7 +852,7 @@ pub fn ungated_by<'a>(
         return None;
     }
     // Only once it is the job's own (Kueue's `EnsurePrebuiltWorkloadOwnership`).
-    let uid = job.pointer("/metadata/uid").and_then(Value::as_str);
+    let uid = job.at("/metadata/uid").and_then(Value::as_str);
     let wl = prebuilt.filter(|wl| {
         workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid.unwrap_or(""))
     })?;

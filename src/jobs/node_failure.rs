@@ -16,6 +16,7 @@
 //! Core: the node, the Workloads and the pods in; [`Action`]s out. The
 //! shell (`controllers::node_failure`) reads and writes.
 
+use crate::vocabulary::pointer::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -165,7 +166,7 @@ fn judge<'p>(
     }
     let taints: Vec<Taint> = f
         .node
-        .and_then(|n| n.pointer("/spec/taints"))
+        .and_then(|n| n.at("/spec/taints"))
         .and_then(|t| serde_json::from_value(t.clone()).ok())
         .unwrap_or_default();
     let scheduling: Vec<&Taint> = taints
@@ -204,7 +205,7 @@ fn check_pods<'p>(
         .iter()
         .copied()
         .filter(|p| {
-            p.pointer("/spec/nodeName")
+            p.at("/spec/nodeName")
                 .and_then(Value::as_str)
                 .is_none_or(str::is_empty)
                 && phase(p) == Some("Pending")
@@ -214,8 +215,8 @@ fn check_pods<'p>(
     let k = key(wl);
     let progressing = all.iter().any(|p| {
         workload_of(p).as_ref() == Some(&k)
-            && p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
-            && p.pointer("/metadata/deletionTimestamp").is_none()
+            && p.at("/spec/nodeName").and_then(Value::as_str) == Some(node)
+            && p.at("/metadata/deletionTimestamp").is_none()
             && !matches!(phase(p), Some("Succeeded" | "Failed"))
     });
     if !assigned || progressing {
@@ -424,7 +425,7 @@ fn eviction_patch(wl: &api::Workload, message: &str, now: &Time) -> Value {
 /// the pod's, tested against its `resourceVersion`.
 fn failed_pod_patch(pod: &Value, now: &Time) -> Value {
     let mut conditions: Vec<Value> = pod
-        .pointer("/status/conditions")
+        .at("/status/conditions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -436,13 +437,13 @@ fn failed_pod_patch(pod: &Value, now: &Time) -> Value {
         "lastTransitionTime": now,
     }));
     json!({
-        "metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")},
+        "metadata": {"resourceVersion": pod.at("/metadata/resourceVersion")},
         "status": {"phase": "Failed", "conditions": conditions},
     })
 }
 
 fn ready_status(node: &Value) -> Option<bool> {
-    node.pointer("/status/conditions")?
+    node.at("/status/conditions")?
         .as_array()?
         .iter()
         .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
@@ -458,7 +459,7 @@ fn key(wl: &api::Workload) -> Key {
 
 fn pod_key(pod: &Value) -> Key {
     let s = |p: &str| {
-        pod.pointer(p)
+        pod.at(p)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string()
@@ -521,7 +522,7 @@ pub fn assigned_nodes(wl: &api::Workload) -> BTreeSet<String> {
 }
 
 fn annotation<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
-    pod.pointer("/metadata/annotations")?.get(name)?.as_str()
+    pod.at("/metadata/annotations")?.get(name)?.as_str()
 }
 
 /// Kueue's `IsTAS` for a pod: its pod set asked for topology, explicitly
@@ -538,24 +539,22 @@ fn is_tas(pod: &Value) -> bool {
 }
 
 fn selector_host(pod: &Value) -> Option<&str> {
-    pod.pointer("/spec/nodeSelector")?
-        .get(HOSTNAME_LABEL)?
-        .as_str()
+    pod.at("/spec/nodeSelector")?.get(HOSTNAME_LABEL)?.as_str()
 }
 
 /// The pod's Workload, from its `kueue.x-k8s.io/workload` annotation.
 pub fn workload_of(pod: &Value) -> Option<Key> {
     let name = annotation(pod, WORKLOAD_ANNOTATION)?;
-    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str)?;
+    let ns = pod.at("/metadata/namespace").and_then(Value::as_str)?;
     Some((ns.to_string(), name.to_string()))
 }
 
 fn phase(pod: &Value) -> Option<&str> {
-    pod.pointer("/status/phase").and_then(Value::as_str)
+    pod.at("/status/phase").and_then(Value::as_str)
 }
 
 fn gated(pod: &Value) -> bool {
-    pod.pointer("/spec/schedulingGates")
+    pod.at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|gs| {
             gs.iter()
@@ -571,13 +570,13 @@ pub fn nodes_to_check(pod: &Value) -> Option<String> {
         return None;
     }
     let bound = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty());
     match bound {
         None => selector_host(pod).map(str::to_string),
         Some(n) => {
-            let ending = pod.pointer("/metadata/deletionTimestamp").is_some()
+            let ending = pod.at("/metadata/deletionTimestamp").is_some()
                 || matches!(phase(pod), Some("Succeeded" | "Failed"));
             ending.then(|| n.to_string())
         }
@@ -587,8 +586,7 @@ pub fn nodes_to_check(pod: &Value) -> Option<String> {
 /// Whether a node update matters (Kueue's update predicate): its
 /// readiness or its taints changed.
 pub fn node_changed(old: &Value, new: &Value) -> bool {
-    ready_status(old) != ready_status(new)
-        || old.pointer("/spec/taints") != new.pointer("/spec/taints")
+    ready_status(old) != ready_status(new) || old.at("/spec/taints") != new.at("/spec/taints")
 }
 
 #[cfg(test)]

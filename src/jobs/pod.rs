@@ -7,6 +7,7 @@
 //! tolerations; when a pod or a group has finished. Raw JSON in, JSON or
 //! patches out.
 
+use crate::vocabulary::pointer::At;
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use serde_json::{json, Map, Value};
@@ -44,7 +45,7 @@ pub fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+    obj.at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
@@ -232,7 +233,7 @@ fn container_shape(doc: &mut Vec<u8>, c: &Value) {
     });
     doc.extend_from_slice(b",\"resources\":{\"requests\":");
     match c
-        .pointer("/resources/requests")
+        .at("/resources/requests")
         .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
     {
         Some(r) => value(doc, r),
@@ -251,7 +252,7 @@ pub fn role_of(pod: &Value) -> String {
 
 /// Is the pod held by the gate?
 pub fn is_gated(gate: &Gate, pod: &Value) -> bool {
-    pod.pointer("/spec/schedulingGates")
+    pod.at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|gs| {
             gs.iter()
@@ -260,7 +261,7 @@ pub fn is_gated(gate: &Gate, pod: &Value) -> bool {
 }
 
 pub fn phase(pod: &Value) -> Option<&str> {
-    pod.pointer("/status/phase").and_then(Value::as_str)
+    pod.at("/status/phase").and_then(Value::as_str)
 }
 
 /// Kueue's `IsTerminated`.
@@ -270,7 +271,7 @@ pub fn is_terminated(pod: &Value) -> bool {
 
 fn deleting(pod: &Value) -> bool {
     !matches!(
-        pod.pointer("/metadata/deletionTimestamp"),
+        pod.at("/metadata/deletionTimestamp"),
         None | Some(Value::Null)
     )
 }
@@ -279,7 +280,7 @@ fn deleting(pod: &Value) -> bool {
 /// deleted before it was ever placed on a node.
 pub fn is_runnable_or_succeeded(pod: &Value) -> bool {
     let placed = pod
-        .pointer("/spec/nodeName")
+        .at("/spec/nodeName")
         .and_then(Value::as_str)
         .is_some_and(|n| !n.is_empty());
     if deleting(pod) && !placed {
@@ -301,7 +302,7 @@ pub fn workload_name(gate: &Gate, pod: &Value) -> String {
         return g.to_string();
     }
     let uid = pod
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or("");
     name_for("Pod", "", name_of(pod), uid)
@@ -413,7 +414,7 @@ pub fn ownership(pods: &[&Value], group: bool) -> Value {
             "apiVersion": "v1",
             "kind": "Pod",
             "name": name_of(p),
-            "uid": p.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+            "uid": p.at("/metadata/uid").cloned().unwrap_or(Value::Null),
         });
         if controller {
             o["controller"] = json!(true);
@@ -429,7 +430,7 @@ pub fn ownership(pods: &[&Value], group: bool) -> Value {
         return json!({});
     };
     let mut metadata = json!({"ownerReferences": [owner(first, true)]});
-    if let Some(uid) = first.pointer("/metadata/uid").and_then(Value::as_str) {
+    if let Some(uid) = first.at("/metadata/uid").and_then(Value::as_str) {
         metadata["labels"] = json!({JOB_UID_LABEL: uid});
     }
     metadata
@@ -449,7 +450,7 @@ pub fn workload_for(
         return Err(WorkloadError::Missing("metadata.name"));
     };
     let namespace = first
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .ok_or(WorkloadError::Missing("metadata.namespace"))?;
@@ -519,7 +520,7 @@ pub fn workload_for(
 /// The pod's scheduling gates other than Kueue's admission and topology
 /// gates: what stays once Kueue lets the pod go.
 pub fn other_gates(gate: &Gate, pod: &Value) -> Vec<Value> {
-    pod.pointer("/spec/schedulingGates")
+    pod.at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -543,7 +544,7 @@ pub fn ungate_patch(
     info: &PodSetInfo,
 ) -> Result<Vec<PatchOp>, WorkloadError> {
     let mut ops = Vec::new();
-    if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+    if let Some(rv @ Value::String(_)) = pod.at("/metadata/resourceVersion") {
         ops.push(PatchOp {
             op: "test",
             path: "/metadata/resourceVersion".into(),
@@ -567,7 +568,7 @@ pub fn ungate_patch(
         &mut ops,
     )?;
     if let Some(tolerations) =
-        super::workload::with_tolerations(pod.pointer("/spec/tolerations"), &info.tolerations)
+        super::workload::with_tolerations(pod.at("/spec/tolerations"), &info.tolerations)
     {
         ops.push(PatchOp {
             op: "add",
@@ -603,10 +604,10 @@ fn merged_map(
     add: &BTreeMap<String, String>,
     ops: &mut Vec<PatchOp>,
 ) -> Result<(), WorkloadError> {
-    let missing = super::workload::missing_entries(pod.pointer(at), what, add)?;
+    let missing = super::workload::missing_entries(pod.at(at), what, add)?;
     if !missing.is_empty() {
         let mut out: Map<String, Value> = pod
-            .pointer(at)
+            .at(at)
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
@@ -625,10 +626,7 @@ fn merged_map(
 /// The patch that lets go of the pod's finalizer (keeping everyone
 /// else's), tested against its `resourceVersion`; empty when it holds none.
 pub fn release_patch(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
-    let Some(fs) = pod
-        .pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-    else {
+    let Some(fs) = pod.at("/metadata/finalizers").and_then(Value::as_array) else {
         return Vec::new();
     };
     if !fs.iter().any(|f| f.as_str() == Some(&gate.finalizer)) {
@@ -640,7 +638,7 @@ pub fn release_patch(gate: &Gate, pod: &Value) -> Vec<PatchOp> {
         .cloned()
         .collect();
     let mut ops = Vec::new();
-    if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+    if let Some(rv @ Value::String(_)) = pod.at("/metadata/resourceVersion") {
         ops.push(PatchOp {
             op: "test",
             path: "/metadata/resourceVersion".into(),
@@ -673,7 +671,7 @@ pub fn finished(gate: &Gate, pods: &[&Value]) -> Option<(bool, String)> {
             return None;
         }
         let message = first
-            .pointer("/status/message")
+            .at("/status/message")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
@@ -723,7 +721,7 @@ pub fn roster(
     now: k8s_openapi::jiff::Timestamp,
 ) -> Roster {
     let holds = |p: &Value| {
-        p.pointer("/metadata/finalizers")
+        p.at("/metadata/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|fs| fs.iter().any(|f| f.as_str() == Some(&gate.finalizer)))
     };
@@ -765,7 +763,7 @@ pub fn roster(
 }
 
 fn time_at(p: &Value, at: &str) -> Option<k8s_openapi::jiff::Timestamp> {
-    p.pointer(at)?.as_str()?.parse().ok()
+    p.at(at)?.as_str()?.parse().ok()
 }
 
 /// Kueue's `lastActiveTime`: when the pod was declared failed
@@ -773,7 +771,7 @@ fn time_at(p: &Value, at: &str) -> Option<k8s_openapi::jiff::Timestamp> {
 /// earlier; `now` for either not known.
 fn last_active(p: &Value, now: k8s_openapi::jiff::Timestamp) -> k8s_openapi::jiff::Timestamp {
     let failed = p
-        .pointer("/status/conditions")
+        .at("/status/conditions")
         .and_then(Value::as_array)
         .and_then(|cs| {
             cs.iter()

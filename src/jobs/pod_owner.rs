@@ -6,6 +6,7 @@
 //! rollout rule that lets an old-revision pod go (`UngateAndFinalizePod`).
 //! Raw JSON in, JSON or patches out.
 
+use crate::vocabulary::pointer::At;
 use serde_json::{json, Map, Value};
 
 use super::{
@@ -31,7 +32,7 @@ use crate::vocabulary::{
 pub const REVISION_LABEL: &str = "controller-revision-hash";
 
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+    v.at(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The owner's group size (absent: 1).
@@ -48,7 +49,7 @@ pub fn marked(policy: &Policy, owner: &PodOwner, obj: &Value) -> bool {
     owner
         .template
         .resolve(obj)
-        .and_then(|t| t.pointer("/metadata/annotations"))
+        .and_then(|t| t.at("/metadata/annotations"))
         .and_then(|a| a.get(SUSPENDED_BY_PARENT_ANNOTATION))
         .and_then(Value::as_str)
         == Some(policy.name.as_str())
@@ -57,7 +58,7 @@ pub fn marked(policy: &Policy, owner: &PodOwner, obj: &Value) -> bool {
 /// The MultiKueue origin of an owner a manager copied here (its origin
 /// label).
 pub fn multikueue_origin(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/labels")
+    obj.at("/metadata/labels")
         .and_then(|l| l.get(MULTIKUEUE_ORIGIN_LABEL))
         .and_then(Value::as_str)
 }
@@ -73,7 +74,7 @@ pub fn is_multikueue_copy(obj: &Value) -> bool {
 /// so the copies the manager sends carry the names this side looks for.
 pub fn owner_uid(obj: &Value) -> &str {
     let origin = obj
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(MULTIKUEUE_ORIGIN_UID_ANNOTATION))
         .and_then(Value::as_str);
     match origin {
@@ -153,7 +154,7 @@ fn owned_workload(
     index: Option<i64>,
 ) -> Result<Value, WorkloadError> {
     let namespace = obj
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .ok_or(WorkloadError::Missing("metadata.namespace"))?;
@@ -538,7 +539,7 @@ pub fn group_pod(sts: Option<&Value>, pod: &Value) -> GroupPod {
         GroupPod::LetGo
     } else if super::pod::is_terminated(pod)
         || !matches!(
-            pod.pointer("/metadata/deletionTimestamp"),
+            pod.at("/metadata/deletionTimestamp"),
             None | Some(Value::Null)
         )
     {
@@ -565,7 +566,7 @@ fn marking_ops(pod: &Value, labels: BTreeEntries, annotations: BTreeEntries) -> 
         }
     }
     if !ops.is_empty() {
-        if let Some(rv @ Value::String(_)) = pod.pointer("/metadata/resourceVersion") {
+        if let Some(rv @ Value::String(_)) = pod.at("/metadata/resourceVersion") {
             ops.insert(
                 0,
                 PatchOp {
@@ -589,7 +590,7 @@ impl BTreeEntries {
     fn of(pod: &Value, section: &str) -> Self {
         BTreeEntries {
             map: pod
-                .pointer(&format!("/metadata/{section}"))
+                .at(&format!("/metadata/{section}"))
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),

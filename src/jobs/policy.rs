@@ -6,6 +6,7 @@
 //! `policies/*.yaml`, are compiled into the binary, and can be replaced with
 //! `--policies DIR`.
 
+use crate::vocabulary::pointer::At;
 use std::{collections::BTreeSet, fmt, sync::Arc};
 
 use serde::Deserialize;
@@ -286,7 +287,7 @@ pub struct Toggle {
 impl Toggle {
     pub fn on(&self, obj: &Value) -> bool {
         let annotated = self.annotation.as_ref().is_some_and(|key| {
-            obj.pointer("/metadata/annotations")
+            obj.at("/metadata/annotations")
                 .and_then(|a| a.get(key))
                 .and_then(Value::as_str)
                 .is_some_and(|v| v.eq_ignore_ascii_case("true"))
@@ -365,7 +366,7 @@ impl PartialAdmissionRule {
     /// annotation is true on `obj`.
     pub fn fields<'a>(&'a self, obj: &Value) -> Vec<&'a Pointer> {
         let annotation = |key: &str| {
-            obj.pointer("/metadata/annotations")
+            obj.at("/metadata/annotations")
                 .and_then(|a| a.get(key))
                 .and_then(Value::as_str)
                 .map(str::to_string)
@@ -746,7 +747,7 @@ impl Gate {
     /// (Kueue's `podSuspended`: a terminated pod counts as suspended).
     pub fn holds(&self, obj: &Value) -> bool {
         let gated = obj
-            .pointer("/spec/schedulingGates")
+            .at("/spec/schedulingGates")
             .and_then(Value::as_array)
             .is_some_and(|gs| {
                 gs.iter()
@@ -754,7 +755,7 @@ impl Gate {
             });
         gated
             || matches!(
-                obj.pointer("/status/phase").and_then(Value::as_str),
+                obj.at("/status/phase").and_then(Value::as_str),
                 Some("Succeeded" | "Failed")
             )
     }
@@ -1369,7 +1370,7 @@ impl Policy {
                 p => p,
             };
             let value = job
-                .pointer(path)
+                .at(path)
                 .and_then(Value::as_str)
                 .filter(|v| !v.is_empty())?;
             out.push_str(&rest[..open]);

@@ -14,6 +14,7 @@
 //! Core: plain data in, releases out; the shell lists the pods, patches
 //! them and keeps the expectations ([`Expectations`]) between passes.
 
+use crate::vocabulary::pointer::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::ResourceExt;
@@ -340,7 +341,7 @@ fn string_map(v: Option<&Value>) -> BTreeMap<String, String> {
 
 /// Whether the pod still carries the topology gate.
 pub fn is_gated(pod: &Value) -> bool {
-    pod.pointer("/spec/schedulingGates")
+    pod.at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .is_some_and(|gs| {
             gs.iter()
@@ -350,8 +351,8 @@ pub fn is_gated(pod: &Value) -> bool {
 
 /// The gate's view of a pod.
 pub fn read_pod(pod: &Value) -> Pod {
-    let labels = string_map(pod.pointer("/metadata/labels"));
-    let annotations = string_map(pod.pointer("/metadata/annotations"));
+    let labels = string_map(pod.at("/metadata/labels"));
+    let annotations = string_map(pod.at("/metadata/annotations"));
     Pod {
         name: pod["metadata"]["name"]
             .as_str()
@@ -360,10 +361,10 @@ pub fn read_pod(pod: &Value) -> Pod {
         workload: annotations.get(WORKLOAD_ANNOTATION).cloned(),
         pod_set: labels.get(PODSET_LABEL).cloned(),
         index_offset: annotations.get(POD_INDEX_OFFSET_ANNOTATION).cloned(),
-        node_selector: string_map(pod.pointer("/spec/nodeSelector")),
+        node_selector: string_map(pod.at("/spec/nodeSelector")),
         gated: is_gated(pod),
         terminated: matches!(
-            pod.pointer("/status/phase").and_then(Value::as_str),
+            pod.at("/status/phase").and_then(Value::as_str),
             Some("Succeeded" | "Failed")
         ),
         labels,
@@ -376,7 +377,7 @@ pub fn read_pod(pod: &Value) -> Pod {
 /// changed since it was read is not written from stale data.
 pub fn release_patch(pod: &Value, release: &Release) -> Vec<PatchOp> {
     let Some(at) = pod
-        .pointer("/spec/schedulingGates")
+        .at("/spec/schedulingGates")
         .and_then(Value::as_array)
         .and_then(|gs| {
             gs.iter()
@@ -397,7 +398,7 @@ pub fn release_patch(pod: &Value, release: &Release) -> Vec<PatchOp> {
         value: Value::Null,
     });
     let mut selector = pod
-        .pointer("/spec/nodeSelector")
+        .at("/spec/nodeSelector")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -488,7 +489,7 @@ pub fn successor<'a>(
 /// was admitted for it, and this one is about to be finished as replaced.
 pub fn successor_due(wl: &api::Workload, pods: &[&Value]) -> bool {
     let gated = |p: &Value, gate: &str| {
-        p.pointer("/spec/schedulingGates")
+        p.at("/spec/schedulingGates")
             .and_then(Value::as_array)
             .is_some_and(|gs| gs.iter().any(|g| g["name"] == gate))
     };

@@ -4,6 +4,7 @@
 //! templates. Pure: the job as raw JSON in, the Workload as JSON or the job
 //! patch out, so nothing of the job batchgate does not own is touched.
 
+use crate::vocabulary::pointer::At;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
@@ -170,7 +171,7 @@ pub fn priority_of(
         };
     }
     let from_template = templates.iter().find_map(|t| {
-        t.pointer("/spec/priorityClassName")
+        t.at("/spec/priorityClassName")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
     });
@@ -256,7 +257,7 @@ pub fn pod_sets(policy: &Policy, job: &Value) -> Result<Vec<JobPodSet>, Workload
             }
             let mut meta = Map::new();
             for key in ["labels", "annotations"] {
-                if let Some(v) = t.pointer(&format!("/metadata/{key}")) {
+                if let Some(v) = t.at(&format!("/metadata/{key}")) {
                     if v.as_object().is_some_and(|m| !m.is_empty()) {
                         meta.insert(key.into(), v.clone());
                     }
@@ -329,7 +330,7 @@ pub fn synthesize(hook: Synthesizer, job: &Value) -> Value {
         // KubeRay's default submitter Job pod, as Kueue accounts for it.
         Synthesizer::RaySubmitter => {
             let image = job
-                .pointer("/spec/rayClusterSpec/headGroupSpec/template/spec/containers/0/image")
+                .at("/spec/rayClusterSpec/headGroupSpec/template/spec/containers/0/image")
                 .cloned()
                 .unwrap_or(Value::Null);
             json!({"spec": {
@@ -360,14 +361,14 @@ pub fn synthesize(hook: Synthesizer, job: &Value) -> Value {
 /// spec is not read (Kueue does not).
 fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
     let r = job
-        .pointer(&format!("/spec/{role}"))
+        .at(&format!("/spec/{role}"))
         .cloned()
         .unwrap_or(json!({}));
     let get = |k: &str| r.get(k).filter(|v| !v.is_null());
     let mut c = json!({"name": container});
     let mut spec = Map::new();
     let volumes: Vec<Value> = job
-        .pointer("/spec/volumes")
+        .at("/spec/volumes")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
@@ -473,7 +474,7 @@ fn spark_pod(job: &Value, role: &str, container: &str) -> Value {
         }
     }
     let mut meta = r
-        .pointer("/template/metadata")
+        .at("/template/metadata")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
@@ -868,7 +869,7 @@ pub fn carries_admission(policy: &Policy, job: &Value) -> bool {
             None => ps
                 .template
                 .resolve(job)
-                .and_then(|t| t.pointer("/metadata/labels")),
+                .and_then(|t| t.at("/metadata/labels")),
         };
         labels.and_then(|l| l.get(PODSET_LABEL)).is_some()
     })
@@ -1155,7 +1156,7 @@ pub fn start_patch(
             &mut ops,
         )?;
         if let Some(tolerations) =
-            with_tolerations(template.pointer("/spec/tolerations"), &info.tolerations)
+            with_tolerations(template.at("/spec/tolerations"), &info.tolerations)
         {
             set_at(
                 job,
@@ -1165,10 +1166,9 @@ pub fn start_patch(
                 &mut ops,
             );
         }
-        if let Some(gates) = with_gates(
-            template.pointer("/spec/schedulingGates"),
-            &info.scheduling_gates,
-        ) {
+        if let Some(gates) =
+            with_gates(template.at("/spec/schedulingGates"), &info.scheduling_gates)
+        {
             set_at(
                 job,
                 &ps.template,
@@ -1231,10 +1231,10 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
                 (&t.node_selector, "/spec/nodeSelector"),
                 (&t.tolerations, "/spec/tolerations"),
             ] {
-                let want = orig.template.pointer(field).filter(|v| !is_empty(v));
+                let want = orig.template.at(field).filter(|v| !is_empty(v));
                 let built = now
                     .as_ref()
-                    .and_then(|t| t.pointer(field))
+                    .and_then(|t| t.at(field))
                     .filter(|v| !is_empty(v));
                 let have = ptr.resolve(job).filter(|v| !is_empty(v));
                 if want == built || want == have {
@@ -1275,8 +1275,8 @@ pub fn restore_patch(policy: &Policy, job: &Value, recorded: &[JobPodSet]) -> Ve
             "/spec/tolerations",
             "/spec/schedulingGates",
         ] {
-            let want = orig.template.pointer(field).filter(|v| !is_empty(v));
-            let have = current.pointer(field).filter(|v| !is_empty(v));
+            let want = orig.template.at(field).filter(|v| !is_empty(v));
+            let have = current.at(field).filter(|v| !is_empty(v));
             if want == have {
                 continue;
             }
@@ -1309,7 +1309,7 @@ fn is_empty(v: &Value) -> bool {
 /// A `test` of the object's `resourceVersion` (none when it has none), to
 /// open a patch that must not land on a changed object.
 pub(crate) fn version_test(job: &Value) -> Vec<PatchOp> {
-    match job.pointer("/metadata/resourceVersion") {
+    match job.at("/metadata/resourceVersion") {
         Some(rv @ Value::String(_)) => vec![PatchOp {
             op: "test",
             path: "/metadata/resourceVersion".into(),
@@ -1334,7 +1334,7 @@ fn merge_map(
     add: &BTreeMap<String, String>,
     ops: &mut Vec<PatchOp>,
 ) -> Result<(), WorkloadError> {
-    for (k, v) in missing_entries(template.pointer(rel), what, add)? {
+    for (k, v) in missing_entries(template.at(rel), what, add)? {
         let escaped = k.replace('~', "~0").replace('/', "~1");
         set_at(
             job,

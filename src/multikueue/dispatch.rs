@@ -25,6 +25,7 @@
 //! preemption gates on the copies) and multi-workload owners
 //! (LeaderWorkerSet's component Workloads).
 
+use crate::vocabulary::pointer::At;
 use std::{collections::BTreeMap, fmt, time::Duration};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -222,7 +223,7 @@ fn tested_against(remote: &Value, mut ops: Vec<PatchOp>) -> Option<Vec<PatchOp>>
     if ops.is_empty() {
         return None;
     }
-    if let Some(rv) = remote.pointer("/metadata/resourceVersion") {
+    if let Some(rv) = remote.at("/metadata/resourceVersion") {
         let test = PatchOp {
             op: "test",
             path: "/metadata/resourceVersion".into(),
@@ -384,7 +385,7 @@ impl JobKind {
     /// The group the object is a member of, for a kind that has groups.
     pub fn group_of<'j>(&self, job: &'j Value) -> Option<&'j str> {
         let label = self.group_label.as_deref()?;
-        job.pointer("/metadata/labels")
+        job.at("/metadata/labels")
             .and_then(|l| l.get(label))
             .and_then(Value::as_str)
             .filter(|g| !g.is_empty())
@@ -397,10 +398,7 @@ impl JobKind {
             return Some("MultiKueueAdaptersForCustomJobs feature gate is disabled".into());
         }
         let pointer = self.managed_by.as_deref()?;
-        let managed_by = job
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let managed_by = job.at(pointer).and_then(Value::as_str).unwrap_or_default();
         let field = if self.external {
             format!(".{}", field_name(pointer))
         } else {
@@ -439,10 +437,7 @@ impl JobKind {
             return JobSync::InSync { deferred: false };
         }
         let (status, deferred) = self.status_update(local, remote, now);
-        let current = local
-            .pointer(&self.status)
-            .cloned()
-            .unwrap_or_else(|| json!({}));
+        let current = local.at(&self.status).cloned().unwrap_or_else(|| json!({}));
         if status == current {
             JobSync::InSync { deferred }
         } else {
@@ -458,7 +453,7 @@ impl JobKind {
     /// copy waits for the local job to start.
     pub fn status_update(&self, local: &Value, remote: &Value, now: &Time) -> (Value, bool) {
         let remote_status = remote
-            .pointer(&self.status)
+            .at(&self.status)
             .cloned()
             .unwrap_or_else(|| json!({}));
         if !self.defer_status
@@ -471,10 +466,7 @@ impl JobKind {
         {
             return (self.scheduling_kept(local, remote_status), false);
         }
-        let mut status = local
-            .pointer(&self.status)
-            .cloned()
-            .unwrap_or_else(|| json!({}));
+        let mut status = local.at(&self.status).cloned().unwrap_or_else(|| json!({}));
         if let Some(ty) = self.suspended_condition.as_deref() {
             if !job_condition_true(local, &self.status, ty) {
                 let cond = json!({
@@ -500,11 +492,11 @@ impl JobKind {
             return status;
         };
         let gated = local
-            .pointer("/spec/schedulingGates")
+            .at("/spec/schedulingGates")
             .and_then(Value::as_array)
             .is_some_and(|gs| gs.iter().any(|g| g["name"] == gate.as_str()));
         let kept = local
-            .pointer(&format!("{}/conditions", self.status))
+            .at(&format!("{}/conditions", self.status))
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c["type"] == SCHEDULED));
         let scheduled = job_condition_true(&status, "", SCHEDULED);
@@ -541,7 +533,7 @@ impl JobKind {
         }
         let text = |key: &str, field: &str| {
             remote
-                .pointer(&format!("/metadata/{field}"))
+                .at(&format!("/metadata/{field}"))
                 .and_then(|m| m.get(key))
                 .and_then(Value::as_str)
         };
@@ -554,7 +546,7 @@ impl JobKind {
             let Ok(ptr) = crate::vocabulary::pointer::Pointer::parse(at) else {
                 continue;
             };
-            if let Some(v) = local.pointer(at) {
+            if let Some(v) = local.at(at) {
                 // The copy's spec was checked when it was read.
                 let _ = patch::set(remote, &ptr, v.clone(), &mut ops);
             }
@@ -592,7 +584,7 @@ impl JobKind {
         let mut out: BTreeMap<String, i64> = self
             .elastic_counts
             .iter()
-            .map(|at| (at.clone(), count(job.pointer(at), 0)))
+            .map(|at| (at.clone(), count(job.at(at), 0)))
             .collect();
         if let Some(g) = &self.elastic_groups {
             for item in g
@@ -633,9 +625,9 @@ impl JobKind {
     /// The Workload name the local job's current generation gives its
     /// slice (Kueue's `GetWorkloadNameForOwnerWithGVKAndGeneration`).
     pub(crate) fn current_slice(&self, local: &Value) -> String {
-        let text = |p: &str| local.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let text = |p: &str| local.at(p).and_then(Value::as_str).unwrap_or_default();
         let generation = local
-            .pointer("/metadata/generation")
+            .at("/metadata/generation")
             .and_then(Value::as_i64)
             .unwrap_or(0);
         let group = self.api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -1128,11 +1120,11 @@ fn owner<'k>(wl: &api::Workload, kinds: &'k [JobKind]) -> Owner<'k> {
 }
 
 fn is_true_at(obj: &Value, pointer: &str) -> bool {
-    obj.pointer(pointer).and_then(Value::as_bool) == Some(true)
+    obj.at(pointer).and_then(Value::as_bool) == Some(true)
 }
 
 fn job_condition_true(job: &Value, status: &str, ty: &str) -> bool {
-    job.pointer(&format!("{status}/conditions"))
+    job.at(&format!("{status}/conditions"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -1156,13 +1148,13 @@ fn put_condition(status: &mut Value, cond: Value) {
 }
 
 fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+    obj.at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
 
 fn origin_of(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/labels")
+    obj.at("/metadata/labels")
         .and_then(|l| l.get(ORIGIN_LABEL))
         .and_then(Value::as_str)
 }
@@ -1990,7 +1982,7 @@ impl<'a> Pass<'a, '_> {
             .kind
             .components
             .as_deref()
-            .and_then(|p| self.f.local_job.and_then(|j| j.pointer(p)))
+            .and_then(|p| self.f.local_job.and_then(|j| j.at(p)))
             .and_then(Value::as_i64)
             .unwrap_or(1);
         if ((others.len() + 1) as i64) < expected {

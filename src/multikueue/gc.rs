@@ -5,6 +5,7 @@
 //! being deleted goes, and with it the job that owns it there, when that
 //! job is this manager's (its origin label) — never anyone else's.
 
+use crate::vocabulary::pointer::At;
 use serde_json::Value;
 
 use super::dispatch::{JobKind, ORIGIN_LABEL};
@@ -69,14 +70,14 @@ pub fn orphans<'a>(
                 .position(|k| k.api_version == r.api_version && k.kind == r.kind)?;
             let found = job(k, &namespace, &r.name)?;
             let theirs = found
-                .pointer("/metadata/labels")
+                .at("/metadata/labels")
                 .and_then(|l| l.get(ORIGIN_LABEL))
                 .and_then(Value::as_str);
             (theirs == Some(origin)).then(|| OrphanJob {
                 kind: k,
                 name: r.name.clone(),
                 uid: found
-                    .pointer("/metadata/uid")
+                    .at("/metadata/uid")
                     .and_then(Value::as_str)
                     .map(String::from),
             })

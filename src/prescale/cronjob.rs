@@ -9,6 +9,7 @@
 //! primer's), and the wait init container prepended to the pod's init
 //! containers.
 
+use crate::vocabulary::pointer::At;
 use serde_json::{json, Map, Value};
 
 use super::{Plan, NAME_PREFIX};
@@ -177,7 +178,7 @@ pub fn hash(v: &Value) -> String {
 
 /// Whether `live` is controlled by the PreScaledCronJob `uid`.
 pub fn controlled_by(live: &Value, uid: &str) -> bool {
-    live.pointer("/metadata/ownerReferences")
+    live.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| {
             refs.iter().any(|r| {
@@ -189,7 +190,7 @@ pub fn controlled_by(live: &Value, uid: &str) -> bool {
 
 /// Whether `live` carries the owner reference at all (controller or not).
 pub fn owned_by(live: &Value, uid: &str) -> bool {
-    live.pointer("/metadata/ownerReferences")
+    live.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| {
             refs.iter()
@@ -217,13 +218,9 @@ fn spec_default(key: &str) -> Option<Value> {
 /// nothing may be added or changed from its default.
 pub fn drift(live: &Value, want: &Value, uid: &str) -> Option<String> {
     for key in ["labels", "annotations"] {
-        if let Some(Value::Object(m)) = want.pointer(&format!("/metadata/{key}")) {
+        if let Some(Value::Object(m)) = want.at(&format!("/metadata/{key}")) {
             for (k, v) in m {
-                if live
-                    .pointer(&format!("/metadata/{key}"))
-                    .and_then(|l| l.get(k))
-                    != Some(v)
-                {
+                if live.at(&format!("/metadata/{key}")).and_then(|l| l.get(k)) != Some(v) {
                     return Some(format!("metadata.{key}[{k}]"));
                 }
             }
@@ -321,14 +318,14 @@ fn covers(live: &Value, want: &Value, path: &str) -> Option<String> {
 pub fn replacement(live: &Value, want: &Value) -> Value {
     let mut out = live.clone();
     for key in ["labels", "annotations"] {
-        if let Some(Value::Object(m)) = want.pointer(&format!("/metadata/{key}")) {
+        if let Some(Value::Object(m)) = want.at(&format!("/metadata/{key}")) {
             let target = ensure_map(path_mut(&mut out, &["metadata", key]));
             for (k, v) in m {
                 target.insert(k.clone(), v.clone());
             }
         }
     }
-    if let Some(Value::Array(want_refs)) = want.pointer("/metadata/ownerReferences") {
+    if let Some(Value::Array(want_refs)) = want.at("/metadata/ownerReferences") {
         let meta = path_mut(&mut out, &["metadata"]);
         let mut refs: Vec<Value> = meta
             .get("ownerReferences")

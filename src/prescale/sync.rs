@@ -9,6 +9,7 @@
 //! Events use the cronjob-prescaler's reasons and messages where it had
 //! them.
 
+use crate::vocabulary::pointer::At;
 use chrono::NaiveDate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde_json::Value;
@@ -209,7 +210,7 @@ pub fn step(psc: &PreScaledCronJob, d: Desired, live: Option<&Value>) -> Step {
         };
     };
     let spec_changed = live
-        .pointer(&format!("/metadata/annotations/{HASH_ANNOTATION}"))
+        .at(&format!("/metadata/annotations/{HASH_ANNOTATION}"))
         .and_then(Value::as_str)
         != Some(d.hash.as_str());
     let (done, outcome) = if spec_changed {
@@ -284,7 +285,7 @@ impl Step {
 
 /// The spec as the rules read it.
 pub fn spec(psc: &PreScaledCronJob) -> Spec<'_> {
-    let cj = psc.spec.cron_job.pointer("/spec");
+    let cj = psc.spec.cron_job.at("/spec");
     Spec {
         name: psc.metadata.name.as_deref().unwrap_or_default(),
         schedule: cj.and_then(|s| s.get("schedule")).and_then(Value::as_str),

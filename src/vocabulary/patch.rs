@@ -17,13 +17,20 @@ pub struct PatchOp {
     pub value: Value,
 }
 
-/// RFC 6901's escape; most tokens need none (and no copy).
-pub(crate) fn escape(token: &str) -> Cow<'_, str> {
-    if token.contains(['~', '/']) {
-        Cow::Owned(token.replace('~', "~0").replace('/', "~1"))
-    } else {
-        Cow::Borrowed(token)
+/// Appends `token` escaped (RFC 6901) to `path`, in one pass.
+pub(crate) fn push_escaped(path: &mut String, token: &str) {
+    let mut from = 0;
+    for (at, b) in token.bytes().enumerate() {
+        let with = match b {
+            b'~' => "~0",
+            b'/' => "~1",
+            _ => continue,
+        };
+        path.push_str(&token[from..at]);
+        path.push_str(with);
+        from = at + 1;
     }
+    path.push_str(&token[from..]);
 }
 
 /// Appends the operation that makes `obj` hold `value` at `ptr`; nothing when
@@ -31,7 +38,18 @@ pub(crate) fn escape(token: &str) -> Cow<'_, str> {
 /// A parent that is `null` is replaced (it holds nothing to lose); a parent of
 /// any other non-object type is left alone and reported as `Err(field path)`.
 pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> Result<(), String> {
-    let tokens = ptr.tokens();
+    set_at(obj, ptr.tokens(), value, ops)
+}
+
+/// [`set`] at unescaped tokens, borrowed or owned: the labels and
+/// annotations of every queued pod are set through here, with no pointer
+/// built for them.
+pub fn set_at<T: AsRef<str>>(
+    obj: &Value,
+    tokens: &[T],
+    value: Value,
+    ops: &mut Vec<PatchOp>,
+) -> Result<(), String> {
     // An earlier operation of this patch may already create a parent of
     // `ptr` (two labels added to an object without labels, say): the value
     // goes inside that operation, or the second `add` would replace the first.
@@ -40,8 +58,9 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
         Err(value) => value,
     };
     let mut cur = obj;
-    let mut path = String::new();
+    let mut path = String::with_capacity(64);
     for (i, t) in tokens.iter().enumerate() {
+        let t = t.as_ref();
         // Pod templates inside lists (a JobSet's replicated jobs): step into
         // an existing element; elements are never created or replaced.
         if let Value::Array(items) = cur {
@@ -59,8 +78,8 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
             return Err(path);
         };
         path.push('/');
-        path.push_str(&escape(t));
-        match map.get(t.as_str()) {
+        push_escaped(&mut path, t);
+        match map.get(t) {
             Some(next) if i + 1 == tokens.len() => {
                 if *next != value {
                     ops.push(PatchOp {
@@ -75,7 +94,7 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
                 let mut nested = value;
                 for rest in tokens[i + 1..].iter().rev() {
                     let mut m = Map::new();
-                    m.insert(rest.clone(), nested);
+                    m.insert(rest.as_ref().to_string(), nested);
                     nested = Value::Object(m);
                 }
                 ops.push(PatchOp {
@@ -93,14 +112,18 @@ pub fn set(obj: &Value, ptr: &Pointer, value: Value, ops: &mut Vec<PatchOp>) -> 
 
 /// Puts `value` inside the value of an earlier `add` that creates a parent
 /// of `tokens`; gives the value back when there is none.
-fn merge_into_earlier(tokens: &[String], value: Value, ops: &mut [PatchOp]) -> Result<(), Value> {
+fn merge_into_earlier<T: AsRef<str>>(
+    tokens: &[T],
+    value: Value,
+    ops: &mut [PatchOp],
+) -> Result<(), Value> {
     for op in ops.iter_mut().rev() {
         if op.op != "add" {
             continue;
         }
         let created = op.path.split('/').skip(1);
         let depth = created.clone().count();
-        if depth >= tokens.len() || !created.zip(tokens).all(|(c, t)| unescape(c) == t.as_str()) {
+        if depth >= tokens.len() || !created.zip(tokens).all(|(c, t)| unescape(c) == t.as_ref()) {
             continue;
         }
         let mut cur = &mut op.value;
@@ -109,13 +132,13 @@ fn merge_into_earlier(tokens: &[String], value: Value, ops: &mut [PatchOp]) -> R
                 return Err(value);
             };
             cur = map
-                .entry(t.clone())
+                .entry(t.as_ref())
                 .or_insert_with(|| Value::Object(Map::new()));
         }
         let Value::Object(map) = cur else {
             return Err(value);
         };
-        map.insert(tokens[tokens.len() - 1].clone(), value);
+        map.insert(tokens[tokens.len() - 1].as_ref().to_string(), value);
         return Ok(());
     }
     Err(value)
@@ -131,16 +154,19 @@ fn unescape(token: &str) -> Cow<'_, str> {
 
 /// Sets `metadata.labels[key] = value`.
 pub fn set_label(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
-    let ptr = Pointer::from_tokens(vec!["metadata".into(), "labels".into(), key.into()]);
     // metadata and labels were type-checked when the object was read.
-    let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
+    let _ = set_at(obj, &["metadata", "labels", key], Value::from(value), ops);
 }
 
 /// Sets `metadata.annotations[key] = value`.
 pub fn set_annotation(obj: &Value, key: &str, value: &str, ops: &mut Vec<PatchOp>) {
-    let ptr = Pointer::from_tokens(vec!["metadata".into(), "annotations".into(), key.into()]);
     // metadata and annotations were type-checked when the object was read.
-    let _ = set(obj, &ptr, Value::String(value.to_string()), ops);
+    let _ = set_at(
+        obj,
+        &["metadata", "annotations", key],
+        Value::from(value),
+        ops,
+    );
 }
 
 /// Appends `item` to the list at `ptr` unless the list already holds it,
@@ -169,7 +195,11 @@ pub fn add_to_list(
 
 /// The patch as JSON bytes.
 pub fn to_json(ops: &[PatchOp]) -> Vec<u8> {
-    serde_json::to_vec(ops).unwrap_or_else(|_| b"[]".to_vec())
+    let mut out = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut out, ops) {
+        Ok(()) => out,
+        Err(_) => b"[]".to_vec(),
+    }
 }
 
 #[cfg(test)]
@@ -285,6 +315,24 @@ mod tests {
             apply(&obj, &ops),
             json!({"metadata": {"labels": {"a": "b", "kueue.x-k8s.io/queue-name": "default"}}})
         );
+    }
+
+    #[test]
+    fn escapes_every_tilde_and_slash_in_place() {
+        for (token, escaped) in [
+            ("", ""),
+            ("plain", "plain"),
+            ("a/b", "a~1b"),
+            ("~", "~0"),
+            ("~1", "~01"),
+            ("/~/", "~1~0~1"),
+            ("é/ü~", "é~1ü~0"),
+        ] {
+            let mut out = String::from("/x/");
+            push_escaped(&mut out, token);
+            assert_eq!(out, format!("/x/{escaped}"), "{token:?}");
+            assert_eq!(unescape(escaped), token);
+        }
     }
 
     #[test]

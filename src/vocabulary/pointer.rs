@@ -127,7 +127,7 @@ impl Pointer {
         let mut text = String::new();
         for t in &tokens {
             text.push('/');
-            text.push_str(&crate::vocabulary::patch::escape(t));
+            crate::vocabulary::patch::push_escaped(&mut text, t);
         }
         Pointer { text, tokens }
     }
@@ -154,6 +154,40 @@ impl<'de> Deserialize<'de> for Pointer {
     }
 }
 
+/// `Value::pointer` without its two string copies per token: a literal
+/// path without escapes (nearly every one in the code) is followed by
+/// borrowed slices. An escaped one goes through `Value::pointer`.
+pub trait At {
+    fn at(&self, pointer: &str) -> Option<&Value>;
+}
+
+impl At for Value {
+    fn at(&self, pointer: &str) -> Option<&Value> {
+        if pointer.contains('~') {
+            return self.pointer(pointer);
+        }
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        pointer
+            .strip_prefix('/')?
+            .split('/')
+            .try_fold(self, |cur, t| match cur {
+                Value::Object(m) => m.get(t),
+                Value::Array(a) => index(t).and_then(|i| a.get(i)),
+                _ => None,
+            })
+    }
+}
+
+/// A list index as `Value::pointer` reads one: no sign, no leading zero.
+fn index(t: &str) -> Option<usize> {
+    if t.starts_with('+') || (t.starts_with('0') && t.len() != 1) {
+        return None;
+    }
+    t.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +202,35 @@ mod tests {
             .unwrap_err()
             .contains("must start with '/'"));
         assert!(Pointer::parse("/a~2").is_err());
+    }
+
+    #[test]
+    fn at_reads_as_value_pointer_does() {
+        let v = serde_json::json!({
+            "a": {"b/c": 1, "m~n": 2, "": 3, "l": [10, 11, {"x": 12}]},
+            "s": "str"
+        });
+        for p in [
+            "",
+            "/",
+            "/a",
+            "/a/b~1c",
+            "/a/m~0n",
+            "/a/",
+            "/a/l",
+            "/a/l/0",
+            "/a/l/1",
+            "/a/l/2/x",
+            "/a/l/01",
+            "/a/l/+1",
+            "/a/l/3",
+            "/a/l/-",
+            "/s/0",
+            "/missing",
+            "a",
+            "/a/l/2/x/y",
+        ] {
+            assert_eq!(v.at(p), v.pointer(p), "{p:?}");
+        }
     }
 }

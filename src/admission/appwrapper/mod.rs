@@ -25,6 +25,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::vocabulary::pointer::At;
 use std::{
     collections::BTreeSet,
     sync::{Arc, OnceLock},
@@ -258,8 +259,8 @@ pub fn mutate(
     let mut ops = Vec::new();
     for p in OWNED {
         let Ok(ptr) = Pointer::parse(p) else { continue };
-        if let Some(v) = desired.pointer(p) {
-            if obj.pointer(p) != Some(v) {
+        if let Some(v) = desired.at(p) {
+            if obj.at(p) != Some(v) {
                 if let Err(at) = patch::set(obj, &ptr, v.clone(), &mut ops) {
                     return Decision {
                         verdict: Verdict::Malformed(format!(
@@ -338,7 +339,7 @@ pub fn validate(req: &Request<'_>, ctx: &Context<'_>) -> Decision {
 
 /// `spec.components`, or none. A value of another type is an error.
 fn components(obj: &Value) -> Result<&[Value], DecodeError> {
-    match obj.pointer("/spec/components") {
+    match obj.at("/spec/components") {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(c)) => Ok(c),
         Some(other) => Err(DecodeError {
@@ -398,7 +399,7 @@ fn declared_pod_sets(component: &Value) -> Vec<PodSet> {
 pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, DecodeError> {
     let components = components(obj)?;
     let namespace = obj
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .unwrap_or(namespace);
@@ -423,7 +424,7 @@ pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, Decode
             ));
         }
         let ns = template
-            .pointer("/metadata/namespace")
+            .at("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
         if !ns.is_empty() && ns != namespace {
@@ -485,7 +486,7 @@ pub fn on_create(obj: &Value, namespace: &str) -> Result<Vec<FieldError>, Decode
 }
 
 fn label<'v>(obj: &'v Value, key: &str) -> &'v str {
-    obj.pointer("/metadata/labels")
+    obj.at("/metadata/labels")
         .and_then(|l| l.get(key))
         .and_then(Value::as_str)
         .unwrap_or("")
@@ -537,7 +538,7 @@ pub fn on_update(old: &Value, new: &Value) -> Vec<FieldError> {
             errs.push(FieldError::forbidden(label_path(key), IMMUTABLE));
         }
     }
-    if old.pointer("/spec/managedBy") != new.pointer("/spec/managedBy") {
+    if old.at("/spec/managedBy") != new.at("/spec/managedBy") {
         errs.push(FieldError::forbidden("spec.managedBy", IMMUTABLE));
     }
     errs
@@ -651,7 +652,7 @@ impl Family for AppWrappers {
 
 /// The namespace an AppWrapper lives in: its own, else the request's.
 pub fn namespace_of<'a>(obj: Option<&'a Value>, request: &'a str) -> &'a str {
-    obj.and_then(|o| o.pointer("/metadata/namespace"))
+    obj.and_then(|o| o.at("/metadata/namespace"))
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .unwrap_or(request)

@@ -5,6 +5,7 @@
 //! `ValidateClusterQueueUpdate`), `cohort_webhook.go` (`validateCohort`) and
 //! `common.go` (`validateResourceName`, `validateFairSharing`).
 
+use crate::vocabulary::pointer::At;
 use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
@@ -72,7 +73,7 @@ pub fn validate_cluster_queue(new: &Value, old: Option<&Value>) -> Checked {
     errs.extend(admission_checks_on_flavors(&cq, old_cq.as_ref()));
     if let Some(old) = old {
         let pointer = "/spec/concurrentAdmissionPolicy";
-        let (n, o) = (new.pointer(pointer), old.pointer(pointer));
+        let (n, o) = (new.at(pointer), old.at(pointer));
         if !semantic::equal(n, o) {
             errs.push(Violation::invalid_json(
                 "spec.concurrentAdmissionPolicy",

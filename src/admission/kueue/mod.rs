@@ -17,6 +17,7 @@ pub mod semantic;
 pub mod warnings;
 pub mod workload;
 
+use crate::vocabulary::pointer::At;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -406,7 +407,7 @@ pub fn defaults(kind: Kind, operation: super::Operation, object: Option<&Value>)
         return Vec::new();
     }
     let finalizer = Value::from(RESOURCE_IN_USE_FINALIZER);
-    match obj.pointer("/metadata/finalizers") {
+    match obj.at("/metadata/finalizers") {
         Some(Value::Array(list)) if list.contains(&finalizer) => Vec::new(),
         Some(Value::Array(_)) => vec![PatchOp {
             op: "add",

@@ -1,6 +1,7 @@
 //! Admission warnings Kueue's webhooks return with their answer (allowed or
 //! not): deprecated values that still pass and will be refused later.
 
+use crate::vocabulary::pointer::At;
 use serde_json::Value;
 
 use super::Kind;
@@ -17,14 +18,14 @@ pub fn for_object(kind: Kind, operation: Operation, object: Option<&Value>) -> V
 /// `warningsForWorkload`: a negative `topologyRequest.subGroupCount` is
 /// deprecated (Kueue v0.19.2).
 fn workload(wl: &Value) -> Vec<String> {
-    let Some(pod_sets) = wl.pointer("/spec/podSets").and_then(Value::as_array) else {
+    let Some(pod_sets) = wl.at("/spec/podSets").and_then(Value::as_array) else {
         return Vec::new();
     };
     pod_sets
         .iter()
         .enumerate()
         .filter_map(|(i, ps)| {
-            let n = ps.pointer("/topologyRequest/subGroupCount")?.as_i64()?;
+            let n = ps.at("/topologyRequest/subGroupCount")?.as_i64()?;
             (n < 0).then(|| {
                 format!(
                     "spec.podSets[{i}].topologyRequest.subGroupCount: negative value {n} is deprecated and will be rejected in a future release"

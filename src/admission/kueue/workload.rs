@@ -10,6 +10,7 @@
 //! validated; AdmissionGatedBy on; PriorityBoost off (the
 //! `kueue.x-k8s.io/priority-boost` annotation is not validated).
 
+use crate::vocabulary::pointer::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::{
@@ -488,7 +489,7 @@ fn admission_checks(wl: &Workload) -> Vec<Violation> {
 /// `validateImmutablePodSets`, once quota is reserved: no pod set may
 /// change, its count included. Upstream names an element `spec.podSets.<i>`.
 fn immutable_pod_sets(new: &Value, old: &Value) -> Vec<Violation> {
-    let (n, o) = (new.pointer("/spec/podSets"), old.pointer("/spec/podSets"));
+    let (n, o) = (new.at("/spec/podSets"), old.at("/spec/podSets"));
     let len = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
     if len(n) != len(o) {
         return vec![Violation::invalid_json(
@@ -587,8 +588,8 @@ fn reclaimable_pods_update(new: &Workload, old: &Workload) -> Vec<Violation> {
 /// changed; with topology-aware scheduling the topology assignment (and the
 /// delayed topology request) of each pod set may still be written.
 fn admission_update(new: &Value, old: &Value) -> Option<Violation> {
-    let n = new.pointer("/status/admission").filter(|v| !v.is_null())?;
-    let o = old.pointer("/status/admission").filter(|v| !v.is_null())?;
+    let n = new.at("/status/admission").filter(|v| !v.is_null())?;
+    let o = old.at("/status/admission").filter(|v| !v.is_null())?;
     let mut o = o.clone();
     let assignments = |v: &Value| {
         v.get("podSetAssignments")
@@ -602,7 +603,7 @@ fn admission_update(new: &Value, old: &Value) -> Option<Violation> {
                     continue;
                 };
                 for key in ["topologyAssignment", "delayedTopologyRequest"] {
-                    match n.pointer(&format!("/podSetAssignments/{i}/{key}")) {
+                    match n.at(&format!("/podSetAssignments/{i}/{key}")) {
                         Some(v) => psa.insert(key.into(), v.clone()),
                         None => psa.remove(key),
                     };
@@ -618,7 +619,7 @@ fn admission_update(new: &Value, old: &Value) -> Option<Violation> {
 /// stays Ready do not change. Indexed as in the old object, as upstream.
 fn immutable_pod_set_updates(new: &Value, old: &Value) -> Vec<Violation> {
     let checks = |v: &Value| {
-        v.pointer("/status/admissionChecks")
+        v.at("/status/admissionChecks")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()

@@ -7,6 +7,7 @@
 //! wake the local Workload of the same name. The garbage collector removes
 //! what a worker holds of Workloads that are gone here ([`gc`]).
 
+use crate::vocabulary::pointer::At;
 use std::{sync::Arc, time::Duration};
 
 use futures::{channel::mpsc, FutureExt, StreamExt};
@@ -512,13 +513,13 @@ async fn execute(
             let (Some(r), Some((kind, _))) = (ctx.remote(&cluster).await, owner) else {
                 return Ok(true);
             };
-            let named = |j: &&Value| j.pointer("/metadata/name") == Some(&json!(name));
+            let named = |j: &&Value| j.at("/metadata/name") == Some(&json!(name));
             let job = held
                 .iter()
                 .find(|h| h.0 == cluster)
                 .and_then(|h| h.3.iter().chain(&h.4).find(named));
             let uid = job
-                .and_then(|j| j.pointer("/metadata/uid"))
+                .and_then(|j| j.at("/metadata/uid"))
                 .and_then(Value::as_str);
             delete_job(&r.client, kind, &ns, &name, uid).await?;
         }
@@ -553,7 +554,7 @@ async fn execute(
             ignore(sent, &[404])?;
         }
         Action::CopyJobStatus { name, status } => {
-            let named = |j: &&Value| j.pointer("/metadata/name") == Some(&json!(name));
+            let named = |j: &&Value| j.at("/metadata/name") == Some(&json!(name));
             let (Some(job), Some((kind, _))) = (
                 local.job.into_iter().chain(local.members).find(named),
                 owner,

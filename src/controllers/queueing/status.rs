@@ -2,6 +2,7 @@
 //! per queue, only on change.
 
 use super::*;
+use crate::vocabulary::pointer::At;
 
 impl Controller {
     /// Logs the Workload status writes so far when a thousand more landed
@@ -144,7 +145,7 @@ pub(super) fn active_condition(
 ) -> Value {
     let s = if status { "True" } else { "False" };
     let time = prev
-        .and_then(|p| p.pointer("/conditions/0"))
+        .and_then(|p| p.at("/conditions/0"))
         .filter(|c| c["status"] == s)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now_time()));

@@ -4,6 +4,7 @@
 //! each naming the object it is about by its index in those lists, out.
 //! `controllers::pod_owners` lists and executes.
 
+use crate::vocabulary::pointer::At;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -110,7 +111,7 @@ pub fn followed<'a>(
     legacy: Option<&'a api::Workload>,
 ) -> Option<&'a api::Workload> {
     let uid = obj
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default();
     current.or(legacy.filter(|w| {
@@ -174,7 +175,7 @@ pub fn group_step(
         });
     };
     let uid = obj
-        .pointer("/metadata/uid")
+        .at("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !workload::is_owned_by(wl.metadata.owner_references.as_deref(), uid) {
@@ -306,7 +307,7 @@ fn multikueue_adoption(
         return None;
     }
     let t = &policy.target;
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or_default();
+    let name = obj.at("/metadata/name").cloned().unwrap_or_default();
     let mut refs: Vec<Value> = wl
         .metadata
         .owner_references
@@ -318,7 +319,7 @@ fn multikueue_adoption(
         "apiVersion": t.api_version(),
         "kind": t.kind,
         "name": name,
-        "uid": obj.pointer("/metadata/uid").cloned().unwrap_or_default(),
+        "uid": obj.at("/metadata/uid").cloned().unwrap_or_default(),
     }));
     Some(json!({
         "resourceVersion": wl.metadata.resource_version,
@@ -332,11 +333,11 @@ fn multikueue_adoption(
 
 fn created(obj: &Value, body: &Value) -> Note {
     let ns = obj
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let name = body
-        .pointer("/metadata/name")
+        .at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
     Note::normal("CreatedWorkload", format!("Created Workload: {ns}/{name}"))
@@ -431,14 +432,14 @@ pub fn groups_step(
             continue;
         }
         let sts = pod
-            .pointer("/metadata/ownerReferences")
+            .at("/metadata/ownerReferences")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .find(|o| o["controller"] == json!(true) && o["kind"] == "StatefulSet")
             .and_then(|o| {
                 sets.iter()
-                    .find(|s| s.pointer("/metadata/name") == o.get("name"))
+                    .find(|s| s.at("/metadata/name") == o.get("name"))
             });
         match pod_owner::group_pod(sts, pod) {
             pod_owner::GroupPod::LetGo => writes.extend(patch(i, ungate_ops(facts.gate, pod))),

@@ -3,6 +3,7 @@
 //! first) and their Workload in; the writes, each naming the pod it is
 //! about, and when to look again out. `controllers::pods` executes them.
 
+use crate::vocabulary::pointer::At;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -81,12 +82,12 @@ pub type Step = super::Step<Write>;
 /// namespace.
 pub fn managed(gate: &Gate, this: &Value) -> bool {
     pod::label(this, &gate.managed_label) == Some(keys::MANAGED_VALUE)
-        && this.pointer("/metadata/namespace").is_some()
+        && this.at("/metadata/namespace").is_some()
 }
 
 pub fn deleting(p: &Value) -> bool {
     !matches!(
-        p.pointer("/metadata/deletionTimestamp"),
+        p.at("/metadata/deletionTimestamp"),
         None | Some(Value::Null)
     )
 }
@@ -112,7 +113,7 @@ pub fn step(facts: &Facts, this: &Value, members: &[Value], wl: Option<&api::Wor
     let pods: Vec<&Value> = members.iter().collect();
     let all = || members.iter().enumerate();
     let ns = this
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let wl_name = pod::workload_name(gate, this);
@@ -411,7 +412,7 @@ fn new_owners(wl: &api::Workload, kept: &[usize], pods: &[&Value]) -> Option<Vec
         .iter()
         .map(|&i| pods[i])
         .filter(|p| {
-            let uid = p.pointer("/metadata/uid").and_then(Value::as_str);
+            let uid = p.at("/metadata/uid").and_then(Value::as_str);
             uid.is_some_and(|u| !refs.iter().any(|r| r.uid == u))
         })
         .collect();
@@ -491,7 +492,7 @@ fn workload_write(w: super::Write) -> Option<Write> {
 /// pods all there (at least its total count) and all `Ready`.
 fn all_ready(gate: &Gate, this: &Value, pods: &[&Value], group: bool) -> bool {
     let ready = |p: &Value| {
-        p.pointer("/status/conditions")
+        p.at("/status/conditions")
             .and_then(Value::as_array)
             .and_then(|cs| {
                 cs.iter()

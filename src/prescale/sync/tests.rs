@@ -1,5 +1,6 @@
 //! The PreScaledCronJob controller's pass, case by case.
 
+use crate::vocabulary::pointer::At;
 use chrono::NaiveDate;
 use k8s_openapi::{apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use serde_json::{json, Value};
@@ -186,7 +187,7 @@ fn a_hand_edit_of_our_cronjob_is_reverted_and_named() {
     else {
         panic!("an edited CronJob must be put back");
     };
-    assert_eq!(cj.pointer("/spec/suspend"), None::<&Value>);
+    assert_eq!(cj.at("/spec/suspend"), None::<&Value>);
     assert!(done.warning);
     assert_eq!(done.reason, "Reverted cronjob change");
     assert!(done.message.contains("spec.suspend"), "{}", done.message);

@@ -19,6 +19,7 @@
 
 pub mod topology;
 
+use crate::vocabulary::pointer::At;
 use serde_json::{json, Map, Value};
 
 use self::topology::{Domain, ShapeError};
@@ -313,7 +314,7 @@ fn units(kind: &str, obj: &Value) -> Vec<Unit> {
                 only_in(None, Some("/status/preemptionGates")),
             ];
             let pod_sets = obj
-                .pointer("/spec/podSets")
+                .at("/spec/podSets")
                 .and_then(Value::as_array)
                 .map_or(0, Vec::len);
             for i in 0..pod_sets {
@@ -325,7 +326,7 @@ fn units(kind: &str, obj: &Value) -> Vec<Unit> {
                 ));
             }
             let assignments = obj
-                .pointer("/status/admission/podSetAssignments")
+                .at("/status/admission/podSetAssignments")
                 .and_then(Value::as_array);
             for (j, a) in assignments.into_iter().flatten().enumerate() {
                 if a.get("topologyAssignment").is_some_and(Value::is_object) {
@@ -605,7 +606,7 @@ fn take_stash(obj: &mut Value, desired: &str) -> Vec<(String, Option<Value>)> {
             let Some(path) = g["path"].as_str() else {
                 return false;
             };
-            let now = obj.pointer(path);
+            let now = obj.at(path);
             match g.get("digest").and_then(Value::as_str) {
                 Some(d) => now.is_some_and(|v| digest(v) == d),
                 None => now.is_none(),
