@@ -38,7 +38,7 @@ MUTATIONS = [
     (J, "a prebuilt Workload another object controls is left alone", "            Some(uid) if uid != subject.uid => {", "            Some(uid) if false && uid != subject.uid => {"),
     (J, "an ownerless prebuilt Workload is taken", "            None => return Ok(Step::wait(vec![adopt(wl, facts.policy, subject)])),", "            None => {}"),
     (J, "a prebuilt Workload out of sync is finished", "    if let Some(s) = prebuilt_out_of_sync(facts, subject, job, wl, &conds, read)? {", "    if let Some(s) = prebuilt_out_of_sync(facts, subject, job, wl, &conds, read)?.filter(|_| false) {"),
-    (J, "a going job", 'if job.pointer("/metadata/deletionTimestamp").is_some() {', "if false {"),
+    (J, "a going job", 'if job.at("/metadata/deletionTimestamp").is_some() {', "if false {"),
     (J, "a job started without a Workload is stopped", "        if !suspended && !scaling_up {\n            // Started without an admission", "        if false {\n            // Started without an admission"),
     (J, "a running elastic job that outgrew its slice is not stopped", "        if !suspended && !scaling_up {", "        if !suspended {"),
     (J, "a scale-up slice names the slice it replaces", "                chain.replaces = Some(facts[r].key.clone());", "                let _ = r;"),
