@@ -1102,6 +1102,10 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
             (j["spec"]["suspend"] == true).then_some(())
         });
         // Then it queues again: Requeued=True (BackoffFinished), admitted.
+        // The Requeued condition must be this backoff's: until the evicted
+        // admission is cleared (Requeued=False, as Kueue clears it), the
+        // last backoff's BackoffFinished and the old admission still show.
+        let evicted_at = epoch(&ev["lastTransitionTime"]);
         let w = wait_for(
             Duration::from_secs(90),
             "the backoff to finish and the Job to be admitted again",
@@ -1110,6 +1114,7 @@ fn a_job_whose_pods_never_become_ready_is_requeued_with_backoff_then_deactivated
                 let rq = condition(&w, "Requeued")?;
                 (rq["status"] == "True"
                     && rq["reason"] == "BackoffFinished"
+                    && epoch(&rq["lastTransitionTime"]) > evicted_at
                     && is_true(&w, "Admitted"))
                 .then_some(w)
             },
