@@ -27,7 +27,9 @@
 //! after the first cycle's admissions are confirmed (50,000 Workloads, most
 //! still pending), as the queueing controller builds them each status tick
 //! (`Engine::local_queue_statuses`, then
-//! `controllers::queueing::metrics_snapshot`). After the criterion runs, a
+//! `controllers::queueing::metrics_snapshot`); "queries" and "walked":
+//! that tick's two engine queries from the counts the engine keeps, and
+//! by the walk over every Workload they replaced. After the criterion runs, a
 //! table of one untimed-by-criterion run per shape shows how each cost
 //! grows with the tree.
 //!
@@ -335,6 +337,11 @@ struct Once {
     setup: Duration,
     cycle: Duration,
     snapshot: Duration,
+    /// The two engine queries of a status tick (LocalQueue statuses and
+    /// pending counts): from the counts kept as workloads change, and by a
+    /// walk over every workload as before (alternated, median of 5 each).
+    queries: Duration,
+    walked: Duration,
     drain: Duration,
     drained: Drained,
 }
@@ -350,6 +357,7 @@ fn once(shape: Shape) -> Once {
     let cycle = t.elapsed();
     admit(&mut first, c);
     let snapshot = snapshot_time(&first);
+    let (queries, walked) = queries_time(&first);
     drop(first);
     let t = Instant::now();
     let drained = drain(&mut e, total);
@@ -366,6 +374,8 @@ fn once(shape: Shape) -> Once {
         setup,
         cycle,
         snapshot,
+        queries,
+        walked,
         drain: drain_time,
         drained,
     }
@@ -401,6 +411,24 @@ fn snapshot_time(e: &Engine) -> Duration {
     times[2]
 }
 
+/// The status tick's two engine queries, from the kept counts and by the
+/// walk they replaced, alternated: the medians of 5 each.
+fn queries_time(e: &Engine) -> (Duration, Duration) {
+    let (mut kept, mut walked) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let t = Instant::now();
+        let a = (e.local_queue_statuses(), e.pending_counts());
+        kept.push(t.elapsed());
+        let t = Instant::now();
+        let b = (e.local_queue_statuses_by_walk(), e.pending_counts_by_walk());
+        walked.push(t.elapsed());
+        assert_eq!(a, b, "the kept counts read as the walk");
+    }
+    kept.sort();
+    walked.sort();
+    (kept[2], walked[2])
+}
+
 static ONCE: Mutex<Vec<(Shape, Once)>> = Mutex::new(Vec::new());
 
 fn ms(d: Duration) -> f64 {
@@ -413,21 +441,35 @@ fn print_growth() {
         "\nqueueing_tree: one run per shape (ms; ×: against the smallest size of the same kind)"
     );
     println!(
-        "{:<26} {:>10} {:>6} {:>10} {:>6} {:>9} {:>11} {:>6} {:>7} {:>8} {:>8}",
-        "shape", "setup", "×", "cycle", "×", "snapshot", "drain", "×", "cycles", "admits", "evicts"
+        "{:<26} {:>10} {:>6} {:>10} {:>6} {:>9} {:>8} {:>8} {:>11} {:>6} {:>7} {:>8} {:>8}",
+        "shape",
+        "setup",
+        "×",
+        "cycle",
+        "×",
+        "snapshot",
+        "queries",
+        "walked",
+        "drain",
+        "×",
+        "cycles",
+        "admits",
+        "evicts"
     );
     let base = |tree: bool| runs.iter().find(|(s, _)| s.tree == tree).map(|(_, o)| o);
     for (shape, o) in runs.iter() {
         let Some(b) = base(shape.tree) else { continue };
         let x = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
-            "{:<26} {:>10.1} {:>6.1} {:>10.2} {:>6.1} {:>9.2} {:>11.1} {:>6.1} {:>7} {:>8} {:>8}",
+            "{:<26} {:>10.1} {:>6.1} {:>10.2} {:>6.1} {:>9.2} {:>8.2} {:>8.2} {:>11.1} {:>6.1} {:>7} {:>8} {:>8}",
             shape.label(),
             ms(o.setup),
             x(o.setup, b.setup),
             ms(o.cycle),
             x(o.cycle, b.cycle),
             ms(o.snapshot),
+            ms(o.queries),
+            ms(o.walked),
             ms(o.drain),
             x(o.drain, b.drain),
             o.drained.cycles,

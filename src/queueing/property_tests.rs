@@ -637,6 +637,20 @@ impl Model {
                 );
             }
         }
+        self.counts_agree()
+    }
+
+    /// The counts the queues and records keep for the status tick agree
+    /// with a walk over every workload.
+    fn counts_agree(&self) -> Result<(), TestCaseError> {
+        prop_assert_eq!(
+            self.engine.pending_counts(),
+            self.engine.pending_counts_by_walk()
+        );
+        prop_assert_eq!(
+            self.engine.local_queue_statuses(),
+            self.engine.local_queue_statuses_by_walk()
+        );
         Ok(())
     }
 }
@@ -655,6 +669,7 @@ proptest! {
         let mut model = Model::new(&shape, &specs);
         for op in ops {
             model.apply(op)?;
+            model.counts_agree()?;
         }
         // Drain: with everything confirmed, cycles come to rest.
         for _ in 0..200 {

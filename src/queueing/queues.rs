@@ -3,7 +3,7 @@
 //! preemptor that keeps its place while its victims are being evicted.
 
 use std::cmp::Reverse;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::workload::Workload;
@@ -19,7 +19,13 @@ pub(crate) struct QueueOrder {
     uid: Arc<str>,
     pub key: Arc<str>,
     pub shape: u64,
+    /// The workload's LocalQueue (namespace, name): the queue counts its
+    /// entries by it, so the status tick need not look each one up.
+    lq: LocalQueueKey,
 }
+
+/// A LocalQueue's (namespace, name), shared with the workloads'.
+pub(crate) type LocalQueueKey = (Arc<str>, Arc<str>);
 
 impl QueueOrder {
     /// `key` is the engine's copy of the workload's key.
@@ -34,8 +40,17 @@ impl QueueOrder {
             uid: wl.uid.clone(),
             key: key.clone(),
             shape,
+            lq: (wl.namespace.clone(), wl.queue_name.clone()),
         }
     }
+}
+
+/// How many of a LocalQueue's workloads wait in one ClusterQueue's queue,
+/// and how many of those are set aside.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Waiting {
+    pub members: usize,
+    pub set_aside: usize,
 }
 
 #[derive(Debug, Default)]
@@ -47,15 +62,36 @@ pub(crate) struct PendingQueue {
     preemptor: Option<String>,
     /// In a BestEffortFIFO queue the preemptor is also popped first.
     sticky: bool,
+    /// Kept as entries come and go (see [`Self::waiting`]).
+    by_local_queue: HashMap<LocalQueueKey, Waiting>,
 }
 
 impl PendingQueue {
     pub fn push(&mut self, order: QueueOrder) {
-        self.queued.insert(order);
+        let lq = order.lq.clone();
+        if self.queued.insert(order) {
+            self.count(lq, 1, 0);
+        }
     }
 
     pub fn set_aside(&mut self, order: QueueOrder) {
-        self.inadmissible.insert(order);
+        let lq = order.lq.clone();
+        if self.inadmissible.insert(order) {
+            self.count(lq, 1, 1);
+        }
+    }
+
+    /// Adds to (or with negative numbers takes from) a LocalQueue's counts,
+    /// forgetting it at zero.
+    fn count(&mut self, lq: LocalQueueKey, members: isize, set_aside: isize) {
+        count(&mut self.by_local_queue, lq, members, set_aside);
+    }
+
+    /// Each LocalQueue with workloads in this queue, and how many wait and
+    /// are set aside: kept as the queue changes, so reading it costs the
+    /// LocalQueues, not the workloads.
+    pub fn waiting(&self) -> impl Iterator<Item = (&LocalQueueKey, &Waiting)> {
+        self.by_local_queue.iter()
     }
 
     /// Forgets the workload wherever it waits, found by its place in the
@@ -64,9 +100,10 @@ impl PendingQueue {
     pub fn remove(&mut self, key: &Arc<str>, wl: &Workload) {
         let lo = QueueOrder::shaped(key, wl, 0);
         let hi = QueueOrder::shaped(key, wl, u64::MAX);
-        for set in [&mut self.queued, &mut self.inadmissible] {
+        for (set, aside) in [(&mut self.queued, 0), (&mut self.inadmissible, -1)] {
             if let Some(found) = set.range(&lo..=&hi).next().cloned() {
                 set.remove(&found);
+                count(&mut self.by_local_queue, found.lq, -1, aside);
             }
         }
         self.clear_preemptor(key);
@@ -102,10 +139,13 @@ impl PendingQueue {
         if let Some(key) = self.sticky() {
             if let Some(order) = self.queued.iter().find(|o| &*o.key == key).cloned() {
                 self.queued.remove(&order);
+                self.count(order.lq.clone(), -1, 0);
                 return Some(order);
             }
         }
-        self.queued.pop_first()
+        let order = self.queued.pop_first()?;
+        self.count(order.lq.clone(), -1, 0);
+        Some(order)
     }
 
     /// Like [`Self::pop`], but the queued workload of the lowest `rank`
@@ -126,6 +166,7 @@ impl PendingQueue {
             })
             .map(|(_, o)| o.clone())?;
         self.queued.remove(&best);
+        self.count(best.lq.clone(), -1, 0);
         Some(best)
     }
 
@@ -135,6 +176,9 @@ impl PendingQueue {
             return false;
         }
         self.queued.append(&mut self.inadmissible);
+        for w in self.by_local_queue.values_mut() {
+            w.set_aside = 0;
+        }
         true
     }
 
@@ -142,10 +186,17 @@ impl PendingQueue {
     /// like the head that just failed).
     pub fn set_aside_matching(&mut self, mut same: impl FnMut(&QueueOrder) -> bool) {
         let inadmissible = &mut self.inadmissible;
+        let by_local_queue = &mut self.by_local_queue;
         self.queued.retain(|o| {
             let keep = !same(o);
             if !keep {
-                inadmissible.insert(o.clone());
+                // A workload already set aside is in the queue once less.
+                let (members, aside) = if inadmissible.insert(o.clone()) {
+                    (0, 1)
+                } else {
+                    (-1, 0)
+                };
+                count(by_local_queue, o.lq.clone(), members, aside);
             }
             keep
         });
@@ -165,6 +216,11 @@ impl PendingQueue {
         self.queued.len() + self.inadmissible.len()
     }
 
+    /// How many workloads are set aside.
+    pub fn set_aside_len(&self) -> usize {
+        self.inadmissible.len()
+    }
+
     /// The workloads set aside after a failed attempt (Kueue's
     /// "inadmissible" pending workloads).
     pub fn set_aside_keys(&self) -> impl Iterator<Item = &str> {
@@ -179,6 +235,25 @@ impl PendingQueue {
     }
 }
 
+fn count(
+    by_local_queue: &mut HashMap<LocalQueueKey, Waiting>,
+    lq: LocalQueueKey,
+    members: isize,
+    set_aside: isize,
+) {
+    use std::collections::hash_map::Entry;
+    let mut w = match by_local_queue.entry(lq) {
+        Entry::Occupied(w) => w,
+        Entry::Vacant(v) => v.insert_entry(Waiting::default()),
+    };
+    let n = w.get_mut();
+    n.members = n.members.wrapping_add_signed(members);
+    n.set_aside = n.set_aside.wrapping_add_signed(set_aside);
+    if n.members == 0 {
+        w.remove();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +265,7 @@ mod tests {
             uid: uid.into(),
             key: format!("ns/{name}").into(),
             shape: 0,
+            lq: ("ns".into(), "lq".into()),
         }
     }
 

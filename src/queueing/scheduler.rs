@@ -20,8 +20,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use indexmap::IndexMap;
-
 use super::{
     cluster_queue::{
         ActiveCondition, ClusterQueue, ClusterQueueStatus, FlavorUsage, LocalQueue,
@@ -282,8 +280,9 @@ pub struct Engine {
     /// By `namespace/name`; the key is shared with the queues and sets below.
     /// Hashed: a cycle looks records up many times, and keys share long
     /// prefixes. Kept in the order they came, so a walk over every record
-    /// (the status tick) stays sequential in memory.
-    workloads: IndexMap<Arc<str>, Box<Record>>,
+    /// stays sequential in memory. Each LocalQueue's counts are kept with
+    /// them (see [`records`]): the status tick reads those.
+    workloads: records::Records,
     /// Keys of the workloads holding quota, by ClusterQueue name (also for
     /// queues that were deleted under them).
     holders: BTreeMap<String, BTreeSet<Arc<str>>>,
@@ -785,27 +784,29 @@ impl Engine {
             }
             return;
         };
-        let Some(rec) = self.workloads.get_mut(&key) else {
+        let Some(rec) = self.workloads.get(&key) else {
             return;
         };
-        match &mut rec.state {
+        match &rec.state {
             State::Holding(h) => {
                 let ours = h.admission.clone();
                 let confirmed = h.confirmed;
                 let replaced = h.replaced.clone();
                 let incoming = wl.admission.clone();
-                rec.wl = wl;
+                if let Some(mut rec) = self.workloads.get_mut(&key) {
+                    rec.wl = wl;
+                }
                 match incoming {
                     // The admission was cleared after its eviction.
                     None if confirmed => self.requeue_after_release(&key),
                     // Our own write has not come back through the watch yet.
                     None => {}
                     Some(a) if a == ours => {
-                        if let Some(State::Holding(h)) =
-                            self.workloads.get_mut(&key).map(|r| &mut r.state)
-                        {
-                            h.confirmed = true;
-                            h.replaced = None;
+                        if let Some(mut rec) = self.workloads.get_mut(&key) {
+                            if let State::Holding(h) = &mut rec.state {
+                                h.confirmed = true;
+                                h.replaced = None;
+                            }
                         }
                         self.refresh_held_usage(&key);
                     }
@@ -822,7 +823,7 @@ impl Engine {
             }
             State::Queued { .. } | State::Parked => {
                 self.unqueue(&key);
-                if let Some(rec) = self.workloads.get_mut(&key) {
+                if let Some(mut rec) = self.workloads.get_mut(&key) {
                     rec.wl = wl;
                 }
                 match self.workloads[&key].wl.admission.clone() {
@@ -860,19 +861,17 @@ impl Engine {
     /// The shell wrote an `Admit` decision.
     pub fn confirm_admission(&mut self, key: &str) {
         self.join_added();
-        if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
-            h.confirmed = true;
-        }
+        self.workloads.with_holding(key, |h| h.confirmed = true);
     }
 
     /// The shell could not write a `Replace` decision: the admission it
     /// replaced holds again (a later update of the Workload tries anew).
     pub fn refuse_replacement(&mut self, key: &str) {
         self.join_added();
-        let old = match self.workloads.get_mut(key).map(|r| &mut r.state) {
-            Some(State::Holding(h)) => h.replaced.take(),
-            _ => None,
-        };
+        let old = self
+            .workloads
+            .with_holding(key, |h| h.replaced.take())
+            .flatten();
         if let Some(old) = old {
             self.swap_held_admission(key, old);
         }
@@ -910,7 +909,7 @@ impl Engine {
             q.set_aside(order);
         }
         self.note_set_aside(&cq);
-        if let Some(rec) = self.workloads.get_mut(key) {
+        if let Some(mut rec) = self.workloads.get_mut(key) {
             rec.state = State::Queued { cq };
         }
         self.set_pending(key, Some((reason, message)));
@@ -933,7 +932,7 @@ impl Engine {
             Some(State::Holding(h)) if h.evicting
         );
         if evicting {
-            if let Some(rec) = self.workloads.get_mut(key) {
+            if let Some(mut rec) = self.workloads.get_mut(key) {
                 rec.wl.admission = None;
             }
             self.requeue_after_release(key);
@@ -1001,10 +1000,131 @@ impl Engine {
         })
     }
 
-    /// Status of every LocalQueue, in one pass over the workloads: counts of
-    /// pending (queued or parked behind the queue), reserving and admitted
-    /// workloads, and the quota its admitted workloads hold per flavor.
+    /// Status of every LocalQueue: counts of pending (queued or parked
+    /// behind the queue), reserving and admitted workloads, and the quota
+    /// its workloads hold per flavor, read from the counts the records keep
+    /// (no walk over the workloads).
     pub fn local_queue_statuses(&self) -> Vec<LocalQueueStatus> {
+        let held = |h: &records::Held| -> BTreeMap<String, BTreeMap<String, i64>> {
+            h.iter()
+                .map(|(f, rs)| {
+                    (
+                        f.clone(),
+                        rs.iter().map(|(r, q)| (r.clone(), q.0)).collect(),
+                    )
+                })
+                .collect()
+        };
+        self.local_queues()
+            .map(|lq| {
+                let mut st = LocalQueueStatus {
+                    namespace: lq.namespace.clone(),
+                    name: lq.name.clone(),
+                    ..LocalQueueStatus::default()
+                };
+                if let Some(t) = self.workloads.tally(&lq.namespace, &lq.name) {
+                    st.pending_workloads = t.queued + t.parked_active;
+                    st.reserving_workloads = t.reserving;
+                    st.admitted_workloads = t.admitted;
+                    st.usage = held(&t.usage);
+                    st.admitted_usage = held(&t.admitted_usage);
+                }
+                st.admission_fair_sharing =
+                    self.admission_fair_sharing_status(&st.namespace, &st.name);
+                st
+            })
+            .collect()
+    }
+
+    /// Pending workloads as Kueue's `pending_workloads` metrics split them:
+    /// `(active, inadmissible)` per ClusterQueue and per LocalQueue
+    /// (namespace, name). Active: waiting in the queue; inadmissible: set
+    /// aside after a failed attempt, or (per LocalQueue) parked behind a
+    /// stopped or missing queue. Read from the counts the queues and the
+    /// records keep: the cost is the queues', not the workloads'.
+    pub fn pending_counts(&self) -> PendingCounts {
+        let mut lqs: HashMap<(&str, &str), (usize, usize)> = HashMap::new();
+        let mut out = PendingCounts::default();
+        for (cq, q) in &self.queues {
+            let set_aside = q.set_aside_len();
+            for ((ns, name), w) in q.waiting() {
+                let n = lqs.entry((ns, name)).or_default();
+                n.0 += w.members - w.set_aside;
+                n.1 += w.set_aside;
+            }
+            out.cluster_queues
+                .insert(cq.clone(), (q.len() - set_aside, set_aside));
+        }
+        for (ns, name, t) in self.workloads.tallies() {
+            if t.parked_active > 0 {
+                lqs.entry((ns, name)).or_default().1 += t.parked_active;
+            }
+        }
+        out.local_queues = lqs
+            .into_iter()
+            .map(|((ns, name), n)| ((ns.to_string(), name.to_string()), n))
+            .collect();
+        out
+    }
+
+    /// [`Self::pending_counts`] by a walk over every waiting workload, as
+    /// before the queues kept counts: the reference the tests compare
+    /// with, and the bench's before.
+    /// Pending workloads as Kueue's `pending_workloads` metrics split them:
+    /// `(active, inadmissible)` per ClusterQueue and per LocalQueue
+    /// (namespace, name). Active: waiting in the queue; inadmissible: set
+    /// aside after a failed attempt, or (per LocalQueue) parked behind a
+    /// stopped or missing queue.
+    #[doc(hidden)]
+    pub fn pending_counts_by_walk(&self) -> PendingCounts {
+        // Counted under the Workloads' own names, owned once per
+        // LocalQueue at the end: no allocation per Workload.
+        let mut lqs: HashMap<(&str, &str), (usize, usize)> = HashMap::new();
+        let lq_of = |k: &str| {
+            self.workloads
+                .get(k)
+                .map(|rec| (&*rec.wl.namespace, &*rec.wl.queue_name))
+        };
+        let mut out = PendingCounts::default();
+        for (cq, q) in &self.queues {
+            let mut set_aside = 0;
+            for k in q.set_aside_keys() {
+                set_aside += 1;
+                if let Some(lq) = lq_of(k) {
+                    lqs.entry(lq).or_default().1 += 1;
+                }
+            }
+            for k in q.keys() {
+                if let Some(lq) = lq_of(k) {
+                    lqs.entry(lq).or_default().0 += 1;
+                }
+            }
+            out.cluster_queues
+                .insert(cq.clone(), (q.len() - set_aside, set_aside));
+        }
+        // `keys` counted the set-aside ones as active too.
+        for (active, set_aside) in lqs.values_mut() {
+            *active -= *set_aside;
+        }
+        for rec in self.workloads.values() {
+            if matches!(rec.state, State::Parked) && rec.wl.active {
+                lqs.entry((&rec.wl.namespace, &rec.wl.queue_name))
+                    .or_default()
+                    .1 += 1;
+            }
+        }
+        out.local_queues = lqs
+            .into_iter()
+            .map(|((ns, name), n)| ((ns.to_string(), name.to_string()), n))
+            .collect();
+        out
+    }
+
+    /// [`Self::local_queue_statuses`] by a walk over every workload, as
+    /// before the records kept counts: the reference the tests compare
+    /// with, and the bench's before.
+    #[doc(hidden)]
+    pub fn local_queue_statuses_by_walk(&self) -> Vec<LocalQueueStatus> {
         // In namespace, then name order; found by hash for each Workload.
         let mut out: Vec<LocalQueueStatus> = self
             .local_queues()
@@ -1056,55 +1176,6 @@ impl Engine {
         for st in &mut out {
             st.admission_fair_sharing = self.admission_fair_sharing_status(&st.namespace, &st.name);
         }
-        out
-    }
-
-    /// Pending workloads as Kueue's `pending_workloads` metrics split them:
-    /// `(active, inadmissible)` per ClusterQueue and per LocalQueue
-    /// (namespace, name). Active: waiting in the queue; inadmissible: set
-    /// aside after a failed attempt, or (per LocalQueue) parked behind a
-    /// stopped or missing queue.
-    pub fn pending_counts(&self) -> PendingCounts {
-        // Counted under the Workloads' own names, owned once per
-        // LocalQueue at the end: no allocation per Workload.
-        let mut lqs: HashMap<(&str, &str), (usize, usize)> = HashMap::new();
-        let lq_of = |k: &str| {
-            self.workloads
-                .get(k)
-                .map(|rec| (&*rec.wl.namespace, &*rec.wl.queue_name))
-        };
-        let mut out = PendingCounts::default();
-        for (cq, q) in &self.queues {
-            let mut set_aside = 0;
-            for k in q.set_aside_keys() {
-                set_aside += 1;
-                if let Some(lq) = lq_of(k) {
-                    lqs.entry(lq).or_default().1 += 1;
-                }
-            }
-            for k in q.keys() {
-                if let Some(lq) = lq_of(k) {
-                    lqs.entry(lq).or_default().0 += 1;
-                }
-            }
-            out.cluster_queues
-                .insert(cq.clone(), (q.len() - set_aside, set_aside));
-        }
-        // `keys` counted the set-aside ones as active too.
-        for (active, set_aside) in lqs.values_mut() {
-            *active -= *set_aside;
-        }
-        for rec in self.workloads.values() {
-            if matches!(rec.state, State::Parked) && rec.wl.active {
-                lqs.entry((&rec.wl.namespace, &rec.wl.queue_name))
-                    .or_default()
-                    .1 += 1;
-            }
-        }
-        out.local_queues = lqs
-            .into_iter()
-            .map(|((ns, name), n)| ((ns.to_string(), name.to_string()), n))
-            .collect();
         out
     }
 
@@ -1305,7 +1376,7 @@ impl Engine {
         let Some(key) = self.shared_key(key) else {
             return;
         };
-        if let Some(rec) = self.workloads.get_mut(&key) {
+        if let Some(mut rec) = self.workloads.get_mut(&key) {
             rec.pending = status.map(|(reason, message)| (reason, message.into()));
             self.dirty.insert(key);
         }
@@ -1322,7 +1393,7 @@ impl Engine {
         if let Some(q) = self.queues.get_mut(&**cq) {
             q.remove(k, &rec.wl);
         }
-        if let Some(rec) = self.workloads.get_mut(key) {
+        if let Some(mut rec) = self.workloads.get_mut(key) {
             rec.state = State::Parked;
         }
     }
@@ -1381,7 +1452,7 @@ impl Engine {
                 if let Some(q) = self.queues.get_mut(&*cq) {
                     q.push(order);
                 }
-                if let Some(rec) = self.workloads.get_mut(key) {
+                if let Some(mut rec) = self.workloads.get_mut(key) {
                     rec.state = State::Queued { cq: cq.clone() };
                 }
                 let inactive = self
@@ -1476,7 +1547,7 @@ impl Engine {
                     .insert(cq.to_string(), BTreeSet::from([key.clone()]));
             }
         }
-        if let Some(rec) = self.workloads.get_mut(&key) {
+        if let Some(mut rec) = self.workloads.get_mut(&key) {
             let topology = topology::held_topology(&rec.wl, &admission);
             topology::add_held(&mut self.tas_held, &topology, 1);
             rec.state = State::Holding(Box::new(Holding {
@@ -1500,9 +1571,10 @@ impl Engine {
     /// holds only what its remaining pods need; quota it gives back lets
     /// the set-aside workloads of its queue and cohort try again.
     fn refresh_held_usage(&mut self, key: &str) {
-        let Some(rec) = self.workloads.get_mut(key) else {
+        let Some(mut guard) = self.workloads.get_mut(key) else {
             return;
         };
+        let rec: &mut Record = &mut guard;
         let State::Holding(h) = &mut rec.state else {
             return;
         };
@@ -1512,6 +1584,7 @@ impl Engine {
         }
         let old = std::mem::replace(&mut h.usage, usage.clone());
         let cq = h.cq.clone();
+        drop(guard);
         self.quota.remove(&cq, &old);
         self.quota.add(&cq, &usage);
         self.requeue_tree_of(&cq);
@@ -1551,7 +1624,7 @@ impl Engine {
     /// Stops holding quota and lets set-aside workloads of the queue and
     /// its cohort try again. The workload itself is left parked.
     fn release(&mut self, key: &str) {
-        let Some(rec) = self.workloads.get_mut(key) else {
+        let Some(mut rec) = self.workloads.get_mut(key) else {
             return;
         };
         let State::Holding(h) = std::mem::replace(&mut rec.state, State::Parked) else {
@@ -1564,6 +1637,7 @@ impl Engine {
             .replaces
             .clone()
             .filter(|old| self.superseded.get(old.as_str()).map(|k| &**k) == Some(key));
+        drop(rec);
         self.quota.remove(&h.cq, &h.usage);
         topology::add_held(&mut self.tas_held, &h.topology, -1);
         if let Some(set) = self.holders.get_mut(&*h.cq) {
@@ -1602,6 +1676,7 @@ impl Engine {
 mod check_gate;
 mod cycle;
 mod explanation;
+mod records;
 mod topology;
 pub use explanation::Explanation;
 mod fair;

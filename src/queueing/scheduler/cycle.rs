@@ -75,9 +75,7 @@ impl Engine {
     }
 
     pub(super) fn mark_evicting(&mut self, key: &str) {
-        if let Some(State::Holding(h)) = self.workloads.get_mut(key).map(|r| &mut r.state) {
-            h.evicting = true;
-        }
+        self.workloads.with_holding(key, |h| h.evicting = true);
     }
 
     fn namespace_selected(&self, cq: &ClusterQueue, namespace: &str) -> bool {
@@ -654,7 +652,7 @@ impl Engine {
 
     fn report_pending(&mut self, out: &mut Vec<Decision>) {
         for key in std::mem::take(&mut self.dirty) {
-            let Some(rec) = self.workloads.get_mut(&key) else {
+            let Some(mut rec) = self.workloads.get_mut(&key) else {
                 continue;
             };
             if matches!(rec.state, State::Holding(_)) || rec.pending == rec.reported {

@@ -381,7 +381,8 @@ impl Engine {
         key: &str,
         admission: Admission,
     ) -> Option<Admission> {
-        let rec = self.workloads.get_mut(key)?;
+        let mut guard = self.workloads.get_mut(key)?;
+        let rec: &mut super::Record = &mut guard;
         let State::Holding(h) = &mut rec.state else {
             return None;
         };
@@ -478,11 +479,7 @@ impl Engine {
                         admission: admission.clone(),
                     });
                     let old = self.swap_held_admission(key, admission);
-                    if let Some(State::Holding(h)) =
-                        self.workloads.get_mut(&**key).map(|r| &mut r.state)
-                    {
-                        h.replaced = old;
-                    }
+                    self.workloads.with_holding(key, |h| h.replaced = old);
                 }
                 Err(_) => {
                     out.push(Decision::Evict {

@@ -248,6 +248,14 @@ proptest! {
             let b = apply(&mut walk, op, seq, now);
             prop_assert_eq!(&a, &b, "step {} ({:?})", seq, op);
             prop_assert_eq!(fast.pending_counts(), walk.pending_counts(), "step {}", seq);
+            // The counts kept as workloads change read as a walk over them.
+            prop_assert_eq!(fast.pending_counts(), fast.pending_counts_by_walk(), "step {}", seq);
+            prop_assert_eq!(
+                fast.local_queue_statuses(),
+                fast.local_queue_statuses_by_walk(),
+                "step {}",
+                seq
+            );
         }
         // And once every queue is tried again, the same end state.
         for now in 1000..1010 {
