@@ -1070,11 +1070,6 @@ impl Engine {
     /// [`Self::pending_counts`] by a walk over every waiting workload, as
     /// before the queues kept counts: the reference the tests compare
     /// with, and the bench's before.
-    /// Pending workloads as Kueue's `pending_workloads` metrics split them:
-    /// `(active, inadmissible)` per ClusterQueue and per LocalQueue
-    /// (namespace, name). Active: waiting in the queue; inadmissible: set
-    /// aside after a failed attempt, or (per LocalQueue) parked behind a
-    /// stopped or missing queue.
     #[doc(hidden)]
     pub fn pending_counts_by_walk(&self) -> PendingCounts {
         // Counted under the Workloads' own names, owned once per
@@ -1376,8 +1371,8 @@ impl Engine {
         let Some(key) = self.shared_key(key) else {
             return;
         };
-        if let Some(mut rec) = self.workloads.get_mut(&key) {
-            rec.pending = status.map(|(reason, message)| (reason, message.into()));
+        if let Some(pending) = self.workloads.pending_mut(&key) {
+            *pending = status.map(|(reason, message)| (reason, message.into()));
             self.dirty.insert(key);
         }
     }

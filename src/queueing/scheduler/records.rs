@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::{Holding, Record, State};
+use super::{Holding, PendingReason, Record, State};
 
 /// Per flavor, per resource: the quota held, and by how many workloads
 /// (an entry stays while any holds it, even at zero, as a walk finds it).
@@ -35,12 +35,15 @@ impl Tally {
     }
 }
 
+/// Every LocalQueue's [`Tally`], by namespace, then name.
+type ByLocalQueue = HashMap<Arc<str>, HashMap<Arc<str>, Tally>>;
+
 /// The records by key, in the order they came, with every LocalQueue's
-/// [`Tally`] by namespace, then name. Reads go to the map itself.
+/// [`Tally`]. Reads go to the map itself.
 #[derive(Debug, Default)]
 pub(super) struct Records {
     map: IndexMap<Arc<str>, Box<Record>>,
-    tally: HashMap<Arc<str>, HashMap<Arc<str>, Tally>>,
+    tally: ByLocalQueue,
 }
 
 impl Deref for Records {
@@ -58,6 +61,12 @@ impl Records {
             rec,
             tally: &mut self.tally,
         })
+    }
+
+    /// A record's pending status, to set: it counts for nothing, so no
+    /// guard (a cycle sets it for every workload it tries).
+    pub fn pending_mut(&mut self, key: &str) -> Option<&mut Option<(PendingReason, Arc<str>)>> {
+        Some(&mut self.map.get_mut(key)?.pending)
     }
 
     /// Changes a workload that holds quota; `None` for any other.
@@ -100,7 +109,7 @@ impl Records {
 /// is dropped.
 pub(super) struct RecordMut<'a> {
     rec: &'a mut Record,
-    tally: &'a mut HashMap<Arc<str>, HashMap<Arc<str>, Tally>>,
+    tally: &'a mut ByLocalQueue,
 }
 
 impl Deref for RecordMut<'_> {
@@ -123,10 +132,10 @@ impl Drop for RecordMut<'_> {
 }
 
 /// Adds `rec`'s part to its LocalQueue's tally, or takes it away.
-fn count(tally: &mut HashMap<Arc<str>, HashMap<Arc<str>, Tally>>, rec: &Record, add: bool) {
+fn count(tally: &mut ByLocalQueue, rec: &Record, add: bool) {
     let wl = &rec.wl;
-    let parked_active = matches!(rec.state, State::Parked) && wl.active;
-    if matches!(rec.state, State::Parked) && !parked_active {
+    // An inactive workload in no queue is pending nowhere.
+    if matches!(rec.state, State::Parked) && !wl.active {
         return;
     }
     // Looked up by the borrowed names; the keys are cloned only when new.
