@@ -88,6 +88,8 @@
 //!   KUEUE_BENCH_RUST_LOG [info]    batchgate's RUST_LOG (`info,batchgate::controllers::queueing=debug`
 //!                                  logs each Workload seen, admission decided and written and
 //!                                  pending reason decided, to read beside the evictions)
+//!   KUEUE_BENCH_APISERVER_ARGS     more kube-apiserver flags, space-separated (`--profiling=true`
+//!                                  serves /debug/pprof, to profile where the apiserver's CPU goes)
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a smoke: one
 //! batchgate run of 1 cohort × 2 ClusterQueues at 1/50 of the counts, with
@@ -182,6 +184,8 @@ struct Knobs {
     client: (f32, u32),
     bin: PathBuf,
     bin_a: Option<PathBuf>,
+    /// More kube-apiserver flags (`KUEUE_BENCH_APISERVER_ARGS`).
+    apiserver_args: Vec<String>,
 }
 
 fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
@@ -252,6 +256,9 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate"))),
         bin_a: std::env::var_os("BATCHGATE_BENCH_BIN_A").map(PathBuf::from),
+        apiserver_args: std::env::var("KUEUE_BENCH_APISERVER_ARGS")
+            .map(|v| v.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default(),
     };
     if k.order.contains(&System::BatchgateA) && k.bin_a.is_none() {
         return Err("KUEUE_BENCH_ORDER has A runs: set BATCHGATE_BENCH_BIN_A to that build".into());
@@ -1083,7 +1090,11 @@ fn one_run(
     let t = Instant::now();
     let cluster = LocalCluster::start(ClusterOptions {
         nodes: Vec::new(),
-        extra_apiserver_args: APISERVER_ARGS.iter().map(|s| s.to_string()).collect(),
+        extra_apiserver_args: APISERVER_ARGS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(k.apiserver_args.iter().cloned())
+            .collect(),
         disabled_controllers: match k.config {
             BenchConfig::Baseline => Vec::new(),
             // The runner's Nodes have no kubelet: see the module doc.

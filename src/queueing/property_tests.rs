@@ -651,6 +651,12 @@ impl Model {
             self.engine.local_queue_statuses(),
             self.engine.local_queue_statuses_by_walk()
         );
+        for q in &self.queues {
+            prop_assert_eq!(
+                self.engine.cluster_queue_status(&q.name),
+                self.engine.cluster_queue_status_by_walk(&q.name)
+            );
+        }
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
-//! The engine's workload records, and what every LocalQueue's status reads
-//! of them, kept as they change: the status tick reads the LocalQueues,
-//! not every workload. A record is changed only through [`RecordMut`],
+//! The engine's workload records, and what every LocalQueue's and
+//! ClusterQueue's status reads of them, kept as they change: the status
+//! tick and each cycle's ClusterQueue statuses read the queues, not every
+//! workload. A record is changed only through [`RecordMut`],
 //! which takes the record's part out of the counts when it is borrowed and
 //! puts it back, as the record is then, when it is dropped; so no change
 //! of state, activity, LocalQueue or held quota can be missed.
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use super::{Holding, PendingReason, Record, State};
+use crate::queueing::quota::FlavorResource;
 
 /// Per flavor, per resource: the quota held, and by how many workloads
 /// (an entry stays while any holds it, even at zero, as a walk finds it).
@@ -38,12 +40,28 @@ impl Tally {
 /// Every LocalQueue's [`Tally`], by namespace, then name.
 type ByLocalQueue = HashMap<Arc<str>, HashMap<Arc<str>, Tally>>;
 
+/// What a ClusterQueue's admitted workloads (their admission written)
+/// hold: how many, and the quota per flavor and resource.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Admitted {
+    pub workloads: usize,
+    pub usage: HashMap<FlavorResource, i64>,
+}
+
+/// Both sets of counts a record has a part in.
+#[derive(Debug, Default)]
+struct Counts {
+    local_queues: ByLocalQueue,
+    cluster_queues: HashMap<Arc<str>, Admitted>,
+}
+
 /// The records by key, in the order they came, with every LocalQueue's
-/// [`Tally`]. Reads go to the map itself.
+/// [`Tally`] and every ClusterQueue's [`Admitted`]. Reads go to the map
+/// itself.
 #[derive(Debug, Default)]
 pub(super) struct Records {
     map: IndexMap<Arc<str>, Box<Record>>,
-    tally: ByLocalQueue,
+    counts: Counts,
 }
 
 impl Deref for Records {
@@ -56,10 +74,10 @@ impl Deref for Records {
 impl Records {
     pub fn get_mut(&mut self, key: &str) -> Option<RecordMut<'_>> {
         let rec = self.map.get_mut(key)?;
-        count(&mut self.tally, rec, false);
+        count(&mut self.counts, rec, false);
         Some(RecordMut {
             rec,
-            tally: &mut self.tally,
+            counts: &mut self.counts,
         })
     }
 
@@ -79,27 +97,33 @@ impl Records {
     }
 
     pub fn insert(&mut self, key: Arc<str>, rec: Box<Record>) {
-        count(&mut self.tally, &rec, true);
+        count(&mut self.counts, &rec, true);
         if let Some(old) = self.map.insert(key, rec) {
-            count(&mut self.tally, &old, false);
+            count(&mut self.counts, &old, false);
         }
     }
 
     pub fn swap_remove(&mut self, key: &str) -> Option<Box<Record>> {
         let rec = self.map.swap_remove(key)?;
-        count(&mut self.tally, &rec, false);
+        count(&mut self.counts, &rec, false);
         Some(rec)
     }
 
     /// A LocalQueue's counts, if any of its workloads is pending or holds
     /// quota.
     pub fn tally(&self, namespace: &str, name: &str) -> Option<&Tally> {
-        self.tally.get(namespace)?.get(name)
+        self.counts.local_queues.get(namespace)?.get(name)
+    }
+
+    /// What a ClusterQueue's admitted workloads hold, if any is admitted.
+    pub fn admitted(&self, cluster_queue: &str) -> Option<&Admitted> {
+        self.counts.cluster_queues.get(cluster_queue)
     }
 
     /// Every LocalQueue a workload names, with its counts.
     pub fn tallies(&self) -> impl Iterator<Item = (&Arc<str>, &Arc<str>, &Tally)> {
-        self.tally
+        self.counts
+            .local_queues
             .iter()
             .flat_map(|(ns, m)| m.iter().map(move |(name, t)| (ns, name, t)))
     }
@@ -109,7 +133,7 @@ impl Records {
 /// is dropped.
 pub(super) struct RecordMut<'a> {
     rec: &'a mut Record,
-    tally: &'a mut ByLocalQueue,
+    counts: &'a mut Counts,
 }
 
 impl Deref for RecordMut<'_> {
@@ -127,12 +151,19 @@ impl DerefMut for RecordMut<'_> {
 
 impl Drop for RecordMut<'_> {
     fn drop(&mut self) {
-        count(self.tally, self.rec, true);
+        count(self.counts, self.rec, true);
     }
 }
 
-/// Adds `rec`'s part to its LocalQueue's tally, or takes it away.
-fn count(tally: &mut ByLocalQueue, rec: &Record, add: bool) {
+/// Adds `rec`'s part to its LocalQueue's tally and, once admitted, to its
+/// ClusterQueue's; or takes it away.
+fn count(counts: &mut Counts, rec: &Record, add: bool) {
+    if let State::Holding(h) = &rec.state {
+        if h.confirmed {
+            admit(&mut counts.cluster_queues, h, add);
+        }
+    }
+    let tally = &mut counts.local_queues;
     let wl = &rec.wl;
     // An inactive workload in no queue is pending nowhere.
     if matches!(rec.state, State::Parked) && !wl.active {
@@ -168,6 +199,32 @@ fn count(tally: &mut ByLocalQueue, rec: &Record, add: bool) {
         names.remove(&*wl.queue_name);
         if names.is_empty() {
             tally.remove(&*wl.namespace);
+        }
+    }
+}
+
+/// Adds an admitted workload's part to its ClusterQueue's [`Admitted`], or
+/// takes it away (the entry goes with its last workload).
+fn admit(by_cq: &mut HashMap<Arc<str>, Admitted>, h: &Holding, add: bool) {
+    if !by_cq.contains_key(&*h.cq) {
+        by_cq.insert(h.cq.clone(), Admitted::default());
+    }
+    let a = by_cq.get_mut(&*h.cq).expect("inserted above");
+    if add {
+        a.workloads += 1;
+    } else {
+        a.workloads -= 1;
+    }
+    if a.workloads == 0 {
+        by_cq.remove(&*h.cq);
+        return;
+    }
+    for (fr, q) in &h.usage {
+        match a.usage.get_mut(fr) {
+            Some(v) => *v += if add { *q } else { -*q },
+            None => {
+                a.usage.insert(fr.clone(), if add { *q } else { -*q });
+            }
         }
     }
 }

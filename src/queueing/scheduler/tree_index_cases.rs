@@ -256,6 +256,15 @@ proptest! {
                 "step {}",
                 seq
             );
+            for cq in fast.cluster_queues.keys() {
+                prop_assert_eq!(
+                    fast.cluster_queue_status(cq),
+                    fast.cluster_queue_status_by_walk(cq),
+                    "step {} queue {}",
+                    seq,
+                    cq
+                );
+            }
         }
         // And once every queue is tried again, the same end state.
         for now in 1000..1010 {
