@@ -947,7 +947,7 @@ impl Engine {
     pub fn cluster_queue_status(&self, name: &str) -> Option<ClusterQueueStatus> {
         let admitted = self.workloads.admitted(name);
         self.cluster_queue_status_of(name, admitted.map_or(0, |a| a.workloads), |fr| {
-            admitted.and_then(|a| a.usage.get(fr)).copied().unwrap_or(0)
+            admitted.map_or(0, |a| a.of(fr))
         })
     }
 

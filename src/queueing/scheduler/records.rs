@@ -45,7 +45,17 @@ type ByLocalQueue = HashMap<Arc<str>, HashMap<Arc<str>, Tally>>;
 #[derive(Debug, Default, Clone, PartialEq)]
 pub(super) struct Admitted {
     pub workloads: usize,
-    pub usage: HashMap<FlavorResource, i64>,
+    pub usage: Held,
+}
+
+impl Admitted {
+    /// The quota of `fr` its admitted workloads hold.
+    pub fn of(&self, fr: &FlavorResource) -> i64 {
+        self.usage
+            .get(&fr.flavor)
+            .and_then(|r| r.get(&fr.resource))
+            .map_or(0, |e| e.0)
+    }
 }
 
 /// Both sets of counts a record has a part in.
@@ -215,17 +225,11 @@ fn admit(by_cq: &mut HashMap<Arc<str>, Admitted>, h: &Holding, add: bool) {
     } else {
         a.workloads -= 1;
     }
+    for (fr, q) in &h.usage {
+        hold(&mut a.usage, &fr.flavor, &fr.resource, *q, add);
+    }
     if a.workloads == 0 {
         by_cq.remove(&*h.cq);
-        return;
-    }
-    for (fr, q) in &h.usage {
-        match a.usage.get_mut(fr) {
-            Some(v) => *v += if add { *q } else { -*q },
-            None => {
-                a.usage.insert(fr.clone(), if add { *q } else { -*q });
-            }
-        }
     }
 }
 
