@@ -28,7 +28,7 @@ use kube::{
 };
 use tracing::debug;
 
-use super::context::{store, workload_controller, write_workload_status, JobError, Shared};
+use super::context::{store, write_workload_status, JobError, Shared};
 use crate::{
     api::kueue::v1beta2 as api,
     queueing::check_states::{step, Step},
@@ -61,12 +61,12 @@ pub async fn run(shared: Shared) {
         (),
     )
     .predicate_filter(predicates::generation, Default::default());
+    let controller = shared.workloads().controller();
     let ctx = Arc::new(Ctx {
         shared,
         cluster_queues,
         local_queues,
     });
-    let controller = workload_controller(client.clone());
     let all = controller.store();
     // A queue's checks changed: look at its Workloads again.
     let by_queue = move |cq: api::ClusterQueue| {

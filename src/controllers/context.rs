@@ -5,7 +5,12 @@
 //! controller; every controller may import it (see `tests/architecture.rs`).
 
 use crate::vocabulary::pointer::At;
-use std::time::Duration;
+use std::{
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use futures::{channel::mpsc, Stream, StreamExt};
 
 use k8s_openapi::api::{core::v1::ObjectReference, scheduling::v1::PriorityClass};
 use kube::{
@@ -77,6 +82,8 @@ pub struct Shared {
     leading: tokio::sync::watch::Receiver<bool>,
     /// When a reconcile that waited for the Lease saw it taken.
     took_over: std::sync::Arc<std::sync::OnceLock<tokio::time::Instant>>,
+    /// Started by the first controller that asks for it.
+    workloads: Arc<OnceLock<WorkloadFeed>>,
 }
 
 impl Shared {
@@ -129,6 +136,7 @@ impl Shared {
             client,
             leading,
             took_over: Default::default(),
+            workloads: Default::default(),
         };
         let _ = shared.flavors.wait_until_ready().await;
         let _ = shared.workload_classes.wait_until_ready().await;
@@ -148,6 +156,7 @@ impl Shared {
             client,
             leading: tokio::sync::watch::channel(true).1,
             took_over: Default::default(),
+            workloads: Default::default(),
         }
     }
 
@@ -186,6 +195,12 @@ impl Shared {
     /// Whether this replica leads now.
     pub fn leads(&self) -> bool {
         *self.leading.borrow()
+    }
+
+    /// The watch of every Workload, started on the first call.
+    pub fn workloads(&self) -> &WorkloadFeed {
+        self.workloads
+            .get_or_init(|| WorkloadFeed::start(self.client.clone()))
     }
 }
 
@@ -252,27 +267,83 @@ where
     reader
 }
 
-/// A controller over every Workload, for the check controllers: its cache
-/// keeps each Workload without its managedFields. Three managers write a
-/// Workload, so they are most of it, and nothing that reads this cache
-/// looks at them (a status patch is vetted against the rest of the
-/// object).
-pub fn workload_controller(client: Client) -> kube::runtime::Controller<api::Workload> {
-    let writer = reflector::store::Writer::default();
-    let reader = writer.as_reader();
-    let workloads = watcher(
-        Api::<api::Workload>::all(client),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .modify(|w: &mut api::Workload| w.managed_fields_mut().clear());
-    let triggers = crate::cluster::watch::ready_objects(
-        "workloads.kueue.x-k8s.io".into(),
-        workloads,
-        writer,
-        (),
-    );
-    kube::runtime::Controller::for_stream(triggers, reader)
+/// One watch of every Workload, shared by the controllers that read them
+/// all (admission checks, provisioning, MultiKueue dispatch, node
+/// failure): one list, one cache and one decode per change instead of one
+/// per controller. Its cache keeps each Workload without its
+/// managedFields: three managers write a Workload, so they are most of it,
+/// and nothing that reads this cache looks at them (a status patch is
+/// vetted against the rest of the object).
+#[derive(Clone)]
+pub struct WorkloadFeed {
+    store: Store<api::Workload>,
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<api::Workload>>>>>,
+}
+
+impl WorkloadFeed {
+    fn start(client: Client) -> Self {
+        let writer = reflector::store::Writer::default();
+        let store = writer.as_reader();
+        let events = watcher(
+            Api::<api::Workload>::all(client),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .modify(|w: &mut api::Workload| w.managed_fields_mut().clear());
+        let changes = crate::cluster::watch::ready_objects(
+            "workloads.kueue.x-k8s.io".into(),
+            events,
+            writer,
+            (),
+        );
+        Self::over(store, changes)
+    }
+
+    /// A feed of `changes`, each already in `store` when it comes.
+    pub fn over<S>(store: Store<api::Workload>, changes: S) -> Self
+    where
+        S: Stream<Item = Result<api::Workload, watcher::Error>> + Send + 'static,
+    {
+        let feed = WorkloadFeed {
+            store,
+            subscribers: Arc::default(),
+        };
+        let subscribers = feed.subscribers.clone();
+        tokio::spawn(async move {
+            let mut changes = std::pin::pin!(changes);
+            while let Some(change) = changes.next().await {
+                // Errors are logged and counted where the watch is read.
+                let Ok(wl) = change else { continue };
+                let wl = Arc::new(wl);
+                let mut subs = subscribers.lock().unwrap_or_else(|e| e.into_inner());
+                subs.retain(|tx| tx.unbounded_send(wl.clone()).is_ok());
+            }
+        });
+        feed
+    }
+
+    /// Every change from now on, after what the cache holds now: a
+    /// controller started late misses nothing. Under the subscribers' lock,
+    /// so no change falls between the replay and the first one sent.
+    pub fn subscribe(&self) -> impl Stream<Item = Arc<api::Workload>> + Send + 'static {
+        let (tx, rx) = mpsc::unbounded();
+        let mut subs = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        for wl in self.store.state() {
+            let _ = tx.unbounded_send(wl);
+        }
+        subs.push(tx);
+        rx
+    }
+
+    /// The cache (filled once the first list is in).
+    pub fn store(&self) -> Store<api::Workload> {
+        self.store.clone()
+    }
+
+    /// A controller over every Workload, triggered by this feed.
+    pub fn controller(&self) -> kube::runtime::Controller<api::Workload> {
+        kube::runtime::Controller::for_shared_stream(self.subscribe(), self.store())
+    }
 }
 
 /// Resolves once the kind is served, polling while its CRD is missing.
@@ -544,4 +615,92 @@ fn job_recorder(client: &Client) -> Recorder {
             instance: std::env::var("HOSTNAME").ok(),
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::watcher::Event;
+
+    fn wl(name: &str, rv: &str) -> api::Workload {
+        serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv},
+            "spec": {"queueName": "lq", "podSets": [{"name": "main", "count": 1,
+                "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]}
+        }))
+        .unwrap()
+    }
+
+    /// A feed over a channel of watch events, as the apiserver would send.
+    fn feed() -> (
+        WorkloadFeed,
+        mpsc::UnboundedSender<Result<Event<api::Workload>, watcher::Error>>,
+    ) {
+        let (tx, rx) = mpsc::unbounded();
+        let writer = reflector::store::Writer::default();
+        let store = writer.as_reader();
+        let changes = crate::cluster::watch::ready_objects("workloads.test".into(), rx, writer, ());
+        (WorkloadFeed::over(store, changes), tx)
+    }
+
+    async fn next(s: &mut (impl Stream<Item = Arc<api::Workload>> + Unpin)) -> String {
+        let wl = tokio::time::timeout(Duration::from_secs(5), s.next())
+            .await
+            .expect("a change within 5 s")
+            .expect("the feed is open");
+        format!(
+            "{}@{}",
+            wl.name_any(),
+            wl.resource_version().unwrap_or_default()
+        )
+    }
+
+    /// Each controller on the shared watch must see what its own watch
+    /// would have shown it: one subscribed before the first list and one
+    /// subscribed after it both see every Workload, and both see a later
+    /// change.
+    #[tokio::test]
+    async fn every_subscriber_sees_every_change_early_or_late() {
+        let (feed, tx) = feed();
+        let mut early = Box::pin(feed.subscribe());
+        for ev in [
+            Event::Init,
+            Event::InitApply(wl("a", "1")),
+            Event::InitApply(wl("b", "2")),
+            Event::InitDone,
+        ] {
+            tx.unbounded_send(Ok(ev)).unwrap();
+        }
+        let mut seen = vec![next(&mut early).await, next(&mut early).await];
+        seen.sort();
+        assert_eq!(seen, ["a@1", "b@2"]);
+        feed.store().wait_until_ready().await.unwrap();
+
+        let mut late = Box::pin(feed.subscribe());
+        let mut seen = vec![next(&mut late).await, next(&mut late).await];
+        seen.sort();
+        assert_eq!(seen, ["a@1", "b@2"], "a late subscriber is given the cache");
+
+        tx.unbounded_send(Ok(Event::Apply(wl("a", "3")))).unwrap();
+        assert_eq!(next(&mut early).await, "a@3");
+        assert_eq!(next(&mut late).await, "a@3");
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_gone_does_not_stop_the_others() {
+        let (feed, tx) = feed();
+        let gone = feed.subscribe();
+        let mut kept = Box::pin(feed.subscribe());
+        drop(gone);
+        tx.unbounded_send(Ok(Event::Apply(wl("a", "1")))).unwrap();
+        tx.unbounded_send(Ok(Event::Apply(wl("b", "2")))).unwrap();
+        assert_eq!(next(&mut kept).await, "a@1");
+        assert_eq!(next(&mut kept).await, "b@2");
+        assert_eq!(
+            feed.subscribers.lock().unwrap().len(),
+            1,
+            "the closed subscriber is dropped"
+        );
+    }
 }

@@ -13,14 +13,11 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
-use futures::{future::Either, StreamExt};
+use futures::{future::Either, FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{
@@ -82,7 +79,7 @@ pub async fn run(shared: Shared) {
     let client = shared.client.clone();
     let (nodes, node_writer) = reflector::store::<Node>();
     let (pods, pod_writer) = reflector::store::<Pod>();
-    let (workloads, wl_writer) = reflector::store::<api::Workload>();
+    let workloads = shared.workloads().store();
     let node_events = watcher::watcher(Api::<Node>::all(client.clone()), Default::default())
         .default_backoff()
         .modify(trim);
@@ -93,27 +90,6 @@ pub async fn run(shared: Shared) {
     .default_backoff()
     .modify(trim)
     .reflect(pod_writer);
-    let wl_events = watcher::watcher(
-        Api::<api::Workload>::all(client.clone()),
-        Default::default(),
-    )
-    .default_backoff()
-    .modify(trim)
-    .reflect(wl_writer);
-    // A pass on empty caches would see no Workload on the node and never
-    // look again: passes wait for both first lists.
-    let wl_synced = Arc::new(AtomicBool::new(false));
-    tokio::spawn({
-        let synced = wl_synced.clone();
-        async move {
-            let mut wl_events = std::pin::pin!(wl_events);
-            while let Some(ev) = wl_events.next().await {
-                if let Ok(Event::InitDone) = ev {
-                    synced.store(true, Ordering::Release);
-                }
-            }
-        }
-    });
     let mut pods_synced = false;
     let mut node_writer = node_writer;
     let mut node_events = std::pin::pin!(node_events);
@@ -166,7 +142,11 @@ pub async fn run(shared: Shared) {
                         wake(&due, node, now + RETRY);
                         continue;
                     }
-                    let synced = pods_synced && wl_synced.load(Ordering::Acquire);
+                    // A pass on empty caches would see no Workload on the
+                    // node and never look again: passes wait for both
+                    // first lists.
+                    let synced = pods_synced
+                        && workloads.wait_until_ready().now_or_never().is_some();
                     let done = if synced {
                         pass(&shared, &nodes, &pods, &workloads, &node).await
                     } else {

@@ -26,8 +26,7 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use super::context::{
-    admission_pod_set_infos, delete_by_uid, params, store, workload_controller,
-    write_workload_status, JobError, Shared,
+    admission_pod_set_infos, delete_by_uid, params, store, write_workload_status, JobError, Shared,
 };
 use crate::vocabulary::keys;
 use crate::{
@@ -192,7 +191,7 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
 /// The Workloads' requests and check states.
 async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
     let client = ctx.shared.client.clone();
-    let controller = workload_controller(client.clone());
+    let controller = ctx.shared.workloads().controller();
     let all = controller.store();
     let all2 = all.clone();
     // A check or config changed: look again at the Workloads with checks.

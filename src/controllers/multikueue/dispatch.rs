@@ -27,9 +27,7 @@ use tracing::{debug, info};
 use super::Ctx;
 use crate::{
     api::kueue::v1beta2::{self as api, check_state, MULTIKUEUE_CONTROLLER},
-    controllers::context::{
-        delete_by_uid, params, remove_workload_finalizer, workload_controller, JobError,
-    },
+    controllers::context::{delete_by_uid, params, remove_workload_finalizer, JobError},
     multikueue::{
         dispatch::{self, Action, Dispatcher, Facts, JobKind, Worker},
         gc,
@@ -236,11 +234,6 @@ pub(super) async fn run(
             futures::future::ready(())
         })
         .await;
-}
-
-/// The local Workloads' controller the dispatch runs on.
-pub(super) fn workloads(client: Client) -> kube::runtime::Controller<api::Workload> {
-    workload_controller(client)
 }
 
 fn error_policy(_: Arc<api::Workload>, e: &JobError, _: Arc<Ctx>) -> Requeue {

@@ -143,7 +143,7 @@ pub async fn run(
             ..k
         }));
     }
-    let workloads = dispatch::workloads(client);
+    let workloads = shared.workloads().controller();
     let (wake, wakes) = futures::channel::mpsc::unbounded();
     let (links, linked) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(Ctx {
