@@ -3,14 +3,14 @@
 //! preemptor that keeps its place while its victims are being evicted.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::workload::Workload;
 
 /// Queue order: higher priority, then older, then UID; the key only keeps
 /// distinct workloads distinct, and the shape rides along for
-/// [`PendingQueue::set_aside_matching`].
+/// [`PendingQueue::set_aside_alike`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct QueueOrder {
     priority: Reverse<i32>,
@@ -64,6 +64,10 @@ pub(crate) struct PendingQueue {
     sticky: bool,
     /// Kept as entries come and go (see [`Self::waiting`]).
     by_local_queue: HashMap<LocalQueueKey, Waiting>,
+    /// Shapes set aside since the last requeue (Kueue's
+    /// `hashToBulkMoveReason`): a newcomer of one of them is set aside
+    /// without a try, as the head like it failed.
+    failed_shapes: HashSet<u64>,
 }
 
 impl PendingQueue {
@@ -72,6 +76,19 @@ impl PendingQueue {
         if self.queued.insert(order) {
             self.count(lq, 1, 0);
         }
+    }
+
+    /// Queues a workload new to this queue; one shaped like a head that
+    /// failed since the last requeue is set aside at once (Kueue's
+    /// `PushOrUpdate` with `SchedulingEquivalenceHashing`, on by default).
+    /// Returns whether it was set aside.
+    pub fn push_new(&mut self, order: QueueOrder) -> bool {
+        if self.failed_shapes.contains(&order.shape) {
+            self.set_aside(order);
+            return true;
+        }
+        self.push(order);
+        false
     }
 
     pub fn set_aside(&mut self, order: QueueOrder) {
@@ -172,6 +189,7 @@ impl PendingQueue {
 
     /// Moves every set-aside workload back into the queue.
     pub fn requeue_inadmissible(&mut self) -> bool {
+        self.failed_shapes.clear();
         if self.inadmissible.is_empty() {
             return false;
         }
@@ -182,9 +200,16 @@ impl PendingQueue {
         true
     }
 
+    /// Sets aside the queued workloads shaped like the head that just
+    /// failed, and those that come until the next requeue.
+    pub fn set_aside_alike(&mut self, shape: u64) {
+        self.failed_shapes.insert(shape);
+        self.set_aside_matching(|o| o.shape == shape);
+    }
+
     /// Sets aside the queued workloads `same` picks (those that would fail
     /// like the head that just failed).
-    pub fn set_aside_matching(&mut self, mut same: impl FnMut(&QueueOrder) -> bool) {
+    fn set_aside_matching(&mut self, mut same: impl FnMut(&QueueOrder) -> bool) {
         let inadmissible = &mut self.inadmissible;
         let by_local_queue = &mut self.by_local_queue;
         self.queued.retain(|o| {
@@ -205,6 +230,12 @@ impl PendingQueue {
     /// Whether a workload is set aside.
     pub fn has_set_aside(&self) -> bool {
         !self.inadmissible.is_empty()
+    }
+
+    /// Whether a requeue would change anything: a workload set aside, or
+    /// a shape newcomers are set aside by.
+    pub fn awaits_requeue(&self) -> bool {
+        self.has_set_aside() || !self.failed_shapes.is_empty()
     }
 
     /// Whether a workload waits in order (not set aside).
@@ -345,5 +376,33 @@ mod tests {
         assert_eq!(q.len(), 1);
         assert!(q.requeue_inadmissible());
         assert_eq!(q.pop(), Some(a));
+    }
+
+    /// Kueue's equivalence hashing: once a head fails, the queued workloads
+    /// shaped like it and those that come after it are set aside untried,
+    /// until the next requeue; other shapes queue as before.
+    #[test]
+    fn newcomers_shaped_like_a_failed_head_wait_for_the_requeue() {
+        let shaped = |name: &str, shape: u64| {
+            let mut o = order(name, 1, 10, name);
+            o.shape = shape;
+            o
+        };
+        let mut q = PendingQueue::default();
+        q.push(shaped("queued-alike", 1));
+        q.push(shaped("queued-other", 2));
+        q.set_aside_alike(1);
+        assert_eq!(q.set_aside_len(), 1);
+        assert!(q.push_new(shaped("new-alike", 1)));
+        assert!(!q.push_new(shaped("new-other", 2)));
+        assert_eq!(q.set_aside_len(), 2);
+        let first = q.pop().unwrap();
+        assert!(first.key.ends_with("other"), "{}", first.key);
+        assert!(q.awaits_requeue());
+        assert!(q.requeue_inadmissible());
+        // After the requeue the shape is tried again.
+        assert!(!q.push_new(shaped("later-alike", 1)));
+        assert!(!q.awaits_requeue());
+        assert_eq!(q.len(), 4);
     }
 }

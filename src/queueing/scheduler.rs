@@ -326,8 +326,22 @@ pub struct Engine {
     superseded: BTreeMap<String, Arc<str>>,
     /// See [`Engine::defer`].
     deferring: bool,
+    /// See [`Engine::set_requeue_batch`].
+    requeue_batch: Option<i64>,
+    /// Released quota not yet given a due time (see [`Engine::requeue_due`]).
+    requeue_asked: BTreeSet<RequeueTree>,
+    /// When each tree's set-aside workloads go back to their queues.
+    requeue_at: BTreeMap<RequeueTree, i64>,
     /// ClusterQueues added while deferring, not yet in the quota tree.
     added: BTreeSet<String>,
+}
+
+/// What a batched requeue puts back: a Cohort tree by its root, or a
+/// ClusterQueue without a Cohort (the names may be alike).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum RequeueTree {
+    Tree(String),
+    Alone(String),
 }
 
 /// Whether two Workloads are slices of one job: same namespace and a
@@ -1347,7 +1361,11 @@ impl Engine {
     /// Indexes the queue under its tree's root if it has set-aside
     /// workloads. Called wherever workloads are set aside.
     pub(super) fn note_set_aside(&mut self, cq: &str) {
-        if !self.queues.get(cq).is_some_and(PendingQueue::has_set_aside) {
+        if !self
+            .queues
+            .get(cq)
+            .is_some_and(PendingQueue::awaits_requeue)
+        {
             return;
         }
         if let Some(root) = self.quota.root_of(cq) {
@@ -1365,6 +1383,14 @@ impl Engine {
     /// the index rather than the tree: the cost is the queues that have
     /// some, not the size of the tree.
     fn requeue_tree_of(&mut self, cq: &str) {
+        if self.requeue_batch.is_some() {
+            let tree = match self.quota.root_of(cq) {
+                Some(root) => RequeueTree::Tree(root.to_string()),
+                None => RequeueTree::Alone(cq.to_string()),
+            };
+            self.requeue_asked.insert(tree);
+            return;
+        }
         self.requeue_inadmissible([cq]);
         #[cfg(test)]
         if self.by_walk {
@@ -1382,6 +1408,55 @@ impl Engine {
         if let Some(set) = self.set_aside_by_root.remove(root) {
             self.requeue_inadmissible(set.iter().map(String::as_str));
         }
+    }
+
+    /// Requeues released quota batches (see [`Engine::set_requeue_batch`]):
+    /// those asked for since the last look are due `batch` from `now`
+    /// (an earlier due time is kept, as a delaying workqueue does); those
+    /// due by `now` put their set-aside workloads back. Returns whether a
+    /// queue got any back: the shell runs a cycle then.
+    pub fn requeue_due(&mut self, now: i64) -> bool {
+        self.join_added();
+        let Some(batch) = self.requeue_batch else {
+            return false;
+        };
+        for tree in std::mem::take(&mut self.requeue_asked) {
+            self.requeue_at.entry(tree).or_insert(now + batch);
+        }
+        let due: Vec<RequeueTree> = self
+            .requeue_at
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(t, _)| t.clone())
+            .collect();
+        let mut moved = false;
+        for tree in due {
+            self.requeue_at.remove(&tree);
+            let cqs: Vec<String> = match tree {
+                RequeueTree::Alone(cq) => vec![cq],
+                RequeueTree::Tree(root) => self
+                    .set_aside_by_root
+                    .remove(&root)
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+            };
+            for cq in cqs {
+                if let Some(q) = self.queues.get_mut(&cq) {
+                    moved |= q.requeue_inadmissible();
+                }
+            }
+        }
+        moved
+    }
+
+    /// Set-aside workloads try again at most once per `batch` (ms) per
+    /// Cohort tree after quota is released, `batch` after the first
+    /// release (Kueue's inadmissible-workload requeuer, 1 s); `None`, as
+    /// in tests, at once. Changes of configuration requeue at once
+    /// either way.
+    pub fn set_requeue_batch(&mut self, batch: Option<i64>) {
+        self.requeue_batch = batch;
     }
 
     /// The map's own copy of `key`, to share.
@@ -1467,7 +1542,9 @@ impl Engine {
                 };
                 let order = QueueOrder::of(k, &rec.wl);
                 if let Some(q) = self.queues.get_mut(&*cq) {
-                    q.push(order);
+                    if q.push_new(order) {
+                        self.note_set_aside(&cq);
+                    }
                 }
                 if let Some(mut rec) = self.workloads.get_mut(key) {
                     rec.state = State::Queued { cq: cq.clone() };

@@ -396,11 +396,14 @@ impl Workload {
     }
 
     /// A hash of what decides whether and where the workload fits (its
-    /// namespace and pod sets): workloads alike here fail alike (Kueue's
+    /// namespace, priority and pod sets): workloads alike here fail alike (Kueue's
     /// scheduling equivalence). Deterministic (fixed-key SipHash).
     pub(crate) fn shape_hash(&self) -> u64 {
         let mut h = DefaultHasher::new();
         self.namespace.hash(&mut h);
+        // A higher priority may preempt where its like could not (Kueue's
+        // scheduling hash has the effective priority too).
+        self.priority.hash(&mut h);
         self.pod_sets.hash(&mut h);
         // Reclaimable pods change what it asks for (`after_reclaim`).
         self.readiness.reclaimable.hash(&mut h);

@@ -121,6 +121,11 @@ const QUEUE_STATUS_PERIOD: Duration = Duration::from_secs(1);
 /// under load they are the writes that wait, never admissions.
 const PENDING_DELAY: Duration = Duration::from_millis(250);
 const PENDING_EVERY: Duration = Duration::from_millis(100);
+/// Released quota lets set-aside Workloads try again at most this often
+/// per Cohort tree, this long after the first release (Kueue's
+/// `requeueBatchPeriod`); looked at every [`PENDING_EVERY`]. Each try of
+/// a head that still does not fit is a pending reason written.
+const REQUEUE_BATCH: Duration = Duration::from_secs(1);
 
 enum Input {
     Flavor(Event<api::ResourceFlavor>),
@@ -603,6 +608,8 @@ impl Controller {
             c.listings[kind].done = !dra_served;
         }
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
+        c.engine
+            .set_requeue_batch(Some(REQUEUE_BATCH.as_millis() as i64));
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);
@@ -685,6 +692,9 @@ impl Controller {
                     }
                 }
                 _ = pending_tick.tick(), if leads => {
+                    if c.started && c.engine.requeue_due(now_ms()) {
+                        c.cycle();
+                    }
                     c.flush_pending();
                     if c.devices.pools_changed() {
                         c.engine.requeue_set_aside();

@@ -92,6 +92,7 @@ impl Engine {
     /// Runs one admission cycle at time `now` (ms since the epoch).
     pub fn schedule(&mut self, now: i64) -> Cycle {
         self.join_added();
+        self.requeue_due(now);
         self.cycle_tas.clear();
         let mut cycle = Cycle::default();
         // Workloads updated since the last cycle: a failed node of theirs
@@ -634,7 +635,7 @@ impl Engine {
                     (Some(QueueingStrategy::BestEffortFIFO), Requeue::SetAsideAlike) => {
                         // Same shape hash: a (2^-64) collision only sets a
                         // workload aside until quota frees up again.
-                        q.set_aside_matching(|o| o.shape == order.shape);
+                        q.set_aside_alike(order.shape);
                         q.set_aside(order.clone());
                         moved = true;
                     }

@@ -288,6 +288,59 @@ fn workloads_that_would_fail_alike_are_set_aside_together() {
     assert_eq!(settle(&mut e, 2), [key("same-1")]);
 }
 
+/// Kueue's equivalence hashing (on by default since 0.18): a newcomer
+/// shaped like a head that just failed is set aside untried, so it gets
+/// no pending reason of its own; quota freed brings it back.
+#[test]
+fn a_newcomer_like_a_failed_head_is_set_aside_untried() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    e.upsert_workload(wl("running", "a", 0, 0, 1));
+    admit_all(&mut e, 0);
+    e.upsert_workload(wl("first", "a", 0, 1, 1));
+    assert!(pending(&run(&mut e, 1), "first").is_some());
+    e.upsert_workload(wl("later", "a", 0, 2, 1));
+    e.upsert_workload(wl("bigger", "a", 0, 3, 2));
+    let c = run(&mut e, 2);
+    assert_eq!(pending(&c, "later"), None, "not tried: no reason written");
+    assert!(pending(&c, "bigger").is_some(), "another shape is tried");
+    assert_eq!(e.pending_workloads("a").len(), 3);
+    e.finish_workload(&key("running"));
+    assert_eq!(settle(&mut e, 3), [key("first")]);
+    e.finish_workload(&key("first"));
+    assert_eq!(settle(&mut e, 4), [key("later")]);
+}
+
+/// Batched requeue (Kueue's requeuer, `requeueBatchPeriod`): quota freed
+/// in a Cohort brings its set-aside workloads back once, the batch after
+/// the first release, however many releases came in between.
+#[test]
+fn released_quota_requeues_the_set_aside_once_per_batch() {
+    let mut e = engine(
+        &["default"],
+        vec![
+            cq("a", Some("c"), &[("default", 1)]),
+            cq("b", Some("c"), &[("default", 2)]),
+        ],
+    );
+    e.set_requeue_batch(Some(1000));
+    for (name, t) in [("b1", 0), ("b2", 1), ("a1", 2)] {
+        let q = if name.starts_with('a') { "a" } else { "b" };
+        e.upsert_workload(wl(name, q, 0, t, 1));
+    }
+    assert_eq!(admit_all(&mut e, 0).len(), 3);
+    e.upsert_workload(wl("waits", "a", 0, 5, 2));
+    assert!(pending(&run(&mut e, 10), "waits").is_some());
+    // Two releases in the Cohort, at 100 and 600: due at 1,100.
+    e.finish_workload(&key("b1"));
+    assert!(settle(&mut e, 100).is_empty(), "set aside until the batch");
+    e.finish_workload(&key("b2"));
+    assert!(settle(&mut e, 600).is_empty());
+    assert!(!e.requeue_due(1099));
+    assert!(e.requeue_due(1100), "back in its queue at 1,100");
+    assert_eq!(settle(&mut e, 1100), [key("waits")]);
+    assert!(!e.requeue_due(5000), "nothing asked since");
+}
+
 #[test]
 fn one_cycle_never_admits_past_the_cohort_and_less_borrowing_goes_first() {
     let mut e = engine(
