@@ -1441,11 +1441,7 @@ impl Engine {
                     .flatten()
                     .collect(),
             };
-            for cq in cqs {
-                if let Some(q) = self.queues.get_mut(&cq) {
-                    moved |= q.requeue_inadmissible();
-                }
-            }
+            moved |= self.requeue_inadmissible(cqs.iter().map(String::as_str));
         }
         moved
     }
@@ -1758,12 +1754,15 @@ impl Engine {
         self.place(key);
     }
 
-    fn requeue_inadmissible<'a>(&mut self, cqs: impl IntoIterator<Item = &'a str>) {
+    /// Puts the set-aside workloads of `cqs` back; whether any came back.
+    fn requeue_inadmissible<'a>(&mut self, cqs: impl IntoIterator<Item = &'a str>) -> bool {
+        let mut moved = false;
         for cq in cqs {
             if let Some(q) = self.queues.get_mut(cq) {
-                q.requeue_inadmissible();
+                moved |= q.requeue_inadmissible();
             }
         }
+        moved
     }
 }
 

@@ -396,8 +396,8 @@ impl Workload {
     }
 
     /// A hash of what decides whether and where the workload fits (its
-    /// namespace, priority and pod sets): workloads alike here fail alike (Kueue's
-    /// scheduling equivalence). Deterministic (fixed-key SipHash).
+    /// namespace, priority and pod sets): workloads alike here fail alike
+    /// (Kueue's scheduling equivalence). Deterministic (fixed-key SipHash).
     pub(crate) fn shape_hash(&self) -> u64 {
         let mut h = DefaultHasher::new();
         self.namespace.hash(&mut h);
