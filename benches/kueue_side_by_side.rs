@@ -65,7 +65,10 @@
 //! checker computes and its verdict, the quota the Workloads held as the
 //! runner saw it (last admission to `Finished`, from `wlStates.csv`; what
 //! the usage should come to if the status is right) with each class's mean
-//! hold against its runtime, and the load average before and after. The
+//! hold against its runtime, the mean time the apiserver took over a
+//! write of a Workload's status (the runner finishes Workloads five writes
+//! at a time, so its wall has that mean times its writes over five as a
+//! floor), and the load average before and after. The
 //! summary gives each metric's ratio per adjacent pair of runs with its
 //! spread, the CPU model and the load range, and no ratio at all from
 //! fewer than 4 pairs (a shared machine moves a ratio more than that).
@@ -498,6 +501,9 @@ struct ReqStat {
     conflicts: f64,
     /// Bytes of the responses (`apiserver_response_sizes_sum`).
     sent: f64,
+    /// Seconds the apiserver took answering them
+    /// (`apiserver_request_duration_seconds_sum`).
+    took_s: f64,
 }
 
 /// Request bodies the apiserver received, bytes by (verb, resource) as
@@ -611,6 +617,10 @@ fn label<'a>(labels: &'a str, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// The runner's reconcile workers for Workloads (its manager's
+/// `GroupKindConcurrency`, v0.17.1).
+const RUNNER_WORKERS: f64 = 5.0;
+
 /// The apiserver's counters: requests, 409s and response bytes by verb,
 /// resource and subresource, and request body bytes.
 fn apiserver_requests(
@@ -624,6 +634,7 @@ fn apiserver_requests(
         enum Which {
             Requests,
             Responses,
+            Took,
             Bodies,
         }
         if let Some(r) = line.strip_prefix("etcd_requests_total{") {
@@ -644,6 +655,8 @@ fn apiserver_requests(
             (Which::Requests, r)
         } else if let Some(r) = line.strip_prefix("apiserver_response_sizes_sum{") {
             (Which::Responses, r)
+        } else if let Some(r) = line.strip_prefix("apiserver_request_duration_seconds_sum{") {
+            (Which::Took, r)
         } else if let Some(r) = line.strip_prefix("apiserver_request_body_size_bytes_sum{") {
             (Which::Bodies, r)
         } else {
@@ -689,6 +702,7 @@ fn apiserver_requests(
                 }
             }
             Which::Responses => s.sent += v,
+            Which::Took => s.took_s += v,
             Which::Bodies => unreachable!(),
         }
     }
@@ -707,6 +721,7 @@ fn requests_delta(
                 count: a.count - b.count,
                 conflicts: a.conflicts - b.conflicts,
                 sent: a.sent - b.sent,
+                took_s: a.took_s - b.took_s,
             };
             (key.clone(), d)
         })
@@ -786,6 +801,34 @@ impl RunResult {
     }
     fn held_usage(&self) -> f64 {
         self.usage_pct.first().map_or(0.0, |u| u.3)
+    }
+    /// Mean ms the apiserver took over a write of a Workload's status,
+    /// `PATCH` or `APPLY`, every client's (the runner's `Finished` and
+    /// eviction applies are among them).
+    fn status_write_ms(&self) -> f64 {
+        let (n, took) = ["PATCH", "APPLY"]
+            .iter()
+            .filter_map(|verb| {
+                let key = (
+                    verb.to_string(),
+                    "workloads".to_string(),
+                    "status".to_string(),
+                );
+                self.requests.get(&key)
+            })
+            .fold((0.0, 0.0), |(n, t), s| (n + s.count, t + s.took_s));
+        if n > 0.0 {
+            took * 1e3 / n
+        } else {
+            0.0
+        }
+    }
+    /// The wall the runner's own writes take at that mean: it finishes
+    /// Workloads and completes evictions from [`RUNNER_WORKERS`] reconcile
+    /// workers, each waiting for its write, so at most that many are in
+    /// flight.
+    fn runner_serial_s(&self) -> f64 {
+        (self.finished + self.evictions) as f64 * self.status_write_ms() / 1e3 / RUNNER_WORKERS
     }
 }
 
@@ -1571,6 +1614,14 @@ fn print_run(i: usize, r: &RunResult) {
         "    run {i} admitted -> Finished as the runner saw it, mean: {}",
         holds.join(", ")
     );
+    println!(
+        "    run {i} a Workload status write (PATCH or APPLY, all clients) took {:.1} ms at the mean; the runner's {} Finished + {} eviction writes, {RUNNER_WORKERS} at a time, come to {:.1} s of the {:.1} s wall",
+        r.status_write_ms(),
+        r.finished,
+        r.evictions,
+        r.runner_serial_s(),
+        r.wall_s,
+    );
 }
 
 fn stats(v: &[f64]) -> (f64, f64, f64) {
@@ -1610,7 +1661,7 @@ fn compare(results: &[RunResult], a: System, b: System) {
     let (kq, bg) = (by(a), by(b));
     let paired = pairs(results, a, b);
     type Metric = (&'static str, &'static str, fn(&RunResult) -> f64);
-    let metrics: [Metric; 18] = [
+    let metrics: [Metric; 20] = [
         ("runner wall", "s", |r| r.wall_s),
         ("kube-apiserver CPU", "s", |r| r.apiserver_cpu_s),
         ("etcd CPU", "s", |r| r.etcd_cpu_s),
@@ -1639,6 +1690,10 @@ fn compare(results: &[RunResult], a: System, b: System) {
         ("held as the runner saw it", "%", |r| r.held_usage()),
         ("work done / (nominal x span)", "%", |r| r.work_usage()),
         ("finished Workloads", "", |r| r.finished as f64),
+        ("Workload status write, mean", "ms", |r| r.status_write_ms()),
+        ("the runner's writes, 5 at a time", "s", |r| {
+            r.runner_serial_s()
+        }),
     ];
     println!(
         "summary (mean, min-max over runs; ratio = {} / {} of each adjacent pair: mean [min-max] over {} pairs):",
