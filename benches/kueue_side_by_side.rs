@@ -1401,9 +1401,13 @@ fn one_run(
 /// The TAS run's premise, read with the runner held still right after it
 /// wrote its summary (before its cleanup deletes anything): the Nodes it
 /// made are all there, Ready, schedulable and untainted (the same node
-/// shape for both systems, to the end), and every Workload was admitted
-/// with a `topologyAssignment` on each of its pod sets (TAS really placed
-/// it).
+/// shape for both systems, to the end), and every admission there carries
+/// a `topologyAssignment` on each of its pod sets (TAS really placed it).
+/// A Workload with no admission left must be `Finished` and `Evicted`: the
+/// runner clears an evicted Workload's quota reservation even after it
+/// applied `Finished` (its reconcile looks at the eviction first), so a
+/// manager that evicts a Workload the runner has just finished leaves it
+/// so. Any other Workload without an admission fails the premise.
 struct TasPremise {
     nodes: u64,
     nodes_usable: u64,
@@ -1411,6 +1415,11 @@ struct TasPremise {
     /// Workloads whose `status.admission` has a `topologyAssignment` with
     /// levels on every pod set assignment.
     placed: u64,
+    /// Workloads with an admission that lacks a `topologyAssignment` on
+    /// some pod set.
+    admitted_unplaced: u64,
+    /// Workloads `Finished` and `Evicted` with no admission left.
+    finished_evicted: u64,
     /// Distinct lowest-level values (nodes) the assignments name.
     leaves_used: u64,
 }
@@ -1423,10 +1432,13 @@ impl TasPremise {
                 self.nodes, made.nodes, self.nodes_usable
             ));
         }
-        if self.workloads != made.total || self.placed != made.total {
+        if self.workloads != made.total
+            || self.admitted_unplaced > 0
+            || self.placed + self.finished_evicted != made.total
+        {
             return Some(format!(
-                "{} of the {} Workloads are there, {} of them admitted with a topologyAssignment",
-                self.workloads, made.total, self.placed
+                "{} of the {} Workloads are there: {} admitted with a topologyAssignment, {} admitted without one, {} finished and evicted with no admission left",
+                self.workloads, made.total, self.placed, self.admitted_unplaced, self.finished_evicted
             ));
         }
         None
@@ -1461,10 +1473,18 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
         "-o",
         "json",
     ])?;
-    let mut placed = 0;
+    let (mut placed, mut admitted_unplaced, mut finished_evicted) = (0, 0, 0);
     let mut leaves = std::collections::BTreeSet::new();
     for wl in &workloads {
-        let psas = wl["status"]["admission"]["podSetAssignments"]
+        let status = &wl["status"];
+        let condition = |t: &str| {
+            status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == t && c["status"] == "True")
+        };
+        let psas = status["admission"]["podSetAssignments"]
             .as_array()
             .cloned()
             .unwrap_or_default();
@@ -1474,7 +1494,13 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
                     .as_array()
                     .is_some_and(|l| !l.is_empty())
             });
-        placed += u64::from(all);
+        if all {
+            placed += 1;
+        } else if !status["admission"].is_null() {
+            admitted_unplaced += 1;
+        } else if condition("Finished") && condition("Evicted") {
+            finished_evicted += 1;
+        }
         for p in &psas {
             leaves.extend(leaf_values(&p["topologyAssignment"]));
         }
@@ -1484,6 +1510,8 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
         nodes_usable: usable,
         workloads: workloads.len() as u64,
         placed,
+        admitted_unplaced,
+        finished_evicted,
         leaves_used: leaves.len() as u64,
     })
 }
@@ -1601,8 +1629,8 @@ fn print_run(i: usize, r: &RunResult) {
     );
     if let Some(t) = &r.tas {
         println!(
-            "    run {i} TAS: {}/{} Workloads admitted with a topologyAssignment, on {} distinct nodes; {}/{} Nodes Ready, schedulable, untainted at the end",
-            t.placed, t.workloads, t.leaves_used, t.nodes_usable, t.nodes
+            "    run {i} TAS: {}/{} Workloads admitted with a topologyAssignment ({} finished and evicted with no admission left), on {} distinct nodes; {}/{} Nodes Ready, schedulable, untainted at the end",
+            t.placed, t.workloads, t.finished_evicted, t.leaves_used, t.nodes_usable, t.nodes
         );
     }
     let holds: Vec<String> = r
