@@ -1451,15 +1451,19 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
         let v: Json = serde_json::from_str(&cluster.run_kubectl(args)?)?;
         Ok(v["items"].as_array().cloned().unwrap_or_default())
     };
+    // Is the object's condition `t` True?
+    let condition = |obj: &Json, t: &str| {
+        obj["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == t && c["status"] == "True")
+    };
     let nodes = list(&["get", "nodes", "-l", "tas-node-group=tas", "-o", "json"])?;
     let usable = nodes
         .iter()
         .filter(|n| {
-            let ready = n["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            let ready = condition(n, "Ready");
             let tainted = n["spec"]["taints"]
                 .as_array()
                 .is_some_and(|t| !t.is_empty());
@@ -1477,13 +1481,6 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
     let mut leaves = std::collections::BTreeSet::new();
     for wl in &workloads {
         let status = &wl["status"];
-        let condition = |t: &str| {
-            status["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == t && c["status"] == "True")
-        };
         let psas = status["admission"]["podSetAssignments"]
             .as_array()
             .cloned()
@@ -1498,7 +1495,7 @@ fn tas_premise(cluster: &LocalCluster) -> Result<TasPremise, BoxError> {
             placed += 1;
         } else if !status["admission"].is_null() {
             admitted_unplaced += 1;
-        } else if condition("Finished") && condition("Evicted") {
+        } else if condition(wl, "Finished") && condition(wl, "Evicted") {
             finished_evicted += 1;
         }
         for p in &psas {
