@@ -108,7 +108,7 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
         // start unless the pod set is placed by topology.
         append_gates(
             raw,
-            &[gate.scheduling_gate.clone(), TOPOLOGY_GATE.to_string()],
+            &[gate.scheduling_gate.as_str(), TOPOLOGY_GATE],
             &mut ops,
         );
         // Kueue copies the rank the group names into its own label, which
@@ -128,7 +128,7 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
 }
 
 /// Adds the named scheduling gates the pod lacks, in order, in one write.
-fn append_gates(obj: &Value, names: &[String], ops: &mut Vec<PatchOp>) {
+fn append_gates(obj: &Value, names: &[&str], ops: &mut Vec<PatchOp>) {
     let current = obj.at("/spec/schedulingGates");
     if let Some(list) = crate::jobs::workload::with_gates(current, names) {
         let _ = patch::set_at(obj, &["spec", "schedulingGates"], Value::Array(list), ops);

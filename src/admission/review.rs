@@ -491,6 +491,10 @@ pub struct AdmissionResponse {
     pub patch: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// `patch` is [`AdmissionResponse::with_patch`]'s base64, which
+    /// needs no escaping in JSON.
+    #[serde(skip)]
+    pub(crate) patch_encoded: bool,
 }
 
 impl AdmissionResponse {
@@ -502,6 +506,7 @@ impl AdmissionResponse {
             patch_type: None,
             patch: None,
             warnings: Vec::new(),
+            patch_encoded: false,
         }
     }
 
@@ -535,6 +540,7 @@ impl AdmissionResponse {
         use base64::Engine;
         self.patch_type = Some("JSONPatch");
         self.patch = Some(base64::engine::general_purpose::STANDARD.encode(patch_json));
+        self.patch_encoded = true;
         self
     }
 
@@ -546,8 +552,9 @@ impl AdmissionResponse {
         let plain = self.status.is_none()
             && self.warnings.is_empty()
             && self.patch.as_ref().is_none_or(|p| {
-                p.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+                self.patch_encoded
+                    || p.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
             });
         if !plain {
             return self.serialized();

@@ -8,7 +8,7 @@
 //! patches out.
 
 use crate::vocabulary::pointer::At;
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
@@ -169,9 +169,11 @@ pub fn role_hash(pod: &Value) -> String {
     value(&mut doc, field("topologySpreadConstraints"));
     doc.extend_from_slice(b"}}");
     let digest = ring::digest::digest(&ring::digest::SHA256, &doc);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut hex = String::with_capacity(8);
     for b in &digest.as_ref()[..4] {
-        let _ = write!(hex, "{b:02x}");
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 15)]));
     }
     hex
 }
@@ -182,8 +184,20 @@ const CONTAINER_PORT: &[&str] = &["name", "hostPort", "containerPort", "protocol
 
 /// `v` as compact JSON (as `Value::to_string` writes it).
 fn value(doc: &mut Vec<u8>, v: &Value) {
-    // Writing a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *doc, v);
+    match v {
+        Value::Null => doc.extend_from_slice(b"null"),
+        // Most of a shape is plain strings (quantities, keys, operators):
+        // copied between quotes when nothing in them needs escaping.
+        Value::String(s) if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') => {
+            doc.push(b'"');
+            doc.extend_from_slice(s.as_bytes());
+            doc.push(b'"');
+        }
+        // Writing a Value into a Vec cannot fail.
+        _ => {
+            let _ = serde_json::to_writer(&mut *doc, v);
+        }
+    }
 }
 
 /// An object's key, after a comma unless it is the object's first.
@@ -215,10 +229,23 @@ fn list(doc: &mut Vec<u8>, v: &Value, mut item: impl FnMut(&mut Vec<u8>, &Value)
 
 /// An object of `order`'s fields that `v` sets, in that order.
 fn ordered(doc: &mut Vec<u8>, v: &Value, order: &[&str]) {
+    // One pass over the object's entries into the slots of `order`, not a
+    // lookup per field: a pod's tolerations are written on every create.
+    debug_assert!(order.len() <= 8, "more fields than slots");
+    let mut slots: [Option<&Value>; 8] = [None; 8];
+    if let Some(m) = v.as_object() {
+        for (k, x) in m {
+            if let Some(i) = order.iter().position(|o| o == k) {
+                if let Some(slot) = slots.get_mut(i) {
+                    *slot = Some(x).filter(|x| !x.is_null());
+                }
+            }
+        }
+    }
     doc.push(b'{');
     let first = &mut true;
-    for k in order {
-        if let Some(x) = v.get(*k).filter(|x| !x.is_null()) {
+    for (k, x) in order.iter().zip(slots) {
+        if let Some(x) = x {
             key(doc, first, k);
             value(doc, x);
         }

@@ -1022,13 +1022,17 @@ pub fn with_check_updates(
 
 /// `current` scheduling gates with the named gates it lacks appended, or
 /// `None` when it has them all.
-pub(crate) fn with_gates(current: Option<&Value>, names: &[String]) -> Option<Vec<Value>> {
+pub(crate) fn with_gates<S: AsRef<str>>(
+    current: Option<&Value>,
+    names: &[S],
+) -> Option<Vec<Value>> {
     let mut gates = match current {
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
     let before = gates.len();
     for n in names {
+        let n = n.as_ref();
         if !gates
             .iter()
             .any(|g| g.get("name").and_then(Value::as_str) == Some(n))

@@ -3,8 +3,6 @@
 //! Only `add` operations are produced, each at the deepest existing parent of
 //! an owned field, so nothing batchgate does not own is removed or rewritten.
 
-use std::borrow::Cow;
-
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -117,15 +115,25 @@ fn merge_into_earlier<T: AsRef<str>>(
     value: Value,
     ops: &mut [PatchOp],
 ) -> Result<(), Value> {
+    if ops.is_empty() {
+        return Err(value);
+    }
+    // Escaping is one-to-one, so an operation creates a parent of `tokens`
+    // exactly when its path is a proper prefix of theirs, ending at a `/`.
+    let mut full = String::with_capacity(64);
+    for t in tokens {
+        full.push('/');
+        push_escaped(&mut full, t.as_ref());
+    }
     for op in ops.iter_mut().rev() {
-        if op.op != "add" {
+        let created = op.path.as_str();
+        if op.op != "add"
+            || !full.starts_with(created)
+            || full.as_bytes().get(created.len()) != Some(&b'/')
+        {
             continue;
         }
-        let created = op.path.split('/').skip(1);
-        let depth = created.clone().count();
-        if depth >= tokens.len() || !created.zip(tokens).all(|(c, t)| unescape(c) == t.as_ref()) {
-            continue;
-        }
+        let depth = created.bytes().filter(|&b| b == b'/').count();
         let mut cur = &mut op.value;
         for t in &tokens[depth..tokens.len() - 1] {
             let Value::Object(map) = cur else {
@@ -142,14 +150,6 @@ fn merge_into_earlier<T: AsRef<str>>(
         return Ok(());
     }
     Err(value)
-}
-
-fn unescape(token: &str) -> Cow<'_, str> {
-    if token.contains('~') {
-        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-    } else {
-        Cow::Borrowed(token)
-    }
 }
 
 /// Sets `metadata.labels[key] = value`.
@@ -193,13 +193,32 @@ pub fn add_to_list(
     }
 }
 
-/// The patch as JSON bytes.
+/// The patch as JSON bytes, as serde writes `ops` (written by hand: every
+/// queued pod's answer carries four operations).
 pub fn to_json(ops: &[PatchOp]) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    match serde_json::to_writer(&mut out, ops) {
-        Ok(()) => out,
-        Err(_) => b"[]".to_vec(),
+    out.push(b'[');
+    for (i, op) in ops.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"op\":");
+        let written = serde_json::to_writer(&mut out, op.op)
+            .and_then(|()| {
+                out.extend_from_slice(b",\"path\":");
+                serde_json::to_writer(&mut out, &op.path)
+            })
+            .and_then(|()| {
+                out.extend_from_slice(b",\"value\":");
+                serde_json::to_writer(&mut out, &op.value)
+            });
+        if written.is_err() {
+            return b"[]".to_vec();
+        }
+        out.push(b'}');
     }
+    out.push(b']');
+    out
 }
 
 #[cfg(test)]
@@ -212,6 +231,30 @@ mod tests {
         let mut out = obj.clone();
         json_patch::patch(&mut out, &patch).unwrap();
         out
+    }
+
+    #[test]
+    fn written_as_serde_writes_the_operations() {
+        let ops = [
+            PatchOp {
+                op: "add",
+                path: "/metadata/labels/a~1b".into(),
+                value: json!("v\"q"),
+            },
+            PatchOp {
+                op: "add",
+                path: "/spec/schedulingGates".into(),
+                value: json!([{"name": "g"}, {"name": "h\u{1}"}]),
+            },
+            PatchOp {
+                op: "add",
+                path: "/spec/suspend".into(),
+                value: json!(true),
+            },
+        ];
+        for n in 0..=ops.len() {
+            assert_eq!(to_json(&ops[..n]), serde_json::to_vec(&ops[..n]).unwrap());
+        }
     }
 
     #[test]
@@ -331,7 +374,7 @@ mod tests {
             let mut out = String::from("/x/");
             push_escaped(&mut out, token);
             assert_eq!(out, format!("/x/{escaped}"), "{token:?}");
-            assert_eq!(unescape(escaped), token);
+            assert_eq!(escaped.replace("~1", "/").replace("~0", "~"), token);
         }
     }
 
