@@ -48,41 +48,51 @@ pub fn set_at<T: AsRef<str>>(
     value: Value,
     ops: &mut Vec<PatchOp>,
 ) -> Result<(), String> {
+    // The escaped path, written once: its prefixes are the paths of the
+    // parents, for the earlier operations and for the one added here.
+    let mut full = String::with_capacity(64);
+    for t in tokens {
+        full.push('/');
+        push_escaped(&mut full, t.as_ref());
+    }
     // An earlier operation of this patch may already create a parent of
     // `ptr` (two labels added to an object without labels, say): the value
     // goes inside that operation, or the second `add` would replace the first.
-    let value = match merge_into_earlier(tokens, value, ops) {
+    let value = match merge_into_earlier(&full, tokens, value, ops) {
         Ok(()) => return Ok(()),
         Err(value) => value,
     };
     let mut cur = obj;
-    let mut path = String::with_capacity(64);
+    // `full[..end]` is the path of the tokens walked so far.
+    let mut end = 0;
     for (i, t) in tokens.iter().enumerate() {
         let t = t.as_ref();
+        // An escaped token holds no `/`: the next one ends this token.
+        let next_end = full[end + 1..]
+            .find('/')
+            .map_or(full.len(), |p| end + 1 + p);
         // Pod templates inside lists (a JobSet's replicated jobs): step into
         // an existing element; elements are never created or replaced.
         if let Value::Array(items) = cur {
             match t.parse::<usize>().ok().and_then(|n| items.get(n)) {
                 Some(next) if i + 1 < tokens.len() => {
-                    path.push('/');
-                    path.push_str(t);
+                    end = next_end;
                     cur = next;
                     continue;
                 }
-                _ => return Err(path),
+                _ => break,
             }
         }
         let Value::Object(map) = cur else {
-            return Err(path);
+            break;
         };
-        path.push('/');
-        push_escaped(&mut path, t);
+        end = next_end;
         match map.get(t) {
             Some(next) if i + 1 == tokens.len() => {
                 if *next != value {
                     ops.push(PatchOp {
                         op: "add",
-                        path,
+                        path: full,
                         value,
                     });
                 }
@@ -95,9 +105,10 @@ pub fn set_at<T: AsRef<str>>(
                     m.insert(rest.as_ref().to_string(), nested);
                     nested = Value::Object(m);
                 }
+                full.truncate(end);
                 ops.push(PatchOp {
                     op: "add",
-                    path,
+                    path: full,
                     value: nested,
                 });
                 return Ok(());
@@ -105,26 +116,21 @@ pub fn set_at<T: AsRef<str>>(
             Some(next) => cur = next,
         }
     }
-    Err(path)
+    full.truncate(end);
+    Err(full)
 }
 
 /// Puts `value` inside the value of an earlier `add` that creates a parent
 /// of `tokens`; gives the value back when there is none.
 fn merge_into_earlier<T: AsRef<str>>(
+    full: &str,
     tokens: &[T],
     value: Value,
     ops: &mut [PatchOp],
 ) -> Result<(), Value> {
-    if ops.is_empty() {
-        return Err(value);
-    }
     // Escaping is one-to-one, so an operation creates a parent of `tokens`
-    // exactly when its path is a proper prefix of theirs, ending at a `/`.
-    let mut full = String::with_capacity(64);
-    for t in tokens {
-        full.push('/');
-        push_escaped(&mut full, t.as_ref());
-    }
+    // (escaped: `full`) exactly when its path is a proper prefix of theirs,
+    // ending at a `/`.
     for op in ops.iter_mut().rev() {
         let created = op.path.as_str();
         if op.op != "add"
