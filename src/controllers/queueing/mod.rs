@@ -15,7 +15,8 @@
 //! merge patch (`status.admission`, `QuotaReserved` and `Admitted` together);
 //! a pending reason is written only when its condition would change
 //! (status, reason or message — Kueue's `SetStatusCondition` rule), only
-//! once it has held [`PENDING_DELAY`], and only the latest one; events go
+//! once it has held [`PENDING_DELAY`], only the latest one, and one at a
+//! time ([`PENDING_WRITES`]); events go
 //! as Kueue records them ([`super::events`]); queue statuses at most once
 //! a second per queue, only on change.
 //!
@@ -105,8 +106,12 @@ const ADMISSION_WRITES: usize = 2;
 /// Evictions (and requeue marks) have their own lane: a preemptor waits for
 /// them, so they never queue behind admissions.
 const EVICTION_WRITES: usize = 2;
-/// Pending-reason updates: many, and never urgent.
-const PENDING_WRITES: usize = 4;
+/// Pending-reason updates: many, and never urgent. One at a time, at most
+/// one per [`PENDING_EVERY`]: each costs the apiserver a Workload write
+/// as an admission does, and under a burst most of them would go to
+/// Workloads admitted seconds later; Kueue writes one per head its
+/// scheduler could not admit, inside its rate-limited cycle.
+const PENDING_WRITES: usize = 1;
 /// Queue statuses are looked at this often and written at most this many
 /// at once (one per queue): under load, the queues written longest ago go
 /// first.
