@@ -179,8 +179,8 @@ pub fn role_hash(pod: &Value) -> String {
 }
 
 /// Go's field order of `corev1.Toleration` and `corev1.ContainerPort`.
-const TOLERATION: &[&str] = &["key", "operator", "value", "effect", "tolerationSeconds"];
-const CONTAINER_PORT: &[&str] = &["name", "hostPort", "containerPort", "protocol", "hostIP"];
+const TOLERATION: &[&str; 5] = &["key", "operator", "value", "effect", "tolerationSeconds"];
+const CONTAINER_PORT: &[&str; 5] = &["name", "hostPort", "containerPort", "protocol", "hostIP"];
 
 /// `v` as compact JSON (as `Value::to_string` writes it).
 fn value(doc: &mut Vec<u8>, v: &Value) {
@@ -228,17 +228,14 @@ fn list(doc: &mut Vec<u8>, v: &Value, mut item: impl FnMut(&mut Vec<u8>, &Value)
 }
 
 /// An object of `order`'s fields that `v` sets, in that order.
-fn ordered(doc: &mut Vec<u8>, v: &Value, order: &[&str]) {
+fn ordered<const N: usize>(doc: &mut Vec<u8>, v: &Value, order: &[&str; N]) {
     // One pass over the object's entries into the slots of `order`, not a
     // lookup per field: a pod's tolerations are written on every create.
-    debug_assert!(order.len() <= 8, "more fields than slots");
-    let mut slots: [Option<&Value>; 8] = [None; 8];
+    let mut slots: [Option<&Value>; N] = [None; N];
     if let Some(m) = v.as_object() {
         for (k, x) in m {
             if let Some(i) = order.iter().position(|o| o == k) {
-                if let Some(slot) = slots.get_mut(i) {
-                    *slot = Some(x).filter(|x| !x.is_null());
-                }
+                slots[i] = Some(x).filter(|x| !x.is_null());
             }
         }
     }
