@@ -255,14 +255,14 @@ pub struct ClusterQueueStatus {
     pub pending_workloads: usize,
     /// Workloads holding quota (admitted or assumed, not yet released).
     pub reserving_workloads: usize,
-    /// Workloads whose admission the shell has confirmed.
+    /// Admitted workloads, as Kueue's cache counts them: written, or
+    /// decided with no admission check to wait for.
     pub admitted_workloads: usize,
     /// Quota held by the reserving workloads, assumed admissions included
     /// (Kueue's `flavorsReservation`).
     pub flavors_usage: Vec<FlavorUsage>,
-    /// Quota held by the admitted workloads only, as `admitted_workloads`
-    /// counts them (Kueue's `flavorsUsage`): an admission decided but not
-    /// yet written to its Workload is in no one's use yet.
+    /// Quota held by the admitted workloads, as `admitted_workloads`
+    /// counts them (Kueue's `flavorsUsage`).
     pub flavors_admitted: Vec<FlavorUsage>,
     pub active: ActiveCondition,
     /// `status.fairSharing.weightedShare`, while fair sharing is on.
@@ -279,7 +279,8 @@ pub struct LocalQueueStatus {
     pub admitted_workloads: usize,
     /// Flavor → resource → milli-units held by the queue's workloads.
     pub usage: BTreeMap<String, BTreeMap<String, i64>>,
-    /// The same, of its admitted (confirmed) workloads only.
+    /// The same, of its admitted workloads only (as `admitted_workloads`
+    /// counts them).
     pub admitted_usage: BTreeMap<String, BTreeMap<String, i64>>,
     /// Set when its ClusterQueue uses admission fair sharing.
     pub admission_fair_sharing: Option<AdmissionFairSharingStatus>,

@@ -226,6 +226,10 @@ struct Holding {
     reserved_at: i64,
     /// The shell wrote the admission (or it came from the API).
     confirmed: bool,
+    /// Decided with no admission check to wait for: Kueue's scheduler sets
+    /// `Admitted` on the copy it assumes into its cache, so its queue
+    /// statuses count such a workload admitted before the write lands.
+    admitted_at_once: bool,
     evicting: bool,
     /// What its topology assignments take on their leaves, by flavor
     /// (empty outside TAS): the release takes back exactly this.
@@ -233,6 +237,14 @@ struct Holding {
     /// The admission a node-failure replacement replaced, until the
     /// replacement is seen written: echoes still carrying it are stale.
     replaced: Option<Admission>,
+}
+
+impl Holding {
+    /// Counted in `admittedWorkloads` and `flavorsUsage`, as Kueue's cache
+    /// counts it (`workload.IsAdmitted` on the cached copy).
+    fn admitted(&self) -> bool {
+        self.confirmed || self.admitted_at_once
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -974,7 +986,7 @@ impl Engine {
         let mut admitted_usage = Usage::new();
         for k in self.holders.get(name).into_iter().flatten() {
             if let Some(State::Holding(h)) = self.workloads.get(&**k).map(|r| &r.state) {
-                if h.confirmed {
+                if h.admitted() {
                     admitted += 1;
                     for (fr, q) in &h.usage {
                         *admitted_usage.entry(fr.clone()).or_default() += *q;
@@ -1184,7 +1196,7 @@ impl Engine {
                 }
                 State::Holding(h) => {
                     st.reserving_workloads += 1;
-                    if h.confirmed {
+                    if h.admitted() {
                         st.admitted_workloads += 1;
                     }
                     for (fr, q) in &h.usage {
@@ -1193,7 +1205,7 @@ impl Engine {
                             .or_default()
                             .entry(fr.resource.clone())
                             .or_default() += *q;
-                        if h.confirmed {
+                        if h.admitted() {
                             *st.admitted_usage
                                 .entry(fr.flavor.clone())
                                 .or_default()
@@ -1626,6 +1638,7 @@ impl Engine {
             Some(rec) => rec.wl.held_usage(&admission),
             None => admission.usage(),
         };
+        let admitted_at_once = !confirmed && self.checks_for_admission(&admission).is_empty();
         let cq = self.names.intern(&admission.cluster_queue);
         self.quota.add(&cq, &usage);
         match self.holders.get_mut(&*cq) {
@@ -1646,6 +1659,7 @@ impl Engine {
                 admission,
                 reserved_at: now,
                 confirmed,
+                admitted_at_once,
                 evicting: false,
                 topology,
                 replaced: None,

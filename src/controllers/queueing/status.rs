@@ -169,9 +169,10 @@ pub(super) fn flavors_json(flavors: &[crate::queueing::FlavorUsage]) -> Vec<Valu
 }
 
 /// `flavorsReservation` is the quota the reserving workloads hold, assumed
-/// admissions included; `flavorsUsage` only what the admitted ones hold
-/// (Kueue's `ReservedResources` and `AdmittedResources`), so usage read
-/// from the status never runs ahead of the Workloads' own status.
+/// admissions included; `flavorsUsage` what the admitted ones hold (Kueue's
+/// `ReservedResources` and `AdmittedResources`). Like Kueue's, both count
+/// an admission with no check to wait for from its decision, before its
+/// Workload shows it.
 pub(super) fn cq_status_json(s: &ClusterQueueStatus, prev: Option<&Value>) -> Value {
     let mut status = json!({
         "pendingWorkloads": s.pending_workloads,

@@ -135,7 +135,7 @@ impl Engine {
         let mut admitted: BTreeMap<(String, String), Amounts> = BTreeMap::new();
         for rec in self.workloads.values() {
             if let State::Holding(h) = &rec.state {
-                if !h.confirmed {
+                if !h.admitted() {
                     continue;
                 }
                 let sums = admitted

@@ -169,7 +169,7 @@ impl Drop for RecordMut<'_> {
 /// ClusterQueue's; or takes it away.
 fn count(counts: &mut Counts, rec: &Record, add: bool) {
     if let State::Holding(h) = &rec.state {
-        if h.confirmed {
+        if h.admitted() {
             admit(&mut counts.cluster_queues, h, add);
         }
     }
@@ -194,12 +194,12 @@ fn count(counts: &mut Counts, rec: &Record, add: bool) {
         State::Queued { .. } => step(&mut t.queued),
         State::Holding(h) => {
             step(&mut t.reserving);
-            if h.confirmed {
+            if h.admitted() {
                 step(&mut t.admitted);
             }
             for (fr, q) in &h.usage {
                 hold(&mut t.usage, &fr.flavor, &fr.resource, *q, add);
-                if h.confirmed {
+                if h.admitted() {
                     hold(&mut t.admitted_usage, &fr.flavor, &fr.resource, *q, add);
                 }
             }

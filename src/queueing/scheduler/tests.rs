@@ -902,7 +902,8 @@ fn status_counts_and_usage() {
             s.reserving_workloads,
             s.admitted_workloads
         ),
-        (1, 2, 1)
+        // w2 is assumed: admitted as Kueue's cache counts it.
+        (1, 2, 2)
     );
     assert_eq!(
         s.flavors_usage,
@@ -915,10 +916,13 @@ fn status_counts_and_usage() {
             }]
         }]
     );
-    // Only changed statuses are reported.
-    let c = e.schedule(1);
-    assert_eq!(c.statuses.len(), 1);
-    assert!(e.schedule(2).statuses.is_empty());
+    // Only changed statuses are reported: confirming an admission counted
+    // from its decision changes none; a release does.
+    e.confirm_admission(&key("w2"));
+    assert!(e.schedule(1).statuses.is_empty());
+    e.finish_workload(&key("w1"));
+    assert_eq!(e.schedule(2).statuses.len(), 1);
+    assert!(e.schedule(3).statuses.is_empty());
 }
 
 #[test]
@@ -945,7 +949,8 @@ fn rebuild_counts_admitted_workloads_from_the_api() {
     });
     assert_eq!(settle(&mut e, 0), [key("one")]);
     let s = e.cluster_queue_status("a").unwrap();
-    assert_eq!((s.reserving_workloads, s.admitted_workloads), (2, 1));
+    // "one" is assumed and needs no check: admitted too.
+    assert_eq!((s.reserving_workloads, s.admitted_workloads), (2, 2));
     assert_eq!(
         e.quota.usage("a", &FlavorResource::new("default", "cpu")),
         4000
@@ -1014,11 +1019,14 @@ fn echoes_of_status_writes_change_nothing() {
     assert_eq!(admitted(&e.schedule(5)), [key("high")]);
 }
 
-/// Issue 17's usage puzzle: `flavorsUsage` (what Kueue's benchmark
-/// integrates) counts admitted workloads only, as `admittedWorkloads`
-/// does; an admission decided but not yet written is reservation.
+/// Kueue v0.19.2 `pkg/scheduler/scheduler.go` `prepareWorkload`: an
+/// admission with no check to wait for is assumed into the cache with
+/// `Admitted` already set, so `admittedWorkloads` and `flavorsUsage` (what
+/// Kueue's benchmark integrates) count it from the moment it is decided,
+/// as `reservingWorkloads` and `flavorsReservation` do; a refused write
+/// takes it out of all four.
 #[test]
-fn usage_counts_admitted_workloads_and_reservation_counts_assumed_ones_too() {
+fn usage_counts_an_admission_from_its_decision_as_kueues_cache_does() {
     let mut e = engine(&["default"], vec![cq("a", None, &[("default", 8)])]);
     e.upsert_workload(wl("w1", "a", 0, 1, 2));
     e.upsert_workload(wl("w2", "a", 0, 2, 3));
@@ -1032,21 +1040,23 @@ fn usage_counts_admitted_workloads_and_reservation_counts_assumed_ones_too() {
             s.flavors_admitted[0].resources[0].total,
         )
     };
-    // Both assumed: reserved, nothing in use.
-    assert_eq!(totals(&e), (2, 0, 5000, 0));
-    e.confirm_admission(&key("w1"));
-    assert_eq!(totals(&e), (2, 1, 5000, 2000));
+    // Both assumed, neither written yet: both in use already.
+    assert_eq!(totals(&e), (2, 2, 5000, 5000));
     let ls = e.local_queue_statuses();
     assert_eq!(ls[0].usage["default"]["cpu"], 5000);
-    assert_eq!(ls[0].admitted_usage["default"]["cpu"], 2000);
+    assert_eq!(ls[0].admitted_usage["default"]["cpu"], 5000);
+    e.confirm_admission(&key("w1"));
     e.confirm_admission(&key("w2"));
     assert_eq!(totals(&e), (2, 2, 5000, 5000));
-    // A refused write gives the assumption back: neither counts it.
     e.upsert_workload(wl("w3", "a", 0, 3, 3));
     assert_eq!(settle(&mut e, 1), [key("w3")]);
-    assert_eq!(totals(&e), (3, 2, 8000, 5000));
+    assert_eq!(totals(&e), (3, 3, 8000, 8000));
     e.reject_admission(&key("w3"));
     assert_eq!(totals(&e), (2, 2, 5000, 5000));
+    assert_eq!(
+        e.cluster_queue_status("a"),
+        e.cluster_queue_status_by_walk("a")
+    );
 }
 
 #[test]

@@ -81,3 +81,26 @@ fn a_check_on_other_flavors_is_not_needed() {
     e.set_cluster_queue_checks("cq", vec![]);
     assert!(e.check_strategy("cq").is_empty());
 }
+
+/// Kueue v0.19.2 `pkg/scheduler/scheduler.go` `prepareWorkload`: with a
+/// check to wait for, the assumed copy has `QuotaReserved` but not
+/// `Admitted`, so the decision counts in the reservation only.
+#[test]
+fn an_admission_waiting_for_a_check_is_reserved_not_admitted() {
+    let mut e = engine(&["f"], vec![cq("cq", None, &[("f", 4)])]);
+    e.set_admission_checks(known(&[("prov", true)]));
+    e.set_cluster_queue_checks("cq", vec![("prov".into(), vec![])]);
+    e.upsert_workload(wl("a", "cq", 0, 1, 1));
+    assert_eq!(admitted(&run(&mut e, 10)), vec![key("a")]);
+    let s = e.cluster_queue_status("cq").unwrap();
+    assert_eq!(
+        (
+            s.reserving_workloads,
+            s.admitted_workloads,
+            s.flavors_usage[0].resources[0].total,
+            s.flavors_admitted[0].resources[0].total,
+        ),
+        (1, 0, 1000, 0)
+    );
+    assert_eq!(Some(s), e.cluster_queue_status_by_walk("cq"));
+}
