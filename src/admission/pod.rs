@@ -49,8 +49,16 @@ fn read<'a>(
     }
 }
 
-/// The mutating webhook for a gated kind (CREATE only).
-pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>) -> Decision {
+/// The mutating webhook for a gated kind (CREATE only). `role`: the
+/// object's role when it was hashed as the review was read (its fields are
+/// then not in the object); else it is hashed here.
+pub fn mutate(
+    policy: &Policy,
+    gate: &Gate,
+    req: &Request<'_>,
+    role: Option<&str>,
+    ctx: &Context<'_>,
+) -> Decision {
     if req.operation != Operation::Create {
         return Decision::allow();
     }
@@ -119,7 +127,15 @@ pub fn mutate(policy: &Policy, gate: &Gate, req: &Request<'_>, ctx: &Context<'_>
         }
         // Kueue's `addRoleHash` sets it whatever the pod brought: a role is
         // what the pod is, not what it says.
-        patch::set_annotation(raw, ROLE_HASH_ANNOTATION, &role_hash(raw), &mut ops);
+        let hashed;
+        let role = match role {
+            Some(r) => r,
+            None => {
+                hashed = role_hash(raw);
+                &hashed
+            }
+        };
+        patch::set_annotation(raw, ROLE_HASH_ANNOTATION, role, &mut ops);
     }
     Decision {
         patch: ops,
@@ -351,7 +367,13 @@ impl super::family::Family for Gated {
         use super::family::{Decided, Hook};
         let req = review.core();
         let decision = match review.hook {
-            Hook::Mutate => mutate(&self.policy, &self.gate, &req, ctx),
+            Hook::Mutate => mutate(
+                &self.policy,
+                &self.gate,
+                &req,
+                review.request.role_hash.as_deref(),
+                ctx,
+            ),
             Hook::Validate => validate(&self.policy, &self.gate, &req, ctx),
         };
         Decided::job(review, ctx, &self.policy.target.kind, decision)
@@ -390,6 +412,19 @@ mod tests {
         manage_all: bool,
         facts: &dyn ClusterFacts,
     ) -> Decision {
+        run_role(hook, obj, old, ns, manage_all, facts, None)
+    }
+
+    /// [`run`], with the role hashed as the review was read.
+    fn run_role(
+        hook: &str,
+        obj: Value,
+        old: Option<Value>,
+        ns: &str,
+        manage_all: bool,
+        facts: &dyn ClusterFacts,
+        role: Option<&str>,
+    ) -> Decision {
         let policies = PolicySet::embedded().unwrap();
         let policy = policies.find("", "v1", "Pod").unwrap().clone();
         let gate = policy.gate.clone().unwrap();
@@ -417,7 +452,7 @@ mod tests {
             old_object: old.as_ref(),
         };
         if hook == "mutate" {
-            mutate(&policy, &gate, &req, &ctx)
+            mutate(&policy, &gate, &req, role, &ctx)
         } else {
             validate(&policy, &gate, &req, &ctx)
         }
@@ -677,7 +712,8 @@ mod tests {
     }
 
     /// The pod route reads only what its gate looks at
-    /// (`Gate::note_interest`): every decision on a pod so read, and its
+    /// (`Gate::note_interest`), and on /mutate hashes the role as it reads
+    /// it (`role::note_interest`): every decision on a pod so read, and its
     /// role hash, is the one on the whole pod.
     #[test]
     fn a_pod_read_as_far_as_its_gate_looks_decides_as_the_whole_pod() {
@@ -690,14 +726,16 @@ mod tests {
             .unwrap();
         let mut interest = crate::jobs::policy::Interest::default();
         gate.note_interest(&mut interest);
-        let sparse = |obj: &Value| -> Value {
+        let mut hashing = interest.clone();
+        crate::jobs::role::note_interest(&mut hashing);
+        let read = |obj: &Value, interest| {
             let body = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                               "request": {"uid": "u", "object": obj}});
-            crate::admission::review::parse(&serde_json::to_vec(&body).unwrap(), &interest)
-                .unwrap()
-                .object
-                .unwrap()
+            let r = crate::admission::review::parse(&serde_json::to_vec(&body).unwrap(), interest)
+                .unwrap();
+            (r.object.unwrap(), r.role_hash)
         };
+        let sparse = |obj: &Value| read(obj, &interest).0;
         let rich = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "generateName": "p-", "namespace": "team-a",
                 "labels": {"kueue.x-k8s.io/queue-name": "lq", "rank": "3",
@@ -748,18 +786,27 @@ mod tests {
         pods.push(unqueued);
         for p in &pods {
             let s = sparse(p);
+            let (h, role) = read(p, &hashing);
             assert!(
-                s.to_string().len() < p.to_string().len(),
-                "the premise: a part of the pod is skipped"
+                s.to_string().len() < p.to_string().len() && h == s,
+                "the premise: a part of the pod is skipped, the role's fields too"
             );
             assert_eq!(
-                crate::jobs::pod::role_hash(&s),
-                crate::jobs::pod::role_hash(p)
+                role.as_deref(),
+                Some(crate::jobs::pod::role_hash(p).as_str())
             );
             for manage_all in [false, true] {
-                for hook in ["mutate", "validate"] {
+                for (hook, s, role) in [("mutate", &h, role.as_deref()), ("validate", &s, None)] {
                     let (a, b) = (
-                        run(hook, s.clone(), None, "team-a", manage_all, &NoCluster),
+                        run_role(
+                            hook,
+                            s.clone(),
+                            None,
+                            "team-a",
+                            manage_all,
+                            &NoCluster,
+                            role,
+                        ),
                         run(hook, p.clone(), None, "team-a", manage_all, &NoCluster),
                     );
                     assert_eq!(

@@ -15,8 +15,10 @@ use serde::{
 };
 use serde_json::{Map, Number, Value};
 
+use std::cell::Cell;
+
 use super::Operation;
-use crate::jobs::policy::Interest;
+use crate::jobs::{policy::Interest, role};
 
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
@@ -66,6 +68,10 @@ pub struct AdmissionRequest {
     pub user_info: UserInfo,
     #[serde(default)]
     pub dry_run: Option<bool>,
+    /// The role of `object` (a pod's), when its interest hashes it as it
+    /// is read: the role's fields are then not in `object`.
+    #[serde(skip)]
+    pub role_hash: Option<String>,
 }
 
 impl AdmissionRequest {
@@ -86,13 +92,26 @@ impl AdmissionRequest {
 /// Reads a value keeping only what `node` asks for: `whole` nodes in full,
 /// listed keys of objects, elements of lists with `each`. Everything else is
 /// syntax-checked and dropped without being built; an object or list is kept
-/// (empty) wherever the interest reaches, so presence and type survive.
-struct Sparse<'n>(&'n Interest);
+/// (empty) wherever the interest reaches, so presence and type survive. A
+/// `role` node's role is hashed as it is read, into `role`.
+struct Sparse<'n> {
+    node: &'n Interest,
+    role: &'n Cell<Option<String>>,
+}
+
+impl<'n> Sparse<'n> {
+    fn at(&self, node: &'n Interest) -> Sparse<'n> {
+        Sparse {
+            node,
+            role: self.role,
+        }
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Sparse<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        if self.0.whole {
+        if self.node.whole {
             Value::deserialize(d)
         } else {
             d.deserialize_any(self)
@@ -100,28 +119,37 @@ impl<'de> DeserializeSeed<'de> for Sparse<'_> {
     }
 }
 
+/// What an object key is to the interest.
+enum Hit<'n> {
+    Read(&'n str, &'n Interest),
+    /// A field of the pod's role, and the interest's node if it reads it too.
+    Role(role::Field, Option<&'n str>),
+    Skip,
+}
+
 /// Matches an object key against the interest without allocating.
 struct Key<'n>(&'n Interest);
 
 impl<'de, 'n> DeserializeSeed<'de> for Key<'n> {
-    type Value = Option<(&'n str, &'n Interest)>;
+    type Value = Hit<'n>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
 impl<'de, 'n> Visitor<'de> for Key<'n> {
-    type Value = Option<(&'n str, &'n Interest)>;
+    type Value = Hit<'n>;
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an object key")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self
-            .0
-            .keys
-            .iter()
-            .find(|(k, _)| k == v)
-            .map(|(k, n)| (k.as_str(), n)))
+        let read = self.0.keys.iter().find(|(k, _)| k == v);
+        if self.0.role {
+            if let Some(field) = role::Field::named(v) {
+                return Ok(Hit::Role(field, read.map(|(k, _)| k.as_str())));
+            }
+        }
+        Ok(read.map_or(Hit::Skip, |(k, n)| Hit::Read(k.as_str(), n)))
     }
 }
 
@@ -132,24 +160,42 @@ impl<'de> Visitor<'de> for Sparse<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        while let Some(hit) = map.next_key_seed(Key(self.0))? {
+        let mut shape = self.node.role.then(role::Shape::default);
+        while let Some(hit) = map.next_key_seed(Key(self.node))? {
             match hit {
-                Some((key, node)) => {
-                    let v = map.next_value_seed(Sparse(node))?;
+                Hit::Read(key, node) => {
+                    let v = map.next_value_seed(self.at(node))?;
                     out.insert(key.to_string(), v);
                 }
-                None => {
+                Hit::Role(field, None) => {
+                    if let Some(shape) = shape.as_mut() {
+                        shape.read(field, &mut map)?;
+                    }
+                }
+                // Read by the rules too: read whole, so the role sees all
+                // of it (the rules see more than they asked, not less).
+                Hit::Role(field, Some(key)) => {
+                    let v = map.next_value::<Value>()?;
+                    if let Some(shape) = shape.as_mut() {
+                        shape.set(field, &v);
+                    }
+                    out.insert(key.to_string(), v);
+                }
+                Hit::Skip => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+        }
+        if let Some(shape) = shape {
+            self.role.set(Some(shape.hash()));
         }
         Ok(Value::Object(out))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        match &self.0.each {
+        match &self.node.each {
             Some(each) => {
-                while let Some(v) = seq.next_element_seed(Sparse(each))? {
+                while let Some(v) = seq.next_element_seed(self.at(each))? {
                     out.push(v);
                 }
             }
@@ -269,8 +315,10 @@ impl<'de, R: Reading + ?Sized> Visitor<'de> for RequestSeed<'_, R> {
                 old_object: None,
                 user_info: UserInfo::default(),
                 dry_run: None,
+                role_hash: None,
             },
         );
+        let (role, old_role) = (Cell::new(None), Cell::new(None));
         // Chosen when `kind` is read.
         let mut interest: Option<&Interest> = None;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
@@ -289,11 +337,17 @@ impl<'de, R: Reading + ?Sized> Visitor<'de> for RequestSeed<'_, R> {
                 "dryRun" => req.dry_run = map.next_value()?,
                 "object" => {
                     let node = interest.unwrap_or_else(|| self.0.before_kind());
-                    req.object = object(map.next_value_seed(Sparse(node))?)
+                    // A repeated key: the last object's role, or none.
+                    role.set(None);
+                    req.object = object(map.next_value_seed(Sparse { node, role: &role })?)
                 }
                 "oldObject" => {
                     let node = interest.unwrap_or_else(|| self.0.before_kind());
-                    req.old_object = object(map.next_value_seed(Sparse(node))?)
+                    let seed = Sparse {
+                        node,
+                        role: &old_role,
+                    };
+                    req.old_object = object(map.next_value_seed(seed)?)
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -301,6 +355,7 @@ impl<'de, R: Reading + ?Sized> Visitor<'de> for RequestSeed<'_, R> {
             }
         }
         req.uid = uid.ok_or_else(|| serde::de::Error::missing_field("uid"))?;
+        req.role_hash = role.take();
         Ok(Some(req))
     }
 }

@@ -82,6 +82,9 @@ pub struct Router {
     interest: Interest,
     /// What gated kinds' (pods') reviews read, for every loaded gate.
     gated: Interest,
+    /// The same, and the role hashed as it is read: /mutate sets the
+    /// role-hash annotation, /validate does not read the role.
+    gated_role: Interest,
     whole: Interest,
     /// Unrouted kinds: objects syntax-checked, nothing built.
     nothing: Interest,
@@ -114,13 +117,16 @@ impl Router {
             .iter()
             .map(|p| (p.clone(), &*Box::leak(p.name.clone().into_boxed_str())))
             .collect();
+        let mut gated = Interest::default();
+        for gate in policies.iter().filter_map(|p| p.gate.as_ref()) {
+            gate.note_interest(&mut gated);
+        }
         let mut router = Router {
             interest: object::interest(&policies),
-            gated: {
-                let mut root = Interest::default();
-                for gate in policies.iter().filter_map(|p| p.gate.as_ref()) {
-                    gate.note_interest(&mut root);
-                }
+            gated: gated.clone(),
+            gated_role: {
+                let mut root = gated;
+                crate::jobs::role::note_interest(&mut root);
                 root
             },
             whole: Interest {
@@ -358,6 +364,7 @@ impl Reading for Lookup<'_> {
         match route.and_then(|i| self.router.routes.get(i)) {
             Some(r) => match r.family.reads() {
                 Reads::Policies => &self.router.interest,
+                Reads::Gated if self.hook == Hook::Mutate => &self.router.gated_role,
                 Reads::Gated => &self.router.gated,
                 Reads::Whole => &self.router.whole,
             },

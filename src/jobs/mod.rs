@@ -26,6 +26,7 @@ pub mod policy;
 pub mod readiness;
 pub mod reference;
 pub mod resync;
+pub mod role;
 pub mod slices;
 pub mod topology_gate;
 pub mod workload;

@@ -7,13 +7,14 @@
 //! tolerations; when a pod or a group has finished. Raw JSON in, JSON or
 //! patches out.
 
+pub use super::role::role_hash;
 use crate::vocabulary::pointer::At;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
 use super::{
-    policy::{Gate, GroupRule, Interest, Policy},
+    policy::{Gate, GroupRule, Policy},
     workload::{
         name_for, priority, set_priority, PodSetInfo, Priority, PriorityClasses, WorkloadError,
     },
@@ -26,7 +27,6 @@ use crate::vocabulary::{
         ROLE_HASH_ANNOTATION, TOPOLOGY_GATE,
     },
     patch::PatchOp,
-    pointer::Pointer,
 };
 
 /// Kueue's pod set name for a single pod.
@@ -103,167 +103,6 @@ pub fn group_total_count(rule: &GroupRule, pod: &Value) -> Result<i64, String> {
         ));
     }
     Ok(n)
-}
-
-/// Adds what [`role_hash`] reads of a pod to `root`: a review reads no
-/// more of a pod's spec than its role needs.
-pub fn note_role_interest(root: &mut Interest) {
-    let at = |p: &str| Pointer::parse(p).expect("a literal pointer");
-    for f in [
-        "affinity",
-        "nodeSelector",
-        "overhead",
-        "priority",
-        "resourceClaims",
-        "resources",
-        "runtimeClassName",
-        "tolerations",
-        "topologySpreadConstraints",
-    ] {
-        root.whole(&at(&format!("/spec/{f}")));
-    }
-    for list in ["/spec/containers", "/spec/initContainers"] {
-        let each = root.each(&at(list));
-        each.whole(&at("/ports"));
-        each.whole(&at("/resources/requests"));
-    }
-}
-
-/// Kueue's `GenerateRoleHash`: the first 8 hex digits of the SHA-256 of
-/// `{"spec": shape}` in Go's JSON, where the shape is what admission looks
-/// at (containers' requests and ports, node selector, affinity,
-/// tolerations, runtime class, priority, topology spread, overhead,
-/// resource claims, pod-level requests). Ports and tolerations are written
-/// in Go's field order; affinity, topology spread constraints and resource
-/// claims in sorted key order (Kueue's hash differs for pods that set them).
-pub fn role_hash(pod: &Value) -> String {
-    let spec = pod.get("spec").unwrap_or(&Value::Null);
-    let field = |k: &str| spec.get(k).unwrap_or(&Value::Null);
-    // One buffer, written in place: a pod's role is hashed on every pod
-    // create, so no string is built per field.
-    let mut doc: Vec<u8> = Vec::with_capacity(512);
-    doc.extend_from_slice(b"{\"spec\":{");
-    let first = &mut true;
-    // Go marshals a map's keys sorted.
-    key(&mut doc, first, "affinity");
-    value(&mut doc, field("affinity"));
-    for k in ["containers", "initContainers"] {
-        key(&mut doc, first, k);
-        list(&mut doc, field(k), container_shape);
-    }
-    for k in ["nodeSelector", "overhead", "priority", "resourceClaims"] {
-        key(&mut doc, first, k);
-        value(&mut doc, field(k));
-    }
-    if let Some(r) = spec.get("resources").filter(|r| !r.is_null()) {
-        key(&mut doc, first, "resources");
-        value(&mut doc, r.get("requests").unwrap_or(&Value::Null));
-    }
-    key(&mut doc, first, "runtimeClassName");
-    value(&mut doc, field("runtimeClassName"));
-    key(&mut doc, first, "tolerations");
-    list(&mut doc, field("tolerations"), |doc, t| {
-        ordered(doc, t, TOLERATION)
-    });
-    key(&mut doc, first, "topologySpreadConstraints");
-    value(&mut doc, field("topologySpreadConstraints"));
-    doc.extend_from_slice(b"}}");
-    let digest = ring::digest::digest(&ring::digest::SHA256, &doc);
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(8);
-    for b in &digest.as_ref()[..4] {
-        hex.push(char::from(HEX[usize::from(b >> 4)]));
-        hex.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    hex
-}
-
-/// Go's field order of `corev1.Toleration` and `corev1.ContainerPort`.
-const TOLERATION: &[&str; 5] = &["key", "operator", "value", "effect", "tolerationSeconds"];
-const CONTAINER_PORT: &[&str; 5] = &["name", "hostPort", "containerPort", "protocol", "hostIP"];
-
-/// `v` as compact JSON (as `Value::to_string` writes it).
-fn value(doc: &mut Vec<u8>, v: &Value) {
-    match v {
-        Value::Null => doc.extend_from_slice(b"null"),
-        // Most of a shape is plain strings (quantities, keys, operators):
-        // copied between quotes when nothing in them needs escaping.
-        Value::String(s) if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') => {
-            doc.push(b'"');
-            doc.extend_from_slice(s.as_bytes());
-            doc.push(b'"');
-        }
-        // Writing a Value into a Vec cannot fail.
-        _ => {
-            let _ = serde_json::to_writer(&mut *doc, v);
-        }
-    }
-}
-
-/// An object's key, after a comma unless it is the object's first.
-fn key(doc: &mut Vec<u8>, first: &mut bool, k: &str) {
-    if !std::mem::take(first) {
-        doc.push(b',');
-    }
-    doc.push(b'"');
-    doc.extend_from_slice(k.as_bytes());
-    doc.extend_from_slice(b"\":");
-}
-
-/// A non-empty list, each item written by `item`; else `null` (Go's nil
-/// slice).
-fn list(doc: &mut Vec<u8>, v: &Value, mut item: impl FnMut(&mut Vec<u8>, &Value)) {
-    let Some(items) = v.as_array().filter(|a| !a.is_empty()) else {
-        doc.extend_from_slice(b"null");
-        return;
-    };
-    doc.push(b'[');
-    for (i, x) in items.iter().enumerate() {
-        if i > 0 {
-            doc.push(b',');
-        }
-        item(doc, x);
-    }
-    doc.push(b']');
-}
-
-/// An object of `order`'s fields that `v` sets, in that order.
-fn ordered<const N: usize>(doc: &mut Vec<u8>, v: &Value, order: &[&str; N]) {
-    // One pass over the object's entries into the slots of `order`, not a
-    // lookup per field: a pod's tolerations are written on every create.
-    let mut slots: [Option<&Value>; N] = [None; N];
-    if let Some(m) = v.as_object() {
-        for (k, x) in m {
-            if let Some(i) = order.iter().position(|o| o == k) {
-                slots[i] = Some(x).filter(|x| !x.is_null());
-            }
-        }
-    }
-    doc.push(b'{');
-    let first = &mut true;
-    for (k, x) in order.iter().zip(slots) {
-        if let Some(x) = x {
-            key(doc, first, k);
-            value(doc, x);
-        }
-    }
-    doc.push(b'}');
-}
-
-fn container_shape(doc: &mut Vec<u8>, c: &Value) {
-    doc.extend_from_slice(b"{\"ports\":");
-    list(doc, c.get("ports").unwrap_or(&Value::Null), |doc, p| {
-        ordered(doc, p, CONTAINER_PORT)
-    });
-    doc.extend_from_slice(b",\"resources\":{\"requests\":");
-    match c
-        .at("/resources/requests")
-        .filter(|r| r.as_object().is_some_and(|m| !m.is_empty()))
-    {
-        Some(r) => value(doc, r),
-        None => doc.extend_from_slice(b"null"),
-    }
-    doc.extend_from_slice(b"}}");
 }
 
 /// The pod's role: its annotation when set (the webhook sets it), else

@@ -726,8 +726,9 @@ pub struct GroupRule {
 impl Gate {
     /// Adds what a gated kind's rules read of its objects to `root`: the
     /// metadata the webhook reads and writes, the gates and phase
-    /// [`Gate::holds`] reads, and the pod's role (the rest of a pod, its
-    /// volumes, env and managed fields, is skipped, not built).
+    /// [`Gate::holds`] reads (the rest of a pod, its volumes, env and
+    /// managed fields, is skipped, not built). Its role is hashed where it
+    /// is needed, as it is read ([`super::role::note_interest`]).
     pub fn note_interest(&self, root: &mut Interest) {
         for p in [
             "/metadata/labels",
@@ -740,7 +741,6 @@ impl Gate {
         ] {
             root.whole(&Pointer::parse(p).expect("a literal pointer"));
         }
-        super::pod::note_role_interest(root);
     }
 
     /// Is the object still held: it carries the gate, or it has ended
@@ -1573,6 +1573,9 @@ pub struct Interest {
     pub keys: Vec<(String, Interest)>,
     pub each: Option<Box<Interest>>,
     pub whole: bool,
+    /// A pod's spec, whose role is hashed as it is read
+    /// ([`super::role::Shape`]): its role's fields are written, not built.
+    pub role: bool,
 }
 
 impl Interest {
