@@ -81,7 +81,9 @@
 //!   KUEUE_BENCH_SYSTEM             `kueue` or `batchgate`: keep only that system's runs
 //!   KUEUE_BENCH_TIMEOUT_SECS [900] give up on a run after this long
 //!   KUEUE_BENCH_CHECKER [1]        0: do not build or run the checker
-//!   KUEUE_BENCH_KEEP=1             keep each run's work dir (runner output, manager log)
+//!   KUEUE_BENCH_KEEP=1             keep each run's work dir (runner output, manager log, and
+//!                                  `workloads.tsv`: each Workload's changes as the bench's
+//!                                  watch saw them, with each eviction's preemptor and reason)
 //!   KUEUE_BENCH_CLIENT [default]   batchgate's `clientConnection`: `default` = Kueue v0.19.2's
 //!                                  defaults (qps 300, burst 500), `harness` = minimalkueue's
 //!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
@@ -91,6 +93,8 @@
 //!   KUEUE_BENCH_RUST_LOG [info]    batchgate's RUST_LOG (`info,batchgate::controllers::queueing=debug`
 //!                                  logs each Workload seen, admission decided and written and
 //!                                  pending reason decided, to read beside the evictions)
+//!   KUEUE_BENCH_KUEUE_LOG [info]   minimalkueue's `--zap-log-level` (`3` logs each preemption
+//!                                  issued and each workload that needs one and has no candidate)
 //!   KUEUE_BENCH_APISERVER_ARGS     more kube-apiserver flags, space-separated (`--profiling=true`
 //!                                  serves /debug/pprof, to profile where the apiserver's CPU goes)
 //!
@@ -187,6 +191,8 @@ struct Knobs {
     client: (f32, u32),
     bin: PathBuf,
     bin_a: Option<PathBuf>,
+    /// minimalkueue's `--zap-log-level`.
+    kueue_log: String,
     /// More kube-apiserver flags (`KUEUE_BENCH_APISERVER_ARGS`).
     apiserver_args: Vec<String>,
 }
@@ -259,6 +265,7 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_batchgate"))),
         bin_a: std::env::var_os("BATCHGATE_BENCH_BIN_A").map(PathBuf::from),
+        kueue_log: std::env::var("KUEUE_BENCH_KUEUE_LOG").unwrap_or_else(|_| "info".into()),
         apiserver_args: std::env::var("KUEUE_BENCH_APISERVER_ARGS")
             .map(|v| v.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default(),
@@ -872,7 +879,7 @@ fn start_manager(
             // when the ClusterQueue controller's caches have synced.
             cmd.arg("--kubeconfig")
                 .arg(cluster.kubeconfig())
-                .arg("--zap-log-level=info");
+                .arg(format!("--zap-log-level={}", k.kueue_log));
             if k.config == BenchConfig::Tas {
                 // As upstream's runner starts it for `configs/tas`: the TAS
                 // controllers (Node, Topology, ResourceFlavor) and indexers.
@@ -1205,7 +1212,11 @@ fn one_run(
         .iter()
         .map(|(c, (cpu, _))| (c.clone(), *cpu))
         .collect();
-    let lost = lost_work::LostWork::watch(cluster.kubeconfig(), mcpu);
+    let lost = lost_work::LostWork::watch(
+        cluster.kubeconfig(),
+        mcpu,
+        k.keep.then(|| dir.join("workloads.tsv")),
+    );
     let start = Instant::now();
     let mut runner = Command::new(up.bin("runner"));
     runner

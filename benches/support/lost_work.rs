@@ -3,11 +3,15 @@
 //! request (mCPU·ms). Read from a Workload watch of the bench's own (one
 //! for every system measured: the apiserver serves it the same events
 //! either way), through kube-rs's watcher, which resumes a closed watch
-//! where it left off; times are when the bench saw each change.
+//! where it left off; times are when the bench saw each change. With a
+//! journal path it also writes one line per change it tallies (first seen,
+//! reserved, evicted, finished), with the eviction's `Preempted` reason and
+//! preemptor, to read which preemptions each system makes.
 
 use std::{
     collections::{HashMap, HashSet},
-    path::Path,
+    io::Write,
+    path::{Path, PathBuf},
     thread::JoinHandle,
     time::Instant,
 };
@@ -42,8 +46,13 @@ const CLASS_LABEL: &str = "kueue.x-k8s.io/performance-scheduler-class";
 
 impl LostWork {
     /// Starts watching every Workload of the cluster `kubeconfig` names;
-    /// `mcpu`: each Workload class's request.
-    pub fn watch(kubeconfig: &Path, mcpu: HashMap<String, f64>) -> LostWork {
+    /// `mcpu`: each Workload class's request; `journal`: where to write
+    /// what it saw, line by line (tab-separated).
+    pub fn watch(
+        kubeconfig: &Path,
+        mcpu: HashMap<String, f64>,
+        journal: Option<PathBuf>,
+    ) -> LostWork {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let kubeconfig = kubeconfig.to_path_buf();
         let reader = std::thread::spawn(move || {
@@ -71,6 +80,12 @@ impl LostWork {
                 futures::pin_mut!(events);
                 let start = Instant::now();
                 let mut tally = Tally::default();
+                let mut journal = match journal {
+                    Some(p) => Some(std::io::BufWriter::new(
+                        std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+                    )),
+                    None => None,
+                };
                 let mut stopped = stopped;
                 loop {
                     let wl = tokio::select! {
@@ -82,7 +97,15 @@ impl LostWork {
                         _ = &mut stopped => break,
                     };
                     let now = start.elapsed().as_secs_f64() * 1000.0;
-                    tally.step(&state(&wl), now, &mcpu);
+                    let s = state(&wl);
+                    let seen = tally.step(&s, now, &mcpu);
+                    if let (Some(j), Some(change)) = (journal.as_mut(), seen) {
+                        writeln!(j, "{now:.0}\t{}\t{change}\t{}", s.uid, line(&wl))
+                            .map_err(|e| format!("the journal: {e}"))?;
+                    }
+                }
+                if let Some(j) = journal.as_mut() {
+                    j.flush().map_err(|e| e.to_string())?;
                 }
                 let mut lost = tally.lost;
                 lost.admitted = tally.admitted.len() as u64;
@@ -151,25 +174,52 @@ fn state(wl: &DynamicObject) -> State<'_> {
     }
 }
 
+/// A journal line's tail: class, ClusterQueue, the `Preempted`
+/// condition's reason and message (which names the preemptor's UID).
+fn line(wl: &DynamicObject) -> String {
+    let preempted = wl.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Preempted" && c["status"] == "True");
+    format!(
+        "{}\t{}\t{}\t{}",
+        state(wl).class,
+        wl.data["status"]["admission"]["clusterQueue"]
+            .as_str()
+            .unwrap_or_default(),
+        preempted
+            .and_then(|c| c["reason"].as_str())
+            .unwrap_or_default(),
+        preempted
+            .and_then(|c| c["message"].as_str())
+            .unwrap_or_default()
+            .replace(['\t', '\n'], " "),
+    )
+}
+
 #[derive(Default)]
 struct Tally {
     /// Since when each Workload holding quota has held it (ms).
     held: HashMap<String, f64>,
     /// Every Workload seen holding quota.
     admitted: HashSet<String>,
+    /// Every Workload seen before it held quota.
+    seen: HashSet<String>,
     lost: Lost,
 }
 
 impl Tally {
     /// One event at `now_ms`: a Workload holds quota while reserved and
     /// neither evicted nor finished; losing it by eviction loses the time
-    /// held.
-    fn step(&mut self, s: &State<'_>, now_ms: f64, mcpu: &HashMap<String, f64>) {
+    /// held. Returns the change, if it was one (for the journal).
+    fn step(&mut self, s: &State<'_>, now_ms: f64, mcpu: &HashMap<String, f64>) -> Option<String> {
         let holds = s.reserved == "True" && s.evicted != "True" && s.finished != "True";
         match (holds, self.held.get(s.uid).copied()) {
             (true, None) => {
                 self.held.insert(s.uid.to_string(), now_ms);
-                self.admitted.insert(s.uid.to_string());
+                let first = self.admitted.insert(s.uid.to_string());
+                Some(if first { "reserved" } else { "reserved again" }.to_string())
             }
             (false, Some(since)) => {
                 self.held.remove(s.uid);
@@ -177,9 +227,18 @@ impl Tally {
                     self.lost.victims += 1;
                     self.lost.mcpu_ms +=
                         (now_ms - since) * mcpu.get(s.class).copied().unwrap_or(0.0);
+                    Some(format!("evicted after {:.0}", now_ms - since))
+                } else if s.finished == "True" {
+                    Some("finished".to_string())
+                } else {
+                    Some("released".to_string())
                 }
             }
-            _ => {}
+            (false, None) if !self.seen.contains(s.uid) => {
+                self.seen.insert(s.uid.to_string());
+                Some("seen".to_string())
+            }
+            _ => None,
         }
     }
 }
@@ -189,6 +248,7 @@ impl Tally {
 pub fn self_check() {
     let mcpu = HashMap::from([("small".to_string(), 1000.0)]);
     let mut tally = Tally::default();
+    let mut changes = Vec::new();
     for ((uid, reserved, evicted, finished), at) in [
         (("u1", "", "", ""), 0.0),
         (("u1", "True", "", ""), 100.0),
@@ -206,8 +266,23 @@ pub fn self_check() {
             evicted,
             finished,
         };
-        tally.step(&s, at, &mcpu);
+        changes.push(tally.step(&s, at, &mcpu));
     }
+    let want = [
+        Some("seen"),
+        Some("reserved"),
+        Some("evicted after 500"),
+        None,
+        Some("reserved again"),
+        Some("finished"),
+        Some("reserved"),
+        Some("evicted after 250"),
+    ];
+    assert_eq!(
+        changes,
+        want.map(|c| c.map(str::to_string)),
+        "the journal's changes"
+    );
     assert_eq!(tally.lost.victims, 2, "{:?}", tally.lost);
     assert_eq!(tally.lost.mcpu_ms, 750.0 * 1000.0, "{:?}", tally.lost);
     assert_eq!(tally.admitted.len(), 2);

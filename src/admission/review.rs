@@ -127,8 +127,12 @@ enum Hit<'n> {
     Skip,
 }
 
-/// Matches an object key against the interest without allocating.
-struct Key<'n>(&'n Interest);
+/// Matches an object key against the interest without allocating; a role
+/// field only with `role`.
+struct Key<'n> {
+    node: &'n Interest,
+    role: bool,
+}
 
 impl<'de, 'n> DeserializeSeed<'de> for Key<'n> {
     type Value = Hit<'n>;
@@ -143,8 +147,8 @@ impl<'de, 'n> Visitor<'de> for Key<'n> {
         f.write_str("an object key")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        let read = self.0.keys.iter().find(|(k, _)| k == v);
-        if self.0.role {
+        let read = self.node.keys.iter().find(|(k, _)| k == v);
+        if self.role {
             if let Some(field) = role::Field::named(v) {
                 return Ok(Hit::Role(field, read.map(|(k, _)| k.as_str())));
             }
@@ -161,27 +165,29 @@ impl<'de> Visitor<'de> for Sparse<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         let mut shape = self.node.role.then(role::Shape::default);
-        while let Some(hit) = map.next_key_seed(Key(self.node))? {
-            match hit {
-                Hit::Read(key, node) => {
+        loop {
+            // A role field is a hit only while there is a shape to read it into.
+            let key = Key {
+                node: self.node,
+                role: shape.is_some(),
+            };
+            let Some(hit) = map.next_key_seed(key)? else {
+                break;
+            };
+            match (hit, shape.as_mut()) {
+                (Hit::Read(key, node), _) => {
                     let v = map.next_value_seed(self.at(node))?;
                     out.insert(key.to_string(), v);
                 }
-                Hit::Role(field, None) => {
-                    if let Some(shape) = shape.as_mut() {
-                        shape.read(field, &mut map)?;
-                    }
-                }
+                (Hit::Role(field, None), Some(shape)) => shape.read(field, &mut map)?,
                 // Read by the rules too: read whole, so the role sees all
                 // of it (the rules see more than they asked, not less).
-                Hit::Role(field, Some(key)) => {
+                (Hit::Role(field, Some(key)), Some(shape)) => {
                     let v = map.next_value::<Value>()?;
-                    if let Some(shape) = shape.as_mut() {
-                        shape.set(field, &v);
-                    }
+                    shape.set(field, &v);
                     out.insert(key.to_string(), v);
                 }
-                Hit::Skip => {
+                (Hit::Role(..), None) | (Hit::Skip, _) => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }

@@ -477,6 +477,31 @@ enum Item {
     Ordered(&'static [&'static str; 5]),
 }
 
+/// The scalar arms of a visitor that answers every scalar (and `null`)
+/// with its `$other` method.
+macro_rules! scalars_as {
+    ($other:ident) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(self.$other())
+        }
+    };
+}
+
 /// A non-empty list as [`list`] writes it; anything else `null`.
 struct List<'b> {
     bufs: &'b mut Bufs,
@@ -533,30 +558,7 @@ impl<'de> Visitor<'de> for List<'_> {
         self.null();
         Ok(())
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        self.null();
-        Ok(())
-    }
+    scalars_as!(null);
 }
 
 /// One item of a [`List`], as [`container_shape`] or [`ordered`] writes
@@ -657,35 +659,19 @@ impl<'de> Visitor<'de> for ItemSeed<'_> {
         self.empty();
         Ok(())
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        self.empty();
-        Ok(())
-    }
+    scalars_as!(empty);
 }
 
 /// A container's `resources`: where its `requests` were written, if it is
 /// an object that has them (the last, if repeated).
 struct Requests<'b>(&'b mut Bufs);
+
+impl Requests<'_> {
+    /// Not an object: no requests.
+    fn none(self) -> Option<Range<usize>> {
+        None
+    }
+}
 
 impl<'de> DeserializeSeed<'de> for Requests<'_> {
     type Value = Option<Range<usize>>;
@@ -716,24 +702,7 @@ impl<'de> Visitor<'de> for Requests<'_> {
         drain_seq(seq)?;
         Ok(None)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    scalars_as!(none);
 }
 
 /// The pod's own `resources`: left out when `null`; else its `requests`
