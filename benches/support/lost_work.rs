@@ -100,7 +100,7 @@ impl LostWork {
                     let s = state(&wl);
                     let seen = tally.step(&s, now, &mcpu);
                     if let (Some(j), Some(change)) = (journal.as_mut(), seen) {
-                        writeln!(j, "{now:.0}\t{}\t{change}\t{}", s.uid, line(&wl))
+                        writeln!(j, "{now:.0}\t{}\t{change}\t{}", s.uid, line(&wl, s.class))
                             .map_err(|e| format!("the journal: {e}"))?;
                     }
                 }
@@ -176,15 +176,14 @@ fn state(wl: &DynamicObject) -> State<'_> {
 
 /// A journal line's tail: class, ClusterQueue, the `Preempted`
 /// condition's reason and message (which names the preemptor's UID).
-fn line(wl: &DynamicObject) -> String {
+fn line(wl: &DynamicObject, class: &str) -> String {
     let preempted = wl.data["status"]["conditions"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|c| c["type"] == "Preempted" && c["status"] == "True");
     format!(
-        "{}\t{}\t{}\t{}",
-        state(wl).class,
+        "{class}\t{}\t{}\t{}",
         wl.data["status"]["admission"]["clusterQueue"]
             .as_str()
             .unwrap_or_default(),
@@ -234,7 +233,9 @@ impl Tally {
                     Some("released".to_string())
                 }
             }
-            (false, None) if !self.seen.contains(s.uid) => {
+            // First sight of one not holding quota; one first seen holding
+            // it was journalled as reserved, and is not "seen" after.
+            (false, None) if !self.seen.contains(s.uid) && !self.admitted.contains(s.uid) => {
                 self.seen.insert(s.uid.to_string());
                 Some("seen".to_string())
             }
@@ -258,6 +259,7 @@ pub fn self_check() {
         (("u1", "True", "False", "True"), 3000.0), // finished: nothing lost
         (("u2", "True", "", ""), 0.0),
         (("u2", "True", "True", ""), 250.0),
+        (("u2", "False", "True", ""), 300.0), // first seen reserved: not "seen" now
     ] {
         let s = State {
             uid,
@@ -277,6 +279,7 @@ pub fn self_check() {
         Some("finished"),
         Some("reserved"),
         Some("evicted after 250"),
+        None,
     ];
     assert_eq!(
         changes,

@@ -128,11 +128,8 @@ enum Hit<'n> {
 }
 
 /// Matches an object key against the interest without allocating; a role
-/// field only with `role`.
-struct Key<'n> {
-    node: &'n Interest,
-    role: bool,
-}
+/// field only where the interest reads the role.
+struct Key<'n>(&'n Interest);
 
 impl<'de, 'n> DeserializeSeed<'de> for Key<'n> {
     type Value = Hit<'n>;
@@ -147,8 +144,8 @@ impl<'de, 'n> Visitor<'de> for Key<'n> {
         f.write_str("an object key")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        let read = self.node.keys.iter().find(|(k, _)| k == v);
-        if self.role {
+        let read = self.0.keys.iter().find(|(k, _)| k == v);
+        if self.0.role {
             if let Some(field) = role::Field::named(v) {
                 return Ok(Hit::Role(field, read.map(|(k, _)| k.as_str())));
             }
@@ -165,15 +162,9 @@ impl<'de> Visitor<'de> for Sparse<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         let mut shape = self.node.role.then(role::Shape::default);
-        loop {
-            // A role field is a hit only while there is a shape to read it into.
-            let key = Key {
-                node: self.node,
-                role: shape.is_some(),
-            };
-            let Some(hit) = map.next_key_seed(key)? else {
-                break;
-            };
+        while let Some(hit) = map.next_key_seed(Key(self.node))? {
+            // The shape exists exactly when the node reads the role, so a
+            // role hit always has one; the last arm only keeps the match whole.
             match (hit, shape.as_mut()) {
                 (Hit::Read(key, node), _) => {
                     let v = map.next_value_seed(self.at(node))?;
