@@ -459,6 +459,17 @@ impl Engine {
         e
     }
 
+    /// [`Engine::rebuild`] with this engine's settings, which come from the
+    /// configuration, not from the API's objects.
+    pub fn rebuilt(&self, objects: ClusterObjects) -> Self {
+        let mut e = Engine::rebuild(objects);
+        e.set_block_admission(self.block_admission);
+        e.set_fair_sharing(self.fair.clone());
+        e.set_admission_fair_sharing(self.afs.clone());
+        e.set_requeue_batch(self.requeue_batch);
+        e
+    }
+
     // ---- events: configuration -------------------------------------------
 
     pub fn upsert_flavor(&mut self, mut flavor: ResourceFlavor) {

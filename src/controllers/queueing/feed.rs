@@ -203,11 +203,9 @@ impl Controller {
                     });
                 super::devices::charge(&self.devices, &key, wl, cq);
             }
-            let afs = self.engine.admission_fair_sharing().cloned();
-            self.engine = Engine::rebuild(initial);
-            self.engine.set_block_admission(self.block_admission);
+            self.engine = self.engine.rebuilt(initial);
+            // Fair sharing's weights reach the engine once it has started.
             self.engine.set_fair_sharing(self.fair.clone());
-            self.engine.set_admission_fair_sharing(afs);
             self.apply_checks();
             for (_, node) in std::mem::take(&mut self.initial_nodes) {
                 self.engine.sync_node(node);

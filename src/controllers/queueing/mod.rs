@@ -612,6 +612,8 @@ impl Controller {
         for kind in [TEMPLATES, SLICES, CLASSES] {
             c.listings[kind].done = !dra_served;
         }
+        // Kept through the rebuild from the API (`Engine::rebuilt`).
+        c.engine.set_block_admission(c.block_admission);
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
         c.engine
             .set_requeue_batch(Some(REQUEUE_BATCH.as_millis() as i64));

@@ -315,6 +315,32 @@ fn a_newcomer_like_a_failed_head_is_set_aside_untried() {
 /// the first release, however many releases came in between.
 #[test]
 fn released_quota_requeues_the_set_aside_once_per_batch() {
+    batched_requeue(|e| e);
+}
+
+/// The settings are the configuration's: the rebuild from the API's
+/// objects when the watches start keeps them. It once dropped the batch,
+/// so set-aside workloads went back at every release of quota.
+#[test]
+fn a_rebuild_keeps_the_requeue_batch_and_the_other_settings() {
+    batched_requeue(|mut e| {
+        e.set_block_admission(true);
+        let objects = ClusterObjects {
+            flavors: e.flavors.values().cloned().collect(),
+            cluster_queues: e.cluster_queues.values().cloned().collect(),
+            local_queues: e.local_queues().cloned().collect(),
+            ..Default::default()
+        };
+        let mut r = e.rebuilt(objects);
+        assert!(r.block_admission);
+        r.set_block_admission(false);
+        r
+    });
+}
+
+/// The batched requeue's case, on what `then` makes of the engine once
+/// it has its queues and its batch.
+fn batched_requeue(then: impl FnOnce(Engine) -> Engine) {
     let mut e = engine(
         &["default"],
         vec![
@@ -323,6 +349,7 @@ fn released_quota_requeues_the_set_aside_once_per_batch() {
         ],
     );
     e.set_requeue_batch(Some(1000));
+    let mut e = then(e);
     for (name, t) in [("b1", 0), ("b2", 1), ("a1", 2)] {
         let q = if name.starts_with('a') { "a" } else { "b" };
         e.upsert_workload(wl(name, q, 0, t, 1));
