@@ -1469,6 +1469,12 @@ impl Engine {
         moved
     }
 
+    /// When the next batch is due (ms since the epoch), for the shell to
+    /// wake then; batches asked for since the last look have no time yet.
+    pub fn next_requeue_at(&self) -> Option<i64> {
+        self.requeue_at.values().min().copied()
+    }
+
     /// Set-aside workloads try again at most once per `batch` (ms) per
     /// Cohort tree after quota is released, `batch` after the first
     /// release (Kueue's inadmissible-workload requeuer, 1 s); `None`, as

@@ -128,8 +128,9 @@ const PENDING_DELAY: Duration = Duration::from_millis(250);
 const PENDING_EVERY: Duration = Duration::from_millis(100);
 /// Released quota lets set-aside Workloads try again at most this often
 /// per Cohort tree, this long after the first release (Kueue's
-/// `requeueBatchPeriod`); looked at every [`PENDING_EVERY`]. Each try of
-/// a head that still does not fit is a pending reason written.
+/// `requeueBatchPeriod`); the loop wakes when a batch is due, as Kueue's
+/// delaying queue does. Each try of a head that still does not fit is a
+/// pending reason written.
 const REQUEUE_BATCH: Duration = Duration::from_secs(1);
 
 enum Input {
@@ -445,6 +446,14 @@ const PODS: usize = 11;
 
 use crate::controllers::context::now_time;
 
+/// Sleeps until `at`; never wakes without one.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn now_ms() -> i64 {
     k8s_openapi::jiff::Timestamp::now().as_millisecond()
 }
@@ -626,7 +635,17 @@ impl Controller {
         // from it; it decides and writes nothing until it leads.
         let mut leads = *leading.borrow();
         loop {
+            // The next requeue batch, in the runtime's clock.
+            let batch_due = c.engine.next_requeue_at().map(|at| {
+                let wait = u64::try_from(at - now_ms()).unwrap_or(0);
+                tokio::time::Instant::now() + Duration::from_millis(wait)
+            });
             tokio::select! {
+                _ = sleep_until_some(batch_due), if leads && c.started => {
+                    if c.engine.requeue_due(now_ms()) {
+                        c.cycle();
+                    }
+                }
                 first = rx.recv() => {
                     let Some(first) = first else { return };
                     // Take everything that is already waiting before a

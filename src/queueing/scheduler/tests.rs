@@ -362,8 +362,10 @@ fn batched_requeue(then: impl FnOnce(Engine) -> Engine) {
     assert!(settle(&mut e, 100).is_empty(), "set aside until the batch");
     e.finish_workload(&key("b2"));
     assert!(settle(&mut e, 600).is_empty());
+    assert_eq!(e.next_requeue_at(), Some(1100), "the shell wakes then");
     assert!(!e.requeue_due(1099));
     assert!(e.requeue_due(1100), "back in its queue at 1,100");
+    assert_eq!(e.next_requeue_at(), None);
     assert_eq!(settle(&mut e, 1100), [key("waits")]);
     assert!(!e.requeue_due(5000), "nothing asked since");
 }
