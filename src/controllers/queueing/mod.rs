@@ -351,9 +351,6 @@ pub struct Controller {
     /// waitForPodsReady's `requeuingStrategy.timestamp` (`Creation` when
     /// it is off: the queue order is the creation time).
     requeuing_timestamp: crate::jobs::readiness::RequeuingTimestamp,
-    /// waitForPodsReady's `blockAdmission` (see
-    /// [`Engine::set_block_admission`]).
-    block_admission: bool,
     started: bool,
     initial: ClusterObjects,
     listings: [Listing; 12],
@@ -580,7 +577,6 @@ impl Controller {
                 .map_or(crate::jobs::readiness::RequeuingTimestamp::Creation, |r| {
                     r.timestamp
                 }),
-            block_admission: readiness.as_ref().is_some_and(|r| r.block_admission),
             started: false,
             initial: ClusterObjects::default(),
             listings: Default::default(),
@@ -622,7 +618,8 @@ impl Controller {
             c.listings[kind].done = !dra_served;
         }
         // Kept through the rebuild from the API (`Engine::rebuilt`).
-        c.engine.set_block_admission(c.block_admission);
+        c.engine
+            .set_block_admission(readiness.as_ref().is_some_and(|r| r.block_admission));
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
         c.engine
             .set_requeue_batch(Some(REQUEUE_BATCH.as_millis() as i64));
