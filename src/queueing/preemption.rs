@@ -41,6 +41,10 @@ pub(crate) struct Holder<'a> {
     pub reserved_at: i64,
     /// An eviction was already issued.
     pub evicting: bool,
+    /// Its admission has been sent (or came from the API). One that has
+    /// not still waits for the admission lane: nobody has seen it, so
+    /// taking it back loses nothing.
+    pub written: bool,
     pub usage: &'a Usage,
 }
 
@@ -272,6 +276,14 @@ pub(crate) fn targets_with(
             previous = Some(root);
         }
     }
+    let unwritten = same
+        .iter()
+        .chain(&reclaim)
+        .chain(&without_borrowing)
+        .filter(|c| !c.holder.written);
+    if let Some(free) = unsent_room(snap, p, usage, need, tas_fits, unwritten) {
+        return free;
+    }
     for list in [&mut same, &mut reclaim, &mut without_borrowing] {
         list.sort_by(|a, b| order(cq, &a.holder, &b.holder));
     }
@@ -362,6 +374,98 @@ pub(crate) fn targets_with(
     Vec::new()
 }
 
+/// Room made by taking back admissions nobody has seen yet, from Kueue's
+/// candidates (in the preemptor's queue, or in a queue of its Cohort that
+/// borrows, each allowed by its policies): those of lower priority, taken
+/// lowest and newest first, the fewest that make room. Had the preemptor
+/// been pending when they were decided, Kueue's order (priority first)
+/// would have placed it before them, borrowing as it would have. None if
+/// they do not make room.
+fn unsent_room<'a>(
+    snap: &mut QuotaTree,
+    p: &Preemptor<'_>,
+    usage: &Usage,
+    need: &BTreeSet<FlavorResource>,
+    tas_fits: &TasFit<'_>,
+    unwritten: impl Iterator<Item = &'a Candidate<'a>>,
+) -> Option<Vec<Target>> {
+    let cq = p.cq.name.as_str();
+    let mut candidates: Vec<(Holder<'a>, PreemptedReason)> = unwritten
+        .filter(|c| !c.holder.evicting && c.holder.priority < p.priority)
+        .map(|c| {
+            let reason = if c.holder.cluster_queue == cq {
+                PreemptedReason::InClusterQueue
+            } else {
+                PreemptedReason::InCohortReclamation
+            };
+            (c.holder, reason)
+        })
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    candidates.sort_by(|a, b| {
+        (a.0.priority, Reverse(a.0.reserved_at), a.0.uid).cmp(&(
+            b.0.priority,
+            Reverse(b.0.reserved_at),
+            b.0.uid,
+        ))
+    });
+    let mut removed: Vec<&(Holder<'_>, PreemptedReason)> = Vec::new();
+    let mut found = false;
+    for c in &candidates {
+        let h = &c.0;
+        snap.remove(h.cluster_queue, h.usage);
+        // A peer gives back only what it borrows: below its nominal quota
+        // it could reclaim from the preemptor, which may borrow.
+        if h.cluster_queue != cq
+            && need.iter().any(|fr| {
+                snap.usage(h.cluster_queue, fr) < snap.limits(h.cluster_queue, fr).nominal
+            })
+        {
+            snap.add(h.cluster_queue, h.usage);
+            continue;
+        }
+        removed.push(c);
+        let keys: Vec<&str> = removed.iter().map(|c| c.0.key).collect();
+        if fits(snap, cq, usage, true) && tas_fits(&keys) {
+            found = true;
+            break;
+        }
+    }
+    if found {
+        for i in (0..removed.len().saturating_sub(1)).rev() {
+            let h = &removed[i].0;
+            snap.add(h.cluster_queue, h.usage);
+            let keys: Vec<&str> = removed
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, c)| c.0.key)
+                .collect();
+            if fits(snap, cq, usage, true) && tas_fits(&keys) {
+                removed.swap_remove(i);
+            } else {
+                snap.remove(h.cluster_queue, h.usage);
+            }
+        }
+    }
+    for c in &removed {
+        snap.add(c.0.cluster_queue, c.0.usage);
+    }
+    found.then(|| {
+        removed
+            .iter()
+            .map(|(h, reason)| Target {
+                key: h.key.to_string(),
+                cluster_queue: h.cluster_queue.to_string(),
+                reason: *reason,
+                usage: h.usage.clone(),
+            })
+            .collect()
+    })
+}
+
 /// The keys of the removed candidates, but the one at `except`.
 fn keys<'a>(removed: &[&Candidate<'a>], except: Option<usize>) -> Vec<&'a str> {
     removed
@@ -423,6 +527,7 @@ mod tests {
                     uid: key,
                     reserved_at: *at,
                     evicting: *evicting,
+                    written: true,
                     usage,
                 })
                 .collect()
@@ -485,6 +590,110 @@ mod tests {
     fn setup(holders: &Fixed, queues: &[ClusterQueue]) -> QuotaTree {
         let usage: Vec<(&str, &Usage)> = holders.0.iter().map(|h| (h.1.as_str(), &h.5)).collect();
         QuotaTree::build(queues, usage)
+    }
+
+    /// [`Fixed`], with the named holders' admissions not sent yet.
+    struct Unsent(Fixed, Vec<&'static str>);
+
+    impl Holdings for Unsent {
+        fn holders<'s>(&'s self, cq: &str) -> Vec<Holder<'s>> {
+            let mut hs = self.0.holders(cq);
+            for h in &mut hs {
+                h.written = !self.1.contains(&h.key);
+            }
+            hs
+        }
+    }
+
+    /// A full queue of 10: by Kueue's order a preemptor needing 3 evicts
+    /// the lowest priority, sent; with two admissions of priority 5 not
+    /// sent yet, it takes back the newest of those instead, which no one
+    /// has seen. Never one of its own priority or above, and never from a
+    /// peer within its nominal quota (that peer would reclaim it back).
+    #[test]
+    fn unsent_admissions_are_taken_back_before_anything_is_evicted() {
+        use PreemptionPolicy::*;
+        let queues = [cq("a", 10, LowerPriority, Any)];
+        let fixed = || {
+            Fixed(vec![
+                holder("ns/sent-low", "a", 1, 1, 3),
+                holder("ns/unsent-old", "a", 5, 2, 4),
+                holder("ns/unsent-new", "a", 5, 3, 3),
+            ])
+        };
+        let mut snap = setup(&fixed(), &queues);
+        let p = Preemptor {
+            key: "ns/p",
+            cq: &queues[0],
+            priority: 10,
+            created: 0,
+        };
+        let need = [fr()].into();
+        let keys = |t: &[Target]| -> Vec<String> { t.iter().map(|t| t.key.clone()).collect() };
+        let t = targets(&mut snap, &Unsent(fixed(), vec![]), &p, &cpu(3), &need);
+        assert_eq!(keys(&t), ["ns/sent-low"], "all sent: Kueue's order");
+
+        let holdings = Unsent(fixed(), vec!["ns/unsent-old", "ns/unsent-new"]);
+        let t = targets(&mut snap, &holdings, &p, &cpu(3), &need);
+        assert_eq!(snap.usage("a", &fr()), 10, "the snapshot is left as found");
+        assert_eq!(keys(&t), ["ns/unsent-new"]);
+        assert_eq!(t[0].reason, PreemptedReason::InClusterQueue);
+        // 4 needed: the newest unsent (3) is not enough alone, the older
+        // one (4) is, so the fill-back keeps only that one.
+        let t = targets(&mut snap, &holdings, &p, &cpu(4), &need);
+        assert_eq!(keys(&t), ["ns/unsent-old"]);
+        // 8 needed: unsent ones free 7 at most, so Kueue's rule decides.
+        let t = targets(&mut snap, &holdings, &p, &cpu(8), &need);
+        assert!(t.iter().any(|t| t.key == "ns/sent-low"), "{:?}", keys(&t));
+
+        // Of the preemptor's priority: not taken back.
+        let p5 = Preemptor { priority: 5, ..p };
+        let t = targets(&mut snap, &holdings, &p5, &cpu(3), &need);
+        assert_eq!(keys(&t), ["ns/sent-low"]);
+
+        // A peer gives back only what it borrows: taking the admission
+        // must leave it at its nominal quota or above, or it would reclaim
+        // from the preemptor, which borrows.
+        let queues = [
+            cq("a", 10, LowerPriority, Any),
+            cq("b", 10, LowerPriority, Any),
+        ];
+        let p = Preemptor {
+            cq: &queues[0],
+            ..p
+        };
+        let peers = |a_sent: i64, b_sent: i64| {
+            Fixed(vec![
+                holder("ns/a-sent", "a", 1, 1, a_sent),
+                holder("ns/b-sent", "b", 1, 1, b_sent),
+                holder("ns/b-unsent", "b", 5, 2, 4),
+            ])
+        };
+        let mut snap = setup(&peers(8, 8), &queues);
+        let t = targets(
+            &mut snap,
+            &Unsent(peers(8, 8), vec!["ns/b-unsent"]),
+            &p,
+            &cpu(4),
+            &need,
+        );
+        assert!(
+            !keys(&t).contains(&"ns/b-unsent".to_string()),
+            "{:?}",
+            keys(&t)
+        );
+        let mut snap = setup(&peers(6, 10), &queues);
+        let t = targets(&mut snap, &Unsent(peers(6, 10), vec![]), &p, &cpu(4), &need);
+        assert_eq!(keys(&t), ["ns/b-sent"], "all sent: Kueue's order");
+        let t = targets(
+            &mut snap,
+            &Unsent(peers(6, 10), vec!["ns/b-unsent"]),
+            &p,
+            &cpu(4),
+            &need,
+        );
+        assert_eq!(keys(&t), ["ns/b-unsent"]);
+        assert_eq!(t[0].reason, PreemptedReason::InCohortReclamation);
     }
 
     #[test]
@@ -688,7 +897,7 @@ mod tests {
                 let h = by_key[t.key.as_str()];
                 let victim = Holder {
                     key: &h.0, cluster_queue: &h.1, priority: h.2, created: 0,
-                    uid: &h.0, reserved_at: h.3, evicting: h.4, usage: &h.5,
+                    uid: &h.0, reserved_at: h.3, evicting: h.4, written: true, usage: &h.5,
                 };
                 if t.cluster_queue == cq_name {
                     proptest::prop_assert!(policy_admits(p.cq.preemption.within_cluster_queue, &p, &victim), "{} may not be preempted", t.key);

@@ -346,6 +346,9 @@ pub struct Engine {
     requeue_at: BTreeMap<RequeueTree, i64>,
     /// ClusterQueues added while deferring, not yet in the quota tree.
     added: BTreeSet<String>,
+    /// Admissions decided whose writes wait to be sent (see
+    /// [`Engine::set_unsent`]).
+    unsent: std::collections::HashSet<Arc<str>>,
 }
 
 /// What a batched requeue puts back: a Cohort tree by its root, or a
@@ -1720,6 +1723,15 @@ impl Engine {
             return false;
         };
         n.wl.replaces.as_deref() == Some(old) && one_job(&n.wl, &o.wl)
+    }
+
+    /// The admissions whose writes still wait to be sent, as the shell
+    /// sees them before a round: nobody has seen those, so a preemptor
+    /// takes them back before it evicts anything (see
+    /// `preemption::unsent_room`). Any other holder counts as written.
+    pub fn set_unsent(&mut self, keys: impl IntoIterator<Item = Arc<str>>) {
+        self.unsent.clear();
+        self.unsent.extend(keys);
     }
 
     /// waitForPodsReady's `blockAdmission`: while it is set, no workload is

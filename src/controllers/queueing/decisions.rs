@@ -14,6 +14,14 @@ impl Controller {
         self.requeue_drained();
         // Bounded: each round either admits, evicts or sets a head aside.
         for _ in 0..64 {
+            // What waits for the admission lane now: a preemptor takes
+            // those back before it evicts anything.
+            self.engine.set_unsent(
+                self.unsent
+                    .iter()
+                    .filter(|(_, u)| u.waiting())
+                    .map(|(k, _)| k.clone()),
+            );
             let started = Instant::now();
             let cycle = self.engine.schedule(now_ms());
             let took = started.elapsed().as_secs_f64();
@@ -410,6 +418,11 @@ impl Unsent {
         } else {
             Err(Withdrawn)
         }
+    }
+
+    /// Neither sent nor withdrawn yet.
+    pub(super) fn waiting(&self) -> bool {
+        self.state.load(std::sync::atomic::Ordering::Acquire) == Self::WAITING
     }
 
     /// The controller's claim: true if the write will not go out.

@@ -863,6 +863,7 @@ impl Holdings for HoldingsView<'_> {
                     uid: &rec.wl.uid,
                     reserved_at: h.reserved_at,
                     evicting: h.evicting,
+                    written: h.confirmed || !e.unsent.contains(&**key),
                     usage: &h.usage,
                 })
             })

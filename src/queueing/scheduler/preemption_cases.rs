@@ -832,3 +832,32 @@ proptest::proptest! {
         proptest::prop_assert_eq!(admitted, vec!["in".to_string()]);
     }
 }
+
+#[test]
+fn an_unsent_admission_is_taken_back_before_a_written_one_is_evicted() {
+    // `sent` (priority 0) holds as the API shows it; `late` (priority 1) is
+    // admitted by a cycle. `top` (priority 9) then needs room: Kueue's
+    // order takes the lowest priority, `sent`. While `late`'s admission
+    // still waits to be sent, nobody has seen it: `top` takes that back
+    // instead, and nothing that ran is evicted. Once sent (or written),
+    // it is a victim as any other.
+    let queues = [q("a", None, 4).within(LowerPriority)];
+    for written in [false, true] {
+        let mut e = setup(&queues, &[("sent", "a", 0, 2)]);
+        e.upsert_workload(workload(&("late", "a", 1, 2), 10, false));
+        assert_eq!(
+            outcome(&e.schedule(1_000)),
+            (vec![], vec!["late".to_string()])
+        );
+        if !written {
+            e.set_unsent([Arc::from(format!("{NS}/late"))]);
+        }
+        e.upsert_workload(workload(&("top", "a", 9, 2), 11, false));
+        let victim = if written { "sent" } else { "late" };
+        assert_eq!(
+            outcome(&e.schedule(1_001)),
+            (vec![(victim.to_string(), InCq)], vec![]),
+            "late's admission written: {written}"
+        );
+    }
+}
