@@ -390,31 +390,23 @@ fn unsent_room<'a>(
     unwritten: impl Iterator<Item = &'a Candidate<'a>>,
 ) -> Option<Vec<Target>> {
     let cq = p.cq.name.as_str();
-    let mut candidates: Vec<(Holder<'a>, PreemptedReason)> = unwritten
+    let mut candidates: Vec<&Candidate<'a>> = unwritten
         .filter(|c| !c.holder.evicting && c.holder.priority < p.priority)
-        .map(|c| {
-            let reason = if c.holder.cluster_queue == cq {
-                PreemptedReason::InClusterQueue
-            } else {
-                PreemptedReason::InCohortReclamation
-            };
-            (c.holder, reason)
-        })
         .collect();
     if candidates.is_empty() {
         return None;
     }
-    candidates.sort_by(|a, b| {
-        (a.0.priority, Reverse(a.0.reserved_at), a.0.uid).cmp(&(
-            b.0.priority,
-            Reverse(b.0.reserved_at),
-            b.0.uid,
-        ))
+    candidates.sort_by_key(|c| {
+        (
+            c.holder.priority,
+            Reverse(c.holder.reserved_at),
+            c.holder.uid,
+        )
     });
-    let mut removed: Vec<&(Holder<'_>, PreemptedReason)> = Vec::new();
+    let mut removed: Vec<&Candidate<'a>> = Vec::new();
     let mut found = false;
-    for c in &candidates {
-        let h = &c.0;
+    for c in candidates {
+        let h = &c.holder;
         snap.remove(h.cluster_queue, h.usage);
         // A peer gives back only what it borrows: below its nominal quota
         // it could reclaim from the preemptor, which may borrow.
@@ -427,23 +419,16 @@ fn unsent_room<'a>(
             continue;
         }
         removed.push(c);
-        let keys: Vec<&str> = removed.iter().map(|c| c.0.key).collect();
-        if fits(snap, cq, usage, true) && tas_fits(&keys) {
+        if fits(snap, cq, usage, true) && tas_fits(&keys(&removed, None)) {
             found = true;
             break;
         }
     }
     if found {
         for i in (0..removed.len().saturating_sub(1)).rev() {
-            let h = &removed[i].0;
+            let h = &removed[i].holder;
             snap.add(h.cluster_queue, h.usage);
-            let keys: Vec<&str> = removed
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, c)| c.0.key)
-                .collect();
-            if fits(snap, cq, usage, true) && tas_fits(&keys) {
+            if fits(snap, cq, usage, true) && tas_fits(&keys(&removed, Some(i))) {
                 removed.swap_remove(i);
             } else {
                 snap.remove(h.cluster_queue, h.usage);
@@ -451,16 +436,20 @@ fn unsent_room<'a>(
         }
     }
     for c in &removed {
-        snap.add(c.0.cluster_queue, c.0.usage);
+        snap.add(c.holder.cluster_queue, c.holder.usage);
     }
     found.then(|| {
         removed
             .iter()
-            .map(|(h, reason)| Target {
-                key: h.key.to_string(),
-                cluster_queue: h.cluster_queue.to_string(),
-                reason: *reason,
-                usage: h.usage.clone(),
+            .map(|c| Target {
+                key: c.holder.key.to_string(),
+                cluster_queue: c.holder.cluster_queue.to_string(),
+                reason: if c.holder.cluster_queue == cq {
+                    PreemptedReason::InClusterQueue
+                } else {
+                    PreemptedReason::InCohortReclamation
+                },
+                usage: c.holder.usage.clone(),
             })
             .collect()
     })
