@@ -101,7 +101,9 @@ use status::{cq_status_json, lq_status_json, queue_status_due};
 /// preempt it: many in flight keep most of the quota held and multiply
 /// the evictions on Kueue's scheduler benchmark (the figures are in
 /// BENCHMARKS.md, Preemption, and its history). An admission
-/// waiting for room is still withdrawn unsent by a preemption that picks it.
+/// waiting for room is still withdrawn unsent by a preemption that picks it,
+/// and a preemptor takes such admissions back before it evicts anything
+/// written (`Engine::set_unsent`).
 const ADMISSION_WRITES: usize = 2;
 /// Evictions (and requeue marks) have their own lane: a preemptor waits for
 /// them, so they never queue behind admissions.
