@@ -87,6 +87,11 @@
 //!   KUEUE_BENCH_CLIENT [default]   batchgate's `clientConnection`: `default` = Kueue v0.19.2's
 //!                                  defaults (qps 300, burst 500), `harness` = minimalkueue's
 //!                                  (50, 100, per resource, as its client-go gives it), or `QPS/BURST`
+//!   KUEUE_BENCH_GATES              batchgate's `featureGates`, `NAME=true|false,...`
+//!                                  (`SchedulingEquivalenceHashing=false` is Kueue v0.17.1's
+//!                                  default, minimalkueue's here; v0.19.2's and batchgate's is on)
+//!   KUEUE_BENCH_GATES_A            the same for the `A` runs (BATCHGATE_BENCH_BIN_A may be
+//!                                  the same binary: an A/B of a gate)
 //!   BATCHGATE_BENCH_BIN            the batchgate binary (default: the one cargo built)
 //!   BATCHGATE_BENCH_BIN_A          another batchgate build, run as `A` (a before/after A/B
 //!                                  across commits; the summary adds B against A)
@@ -189,12 +194,31 @@ struct Knobs {
     keep: bool,
     /// batchgate's `clientConnection` (qps, burst).
     client: (f32, u32),
+    /// batchgate's `featureGates` (`KUEUE_BENCH_GATES`), and the `A`
+    /// runs' (`KUEUE_BENCH_GATES_A`).
+    gates: Vec<(String, bool)>,
+    gates_a: Vec<(String, bool)>,
     bin: PathBuf,
     bin_a: Option<PathBuf>,
     /// minimalkueue's `--zap-log-level`.
     kueue_log: String,
     /// More kube-apiserver flags (`KUEUE_BENCH_APISERVER_ARGS`).
     apiserver_args: Vec<String>,
+}
+
+/// Feature gates from `name`: `NAME=true|false,...`.
+fn gates(name: &str) -> Result<Vec<(String, bool)>, BoxError> {
+    let Ok(v) = std::env::var(name) else {
+        return Ok(Vec::new());
+    };
+    v.split(',')
+        .filter(|g| !g.is_empty())
+        .map(|g| {
+            g.split_once('=')
+                .and_then(|(n, b)| Some((n.to_string(), b.parse().ok()?)))
+                .ok_or_else(|| format!("{name}={v:?}: use NAME=true|false,...").into())
+        })
+        .collect()
 }
 
 fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
@@ -251,6 +275,8 @@ fn knobs(smoke: bool) -> Result<Knobs, BoxError> {
         timeout: Duration::from_secs(var("KUEUE_BENCH_TIMEOUT_SECS", 900u64)?),
         checker: !smoke && var("KUEUE_BENCH_CHECKER", 1u8)? == 1,
         keep: std::env::var("KUEUE_BENCH_KEEP").is_ok_and(|v| v == "1"),
+        gates: gates("KUEUE_BENCH_GATES")?,
+        gates_a: gates("KUEUE_BENCH_GATES_A")?,
         client: match std::env::var("KUEUE_BENCH_CLIENT").as_deref() {
             Err(_) | Ok("default") => (300.0, 500),
             Ok("harness") => (50.0, 100),
@@ -911,13 +937,21 @@ fn start_manager(
             }
             let cfg = dir.join("config.yaml");
             let (qps, burst) = k.client;
-            std::fs::write(
-                &cfg,
-                format!(
-                    "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n\
-                     clientConnection:\n  qps: {qps}\n  burst: {burst}\n"
-                ),
-            )?;
+            let mut text = format!(
+                "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n\
+                 clientConnection:\n  qps: {qps}\n  burst: {burst}\n"
+            );
+            let gates = match system {
+                System::BatchgateA => &k.gates_a,
+                _ => &k.gates,
+            };
+            if !gates.is_empty() {
+                text.push_str("featureGates:\n");
+                for (name, on) in gates {
+                    text.push_str(&format!("  {name}: {on}\n"));
+                }
+            }
+            std::fs::write(&cfg, text)?;
             let mut cmd = Command::new(bin);
             cmd.args(["serve", "--cert-dir"])
                 .arg(&cert_dir)
@@ -1947,6 +1981,12 @@ fn run(smoke: bool) -> Result<(), BoxError> {
         if k.smoke { " [smoke run without --bench: numbers are not meaningful]" } else { "" },
     );
     println!("  batchgate: {}", k.bin.display());
+    if !k.gates.is_empty() {
+        println!("  batchgate featureGates: {:?}", k.gates);
+    }
+    if !k.gates_a.is_empty() {
+        println!("  batchgate A featureGates: {:?}", k.gates_a);
+    }
     if let Some(a) = &k.bin_a {
         println!("  batchgate A: {}", a.display());
     }

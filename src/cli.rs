@@ -634,6 +634,7 @@ pub async fn serve(a: ServeArgs) -> Result<()> {
                 // Validated when the file was read.
                 cfg.multikueue().unwrap_or_default(),
                 settings.manage_jobs_without_queue_name,
+                cfg.equivalence_hashing(),
             ));
         }
         (Some((e, fenced)), AdmissionMode::External) => {

@@ -140,20 +140,33 @@ pub struct CounterSourceConfig {
 /// writes on a worker's job (a Kueue before 0.18 reads the prebuilt
 /// Workload's name from a label only), and whether MultiKueue dispatches
 /// external frameworks.
-const GATES: [&str; 6] = [
+const GATES: [&str; 7] = [
     "KueueDRAIntegration",
     "KueueDRARejectWorkloadsWhenDRADisabled",
     "KueueDRAIntegrationExtendedResource",
     "KueueDRAIntegrationPartitionableDevices",
     WORKLOAD_IDENTIFIER_ANNOTATIONS,
     CUSTOM_JOBS,
+    EQUIVALENCE_HASHING,
 ];
 
 const WORKLOAD_IDENTIFIER_ANNOTATIONS: &str = "WorkloadIdentifierAnnotations";
 /// Whether `multiKueue.externalFrameworks` are dispatched (on by default).
 const CUSTOM_JOBS: &str = "MultiKueueAdaptersForCustomJobs";
+/// Whether a head that fails to fit sets aside the workloads shaped like
+/// it (on by default, as in Kueue since 0.18).
+const EQUIVALENCE_HASHING: &str = "SchedulingEquivalenceHashing";
 
 impl Config {
+    /// Kueue's `SchedulingEquivalenceHashing` gate (see
+    /// `Engine::set_equivalence_hashing`).
+    pub fn equivalence_hashing(&self) -> bool {
+        self.feature_gates
+            .get(EQUIVALENCE_HASHING)
+            .copied()
+            .unwrap_or(true)
+    }
+
     /// MultiKueue's settings: the `multiKueue` block, and whether the
     /// prebuilt Workload's name goes on a worker's job as an annotation
     /// (`WorkloadIdentifierAnnotations`, on by default) or as a label.
@@ -1498,6 +1511,11 @@ mod tests {
         );
         assert!(off.claims().is_ok());
         assert!(!off.multikueue().unwrap().custom_jobs);
+        // SchedulingEquivalenceHashing: the engine's set-aside of alike heads.
+        assert!(parse("").equivalence_hashing());
+        let off = parse("featureGates:\n  SchedulingEquivalenceHashing: false\n");
+        assert!(off.claims().is_ok());
+        assert!(!off.equivalence_hashing());
     }
 
     #[test]

@@ -93,6 +93,7 @@ pub async fn run(
     namespace: String,
     multikueue: crate::multikueue::Settings,
     manage_jobs_without_queue_name: bool,
+    equivalence_hashing: bool,
 ) {
     // A standby starts everything now: the engine follows the watches and
     // the controllers fill their caches, and none of them decides or
@@ -112,6 +113,7 @@ pub async fn run(
         namespace,
         multikueue,
         manage_jobs_without_queue_name,
+        equivalence_hashing,
     ));
     elector.acquire().await;
     let _ = leads.send(true);
@@ -138,6 +140,7 @@ async fn reconcilers(
     namespace: String,
     multikueue: crate::multikueue::Settings,
     manage_jobs_without_queue_name: bool,
+    equivalence_hashing: bool,
 ) {
     kueue_served(&client).await;
     tokio::spawn(queueing::Controller::run(
@@ -149,6 +152,7 @@ async fn reconcilers(
             fair: fair_sharing,
             admission_fair_sharing,
             claims,
+            equivalence_hashing,
         },
         leading.clone(),
     ));

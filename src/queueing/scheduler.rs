@@ -340,6 +340,9 @@ pub struct Engine {
     deferring: bool,
     /// See [`Engine::set_requeue_batch`].
     requeue_batch: Option<i64>,
+    /// Kueue's `SchedulingEquivalenceHashing` turned off (see
+    /// [`Engine::set_equivalence_hashing`]).
+    no_equivalence: bool,
     /// Released quota not yet given a due time (see [`Engine::requeue_due`]).
     requeue_asked: BTreeSet<RequeueTree>,
     /// When each tree's set-aside workloads go back to their queues.
@@ -470,6 +473,7 @@ impl Engine {
         e.set_fair_sharing(self.fair.clone());
         e.set_admission_fair_sharing(self.afs.clone());
         e.set_requeue_batch(self.requeue_batch);
+        e.set_equivalence_hashing(!self.no_equivalence);
         e
     }
 
@@ -1485,6 +1489,15 @@ impl Engine {
     /// either way.
     pub fn set_requeue_batch(&mut self, batch: Option<i64>) {
         self.requeue_batch = batch;
+    }
+
+    /// Kueue's `SchedulingEquivalenceHashing` (on by default since 0.18):
+    /// a head that fails to fit sets aside the queued workloads shaped
+    /// like it, and newcomers of that shape, until quota is released.
+    /// Off, as in Kueue before 0.18, only the head that failed is set
+    /// aside, and each of the others is tried in its turn.
+    pub fn set_equivalence_hashing(&mut self, on: bool) {
+        self.no_equivalence = !on;
     }
 
     /// The map's own copy of `key`, to share.

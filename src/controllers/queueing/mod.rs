@@ -479,6 +479,8 @@ pub struct Settings {
         Option<crate::queueing::admission_fair_sharing::AdmissionFairSharing>,
     /// DRA claims as quota.
     pub claims: crate::queueing::claims::Settings,
+    /// Kueue's `SchedulingEquivalenceHashing` gate.
+    pub equivalence_hashing: bool,
 }
 
 impl Controller {
@@ -495,6 +497,7 @@ impl Controller {
             fair,
             admission_fair_sharing,
             claims,
+            equivalence_hashing,
         } = settings;
         let (tx, mut rx) = mpsc::unbounded_channel();
         watch(
@@ -625,6 +628,7 @@ impl Controller {
         c.engine.set_admission_fair_sharing(admission_fair_sharing);
         c.engine
             .set_requeue_batch(Some(REQUEUE_BATCH.as_millis() as i64));
+        c.engine.set_equivalence_hashing(equivalence_hashing);
         let mut status_tick = tokio::time::interval(STATUS_EVERY);
         status_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pending_tick = tokio::time::interval(PENDING_EVERY);

@@ -605,6 +605,7 @@ impl Engine {
         } = entry;
         let key = order.key.clone();
         let strategy = self.cluster_queues.get(&cq).map(|c| c.queueing_strategy);
+        let alike = !self.no_equivalence;
         let Some(q) = self.queues.get_mut(&cq) else {
             return false;
         };
@@ -635,7 +636,9 @@ impl Engine {
                     (Some(QueueingStrategy::BestEffortFIFO), Requeue::SetAsideAlike) => {
                         // Same shape hash: a (2^-64) collision only sets a
                         // workload aside until quota frees up again.
-                        q.set_aside_alike(order.shape);
+                        if alike {
+                            q.set_aside_alike(order.shape);
+                        }
                         q.set_aside(order.clone());
                         moved = true;
                     }

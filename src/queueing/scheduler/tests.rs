@@ -310,6 +310,32 @@ fn a_newcomer_like_a_failed_head_is_set_aside_untried() {
     assert_eq!(settle(&mut e, 4), [key("later")]);
 }
 
+/// With `SchedulingEquivalenceHashing` off (Kueue before 0.18): only the
+/// head that failed is set aside; each workload shaped like it is tried
+/// in its turn and gets its own pending reason.
+#[test]
+fn without_equivalence_hashing_each_alike_workload_is_tried() {
+    let mut e = engine(&["default"], vec![cq("a", None, &[("default", 1)])]);
+    e.set_equivalence_hashing(false);
+    e.upsert_workload(wl("running", "a", 0, 0, 1));
+    admit_all(&mut e, 0);
+    e.upsert_workload(wl("first", "a", 0, 1, 1));
+    e.upsert_workload(wl("second", "a", 0, 2, 1));
+    let c = run(&mut e, 1);
+    assert!(pending(&c, "first").is_some());
+    assert!(
+        pending(&c, "second").is_some(),
+        "tried: not set aside with the head"
+    );
+    e.upsert_workload(wl("later", "a", 0, 3, 1));
+    assert!(
+        pending(&run(&mut e, 3), "later").is_some(),
+        "a newcomer is tried"
+    );
+    e.finish_workload(&key("running"));
+    assert_eq!(settle(&mut e, 4), [key("first")]);
+}
+
 /// Batched requeue (Kueue's requeuer, `requeueBatchPeriod`): quota freed
 /// in a Cohort brings its set-aside workloads back once, the batch after
 /// the first release, however many releases came in between.
@@ -331,8 +357,11 @@ fn a_rebuild_keeps_the_requeue_batch_and_the_other_settings() {
             local_queues: e.local_queues().cloned().collect(),
             ..Default::default()
         };
+        e.set_equivalence_hashing(false);
         let mut r = e.rebuilt(objects);
         assert!(r.block_admission);
+        assert!(r.no_equivalence);
+        r.set_equivalence_hashing(true);
         r.set_block_admission(false);
         r
     });
