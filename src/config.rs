@@ -138,8 +138,8 @@ pub struct CounterSourceConfig {
 
 /// The feature gates batchgate acts on: the DRA ones, what MultiKueue
 /// writes on a worker's job (a Kueue before 0.18 reads the prebuilt
-/// Workload's name from a label only), and whether MultiKueue dispatches
-/// external frameworks.
+/// Workload's name from a label only), whether MultiKueue dispatches
+/// external frameworks, and whether a failed head sets aside its shape.
 const GATES: [&str; 7] = [
     "KueueDRAIntegration",
     "KueueDRARejectWorkloadsWhenDRADisabled",
