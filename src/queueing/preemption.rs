@@ -335,22 +335,15 @@ pub(crate) fn targets_with(
                 break;
             }
         }
-        if found {
-            // Put back, newest removal first (the last one stays), every
-            // candidate the preemptor can do without.
-            for i in (0..removed.len().saturating_sub(1)).rev() {
-                let h = &removed[i].holder;
-                snap.add(h.cluster_queue, h.usage);
-                if fits(snap, cq, usage, allow_borrowing) && tas_fits(&keys(&removed, Some(i))) {
-                    removed.swap_remove(i);
-                } else {
-                    snap.remove(h.cluster_queue, h.usage);
-                }
-            }
-        }
-        for c in &removed {
-            snap.add(c.holder.cluster_queue, c.holder.usage);
-        }
+        restore(
+            snap,
+            cq,
+            usage,
+            allow_borrowing,
+            tas_fits,
+            &mut removed,
+            found,
+        );
         if found {
             return removed
                 .iter()
@@ -424,20 +417,7 @@ fn unsent_room<'a>(
             break;
         }
     }
-    if found {
-        for i in (0..removed.len().saturating_sub(1)).rev() {
-            let h = &removed[i].holder;
-            snap.add(h.cluster_queue, h.usage);
-            if fits(snap, cq, usage, true) && tas_fits(&keys(&removed, Some(i))) {
-                removed.swap_remove(i);
-            } else {
-                snap.remove(h.cluster_queue, h.usage);
-            }
-        }
-    }
-    for c in &removed {
-        snap.add(c.holder.cluster_queue, c.holder.usage);
-    }
+    restore(snap, cq, usage, true, tas_fits, &mut removed, found);
     found.then(|| {
         removed
             .iter()
@@ -453,6 +433,35 @@ fn unsent_room<'a>(
             })
             .collect()
     })
+}
+
+/// Gives `snap` back what `removed` took. When the removals `made_room`,
+/// first keeps in `removed` only the fewest the preemptor needs: each
+/// other one, newest removal first (the last one stays), is put back if
+/// the preemptor still fits without it.
+fn restore<'a>(
+    snap: &mut QuotaTree,
+    cq: &str,
+    usage: &Usage,
+    allow_borrowing: bool,
+    tas_fits: &TasFit<'_>,
+    removed: &mut Vec<&Candidate<'a>>,
+    made_room: bool,
+) {
+    if made_room {
+        for i in (0..removed.len().saturating_sub(1)).rev() {
+            let h = &removed[i].holder;
+            snap.add(h.cluster_queue, h.usage);
+            if fits(snap, cq, usage, allow_borrowing) && tas_fits(&keys(removed, Some(i))) {
+                removed.swap_remove(i);
+            } else {
+                snap.remove(h.cluster_queue, h.usage);
+            }
+        }
+    }
+    for c in removed.iter() {
+        snap.add(c.holder.cluster_queue, c.holder.usage);
+    }
 }
 
 /// The keys of the removed candidates, but the one at `except`.
