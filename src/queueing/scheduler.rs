@@ -1484,7 +1484,8 @@ impl Engine {
 
     /// Set-aside workloads try again at most once per `batch` (ms) per
     /// Cohort tree after quota is released, `batch` after the first
-    /// release (Kueue's inadmissible-workload requeuer, 1 s); `None`, as
+    /// release (Kueue's inadmissible-workload requeuer, 1 s there; the
+    /// queueing controller's period is its own); `None`, as
     /// in tests, at once. Changes of configuration requeue at once
     /// either way.
     pub fn set_requeue_batch(&mut self, batch: Option<i64>) {
