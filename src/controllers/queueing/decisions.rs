@@ -746,6 +746,7 @@ pub(super) async fn write_workload(
                 return (outcome, Some(written));
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
+                debug!(workload = %key, write = write_kind(w, &meta.conditions), "conflict");
                 // Changed since we looked: re-decide on the version the
                 // watch has brought meanwhile, or read it again.
                 if let Some(wl) = newest(&mut meta) {
