@@ -54,6 +54,11 @@ pub mod workload;
 #[cfg(test)]
 mod property_tests;
 
+/// The hasher of the engine's maps looked up on every head of a cycle:
+/// foldhash, seeded per process as hashbrown's default. SipHash showed in
+/// every lookup; no decision depends on a hashed map's order.
+pub(crate) type Hasher = foldhash::fast::RandomState;
+
 pub use cluster_queue::{
     ActiveCondition, AdmissionFairSharingStatus, BorrowWithinCohort, ClusterQueue,
     ClusterQueueStatus, FlavorFungibility, FlavorPreference, FlavorQuotas, FlavorUsage,

@@ -85,7 +85,7 @@ impl Node {
 #[derive(Debug, Default, Clone)]
 struct Shape {
     nodes: Vec<Node>,
-    queues: BTreeMap<String, usize>,
+    queues: std::collections::HashMap<String, usize, super::Hasher>,
     cohorts: BTreeMap<String, usize>,
 }
 

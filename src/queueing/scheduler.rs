@@ -297,7 +297,7 @@ pub struct Engine {
     workloads: records::Records,
     /// Keys of the workloads holding quota, by ClusterQueue name (also for
     /// queues that were deleted under them).
-    holders: BTreeMap<String, BTreeSet<Arc<str>>>,
+    holders: HashMap<String, BTreeSet<Arc<str>>, super::Hasher>,
     /// Pending workloads of every existing ClusterQueue.
     queues: BTreeMap<String, PendingQueue>,
     /// The ClusterQueues in a Cohort that may have set-aside workloads, by
@@ -314,7 +314,7 @@ pub struct Engine {
     dirty: BTreeSet<Arc<str>>,
     /// Holding workloads that may have to be evicted (drain, deactivation).
     drain: BTreeSet<Arc<str>>,
-    reported_status: BTreeMap<String, ClusterQueueStatus>,
+    reported_status: HashMap<String, ClusterQueueStatus, super::Hasher>,
     /// The names workloads share (see [`Names`]).
     names: Names,
     /// See [`Engine::set_block_admission`].
@@ -351,7 +351,7 @@ pub struct Engine {
     added: BTreeSet<String>,
     /// Admissions decided whose writes wait to be sent (see
     /// [`Engine::set_unsent`]).
-    unsent: std::collections::HashSet<Arc<str>>,
+    unsent: std::collections::HashSet<Arc<str>, super::Hasher>,
 }
 
 /// What a batched requeue puts back: a Cohort tree by its root, or a
@@ -380,7 +380,7 @@ fn one_job(a: &Workload, b: &Workload) -> bool {
 /// uses any more are dropped as the set grows.
 #[derive(Debug, Default)]
 struct Names {
-    set: std::collections::HashSet<Arc<str>>,
+    set: std::collections::HashSet<Arc<str>, super::Hasher>,
     /// Size after the last sweep: the next one waits until it doubles.
     swept: usize,
 }

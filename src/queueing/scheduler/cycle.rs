@@ -103,7 +103,7 @@ impl Engine {
         self.replace_failed_nodes(&updated, &mut cycle.decisions);
 
         // 1. One head per active ClusterQueue.
-        let mut heads = Vec::new();
+        let mut heads = Vec::with_capacity(self.cluster_queues.len());
         for (name, cq) in self.cluster_queues.iter() {
             if !self.is_active(cq) {
                 continue;
@@ -118,6 +118,7 @@ impl Engine {
             }
         }
 
+        cycle.decisions.reserve(heads.len());
         // 2–3. Nominate on a snapshot.
         let mut snap = self.quota.clone();
         let mut entries: Vec<Entry> = heads
@@ -674,19 +675,18 @@ impl Engine {
     }
 
     fn changed_statuses(&mut self) -> Vec<ClusterQueueStatus> {
-        let mut changed = Vec::new();
-        let names: Vec<String> = self.cluster_queues.keys().cloned().collect();
-        for name in names {
-            let Some(status) = self.cluster_queue_status(&name) else {
-                continue;
-            };
-            if self.reported_status.get(&name) != Some(&status) {
-                self.reported_status.insert(name, status.clone());
-                changed.push(status);
-            }
+        let changed: Vec<ClusterQueueStatus> = self
+            .cluster_queues
+            .keys()
+            .filter_map(|name| self.cluster_queue_status(name))
+            .filter(|status| self.reported_status.get(&status.name) != Some(status))
+            .collect();
+        for status in &changed {
+            self.reported_status
+                .insert(status.name.clone(), status.clone());
         }
-        self.reported_status
-            .retain(|n, _| self.cluster_queues.contains_key(n));
+        let queues = &self.cluster_queues;
+        self.reported_status.retain(|n, _| queues.contains_key(n));
         changed
     }
 }

@@ -14,6 +14,7 @@ use indexmap::IndexMap;
 
 use super::{Holding, PendingReason, Record, State};
 use crate::queueing::quota::FlavorResource;
+use crate::queueing::Hasher;
 
 /// Per flavor, per resource: the quota held, and by how many workloads
 /// (an entry stays while any holds it, even at zero, as a walk finds it).
@@ -38,7 +39,7 @@ impl Tally {
 }
 
 /// Every LocalQueue's [`Tally`], by namespace, then name.
-type ByLocalQueue = HashMap<Arc<str>, HashMap<Arc<str>, Tally>>;
+type ByLocalQueue = HashMap<Arc<str>, HashMap<Arc<str>, Tally, Hasher>, Hasher>;
 
 /// What a ClusterQueue's admitted workloads (their admission written)
 /// hold: how many, and the quota per flavor and resource.
@@ -62,7 +63,7 @@ impl Admitted {
 #[derive(Debug, Default)]
 struct Counts {
     local_queues: ByLocalQueue,
-    cluster_queues: HashMap<Arc<str>, Admitted>,
+    cluster_queues: HashMap<Arc<str>, Admitted, Hasher>,
 }
 
 /// The records by key, in the order they came, with every LocalQueue's
@@ -70,12 +71,12 @@ struct Counts {
 /// itself.
 #[derive(Debug, Default)]
 pub(super) struct Records {
-    map: IndexMap<Arc<str>, Box<Record>>,
+    map: IndexMap<Arc<str>, Box<Record>, Hasher>,
     counts: Counts,
 }
 
 impl Deref for Records {
-    type Target = IndexMap<Arc<str>, Box<Record>>;
+    type Target = IndexMap<Arc<str>, Box<Record>, Hasher>;
     fn deref(&self) -> &Self::Target {
         &self.map
     }
@@ -181,7 +182,7 @@ fn count(counts: &mut Counts, rec: &Record, add: bool) {
     }
     // Looked up by the borrowed names; the keys are cloned only when new.
     if !tally.contains_key(&*wl.namespace) {
-        tally.insert(wl.namespace.clone(), HashMap::new());
+        tally.insert(wl.namespace.clone(), HashMap::default());
     }
     let names = tally.get_mut(&*wl.namespace).expect("inserted above");
     if !names.contains_key(&*wl.queue_name) {
@@ -215,7 +216,7 @@ fn count(counts: &mut Counts, rec: &Record, add: bool) {
 
 /// Adds an admitted workload's part to its ClusterQueue's [`Admitted`], or
 /// takes it away (the entry goes with its last workload).
-fn admit(by_cq: &mut HashMap<Arc<str>, Admitted>, h: &Holding, add: bool) {
+fn admit(by_cq: &mut HashMap<Arc<str>, Admitted, Hasher>, h: &Holding, add: bool) {
     if !by_cq.contains_key(&*h.cq) {
         by_cq.insert(h.cq.clone(), Admitted::default());
     }
