@@ -196,14 +196,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let burst_time = burst_start.elapsed();
     assert_eq!(created.load(Ordering::SeqCst), JOBS);
 
-    wait_for(
-        Duration::from_secs(240),
-        "every Job to succeed and every Workload to finish",
-        || {
-            let s = stats.lock().unwrap().last.clone();
-            (s.succeeded == JOBS && s.finished == s.workloads && s.workloads == JOBS).then_some(())
-        },
-    );
+    drain(c, &ns, &stats, JOBS, Duration::from_secs(600), || {});
     let drained = burst_start.elapsed();
     let (pending, reserving, admitted, used) =
         wait_for(Duration::from_secs(30), "quota released", || {
@@ -360,16 +353,9 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
         paused.push((component, stats.lock().unwrap().last.clone()));
     }
 
-    wait_for(
-        Duration::from_secs(300),
-        "every Job to succeed and every Workload to finish",
-        || {
-            keep_alive(&mut server);
-            let s = stats.lock().unwrap().last.clone();
-            (s.succeeded == PAUSE_JOBS && s.finished == s.workloads && s.workloads == PAUSE_JOBS)
-                .then_some(())
-        },
-    );
+    drain(c, &ns, &stats, PAUSE_JOBS, Duration::from_secs(600), || {
+        keep_alive(&mut server)
+    });
     creator.join().expect("creator thread");
     assert_eq!(created.load(Ordering::SeqCst), PAUSE_JOBS);
     let (pending, reserving, _, _) = wait_for(Duration::from_secs(60), "quota released", || {
@@ -594,6 +580,112 @@ impl Drop for Logs {
             }
         }
     }
+}
+
+/// Waits until the sampler saw `jobs` Jobs succeed, one Workload each, every
+/// Workload Finished, calling `tick` on each poll. It fails on a stall, not
+/// on a slow machine: when neither succeeded Jobs nor Finished Workloads
+/// grew for [`STALL`], or past `within` in all, it panics with the last
+/// sample and what is left: each Workload not Finished (its conditions, its
+/// Job's) and each Job without a Workload.
+fn drain(
+    c: &LocalCluster,
+    ns: &str,
+    stats: &Mutex<Stats>,
+    jobs: usize,
+    within: Duration,
+    mut tick: impl FnMut(),
+) {
+    let start = Instant::now();
+    let mut progress = (Instant::now(), 0, 0);
+    loop {
+        tick();
+        let s = stats.lock().unwrap().last.clone();
+        if s.succeeded == jobs && s.finished == s.workloads && s.workloads == jobs {
+            return;
+        }
+        if (s.succeeded, s.finished) != (progress.1, progress.2) {
+            progress = (Instant::now(), s.succeeded, s.finished);
+        }
+        let stalled = progress.0.elapsed() >= STALL;
+        if stalled || start.elapsed() >= within {
+            panic!(
+                "every Job to succeed and every Workload to finish: {} after {:?}; \
+                 last sample {s:?}; left:\n{}",
+                if stalled {
+                    format!("no progress for {STALL:?}")
+                } else {
+                    "not done".into()
+                },
+                start.elapsed(),
+                left_over(c, ns)
+            );
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// How long a drain may go without one more Job succeeding or Workload
+/// finishing: many times a Job's 2 s run and a restart's lease wait.
+const STALL: Duration = Duration::from_secs(90);
+
+/// Each Workload in `ns` not Finished and each Job without a Workload, one
+/// line each, with the conditions a reader needs to see why.
+fn left_over(c: &LocalCluster, ns: &str) -> String {
+    let (Some(wls), Some(jobs)) = (
+        get(c, &["workloads.kueue.x-k8s.io", "-n", ns]),
+        get(c, &["jobs", "-n", ns]),
+    ) else {
+        return "(Workloads or Jobs could not be read)".into();
+    };
+    let empty = Vec::new();
+    let wls = wls["items"].as_array().unwrap_or(&empty);
+    let jobs = jobs["items"].as_array().unwrap_or(&empty);
+    let conditions = |o: &Value| {
+        o["status"]["conditions"]
+            .as_array()
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| format!("{}={} {}", c["type"], c["status"], c["reason"]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    for w in wls.iter().filter(|w| !is_true(w, "Finished")) {
+        let owner = w["metadata"]["ownerReferences"][0]["uid"].as_str();
+        let job = jobs.iter().find(|j| j["metadata"]["uid"].as_str() == owner);
+        out += &format!(
+            "Workload {} admission={} [{}]; Job {}\n",
+            w["metadata"]["name"],
+            !w["status"]["admission"].is_null(),
+            conditions(w),
+            job.map_or("gone".into(), |j| format!(
+                "{} suspend={} active={} succeeded={} [{}]",
+                j["metadata"]["name"],
+                j["spec"]["suspend"],
+                j["status"]["active"],
+                j["status"]["succeeded"],
+                conditions(j)
+            )),
+        );
+    }
+    for j in jobs {
+        let uid = j["metadata"]["uid"].as_str();
+        if !wls
+            .iter()
+            .any(|w| w["metadata"]["ownerReferences"][0]["uid"].as_str() == uid)
+        {
+            out += &format!(
+                "Job {} has no Workload: suspend={} [{}]\n",
+                j["metadata"]["name"],
+                j["spec"]["suspend"],
+                conditions(j)
+            );
+        }
+    }
+    out
 }
 
 /// A batchgate with the shared certificates, registered as the webhook.
