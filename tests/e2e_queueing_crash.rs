@@ -2,7 +2,8 @@
 //! it"): batchgate crashes on purpose (`BATCHGATE_FAULT`, see
 //! docs/development.md) at the two moments that matter, in the middle of
 //! a burst of 200 queued Jobs and again while they drain, and is restarted
-//! each time from the same certificates:
+//! each time from the same certificates (and, as its Deployment would, after
+//! an exit on a lost Lease, which a loaded machine can cause):
 //!
 //! 1. after the engine admitted a Workload, before the admission is
 //!    written: at that instant (nothing runs) the Workload has no
@@ -145,7 +146,21 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
 
     // 1. The 12th admission decision (10 fit at once; the 12th waits for
     // Jobs to finish, mid-burst) is never written.
-    let decided = crash(&mut server, "exit-after-admission-decision:12");
+    let mut lease_losses = 0;
+    let decided = crash(
+        &mut server,
+        "exit-after-admission-decision:12",
+        &mut lease_losses,
+        || {
+            start_with_fault(
+                c,
+                &certs,
+                &cfg,
+                &logs,
+                Some("exit-after-admission-decision:12"),
+            )
+        },
+    );
     let w = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &decided.1]).unwrap();
     assert!(
         w["status"]["admission"].is_null() && !is_true(&w, "QuotaReserved"),
@@ -164,7 +179,20 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
 
     // 2. The 30th admission of the next incarnation lands; its Job is not
     // started.
-    let written = crash(&mut server, "exit-after-admission-write:30");
+    let written = crash(
+        &mut server,
+        "exit-after-admission-write:30",
+        &mut lease_losses,
+        || {
+            start_with_fault(
+                c,
+                &certs,
+                &cfg,
+                &logs,
+                Some("exit-after-admission-write:30"),
+            )
+        },
+    );
     let w = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &written.1]).unwrap();
     assert!(
         !w["status"]["admission"].is_null() && is_true(&w, "QuotaReserved"),
@@ -196,10 +224,16 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     let burst_time = burst_start.elapsed();
     assert_eq!(created.load(Ordering::SeqCst), JOBS);
 
-    drain(c, &ns, &stats, JOBS, Duration::from_secs(600), || {});
+    let mut keep_alive = |server: &mut Server| {
+        restart_if_lease_lost(server, &mut lease_losses, || start(c, &certs, &cfg, &logs))
+    };
+    drain(c, &ns, &stats, JOBS, Duration::from_secs(600), || {
+        keep_alive(&mut server)
+    });
     let drained = burst_start.elapsed();
     let (pending, reserving, admitted, used) =
         wait_for(Duration::from_secs(30), "quota released", || {
+            keep_alive(&mut server);
             cq_counts(c, CQ).filter(|s| s.1 == 0 && s.0 == 0)
         });
     stop.store(true, Ordering::SeqCst);
@@ -210,7 +244,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
         "crash e2e: {} samples over {:.1}s ({} failed reads); max reserved {} cpu in {} Workloads, \
          max running Jobs {}, max ClusterQueue usage {} cpu (quota {QUOTA_CPU}); \
          kills {kills:?}; restarts took {first_restart:.1?} and {second_restart:.1?}; \
-         {} creates refused while down and retried; burst {burst_time:.1?}, all finished after {drained:.1?}, \
+         {lease_losses} more after a lost Lease; {} creates refused while down and retried; burst {burst_time:.1?}, all finished after {drained:.1?}, \
          setup {setup:.1?}, total {:.1?}",
         st.samples,
         st.sampled_for.as_secs_f64(),
@@ -303,12 +337,8 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
     let mut server = start(c, &certs, &cfg, &logs);
     wait_webhook_active(c, &ns);
     let mut restarts = 0;
-    // The Deployment's part: a batchgate that exited is started again.
     let mut keep_alive = |server: &mut Server| {
-        if !server.is_running() {
-            restarts += 1;
-            *server = start(c, &certs, &cfg, &logs);
-        }
+        restart_if_lease_lost(server, &mut restarts, || start(c, &certs, &cfg, &logs))
     };
 
     let (stop, stats, sampler) = spawn_sampler(c, &ns);
@@ -388,7 +418,34 @@ fn an_apiserver_or_etcd_pause_loses_nothing_and_never_overcommits() {
     drop(server);
 }
 
-/// Every incarnation's log, printed if the test fails.
+/// The Deployment's part: a batchgate that exited on a lost Lease (its
+/// apiserver paused, or a machine too loaded to renew within the renew
+/// deadline: batchgate exits then, by design) is started again by
+/// `again`, and counted; any other exit fails the test.
+fn restart_if_lease_lost(
+    server: &mut Server,
+    restarts: &mut usize,
+    again: impl FnOnce() -> Server,
+) {
+    if server.is_running() {
+        return;
+    }
+    let status = server
+        .wait_exit(Duration::from_secs(1))
+        .map_or("unknown".into(), |s| s.to_string());
+    let log = server.stderr.lock().unwrap().clone();
+    let last: Vec<&str> = log.lines().rev().take(20).collect();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("reconciler lease") && l.contains("exiting")),
+        "batchgate ended ({status}), not on a lost Lease; its last lines:\n{}",
+        last.into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
+    eprintln!("batchgate exited on a lost Lease ({status}); started again");
+    *restarts += 1;
+    *server = again();
+}
+
 /// A leader whose async runtime is starved (every worker spinning for 12 s,
 /// three times its 4 s renew deadline: `BATCHGATE_STARVE`) keeps its Lease:
 /// the renewal has its own thread and connection. It then admits and runs
@@ -563,6 +620,7 @@ fn a_restart_keeps_every_topology_assignment_and_overcommits_no_node() {
     drop(server);
 }
 
+/// Every incarnation's log, printed if the test fails.
 #[derive(Default)]
 struct Logs(Mutex<Vec<Arc<Mutex<String>>>>);
 
@@ -724,17 +782,26 @@ fn start_with_fault(
     server
 }
 
-/// Waits (bounded) for the armed fault to end `server`: its exit status
-/// and the Workload it names ("namespace/name" split off: the name).
-fn crash(server: &mut Server, fault: &str) -> (String, String) {
-    let status = server
-        .wait_exit(Duration::from_secs(120))
-        .unwrap_or_else(|| panic!("{fault}: batchgate still running after 120 s"));
-    assert_eq!(
-        status.code(),
-        Some(86),
-        "{fault}: batchgate ended otherwise: {status:?}"
-    );
+/// Waits (bounded) for the armed fault to end `server`: the fault's log
+/// line and the Workload it names ("namespace/name" split off: the name). An
+/// incarnation that exits on a lost Lease first (a machine too loaded to
+/// renew in time) is started again by `again`, armed the same, and
+/// counted in `lease_losses`.
+fn crash(
+    server: &mut Server,
+    fault: &str,
+    lease_losses: &mut usize,
+    mut again: impl FnMut() -> Server,
+) -> (String, String) {
+    loop {
+        let status = server
+            .wait_exit(Duration::from_secs(120))
+            .unwrap_or_else(|| panic!("{fault}: batchgate still running after 120 s"));
+        if status.code() == Some(86) {
+            break;
+        }
+        restart_if_lease_lost(server, lease_losses, &mut again);
+    }
     let log = server.stderr.lock().unwrap().clone();
     let line = log
         .lines()
