@@ -147,19 +147,12 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     // 1. The 12th admission decision (10 fit at once; the 12th waits for
     // Jobs to finish, mid-burst) is never written.
     let mut lease_losses = 0;
+    let armed = |fault: &str| start_with_fault(c, &certs, &cfg, &logs, Some(fault));
     let decided = crash(
         &mut server,
         "exit-after-admission-decision:12",
         &mut lease_losses,
-        || {
-            start_with_fault(
-                c,
-                &certs,
-                &cfg,
-                &logs,
-                Some("exit-after-admission-decision:12"),
-            )
-        },
+        armed,
     );
     let w = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &decided.1]).unwrap();
     assert!(
@@ -168,13 +161,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
     );
     let at_crash = frozen_sample(c, &ns);
     let restarted = Instant::now();
-    server = start_with_fault(
-        c,
-        &certs,
-        &cfg,
-        &logs,
-        Some("exit-after-admission-write:30"),
-    );
+    server = armed("exit-after-admission-write:30");
     let first_restart = restarted.elapsed();
 
     // 2. The 30th admission of the next incarnation lands; its Job is not
@@ -183,15 +170,7 @@ fn kill_9_during_a_burst_never_overcommits_and_every_job_finishes() {
         &mut server,
         "exit-after-admission-write:30",
         &mut lease_losses,
-        || {
-            start_with_fault(
-                c,
-                &certs,
-                &cfg,
-                &logs,
-                Some("exit-after-admission-write:30"),
-            )
-        },
+        armed,
     );
     let w = get(c, &["workloads.kueue.x-k8s.io", "-n", &ns, &written.1]).unwrap();
     assert!(
@@ -785,13 +764,13 @@ fn start_with_fault(
 /// Waits (bounded) for the armed fault to end `server`: the fault's log
 /// line and the Workload it names ("namespace/name" split off: the name). An
 /// incarnation that exits on a lost Lease first (a machine too loaded to
-/// renew in time) is started again by `again`, armed the same, and
+/// renew in time) is started again by `armed`, with the same fault, and
 /// counted in `lease_losses`.
 fn crash(
     server: &mut Server,
     fault: &str,
     lease_losses: &mut usize,
-    mut again: impl FnMut() -> Server,
+    armed: impl Fn(&str) -> Server,
 ) -> (String, String) {
     loop {
         let status = server
@@ -800,7 +779,7 @@ fn crash(
         if status.code() == Some(86) {
             break;
         }
-        restart_if_lease_lost(server, lease_losses, &mut again);
+        restart_if_lease_lost(server, lease_losses, || armed(fault));
     }
     let log = server.stderr.lock().unwrap().clone();
     let line = log
