@@ -33,7 +33,7 @@ fn with_admission_external_an_appwrapper_is_driven_by_kueue_through_suspend_and_
     let cfg = dir.path().join("config.yaml");
     std::fs::write(
         &cfg,
-        "namespace: default\nreconciler:\n  leaseDurationSeconds: 6\n",
+        "namespace: default\nreconciler:\n  leaseDurationSeconds: 15\n",
     )
     .unwrap();
     let server = Server::start_in_cluster(

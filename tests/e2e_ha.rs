@@ -496,8 +496,7 @@ fn first_admission_by(
         }
         if Instant::now() > deadline {
             let log = who.stderr.lock().unwrap().clone();
-            let tail: Vec<&str> = log.lines().rev().take(60).collect();
-            for l in tail.iter().rev() {
+            for l in support::last_lines(&log, 60) {
                 eprintln!("{name}: {l}");
             }
             panic!("no admission by {name} within {within:?}");
@@ -954,17 +953,7 @@ fn leader_handover_on_sigterm_sigstop_and_sigkill_loses_nothing_and_never_overco
         for l in lease_seen.lock().unwrap().iter() {
             eprintln!("lease: {l}");
         }
-        for l in b
-            .stderr
-            .lock()
-            .unwrap()
-            .lines()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+        for l in support::last_lines(&b.stderr.lock().unwrap(), 40) {
             eprintln!("replica-b: {l}");
         }
         // What the standby did from taking the Lease (BATCHGATE_E2E_RUST_LOG

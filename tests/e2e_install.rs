@@ -370,9 +370,8 @@ impl Pod {
             .map(|p| read_log(&p.dir))
             .unwrap_or_default();
         let all = format!("{}\n{current}", st.log);
-        let tail: Vec<&str> = all.lines().rev().take(60).collect();
         eprintln!("batchgate (played pod), last lines:");
-        for l in tail.iter().rev() {
+        for l in support::last_lines(&all, 60) {
             eprintln!("{l}");
         }
     }

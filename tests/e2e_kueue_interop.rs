@@ -54,8 +54,7 @@ struct Kueue {
 impl Kueue {
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().rev().take(60).collect();
-        lines.into_iter().rev().collect::<Vec<_>>().join("\n")
+        support::last_lines(&text, 60).join("\n")
     }
 }
 
@@ -325,15 +324,7 @@ fn batchgates_manager_dispatches_to_a_stock_kueue_worker_and_mirrors_its_status(
             workload_of(m, NS, "mk-i").unwrap_or_default(),
             get(worker, &["job", "mk-i", "-n", NS]).unwrap_or_default(),
             kueue_manager.log_tail(),
-            server
-                .stderr
-                .lock()
-                .unwrap()
-                .lines()
-                .rev()
-                .take(40)
-                .collect::<Vec<_>>()
-                .join("\n"),
+            support::last_lines(&server.stderr.lock().unwrap(), 40).join("\n"),
         );
         std::panic::resume_unwind(e);
     }
@@ -410,7 +401,7 @@ fn kueue_admits_appwrappers_whose_lifecycle_batchgate_runs() {
     std::fs::write(
         &cfg,
         "namespace: default\nadmission: external\nintegrations:\n  frameworks: []\n\
-         reconciler:\n  leaseDurationSeconds: 6\n",
+         reconciler:\n  leaseDurationSeconds: 15\n",
     )
     .unwrap();
     let server = support::Server::start_in_cluster(
@@ -651,18 +642,7 @@ fn kueue_admits_appwrappers_whose_lifecycle_batchgate_runs() {
             get(c, &["workloads.kueue.x-k8s.io", "-n", AW_NS]).unwrap_or_default(),
             get(c, &["appwrappers.workload.codeflare.dev", "-n", AW_NS]).unwrap_or_default(),
             k.kueue.log_tail(),
-            server
-                .stderr
-                .lock()
-                .unwrap()
-                .lines()
-                .rev()
-                .take(60)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n"),
+            support::last_lines(&server.stderr.lock().unwrap(), 60).join("\n"),
         );
         std::panic::resume_unwind(e);
     }

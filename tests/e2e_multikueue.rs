@@ -196,9 +196,8 @@ fn dispatched(w: &World, job: &str, within: Duration) -> (Value, String) {
 fn dump(w: &World, job: &str) {
     if let Some(server) = w.server.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         let log = server.stderr.lock().unwrap().clone();
-        let tail: Vec<&str> = log.lines().rev().take(60).collect();
         eprintln!("the manager's batchgate (last lines):");
-        for l in tail.iter().rev() {
+        for l in support::last_lines(&log, 60) {
             eprintln!("{l}");
         }
     }

@@ -22,6 +22,14 @@ use tokio_rustls::TlsConnector;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_batchgate");
 
+/// The last `n` lines of a log, oldest first: what a failing test prints
+/// of a process that has said more than a reader can take in.
+pub fn last_lines(log: &str, n: usize) -> Vec<&str> {
+    let mut tail: Vec<&str> = log.lines().rev().take(n).collect();
+    tail.reverse();
+    tail
+}
+
 pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,

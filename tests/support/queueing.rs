@@ -295,9 +295,8 @@ pub fn wait_for<T>(within: Duration, what: &str, mut f: impl FnMut() -> Option<T
             // What batchgate said is the first thing to read when this fails.
             if let Some(e) = ENV.get() {
                 let log = e.server.stderr.lock().unwrap().clone();
-                let tail: Vec<&str> = log.lines().rev().take(80).collect();
                 eprintln!("batchgate log (last lines):");
-                for l in tail.iter().rev() {
+                for l in super::last_lines(&log, 80) {
                     eprintln!("{l}");
                 }
             }
