@@ -363,13 +363,11 @@ fn spawn_until(
     if rx.recv_timeout(within).is_err() {
         let _ = child.kill();
         let _ = child.wait();
-        let log = std::fs::read_to_string(log_path).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect();
         return Err(format!(
             "{what} did not log {ready:?} within {} s; last lines of {}:\n{}",
             within.as_secs(),
             log_path.display(),
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            log_tail(log_path, 40)
         )
         .into());
     }

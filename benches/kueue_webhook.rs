@@ -192,11 +192,7 @@ fn start_kueue(
             .map_err(|e| format!("starting Kueue's manager: {e}"))?,
         addr: ([127, 0, 0, 1], port).into(),
     };
-    let tail = || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().rev().take(30).collect();
-        lines.into_iter().rev().collect::<Vec<_>>().join("\n")
-    };
+    let tail = || process::log_tail(&log, 30);
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(status) = server.child.try_wait()? {

@@ -1,6 +1,6 @@
 //! What the cluster benches read of the processes they run: CPU time and
-//! memory from /proc, the load average, and children that die with the
-//! bench. Shared with `#[path = "support/process.rs"] mod process;`.
+//! memory from /proc, the load average, the end of a log, and children
+//! that die with the bench. Shared with `#[path = "support/process.rs"] mod process;`.
 
 // Each bench uses some of these.
 #![allow(dead_code)]
@@ -25,6 +25,15 @@ pub fn cpu_secs(pid: u32) -> f64 {
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     // utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
     (ticks(11) + ticks(12)) / clk_tck()
+}
+
+/// The last `n` lines of the log at `path`, oldest first (empty if it
+/// cannot be read): what a bench prints of a process that failed to start.
+pub fn log_tail(path: &std::path::Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut tail: Vec<&str> = text.lines().rev().take(n).collect();
+    tail.reverse();
+    tail.join("\n")
 }
 
 /// A `kB` field of /proc/<pid>/status (`VmRSS:`, `VmHWM:`).
