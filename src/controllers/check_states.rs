@@ -61,12 +61,21 @@ pub async fn run(shared: Shared) {
         (),
     )
     .predicate_filter(predicates::generation, Default::default());
-    let controller = shared.workloads().controller();
     let ctx = Arc::new(Ctx {
         shared,
         cluster_queues,
         local_queues,
     });
+    // A change the pass would wait on (most Workloads: no checks on their
+    // queue) skips the controller's queue.
+    let wanted = {
+        let ctx = ctx.clone();
+        move |wl: &api::Workload| {
+            let cq = ctx.cluster_queue(wl);
+            !matches!(step(wl, cq.as_deref(), &now_time()), Step::Wait)
+        }
+    };
+    let controller = ctx.shared.workloads().controller_where(wanted);
     let all = controller.store();
     // A queue's checks changed: look at its Workloads again.
     let by_queue = move |cq: api::ClusterQueue| {

@@ -344,6 +344,30 @@ impl WorkloadFeed {
     pub fn controller(&self) -> kube::runtime::Controller<api::Workload> {
         kube::runtime::Controller::for_shared_stream(self.subscribe(), self.store())
     }
+
+    /// [`Self::controller`] triggered only by the changes `wanted` keeps:
+    /// a controller whose pass would do nothing for most Workloads (no
+    /// admission check on them) skips the reconcile machinery for those.
+    /// Its other triggers, and a requeue a pass asked for, still reconcile
+    /// any Workload from the whole cache.
+    pub fn controller_where(
+        &self,
+        wanted: impl Fn(&api::Workload) -> bool + Send + 'static,
+    ) -> kube::runtime::Controller<api::Workload> {
+        let changes = self
+            .subscribe()
+            .filter(move |wl| futures::future::ready(wanted(wl)));
+        kube::runtime::Controller::for_shared_stream(changes, self.store())
+    }
+}
+
+/// Whether a Workload carries admission check states: the Workloads the
+/// MultiKueue and provisioning controllers act on.
+pub fn has_check_states(wl: &api::Workload) -> bool {
+    wl.status
+        .as_ref()
+        .and_then(|s| s.admission_checks.as_ref())
+        .is_some_and(|c| !c.is_empty())
 }
 
 /// Resolves once the kind is served, polling while its CRD is missing.
@@ -685,6 +709,69 @@ mod tests {
         tx.unbounded_send(Ok(Event::Apply(wl("a", "3")))).unwrap();
         assert_eq!(next(&mut early).await, "a@3");
         assert_eq!(next(&mut late).await, "a@3");
+    }
+
+    /// A filtered controller passes over the changes it does not want,
+    /// and its other triggers still reach every Workload in the cache.
+    #[tokio::test]
+    async fn a_filtered_controller_reconciles_only_what_it_wants() {
+        let (feed, tx) = feed();
+        let (all, all_on) = mpsc::unbounded::<()>();
+        let (seen_tx, mut seen) = mpsc::unbounded::<String>();
+        let controller = feed
+            .controller_where(|w| w.name_any() != "skipped")
+            .reconcile_all_on(all_on);
+        tokio::spawn(
+            controller
+                .run(
+                    |w: Arc<api::Workload>, seen: Arc<mpsc::UnboundedSender<String>>| async move {
+                        let _ = seen.unbounded_send(w.name_any());
+                        Ok::<_, JobError>(kube::runtime::controller::Action::await_change())
+                    },
+                    |_, _, _| kube::runtime::controller::Action::await_change(),
+                    Arc::new(seen_tx),
+                )
+                .for_each(|_| futures::future::ready(())),
+        );
+        for ev in [
+            Event::Init,
+            Event::InitApply(wl("skipped", "1")),
+            Event::InitApply(wl("wanted", "2")),
+            Event::InitDone,
+        ] {
+            tx.unbounded_send(Ok(ev)).unwrap();
+        }
+        let first = tokio::time::timeout(Duration::from_secs(5), seen.next())
+            .await
+            .expect("a reconcile within 5 s");
+        assert_eq!(first.as_deref(), Some("wanted"));
+        tx.unbounded_send(Ok(Event::Apply(wl("skipped", "3"))))
+            .unwrap();
+        tx.unbounded_send(Ok(Event::Apply(wl("wanted", "4"))))
+            .unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(5), seen.next())
+            .await
+            .expect("a reconcile within 5 s");
+        assert_eq!(
+            next.as_deref(),
+            Some("wanted"),
+            "a change not wanted is passed over"
+        );
+
+        all.unbounded_send(()).unwrap();
+        let mut both = Vec::new();
+        for _ in 0..2 {
+            let n = tokio::time::timeout(Duration::from_secs(5), seen.next())
+                .await
+                .expect("a reconcile within 5 s");
+            both.push(n.unwrap());
+        }
+        both.sort();
+        assert_eq!(
+            both,
+            ["skipped", "wanted"],
+            "another trigger reaches every Workload"
+        );
     }
 
     #[tokio::test]

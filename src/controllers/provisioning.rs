@@ -26,7 +26,8 @@ use serde_json::{json, Value};
 use tracing::{debug, info};
 
 use super::context::{
-    admission_pod_set_infos, delete_by_uid, params, store, write_workload_status, JobError, Shared,
+    admission_pod_set_infos, delete_by_uid, has_check_states, params, store, write_workload_status,
+    JobError, Shared,
 };
 use crate::vocabulary::keys;
 use crate::{
@@ -191,19 +192,18 @@ async fn reconcile_check(ac: Arc<AdmissionCheck>, ctx: Arc<Ctx>) -> Result<Actio
 /// The Workloads' requests and check states.
 async fn run_workloads(ctx: Arc<Ctx>, requests: Api<DynamicObject>) {
     let client = ctx.shared.client.clone();
-    let controller = ctx.shared.workloads().controller();
+    // A pass over an idle Workload does nothing (`reconcile_workload`).
+    let controller = ctx
+        .shared
+        .workloads()
+        .controller_where(|wl| pass::stage(wl) != Stage::Idle);
     let all = controller.store();
     let all2 = all.clone();
     // A check or config changed: look again at the Workloads with checks.
     let with_checks = move |all: &Store<api::Workload>| {
         all.state()
             .into_iter()
-            .filter(|w| {
-                w.status
-                    .as_ref()
-                    .and_then(|s| s.admission_checks.as_ref())
-                    .is_some_and(|c| !c.is_empty())
-            })
+            .filter(|w| has_check_states(w))
             .map(|w| ObjectRef::from_obj(&*w))
             .collect::<Vec<_>>()
     };

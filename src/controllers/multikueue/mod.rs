@@ -34,7 +34,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 use tracing::{debug, info, warn};
 
-use super::context::{params, store, JobError, Shared};
+use super::context::{has_check_states, params, store, JobError, Shared};
 use crate::{
     api::kueue::v1beta2::{
         AdmissionCheck, Conditions, MultiKueueCluster, MultiKueueConfig, Workload,
@@ -143,7 +143,8 @@ pub async fn run(
             ..k
         }));
     }
-    let workloads = shared.workloads().controller();
+    // A Workload without check states has no MultiKueue check to act on.
+    let workloads = shared.workloads().controller_where(has_check_states);
     let (wake, wakes) = futures::channel::mpsc::unbounded();
     let (links, linked) = futures::channel::mpsc::unbounded();
     let ctx = Arc::new(Ctx {
