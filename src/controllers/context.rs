@@ -668,6 +668,19 @@ mod tests {
         (WorkloadFeed::over(store, changes), tx)
     }
 
+    /// The first list of a watch: `workloads`, then its end.
+    fn list(
+        tx: &mpsc::UnboundedSender<Result<Event<api::Workload>, watcher::Error>>,
+        workloads: impl IntoIterator<Item = api::Workload>,
+    ) {
+        let evs = std::iter::once(Event::Init)
+            .chain(workloads.into_iter().map(Event::InitApply))
+            .chain([Event::InitDone]);
+        for ev in evs {
+            tx.unbounded_send(Ok(ev)).unwrap();
+        }
+    }
+
     async fn next(s: &mut (impl Stream<Item = Arc<api::Workload>> + Unpin)) -> String {
         let wl = tokio::time::timeout(Duration::from_secs(5), s.next())
             .await
@@ -688,14 +701,7 @@ mod tests {
     async fn every_subscriber_sees_every_change_early_or_late() {
         let (feed, tx) = feed();
         let mut early = Box::pin(feed.subscribe());
-        for ev in [
-            Event::Init,
-            Event::InitApply(wl("a", "1")),
-            Event::InitApply(wl("b", "2")),
-            Event::InitDone,
-        ] {
-            tx.unbounded_send(Ok(ev)).unwrap();
-        }
+        list(&tx, [wl("a", "1"), wl("b", "2")]);
         let mut seen = vec![next(&mut early).await, next(&mut early).await];
         seen.sort();
         assert_eq!(seen, ["a@1", "b@2"]);
@@ -733,39 +739,26 @@ mod tests {
                 )
                 .for_each(|_| futures::future::ready(())),
         );
-        for ev in [
-            Event::Init,
-            Event::InitApply(wl("skipped", "1")),
-            Event::InitApply(wl("wanted", "2")),
-            Event::InitDone,
-        ] {
-            tx.unbounded_send(Ok(ev)).unwrap();
+        async fn reconciled(seen: &mut mpsc::UnboundedReceiver<String>) -> String {
+            tokio::time::timeout(Duration::from_secs(5), seen.next())
+                .await
+                .expect("a reconcile within 5 s")
+                .expect("the controller runs")
         }
-        let first = tokio::time::timeout(Duration::from_secs(5), seen.next())
-            .await
-            .expect("a reconcile within 5 s");
-        assert_eq!(first.as_deref(), Some("wanted"));
+        list(&tx, [wl("skipped", "1"), wl("wanted", "2")]);
+        assert_eq!(reconciled(&mut seen).await, "wanted");
         tx.unbounded_send(Ok(Event::Apply(wl("skipped", "3"))))
             .unwrap();
         tx.unbounded_send(Ok(Event::Apply(wl("wanted", "4"))))
             .unwrap();
-        let next = tokio::time::timeout(Duration::from_secs(5), seen.next())
-            .await
-            .expect("a reconcile within 5 s");
         assert_eq!(
-            next.as_deref(),
-            Some("wanted"),
+            reconciled(&mut seen).await,
+            "wanted",
             "a change not wanted is passed over"
         );
 
         all.unbounded_send(()).unwrap();
-        let mut both = Vec::new();
-        for _ in 0..2 {
-            let n = tokio::time::timeout(Duration::from_secs(5), seen.next())
-                .await
-                .expect("a reconcile within 5 s");
-            both.push(n.unwrap());
-        }
+        let mut both = vec![reconciled(&mut seen).await, reconciled(&mut seen).await];
         both.sort();
         assert_eq!(
             both,
