@@ -28,7 +28,7 @@ use kube::{
 };
 use tracing::debug;
 
-use super::context::{store, write_workload_status, JobError, Shared};
+use super::context::{has_check_states, store, write_workload_status, JobError, Shared};
 use crate::{
     api::kueue::v1beta2 as api,
     queueing::check_states::{step, Step},
@@ -66,13 +66,20 @@ pub async fn run(shared: Shared) {
         cluster_queues,
         local_queues,
     });
-    // A change the pass would wait on (most Workloads: no checks on their
-    // queue) skips the controller's queue.
+    // Only a Workload with check states, or on a queue that has checks,
+    // can get anything but `Wait` from the step: the others (most, and
+    // every one in a cluster without checks) skip the controller's queue
+    // without a step run for them.
     let wanted = {
         let ctx = ctx.clone();
         move |wl: &api::Workload| {
-            let cq = ctx.cluster_queue(wl);
-            !matches!(step(wl, cq.as_deref(), &now_time()), Step::Wait)
+            has_check_states(wl)
+                || ctx.cluster_queue(wl).is_some_and(|cq| {
+                    cq.spec
+                        .admission_checks_strategy
+                        .iter()
+                        .any(|s| !s.admission_checks.is_empty())
+                })
         }
     };
     let controller = ctx.shared.workloads().controller_where(wanted);

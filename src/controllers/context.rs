@@ -361,8 +361,8 @@ impl WorkloadFeed {
     }
 }
 
-/// Whether a Workload carries admission check states: the Workloads the
-/// MultiKueue and provisioning controllers act on.
+/// Whether a Workload carries admission check states: without them, and
+/// without checks on its queue, the check controllers have nothing to do.
 pub fn has_check_states(wl: &api::Workload) -> bool {
     wl.status
         .as_ref()
