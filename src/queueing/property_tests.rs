@@ -232,6 +232,8 @@ struct Model {
     workloads: BTreeMap<String, Workload>,
     held: BTreeMap<String, Held>,
     evicting: BTreeSet<String>,
+    /// Each ClusterQueue's status as the cycles have reported it.
+    reported: BTreeMap<String, ClusterQueueStatus>,
     now: i64,
     next: u32,
 }
@@ -274,6 +276,7 @@ impl Model {
             workloads: BTreeMap::new(),
             held: BTreeMap::new(),
             evicting: BTreeSet::new(),
+            reported: BTreeMap::new(),
             now: 0,
             next: 0,
         }
@@ -477,6 +480,20 @@ impl Model {
     }
 
     fn check(&mut self, cycle: &Cycle) -> Result<(), TestCaseError> {
+        // A cycle reports every status that changed since the last one:
+        // what it reported so far is each queue's status now.
+        for s in &cycle.statuses {
+            self.reported.insert(s.name.clone(), s.clone());
+        }
+        for q in &self.queues {
+            let now = self.engine.cluster_queue_status(&q.name);
+            prop_assert_eq!(
+                self.reported.get(&q.name),
+                now.as_ref(),
+                "the status last reported for {}",
+                &q.name
+            );
+        }
         let mut lent_before = BTreeMap::new();
         let cohorts: BTreeSet<String> = self
             .queues

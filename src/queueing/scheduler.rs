@@ -17,7 +17,7 @@
 //! why [`Engine::rebuild`] from the API's objects counts every workload
 //! with `status.admission` as holding quota.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::{
@@ -268,6 +268,20 @@ struct Record {
     reported: Option<(PendingReason, Arc<str>)>,
 }
 
+/// Everything a ClusterQueue's status ([`Engine::cluster_queue_status`])
+/// is built from, read without building it: the configuration's
+/// generation, the queue's counts, and per flavor/resource of its groups
+/// the quota it holds and the admitted part of it (the weighted share is
+/// a function of these and the configuration).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct StatusInputs {
+    config: u64,
+    pending: usize,
+    reserving: usize,
+    admitted: usize,
+    usage: Vec<i64>,
+}
+
 /// The queueing engine. Pure: time comes in as a parameter of
 /// [`Engine::schedule`], decisions go out as values.
 #[derive(Debug, Default)]
@@ -315,6 +329,16 @@ pub struct Engine {
     /// Holding workloads that may have to be evicted (drain, deactivation).
     drain: BTreeSet<Arc<str>>,
     reported_status: HashMap<String, ClusterQueueStatus, super::Hasher>,
+    /// What each reported status was built from: a queue whose inputs are
+    /// the same at the end of a cycle is not built again.
+    reported_inputs: HashMap<String, StatusInputs, super::Hasher>,
+    /// Bumped by every change a status reads besides a queue's workloads
+    /// and usage: ClusterQueues, Cohorts, flavors, Topologies, checks,
+    /// fair sharing.
+    config_generation: u64,
+    /// The ClusterQueues that may not admit, as of the configuration's
+    /// generation in the pair (see [`Engine::is_active`]).
+    inactive: Option<(u64, HashSet<String, super::Hasher>)>,
     /// The names workloads share (see [`Names`]).
     names: Names,
     /// See [`Engine::set_block_admission`].
@@ -561,6 +585,7 @@ impl Engine {
     }
 
     fn after_flavor_change(&mut self) {
+        self.config_generation += 1;
         let names: Vec<String> = self.cluster_queues.keys().cloned().collect();
         for cq in &names {
             self.refresh_queued_status(cq);
@@ -670,6 +695,8 @@ impl Engine {
             return;
         };
         self.queues.remove(name);
+        self.reported_status.remove(name);
+        self.reported_inputs.remove(name);
         self.rebuild_quota();
         self.replace_all();
         if let Some(cohort) = &old.cohort {
@@ -995,6 +1022,28 @@ impl Engine {
         })
     }
 
+    /// The queue's [`StatusInputs`] into `out`.
+    fn status_inputs(&self, name: &str, out: &mut StatusInputs) {
+        let admitted = self.workloads.admitted(name);
+        out.config = self.config_generation;
+        out.pending = self.queues.get(name).map_or(0, PendingQueue::len);
+        out.reserving = self.holders.get(name).map_or(0, BTreeSet::len);
+        out.admitted = admitted.map_or(0, |a| a.workloads);
+        out.usage.clear();
+        let Some(cq) = self.cluster_queues.get(name) else {
+            return;
+        };
+        for g in &cq.resource_groups {
+            for f in &g.flavors {
+                for r in &f.resources {
+                    let fr = FlavorResource::new(&f.name, &r.name);
+                    out.usage.push(self.quota.usage(name, &fr));
+                    out.usage.push(admitted.map_or(0, |a| a.of(&fr)));
+                }
+            }
+        }
+    }
+
     /// [`Self::cluster_queue_status`] by a walk over the queue's holders,
     /// as before the records kept the counts: the reference the tests
     /// compare with.
@@ -1306,6 +1355,21 @@ impl Engine {
             .collect()
     }
 
+    /// The ClusterQueues that may not admit: [`Self::is_active`] reads
+    /// only the configuration, so this is worked out once per change of it.
+    fn refresh_inactive(&mut self) {
+        if matches!(&self.inactive, Some((g, _)) if *g == self.config_generation) {
+            return;
+        }
+        let inactive = self
+            .cluster_queues
+            .values()
+            .filter(|cq| !self.is_active(cq))
+            .map(|cq| cq.name.clone())
+            .collect();
+        self.inactive = Some((self.config_generation, inactive));
+    }
+
     /// May the queue admit? Kueue leaves a queue whose Cohort's parents
     /// loop out of the scheduling snapshot (`HasCycle`) while its Active
     /// condition stays as it is.
@@ -1366,6 +1430,7 @@ impl Engine {
     // ---- bookkeeping -----------------------------------------------------
 
     fn rebuild_quota(&mut self) {
+        self.config_generation += 1;
         let usage: Vec<(&str, &Usage)> = self
             .workloads
             .values()

@@ -44,6 +44,7 @@ impl Engine {
     }
 
     fn after_checks_change(&mut self, cqs: &[String]) {
+        self.config_generation += 1;
         for cq in cqs {
             self.refresh_queued_status(cq);
         }

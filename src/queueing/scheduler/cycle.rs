@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::{
-    Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, PreemptedReason, Record, State,
+    Cycle, Decision, Engine, EvictionReason, Holding, PendingReason, PreemptedReason, Record,
+    State, StatusInputs,
 };
 use crate::api::selector::{LabelSelector, NamespaceNameOnly};
 use crate::queueing::{
@@ -103,9 +104,14 @@ impl Engine {
         self.replace_failed_nodes(&updated, &mut cycle.decisions);
 
         // 1. One head per active ClusterQueue.
+        self.refresh_inactive();
         let mut heads = Vec::with_capacity(self.cluster_queues.len());
         for (name, cq) in self.cluster_queues.iter() {
-            if !self.is_active(cq) {
+            if self
+                .inactive
+                .as_ref()
+                .is_some_and(|(_, q)| q.contains(name))
+            {
                 continue;
             }
             let ranks = self.admission_fair_sharing_ranks(cq);
@@ -674,19 +680,30 @@ impl Engine {
         }
     }
 
+    /// The statuses that differ from those last reported. A queue whose
+    /// inputs are as when its status was last built is not built again:
+    /// on a wide tree most queues do not change in a cycle.
     fn changed_statuses(&mut self) -> Vec<ClusterQueueStatus> {
-        let changed: Vec<ClusterQueueStatus> = self
-            .cluster_queues
-            .keys()
-            .filter_map(|name| self.cluster_queue_status(name))
-            .filter(|status| self.reported_status.get(&status.name) != Some(status))
-            .collect();
-        for status in &changed {
-            self.reported_status
-                .insert(status.name.clone(), status.clone());
+        let mut inputs = StatusInputs::default();
+        let mut built = Vec::new();
+        for name in self.cluster_queues.keys() {
+            self.status_inputs(name, &mut inputs);
+            if self.reported_inputs.get(name) == Some(&inputs) {
+                continue;
+            }
+            let status = self.cluster_queue_status(name);
+            built.push((name.clone(), inputs.clone(), status));
         }
-        let queues = &self.cluster_queues;
-        self.reported_status.retain(|n, _| queues.contains_key(n));
+        let mut changed = Vec::new();
+        for (name, inputs, status) in built {
+            self.reported_inputs.insert(name, inputs);
+            let Some(status) = status else { continue };
+            if self.reported_status.get(&status.name) != Some(&status) {
+                self.reported_status
+                    .insert(status.name.clone(), status.clone());
+                changed.push(status);
+            }
+        }
         changed
     }
 }

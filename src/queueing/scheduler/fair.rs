@@ -27,6 +27,7 @@ impl Engine {
 
     /// Gives the quota tree the weights (after every rebuild).
     pub(super) fn attach_fair(&mut self) {
+        self.config_generation += 1;
         let shape = self.fair.as_ref().map(|f| FairShape::build(&self.quota, f));
         self.quota.set_fair(shape);
     }
