@@ -328,10 +328,10 @@ pub struct Engine {
     dirty: BTreeSet<Arc<str>>,
     /// Holding workloads that may have to be evicted (drain, deactivation).
     drain: BTreeSet<Arc<str>>,
-    reported_status: HashMap<String, ClusterQueueStatus, super::Hasher>,
-    /// What each reported status was built from: a queue whose inputs are
-    /// the same at the end of a cycle is not built again.
-    reported_inputs: HashMap<String, StatusInputs, super::Hasher>,
+    /// Each ClusterQueue's status as last reported, with what it was built
+    /// from: a queue whose inputs are the same at the end of a cycle is not
+    /// built again.
+    reported: HashMap<String, (StatusInputs, ClusterQueueStatus), super::Hasher>,
     /// Bumped by every change a status reads besides a queue's workloads
     /// and usage: ClusterQueues, Cohorts, flavors, Topologies, checks,
     /// fair sharing.
@@ -695,8 +695,7 @@ impl Engine {
             return;
         };
         self.queues.remove(name);
-        self.reported_status.remove(name);
-        self.reported_inputs.remove(name);
+        self.reported.remove(name);
         self.rebuild_quota();
         self.replace_all();
         if let Some(cohort) = &old.cohort {

@@ -688,20 +688,25 @@ impl Engine {
         let mut built = Vec::new();
         for name in self.cluster_queues.keys() {
             self.status_inputs(name, &mut inputs);
-            if self.reported_inputs.get(name) == Some(&inputs) {
+            if self
+                .reported
+                .get(name)
+                .is_some_and(|(was, _)| *was == inputs)
+            {
                 continue;
             }
-            let status = self.cluster_queue_status(name);
-            built.push((name.clone(), inputs.clone(), status));
+            if let Some(status) = self.cluster_queue_status(name) {
+                built.push((inputs.clone(), status));
+            }
         }
         let mut changed = Vec::new();
-        for (name, inputs, status) in built {
-            self.reported_inputs.insert(name, inputs);
-            let Some(status) = status else { continue };
-            if self.reported_status.get(&status.name) != Some(&status) {
-                self.reported_status
-                    .insert(status.name.clone(), status.clone());
-                changed.push(status);
+        for (inputs, status) in built {
+            match self.reported.get_mut(&status.name) {
+                Some((was, same)) if *same == status => *was = inputs,
+                _ => {
+                    changed.push(status.clone());
+                    self.reported.insert(status.name.clone(), (inputs, status));
+                }
             }
         }
         changed
